@@ -1,0 +1,5 @@
+"""The semantic model: what the rules know about a module."""
+
+from gpulint.analysis.model import SemanticModel
+
+__all__ = ["SemanticModel"]

@@ -1,0 +1,118 @@
+"""Every `torch.utils.data.DataLoader` construction, with its arguments found by keyword or position."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from gpulint.analysis.devices import contains_cuda_move, is_cuda_value
+
+if TYPE_CHECKING:
+    from gpulint.analysis.model import ClassInfo, SemanticModel
+
+DATALOADER = "torch.utils.data.DataLoader"
+TENSOR_DATASET = "torch.utils.data.TensorDataset"
+ITERABLE_DATASET = "torch.utils.data.IterableDataset"
+
+# torch.utils.data.DataLoader.__init__, in order; the rest are keyword-only.
+POSITIONAL_PARAMETERS = (
+    "dataset", "batch_size", "shuffle", "sampler", "batch_sampler", "num_workers", "collate_fn",
+    "pin_memory", "drop_last", "timeout", "worker_init_fn", "multiprocessing_context", "generator",
+)  # fmt: skip
+
+
+@dataclass
+class DataLoaderCall:
+    call: cst.Call
+    arguments: dict[str, cst.Arg]
+    has_unpacking: bool  # `*args` / `**kwargs`: the real arguments are unknown
+
+    def argument(self, name: str) -> cst.Arg | None:
+        return self.arguments.get(name)
+
+    def value(self, name: str) -> cst.BaseExpression | None:
+        arg = self.arguments.get(name)
+        return arg.value if arg is not None else None
+
+
+def _is_dataloader_class(model: SemanticModel, qualified: str | None) -> bool:
+    if qualified == DATALOADER:
+        return True
+    info = model.local_class_of(qualified)
+    # A subclass with its own __init__ may take other arguments: its calls are not DataLoader calls.
+    return info is not None and model.is_subclass_of(info.node.name.value, DATALOADER) and "__init__" not in info.methods
+
+
+def find_dataloaders(model: SemanticModel) -> list[DataLoaderCall]:
+    found = []
+    for call in model.calls:
+        if not _is_dataloader_class(model, model.call_name(call)):
+            continue
+        arguments: dict[str, cst.Arg] = {}
+        unpacking = False
+        position = 0
+        for arg in call.args:
+            if arg.star:
+                unpacking = True
+            elif arg.keyword is not None:
+                arguments[arg.keyword.value] = arg
+            else:
+                if position < len(POSITIONAL_PARAMETERS):
+                    arguments[POSITIONAL_PARAMETERS[position]] = arg
+                position += 1
+        found.append(DataLoaderCall(call, arguments, unpacking))
+    return found
+
+
+def _binding_value(model: SemanticModel, expr: cst.BaseExpression) -> cst.BaseExpression:
+    """The expression a name was bound to (once), or the expression itself."""
+    if isinstance(expr, cst.Name):
+        binders = model.bindings_of(expr.value, expr)
+        if len(binders) == 1 and isinstance(binders[0], cst.Assign):
+            return binders[0].value
+    return expr
+
+
+def dataset_class(model: SemanticModel, loader: DataLoaderCall) -> ClassInfo | None:
+    """The module's own Dataset class that the loader's dataset is constructed from."""
+    dataset = loader.value("dataset")
+    if dataset is None:
+        return None
+    dataset = _binding_value(model, dataset)
+    if isinstance(dataset, cst.Call):
+        return model.local_class_of(model.call_name(dataset))
+    return None
+
+
+def produces_cuda_batches(model: SemanticModel, loader: DataLoaderCall) -> bool:
+    """The dataset or collate_fn already yields CUDA tensors: workers and pinning cannot help."""
+    dataset = loader.value("dataset")
+    if dataset is not None:
+        value = _binding_value(model, dataset)
+        if isinstance(value, cst.Call) and model.call_name(value) == TENSOR_DATASET:
+            if any(is_cuda_value(model, arg.value) for arg in value.args):
+                return True
+        info = dataset_class(model, loader)
+        if info is not None and contains_cuda_move(model, info.node):
+            return True
+    collate = loader.value("collate_fn")
+    if collate is not None:
+        if isinstance(collate, cst.Lambda):
+            return contains_cuda_move(model, collate)
+        if isinstance(collate, cst.Name):
+            for func in model.functions.get(collate.value, []):
+                if contains_cuda_move(model, func):
+                    return True
+    return False
+
+
+def is_unsharded_iterable_dataset(model: SemanticModel, loader: DataLoaderCall) -> bool:
+    """An IterableDataset that never asks `get_worker_info()`: each worker would yield the same data."""
+    info = dataset_class(model, loader)
+    if info is None or not model.is_subclass_of(info.node.name.value, ITERABLE_DATASET):
+        return False
+    if loader.argument("worker_init_fn") is not None:
+        return False
+    return "get_worker_info" not in model.code(info.node)

@@ -1,0 +1,84 @@
+"""Import resolution: map local names to qualified names without LibCST's costly scope providers."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+# Re-exports that name the same object: the canonical spelling is the key rules match on.
+CANONICAL_NAMES = {
+    "torch.utils.data.dataloader.DataLoader": "torch.utils.data.DataLoader",
+    "torch.utils.data.dataset.Dataset": "torch.utils.data.Dataset",
+    "torch.utils.data.dataset.IterableDataset": "torch.utils.data.IterableDataset",
+    "torch.utils.data.dataset.TensorDataset": "torch.utils.data.TensorDataset",
+    "torch.utils.data.dataloader.get_worker_info": "torch.utils.data.get_worker_info",
+    "torch.utils.data._utils.worker.get_worker_info": "torch.utils.data.get_worker_info",
+    "torch.nn.parallel.DataParallel": "torch.nn.DataParallel",
+    "torch.nn.parallel.data_parallel.DataParallel": "torch.nn.DataParallel",
+    "torch.nn.parallel.DistributedDataParallel": "torch.nn.parallel.DistributedDataParallel",
+    "torch.cuda.memory.memory_cached": "torch.cuda.memory_cached",
+    "torch.cuda.memory.max_memory_cached": "torch.cuda.max_memory_cached",
+    "torch.cuda.memory.reset_max_memory_cached": "torch.cuda.reset_max_memory_cached",
+}
+
+
+def dotted_name(node: cst.BaseExpression) -> str | None:
+    """`a.b.c` for a Name/Attribute chain, else None."""
+    parts: list[str] = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if not isinstance(node, cst.Name):
+        return None
+    parts.append(node.value)
+    return ".".join(reversed(parts))
+
+
+def canonical(qualified: str) -> str:
+    return CANONICAL_NAMES.get(qualified, qualified)
+
+
+class ImportTable:
+    """Local binding -> qualified name, for every import statement in the module (any depth)."""
+
+    def __init__(self) -> None:
+        self.bindings: dict[str, str] = {}
+
+    def add_import(self, node: cst.Import) -> None:
+        if isinstance(node.names, cst.ImportStar):
+            return
+        for alias in node.names:
+            full = dotted_name(alias.name)
+            if full is None:
+                continue
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                self.bindings[alias.asname.name.value] = full
+            else:
+                # `import torch.utils.data` binds `torch`; attribute access resolves the rest.
+                root = full.split(".", 1)[0]
+                self.bindings[root] = root
+
+    def add_import_from(self, node: cst.ImportFrom) -> None:
+        if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+            return
+        module = dotted_name(node.module)
+        if module is None:
+            return
+        for alias in node.names:
+            if not isinstance(alias.name, cst.Name):
+                continue
+            local = alias.name.value
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                local = alias.asname.name.value
+            self.bindings[local] = f"{module}.{alias.name.value}"
+
+    def resolve(self, dotted: str) -> str | None:
+        """Qualified name of a dotted expression whose root is an imported name."""
+        root, _, rest = dotted.partition(".")
+        target = self.bindings.get(root)
+        if target is None:
+            return None
+        full = f"{target}.{rest}" if rest else target
+        return canonical(full)
+
+    def is_imported(self, module: str) -> bool:
+        return self.bindings.get(module) == module

@@ -1,0 +1,92 @@
+"""A rule is a small class: code, name, fix applicability, options, and `check(model)`."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, ClassVar, Iterator
+
+import libcst as cst
+
+from gpulint.analysis import SemanticModel
+from gpulint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location, Severity
+
+REGISTRY: dict[str, type[Rule]] = {}
+
+
+@dataclass(frozen=True)
+class Option:
+    """A per-rule setting, read from `[tool.gpulint.rules.CODE]` (kebab-case key)."""
+
+    name: str
+    default: Any
+    help: str
+
+    def validate(self, value: Any) -> Any:
+        expected = type(self.default)
+        if expected is float and isinstance(value, int) and not isinstance(value, bool):
+            return float(value)
+        if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
+            raise TypeError(f"expected {expected.__name__}, got {type(value).__name__} {value!r}")
+        return value
+
+
+class Rule:
+    code: ClassVar[str]
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    fix_applicability: ClassVar[Applicability | None] = None  # the best fix the rule can offer
+    preview: ClassVar[bool] = False
+    needs_gpu_context: ClassVar[bool] = True
+    # Every pattern must occur in a file's text for the rule to possibly fire (the cheap prefilter).
+    requires: ClassVar[tuple[str, ...]] = ()
+    options: ClassVar[tuple[Option, ...]] = ()
+    default_severity: ClassVar[Severity] = Severity.WARNING
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "code" in cls.__dict__:
+            if cls.code in REGISTRY:
+                raise RuntimeError(f"duplicate rule code {cls.code}")
+            REGISTRY[cls.code] = cls
+
+    def __init__(self, model: SemanticModel, options: dict[str, Any] | None = None) -> None:
+        self.model = model
+        self.settings = {o.name: o.default for o in self.options}
+        self.settings.update(options or {})
+
+    @classmethod
+    def applies_to_text(cls, text: str) -> bool:
+        return all(re.search(p, text) for p in cls.requires)
+
+    def check(self) -> Iterator[Diagnostic]:
+        raise NotImplementedError
+
+    # ---- helpers for subclasses -------------------------------------------------------------
+
+    def diagnostic(
+        self,
+        node: cst.CSTNode,
+        message: str,
+        *,
+        severity: Severity | None = None,
+        fix: Fix | None = None,
+    ) -> Diagnostic:
+        span = self.model.range(node)
+        return Diagnostic(
+            code=self.code,
+            name=self.name,
+            message=message,
+            filename=self.model.path,
+            location=Location(span.start.line, span.start.column + 1),
+            end_location=Location(span.end.line, span.end.column + 1),
+            severity=severity or self.default_severity,
+            fix=fix,
+            noqa_row=span.start.line,
+        )
+
+    def fix(self, message: str, edits: list[Edit | None], applicability: Applicability) -> Fix | None:
+        """A Fix, or None when any edit could not be built."""
+        if not edits or any(e is None for e in edits):
+            return None
+        return Fix(message, applicability, tuple(e for e in edits if e is not None))

@@ -1,0 +1,96 @@
+"""GPU101 dataloader-without-workers: batches are loaded in the training process while the GPU waits."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+
+from gpulint.analysis.dataloaders import TENSOR_DATASET, is_unsharded_iterable_dataset, produces_cuda_batches
+from gpulint.analysis.hot_loops import consuming_loops, in_no_grad, is_hot
+from gpulint.analysis.value_resolution import LITERAL
+from gpulint.checks.base import Option, Rule
+from gpulint.diagnostics import Applicability, Diagnostic, Severity
+from gpulint.edits import add_import, import_roots, replace_node, with_keyword_argument
+
+# Capped at 8, one core left for the main process, CPU affinity (containers, SLURM) where the OS has it.
+DEFAULT_WORKERS = (
+    'min(8, max(1, (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") '
+    "else os.cpu_count() or 2) - 1))"
+)
+
+
+class DataLoaderWithoutWorkers(Rule):
+    code = "GPU101"
+    name = "dataloader-without-workers"
+    summary = "`DataLoader` loads batches in the training process (`num_workers` missing or 0)"
+    fix_applicability = Applicability.UNSAFE
+    requires = (r"DataLoader", r"cuda")
+    options = (Option("workers", DEFAULT_WORKERS, "The expression the fix inserts as `num_workers`."),)
+
+    @classmethod
+    def validate_options(cls, values: dict) -> None:
+        try:
+            cst.parse_expression(values.get("workers", DEFAULT_WORKERS))
+        except cst.ParserSyntaxError as error:
+            raise ValueError(f"`workers` is not a Python expression: {error.message}") from None
+
+    def check(self) -> Iterator[Diagnostic]:
+        model = self.model
+        for loader in model.dataloaders:
+            if loader.has_unpacking or produces_cuda_batches(model, loader):
+                continue
+            arg = loader.argument("num_workers")
+            resolved = None
+            if arg is not None:
+                resolved = model.values.resolve(arg.value)
+                if resolved is None or resolved.value != 0 or isinstance(resolved.value, bool):
+                    continue
+            yield self._report(loader, resolved)
+
+    def _severity(self, loader) -> Severity:
+        dataset = loader.value("dataset")
+        if isinstance(dataset, cst.Call) and self.model.call_name(dataset) == TENSOR_DATASET:
+            return Severity.INFO  # indexing in-memory tensors is cheap: little for workers to win
+        shuffle = self.model.values.resolve(loader.value("shuffle")) if loader.value("shuffle") else None
+        loops = consuming_loops(self.model, loader.call)
+        if (shuffle is not None and shuffle.value is True) or any(
+            is_hot(self.model, loop) and not in_no_grad(self.model, loop) for loop in loops
+        ):
+            return Severity.WARNING
+        return Severity.INFO
+
+    def _report(self, loader, resolved) -> Diagnostic:
+        model = self.model
+        where = resolved.describe(model) if resolved is not None else ""
+        if resolved is None:
+            what = "`DataLoader` has no `num_workers`"
+        elif where:
+            what = f"`DataLoader` uses `num_workers=0` ({where})"
+        else:
+            what = "`DataLoader` uses `num_workers=0`"
+        message = f"{what}: batches are loaded in the training process while the GPU waits"
+        fix = None
+        if is_unsharded_iterable_dataset(model, loader):
+            message += "; shard the IterableDataset with `get_worker_info()` before adding workers"
+        elif model.is_module_level_code(loader.call) and not model.has_main_guard:
+            message += '; put the script under `if __name__ == "__main__":` before adding workers'
+        else:
+            fix = self._fix(loader, resolved, where)
+        return self.diagnostic(loader.call, message, severity=self._severity(loader), fix=fix)
+
+    def _fix(self, loader, resolved, where: str):
+        model = self.model
+        expression = self.settings["workers"]
+        value = cst.parse_expression(expression)
+        if resolved is None:
+            edit = replace_node(model, loader.call, with_keyword_argument(loader.call, "num_workers", value))
+            message = "Set `num_workers` to a worker count"
+        elif resolved.origin == LITERAL:
+            edit = replace_node(model, resolved.node, expression)
+            message = "Use a worker count for `num_workers`"
+        else:
+            edit = replace_node(model, resolved.node, expression)
+            message = f"Change the {where} to a worker count"
+        imports = [add_import(model, name) for name in import_roots(expression)]
+        return self.fix(message, [edit, *(e for e in imports if e is not None)], Applicability.UNSAFE)

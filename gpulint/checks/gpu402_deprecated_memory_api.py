@@ -1,0 +1,60 @@
+"""GPU402 deprecated-memory-api: `torch.cuda.memory_cached` and friends were renamed."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+
+from gpulint.checks.base import Rule
+from gpulint.diagnostics import Applicability, Diagnostic
+from gpulint.edits import replace_node
+
+RENAMES = {
+    "torch.cuda.memory_cached": "memory_reserved",
+    "torch.cuda.max_memory_cached": "max_memory_reserved",
+    "torch.cuda.reset_max_memory_cached": "reset_peak_memory_stats",
+}
+
+
+class DeprecatedMemoryApi(Rule):
+    code = "GPU402"
+    name = "deprecated-memory-api"
+    summary = "Deprecated `torch.cuda` memory-statistics name"
+    fix_applicability = Applicability.SAFE
+    needs_gpu_context = False
+    requires = (r"memory_cached",)
+
+    def check(self) -> Iterator[Diagnostic]:
+        model = self.model
+        for node in model.attributes:
+            yield from self._check_reference(node, model.qualified_name(node), node.attr)
+        for binding, qualified in model.imports.bindings.items():
+            if qualified in RENAMES:
+                yield from self._check_from_import(binding, qualified)
+
+    def _check_reference(self, node: cst.CSTNode, qualified: str | None, name: cst.Name) -> Iterator[Diagnostic]:
+        new = RENAMES.get(qualified or "")
+        if new is None:
+            return
+        old = qualified.rsplit(".", 1)[1]
+        fix = self.fix(f"Replace with `{new}`", [replace_node(self.model, name, new)], Applicability.SAFE)
+        yield self.diagnostic(node, f"`torch.cuda.{old}` is deprecated; use `torch.cuda.{new}`", fix=fix)
+
+    def _check_from_import(self, binding: str, qualified: str) -> Iterator[Diagnostic]:
+        """`from torch.cuda import memory_cached`: report the import; renaming it keeps every use working."""
+        old = qualified.rsplit(".", 1)[1]
+        new = RENAMES[qualified]
+        for stmt in self.model.import_statements:
+            if not isinstance(stmt, cst.ImportFrom) or isinstance(stmt.names, cst.ImportStar):
+                continue
+            for alias in stmt.names:
+                if isinstance(alias.name, cst.Name) and alias.name.value == old and self.model.imports.resolve(binding) == qualified:
+                    local = alias.asname.name.value if alias.asname else old
+                    replacement = new if alias.asname else f"{new} as {old}"
+                    fix = self.fix(
+                        f"Import `{new}` instead",
+                        [replace_node(self.model, alias.name, replacement)] if local == binding else [None],
+                        Applicability.SAFE,
+                    )
+                    yield self.diagnostic(alias, f"`torch.cuda.{old}` is deprecated; use `torch.cuda.{new}`", fix=fix)

@@ -1,0 +1,279 @@
+"""The command line: parse options, call one library function per command, map results to exit codes."""
+
+from __future__ import annotations
+
+import difflib
+import os
+import sys
+from collections import Counter
+from pathlib import Path
+
+import click
+
+from gpulint import __version__
+from gpulint.config import ConfigError, Settings, load_settings, with_overrides
+from gpulint.diagnostics import Diagnostic
+from gpulint.reporters import FORMATS, MACHINE_FORMATS
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+class _CodeList(click.ParamType):
+    """`--select GPU1,GPU402` and repeated `--select` both work."""
+
+    name = "codes"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, tuple):
+            return value
+        return tuple(part.strip().upper() if part.strip() != "ALL" else "ALL" for part in value.split(",") if part.strip())
+
+
+def _flatten(values: tuple) -> tuple[str, ...] | None:
+    return tuple(code for group in values for code in group) if values else None
+
+
+def lint_options(func):
+    options = [
+        click.option("--select", multiple=True, type=_CodeList(), help="Rule codes or prefixes to enable (e.g. GPU1, ALL)."),
+        click.option("--ignore", multiple=True, type=_CodeList(), help="Rule codes or prefixes to disable."),
+        click.option("--extend-select", multiple=True, type=_CodeList(), help="Codes to enable on top of the selection."),
+        click.option("--preview/--no-preview", default=None, help="Enable preview rules (GPU9xx)."),
+        click.option(
+            "--output-format",
+            type=click.Choice(sorted(FORMATS)),
+            envvar="GPULINT_OUTPUT_FORMAT",
+            show_envvar=True,
+            default=None,
+            help="Output format (default: full).",
+        ),
+        click.option("-o", "--output-file", type=click.Path(dir_okay=False, writable=True), help="Write the report to this file."),
+        click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain."),
+        click.option("--statistics", is_flag=True, help="Count findings per rule instead of listing them."),
+        click.option("--show-fixes", is_flag=True, help="List the fixes applied (or that would be)."),
+        click.option("--unsafe-fixes/--no-unsafe-fixes", default=None, help="Include fixes that may change behaviour."),
+        click.option("--config", "config_path", type=click.Path(), help="Read settings from this TOML file."),
+        click.option("--no-cache", is_flag=True, help="Do not read or write the result cache."),
+        click.option("--stdin-filename", type=str, help="The path to report for source read from `-`."),
+        click.option("--force-exclude", is_flag=True, default=None, help="Apply excludes to paths named on the command line."),
+        click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary."),
+        click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Worker processes (default: CPUs)."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _settings(opts: dict) -> Settings:
+    base = load_settings(opts["config_path"])
+    return with_overrides(
+        base,
+        select=_flatten(opts["select"]),
+        ignore=_flatten(opts["ignore"]),
+        extend_select=_flatten(opts["extend_select"]),
+        preview=opts["preview"],
+        force_exclude=opts["force_exclude"],
+        unsafe_fixes=opts["unsafe_fixes"],
+    )
+
+
+def _output_format(opts: dict, settings: Settings) -> str:
+    name = opts["output_format"] or settings.output_format or "full"
+    if name not in FORMATS:
+        raise ConfigError(f"Unknown output format `{name}`")
+    return name
+
+
+def _emit(text: str, output_file: str | None) -> None:
+    if output_file:
+        try:
+            Path(output_file).write_text(text, encoding="utf-8")
+        except OSError as error:
+            raise ConfigError(f"cannot write {output_file}: {error.strerror or error}") from None
+    elif text:
+        click.echo(text, nl=False)
+
+
+def _read_stdin() -> str:
+    data = sys.stdin.buffer.read()
+    from gpulint.source import SourceError, decode_source
+
+    try:
+        return decode_source(data).text
+    except SourceError as error:
+        raise ConfigError(f"stdin: {error}") from None
+
+
+def _stdin_excluded(settings: Settings, filename: str | None) -> bool:
+    if not (filename and settings.force_exclude):
+        return False
+    from gpulint.source import _excluded
+
+    return _excluded(Path(filename), settings)
+
+
+def _report(diagnostics: list[Diagnostic], settings: Settings, opts: dict, sources: dict[str, str] | None = None) -> str:
+    from gpulint.reporters import ReportContext, render, render_statistics, summary
+
+    format_name = _output_format(opts, settings)
+    context = ReportContext(unsafe_fixes=settings.unsafe_fixes, root=settings.root, sources=sources or {})
+    if opts["statistics"]:
+        text = render_statistics(diagnostics, settings.unsafe_fixes, format_name == "json")
+        return text + ("\n" if text else "")
+    text = render(format_name, diagnostics, context)
+    if format_name not in MACHINE_FORMATS and not opts["quiet"]:
+        text += summary(diagnostics, settings.unsafe_fixes) + "\n"
+    return text
+
+
+def _lint(paths: tuple[str, ...], settings: Settings, opts: dict):
+    """FileResults for the paths (or stdin), plus errors for paths that do not exist."""
+    from gpulint.linter import FileResult, check_source, file_error, lint_files
+    from gpulint.source import discover
+
+    if paths == ("-",):
+        name = opts["stdin_filename"] or "-"
+        text = _read_stdin()
+        if _stdin_excluded(settings, opts["stdin_filename"]):
+            return [FileResult(name, [], None)]
+        from gpulint.source import SourceText
+
+        return [FileResult(name, check_source(text, name, settings), SourceText(text, "utf-8", False))]
+    files, missing = discover(list(paths) or ["."], settings)
+    results = [FileResult(p, [file_error(p, f"{p}: {reason}")]) for p, reason in missing]
+    return results + lint_files(files, settings, jobs=opts["jobs"], use_cache=not opts["no_cache"])
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "-V", "--version", prog_name="gpulint")
+def cli() -> None:
+    """Find, fix and verify the patterns that leave your GPU idle in PyTorch training code."""
+
+
+@cli.command()
+@lint_options
+@click.option("--add-noqa", is_flag=True, help="Add `# noqa: CODE` to every line with a finding (a baseline).")
+@click.argument("paths", nargs=-1, type=click.Path())
+def check(paths: tuple[str, ...], add_noqa: bool, **opts) -> None:
+    """Report findings in PATHS (default: the current folder)."""
+    settings = _settings(opts)
+    results = _lint(paths, settings, opts)
+    diagnostics = sorted((d for r in results for d in r.diagnostics), key=Diagnostic.sort_key)
+    if add_noqa:
+        sys.exit(_add_noqa(results))
+    sources = {r.path: r.source.text for r in results if r.source is not None and r.diagnostics}
+    _emit(_report(diagnostics, settings, opts, sources), opts["output_file"])
+    sys.exit(EXIT_FINDINGS if diagnostics and not opts["exit_zero"] else EXIT_CLEAN)
+
+
+def _add_noqa(results) -> int:
+    from gpulint.fixer import WriteError, write_atomic
+    from gpulint.suppression import add_noqa
+
+    added = 0
+    for result in results:
+        rows: dict[int, set[str]] = {}
+        for d in result.diagnostics:
+            if d.code is not None:
+                rows.setdefault(d.noqa_row or d.location.row, set()).add(d.code)
+        if not rows or result.source is None or result.path == "-":
+            continue
+        text, changed = add_noqa(result.source.text, rows)
+        if changed:
+            try:
+                write_atomic(Path(result.path), result.source.encode(text), result.source.encode(result.source.text))
+            except WriteError as error:
+                click.echo(f"gpulint: {result.path}: not written: {error}", err=True)
+                continue
+            added += changed
+    click.echo(f"Added {added} noqa directive{'s' if added != 1 else ''}.", err=True)
+    return EXIT_CLEAN
+
+
+@cli.command()
+@lint_options
+@click.option("--apply", is_flag=True, help="Write the fixes (default: print a diff).")
+@click.option("--verify", is_flag=True, help="Profile the command after `--` before and after fixing; keep the fix only if it holds.")
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.pass_context
+def fix(ctx: click.Context, paths: tuple[str, ...], apply: bool, verify: bool, **opts) -> None:
+    """Fix findings in PATHS: print a diff, or write with --apply."""
+    settings = _settings(opts)
+    command = (ctx.obj or {}).get("command")
+    if verify:
+        if not apply:
+            raise click.UsageError("--verify needs --apply")
+        if not command:
+            raise click.UsageError("--verify needs the command to profile after `--`, e.g. -- python train.py")
+        from gpulint.fix_command import run_verify_fix
+
+        sys.exit(run_verify_fix(paths, command, settings, opts, ctx.obj.get("profile_options", {})))
+    if command:
+        raise click.UsageError("a command after `--` is only used with --verify")
+    from gpulint.fix_command import run_fix
+
+    sys.exit(run_fix(paths, settings, opts, apply))
+
+
+@cli.command()
+@click.argument("code", required=False)
+@click.option("--all", "show_all", is_flag=True, help="Every rule.")
+@click.option("--output-format", type=click.Choice(["text", "json"]), default="text")
+def rule(code: str | None, show_all: bool, output_format: str) -> None:
+    """Explain a rule (gpulint rule GPU101), or list them all (--all)."""
+    import json
+
+    from gpulint.checks import all_rules
+    from gpulint.rule_docs import all_records, rule_record
+
+    if show_all:
+        records = all_records()
+        if output_format == "json":
+            click.echo(json.dumps(records, indent=2))
+        else:
+            click.echo("\n".join(r["explanation"].rstrip() + "\n" for r in records), nl=False)
+        return
+    if not code:
+        raise click.UsageError("give a rule code (e.g. GPU101) or --all")
+    rules = all_rules()
+    match = next((r for c, r in rules.items() if code.upper() == c or code == r.name), None)
+    if match is None:
+        raise ConfigError(f"Unknown rule `{code}`")
+    record = rule_record(match)
+    click.echo(json.dumps(record, indent=2) if output_format == "json" else record["explanation"].rstrip())
+
+
+def _split_command(argv: list[str]) -> tuple[list[str], list[str] | None]:
+    """`fix --apply --verify -- python train.py` -> the options, and the command to profile."""
+    if "--" in argv and argv and argv[0] == "fix":
+        index = argv.index("--")
+        return argv[:index], argv[index + 1 :]
+    return argv, None
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    head, command = _split_command(argv)
+    try:
+        cli.main(args=head, prog_name="gpulint", standalone_mode=False, obj={"command": command})
+    except click.exceptions.Exit as done:
+        sys.exit(done.exit_code)
+    except click.ClickException as error:
+        error.show()
+        sys.exit(EXIT_ERROR)
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        sys.exit(130)
+    except ConfigError as error:
+        click.echo(f"gpulint failed\n  Cause: {error}", err=True)
+        sys.exit(EXIT_ERROR)
+    except KeyboardInterrupt:
+        click.echo("Interrupted.", err=True)
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(EXIT_ERROR)
+    except Exception as error:  # noqa: BLE001 - never a traceback for the user
+        if os.environ.get("GPULINT_DEBUG"):
+            raise
+        click.echo(f"gpulint failed\n  Cause: internal error: {type(error).__name__}: {error}", err=True)
+        sys.exit(EXIT_ERROR)

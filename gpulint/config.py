@@ -1,0 +1,256 @@
+"""Settings: `[tool.gpulint]` in pyproject.toml, CLI overrides, rule selection and per-rule options."""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import os
+import re
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+from gpulint.checks import Rule, all_rules
+
+DEFAULT_EXCLUDE = (
+    ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache", ".nox",
+    ".pants.d", ".pyenv", ".pytest_cache", ".pytype", ".ruff_cache", ".svn", ".tox", ".venv", ".vscode",
+    ".gpulint_cache", "__pypackages__", "_build", "buck-out", "dist", "node_modules", "site-packages", "venv",
+)  # fmt: skip
+DEFAULT_TARGET_TORCH = "2.3"
+
+KNOWN_KEYS = {
+    "select", "ignore", "extend-select", "preview", "exclude", "extend-exclude", "respect-gitignore",
+    "force-exclude", "per-file-ignores", "target-torch", "rules", "output-format", "cache-dir", "unsafe-fixes",
+}  # fmt: skip
+
+
+class ConfigError(Exception):
+    """A usage or configuration problem: printed as `gpulint failed` + `Cause:`, exit 2."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    select: tuple[str, ...] = ("GPU",)
+    ignore: tuple[str, ...] = ()
+    extend_select: tuple[str, ...] = ()
+    preview: bool = False
+    exclude: tuple[str, ...] = DEFAULT_EXCLUDE
+    extend_exclude: tuple[str, ...] = ()
+    respect_gitignore: bool = True
+    force_exclude: bool = False
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    target_torch: tuple[int, int] = (2, 3)
+    rule_options: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
+    unsafe_fixes: bool = False
+    output_format: str | None = None
+    cache_dir: str | None = None
+    root: Path = field(default_factory=Path.cwd)  # paths in the config are relative to this
+    config_path: Path | None = None
+
+    @property
+    def enabled_codes(self) -> tuple[str, ...]:
+        return _enabled_codes(self.select, self.extend_select, self.ignore, self.preview)
+
+    def options_for(self, code: str) -> dict[str, Any]:
+        return dict(dict(self.rule_options).get(code, ()))
+
+    def ignored_for(self, path: str) -> frozenset[str]:
+        """Codes that `per-file-ignores` switches off for `path`."""
+        ignored: set[str] = set()
+        rel = _relative(path, self.root)
+        for pattern, codes in self.per_file_ignores:
+            if _glob_match(rel, pattern):
+                for code in all_rules():
+                    if any(code.startswith(prefix) or prefix == "ALL" for prefix in codes):
+                        ignored.add(code)
+        return frozenset(ignored)
+
+    def fingerprint(self) -> str:
+        """A stable hash of everything that changes diagnostics, for the cache."""
+        data = [self.enabled_codes, self.per_file_ignores, self.target_torch, self.rule_options, self.unsafe_fixes]
+        return hashlib.sha256(json.dumps(data, default=str).encode()).hexdigest()[:16]
+
+
+def _relative(path: str, root: Path) -> str:
+    try:
+        return Path(os.path.abspath(path)).relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return Path(path).as_posix()
+
+
+def _glob_match(rel_path: str, pattern: str) -> bool:
+    """ruff-like globs: `tests/**/*.py`, `*.py` (any folder), `__init__.py` (a basename)."""
+    pattern = pattern.rstrip("/")
+    if "/" not in pattern:
+        return fnmatch.fnmatchcase(rel_path.rsplit("/", 1)[-1], pattern) or fnmatch.fnmatchcase(rel_path, pattern)
+    regex = re.escape(pattern).replace(r"\*\*/", "(?:.*/)?").replace(r"\*\*", ".*").replace(r"\*", "[^/]*").replace(r"\?", "[^/]")
+    return re.fullmatch(regex, rel_path) is not None or re.match(regex + "/", rel_path) is not None
+
+
+def check_selector(selector: str) -> None:
+    if selector == "ALL":
+        return
+    if not any(code.startswith(selector) for code in all_rules()):
+        raise ConfigError(f"Unknown rule selector: `{selector}`")
+
+
+def _enabled_codes(select, extend_select, ignore, preview) -> tuple[str, ...]:
+    enabled = []
+    for code, rule in all_rules().items():
+        selectors = [s for s in (*select, *extend_select) if s == "ALL" or code.startswith(s)]
+        if not selectors:
+            continue
+        # A preview rule needs --preview, or a selector that names its preview group (`GPU9`, `GPU901`).
+        if rule.preview and not preview and not any(s != "ALL" and len(s) >= 4 for s in selectors):
+            continue
+        if any(s == "ALL" or code.startswith(s) for s in ignore):
+            # The more specific selector wins, as in ruff (`--select GPU101 --ignore GPU1`).
+            best_select = max(len(s) if s != "ALL" else 0 for s in selectors)
+            best_ignore = max(len(s) if s != "ALL" else 0 for s in ignore if s == "ALL" or code.startswith(s))
+            if best_ignore >= best_select:
+                continue
+        enabled.append(code)
+    return tuple(enabled)
+
+
+def _parse_version(value: Any, key: str) -> tuple[int, int]:
+    match = re.fullmatch(r"(\d+)\.(\d+)(?:\.\d+)?", str(value))
+    if match is None:
+        raise ConfigError(f"`{key}` must be a version like \"2.3\", got {value!r}")
+    return int(match.group(1)), int(match.group(2))
+
+
+def _string_list(value: Any, key: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"`{key}` must be a list of strings")
+    return tuple(value)
+
+
+def _rule_by_code_or_name(key: str) -> type[Rule]:
+    for code, rule in all_rules().items():
+        if key in (code, rule.name):
+            return rule
+    raise ConfigError(f"Unknown rule in `[tool.gpulint.rules.{key}]`")
+
+
+def _rule_options(table: Any, where: str) -> tuple:
+    if not isinstance(table, dict):
+        raise ConfigError(f"`rules` in {where} must be a table")
+    result = {}
+    for key, values in table.items():
+        rule = _rule_by_code_or_name(key)
+        known = {o.name: o for o in rule.options}
+        if not isinstance(values, dict):
+            raise ConfigError(f"`[tool.gpulint.rules.{key}]` must be a table")
+        checked = dict(result.get(rule.code, ()))
+        for name, value in values.items():
+            if name not in known:
+                allowed = ", ".join(sorted(known)) or "none"
+                raise ConfigError(f"Unknown option `{name}` for {rule.code} ({rule.name}); known options: {allowed}")
+            try:
+                checked[name] = known[name].validate(value)
+            except TypeError as error:
+                raise ConfigError(f"Option `{name}` of {rule.code}: {error}") from None
+        validate = getattr(rule, "validate_options", None)
+        if validate is not None:
+            try:
+                validate(checked)
+            except ValueError as error:
+                raise ConfigError(f"Option of {rule.code}: {error}") from None
+        result[rule.code] = tuple(sorted(checked.items()))
+    return tuple(sorted(result.items()))
+
+
+def settings_from_table(table: dict, root: Path, config_path: Path | None = None) -> Settings:
+    where = str(config_path) if config_path else "the configuration"
+    unknown = sorted(set(table) - KNOWN_KEYS)
+    if unknown:
+        raise ConfigError(f"Unknown key `{unknown[0]}` in [tool.gpulint] ({where})")
+    s = Settings(root=root, config_path=config_path)
+    changes: dict[str, Any] = {}
+    for key in ("select", "ignore", "extend-select", "exclude", "extend-exclude"):
+        if key in table:
+            changes[key.replace("-", "_")] = _string_list(table[key], key)
+    for key in ("preview", "respect-gitignore", "force-exclude", "unsafe-fixes"):
+        if key in table:
+            if not isinstance(table[key], bool):
+                raise ConfigError(f"`{key}` must be true or false")
+            changes[key.replace("-", "_")] = table[key]
+    for key in ("output-format", "cache-dir"):
+        if key in table:
+            if not isinstance(table[key], str):
+                raise ConfigError(f"`{key}` must be a string")
+            changes[key.replace("-", "_")] = table[key]
+    if "target-torch" in table:
+        changes["target_torch"] = _parse_version(table["target-torch"], "target-torch")
+    if "per-file-ignores" in table:
+        pfi = table["per-file-ignores"]
+        if not isinstance(pfi, dict):
+            raise ConfigError("`per-file-ignores` must be a table of glob = [codes]")
+        changes["per_file_ignores"] = tuple((k, _string_list(v, f"per-file-ignores.{k}")) for k, v in pfi.items())
+    if "rules" in table:
+        changes["rule_options"] = _rule_options(table["rules"], where)
+    s = replace(s, **changes)
+    for selector in (*s.select, *s.ignore, *s.extend_select, *(c for _, codes in s.per_file_ignores for c in codes)):
+        check_selector(selector)
+    return s
+
+
+def load_toml(path: Path) -> dict:
+    try:
+        with open(path, "rb") as handle:
+            return tomllib.load(handle)
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{path} is not valid TOML: {error}") from None
+    except OSError as error:
+        raise ConfigError(f"cannot read {path}: {error.strerror or error}") from None
+
+
+def find_config(start: Path) -> Path | None:
+    """The nearest pyproject.toml (upwards from `start`) that has a `[tool.gpulint]` table."""
+    start = start.resolve()
+    for directory in (start, *start.parents):
+        candidate = directory / "pyproject.toml"
+        if candidate.is_file():
+            if "gpulint" in load_toml(candidate).get("tool", {}):
+                return candidate
+    return None
+
+
+def load_settings(config: str | None = None, start: Path | None = None) -> Settings:
+    """Settings from `--config PATH`, or the nearest pyproject.toml with `[tool.gpulint]`, or defaults."""
+    if config is not None:
+        path = Path(config)
+        if not path.is_file():
+            raise ConfigError(f"config file {config} does not exist")
+        data = load_toml(path)
+        table = data.get("tool", {}).get("gpulint", data if path.name != "pyproject.toml" else {})
+        return settings_from_table(table, path.resolve().parent, path)
+    path = find_config(start or Path.cwd())
+    if path is None:
+        return Settings(root=(start or Path.cwd()).resolve())
+    table = load_toml(path)["tool"]["gpulint"]
+    if not isinstance(table, dict):
+        raise ConfigError(f"[tool.gpulint] in {path} must be a table")
+    return settings_from_table(table, path.resolve().parent, path)
+
+
+def with_overrides(settings: Settings, **overrides: Any) -> Settings:
+    """Apply CLI flags (None means 'not given'); selectors are checked."""
+    changes = {k: v for k, v in overrides.items() if v is not None}
+    for key in ("select", "ignore", "extend_select"):
+        for selector in changes.get(key, ()):
+            check_selector(selector)
+    if "ignore" in changes:
+        changes["ignore"] = (*settings.ignore, *changes["ignore"])
+    if "extend_select" in changes:
+        changes["extend_select"] = (*settings.extend_select, *changes["extend_select"])
+    return replace(settings, **changes)

@@ -1,0 +1,173 @@
+"""`gpulint fix`: a diff by default, atomic writes with --apply, and the verified variant."""
+
+from __future__ import annotations
+
+import difflib
+import sys
+from collections import Counter
+from pathlib import Path
+
+import click
+
+from gpulint.config import Settings
+from gpulint.diagnostics import Applicability, Diagnostic
+from gpulint.fixer import FixOutcome, WriteError, fix_source, write_atomic
+from gpulint.linter import display_path, file_error
+from gpulint.source import SourceError, SourceText, decode_source, discover, read_source
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+def _plural(n: int, word: str) -> str:
+    suffix = "" if n == 1 else "es" if word.endswith(("x", "s")) else "s"
+    return f"{n} {word}{suffix}"
+
+
+def _hidden_unsafe(outcome: FixOutcome, settings: Settings) -> int:
+    if settings.unsafe_fixes:
+        return 0
+    return sum(1 for d in outcome.remaining if d.fix is not None and d.fix.applicability == Applicability.UNSAFE)
+
+
+def _show_fixes(fixed: dict[str, Counter]) -> str:
+    from gpulint.checks import all_rules
+
+    rules = all_rules()
+    total = sum(sum(c.values()) for c in fixed.values())
+    if not total:
+        return "No errors fixed.\n"
+    lines = [f"Fixed {_plural(total, 'error')}:"]
+    for path, counts in sorted(fixed.items()):
+        if counts:
+            lines.append(f"- {path}:")
+            for code, n in sorted(counts.items()):
+                lines.append(f"    {n} × {code} ({rules[code].name})")
+    return "\n".join(lines) + "\n"
+
+
+def _unified_diff(path: str, before: str, after: str) -> str:
+    return "".join(
+        difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True), fromfile=path, tofile=path)
+    )
+
+
+def _collect(paths: tuple[str, ...], settings: Settings) -> tuple[list[tuple[str, SourceText]], list[Diagnostic]]:
+    files, missing = discover(list(paths) or ["."], settings)
+    errors = [file_error(p, f"{p}: {reason}") for p, reason in missing]
+    sources = []
+    for path in files:
+        shown = display_path(path)
+        try:
+            sources.append((shown, read_source(path)))
+        except SourceError as error:
+            errors.append(file_error(shown, str(error)))
+    return sources, errors
+
+
+def fix_files(paths: tuple[str, ...], settings: Settings) -> tuple[dict[str, tuple[SourceText, FixOutcome]], list[Diagnostic]]:
+    sources, errors = _collect(paths, settings)
+    outcomes = {shown: (source, fix_source(source.text, shown, settings)) for shown, source in sources}
+    return outcomes, errors
+
+
+def _report_broken(outcomes) -> None:
+    for path, (_, outcome) in outcomes.items():
+        for d in outcome.broken:
+            click.echo(
+                f"gpulint: {path}:{d.location.row}:{d.location.column}: the {d.code} fix was dropped because its result "
+                "did not parse; this is a bug in gpulint, please report it",
+                err=True,
+            )
+
+
+def run_fix(paths: tuple[str, ...], settings: Settings, opts: dict, apply: bool) -> int:
+    from gpulint.cli import _report
+
+    if paths == ("-",):
+        return _fix_stdin(settings, opts)
+    outcomes, errors = fix_files(paths, settings)
+    _report_broken(outcomes)
+    fixed = {path: outcome.fixed for path, (_, outcome) in outcomes.items()}
+    hidden = sum(_hidden_unsafe(outcome, settings) for _, outcome in outcomes.values())
+    changed = {path: (src, out) for path, (src, out) in outcomes.items() if out.text != src.text}
+    if not apply:
+        for path, (source, outcome) in sorted(changed.items()):
+            click.echo(_unified_diff(path, source.text, outcome.text), nl=False)
+        total = sum(sum(c.values()) for c in fixed.values())
+        extra = f" ({_plural(hidden, 'additional fix')} available with `--unsafe-fixes`)" if hidden else ""
+        if opts["show_fixes"]:
+            click.echo(_show_fixes(fixed), nl=False, err=True)
+        if total:
+            click.echo(f"Would fix {_plural(total, 'error')}{extra}.", err=True)
+        else:
+            click.echo(f"No errors would be fixed{extra}.", err=True)
+        for d in errors:
+            click.echo(f"gpulint: {d.filename}: {d.message}", err=True)
+        return EXIT_FINDINGS if changed or errors else EXIT_CLEAN
+    not_written = []
+    try:
+        for path, (source, outcome) in sorted(changed.items()):
+            try:
+                write_atomic(Path(path), source.encode(outcome.text), source.encode(source.text))
+            except (WriteError, UnicodeEncodeError) as error:
+                not_written.append((path, str(error)))
+                fixed[path] = Counter()
+    except KeyboardInterrupt:
+        done = [p for p in sorted(changed) if p < path]
+        click.echo(f"Interrupted: {len(done)} file(s) written, the rest left as they were (from {path} on).", err=True)
+        return 130
+    remaining = sorted(
+        [d for path, (src, out) in outcomes.items() for d in (out.remaining if path not in dict(not_written) else out.remaining)]
+        + errors,
+        key=Diagnostic.sort_key,
+    )
+    for path, reason in not_written:
+        click.echo(f"gpulint: {path}: not written: {reason}", err=True)
+    if opts["show_fixes"]:
+        click.echo(_show_fixes(fixed), nl=False)
+    report = _report(remaining, settings, {**opts, "quiet": True}, {p: o.text for p, (_, o) in outcomes.items()})
+    total_fixed = sum(sum(c.values()) for c in fixed.values())
+    if not opts["quiet"] and not opts["statistics"] and _is_human(opts, settings):
+        report += f"Found {_plural(total_fixed + len(remaining), 'error')} ({total_fixed} fixed, {len(remaining)} remaining).\n"
+        if hidden:
+            report += f"No more fixes available ({_plural(hidden, 'hidden fix')} can be enabled with the `--unsafe-fixes` option).\n"
+    from gpulint.cli import _emit
+
+    _emit(report, opts["output_file"])
+    if not_written:
+        return EXIT_FINDINGS
+    return EXIT_FINDINGS if remaining and not opts["exit_zero"] else EXIT_CLEAN
+
+
+def _is_human(opts: dict, settings: Settings) -> bool:
+    from gpulint.reporters import MACHINE_FORMATS
+
+    return (opts["output_format"] or settings.output_format or "full") not in MACHINE_FORMATS
+
+
+def _fix_stdin(settings: Settings, opts: dict) -> int:
+    """Fixed source to stdout (always, so editors can pipe), findings left to stderr."""
+    from gpulint.cli import _stdin_excluded
+
+    data = sys.stdin.buffer.read()
+    try:
+        source = decode_source(data)
+    except SourceError as error:
+        sys.stdout.buffer.write(data)
+        click.echo(f"gpulint: stdin: {error}", err=True)
+        return EXIT_ERROR
+    name = opts["stdin_filename"] or "-"
+    if _stdin_excluded(settings, opts["stdin_filename"]):
+        sys.stdout.write(source.text)
+        return EXIT_CLEAN
+    outcome = fix_source(source.text, name, settings)
+    sys.stdout.write(outcome.text)
+    sys.stdout.flush()
+    for d in outcome.remaining:
+        click.echo(f"{d.filename}:{d.location.row}:{d.location.column}: {d.code or d.name} {d.message}", err=True)
+    click.echo(f"Found {_plural(outcome.fixed_count + len(outcome.remaining), 'error')} ({outcome.fixed_count} fixed, {len(outcome.remaining)} remaining).", err=True)
+    return EXIT_FINDINGS if outcome.remaining and not opts["exit_zero"] else EXIT_CLEAN
+
+
+def run_verify_fix(paths, command, settings, opts, profile_options) -> int:
+    raise click.UsageError("--verify is not available in this build")

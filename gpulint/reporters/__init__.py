@@ -1,0 +1,105 @@
+"""Reporters turn diagnostics into text. Each format is a module with `render(diagnostics, context)`."""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from gpulint.diagnostics import Applicability, Diagnostic
+
+# format name -> module under gpulint.reporters (imported only when used)
+FORMATS = {
+    "full": "text",
+    "concise": "text",
+    "json": "json_formats",
+    "json-lines": "json_formats",
+}
+MACHINE_FORMATS = frozenset({"json", "json-lines", "sarif", "github", "gitlab", "junit", "pylint"})
+
+
+@dataclass
+class ReportContext:
+    unsafe_fixes: bool = False
+    root: Path = field(default_factory=Path.cwd)  # URIs in SARIF / GitLab are relative to this
+    sources: dict[str, str] = field(default_factory=dict)  # display path -> text, for source snippets
+
+    def source_lines(self, path: str) -> list[str] | None:
+        text = self.sources.get(path)
+        if text is None:
+            try:
+                with open(path, encoding="utf-8", errors="replace", newline="") as handle:
+                    text = handle.read()
+            except OSError:
+                return None
+            self.sources[path] = text
+        return text.splitlines()
+
+
+def absolute(path: str) -> str:
+    return path if path == "-" or path.startswith("<") else os.path.abspath(path)
+
+
+def render(format_name: str, diagnostics: list[Diagnostic], context: ReportContext) -> str:
+    module = importlib.import_module(f"gpulint.reporters.{FORMATS[format_name]}")
+    renderer: Callable[..., str] = getattr(module, "render_" + format_name.replace("-", "_"))
+    return renderer(diagnostics, context)
+
+
+def fix_marker(diagnostic: Diagnostic, unsafe_fixes: bool) -> bool:
+    """`[*]`: `gpulint fix --apply` (with the given unsafe setting) would fix it."""
+    fix = diagnostic.fix
+    if fix is None:
+        return False
+    return fix.applicability == Applicability.SAFE or (unsafe_fixes and fix.applicability == Applicability.UNSAFE)
+
+
+def _plural(n: int, word: str) -> str:
+    suffix = "" if n == 1 else "es" if word.endswith(("x", "s")) else "s"
+    return f"{n} {word}{suffix}"
+
+
+def summary(diagnostics: list[Diagnostic], unsafe_fixes: bool) -> str:
+    """ruff's closing lines: `Found 3 errors.` + `[*] 2 fixable with ...`, or `All checks passed!`."""
+    if not diagnostics:
+        return "All checks passed!"
+    lines = [f"Found {_plural(len(diagnostics), 'error')}."]
+    fixable = sum(fix_marker(d, unsafe_fixes) for d in diagnostics)
+    hidden = sum(1 for d in diagnostics if d.fix and d.fix.applicability == Applicability.UNSAFE and not unsafe_fixes)
+    hint = f" ({_plural(hidden, 'hidden fix')} can be enabled with the `--unsafe-fixes` option)" if hidden else ""
+    if fixable:
+        lines.append(f"[*] {fixable} fixable with the `gpulint fix --apply` command{hint}.")
+    elif hidden:
+        lines.append(f"No fixes available{hint}.")
+    return "\n".join(lines)
+
+
+def statistics(diagnostics: list[Diagnostic], unsafe_fixes: bool) -> list[dict]:
+    counts: Counter = Counter()
+    fixable: Counter = Counter()
+    names = {}
+    for d in diagnostics:
+        key = d.code or d.name
+        counts[key] += 1
+        names[key] = d.name
+        fixable[key] += fix_marker(d, unsafe_fixes)
+    return [
+        {"code": code, "name": names[code], "count": n, "fixable": fixable[code] > 0, "fixable_count": fixable[code]}
+        for code, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    ]
+
+
+def render_statistics(diagnostics: list[Diagnostic], unsafe_fixes: bool, as_json: bool) -> str:
+    rows = statistics(diagnostics, unsafe_fixes)
+    if as_json:
+        import json
+
+        return json.dumps(rows, indent=2)
+    width = max((len(str(r["count"])) for r in rows), default=1)
+    code_width = max((len(r["code"]) for r in rows), default=6)
+    return "\n".join(
+        f"{str(r['count']).rjust(width)}\t{r['code'].ljust(code_width)}\t{'[*]' if r['fixable'] else '[ ]'} {r['name']}" for r in rows
+    )

@@ -1,0 +1,42 @@
+"""Human formats: `full` (source line, caret, fix hint) and `concise` (one line each)."""
+
+from __future__ import annotations
+
+from gpulint.diagnostics import Applicability, Diagnostic
+from gpulint.reporters import ReportContext, fix_marker
+
+
+def _title(d: Diagnostic, context: ReportContext) -> str:
+    if d.code is None:
+        return f"{d.name}: {d.message}"
+    marker = " [*]" if fix_marker(d, context.unsafe_fixes) else ""
+    return f"{d.code}{marker} {d.message}"
+
+
+def render_concise(diagnostics: list[Diagnostic], context: ReportContext) -> str:
+    return "".join(f"{d.filename}:{d.location.row}:{d.location.column}: {_title(d, context)}\n" for d in diagnostics)
+
+
+def render_full(diagnostics: list[Diagnostic], context: ReportContext) -> str:
+    blocks = []
+    for d in diagnostics:
+        row, column = d.location.row, d.location.column
+        gutter = " " * len(str(row))
+        lines = [_title(d, context), f"{gutter}--> {d.filename}:{row}:{column}"]
+        source = context.source_lines(d.filename)
+        if source is not None and 1 <= row <= len(source):
+            text = source[row - 1].expandtabs(1)
+            end = d.end_location.column if d.end_location.row == row else len(text) + 1
+            width = max(1, end - column)
+            lines += [
+                f"{gutter} |",
+                f"{row} | {text}",
+                f"{gutter} | {' ' * (column - 1)}{'^' * width}",
+                f"{gutter} |",
+            ]
+        if d.fix is not None:
+            lines.append(f"help: {d.fix.message}")
+            if d.fix.applicability == Applicability.UNSAFE:
+                lines.append("note: This is an unsafe fix and may change runtime behavior")
+        blocks.append("\n".join(lines) + "\n")
+    return "\n".join(blocks) + ("\n" if blocks else "")

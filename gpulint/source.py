@@ -1,0 +1,228 @@
+"""The source layer: which files to check, and their text. Nothing here knows about PyTorch."""
+
+from __future__ import annotations
+
+import codecs
+import io
+import os
+import re
+import tokenize
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpulint.config import Settings, _glob_match
+
+PYTHON_SUFFIXES = (".py", ".pyi")
+MAX_FILE_BYTES = 10 * 1024 * 1024  # LibCST needs ~100x a file's size in memory; larger files are generated code
+
+
+class SourceError(Exception):
+    """A file that cannot be checked; the message is one line for the user."""
+
+
+@dataclass(frozen=True)
+class SourceText:
+    text: str
+    encoding: str
+    bom: bool
+
+    def encode(self, text: str) -> bytes:
+        data = text.encode(self.encoding)
+        return codecs.BOM_UTF8 + data if self.bom else data
+
+
+def decode_source(data: bytes) -> SourceText:
+    """Decode as Python does: BOM, then a PEP 263 coding cookie, then UTF-8."""
+    if b"\x00" in data:
+        raise SourceError("binary file (contains NUL bytes), not Python source")
+    bom = data.startswith(codecs.BOM_UTF8)
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as error:
+        raise SourceError(f"bad encoding declaration: {error.msg if hasattr(error, 'msg') else error}") from None
+    if encoding == "utf-8-sig":
+        encoding = "utf-8"
+    body = data[len(codecs.BOM_UTF8) :] if bom else data
+    try:
+        text = body.decode(encoding)
+    except UnicodeDecodeError as error:
+        raise SourceError(f"cannot decode as {encoding}: invalid byte at offset {error.start}") from None
+    except LookupError:
+        raise SourceError(f"unknown encoding {encoding!r} in the coding declaration") from None
+    return SourceText(text, encoding, bom)
+
+
+def read_source(path: Path) -> SourceText:
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise SourceError(f"file is {size / 1e6:.1f} MB, above the {MAX_FILE_BYTES // (1024 * 1024)} MB limit; skipped")
+        data = path.read_bytes()
+    except IsADirectoryError:
+        raise SourceError("is a directory") from None
+    except OSError as error:
+        raise SourceError(error.strerror or str(error)) from None
+    return decode_source(data)
+
+
+# ---- discovery --------------------------------------------------------------------------------
+
+
+class _GitignoreRule:
+    def __init__(self, pattern: str, base: str) -> None:
+        self.negated = pattern.startswith("!")
+        if self.negated:
+            pattern = pattern[1:]
+        self.directory_only = pattern.endswith("/")
+        pattern = pattern.rstrip("/")
+        anchored = "/" in pattern
+        pattern = pattern.lstrip("/")
+        regex = ""
+        i = 0
+        while i < len(pattern):
+            if pattern.startswith("**/", i):
+                regex += "(?:.*/)?"
+                i += 3
+            elif pattern.startswith("/**", i) and i + 3 == len(pattern):
+                regex += "/.*"
+                i += 3
+            elif pattern[i] == "*":
+                regex += "[^/]*"
+                i += 1
+            elif pattern[i] == "?":
+                regex += "[^/]"
+                i += 1
+            elif pattern[i] == "[":
+                end = pattern.find("]", i)
+                if end == -1:
+                    regex += re.escape("[")
+                    i += 1
+                else:
+                    regex += pattern[i : end + 1]
+                    i = end + 1
+            else:
+                regex += re.escape(pattern[i])
+                i += 1
+        prefix = re.escape(base + "/") if base else ""
+        self.regex = re.compile(prefix + ("" if anchored else "(?:.*/)?") + regex + "$")
+
+    def matches(self, rel_path: str, is_dir: bool) -> bool:
+        return (is_dir or not self.directory_only) and self.regex.match(rel_path) is not None
+
+
+class _Gitignore:
+    """The .gitignore files from the walk root down, applied per directory like git."""
+
+    def __init__(self) -> None:
+        self.rules: list[_GitignoreRule] = []
+
+    def extended(self, directory: Path, base: str) -> _Gitignore:
+        path = directory / ".gitignore"
+        if not path.is_file():
+            return self
+        child = _Gitignore()
+        child.rules = list(self.rules)
+        try:
+            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            return self
+        for line in lines:
+            line = line.rstrip()
+            if line and not line.startswith("#"):
+                child.rules.append(_GitignoreRule(line.replace("\\ ", " "), base))
+        return child
+
+    def ignored(self, rel_path: str, is_dir: bool) -> bool:
+        ignored = False
+        for rule in self.rules:
+            if rule.matches(rel_path, is_dir):
+                ignored = not rule.negated
+        return ignored
+
+
+def _excluded(path: Path, settings: Settings) -> bool:
+    patterns = (*settings.exclude, *settings.extend_exclude)
+    try:
+        rel = Path(os.path.abspath(path)).relative_to(settings.root.resolve()).as_posix()
+    except ValueError:
+        rel = path.as_posix()
+    return any(_glob_match(rel, p) or _glob_match(path.name, p) for p in patterns)
+
+
+def _git_root(start: Path) -> Path | None:
+    for directory in (start, *start.parents):
+        if (directory / ".git").exists():
+            return directory
+    return None
+
+
+def discover(paths: list[str], settings: Settings) -> tuple[list[Path], list[tuple[str, str]]]:
+    """Python files under `paths` (sorted, unique) and `(path, reason)` for paths that do not exist."""
+    files: list[Path] = []
+    missing: list[tuple[str, str]] = []
+    seen: set[Path] = set()
+
+    def add(file: Path) -> None:
+        key = Path(os.path.abspath(file))
+        if key not in seen:
+            seen.add(key)
+            files.append(file)
+
+    for given in paths:
+        path = Path(given)
+        if not path.exists() and not path.is_symlink():
+            missing.append((given, "No such file or directory"))
+            continue
+        if path.is_file() or not path.is_dir():
+            # Named explicitly: checked whatever its suffix, unless --force-exclude says otherwise.
+            if not (settings.force_exclude and _excluded(path, settings)):
+                add(path)
+            continue
+        if settings.force_exclude and _excluded(path, settings):
+            continue
+        _walk(path, settings, add)
+    return files, missing
+
+
+def _walk(top: Path, settings: Settings, add) -> None:
+    gitignore = _Gitignore()
+    git_root = _git_root(top.resolve()) if settings.respect_gitignore else None
+    base_dir = git_root or top.resolve()
+    if settings.respect_gitignore and git_root is not None:
+        # Parent directories' .gitignore files up to the repository root apply too.
+        for directory in reversed([d for d in (top.resolve(), *top.resolve().parents) if d != top.resolve()]):
+            if directory == git_root or git_root in directory.parents:
+                gitignore = gitignore.extended(directory, _rel(directory, base_dir))
+    stack = [(top, gitignore)]
+    while stack:
+        directory, ignore = stack.pop()
+        if settings.respect_gitignore:
+            ignore = ignore.extended(directory, _rel(directory, base_dir))
+        try:
+            entries = sorted(os.scandir(directory), key=lambda e: e.name)
+        except OSError:
+            continue
+        subdirs = []
+        for entry in entries:
+            path = Path(entry.path)
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                continue
+            if _excluded(path, settings):
+                continue
+            if settings.respect_gitignore and ignore.ignored(_rel(path, base_dir), is_dir):
+                continue
+            if is_dir:
+                subdirs.append((path, ignore))
+            elif entry.name.endswith(PYTHON_SUFFIXES) and (entry.is_file() or entry.is_symlink()):
+                add(path)
+        stack.extend(reversed(subdirs))
+
+
+def _rel(path: Path, base: Path) -> str:
+    try:
+        rel = Path(os.path.abspath(path)).relative_to(base).as_posix()
+    except ValueError:
+        return path.as_posix()
+    return "" if rel == "." else rel

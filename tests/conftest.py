@@ -1,0 +1,57 @@
+"""Shared helpers: tests read like the rule docs (the code a user writes, the finding, the fix)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from gpulint.config import Settings, with_overrides
+from gpulint.fixer import fix_source
+from gpulint.linter import check_source
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = REPO / "fixtures"
+
+
+def settings(**overrides) -> Settings:
+    """Default settings rooted at the repository, with overrides such as select=("GPU1",)."""
+    return with_overrides(Settings(root=REPO), **overrides)
+
+
+def findings(source: str, path: str = "train.py", **overrides) -> list[str]:
+    """`row:col CODE` for each finding in the dedented source."""
+    diagnostics = check_source(textwrap.dedent(source), path, settings(**overrides))
+    return [f"{d.location.row}:{d.location.column} {d.code or d.name}" for d in diagnostics]
+
+
+def diagnostics(source: str, path: str = "train.py", **overrides):
+    return check_source(textwrap.dedent(source), path, settings(**overrides))
+
+
+def fixed(source: str, unsafe: bool = True, path: str = "train.py", **overrides) -> str:
+    return fix_source(textwrap.dedent(source), path, settings(**overrides), unsafe=unsafe).text
+
+
+def run_gpulint(*args: str, cwd: Path | None = None, stdin: str | bytes | None = None, env: dict | None = None):
+    """Run the real CLI in a subprocess (`python -m gpulint`)."""
+    full_env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
+    full_env.pop("GPULINT_OUTPUT_FORMAT", None) if env is None or "GPULINT_OUTPUT_FORMAT" not in env else None
+    data = stdin.encode() if isinstance(stdin, str) else stdin
+    return subprocess.run(
+        [sys.executable, "-m", "gpulint", *args],
+        cwd=cwd or REPO,
+        input=data,
+        capture_output=True,
+        env=full_env,
+        timeout=300,
+    )
+
+
+@pytest.fixture
+def gpulint():
+    return run_gpulint
