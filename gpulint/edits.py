@@ -18,24 +18,33 @@ def _advance(start: Location, text: str) -> Location:
     return Location(start.row + newlines, len(text) - text.rfind("\n"))
 
 
-def replace_node(model: SemanticModel, old: cst.CSTNode, new: cst.CSTNode | str) -> Edit | None:
-    """The smallest edit turning `old`'s text into `new`'s (common prefix and suffix kept)."""
-    old_code = model.code(old)
-    new_code = new if isinstance(new, str) else model.code(new)
-    span = model.range(old)
-    start = Location(span.start.line, span.start.column + 1)
-    if _advance(start, old_code) != Location(span.end.line, span.end.column + 1):
-        return None  # the node's text does not match its span (owned whitespace): refuse to guess
+def _minimal_edit(start: Location, old: str, new: str) -> Edit:
+    """One edit turning `old` (which starts at `start`) into `new`, keeping their common prefix and suffix."""
     prefix = 0
-    limit = min(len(old_code), len(new_code))
-    while prefix < limit and old_code[prefix] == new_code[prefix]:
+    limit = min(len(old), len(new))
+    while prefix < limit and old[prefix] == new[prefix]:
         prefix += 1
     suffix = 0
-    while suffix < limit - prefix and old_code[-1 - suffix] == new_code[-1 - suffix]:
+    while suffix < limit - prefix and old[-1 - suffix] == new[-1 - suffix]:
         suffix += 1
-    edit_start = _advance(start, old_code[:prefix])
-    edit_end = _advance(edit_start, old_code[prefix : len(old_code) - suffix])
-    return Edit(edit_start, edit_end, new_code[prefix : len(new_code) - suffix])
+    edit_start = _advance(start, old[:prefix])
+    edit_end = _advance(edit_start, old[prefix : len(old) - suffix])
+    return Edit(edit_start, edit_end, new[prefix : len(new) - suffix])
+
+
+def replace_node(model: SemanticModel, old: cst.CSTNode, new: cst.CSTNode | str) -> Edit | None:
+    """The smallest edit turning `old`'s text into `new`'s, in the file's own layout."""
+    span = model.range(old)
+    start = Location(span.start.line, span.start.column + 1)
+    end = Location(span.end.line, span.end.column + 1)
+    written = model.text_between(start, end)
+    old_code = model.code(old)
+    if isinstance(new, str):
+        return _minimal_edit(start, written, new) if written == old_code else None
+    if written == old_code:
+        return _minimal_edit(start, written, model.code(new))
+    # LibCST renders a nested multi-line node without its block's indentation: regenerate in place.
+    return _minimal_edit(Location(1, 1), model.source, model.module.deep_replace(old, new).code)
 
 
 def _comma_like(arg: cst.Arg) -> cst.Comma | None:

@@ -279,6 +279,15 @@ class SemanticModel:
         """Source lines without their line endings, split the way LibCST counts rows."""
         return _LINE_BREAK.split(self.source)
 
+    def text_between(self, start, end) -> str:
+        """The source text between two 1-based (row, column) locations."""
+        lines = self.lines
+        if start.row == end.row:
+            return lines[start.row - 1][start.column - 1 : end.column - 1]
+        newline = self.module.default_newline
+        middle = lines[start.row : end.row - 1]
+        return newline.join([lines[start.row - 1][start.column - 1 :], *middle, lines[end.row - 1][: end.column - 1]])
+
     def line_of(self, node: cst.CSTNode) -> int:
         return self.range(node).start.line
 

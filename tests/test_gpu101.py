@@ -1,0 +1,300 @@
+"""GPU101 dataloader-without-workers: the findings and fixes a user gets."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from tests.conftest import diagnostics, findings, fixed
+
+GPU = 'device = torch.device("cuda")\n'
+WORKERS = (
+    'min(8, max(1, (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") '
+    "else os.cpu_count() or 2) - 1))"
+)
+
+
+@pytest.mark.parametrize(
+    "imports, call",
+    [
+        ("from torch.utils.data import DataLoader", "DataLoader(ds, batch_size=64)"),
+        ("from torch.utils.data import DataLoader as DL", "DL(ds, batch_size=64)"),
+        ("import torch.utils.data as tud", "tud.DataLoader(ds, batch_size=64)"),
+        ("from torch.utils import data as D", "D.DataLoader(ds, batch_size=64)"),
+        ("import torch.utils.data", "torch.utils.data.DataLoader(ds, batch_size=64)"),
+        ("import torch.utils.data.dataloader", "torch.utils.data.dataloader.DataLoader(ds, batch_size=64)"),
+        ("from torch.utils.data.dataloader import DataLoader", "DataLoader(ds, batch_size=64)"),
+    ],
+)
+def test_reported_through_every_import_form(imports, call):
+    source = f"import torch\n{imports}\n{GPU}loader = {call}\n"
+    assert findings(source) == ["4:10 GPU101"]
+
+
+def test_subclass_defined_in_the_module_is_a_dataloader():
+    source = f"""\
+        import torch
+        from torch.utils.data import DataLoader
+        device = torch.device("cuda")
+        class MyLoader(DataLoader):
+            pass
+
+        loader = MyLoader(ds, batch_size=64)
+        """
+    assert findings(source) == ["7:10 GPU101"]
+
+
+def test_literal_zero_by_keyword_and_by_position():
+    source = f"""\
+        import torch
+        from torch.utils.data import DataLoader
+        device = torch.device("cuda")
+        a = DataLoader(ds, batch_size=64, num_workers=0)
+        b = DataLoader(ds, 64, True, None, None, 0)
+        c = DataLoader(ds, 64, True, None, None, 4)
+        d = DataLoader(ds, batch_size=64, num_workers=4)
+        """
+    assert findings(source) == ["4:5 GPU101", "5:5 GPU101"]
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "DataLoader(ds, **kw)",
+        "DataLoader(*args)",
+        "DataLoader(ds, num_workers=cfg.workers)",
+        "DataLoader(ds, num_workers=get_workers())",
+        "DataLoader(ds, num_workers=yaml_config['workers'])",
+    ],
+)
+def test_silent_when_the_arguments_cannot_be_known(call):
+    assert findings(f"import torch\nfrom torch.utils.data import DataLoader\n{GPU}loader = {call}\n") == []
+
+
+def test_silent_for_loaders_that_are_not_torchs():
+    source = f"""\
+        import torch
+        from torch_geometric.loader import DataLoader
+        import torch_geometric
+        device = torch.device("cuda")
+        a = DataLoader(ds, batch_size=64)
+        b = torch_geometric.loader.DataLoader(ds)
+        """
+    assert findings(source) == []
+
+
+def test_silent_without_gpu_context():
+    source = """\
+        from torch.utils.data import DataLoader
+        loader = DataLoader(ds, batch_size=64)
+        """
+    assert findings(source) == []
+
+
+def test_silent_for_cuda_resident_datasets():
+    source = f"""\
+        import torch
+        from torch.utils.data import DataLoader, Dataset, TensorDataset
+        device = torch.device("cuda")
+        x = torch.randn(100, 3).cuda()
+        a = DataLoader(TensorDataset(x), batch_size=64)
+
+        class OnGpu(Dataset):
+            def __getitem__(self, i):
+                return torch.ones(3).to(device)
+
+        b = DataLoader(OnGpu(), batch_size=64)
+
+        def to_gpu(batch):
+            return [t.cuda() for t in batch]
+
+        c = DataLoader(ds, batch_size=64, collate_fn=to_gpu)
+        """
+    assert findings(source) == []
+
+
+def test_argparse_default_is_reported_with_its_line_and_fixed_at_the_definition():
+    source = """\
+        import argparse
+        import torch
+        from torch.utils.data import DataLoader
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--workers", type=int, default=0)
+        device = torch.device("cuda")
+
+        if __name__ == "__main__":
+            args = parser.parse_args()
+            loader = DataLoader(ds, batch_size=64, num_workers=args.workers)
+        """
+    [d] = diagnostics(source)
+    assert (d.code, d.location.row, d.location.column) == ("GPU101", 11, 14)
+    assert "argparse default at train.py:6" in d.message
+    assert fixed(source) == textwrap.dedent(
+        f"""\
+        import argparse
+        import torch
+        from torch.utils.data import DataLoader
+        import os
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--workers", type=int, default={WORKERS})
+        device = torch.device("cuda")
+
+        if __name__ == "__main__":
+            args = parser.parse_args()
+            loader = DataLoader(ds, batch_size=64, num_workers=args.workers)
+        """
+    )
+
+
+def test_argparse_dest_and_args_parameter():
+    source = """\
+        import argparse
+        import torch
+        from torch.utils.data import DataLoader
+
+        def get_parser():
+            p = argparse.ArgumentParser()
+            p.add_argument("-j", "--data-workers", dest="workers", type=int, default=0)
+            return p
+
+        def main(args):
+            device = torch.device("cuda")
+            return DataLoader(ds, num_workers=args.workers)
+        """
+    [d] = diagnostics(source)
+    assert "argparse default at train.py:7" in d.message
+
+
+def test_module_constant_and_function_default():
+    source = f"""\
+        import torch
+        from torch.utils.data import DataLoader
+        device = torch.device("cuda")
+        WORKERS = 0
+
+        def make(ds, workers=0):
+            return DataLoader(ds, num_workers=workers)
+
+        a = DataLoader(ds, num_workers=WORKERS)
+        """
+    messages = [d.message for d in diagnostics(source)]
+    assert any("function default at train.py:6" in m for m in messages)
+    assert any("module constant at train.py:4" in m for m in messages)
+
+
+def test_function_default_is_not_trusted_when_callers_pass_the_argument():
+    source = f"""\
+        import torch
+        from torch.utils.data import DataLoader
+        device = torch.device("cuda")
+        def make(ds, workers=0):
+            return DataLoader(ds, num_workers=workers)
+
+        loader = make(ds, workers=8)
+        """
+    assert findings(source) == []
+
+
+def test_fix_keeps_one_argument_per_line_with_trailing_comma():
+    source = f"""\
+        import os
+        import torch
+        from torch.utils.data import DataLoader
+        device = torch.device("cuda")
+        def main():
+            loader = DataLoader(
+                ds,
+                batch_size=64,
+            )
+        """
+    assert fixed(source) == textwrap.dedent(
+        f"""\
+        import os
+        import torch
+        from torch.utils.data import DataLoader
+        device = torch.device("cuda")
+        def main():
+            loader = DataLoader(
+                ds,
+                batch_size=64,
+                num_workers={WORKERS},
+            )
+        """
+    )
+
+
+def test_fix_uses_the_configured_worker_expression_and_needs_unsafe():
+    source = f"""\
+        import torch
+        from torch.utils.data import DataLoader
+        device = torch.device("cuda")
+        def main():
+            return DataLoader(ds, batch_size=64)
+        """
+    assert fixed(source, unsafe=False) == textwrap.dedent(source)
+    out = fixed(source, rule_options=(("GPU101", (("workers", "4"),)),))
+    assert "DataLoader(ds, batch_size=64, num_workers=4)" in out
+    assert "import os" not in out
+
+
+def test_no_fix_for_unsharded_iterable_dataset_or_unguarded_script():
+    iterable = f"""\
+        import torch
+        from torch.utils.data import DataLoader, IterableDataset
+        device = torch.device("cuda")
+        class Stream(IterableDataset):
+            def __iter__(self):
+                yield from range(10)
+
+        def main():
+            return DataLoader(Stream(), batch_size=4)
+        """
+    [d] = diagnostics(iterable)
+    assert d.fix is None and "get_worker_info" in d.message
+    unguarded = f"""\
+        import torch
+        from torch.utils.data import DataLoader
+        device = torch.device("cuda")
+        loader = DataLoader(ds, batch_size=4)
+        """
+    [d] = diagnostics(unguarded)
+    assert d.fix is None and "__main__" in d.message
+
+
+def test_severity_warning_for_training_info_for_evaluation():
+    source = f"""\
+        import torch
+        from torch.utils.data import DataLoader
+        device = torch.device("cuda")
+        def main(model, opt):
+            train = DataLoader(ds, batch_size=64)
+            val = DataLoader(ds, batch_size=64)
+            for x in train:
+                model(x).sum().backward()
+                opt.step()
+            with torch.no_grad():
+                for x in val:
+                    model(x)
+        """
+    severities = [d.severity.value for d in diagnostics(source)]
+    assert severities == ["warning", "info"]
+
+
+def test_suppressed_line_is_neither_reported_nor_fixed():
+    source = f"""\
+        import torch
+        from torch.utils.data import DataLoader
+        device = torch.device("cuda")
+        def main():
+            a = DataLoader(ds, batch_size=64)  # noqa: GPU101
+            # gpulint: ignore[GPU101]
+            b = DataLoader(ds, batch_size=64)
+            c = DataLoader(ds, batch_size=64)  # noqa: GPU102
+        """
+    assert findings(source) == ["8:9 GPU101"]
+    out = fixed(source)
+    assert "a = DataLoader(ds, batch_size=64)  # noqa: GPU101" in out
+    assert "b = DataLoader(ds, batch_size=64)\n" in out
