@@ -64,9 +64,21 @@ def parse(text: str, path: str) -> cst.Module | Diagnostic:
     try:
         return cst.parse_module(text)
     except cst.ParserSyntaxError as error:
-        return file_error(path, f"SyntaxError: {error.message}", INVALID_SYNTAX, error.raw_line, error.raw_column + 1)
+        return _syntax_error(text, path, error)
     except RecursionError:
         return file_error(path, "too deeply nested for the parser; skipped")
+
+
+def _syntax_error(text: str, path: str, error: cst.ParserSyntaxError) -> Diagnostic:
+    """Python's own message and location where it has one: what users see from `python` itself."""
+    try:
+        compile(text, path, "exec", dont_inherit=True, flags=0x400)  # PyCF_ONLY_AST: no code generation
+    except SyntaxError as py_error:
+        row = py_error.lineno or 1
+        return file_error(path, f"SyntaxError: {py_error.msg}", INVALID_SYNTAX, row, py_error.offset or 1)
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    return file_error(path, f"SyntaxError: {error.message}", INVALID_SYNTAX, error.raw_line, error.raw_column + 1)
 
 
 def check_source(text: str, path: str, settings: Settings) -> list[Diagnostic]:

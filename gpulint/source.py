@@ -16,6 +16,9 @@ PYTHON_SUFFIXES = (".py", ".pyi")
 MAX_FILE_BYTES = 10 * 1024 * 1024  # LibCST needs ~100x a file's size in memory; larger files are generated code
 
 
+_CODING_COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=]", re.MULTILINE)
+
+
 class SourceError(Exception):
     """A file that cannot be checked; the message is one line for the user."""
 
@@ -39,7 +42,9 @@ def decode_source(data: bytes) -> SourceText:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as error:
-        raise SourceError(f"bad encoding declaration: {error.msg if hasattr(error, 'msg') else error}") from None
+        if _CODING_COOKIE.search(b"\n".join(data.splitlines()[:2])):
+            raise SourceError(f"bad encoding declaration: {error.msg if hasattr(error, 'msg') else error}") from None
+        encoding = "utf-8"  # no cookie: the first line is simply not UTF-8, which decoding reports below
     if encoding == "utf-8-sig":
         encoding = "utf-8"
     body = data[len(codecs.BOM_UTF8) :] if bom else data
