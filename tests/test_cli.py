@@ -273,3 +273,17 @@ def test_check_does_not_import_torch(project):
     code = "import sys; from gpulint.cli import main\ntry:\n    main(['check', 'train.py'])\nexcept SystemExit:\n    pass\nprint('torch' in sys.modules, file=sys.stderr)"
     result = subprocess.run([sys.executable, "-c", code], cwd=project, capture_output=True, env={"PYTHONPATH": str(REPO)})
     assert result.stderr.decode().strip().endswith("False")
+
+
+def test_empty_file_and_very_large_file(gpulint, project):
+    (project / "empty.py").write_bytes(b"")
+    assert gpulint("check", "empty.py", cwd=project).returncode == 0
+    big = project / "big.py"
+    with open(big, "wb") as handle:
+        handle.write(b"import torch  # cuda DataLoader\n")
+        handle.write(b"x = 1\n" * (11 * 1024 * 1024 // 6))
+    result = gpulint("check", "--output-format", "concise", "big.py", "train.py", cwd=project)
+    out = result.stdout.decode()
+    assert result.returncode == 1
+    assert "big.py:1:1: io-error: file is 11.5 MB, above the 10 MB limit; skipped" in out
+    assert "train.py:8:14: GPU101" in out
