@@ -7,6 +7,7 @@ import sys
 import libcst as cst
 
 from gpulint.analysis import SemanticModel
+from gpulint.analysis.imports import dotted_name
 from gpulint.diagnostics import Edit, Location
 
 
@@ -180,3 +181,27 @@ def add_import(model: SemanticModel, module_name: str) -> Edit | None:
     end_row = model.range(anchor).end.line
     at = Location(end_row, len(model.lines[end_row - 1]) + 1)
     return Edit(at, at, f"{newline}import {module_name}")
+
+
+
+def add_torch_setting(model: SemanticModel, template: str) -> Edit | None:
+    """Insert a process-wide torch setting (`{torch}.backends.cudnn.benchmark = True`) after the leading imports,
+    beside the settings already there; None unless `torch` itself is imported in those leading imports."""
+    anchor = leading_imports_end(model)
+    if anchor is None:
+        return None
+    body = list(model.module.body)
+    torch = None
+    for stmt in body[: body.index(anchor) + 1]:
+        statement = stmt.body[0]
+        if isinstance(statement, cst.Import):
+            for alias in statement.names:
+                if dotted_name(alias.name) == "torch":
+                    torch = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else "torch"
+    if torch is None:
+        return None  # `torch` is imported later or under another name: the setting could run before it exists
+
+    def joins(code: str) -> bool:
+        return code.startswith((f"{torch}.backends.", f"{torch}.set_float32_matmul_precision("))
+
+    return add_statement_after_imports(model, template.format(torch=torch), joins=joins)

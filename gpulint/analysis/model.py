@@ -319,3 +319,9 @@ class SemanticModel:
         from gpulint.analysis.evaluation import find_eval_forwards
 
         return find_eval_forwards(self)
+
+    @cached_property
+    def training_setup(self):
+        from gpulint.analysis.training_setup import find_training_setup
+
+        return find_training_setup(self)
