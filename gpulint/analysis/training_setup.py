@@ -125,9 +125,16 @@ def _mentions_mixed_precision(model: SemanticModel) -> bool:
     return False
 
 
+def _in_autocast_call(model: SemanticModel, node: cst.CSTNode) -> bool:
+    """`dtype=torch.bfloat16` given to autocast: the parameters stay float32."""
+    parent = model.parent.get(node)
+    call = model.parent.get(parent) if isinstance(parent, cst.Arg) else None
+    return isinstance(call, cst.Call) and (model.call_name(call) or model.code(call.func)).endswith("autocast")
+
+
 def _non_float32_parameters(model: SemanticModel) -> bool:
     for attr in model.attributes:
-        if model.qualified_name(attr) in _REDUCED_OR_DOUBLE_DTYPES:
+        if model.qualified_name(attr) in _REDUCED_OR_DOUBLE_DTYPES and not _in_autocast_call(model, attr):
             return True
         parent = model.parent.get(attr)
         if attr.attr.value in _PARAMETER_CASTS and isinstance(parent, cst.Call) and parent.func is attr and not parent.args:
