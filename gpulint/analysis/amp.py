@@ -76,7 +76,9 @@ def _is_reference(model: SemanticModel, name: cst.Name) -> bool:
         return False
     if isinstance(parent, cst.Arg) and parent.keyword is name:
         return False
-    if isinstance(parent, (cst.ImportAlias, cst.AsName, cst.FunctionDef, cst.ClassDef, cst.Param)):
+    if isinstance(parent, (cst.ImportAlias, cst.AsName, cst.FunctionDef, cst.ClassDef, cst.Param, cst.AssignTarget, cst.NameItem)):
+        return False
+    if isinstance(parent, (cst.AnnAssign, cst.AugAssign, cst.NamedExpr, cst.For, cst.CompFor)) and parent.target is name:
         return False
     return not isinstance(parent, cst.Attribute) or parent.value is name
 

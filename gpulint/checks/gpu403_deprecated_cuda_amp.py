@@ -6,7 +6,7 @@ from typing import Iterator
 
 import libcst as cst
 
-from gpulint.analysis.amp import ANNOTATION, BARE_DECORATOR, CALL, DEPRECATED_AMP, AmpImport, AmpUse, torch_binding
+from gpulint.analysis.amp import ANNOTATION, BARE_DECORATOR, CALL, DEPRECATED_AMP, VALUE, AmpImport, AmpUse, torch_binding
 from gpulint.checks.base import Rule
 from gpulint.diagnostics import Applicability, Diagnostic, Edit
 from gpulint.edits import add_import, replace_node, with_keyword_argument, with_leading_argument, with_positionals_as_keywords
@@ -47,6 +47,9 @@ class DeprecatedCudaAmp(Rule):
                     group_fixes[id(record)] = self._import_edits(record, amp.shadowed)
                 edits = group_fixes[id(record)]
                 blocker = self._blocker(record.uses) if edits is None else None
+                shadowed = [n for n in record.names if n in amp.shadowed]
+                if edits is None and blocker is None and shadowed:
+                    blocker = f"no fix: `{shadowed[0]}` is also bound elsewhere in this file"
             else:
                 edits = self._use_edits(use, rewrite_name=True)
                 blocker = self._blocker([use]) if edits is None else None
@@ -69,10 +72,13 @@ class DeprecatedCudaAmp(Rule):
         return self.diagnostic(use.node, message, fix=fix)
 
     def _blocker(self, uses: list[AmpUse]) -> str | None:
-        """Why no fix is offered, when the reason is worth telling (an old `target-torch`)."""
+        """Why no fix is offered, when the reason is one the user can act on."""
         needed = max((MINIMUM_TORCH.get(u.member, (0, 0)) for u in uses if u.qualified in DEPRECATED_AMP), default=(0, 0))
         if self.target_torch < needed:
             return f"no fix: needs torch >= {_version(needed)}, `target-torch` is {_version(self.target_torch)}"
+        passed = next((u for u in uses if u.usage == VALUE), None)
+        if passed is not None:
+            return f"no fix: `{self.model.code(passed.node)}` is used as a value at line {self.model.line_of(passed.node)}"
         return None
 
     # ---- edits -----------------------------------------------------------------------------------
