@@ -77,7 +77,7 @@ def is_model_expression(model: SemanticModel, expr: cst.BaseExpression, depth: i
         return False
     if isinstance(expr, cst.Call):
         func = expr.func
-        if isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda", "float", "train"):
+        if isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda", "float", "half", "bfloat16", "double", "train"):
             return is_model_expression(model, func.value, depth + 1)
         if isinstance(func, cst.Attribute) and func.attr.value == "from_pretrained":
             return True
