@@ -311,3 +311,39 @@ def test_module_import_used_for_other_names_is_not_rewritten():
 
 def test_fires_without_gpu_context():
     assert findings("from torch.cuda.amp import autocast\nwith autocast():\n    pass\n", **GPU403) == ["2:6 GPU403"]
+
+
+def test_fallback_for_old_torch_in_an_except_handler_is_silent():
+    # pytorch-image-models timm/utils/cuda.py: the old API only where the new one is missing.
+    source = """\
+        import torch
+
+
+        class NativeScaler:
+            def __init__(self, device="cuda"):
+                try:
+                    self._scaler = torch.amp.GradScaler(device=device)
+                except (AttributeError, TypeError):
+                    self._scaler = torch.cuda.amp.GradScaler()
+        """
+    assert findings(source, **GPU403) == []
+
+
+def test_import_fallback_and_version_checks_are_silent():
+    source = """\
+        import torch
+
+        try:
+            from torch.amp import autocast
+        except ImportError:
+            from torch.cuda.amp import autocast
+
+        if hasattr(torch, "amp"):
+            scaler = torch.amp.GradScaler("cuda")
+        else:
+            scaler = torch.cuda.amp.GradScaler()
+        ctx = torch.cuda.amp.autocast() if TORCH_VERSION < (1, 12) else torch.autocast("cuda")
+        with autocast():
+            pass
+        """
+    assert findings(source, **GPU403) == []

@@ -158,3 +158,19 @@ def test_loop_before_eval_and_other_objects_are_silent():
             other(x.cuda())
         """
     assert findings(source, **GPU405) == []
+
+
+def test_project_decorator_that_picks_inference_mode_is_trusted():
+    # YOLOv5 val.py: `@smart_inference_mode()` returns torch.inference_mode() or torch.no_grad().
+    source = """\
+        import torch
+        from utils.torch_utils import smart_inference_mode
+
+
+        @smart_inference_mode()
+        def run(model, dataloader):
+            model.eval()
+            for im, targets in dataloader:
+                preds = model(im.to("cuda"))
+        """
+    assert findings(source, **GPU405) == []

@@ -135,3 +135,27 @@ def test_unknown_receivers_are_silent():
         torch.zeros(1).cuda()
         """
     assert findings(source, **GPU404) == []
+
+
+def test_cuda_graphs_need_the_zeroed_buffers():
+    # Captured graphs replay into fixed gradient buffers: `None` gradients would break the replay.
+    source = """\
+        import torch
+
+        model = torch.nn.Linear(8, 1).cuda()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        graph = torch.cuda.CUDAGraph()
+        optimizer.zero_grad(set_to_none=False)
+        with torch.cuda.graph(graph):
+            model(static_input).sum().backward()
+            optimizer.step()
+        """
+    assert findings(source, **GPU404) == []
+    compiled = """\
+        import torch
+
+        model = torch.compile(torch.nn.Linear(8, 1).cuda(), mode="reduce-overhead")
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        optimizer.zero_grad(set_to_none=False)
+        """
+    assert findings(compiled, **GPU404) == []

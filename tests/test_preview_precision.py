@@ -219,3 +219,9 @@ def test_cli_reports_preview_rules_only_with_preview():
     convnet = [line for line in preview.stdout.decode().splitlines() if line.startswith("fixtures/convnet_amp.py")]
     assert any(" GPU902 " in line for line in convnet) and any(" GPU903 " in line for line in convnet)
     assert not any(" GPU901 " in line for line in convnet)  # it uses (deprecated) autocast
+
+
+def test_flags_that_merely_contain_amp_do_not_silence_gpu901():
+    # PyTorch-GAN: `--sample_interval` contains "amp" but is not a mixed-precision switch.
+    source = script(setup='parser.add_argument("--sample_interval", type=int, default=400)')
+    assert "GPU901" in codes(source)

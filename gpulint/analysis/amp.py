@@ -31,6 +31,7 @@ class AmpUse:
     usage: str  # CALL, BARE_DECORATOR, ANNOTATION or VALUE
     call: cst.Call | None  # the call when usage is CALL
     via_import: str | None  # the local name of a `torch.cuda.amp` import the reference goes through
+    compatibility: bool = False  # a fallback for old torch (`except AttributeError:`, a version check)
 
     @property
     def member(self) -> str:
@@ -129,6 +130,18 @@ def _root_name(node: cst.BaseExpression) -> str | None:
     return node.value if isinstance(node, cst.Name) else None
 
 
+def in_compatibility_code(model: SemanticModel, node: cst.CSTNode) -> bool:
+    """Code for older torch: an `except` handler (the fallback when the new API is missing) or a version check."""
+    for ancestor in model.ancestors(node):
+        if isinstance(ancestor, cst.ExceptHandler):
+            return True
+        if isinstance(ancestor, (cst.If, cst.IfExp)):
+            test = model.code(ancestor.test)
+            if "version" in test.lower() or "hasattr" in test:
+                return True
+    return False
+
+
 def find_deprecated_amp(model: SemanticModel) -> DeprecatedAmp:
     imports = _amp_imports(model)
     uses: list[AmpUse] = []
@@ -151,6 +164,7 @@ def find_deprecated_amp(model: SemanticModel) -> DeprecatedAmp:
         usage, call = _usage(model, node)
         root = _root_name(node)
         use = AmpUse(node, model.qualified_name(node) or AMP_MODULE, usage, call, root if root in imports else None)
+        use.compatibility = in_compatibility_code(model, node)
         uses.append(use)
         if use.via_import is not None:
             imports[use.via_import].uses.append(use)
@@ -162,6 +176,12 @@ def find_deprecated_amp(model: SemanticModel) -> DeprecatedAmp:
         if any(name == local for (_, name) in model.bindings)
         or sum(1 for s in model.import_statements if local in _bound_names(s)) > 1
     )
+    for use in uses:
+        if use.via_import is not None:
+            statement = imports[use.via_import].statement
+            # `try: from torch.amp import autocast` / `except ImportError: from torch.cuda.amp import autocast`
+            if in_compatibility_code(model, statement) or sum(1 for s in model.import_statements if use.via_import in _bound_names(s)) > 1:
+                use.compatibility = True
     return DeprecatedAmp(uses, imports, shadowed)
 
 

@@ -38,6 +38,10 @@ def _grad_mode_decided(model: SemanticModel, node: cst.CSTNode, _seen: frozenset
             target = expr.func if isinstance(expr, cst.Call) else expr
             if model.qualified_name(target) in _GRAD_MODE_CALLS:
                 return True
+            # Project helpers that pick one of them (`@smart_inference_mode()` in YOLOv5): trust the name.
+            name = model.code(target).rsplit(".", 1)[-1]
+            if "no_grad" in name or "inference_mode" in name:
+                return True
     scope = model.scope_of(node)
     # `torch.set_grad_enabled(False)` as a statement switches autograd off for what follows.
     if any(model.call_name(c) in _GRAD_MODE_CALLS and model.scope_of(c) is scope for c in model.calls):

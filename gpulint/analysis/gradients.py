@@ -93,3 +93,18 @@ def needs_gradients(model: SemanticModel, node: cst.CSTNode, _seen: frozenset[st
             if isinstance(parent, cst.Assign):
                 return True
     return False
+
+
+_CUDA_GRAPH_NAMES = frozenset({"torch.cuda.graph", "torch.cuda.CUDAGraph", "torch.cuda.make_graphed_callables"})
+
+
+def uses_cuda_graphs(model: SemanticModel) -> bool:
+    """CUDA graphs replay fixed memory: gradients must stay in the same buffers (zeroed, never `None`)."""
+    if any(model.qualified_name(a) in _CUDA_GRAPH_NAMES for a in model.attributes):
+        return True
+    if any(q in _CUDA_GRAPH_NAMES for q in model.imports.bindings.values()):
+        return True
+    for string in model.strings:
+        if "reduce-overhead" in string.value or "cudagraph" in string.value.lower():
+            return True
+    return any("cudagraph" in a.attr.value.lower() for a in model.attributes)

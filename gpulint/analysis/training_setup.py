@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
 
 # Libraries that own precision and device placement: what they are configured with is not in this file.
 PRECISION_FRAMEWORKS = ("lightning", "pytorch_lightning", "accelerate", "deepspeed", "apex", "transformers.Trainer")
-_MIXED_PRECISION_WORDS = ("amp", "autocast", "fp16", "bf16", "mixed_precision", "half", "precision")
+_MIXED_PRECISION_WORDS = ("amp", "autocast", "fp16", "bf16", "mixed_precision", "mixed", "half", "precision")
 _REDUCED_OR_DOUBLE_DTYPES = frozenset(
     {"torch.float16", "torch.half", "torch.bfloat16", "torch.float64", "torch.double", "torch.set_default_dtype"}
 )  # fmt: skip
@@ -120,8 +121,10 @@ def _mentions_mixed_precision(model: SemanticModel) -> bool:
     for string in model.strings:
         ok, value = literal_value(string)
         # A command-line switch such as `--amp` or `--fp16`: the script can already train in mixed precision.
-        if ok and isinstance(value, str) and value.startswith("-") and any(w in value.lower() for w in _MIXED_PRECISION_WORDS):
-            return True
+        if ok and isinstance(value, str) and value.startswith("-"):
+            words = re.split(r"[-_]+", value.lower())
+            if any(w in _MIXED_PRECISION_WORDS for w in words):
+                return True
     return False
 
 

@@ -39,8 +39,8 @@ class DeprecatedCudaAmp(Rule):
         amp = self.model.deprecated_amp
         group_fixes: dict[int, list[Edit] | None] = {}
         for use in amp.uses:
-            if use.qualified not in DEPRECATED_AMP or use.usage == ANNOTATION:
-                continue
+            if use.qualified not in DEPRECATED_AMP or use.usage == ANNOTATION or use.compatibility:
+                continue  # compatibility code keeps the old API on purpose, for old torch
             if use.via_import is not None:
                 record = amp.imports[use.via_import]
                 if id(record) not in group_fixes:

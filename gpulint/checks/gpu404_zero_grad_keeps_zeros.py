@@ -6,7 +6,13 @@ from typing import Iterator
 
 import libcst as cst
 
-from gpulint.analysis.gradients import ZeroGradCall, is_torch_optimizer_or_module, works_on_gradient_tensors, zero_grad_calls
+from gpulint.analysis.gradients import (
+    ZeroGradCall,
+    is_torch_optimizer_or_module,
+    uses_cuda_graphs,
+    works_on_gradient_tensors,
+    zero_grad_calls,
+)
 from gpulint.analysis.hot_loops import is_hot
 from gpulint.checks.base import Rule
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
@@ -25,8 +31,8 @@ class ZeroGradKeepsZeros(Rule):
 
     def check(self) -> Iterator[Diagnostic]:
         model = self.model
-        if works_on_gradient_tensors(model):
-            return  # gradient accumulation or surgery by hand: the zeros are wanted
+        if works_on_gradient_tensors(model) or uses_cuda_graphs(model):
+            return  # gradient surgery by hand, or CUDA graphs that replay into fixed gradient buffers
         old_default = self.target_torch < SET_TO_NONE_DEFAULT_SINCE
         for zero_grad in zero_grad_calls(model):
             receiver = zero_grad.call.func.value  # method_calls guarantees an attribute
