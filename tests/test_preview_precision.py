@@ -139,7 +139,12 @@ TRAIN = """\
     """
 
 
-def script(setup: str = "", model: str = "torch.nn.Conv2d(3, 8, 3)", forward: str = "loss = model(x.cuda()).sum()", imports: str = "") -> str:
+def script(
+    setup: str = "",
+    model: str = "torch.nn.Conv2d(3, 8, 3)",
+    forward: str = "loss = model(x.cuda()).sum()",
+    imports: str = "",
+) -> str:
     return TRAIN.format(setup=setup, model=model, forward=forward, imports=imports)
 
 

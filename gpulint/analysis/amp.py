@@ -77,7 +77,8 @@ def _is_reference(model: SemanticModel, name: cst.Name) -> bool:
         return False
     if isinstance(parent, cst.Arg) and parent.keyword is name:
         return False
-    if isinstance(parent, (cst.ImportAlias, cst.AsName, cst.FunctionDef, cst.ClassDef, cst.Param, cst.AssignTarget, cst.NameItem)):
+    binders = (cst.ImportAlias, cst.AsName, cst.FunctionDef, cst.ClassDef, cst.Param, cst.AssignTarget, cst.NameItem)
+    if isinstance(parent, binders):
         return False
     if isinstance(parent, (cst.AnnAssign, cst.AugAssign, cst.NamedExpr, cst.For, cst.CompFor)) and parent.target is name:
         return False
@@ -85,10 +86,12 @@ def _is_reference(model: SemanticModel, name: cst.Name) -> bool:
 
 
 def _import_rewrite(model: SemanticModel, statement: cst.CSTNode) -> tuple[cst.CSTNode, str] | None:
-    """`from torch.cuda.amp import X` -> `from torch.amp import X`; `from torch.cuda import amp` -> `from torch import amp`."""
+    """`from torch.cuda.amp import X` -> `from torch.amp import X`, `from torch.cuda import amp` -> `from torch import amp`,
+    `import torch.cuda.amp as amp` -> `import torch.amp as amp`."""
     if isinstance(statement, cst.ImportFrom) and statement.module is not None and not statement.relative:
         module = dotted_name(statement.module)
-        names = [a.name.value for a in statement.names if isinstance(a.name, cst.Name)] if not isinstance(statement.names, cst.ImportStar) else []
+        aliases = [] if isinstance(statement.names, cst.ImportStar) else statement.names
+        names = [a.name.value for a in aliases if isinstance(a.name, cst.Name)]
         if module == AMP_MODULE and names and all(f"{AMP_MODULE}.{n}" in DEPRECATED_AMP for n in names):
             return statement.module, "torch.amp"
         if module == "torch.cuda" and names == ["amp"]:
@@ -180,7 +183,8 @@ def find_deprecated_amp(model: SemanticModel) -> DeprecatedAmp:
         if use.via_import is not None:
             statement = imports[use.via_import].statement
             # `try: from torch.amp import autocast` / `except ImportError: from torch.cuda.amp import autocast`
-            if in_compatibility_code(model, statement) or sum(1 for s in model.import_statements if use.via_import in _bound_names(s)) > 1:
+            imported_twice = sum(1 for s in model.import_statements if use.via_import in _bound_names(s)) > 1
+            if imported_twice or in_compatibility_code(model, statement):
                 use.compatibility = True
     return DeprecatedAmp(uses, imports, shadowed)
 

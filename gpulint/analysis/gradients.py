@@ -12,10 +12,15 @@ if TYPE_CHECKING:
     from gpulint.analysis.model import SemanticModel
 
 # Receivers that are optimizers or modules by name, when their construction is not in sight.
-_OPTIMIZER_OR_MODULE_NAME = re.compile(r"(^|_)(opt|optim|optimizer|optimiser|model|net|network|module|generator|discriminator|encoder|decoder)s?($|_|\d)", re.I)
+_OPTIMIZER_OR_MODULE_NAME = re.compile(
+    r"(^|_)(opt|optim|optimizer|optimiser|model|net|network|module|generator|discriminator|encoder|decoder)s?($|_|\d)",
+    re.I,
+)
 # In-place work on a gradient tensor: `p.grad += g`, `p.grad.add_(g)`, `p.grad.data.mul_(s)`, `p.grad[...] = ...`.
 _GRADIENT_TENSOR_METHODS = frozenset({"add_", "sub_", "mul_", "div_", "copy_", "zero_", "data", "clamp_", "addcmul_", "lerp_"})
-_AUTOGRAD_CALLS = frozenset({"torch.autograd.grad", "torch.autograd.backward", "torch.enable_grad", "torch.autograd.functional.jacobian"})
+_AUTOGRAD_CALLS = frozenset(
+    {"torch.autograd.grad", "torch.autograd.backward", "torch.enable_grad", "torch.autograd.functional.jacobian"}
+)
 
 
 @dataclass
@@ -51,8 +56,9 @@ def is_torch_optimizer_or_module(model: SemanticModel, receiver: cst.BaseExpress
             info = model.local_class_of(qualified)
             if info is not None and model.is_subclass_of(info.node.name.value, "torch.nn.Module"):
                 return True
-    last = receiver.attr.value if isinstance(receiver, cst.Attribute) else receiver.value if isinstance(receiver, cst.Name) else None
-    return last is not None and bool(_OPTIMIZER_OR_MODULE_NAME.search(last))
+    if isinstance(receiver, cst.Attribute):
+        return bool(_OPTIMIZER_OR_MODULE_NAME.search(receiver.attr.value))
+    return isinstance(receiver, cst.Name) and bool(_OPTIMIZER_OR_MODULE_NAME.search(receiver.value))
 
 
 def works_on_gradient_tensors(model: SemanticModel) -> bool:

@@ -44,7 +44,9 @@ def _counts_devices(model: SemanticModel, node: cst.CSTNode) -> bool:
     for name in names:
         leaf = name.attr.value if isinstance(name, cst.Attribute) else name.value
         for binder in model.bindings_of(leaf, name) if isinstance(name, cst.Name) else _attribute_binders(model, leaf):
-            if isinstance(binder, cst.Assign) and any(model.call_name(c) == DEVICE_COUNT for c in model.calls if model.is_inside(c, binder.value)):
+            if isinstance(binder, cst.Assign) and any(
+                model.call_name(c) == DEVICE_COUNT and model.is_inside(c, binder.value) for c in model.calls
+            ):
                 return True
     return False
 

@@ -133,7 +133,7 @@ class DeprecatedCudaAmp(Rule):
 
     def _rewrite_call(self, call: cst.Call, member: str) -> cst.Call | None:
         if member in ("custom_fwd", "custom_bwd"):
-            if any(a.keyword is not None and a.keyword.value == "device_type" for a in call.args) or any(a.star for a in call.args):
+            if any(a.star or (a.keyword is not None and a.keyword.value == "device_type") for a in call.args):
                 return None
             return with_keyword_argument(call, "device_type", CUDA)
         keyworded = with_positionals_as_keywords(call, POSITIONAL_NAMES[member])

@@ -73,4 +73,5 @@ class ZeroGradKeepsZeros(Rule):
         if len(call.args) != 1:
             return None
         new = call.with_changes(args=[])
-        return self.fix("Drop the argument (`set_to_none=True` is the default)", [replace_node(self.model, call, new)], Applicability.UNSAFE)
+        message = "Drop the argument (`set_to_none=True` is the default)"
+        return self.fix(message, [replace_node(self.model, call, new)], Applicability.UNSAFE)

@@ -29,6 +29,7 @@ class NoTf32(Rule):
             'torch 1.12): call `torch.set_float32_matmul_precision("high")` at start-up to use the Tensor '
             "Cores of Ampere and newer GPUs"
         )
-        fix = self.fix("Enable TF32 matmuls after the imports", [add_torch_setting(self.model, STATEMENT)], Applicability.UNSAFE)
+        edit = add_torch_setting(self.model, STATEMENT)
+        fix = self.fix("Enable TF32 matmuls after the imports", [edit], Applicability.UNSAFE)
         yield self.diagnostic(setup.model_moves[0], message, fix=fix)
 

@@ -29,5 +29,6 @@ class NoCudnnBenchmark(Rule):
             "`torch.backends.cudnn.benchmark = True` at start-up to time the algorithms once per input shape "
             "and keep the fastest (for fixed input shapes)"
         )
-        fix = self.fix("Enable the cuDNN autotuner after the imports", [add_torch_setting(self.model, STATEMENT)], Applicability.UNSAFE)
+        edit = add_torch_setting(self.model, STATEMENT)
+        fix = self.fix("Enable the cuDNN autotuner after the imports", [edit], Applicability.UNSAFE)
         yield self.diagnostic(setup.model_moves[0], message, fix=fix)
