@@ -7,6 +7,7 @@ import sys
 import libcst as cst
 
 from gpulint.analysis import SemanticModel
+from gpulint.analysis.imports import dotted_name
 from gpulint.diagnostics import Edit, Location
 
 
@@ -99,11 +100,8 @@ def import_roots(expression: str) -> list[str]:
     return roots
 
 
-def add_import(model: SemanticModel, module_name: str) -> Edit | None:
-    """Insert `import module_name` after the module's leading imports; None when already imported."""
-    if model.imports.is_imported(module_name):
-        return None
-    newline = model.module.default_newline
+def leading_imports_end(model: SemanticModel) -> cst.SimpleStatementLine | None:
+    """The last statement of the module's leading docstring and imports (None when it starts otherwise)."""
     anchor = None
     for index, stmt in enumerate(model.module.body):
         if not isinstance(stmt, cst.SimpleStatementLine):
@@ -113,6 +111,74 @@ def add_import(model: SemanticModel, module_name: str) -> Edit | None:
         if not (is_docstring or isinstance(first, (cst.Import, cst.ImportFrom))):
             break
         anchor = stmt
+    return anchor
+
+
+def add_statement_after_imports(model: SemanticModel, statement: str, joins=None) -> Edit | None:
+    """Insert `statement` after the leading imports, set off by a blank line; None without imports.
+
+    `joins(code)` says whether a statement right after the imports belongs to the same start-up block
+    (`torch.backends.cudnn.benchmark = True`): the new one then joins that block instead of opening another.
+    """
+    anchor = leading_imports_end(model)
+    if anchor is None:
+        return None
+    newline = model.module.default_newline
+    separator = newline + newline
+    body = list(model.module.body)
+    index = body.index(anchor) + 1
+    while joins is not None and index < len(body) and isinstance(body[index], cst.SimpleStatementLine):
+        if not joins(model.code(body[index].body[0])):
+            break
+        anchor, separator, index = body[index], newline, index + 1
+    end_row = model.range(anchor).end.line
+    at = Location(end_row, len(model.lines[end_row - 1]) + 1)
+    return Edit(at, at, f"{separator}{statement}")
+
+
+def with_leading_argument(call: cst.Call, value: cst.BaseExpression) -> cst.Call:
+    """`call` with a new first positional argument, separated the way the call separates its arguments."""
+    args = list(call.args)
+    if not args:
+        return call.with_changes(args=[cst.Arg(value=value)])
+    first_comma = _comma_like(args[0])
+    if first_comma is not None and (len(args) > 1 or isinstance(first_comma.whitespace_after, cst.ParenthesizedWhitespace)):
+        separator = first_comma.with_changes(whitespace_before=cst.SimpleWhitespace(""))
+    elif isinstance(call.whitespace_before_args, cst.ParenthesizedWhitespace):
+        separator = cst.Comma(whitespace_after=call.whitespace_before_args)
+    else:
+        separator = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    return call.with_changes(args=[cst.Arg(value=value, comma=separator), *args])
+
+
+def with_positionals_as_keywords(call: cst.Call, names: tuple[str, ...]) -> cst.Call | None:
+    """`f(a, b)` -> `f(names[0]=a, names[1]=b)`; None with `*args` or more positionals than names."""
+    equal = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
+    for arg in call.args:
+        if arg.keyword is not None and isinstance(arg.equal, cst.AssignEqual):
+            equal = arg.equal
+            break
+    args = []
+    position = 0
+    for arg in call.args:
+        if arg.star:
+            if arg.star == "*":
+                return None
+        elif arg.keyword is None:
+            if position >= len(names):
+                return None
+            arg = arg.with_changes(keyword=cst.Name(names[position]), equal=equal)
+            position += 1
+        args.append(arg)
+    return call.with_changes(args=args)
+
+
+def add_import(model: SemanticModel, module_name: str) -> Edit | None:
+    """Insert `import module_name` after the module's leading imports; None when already imported."""
+    if model.imports.is_imported(module_name):
+        return None
+    newline = model.module.default_newline
+    anchor = leading_imports_end(model)
     if anchor is None:
         # Before the first statement (after any leading comments, which belong to the module header).
         if model.module.body:
@@ -124,3 +190,27 @@ def add_import(model: SemanticModel, module_name: str) -> Edit | None:
     end_row = model.range(anchor).end.line
     at = Location(end_row, len(model.lines[end_row - 1]) + 1)
     return Edit(at, at, f"{newline}import {module_name}")
+
+
+
+def add_torch_setting(model: SemanticModel, template: str) -> Edit | None:
+    """Insert a process-wide torch setting (`{torch}.backends.cudnn.benchmark = True`) after the leading imports,
+    beside the settings already there; None unless `torch` itself is imported in those leading imports."""
+    anchor = leading_imports_end(model)
+    if anchor is None:
+        return None
+    body = list(model.module.body)
+    torch = None
+    for stmt in body[: body.index(anchor) + 1]:
+        statement = stmt.body[0]
+        if isinstance(statement, cst.Import):
+            for alias in statement.names:
+                if dotted_name(alias.name) == "torch":
+                    torch = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else "torch"
+    if torch is None:
+        return None  # `torch` is imported later or under another name: the setting could run before it exists
+
+    def joins(code: str) -> bool:
+        return code.startswith((f"{torch}.backends.", f"{torch}.set_float32_matmul_precision("))
+
+    return add_statement_after_imports(model, template.format(torch=torch), joins=joins)

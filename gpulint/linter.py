@@ -96,7 +96,7 @@ def check_source(text: str, path: str, settings: Settings) -> list[Diagnostic]:
     for rule_class in rules:
         if rule_class.needs_gpu_context and not model.uses_cuda:
             continue
-        rule = rule_class(model, settings.options_for(rule_class.code))
+        rule = rule_class(model, settings.options_for(rule_class.code), target_torch=settings.target_torch)
         try:
             diagnostics.extend(rule.check())
         except RecursionError:

@@ -18,6 +18,10 @@ CANONICAL_NAMES = {
     "torch.cuda.memory.memory_cached": "torch.cuda.memory_cached",
     "torch.cuda.memory.max_memory_cached": "torch.cuda.max_memory_cached",
     "torch.cuda.memory.reset_max_memory_cached": "torch.cuda.reset_max_memory_cached",
+    "torch.cuda.amp.autocast_mode.autocast": "torch.cuda.amp.autocast",
+    "torch.cuda.amp.autocast_mode.custom_fwd": "torch.cuda.amp.custom_fwd",
+    "torch.cuda.amp.autocast_mode.custom_bwd": "torch.cuda.amp.custom_bwd",
+    "torch.cuda.amp.grad_scaler.GradScaler": "torch.cuda.amp.GradScaler",
 }
 
 

@@ -310,3 +310,27 @@ class SemanticModel:
         from gpulint.analysis.dataloaders import find_dataloaders
 
         return find_dataloaders(self)
+
+    @cached_property
+    def deprecated_amp(self):
+        from gpulint.analysis.amp import find_deprecated_amp
+
+        return find_deprecated_amp(self)
+
+    @cached_property
+    def data_parallel_calls(self):
+        from gpulint.analysis.parallel import find_data_parallel
+
+        return find_data_parallel(self)
+
+    @cached_property
+    def eval_forwards(self):
+        from gpulint.analysis.evaluation import find_eval_forwards
+
+        return find_eval_forwards(self)
+
+    @cached_property
+    def training_setup(self):
+        from gpulint.analysis.training_setup import find_training_setup
+
+        return find_training_setup(self)

@@ -12,6 +12,7 @@ from gpulint.analysis import SemanticModel
 from gpulint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location, Severity
 
 REGISTRY: dict[str, type[Rule]] = {}
+DEFAULT_TARGET_TORCH = (2, 3)
 
 
 @dataclass(frozen=True)
@@ -50,8 +51,16 @@ class Rule:
                 raise RuntimeError(f"duplicate rule code {cls.code}")
             REGISTRY[cls.code] = cls
 
-    def __init__(self, model: SemanticModel, options: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        model: SemanticModel,
+        options: dict[str, Any] | None = None,
+        *,
+        target_torch: tuple[int, int] = DEFAULT_TARGET_TORCH,
+    ) -> None:
         self.model = model
+        # The oldest torch the project supports (`target-torch`): fixes must work there.
+        self.target_torch = target_torch
         self.settings = {o.name: o.default for o in self.options}
         self.settings.update(options or {})
 

@@ -1,0 +1,115 @@
+"""Evaluation: loops that run a model after `model.eval()`, and whether autograd is switched off there."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from gpulint.analysis.gradients import needs_gradients
+from gpulint.analysis.hot_loops import in_no_grad
+
+if TYPE_CHECKING:
+    from gpulint.analysis.model import Loop, SemanticModel
+
+# Contexts that decide about autograd themselves: `set_grad_enabled(is_training)` may well be False.
+_GRAD_MODE_CALLS = frozenset(
+    {"torch.set_grad_enabled", "torch.autograd.set_grad_enabled", "torch.enable_grad", "torch.autograd.grad_mode.set_grad_enabled"}
+)
+
+
+@dataclass
+class EvalForward:
+    eval_call: cst.Call  # `model.eval()`
+    loop: Loop
+    forward: cst.Call  # `model(x)` inside the loop, with autograd on
+
+
+def _grad_mode_decided(model: SemanticModel, node: cst.CSTNode, _seen: frozenset[str] = frozenset()) -> bool:
+    """Under `no_grad`/`inference_mode`/`set_grad_enabled` (context or decorator), or in a function whose callers
+    in this module all call it so."""
+    if in_no_grad(model, node):
+        return True
+    for ancestor in model.ancestors(node):
+        items = ancestor.items if isinstance(ancestor, cst.With) else ()
+        decorators = ancestor.decorators if isinstance(ancestor, cst.FunctionDef) else ()
+        for expr in [i.item for i in items] + [d.decorator for d in decorators]:
+            target = expr.func if isinstance(expr, cst.Call) else expr
+            if model.qualified_name(target) in _GRAD_MODE_CALLS:
+                return True
+            # Project helpers that pick one of them (`@smart_inference_mode()` in YOLOv5): trust the name.
+            name = model.code(target).rsplit(".", 1)[-1]
+            if "no_grad" in name or "inference_mode" in name:
+                return True
+    scope = model.scope_of(node)
+    # `torch.set_grad_enabled(False)` as a statement switches autograd off for what follows.
+    if any(model.call_name(c) in _GRAD_MODE_CALLS and model.scope_of(c) is scope for c in model.calls):
+        return True
+    function = model.enclosing_function(node)
+    if function is not None and function.name.value not in _seen:
+        callers = [c for c in model.calls if isinstance(c.func, cst.Name) and c.func.value == function.name.value]
+        callers += [c for c in model.calls if isinstance(c.func, cst.Attribute) and c.func.attr.value == function.name.value]
+        seen = _seen | {function.name.value}
+        if any(_grad_mode_decided(model, c, seen) for c in callers if not model.is_inside(c, function)):
+            return True
+    return False
+
+
+def _outermost_loops(model: SemanticModel, statement: cst.CSTNode) -> list[Loop]:
+    loops = []
+    for loop in model.loops:
+        if loop is statement:
+            loops.append(loop)
+            continue
+        if not model.is_inside(loop, statement):
+            continue
+        between = []
+        for ancestor in model.ancestors(loop):
+            if ancestor is statement:
+                break
+            between.append(ancestor)
+        if not any(isinstance(a, (cst.For, cst.While, cst.FunctionDef, cst.ClassDef, cst.Lambda)) for a in between):
+            loops.append(loop)
+    return loops
+
+
+def _calls_method(model: SemanticModel, node: cst.CSTNode, receiver: str, method: str) -> bool:
+    for call in model.calls:
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value == method and model.code(func.value) == receiver:
+            if model.is_inside(call, node):
+                return True
+    return False
+
+
+def find_eval_forwards(model: SemanticModel) -> list[EvalForward]:
+    """Forward passes of a model in a loop that follows its `.eval()` in the same block, with autograd on."""
+    found: list[EvalForward] = []
+    seen_loops: set[int] = set()
+    for eval_call in model.method_calls("eval"):
+        receiver = eval_call.func.value
+        if eval_call.args or not isinstance(receiver, (cst.Name, cst.Attribute)):
+            continue
+        receiver_code = model.code(receiver)
+        statement = model.enclosing_statement(eval_call)
+        block = model.parent.get(statement)
+        if not isinstance(block, (cst.IndentedBlock, cst.Module)):
+            continue
+        body = list(block.body)
+        for following in body[body.index(statement) + 1 :]:
+            if _calls_method(model, following, receiver_code, "train"):
+                break  # back in training mode from here on
+            for loop in _outermost_loops(model, following):
+                if id(loop) in seen_loops or needs_gradients(model, loop):
+                    continue
+                forwards = [
+                    c for c in model.calls
+                    if model.is_inside(c, loop) and model.code(c.func) in (receiver_code, f"{receiver_code}.forward")
+                ]  # fmt: skip
+                forwards = [c for c in forwards if model.enclosing_function(c) is model.enclosing_function(loop)]
+                unguarded = [c for c in forwards if not _grad_mode_decided(model, c)]
+                if unguarded:
+                    seen_loops.add(id(loop))
+                    found.append(EvalForward(eval_call, loop, unguarded[0]))
+    return found

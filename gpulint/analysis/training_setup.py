@@ -1,0 +1,163 @@
+"""Training set-up: does this script train a model on CUDA, and what did it decide about precision and cuDNN."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from gpulint.analysis.devices import moves_to_cuda
+from gpulint.analysis.hot_loops import is_hot
+from gpulint.analysis.value_resolution import literal_value
+
+if TYPE_CHECKING:
+    from gpulint.analysis.model import SemanticModel
+
+# Libraries that own precision and device placement: what they are configured with is not in this file.
+PRECISION_FRAMEWORKS = ("lightning", "pytorch_lightning", "accelerate", "deepspeed", "apex", "transformers.Trainer")
+_MIXED_PRECISION_WORDS = ("amp", "autocast", "fp16", "bf16", "mixed_precision", "mixed", "half", "precision")
+_REDUCED_OR_DOUBLE_DTYPES = frozenset(
+    {"torch.float16", "torch.half", "torch.bfloat16", "torch.float64", "torch.double", "torch.set_default_dtype"}
+)  # fmt: skip
+_PARAMETER_CASTS = frozenset({"half", "bfloat16", "double"})
+_TF32_SETTINGS = frozenset({"allow_tf32", "fp32_precision", "set_float32_matmul_precision"})
+_CUDNN_SETTINGS = frozenset(
+    {"torch.backends.cudnn.benchmark", "torch.backends.cudnn.deterministic", "torch.use_deterministic_algorithms"}
+)
+_CONVOLUTIONS = ("torch.nn.Conv", "torch.nn.LazyConv", "torch.nn.ConvTranspose", "torch.nn.LazyConvTranspose")
+# torchvision models made of convolutions (the vision transformers have one conv stem only, so not those).
+_CONV_NET_FACTORIES = (
+    "torchvision.models.resnet", "torchvision.models.resnext", "torchvision.models.wide_resnet", "torchvision.models.vgg",
+    "torchvision.models.densenet", "torchvision.models.mobilenet", "torchvision.models.efficientnet",
+    "torchvision.models.regnet", "torchvision.models.convnext", "torchvision.models.alexnet",
+    "torchvision.models.squeezenet", "torchvision.models.shufflenet", "torchvision.models.mnasnet",
+    "torchvision.models.googlenet", "torchvision.models.inception", "torchvision.models.detection",
+    "torchvision.models.segmentation",
+)  # fmt: skip
+_MODEL_FACTORIES = ("torchvision.models.", "timm.create_model", "torch.hub.load")
+
+
+@dataclass
+class TrainingSetup:
+    model_moves: list[cst.Call]  # `model.to(device)` / `Net().cuda()`: a model moved to CUDA, in source order
+    entry_script: bool  # runs training itself: a `__main__` guard, or a training loop at module level
+    trains: bool  # has a training loop (backward or optimizer step)
+    first_backward: cst.Call | None
+    mixed_precision: bool  # autocast, GradScaler, an `--amp` flag, a framework that owns precision
+    non_float32_parameters: bool  # `.half()`, `.bfloat16()`, `.double()`, float16/bfloat16/float64 dtypes
+    tf32_configured: bool
+    cudnn_configured: bool  # `cudnn.benchmark`, `cudnn.deterministic`, `use_deterministic_algorithms`
+    convolutions: bool
+
+    @property
+    def cuda_training_script(self) -> bool:
+        return bool(self.model_moves) and self.entry_script and self.trains
+
+
+def _returns(function: cst.FunctionDef) -> list[cst.BaseExpression]:
+    found: list[cst.BaseExpression] = []
+
+    class _Returns(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is function  # nested functions return for themselves
+
+        def visit_Return(self, node: cst.Return) -> None:
+            if node.value is not None:
+                found.append(node.value)
+
+    function.visit(_Returns())
+    return found
+
+
+def is_model_expression(model: SemanticModel, expr: cst.BaseExpression, depth: int = 0) -> bool:
+    """An `nn.Module` built here: `Net()`, `nn.Sequential(...)`, `torchvision.models.resnet18()`, a module-building
+    function of this file, or a name bound to one of those (also through `.to(...)` / `.cuda()`)."""
+    if depth > 4:
+        return False
+    if isinstance(expr, cst.Call):
+        func = expr.func
+        if isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda", "float", "half", "bfloat16", "double", "train"):
+            return is_model_expression(model, func.value, depth + 1)
+        if isinstance(func, cst.Attribute) and func.attr.value == "from_pretrained":
+            return True
+        qualified = model.call_name(expr) or ""
+        if qualified.startswith("torch.nn.") and qualified.rsplit(".", 1)[1][:1].isupper():
+            return True
+        if qualified.startswith(_MODEL_FACTORIES):
+            return True
+        info = model.local_class_of(qualified)
+        if info is not None:
+            return model.is_subclass_of(info.node.name.value, "torch.nn.Module")
+        if isinstance(func, cst.Name) and not qualified:
+            return any(
+                is_model_expression(model, value, depth + 1)
+                for function in model.functions.get(func.value, [])
+                for value in _returns(function)
+            )
+        return False
+    if isinstance(expr, cst.Name):
+        return any(
+            isinstance(binder, cst.Assign) and is_model_expression(model, binder.value, depth + 1)
+            for binder in model.bindings_of(expr.value, expr)
+        )
+    return False
+
+
+def _keyword_names(model: SemanticModel) -> set[str]:
+    return {arg.keyword.value for call in model.calls for arg in call.args if arg.keyword is not None}
+
+
+def _mentions_mixed_precision(model: SemanticModel) -> bool:
+    for qualified in model.imports.bindings.values():
+        if qualified.startswith(PRECISION_FRAMEWORKS) or ".amp" in qualified or qualified.endswith("autocast"):
+            return True
+    for attr in model.attributes:
+        if attr.attr.value in ("autocast", "GradScaler", "amp"):
+            return True
+    if any(k in _MIXED_PRECISION_WORDS or k.startswith(("use_amp", "mixed_precision")) for k in _keyword_names(model)):
+        return True
+    for string in model.strings:
+        ok, value = literal_value(string)
+        # A command-line switch such as `--amp` or `--fp16`: the script can already train in mixed precision.
+        if ok and isinstance(value, str) and value.startswith("-"):
+            words = re.split(r"[-_]+", value.lower())
+            if any(w in _MIXED_PRECISION_WORDS for w in words):
+                return True
+    return False
+
+
+def _in_autocast_call(model: SemanticModel, node: cst.CSTNode) -> bool:
+    """`dtype=torch.bfloat16` given to autocast: the parameters stay float32."""
+    parent = model.parent.get(node)
+    call = model.parent.get(parent) if isinstance(parent, cst.Arg) else None
+    return isinstance(call, cst.Call) and (model.call_name(call) or model.code(call.func)).endswith("autocast")
+
+
+def _non_float32_parameters(model: SemanticModel) -> bool:
+    for attr in model.attributes:
+        if model.qualified_name(attr) in _REDUCED_OR_DOUBLE_DTYPES and not _in_autocast_call(model, attr):
+            return True
+        parent = model.parent.get(attr)
+        if attr.attr.value in _PARAMETER_CASTS and isinstance(parent, cst.Call) and parent.func is attr and not parent.args:
+            return True
+    return False
+
+
+def find_training_setup(model: SemanticModel) -> TrainingSetup:
+    moves = [call for call in model.calls if moves_to_cuda(model, call) and is_model_expression(model, call.func.value)]
+    hot = [loop for loop in model.loops if is_hot(model, loop)]
+    entry = model.has_main_guard or any(model.enclosing_function(loop) is None for loop in hot)
+    backward = next((c for c in model.method_calls("backward")), None)
+    return TrainingSetup(
+        model_moves=moves,
+        entry_script=entry,
+        trains=bool(hot),
+        first_backward=backward,
+        mixed_precision=_mentions_mixed_precision(model),
+        non_float32_parameters=_non_float32_parameters(model),
+        tf32_configured=any(a.attr.value in _TF32_SETTINGS for a in model.attributes),
+        cudnn_configured=any(model.qualified_name(a) in _CUDNN_SETTINGS for a in model.attributes),
+        convolutions=any((model.call_name(c) or "").startswith(_CONVOLUTIONS + _CONV_NET_FACTORIES) for c in model.calls),
+    )

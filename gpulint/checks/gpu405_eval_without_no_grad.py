@@ -1,0 +1,26 @@
+"""GPU405 eval-without-no-grad: an evaluation loop records the autograd graph it never uses."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from gpulint.checks.base import Rule
+from gpulint.diagnostics import Diagnostic, Severity
+
+
+class EvalWithoutNoGrad(Rule):
+    code = "GPU405"
+    name = "eval-without-no-grad"
+    summary = "Model run in an evaluation loop with autograd on (no `torch.no_grad()` / `torch.inference_mode()`)"
+    requires = (r"\.eval\(",)
+    default_severity = Severity.INFO
+
+    def check(self) -> Iterator[Diagnostic]:
+        model = self.model
+        for found in model.eval_forwards:
+            name = model.code(found.eval_call.func.value)
+            message = (
+                f"`{name}` runs in a loop after `{name}.eval()` with autograd on: every forward records a graph "
+                "and keeps its activations; wrap the loop in `with torch.no_grad():` (or `torch.inference_mode()`)"
+            )
+            yield self.diagnostic(found.forward, message)

@@ -1,0 +1,30 @@
+"""GPU901 no-mixed-precision (preview): a CUDA training script that never uses autocast."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from gpulint.checks.base import Rule
+from gpulint.diagnostics import Diagnostic, Severity
+
+
+class NoMixedPrecision(Rule):
+    code = "GPU901"
+    name = "no-mixed-precision"
+    summary = "CUDA training in float32 only: no `torch.autocast` in the training script"
+    preview = True
+    requires = (r"backward",)
+    default_severity = Severity.INFO
+
+    def check(self) -> Iterator[Diagnostic]:
+        setup = self.model.training_setup
+        if not setup.cuda_training_script or setup.first_backward is None:
+            return
+        if setup.mixed_precision or setup.non_float32_parameters:
+            return  # already mixed or reduced precision, or a framework decides, or float64 on purpose
+        message = (
+            "this script trains on CUDA in float32 only: run the forward pass and the loss under "
+            '`torch.autocast("cuda", dtype=torch.bfloat16)` (or float16 with `torch.amp.GradScaler("cuda")`) '
+            "to use the Tensor Cores and halve activation memory"
+        )
+        yield self.diagnostic(setup.first_backward, message)

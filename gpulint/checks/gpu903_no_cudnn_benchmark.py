@@ -1,0 +1,34 @@
+"""GPU903 no-cudnn-benchmark (preview): a conv net trained on CUDA with cuDNN's heuristic algorithm choice."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from gpulint.checks.base import Rule
+from gpulint.diagnostics import Applicability, Diagnostic, Severity
+from gpulint.edits import add_torch_setting
+
+STATEMENT = "{torch}.backends.cudnn.benchmark = True"
+
+
+class NoCudnnBenchmark(Rule):
+    code = "GPU903"
+    name = "no-cudnn-benchmark"
+    summary = "Convolutional model trained on CUDA without `torch.backends.cudnn.benchmark = True`"
+    preview = True
+    fix_applicability = Applicability.UNSAFE
+    requires = (r"Conv|torchvision",)
+    default_severity = Severity.INFO
+
+    def check(self) -> Iterator[Diagnostic]:
+        setup = self.model.training_setup
+        if not setup.cuda_training_script or not setup.convolutions or setup.cudnn_configured:
+            return
+        message = (
+            "a convolutional model trains on CUDA with cuDNN's heuristic algorithm choice: set "
+            "`torch.backends.cudnn.benchmark = True` at start-up to time the algorithms once per input shape "
+            "and keep the fastest (for fixed input shapes)"
+        )
+        edit = add_torch_setting(self.model, STATEMENT)
+        fix = self.fix("Enable the cuDNN autotuner after the imports", [edit], Applicability.UNSAFE)
+        yield self.diagnostic(setup.model_moves[0], message, fix=fix)

@@ -1,0 +1,109 @@
+"""GPU401 data-parallel: `nn.DataParallel` where it can spread over several GPUs."""
+
+from __future__ import annotations
+
+from gpulint.diagnostics import Severity
+from tests.conftest import diagnostics, findings
+
+GPU401 = {"select": ("GPU401",)}
+
+
+def test_data_parallel_over_every_visible_gpu():
+    source = """\
+        import torch
+        from torch import nn
+
+        model = nn.DataParallel(nn.Linear(8, 2)).cuda()
+        """
+    assert findings(source, **GPU401) == ["4:9 GPU401"]
+    (diagnostic,) = diagnostics(source, **GPU401)
+    assert "every visible GPU" in diagnostic.message and "DistributedDataParallel" in diagnostic.message
+    assert diagnostic.fix is None
+    assert diagnostic.severity == Severity.INFO  # nothing is trained in this module
+
+
+def test_training_script_gets_a_warning():
+    source = """\
+        import torch
+
+        model = torch.nn.parallel.DataParallel(net, device_ids=[0, 1]).cuda()
+        for x in loader:
+            model(x.cuda()).sum().backward()
+            optimizer.step()
+        """
+    (diagnostic,) = diagnostics(source, **GPU401)
+    assert diagnostic.severity == Severity.WARNING
+    assert "`device_ids` names 2 GPUs" in diagnostic.message
+
+
+def test_device_count_guard_through_a_variable():
+    source = """\
+        import torch
+
+        args.n_gpu = torch.cuda.device_count()
+        if args.n_gpu > 1:
+            model = torch.nn.DataParallel(model, device_ids=gpus)
+        """
+    assert findings(source, **GPU401) == ["5:13 GPU401"]
+
+
+def test_device_ids_over_all_devices():
+    source = """\
+        import torch
+
+        model = torch.nn.DataParallel(model, device_ids=list(range(torch.cuda.device_count())))
+        """
+    assert findings(source, **GPU401) == ["3:9 GPU401"]
+
+
+def test_functional_data_parallel_and_subclasses():
+    source = """\
+        import torch
+        from torch.nn.parallel import data_parallel
+
+
+        class Parallel(torch.nn.DataParallel):
+            pass
+
+
+        y = data_parallel(model, x.cuda())
+        wrapped = Parallel(model)
+        """
+    assert findings(source, **GPU401) == ["9:5 GPU401", "10:11 GPU401"]
+
+
+def test_single_device_is_silent():
+    source = """\
+        import torch
+
+        model = torch.nn.DataParallel(model, device_ids=[0]).cuda()
+        if torch.cuda.device_count() > 1:
+            model = torch.nn.DataParallel(model, device_ids=[args.gpu])
+        """
+    assert findings(source, **GPU401) == []
+
+
+def test_unknown_device_ids_without_a_guard_are_silent():
+    assert findings("import torch\nmodel = torch.nn.DataParallel(model, device_ids=gpus).cuda()\n", **GPU401) == []
+
+
+def test_isinstance_checks_and_ddp_are_silent():
+    source = """\
+        import torch
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        model = DDP(model.cuda(), device_ids=[rank])
+        if isinstance(model, (torch.nn.DataParallel, DDP)):
+            model = model.module
+        """
+    assert findings(source, **GPU401) == []
+
+
+def test_other_libraries_data_parallel_is_silent():
+    source = """\
+        import torch
+        from torch_geometric.nn import DataParallel
+
+        model = DataParallel(model).cuda()
+        """
+    assert findings(source, **GPU401) == []

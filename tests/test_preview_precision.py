@@ -1,0 +1,232 @@
+"""Preview rules GPU901 no-mixed-precision, GPU902 no-tf32, GPU903 no-cudnn-benchmark."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+
+from tests.conftest import diagnostics, findings, fixed, run_gpulint
+
+PREVIEW = {"select": ("GPU9",)}
+
+CONV_SCRIPT = """\
+    import torch
+    from torch import nn
+
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3)
+
+        def forward(self, x):
+            return self.conv(x).mean((1, 2, 3))
+
+
+    def main():
+        device = torch.device("cuda")
+        model = Net().to(device)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        for x in loader:
+            loss = model(x.to(device)).sum()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+
+
+    if __name__ == "__main__":
+        main()
+    """
+
+
+def test_float32_conv_training_script_gets_all_three():
+    assert findings(CONV_SCRIPT, **PREVIEW) == ["16:13 GPU902", "16:13 GPU903", "21:9 GPU901"]
+
+
+def test_preview_rules_are_off_by_default_and_on_when_selected():
+    assert findings(CONV_SCRIPT) == []
+    assert findings(CONV_SCRIPT, preview=True) == ["16:13 GPU902", "16:13 GPU903", "21:9 GPU901"]
+    assert findings(CONV_SCRIPT, select=("GPU903",)) == ["16:13 GPU903"]
+
+
+def test_fixes_insert_the_settings_after_the_imports_together():
+    result = fixed(CONV_SCRIPT, **PREVIEW)
+    assert result.startswith(
+        textwrap.dedent(
+            """\
+            import torch
+            from torch import nn
+
+            torch.set_float32_matmul_precision("high")
+            torch.backends.cudnn.benchmark = True
+
+
+            class Net(nn.Module):
+            """
+        )
+    )
+    assert fixed(result, **PREVIEW) == result
+    assert findings(result, **PREVIEW) == ["24:9 GPU901"]  # autocast is for the user to add
+
+
+def test_fixes_are_unsafe():
+    assert fixed(CONV_SCRIPT, unsafe=False, **PREVIEW) == textwrap.dedent(CONV_SCRIPT)
+
+
+def test_no_fix_when_torch_is_not_imported_at_the_top():
+    source = """\
+        import sys
+
+        sys.path.insert(0, ".")
+        import torch
+
+        model = torch.nn.Linear(4, 1).cuda()
+        for x in batches:
+            model(x.cuda()).sum().backward()
+        """
+    (diagnostic,) = diagnostics(source, select=("GPU902",))
+    assert diagnostic.fix is None
+
+
+def test_module_level_training_loop_counts_as_a_script():
+    source = """\
+        import torch as th
+
+        model = th.nn.Sequential(th.nn.Linear(4, 4)).cuda()
+        opt = th.optim.Adam(model.parameters())
+        for x in batches:
+            model(x.cuda()).sum().backward()
+            opt.step()
+        """
+    assert findings(source, **PREVIEW) == ["3:9 GPU902", "6:5 GPU901"]
+    assert 'import torch as th\n\nth.set_float32_matmul_precision("high")\n' in fixed(source, select=("GPU902",))
+
+
+def test_library_function_receiving_a_model_is_not_a_script():
+    source = """\
+        import torch
+
+
+        def train(model, loader, optimizer):
+            model.cuda()
+            for x in loader:
+                model(x.cuda()).sum().backward()
+                optimizer.step()
+        """
+    assert findings(source, **PREVIEW) == []
+
+
+def test_script_that_does_not_train_is_silent():
+    source = """\
+        import torch
+
+        if __name__ == "__main__":
+            model = torch.nn.Conv2d(3, 3, 3).cuda()
+            print(model(torch.randn(1, 3, 8, 8, device="cuda")))
+        """
+    assert findings(source, **PREVIEW) == []
+
+
+TRAIN = """\
+    import torch
+    {imports}
+    {setup}
+    model = {model}.cuda()
+    for x in batches:
+        {forward}
+        loss.backward()
+        optimizer.step()
+    """
+
+
+def script(
+    setup: str = "",
+    model: str = "torch.nn.Conv2d(3, 8, 3)",
+    forward: str = "loss = model(x.cuda()).sum()",
+    imports: str = "",
+) -> str:
+    return TRAIN.format(setup=setup, model=model, forward=forward, imports=imports)
+
+
+def codes(source: str) -> list[str]:
+    return [re.sub(r"^\d+:\d+ ", "", f) for f in findings(source, **PREVIEW)]
+
+
+def test_autocast_silences_gpu901_only():
+    source = script(forward='with torch.autocast("cuda", dtype=torch.bfloat16): loss = model(x.cuda()).sum()')
+    assert codes(source) == ["GPU902", "GPU903"]
+
+
+def test_mixed_precision_signals_silence_gpu901():
+    assert "GPU901" not in codes(script(imports="from torch.cuda.amp import autocast"))
+    assert "GPU901" not in codes(script(setup='parser.add_argument("--amp", action="store_true")'))
+    assert "GPU901" not in codes(script(imports="from accelerate import Accelerator"))
+    assert "GPU901" not in codes(script(setup="trainer = make_trainer(precision=16)"))
+
+
+def test_reduced_or_double_parameters_silence_gpu901_and_gpu902():
+    for model in ("torch.nn.Conv2d(3, 8, 3).half()", "torch.nn.Conv2d(3, 8, 3).double()"):
+        assert codes(script(model=model)) == ["GPU903"]
+    assert codes(script(setup="torch.set_default_dtype(torch.float64)")) == ["GPU903"]
+
+
+def test_tf32_settings_silence_gpu902():
+    for setting in (
+        'torch.set_float32_matmul_precision("medium")',
+        "torch.backends.cuda.matmul.allow_tf32 = True",
+        'torch.backends.cuda.matmul.fp32_precision = "tf32"',
+    ):
+        assert "GPU902" not in codes(script(setup=setting))
+
+
+def test_cudnn_settings_silence_gpu903():
+    for setting in (
+        "torch.backends.cudnn.benchmark = args.benchmark",
+        "torch.backends.cudnn.deterministic = True",
+        "torch.use_deterministic_algorithms(True)",
+    ):
+        assert "GPU903" not in codes(script(setup=setting))
+    assert "GPU903" not in codes(script(imports="import torch.backends.cudnn as cudnn", setup="cudnn.benchmark = True"))
+
+
+def test_gpu903_needs_convolutions():
+    assert "GPU903" not in codes(script(model="torch.nn.Linear(8, 8)"))
+    assert "GPU903" in codes(script(imports="import torchvision", model="torchvision.models.resnet18()"))
+    assert "GPU903" not in codes(script(imports="import torchvision", model="torchvision.models.vit_b_16()"))
+
+
+def test_models_from_functions_of_the_module_are_found():
+    source = """\
+        import torch
+        from torch import nn
+
+
+        def build():
+            return nn.Sequential(nn.Conv2d(3, 8, 3), nn.Flatten())
+
+
+        if __name__ == "__main__":
+            net = build().to("cuda")
+            for x in batches:
+                net(x.cuda()).sum().backward()
+        """
+    assert codes(source) == ["GPU902", "GPU903", "GPU901"]
+
+
+def test_cli_reports_preview_rules_only_with_preview():
+    default = run_gpulint("check", "--output-format", "concise", "fixtures/")
+    preview = run_gpulint("check", "--preview", "--output-format", "concise", "fixtures/")
+    default_codes = set(re.findall(r" (GPU\d{3}) ", default.stdout.decode()))
+    preview_codes = set(re.findall(r" (GPU\d{3}) ", preview.stdout.decode()))
+    assert not {c for c in default_codes if c.startswith("GPU9")}
+    assert {"GPU901", "GPU902", "GPU903"} <= preview_codes
+    assert default_codes <= preview_codes
+    convnet = [line for line in preview.stdout.decode().splitlines() if line.startswith("fixtures/convnet_amp.py")]
+    assert any(" GPU902 " in line for line in convnet) and any(" GPU903 " in line for line in convnet)
+    assert not any(" GPU901 " in line for line in convnet)  # it uses (deprecated) autocast
+
+
+def test_flags_that_merely_contain_amp_do_not_silence_gpu901():
+    # PyTorch-GAN: `--sample_interval` contains "amp" but is not a mixed-precision switch.
+    source = script(setup='parser.add_argument("--sample_interval", type=int, default=400)')
+    assert "GPU901" in codes(source)
