@@ -57,7 +57,8 @@ class NvmlSampler:
         self._stop = threading.Event()
         self._samples: list[tuple[float, int, int]] = []  # (unix time, util.gpu %, memory used bytes)
         self._gpm: list[tuple[float, float, dict]] = []  # (t0, t1, metrics) per GPM interval
-        self._pids_seen: set[int] = set()
+        self._others: set[int] = set()  # compute processes on the GPU outside our run's process group
+        self.own_pgid: int | None = None  # set once the run has started
         self._facts: dict = {}
 
     def start(self) -> None:
@@ -105,7 +106,9 @@ class NvmlSampler:
                 mem = nvml.nvmlDeviceGetMemoryInfo(h)
                 self._samples.append((now, int(util.gpu), int(mem.used)))
                 for proc in nvml.nvmlDeviceGetComputeRunningProcesses(h):
-                    self._pids_seen.add(int(proc.pid))
+                    pid = int(proc.pid)
+                    if pid != os.getpid() and not _in_group(pid, self.own_pgid):
+                        self._others.add(pid)
             except nvml.NVMLError:
                 pass
             if gpm_prev is not None and now - gpm_prev_t >= GPM_INTERVAL_S:
@@ -130,9 +133,14 @@ class NvmlSampler:
     def _gpm_supported(self) -> bool:
         nvml = self._nvml
         try:
-            return bool(nvml.nvmlGpmQueryDeviceSupport(self._handle).isSupportedDevice)
+            if bool(nvml.nvmlGpmQueryDeviceSupport(self._handle).isSupportedDevice):
+                return True
+            self._facts["gpm_unavailable"] = "unavailable: GPM needs Hopper or newer"
+            return False
         except (AttributeError, nvml.NVMLError) as e:
-            self._facts["gpm"] = unavailable_reason(e) if isinstance(e, nvml.NVMLError) else "unavailable: old nvidia-ml-py"
+            self._facts["gpm_unavailable"] = (
+                unavailable_reason(e) if isinstance(e, nvml.NVMLError) else "unavailable: nvidia-ml-py without GPM"
+            )
             return False
 
     def _gpm_sample(self):
@@ -171,7 +179,7 @@ class NvmlSampler:
 
     # ---- results -----------------------------------------------------------------------------------------
 
-    def stop(self, window: tuple[float, float] | None = None, own_pgid: int | None = None) -> dict:
+    def stop(self, window: tuple[float, float] | None = None) -> dict:
         """Stop sampling; summarise the samples inside `window` (unix seconds) and flag other GPU tenants."""
         if self.unavailable is not None:
             return {"unavailable": self.unavailable}
@@ -199,7 +207,7 @@ class NvmlSampler:
         if gpm:
             keys = set().union(*gpm)
             out["gpm"] = {k: sum(m[k] for m in gpm if k in m) / sum(1 for m in gpm if k in m) for k in sorted(keys)}
-        others = sorted(p for p in self._pids_seen if not _in_group(p, own_pgid))
+        others = sorted(self._others)
         out["other_processes"] = others
         out["unreliable"] = bool(others)  # another tenant on the GPU invalidates timing comparisons
         self._shutdown()

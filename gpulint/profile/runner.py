@@ -45,6 +45,7 @@ class RunResult:
     trace_path: str | None = None  # where the attribution trace was copied, if asked to
     label: str = ""
     pgid: int | None = None
+    nvml: dict = field(default_factory=dict)  # the NVML side channel's summary of the window
 
     @property
     def ok(self) -> bool:
@@ -231,6 +232,30 @@ def _attribution(raw: dict, trace_path: pathlib.Path) -> dict:
         return {"unavailable": f"could not read the profiler trace: {e}"}
 
 
+def run_measured(plan: LaunchPlan, options: ProfileOptions, **kwargs) -> RunResult:
+    """run_once with the NVML side channel sampling the GPU in a background thread."""
+    from gpulint.profile.nvml import NvmlSampler
+
+    sampler = NvmlSampler()
+    sampler.start()
+    user_started = kwargs.pop("on_started", None)
+
+    def started(pid: int) -> None:
+        sampler.own_pgid = pid
+        if user_started:
+            user_started(pid)
+
+    result = None
+    try:
+        result = run_once(plan, options, on_started=started, **kwargs)
+    finally:
+        window = (result.raw.get("window_unix") if result else None) or None
+        summary = sampler.stop(tuple(window) if window and window[1] else None)
+        if result is not None:
+            result.nvml = summary
+    return result
+
+
 def _interpret(options, result_path, returncode, timed_out, duration, out_tail, err_tail, last_seen) -> RunResult:
     raw: dict = {}
     if result_path.exists():
@@ -304,4 +329,4 @@ def _where(raw: dict) -> str:
     return f" after {done} {unit}"
 
 
-__all__ = ["RunResult", "run_once", "kill_group", "CHILD_BOOTSTRAP"]
+__all__ = ["RunResult", "run_once", "run_measured", "kill_group", "CHILD_BOOTSTRAP"]
