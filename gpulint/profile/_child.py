@@ -447,10 +447,7 @@ def main():
         os._exit(2)
     with open(cfg_path) as f:
         cfg = json.load(f)
-    extra_path = cfg.get("gpulint_root")
     sys.path[0] = ""  # never let the user's `import metrics` find our own modules
-    if extra_path and extra_path not in sys.path:
-        sys.path.append(extra_path)
 
     if int(os.environ.get("RANK", "0") or 0) != 0:
         _run_target(cfg)  # other ranks run unmeasured

@@ -11,7 +11,6 @@ import sys
 from dataclasses import dataclass, field
 
 CHILD_BOOTSTRAP = pathlib.Path(__file__).with_name("_child.py")
-GPULINT_ROOT = pathlib.Path(__file__).resolve().parents[2]  # the folder that holds the `gpulint` package
 
 _PYTHON_NAME = re.compile(r"^python(\d+(\.\d+)?)?(\.exe)?$")
 _FLAGS_NO_VALUE = {"-u", "-O", "-OO", "-B", "-E", "-s", "-S", "-b", "-bb", "-q", "-v", "-d", "-R"}

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from gpulint.profile.command import CHILD_BOOTSTRAP, GPULINT_ROOT, LaunchPlan, child_argv
+from gpulint.profile.command import CHILD_BOOTSTRAP, LaunchPlan, child_argv
 from gpulint.profile.options import ProfileOptions
 
 POLL_S = 0.05
@@ -135,7 +135,6 @@ def run_once(
         "result_path": str(result_path),
         "progress_path": str(progress_path),
         "trace_path": str(trace_path),
-        "gpulint_root": str(GPULINT_ROOT),
         "seed": options.seed,
     }
     config_path = workdir / "config.json"
