@@ -154,6 +154,8 @@ def profile_text(command_text: str, runs: list[RunResult], options: ProfileOptio
         f"counted by {_counted_by(first)}",
         f"torch {first.get('torch_version', '?')}",
     ]
+    if (first.get("world_size") or 1) > 1:
+        head.append(f"rank 0 of {first['world_size']} measured")
     lines.append("  " + " · ".join(head))
     if ok:
         stats = timing_stats([s for r in ok for s in r.steps])

@@ -17,7 +17,8 @@ from gpulint.profile.command import CHILD_BOOTSTRAP, LaunchPlan, child_argv
 from gpulint.profile.options import ProfileOptions
 
 POLL_S = 0.05
-EXIT_GRACE_S = 5.0  # after the result is written, how long the process may take to leave
+EXIT_GRACE_S = 3.0  # after the result is written, how long the process may take to leave
+LAUNCHER_GRACE_S = 0.5  # under torchrun the other ranks keep training: rank 0's result is all we need
 TERM_GRACE_S = 1.0  # SIGTERM, then SIGKILL
 TAIL_LINES = 25
 
@@ -167,7 +168,8 @@ def run_once(
             now = time.monotonic()
             if result_seen_at is None and result_path.exists():
                 result_seen_at = now
-            if result_seen_at is not None and now - result_seen_at > EXIT_GRACE_S:
+            grace = LAUNCHER_GRACE_S if options.launcher else EXIT_GRACE_S
+            if result_seen_at is not None and now - result_seen_at > grace:
                 break  # torchrun ranks or a stuck shutdown: the result is in, stop waiting
             if now >= deadline:
                 timed_out = not result_path.exists()
