@@ -169,8 +169,10 @@ class Recorder:
         return len(self.bounds) - (1 if self.mode == "dataloader" else 0)
 
     def _settled(self):
-        if self.warmup < SETTLE_WINDOW or len(self.bounds) < SETTLE_WINDOW + 1:
-            return True
+        if self.warmup < SETTLE_WINDOW:
+            return True  # a short warm-up was asked for explicitly: honour it
+        if len(self.bounds) < SETTLE_WINDOW + 1:
+            return False  # not enough step times yet to judge; the cap still bounds the wait
         b = self.bounds[-(SETTLE_WINDOW + 1):]
         d = [y - x for x, y in zip(b, b[1:])]
         med = _percentile(d, 0.5)
@@ -184,6 +186,7 @@ class Recorder:
             if done >= self.warmup and len(self.bounds) >= 1 and (done >= self.warmup_cap or self._settled()):
                 self._start_window(done)
         elif self.phase == "measure":
+            self._record_cuda_boundary()
             if len(self.bounds) - 1 - self.window_start >= self.steps:
                 self._end_window()
                 if self.attribution_steps > 0:
@@ -297,6 +300,10 @@ class Recorder:
                     "samples": None if (unknown or n_batches == 0) else samples,
                 }
             )
+        if self.cuda_window is not None and len(self.cuda_window) == len(steps) + 1:
+            evs = self.cuda_window  # elapsed_time is valid now: the synchronize above completed every event
+            for j, step in enumerate(steps):
+                step["gpu_s"] = evs[j].elapsed_time(evs[j + 1]) / 1000.0
         self.window_result = {"steps": steps, "wall_s": bounds[-1] - bounds[0], "sync_wait_s": sync_wait}
         self.phase = "done-timing"
         if cuda_info is not None:

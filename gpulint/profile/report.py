@@ -119,6 +119,8 @@ def timing_rows(stats: TimingStats) -> list[tuple[str, str]]:
     rows = [
         ("step time", f"{_fmt(stats.step_ms_median)} ms median (p10 {_fmt(stats.step_ms_p10)}, p90 {_fmt(stats.step_ms_p90)})"),
     ]
+    if stats.gpu_step_ms_median is not None:
+        rows.append(("GPU time / step", f"{stats.gpu_step_ms_median:.1f} ms median (CUDA events at step boundaries)"))
     if stats.samples_per_s is not None:
         rows.append(("throughput", f"{stats.samples_per_s:.1f} samples/s ({stats.steps_per_s:.2f} steps/s)"))
     else:

@@ -30,6 +30,7 @@ class TimingStats:
     data_wait_ms_p90: float | None
     data_wait_pct: float | None  # share of the window spent inside DataLoader __next__
     batches_per_step: float | None
+    gpu_step_ms_median: float | None = None  # CUDA-event time between step boundaries (GPU runs only)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -57,6 +58,7 @@ def timing_stats(steps: list[dict]) -> TimingStats:
         data_wait_ms_p90=percentile([w * 1000 for w in waits], 0.9),
         data_wait_pct=(100 * sum(waits) / total) if total > 0 and any(batches) else None,
         batches_per_step=(sum(batches) / len(batches)) if batches else None,
+        gpu_step_ms_median=percentile([s["gpu_s"] * 1000 for s in steps if s.get("gpu_s") is not None], 0.5),
     )
 
 
