@@ -121,7 +121,10 @@ class Recorder:
 
             def backward(tensor, *args, **kwargs):
                 if os.getpid() == rec.pid and tensor.numel() == 1 and len(rec.losses) < min(LOSSES_TO_KEEP, rec.warmup):
-                    rec.losses.append(float(tensor.detach()))  # warm-up only: this read syncs on CUDA
+                    try:
+                        rec.losses.append(float(tensor.detach()))  # warm-up only: this read syncs on CUDA
+                    except Exception:  # complex, meta or fake tensors: no loss for the numerics note
+                        rec._restore_backward()
                     if len(rec.losses) >= min(LOSSES_TO_KEEP, rec.warmup):
                         rec._restore_backward()
                 return orig_backward(tensor, *args, **kwargs)
@@ -212,8 +215,8 @@ class Recorder:
         if not self.progress_path:
             return
         now = time.monotonic()
-        if now - self._last_progress < 0.2:
-            return
+        if self.phase == "measure" and now - self._last_progress < 0.2:
+            return  # throttled only where it could cost measured time; warm-up reports every step
         self._last_progress = now
         if self.phase == "warmup":
             text = f"warm-up {self.completed()}/{self.warmup}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import textwrap
 
 
 def print_failure(cause: str, details: str | None = None, stream=None) -> None:
@@ -10,6 +11,6 @@ def print_failure(cause: str, details: str | None = None, stream=None) -> None:
     stream.write("gpulint failed\n")
     stream.write(f"  Cause: {cause}\n")
     if details:
-        for line in details.rstrip("\n").splitlines():
+        for line in textwrap.dedent(details).rstrip("\n").splitlines():
             stream.write(f"    {line}\n")
     stream.flush()

@@ -152,10 +152,12 @@ def profile_text(command_text: str, runs: list[RunResult], options: ProfileOptio
     first = (ok or runs)[0].raw if runs else {}
     head = [
         f"{len(runs)} run{'s' if len(runs) != 1 else ''}",
-        f"{first.get('warmup_steps', options.warmup) or options.warmup} warm-up + {options.steps} measured steps",
-        f"counted by {_counted_by(first)}",
-        f"torch {first.get('torch_version', '?')}",
+        f"{first.get('warmup_steps') or options.warmup} warm-up + {options.steps} measured steps",
     ]
+    if first.get("steps_counted_by"):
+        head.append(f"counted by {_counted_by(first)}")
+    if first.get("torch_version"):
+        head.append(f"torch {first['torch_version']}")
     if (first.get("world_size") or 1) > 1:
         head.append(f"rank 0 of {first['world_size']} measured")
     lines.append("  " + " · ".join(head))

@@ -64,8 +64,18 @@ def _tail(path: pathlib.Path, lines: int = TAIL_LINES) -> str:
     except OSError:
         return ""
     text = data.decode("utf-8", "replace")
-    text = "\n".join(line for line in text.splitlines() if "Failed to initialize NumPy" not in line)
-    return "\n".join(text.splitlines()[-lines:])
+    kept: list[str] = []
+    skip_source_line = False
+    for line in text.splitlines():
+        if skip_source_line and line[:1].isspace():
+            skip_source_line = False
+            continue  # the source line Python prints under that warning
+        skip_source_line = False
+        if "Failed to initialize NumPy" in line:  # torch's import-time noise on numpy-less installs
+            skip_source_line = True
+            continue
+        kept.append(line)
+    return "\n".join(kept[-lines:])
 
 
 def kill_group(pgid: int, wait_s: float = 3.0) -> None:
@@ -122,6 +132,13 @@ def run_once(
 ) -> RunResult:
     """Run the plan once and return what happened; never raises for anything the user's script does."""
     workdir = pathlib.Path(tempfile.mkdtemp(prefix="gpulint-profile-"))
+    try:
+        return _run_in(workdir, plan, options, attribution, label, on_progress, on_started, on_finished, trace_copy_to)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)  # also on Ctrl-C
+
+
+def _run_in(workdir, plan, options, attribution, label, on_progress, on_started, on_finished, trace_copy_to):
     result_path = workdir / "result.json"
     progress_path = workdir / "progress.txt"
     trace_path = workdir / "trace.json"
@@ -207,15 +224,12 @@ def run_once(
     )
     result.label = label
     result.pgid = proc.pid if proc else None
-    try:
-        result.attribution = _attribution(result.raw, trace_path)
-        if trace_copy_to is not None and trace_path.exists():
-            dest = pathlib.Path(trace_copy_to)
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(trace_path, dest)
-            result.trace_path = str(dest)
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+    result.attribution = _attribution(result.raw, trace_path)
+    if trace_copy_to is not None and trace_path.exists():
+        dest = pathlib.Path(trace_copy_to)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(trace_path, dest)
+        result.trace_path = str(dest)
     return result
 
 
