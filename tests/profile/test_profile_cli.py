@@ -7,7 +7,7 @@ import sys
 import click
 import pytest
 from click.testing import CliRunner
-from conftest import FIXTURES, PY, REPO
+from profile_helpers import FIXTURES, PY, REPO
 
 from gpulint.profile.cli import profile, profile_options
 from gpulint.profile.options import ProfileOptions

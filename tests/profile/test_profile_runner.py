@@ -4,7 +4,7 @@ import os
 import time
 
 import pytest
-from conftest import FIXTURES, PY, fast_options, pid_alive
+from profile_helpers import FIXTURES, PY, fast_options, pid_alive
 
 from gpulint.profile import runner
 from gpulint.profile.command import plan_command

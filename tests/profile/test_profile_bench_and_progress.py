@@ -5,7 +5,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REPO
+from profile_helpers import REPO
 
 from gpulint.profile.options import ProfileOptions
 from gpulint.profile.progress import Progress

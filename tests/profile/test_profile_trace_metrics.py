@@ -4,7 +4,7 @@ import gzip
 import json
 
 import pytest
-from conftest import DATA
+from profile_helpers import DATA
 
 from gpulint.profile import trace_metrics as tm
 

@@ -7,7 +7,7 @@ import random
 import stat
 
 import pytest
-from conftest import PY, fast_options
+from profile_helpers import PY, fast_options
 
 from gpulint.profile import runner
 from gpulint.profile.runner import RunResult

@@ -3,7 +3,7 @@
 import sys
 
 import pytest
-from conftest import FIXTURES, PY
+from profile_helpers import FIXTURES, PY
 
 from gpulint.profile.command import CHILD_BOOTSTRAP, CommandError, child_argv, plan_command
 
