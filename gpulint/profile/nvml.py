@@ -58,6 +58,7 @@ class NvmlSampler:
         self._samples: list[tuple[float, int, int]] = []  # (unix time, util.gpu %, memory used bytes)
         self._gpm: list[tuple[float, float, dict]] = []  # (t0, t1, metrics) per GPM interval
         self._others: set[int] = set()  # compute processes on the GPU outside our run's process group
+        self._baseline: set[int] = set()
         self.own_pgid: int | None = None  # set once the run has started
         self._facts: dict = {}
 
@@ -80,6 +81,8 @@ class NvmlSampler:
             self.unavailable = unavailable_reason(e)
             self._shutdown()
             return
+        # Processes already on the GPU before our run starts are certainly someone else's.
+        self._baseline = {pid for pid in self._compute_pids() if pid != os.getpid()}
         self._thread = threading.Thread(target=self._loop, name="gpulint-nvml", daemon=True)
         self._thread.start()
 
@@ -105,9 +108,12 @@ class NvmlSampler:
                 util = nvml.nvmlDeviceGetUtilizationRates(h)
                 mem = nvml.nvmlDeviceGetMemoryInfo(h)
                 self._samples.append((now, int(util.gpu), int(mem.used)))
-                for proc in nvml.nvmlDeviceGetComputeRunningProcesses(h):
-                    pid = int(proc.pid)
-                    if pid != os.getpid() and not _in_group(pid, self.own_pgid):
+                for pid in self._compute_pids():
+                    if pid in self._baseline:
+                        self._others.add(pid)
+                    elif pid != os.getpid() and not _in_group(pid, self.own_pgid) and _visible(pid):
+                        # A process we can see that is not in our run's group. One we cannot see at all is
+                        # most likely our own run seen through a container's PID namespace: not counted.
                         self._others.add(pid)
             except nvml.NVMLError:
                 pass
@@ -127,6 +133,12 @@ class NvmlSampler:
             self._nvml.nvmlGpmSampleFree(sample)
         except Exception:
             pass
+
+    def _compute_pids(self) -> list[int]:
+        try:
+            return [int(p.pid) for p in self._nvml.nvmlDeviceGetComputeRunningProcesses(self._handle)]
+        except self._nvml.NVMLError:
+            return []
 
     # ---- GPM (Hopper and newer) ------------------------------------------------------------------------
 
@@ -229,6 +241,16 @@ def _in_group(pid: int, pgid: int | None) -> bool:
         return os.getpgid(pid) == pgid
     except (ProcessLookupError, PermissionError, OSError):
         return False  # gone by now, or in another PID namespace: cannot tell, count it as foreign
+
+
+def _visible(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # exists, owned by someone else
 
 
 def _throttle_reasons(nvml, h) -> list[str]:

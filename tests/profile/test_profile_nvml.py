@@ -23,6 +23,9 @@ def test_no_driver_here_is_unavailable_with_reason():
     assert nvml_rows(summary) == [("NVML", "unavailable: no NVIDIA driver (NVMLError_LibraryNotFound)")]
 
 
+INVISIBLE_PID = 4_194_000  # above any pid this machine hands out: "not in our PID namespace"
+
+
 class FakeNVMLError(Exception):
     pass
 
@@ -52,7 +55,15 @@ def fake_pynvml(init_error=None, foreign_pid=None, own_pid=None):
     m.nvmlDeviceGetTemperature = lambda h, kind: 40
     m.nvmlDeviceGetUtilizationRates = lambda h: types.SimpleNamespace(gpu=60, memory=20)
     pids = [p for p in (foreign_pid, own_pid) if p]
-    m.nvmlDeviceGetComputeRunningProcesses = lambda h: [types.SimpleNamespace(pid=p) for p in pids]
+    state = {"calls": 0}
+
+    def processes(h):
+        state["calls"] += 1
+        # Before the run only the foreign process; during it also ours and one from another PID namespace.
+        present = [foreign_pid] if state["calls"] == 1 else pids + [INVISIBLE_PID]
+        return [types.SimpleNamespace(pid=p) for p in present if p]
+
+    m.nvmlDeviceGetComputeRunningProcesses = processes
     m.nvmlDeviceGetCurrentClocksEventReasons = lambda h: 4
 
     class NotSupported(FakeNVMLError):
