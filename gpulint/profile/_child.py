@@ -63,6 +63,8 @@ class Recorder:
         self.warmup = int(cfg["warmup"])
         self.steps = int(cfg["steps"])
         self.warmup_cap = self.warmup + min(max(self.warmup, SETTLE_WINDOW), 20)
+        self.warmup_until = self.warmup  # moves on when the window restarts after an epoch boundary
+        self.window_restarts = 0
         self.attribution_steps = int(cfg.get("attribution_steps", 0))
         self.result_path = cfg["result_path"]
         self.progress_path = cfg.get("progress_path")
@@ -110,7 +112,7 @@ class Recorder:
 
         def __init__(it, *args, **kwargs):
             if os.getpid() == rec.pid and rec.phase == "measure":
-                rec.epoch_boundary_in_window = True  # a new epoch: workers restart inside the window
+                rec._on_epoch_boundary()  # a new epoch: workers restart, the first batches are slow
             orig_init(it, *args, **kwargs)
 
         base.__next__ = __next__
@@ -186,7 +188,7 @@ class Recorder:
     def _advance(self):
         done = self.completed()
         if self.phase == "warmup":
-            if done >= self.warmup and len(self.bounds) >= 1 and (done >= self.warmup_cap or self._settled()):
+            if done >= self.warmup_until and len(self.bounds) >= 1 and (done >= self.warmup_cap or self._settled()):
                 self._start_window(done)
         elif self.phase == "measure":
             self._record_cuda_boundary()
@@ -219,7 +221,7 @@ class Recorder:
             return  # throttled only where it could cost measured time; warm-up reports every step
         self._last_progress = now
         if self.phase == "warmup":
-            text = f"warm-up {self.completed()}/{self.warmup}"
+            text = f"warm-up {self.completed()}/{self.warmup_until}"
         elif self.phase == "measure":
             text = f"step {len(self.bounds) - 1 - self.window_start}/{self.steps}"
         else:
@@ -229,6 +231,21 @@ class Recorder:
                 f.write(text)
         except OSError:
             pass
+
+    def _on_epoch_boundary(self):
+        """Restart the window once after a short re-warm-up; a second boundary (epochs shorter than the
+        window) is accepted and reported."""
+        if self.window_restarts >= 1:
+            self.epoch_boundary_in_window = True
+            return
+        self.window_restarts += 1
+        done = self.completed()
+        self.phase = "warmup"
+        self.window_start = None
+        self.window_unix = None
+        self.cuda_window = None
+        self.warmup_until = done + max(1, min(self.warmup, SETTLE_WINDOW))
+        self.warmup_cap = self.warmup_until + SETTLE_WINDOW
 
     def _cuda_in_use(self):
         cuda = self.torch.cuda
@@ -372,6 +389,7 @@ class Recorder:
             "window": None,
             "window_unix": self.window_unix,
             "epoch_boundary_in_window": self.epoch_boundary_in_window,
+            "window_restarts": self.window_restarts,
             "losses": self.losses,
             "attribution": self.attribution,
             "torch_version": getattr(torch, "__version__", None),

@@ -52,6 +52,7 @@ def run_profile(command: list[str], options: ProfileOptions, *, out=None, err=No
                 "command": list(command),
                 "options": options_to_dict(options),
                 "status": "measured" if failed is None else failed.status,
+                "summary": _summary(runs),
                 "runs": [run_to_dict(r) for r in runs],
             },
         )
@@ -60,3 +61,20 @@ def run_profile(command: list[str], options: ProfileOptions, *, out=None, err=No
         print_failure(f"could not profile `{plan.describe()}`: {failed.message}", details[1] if len(details) > 1 else None, err)
         return 2
     return 0
+
+
+def _summary(runs) -> dict | None:
+    """Timing over the measured steps of every successful run pooled, plus the run-to-run spread."""
+    from gpulint.profile.compare import run_throughputs, spread, throughput_unit
+    from gpulint.profile.timing import timing_stats
+
+    ok = [r.steps for r in runs if r.ok and r.steps]
+    if not ok:
+        return None
+    unit = throughput_unit(ok)
+    return {
+        "timing": timing_stats([s for steps in ok for s in steps]).to_dict(),
+        "throughput_unit": unit,
+        "run_throughputs": run_throughputs(ok, unit),
+        "run_spread": spread(run_throughputs(ok, unit)),
+    }

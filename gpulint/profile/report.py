@@ -137,6 +137,8 @@ def timing_rows(stats: TimingStats) -> list[tuple[str, str]]:
 def run_notes(runs: list[RunResult]) -> list[str]:
     notes = []
     for r in runs:
+        if r.raw.get("window_restarts"):
+            notes.append(f"{r.label or 'run'}: a new epoch began in the measured window; the window was restarted after it")
         if r.raw.get("epoch_boundary_in_window"):
             notes.append(f"{r.label or 'run'}: the measured window crossed an epoch boundary (workers restart there)")
         if r.ok and r.raw.get("exception"):

@@ -177,3 +177,20 @@ def test_batch_size_from_nested_batches():
     assert _child._batch_size([["text"], {"x": torch.zeros(3)}], torch) == 3
     assert _child._batch_size(torch.tensor(1.0), torch) is None
     assert _child._batch_size(["no tensors"], torch) is None
+
+
+def test_window_restarts_once_after_an_epoch_boundary(harness):
+    clock, written = harness
+    torch, _ = fake_torch(cuda_used=False)
+    rec = recorder(torch, warmup=2, steps=6)
+    with pytest.raises(Stop):
+        for i in range(40):
+            if i in (3, 7):  # a new DataLoader iterator (next epoch) while measuring, twice
+                assert rec.phase == "measure"
+                rec._on_epoch_boundary()
+            clock.t += 0.1
+            rec._on_optimizer_step(None, (), {})
+    result = written["result"]
+    assert result["window_restarts"] == 1
+    assert result["epoch_boundary_in_window"] is True  # the second boundary fell inside the new window
+    assert result["warmup_steps"] == 5  # 3 steps done + 2 re-warm-up steps after the first boundary
