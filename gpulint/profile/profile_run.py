@@ -1,0 +1,80 @@
+"""`gpulint profile`: run the user's command (once or --repeat times) and report what one training step costs."""
+
+from __future__ import annotations
+
+import sys
+
+from gpulint.profile.command import CommandError, child_argv, plan_command
+from gpulint.profile.errors import print_failure
+from gpulint.profile.options import ProfileOptions
+from gpulint.profile.progress import Progress
+from gpulint.profile.report import failure_text, options_to_dict, profile_text, run_to_dict, write_json
+from gpulint.profile.runner import run_measured
+
+
+def run_profile(command: list[str], options: ProfileOptions, *, out=None, err=None) -> int:
+    """Profile `command`; print the report; return 0 when measured, 2 when it could not be (with the cause)."""
+    out = out or sys.stdout
+    err = err or sys.stderr
+    try:
+        plan = plan_command(command, options.cwd)
+        child_argv(plan, options.launcher, options.nproc_per_node)  # validates the launcher options
+    except CommandError as e:
+        print_failure(str(e), stream=err)
+        return 2
+    progress = Progress(options.show_progress(), err)
+    total = options.repeat_for_profile()
+    runs = []
+    for i in range(total):
+        progress.run(i + 1, total, "profile")
+        trace_to = options.trace_dir / "profile.pt.trace.json" if options.trace_dir and i == 0 else None
+        try:
+            result = run_measured(
+                plan,
+                options,
+                attribution=i == 0,  # one profiled window is enough; later runs are timing only
+                label=f"run {i + 1}",
+                on_progress=progress.show,
+                trace_copy_to=trace_to,
+            )
+        finally:
+            progress.clear()
+        runs.append(result)
+        if not result.ok:
+            break
+    out.write(profile_text(plan.describe(), runs, options))
+    out.flush()
+    failed = next((r for r in runs if not r.ok), None)
+    if options.json_path:
+        write_json(
+            options.json_path,
+            {
+                "command": list(command),
+                "options": options_to_dict(options),
+                "status": "measured" if failed is None else failed.status,
+                "summary": _summary(runs),
+                "runs": [run_to_dict(r) for r in runs],
+            },
+        )
+    if failed is not None:
+        details = failure_text(failed).split("\n", 1)
+        print_failure(f"could not profile `{plan.describe()}`: {failed.message}", details[1] if len(details) > 1 else None, err)
+        return 2
+    return 0
+
+
+def _summary(runs) -> dict | None:
+    """Timing over the measured steps of every successful run pooled, plus the run-to-run spread."""
+    from gpulint.profile.compare import run_throughputs, spread, throughput_unit
+    from gpulint.profile.timing import timing_stats
+
+    ok = [r.steps for r in runs if r.ok and r.steps]
+    if not ok:
+        return None
+    unit = throughput_unit(ok)
+    return {
+        "timing": timing_stats([s for steps in ok for s in steps]).to_dict(),
+        "throughput_unit": unit,
+        "run_throughputs": run_throughputs(ok, unit),
+        "run_spread": spread(run_throughputs(ok, unit)),
+    }

@@ -1,0 +1,307 @@
+"""Terminal tables and the JSON document for `gpulint profile` and `gpulint fix --verify`."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+from dataclasses import asdict
+
+from gpulint.profile.compare import Comparison
+from gpulint.profile.options import ProfileOptions
+from gpulint.profile.runner import RunResult
+from gpulint.profile.timing import TimingStats, timing_stats
+
+NA = "unavailable"
+
+
+def _fmt(value, spec=".1f", unit=""):
+    if value is None:
+        return "-"
+    return f"{value:{spec}}{(' ' + unit) if unit else ''}"
+
+
+def _bytes(n) -> str:
+    if n is None:
+        return "-"
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def _counted_by(raw: dict) -> str:
+    mode = raw.get("steps_counted_by")
+    return {"optimizer": "optimizer.step()", "dataloader": "DataLoader batches (no optimizer seen)"}.get(mode, "-")
+
+
+def _rows(rows: list[tuple[str, str]], indent: str = "    ") -> list[str]:
+    width = max((len(k) for k, _ in rows), default=0)
+    return [f"{indent}{k.ljust(width)}  {v}" for k, v in rows]
+
+
+def _peak_memory(runs: list[RunResult]) -> str:
+    for r in runs:
+        cuda_window = ((r.raw.get("window") or {}).get("cuda")) or None
+        if cuda_window:
+            used, total = cuda_window["peak_memory_allocated"], cuda_window["total_memory"]
+            return f"{_bytes(used)} allocated, {_bytes(cuda_window['peak_memory_reserved'])} reserved of {_bytes(total)}"
+    cuda = (runs[0].raw.get("cuda") or {}) if runs else {}
+    if cuda.get("available"):
+        return f"{NA}: the script did not use CUDA"
+    return f"{NA}: CUDA not available (CPU-only torch or no GPU)"
+
+
+def attribution_rows(attr: dict) -> list[tuple[str, str]]:
+    if not attr or isinstance(attr.get("unavailable"), str):
+        return [("attribution", f"{NA}: {(attr or {}).get('unavailable', 'not run')}")]
+    why = attr.get("unavailable") or {}
+
+    def val(key, text):
+        return text if attr.get(key) is not None else f"{NA}: {why.get(key, 'not measured')}"
+
+    rows = [
+        ("profiled steps", f"{attr['profiled_steps']} (median {attr['profiled_step_ms_median']:.1f} ms under the profiler)"),
+        ("data wait (trace)", f"{attr['data_wait_pct']:.1f} % of step"),
+        ("kernel busy", val("kernel_busy_pct", f"{_fmt(attr.get('kernel_busy_pct'))} % (union of kernel intervals)")),
+        ("exposed data wait", val("data_wait_exposed_pct", f"{_fmt(attr.get('data_wait_exposed_pct'))} % (fetching while no kernel ran)")),
+    ]
+    h2d = attr.get("h2d")
+    if h2d:
+        pg, pn = h2d.get("pageable", {}), h2d.get("pinned", {})
+        rows.append(
+            (
+                "H2D copies / step",
+                f"pageable {pg.get('count_per_step', 0):.1f} ({_bytes(pg.get('bytes_per_step'))}), "
+                f"pinned {pn.get('count_per_step', 0):.1f} ({_bytes(pn.get('bytes_per_step'))})",
+            )
+        )
+    else:
+        rows.append(("H2D copies / step", f"{NA}: {why.get('h2d', 'not measured')}"))
+    if attr.get("syncs_per_step") is not None:
+        rows.append(("syncs / step", f"{attr['syncs_per_step']:.1f} (incl. {attr['scalar_reads_per_step']:.1f} .item()-style reads)"))
+    else:
+        rows.append(("syncs / step", f"{NA}: {why.get('syncs_per_step', 'not measured')}"))
+        rows.append(("scalar reads / step", f"{attr['scalar_reads_per_step']:.1f} (.item() etc.; each would sync on a GPU)"))
+    return rows
+
+
+def nvml_rows(nv: dict) -> list[tuple[str, str]]:
+    if not nv:
+        return [("NVML", f"{NA}: not sampled")]
+    if nv.get("unavailable"):
+        return [("NVML", nv["unavailable"])]
+    rows = [("GPU", f"{nv.get('name')} (driver {nv.get('driver')})")]
+    if "utilization_gpu_mean_pct" in nv:
+        rows.append(
+            (
+                "NVML utilization",
+                f"{nv['utilization_gpu_mean_pct']:.0f} % mean over {nv['utilization_gpu_samples']} samples "
+                "(share of time >= 1 kernel ran; not SM activity)",
+            )
+        )
+    if nv.get("gpm"):
+        g = nv["gpm"]
+        rows.append(("SM activity (GPM)", ", ".join(f"{k.replace('_pct', '')} {v:.0f} %" for k, v in g.items())))
+    else:
+        rows.append(("SM activity (GPM)", nv.get("gpm_unavailable") or f"{NA}: needs Hopper or newer"))
+    if nv.get("memory_used_max") is not None:
+        rows.append(("device memory used", f"{_bytes(nv['memory_used_max'])} max (all processes)"))
+    if nv.get("throttle_reasons"):
+        rows.append(("clock throttling", ", ".join(nv["throttle_reasons"])))
+    if nv.get("other_processes"):
+        rows.append(("other GPU processes", f"{nv['other_processes']}: timings are unreliable"))
+    return rows
+
+
+def timing_rows(stats: TimingStats) -> list[tuple[str, str]]:
+    rows = [
+        ("step time", f"{_fmt(stats.step_ms_median)} ms median (p10 {_fmt(stats.step_ms_p10)}, p90 {_fmt(stats.step_ms_p90)})"),
+    ]
+    if stats.gpu_step_ms_median is not None:
+        rows.append(("GPU time / step", f"{stats.gpu_step_ms_median:.1f} ms median (CUDA events at step boundaries)"))
+    if stats.samples_per_s is not None:
+        rows.append(("throughput", f"{stats.samples_per_s:.1f} samples/s ({stats.steps_per_s:.2f} steps/s)"))
+    else:
+        rows.append(("throughput", f"{_fmt(stats.steps_per_s, '.2f')} steps/s (batch size unknown: no DataLoader batches)"))
+    if stats.data_wait_pct is not None:
+        rows.append(
+            ("data wait", f"{stats.data_wait_pct:.1f} % of step ({_fmt(stats.data_wait_ms_median)} ms/step median, p90 {_fmt(stats.data_wait_ms_p90)})")
+        )
+    else:
+        rows.append(("data wait", f"{NA}: no DataLoader in the measured steps"))
+    return rows
+
+
+def run_notes(runs: list[RunResult]) -> list[str]:
+    notes = []
+    for r in runs:
+        if r.raw.get("window_restarts"):
+            notes.append(f"{r.label or 'run'}: a new epoch began in the measured window; the window was restarted after it")
+        if r.raw.get("epoch_boundary_in_window"):
+            notes.append(f"{r.label or 'run'}: the measured window crossed an epoch boundary (workers restart there)")
+        if r.ok and r.raw.get("exception"):
+            notes.append(f"{r.label or 'run'}: after the measured steps the script raised {r.raw['exception']}")
+        if (r.nvml or {}).get("unreliable"):
+            notes.append(f"{r.label or 'run'}: other processes used the GPU; timings are unreliable")
+    return notes
+
+
+def profile_text(command_text: str, runs: list[RunResult], options: ProfileOptions) -> str:
+    ok = [r for r in runs if r.ok]
+    lines = [f"gpulint profile: {command_text}"]
+    first = (ok or runs)[0].raw if runs else {}
+    head = [
+        f"{len(runs)} run{'s' if len(runs) != 1 else ''}",
+        f"{first.get('warmup_steps') or options.warmup} warm-up + {options.steps} measured steps",
+    ]
+    if first.get("steps_counted_by"):
+        head.append(f"counted by {_counted_by(first)}")
+    if first.get("torch_version"):
+        head.append(f"torch {first['torch_version']}")
+    if (first.get("world_size") or 1) > 1:
+        head.append(f"rank 0 of {first['world_size']} measured")
+    lines.append("  " + " · ".join(head))
+    if ok:
+        stats = timing_stats([s for r in ok for s in r.steps])
+        lines.append("")
+        lines.append("  Timing (no profiler)")
+        rows = timing_rows(stats)
+        if len(ok) > 1:
+            from gpulint.profile.compare import run_throughputs, spread, throughput_unit
+
+            runs_steps = [r.steps for r in ok]
+            sp = spread(run_throughputs(runs_steps, throughput_unit(runs_steps)))
+            rows.append(("run-to-run spread", f"{_fmt(sp * 100 if sp is not None else None)} % of throughput"))
+        rows.append(("peak GPU memory", _peak_memory(ok)))
+        lines += _rows(rows)
+        lines.append("")
+        lines.append("  Attribution (torch.profiler, separate window)")
+        lines += _rows(attribution_rows(ok[0].attribution))
+        lines.append("")
+        lines.append("  GPU side channel (NVML)")
+        lines += _rows(nvml_rows(ok[0].nvml))
+    notes = run_notes(runs)
+    if notes:
+        lines.append("")
+        lines.append("  Notes")
+        lines += [f"    {n}" for n in notes]
+    return "\n".join(lines) + "\n"
+
+
+def user_traceback(text: str, limit: int = 20) -> list[str]:
+    """The traceback's frames in the user's own files plus the last frame and the exception; library
+    frames in between (multiprocessing, torch) are elided."""
+    lines = text.splitlines()
+    frames: list[list[str]] = []
+    tail: list[str] = []
+    for line in lines[1:] if lines and lines[0].startswith("Traceback") else lines:
+        if line.startswith("  File "):
+            frames.append([line])
+        elif line.startswith("    ") and frames and not tail:
+            frames[-1].append(line)
+        else:
+            tail.append(line)
+    if not frames:
+        return lines[-limit:]
+
+    def library(frame):
+        head = frame[0]
+        return "site-packages" in head or "/lib/python" in head or "<frozen " in head
+
+    kept: list[str] = []
+    skipped = 0
+    for i, frame in enumerate(frames):
+        if library(frame) and i != len(frames) - 1:
+            skipped += 1
+            continue
+        if skipped:
+            kept.append(f"  ... {skipped} library frame{'s' if skipped > 1 else ''} ...")
+            skipped = 0
+        kept += frame
+    out = ["Traceback (most recent call last):", *kept, *tail]
+    return out[-limit:]
+
+
+def failure_text(result: RunResult) -> str:
+    lines = [f"{result.label + ': ' if result.label else ''}{result.message}"]
+    if result.traceback_tail:
+        lines.append("  traceback:")
+        lines += ["    " + line for line in user_traceback(result.traceback_tail)]
+    elif result.stderr_tail and not result.ok:
+        lines.append("  stderr (last lines):")
+        lines += ["    " + line for line in result.stderr_tail.splitlines()[-10:]]
+    return "\n".join(lines)
+
+
+def comparison_text(cmp: Comparison, a_runs: list[RunResult], b_runs: list[RunResult]) -> str:
+    a_stats = timing_stats([s for r in a_runs for s in r.steps])
+    b_stats = timing_stats([s for r in b_runs for s in r.steps])
+    rows: list[tuple[str, str, str, str]] = [("metric", "before (A)", "after (B)", "change")]
+    change = "-"
+    if cmp.effect is not None:
+        change = f"{(cmp.effect - 1) * 100:+.1f} %"
+        if cmp.ci:
+            change += f" (95 % CI {(cmp.ci[0] - 1) * 100:+.1f} .. {(cmp.ci[1] - 1) * 100:+.1f} %)"
+    rows.append(("throughput", f"{_fmt(cmp.before)} {cmp.unit}", f"{_fmt(cmp.after)} {cmp.unit}", change))
+    if a_stats.step_ms_median and b_stats.step_ms_median:
+        rel = (b_stats.step_ms_median / a_stats.step_ms_median - 1) * 100
+        rows.append(("step time (median)", f"{a_stats.step_ms_median:.1f} ms", f"{b_stats.step_ms_median:.1f} ms", f"{rel:+.1f} %"))
+    for m in cmp.mechanisms:
+        mark = "improved" if m.improved else ("worse" if m.worse else "same")
+        rows.append((m.name, f"{m.before:.1f} {m.unit}", f"{m.after:.1f} {m.unit}", mark))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    lines = ["  " + "  ".join(c.ljust(widths[i]) for i, c in enumerate(r)).rstrip() for r in rows]
+    lines.insert(1, "  " + "  ".join("-" * w for w in widths))
+    noise = f"{cmp.noise_floor * 100:.1f} %" if cmp.noise_floor is not None else "not measured"
+    lines.append("")
+    lines.append(f"  noise floor (A-vs-A spread): {noise}; smallest change that counts: {cmp.threshold * 100:.1f} %")
+    lines.append(f"  verdict: {cmp.summary}")
+    if cmp.numerics:
+        lines.append(f"  numerics: {cmp.numerics}")
+    for n in cmp.notes:
+        lines.append(f"  note: {n}")
+    return "\n".join(lines)
+
+
+# ---- JSON --------------------------------------------------------------------------------------------------
+
+
+def run_to_dict(r: RunResult) -> dict:
+    raw = dict(r.raw)
+    window = raw.pop("window", None) or {}
+    return {
+        "label": r.label,
+        "status": r.status,
+        "message": r.message,
+        "returncode": r.returncode,
+        "duration_s": r.duration_s,
+        "timing": timing_stats(window["steps"]).to_dict() if window.get("steps") else None,
+        "steps": window.get("steps"),
+        "window_s": window.get("wall_s"),
+        "cuda_memory": window.get("cuda"),
+        "attribution": r.attribution,
+        "nvml": r.nvml,
+        "traceback_tail": r.traceback_tail,
+        "stderr_tail": r.stderr_tail if not r.ok else None,
+        "trace_path": r.trace_path,
+        "details": raw,
+    }
+
+
+def options_to_dict(options: ProfileOptions) -> dict:
+    d = asdict(options)
+    for key in ("json_path", "trace_dir", "cwd"):
+        if d.get(key) is not None:
+            d[key] = str(d[key])
+    d.pop("env", None)
+    return d
+
+
+def write_json(path: os.PathLike | str, document: dict) -> None:
+    path = pathlib.Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(document, indent=2, default=str) + "\n")
+    os.replace(tmp, path)

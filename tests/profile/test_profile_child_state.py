@@ -1,0 +1,196 @@
+"""The bootstrap's step state machine in-process, with a fake clock and a fake CUDA (the GPU path runs here too)."""
+
+import types
+
+import pytest
+
+from gpulint.profile import _child
+
+
+class Stop(BaseException):  # like os._exit, nothing in the bootstrap may catch it
+    pass
+
+
+class Clock:
+    def __init__(self):
+        self.t = 100.0
+
+    def __call__(self):
+        return self.t
+
+
+class FakeEvent:
+    clock = None
+
+    def __init__(self, enable_timing=False):
+        assert enable_timing
+        self.t = None
+
+    def record(self):
+        self.t = FakeEvent.clock.t
+
+    def elapsed_time(self, other):
+        return (other.t - self.t) * 1000.0  # ms, like torch.cuda.Event
+
+
+def fake_torch(cuda_used):
+    calls = {"synchronize": 0, "reset_peak": 0}
+
+    def sync():
+        calls["synchronize"] += 1
+
+    def reset():
+        calls["reset_peak"] += 1
+
+    cuda = types.SimpleNamespace(
+        is_available=lambda: cuda_used,
+        is_initialized=lambda: cuda_used,
+        synchronize=sync,
+        reset_peak_memory_stats=reset,
+        max_memory_allocated=lambda dev: 1 << 30,
+        max_memory_reserved=lambda dev: 2 << 30,
+        current_device=lambda: 0,
+        get_device_properties=lambda dev: types.SimpleNamespace(total_memory=80 << 30, name="Fake H100", uuid="GPU-1"),
+        Event=FakeEvent,
+    )
+    torch = types.SimpleNamespace(cuda=cuda, version=types.SimpleNamespace(cuda="12.4"), __version__="2.13.0")
+    return torch, calls
+
+
+@pytest.fixture
+def harness(monkeypatch):
+    clock = Clock()
+    FakeEvent.clock = clock
+    monkeypatch.setattr(_child.time, "perf_counter", clock)
+    written = {}
+
+    def write(path, data):
+        written["result"] = data
+
+    def leave(code):
+        written["code"] = code
+        raise Stop()
+
+    monkeypatch.setattr(_child, "_write_json_atomic", write)
+    monkeypatch.setattr(_child, "_flush_and_exit", leave)
+    return clock, written
+
+
+def recorder(torch, warmup=3, steps=5):
+    cfg = {"warmup": warmup, "steps": steps, "attribution_steps": 0, "result_path": "unused"}
+    return _child.Recorder(cfg, torch)
+
+
+def drive_optimizer(rec, clock, durations, fetch_s=0.0, samples=32):
+    """One fetch then one optimizer step per duration; returns when the recorder finishes."""
+    with pytest.raises(Stop):
+        for d in durations:
+            start = clock.t
+            clock.t += fetch_s
+            rec._on_batch(start, clock.t, samples)
+            clock.t += d - fetch_s
+            rec._on_optimizer_step(None, (), {})
+        raise AssertionError("the recorder never finished")
+
+
+def test_cuda_window_uses_events_and_two_syncs(harness):
+    clock, written = harness
+    torch, calls = fake_torch(cuda_used=True)
+    rec = recorder(torch, warmup=3, steps=5)
+    drive_optimizer(rec, clock, [0.1] * 20, fetch_s=0.02)
+    result = written["result"]
+    assert result["status"] == "ok" and written["code"] == 0
+    assert calls["synchronize"] == 2  # window start and end, never per step
+    assert calls["reset_peak"] == 1
+    steps = result["window"]["steps"]
+    assert len(steps) == 5
+    for s in steps:
+        assert s["wall_s"] == pytest.approx(0.1)
+        assert s["gpu_s"] == pytest.approx(0.1)
+        assert s["data_wait_s"] == pytest.approx(0.02)
+        assert s["samples"] == 32 and s["batches"] == 1
+    assert result["window"]["cuda"] == {"peak_memory_allocated": 1 << 30, "peak_memory_reserved": 2 << 30, "total_memory": 80 << 30}
+    assert result["cuda"]["used"] and result["cuda"]["device_name"] == "Fake H100"
+    assert result["warmup_steps"] == 3
+
+
+def test_cpu_window_has_no_gpu_times(harness):
+    clock, written = harness
+    torch, calls = fake_torch(cuda_used=False)
+    drive_optimizer(recorder(torch), clock, [0.05] * 20)
+    assert calls["synchronize"] == 0
+    assert all("gpu_s" not in s for s in written["result"]["window"]["steps"])
+    assert "cuda" not in written["result"]["window"]
+
+
+def test_warmup_extends_until_step_times_settle(harness):
+    clock, written = harness
+    torch, _ = fake_torch(cuda_used=False)
+    # 5 warm-up steps asked; the first 8 alternate 0.05 / 0.2 s (not settled), then steady 0.1 s.
+    durations = [0.05, 0.2] * 4 + [0.1] * 30
+    drive_optimizer(recorder(torch, warmup=5, steps=4), clock, durations)
+    result = written["result"]
+    assert result["warmup_steps"] > 5
+    assert all(s["wall_s"] == pytest.approx(0.1) for s in result["window"]["steps"])
+
+
+def test_warmup_is_capped_when_steps_never_settle(harness):
+    clock, written = harness
+    torch, _ = fake_torch(cuda_used=False)
+    drive_optimizer(recorder(torch, warmup=5, steps=4), clock, [0.05, 0.2] * 40)
+    assert written["result"]["warmup_steps"] == 10  # warm-up + min(max(warm-up, 5), 20)
+
+
+def test_dataloader_steps_until_an_optimizer_appears(harness):
+    clock, written = harness
+    torch, _ = fake_torch(cuda_used=False)
+    rec = recorder(torch, warmup=2, steps=3)
+    for _ in range(2):  # e.g. a sanity pass over a few batches before training
+        rec._on_batch(clock.t, clock.t + 0.01, 8)
+        clock.t += 0.05
+    assert rec.mode == "dataloader" and rec.completed() == 1
+    drive_optimizer(rec, clock, [0.1] * 10, fetch_s=0.01, samples=8)
+    result = written["result"]
+    assert result["steps_counted_by"] == "optimizer"
+    assert all(s["samples"] == 8 for s in result["window"]["steps"])
+
+
+def test_gradient_accumulation_counts_every_batch_of_a_step(harness):
+    clock, written = harness
+    torch, _ = fake_torch(cuda_used=False)
+    rec = recorder(torch, warmup=1, steps=3)
+    with pytest.raises(Stop):
+        for _ in range(10):
+            for _ in range(4):  # 4 micro-batches per optimizer step
+                rec._on_batch(clock.t, clock.t + 0.01, 16)
+                clock.t += 0.02
+            rec._on_optimizer_step(None, (), {})
+    steps = written["result"]["window"]["steps"]
+    assert all(s["batches"] == 4 and s["samples"] == 64 for s in steps)
+    assert all(s["data_wait_s"] == pytest.approx(0.04) for s in steps)
+
+
+def test_batch_size_from_nested_batches():
+    torch = pytest.importorskip("torch")
+    assert _child._batch_size((torch.zeros(7, 3), torch.zeros(7)), torch) == 7
+    assert _child._batch_size({"input_ids": torch.zeros(5, 9, dtype=torch.long)}, torch) == 5
+    assert _child._batch_size([["text"], {"x": torch.zeros(3)}], torch) == 3
+    assert _child._batch_size(torch.tensor(1.0), torch) is None
+    assert _child._batch_size(["no tensors"], torch) is None
+
+
+def test_window_restarts_once_after_an_epoch_boundary(harness):
+    clock, written = harness
+    torch, _ = fake_torch(cuda_used=False)
+    rec = recorder(torch, warmup=2, steps=6)
+    with pytest.raises(Stop):
+        for i in range(40):
+            if i in (3, 7):  # a new DataLoader iterator (next epoch) while measuring, twice
+                assert rec.phase == "measure"
+                rec._on_epoch_boundary()
+            clock.t += 0.1
+            rec._on_optimizer_step(None, (), {})
+    result = written["result"]
+    assert result["window_restarts"] == 1
+    assert result["epoch_boundary_in_window"] is True  # the second boundary fell inside the new window
+    assert result["warmup_steps"] == 5  # 3 steps done + 2 re-warm-up steps after the first boundary
