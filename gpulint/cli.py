@@ -13,6 +13,7 @@ import click
 from gpulint import __version__
 from gpulint.config import ConfigError, Settings, load_settings, with_overrides
 from gpulint.diagnostics import Diagnostic
+from gpulint.profile.cli import profile, profile_options
 from gpulint.reporters import FORMATS, MACHINE_FORMATS
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -194,10 +195,15 @@ def _add_noqa(results) -> int:
 @lint_options
 @click.option("--apply", is_flag=True, help="Write the fixes (default: print a diff).")
 @click.option("--verify", is_flag=True, help="Profile the command after `--` before and after fixing; keep the fix only if it holds.")
+@profile_options
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.pass_context
-def fix(ctx: click.Context, paths: tuple[str, ...], apply: bool, verify: bool, **opts) -> None:
-    """Fix findings in PATHS: print a diff, or write with --apply."""
+def fix(ctx: click.Context, paths: tuple[str, ...], apply: bool, verify: bool, profile_options, **opts) -> None:
+    """Fix findings in PATHS: print a diff, or write with --apply.
+
+    With --verify, profile `-- python train.py ...` before and after, and keep the fixes only when the
+    fixed script runs and is not slower beyond the noise (PATHS default to the script itself).
+    """
     settings = _settings(opts)
     command = (ctx.obj or {}).get("command")
     if verify:
@@ -207,7 +213,7 @@ def fix(ctx: click.Context, paths: tuple[str, ...], apply: bool, verify: bool, *
             raise click.UsageError("--verify needs the command to profile after `--`, e.g. -- python train.py")
         from gpulint.fix_command import run_verify_fix
 
-        sys.exit(run_verify_fix(paths, command, settings, opts, ctx.obj.get("profile_options", {})))
+        sys.exit(run_verify_fix(paths, command, settings, opts, profile_options))
     if command:
         raise click.UsageError("a command after `--` is only used with --verify")
     from gpulint.fix_command import run_fix
@@ -241,6 +247,9 @@ def rule(code: str | None, show_all: bool, output_format: str) -> None:
         raise ConfigError(f"Unknown rule `{code}`")
     record = rule_record(match)
     click.echo(json.dumps(record, indent=2) if output_format == "json" else record["explanation"].rstrip())
+
+
+cli.add_command(profile)
 
 
 def _split_command(argv: list[str]) -> tuple[list[str], list[str] | None]:

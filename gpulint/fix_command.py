@@ -169,5 +169,35 @@ def _fix_stdin(settings: Settings, opts: dict) -> int:
     return EXIT_FINDINGS if outcome.remaining and not opts["exit_zero"] else EXIT_CLEAN
 
 
-def run_verify_fix(paths, command, settings, opts, profile_options) -> int:
-    raise click.UsageError("--verify is not available in this build")
+def run_verify_fix(paths: tuple[str, ...], command: list[str], settings: Settings, opts: dict, profile_options) -> int:
+    """Profile the original, apply the fixes, profile the result; the profiler restores files that lose."""
+    from gpulint.profile.command import CommandError, plan_command
+    from gpulint.profile.verify import run_verify
+
+    if not paths:
+        try:
+            plan = plan_command(command, profile_options.cwd)
+        except CommandError as error:
+            click.echo(f"gpulint failed\n  Cause: {error}", err=True)
+            return EXIT_ERROR
+        if plan.kind != "script":
+            raise click.UsageError("name the files to fix when the command runs a module (-m)")
+        paths = (plan.target,)
+
+    def apply_fixes() -> dict[Path, bytes]:
+        outcomes, errors = fix_files(paths, settings)
+        for d in errors:
+            click.echo(f"gpulint: {d.filename}: {d.message}", err=True)
+        _report_broken(outcomes)
+        originals: dict[Path, bytes] = {}
+        for path, (source, outcome) in sorted(outcomes.items()):
+            if outcome.text == source.text:
+                continue
+            original = source.encode(source.text)
+            write_atomic(Path(path), source.encode(outcome.text), original)
+            originals[Path(path).resolve()] = original
+            fixed = ", ".join(f"{n} × {code}" for code, n in sorted(outcome.fixed.items()))
+            click.echo(f"gpulint: fixed {path}: {fixed}", err=True)
+        return originals
+
+    return run_verify(list(command), apply_fixes, profile_options)
