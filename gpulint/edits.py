@@ -25,7 +25,12 @@ def replace_node(model: SemanticModel, old: cst.CSTNode, new: cst.CSTNode | str)
     span = model.range(old)
     start = Location(span.start.line, span.start.column + 1)
     if _advance(start, old_code) != Location(span.end.line, span.end.column + 1):
-        return None  # the node's text does not match its span (owned whitespace): refuse to guess
+        # A multi-line node inside an indented block: its lines carry the block's indentation, which
+        # `code_for_node` leaves out. Render the replacement in place instead.
+        in_place = _in_place_texts(model, old, new, span)
+        if in_place is None:
+            return None
+        old_code, new_code = in_place
     prefix = 0
     limit = min(len(old_code), len(new_code))
     while prefix < limit and old_code[prefix] == new_code[prefix]:
@@ -36,6 +41,26 @@ def replace_node(model: SemanticModel, old: cst.CSTNode, new: cst.CSTNode | str)
     edit_start = _advance(start, old_code[:prefix])
     edit_end = _advance(edit_start, old_code[prefix : len(old_code) - suffix])
     return Edit(edit_start, edit_end, new_code[prefix : len(new_code) - suffix])
+
+
+def _in_place_texts(model: SemanticModel, old: cst.CSTNode, new: cst.CSTNode | str, span) -> tuple[str, str] | None:
+    """(old text, new text) of the node as they stand in the module, indentation included."""
+    source = model.module.code
+    starts = [0]
+    for line in source.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+    begin = starts[span.start.line - 1] + span.start.column
+    end = starts[span.end.line - 1] + span.end.column
+    if isinstance(new, str):
+        try:
+            new = cst.parse_expression(new) if isinstance(old, cst.BaseExpression) else cst.parse_statement(new)
+        except cst.ParserSyntaxError:
+            return None
+    replaced = model.module.deep_replace(old, new).code
+    suffix = source[end:]
+    if not (replaced.startswith(source[:begin]) and replaced.endswith(suffix)):
+        return None
+    return source[begin:end], replaced[begin : len(replaced) - len(suffix)]
 
 
 def _comma_like(arg: cst.Arg) -> cst.Comma | None:
@@ -61,8 +86,15 @@ def with_keyword_argument(call: cst.Call, keyword: str, value: cst.BaseExpressio
         separator = cst.Comma(whitespace_after=call.whitespace_before_args)
     else:
         separator = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-    new_arg = cst.Arg(value=value, keyword=cst.Name(keyword), equal=equal, comma=trailing or cst.MaybeSentinel.DEFAULT)
-    args[-1] = last.with_changes(comma=separator)
+    # The space before `)` (a newline in a vertical layout) moves to the new last argument.
+    new_arg = cst.Arg(
+        value=value,
+        keyword=cst.Name(keyword),
+        equal=equal,
+        comma=trailing or cst.MaybeSentinel.DEFAULT,
+        whitespace_after_arg=last.whitespace_after_arg,
+    )
+    args[-1] = last.with_changes(comma=separator, whitespace_after_arg=cst.SimpleWhitespace(""))
     return call.with_changes(args=[*args, new_arg])
 
 

@@ -301,3 +301,9 @@ class SemanticModel:
         from gpulint.analysis.dataloaders import find_dataloaders
 
         return find_dataloaders(self)
+
+    @cached_property
+    def loader_flow(self):
+        from gpulint.analysis.loader_flow import LoaderFlow
+
+        return LoaderFlow(self)
