@@ -227,3 +227,35 @@ def test_unit_test_files():
 def test_large_enough_and_no_training_evidence():
     assert findings(script("loader = DataLoader(ds, batch_size=16, shuffle=True)"), **ONLY) == []
     assert findings(script("loader = DataLoader(ds, batch_size=4)", loop="for x in loader:\n    predict(x)\n"), **ONLY) == []
+
+
+def test_shuffled_evaluation_loop_that_does_not_train():
+    # Beam-search evaluation needs batch size 1 (a-PyTorch-Tutorial-to-Image-Captioning, eval.py).
+    loop = """
+def evaluate(beam_size):
+    for i, (image, caps) in enumerate(tqdm(loader)):
+        image = image.to(device)
+        encoder_out = encoder(image)
+"""
+    source = script("loader = DataLoader(ds, batch_size=1, shuffle=True, num_workers=1, pin_memory=True)", loop=loop)
+    assert findings(source, **ONLY) == []
+
+
+def test_collate_fn_defined_elsewhere():
+    # Detection references: `collate_fn=utils.collate_fn` / `dataset.collate_fn` keep images as lists.
+    for collate in ("utils.collate_fn", "train_dataset.collate_fn", "list_data_collate"):
+        source = script(f"loader = DataLoader(ds, batch_size=8, shuffle=True, collate_fn={collate})")
+        assert findings(source, **ONLY) == [], collate
+    source = script(
+        "loader = DataLoader(ds, batch_size=8, shuffle=True, collate_fn=default_collate)",
+        before="from torch.utils.data import default_collate\n",
+    )
+    assert findings(source, **ONLY) == ["7:10 GPU103"]
+
+
+def test_volumetric_and_whole_slide_medical_imaging():
+    # One sample is a 3D volume or a bag of tiles (MONAI MIL: batch 4 x 44 tiles).
+    assert findings(script("loader = DataLoader(ds, batch_size=2, shuffle=True)", before="import monai\n"), **ONLY) == []
+    assert findings(
+        script("loader = DataLoader(ds, batch_size=2, shuffle=True)", before="net = torch.nn.Conv3d(1, 8, 3)\n"), **ONLY
+    ) == []

@@ -159,3 +159,24 @@ def test_already_persistent():
             for x in loader:
                 x.cuda()
     """, **ONLY) == []
+
+
+def test_module_level_loader_read_as_a_global_in_per_epoch_functions():
+    # kuangliu/pytorch-cifar main.py: `def train(epoch): for ... in trainloader` called from the epoch loop.
+    source = """\
+        import torch
+
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        trainloader = torch.utils.data.DataLoader(trainset, batch_size=128, shuffle=True, num_workers=2)
+
+        def train(epoch):
+            for inputs, targets in trainloader:
+                inputs, targets = inputs.to(device), targets.to(device)
+                net(inputs).sum().backward()
+
+        for epoch in range(200):
+            train(epoch)
+    """
+    assert findings(source, select=("GPU102", "GPU104")) == ["4:15 GPU102", "4:15 GPU104"]
+    [d] = diagnostics(source, select=("GPU104",))
+    assert d.severity == Severity.WARNING

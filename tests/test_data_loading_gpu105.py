@@ -137,3 +137,59 @@ def test_values_that_are_not_batches():
             mask = torch.ones(3).cuda()
             features = x.float().to("cuda")
     """, **ONLY) == []
+
+
+def test_a_name_already_moved_earlier_in_the_loop_is_not_copied_again():
+    # pytorch_resnet_cifar10 trainer.py: `target = target.cuda()` then `target_var = target.cuda()`.
+    source = """\
+        import torch
+        from torch.utils.data import DataLoader
+
+        loader = DataLoader(ds, batch_size=64, num_workers=4, pin_memory=True)
+        for input, target in loader:
+            target = target.cuda()
+            input_var = input.cuda()
+            target_var = target.cuda()
+            model(input_var, target_var).backward()
+    """
+    assert findings(source, **ONLY) == ["6:14 GPU105", "7:17 GPU105"]
+
+
+def test_moves_in_exclusive_branches_are_both_reported():
+    # pytorch/examples imagenet: `.cuda(args.gpu, non_blocking=True)` in one branch, `.to(device)` in the other.
+    source = """\
+        import torch
+        from torch.utils.data import DataLoader
+
+        loader = DataLoader(ds, batch_size=64, num_workers=4, pin_memory=True)
+        for images, target in loader:
+            if args.gpu is not None:
+                images = images.cuda(args.gpu, non_blocking=True)
+            else:
+                images = images.to(device)
+            model(images).sum().backward()
+    """
+    assert findings(source, **ONLY) == ["9:18 GPU105"]
+
+
+def test_iterator_recreated_when_the_epoch_ends():
+    # minGPT trainer: `data_iter = iter(train_loader)` again in `except StopIteration`.
+    source = """\
+        import torch
+        from torch.utils.data import DataLoader
+
+        class Trainer:
+            def run(self):
+                self.device = "cuda"
+                train_loader = DataLoader(self.ds, batch_size=64, num_workers=4, pin_memory=True)
+                data_iter = iter(train_loader)
+                while True:
+                    try:
+                        batch = next(data_iter)
+                    except StopIteration:
+                        data_iter = iter(train_loader)
+                        batch = next(data_iter)
+                    batch = [t.to(self.device) for t in batch]
+                    self.model(*batch).backward()
+    """
+    assert findings(source, **ONLY) == ["15:22 GPU105"]

@@ -31,6 +31,7 @@ UNKNOWN = "unknown"
 _MAX_HOPS = 4
 _PASSTHROUGH_WRAPPERS = frozenset({"iter", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.rich.tqdm"})
 _ACCUMULATION_NAME = re.compile(r"accum", re.IGNORECASE)
+_EVAL_FUNCTION = re.compile(r"eval|valid|test|predict|infer", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -122,6 +123,9 @@ class LoaderFlow:
             return TRAIN
         if self.after_eval_mode(anchor) or any(self.after_eval_mode(call) for call in iteration.via):
             return EVAL
+        func = self.m.enclosing_function(anchor)
+        if func is not None and _EVAL_FUNCTION.search(func.name.value):
+            return EVAL  # `def evaluate(...)`, `def validate(...)`: a loop that does not train
         return UNKNOWN
 
     def feeds_training(self, info: LoaderInfo) -> bool:
@@ -343,7 +347,18 @@ class LoaderFlow:
     def _in_ref_scope(self, ref: _Ref, node: cst.CSTNode) -> bool:
         if ref.is_attribute:
             return self.m.is_inside(node, ref.scope)
-        return self.m.scope_of(node) is ref.scope
+        scope = self.m.scope_of(node)
+        if scope is ref.scope:
+            return True
+        # A module-level loader read as a global inside a function that does not bind the name itself.
+        return ref.scope is self.m.module and (id(scope), ref.name) not in self.m.bindings
+
+    def _entry_calls(self, ref: _Ref, node: cst.CSTNode) -> tuple[cst.Call, ...]:
+        """For a global read inside a function: the calls of that function (they run the loop)."""
+        scope = self.m.scope_of(node)
+        if ref.is_attribute or scope is ref.scope or not isinstance(scope, cst.FunctionDef):
+            return ()
+        return tuple(self._calls_to(scope))
 
     def _ref_occurrences(self, ref: _Ref) -> Iterator[cst.BaseExpression]:
         """Expressions naming the loader that appear as call arguments, returns or assignment values."""
@@ -390,7 +405,8 @@ class LoaderFlow:
                 continue
             targets = self._batch_targets(loop.iter, loop.target, lambda e: self._matches(ref, e))
             if targets is not None:
-                found.append(Iteration(loop, (loop,), _names(targets), _whole(targets), True, ref.bound_at, ref.via))
+                via = ref.via + self._entry_calls(ref, loop)
+                found.append(Iteration(loop, (loop,), _names(targets), _whole(targets), True, ref.bound_at, via))
         for call in m.calls:
             if not (isinstance(call.func, cst.Name) and call.func.value == "next" and call.args):
                 continue
@@ -403,7 +419,8 @@ class LoaderFlow:
             loop = loops[0] if loops else None
             targets = [t.target for t in parent.targets]
             regions = (loop,) if loop is not None else _statements_after(m, parent)
-            found.append(Iteration(loop, regions, _names(targets), _whole(targets), False, ref.bound_at, ref.via))
+            via = ref.via + self._entry_calls(ref, call)
+            found.append(Iteration(loop, regions, _names(targets), _whole(targets), False, ref.bound_at, via))
         return found
 
     def _iterator_of(self, ref: _Ref, expr: cst.BaseExpression) -> bool:
@@ -411,8 +428,11 @@ class LoaderFlow:
         if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "iter" and expr.args:
             return self._matches(ref, expr.args[0].value)
         if isinstance(expr, cst.Name):
+            # `it = iter(loader)`, re-created with the same call when an epoch ends (`except StopIteration`).
             binders = self.m.bindings_of(expr.value, expr)
-            return len(binders) == 1 and isinstance(binders[0], cst.Assign) and self._iterator_of(ref, binders[0].value)
+            return bool(binders) and all(
+                isinstance(b, cst.Assign) and isinstance(b.value, cst.Call) and self._iterator_of(ref, b.value) for b in binders
+            )
         return False
 
     def _batch_targets(self, expr, target, is_loader) -> Optional[list[cst.BaseExpression]]:
@@ -465,11 +485,29 @@ class LoaderFlow:
                 if not any(self.m.is_inside(call, region) for region in iteration.regions):
                     continue
                 receiver = call.func.value  # moves_to_cuda guarantees an Attribute
-                if _is_batch_part(receiver, names):
+                if _is_batch_part(receiver, names) and not self._already_moved(receiver, call, iteration.regions):
                     seen.add(id(call))
                     whole = isinstance(receiver, cst.Name) and receiver.value == iteration.whole_batch
                     moves.append(BatchMove(call, receiver, iteration, whole))
         return moves
+
+    def _already_moved(self, receiver: cst.BaseExpression, call: cst.Call, regions) -> bool:
+        """`target = target.cuda()` earlier in the loop: a later `target.cuda()` copies nothing."""
+        m = self.m
+        if not isinstance(receiver, cst.Name):
+            return False
+        start = m.range(call).start
+        start = (start.line, start.column)
+        for binder in m.bindings_of(receiver.value, receiver):
+            if not isinstance(binder, cst.Assign) or m.is_inside(call, binder):
+                continue
+            if not any(m.is_inside(binder, region) for region in regions) or not (m.range(binder).start.line, m.range(binder).start.column) < start:
+                continue
+            # Only when the move dominates the call: in the same block, before it (not in an `if` branch).
+            block = m.parent.get(m.enclosing_statement(binder))
+            if block is not None and m.is_inside(call, block) and _contains_move_of(m, binder.value, receiver.value):
+                return True
+        return False
 
     def _loader_role(self, iterations: list[Iteration]) -> str:
         roles = [self.iteration_role(it) for it in iterations]
@@ -561,6 +599,15 @@ def _is_batch_part(expr: cst.BaseExpression, names: set[str]) -> bool:
     while isinstance(expr, cst.Subscript):
         expr = expr.value
     return isinstance(expr, cst.Name) and expr.value in names
+
+
+def _contains_move_of(model: SemanticModel, value: cst.BaseExpression, name: str) -> bool:
+    """`value` is (or is a tuple holding) a CUDA move of the variable `name`."""
+    parts = [e.value for e in value.elements] if isinstance(value, cst.Tuple) else [value]
+    return any(
+        isinstance(p, cst.Call) and moves_to_cuda(model, p) and isinstance(p.func.value, cst.Name) and p.func.value.value == name
+        for p in parts
+    )
 
 
 def _has_modulo(expr: cst.CSTNode) -> bool:

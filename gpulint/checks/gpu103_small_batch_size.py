@@ -8,13 +8,14 @@ from typing import Iterator
 import libcst as cst
 
 from gpulint.analysis.dataloaders import ITERABLE_DATASET, dataset_class
-from gpulint.analysis.loader_flow import EVAL
+from gpulint.analysis.loader_flow import EVAL, TRAIN
 from gpulint.analysis.value_resolution import LITERAL
 from gpulint.checks.base import Option, Rule
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
 from gpulint.edits import replace_node, with_keyword_argument
 
 _TEST_FILE = re.compile(r"(^|[/\\])(test_[^/\\]*|[^/\\]*_test|conftest)\.py$")
+_MEDICAL_IMAGING = frozenset({"monai", "nnunet", "nnunetv2", "torchio"})
 _SGD = ("torch.optim.SGD",)
 _ADAPTIVE = ("torch.optim.Adam", "torch.optim.AdamW", "torch.optim.Adamax", "torch.optim.NAdam", "torch.optim.RAdam")
 
@@ -46,6 +47,8 @@ class SmallBatchSize(Rule):
             return
         if any(isinstance(c.func, cst.Attribute) and c.func.attr.value == "from_pretrained" for c in model.calls):
             return  # a pretrained (usually large) model: small batches can saturate the GPU by design
+        if _volumetric(model):
+            return  # 3D / whole-slide medical imaging: one sample is a volume or a bag of tiles (nnU-Net uses 2)
         for info in model.loader_flow.infos:
             resolved = self._small_batch(info)
             if resolved is False:
@@ -59,7 +62,8 @@ class SmallBatchSize(Rule):
         loader = info.loader
         if loader.has_unpacking or loader.argument("batch_sampler") is not None:
             return False
-        if flow.feeds_training(info):
+        # Only a loop that visibly trains counts: `shuffle=True` alone also marks beam-search evaluation.
+        if info.role == TRAIN:
             if any(it.loop is not None and flow.accumulates_gradients(it.loop) for it in info.iterations):
                 return False  # the effective batch is larger; accumulation is the memory-limited choice
         elif not (self.settings["check-eval-loaders"] and info.role == EVAL):
@@ -92,10 +96,8 @@ class SmallBatchSize(Rule):
             f"{what}: small batches leave the GPU idle between short kernels; raise it and "
             f"{self._lr_advice()}, or use `torch.compile(mode=\"reduce-overhead\")` for a small model"
         )
-        training = model.loader_flow.feeds_training(info)
-        return self.diagnostic(
-            info.loader.call, message, severity=Severity.WARNING if training else Severity.INFO, fix=self._fix(info, resolved)
-        )
+        severity = Severity.WARNING if info.role == TRAIN else Severity.INFO
+        return self.diagnostic(info.loader.call, message, severity=severity, fix=self._fix(info, resolved))
 
     def _lr_advice(self) -> str:
         names = {self.model.call_name(c) for c in self.model.calls}
@@ -120,13 +122,22 @@ class SmallBatchSize(Rule):
         return self.fix(f"Raise the batch size to {target}{where}", [edit], Applicability.UNSAFE)
 
 
+def _volumetric(model) -> bool:
+    """Medical-imaging frameworks, or 3D convolutions built in this module."""
+    if any(full.split(".")[0] in _MEDICAL_IMAGING for full in model.imports.bindings.values()):
+        return True
+    return any(model.call_name(c) == "torch.nn.Conv3d" for c in model.calls)
+
+
 def _list_collate(model, collate: cst.BaseExpression | None) -> bool:
-    """A `collate_fn` that keeps samples as lists (`tuple(zip(*batch))`, `lambda b: b`)."""
+    """A `collate_fn` that keeps samples as lists (`tuple(zip(*batch))`, `lambda b: b`), or one defined
+    elsewhere (`utils.collate_fn` in detection references) that may."""
     if collate is None:
         return False
-    if isinstance(collate, cst.Name):
-        funcs = model.functions.get(collate.value, [])
-        return any("zip(*" in model.code(f).replace(" ", "") for f in funcs)
+    if isinstance(collate, cst.Name) and model.functions.get(collate.value):
+        return any("zip(*" in model.code(f).replace(" ", "") for f in model.functions[collate.value])
+    if isinstance(collate, (cst.Name, cst.Attribute)):
+        return model.qualified_name(collate) != "torch.utils.data.default_collate"
     if isinstance(collate, cst.Lambda):
         body = collate.body
         params = [p.name.value for p in collate.params.params]

@@ -38,7 +38,8 @@ class PinThenCopy(Rule):
             yield self.diagnostic(
                 call,
                 "`.pin_memory()` right before a copy to the GPU pins on the critical path and is usually slower "
-                "than copying directly; drop it (the DataLoader's `pin_memory=True` pins in a background thread)",
+                "than copying directly; drop it, or pin off the critical path (`DataLoader(pin_memory=True)` "
+                "pins in a background thread)",
                 severity=Severity.INFO if eval_only else Severity.WARNING,
                 fix=self.fix("Remove `.pin_memory()`", [edit], Applicability.SAFE),
             )
