@@ -180,3 +180,18 @@ def test_module_level_loader_read_as_a_global_in_per_epoch_functions():
     assert findings(source, select=("GPU102", "GPU104")) == ["4:15 GPU102", "4:15 GPU104"]
     [d] = diagnostics(source, select=("GPU104",))
     assert d.severity == Severity.WARNING
+
+
+def test_sampler_set_epoch_does_not_change_the_dataset():
+    # DistributedSampler.set_epoch runs in the main process: persistent workers still see the new order.
+    source = """\
+        import torch
+        from torch.utils.data import DataLoader
+
+        loader = DataLoader(train_ds, batch_size=64, sampler=sampler, num_workers=4)
+        for epoch in range(3):
+            sampler.set_epoch(epoch)
+            for x in loader:
+                x.cuda()
+    """
+    assert findings(source, **ONLY) == ["4:10 GPU104"]

@@ -46,19 +46,24 @@ def test_dict_batches_subscripts_and_keyword_device():
     assert 'batch["labels"].to(device=args.device, dtype=torch.long, non_blocking=True)' in result
 
 
-def test_pinned_through_a_constant_and_eval_is_info():
+def test_pinned_through_a_constant_or_a_cuda_check_and_eval_is_info():
     source = """\
         import torch
         from torch.utils.data import DataLoader
 
         PIN = True
+        use_cuda = torch.cuda.is_available()
         loader = DataLoader(ds, batch_size=64, num_workers=4, pin_memory=PIN)
+        other = DataLoader(ds, batch_size=64, num_workers=4, pin_memory=use_cuda)
+        for x in other:
+            model(x.cuda()).sum().backward()
         with torch.inference_mode():
             for x in loader:
                 model(x.cuda())
     """
-    [d] = diagnostics(source, **ONLY)
-    assert d.severity == Severity.INFO
+    [train, evaluation] = diagnostics(source, **ONLY)
+    assert (train.location.row, train.severity) == (9, Severity.WARNING)
+    assert (evaluation.location.row, evaluation.severity) == (12, Severity.INFO)
 
 
 def test_fix_is_idempotent():

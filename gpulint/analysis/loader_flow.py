@@ -185,6 +185,10 @@ class LoaderFlow:
         resolved = self.m.values.resolve(value)
         if resolved is not None:
             return resolved.value is True
+        if isinstance(value, cst.Name):  # `use_cuda = torch.cuda.is_available()`
+            binders = self.m.bindings_of(value.value, value)
+            if len(binders) == 1 and isinstance(binders[0], cst.Assign):
+                value = binders[0].value
         return isinstance(value, cst.Call) and self.m.call_name(value) == "torch.cuda.is_available"
 
     def workers(self, loader: DataLoaderCall) -> tuple[bool, Optional[ResolvedValue]]:
