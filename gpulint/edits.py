@@ -41,7 +41,12 @@ def replace_node(model: SemanticModel, old: cst.CSTNode, new: cst.CSTNode | str)
     written = model.text_between(start, end)
     old_code = model.code(old)
     if isinstance(new, str):
-        return _minimal_edit(start, written, new) if written == old_code else None
+        if written == old_code:
+            return _minimal_edit(start, written, new)
+        try:
+            new = cst.parse_expression(new) if isinstance(old, cst.BaseExpression) else cst.parse_statement(new)
+        except cst.ParserSyntaxError:
+            return None
     if written == old_code:
         return _minimal_edit(start, written, model.code(new))
     # LibCST renders a nested multi-line node without its block's indentation: regenerate in place.
@@ -71,8 +76,15 @@ def with_keyword_argument(call: cst.Call, keyword: str, value: cst.BaseExpressio
         separator = cst.Comma(whitespace_after=call.whitespace_before_args)
     else:
         separator = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-    new_arg = cst.Arg(value=value, keyword=cst.Name(keyword), equal=equal, comma=trailing or cst.MaybeSentinel.DEFAULT)
-    args[-1] = last.with_changes(comma=separator)
+    # The space before `)` (a newline in a vertical layout) moves to the new last argument.
+    new_arg = cst.Arg(
+        value=value,
+        keyword=cst.Name(keyword),
+        equal=equal,
+        comma=trailing or cst.MaybeSentinel.DEFAULT,
+        whitespace_after_arg=last.whitespace_after_arg,
+    )
+    args[-1] = last.with_changes(comma=separator, whitespace_after_arg=cst.SimpleWhitespace(""))
     return call.with_changes(args=[*args, new_arg])
 
 

@@ -12,7 +12,7 @@ from gpulint.analysis.value_resolution import literal_value
 if TYPE_CHECKING:
     from gpulint.analysis.model import SemanticModel
 
-_DEVICE_NAME = re.compile(r"(^|_)device$|^dev$")
+_DEVICE_NAME = re.compile(r"(^|_)device$|^dev$", re.IGNORECASE)  # `DEVICE = "cuda"` constants too
 
 
 def module_uses_cuda(model: SemanticModel) -> bool:

@@ -93,29 +93,10 @@ def in_no_grad(model: SemanticModel, node: cst.CSTNode) -> bool:
     return False
 
 
-def _assigned_names(model: SemanticModel, value: cst.CSTNode) -> list[str]:
-    parent = model.parent.get(value)
-    if isinstance(parent, cst.Assign):
-        return [model.code(t.target) for t in parent.targets if isinstance(t.target, (cst.Name, cst.Attribute))]
-    return []
-
-
 def consuming_loops(model: SemanticModel, value: cst.CSTNode) -> list[cst.For]:
-    """Loops over the variable `value` is assigned to, also inside module functions it is passed to."""
+    """`for` loops over the object `value` builds (see `loader_flow`: names, factories, function arguments)."""
     loops: list[cst.For] = []
-    scope = model.scope_of(value)
-    for name in _assigned_names(model, value):
-        is_attribute = "." in name  # `self.loader` is visible from the class's other methods too
-        loops.extend(loops_over(model, name, None if is_attribute else scope))
-        for call in model.calls:
-            if not isinstance(call.func, cst.Name) or not (is_attribute or model.scope_of(call) is scope):
-                continue
-            for func in model.functions.get(call.func.value, []):
-                params = [p.name.value for p in (*func.params.posonly_params, *func.params.params, *func.params.kwonly_params)]
-                for i, arg in enumerate(call.args):
-                    if model.code(arg.value) != name:
-                        continue
-                    param = arg.keyword.value if arg.keyword is not None else (params[i] if i < len(params) and not arg.star else None)
-                    if param is not None:
-                        loops.extend(loops_over(model, param, func))
+    for iteration in model.loader_flow.iterations_of(value):
+        if iteration.is_for and isinstance(iteration.loop, cst.For) and iteration.loop not in loops:
+            loops.append(iteration.loop)
     return loops

@@ -334,3 +334,9 @@ class SemanticModel:
         from gpulint.analysis.training_setup import find_training_setup
 
         return find_training_setup(self)
+
+    @cached_property
+    def loader_flow(self):
+        from gpulint.analysis.loader_flow import LoaderFlow
+
+        return LoaderFlow(self)

@@ -1,0 +1,733 @@
+"""Loader-to-loop data flow: where each DataLoader's batches are taken, and where they are moved to CUDA.
+
+A loader reaches a loop through names (`loader = DataLoader(...)`), attributes (`self.loader`), factory
+functions (`return DataLoader(...)`, also as part of a returned tuple), and arguments of this module's
+functions (`train(model, loader)`). A loop takes batches from it directly or through `enumerate`, `zip`,
+`tqdm`, and `iter()` / `next()`. Inside that loop, the batch, an element unpacked from it, a subscript of it
+or a value of a comprehension over it may be moved to CUDA.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING, Iterator, Optional
+
+import libcst as cst
+
+from gpulint.analysis.dataloaders import DATALOADER, DataLoaderCall
+from gpulint.analysis.devices import moves_to_cuda
+from gpulint.analysis.hot_loops import in_no_grad, trains
+from gpulint.analysis.value_resolution import ARGPARSE_DEFAULT, ResolvedValue, literal_value
+
+if TYPE_CHECKING:
+    from gpulint.analysis.model import Loop, SemanticModel
+
+TRAIN = "train"
+EVAL = "eval"
+UNKNOWN = "unknown"
+
+_MAX_HOPS = 4
+_PASSTHROUGH_WRAPPERS = frozenset({"iter", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.rich.tqdm"})
+_ACCUMULATION_NAME = re.compile(r"accum", re.IGNORECASE)
+_EVAL_FUNCTION = re.compile(r"eval|valid|test|predict|infer", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class _Ref:
+    """How a loader is named somewhere: a local name in `scope`, or an attribute spelled `code`."""
+
+    scope: cst.CSTNode  # the function or module (for attributes: the class, or the module)
+    name: str  # `loader`, or `self.train_loader`
+    is_attribute: bool
+    bound_at: tuple[cst.CSTNode, ...]  # the assignments (and the constructor call) that produced it
+    via: tuple[cst.Call, ...]  # calls that passed it into `scope`
+
+
+@dataclass(frozen=True)
+class Iteration:
+    """One place where a loader hands out batches: a `for` over it, or `next(...)` on its iterator."""
+
+    loop: Optional[Loop]  # the loop that runs once per batch (None for a lone `next(iter(loader))`)
+    regions: tuple[cst.CSTNode, ...]  # where the batch names live: the loop, or the statements after `next`
+    batch_names: frozenset[str]  # names bound to the batch or to elements unpacked from it
+    whole_batch: Optional[str]  # the name bound to the batch itself (`for batch in loader`)
+    is_for: bool  # a `for` statement that iterates the loader itself (not `next()`)
+    bound_at: tuple[cst.CSTNode, ...]
+    via: tuple[cst.Call, ...]
+
+
+@dataclass(frozen=True)
+class BatchMove:
+    """`x.to(device)` / `x.cuda()` where `x` is (part of) a batch."""
+
+    call: cst.Call
+    receiver: cst.BaseExpression
+    iteration: Iteration
+    whole_batch: bool  # the receiver is the batch itself, not an element of it
+
+
+@dataclass
+class LoaderInfo:
+    loader: DataLoaderCall
+    iterations: list[Iteration]
+    moves: list[BatchMove]
+    role: str  # TRAIN (feeds a training loop), EVAL (only no_grad / eval-mode loops), UNKNOWN
+
+
+class LoaderFlow:
+    """Per-module answers: `info(loader)`, `iterations_of(node)`, roles of loops."""
+
+    def __init__(self, model: SemanticModel) -> None:
+        self.m = model
+        self._infos: dict[int, LoaderInfo] = {}
+
+    # ---- public queries --------------------------------------------------------------------------
+
+    def info(self, loader: DataLoaderCall) -> LoaderInfo:
+        key = id(loader.call)
+        if key not in self._infos:
+            iterations = self.iterations_of(loader.call)
+            moves = self._moves(iterations)
+            self._infos[key] = LoaderInfo(loader, iterations, moves, self._loader_role(iterations))
+        return self._infos[key]
+
+    @cached_property
+    def infos(self) -> list[LoaderInfo]:
+        return [self.info(loader) for loader in self.m.dataloaders]
+
+    def iterations_of(self, value: cst.CSTNode) -> list[Iteration]:
+        """Where the object built by the expression `value` is iterated."""
+        found: list[Iteration] = []
+        seen: set[tuple] = set()
+        pending = list(self._refs_from_value(value, (value,), (), 0))
+        found.extend(self._direct_iterations(value, (value,), ()))
+        while pending:
+            ref = pending.pop()
+            key = (id(ref.scope), ref.name)
+            if key in seen:
+                continue
+            seen.add(key)
+            found.extend(self._iterations_of_ref(ref))
+            if len(ref.via) < _MAX_HOPS:
+                pending.extend(self._forwarded_refs(ref))
+        return found
+
+    def iteration_role(self, iteration: Iteration) -> str:
+        """EVAL under no_grad / inference_mode / after `model.eval()`; TRAIN when it steps an optimizer."""
+        anchor = iteration.loop if iteration.loop is not None else iteration.regions[0]
+        if in_no_grad(self.m, anchor) or any(in_no_grad(self.m, call) for call in iteration.via):
+            return EVAL
+        if iteration.loop is not None and trains(self.m, iteration.loop):
+            return TRAIN
+        if self.after_eval_mode(anchor) or any(self.after_eval_mode(call) for call in iteration.via):
+            return EVAL
+        func = self.m.enclosing_function(anchor)
+        if func is not None and _EVAL_FUNCTION.search(func.name.value):
+            return EVAL  # `def evaluate(...)`, `def validate(...)`: a loop that does not train
+        return UNKNOWN
+
+    def feeds_training(self, info: LoaderInfo) -> bool:
+        """A training loader: its batches feed a training loop, or it shuffles and is not eval-only."""
+        if info.role == TRAIN:
+            return True
+        if info.role == EVAL:
+            return False
+        shuffle = info.loader.value("shuffle")
+        resolved = self.m.values.resolve(shuffle) if shuffle is not None else None
+        return resolved is not None and resolved.value is True
+
+    def after_eval_mode(self, node: cst.CSTNode) -> bool:
+        """The last `<x>.eval()` / `<x>.train(...)` before `node` in its function switched to eval mode."""
+        m = self.m
+        scope = m.scope_of(node)
+        current = m.enclosing_statement(node)
+        while current is not None and current is not scope:
+            parent = m.parent.get(current)
+            siblings = _statement_list(parent)
+            if siblings is not None:
+                index = next((i for i, s in enumerate(siblings) if s is current), None)
+                for statement in reversed(siblings[:index] if index is not None else []):
+                    mode = self._last_mode_switch(statement, scope)
+                    if mode is not None:
+                        return mode == EVAL
+            current = parent
+            while current is not None and not isinstance(current, (cst.BaseCompoundStatement, cst.Module)):
+                current = m.parent.get(current)
+            if isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Module)):
+                break
+        return False
+
+    def accumulates_gradients(self, loop: cst.CSTNode, _seen: frozenset[str] = frozenset()) -> bool:
+        """Gradient accumulation: an optimizer step under `if ... % k == 0`, a loss divided by an
+        `accum...` count, or `with accelerator.accumulate(...)` (also in this module's functions it calls)."""
+        m = self.m
+        for call in m.calls:
+            if not m.is_inside(call, loop):
+                continue
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value in ("accumulate", "no_sync"):
+                return True
+            if isinstance(func, cst.Attribute) and func.attr.value == "step" and self._under_modulo_guard(call, loop):
+                return True
+            if isinstance(func, cst.Name) and func.value not in _seen:
+                for target in m.functions.get(func.value, []):
+                    if self.accumulates_gradients(target, _seen | {func.value}):
+                        return True
+        return _DivisionByAccumulation.find(loop)
+
+    def pinned(self, loader: DataLoaderCall) -> bool:
+        """`pin_memory` is True (literal or resolved) or `torch.cuda.is_available()`."""
+        value = loader.value("pin_memory")
+        if value is None:
+            return False
+        resolved = self.m.values.resolve(value)
+        if resolved is not None:
+            return resolved.value is True
+        if isinstance(value, cst.Name):  # `use_cuda = torch.cuda.is_available()`
+            binders = self.m.bindings_of(value.value, value)
+            if len(binders) == 1 and isinstance(binders[0], cst.Assign):
+                value = binders[0].value
+        return isinstance(value, cst.Call) and self.m.call_name(value) == "torch.cuda.is_available"
+
+    def workers(self, loader: DataLoaderCall) -> tuple[bool, Optional[ResolvedValue]]:
+        """(num_workers is certainly > 0, its resolved value if any)."""
+        value = loader.value("num_workers")
+        if value is None:
+            return False, None
+        resolved = self.m.values.resolve(value)
+        if resolved is not None:
+            ok = isinstance(resolved.value, int) and not isinstance(resolved.value, bool) and resolved.value > 0
+            return ok, resolved
+        bound = _lower_bound(self.m, value)
+        return bound is not None and bound > 0, None
+
+    def workers_from_command_line(self, loader: DataLoaderCall) -> bool:
+        _, resolved = self.workers(loader)
+        return resolved is not None and resolved.origin == ARGPARSE_DEFAULT
+
+    def device_chosen_at_run_time(self, moves: list[BatchMove]) -> bool:
+        """True unless every move targets a literal CUDA device (`.cuda()`, `"cuda"`, `torch.device("cuda")`)."""
+        if any(self.m.call_name(c) == "torch.cuda.is_available" for c in self.m.calls):
+            return True
+        return not all(self._fixed_cuda_target(move.call) for move in moves)
+
+    def epoch_loop(self, info: LoaderInfo, iteration: Iteration) -> Optional[Loop]:
+        """A loop around `iteration` (or around a call passing the loader in) that re-iterates the same
+        loader object: the loader is built outside it."""
+        if not iteration.is_for or iteration.loop is None:
+            return None
+        candidates = self.m.enclosing_loops(iteration.loop)
+        for call in iteration.via:
+            candidates.extend(self.m.enclosing_loops(call))
+        for outer in candidates:
+            if not any(self.m.is_inside(node, outer) for node in iteration.bound_at):
+                return outer
+        return None
+
+    # ---- following the loader object -------------------------------------------------------------
+
+    def _refs_from_value(self, value: cst.CSTNode, bound_at: tuple, via: tuple, hops: int) -> Iterator[_Ref]:
+        """The names the value of expression `value` is given: assignment targets, returns, parameters."""
+        m = self.m
+        parent = m.parent.get(value)
+        if isinstance(parent, (cst.Assign, cst.AnnAssign)) and parent.value is value:
+            targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
+            for target in targets:
+                yield from self._refs_for_target(target, parent, bound_at + (parent,), via)
+        elif isinstance(parent, cst.Return) and hops < _MAX_HOPS:
+            yield from self._refs_from_factory(parent, None, bound_at, via, hops)
+        elif isinstance(parent, cst.Element) and hops < _MAX_HOPS:
+            tuple_node = m.parent.get(parent)
+            ret = m.parent.get(tuple_node)
+            if isinstance(tuple_node, cst.Tuple) and isinstance(ret, cst.Return):
+                index = next(i for i, e in enumerate(tuple_node.elements) if e is parent)
+                yield from self._refs_from_factory(ret, index, bound_at, via, hops)
+        elif isinstance(parent, cst.Arg) and not parent.star:
+            call = m.parent.get(parent)
+            if isinstance(call, cst.Call) and len(via) < _MAX_HOPS:
+                yield from self._refs_into_function(call, parent, bound_at, via)
+
+    def _refs_for_target(self, target, binder, bound_at, via) -> Iterator[_Ref]:
+        m = self.m
+        if isinstance(target, cst.Name):
+            if self._only_loader_bindings(target.value, binder):
+                yield _Ref(m.scope_of(binder), target.value, False, bound_at, via)
+        elif isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name):
+            owner = next((a for a in m.ancestors(binder) if isinstance(a, cst.ClassDef)), m.module)
+            yield _Ref(owner, m.code(target), True, bound_at, via)
+
+    def _only_loader_bindings(self, name: str, binder: cst.CSTNode) -> bool:
+        """Every binding of `name` in its scope assigns a call (a loader or a loader factory)."""
+        m = self.m
+        binders = m.bindings.get((id(m.scope_of(binder)), name), [])
+        for other in binders:
+            if other is binder:
+                continue
+            if not (isinstance(other, cst.Assign) and isinstance(other.value, cst.Call) and self._builds_loader(other.value)):
+                return False
+        return True
+
+    def _builds_loader(self, call: cst.Call) -> bool:
+        if self.m.call_name(call) == DATALOADER:
+            return True
+        name = call.func.value if isinstance(call.func, cst.Name) else None
+        return name is not None and any(self._returns_loader(f) for f in self.m.functions.get(name, []))
+
+    def _returns_loader(self, func: cst.FunctionDef) -> bool:
+        return any(self.m.call_name(c) == DATALOADER and self.m.is_inside(c, func) for c in self.m.calls)
+
+    def _refs_from_factory(self, ret: cst.Return, index: Optional[int], bound_at, via, hops) -> Iterator[_Ref]:
+        m = self.m
+        func = m.enclosing_function(ret)
+        if func is None:
+            return
+        for call in self._calls_to(func):
+            if index is None:
+                yield from self._refs_from_value(call, bound_at + (call,), via, hops + 1)
+                continue
+            parent = m.parent.get(call)
+            if isinstance(parent, cst.Assign) and len(parent.targets) == 1:
+                target = parent.targets[0].target
+                if isinstance(target, (cst.Tuple, cst.List)) and index < len(target.elements):
+                    element = target.elements[index].value
+                    yield from self._refs_for_target(element, parent, bound_at + (call, parent), via)
+
+    def _calls_to(self, func: cst.FunctionDef) -> Iterator[cst.Call]:
+        """Calls of `func` by name, or as `self.func(...)` from inside its class."""
+        m = self.m
+        name = func.name.value
+        owner = m.parent.get(m.parent.get(func))
+        for call in m.calls:
+            callee = call.func
+            if isinstance(callee, cst.Name) and callee.value == name and not isinstance(owner, cst.ClassDef):
+                yield call
+            elif (
+                isinstance(callee, cst.Attribute)
+                and callee.attr.value == name
+                and isinstance(callee.value, cst.Name)
+                and callee.value.value == "self"
+                and isinstance(owner, cst.ClassDef)
+                and m.is_inside(call, owner)
+            ):
+                yield call
+
+    def _refs_into_function(self, call: cst.Call, arg: cst.Arg, bound_at, via) -> Iterator[_Ref]:
+        """`train(model, loader)`: the parameter of this module's `train` that receives the loader."""
+        m = self.m
+        for func in self._callees(call):
+            positional = [p.name.value for p in (*func.params.posonly_params, *func.params.params)]
+            if isinstance(call.func, cst.Attribute) and positional and positional[0] in ("self", "cls"):
+                positional = positional[1:]
+            if arg.keyword is not None:
+                param = arg.keyword.value
+            else:
+                index = [a for a in call.args if a.keyword is None].index(arg)
+                if any(a.star for a in call.args[: call.args.index(arg)]) or index >= len(positional):
+                    continue
+                param = positional[index]
+            binders = m.bindings.get((id(func), param), [])
+            if len(binders) == 1 and isinstance(binders[0], cst.Param):
+                yield _Ref(func, param, False, bound_at, via + (call,))
+
+    def _callees(self, call: cst.Call) -> list[cst.FunctionDef]:
+        m = self.m
+        callee = call.func
+        if isinstance(callee, cst.Name):
+            funcs = m.functions.get(callee.value, [])
+            return [f for f in funcs if not isinstance(m.parent.get(m.parent.get(f)), cst.ClassDef)]
+        if isinstance(callee, cst.Attribute) and isinstance(callee.value, cst.Name) and callee.value.value == "self":
+            owner = next((a for a in m.ancestors(call) if isinstance(a, cst.ClassDef)), None)
+            if owner is not None:
+                return [f for f in m.functions.get(callee.attr.value, []) if m.parent.get(m.parent.get(f)) is owner]
+        return []
+
+    def _matches(self, ref: _Ref, expr: cst.BaseExpression) -> bool:
+        if ref.is_attribute:
+            return isinstance(expr, cst.Attribute) and self.m.code(expr) == ref.name
+        return isinstance(expr, cst.Name) and expr.value == ref.name
+
+    def _in_ref_scope(self, ref: _Ref, node: cst.CSTNode) -> bool:
+        if ref.is_attribute:
+            return self.m.is_inside(node, ref.scope)
+        scope = self.m.scope_of(node)
+        if scope is ref.scope:
+            return True
+        # A module-level loader read as a global inside a function that does not bind the name itself.
+        return ref.scope is self.m.module and (id(scope), ref.name) not in self.m.bindings
+
+    def _entry_calls(self, ref: _Ref, node: cst.CSTNode) -> tuple[cst.Call, ...]:
+        """For a global read inside a function: the calls of that function (they run the loop)."""
+        scope = self.m.scope_of(node)
+        if ref.is_attribute or scope is ref.scope or not isinstance(scope, cst.FunctionDef):
+            return ()
+        return tuple(self._calls_to(scope))
+
+    def _ref_occurrences(self, ref: _Ref) -> Iterator[cst.BaseExpression]:
+        """Expressions naming the loader that appear as call arguments, returns or assignment values."""
+        m = self.m
+        for call in m.calls:
+            if not self._in_ref_scope(ref, call):
+                continue
+            for arg in call.args:
+                if self._matches(ref, arg.value):
+                    yield arg.value
+
+    def _forwarded_refs(self, ref: _Ref) -> Iterator[_Ref]:
+        for occurrence in self._ref_occurrences(ref):
+            arg = self.m.parent.get(occurrence)
+            call = self.m.parent.get(arg)
+            if isinstance(arg, cst.Arg) and isinstance(call, cst.Call):
+                yield from self._refs_into_function(call, arg, ref.bound_at, ref.via)
+        if not ref.is_attribute and isinstance(ref.scope, cst.FunctionDef):
+            for ret in _returns_of(ref.scope):
+                if ret.value is not None and self._matches(ref, ret.value):
+                    yield from self._refs_from_factory(ret, None, ref.bound_at, ref.via, len(ref.via))
+                elif isinstance(ret.value, cst.Tuple):
+                    for index, element in enumerate(ret.value.elements):
+                        if self._matches(ref, element.value):
+                            yield from self._refs_from_factory(ret, index, ref.bound_at, ref.via, len(ref.via))
+
+    # ---- iterations ------------------------------------------------------------------------------
+
+    def _direct_iterations(self, value: cst.CSTNode, bound_at: tuple, via: tuple) -> list[Iteration]:
+        """`for batch in DataLoader(...)` without a name in between."""
+        found = []
+        for loop in self.m.loops:
+            if isinstance(loop, cst.For) and self.m.is_inside(value, loop.iter):
+                targets = self._batch_targets(loop.iter, loop.target, lambda e: e is value)
+                if targets is not None:
+                    found.append(Iteration(loop, (loop,), _names(targets), _whole(targets), True, bound_at, via))
+        return found
+
+    def _iterations_of_ref(self, ref: _Ref) -> list[Iteration]:
+        m = self.m
+        found = []
+        for loop in m.loops:
+            if not isinstance(loop, cst.For) or not self._in_ref_scope(ref, loop):
+                continue
+            targets = self._batch_targets(loop.iter, loop.target, lambda e: self._matches(ref, e))
+            if targets is not None:
+                via = ref.via + self._entry_calls(ref, loop)
+                found.append(Iteration(loop, (loop,), _names(targets), _whole(targets), True, ref.bound_at, via))
+        for call in m.calls:
+            if not (isinstance(call.func, cst.Name) and call.func.value == "next" and call.args):
+                continue
+            if not self._in_ref_scope(ref, call) or not self._iterator_of(ref, call.args[0].value):
+                continue
+            parent = m.parent.get(call)
+            if not isinstance(parent, cst.Assign) or parent.value is not call:
+                continue
+            loops = m.enclosing_loops(call)
+            loop = loops[0] if loops else None
+            targets = [t.target for t in parent.targets]
+            regions = (loop,) if loop is not None else _statements_after(m, parent)
+            via = ref.via + self._entry_calls(ref, call)
+            found.append(Iteration(loop, regions, _names(targets), _whole(targets), False, ref.bound_at, via))
+        return found
+
+    def _iterator_of(self, ref: _Ref, expr: cst.BaseExpression) -> bool:
+        """`iter(loader)`, or a name bound once to it."""
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "iter" and expr.args:
+            return self._matches(ref, expr.args[0].value)
+        if isinstance(expr, cst.Name):
+            # `it = iter(loader)`, re-created with the same call when an epoch ends (`except StopIteration`).
+            binders = self.m.bindings_of(expr.value, expr)
+            return bool(binders) and all(
+                isinstance(b, cst.Assign) and isinstance(b.value, cst.Call) and self._iterator_of(ref, b.value) for b in binders
+            )
+        return False
+
+    def _batch_targets(self, expr, target, is_loader) -> Optional[list[cst.BaseExpression]]:
+        """The parts of a `for` target that receive the loader's batches, looking through wrappers."""
+        if is_loader(expr):
+            return [target]
+        if not isinstance(expr, cst.Call):
+            return None
+        positional = [a.value for a in expr.args if a.keyword is None and not a.star]
+        kind = self._wrapper_kind(expr)
+        if kind == "passthrough" and positional:
+            return self._batch_targets(positional[0], target, is_loader)
+        if kind == "enumerate" and positional:
+            if isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2:
+                return self._batch_targets(positional[0], target.elements[1].value, is_loader)
+            inner = self._batch_targets(positional[0], target, is_loader)
+            return inner and []  # `for item in enumerate(loader)`: the batch is `item[1]`, not tracked
+        if kind == "zip":
+            unpacked = isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == len(positional)
+            for index, arg in enumerate(positional):
+                part = target.elements[index].value if unpacked else None
+                inner = self._batch_targets(arg, part, is_loader) if part is not None else None
+                if inner is not None:
+                    return inner
+                if not unpacked and self._batch_targets(arg, target, is_loader) is not None:
+                    return []
+        return None
+
+    def _wrapper_kind(self, call: cst.Call) -> Optional[str]:
+        func = call.func
+        if isinstance(func, cst.Name) and func.value in ("enumerate", "zip", "iter") and not self.m.module_bindings(func.value):
+            return {"enumerate": "enumerate", "zip": "zip", "iter": "passthrough"}[func.value]
+        qualified = self.m.qualified_name(func)
+        if qualified in _PASSTHROUGH_WRAPPERS:
+            return "passthrough"
+        return None
+
+    # ---- batches moved to CUDA -------------------------------------------------------------------
+
+    def _moves(self, iterations: list[Iteration]) -> list[BatchMove]:
+        moves: list[BatchMove] = []
+        seen: set[int] = set()
+        for iteration in iterations:
+            names = set(iteration.batch_names)
+            for region in iteration.regions:
+                names = _BatchNames.collect(region, names)
+            for call in self.m.calls:
+                if id(call) in seen or not moves_to_cuda(self.m, call):
+                    continue
+                if not any(self.m.is_inside(call, region) for region in iteration.regions):
+                    continue
+                receiver = call.func.value  # moves_to_cuda guarantees an Attribute
+                if _is_batch_part(receiver, names) and not self._already_moved(receiver, call, iteration.regions):
+                    seen.add(id(call))
+                    whole = isinstance(receiver, cst.Name) and receiver.value == iteration.whole_batch
+                    moves.append(BatchMove(call, receiver, iteration, whole))
+        return moves
+
+    def _already_moved(self, receiver: cst.BaseExpression, call: cst.Call, regions) -> bool:
+        """`target = target.cuda()` earlier in the loop: a later `target.cuda()` copies nothing."""
+        m = self.m
+        if not isinstance(receiver, cst.Name):
+            return False
+        start = m.range(call).start
+        start = (start.line, start.column)
+        for binder in m.bindings_of(receiver.value, receiver):
+            if not isinstance(binder, cst.Assign) or m.is_inside(call, binder):
+                continue
+            if not any(m.is_inside(binder, region) for region in regions) or not (m.range(binder).start.line, m.range(binder).start.column) < start:
+                continue
+            # Only when the move dominates the call: in the same block, before it (not in an `if` branch).
+            block = m.parent.get(m.enclosing_statement(binder))
+            if block is not None and m.is_inside(call, block) and _contains_move_of(m, binder.value, receiver.value):
+                return True
+        return False
+
+    def _loader_role(self, iterations: list[Iteration]) -> str:
+        roles = [self.iteration_role(it) for it in iterations]
+        if TRAIN in roles:
+            return TRAIN
+        if roles and all(r == EVAL for r in roles):
+            return EVAL
+        return UNKNOWN
+
+    def _last_mode_switch(self, statement: cst.CSTNode, scope: cst.CSTNode) -> Optional[str]:
+        last = None
+        for call in self.m.calls:
+            func = call.func
+            if not isinstance(func, cst.Attribute) or func.attr.value not in ("eval", "train"):
+                continue
+            if not self.m.is_inside(call, statement) or self.m.scope_of(call) is not scope:
+                continue
+            if func.attr.value == "eval" and not call.args:
+                last = EVAL
+            elif func.attr.value == "train" and len(call.args) <= 1:
+                ok, value = literal_value(call.args[0].value) if call.args else (True, True)
+                last = EVAL if ok and value is False else TRAIN
+        return last
+
+    def _under_modulo_guard(self, call: cst.Call, loop: cst.CSTNode) -> bool:
+        for ancestor in self.m.ancestors(call):
+            if ancestor is loop:
+                return False
+            if isinstance(ancestor, cst.If) and _has_modulo(ancestor.test):
+                return True
+        return False
+
+    def _fixed_cuda_target(self, call: cst.Call) -> bool:
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "cuda":
+            return True
+        device = next((a.value for a in call.args if a.keyword is None or a.keyword.value == "device"), None)
+        for _ in range(4):
+            if isinstance(device, cst.Name):
+                binders = self.m.bindings_of(device.value, device)
+                if len(binders) != 1 or not isinstance(binders[0], cst.Assign):
+                    return False
+                device = binders[0].value
+        if device is None:
+            return False
+        ok, value = literal_value(device)
+        if ok:
+            return isinstance(value, str) and value.startswith("cuda")
+        if isinstance(device, cst.Call) and self.m.call_name(device) == "torch.device" and device.args:
+            ok, value = literal_value(device.args[0].value)
+            return ok and isinstance(value, str) and value.startswith("cuda")
+        return False
+
+
+# ---- small helpers ---------------------------------------------------------------------------------
+
+
+def _statement_list(node: Optional[cst.CSTNode]) -> Optional[list[cst.CSTNode]]:
+    if isinstance(node, (cst.IndentedBlock, cst.Module)):
+        return list(node.body)
+    return None
+
+
+def _statements_after(model: SemanticModel, node: cst.CSTNode) -> tuple[cst.CSTNode, ...]:
+    """The statements that follow `node`'s statement in its block."""
+    statement = model.enclosing_statement(node)
+    siblings = _statement_list(model.parent.get(statement)) or []
+    index = next((i for i, s in enumerate(siblings) if s is statement), len(siblings))
+    return tuple(siblings[index:])
+
+
+def _whole(targets: list) -> Optional[str]:
+    return targets[0].value if len(targets) == 1 and isinstance(targets[0], cst.Name) else None
+
+
+def _names(targets: list) -> frozenset[str]:
+    names: set[str] = set()
+    for target in targets:
+        if isinstance(target, cst.Name):
+            names.add(target.value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            names |= _names([e.value for e in target.elements])
+        elif isinstance(target, cst.StarredElement):
+            names |= _names([target.value])
+    return frozenset(names)
+
+
+def _is_batch_part(expr: cst.BaseExpression, names: set[str]) -> bool:
+    while isinstance(expr, cst.Subscript):
+        expr = expr.value
+    return isinstance(expr, cst.Name) and expr.value in names
+
+
+def _contains_move_of(model: SemanticModel, value: cst.BaseExpression, name: str) -> bool:
+    """`value` is (or is a tuple holding) a CUDA move of the variable `name`."""
+    parts = [e.value for e in value.elements] if isinstance(value, cst.Tuple) else [value]
+    return any(
+        isinstance(p, cst.Call) and moves_to_cuda(model, p) and isinstance(p.func.value, cst.Name) and p.func.value.value == name
+        for p in parts
+    )
+
+
+def _has_modulo(expr: cst.CSTNode) -> bool:
+    class _Finder(cst.CSTVisitor):
+        found = False
+
+        def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+            if isinstance(node.operator, cst.Modulo):
+                self.found = True
+
+    finder = _Finder()
+    expr.visit(finder)
+    return finder.found
+
+
+def _returns_of(func: cst.FunctionDef) -> list[cst.Return]:
+    returns: list[cst.Return] = []
+
+    class _Returns(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is func
+
+        def visit_Lambda(self, node: cst.Lambda) -> bool:
+            return False
+
+        def visit_Return(self, node: cst.Return) -> None:
+            returns.append(node)
+
+    func.visit(_Returns())
+    return returns
+
+
+def _lower_bound(model: SemanticModel, expr: cst.BaseExpression) -> Optional[int]:
+    """A proven lower bound of an int expression built from literals, `min(...)` and `max(...)`."""
+    resolved = model.values.resolve(expr)
+    if resolved is not None:
+        value = resolved.value
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value in ("min", "max"):
+        if model.module_bindings(expr.func.value) or any(a.keyword or a.star for a in expr.args) or not expr.args:
+            return None
+        bounds = [_lower_bound(model, a.value) for a in expr.args]
+        if expr.func.value == "min":
+            return None if any(b is None for b in bounds) else min(bounds)  # type: ignore[type-var]
+        known = [b for b in bounds if b is not None]
+        return max(known) if known else None
+    return None
+
+
+class _BatchNames(cst.CSTVisitor):
+    """Names in a region that hold (parts of) a batch: `x, y = batch`, `inputs = batch[0]`,
+    `{k: v for k, v in batch.items()}`, `[t for t in batch]`."""
+
+    def __init__(self, names: set[str]) -> None:
+        self.names = names
+        self.changed = False
+
+    @classmethod
+    def collect(cls, region: cst.CSTNode, names: set[str]) -> set[str]:
+        for _ in range(4):
+            visitor = cls(names)
+            region.visit(visitor)
+            if not visitor.changed:
+                break
+        return names
+
+    def _add(self, target: cst.BaseExpression) -> None:
+        for name in _names([target]):
+            if name not in self.names:
+                self.names.add(name)
+                self.changed = True
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if _is_batch_part(node.value, self.names):
+            for target in node.targets:
+                self._add(target.target)
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        source = node.iter
+        if isinstance(source, cst.Call) and isinstance(source.func, cst.Attribute) and not source.args:
+            method = source.func.attr.value
+            if method in ("items", "values") and _is_batch_part(source.func.value, self.names):
+                target = node.target
+                if method == "items" and isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2:
+                    self._add(target.elements[1].value)
+                elif method == "values":
+                    self._add(target)
+                return
+        if _is_batch_part(source, self.names):
+            self._add(node.target)
+
+
+class _DivisionByAccumulation(cst.CSTVisitor):
+    """`loss / accum_steps`, `loss /= args.gradient_accumulation_steps`."""
+
+    def __init__(self) -> None:
+        self.found = False
+
+    @classmethod
+    def find(cls, node: cst.CSTNode) -> bool:
+        visitor = cls()
+        node.visit(visitor)
+        return visitor.found
+
+    def _check(self, divisor: cst.BaseExpression) -> None:
+        last = divisor.attr.value if isinstance(divisor, cst.Attribute) else divisor.value if isinstance(divisor, cst.Name) else ""
+        if _ACCUMULATION_NAME.search(last):
+            self.found = True
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if isinstance(node.operator, cst.Divide):
+            self._check(node.right)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        if isinstance(node.operator, cst.DivideAssign):
+            self._check(node.value)
+
+
+__all__ = ["EVAL", "TRAIN", "UNKNOWN", "BatchMove", "Iteration", "LoaderFlow", "LoaderInfo"]

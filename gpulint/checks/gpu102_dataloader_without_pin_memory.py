@@ -1,0 +1,73 @@
+"""GPU102 dataloader-without-pin-memory: batches go to CUDA from pageable memory, a blocking staged copy."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+
+from gpulint.analysis.dataloaders import produces_cuda_batches
+from gpulint.analysis.value_resolution import LITERAL
+from gpulint.checks.base import Rule
+from gpulint.diagnostics import Applicability, Diagnostic, Severity
+from gpulint.edits import replace_node, with_keyword_argument
+
+
+class DataLoaderWithoutPinMemory(Rule):
+    code = "GPU102"
+    name = "dataloader-without-pin-memory"
+    summary = "`DataLoader` batches are moved to CUDA but `pin_memory` is missing or False"
+    fix_applicability = Applicability.SAFE
+    requires = (r"DataLoader", r"cuda")
+
+    def check(self) -> Iterator[Diagnostic]:
+        model = self.model
+        flow = model.loader_flow
+        for info in flow.infos:
+            loader = info.loader
+            moves = [move for move in info.moves if move.iteration.loop is not None]  # a lone batch: no gain
+            if loader.has_unpacking or not moves or produces_cuda_batches(model, loader):
+                continue
+            arg = loader.argument("pin_memory")
+            resolved = None
+            if arg is not None:
+                resolved = model.values.resolve(arg.value)
+                if resolved is None or resolved.value is not False:
+                    continue
+            yield self._report(info, moves, resolved)
+
+    def _report(self, info, moves, resolved) -> Diagnostic:
+        model = self.model
+        flow = model.loader_flow
+        move = moves[0]
+        where = f"`{model.code(move.call)}` at line {model.line_of(move.call)}"
+        if resolved is None:
+            what = "`DataLoader` has no `pin_memory`"
+        elif resolved.origin == LITERAL:
+            what = "`DataLoader` uses `pin_memory=False`"
+        else:
+            what = f"`DataLoader` uses `pin_memory=False` ({resolved.describe(model)})"
+        message = f"{what} but its batches are copied to the GPU ({where}): pageable memory makes every copy block"
+        workers_positive, _ = flow.workers(info.loader)
+        if not workers_positive:
+            message += "; pinning pays off with `num_workers > 0` (GPU101)"
+        severity = Severity.WARNING if flow.feeds_training(info) else Severity.INFO
+        return self.diagnostic(info.loader.call, message, severity=severity, fix=self._fix(moves, resolved, workers_positive, info.loader.call))
+
+    def _fix(self, moves, resolved, workers_positive: bool, call: cst.Call):
+        model = self.model
+        if resolved is not None and resolved.origin != LITERAL:
+            return None  # a command-line flag or constant the user chose: editing it would change its meaning
+        torch_alias = next((local for local, full in model.imports.bindings.items() if full == "torch"), None)
+        if torch_alias is not None and model.loader_flow.device_chosen_at_run_time(moves):
+            value = f"{torch_alias}.cuda.is_available()"
+        else:
+            value = "True"
+        if resolved is None:
+            edit = replace_node(model, call, with_keyword_argument(call, "pin_memory", cst.parse_expression(value)))
+        else:
+            edit = replace_node(model, resolved.node, value)
+        # Unsafe without workers (pinning then runs synchronously in the training process) and when the
+        # user wrote `pin_memory=False` on purpose.
+        safe = workers_positive and resolved is None
+        return self.fix(f"Set `pin_memory={value}`", [edit], Applicability.SAFE if safe else Applicability.UNSAFE)

@@ -1,0 +1,147 @@
+"""GPU103 small-batch-size: a training `DataLoader` with batch size 1 (the default) or a small one."""
+
+from __future__ import annotations
+
+import re
+from typing import Iterator
+
+import libcst as cst
+
+from gpulint.analysis.dataloaders import ITERABLE_DATASET, dataset_class
+from gpulint.analysis.loader_flow import EVAL, TRAIN
+from gpulint.analysis.value_resolution import LITERAL
+from gpulint.checks.base import Option, Rule
+from gpulint.diagnostics import Applicability, Diagnostic, Severity
+from gpulint.edits import replace_node, with_keyword_argument
+
+_TEST_FILE = re.compile(r"(^|[/\\])(test_[^/\\]*|[^/\\]*_test|conftest)\.py$")
+_MEDICAL_IMAGING = frozenset({"monai", "nnunet", "nnunetv2", "torchio"})
+_SGD = ("torch.optim.SGD",)
+_ADAPTIVE = ("torch.optim.Adam", "torch.optim.AdamW", "torch.optim.Adamax", "torch.optim.NAdam", "torch.optim.RAdam")
+
+
+class SmallBatchSize(Rule):
+    code = "GPU103"
+    name = "small-batch-size"
+    summary = "Training `DataLoader` uses a small batch size (or the default of 1)"
+    fix_applicability = Applicability.UNSAFE
+    requires = (r"DataLoader", r"cuda")
+    options = (
+        Option("min-batch-size", 16, "Batch sizes below this are reported."),
+        Option("target-batch-size", 64, "The batch size the fix sets."),
+        Option("check-eval-loaders", False, "Also report loaders that only feed evaluation loops (as info)."),
+    )
+
+    @classmethod
+    def validate_options(cls, values: dict) -> None:
+        minimum = values.get("min-batch-size", 16)
+        target = values.get("target-batch-size", 64)
+        if minimum < 1 or target < 1:
+            raise ValueError("`min-batch-size` and `target-batch-size` must be positive")
+        if target < minimum:
+            raise ValueError("`target-batch-size` must not be below `min-batch-size`")
+
+    def check(self) -> Iterator[Diagnostic]:
+        model = self.model
+        if _TEST_FILE.search(model.path.replace("\\", "/")):
+            return
+        if any(isinstance(c.func, cst.Attribute) and c.func.attr.value == "from_pretrained" for c in model.calls):
+            return  # a pretrained (usually large) model: small batches can saturate the GPU by design
+        if _volumetric(model):
+            return  # 3D / whole-slide medical imaging: one sample is a volume or a bag of tiles (nnU-Net uses 2)
+        for info in model.loader_flow.infos:
+            resolved = self._small_batch(info)
+            if resolved is False:
+                continue
+            yield self._report(info, resolved)
+
+    def _small_batch(self, info):
+        """None when the batch size is missing (1), its ResolvedValue when small, False otherwise."""
+        model = self.model
+        flow = model.loader_flow
+        loader = info.loader
+        if loader.has_unpacking or loader.argument("batch_sampler") is not None:
+            return False
+        # Only a loop that visibly trains counts: `shuffle=True` alone also marks beam-search evaluation.
+        if info.role == TRAIN:
+            if any(it.loop is not None and flow.accumulates_gradients(it.loop) for it in info.iterations):
+                return False  # the effective batch is larger; accumulation is the memory-limited choice
+        elif not (self.settings["check-eval-loaders"] and info.role == EVAL):
+            return False
+        if _list_collate(model, loader.value("collate_fn")):
+            return False  # variable-sized samples (detection, segmentation): small batches by design
+        arg = loader.argument("batch_size")
+        if arg is None:
+            dataset = dataset_class(model, loader)
+            if dataset is not None and model.is_subclass_of(dataset.node.name.value, ITERABLE_DATASET):
+                return False  # an IterableDataset may yield whole batches
+            return None
+        resolved = model.values.resolve(arg.value)
+        if resolved is None or not isinstance(resolved.value, int) or isinstance(resolved.value, bool):
+            return False
+        if resolved.value >= self.settings["min-batch-size"] or resolved.value < 1:
+            return False
+        return resolved
+
+    def _report(self, info, resolved) -> Diagnostic:
+        model = self.model
+        minimum = self.settings["min-batch-size"]
+        if resolved is None:
+            what = "`DataLoader` has no `batch_size`, so every batch is a single sample"
+        else:
+            where = resolved.describe(model)
+            what = f"`DataLoader` uses `batch_size={resolved.value}`" + (f" ({where})" if where else "")
+            what += f", below {minimum}"
+        message = (
+            f"{what}: small batches leave the GPU idle between short kernels; raise it and "
+            f"{self._lr_advice()}, or use `torch.compile(mode=\"reduce-overhead\")` for a small model"
+        )
+        severity = Severity.WARNING if info.role == TRAIN else Severity.INFO
+        return self.diagnostic(info.loader.call, message, severity=severity, fix=self._fix(info, resolved))
+
+    def _lr_advice(self) -> str:
+        names = {self.model.call_name(c) for c in self.model.calls}
+        sgd, adaptive = any(n in names for n in _SGD), any(n in names for n in _ADAPTIVE)
+        if sgd and not adaptive:
+            return "scale the learning rate linearly with it (SGD, with warm-up)"
+        if adaptive and not sgd:
+            return "scale the learning rate by the square root of the factor (Adam)"
+        return "scale the learning rate with it (linearly for SGD, by the square root for Adam)"
+
+    def _fix(self, info, resolved):
+        model = self.model
+        target = self.settings["target-batch-size"]
+        call = info.loader.call
+        if resolved is None:
+            edit = replace_node(model, call, with_keyword_argument(call, "batch_size", cst.Integer(str(target))))
+            return self.fix(f"Set `batch_size={target}`", [edit], Applicability.UNSAFE)
+        if not isinstance(resolved.node, cst.Integer) or target <= resolved.value:
+            return None
+        edit = replace_node(model, resolved.node, str(target))
+        where = "" if resolved.origin == LITERAL else f" at the {resolved.describe(model)}"
+        return self.fix(f"Raise the batch size to {target}{where}", [edit], Applicability.UNSAFE)
+
+
+def _volumetric(model) -> bool:
+    """Medical-imaging frameworks, or 3D convolutions built in this module."""
+    if any(full.split(".")[0] in _MEDICAL_IMAGING for full in model.imports.bindings.values()):
+        return True
+    return any(model.call_name(c) == "torch.nn.Conv3d" for c in model.calls)
+
+
+def _list_collate(model, collate: cst.BaseExpression | None) -> bool:
+    """A `collate_fn` that keeps samples as lists (`tuple(zip(*batch))`, `lambda b: b`), or one defined
+    elsewhere (`utils.collate_fn` in detection references) that may."""
+    if collate is None:
+        return False
+    if isinstance(collate, cst.Name) and model.functions.get(collate.value):
+        return any("zip(*" in model.code(f).replace(" ", "") for f in model.functions[collate.value])
+    if isinstance(collate, (cst.Name, cst.Attribute)):
+        return model.qualified_name(collate) != "torch.utils.data.default_collate"
+    if isinstance(collate, cst.Lambda):
+        body = collate.body
+        params = [p.name.value for p in collate.params.params]
+        if isinstance(body, cst.Name) and body.value in params:
+            return True
+        return "zip(*" in model.code(body).replace(" ", "")
+    return False

@@ -1,0 +1,80 @@
+"""GPU104 dataloader-workers-not-persistent: worker processes are started again for every epoch."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+
+from gpulint.analysis.value_resolution import LITERAL
+from gpulint.checks.base import Rule
+from gpulint.diagnostics import Applicability, Diagnostic, Severity
+from gpulint.edits import replace_node, with_keyword_argument
+
+
+class DataLoaderWorkersNotPersistent(Rule):
+    code = "GPU104"
+    name = "dataloader-workers-not-persistent"
+    summary = "`DataLoader` with workers is iterated once per epoch without `persistent_workers=True`"
+    fix_applicability = Applicability.UNSAFE
+    requires = (r"DataLoader", r"cuda", r"num_workers")
+
+    def check(self) -> Iterator[Diagnostic]:
+        model = self.model
+        flow = model.loader_flow
+        for info in flow.infos:
+            loader = info.loader
+            workers_positive, _ = flow.workers(loader)
+            if loader.has_unpacking or not workers_positive:
+                continue
+            arg = loader.argument("persistent_workers")
+            if arg is not None:
+                resolved = model.values.resolve(arg.value)
+                if resolved is None or resolved.value is not False or resolved.origin != LITERAL:
+                    continue
+            for iteration in info.iterations:
+                outer = flow.epoch_loop(info, iteration)
+                if outer is not None and not self._dataset_changes_in(info, outer):
+                    yield self._report(info, outer, arg)
+                    break
+
+    def _dataset_changes_in(self, info, outer: cst.CSTNode) -> bool:
+        """A method call on the dataset (`set_epoch`, ...) or an attribute assignment to it inside the epoch
+        loop: persistent workers would keep their stale copy of the dataset."""
+        model = self.model
+        dataset = info.loader.value("dataset")
+        names = {model.code(dataset)} if isinstance(dataset, (cst.Name, cst.Attribute)) else set()
+        for call in model.calls:
+            func = call.func
+            if isinstance(func, cst.Attribute) and model.is_inside(call, outer):
+                receiver = model.code(func.value)
+                if receiver in names or receiver.endswith(".dataset"):
+                    return True
+        for node in model.attributes:
+            parent = model.parent.get(node)
+            is_target = isinstance(parent, cst.AssignTarget) or (isinstance(parent, (cst.AugAssign, cst.AnnAssign)) and parent.target is node)
+            if is_target and model.is_inside(node, outer):
+                receiver = model.code(node.value)
+                if receiver in names or receiver.endswith(".dataset"):
+                    return True
+        return False
+
+    def _report(self, info, outer, arg) -> Diagnostic:
+        model = self.model
+        flow = model.loader_flow
+        message = (
+            f"`DataLoader` workers are shut down and started again for every pass of the loop at line "
+            f"{model.line_of(outer)}; pass `persistent_workers=True` to keep them between epochs"
+        )
+        if flow.workers_from_command_line(info.loader):
+            value = f"{model.code(info.loader.value('num_workers'))} > 0"  # `--workers 0` must still work
+        else:
+            value = "True"
+        call = info.loader.call
+        if arg is None:
+            edit = replace_node(model, call, with_keyword_argument(call, "persistent_workers", cst.parse_expression(value)))
+        else:
+            edit = replace_node(model, arg.value, value)
+        severity = Severity.WARNING if flow.feeds_training(info) else Severity.INFO
+        fix = self.fix(f"Set `persistent_workers={value}`", [edit], Applicability.UNSAFE)
+        return self.diagnostic(call, message, severity=severity, fix=fix)

@@ -1,0 +1,61 @@
+"""GPU105 blocking-host-to-device-copy: a pinned batch copied without `non_blocking=True` stalls the host."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+
+from gpulint.analysis.dataloaders import produces_cuda_batches
+from gpulint.analysis.loader_flow import EVAL
+from gpulint.checks.base import Rule
+from gpulint.diagnostics import Applicability, Diagnostic, Severity
+from gpulint.edits import replace_node, with_keyword_argument
+
+# Positional arguments `.to(device, dtype)` / `.cuda(device)` may take before `non_blocking`.
+_MAX_POSITIONAL = {"to": 2, "cuda": 1}
+
+
+class BlockingHostToDeviceCopy(Rule):
+    code = "GPU105"
+    name = "blocking-host-to-device-copy"
+    summary = "A batch from a pinned `DataLoader` is copied to CUDA without `non_blocking=True`"
+    fix_applicability = Applicability.SAFE
+    requires = (r"DataLoader", r"cuda", r"pin_memory")
+
+    def check(self) -> Iterator[Diagnostic]:
+        model = self.model
+        flow = model.loader_flow
+        reported: set[int] = set()
+        for info in flow.infos:
+            loader = info.loader
+            if loader.has_unpacking or not flow.pinned(loader) or produces_cuda_batches(model, loader):
+                continue
+            custom_collate = loader.argument("collate_fn") is not None
+            for move in info.moves:
+                call = move.call
+                if id(call) in reported or move.iteration.loop is None or not self._can_add(call):
+                    continue
+                if move.whole_batch and custom_collate:
+                    continue  # a custom batch type's `.to()` may not accept `non_blocking`
+                reported.add(id(call))
+                eval_only = flow.iteration_role(move.iteration) == EVAL
+                yield self.diagnostic(
+                    call,
+                    f"`{model.code(call)}` copies a batch of a pinned `DataLoader` (line {model.line_of(loader.call)}) "
+                    "and blocks the host until the copy ends; pass `non_blocking=True` to overlap it with compute",
+                    severity=Severity.INFO if eval_only else Severity.WARNING,
+                    fix=self.fix(
+                        "Add `non_blocking=True`",
+                        [replace_node(model, call, with_keyword_argument(call, "non_blocking", cst.Name("True")))],
+                        Applicability.SAFE,
+                    ),
+                )
+
+    @staticmethod
+    def _can_add(call: cst.Call) -> bool:
+        if any(arg.star or (arg.keyword is not None and arg.keyword.value in ("non_blocking", "async")) for arg in call.args):
+            return False
+        assert isinstance(call.func, cst.Attribute)
+        positional = sum(1 for arg in call.args if arg.keyword is None)
+        return positional <= _MAX_POSITIONAL[call.func.attr.value]

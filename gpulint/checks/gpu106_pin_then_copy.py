@@ -1,0 +1,71 @@
+"""GPU106 pin-then-copy: `x.pin_memory().to(device)` pins on the critical path, then copies."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+
+from gpulint.analysis.devices import moves_to_cuda
+from gpulint.analysis.hot_loops import in_no_grad, trains
+from gpulint.checks.base import Rule
+from gpulint.diagnostics import Applicability, Diagnostic, Severity
+from gpulint.edits import replace_node
+
+_STREAM_CONTEXTS = frozenset({"torch.cuda.stream", "torch.cuda.StreamContext"})
+
+
+class PinThenCopy(Rule):
+    code = "GPU106"
+    name = "pin-then-copy"
+    summary = "`x.pin_memory().to(device)` in a hot loop: pinning first makes the copy slower"
+    fix_applicability = Applicability.SAFE
+    requires = (r"pin_memory\(\)", r"cuda")
+
+    def check(self) -> Iterator[Diagnostic]:
+        model = self.model
+        for call in model.calls:
+            if not moves_to_cuda(model, call):
+                continue
+            inner = call.func.value  # moves_to_cuda guarantees an Attribute
+            if not (isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute) and inner.func.attr.value == "pin_memory"):
+                continue
+            reached_from = self._hot_loops_reaching(call)
+            if not reached_from or self._on_side_stream(call):
+                continue
+            eval_only = all(in_no_grad(model, node) for node in reached_from)
+            edit = replace_node(model, inner, model.code(inner.func.value))
+            yield self.diagnostic(
+                call,
+                "`.pin_memory()` right before a copy to the GPU pins on the critical path and is usually slower "
+                "than copying directly; drop it, or pin off the critical path (`DataLoader(pin_memory=True)` "
+                "pins in a background thread)",
+                severity=Severity.INFO if eval_only else Severity.WARNING,
+                fix=self.fix("Remove `.pin_memory()`", [edit], Applicability.SAFE),
+            )
+
+    def _hot_loops_reaching(self, call: cst.Call) -> list[cst.CSTNode]:
+        """The hot loops around `call`, or else the calls (inside hot loops) of the function holding it.
+        A loop is hot when it trains or takes a loader's batches."""
+        model = self.model
+        loader_loops = {id(it.loop) for info in model.loader_flow.infos for it in info.iterations if it.loop is not None}
+
+        def hot(node: cst.CSTNode) -> bool:
+            return any(id(loop) in loader_loops or trains(model, loop) for loop in model.enclosing_loops(node))
+
+        if hot(call):
+            return [call]
+        func = model.enclosing_function(call)
+        if func is None:
+            return []
+        return [c for c in model.calls if isinstance(c.func, cst.Name) and c.func.value == func.name.value and hot(c)]
+
+    def _on_side_stream(self, call: cst.Call) -> bool:
+        """A prefetcher copying on its own stream needs the pinned source for the copy to overlap."""
+        for ancestor in self.model.ancestors(call):
+            if isinstance(ancestor, cst.With):
+                for item in ancestor.items:
+                    target = item.item.func if isinstance(item.item, cst.Call) else item.item
+                    if self.model.qualified_name(target) in _STREAM_CONTEXTS:
+                        return True
+        return False

@@ -1,0 +1,254 @@
+"""GPU102 dataloader-without-pin-memory."""
+
+from __future__ import annotations
+
+import textwrap
+
+from gpulint.diagnostics import Applicability, Severity
+from tests.conftest import diagnostics, findings, fixed
+
+ONLY = {"select": ("GPU102",)}
+
+
+def test_training_loader_whose_batches_go_to_cuda():
+    source = """\
+        import torch
+        from torch.utils.data import DataLoader
+
+        device = torch.device("cuda")
+        loader = DataLoader(ds, batch_size=64, shuffle=True, num_workers=4)
+        for x, y in loader:
+            x, y = x.to(device), y.to(device)
+            model(x, y).backward()
+    """
+    assert findings(source, **ONLY) == ["5:10 GPU102"]
+    [d] = diagnostics(source, **ONLY)
+    assert d.severity == Severity.WARNING
+    assert d.fix.applicability == Applicability.SAFE
+    assert "`x.to(device)` at line 7" in d.message
+    assert fixed(source, unsafe=False, **ONLY) == textwrap.dedent(source).replace(
+        "num_workers=4)", "num_workers=4, pin_memory=True)"
+    )
+
+
+def test_device_chosen_at_run_time_pins_only_with_cuda():
+    source = """\
+        import torch
+        from torch.utils.data import DataLoader
+
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+
+
+        def train(ds, model):
+            loader = DataLoader(
+                ds,
+                batch_size=64,
+                num_workers=2,
+            )
+            for batch in loader:
+                model(batch.to(device)).sum().backward()
+    """
+    assert findings(source, **ONLY) == ["8:14 GPU102"]
+    assert fixed(source, unsafe=False, **ONLY) == textwrap.dedent(source).replace(
+        "num_workers=2,\n", "num_workers=2,\n        pin_memory=torch.cuda.is_available(),\n"
+    )
+
+
+def test_without_workers_the_fix_is_unsafe_and_the_message_says_why():
+    source = """\
+        import torch
+        from torch.utils.data import DataLoader
+
+        loader = DataLoader(ds, batch_size=64)
+        for x in loader:
+            model(x.cuda()).sum().backward()
+    """
+    [d] = diagnostics(source, **ONLY)
+    assert d.fix.applicability == Applicability.UNSAFE
+    assert "num_workers > 0" in d.message
+    assert fixed(source, unsafe=False, **ONLY) == textwrap.dedent(source)
+    assert "pin_memory=True)" in fixed(source, unsafe=True, **ONLY)
+
+
+def test_explicit_false_is_reported_with_an_unsafe_fix():
+    source = """\
+        import torch
+        from torch.utils.data import DataLoader
+
+        loader = DataLoader(ds, batch_size=64, num_workers=4, pin_memory=False)
+        for x in loader:
+            model(x.cuda()).sum().backward()
+    """
+    [d] = diagnostics(source, **ONLY)
+    assert d.fix.applicability == Applicability.UNSAFE
+    assert "pin_memory=True)" in fixed(source, **ONLY)
+
+
+def test_false_from_a_command_line_flag_is_reported_without_fix():
+    source = """\
+        import argparse
+        import torch
+        from torch.utils.data import DataLoader
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--pin-memory", action="store_true", default=False)
+        args = parser.parse_args()
+        loader = DataLoader(ds, batch_size=64, num_workers=4, pin_memory=args.pin_memory)
+        for x in loader:
+            model(x.cuda()).sum().backward()
+    """
+    [d] = diagnostics(source, **ONLY)
+    assert "argparse default at train.py:6" in d.message
+    assert d.fix is None
+
+
+def test_eval_loader_is_info():
+    source = """\
+        import torch
+        from torch.utils.data import DataLoader
+
+        loader = DataLoader(ds, batch_size=256, num_workers=4)
+        model.eval()
+        for x in loader:
+            model(x.cuda())
+    """
+    [d] = diagnostics(source, **ONLY)
+    assert d.severity == Severity.INFO
+
+
+def test_loader_passed_to_a_training_function():
+    source = """\
+        import torch
+        from torch.utils.data import DataLoader
+
+        def train(model, loader, device):
+            for batch in loader:
+                model(batch["x"].to(device)).sum().backward()
+
+        def main():
+            train(model, DataLoader(ds, batch_size=64, num_workers=4), torch.device("cuda"))
+    """
+    assert findings(source, **ONLY) == ["9:18 GPU102"]
+
+
+def test_fix_is_idempotent():
+    source = """\
+        import torch
+        from torch.utils.data import DataLoader
+
+        loader = DataLoader(ds, batch_size=64, num_workers=4)
+        for x in loader:
+            model(x.cuda()).sum().backward()
+    """
+    once = fixed(source, **ONLY)
+    assert fixed(once, **ONLY) == once
+    assert findings(once, **ONLY) == []
+
+
+# ---- no finding expected ---------------------------------------------------------------------------
+
+
+def test_no_gpu_context_cpu_or_mps_project():
+    assert findings("""\
+        import torch
+        from torch.utils.data import DataLoader
+
+        device = torch.device("mps")
+        loader = DataLoader(ds, batch_size=64, num_workers=4)
+        for x in loader:
+            model(x.to(device)).sum().backward()
+    """, **ONLY) == []
+
+
+def test_batches_moved_inside_the_model_or_by_accelerate():
+    assert findings("""\
+        import torch
+        from torch.utils.data import DataLoader
+
+        model = Net().cuda()
+        loader = DataLoader(ds, batch_size=64, num_workers=4)
+        loader = accelerator.prepare(loader)
+        for x in loader:
+            model(x).sum().backward()
+        other = DataLoader(ds, batch_size=64, num_workers=4)
+        for x in other:
+            model(x).sum().backward()
+    """, **ONLY) == []
+
+
+def test_dataset_already_on_the_gpu():
+    assert findings("""\
+        import torch
+        from torch.utils.data import DataLoader, TensorDataset
+
+        ds = TensorDataset(torch.randn(100, 3).cuda())
+        loader = DataLoader(ds, batch_size=64, num_workers=4)
+        for (x,) in loader:
+            model(x.cuda()).sum().backward()
+    """, **ONLY) == []
+
+
+def test_collate_fn_that_moves_to_cuda():
+    assert findings("""\
+        import torch
+        from torch.utils.data import DataLoader
+
+        def collate(samples):
+            return torch.stack(samples).to("cuda")
+
+        loader = DataLoader(ds, batch_size=64, collate_fn=collate)
+        for x in loader:
+            model(x.cuda()).sum().backward()
+    """, **ONLY) == []
+
+
+def test_already_pinned_or_unknown():
+    assert findings("""\
+        import torch
+        from torch.utils.data import DataLoader
+
+        a = DataLoader(ds, batch_size=64, num_workers=4, pin_memory=True)
+        b = DataLoader(ds, batch_size=64, num_workers=4, pin_memory=cfg.pin)
+        c = DataLoader(ds, **loader_kwargs)
+        for loader in (a, b, c):
+            pass
+        for x in a:
+            x.cuda()
+        for x in b:
+            x.cuda()
+        for x in c:
+            x.cuda()
+    """, **ONLY) == []
+
+
+def test_other_libraries_dataloader():
+    assert findings("""\
+        import torch
+        from torch_geometric.loader import DataLoader
+
+        loader = DataLoader(ds, batch_size=64)
+        for data in loader:
+            model(data.to("cuda")).sum().backward()
+    """, **ONLY) == []
+
+
+def test_single_debug_batch_outside_a_loop():
+    assert findings("""\
+        import torch
+        from torch.utils.data import DataLoader
+
+        loader = DataLoader(ds, batch_size=64, num_workers=4)
+        x = next(iter(loader))
+        print(model(x.cuda()))
+    """, **ONLY) == []
+
+
+def test_noqa_is_honoured():
+    assert findings("""\
+        import torch
+        from torch.utils.data import DataLoader
+
+        loader = DataLoader(ds, batch_size=64, num_workers=4)  # noqa: GPU102 -- host RAM is tight
+        for x in loader:
+            model(x.cuda()).sum().backward()
+    """, **ONLY) == []

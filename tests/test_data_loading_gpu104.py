@@ -1,0 +1,197 @@
+"""GPU104 dataloader-workers-not-persistent."""
+
+from __future__ import annotations
+
+import textwrap
+
+from gpulint.diagnostics import Applicability, Severity
+from tests.conftest import diagnostics, findings, fixed
+
+ONLY = {"select": ("GPU104",)}
+
+
+def test_loader_with_workers_iterated_in_an_epoch_loop():
+    source = """\
+        import torch
+        from torch.utils.data import DataLoader
+
+        loader = DataLoader(ds, batch_size=64, shuffle=True, num_workers=4)
+        for epoch in range(10):
+            for x in loader:
+                model(x.cuda()).sum().backward()
+    """
+    assert findings(source, **ONLY) == ["4:10 GPU104"]
+    [d] = diagnostics(source, **ONLY)
+    assert d.severity == Severity.WARNING and d.fix.applicability == Applicability.UNSAFE
+    assert "loop at line 5" in d.message
+    assert fixed(source, unsafe=False, **ONLY) == textwrap.dedent(source)
+    assert fixed(source, **ONLY) == textwrap.dedent(source).replace(
+        "num_workers=4)", "num_workers=4, persistent_workers=True)"
+    )
+
+
+def test_epoch_loop_around_the_call_that_passes_the_loader():
+    source = """\
+        import argparse
+        import torch
+        from torch.utils.data import DataLoader
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--workers", type=int, default=4)
+        args = parser.parse_args()
+
+        def validate(model, loader):
+            with torch.no_grad():
+                for x in loader:
+                    model(x.cuda())
+
+        def main():
+            val_loader = DataLoader(ds, batch_size=64, num_workers=args.workers)
+            for epoch in range(10):
+                validate(model, val_loader)
+    """
+    assert findings(source, **ONLY) == ["15:18 GPU104"]
+    [d] = diagnostics(source, **ONLY)
+    assert d.severity == Severity.INFO  # an evaluation loader
+    # `--workers 0` must keep working: the value follows the option.
+    assert "num_workers=args.workers, persistent_workers=args.workers > 0)" in fixed(source, **ONLY)
+    # Without a resolvable worker count there is nothing to say.
+    assert findings(source.replace("default=4", "default=None"), **ONLY) == []
+
+
+def test_explicit_false_literal_is_replaced():
+    source = """\
+        import torch
+        from torch.utils.data import DataLoader
+
+        loader = DataLoader(ds, batch_size=64, num_workers=4, persistent_workers=False)
+        while True:
+            for x in loader:
+                model(x.cuda()).sum().backward()
+    """
+    assert findings(source, **ONLY) == ["4:10 GPU104"]
+    assert "persistent_workers=True)" in fixed(source, **ONLY)
+
+
+def test_fix_is_idempotent():
+    source = """\
+        import torch
+        from torch.utils.data import DataLoader
+
+        loader = DataLoader(ds, batch_size=64, num_workers=4)
+        for epoch in range(3):
+            for x in loader:
+                x.cuda()
+    """
+    once = fixed(source, **ONLY)
+    assert fixed(once, **ONLY) == once and findings(once, **ONLY) == []
+
+
+# ---- no finding expected ---------------------------------------------------------------------------
+
+
+def test_no_workers_or_unknown_workers():
+    for workers in ("", ", num_workers=0", ", num_workers=cfg.workers", ", **kwargs"):
+        assert findings(f"""\
+            import torch
+            from torch.utils.data import DataLoader
+
+            loader = DataLoader(ds, batch_size=64{workers})
+            for epoch in range(3):
+                for x in loader:
+                    x.cuda()
+        """, **ONLY) == [], workers
+
+
+def test_iterated_once():
+    assert findings("""\
+        import torch
+        from torch.utils.data import DataLoader
+
+        loader = DataLoader(ds, batch_size=64, num_workers=4)
+        for x in loader:
+            x.cuda()
+    """, **ONLY) == []
+
+
+def test_new_loader_every_epoch():
+    assert findings("""\
+        import torch
+        from torch.utils.data import DataLoader
+
+        for epoch in range(3):
+            loader = DataLoader(make_dataset(epoch), batch_size=64, num_workers=4)
+            for x in loader:
+                x.cuda()
+    """, **ONLY) == []
+
+
+def test_dataset_changes_between_epochs():
+    assert findings("""\
+        import torch
+        from torch.utils.data import DataLoader
+
+        loader = DataLoader(train_ds, batch_size=64, num_workers=4)
+        for epoch in range(3):
+            train_ds.set_epoch(epoch)
+            for x in loader:
+                x.cuda()
+    """, **ONLY) == []
+    assert findings("""\
+        import torch
+        from torch.utils.data import DataLoader
+
+        loader = DataLoader(train_ds, batch_size=64, num_workers=4)
+        for epoch in range(3):
+            loader.dataset.transform = schedule[epoch]
+            for x in loader:
+                x.cuda()
+    """, **ONLY) == []
+
+
+def test_already_persistent():
+    assert findings("""\
+        import torch
+        from torch.utils.data import DataLoader
+
+        loader = DataLoader(ds, batch_size=64, num_workers=4, persistent_workers=True)
+        for epoch in range(3):
+            for x in loader:
+                x.cuda()
+    """, **ONLY) == []
+
+
+def test_module_level_loader_read_as_a_global_in_per_epoch_functions():
+    # kuangliu/pytorch-cifar main.py: `def train(epoch): for ... in trainloader` called from the epoch loop.
+    source = """\
+        import torch
+
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        trainloader = torch.utils.data.DataLoader(trainset, batch_size=128, shuffle=True, num_workers=2)
+
+        def train(epoch):
+            for inputs, targets in trainloader:
+                inputs, targets = inputs.to(device), targets.to(device)
+                net(inputs).sum().backward()
+
+        for epoch in range(200):
+            train(epoch)
+    """
+    assert findings(source, select=("GPU102", "GPU104")) == ["4:15 GPU102", "4:15 GPU104"]
+    [d] = diagnostics(source, select=("GPU104",))
+    assert d.severity == Severity.WARNING
+
+
+def test_sampler_set_epoch_does_not_change_the_dataset():
+    # DistributedSampler.set_epoch runs in the main process: persistent workers still see the new order.
+    source = """\
+        import torch
+        from torch.utils.data import DataLoader
+
+        loader = DataLoader(train_ds, batch_size=64, sampler=sampler, num_workers=4)
+        for epoch in range(3):
+            sampler.set_epoch(epoch)
+            for x in loader:
+                x.cuda()
+    """
+    assert findings(source, **ONLY) == ["4:10 GPU104"]
