@@ -1,0 +1,200 @@
+"""Reads and writes of names and attributes in source order: which write a read sees, what a loop assigns.
+
+Keys are the dotted text of a name or attribute (`loss`, `self.next_input`). The analysis is textual and
+flow-insensitive inside a statement list: a read sees the last write before it in the same scope, or, when
+there is none, the writes a loop carries around to it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Iterator, Optional
+
+import libcst as cst
+
+from gpulint.analysis.imports import dotted_name
+
+if TYPE_CHECKING:
+    from gpulint.analysis.model import Loop, SemanticModel
+
+
+@dataclass(frozen=True)
+class Write:
+    key: str
+    target: cst.BaseExpression  # the Name/Attribute written
+    statement: cst.CSTNode  # Assign, AnnAssign, AugAssign, For, NamedExpr, With, Param
+    value: Optional[cst.BaseExpression]  # the expression assigned to exactly this target, when known
+
+    @property
+    def is_augmented(self) -> bool:
+        return isinstance(self.statement, cst.AugAssign)
+
+
+def _key(node: cst.BaseExpression) -> str | None:
+    return dotted_name(node)
+
+
+class _Walker(cst.CSTVisitor):
+    def __init__(self, flow: DataFlow) -> None:
+        self.flow = flow
+        self.counter = 0
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        self.flow.order[node] = self.counter
+        self.counter += 1
+        flow = self.flow
+        if isinstance(node, cst.Assign):
+            for target in node.targets:
+                flow._record(target.target, node, node.value)
+        elif isinstance(node, cst.AnnAssign):
+            flow._record(node.target, node, node.value)
+        elif isinstance(node, cst.AugAssign):
+            flow._record(node.target, node, node.value)
+        elif isinstance(node, cst.For):
+            flow._record(node.target, node, None)
+        elif isinstance(node, cst.NamedExpr):
+            flow._record(node.target, node, node.value)
+        elif isinstance(node, cst.WithItem) and node.asname is not None:
+            flow._record(node.asname.name, node, None)
+        elif isinstance(node, (cst.Name, cst.Attribute)):
+            flow._maybe_read(node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self.flow.end[original_node] = self.counter
+
+
+class DataFlow:
+    def __init__(self, model: SemanticModel) -> None:
+        self.model = model
+        self.order: dict[cst.CSTNode, int] = {}
+        self.end: dict[cst.CSTNode, int] = {}
+        self.writes: dict[str, list[Write]] = {}
+        self.reads: dict[str, list[cst.BaseExpression]] = {}
+        self.item_writes: dict[str, list[cst.CSTNode]] = {}  # `x[...] = v`, `x[...] += v`
+        self._targets: set[int] = set()
+        model.module.visit(_Walker(self))
+
+    # ---- collection ---------------------------------------------------------------------------
+
+    def _record(self, target: cst.BaseExpression, statement: cst.CSTNode, value: cst.BaseExpression | None) -> None:
+        if isinstance(target, (cst.Tuple, cst.List)):
+            values: list[cst.BaseExpression | None] = [None] * len(target.elements)
+            if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(target.elements):
+                if not any(isinstance(e, cst.StarredElement) for e in (*value.elements, *target.elements)):
+                    values = [e.value for e in value.elements]
+            for element, element_value in zip(target.elements, values):
+                inner = element.value if not isinstance(element, cst.StarredElement) else element
+                self._record(inner.value if isinstance(inner, cst.StarredElement) else inner, statement, element_value)
+            return
+        if isinstance(target, cst.Subscript):
+            key = _key(target.value)
+            if key is not None:
+                self.item_writes.setdefault(key, []).append(statement)
+            return
+        key = _key(target)
+        if key is None:
+            return
+        self._targets.add(id(target))
+        if isinstance(target, cst.Attribute):
+            self._targets.add(id(target.value))  # `self` in `self.x = ...` is not a read of `self.x`
+        self.writes.setdefault(key, []).append(Write(key, target, statement, value))
+
+    def _maybe_read(self, node: cst.BaseExpression) -> None:
+        if id(node) in self._targets:
+            return
+        parent = self.model.parent.get(node)
+        if isinstance(parent, cst.Attribute) and parent.attr is node:
+            return
+        if isinstance(node, cst.Name) and isinstance(
+            parent, (cst.Arg, cst.Param, cst.FunctionDef, cst.ClassDef, cst.ImportAlias, cst.AsName, cst.Attribute, cst.Global, cst.Nonlocal)
+        ):
+            if not (isinstance(parent, cst.Arg) and parent.value is node) and not (
+                isinstance(parent, cst.Attribute) and parent.value is node
+            ):
+                return
+        key = _key(node)
+        if key is not None:
+            self.reads.setdefault(key, []).append(node)
+
+    # ---- order --------------------------------------------------------------------------------
+
+    def before(self, a: cst.CSTNode, b: cst.CSTNode) -> bool:
+        """`a` ends before `b` starts in the source."""
+        return self.end[a] <= self.order[b]
+
+    def inside(self, node: cst.CSTNode, container: cst.CSTNode) -> bool:
+        return self.order[container] <= self.order[node] < self.end[container]
+
+    # ---- queries ------------------------------------------------------------------------------
+
+    def _function_of(self, node: cst.CSTNode) -> cst.CSTNode:
+        return self.model.scope_of(node)
+
+    def writes_in_scope(self, key: str, scope: cst.CSTNode) -> list[Write]:
+        return [w for w in self.writes.get(key, ()) if self.model.scope_of(w.target) is scope]
+
+    def reaching_writes(self, key: str, at: cst.CSTNode) -> list[Write]:
+        """The writes of `key` a read at `at` may see: the last one before it in its scope, else loop-carried
+        ones, else (for a name not written in its function) the module's, else (for `self.x`) the class's."""
+        model = self.model
+        scope = model.scope_of(at)
+        local = self.writes_in_scope(key, scope)
+        earlier = [w for w in local if self.before(w.statement, at) or (isinstance(w.statement, cst.For) and self.inside(at, w.statement))]
+        if earlier:
+            return [max(earlier, key=lambda w: self.order[w.statement])]
+        carried = [w for w in local if any(self.inside(w.statement, loop) for loop in model.enclosing_loops(at))]
+        if carried:
+            return carried
+        if local:
+            return []
+        if "." not in key:
+            if scope is not model.module and self._is_parameter(key, scope):
+                return []
+            return self.writes_in_scope(key, model.module)
+        cls = self.enclosing_class(at)
+        if cls is not None and key.startswith("self."):
+            return [w for w in self.writes.get(key, ()) if self.inside(w.statement, cls)]
+        return []
+
+    def _is_parameter(self, key: str, scope: cst.CSTNode) -> bool:
+        return any(isinstance(b, cst.Param) for b in self.model.bindings.get((id(scope), key), ()))
+
+    def enclosing_class(self, node: cst.CSTNode) -> cst.ClassDef | None:
+        for ancestor in self.model.ancestors(node):
+            if isinstance(ancestor, cst.ClassDef):
+                return ancestor
+        return None
+
+    def reads_in(self, key: str, container: cst.CSTNode) -> list[cst.BaseExpression]:
+        return [r for r in self.reads.get(key, ()) if self.inside(r, container)]
+
+    def assigned_in(self, key: str, node: cst.CSTNode) -> bool:
+        """`key` is written (or is a loop target) anywhere inside `node`; `x.attr = ...` counts for `x`."""
+        for written, writes in self.writes.items():
+            if written == key or written.startswith(key + ".") or key.startswith(written + "."):
+                if any(self.inside(w.statement, node) for w in writes):
+                    return True
+        return False
+
+    def mutated_in(self, key: str, node: cst.CSTNode) -> bool:
+        """Written, item-assigned, or changed by an in-place method (`x.add_(...)`) inside `node`."""
+        if self.assigned_in(key, node):
+            return True
+        if any(self.inside(s, node) for s in self.item_writes.get(key, ())):
+            return True
+        for call in self.model.calls:
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value.endswith("_") and not func.attr.value.startswith("_"):
+                if _key(func.value) == key and self.inside(call, node):
+                    return True
+        return False
+
+    def calls_between(self, start: cst.CSTNode, stop: cst.CSTNode, scope: cst.CSTNode) -> Iterator[cst.Call]:
+        """Calls in `scope` that start after `start` ends and end before `stop` starts."""
+        for call in self.model.calls:
+            if self.end[start] <= self.order[call] and self.end[call] <= self.order[stop] and self.model.scope_of(call) is scope:
+                yield call
+
+    def loop_assigns(self, loop: Loop) -> set[str]:
+        return {key for key, writes in self.writes.items() if any(self.inside(w.statement, loop) for w in writes)}
