@@ -224,3 +224,12 @@ def module_alias(model: SemanticModel, module_name: str) -> tuple[str, Edit | No
         if qualified == module_name:
             return local, None
     return module_name, add_import(model, module_name)
+
+
+def device_argument(device: cst.BaseExpression | None) -> cst.BaseExpression:
+    """The `device=` value equivalent to `.cuda(device)`: `"cuda"` for `.cuda()`, `"cuda:1"` for `.cuda(1)`."""
+    if device is None:
+        return cst.SimpleString('"cuda"')
+    if isinstance(device, cst.Integer):
+        return cst.SimpleString(f'"cuda:{device.evaluated_value}"')
+    return device

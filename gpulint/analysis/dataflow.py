@@ -198,3 +198,26 @@ class DataFlow:
 
     def loop_assigns(self, loop: Loop) -> set[str]:
         return {key for key, writes in self.writes.items() if any(self.inside(w.statement, loop) for w in writes)}
+
+    def dominates(self, statement: cst.CSTNode, node: cst.CSTNode) -> bool:
+        """`statement` always runs before `node`: it comes first in a statement list that contains `node`
+        (not in a branch beside it), in the same scope."""
+        model = self.model
+        block = model.parent.get(statement)
+        return (
+            block is not None
+            and self.before(statement, node)
+            and model.is_inside(node, block)
+            and model.scope_of(statement) is model.scope_of(node)
+        )
+
+    def runs_every_iteration(self, node: cst.CSTNode, loop: cst.CSTNode) -> bool:
+        """No branch, handler or inner loop between `node` and `loop`: it runs each time the loop body does."""
+        for ancestor in self.model.ancestors(node):
+            if ancestor is loop:
+                return True
+            if isinstance(ancestor, (cst.If, cst.Else, cst.Try, cst.ExceptHandler, cst.Finally, cst.For, cst.While, cst.Match, cst.IfExp, cst.BooleanOperation)):
+                return False
+            if isinstance(ancestor, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                return False
+        return False

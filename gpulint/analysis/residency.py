@@ -12,12 +12,14 @@ misfire on a Python number returned by a helper (`float(x)`, `if x:`) ask for CE
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
 from gpulint.analysis.dataflow import Write
-from gpulint.analysis.hot_loops import in_no_grad, trains
+from gpulint.analysis.hot_loops import _is_training_step, in_no_grad, trains
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.value_resolution import literal_value
 
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
 NONE, LIKELY, CERTAIN = 0, 1, 2
 
 CUDA, CPU, OTHER = "cuda", "cpu", "other"
+TRAIN, EPOCH, EVAL = "training", "epoch", "evaluation"
 _OTHER_DEVICES = ("mps", "xpu", "meta", "npu", "hpu", "xla", "ipu", "privateuseone")
 _DEVICE_NAME = re.compile(r"(^|_)(device|dev|cuda|gpu)$|^(cuda|gpu)(_|$)")
 
@@ -76,6 +79,7 @@ class Residency:
         self.flow = model.dataflow
         self._levels: dict[cst.CSTNode, int] = {}
         self._modules: dict[cst.CSTNode, bool] = {}
+        self._roles: dict[cst.CSTNode, Optional[str]] = {}
 
     # ---- devices ------------------------------------------------------------------------------
 
@@ -367,7 +371,8 @@ class Residency:
             if name.startswith("torch.") and name not in _TORCH_HOST_FUNCTIONS and not name.startswith("torch.cuda."):
                 if self.is_module(call):
                     return NONE
-                return self._args_level(call)
+                # A torch function given a tensor returns a tensor, even when the input went through a helper.
+                return CERTAIN if self._args_level(call) else NONE
             if "." in name:  # another library: numpy, math, time, ...
                 return NONE
         if isinstance(func, cst.Name):
@@ -428,21 +433,120 @@ class Residency:
             return self.is_host(expr.left) and self.is_host(expr.right)
         return False
 
+    # ---- host syncs ---------------------------------------------------------------------------
+
+    @cached_property
+    def host_syncs(self) -> list[HostSync]:
+        """Every expression that makes the host wait for the GPU: `.item()`, `.cpu()`, `.tolist()`,
+        `.numpy()`, `.to("cpu")` of a GPU tensor; `float()` / `int()` / `bool()`, `print()` or f-string
+        formatting, and `if` / `while` / `assert` tests of a tensor that is surely on the GPU."""
+        model = self.model
+        found: list[HostSync] = []
+        for call in model.calls:
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value in ("item", "tolist", "numpy", "cpu", "to"):
+                method = func.attr.value
+                receiver = func.value
+                if method == "to":
+                    move = self.move(call)
+                    if move is None or move[0] != CPU or any(
+                        a.keyword is not None and a.keyword.value == "non_blocking" for a in call.args
+                    ):
+                        continue
+                    kind = f"`.to({model.code(move[1])})`" if move[1] is not None else "`.to(...)`"
+                elif method == "cpu" and call.args:
+                    continue
+                else:
+                    kind = f"`.{method}()`"
+                if isinstance(receiver, cst.Call) and self._syncs_itself(receiver):
+                    continue  # `x.cpu().numpy()`: the `.cpu()` is the sync
+                if self.is_gpu(receiver) and not self.is_module(receiver):
+                    found.append(HostSync(call, kind, receiver))
+            elif isinstance(func, cst.Name) and func.value in ("float", "int", "bool", "print", "str", "repr"):
+                if model.bindings_of(func.value, call):
+                    continue
+                for arg in call.args:
+                    if arg.keyword is None and not arg.star and self.is_gpu(arg.value, certain=True):
+                        kind = "`print()` of a GPU tensor" if func.value == "print" else f"`{func.value}()` of a GPU tensor"
+                        found.append(HostSync(call, kind, arg.value))
+                        break
+        for node, kind in self._tests_and_formats():
+            expr = node.expression if isinstance(node, cst.FormattedStringExpression) else node
+            if self._test_is_gpu(expr):
+                found.append(HostSync(node, kind, expr))
+        return found
+
+    def _syncs_itself(self, call: cst.Call) -> bool:
+        func = call.func
+        return isinstance(func, cst.Attribute) and func.attr.value in ("cpu", "item", "tolist") and self.is_gpu(func.value)
+
+    def _test_is_gpu(self, expr: cst.BaseExpression) -> bool:
+        if isinstance(expr, cst.BooleanOperation):
+            return self._test_is_gpu(expr.left) or self._test_is_gpu(expr.right)
+        if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
+            return self._test_is_gpu(expr.expression)
+        if isinstance(expr, cst.Comparison) and any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in expr.comparisons):
+            return False
+        return self.is_gpu(expr, certain=True)
+
+    def _tests_and_formats(self) -> list[tuple[cst.CSTNode, str]]:
+        found: list[tuple[cst.CSTNode, str]] = []
+
+        class _Collect(cst.CSTVisitor):
+            def visit_If(self, node: cst.If) -> None:
+                found.append((node.test, "a Python `if` on a GPU tensor"))
+
+            def visit_While(self, node: cst.While) -> None:
+                found.append((node.test, "a `while` condition on a GPU tensor"))
+
+            def visit_Assert(self, node: cst.Assert) -> None:
+                found.append((node.test, "an `assert` on a GPU tensor"))
+
+            def visit_FormattedStringExpression(self, node: cst.FormattedStringExpression) -> None:
+                found.append((node, "formatting a GPU tensor in an f-string"))
+
+        self.model.module.visit(_Collect())
+        return found
+
     # ---- loop context -------------------------------------------------------------------------
 
-    def step_loop(self, node: cst.CSTNode) -> tuple[Optional[Loop], bool]:
-        """(the loop around `node` that runs once per step, whether it trains), inside `node`'s function.
+    def step_loop(self, node: cst.CSTNode) -> tuple[Optional[Loop], Optional[str]]:
+        """The loop around `node` (inside its function) that decides how often `node` runs, and its role:
+        TRAIN (one training step per iteration: a backward pass or an optimizer step, directly or through a
+        function of this module), EPOCH (each iteration runs a whole training loop), EVAL (runs a GPU
+        module or iterates a DataLoader without training), or (None, None)."""
+        for loop in self.model.enclosing_loops(node):
+            role = self.loop_role(loop)
+            if role is not None:
+                return loop, role
+        return None, None
 
-        A loop trains when it runs a backward pass or an optimizer step (directly or via this module's
-        functions); otherwise it is an evaluation loop when it runs a GPU module or a DataLoader."""
-        loops = self.model.enclosing_loops(node)
-        for loop in loops:
-            if trains(self.model, loop) and not in_no_grad(self.model, loop):
-                return loop, True
-        for loop in loops:
-            if self._runs_model(loop):
-                return loop, False
-        return None, False
+    def loop_role(self, loop: Loop) -> Optional[str]:
+        if loop in self._roles:
+            return self._roles[loop]
+        model = self.model
+        roles = set()
+        for call in model.calls:
+            if not model.is_inside(call, loop):
+                continue
+            nested = model.enclosing_loops(call)[:1] != [loop]
+            if _is_training_step(model, call):
+                roles.add(EPOCH if nested else TRAIN)
+            elif isinstance(call.func, cst.Name):
+                for func in model.functions.get(call.func.value, []):
+                    if trains(model, func):
+                        has_loop = any(model.is_inside(inner, func) and trains(model, inner) for inner in model.loops)
+                        roles.add(EPOCH if nested or has_loop else TRAIN)
+        if TRAIN in roles and not in_no_grad(model, loop):
+            role: Optional[str] = TRAIN
+        elif EPOCH in roles:
+            role = EPOCH
+        elif self._runs_model(loop):
+            role = EVAL
+        else:
+            role = None
+        self._roles[loop] = role
+        return role
 
     def _runs_model(self, loop: Loop) -> bool:
         model = self.model
@@ -520,6 +624,13 @@ class Residency:
             if isinstance(call.func, cst.Attribute) and call.func.attr.value == "elapsed_time":
                 return True
         return False
+
+
+@dataclass(frozen=True)
+class HostSync:
+    node: cst.CSTNode  # the call, test or f-string part that syncs
+    kind: str  # how it syncs, for messages: "`.item()`", "a Python `if` on a GPU tensor"
+    value: cst.BaseExpression  # the GPU tensor it reads
 
 
 def _returns(func: cst.FunctionDef) -> list[cst.Return]:
