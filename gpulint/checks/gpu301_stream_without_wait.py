@@ -14,7 +14,7 @@ class StreamWithoutWait(Rule):
     name = "stream-without-wait"
     summary = "`with torch.cuda.stream(s):` reads GPU values from the current stream without `s.wait_stream(...)` first"
     fix_applicability = Applicability.SAFE
-    requires = (r"stream",)
+    requires = (r"[Ss]tream",)
     default_severity = Severity.ERROR
 
     def check(self) -> Iterator[Diagnostic]:

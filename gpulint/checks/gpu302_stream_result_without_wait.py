@@ -17,7 +17,7 @@ class StreamResultWithoutWait(Rule):
     name = "stream-result-without-wait"
     summary = "A value produced on a side stream is read without `torch.cuda.current_stream().wait_stream(s)`"
     fix_applicability = Applicability.SAFE
-    requires = (r"stream",)
+    requires = (r"[Ss]tream",)
     default_severity = Severity.ERROR
 
     def check(self) -> Iterator[Diagnostic]:
@@ -26,6 +26,12 @@ class StreamResultWithoutWait(Rule):
             stream = model.code(block.stream)
             torch, import_edit = module_alias(model, "torch")
             wait = f"{torch}.cuda.current_stream().wait_stream({stream})"
+            # One wait covers every output read in the same function: all fixes insert it before the first read.
+            first_read = {}
+            for output in block.unsynced_outputs:
+                scope = model.scope_of(output.read)
+                if scope not in first_read or model.dataflow.order[output.read] < model.dataflow.order[first_read[scope]]:
+                    first_read[scope] = output.read
             for output in block.unsynced_outputs:
                 line = model.line_of(block.node)
                 if output.key == GRADIENTS:
@@ -42,7 +48,7 @@ class StreamResultWithoutWait(Rule):
                         f"`{output.key}.record_stream(torch.cuda.current_stream())` (or keep it alive until "
                         f"`{stream}` is synced) before the allocator can reuse its memory"
                     )
-                edit = self._wait_edit(block, output.read, wait)
+                edit = self._wait_edit(block, first_read[model.scope_of(output.read)], wait)
                 fix = self.fix(f"Insert `{wait}` before the first use", [edit, *([import_edit] if import_edit else [])], Applicability.SAFE)
                 yield self.diagnostic(output.read, message, fix=fix)
 
