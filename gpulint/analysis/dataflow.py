@@ -24,6 +24,7 @@ class Write:
     target: cst.BaseExpression  # the Name/Attribute written
     statement: cst.CSTNode  # Assign, AnnAssign, AugAssign, For, NamedExpr, With, Param
     value: Optional[cst.BaseExpression]  # the expression assigned to exactly this target, when known
+    source: Optional[cst.BaseExpression] = None  # `model(x)` in `out, feats = model(x)`: what it unpacks
 
     @property
     def is_augmented(self) -> bool:
@@ -77,15 +78,27 @@ class DataFlow:
 
     # ---- collection ---------------------------------------------------------------------------
 
-    def _record(self, target: cst.BaseExpression, statement: cst.CSTNode, value: cst.BaseExpression | None) -> None:
+    def _record(
+        self,
+        target: cst.BaseExpression,
+        statement: cst.CSTNode,
+        value: cst.BaseExpression | None,
+        source: cst.BaseExpression | None = None,
+    ) -> None:
         if isinstance(target, (cst.Tuple, cst.List)):
             values: list[cst.BaseExpression | None] = [None] * len(target.elements)
+            unpacked = value if not isinstance(statement, cst.For) else None
             if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(target.elements):
                 if not any(isinstance(e, cst.StarredElement) for e in (*value.elements, *target.elements)):
                     values = [e.value for e in value.elements]
             for element, element_value in zip(target.elements, values):
                 inner = element.value if not isinstance(element, cst.StarredElement) else element
-                self._record(inner.value if isinstance(inner, cst.StarredElement) else inner, statement, element_value)
+                self._record(
+                    inner.value if isinstance(inner, cst.StarredElement) else inner,
+                    statement,
+                    element_value,
+                    None if element_value is not None else unpacked,
+                )
             return
         if isinstance(target, cst.Subscript):
             key = _key(target.value)
@@ -98,7 +111,7 @@ class DataFlow:
         self._targets.add(id(target))
         if isinstance(target, cst.Attribute):
             self._targets.add(id(target.value))  # `self` in `self.x = ...` is not a read of `self.x`
-        self.writes.setdefault(key, []).append(Write(key, target, statement, value))
+        self.writes.setdefault(key, []).append(Write(key, target, statement, value, source))
 
     def _maybe_read(self, node: cst.BaseExpression) -> None:
         if id(node) in self._targets:
@@ -142,7 +155,14 @@ class DataFlow:
         local = self.writes_in_scope(key, scope)
         earlier = [w for w in local if self.before(w.statement, at) or (isinstance(w.statement, cst.For) and self.inside(at, w.statement))]
         if earlier:
-            return [max(earlier, key=lambda w: self.order[w.statement])]
+            # The last write, and the ones before it back to a write that surely runs before `at`
+            # (`if c: x = a` / `else: x = b`: both may reach).
+            reaching = []
+            for write in sorted(earlier, key=lambda w: self.order[w.statement], reverse=True):
+                reaching.append(write)
+                if isinstance(write.statement, cst.For) or self._surely_runs_before(write.statement, at):
+                    break
+            return reaching
         carried = [w for w in local if any(self.inside(w.statement, loop) for loop in model.enclosing_loops(at))]
         if carried:
             return carried
@@ -156,6 +176,16 @@ class DataFlow:
         if cls is not None and key.startswith("self."):
             return [w for w in self.writes.get(key, ()) if self.inside(w.statement, cls)]
         return []
+
+    def _surely_runs_before(self, statement: cst.CSTNode, at: cst.CSTNode) -> bool:
+        """No `if`/`try`/loop branch sits between `statement` and the block it shares with `at`."""
+        model = self.model
+        for ancestor in model.ancestors(statement):
+            if model.is_inside(at, ancestor):
+                return True
+            if isinstance(ancestor, (cst.If, cst.Else, cst.Try, cst.ExceptHandler, cst.Finally, cst.For, cst.While, cst.Match)):
+                return False
+        return True
 
     def _is_parameter(self, key: str, scope: cst.CSTNode) -> bool:
         return any(isinstance(b, cst.Param) for b in self.model.bindings.get((id(scope), key), ()))

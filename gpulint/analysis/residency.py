@@ -345,7 +345,8 @@ class Residency:
 
     def _write_level(self, write: Write) -> int:
         if write.value is None:
-            return NONE
+            # `out, feats = model(x)`: the parts of what a GPU module returns are on the GPU too.
+            return min(self.level(write.source), LIKELY) if write.source is not None else NONE
         level = self.level(write.value)
         if write.is_augmented:
             # `total += loss`: a tensor if either side is (the earlier value of `total` is seen before it).

@@ -218,7 +218,7 @@ class StreamAnalysis:
                 continue
             if self._in_block_on(write.statement, block.key, blocks):
                 continue
-            value = write.value
+            value = write.value if write.value is not None else write.source
             if value is None or write.is_augmented and not residency.is_gpu(value):
                 continue
             if residency.is_host(value) or residency.is_module(value) or self.is_stream(value) or self.is_event(value):
