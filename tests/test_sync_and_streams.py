@@ -359,6 +359,51 @@ def test_gpu303_once_per_epoch_and_after_the_loop_is_fine():
     assert only(source, "GPU303") == []
 
 
+def test_gpu303_module_moved_to_the_cpu_is_not_a_tensor_sync():
+    # pytorch/examples distributed/rpc/batch: the parameter server needs the gradients on the CPU
+    source = textwrap.dedent("""\
+        import torch
+
+
+        def train(ps, loader, loss_fn):
+            m = ps.get_model().cuda()
+            for inputs, labels in loader:
+                loss_fn(m(inputs.cuda()), labels.cuda()).backward()
+                m = ps.update([p.grad for p in m.cpu().parameters()]).cuda()
+    """)
+    assert only(source, "GPU303") == []
+
+
+def test_gpu303_module_moved_at_module_level_and_batches_from_a_helper():
+    # karpathy/nanoGPT train.py: `model.to(device)` at module level, `get_batch` returns GPU tensors
+    source = textwrap.dedent("""\
+        import torch
+
+        device = "cuda"
+        model = GPT(config)
+        model.to(device)
+
+
+        def get_batch(split):
+            x, y = load(split)
+            return x.to(device), y.to(device)
+
+
+        @torch.no_grad()
+        def estimate_loss(iters):
+            model.eval()
+            losses = torch.zeros(iters)
+            for k in range(iters):
+                X, Y = get_batch("val")
+                logits, loss = model(X, Y)
+                losses[k] = loss.item()
+            return losses.mean()
+    """)
+    assert only(source, "GPU303") == ["20:21 GPU303"]
+    [d] = diagnostics(source, select=("GPU303",))
+    assert d.severity.value == "info"
+
+
 # ---- GPU304 synchronize-in-loop ---------------------------------------------------------------------
 
 
@@ -398,13 +443,18 @@ def test_gpu305_every_step_is_deleted_by_the_unsafe_fix():
     assert fix(source, "GPU305", unsafe=True) == train_with("")
 
 
+STEP = "import torch\nfor x in loader:\n    model(x.cuda()).sum().backward()\n    opt.step()\n"
+
+
 def test_gpu305_only_statement_becomes_pass():
-    source = "import torch\nfor x in items:\n    torch.cuda.empty_cache()\n"
-    assert fix(source, "GPU305", unsafe=True) == "import torch\nfor x in items:\n    pass\n"
-    source = "import torch\nfor x in items:\n    if x: torch.cuda.empty_cache()\n"
-    assert fix(source, "GPU305", unsafe=True) == "import torch\nfor x in items:\n    if x: pass\n"
-    source = "import torch\nfor x in items:\n    f(x); torch.cuda.empty_cache()\n"
-    assert fix(source, "GPU305", unsafe=True) == "import torch\nfor x in items:\n    f(x)\n"
+    source = STEP + "    if x is None:\n        torch.cuda.empty_cache()\n"
+    assert fix(source, "GPU305", unsafe=True) == STEP + "    if x is None:\n        pass\n"
+    source = STEP + "    if x is None: torch.cuda.empty_cache()\n"
+    assert fix(source, "GPU305", unsafe=True) == STEP + "    if x is None: pass\n"
+    source = STEP + "    f(x); torch.cuda.empty_cache()\n"
+    assert fix(source, "GPU305", unsafe=True) == STEP + "    f(x)\n"
+    source = STEP + "    torch.cuda.empty_cache(); f(x)\n"
+    assert fix(source, "GPU305", unsafe=True) == STEP + "    f(x)\n"
 
 
 def test_gpu305_under_a_cadence_or_per_epoch_is_info():
@@ -422,6 +472,10 @@ def test_gpu305_under_a_cadence_or_per_epoch_is_info():
         "import torch\nfor x in loader:\n    try:\n        step(x)\n    except torch.cuda.OutOfMemoryError:\n        torch.cuda.empty_cache()\n",
         "import torch\nfor x in loader:\n    try:\n        step(x)\n    finally:\n        torch.cuda.empty_cache()\n",
         "import torch\ntrain()\ntorch.cuda.empty_cache()\nevaluate()\n",
+        # a loop over models or configurations: phase boundaries
+        "import torch\nfor name in names:\n    run(name)\n    torch.cuda.empty_cache()\n",
+        # retry after an out-of-memory error with a smaller batch (timm's benchmark.py)
+        "import torch\nwhile batch_size:\n    try:\n        torch.cuda.empty_cache()\n        return bench(batch_size)\n    except RuntimeError:\n        batch_size //= 2\n",
     ],
 )
 def test_gpu305_no_finding_expected(source):

@@ -249,7 +249,16 @@ class Residency:
         cls = self.flow.enclosing_class(at) if key.startswith("self.") else None
         for call in self.model.calls:
             func = call.func
-            if not isinstance(func, cst.Attribute) or dotted_name(func.value) != key:
+            if not isinstance(func, cst.Attribute):
+                continue
+            receiver = func.value
+            if func.attr.value in _MODULE_METHODS:
+                # `m.cpu().parameters()`: look through the methods that return the module itself
+                while isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute) and (
+                    receiver.func.attr.value in _SELF_RETURNING_MODULE_METHODS
+                ):
+                    receiver = receiver.func.value
+            if dotted_name(receiver) != key:
                 continue
             if cls is not None:
                 if not self.flow.inside(call, cls):
@@ -280,13 +289,15 @@ class Residency:
         for write in self.flow.reaching_writes(key, expr):
             if isinstance(write.value, cst.Call) and self._moved_call(write.value):
                 return True
-        scope = self.model.scope_of(expr)
+        # Moved in place where it is used, or where it is defined (a module-level `model.to(device)` of a
+        # model that functions use).
+        scopes = {id(self.model.scope_of(expr))} | {id(self.model.scope_of(w.statement)) for w in self.flow.reaching_writes(key, expr)}
         cls = self.flow.enclosing_class(expr) if key.startswith("self.") else None
         for call in self.model.calls:
             if isinstance(call.func, cst.Attribute) and dotted_name(call.func.value) == key and self.is_discarded_move(call):
                 m = self.move(call)
                 if m is not None and m[0] == CUDA and (
-                    self.flow.inside(call, cls) if cls is not None else self.model.scope_of(call) is scope
+                    self.flow.inside(call, cls) if cls is not None else id(self.model.scope_of(call)) in scopes
                 ):
                     return True
         return False
@@ -397,8 +408,27 @@ class Residency:
             return CERTAIN if self.is_gpu_module(func) else self._args_level(call)
         if isinstance(func, cst.Name) and self._returns_host(func.value):
             return NONE
+        if isinstance(func, cst.Name) and not model.bindings_of(func.value, call) or (
+            isinstance(func, cst.Name) and func.value in model.functions
+        ):
+            returned = self._returns_level(func.value)
+            if returned:
+                return returned
         # A callable gpulint cannot see, given a GPU tensor: most likely returns one.
         return min(self._args_level(call), LIKELY)
+
+    def _returns_level(self, function_name: str) -> int:
+        """A function of this module whose every `return` gives GPU tensors (`return x.to(device), y.to(device)`)."""
+        functions = self.model.functions.get(function_name, [])
+        levels = []
+        for func in functions:
+            for ret in _returns(func):
+                value = ret.value
+                if value is None:
+                    return NONE
+                elements = [e.value for e in value.elements] if isinstance(value, cst.Tuple) else [value]
+                levels.extend(self.level(e) for e in elements)
+        return min(levels, default=NONE)
 
     def _returns_host(self, function_name: str) -> bool:
         functions = self.model.functions.get(function_name, [])
@@ -413,8 +443,10 @@ class Residency:
     def is_host(self, expr: cst.BaseExpression) -> bool:
         """Clearly not a GPU tensor: a literal, a Python number from `.item()`, a CPU tensor."""
         ok, _ = literal_value(expr)
-        if ok or isinstance(expr, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString, cst.List, cst.Dict, cst.Tuple, cst.Set)):
+        if ok or isinstance(expr, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString, cst.Dict)):
             return True
+        if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
+            return all(not isinstance(e, cst.StarredElement) and self.is_host(e.value) for e in expr.elements)
         if isinstance(expr, cst.Call):
             func = expr.func
             if isinstance(func, cst.Name) and func.value in _HOST_BUILTINS:

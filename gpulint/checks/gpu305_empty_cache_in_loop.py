@@ -28,12 +28,13 @@ class EmptyCacheInLoop(Rule):
             if model.call_name(call) not in EMPTY_CACHE or not model.enclosing_loops(call):
                 continue
             loop, role = residency.step_loop(call)
-            loop = loop or model.enclosing_loops(call)[0]
+            if loop is None:
+                continue  # a loop over models, configurations or out-of-memory retries: a phase boundary
             guard = residency.rate_limit_guard(call, loop)
             if isinstance(guard, (cst.ExceptHandler, cst.Try, cst.Finally)):
                 continue  # recovering from an out-of-memory error, or cleaning up
             every_step = role in (TRAIN, EVAL) and guard is None
-            how_often = f"every iteration of the {role} loop" if every_step else "inside a loop"
+            how_often = f"every iteration of the {role} loop" if every_step else f"inside the {role} loop"
             message = (
                 f"`{model.code(call)}` {how_often} (line {model.line_of(loop)}) synchronizes the device and hands "
                 "the cached memory back, so the next iteration pays `cudaMalloc` again; it does not give PyTorch "
