@@ -480,3 +480,39 @@ def test_gpu305_under_a_cadence_or_per_epoch_is_info():
 )
 def test_gpu305_no_finding_expected(source):
     assert only(source, "GPU305") == []
+
+
+def test_training_step_hidden_in_a_loss_scaler_is_still_training():
+    # facebookresearch/mae engine_finetune.py: backward and step happen inside `loss_scaler(...)`
+    source = textwrap.dedent("""\
+        import torch
+
+
+        def train_one_epoch(model, criterion, loader, optimizer, loss_scaler, device):
+            for samples, targets in loader:
+                outputs = model(samples.to(device, non_blocking=True))
+                loss = criterion(outputs, targets.to(device, non_blocking=True))
+                loss_value = loss.item()
+                loss_scaler(loss, optimizer, parameters=model.parameters())
+                optimizer.zero_grad()
+                torch.cuda.synchronize()
+    """)
+    assert findings(source, select=("GPU303", "GPU304")) == ["8:22 GPU303", "11:9 GPU304"]
+    assert {d.severity.value for d in diagnostics(source, select=("GPU303", "GPU304"))} == {"warning"}
+
+
+def test_argparse_opt_is_not_an_optimizer():
+    # pytorch/examples dcgan: `opt = parser.parse_args()` is passed around in evaluation code
+    source = textwrap.dedent("""\
+        import argparse
+        import torch
+
+        parser = argparse.ArgumentParser()
+        opt = parser.parse_args()
+        model = torch.nn.Linear(2, 2).cuda()
+        for x in loader:
+            out = model(x.cuda())
+            report(out.sum().item(), opt)
+    """)
+    [d] = diagnostics(source, select=("GPU303",))
+    assert d.severity.value == "info"

@@ -66,6 +66,7 @@ _TIMERS = frozenset({
     "time.time", "time.perf_counter", "time.monotonic", "time.process_time", "time.perf_counter_ns", "time.time_ns",
     "time.monotonic_ns", "timeit.default_timer",
 })  # fmt: skip
+_OPTIMIZER = re.compile(r"(self\.)?((\w*_)?optim(izer)?\w*|opt(_\w+|[A-Z]\w*)?)")
 _RATE_NAME = re.compile(
     r"(log|print|display|report|eval|val|save|ckpt|checkpoint|summary|sample)\w*_?(step|every|interval|freq|iter|period)"
     r"|should_(log|print|report|eval|save)|is_(log|logging|print|report|eval|last)\w*|^(log|logging|verbose)_?now$",
@@ -563,7 +564,7 @@ class Residency:
             if not model.is_inside(call, loop):
                 continue
             nested = model.enclosing_loops(call)[:1] != [loop]
-            if _is_training_step(model, call):
+            if self._is_training_step(call):
                 roles.add(EPOCH if nested else TRAIN)
             elif isinstance(call.func, cst.Name):
                 for func in model.functions.get(call.func.value, []):
@@ -580,6 +581,20 @@ class Residency:
             role = None
         self._roles[loop] = role
         return role
+
+    def _is_training_step(self, call: cst.Call) -> bool:
+        """`loss.backward()`, `optimizer.step()`, `optimizer.zero_grad()`, or a call handed the optimizer
+        (`loss_scaler(loss, optimizer, ...)`, `amp.scale_loss(loss, optimizer)`)."""
+        model = self.model
+        if _is_training_step(model, call):
+            return True
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "zero_grad" and _OPTIMIZER.search(model.code(func.value)):
+            return True
+        return any(
+            not a.star and _OPTIMIZER.fullmatch(model.code(a.value)) and model.code(a.value) not in model.values.parse_args_names
+            for a in call.args
+        )
 
     def _runs_model(self, loop: Loop) -> bool:
         model = self.model
