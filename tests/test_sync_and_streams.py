@@ -100,6 +100,8 @@ def test_gpu301_with_stream_object_and_torch_alias():
         "g = torch.cuda.CUDAGraph()\nA = torch.ones(3, device='cuda') * 2\nwith torch.cuda.graph(g):\n    B = A.sum()\n",
         # Python numbers, modules, values produced in the block itself
         "s = torch.cuda.Stream()\nn = 3\nmodel = torch.nn.Linear(3, 3).cuda()\nwith torch.cuda.stream(s):\n    x = torch.ones(n, device='cuda')\n    y = model(x) * n\n",
+        # a bare allocation queues no work to wait for (a reused device buffer filled on the side stream)
+        "s = torch.cuda.Stream()\nbuf = torch.empty(8, device='cuda')\nfor i in range(3):\n    with torch.cuda.stream(s):\n        buf.copy_(src, non_blocking=True)\n        buf.mul_(2.0)\n",
         # produced on the same stream in an earlier block
         "s = torch.cuda.Stream()\nwith torch.cuda.stream(s):\n    A = torch.ones(3, device='cuda') * 2\nwith torch.cuda.stream(s):\n    B = A.sum()\n",
     ],

@@ -227,6 +227,8 @@ class StreamAnalysis:
                 continue
             if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value in ("next", "iter", "getattr"):
                 continue
+            if isinstance(value, cst.Call) and residency.factory(value) in ("empty", "empty_like", "empty_strided"):
+                continue  # a bare allocation queues no kernel: there is nothing to wait for
             if any(self._waits_for_current(c, block.key) and not self._in_block_on(c, block.key, blocks)
                    for c in flow.calls_between(write.statement, block.node, scope)):  # fmt: skip
                 continue
