@@ -35,34 +35,10 @@ def _key(node: cst.BaseExpression) -> str | None:
     return dotted_name(node)
 
 
-class _Walker(cst.CSTVisitor):
-    def __init__(self, flow: DataFlow) -> None:
-        self.flow = flow
-        self.counter = 0
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        self.flow.order[node] = self.counter
-        self.counter += 1
-        flow = self.flow
-        if isinstance(node, cst.Assign):
-            for target in node.targets:
-                flow._record(target.target, node, node.value)
-        elif isinstance(node, cst.AnnAssign):
-            flow._record(node.target, node, node.value)
-        elif isinstance(node, cst.AugAssign):
-            flow._record(node.target, node, node.value)
-        elif isinstance(node, cst.For):
-            flow._record(node.target, node, None)
-        elif isinstance(node, cst.NamedExpr):
-            flow._record(node.target, node, node.value)
-        elif isinstance(node, cst.WithItem) and node.asname is not None:
-            flow._record(node.asname.name, node, None)
-        elif isinstance(node, (cst.Name, cst.Attribute)):
-            flow._maybe_read(node)
-        return True
-
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        self.flow.end[original_node] = self.counter
+_INTERESTING = frozenset({
+    cst.Name, cst.Attribute, cst.Assign, cst.AnnAssign, cst.AugAssign, cst.For, cst.NamedExpr, cst.WithItem,
+    cst.FormattedStringExpression, cst.Call, cst.If, cst.While, cst.Assert,
+})  # fmt: skip
 
 
 class DataFlow:
@@ -73,8 +49,53 @@ class DataFlow:
         self.writes: dict[str, list[Write]] = {}
         self.reads: dict[str, list[cst.BaseExpression]] = {}
         self.item_writes: dict[str, list[cst.CSTNode]] = {}  # `x[...] = v`, `x[...] += v`
+        self.conditions: list[cst.CSTNode] = []  # `if` / `while` / `assert` statements
+        self.formatted: list[cst.FormattedStringExpression] = []  # `{x}` in f-strings
+        self.method_calls: dict[str, list[cst.Call]] = {}  # receiver key -> `<receiver>.method(...)` calls
         self._targets: set[int] = set()
-        model.module.visit(_Walker(self))
+        self._index(model)
+
+    def _index(self, model: SemanticModel) -> None:
+        """One pass over the model's parent map, which the collector filled in source (pre-)order."""
+        order, end = self.order, self.end
+        order[model.module] = 0
+        nodes = [model.module, *model.parent]
+        interesting = _INTERESTING
+        for i, node in enumerate(nodes):
+            order[node] = i
+            end[node] = i + 1
+            kind = type(node)
+            if kind not in interesting:
+                continue
+            if kind is cst.Name or kind is cst.Attribute:
+                self._maybe_read(node)
+                continue
+            if kind is cst.Assign:
+                for target in node.targets:
+                    self._record(target.target, node, node.value)
+            elif kind is cst.AnnAssign or kind is cst.AugAssign:
+                self._record(node.target, node, node.value)
+            elif kind is cst.For:
+                self._record(node.target, node, None)
+            elif kind is cst.NamedExpr:
+                self._record(node.target, node, node.value)
+            elif kind is cst.WithItem:
+                if node.asname is not None:
+                    self._record(node.asname.name, node, None)
+            elif kind is cst.FormattedStringExpression:
+                self.formatted.append(node)
+            elif kind is cst.Call:
+                if isinstance(node.func, cst.Attribute):
+                    key = _key(node.func.value)
+                    if key is not None:
+                        self.method_calls.setdefault(key, []).append(node)
+            else:
+                self.conditions.append(node)  # If, While, Assert
+        parent = model.parent
+        for node in reversed(nodes):
+            up = parent.get(node)
+            if up is not None and end[node] > end[up]:
+                end[up] = end[node]
 
     # ---- collection ---------------------------------------------------------------------------
 

@@ -246,30 +246,27 @@ class Residency:
         return bool(returns) and all(self.is_module(r.value, depth + 1) for r in returns)
 
     def _used_as_module(self, key: str, at: cst.CSTNode) -> bool:
-        scope = self.model.scope_of(at)
+        model = self.model
+        scope = model.scope_of(at)
         cls = self.flow.enclosing_class(at) if key.startswith("self.") else None
-        for call in self.model.calls:
-            func = call.func
-            if not isinstance(func, cst.Attribute):
-                continue
-            receiver = func.value
-            if func.attr.value in _MODULE_METHODS:
-                # `m.cpu().parameters()`: look through the methods that return the module itself
-                while isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute) and (
-                    receiver.func.attr.value in _SELF_RETURNING_MODULE_METHODS
-                ):
-                    receiver = receiver.func.value
-            if dotted_name(receiver) != key:
-                continue
+        for call in self.flow.method_calls.get(key, ()):
             if cls is not None:
                 if not self.flow.inside(call, cls):
                     continue
-            elif self.model.scope_of(call) is not scope:
+            elif model.scope_of(call) is not scope:
                 continue
-            if func.attr.value in _MODULE_METHODS:
+            if call.func.attr.value in _MODULE_METHODS or self.is_discarded_move(call):
                 return True
-            if self.is_discarded_move(call):
-                return True
+            # `m.cpu().parameters()`: look through the methods that return the module itself
+            outer = call
+            while outer.func.attr.value in _SELF_RETURNING_MODULE_METHODS:
+                attribute = model.parent.get(outer)
+                grand = model.parent.get(attribute) if attribute is not None else None
+                if not (isinstance(attribute, cst.Attribute) and isinstance(grand, cst.Call) and grand.func is attribute):
+                    break
+                if attribute.attr.value in _MODULE_METHODS:
+                    return True
+                outer = grand
         return False
 
     def is_discarded_move(self, call: cst.Call) -> bool:
@@ -294,8 +291,8 @@ class Residency:
         # model that functions use).
         scopes = {id(self.model.scope_of(expr))} | {id(self.model.scope_of(w.statement)) for w in self.flow.reaching_writes(key, expr)}
         cls = self.flow.enclosing_class(expr) if key.startswith("self.") else None
-        for call in self.model.calls:
-            if isinstance(call.func, cst.Attribute) and dotted_name(call.func.value) == key and self.is_discarded_move(call):
+        for call in self.flow.method_calls.get(key, ()):
+            if self.is_discarded_move(call):
                 m = self.move(call)
                 if m is not None and m[0] == CUDA and (
                     self.flow.inside(call, cls) if cls is not None else id(self.model.scope_of(call)) in scopes
@@ -524,22 +521,9 @@ class Residency:
         return self.is_gpu(expr, certain=True)
 
     def _tests_and_formats(self) -> list[tuple[cst.CSTNode, str]]:
-        found: list[tuple[cst.CSTNode, str]] = []
-
-        class _Collect(cst.CSTVisitor):
-            def visit_If(self, node: cst.If) -> None:
-                found.append((node.test, "a Python `if` on a GPU tensor"))
-
-            def visit_While(self, node: cst.While) -> None:
-                found.append((node.test, "a `while` condition on a GPU tensor"))
-
-            def visit_Assert(self, node: cst.Assert) -> None:
-                found.append((node.test, "an `assert` on a GPU tensor"))
-
-            def visit_FormattedStringExpression(self, node: cst.FormattedStringExpression) -> None:
-                found.append((node, "formatting a GPU tensor in an f-string"))
-
-        self.model.module.visit(_Collect())
+        kinds = {cst.If: "a Python `if` on a GPU tensor", cst.While: "a `while` condition on a GPU tensor", cst.Assert: "an `assert` on a GPU tensor"}
+        found: list[tuple[cst.CSTNode, str]] = [(node.test, kinds[type(node)]) for node in self.flow.conditions]
+        found.extend((node, "formatting a GPU tensor in an f-string") for node in self.flow.formatted)
         return found
 
     # ---- loop context -------------------------------------------------------------------------
@@ -561,7 +545,7 @@ class Residency:
         model = self.model
         roles = set()
         for call in model.calls:
-            if not model.is_inside(call, loop):
+            if not self.flow.inside(call, loop):
                 continue
             nested = model.enclosing_loops(call)[:1] != [loop]
             if self._is_training_step(call):
@@ -681,7 +665,13 @@ class HostSync:
     value: cst.BaseExpression  # the GPU tensor it reads
 
 
+_RETURNS: dict[int, tuple[cst.FunctionDef, list[cst.Return]]] = {}
+
+
 def _returns(func: cst.FunctionDef) -> list[cst.Return]:
+    cached = _RETURNS.get(id(func))
+    if cached is not None and cached[0] is func:
+        return cached[1]
     found: list[cst.Return] = []
 
     class _Collect(cst.CSTVisitor):
@@ -695,6 +685,9 @@ def _returns(func: cst.FunctionDef) -> list[cst.Return]:
             found.append(node)
 
     func.visit(_Collect())
+    if len(_RETURNS) > 4096:
+        _RETURNS.clear()
+    _RETURNS[id(func)] = (func, found)
     return found
 
 
