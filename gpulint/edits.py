@@ -226,3 +226,121 @@ def add_torch_setting(model: SemanticModel, template: str) -> Edit | None:
         return code.startswith((f"{torch}.backends.", f"{torch}.set_float32_matmul_precision("))
 
     return add_statement_after_imports(model, template.format(torch=torch), joins=joins)
+
+
+# ---- statements: insert a new line, delete one --------------------------------------------------
+
+
+def _statement_line(model: SemanticModel, node: cst.CSTNode) -> cst.CSTNode | None:
+    """The SimpleStatementLine or compound statement `node` is, or is the only small statement of."""
+    if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+        return node
+    parent = model.parent.get(node)
+    if isinstance(node, cst.BaseSmallStatement) and isinstance(parent, cst.SimpleStatementLine):
+        return parent
+    return None
+
+
+def _indentation(model: SemanticModel, statement: cst.CSTNode) -> str | None:
+    """The whitespace before a statement that starts its own line; None when it shares its line."""
+    start = model.range(statement).start
+    prefix = model.lines[start.line - 1][: start.column]
+    return prefix if prefix.strip() == "" else None
+
+
+def _owns_lines(model: SemanticModel, statement: cst.CSTNode) -> bool:
+    """The statement starts its line and sits in an indented block or the module (not `if x: stmt`)."""
+    parent = model.parent.get(statement)
+    return isinstance(parent, (cst.IndentedBlock, cst.Module)) and _indentation(model, statement) is not None
+
+
+def insert_statement_before(model: SemanticModel, statement: cst.CSTNode, code: str) -> Edit | None:
+    """A new line `code` just above `statement` (after any comment lines above it), at its indentation."""
+    statement = _statement_line(model, statement)
+    if statement is None or not _owns_lines(model, statement):
+        return None
+    indent = _indentation(model, statement)
+    row = model.range(statement).start.line
+    return Edit(Location(row, 1), Location(row, 1), f"{indent}{code}{model.module.default_newline}")
+
+
+def insert_statement_after(model: SemanticModel, statement: cst.CSTNode, code: str) -> Edit | None:
+    """A new line `code` just below `statement` (below a whole block for a compound statement), at its
+    indentation."""
+    statement = _statement_line(model, statement)
+    if statement is None or not _owns_lines(model, statement):
+        return None
+    indent = _indentation(model, statement)
+    newline = model.module.default_newline
+    end_row = model.range(statement).end.line
+    if end_row < len(model.lines):
+        return Edit(Location(end_row + 1, 1), Location(end_row + 1, 1), f"{indent}{code}{newline}")
+    at = Location(end_row, len(model.lines[end_row - 1]) + 1)
+    return Edit(at, at, f"{newline}{indent}{code}")
+
+
+def delete_statement(model: SemanticModel, node: cst.CSTNode) -> Edit | None:
+    """Remove a statement (with its line and trailing comment); `pass` when it was its block's only one."""
+    small = node if isinstance(node, cst.BaseSmallStatement) else None
+    if isinstance(node, cst.SimpleStatementLine) and len(node.body) == 1:
+        small = node.body[0]
+    if small is None:
+        return None
+    parent = model.parent.get(small)
+    if isinstance(parent, cst.SimpleStatementSuite) or (isinstance(parent, cst.SimpleStatementLine) and len(parent.body) > 1):
+        # `if x: a(); b()` or `a(); b()`: remove just this small statement (and its separator).
+        siblings = list(parent.body)
+        if len(siblings) == 1:
+            return replace_node(model, small, "pass")
+        index = next(i for i, s in enumerate(siblings) if s is small)
+        span = model.range(small)
+        if index + 1 < len(siblings):
+            end = model.range(siblings[index + 1]).start
+        else:
+            start = model.range(siblings[index - 1]).end
+            return Edit(Location(start.line, start.column + 1), Location(span.end.line, span.end.column + 1), "")
+        return Edit(Location(span.start.line, span.start.column + 1), Location(end.line, end.column + 1), "")
+    line = parent
+    block = model.parent.get(line)
+    if not isinstance(line, cst.SimpleStatementLine) or not _owns_lines(model, line):
+        return None
+    if isinstance(block, cst.IndentedBlock) and len(block.body) == 1:
+        return replace_node(model, small, "pass")
+    span = model.range(line)
+    if span.end.line < len(model.lines):
+        return Edit(Location(span.start.line, 1), Location(span.end.line + 1, 1), "")
+    # The last line of a file without a final newline: take the newline before it instead.
+    if span.start.line == 1:
+        return Edit(Location(1, 1), Location(span.end.line, len(model.lines[-1]) + 1), "")
+    return Edit(
+        Location(span.start.line - 1, len(model.lines[span.start.line - 2]) + 1),
+        Location(span.end.line, len(model.lines[span.end.line - 1]) + 1),
+        "",
+    )
+
+
+def statement_code(model: SemanticModel, node: cst.CSTNode) -> str | None:
+    """The text of a one-small-statement line, without its comment (what a hoist moves)."""
+    if isinstance(node, cst.SimpleStatementLine):
+        if len(node.body) != 1:
+            return None
+        node = node.body[0]
+    return model.code(node).strip() if isinstance(node, cst.BaseSmallStatement) else None
+
+
+def module_alias(model: SemanticModel, module_name: str) -> tuple[str, Edit | None]:
+    """The local name to write `module_name` as (`th` after `import torch as th`), and the import edit
+    needed when the module is not imported as a whole."""
+    for local, qualified in model.imports.bindings.items():
+        if qualified == module_name:
+            return local, None
+    return module_name, add_import(model, module_name)
+
+
+def device_argument(device: cst.BaseExpression | None) -> cst.BaseExpression:
+    """The `device=` value equivalent to `.cuda(device)`: `"cuda"` for `.cuda()`, `"cuda:1"` for `.cuda(1)`."""
+    if device is None:
+        return cst.SimpleString('"cuda"')
+    if isinstance(device, cst.Integer):
+        return cst.SimpleString(f'"cuda:{device.evaluated_value}"')
+    return device

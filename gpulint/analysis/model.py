@@ -340,3 +340,21 @@ class SemanticModel:
         from gpulint.analysis.loader_flow import LoaderFlow
 
         return LoaderFlow(self)
+
+    @cached_property
+    def dataflow(self):
+        from gpulint.analysis.dataflow import DataFlow
+
+        return DataFlow(self)
+
+    @cached_property
+    def residency(self):
+        from gpulint.analysis.residency import Residency
+
+        return Residency(self)
+
+    @cached_property
+    def streams(self):
+        from gpulint.analysis.streams import StreamAnalysis
+
+        return StreamAnalysis(self)

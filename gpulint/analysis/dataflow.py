@@ -1,0 +1,274 @@
+"""Reads and writes of names and attributes in source order: which write a read sees, what a loop assigns.
+
+Keys are the dotted text of a name or attribute (`loss`, `self.next_input`). The analysis is textual and
+flow-insensitive inside a statement list: a read sees the last write before it in the same scope, or, when
+there is none, the writes a loop carries around to it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Iterator, Optional
+
+import libcst as cst
+
+from gpulint.analysis.imports import dotted_name
+
+if TYPE_CHECKING:
+    from gpulint.analysis.model import Loop, SemanticModel
+
+
+@dataclass(frozen=True)
+class Write:
+    key: str
+    target: cst.BaseExpression  # the Name/Attribute written
+    statement: cst.CSTNode  # Assign, AnnAssign, AugAssign, For, NamedExpr, With, Param
+    value: Optional[cst.BaseExpression]  # the expression assigned to exactly this target, when known
+    source: Optional[cst.BaseExpression] = None  # `model(x)` in `out, feats = model(x)`: what it unpacks
+
+    @property
+    def is_augmented(self) -> bool:
+        return isinstance(self.statement, cst.AugAssign)
+
+
+def _key(node: cst.BaseExpression) -> str | None:
+    return dotted_name(node)
+
+
+_INTERESTING = frozenset({
+    cst.Name, cst.Attribute, cst.Assign, cst.AnnAssign, cst.AugAssign, cst.For, cst.NamedExpr, cst.WithItem,
+    cst.FormattedStringExpression, cst.Call, cst.If, cst.While, cst.Assert,
+})  # fmt: skip
+
+
+class DataFlow:
+    def __init__(self, model: SemanticModel) -> None:
+        self.model = model
+        self.order: dict[cst.CSTNode, int] = {}
+        self.end: dict[cst.CSTNode, int] = {}
+        self.writes: dict[str, list[Write]] = {}
+        self.reads: dict[str, list[cst.BaseExpression]] = {}
+        self.item_writes: dict[str, list[cst.CSTNode]] = {}  # `x[...] = v`, `x[...] += v`
+        self.conditions: list[cst.CSTNode] = []  # `if` / `while` / `assert` statements
+        self.formatted: list[cst.FormattedStringExpression] = []  # `{x}` in f-strings
+        self.method_calls: dict[str, list[cst.Call]] = {}  # receiver key -> `<receiver>.method(...)` calls
+        self._targets: set[int] = set()
+        self._index(model)
+
+    def _index(self, model: SemanticModel) -> None:
+        """One pass over the model's parent map, which the collector filled in source (pre-)order."""
+        order, end = self.order, self.end
+        order[model.module] = 0
+        nodes = [model.module, *model.parent]
+        interesting = _INTERESTING
+        for i, node in enumerate(nodes):
+            order[node] = i
+            end[node] = i + 1
+            kind = type(node)
+            if kind not in interesting:
+                continue
+            if kind is cst.Name or kind is cst.Attribute:
+                self._maybe_read(node)
+                continue
+            if kind is cst.Assign:
+                for target in node.targets:
+                    self._record(target.target, node, node.value)
+            elif kind is cst.AnnAssign or kind is cst.AugAssign:
+                self._record(node.target, node, node.value)
+            elif kind is cst.For:
+                self._record(node.target, node, None)
+            elif kind is cst.NamedExpr:
+                self._record(node.target, node, node.value)
+            elif kind is cst.WithItem:
+                if node.asname is not None:
+                    self._record(node.asname.name, node, None)
+            elif kind is cst.FormattedStringExpression:
+                self.formatted.append(node)
+            elif kind is cst.Call:
+                if isinstance(node.func, cst.Attribute):
+                    key = _key(node.func.value)
+                    if key is not None:
+                        self.method_calls.setdefault(key, []).append(node)
+            else:
+                self.conditions.append(node)  # If, While, Assert
+        parent = model.parent
+        for node in reversed(nodes):
+            up = parent.get(node)
+            if up is not None and end[node] > end[up]:
+                end[up] = end[node]
+
+    # ---- collection ---------------------------------------------------------------------------
+
+    def _record(
+        self,
+        target: cst.BaseExpression,
+        statement: cst.CSTNode,
+        value: cst.BaseExpression | None,
+        source: cst.BaseExpression | None = None,
+    ) -> None:
+        if isinstance(target, (cst.Tuple, cst.List)):
+            values: list[cst.BaseExpression | None] = [None] * len(target.elements)
+            unpacked = value if not isinstance(statement, cst.For) else None
+            if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(target.elements):
+                if not any(isinstance(e, cst.StarredElement) for e in (*value.elements, *target.elements)):
+                    values = [e.value for e in value.elements]
+            for element, element_value in zip(target.elements, values):
+                inner = element.value if not isinstance(element, cst.StarredElement) else element
+                self._record(
+                    inner.value if isinstance(inner, cst.StarredElement) else inner,
+                    statement,
+                    element_value,
+                    None if element_value is not None else unpacked,
+                )
+            return
+        if isinstance(target, cst.Subscript):
+            key = _key(target.value)
+            if key is not None:
+                self.item_writes.setdefault(key, []).append(statement)
+            return
+        key = _key(target)
+        if key is None:
+            return
+        self._targets.add(id(target))
+        if isinstance(target, cst.Attribute):
+            self._targets.add(id(target.value))  # `self` in `self.x = ...` is not a read of `self.x`
+        self.writes.setdefault(key, []).append(Write(key, target, statement, value, source))
+
+    def _maybe_read(self, node: cst.BaseExpression) -> None:
+        if id(node) in self._targets:
+            return
+        parent = self.model.parent.get(node)
+        if isinstance(parent, cst.Attribute) and parent.attr is node:
+            return
+        if isinstance(node, cst.Name) and isinstance(
+            parent, (cst.Arg, cst.Param, cst.FunctionDef, cst.ClassDef, cst.ImportAlias, cst.AsName, cst.Attribute, cst.Global, cst.Nonlocal)
+        ):
+            if not (isinstance(parent, cst.Arg) and parent.value is node) and not (
+                isinstance(parent, cst.Attribute) and parent.value is node
+            ):
+                return
+        key = _key(node)
+        if key is not None:
+            self.reads.setdefault(key, []).append(node)
+
+    # ---- order --------------------------------------------------------------------------------
+
+    def before(self, a: cst.CSTNode, b: cst.CSTNode) -> bool:
+        """`a` ends before `b` starts in the source."""
+        return self.end[a] <= self.order[b]
+
+    def inside(self, node: cst.CSTNode, container: cst.CSTNode) -> bool:
+        return self.order[container] <= self.order[node] < self.end[container]
+
+    # ---- queries ------------------------------------------------------------------------------
+
+    def _function_of(self, node: cst.CSTNode) -> cst.CSTNode:
+        return self.model.scope_of(node)
+
+    def writes_in_scope(self, key: str, scope: cst.CSTNode) -> list[Write]:
+        return [w for w in self.writes.get(key, ()) if self.model.scope_of(w.target) is scope]
+
+    def reaching_writes(self, key: str, at: cst.CSTNode) -> list[Write]:
+        """The writes of `key` a read at `at` may see: the last one before it in its scope, else loop-carried
+        ones, else (for a name not written in its function) the module's, else (for `self.x`) the class's."""
+        model = self.model
+        scope = model.scope_of(at)
+        local = self.writes_in_scope(key, scope)
+        earlier = [w for w in local if self.before(w.statement, at) or (isinstance(w.statement, cst.For) and self.inside(at, w.statement))]
+        if earlier:
+            # The last write, and the ones before it back to a write that surely runs before `at`
+            # (`if c: x = a` / `else: x = b`: both may reach).
+            reaching = []
+            for write in sorted(earlier, key=lambda w: self.order[w.statement], reverse=True):
+                reaching.append(write)
+                if isinstance(write.statement, cst.For) or self._surely_runs_before(write.statement, at):
+                    break
+            return reaching
+        carried = [w for w in local if any(self.inside(w.statement, loop) for loop in model.enclosing_loops(at))]
+        if carried:
+            return carried
+        if local:
+            return []
+        if "." not in key:
+            if scope is not model.module and self._is_parameter(key, scope):
+                return []
+            return self.writes_in_scope(key, model.module)
+        cls = self.enclosing_class(at)
+        if cls is not None and key.startswith("self."):
+            return [w for w in self.writes.get(key, ()) if self.inside(w.statement, cls)]
+        return []
+
+    def _surely_runs_before(self, statement: cst.CSTNode, at: cst.CSTNode) -> bool:
+        """No `if`/`try`/loop branch sits between `statement` and the block it shares with `at`."""
+        model = self.model
+        for ancestor in model.ancestors(statement):
+            if model.is_inside(at, ancestor):
+                return True
+            if isinstance(ancestor, (cst.If, cst.Else, cst.Try, cst.ExceptHandler, cst.Finally, cst.For, cst.While, cst.Match)):
+                return False
+        return True
+
+    def _is_parameter(self, key: str, scope: cst.CSTNode) -> bool:
+        return any(isinstance(b, cst.Param) for b in self.model.bindings.get((id(scope), key), ()))
+
+    def enclosing_class(self, node: cst.CSTNode) -> cst.ClassDef | None:
+        for ancestor in self.model.ancestors(node):
+            if isinstance(ancestor, cst.ClassDef):
+                return ancestor
+        return None
+
+    def reads_in(self, key: str, container: cst.CSTNode) -> list[cst.BaseExpression]:
+        return [r for r in self.reads.get(key, ()) if self.inside(r, container)]
+
+    def assigned_in(self, key: str, node: cst.CSTNode) -> bool:
+        """`key` is written (or is a loop target) anywhere inside `node`; `x.attr = ...` counts for `x`."""
+        for written, writes in self.writes.items():
+            if written == key or written.startswith(key + ".") or key.startswith(written + "."):
+                if any(self.inside(w.statement, node) for w in writes):
+                    return True
+        return False
+
+    def mutated_in(self, key: str, node: cst.CSTNode) -> bool:
+        """Written, item-assigned, or changed by an in-place method (`x.add_(...)`) inside `node`."""
+        if self.assigned_in(key, node):
+            return True
+        if any(self.inside(s, node) for s in self.item_writes.get(key, ())):
+            return True
+        for call in self.model.calls:
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value.endswith("_") and not func.attr.value.startswith("_"):
+                if _key(func.value) == key and self.inside(call, node):
+                    return True
+        return False
+
+    def calls_between(self, start: cst.CSTNode, stop: cst.CSTNode, scope: cst.CSTNode) -> Iterator[cst.Call]:
+        """Calls in `scope` that start after `start` ends and end before `stop` starts."""
+        for call in self.model.calls:
+            if self.end[start] <= self.order[call] and self.end[call] <= self.order[stop] and self.model.scope_of(call) is scope:
+                yield call
+
+    def loop_assigns(self, loop: Loop) -> set[str]:
+        return {key for key, writes in self.writes.items() if any(self.inside(w.statement, loop) for w in writes)}
+
+    def dominates(self, statement: cst.CSTNode, node: cst.CSTNode) -> bool:
+        """`statement` always runs before `node`: it comes first in a statement list that contains `node`
+        (not in a branch beside it), in the same scope."""
+        model = self.model
+        block = model.parent.get(statement)
+        return (
+            block is not None
+            and self.before(statement, node)
+            and model.is_inside(node, block)
+            and model.scope_of(statement) is model.scope_of(node)
+        )
+
+    def runs_every_iteration(self, node: cst.CSTNode, loop: cst.CSTNode) -> bool:
+        """No branch, handler or inner loop between `node` and `loop`: it runs each time the loop body does."""
+        for ancestor in self.model.ancestors(node):
+            if ancestor is loop:
+                return True
+            if isinstance(ancestor, (cst.If, cst.Else, cst.Try, cst.ExceptHandler, cst.Finally, cst.For, cst.While, cst.Match, cst.IfExp, cst.BooleanOperation)):
+                return False
+            if isinstance(ancestor, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                return False
+        return False

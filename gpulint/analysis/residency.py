@@ -1,0 +1,702 @@
+"""GPU residency: which expressions name a device, move to one, are `nn.Module`s, or hold GPU tensors.
+
+Also the loop context the device rules need: logging-interval guards, timing code, training and
+evaluation loops.
+
+GPU tensors come with a certainty: CERTAIN when every step is known (a `.cuda()`, a factory with
+`device=`, a moved module's output, torch functions and tensor methods of those), LIKELY when the value went
+through a callable gpulint cannot see (a helper, a loss function passed as a parameter). Rules that would
+misfire on a Python number returned by a helper (`float(x)`, `if x:`) ask for CERTAIN.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING, Optional
+
+import libcst as cst
+
+from gpulint.analysis.dataflow import Write
+from gpulint.analysis.hot_loops import _is_training_step, in_no_grad, trains
+from gpulint.analysis.imports import dotted_name
+from gpulint.analysis.value_resolution import literal_value
+
+if TYPE_CHECKING:
+    from gpulint.analysis.model import Loop, SemanticModel
+
+NONE, LIKELY, CERTAIN = 0, 1, 2
+
+CUDA, CPU, OTHER = "cuda", "cpu", "other"
+TRAIN, EPOCH, EVAL = "training", "epoch", "evaluation"
+_OTHER_DEVICES = ("mps", "xpu", "meta", "npu", "hpu", "xla", "ipu", "privateuseone")
+_DEVICE_NAME = re.compile(r"(^|_)(device|dev|cuda|gpu)$|^(cuda|gpu)(_|$)")
+
+DETERMINISTIC_FACTORIES = frozenset({
+    "tensor", "as_tensor", "zeros", "ones", "empty", "full", "eye", "arange", "linspace", "logspace",
+    "zeros_like", "ones_like", "full_like", "empty_like", "empty_strided", "tril_indices", "triu_indices",
+})  # fmt: skip
+RANDOM_FACTORIES = frozenset({"rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like", "normal"})
+
+# Tensor methods whose result lives on the host, or is not a tensor.
+HOST_METHODS = frozenset({
+    "item", "tolist", "numpy", "cpu", "size", "dim", "numel", "nelement", "element_size", "data_ptr", "stride",
+    "is_contiguous", "get_device", "backward", "register_hook", "state_dict", "parameters", "named_parameters",
+    "buffers", "modules", "children", "named_modules", "keys", "values", "items", "__len__", "is_floating_point",
+    "is_complex", "storage_offset", "untyped_storage", "record_stream", "zero_grad", "step", "train", "eval",
+    "pin_memory", "format", "join", "startswith", "append", "extend", "update", "add_scalar",
+    "add_scalars", "log", "write", "info", "debug", "warning", "set_postfix", "synchronize", "wait_stream",
+    "wait_event", "record_event", "record", "elapsed_time", "query",
+})  # fmt: skip
+HOST_ATTRIBUTES = frozenset({"shape", "device", "dtype", "ndim", "is_cuda", "requires_grad", "training", "is_leaf", "layout"})
+_HOST_BUILTINS = frozenset({
+    "len", "int", "float", "bool", "str", "repr", "print", "range", "enumerate", "zip", "list", "tuple", "dict",
+    "set", "isinstance", "hasattr", "getattr", "format", "type", "id", "iter", "sorted", "round", "open", "any", "all",
+})  # fmt: skip
+_PASS_THROUGH_BUILTINS = frozenset({"abs", "max", "min", "sum"})
+# torch functions that do not return a tensor on the argument's device.
+_TORCH_HOST_FUNCTIONS = frozenset({
+    "torch.save", "torch.load", "torch.manual_seed", "torch.is_tensor", "torch.numel", "torch.equal", "torch.allclose",
+    "torch.is_floating_point", "torch.set_grad_enabled", "torch.no_grad", "torch.device", "torch.get_default_dtype",
+})  # fmt: skip
+_MODULE_METHODS = frozenset({"parameters", "named_parameters", "buffers", "named_buffers", "modules", "named_modules", "children", "train", "eval", "apply"})
+_SELF_RETURNING_MODULE_METHODS = frozenset({"to", "cuda", "cpu", "half", "float", "double", "bfloat16", "train", "eval", "requires_grad_", "apply", "to_empty"})
+_TIMERS = frozenset({
+    "time.time", "time.perf_counter", "time.monotonic", "time.process_time", "time.perf_counter_ns", "time.time_ns",
+    "time.monotonic_ns", "timeit.default_timer",
+})  # fmt: skip
+_OPTIMIZER = re.compile(r"(self\.)?((\w*_)?optim(izer)?\w*|opt(_\w+|[A-Z]\w*)?)")
+_RATE_NAME = re.compile(
+    r"(log|print|display|report|eval|val|save|ckpt|checkpoint|summary|sample)\w*_?(step|every|interval|freq|iter|period)"
+    r"|should_(log|print|report|eval|save)|is_(log|logging|print|report|eval|last)\w*|^(log|logging|verbose)_?now$",
+    re.IGNORECASE,
+)
+
+
+class Residency:
+    def __init__(self, model: SemanticModel) -> None:
+        self.model = model
+        self.flow = model.dataflow
+        self._levels: dict[cst.CSTNode, int] = {}
+        self._modules: dict[cst.CSTNode, bool] = {}
+        self._roles: dict[cst.CSTNode, Optional[str]] = {}
+
+    # ---- devices ------------------------------------------------------------------------------
+
+    def device_kind(self, expr: cst.BaseExpression, depth: int = 0) -> Optional[str]:
+        """CUDA, CPU or OTHER when `expr` clearly names a device; None when it may be anything else."""
+        if depth > 6:
+            return None
+        model = self.model
+        ok, value = literal_value(expr)
+        if ok:
+            if isinstance(value, str):
+                kind = value.split(":")[0]
+                return CUDA if kind == "cuda" else CPU if kind == "cpu" else OTHER if kind in _OTHER_DEVICES else None
+            if isinstance(value, int) and not isinstance(value, bool):
+                return CUDA
+            return None
+        if isinstance(expr, cst.FormattedString):
+            head = expr.parts[0] if expr.parts else None
+            if isinstance(head, cst.FormattedStringText) and head.value.startswith("cuda"):
+                return CUDA
+            return None
+        if isinstance(expr, cst.Call):
+            name = model.call_name(expr)
+            if name == "torch.device":
+                return self.device_kind(expr.args[0].value, depth + 1) if expr.args else None
+            if name == "torch.cuda.current_device":
+                return CUDA
+            return None
+        if isinstance(expr, cst.IfExp):
+            kinds = {self.device_kind(expr.body, depth + 1), self.device_kind(expr.orelse, depth + 1)}
+            return CUDA if CUDA in kinds and None not in kinds else None
+        if isinstance(expr, (cst.Name, cst.Attribute)):
+            last = expr.attr.value if isinstance(expr, cst.Attribute) else expr.value
+            if isinstance(expr, cst.Attribute) and last == "device":
+                return CUDA if self.level(expr.value) else (CUDA if not self.is_module(expr.value) else None)
+            key = dotted_name(expr)
+            writes = self.flow.reaching_writes(key, expr) if key else []
+            if len(writes) == 1 and writes[0].value is not None and not writes[0].is_augmented:
+                kind = self.device_kind(writes[0].value, depth + 1)
+                if kind is not None:
+                    return kind
+            resolved = model.values.resolve(expr)
+            if resolved is not None and isinstance(resolved.value, str):
+                kind = resolved.value.split(":")[0]
+                return CUDA if kind == "cuda" else CPU if kind == "cpu" else OTHER
+            if _DEVICE_NAME.search(last):
+                return CUDA
+        return None
+
+    def move(self, call: cst.Call) -> Optional[tuple[str, Optional[cst.BaseExpression], Optional[cst.BaseExpression]]]:
+        """(device kind, device expression, dtype expression) for `.cuda(...)`, `.cpu()`, `.to(<device>...)`.
+
+        `.to(x)` is a move only when `x` is clearly a device, never when it may be a dtype or a tensor."""
+        func = call.func
+        if not isinstance(func, cst.Attribute):
+            return None
+        method = func.attr.value
+        if method == "cuda":
+            device = None
+            for i, arg in enumerate(call.args):
+                if arg.star:
+                    return None
+                if (arg.keyword is None and i == 0) or (arg.keyword is not None and arg.keyword.value == "device"):
+                    device = arg.value
+            return (CUDA, device, None)
+        if method == "cpu" and not any(a.keyword is None for a in call.args):
+            return (CPU, None, None)
+        if method != "to":
+            return None
+        device = dtype = None
+        positional = [a for a in call.args if a.keyword is None]
+        if any(a.star for a in call.args):
+            return None
+        for arg in call.args:
+            if arg.keyword is not None and arg.keyword.value == "device":
+                device = arg.value
+            elif arg.keyword is not None and arg.keyword.value == "dtype":
+                dtype = arg.value
+        if device is None and positional:
+            if self.device_kind(positional[0].value) is None:
+                return None
+            device = positional[0].value
+            if len(positional) > 1:
+                dtype = positional[1].value
+        if device is None:
+            return None
+        kind = self.device_kind(device)
+        return (kind, device, dtype) if kind is not None else None
+
+    def factory(self, call: cst.Call) -> Optional[str]:
+        """`zeros` for `torch.zeros(...)`; None for anything that is not a torch tensor factory."""
+        name = self.model.call_name(call) or ""
+        if not name.startswith("torch.") or name.count(".") != 1:
+            return None
+        short = name[len("torch.") :]
+        if short in DETERMINISTIC_FACTORIES or short in RANDOM_FACTORIES or short == "from_numpy":
+            return short
+        return None
+
+    # ---- modules ------------------------------------------------------------------------------
+
+    def is_module(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
+        """An `nn.Module`: built from `torch.nn.*`, torchvision, `from_pretrained`, a module subclass of this
+        file, or a name used as one (`.parameters()`, `.train()`, or moved in place by a bare `.cuda()`)."""
+        if depth > 8:
+            return False
+        if expr in self._modules:
+            return self._modules[expr]
+        self._modules[expr] = False
+        result = self._is_module(expr, depth)
+        self._modules[expr] = result
+        return result
+
+    def _is_module(self, expr: cst.BaseExpression, depth: int) -> bool:
+        model = self.model
+        if isinstance(expr, cst.Call):
+            name = model.call_name(expr) or ""
+            last = name.rsplit(".", 1)[-1]
+            if name.startswith("torch.nn.") and last[:1].isupper() and last not in ("Parameter", "Buffer"):
+                return True
+            if name.startswith("torchvision.models.") or name.startswith("timm.create_model"):
+                return True
+            if name in ("torch.compile", "torch.jit.script") and expr.args:
+                return self.is_module(expr.args[0].value, depth + 1)
+            func = expr.func
+            if isinstance(func, cst.Attribute):
+                if func.attr.value == "from_pretrained":
+                    return True
+                if func.attr.value in _SELF_RETURNING_MODULE_METHODS:
+                    return self.is_module(func.value, depth + 1)
+            info = model.local_class_of(name)
+            if info is not None:
+                return self._is_module_class(info.node.name.value)
+            if isinstance(func, cst.Name):
+                return any(self._returns_module(f, depth) for f in model.functions.get(func.value, []))
+            return False
+        if isinstance(expr, (cst.Name, cst.Attribute)):
+            key = dotted_name(expr)
+            if key is None:
+                return False
+            if self._used_as_module(key, expr):
+                return True
+            writes = self.flow.reaching_writes(key, expr)
+            return bool(writes) and all(w.value is not None and self.is_module(w.value, depth + 1) for w in writes)
+        return False
+
+    def _is_module_class(self, class_name: str) -> bool:
+        info = self.model.classes.get(class_name)
+        if info is None:
+            return False
+        for base in info.bases:
+            if base.startswith("torch.nn.") or (base in self.model.classes and self._is_module_class(base)):
+                return True
+        return False
+
+    def _returns_module(self, func: cst.FunctionDef, depth: int) -> bool:
+        model = self.model
+        if func.returns is not None:
+            name = model.qualified_name(func.returns.annotation) or ""
+            if name.startswith("torch.nn."):
+                return True
+        returns = [n for n in _returns(func) if n.value is not None]
+        return bool(returns) and all(self.is_module(r.value, depth + 1) for r in returns)
+
+    def _used_as_module(self, key: str, at: cst.CSTNode) -> bool:
+        model = self.model
+        scope = model.scope_of(at)
+        cls = self.flow.enclosing_class(at) if key.startswith("self.") else None
+        for call in self.flow.method_calls.get(key, ()):
+            if cls is not None:
+                if not self.flow.inside(call, cls):
+                    continue
+            elif model.scope_of(call) is not scope:
+                continue
+            if call.func.attr.value in _MODULE_METHODS or self.is_discarded_move(call):
+                return True
+            # `m.cpu().parameters()`: look through the methods that return the module itself
+            outer = call
+            while outer.func.attr.value in _SELF_RETURNING_MODULE_METHODS:
+                attribute = model.parent.get(outer)
+                grand = model.parent.get(attribute) if attribute is not None else None
+                if not (isinstance(attribute, cst.Attribute) and isinstance(grand, cst.Call) and grand.func is attribute):
+                    break
+                if attribute.attr.value in _MODULE_METHODS:
+                    return True
+                outer = grand
+        return False
+
+    def is_discarded_move(self, call: cst.Call) -> bool:
+        """`x.cuda()` / `x.to(device)` as a statement of its own: only a module moves in place."""
+        parent = self.model.parent.get(call)
+        return isinstance(parent, cst.Expr) and (m := self.move(call)) is not None and m[0] != CPU
+
+    def is_gpu_module(self, expr: cst.BaseExpression) -> bool:
+        """A module moved to CUDA: bound to `<module>.to(cuda)`, or moved in place in its scope."""
+        if not self.is_module(expr):
+            return False
+        key = dotted_name(expr)
+        if isinstance(expr, cst.Call):
+            m = self.move(expr)
+            return m is not None and m[0] == CUDA
+        if key is None:
+            return False
+        for write in self.flow.reaching_writes(key, expr):
+            if isinstance(write.value, cst.Call) and self._moved_call(write.value):
+                return True
+        # Moved in place where it is used, or where it is defined (a module-level `model.to(device)` of a
+        # model that functions use).
+        scopes = {id(self.model.scope_of(expr))} | {id(self.model.scope_of(w.statement)) for w in self.flow.reaching_writes(key, expr)}
+        cls = self.flow.enclosing_class(expr) if key.startswith("self.") else None
+        for call in self.flow.method_calls.get(key, ()):
+            if self.is_discarded_move(call):
+                m = self.move(call)
+                if m is not None and m[0] == CUDA and (
+                    self.flow.inside(call, cls) if cls is not None else id(self.model.scope_of(call)) in scopes
+                ):
+                    return True
+        return False
+
+    def _moved_call(self, call: cst.Call) -> bool:
+        while isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute):
+            m = self.move(call)
+            if m is not None:
+                return m[0] == CUDA
+            call = call.func.value
+        return False
+
+    # ---- GPU tensors --------------------------------------------------------------------------
+
+    def level(self, expr: cst.BaseExpression) -> int:
+        """CERTAIN, LIKELY or NONE: how surely `expr` is a tensor on the GPU."""
+        if expr in self._levels:
+            return self._levels[expr]
+        self._levels[expr] = NONE  # cycles (x = x + 1 in a loop) resolve to "unknown"
+        result = self._level(expr)
+        self._levels[expr] = result
+        return result
+
+    def is_gpu(self, expr: cst.BaseExpression, certain: bool = False) -> bool:
+        return self.level(expr) >= (CERTAIN if certain else LIKELY)
+
+    def _args_level(self, call: cst.Call) -> int:
+        return max((self.level(a.value) for a in call.args if not a.star), default=NONE)
+
+    def _level(self, expr: cst.BaseExpression) -> int:
+        if isinstance(expr, cst.Call):
+            return self._call_level(expr)
+        if isinstance(expr, (cst.Name, cst.Attribute)):
+            if isinstance(expr, cst.Attribute) and expr.attr.value in HOST_ATTRIBUTES:
+                return NONE
+            if self.is_module(expr):
+                return NONE
+            key = dotted_name(expr)
+            writes = self.flow.reaching_writes(key, expr) if key else []
+            if writes:
+                return min(self._write_level(w) for w in writes)
+            if isinstance(expr, cst.Attribute) and not self.is_module(expr.value):
+                return self.level(expr.value)  # `out.logits`, `x.grad`, `x.T`
+            return NONE
+        if isinstance(expr, cst.BinaryOperation):
+            return max(self.level(expr.left), self.level(expr.right))
+        if isinstance(expr, cst.Comparison):
+            return max([self.level(expr.left), *(self.level(c.comparator) for c in expr.comparisons)])
+        if isinstance(expr, cst.UnaryOperation):
+            return NONE if isinstance(expr.operator, cst.Not) else self.level(expr.expression)
+        if isinstance(expr, cst.Subscript):
+            return NONE if self.is_module(expr.value) else self.level(expr.value)
+        if isinstance(expr, cst.IfExp):
+            return min(self.level(expr.body), self.level(expr.orelse))
+        return NONE
+
+    def _write_level(self, write: Write) -> int:
+        if write.value is None:
+            # `out, feats = model(x)`: the parts of what a GPU module returns are on the GPU too.
+            return min(self.level(write.source), LIKELY) if write.source is not None else NONE
+        level = self.level(write.value)
+        if write.is_augmented:
+            # `total += loss`: a tensor if either side is (the earlier value of `total` is seen before it).
+            earlier = self.flow.reaching_writes(write.key, write.statement)
+            previous = min((self._write_level(w) for w in earlier if w is not write), default=NONE)
+            level = max(level, previous)
+        return level
+
+    def _call_level(self, call: cst.Call) -> int:
+        model = self.model
+        move = self.move(call)
+        if move is not None:
+            return CERTAIN if move[0] == CUDA and not self.is_module(call) else NONE
+        func = call.func
+        if self.factory(call) is not None:
+            for arg in call.args:
+                if arg.keyword is not None and arg.keyword.value == "device":
+                    return CERTAIN if self.device_kind(arg.value) == CUDA else NONE
+            short = self.factory(call)
+            return self._args_level(call) if short.endswith("_like") else NONE
+        name = model.call_name(call)
+        if name is not None:
+            if name.startswith("torch.") and name not in _TORCH_HOST_FUNCTIONS and not name.startswith("torch.cuda."):
+                if self.is_module(call):
+                    return NONE
+                # A torch function given a tensor returns a tensor, even when the input went through a helper.
+                return CERTAIN if self._args_level(call) else NONE
+            if "." in name:  # another library: numpy, math, time, ...
+                return NONE
+        if isinstance(func, cst.Name):
+            if func.value in _HOST_BUILTINS and not model.bindings_of(func.value, call):
+                return NONE
+            if func.value in _PASS_THROUGH_BUILTINS and not model.bindings_of(func.value, call):
+                return self._args_level(call)
+        if isinstance(func, cst.Attribute):
+            method = func.attr.value
+            if method in HOST_METHODS:
+                return NONE
+            receiver = func.value
+            if self.is_module(receiver):
+                if method == "forward":
+                    return CERTAIN if self.is_gpu_module(receiver) else self._args_level(call)
+                return NONE
+            receiver_level = self.level(receiver)
+            if receiver_level:
+                return receiver_level  # a tensor method: same device
+        if self.is_module(func):
+            return CERTAIN if self.is_gpu_module(func) else self._args_level(call)
+        if isinstance(func, cst.Name) and self._returns_host(func.value):
+            return NONE
+        if isinstance(func, cst.Name) and not model.bindings_of(func.value, call) or (
+            isinstance(func, cst.Name) and func.value in model.functions
+        ):
+            returned = self._returns_level(func.value)
+            if returned:
+                return returned
+        # A callable gpulint cannot see, given a GPU tensor: most likely returns one.
+        return min(self._args_level(call), LIKELY)
+
+    def _returns_level(self, function_name: str) -> int:
+        """A function of this module whose every `return` gives GPU tensors (`return x.to(device), y.to(device)`)."""
+        functions = self.model.functions.get(function_name, [])
+        levels = []
+        for func in functions:
+            for ret in _returns(func):
+                value = ret.value
+                if value is None:
+                    return NONE
+                elements = [e.value for e in value.elements] if isinstance(value, cst.Tuple) else [value]
+                levels.extend(self.level(e) for e in elements)
+        return min(levels, default=NONE)
+
+    def _returns_host(self, function_name: str) -> bool:
+        functions = self.model.functions.get(function_name, [])
+        if not functions:
+            return False
+        for func in functions:
+            returns = [r for r in _returns(func) if r.value is not None]
+            if not returns or not all(self.is_host(r.value) for r in returns):
+                return False
+        return True
+
+    def is_host(self, expr: cst.BaseExpression) -> bool:
+        """Clearly not a GPU tensor: a literal, a Python number from `.item()`, a CPU tensor."""
+        ok, _ = literal_value(expr)
+        if ok or isinstance(expr, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString, cst.Dict)):
+            return True
+        if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
+            return all(not isinstance(e, cst.StarredElement) and self.is_host(e.value) for e in expr.elements)
+        if isinstance(expr, cst.Call):
+            func = expr.func
+            if isinstance(func, cst.Name) and func.value in _HOST_BUILTINS:
+                return True
+            if isinstance(func, cst.Attribute) and func.attr.value in ("item", "tolist", "numpy", "cpu", "pin_memory"):
+                return True
+            move = self.move(expr)
+            if move is not None and move[0] == CPU:
+                return True
+            short = self.factory(expr)
+            if short is not None and not short.endswith("_like"):
+                return not any(a.keyword is not None and a.keyword.value == "device" for a in expr.args)
+            name = self.model.call_name(expr) or ""
+            if name.startswith(("numpy.", "math.", "time.")):
+                return True
+        if isinstance(expr, cst.BinaryOperation):
+            return self.is_host(expr.left) and self.is_host(expr.right)
+        return False
+
+    # ---- host syncs ---------------------------------------------------------------------------
+
+    @cached_property
+    def host_syncs(self) -> list[HostSync]:
+        """Every expression that makes the host wait for the GPU: `.item()`, `.cpu()`, `.tolist()`,
+        `.numpy()`, `.to("cpu")` of a GPU tensor; `float()` / `int()` / `bool()`, `print()` or f-string
+        formatting, and `if` / `while` / `assert` tests of a tensor that is surely on the GPU."""
+        model = self.model
+        found: list[HostSync] = []
+        for call in model.calls:
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value in ("item", "tolist", "numpy", "cpu", "to"):
+                method = func.attr.value
+                receiver = func.value
+                if method == "to":
+                    move = self.move(call)
+                    if move is None or move[0] != CPU or any(
+                        a.keyword is not None and a.keyword.value == "non_blocking" for a in call.args
+                    ):
+                        continue
+                    kind = f"`.to({model.code(move[1])})`" if move[1] is not None else "`.to(...)`"
+                elif method == "cpu" and call.args:
+                    continue
+                else:
+                    kind = f"`.{method}()`"
+                if isinstance(receiver, cst.Call) and self._syncs_itself(receiver):
+                    continue  # `x.cpu().numpy()`: the `.cpu()` is the sync
+                if self.is_gpu(receiver) and not self.is_module(receiver):
+                    found.append(HostSync(call, kind, receiver))
+            elif isinstance(func, cst.Name) and func.value in ("float", "int", "bool", "print", "str", "repr"):
+                if model.bindings_of(func.value, call):
+                    continue
+                for arg in call.args:
+                    if arg.keyword is None and not arg.star and self.is_gpu(arg.value, certain=True):
+                        kind = "`print()` of a GPU tensor" if func.value == "print" else f"`{func.value}()` of a GPU tensor"
+                        found.append(HostSync(call, kind, arg.value))
+                        break
+        for node, kind in self._tests_and_formats():
+            expr = node.expression if isinstance(node, cst.FormattedStringExpression) else node
+            if self._test_is_gpu(expr):
+                found.append(HostSync(node, kind, expr))
+        return found
+
+    def _syncs_itself(self, call: cst.Call) -> bool:
+        func = call.func
+        return isinstance(func, cst.Attribute) and func.attr.value in ("cpu", "item", "tolist") and self.is_gpu(func.value)
+
+    def _test_is_gpu(self, expr: cst.BaseExpression) -> bool:
+        if isinstance(expr, cst.BooleanOperation):
+            return self._test_is_gpu(expr.left) or self._test_is_gpu(expr.right)
+        if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
+            return self._test_is_gpu(expr.expression)
+        if isinstance(expr, cst.Comparison) and any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in expr.comparisons):
+            return False
+        return self.is_gpu(expr, certain=True)
+
+    def _tests_and_formats(self) -> list[tuple[cst.CSTNode, str]]:
+        kinds = {cst.If: "a Python `if` on a GPU tensor", cst.While: "a `while` condition on a GPU tensor", cst.Assert: "an `assert` on a GPU tensor"}
+        found: list[tuple[cst.CSTNode, str]] = [(node.test, kinds[type(node)]) for node in self.flow.conditions]
+        found.extend((node, "formatting a GPU tensor in an f-string") for node in self.flow.formatted)
+        return found
+
+    # ---- loop context -------------------------------------------------------------------------
+
+    def step_loop(self, node: cst.CSTNode) -> tuple[Optional[Loop], Optional[str]]:
+        """The loop around `node` (inside its function) that decides how often `node` runs, and its role:
+        TRAIN (one training step per iteration: a backward pass or an optimizer step, directly or through a
+        function of this module), EPOCH (each iteration runs a whole training loop), EVAL (runs a GPU
+        module or iterates a DataLoader without training), or (None, None)."""
+        for loop in self.model.enclosing_loops(node):
+            role = self.loop_role(loop)
+            if role is not None:
+                return loop, role
+        return None, None
+
+    def loop_role(self, loop: Loop) -> Optional[str]:
+        if loop in self._roles:
+            return self._roles[loop]
+        model = self.model
+        roles = set()
+        for call in model.calls:
+            if not self.flow.inside(call, loop):
+                continue
+            nested = model.enclosing_loops(call)[:1] != [loop]
+            if self._is_training_step(call):
+                roles.add(EPOCH if nested else TRAIN)
+            elif isinstance(call.func, cst.Name):
+                for func in model.functions.get(call.func.value, []):
+                    if trains(model, func):
+                        has_loop = any(model.is_inside(inner, func) and trains(model, inner) for inner in model.loops)
+                        roles.add(EPOCH if nested or has_loop else TRAIN)
+        if TRAIN in roles and not in_no_grad(model, loop):
+            role: Optional[str] = TRAIN
+        elif EPOCH in roles:
+            role = EPOCH
+        elif self._runs_model(loop):
+            role = EVAL
+        else:
+            role = None
+        self._roles[loop] = role
+        return role
+
+    def _is_training_step(self, call: cst.Call) -> bool:
+        """`loss.backward()`, `optimizer.step()`, `optimizer.zero_grad()`, or a call handed the optimizer
+        (`loss_scaler(loss, optimizer, ...)`, `amp.scale_loss(loss, optimizer)`)."""
+        model = self.model
+        if _is_training_step(model, call):
+            return True
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "zero_grad" and _OPTIMIZER.search(model.code(func.value)):
+            return True
+        return any(
+            not a.star and _OPTIMIZER.fullmatch(model.code(a.value)) and model.code(a.value) not in model.values.parse_args_names
+            for a in call.args
+        )
+
+    def _runs_model(self, loop: Loop) -> bool:
+        model = self.model
+        for call in model.calls:
+            if model.is_inside(call, loop) and (self.is_module(call.func) or self.is_gpu_module(call.func)):
+                return True
+        if isinstance(loop, cst.For):
+            from gpulint.analysis.hot_loops import iterated_expressions
+
+            loader_names = set()
+            for loader in model.dataloaders:
+                parent = model.parent.get(loader.call)
+                if isinstance(parent, cst.Assign):
+                    loader_names.update(model.code(t.target) for t in parent.targets)
+            if loader_names & set(iterated_expressions(model, loop)):
+                return True
+        return False
+
+    def rate_limit_guard(self, node: cst.CSTNode, loop: Loop) -> Optional[cst.CSTNode]:
+        """The `if step % N == 0:` (or `if is_logging_step:`, or an except/finally block) between `node`
+        and `loop` that keeps `node` from running every iteration."""
+        model = self.model
+        child = node
+        loop_targets = {dotted_name(t) for t in _names_in(loop.target)} if isinstance(loop, cst.For) else set()
+        for outer in model.enclosing_loops(node):
+            if isinstance(outer, cst.For):
+                loop_targets |= {dotted_name(t) for t in _names_in(outer.target)}
+        for ancestor in model.ancestors(node):
+            if ancestor is loop:
+                return None
+            if isinstance(ancestor, (cst.ExceptHandler, cst.Finally)):
+                return ancestor
+            if isinstance(ancestor, cst.Try) and child is not ancestor.body:
+                return ancestor
+            if isinstance(ancestor, (cst.If, cst.While)) and child is ancestor.body and self._rate_limiting(ancestor.test, loop_targets):
+                return ancestor
+            child = ancestor
+        return None
+
+    def _rate_limiting(self, test: cst.BaseExpression, loop_targets: set) -> bool:
+        found = False
+
+        class _Scan(cst.CSTVisitor):
+            def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+                nonlocal found
+                if isinstance(node.operator, cst.Modulo):
+                    found = True
+
+            def visit_Name(self, node: cst.Name) -> None:
+                nonlocal found
+                if _RATE_NAME.search(node.value):
+                    found = True
+
+            def visit_Comparison(self, node: cst.Comparison) -> None:
+                nonlocal found
+                # `if step == 0:` / `if i == len(loader) - 1:` run once per loop.
+                if any(isinstance(c.operator, cst.Equal) for c in node.comparisons):
+                    sides = [node.left, *(c.comparator for c in node.comparisons)]
+                    if any(dotted_name(s) in loop_targets for s in sides):
+                        found = True
+
+        test.visit(_Scan())
+        return found
+
+    def in_timing_code(self, node: cst.CSTNode) -> bool:
+        """`node` sits in a loop body (or function) that reads a clock or CUDA event timings."""
+        model = self.model
+        loops = model.enclosing_loops(node)
+        region = loops[0] if loops else model.scope_of(node)
+        for call in model.calls:
+            if not model.is_inside(call, region):
+                continue
+            if model.call_name(call) in _TIMERS:
+                return True
+            if isinstance(call.func, cst.Attribute) and call.func.attr.value == "elapsed_time":
+                return True
+        return False
+
+
+@dataclass(frozen=True)
+class HostSync:
+    node: cst.CSTNode  # the call, test or f-string part that syncs
+    kind: str  # how it syncs, for messages: "`.item()`", "a Python `if` on a GPU tensor"
+    value: cst.BaseExpression  # the GPU tensor it reads
+
+
+_RETURNS: dict[int, tuple[cst.FunctionDef, list[cst.Return]]] = {}
+
+
+def _returns(func: cst.FunctionDef) -> list[cst.Return]:
+    cached = _RETURNS.get(id(func))
+    if cached is not None and cached[0] is func:
+        return cached[1]
+    found: list[cst.Return] = []
+
+    class _Collect(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is func
+
+        def visit_Lambda(self, node: cst.Lambda) -> bool:
+            return False
+
+        def visit_Return(self, node: cst.Return) -> None:
+            found.append(node)
+
+    func.visit(_Collect())
+    if len(_RETURNS) > 4096:
+        _RETURNS.clear()
+    _RETURNS[id(func)] = (func, found)
+    return found
+
+
+def _names_in(target: cst.BaseExpression) -> list[cst.BaseExpression]:
+    if isinstance(target, (cst.Tuple, cst.List)):
+        out = []
+        for element in target.elements:
+            out.extend(_names_in(element.value))
+        return out
+    if isinstance(target, (cst.Name, cst.Attribute)):
+        return [target]
+    return []

@@ -1,0 +1,83 @@
+"""GPU201 tensor-created-then-moved: `torch.zeros(...).cuda()` fills on the CPU, then copies to the GPU."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+
+from gpulint.analysis.residency import CPU, RANDOM_FACTORIES, TRAIN
+from gpulint.checks.base import Rule
+from gpulint.diagnostics import Applicability, Diagnostic, Severity
+from gpulint.edits import device_argument, replace_node, with_keyword_argument, with_keyword_value
+
+_BLOCKING_MOVE_KEYWORDS = frozenset({"copy", "memory_format"})
+
+
+class TensorCreatedThenMoved(Rule):
+    code = "GPU201"
+    name = "tensor-created-then-moved"
+    summary = "A tensor factory runs on the CPU and its result is copied to the GPU (`torch.zeros(...).cuda()`)"
+    fix_applicability = Applicability.SAFE
+    requires = (r"\.(cuda|to)\(",)
+
+    def check(self) -> Iterator[Diagnostic]:
+        model = self.model
+        residency = model.residency
+        for call in model.calls:
+            move = residency.move(call)
+            if move is None or move[0] == CPU:
+                continue
+            factory = call.func.value
+            if not isinstance(factory, cst.Call):
+                continue
+            short = residency.factory(factory)
+            if short is None or (short == "normal" and not _normal_with_size(factory)):
+                continue
+            if any(a.star for a in factory.args):
+                continue
+            loop, role = residency.step_loop(call)
+            severity = Severity.WARNING if role == TRAIN else Severity.INFO
+            name = model.code(factory.func)
+            random = short in RANDOM_FACTORIES
+            message = (
+                f"`{name}(...)` fills the tensor on the CPU, then `.{call.func.attr.value}({'...' if call.args else ''})` copies it to the GPU "
+                f"(a blocking host-to-device copy{' every step' if role == TRAIN else ''}); create it there with "
+                f"`{'torch.as_tensor' if short == 'from_numpy' else name}(..., device=...)`"
+            )
+            if random:
+                message += "; the CUDA generator draws different numbers than the CPU one"
+            yield self.diagnostic(call, message, severity=severity, fix=self._fix(call, factory, move, short))
+
+    def _fix(self, call: cst.Call, factory: cst.Call, move, short: str):
+        model = self.model
+        if any(a.keyword is not None and a.keyword.value in _BLOCKING_MOVE_KEYWORDS for a in call.args):
+            return None
+        if any(a.keyword is not None and a.keyword.value in ("out", "device") for a in factory.args):
+            return None
+        _, device, dtype = move
+        new = factory
+        if short == "from_numpy":
+            if not isinstance(factory.func, cst.Attribute):
+                return None
+            new = new.with_changes(func=factory.func.with_changes(attr=cst.Name("as_tensor")))
+        if dtype is not None:
+            existing = next((a for a in new.args if a.keyword is not None and a.keyword.value == "dtype"), None)
+            new = with_keyword_value(new, existing, dtype) if existing is not None else with_keyword_argument(new, "dtype", dtype)
+        new = with_keyword_argument(new, "device", device_argument(device))
+        requires_grad = next((a for a in factory.args if a.keyword is not None and a.keyword.value == "requires_grad"), None)
+        grad_leaf_changes = requires_grad is not None and model.code(requires_grad.value) != "False"
+        unsafe = short in RANDOM_FACTORIES or grad_leaf_changes
+        if unsafe:
+            why = "different random numbers" if short in RANDOM_FACTORIES else "a leaf tensor where there was none"
+            message = f"Create the tensor on the device (unsafe: {why})"
+        else:
+            message = "Create the tensor on the device"
+        return self.fix(message, [replace_node(model, call, new)], Applicability.UNSAFE if unsafe else Applicability.SAFE)
+
+
+def _normal_with_size(call: cst.Call) -> bool:
+    """`torch.normal(mean, std, size)`: the only overload that takes `device=`."""
+    return any(a.keyword is not None and a.keyword.value == "size" for a in call.args) or len(
+        [a for a in call.args if a.keyword is None]
+    ) >= 3

@@ -1,0 +1,81 @@
+"""GPU202 legacy-tensor-constructor: `torch.FloatTensor(...)`, `torch.cuda.FloatTensor(...)` and friends."""
+
+from __future__ import annotations
+
+import re
+from typing import Iterator
+
+import libcst as cst
+
+from gpulint.analysis.residency import CPU, TRAIN
+from gpulint.checks.base import Rule
+from gpulint.diagnostics import Applicability, Diagnostic, Severity
+from gpulint.edits import device_argument, module_alias, replace_node
+
+DTYPES = {
+    "Float": "float32", "Double": "float64", "Half": "float16", "BFloat16": "bfloat16", "Long": "int64",
+    "Int": "int32", "Short": "int16", "Char": "int8", "Byte": "uint8", "Bool": "bool",
+}  # fmt: skip
+_LEGACY = re.compile(r"^torch\.(cuda\.)?(" + "|".join(DTYPES) + r")Tensor$")
+
+
+class LegacyTensorConstructor(Rule):
+    code = "GPU202"
+    name = "legacy-tensor-constructor"
+    summary = "Legacy typed constructor (`torch.FloatTensor(...)`, `torch.cuda.FloatTensor(...)`)"
+    fix_applicability = Applicability.SAFE
+    requires = (r"Tensor\(",)
+
+    def check(self) -> Iterator[Diagnostic]:
+        model = self.model
+        residency = model.residency
+        for call in model.calls:
+            match = _LEGACY.match(model.call_name(call) or "")
+            if match is None:
+                continue
+            on_cuda = bool(match.group(1))
+            dtype = DTYPES[match.group(2)]
+            reported: cst.Call = call
+            device = None
+            parent = model.parent.get(call)
+            grand = model.parent.get(parent) if parent is not None else None
+            if isinstance(parent, cst.Attribute) and isinstance(grand, cst.Call) and grand.func is parent:
+                move = residency.move(grand)
+                if move is not None and move[0] != CPU:
+                    reported, device = grand, move
+            _, role = residency.step_loop(reported)
+            legacy = model.code(call.func)
+            moved = " and `.cuda()`/`.to()` then copies it to the GPU" if device is not None else ""
+            message = (
+                f"`{legacy}(...)` is a legacy constructor: it reads a sequence as data but numbers as a shape, "
+                f"and builds on the {'current CUDA device' if on_cuda else 'CPU'}{moved}; use "
+                f"`torch.tensor(data, dtype=torch.{dtype}, device=...)` or `torch.empty(size, dtype=torch.{dtype}, device=...)`"
+            )
+            fix = self._fix(call, reported, dtype, on_cuda, device)
+            yield self.diagnostic(reported, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO, fix=fix)
+
+    def _fix(self, call: cst.Call, reported: cst.Call, dtype: str, on_cuda: bool, move):
+        model = self.model
+        if any(a.keyword is not None or a.star for a in call.args):
+            return None
+        if move is not None:
+            _, device_expr, move_dtype = move
+            if move_dtype is not None or any(a.keyword is not None and a.keyword.value in ("copy", "memory_format") for a in reported.args):
+                return None
+            device = model.code(device_argument(device_expr)) if device_expr is not None else '"cuda"'
+        elif on_cuda:
+            device = '"cuda"'
+        else:
+            device = None
+        torch, import_edit = module_alias(model, "torch")
+        args = [a.value for a in call.args]
+        if len(args) == 1 and isinstance(args[0], (cst.List, cst.Tuple)):
+            factory, first = "tensor", model.code(args[0])
+        elif all(isinstance(a, cst.Integer) for a in args):
+            factory, first = "empty", ", ".join(model.code(a) for a in args) if args else "0"
+        else:
+            return None  # a variable may be data or a size: only its author knows
+        device_part = f", device={device}" if device is not None else ""
+        new = f"{torch}.{factory}({first}, dtype={torch}.{dtype}{device_part})"
+        what = "torch.tensor(data, ...)" if factory == "tensor" else "torch.empty(size, ...)"
+        return self.fix(f"Use `{what}`", [replace_node(model, reported, new), *([import_edit] if import_edit else [])], Applicability.SAFE)

@@ -1,0 +1,87 @@
+"""GPU204 loop-invariant-transfer: `y = s.cuda()` in a loop where `s` never changes: the same copy every time."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+
+from gpulint.analysis.imports import dotted_name
+from gpulint.analysis.residency import CERTAIN, CPU, TRAIN
+from gpulint.checks.base import Rule
+from gpulint.diagnostics import Applicability, Diagnostic, Severity
+from gpulint.edits import delete_statement, insert_statement_before, statement_code
+
+
+class LoopInvariantTransfer(Rule):
+    code = "GPU204"
+    name = "loop-invariant-transfer"
+    summary = "The same tensor is copied to the GPU every loop iteration (`mask = cpu_mask.cuda()` in the loop)"
+    fix_applicability = Applicability.UNSAFE
+    requires = (r"\.(cuda|to)\(",)
+
+    def check(self) -> Iterator[Diagnostic]:
+        model = self.model
+        residency, flow = model.residency, model.dataflow
+        for call in model.calls:
+            move = residency.move(call)
+            if move is None or move[0] == CPU or not model.enclosing_loops(call):
+                continue
+            statement = model.parent.get(call)
+            if not (isinstance(statement, cst.Assign) and statement.value is call and len(statement.targets) == 1):
+                continue
+            target = dotted_name(statement.targets[0].target)
+            source = call.func.value
+            key = dotted_name(source)
+            if target is None or key is None or target == key:
+                continue
+            if residency.is_module(source) or residency.level(source) == CERTAIN:
+                continue  # modules are GPU203's; moving a GPU tensor to the GPU is free
+            loop = model.enclosing_loops(call)[0]
+            if not flow.runs_every_iteration(call, loop) or flow.mutated_in(key, loop):
+                continue
+            device_key = dotted_name(move[1]) if move[1] is not None else None
+            if device_key is not None and flow.assigned_in(device_key, loop):
+                continue
+            if any(flow.inside(w.statement, loop) and w.statement is not statement for w in flow.writes.get(target, ())):
+                continue
+            if not flow.reaching_writes(key, call) and not self._is_parameter(key, call):
+                continue  # where `source` comes from is unknown
+            _, role = residency.step_loop(call)
+            message = (
+                f"`{model.code(call)}` copies `{key}` to the GPU every iteration of the loop (line {model.line_of(loop)}), "
+                f"but `{key}` does not change in the loop: copy it once before the loop"
+            )
+            yield self.diagnostic(
+                call, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO, fix=self._fix(statement, target, loop)
+            )
+
+    def _is_parameter(self, key: str, at: cst.CSTNode) -> bool:
+        return any(isinstance(b, cst.Param) for b in self.model.bindings_of(key, at)) if "." not in key else False
+
+    def _fix(self, statement: cst.Assign, target: str, loop):
+        """Hoist the copy above the loop, unless the copy is changed in place or read before it in the loop."""
+        model, flow = self.model, self.model.dataflow
+        line = model.parent.get(statement)
+        code = statement_code(model, line)
+        if code is None or model.parent.get(line) is not loop.body or flow.mutated_in(target, loop) and any(
+            flow.inside(w.statement, loop) and w.statement is not statement for w in flow.writes.get(target, ())
+        ):
+            return None
+        if any(s for s in flow.item_writes.get(target, ()) if flow.inside(s, loop)) or self._changed_in_place(target, loop):
+            return None
+        if any(flow.inside(r, loop) and flow.before(r, statement) for r in flow.reads.get(target, ())):
+            return None
+        return self.fix(
+            "Copy it once, before the loop",
+            [delete_statement(model, line), insert_statement_before(model, loop, code)],
+            Applicability.UNSAFE,
+        )
+
+    def _changed_in_place(self, key: str, loop) -> bool:
+        for call in self.model.calls:
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value.endswith("_") and not func.attr.value.startswith("_"):
+                if dotted_name(func.value) == key and self.model.is_inside(call, loop):
+                    return True
+        return False

@@ -1,0 +1,64 @@
+"""GPU304 synchronize-in-loop: `torch.cuda.synchronize()` every training step, outside timing code."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+
+from gpulint.analysis.residency import CPU, TRAIN
+from gpulint.checks.base import Rule
+from gpulint.diagnostics import Diagnostic
+
+SYNCHRONIZE = "torch.cuda.synchronize"
+CURRENT_STREAM = frozenset({"torch.cuda.current_stream", "torch.cuda.default_stream"})
+
+
+class SynchronizeInLoop(Rule):
+    code = "GPU304"
+    name = "synchronize-in-loop"
+    summary = "`torch.cuda.synchronize()` every step of a training loop, outside timing code"
+    requires = (r"synchronize",)
+
+    def check(self) -> Iterator[Diagnostic]:
+        model = self.model
+        residency = model.residency
+        for call in model.calls:
+            if not self._is_device_sync(call):
+                continue
+            loop, role = residency.step_loop(call)
+            if role != TRAIN or residency.rate_limit_guard(call, loop) is not None:
+                continue
+            if residency.in_timing_code(call) or self._reads_non_blocking_copy(call, loop):
+                continue
+            message = (
+                f"`{model.code(call)}` blocks the CPU until the GPU is idle, every step of the training loop "
+                f"(line {model.line_of(loop)}): the GPU then waits while the CPU queues the next step; remove it, "
+                "or use `wait_stream` / events to order streams and synchronize only where the host reads GPU results"
+            )
+            yield self.diagnostic(call, message)
+
+    def _is_device_sync(self, call: cst.Call) -> bool:
+        model = self.model
+        if model.call_name(call) == SYNCHRONIZE:
+            return True
+        func = call.func
+        return (
+            isinstance(func, cst.Attribute)
+            and func.attr.value == "synchronize"
+            and isinstance(func.value, cst.Call)
+            and model.call_name(func.value) in CURRENT_STREAM
+        )
+
+    def _reads_non_blocking_copy(self, call: cst.Call, loop) -> bool:
+        """A synchronize after a `non_blocking=True` copy to the host is what makes that copy safe to read."""
+        model = self.model
+        for other in model.calls:
+            if other is call or not model.is_inside(other, loop) or not model.dataflow.before(other, call):
+                continue
+            move = model.residency.move(other)
+            if move is not None and move[0] == CPU and any(
+                a.keyword is not None and a.keyword.value == "non_blocking" for a in other.args
+            ):
+                return True
+        return False

@@ -1,0 +1,343 @@
+"""GPU201-GPU205: where tensors and modules are created and moved."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from tests.conftest import diagnostics, findings, fixed
+
+DEVICE = ("GPU2",)
+
+
+def only(source: str, code: str) -> list[str]:
+    return findings(source, select=(code,))
+
+
+def fix(source: str, code: str, unsafe: bool = True) -> str:
+    result = fixed(source, unsafe=unsafe, select=(code,))
+    assert fixed(result, unsafe=unsafe, select=(code,)) == result  # idempotent
+    compile(result, "train.py", "exec")
+    return result
+
+
+HEADER = """\
+import torch
+
+device = torch.device("cuda")
+"""
+
+
+# ---- GPU201 tensor-created-then-moved --------------------------------------------------------------
+
+
+def test_gpu201_factory_then_to_device_in_training_loop():
+    source = HEADER + textwrap.dedent("""\
+        for x, y in loader:
+            pos = torch.arange(x.shape[1]).to(device)
+            model(x.to(device) + pos).sum().backward()
+            opt.step()
+    """)
+    assert only(source, "GPU201") == ["5:11 GPU201"]
+    [d] = diagnostics(source, select=("GPU201",))
+    assert d.severity.value == "warning"
+    assert "pos = torch.arange(x.shape[1], device=device)" in fix(source, "GPU201", unsafe=False)
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("w = torch.zeros(3, 4).cuda()", 'w = torch.zeros(3, 4, device="cuda")'),
+        ("w = torch.ones(3).cuda(1)", 'w = torch.ones(3, device="cuda:1")'),
+        ("w = torch.full((2,), 7).to(device, torch.float16)", "w = torch.full((2,), 7, dtype=torch.float16, device=device)"),
+        ("w = torch.zeros(2, dtype=torch.int8).to(device=device, dtype=torch.float16)", "w = torch.zeros(2, dtype=torch.float16, device=device)"),
+        ("w = torch.tensor([1, 2]).to('cuda', non_blocking=True)", "w = torch.tensor([1, 2], device='cuda')"),
+        ("w = torch.from_numpy(a).cuda()", 'w = torch.as_tensor(a, device="cuda")'),
+        ("w = torch.eye(3).to(torch.device('cuda:0'))", "w = torch.eye(3, device=torch.device('cuda:0'))"),
+    ],
+)
+def test_gpu201_safe_fixes(line, expected):
+    source = HEADER + line + "\n"
+    assert only(source, "GPU201") == ["4:5 GPU201"]
+    assert fix(source, "GPU201", unsafe=False) == HEADER + expected + "\n"
+
+
+def test_gpu201_outside_a_loop_is_info():
+    [d] = diagnostics(HEADER + "w = torch.zeros(3).cuda()\n", select=("GPU201",))
+    assert d.severity.value == "info"
+
+
+def test_gpu201_random_factory_fix_is_unsafe():
+    source = HEADER + "noise = torch.randn(4, 4).cuda()\n"
+    assert only(source, "GPU201") == ["4:9 GPU201"]
+    [d] = diagnostics(source, select=("GPU201",))
+    assert "different numbers" in d.message
+    assert fix(source, "GPU201", unsafe=False) == source
+    assert fix(source, "GPU201") == HEADER + 'noise = torch.randn(4, 4, device="cuda")\n'
+
+
+def test_gpu201_requires_grad_fix_is_unsafe():
+    source = HEADER + "w = torch.zeros(3, requires_grad=True).cuda()\n"
+    assert fix(source, "GPU201", unsafe=False) == source
+    assert fix(source, "GPU201") == HEADER + 'w = torch.zeros(3, requires_grad=True, device="cuda")\n'
+
+
+def test_gpu201_keeps_a_multiline_layout():
+    source = HEADER + textwrap.dedent("""\
+        w = torch.zeros(
+            3,
+            4,
+        ).to(device)
+    """)
+    assert fix(source, "GPU201") == HEADER + textwrap.dedent("""\
+        w = torch.zeros(
+            3,
+            4,
+            device=device,
+        )
+    """)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "h = torch.ones(2).to(torch.float16)",  # a dtype, not a device
+        "h = torch.ones(2).to(x)",  # a tensor: device and dtype of x
+        "h = torch.ones(2).to(x.dtype)",
+        "h = torch.ones(2).to('cpu')",  # not the GPU
+        "h = torch.ones(2, device=device).float()",
+        "h = torch.normal(mean, std).cuda()",  # tensor overload: takes no device
+        "h = np.zeros(3).cuda()",
+        "h = torch.zeros(*shape).cuda()",
+    ],
+)
+def test_gpu201_no_finding_expected(line):
+    assert only(HEADER + line + "\n", "GPU201") == []
+
+
+def test_gpu201_no_fix_with_out_or_memory_format():
+    source = HEADER + "a = torch.zeros(3, out=buf).cuda()\nb = torch.ones(2, 2).to(device, memory_format=torch.channels_last)\n"
+    assert only(source, "GPU201") == ["4:5 GPU201", "5:5 GPU201"]
+    assert fix(source, "GPU201") == source
+
+
+# ---- GPU202 legacy-tensor-constructor ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("w = torch.FloatTensor([0.2, 0.8]).cuda()", 'w = torch.tensor([0.2, 0.8], dtype=torch.float32, device="cuda")'),
+        ("w = torch.cuda.LongTensor([1, 2])", 'w = torch.tensor([1, 2], dtype=torch.int64, device="cuda")'),
+        ("w = torch.FloatTensor(2, 3)", "w = torch.empty(2, 3, dtype=torch.float32)"),
+        ("w = torch.ByteTensor()", "w = torch.empty(0, dtype=torch.uint8)"),
+        ("w = torch.HalfTensor((1, 2)).to(device)", "w = torch.tensor((1, 2), dtype=torch.float16, device=device)"),
+        ("w = torch.cuda.BoolTensor(4)", 'w = torch.empty(4, dtype=torch.bool, device="cuda")'),
+    ],
+)
+def test_gpu202_fixes(line, expected):
+    source = HEADER + line + "\n"
+    assert only(source, "GPU202") == ["4:5 GPU202"]
+    assert fix(source, "GPU202", unsafe=False) == HEADER + expected + "\n"
+
+
+def test_gpu202_fixed_code_builds_the_same_tensor():
+    torch = pytest.importorskip("torch")
+    assert torch.equal(torch.FloatTensor([0.2, 0.8]), torch.tensor([0.2, 0.8], dtype=torch.float32))
+    assert torch.LongTensor(2, 3).shape == torch.empty(2, 3, dtype=torch.int64).shape
+    assert torch.ByteTensor().shape == torch.empty(0, dtype=torch.uint8).shape
+
+
+def test_gpu202_variable_argument_is_reported_without_fix():
+    source = HEADER + "w = torch.FloatTensor(data)\n"
+    assert only(source, "GPU202") == ["4:5 GPU202"]
+    assert fix(source, "GPU202") == source
+
+
+def test_gpu202_through_an_alias_imports_torch_names():
+    source = textwrap.dedent("""\
+        import torch as th
+        from torch import FloatTensor
+
+        w = FloatTensor([1.0]).cuda()
+    """)
+    assert fix(source, "GPU202") == source.replace('FloatTensor([1.0]).cuda()', 'th.tensor([1.0], dtype=th.float32, device="cuda")')
+
+
+def test_gpu202_no_finding_for_other_tensor_types():
+    assert only(HEADER + "w = torch.Tensor.cuda(x)\nv = mylib.FloatTensor([1])\n", "GPU202") == []
+
+
+# ---- GPU203 module-moved-in-loop --------------------------------------------------------------------
+
+
+def test_gpu203_repeated_move_is_deleted_safely():
+    source = HEADER + textwrap.dedent("""\
+        model = torch.nn.Linear(3, 3).to(device)
+        for x in loader:
+            model.to(device)
+            model(x.to(device)).sum().backward()
+            opt.step()
+    """)
+    assert only(source, "GPU203") == ["6:5 GPU203"]
+    [d] = diagnostics(source, select=("GPU203",))
+    assert "already moved at line 4" in d.message and d.severity.value == "warning"
+    assert fix(source, "GPU203", unsafe=False) == source.replace("    model.to(device)\n", "")
+
+
+def test_gpu203_move_without_earlier_move_is_hoisted_unsafely():
+    source = HEADER + textwrap.dedent("""\
+        def train(model, loader, opt):
+            model.train()
+            for x in loader:
+                model = model.cuda()
+                model(x.to(device)).sum().backward()
+                opt.step()
+    """)
+    assert only(source, "GPU203") == ["7:17 GPU203"]
+    assert fix(source, "GPU203", unsafe=False) == source
+    assert fix(source, "GPU203") == HEADER + textwrap.dedent("""\
+        def train(model, loader, opt):
+            model.train()
+            model = model.cuda()
+            for x in loader:
+                model(x.to(device)).sum().backward()
+                opt.step()
+    """)
+
+
+def test_gpu203_recognises_module_subclasses_and_builders():
+    source = HEADER + textwrap.dedent("""\
+        from torch import nn
+
+
+        class Net(nn.Module):
+            pass
+
+
+        def build() -> nn.Module:
+            return Net()
+
+
+        a = Net()
+        b = build()
+        for epoch in range(3):
+            a.cuda()
+            b.to(device)
+    """)
+    assert only(source, "GPU203") == ["18:5 GPU203", "19:5 GPU203"]
+
+
+def test_gpu203_only_statement_in_loop_leaves_pass():
+    source = HEADER + "model = torch.nn.Linear(2, 2)\nfor epoch in range(3):\n    model.to(device)\n"
+    assert fix(source, "GPU203") == HEADER + "model = torch.nn.Linear(2, 2)\nmodel.to(device)\nfor epoch in range(3):\n    pass\n"
+
+
+@pytest.mark.parametrize(
+    "loop",
+    [
+        "for model in models:\n    model.to(device)\n",  # a different module each time
+        "for epoch in range(3):\n    model = torch.nn.Linear(2, 2)\n    model.to(device)\n",  # rebuilt each time
+        "for device in devices:\n    model.to(device)\n",  # the device changes
+        "for epoch in range(3):\n    model.cpu()\n    save(model)\n    model.to(device)\n",  # moved away and back
+        "for epoch in range(3):\n    if epoch == 0:\n        model.to(device)\n",  # once
+        "for epoch in range(3):\n    model.to(torch.float16)\n",  # a dtype, not a device
+        "for epoch in range(3):\n    batch = batch.to(device)\n",  # a tensor
+    ],
+)
+def test_gpu203_no_finding_expected(loop):
+    source = HEADER + "model = torch.nn.Linear(2, 2)\nmodels = [model]\n" + loop
+    assert only(source, "GPU203") == []
+
+
+# ---- GPU204 loop-invariant-transfer -----------------------------------------------------------------
+
+
+def test_gpu204_invariant_copy_is_hoisted():
+    source = HEADER + textwrap.dedent("""\
+        def train(model, opt, loader, class_weights):
+            for x, y in loader:
+                weights = class_weights.to(device)
+                loss = (model(x.to(device)) * weights).sum()
+                loss.backward()
+                opt.step()
+    """)
+    assert only(source, "GPU204") == ["6:19 GPU204"]
+    [d] = diagnostics(source, select=("GPU204",))
+    assert d.severity.value == "warning" and "`class_weights` does not change" in d.message
+    assert fix(source, "GPU204") == HEADER + textwrap.dedent("""\
+        def train(model, opt, loader, class_weights):
+            weights = class_weights.to(device)
+            for x, y in loader:
+                loss = (model(x.to(device)) * weights).sum()
+                loss.backward()
+                opt.step()
+    """)
+
+
+def test_gpu204_copy_changed_in_place_is_reported_without_fix():
+    source = HEADER + textwrap.dedent("""\
+        mask = torch.ones(3)
+        for x in loader:
+            m = mask.cuda()
+            m.mul_(x.cuda())
+    """)
+    assert only(source, "GPU204") == ["6:9 GPU204"]
+    assert fix(source, "GPU204") == source
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "    x = x.to(device)\n",  # the loop's own batch
+        "    y = x.to(device)\n",  # derived from the loop target
+        "    m = mask.cuda()\n    mask = mask * 2\n",  # changes in the loop
+        "    m = mask.cuda()\n    mask.add_(1)\n",  # changed in place
+        "    m = mask.cuda()\n    mask[0] = 1\n",
+        "    g = on_gpu.cuda()\n",  # already on the GPU: free
+        "    m = mask.to(torch.float16)\n",  # a dtype
+        "    if x is None:\n        m = mask.cuda()\n",  # conditional
+        "    m = unknown.cuda()\n",  # never defined here: unknown
+    ],
+)
+def test_gpu204_no_finding_expected(body):
+    source = HEADER + "mask = torch.ones(3)\non_gpu = torch.ones(3, device=device)\nfor x in loader:\n" + body
+    assert only(source, "GPU204") == []
+
+
+# ---- GPU205 non-blocking-device-to-host -------------------------------------------------------------
+
+
+def test_gpu205_read_before_synchronize():
+    source = HEADER + textwrap.dedent("""\
+        def predict(model, images):
+            logits = model(images.to(device))
+            predictions = logits.argmax(1).to("cpu", non_blocking=True)
+            return predictions.tolist()
+    """)
+    assert only(source, "GPU205") == ["6:19 GPU205"]
+    [d] = diagnostics(source, select=("GPU205",))
+    assert d.severity.value == "error" and "read at line 7" in d.message and d.fix is None
+
+
+def test_gpu205_used_at_once():
+    source = HEADER + "x = torch.ones(3, device=device)\nprint(x.to('cpu', non_blocking=True).numpy())\n"
+    assert only(source, "GPU205") == ["5:7 GPU205"]
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [
+        "host = x.to('cpu', non_blocking=True)\ntorch.cuda.synchronize()\nprint(host)\n",
+        "host = x.to('cpu', non_blocking=True)\ndone = torch.cuda.Event()\ndone.record()\ndone.synchronize()\nprint(host)\n",
+        "host = x.to('cpu', non_blocking=False)\nprint(host)\n",
+        "host = x.to('cpu')\nprint(host)\n",
+        "host = x.to('cuda:1', non_blocking=True)\nprint(host)\n",  # device to device
+        "host = cpu_tensor.to('cpu', non_blocking=True)\nprint(host)\n",  # not a GPU tensor
+        "def f():\n    return x.to('cpu', non_blocking=True)\n",  # the caller's business
+    ],
+)
+def test_gpu205_no_finding_expected(tail):
+    source = HEADER + "x = torch.ones(3, device=device)\ncpu_tensor = torch.ones(3)\n" + tail
+    assert only(source, "GPU205") == []
