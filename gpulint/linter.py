@@ -151,6 +151,10 @@ _worker_settings: Settings | None = None
 
 def _init_worker(settings: Settings) -> None:
     global _worker_settings
+    import signal
+
+    # Ctrl-C is the parent's to handle (it stops the pool); workers must not print tracebacks of their own.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _worker_settings = settings
 
 
@@ -189,7 +193,7 @@ def lint_files(files: list[Path], settings: Settings, jobs: int | None = None, u
 
     cache = Cache(settings) if use_cache else None
     results: list[FileResult] = []
-    todo: list[tuple[Path, str, bytes]] = []
+    todo: list[tuple[Path, str, bytes, str]] = []
     for path in files:
         shown = display_path(path)
         try:
@@ -197,13 +201,14 @@ def lint_files(files: list[Path], settings: Settings, jobs: int | None = None, u
         except SourceError as error:
             results.append(FileResult(shown, [file_error(shown, str(error))]))
             continue
+        digest = content_hash(data) if cache is not None else ""
         if cache is not None:
-            cached = cache.get(path, shown, content_hash(data))
+            cached = cache.get(path, shown, digest)
             if cached is not None:
                 # The text is kept only where there is something to show (snippets, --add-noqa).
                 results.append(FileResult(shown, cached, decode_source(data) if cached else None))
                 continue
-        todo.append((path, shown, data))
+        todo.append((path, shown, data, digest))
 
     jobs = jobs or default_jobs()
     checked: list[FileResult] = []
@@ -212,20 +217,28 @@ def lint_files(files: list[Path], settings: Settings, jobs: int | None = None, u
             from concurrent.futures import ProcessPoolExecutor
 
             workers = min(jobs, len(todo))
-            chunk = max(1, min(32, len(todo) // (workers * 8)))
-            with ProcessPoolExecutor(workers, mp_context=_pool_context(), initializer=_init_worker, initargs=(settings,)) as pool:
-                for result in pool.map(_work, [(shown, data) for _, shown, data in todo], chunksize=chunk):
+            chunk = max(1, min(8, len(todo) // (workers * 8)))
+            pool = ProcessPoolExecutor(workers, mp_context=_pool_context(), initializer=_init_worker, initargs=(settings,))
+            try:
+                for result in pool.map(_work, [(shown, data) for _, shown, data, _ in todo], chunksize=chunk):
                     checked.append(result)
                     progress.advance()
+            except BaseException:
+                # Ctrl-C (or a crash): stop now, not after the queued files; the workers hold nothing to save.
+                for process in list((getattr(pool, "_processes", None) or {}).values()):
+                    process.terminate()
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
+            pool.shutdown()
         else:
-            for _, shown, data in todo:
+            for _, shown, data, _ in todo:
                 checked.append(_check_bytes(shown, data, settings))
                 progress.advance()
 
     if cache is not None:
-        for (path, shown, data), result in zip(todo, checked):
+        for (path, shown, _, digest), result in zip(todo, checked):
             if _cacheable(result):
-                cache.put(path, shown, content_hash(data), result.diagnostics)
+                cache.put(path, shown, digest, result.diagnostics)
         cache.save()
     results.extend(checked)
     return sorted(results, key=lambda r: r.path)

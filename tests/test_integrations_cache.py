@@ -376,3 +376,40 @@ def test_progress_bar_skips_short_runs(monkeypatch):
     with Progress(3, stream=terminal) as progress:
         progress.advance(3)
     assert terminal.written == []
+
+
+def test_ctrl_c_stops_a_parallel_run_at_once(tmp_path):
+    """The workers ignore SIGINT and are stopped by the parent: exit 130, no tracebacks, no waiting."""
+    import signal
+    import time
+
+    (tmp_path / "pyproject.toml").write_text("[tool.gpulint]\n", encoding="utf-8")
+    source = (FIXTURES / "train_classifier.py").read_text(encoding="utf-8")
+    for i in range(400):
+        (tmp_path / f"m{i:03}.py").write_text(f"# {i}\n{source}", encoding="utf-8")
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gpulint", "check", "--no-cache", "-j", "2", "."],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=slave,
+        env=_env(),
+        start_new_session=True,
+    )
+    os.close(slave)
+    seen = b""
+    while b"Checking [" not in seen:  # the first files are done: the pool is running
+        seen += os.read(master, 4096)
+    os.killpg(proc.pid, signal.SIGINT)
+    start = time.monotonic()
+    proc.wait(timeout=60)
+    elapsed = time.monotonic() - start
+    try:
+        while chunk := os.read(master, 4096):
+            seen += chunk
+    except OSError:
+        pass
+    os.close(master)
+    assert proc.returncode == 130
+    assert b"Traceback" not in seen
+    assert elapsed < 5
