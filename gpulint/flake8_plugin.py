@@ -78,6 +78,7 @@ class GpulintChecker:
             "--gpulint-config",
             default=None,
             parse_from_config=True,
+            normalize_paths=True,  # in a config file: relative to that file's folder
             help="gpulint: read [tool.gpulint] from this file (default: the nearest pyproject.toml that has it).",
         )
         for flag, what in (

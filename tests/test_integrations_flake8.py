@@ -232,3 +232,13 @@ def test_plugin_yields_zero_based_columns_and_the_code_first():
 
     results = list(GpulintChecker(None, TRAIN.splitlines(keepends=True), "t.py").run())
     assert [(row, col, text) for row, col, text, _ in results] == [(3, 6, f"GPU402 {MESSAGE_1}"), (4, 15, f"GPU402 {MESSAGE_2}")]
+
+
+def test_gpulint_config_in_setup_cfg_is_relative_to_that_file(tmp_path):
+    project = tmp_path / "project"
+    (project / "tools").mkdir(parents=True)
+    (project / "train.py").write_text(TRAIN, encoding="utf-8")
+    (project / "tools" / "gpulint.toml").write_text('[tool.gpulint]\nignore = ["GPU402"]\n', encoding="utf-8")
+    (project / "setup.cfg").write_text("[flake8]\ngpulint-config = tools/gpulint.toml\n", encoding="utf-8")
+    assert flake8("train.py", cwd=project) == (0, "")
+    assert flake8("--config", str(project / "setup.cfg"), str(project / "train.py"), cwd=tmp_path) == (0, "")
