@@ -217,16 +217,16 @@ def lint_files(files: list[Path], settings: Settings, jobs: int | None = None, u
             from concurrent.futures import ProcessPoolExecutor
 
             workers = min(jobs, len(todo))
-            chunk = max(1, min(8, len(todo) // (workers * 8)))
+            chunk = max(1, min(4, len(todo) // (workers * 8)))
             pool = ProcessPoolExecutor(workers, mp_context=_pool_context(), initializer=_init_worker, initargs=(settings,))
             try:
                 for result in pool.map(_work, [(shown, data) for _, shown, data, _ in todo], chunksize=chunk):
                     checked.append(result)
                     progress.advance()
             except BaseException:
-                # Ctrl-C (or a crash): stop now, not after the queued files; the workers hold nothing to save.
-                for process in list((getattr(pool, "_processes", None) or {}).values()):
-                    process.terminate()
+                # Ctrl-C (or a crash): drop the files not started; the few chunks already handed to workers
+                # (at most workers + 1, of <= 4 files each) finish first. Killing workers instead races with
+                # the executor's own bookkeeping (a hang at exit on CPython 3.11).
                 pool.shutdown(wait=False, cancel_futures=True)
                 raise
             pool.shutdown()

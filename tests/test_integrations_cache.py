@@ -379,7 +379,7 @@ def test_progress_bar_skips_short_runs(monkeypatch):
 
 
 def test_ctrl_c_stops_a_parallel_run_at_once(tmp_path):
-    """The workers ignore SIGINT and are stopped by the parent: exit 130, no tracebacks, no waiting."""
+    """The workers ignore SIGINT, the parent drops the files not started: exit 130 soon, no tracebacks."""
     import signal
     import time
 
@@ -412,4 +412,4 @@ def test_ctrl_c_stops_a_parallel_run_at_once(tmp_path):
     os.close(master)
     assert proc.returncode == 130
     assert b"Traceback" not in seen
-    assert elapsed < 5
+    assert elapsed < 20  # the chunks already running finish (a few files each); 400 files take far longer
