@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -121,7 +122,135 @@ def lint_file(path: Path, settings: Settings) -> FileResult:
     return FileResult(shown, check_source(source.text, shown, settings), source)
 
 
+# Below this many files to check (after the cache), starting worker processes costs more than it saves.
+SERIAL_BELOW = 24
+
+
+def default_jobs() -> int:
+    """The CPUs this process may run on (a container's or `taskset`'s limit, not the machine's count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _read_bytes(path: Path) -> bytes:
+    from gpulint.source import MAX_FILE_BYTES
+
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise SourceError(f"file is {size / 1e6:.1f} MB, above the {MAX_FILE_BYTES // (1024 * 1024)} MB limit; skipped")
+        return path.read_bytes()
+    except IsADirectoryError:
+        raise SourceError("is a directory") from None
+    except OSError as error:
+        raise SourceError(error.strerror or str(error)) from None
+
+
+def _check_bytes(shown: str, data: bytes, settings: Settings) -> FileResult:
+    from gpulint.source import decode_source
+
+    try:
+        source = decode_source(data)
+    except SourceError as error:
+        return FileResult(shown, [file_error(shown, str(error))])
+    return FileResult(shown, check_source(source.text, shown, settings), source)
+
+
+_worker_settings: Settings | None = None
+
+
+def _init_worker(settings: Settings) -> None:
+    global _worker_settings
+    import signal
+
+    # Ctrl-C is the parent's to handle (it stops the pool); workers must not print tracebacks of their own.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _worker_settings = settings
+
+
+def _work(item: tuple[str, bytes]) -> FileResult:
+    """In a worker process: check one file's bytes with the settings the parent resolved."""
+    assert _worker_settings is not None
+    result = _check_bytes(item[0], item[1], _worker_settings)
+    if not result.diagnostics:
+        result.source = None  # nothing will show it; do not send the text back
+    return result
+
+
+def _pool_context():
+    import multiprocessing
+
+    # fork starts workers in milliseconds with the rules already imported; elsewhere the platform default.
+    if sys.platform == "linux" and "fork" in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context()
+
+
+def _cacheable(result: FileResult) -> bool:
+    """Results that follow from the file's bytes alone; a crashed rule or an unreadable file is retried."""
+    return all(d.name not in (INTERNAL_ERROR, IO_ERROR) for d in result.diagnostics)
+
+
 def lint_files(files: list[Path], settings: Settings, jobs: int | None = None, use_cache: bool = True) -> list[FileResult]:
-    """Check many files; results in a deterministic order (by path)."""
-    results = [lint_file(path, settings) for path in files]
+    """Check many files; results in a deterministic order (by path), the same for any `jobs`.
+
+    Unchanged files are answered from the cache (keyed by gpulint's code, the settings and each file's
+    bytes); the rest are checked in a process pool when there are many, serially when there are few.
+    """
+    from gpulint.cache import Cache, content_hash
+    from gpulint.progress import Progress
+    from gpulint.source import decode_source
+
+    cache = Cache(settings) if use_cache else None
+    results: list[FileResult] = []
+    todo: list[tuple[Path, str, bytes, str]] = []
+    for path in files:
+        shown = display_path(path)
+        try:
+            data = _read_bytes(path)
+        except SourceError as error:
+            results.append(FileResult(shown, [file_error(shown, str(error))]))
+            continue
+        digest = content_hash(data) if cache is not None else ""
+        if cache is not None:
+            cached = cache.get(path, shown, digest)
+            if cached is not None:
+                # The text is kept only where there is something to show (snippets, --add-noqa).
+                results.append(FileResult(shown, cached, decode_source(data) if cached else None))
+                continue
+        todo.append((path, shown, data, digest))
+
+    jobs = jobs or default_jobs()
+    checked: list[FileResult] = []
+    with Progress(len(todo)) as progress:
+        if jobs > 1 and len(todo) >= SERIAL_BELOW:
+            from concurrent.futures import ProcessPoolExecutor
+
+            workers = min(jobs, len(todo))
+            chunk = max(1, min(4, len(todo) // (workers * 8)))
+            pool = ProcessPoolExecutor(workers, mp_context=_pool_context(), initializer=_init_worker, initargs=(settings,))
+            try:
+                for result in pool.map(_work, [(shown, data) for _, shown, data, _ in todo], chunksize=chunk):
+                    checked.append(result)
+                    progress.advance()
+            except BaseException:
+                # Ctrl-C (or a crash): drop the files not started; the few chunks already handed to workers
+                # (at most workers + 1, of <= 4 files each) finish first. Killing workers instead races with
+                # the executor's own bookkeeping (a hang at exit on CPython 3.11).
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
+            pool.shutdown()
+        else:
+            for _, shown, data, _ in todo:
+                checked.append(_check_bytes(shown, data, settings))
+                progress.advance()
+
+    if cache is not None:
+        for (path, shown, _, digest), result in zip(todo, checked):
+            if _cacheable(result):
+                cache.put(path, shown, digest, result.diagnostics)
+        cache.save()
+    results.extend(checked)
     return sorted(results, key=lambda r: r.path)

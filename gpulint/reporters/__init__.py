@@ -17,6 +17,12 @@ FORMATS = {
     "concise": "text",
     "json": "json_formats",
     "json-lines": "json_formats",
+    "sarif": "sarif",
+    "github": "github",
+    "gitlab": "gitlab",
+    "junit": "junit",
+    "grouped": "grouped",
+    "pylint": "grouped",
 }
 MACHINE_FORMATS = frozenset({"json", "json-lines", "sarif", "github", "gitlab", "junit", "pylint"})
 
