@@ -66,6 +66,9 @@ class Rule:
 
     @classmethod
     def applies_to_text(cls, text: str) -> bool:
+        # GPU context needs `.cuda` or a "cuda..." string, so a file without "cuda" cannot fire such a rule.
+        if cls.needs_gpu_context and "cuda" not in text:
+            return False
         return all(re.search(p, text) for p in cls.requires)
 
     def check(self) -> Iterator[Diagnostic]:
