@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,13 +61,57 @@ def rules_for(text: str, path: str, settings: Settings) -> list[type[Rule]]:
     ]
 
 
+# libcst's native parser overflows its stack (a segfault, not an exception) on a few thousand nested
+# brackets or chained operators, and slows down quadratically long before that. CPython's own parser
+# measures nesting safely, so it looks at the file first; anything deeper than this is generated code.
+MAX_NESTING = 500
+_PYTHON_LIMITS = ("too many nested parentheses", "too many levels of indentation")
+
+
+def _nesting(tree: ast.AST) -> int:
+    """The depth of the syntax tree as libcst builds it (`a and b and c` nests there)."""
+    deepest = 0
+    stack = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if depth > MAX_NESTING:
+            break
+        for child in ast.iter_child_nodes(node):
+            extra = len(child.values) - 2 if isinstance(child, ast.BoolOp) else 0
+            stack.append((child, depth + 1 + max(extra, 0)))
+    return deepest
+
+
 def parse(text: str, path: str) -> cst.Module | Diagnostic:
+    python_error: SyntaxError | None = None
+    try:
+        tree = ast.parse(text)
+    except (RecursionError, MemoryError):
+        return file_error(path, "too deeply nested for the parser; skipped")
+    except SyntaxError as error:
+        if any(limit in str(error.msg) for limit in _PYTHON_LIMITS) or "null bytes" in str(error.msg):
+            return _syntax_error(path, error)
+        python_error = error  # libcst may still accept a newer syntax than this interpreter's
+    except ValueError as error:  # null bytes, before Python 3.12
+        return file_error(path, f"SyntaxError: {error}", INVALID_SYNTAX)
+    else:
+        if _nesting(tree) > MAX_NESTING:
+            return file_error(path, f"nested more than {MAX_NESTING} levels deep (generated code?); skipped")
     try:
         return cst.parse_module(text)
     except cst.ParserSyntaxError as error:
+        if python_error is not None:
+            return _syntax_error(path, python_error)  # CPython's location is the precise one
         return file_error(path, f"SyntaxError: {error.message}", INVALID_SYNTAX, error.raw_line, error.raw_column + 1)
     except RecursionError:
         return file_error(path, "too deeply nested for the parser; skipped")
+
+
+def _syntax_error(path: str, error: SyntaxError) -> Diagnostic:
+    row = max(error.lineno or 1, 1)
+    column = max(error.offset or 1, 1)
+    return file_error(path, f"SyntaxError: {error.msg}", INVALID_SYNTAX, row, column)
 
 
 def check_source(text: str, path: str, settings: Settings) -> list[Diagnostic]:
