@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import ast
 import os
+import sys
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -114,10 +117,33 @@ def _syntax_error(path: str, error: SyntaxError) -> Diagnostic:
     return file_error(path, f"SyntaxError: {error.msg}", INVALID_SYNTAX, row, column)
 
 
+# libcst's visitors recurse a few Python frames per tree level: MAX_NESTING levels need about 3,000.
+RECURSION_ROOM = 4000
+
+
+@contextmanager
+def _recursion_room():
+    """Enough Python recursion for any tree under MAX_NESTING (main thread only: other threads may have small stacks)."""
+    previous = sys.getrecursionlimit()
+    raise_it = previous < RECURSION_ROOM and threading.current_thread() is threading.main_thread()
+    if raise_it:
+        sys.setrecursionlimit(RECURSION_ROOM)
+    try:
+        yield
+    finally:
+        if raise_it:
+            sys.setrecursionlimit(previous)
+
+
 def check_source(text: str, path: str, settings: Settings) -> list[Diagnostic]:
     rules = rules_for(text, path, settings)
     if not rules:
         return []
+    with _recursion_room():
+        return _check_parsed(text, path, settings, rules)
+
+
+def _check_parsed(text: str, path: str, settings: Settings, rules: list[type[Rule]]) -> list[Diagnostic]:
     module = parse(text, path)
     if isinstance(module, Diagnostic):
         return [module]
