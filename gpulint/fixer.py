@@ -193,8 +193,13 @@ def write_atomic(path: Path, data: bytes, expected: bytes | None = None) -> None
                 os.chown(temp_name, info.st_uid, info.st_gid)  # root fixing someone else's file
             except OSError:
                 pass
-        if expected is not None and _read(target) != expected:
-            raise WriteError("file changed on disk since it was read")  # a last look, just before the swap
+        if expected is not None:  # a last look, just before the swap
+            current = _read(target)
+            if current == data:
+                os.unlink(temp_name)  # another run wrote the same fix meanwhile
+                return
+            if current != expected:
+                raise WriteError("file changed on disk since it was read")
         os.replace(temp_name, target)
     except BaseException as error:
         try:
