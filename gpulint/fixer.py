@@ -7,6 +7,7 @@ import os
 import re
 import stat
 import tempfile
+import warnings
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,7 +75,9 @@ def is_applicable(diagnostic: Diagnostic, unsafe: bool) -> bool:
 
 def _compiles(text: str) -> bool:
     try:
-        compile(text, "<gpulint-fix>", "exec", dont_inherit=True, flags=ast.PyCF_ONLY_AST)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(text, "<gpulint-fix>", "exec", dont_inherit=True, flags=ast.PyCF_ONLY_AST)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
     return True

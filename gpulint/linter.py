@@ -6,6 +6,7 @@ import ast
 import os
 import sys
 import threading
+import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -89,7 +90,9 @@ def _nesting(tree: ast.AST) -> int:
 def parse(text: str, path: str) -> cst.Module | Diagnostic:
     python_error: SyntaxError | None = None
     try:
-        tree = ast.parse(text)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # `"\d"` and friends: not ours to report
+            tree = ast.parse(text)
     except (RecursionError, MemoryError):
         return file_error(path, "too deeply nested for the parser; skipped")
     except SyntaxError as error:

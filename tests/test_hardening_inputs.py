@@ -283,3 +283,12 @@ def test_check_source_reports_instead_of_raising(text):
     settings = Settings(select=("ALL",), preview=True)
     for diagnostic in check_source(text + "\nimport torch\ntorch.cuda.memory_cached()\n", "t.py", settings):
         assert diagnostic.name != "internal-error"
+
+
+def test_python_warnings_about_the_checked_code_do_not_leak(tmp_path):
+    # `"\d"` makes CPython warn while parsing (SyntaxWarning on 3.12+): not gpulint's to print.
+    _tree(tmp_path, {"warn.py": 'import torch\nx = "\\d"\ny = 1()\ntorch.cuda.memory_cached()\n'})
+    for command in (("check", "--no-cache", "."), ("fix", "--no-cache", ".")):
+        result = run_gpulint(*command, cwd=tmp_path, env={"PYTHONWARNINGS": "default"})
+        assert result.returncode == 1
+        assert "Warning" not in result.stderr.decode(), result.stderr.decode()
