@@ -6,7 +6,10 @@
 
 For every file: `check_source` with every registered rule (`select=ALL`, preview on) must not raise nor report
 an `internal-error`; every span must lie inside the file; `fix_source(unsafe=True)` must drop no fix, its output
-must parse and compile, and a second fix must change nothing. Nothing is ever written to disk.
+must parse and compile, and a second fix must change nothing. Then the edit builders rules use
+(`with_keyword_argument` through `replace_node`, `add_import`) rewrite every outermost call of the file at once:
+the result must compile (`tests/test_fuzz.py::probe_edits`; `--no-probe` skips it; the total time per file
+excludes it). Nothing is ever written to disk.
 
 By default the rules' text prefilter (`Rule.requires`) is bypassed, so every rule analyses every file (a stricter
 test than real use, where most files never reach a rule); `--prefilter` measures the product as users run it.
@@ -31,7 +34,8 @@ from collections import Counter, deque
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-FAILURES = ("crash", "internal-error", "bad-span", "broken-fix", "non-idempotent", "timeout")
+sys.path.insert(0, str(REPO))
+FAILURES = ("crash", "internal-error", "bad-span", "broken-fix", "non-idempotent", "broken-edit", "timeout")
 
 
 # ---- worker: one process checks and fixes a list of files ----------------------------------------------
@@ -65,7 +69,7 @@ def _span_problems(diagnostics, text: str) -> list[str]:
     return problems
 
 
-def _check_file(path: str, settings) -> dict:
+def _check_file(path: str, settings, probe: bool = True) -> dict:
     from gpulint.fixer import _compiles, _parses, fix_source, is_applicable
     from gpulint.linter import INTERNAL_ERROR, check_source
     from gpulint.source import SourceError, read_source
@@ -104,6 +108,12 @@ def _check_file(path: str, settings) -> dict:
     elif any(is_applicable(d, True) for d in diagnostics):
         result["detail"] = "fixes offered but none applied"
     result["total_s"] = time.perf_counter() - start
+    if probe:
+        from tests.test_fuzz import probe_edits
+
+        problems = probe_edits(text, path)
+        if problems:
+            return {**result, "status": "broken-edit", "detail": "; ".join(problems[:3])}
     return result
 
 
@@ -126,7 +136,7 @@ def worker(args) -> None:
         out.flush()
         signal.setitimer(signal.ITIMER_REAL, args.timeout)
         try:
-            result = _check_file(path, settings)
+            result = _check_file(path, settings, probe=not args.no_probe)
         except _FileTimeout:
             result = {"path": path, "status": "timeout", "detail": f"over {args.timeout:g} s"}
         except RecursionError:
@@ -163,6 +173,8 @@ def run(files: list[str], args) -> list[dict]:
     command = [sys.executable, __file__, "--worker", "--timeout", str(args.timeout)]
     if args.prefilter:
         command.append("--prefilter")
+    if args.no_probe:
+        command.append("--no-probe")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
     progress = {"done": 0}
 
@@ -247,6 +259,7 @@ def summarize(results: list[dict], wall: float, args) -> dict:
         "bad_spans": statuses["bad-span"],
         "broken_fixes": statuses["broken-fix"],
         "non_idempotent_fixes": statuses["non-idempotent"],
+        "broken_probe_edits": statuses["broken-edit"],
         "findings": sum(r.get("findings", 0) for r in results),
         "files_with_fixes": sum(1 for r in results if r.get("fixes")),
         "fixes_applied": sum(r.get("fixes", 0) for r in results),
@@ -270,6 +283,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--chunk", type=int, default=40, help="files per worker process")
     parser.add_argument("--prefilter", action="store_true", help="keep the rules' text prefilter (as users run it)")
+    parser.add_argument("--no-probe", action="store_true", help="skip the edit-builder probe on every call")
     parser.add_argument("--json", dest="json_path", help="write the summary and every failure to this file")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -288,7 +302,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"statuses: {summary['statuses']}")
     print(
         f"crashes: {summary['crashes']}  timeouts: {summary['timeouts']}  bad spans: {summary['bad_spans']}  "
-        f"broken fixes: {summary['broken_fixes']}  non-idempotent fixes: {summary['non_idempotent_fixes']}"
+        f"broken fixes: {summary['broken_fixes']}  non-idempotent fixes: {summary['non_idempotent_fixes']}  "
+        f"broken probe edits: {summary['broken_probe_edits']}"
     )
     print(f"findings: {summary['findings']}  files fixed: {summary['files_with_fixes']}  fixes applied: {summary['fixes_applied']}")
     for key in ("check_s_per_file", "total_s_per_file"):
