@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import difflib
 import os
+import signal
 import sys
+import threading
 from collections import Counter
 from pathlib import Path
 
@@ -168,27 +170,39 @@ def check(paths: tuple[str, ...], add_noqa: bool, **opts) -> None:
 
 
 def _add_noqa(results) -> int:
+    from gpulint.fix_command import _signals_deferred
+
+    added = 0
+    with _signals_deferred() as stop:
+        for result in results:
+            if stop.signum is not None:
+                name = signal.Signals(stop.signum).name
+                click.echo(f"gpulint: interrupted ({name}); the remaining files were left as they were", err=True)
+                return 128 + stop.signum
+            added += _add_noqa_to(result)
+    click.echo(f"Added {added} noqa directive{'s' if added != 1 else ''}.", err=True)
+    return EXIT_CLEAN
+
+
+def _add_noqa_to(result) -> int:
     from gpulint.fixer import WriteError, write_atomic
     from gpulint.suppression import add_noqa
 
-    added = 0
-    for result in results:
-        rows: dict[int, set[str]] = {}
-        for d in result.diagnostics:
-            if d.code is not None:
-                rows.setdefault(d.noqa_row or d.location.row, set()).add(d.code)
-        if not rows or result.source is None or result.path == "-":
-            continue
-        text, changed = add_noqa(result.source.text, rows)
-        if changed:
-            try:
-                write_atomic(Path(result.path), result.source.encode(text), result.source.encode(result.source.text))
-            except WriteError as error:
-                click.echo(f"gpulint: {result.path}: not written: {error}", err=True)
-                continue
-            added += changed
-    click.echo(f"Added {added} noqa directive{'s' if added != 1 else ''}.", err=True)
-    return EXIT_CLEAN
+    rows: dict[int, set[str]] = {}
+    for d in result.diagnostics:
+        if d.code is not None:
+            rows.setdefault(d.noqa_row or d.location.row, set()).add(d.code)
+    if not rows or result.source is None or result.path == "-":
+        return 0
+    text, changed = add_noqa(result.source.text, rows)
+    if not changed:
+        return 0
+    try:
+        write_atomic(Path(result.path), result.source.encode(text), result.source.encode(result.source.text))
+    except (WriteError, UnicodeEncodeError) as error:
+        click.echo(f"gpulint: {result.path}: not written: {error}", err=True)
+        return 0
+    return changed
 
 
 @cli.command()
@@ -260,8 +274,24 @@ def _split_command(argv: list[str]) -> tuple[list[str], list[str] | None]:
     return argv, None
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, handled like Ctrl-C: stop cleanly, report, exit 128 + 15."""
+
+
+def _on_sigterm(signum, frame) -> None:
+    raise Terminated
+
+
+def _interrupted(cause: BaseException | None) -> None:
+    signum = signal.SIGTERM if isinstance(cause, Terminated) else signal.SIGINT
+    click.echo(f"gpulint: interrupted ({signum.name})", err=True)
+    sys.exit(128 + signum)
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _on_sigterm)
     head, command = _split_command(argv)
     try:
         cli.main(args=head, prog_name="gpulint", standalone_mode=False, obj={"command": command})
@@ -270,15 +300,13 @@ def main(argv: list[str] | None = None) -> None:
     except click.ClickException as error:
         error.show()
         sys.exit(EXIT_ERROR)
-    except click.exceptions.Abort:
-        click.echo("Aborted.", err=True)
-        sys.exit(130)
+    except click.exceptions.Abort as abort:  # click turns KeyboardInterrupt (and so SIGTERM) into Abort
+        _interrupted(abort.__cause__)
     except ConfigError as error:
         click.echo(f"gpulint failed\n  Cause: {error}", err=True)
         sys.exit(EXIT_ERROR)
-    except KeyboardInterrupt:
-        click.echo("Interrupted.", err=True)
-        sys.exit(130)
+    except KeyboardInterrupt as interrupt:
+        _interrupted(interrupt)
     except BrokenPipeError:
         sys.exit(EXIT_ERROR)
     except Exception as error:  # noqa: BLE001 - never a traceback for the user

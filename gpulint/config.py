@@ -210,6 +210,8 @@ def load_toml(path: Path) -> dict:
             return tomllib.load(handle)
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"{path} is not valid TOML: {error}") from None
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"{path} is not valid TOML: not UTF-8 (invalid byte at offset {error.start})") from None
     except OSError as error:
         raise ConfigError(f"cannot read {path}: {error.strerror or error}") from None
 
@@ -220,7 +222,8 @@ def find_config(start: Path) -> Path | None:
     for directory in (start, *start.parents):
         candidate = directory / "pyproject.toml"
         if candidate.is_file():
-            if "gpulint" in load_toml(candidate).get("tool", {}):
+            tool = load_toml(candidate).get("tool")
+            if isinstance(tool, dict) and "gpulint" in tool:
                 return candidate
     return None
 

@@ -68,6 +68,9 @@ def with_keyword_argument(call: cst.Call, keyword: str, value: cst.BaseExpressio
     if not args:
         return call.with_changes(args=[cst.Arg(value=value, keyword=cst.Name(keyword), equal=equal)])
     last = args[-1]
+    if len(args) == 1 and isinstance(last.value, cst.GeneratorExp) and not last.value.lpar:
+        # `f(x for x in y)` may not take a second argument until the generator has its own parentheses.
+        last = last.with_changes(value=last.value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()]))
     trailing = _comma_like(last)
     # The separator before the new argument: the one already used between arguments, if any.
     if len(args) >= 2 and _comma_like(args[-2]) is not None:

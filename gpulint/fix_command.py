@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import difflib
+import os
+import signal
 import sys
+import threading
+from contextlib import contextmanager
 from collections import Counter
 from pathlib import Path
 
@@ -12,7 +16,7 @@ import click
 from gpulint.config import Settings
 from gpulint.diagnostics import Applicability, Diagnostic
 from gpulint.fixer import FixOutcome, WriteError, fix_source, write_atomic
-from gpulint.linter import display_path, file_error
+from gpulint.linter import check_source, display_path, file_error
 from gpulint.source import SourceError, SourceText, decode_source, discover, read_source
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -104,20 +108,14 @@ def run_fix(paths: tuple[str, ...], settings: Settings, opts: dict, apply: bool)
         for d in errors:
             click.echo(f"gpulint: {d.filename}: {d.message}", err=True)
         return EXIT_FINDINGS if changed or errors else EXIT_CLEAN
-    not_written = []
-    try:
-        for path, (source, outcome) in sorted(changed.items()):
-            try:
-                write_atomic(Path(path), source.encode(outcome.text), source.encode(source.text))
-            except (WriteError, UnicodeEncodeError) as error:
-                not_written.append((path, str(error)))
-                fixed[path] = Counter()
-    except KeyboardInterrupt:
-        done = [p for p in sorted(changed) if p < path]
-        click.echo(f"Interrupted: {len(done)} file(s) written, the rest left as they were (from {path} on).", err=True)
-        return 130
+    written, not_written, signum = _write_all(changed)
+    if signum is not None:
+        return _report_interrupted(written, not_written, signum)
+    unwritten = dict(not_written)
+    for path in unwritten:
+        fixed[path] = Counter()
     remaining = sorted(
-        [d for path, (src, out) in outcomes.items() for d in (out.remaining if path not in dict(not_written) else out.remaining)]
+        [d for path, (src, out) in outcomes.items() for d in (check_source(src.text, path, settings) if path in unwritten else out.remaining)]
         + errors,
         key=Diagnostic.sort_key,
     )
@@ -125,7 +123,7 @@ def run_fix(paths: tuple[str, ...], settings: Settings, opts: dict, apply: bool)
         click.echo(f"gpulint: {path}: not written: {reason}", err=True)
     if opts["show_fixes"]:
         click.echo(_show_fixes(fixed), nl=False)
-    report = _report(remaining, settings, {**opts, "quiet": True}, {p: o.text for p, (_, o) in outcomes.items()})
+    report = _report(remaining, settings, {**opts, "quiet": True}, {p: s.text if p in unwritten else o.text for p, (s, o) in outcomes.items()})
     total_fixed = sum(sum(c.values()) for c in fixed.values())
     if not opts["quiet"] and not opts["statistics"] and _is_human(opts, settings):
         report += f"Found {_plural(total_fixed + len(remaining), 'error')} ({total_fixed} fixed, {len(remaining)} remaining).\n"
@@ -137,6 +135,79 @@ def run_fix(paths: tuple[str, ...], settings: Settings, opts: dict, apply: bool)
     if not_written:
         return EXIT_FINDINGS
     return EXIT_FINDINGS if remaining and not opts["exit_zero"] else EXIT_CLEAN
+
+
+class _Stop:
+    """SIGINT/SIGTERM seen while files were being written."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+
+
+@contextmanager
+def _signals_deferred():
+    """While files are written, SIGINT and SIGTERM finish the current file, then stop; a second one stops at once."""
+    stop = _Stop()
+
+    def handler(signum, frame):
+        if stop.signum is not None:
+            raise KeyboardInterrupt
+        stop.signum = signum
+
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            previous[signum] = signal.signal(signum, handler)
+    try:
+        yield stop
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
+
+
+def _write_all(changed: dict) -> tuple[list[str], list[tuple[str, str]], int | None]:
+    """Write each fixed file atomically: (written, not written with reasons, the signal that stopped it)."""
+    written: list[str] = []
+    not_written: list[tuple[str, str]] = []
+    with _signals_deferred() as stop:
+        for path, (source, outcome) in sorted(changed.items()):
+            if stop.signum is not None:
+                break
+            data = None
+            try:
+                data = source.encode(outcome.text)
+                write_atomic(Path(path), data, source.encode(source.text))
+            except (WriteError, UnicodeEncodeError) as error:
+                reason = str(error) if isinstance(error, WriteError) else f"the fixed text cannot be encoded as {source.encoding}"
+                not_written.append((path, reason))
+            except KeyboardInterrupt:
+                # A second signal during the write: the rename either happened or it did not.
+                if data is not None and _holds(Path(path), data):
+                    written.append(path)
+                stop.signum = stop.signum or signal.SIGINT
+                break
+            else:
+                written.append(path)
+    if stop.signum is not None:
+        done = set(written) | {p for p, _ in not_written}
+        not_written += [(p, "interrupted before it was written") for p in sorted(changed) if p not in done]
+    return written, not_written, stop.signum
+
+
+def _holds(path: Path, data: bytes) -> bool:
+    try:
+        return Path(os.path.realpath(path)).read_bytes() == data
+    except OSError:
+        return False
+
+
+def _report_interrupted(written: list[str], not_written: list[tuple[str, str]], signum: int) -> int:
+    """After SIGINT/SIGTERM: every file is either fully fixed or untouched; say which were not written."""
+    name = "SIGTERM" if signum == signal.SIGTERM else "SIGINT"
+    click.echo(f"gpulint: interrupted ({name}): {_plural(len(written), 'file')} fixed and written, {len(not_written)} not written", err=True)
+    for path, reason in not_written:
+        click.echo(f"gpulint: {path}: not written: {reason}", err=True)
+    return 128 + signum
 
 
 def _is_human(opts: dict, settings: Settings) -> bool:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import stat
 import tempfile
+import warnings
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,13 +73,40 @@ def is_applicable(diagnostic: Diagnostic, unsafe: bool) -> bool:
     return fix.applicability == Applicability.SAFE or (unsafe and fix.applicability == Applicability.UNSAFE)
 
 
-def _parses(text: str) -> bool:
+def _compiles(text: str) -> bool:
     try:
-        cst.parse_module(text)
-        compile(text, "<gpulint-fix>", "exec", dont_inherit=True)
-    except (cst.ParserSyntaxError, SyntaxError, ValueError, RecursionError):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(text, "<gpulint-fix>", "exec", dont_inherit=True, flags=ast.PyCF_ONLY_AST)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
     return True
+
+
+def _parses(text: str, strict: bool = True) -> bool:
+    """libcst parses it and, when the original compiled (`strict`), CPython does too."""
+    try:
+        cst.parse_module(text)
+    except (cst.ParserSyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return not strict or _compiles(text)
+
+
+def _well_formed(edits: tuple[Edit, ...], starts: list[int], length: int) -> bool:
+    """A fix's own edits lie inside the text and do not overlap one another."""
+    spans = []
+    for edit in edits:
+        if edit.location > edit.end_location or edit.location.row < 1 or edit.location.column < 1:
+            return False
+        if edit.end_location.row > len(starts):
+            return False
+        begin, end = _offset(starts, edit.location), _offset(starts, edit.end_location)
+        for location, offset in ((edit.location, begin), (edit.end_location, end)):
+            if offset > (starts[location.row] if location.row < len(starts) else length):
+                return False  # a column past the end of its line
+        spans.append((begin, end))
+    spans.sort()
+    return all(a_end <= b_begin for (_, a_end), (b_begin, _) in zip(spans, spans[1:]))
 
 
 def fix_source(text: str, path: str, settings: Settings, unsafe: bool | None = None) -> FixOutcome:
@@ -85,14 +114,21 @@ def fix_source(text: str, path: str, settings: Settings, unsafe: bool | None = N
     outcome = FixOutcome(text)
     rejected: set[tuple] = set()  # (code, message, edits) of fixes whose result did not parse
     diagnostics = check_source(text, path, settings)
+    # A file this interpreter cannot compile (newer syntax) is held to libcst's grammar only.
+    strict = any(is_applicable(d, unsafe) for d in diagnostics) and _compiles(text)
     for _ in range(MAX_PASSES):
         accepted: list[Diagnostic] = []
         edits: list[Edit] = []
+        starts = _line_starts(outcome.text)
         for diagnostic in diagnostics:
             if not is_applicable(diagnostic, unsafe):
                 continue
             key = (diagnostic.code, diagnostic.fix.edits)
             if key in rejected:
+                continue
+            if not _well_formed(diagnostic.fix.edits, starts, len(outcome.text)):
+                rejected.add(key)
+                outcome.broken.append(diagnostic)
                 continue
             if set(diagnostic.fix.edits) <= set(edits):
                 accepted.append(diagnostic)  # the same edits fix this finding too
@@ -104,11 +140,11 @@ def fix_source(text: str, path: str, settings: Settings, unsafe: bool | None = N
         if not accepted:
             break
         candidate = apply_edits(outcome.text, edits)
-        if not _parses(candidate):
+        if not _parses(candidate, strict):
             # Find the culprit: apply the first fix alone; drop it if that alone breaks the file.
             first = accepted[0]
             alone = apply_edits(outcome.text, list(first.fix.edits))
-            if _parses(alone):
+            if _parses(alone, strict):
                 candidate, accepted = alone, [d for d in accepted if set(d.fix.edits) <= set(first.fix.edits)]
             else:
                 rejected.add((first.code, first.fix.edits))
@@ -126,7 +162,12 @@ class WriteError(Exception):
 
 
 def write_atomic(path: Path, data: bytes, expected: bytes | None = None) -> None:
-    """Replace the file's content in one step (temp file + rename), keeping its mode and symlinks."""
+    """Replace the file's content in one step (temp file + rename), keeping its mode, owner and symlinks.
+
+    With `expected` (the bytes the fix was computed from), a file that changed on disk since is left alone,
+    and one that already holds `data` (a concurrent run, a second link to the same file) is not rewritten.
+    Any failure leaves the original untouched and raises WriteError; no partial file is ever visible.
+    """
     target = Path(os.path.realpath(path))  # write through a symlink, never replace the link itself
     try:
         info = target.stat()
@@ -135,19 +176,33 @@ def write_atomic(path: Path, data: bytes, expected: bytes | None = None) -> None
     if not info.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
         raise WriteError("file is read-only")
     if expected is not None:
-        try:
-            current = target.read_bytes()
-        except OSError as error:
-            raise WriteError(error.strerror or str(error)) from None
+        current = _read(target)
+        if current == data:
+            return
         if current != expected:
             raise WriteError("file changed on disk since it was read")
-    descriptor, temp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".gpulint-tmp", dir=target.parent)
+    try:
+        descriptor, temp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".gpulint-tmp", dir=target.parent)
+    except OSError as error:
+        raise WriteError(error.strerror or str(error)) from None
     try:
         with os.fdopen(descriptor, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(temp_name, stat.S_IMODE(info.st_mode))
+        if hasattr(os, "chown") and (info.st_uid, info.st_gid) != (os.stat(temp_name).st_uid, os.stat(temp_name).st_gid):
+            try:
+                os.chown(temp_name, info.st_uid, info.st_gid)  # root fixing someone else's file
+            except OSError:
+                pass
+        if expected is not None:  # a last look, just before the swap
+            current = _read(target)
+            if current == data:
+                os.unlink(temp_name)  # another run wrote the same fix meanwhile
+                return
+            if current != expected:
+                raise WriteError("file changed on disk since it was read")
         os.replace(temp_name, target)
     except BaseException as error:
         try:
@@ -157,3 +212,25 @@ def write_atomic(path: Path, data: bytes, expected: bytes | None = None) -> None
         if isinstance(error, OSError):
             raise WriteError(error.strerror or str(error)) from None
         raise
+    _sync_directory(target.parent)
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as error:
+        raise WriteError(error.strerror or str(error)) from None
+
+
+def _sync_directory(directory: Path) -> None:
+    """Make the rename durable (best effort: not every platform can open a folder)."""
+    try:
+        descriptor = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(descriptor)
+    except OSError:
+        pass
+    finally:
+        os.close(descriptor)

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import sys
+import threading
+import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -13,7 +17,7 @@ from gpulint.analysis import SemanticModel
 from gpulint.checks import Rule, all_rules
 from gpulint.config import Settings
 from gpulint.diagnostics import INVALID_SYNTAX, IO_ERROR, Diagnostic, Location, Severity
-from gpulint.source import SourceError, SourceText, read_source
+from gpulint.source import SourceError, SourceText, read_source, read_source_bytes
 from gpulint.suppression import parse_suppressions
 
 INTERNAL_ERROR = "internal-error"
@@ -61,31 +65,88 @@ def rules_for(text: str, path: str, settings: Settings) -> list[type[Rule]]:
     ]
 
 
+# libcst's native parser overflows its stack (a segfault, not an exception) on a few thousand nested
+# brackets or chained operators, and slows down quadratically long before that. CPython's own parser
+# measures nesting safely, so it looks at the file first; anything deeper than this is generated code.
+MAX_NESTING = 500
+_PYTHON_LIMITS = ("too many nested parentheses", "too many levels of indentation")
+
+
+def _nesting(tree: ast.AST) -> int:
+    """The depth of the syntax tree as libcst builds it (`a and b and c` nests there)."""
+    deepest = 0
+    stack = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if depth > MAX_NESTING:
+            break
+        for child in ast.iter_child_nodes(node):
+            extra = len(child.values) - 2 if isinstance(child, ast.BoolOp) else 0
+            stack.append((child, depth + 1 + max(extra, 0)))
+    return deepest
+
+
 def parse(text: str, path: str) -> cst.Module | Diagnostic:
+    python_error: SyntaxError | None = None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # `"\d"` and friends: not ours to report
+            tree = ast.parse(text)
+    except (RecursionError, MemoryError):
+        return file_error(path, "too deeply nested for the parser; skipped")
+    except SyntaxError as error:
+        if any(limit in str(error.msg) for limit in _PYTHON_LIMITS) or "null bytes" in str(error.msg):
+            return _syntax_error(path, error)
+        python_error = error  # libcst may still accept a newer syntax than this interpreter's
+    except ValueError as error:  # null bytes, before Python 3.12
+        return file_error(path, f"SyntaxError: {error}", INVALID_SYNTAX)
+    else:
+        if _nesting(tree) > MAX_NESTING:
+            return file_error(path, f"nested more than {MAX_NESTING} levels deep (generated code?); skipped")
     try:
         return cst.parse_module(text)
     except cst.ParserSyntaxError as error:
-        return _syntax_error(text, path, error)
+        if python_error is not None:
+            return _syntax_error(path, python_error)  # CPython's location is the precise one
+        return file_error(path, f"SyntaxError: {error.message}", INVALID_SYNTAX, error.raw_line, error.raw_column + 1)
     except RecursionError:
         return file_error(path, "too deeply nested for the parser; skipped")
 
 
-def _syntax_error(text: str, path: str, error: cst.ParserSyntaxError) -> Diagnostic:
-    """Python's own message and location where it has one: what users see from `python` itself."""
+def _syntax_error(path: str, error: SyntaxError) -> Diagnostic:
+    row = max(error.lineno or 1, 1)
+    column = max(error.offset or 1, 1)
+    return file_error(path, f"SyntaxError: {error.msg}", INVALID_SYNTAX, row, column)
+
+
+# libcst's visitors recurse a few Python frames per tree level: MAX_NESTING levels need about 3,000.
+RECURSION_ROOM = 4000
+
+
+@contextmanager
+def _recursion_room():
+    """Enough Python recursion for any tree under MAX_NESTING (main thread only: other threads may have small stacks)."""
+    previous = sys.getrecursionlimit()
+    raise_it = previous < RECURSION_ROOM and threading.current_thread() is threading.main_thread()
+    if raise_it:
+        sys.setrecursionlimit(RECURSION_ROOM)
     try:
-        compile(text, path, "exec", dont_inherit=True, flags=0x400)  # PyCF_ONLY_AST: no code generation
-    except SyntaxError as py_error:
-        row = py_error.lineno or 1
-        return file_error(path, f"SyntaxError: {py_error.msg}", INVALID_SYNTAX, row, py_error.offset or 1)
-    except (ValueError, RecursionError, MemoryError):
-        pass
-    return file_error(path, f"SyntaxError: {error.message}", INVALID_SYNTAX, error.raw_line, error.raw_column + 1)
+        yield
+    finally:
+        if raise_it:
+            sys.setrecursionlimit(previous)
 
 
 def check_source(text: str, path: str, settings: Settings) -> list[Diagnostic]:
     rules = rules_for(text, path, settings)
     if not rules:
         return []
+    with _recursion_room():
+        return _check_parsed(text, path, settings, rules)
+
+
+def _check_parsed(text: str, path: str, settings: Settings, rules: list[type[Rule]]) -> list[Diagnostic]:
     module = parse(text, path)
     if isinstance(module, Diagnostic):
         return [module]
@@ -132,20 +193,6 @@ def default_jobs() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
         return os.cpu_count() or 1
-
-
-def _read_bytes(path: Path) -> bytes:
-    from gpulint.source import MAX_FILE_BYTES
-
-    try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise SourceError(f"file is {size / 1e6:.1f} MB, above the {MAX_FILE_BYTES // (1024 * 1024)} MB limit; skipped")
-        return path.read_bytes()
-    except IsADirectoryError:
-        raise SourceError("is a directory") from None
-    except OSError as error:
-        raise SourceError(error.strerror or str(error)) from None
 
 
 def _check_bytes(shown: str, data: bytes, settings: Settings) -> FileResult:
@@ -209,7 +256,7 @@ def lint_files(files: list[Path], settings: Settings, jobs: int | None = None, u
     for path in files:
         shown = display_path(path)
         try:
-            data = _read_bytes(path)
+            data = read_source_bytes(path)
         except SourceError as error:
             results.append(FileResult(shown, [file_error(shown, str(error))]))
             continue

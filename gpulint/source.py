@@ -6,6 +6,7 @@ import codecs
 import io
 import os
 import re
+import stat
 import tokenize
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,9 +15,6 @@ from gpulint.config import Settings, _glob_match
 
 PYTHON_SUFFIXES = (".py", ".pyi")
 MAX_FILE_BYTES = 10 * 1024 * 1024  # LibCST needs ~100x a file's size in memory; larger files are generated code
-
-
-_CODING_COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=]", re.MULTILINE)
 
 
 class SourceError(Exception):
@@ -42,9 +40,17 @@ def decode_source(data: bytes) -> SourceText:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as error:
-        if _CODING_COOKIE.search(b"\n".join(data.splitlines()[:2])):
-            raise SourceError(f"bad encoding declaration: {error.msg if hasattr(error, 'msg') else error}") from None
-        encoding = "utf-8"  # no cookie: the first line is simply not UTF-8, which decoding reports below
+        message = str(error.msg if hasattr(error, "msg") else error)
+        if bom and message.startswith("encoding problem"):
+            raise SourceError("bad encoding declaration: a UTF-8 byte-order mark, but a coding cookie that is not UTF-8") from None
+        if message.startswith("invalid or missing encoding declaration"):
+            # No usable cookie and the first lines are not UTF-8: say where the bad byte is.
+            body = data[len(codecs.BOM_UTF8) :] if bom else data
+            try:
+                body.decode("utf-8")
+            except UnicodeDecodeError as decode_error:
+                raise SourceError(f"cannot decode as utf-8: invalid byte at offset {decode_error.start + (3 if bom else 0)}") from None
+        raise SourceError(f"bad encoding declaration: {message}") from None
     if encoding == "utf-8-sig":
         encoding = "utf-8"
     body = data[len(codecs.BOM_UTF8) :] if bom else data
@@ -57,17 +63,26 @@ def decode_source(data: bytes) -> SourceText:
     return SourceText(text, encoding, bom)
 
 
-def read_source(path: Path) -> SourceText:
+def read_source_bytes(path: Path) -> bytes:
+    """A file's bytes, refusing what must not be read: directories, pipes and devices, oversized files."""
     try:
-        size = path.stat().st_size
+        info = path.stat()
+        if stat.S_ISDIR(info.st_mode):
+            raise IsADirectoryError
+        if not stat.S_ISREG(info.st_mode):
+            raise SourceError("not a regular file (a pipe or a device); skipped")  # reading it could block forever
+        size = info.st_size
         if size > MAX_FILE_BYTES:
             raise SourceError(f"file is {size / 1e6:.1f} MB, above the {MAX_FILE_BYTES // (1024 * 1024)} MB limit; skipped")
-        data = path.read_bytes()
+        return path.read_bytes()
     except IsADirectoryError:
         raise SourceError("is a directory") from None
     except OSError as error:
         raise SourceError(error.strerror or str(error)) from None
-    return decode_source(data)
+
+
+def read_source(path: Path) -> SourceText:
+    return decode_source(read_source_bytes(path))
 
 
 # ---- discovery --------------------------------------------------------------------------------
@@ -220,9 +235,16 @@ def _walk(top: Path, settings: Settings, add) -> None:
                 continue
             if is_dir:
                 subdirs.append((path, ignore))
-            elif entry.name.endswith(PYTHON_SUFFIXES) and (entry.is_file() or entry.is_symlink()):
-                add(path)
+            elif entry.name.endswith(PYTHON_SUFFIXES) and (entry.is_symlink() or _is_file(entry)):
+                add(path)  # a broken or looping symlink is added, so that reading it reports why
         stack.extend(reversed(subdirs))
+
+
+def _is_file(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_file()
+    except OSError:
+        return False
 
 
 def _rel(path: Path, base: Path) -> str:
