@@ -290,8 +290,17 @@ def _interrupted(cause: BaseException | None) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
+    previous = None
     if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _on_sigterm)
+        previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        _main(argv)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _main(argv: list[str]) -> None:
     head, command = _split_command(argv)
     try:
         cli.main(args=head, prog_name="gpulint", standalone_mode=False, obj={"command": command})

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import os
 import re
 import stat
@@ -77,7 +76,7 @@ def _compiles(text: str) -> bool:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            compile(text, "<gpulint-fix>", "exec", dont_inherit=True, flags=ast.PyCF_ONLY_AST)
+            compile(text, "<gpulint-fix>", "exec", dont_inherit=True)  # the compiler too: `return` outside a function
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
     return True

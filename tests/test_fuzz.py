@@ -18,7 +18,6 @@ Examples are bounded and derandomized here (CI time); `bench/fuzz.py` runs the s
 
 from __future__ import annotations
 
-import ast
 import io
 import random
 import re
@@ -50,7 +49,7 @@ def _compiles(text: str) -> bool:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            compile(text, "<fuzz>", "exec", dont_inherit=True, flags=ast.PyCF_ONLY_AST)
+            compile(text, "<fuzz>", "exec", dont_inherit=True)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
     return True

@@ -322,3 +322,28 @@ def test_two_concurrent_runs_do_not_corrupt_any_file(tmp_path):
         assert "not written" not in err and "Traceback" not in err
     assert [p.read_text() for p in paths] == [AFTER] * len(paths)
     assert _leftovers(tmp_path) == []
+
+
+def test_add_noqa_stops_cleanly_on_a_signal(tmp_path, monkeypatch, capsys):
+    paths = _files(tmp_path, 4)
+    real = fixer.write_atomic
+
+    def interrupted_during_second(path, data, expected=None):
+        if Path(path).name == "m001.py":
+            os.kill(os.getpid(), signal.SIGTERM)
+        return real(path, data, expected)
+
+    monkeypatch.setattr(fixer, "write_atomic", interrupted_during_second)
+    monkeypatch.chdir(tmp_path)
+    code, _, err = _run_main(["check", "--add-noqa", "--no-cache", "."], capsys)
+    assert code == 128 + signal.SIGTERM
+    assert err == "gpulint: interrupted (SIGTERM); the remaining files were left as they were\n"
+    noqa = BEFORE.replace("memory_cached()\n", "memory_cached()  # noqa: GPU402\n")
+    assert [p.read_text() for p in paths] == [noqa, noqa, BEFORE, BEFORE]
+
+
+def test_the_cli_gives_back_the_sigterm_handler_it_installs(tmp_path, monkeypatch, capsys):
+    before = signal.getsignal(signal.SIGTERM)
+    monkeypatch.chdir(tmp_path)
+    _run_main(["check", "--no-cache", "."], capsys)
+    assert signal.getsignal(signal.SIGTERM) is before
