@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
+import operator
 import re
+import typing
 
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -26,49 +29,191 @@ class ClassInfo:
     methods: dict[str, cst.FunctionDef] = field(default_factory=dict)
 
 
-class _Collector(cst.CSTVisitor):
-    """One walk over the tree that records everything the queries below need."""
+# ---- the walk ----------------------------------------------------------------------------------
+#
+# LibCST's own `module.visit(visitor)` rebuilds every node it passes (each `_visit_and_replace_children`
+# calls the node's constructor and validation), which costs more than parsing. The model only reads the
+# tree, so it walks the node fields directly, in the order LibCST visits them, and skips whitespace,
+# comments and punctuation (nothing the rules ask about lives below those).
 
-    def __init__(self, model: SemanticModel) -> None:
-        self.m = model
-        self.stack: list[cst.CSTNode] = []
+_TRIVIA: tuple[type, ...] = (
+    cst.SimpleWhitespace, cst.ParenthesizedWhitespace, cst.TrailingWhitespace, cst.EmptyLine, cst.Comment,
+    cst.Newline, cst.LeftParen, cst.RightParen, cst.LeftSquareBracket, cst.RightSquareBracket,
+    cst.LeftCurlyBrace, cst.RightCurlyBrace, cst.Comma, cst.Dot, cst.Colon, cst.Semicolon, cst.AssignEqual,
+)  # fmt: skip
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+_GETTERS: dict[type, typing.Callable[[cst.CSTNode], tuple] | None] = {}
+# type -> whether values of that type are walked (a non-trivia node). Keyed by exact type because
+# `isinstance` against LibCST's classes (ABCMeta) costs several times a dict lookup.
+_WALKED: dict[type, bool] = {}
 
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        m = self.m
-        if self.stack:
-            m.parent[node] = self.stack[-1]
-        self.stack.append(node)
-        if isinstance(node, cst.Call):
-            m.calls.append(node)
-        elif isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
-            m._record_assignment(node)
-        elif isinstance(node, (cst.For, cst.While)):
-            m.loops.append(node)
-            if isinstance(node, cst.For):
-                m._record_targets(node.target, node)
-        elif isinstance(node, cst.FunctionDef):
-            m.functions[node.name.value].append(node)
-            m._record_params(node)
-        elif isinstance(node, cst.ClassDef):
-            m._record_class(node)
-        elif isinstance(node, cst.Import):
-            m.imports.add_import(node)
-            m.import_statements.append(node)
-        elif isinstance(node, cst.ImportFrom):
-            m.imports.add_import_from(node)
-            m.import_statements.append(node)
-        elif isinstance(node, cst.SimpleString):
-            m.strings.append(node)
-        elif isinstance(node, cst.Attribute):
-            m.attributes.append(node)
-        elif isinstance(node, (cst.With, cst.If)):
-            m.blocks.append(node)
-        elif isinstance(node, cst.NamedExpr):
-            m._record_targets(node.target, node)
-        return True
 
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        self.stack.pop()
+def _node_types(annotation: object) -> Iterator[type]:
+    """The CSTNode classes a field's annotation allows (through Union, Optional, Sequence, ...)."""
+    if isinstance(annotation, type):
+        if issubclass(annotation, cst.CSTNode):
+            yield annotation
+        return
+    if isinstance(annotation, (str, typing.ForwardRef)):  # a forward reference: it may hold anything
+        yield cst.CSTNode
+        return
+    for argument in typing.get_args(annotation):
+        yield from _node_types(argument)
+
+
+def _child_fields(cls: type) -> tuple[str, ...]:
+    """The fields of `cls` that can hold non-trivia child nodes, in LibCST's visiting order (cached)."""
+    fields = _CHILD_FIELDS.get(cls)
+    if fields is not None:
+        return fields
+    declared = {f.name: f.type for f in dataclasses.fields(cls)}
+    # LibCST's visiting order is the keyword order of the constructor call in `_visit_and_replace_children`.
+    order: tuple[str, ...] = tuple(declared)
+    for constant in reversed(cls._visit_and_replace_children.__code__.co_consts):
+        if isinstance(constant, tuple) and constant and set(constant) == set(declared):
+            order = constant
+            break
+    fields = tuple(
+        name
+        for name in order
+        if any(not issubclass(t, _TRIVIA) for t in _node_types(declared[name]))
+    )
+    _CHILD_FIELDS[cls] = fields
+    return fields
+
+
+def _getter(cls: type) -> typing.Callable[[cst.CSTNode], tuple] | None:
+    """A function returning the values of `cls`'s child fields as a tuple; None for leaves."""
+    if cls not in _GETTERS:
+        fields = _child_fields(cls)
+        if not fields:
+            _GETTERS[cls] = None
+        elif len(fields) == 1:
+            single = operator.attrgetter(fields[0])
+            _GETTERS[cls] = lambda node: (single(node),)
+        else:
+            _GETTERS[cls] = operator.attrgetter(*fields)
+    return _GETTERS[cls]
+
+
+def _is_walked(cls: type) -> bool:
+    walked = issubclass(cls, cst.CSTNode) and not issubclass(cls, _TRIVIA)
+    _WALKED[cls] = walked
+    return walked
+
+
+def _walk(model: SemanticModel, module: cst.Module) -> None:
+    """Pre-order over every non-trivia node: parents, and the node kinds the model indexes."""
+    parent = model.parent
+    handlers = _HANDLERS
+    getters = _GETTERS
+    walked = _WALKED
+    stack: list[cst.CSTNode] = [module]
+    pop, extend = stack.pop, stack.extend
+    while stack:
+        node = pop()
+        cls = type(node)
+        handler = handlers.get(cls)
+        if handler is not None:
+            handler(model, node)
+        getter = getters.get(cls, _getter)
+        if getter is _getter:
+            getter = _getter(cls)
+        if getter is None:
+            continue
+        children: list[cst.CSTNode] = []
+        append = children.append
+        for value in getter(node):
+            kind = type(value)
+            if kind is tuple or kind is list:
+                for item in value:
+                    wanted = walked.get(type(item))
+                    if wanted is None:
+                        wanted = _is_walked(type(item))
+                    if wanted:
+                        append(item)
+            else:
+                wanted = walked.get(kind)
+                if wanted is None:
+                    wanted = _is_walked(kind)
+                if wanted:
+                    append(value)
+        if children:
+            parent.update(dict.fromkeys(children, node))
+            children.reverse()
+            extend(children)
+
+
+def _on_call(m: SemanticModel, node: cst.Call) -> None:
+    m.calls.append(node)
+
+
+def _on_assignment(m: SemanticModel, node: cst.CSTNode) -> None:
+    m._record_assignment(node)
+
+
+def _on_for(m: SemanticModel, node: cst.For) -> None:
+    m.loops.append(node)
+    m._record_targets(node.target, node)
+
+
+def _on_while(m: SemanticModel, node: cst.While) -> None:
+    m.loops.append(node)
+
+
+def _on_function(m: SemanticModel, node: cst.FunctionDef) -> None:
+    m.functions[node.name.value].append(node)
+    m._record_params(node)
+
+
+def _on_class(m: SemanticModel, node: cst.ClassDef) -> None:
+    m._record_class(node)
+
+
+def _on_import(m: SemanticModel, node: cst.Import) -> None:
+    m.imports.add_import(node)
+    m.import_statements.append(node)
+
+
+def _on_import_from(m: SemanticModel, node: cst.ImportFrom) -> None:
+    m.imports.add_import_from(node)
+    m.import_statements.append(node)
+
+
+def _on_string(m: SemanticModel, node: cst.SimpleString) -> None:
+    m.strings.append(node)
+
+
+def _on_attribute(m: SemanticModel, node: cst.Attribute) -> None:
+    m.attributes.append(node)
+
+
+def _on_block(m: SemanticModel, node: cst.CSTNode) -> None:
+    m.blocks.append(node)
+
+
+def _on_named_expr(m: SemanticModel, node: cst.NamedExpr) -> None:
+    m._record_targets(node.target, node)
+
+
+# Exact node classes -> what the walk records (one dict lookup per node, built once).
+_HANDLERS: dict[type, typing.Callable[[SemanticModel, typing.Any], None]] = {
+    cst.Call: _on_call,
+    cst.Assign: _on_assignment,
+    cst.AnnAssign: _on_assignment,
+    cst.AugAssign: _on_assignment,
+    cst.For: _on_for,
+    cst.While: _on_while,
+    cst.FunctionDef: _on_function,
+    cst.ClassDef: _on_class,
+    cst.Import: _on_import,
+    cst.ImportFrom: _on_import_from,
+    cst.SimpleString: _on_string,
+    cst.Attribute: _on_attribute,
+    cst.With: _on_block,
+    cst.If: _on_block,
+    cst.NamedExpr: _on_named_expr,
+}
 
 
 class SemanticModel:
@@ -91,7 +236,7 @@ class SemanticModel:
         # (scope, name) -> the nodes that bind it: Assign/AnnAssign/AugAssign/For/Param/NamedExpr
         self.bindings: dict[tuple[int, str], list[cst.CSTNode]] = defaultdict(list)
         self._pending_classes: list[cst.ClassDef] = []
-        module.visit(_Collector(self))
+        _walk(self, module)
         for node in self._pending_classes:
             self._finish_class(node)
 
