@@ -8,12 +8,14 @@ import re
 import typing
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Iterator, Optional, Union
 
 import libcst as cst
-from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+from libcst._nodes.internal import CodegenState
+from libcst.metadata import CodePosition, CodeRange
 
 from gpulint.analysis.imports import ImportTable, dotted_name
 
@@ -216,6 +218,92 @@ _HANDLERS: dict[type, typing.Callable[[SemanticModel, typing.Any], None]] = {
 }
 
 
+# ---- positions ----------------------------------------------------------------------------------
+#
+# The same ranges as LibCST's `PositionProvider` (syntactic positions where a node records them,
+# whitespace-inclusive ones otherwise), from one code generation pass with a leaner state: tuples
+# instead of CodePosition/CodeRange objects, no `@contextmanager` per node, no regex split for tokens
+# without a line break, and no MetadataWrapper. About 4x cheaper; still only computed when a rule reports.
+
+
+class _SyntacticPosition:
+    __slots__ = ("state", "node", "start_node", "end_node", "start")
+
+    def __init__(self, state: _PositionState, node: cst.CSTNode, start_node, end_node) -> None:
+        self.state = state
+        self.node = node
+        self.start_node = start_node
+        self.end_node = end_node
+
+    def __enter__(self) -> None:
+        self.start = (self.state.line, self.state.column)
+
+    def __exit__(self, *exc: object) -> None:
+        state = self.state
+        ranges = state.ranges
+        start = ranges[self.start_node][:2] if self.start_node is not None else self.start
+        end = ranges[self.end_node][2:] if self.end_node is not None else (state.line, state.column)
+        ranges[self.node] = (*start, *end)
+
+
+class _PositionState(CodegenState):
+    __slots__ = ("line", "column", "starts", "ranges")
+
+    def __init__(self, module: cst.Module) -> None:
+        super().__init__(default_indent=module.default_indent, default_newline=module.default_newline)
+        self.line = 1  # one-indexed
+        self.column = 0  # zero-indexed
+        self.starts: list[tuple[int, int]] = []
+        self.ranges: dict[cst.CSTNode, tuple[int, int, int, int]] = {}
+
+    def add_indent_tokens(self) -> None:
+        for token in self.indent_tokens:
+            self.add_token(token)
+
+    def add_token(self, value: str) -> None:
+        self.tokens.append(value)
+        if "\n" in value or "\r" in value:
+            segments = _LINE_BREAK.split(value)
+            self.line += len(segments) - 1
+            self.column = len(segments[-1])
+        else:
+            self.column += len(value)
+
+    def before_codegen(self, node: cst.CSTNode) -> None:
+        self.starts.append((self.line, self.column))
+
+    def after_codegen(self, node: cst.CSTNode) -> None:
+        start = self.starts.pop()
+        if node not in self.ranges:  # a syntactic position recorded inside wins
+            self.ranges[node] = (*start, self.line, self.column)
+
+    def record_syntactic_position(self, node, *, start_node=None, end_node=None) -> _SyntacticPosition:
+        return _SyntacticPosition(self, node, start_node, end_node)
+
+
+class _Positions(Mapping):
+    """node -> CodeRange for every node of the module, as `PositionProvider` gives them."""
+
+    def __init__(self, module: cst.Module) -> None:
+        state = _PositionState(module)
+        module._codegen(state)
+        self._raw = state.ranges
+        self._ranges: dict[cst.CSTNode, CodeRange] = {}
+
+    def __getitem__(self, node: cst.CSTNode) -> CodeRange:
+        found = self._ranges.get(node)
+        if found is None:
+            line, column, end_line, end_column = self._raw[node]
+            found = self._ranges[node] = CodeRange(CodePosition(line, column), CodePosition(end_line, end_column))
+        return found
+
+    def __iter__(self):
+        return iter(self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+
 class SemanticModel:
     """Answers the rules' questions about a module. Built once per file; positions only on demand."""
 
@@ -409,9 +497,8 @@ class SemanticModel:
     # ---- positions (computed only when a rule reports) -----------------------------------------
 
     @cached_property
-    def _positions(self):
-        wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
-        return wrapper.resolve(PositionProvider)
+    def _positions(self) -> _Positions:
+        return _Positions(self.module)
 
     def range(self, node: cst.CSTNode) -> CodeRange:
         return self._positions[node]
