@@ -10,12 +10,16 @@ import libcst as cst
 
 from gpulint.analysis import SemanticModel
 from gpulint.checks import Rule, all_rules
+from gpulint.checks.base import REGISTRY, text_matcher
 from gpulint.config import Settings
 from gpulint.diagnostics import INVALID_SYNTAX, IO_ERROR, Diagnostic, Location, Severity
 from gpulint.source import SourceError, SourceText, read_source
 from gpulint.suppression import parse_suppressions
 
 INTERNAL_ERROR = "internal-error"
+# GPULINT_NO_PREFILTER=1 parses every file: for benchmarks (the cost without the prefilter) and for
+# checking that the prefilter never hides a finding.
+_NO_PREFILTER = os.environ.get("GPULINT_NO_PREFILTER", "") not in ("", "0")
 
 
 @dataclass
@@ -49,15 +53,39 @@ def file_error(path: str, message: str, name: str = IO_ERROR, row: int = 1, colu
     )
 
 
+_ENABLED: dict[tuple, list[type[Rule]]] = {}
+
+
+def _enabled_rules(settings: Settings) -> list[type[Rule]]:
+    """The rule classes `settings` enables, computed once per selection (not once per file)."""
+    key = (settings.select, settings.extend_select, settings.ignore, settings.preview, len(REGISTRY))
+    rules = _ENABLED.get(key)
+    if rules is None:
+        registry = all_rules()
+        rules = _ENABLED[key] = [registry[code] for code in settings.enabled_codes]
+    return rules
+
+
 def rules_for(text: str, path: str, settings: Settings) -> list[type[Rule]]:
-    """The enabled rules that could fire on this text: a regex prefilter, no parsing."""
-    registry = all_rules()
+    """The enabled rules that could fire on this text: the `requires` prefilter, no parsing.
+
+    Each distinct pattern is tested at most once per file, however many rules share it.
+    """
     ignored = settings.ignored_for(path) if settings.per_file_ignores else frozenset()
-    return [
-        registry[code]
-        for code in settings.enabled_codes
-        if code not in ignored and registry[code].applies_to_text(text)
-    ]
+    seen: dict[str, bool] = {}
+    candidates = []
+    for rule in _enabled_rules(settings):
+        if rule.code in ignored:
+            continue
+        for pattern in rule.text_requirements():
+            found = seen.get(pattern)
+            if found is None:
+                found = seen[pattern] = text_matcher(pattern)(text)
+            if not found:
+                break
+        else:
+            candidates.append(rule)
+    return candidates
 
 
 def parse(text: str, path: str) -> cst.Module | Diagnostic:
@@ -69,8 +97,13 @@ def parse(text: str, path: str) -> cst.Module | Diagnostic:
         return file_error(path, "too deeply nested for the parser; skipped")
 
 
-def check_source(text: str, path: str, settings: Settings) -> list[Diagnostic]:
-    rules = rules_for(text, path, settings)
+def check_source(text: str, path: str, settings: Settings, *, prefilter: bool = True) -> list[Diagnostic]:
+    """Diagnostics for one file's text. `prefilter=False` parses every file (to test the prefilter)."""
+    if prefilter and not _NO_PREFILTER:
+        rules = rules_for(text, path, settings)
+    else:
+        ignored = settings.ignored_for(path) if settings.per_file_ignores else frozenset()
+        rules = [rule for rule in _enabled_rules(settings) if rule.code not in ignored]
     if not rules:
         return []
     module = parse(text, path)
