@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import difflib
 import os
 import sys
-from collections import Counter
 from pathlib import Path
 
 import click

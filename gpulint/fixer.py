@@ -71,13 +71,18 @@ def is_applicable(diagnostic: Diagnostic, unsafe: bool) -> bool:
     return fix.applicability == Applicability.SAFE or (unsafe and fix.applicability == Applicability.UNSAFE)
 
 
-def _parses(text: str) -> bool:
+def _parsed(text: str) -> cst.Module | None:
+    """The fixed text's tree (reused to check it again), or None when it does not parse."""
     try:
-        cst.parse_module(text)
+        module = cst.parse_module(text)
         compile(text, "<gpulint-fix>", "exec", dont_inherit=True)
     except (cst.ParserSyntaxError, SyntaxError, ValueError, RecursionError):
-        return False
-    return True
+        return None
+    return module
+
+
+def _parses(text: str) -> bool:
+    return _parsed(text) is not None
 
 
 def fix_source(text: str, path: str, settings: Settings, unsafe: bool | None = None) -> FixOutcome:
@@ -104,11 +109,13 @@ def fix_source(text: str, path: str, settings: Settings, unsafe: bool | None = N
         if not accepted:
             break
         candidate = apply_edits(outcome.text, edits)
-        if not _parses(candidate):
+        module = _parsed(candidate)
+        if module is None:
             # Find the culprit: apply the first fix alone; drop it if that alone breaks the file.
             first = accepted[0]
             alone = apply_edits(outcome.text, list(first.fix.edits))
-            if _parses(alone):
+            module = _parsed(alone)
+            if module is not None:
                 candidate, accepted = alone, [d for d in accepted if set(d.fix.edits) <= set(first.fix.edits)]
             else:
                 rejected.add((first.code, first.fix.edits))
@@ -116,7 +123,7 @@ def fix_source(text: str, path: str, settings: Settings, unsafe: bool | None = N
                 continue
         outcome.text = candidate
         outcome.fixed.update(d.code for d in accepted)
-        diagnostics = check_source(outcome.text, path, settings)
+        diagnostics = check_source(outcome.text, path, settings, module=module)  # no second parse
     outcome.remaining = diagnostics
     return outcome
 

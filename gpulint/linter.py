@@ -97,8 +97,11 @@ def parse(text: str, path: str) -> cst.Module | Diagnostic:
         return file_error(path, "too deeply nested for the parser; skipped")
 
 
-def check_source(text: str, path: str, settings: Settings, *, prefilter: bool = True) -> list[Diagnostic]:
-    """Diagnostics for one file's text. `prefilter=False` parses every file (to test the prefilter)."""
+def check_source(
+    text: str, path: str, settings: Settings, *, prefilter: bool = True, module: cst.Module | None = None
+) -> list[Diagnostic]:
+    """Diagnostics for one file's text. `prefilter=False` parses every file (to test the prefilter);
+    `module` is `text` already parsed (the fixer has it), so it is not parsed again."""
     if prefilter and not _NO_PREFILTER:
         rules = rules_for(text, path, settings)
     else:
@@ -106,9 +109,10 @@ def check_source(text: str, path: str, settings: Settings, *, prefilter: bool = 
         rules = [rule for rule in _enabled_rules(settings) if rule.code not in ignored]
     if not rules:
         return []
-    module = parse(text, path)
-    if isinstance(module, Diagnostic):
-        return [module]
+    if module is None:
+        module = parse(text, path)
+        if isinstance(module, Diagnostic):
+            return [module]
     try:
         model = SemanticModel(module, path, text)
     except RecursionError:
