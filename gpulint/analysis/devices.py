@@ -12,10 +12,11 @@ from gpulint.analysis.value_resolution import literal_value
 if TYPE_CHECKING:
     from gpulint.analysis.model import SemanticModel
 
-_DEVICE_NAME = re.compile(r"(^|_)device$|^dev$")
 # Text every module with GPU context contains. The prefilter skips files without it for the rules that
 # need GPU context (Rule.text_requirements), so `module_uses_cuda` must never be true without it.
 GPU_CONTEXT_MARKER = "cuda"
+
+_DEVICE_NAME = re.compile(r"(^|_)device$|^dev$")
 
 
 def module_uses_cuda(model: SemanticModel) -> bool:

@@ -16,15 +16,6 @@ from gpulint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location, 
 REGISTRY: dict[str, type[Rule]] = {}
 
 
-@functools.lru_cache(maxsize=None)
-def text_matcher(pattern: str) -> Callable[[str], bool]:
-    """`text -> bool` for one `requires` pattern: a substring test when the pattern is a plain word
-    (several times faster than a regex scan), a compiled regex search otherwise."""
-    if re.escape(pattern) == pattern:
-        return lambda text: pattern in text
-    return lambda text, search=re.compile(pattern).search: search(text) is not None
-
-
 @dataclass(frozen=True)
 class Option:
     """A per-rule setting, read from `[tool.gpulint.rules.CODE]` (kebab-case key)."""
@@ -118,3 +109,12 @@ class Rule:
         if not edits or any(e is None for e in edits):
             return None
         return Fix(message, applicability, tuple(e for e in edits if e is not None))
+
+
+@functools.lru_cache(maxsize=None)
+def text_matcher(pattern: str) -> Callable[[str], bool]:
+    """`text -> bool` for one `requires` pattern: a substring test when the pattern is a plain word
+    (several times faster than a regex scan), a compiled regex search otherwise."""
+    if re.escape(pattern) == pattern:
+        return lambda text: pattern in text
+    return lambda text, search=re.compile(pattern).search: search(text) is not None
