@@ -54,6 +54,7 @@ def file_error(path: str, message: str, name: str = IO_ERROR, row: int = 1, colu
 
 
 _ENABLED: dict[tuple, list[type[Rule]]] = {}
+_DEFAULT_APPLIES = Rule.applies_to_text.__func__
 
 
 def _enabled_rules(settings: Settings) -> list[type[Rule]]:
@@ -76,6 +77,10 @@ def rules_for(text: str, path: str, settings: Settings) -> list[type[Rule]]:
     candidates = []
     for rule in _enabled_rules(settings):
         if rule.code in ignored:
+            continue
+        if rule.applies_to_text.__func__ is not _DEFAULT_APPLIES:  # a rule with its own prefilter logic
+            if rule.applies_to_text(text):
+                candidates.append(rule)
             continue
         for pattern in rule.text_requirements():
             found = seen.get(pattern)

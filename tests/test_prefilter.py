@@ -95,3 +95,10 @@ def test_text_matcher_is_a_substring_test_for_words_and_a_regex_otherwise():
     assert text_matcher(r"\.cuda\(")("x.cuda()")
     assert not text_matcher(r"\.cuda\(")("x.cuda")
     assert text_matcher(r"torch.cuda")("torch_cuda")  # `.` keeps its regex meaning
+
+
+def test_a_rule_that_overrides_applies_to_text_is_asked(monkeypatch):
+    rule = all_rules()["GPU402"]
+    monkeypatch.setattr(rule, "applies_to_text", classmethod(lambda cls, text: "never-in-text" in text))
+    assert rule not in rules_for("torch.cuda.memory_cached()", "x.py", ALL)
+    assert rule in rules_for("never-in-text", "x.py", ALL)
