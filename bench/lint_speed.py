@@ -527,6 +527,74 @@ class Bench:
         return lines
 
 
+def phases(files: list[Path], every_file: bool) -> str:
+    """Where gpulint's CPU time goes, in this process: prefilter, parse, model, each rule, positions.
+
+    With `every_file`, every rule runs on every file (the prefilter off): the cost bound as rules are
+    added, and the way to find a slow rule.
+    """
+    sys.path.insert(0, str(REPO))
+    import libcst
+
+    from gpulint.analysis import SemanticModel
+    from gpulint.checks import all_rules
+    from gpulint.config import Settings, with_overrides
+    from gpulint.linter import rules_for
+
+    settings = with_overrides(Settings(root=files[0].parent if files else REPO), select=("ALL",), preview=True)
+    rules = all_rules()
+    cost: dict[str, float] = {"prefilter": 0.0, "LibCST parse": 0.0, "model (walk + uses_cuda)": 0.0}
+    per_rule = {code: 0.0 for code in rules}
+    parsed = reported = errors = 0
+    clock = time.process_time
+    for path in files:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        start = clock()
+        candidates = list(rules.values()) if every_file else rules_for(text, str(path), settings)
+        cost["prefilter"] += clock() - start
+        if not candidates:
+            continue
+        start = clock()
+        try:
+            module = libcst.parse_module(text)
+        except Exception:  # noqa: BLE001 - a file LibCST cannot parse costs what it cost
+            errors += 1
+            cost["LibCST parse"] += clock() - start
+            continue
+        middle = clock()
+        model = SemanticModel(module, str(path), text)
+        gpu = model.uses_cuda
+        end = clock()
+        cost["LibCST parse"] += middle - start
+        cost["model (walk + uses_cuda)"] += end - middle
+        parsed += 1
+        found = False
+        for rule in candidates:
+            if rule.needs_gpu_context and not gpu:
+                continue
+            start = clock()
+            try:
+                found |= bool(list(rule(model, settings.options_for(rule.code)).check()))
+            except Exception:  # noqa: BLE001
+                pass
+            per_rule[rule.code] += clock() - start
+        if found:
+            reported += 1
+    total = sum(cost.values()) + sum(per_rule.values())
+    lines = [
+        f"Where the time goes ({'every file through every rule' if every_file else 'with the prefilter'}; {len(files)} files, "
+        f"{parsed} parsed, {reported} with findings, {errors} not parsable by LibCST), CPU seconds in one process:",
+        "",
+        "| phase | CPU s | share |",
+        "|---|---:|---:|",
+    ]
+    parse_cost = cost["LibCST parse"] or 1.0
+    for name, seconds in [*cost.items(), *((f"rule {code} (incl. its positions)", t) for code, t in per_rule.items())]:
+        lines.append(f"| {name} | {seconds:.2f} | {seconds / total:.1%} ({seconds / parse_cost:.2f}× parse) |")
+    lines.append(f"| **total** | **{total:.2f}** | {total / parse_cost:.2f}× parse |")
+    return "\n".join(lines) + "\n"
+
+
 def write_results(path: Path, block: str) -> None:
     """Replace the generated block of the results file, keeping everything written by hand around it."""
     text = path.read_text(encoding="utf-8") if path.exists() else "# Lint speed\n\n"
@@ -552,7 +620,17 @@ def main() -> None:
     parser.add_argument("--torchfix-venv", help="a venv with torchfix and flake8 installed (default: create one in the scratch folder)")
     parser.add_argument("--workdir", help="scratch folder (default: a new temporary one)")
     parser.add_argument("--out", default=str(DEFAULT_OUT), help=f"results file (default {DEFAULT_OUT.relative_to(REPO)}); '-' prints")
+    parser.add_argument("--phases", action="store_true", help="only print where gpulint's time goes, per phase and per rule (in-process)")
+    parser.add_argument("--every-file", action="store_true", help="with --phases: every rule on every file (prefilter off)")
     args = parser.parse_args()
+    if args.phases:
+        source = Path(args.corpus) if args.corpus else torch_source()
+        files = sorted(p for p in source.rglob("*.py") if p.is_file())
+        if args.max_files and len(files) > args.max_files:
+            step = len(files) / args.max_files
+            files = [files[int(i * step)] for i in range(args.max_files)]
+        print(phases(files, args.every_file))
+        return
     bench = Bench(args)
     bench.run()
     block = bench.report()
