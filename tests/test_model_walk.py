@@ -113,3 +113,19 @@ def test_positions_match_position_provider(name, source):
     ours = _Positions(module)
     assert set(ours) == set(expected)
     assert all(ours[node] == expected[node] for node in expected)
+
+
+@pytest.mark.parametrize("name,source", _sources()[:3], ids=[n for n, _ in _sources()[:3]])
+def test_is_inside_and_calls_inside_agree_with_the_ancestors(name, source):
+    module = cst.parse_module(source)
+    model = SemanticModel(module, name, source)
+    containers = [module, *model.parent]
+    for container in containers:
+        by_ancestors = [c for c in model.calls if c is container or any(a is container for a in model.ancestors(c))]
+        assert model.calls_inside(container) == by_ancestors
+        for call in model.calls:
+            assert model.is_inside(call, container) == (call in by_ancestors)
+    assert not model.calls or model._inside_questions > 32  # answers came from the spans too
+    outsider = cst.parse_expression("f(x)")
+    assert not model.is_inside(outsider, module)
+    assert model.calls_inside(outsider) == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import operator
 import re
@@ -48,6 +49,8 @@ _GETTERS: dict[type, typing.Callable[[cst.CSTNode], tuple] | None] = {}
 # type -> whether values of that type are walked (a non-trivia node). Keyed by exact type because
 # `isinstance` against LibCST's classes (ABCMeta) costs several times a dict lookup.
 _WALKED: dict[type, bool] = {}
+# `is_inside` answers the first questions by walking ancestors; past this many, from pre-order spans.
+_SPANS_AFTER = 32
 
 
 def _node_types(annotation: object) -> Iterator[type]:
@@ -144,6 +147,52 @@ def _walk(model: SemanticModel, module: cst.Module) -> None:
             parent.update(dict.fromkeys(children, node))
             children.reverse()
             extend(children)
+
+
+def _pre_order_spans(module: cst.Module) -> dict[int, tuple[int, int]]:
+    """The same walk as `_walk`, numbering nodes: id -> (pre-order number, number of last descendant)."""
+    spans: dict[int, tuple[int, int]] = {}
+    getters = _GETTERS
+    walked = _WALKED
+    counter = 0
+    stack: list = [module]
+    pop, append, extend = stack.pop, stack.append, stack.extend
+    while stack:
+        item = pop()
+        if type(item) is tuple:  # leaving a node: all its descendants are numbered
+            spans[item[0]] = (item[1], counter - 1)
+            continue
+        start = counter
+        counter += 1
+        cls = type(item)
+        getter = getters.get(cls, _getter)
+        if getter is _getter:
+            getter = _getter(cls)
+        children: list[cst.CSTNode] = []
+        if getter is not None:
+            add = children.append
+            for value in getter(item):
+                kind = type(value)
+                if kind is tuple or kind is list:
+                    for child in value:
+                        wanted = walked.get(type(child))
+                        if wanted is None:
+                            wanted = _is_walked(type(child))
+                        if wanted:
+                            add(child)
+                else:
+                    wanted = walked.get(kind)
+                    if wanted is None:
+                        wanted = _is_walked(kind)
+                    if wanted:
+                        add(value)
+        if children:
+            append((id(item), start))
+            children.reverse()
+            extend(children)
+        else:
+            spans[id(item)] = (start, start)
+    return spans
 
 
 def _on_call(m: SemanticModel, node: cst.Call) -> None:
@@ -324,6 +373,7 @@ class SemanticModel:
         # (scope, name) -> the nodes that bind it: Assign/AnnAssign/AugAssign/For/Param/NamedExpr
         self.bindings: dict[tuple[int, str], list[cst.CSTNode]] = defaultdict(list)
         self._pending_classes: list[cst.ClassDef] = []
+        self._inside_questions = 0
         _walk(self, module)
         for node in self._pending_classes:
             self._finish_class(node)
@@ -418,7 +468,36 @@ class SemanticModel:
         return node
 
     def is_inside(self, node: cst.CSTNode, container: cst.CSTNode) -> bool:
-        return node is container or any(a is container for a in self.ancestors(node))
+        if node is container:
+            return True
+        # Rules ask this in loops (every call x every loop): after a few questions, answer from
+        # pre-order intervals in O(1) instead of walking the ancestors.
+        self._inside_questions += 1
+        if self._inside_questions > _SPANS_AFTER:
+            spans = self._spans
+            inner = spans.get(id(node))
+            outer = spans.get(id(container))
+            if inner is not None and outer is not None:
+                return outer[0] <= inner[0] <= outer[1]
+        return any(a is container for a in self.ancestors(node))
+
+    def calls_inside(self, node: cst.CSTNode) -> list[cst.Call]:
+        """The calls in `node`'s subtree (`node` included), in source order."""
+        span = self._spans.get(id(node))
+        if span is None:
+            return [call for call in self.calls if self.is_inside(call, node)]
+        starts = self._call_starts
+        return self.calls[bisect.bisect_left(starts, span[0]) : bisect.bisect_right(starts, span[1])]
+
+    @cached_property
+    def _call_starts(self) -> list[int]:
+        spans = self._spans
+        return [spans[id(call)][0] for call in self.calls]
+
+    @cached_property
+    def _spans(self) -> dict[int, tuple[int, int]]:
+        """id(node) -> (its pre-order number, the number of its last descendant), for every walked node."""
+        return _pre_order_spans(self.module)
 
     @cached_property
     def has_main_guard(self) -> bool:
