@@ -9,12 +9,12 @@ import libcst as cst
 
 from gpulint.analysis.value_resolution import literal_value
 
-if TYPE_CHECKING:
-    from gpulint.analysis.model import SemanticModel
-
 # Text every module with GPU context contains. The prefilter skips files without it for the rules that
 # need GPU context (Rule.text_requirements), so `module_uses_cuda` must never be true without it.
 GPU_CONTEXT_MARKER = "cuda"
+
+if TYPE_CHECKING:
+    from gpulint.analysis.model import SemanticModel
 
 _DEVICE_NAME = re.compile(r"(^|_)device$|^dev$")
 
