@@ -99,6 +99,8 @@ def test_walk_matches_libcst_visitor(name, source):
     model = SemanticModel(module, name, source)
     # Same parents, and the model's node lists in LibCST's pre-order.
     assert {id(k): id(v) for k, v in model.parent.items()} == {id(k): id(v) for k, v in reference.parent.items()}
+    # The parent map is filled in pre-order: analyses iterate it as the nodes in source order.
+    assert [id(n) for n in model.parent] == [id(n) for n in reference.order[1:]]
     rank = {id(node): i for i, node in enumerate(reference.order)}
     for nodes in (model.calls, model.loops, model.blocks, model.strings, model.attributes, model.import_statements):
         assert [rank[id(n)] for n in nodes] == sorted(rank[id(n)] for n in nodes)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import itertools
 import operator
 import re
 import typing
@@ -108,15 +109,19 @@ def _is_walked(cls: type) -> bool:
 
 
 def _walk(model: SemanticModel, module: cst.Module) -> None:
-    """Pre-order over every non-trivia node: parents, and the node kinds the model indexes."""
+    """Pre-order over every non-trivia node: parents (in pre-order), and the node kinds the model indexes."""
     parent = model.parent
     handlers = _HANDLERS
     getters = _GETTERS
     walked = _WALKED
-    stack: list[cst.CSTNode] = [module]
+    # (node, its parent): the parent map is filled as nodes are reached, so it is in pre-order (source
+    # order), which other analyses rely on when they iterate it.
+    stack: list[tuple[cst.CSTNode, cst.CSTNode | None]] = [(module, None)]
     pop, extend = stack.pop, stack.extend
     while stack:
-        node = pop()
+        node, up = pop()
+        if up is not None:
+            parent[node] = up
         cls = type(node)
         handler = handlers.get(cls)
         if handler is not None:
@@ -144,9 +149,8 @@ def _walk(model: SemanticModel, module: cst.Module) -> None:
                 if wanted:
                     append(value)
         if children:
-            parent.update(dict.fromkeys(children, node))
             children.reverse()
-            extend(children)
+            extend(zip(children, itertools.repeat(node)))
 
 
 def _pre_order_spans(module: cst.Module) -> dict[int, tuple[int, int]]:
