@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import difflib
 import os
 import signal
 import sys
 import threading
-from collections import Counter
 from pathlib import Path
 
 import click

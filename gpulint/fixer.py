@@ -82,13 +82,16 @@ def _compiles(text: str) -> bool:
     return True
 
 
-def _parses(text: str, strict: bool = True) -> bool:
-    """libcst parses it and, when the original compiled (`strict`), CPython does too."""
+def _parsed(text: str, strict: bool = True) -> cst.Module | None:
+    """The fixed text's tree (reused to check it again), or None when it does not parse; when the
+    original compiled (`strict`), CPython must compile the result too."""
     try:
-        cst.parse_module(text)
+        module = cst.parse_module(text)
     except (cst.ParserSyntaxError, ValueError, RecursionError, MemoryError):
-        return False
-    return not strict or _compiles(text)
+        return None
+    if strict and not _compiles(text):
+        return None
+    return module
 
 
 def _well_formed(edits: tuple[Edit, ...], starts: list[int], length: int) -> bool:
@@ -139,11 +142,13 @@ def fix_source(text: str, path: str, settings: Settings, unsafe: bool | None = N
         if not accepted:
             break
         candidate = apply_edits(outcome.text, edits)
-        if not _parses(candidate, strict):
+        module = _parsed(candidate, strict)
+        if module is None:
             # Find the culprit: apply the first fix alone; drop it if that alone breaks the file.
             first = accepted[0]
             alone = apply_edits(outcome.text, list(first.fix.edits))
-            if _parses(alone, strict):
+            module = _parsed(alone, strict)
+            if module is not None:
                 candidate, accepted = alone, [d for d in accepted if set(d.fix.edits) <= set(first.fix.edits)]
             else:
                 rejected.add((first.code, first.fix.edits))
@@ -151,7 +156,7 @@ def fix_source(text: str, path: str, settings: Settings, unsafe: bool | None = N
                 continue
         outcome.text = candidate
         outcome.fixed.update(d.code for d in accepted)
-        diagnostics = check_source(outcome.text, path, settings)
+        diagnostics = check_source(outcome.text, path, settings, module=module)  # no second parse
     outcome.remaining = diagnostics
     return outcome
 

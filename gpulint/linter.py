@@ -15,12 +15,16 @@ import libcst as cst
 
 from gpulint.analysis import SemanticModel
 from gpulint.checks import Rule, all_rules
+from gpulint.checks.base import REGISTRY, text_matcher
 from gpulint.config import Settings
 from gpulint.diagnostics import INVALID_SYNTAX, IO_ERROR, Diagnostic, Location, Severity
 from gpulint.source import SourceError, SourceText, read_source, read_source_bytes
 from gpulint.suppression import parse_suppressions
 
 INTERNAL_ERROR = "internal-error"
+# GPULINT_NO_PREFILTER=1 parses every file: for benchmarks (the cost without the prefilter) and for
+# checking that the prefilter never hides a finding.
+_NO_PREFILTER = os.environ.get("GPULINT_NO_PREFILTER", "") not in ("", "0")
 
 
 @dataclass
@@ -54,15 +58,44 @@ def file_error(path: str, message: str, name: str = IO_ERROR, row: int = 1, colu
     )
 
 
+_ENABLED: dict[tuple, list[type[Rule]]] = {}
+_DEFAULT_APPLIES = Rule.applies_to_text.__func__
+
+
+def _enabled_rules(settings: Settings) -> list[type[Rule]]:
+    """The rule classes `settings` enables, computed once per selection (not once per file)."""
+    key = (settings.select, settings.extend_select, settings.ignore, settings.preview, len(REGISTRY))
+    rules = _ENABLED.get(key)
+    if rules is None:
+        registry = all_rules()
+        rules = _ENABLED[key] = [registry[code] for code in settings.enabled_codes]
+    return rules
+
+
 def rules_for(text: str, path: str, settings: Settings) -> list[type[Rule]]:
-    """The enabled rules that could fire on this text: a regex prefilter, no parsing."""
-    registry = all_rules()
+    """The enabled rules that could fire on this text: the `requires` prefilter, no parsing.
+
+    Each distinct pattern is tested at most once per file, however many rules share it.
+    """
     ignored = settings.ignored_for(path) if settings.per_file_ignores else frozenset()
-    return [
-        registry[code]
-        for code in settings.enabled_codes
-        if code not in ignored and registry[code].applies_to_text(text)
-    ]
+    seen: dict[str, bool] = {}
+    candidates = []
+    for rule in _enabled_rules(settings):
+        if rule.code in ignored:
+            continue
+        if rule.applies_to_text.__func__ is not _DEFAULT_APPLIES:  # a rule with its own prefilter logic
+            if rule.applies_to_text(text):
+                candidates.append(rule)
+            continue
+        for pattern in rule.text_requirements():
+            found = seen.get(pattern)
+            if found is None:
+                found = seen[pattern] = text_matcher(pattern)(text)
+            if not found:
+                break
+        else:
+            candidates.append(rule)
+    return candidates
 
 
 # libcst's native parser overflows its stack (a segfault, not an exception) on a few thousand nested
@@ -138,18 +171,27 @@ def _recursion_room():
             sys.setrecursionlimit(previous)
 
 
-def check_source(text: str, path: str, settings: Settings) -> list[Diagnostic]:
-    rules = rules_for(text, path, settings)
+def check_source(
+    text: str, path: str, settings: Settings, *, prefilter: bool = True, module: cst.Module | None = None
+) -> list[Diagnostic]:
+    """Diagnostics for one file's text. `prefilter=False` parses every file (to test the prefilter);
+    `module` is `text` already parsed (the fixer has it), so it is not parsed again."""
+    if prefilter and not _NO_PREFILTER:
+        rules = rules_for(text, path, settings)
+    else:
+        ignored = settings.ignored_for(path) if settings.per_file_ignores else frozenset()
+        rules = [rule for rule in _enabled_rules(settings) if rule.code not in ignored]
     if not rules:
         return []
     with _recursion_room():
-        return _check_parsed(text, path, settings, rules)
+        return _check_parsed(text, path, settings, rules, module)
 
 
-def _check_parsed(text: str, path: str, settings: Settings, rules: list[type[Rule]]) -> list[Diagnostic]:
-    module = parse(text, path)
-    if isinstance(module, Diagnostic):
-        return [module]
+def _check_parsed(text: str, path: str, settings: Settings, rules: list[type[Rule]], module: cst.Module | None) -> list[Diagnostic]:
+    if module is None:
+        module = parse(text, path)
+        if isinstance(module, Diagnostic):
+            return [module]
     try:
         model = SemanticModel(module, path, text)
     except RecursionError:

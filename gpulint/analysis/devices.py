@@ -9,6 +9,10 @@ import libcst as cst
 
 from gpulint.analysis.value_resolution import literal_value
 
+# Text every module with GPU context contains. The prefilter skips files without it for the rules that
+# need GPU context (Rule.text_requirements), so `module_uses_cuda` must never be true without it.
+GPU_CONTEXT_MARKER = "cuda"
+
 if TYPE_CHECKING:
     from gpulint.analysis.model import SemanticModel
 
@@ -17,6 +21,8 @@ _DEVICE_NAME = re.compile(r"(^|_)device$|^dev$", re.IGNORECASE)  # `DEVICE = "cu
 
 def module_uses_cuda(model: SemanticModel) -> bool:
     """GPU context: `.cuda(...)`, `torch.cuda.*`, or a `"cuda..."` string anywhere in the module."""
+    if GPU_CONTEXT_MARKER not in model.source:
+        return False  # keeps the prefilter exact; also the common, cheap answer
     for attr in model.attributes:
         if attr.attr.value == "cuda":
             return True

@@ -29,9 +29,7 @@ def _is_training_step(model: SemanticModel, call: cst.Call) -> bool:
 
 
 def _calls_in(model: SemanticModel, node: cst.CSTNode) -> Iterator[cst.Call]:
-    for call in model.calls:
-        if model.is_inside(call, node):
-            yield call
+    yield from model.calls_inside(node)
 
 
 def trains(model: SemanticModel, node: cst.CSTNode, _seen: frozenset[str] = frozenset()) -> bool:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
-from typing import Any, ClassVar, Iterator
+from typing import Any, Callable, ClassVar, Iterator
 
 import libcst as cst
 
 from gpulint.analysis import SemanticModel
+from gpulint.analysis.devices import GPU_CONTEXT_MARKER
 from gpulint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location, Severity
 
 REGISTRY: dict[str, type[Rule]] = {}
@@ -39,7 +41,12 @@ class Rule:
     fix_applicability: ClassVar[Applicability | None] = None  # the best fix the rule can offer
     preview: ClassVar[bool] = False
     needs_gpu_context: ClassVar[bool] = True
-    # Every pattern must occur in a file's text for the rule to possibly fire (the cheap prefilter).
+    # The prefilter: regexes that must ALL occur in a file's text for the rule to possibly fire; files
+    # no enabled rule can fire on are never parsed. Name what the rule matches on, as specific as is
+    # still certain (`r"memory_cached"`, `r"DataLoader"`); a rule must not need a comment to fire.
+    # Rules with `needs_gpu_context` also require the GPU-context marker implicitly. Every rule must
+    # declare at least one pattern (tests/test_prefilter.py), so a new rule cannot switch the
+    # prefilter off for everyone by accident.
     requires: ClassVar[tuple[str, ...]] = ()
     options: ClassVar[tuple[Option, ...]] = ()
     default_severity: ClassVar[Severity] = Severity.WARNING
@@ -65,11 +72,20 @@ class Rule:
         self.settings.update(options or {})
 
     @classmethod
+    def text_requirements(cls) -> tuple[str, ...]:
+        """The regexes a file's text must all contain for this rule to possibly fire (the prefilter).
+
+        `requires`, plus the GPU-context marker for rules that only run in modules with GPU context
+        (a module without that text never has it). Checked before parsing: a file no enabled rule
+        could fire on is never given to LibCST.
+        """
+        if cls.needs_gpu_context and GPU_CONTEXT_MARKER not in cls.requires:
+            return (*cls.requires, GPU_CONTEXT_MARKER)
+        return tuple(cls.requires)
+
+    @classmethod
     def applies_to_text(cls, text: str) -> bool:
-        # GPU context needs `.cuda` or a "cuda..." string, so a file without "cuda" cannot fire such a rule.
-        if cls.needs_gpu_context and "cuda" not in text:
-            return False
-        return all(re.search(p, text) for p in cls.requires)
+        return all(text_matcher(p)(text) for p in cls.text_requirements())
 
     def check(self) -> Iterator[Diagnostic]:
         raise NotImplementedError
@@ -102,3 +118,12 @@ class Rule:
         if not edits or any(e is None for e in edits):
             return None
         return Fix(message, applicability, tuple(e for e in edits if e is not None))
+
+
+@functools.lru_cache(maxsize=None)
+def text_matcher(pattern: str) -> Callable[[str], bool]:
+    """`text -> bool` for one `requires` pattern: a substring test when the pattern is a plain word
+    (several times faster than a regex scan), a compiled regex search otherwise."""
+    if re.escape(pattern) == pattern:
+        return lambda text: pattern in text
+    return lambda text, search=re.compile(pattern).search: search(text) is not None
