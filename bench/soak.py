@@ -45,6 +45,9 @@ class _FileTimeout(Exception):
     pass
 
 
+_STAGE = ["read"]  # what the worker is doing, for the timeout message
+
+
 def _on_alarm(signum, frame):
     raise _FileTimeout
 
@@ -81,6 +84,7 @@ def _check_file(path: str, settings, probe: bool = True) -> dict:
         return {**result, "status": "unreadable", "detail": str(error)}
     text = source.text
     start = time.perf_counter()
+    _STAGE[0] = "check"
     diagnostics = check_source(text, path, settings)
     result["check_s"] = time.perf_counter() - start
     result["findings"] = sum(1 for d in diagnostics if d.code is not None)
@@ -94,6 +98,7 @@ def _check_file(path: str, settings, probe: bool = True) -> dict:
     problems = _span_problems(diagnostics, text)
     if problems:
         return {**result, "status": "bad-span", "detail": "; ".join(problems[:5])}
+    _STAGE[0] = "fix"
     outcome = fix_source(text, path, settings, unsafe=True)
     result["fixes"] = outcome.fixed_count
     if outcome.broken:
@@ -102,6 +107,7 @@ def _check_file(path: str, settings, probe: bool = True) -> dict:
     if outcome.text != text:
         if not _parses(outcome.text, strict=_compiles(text)):
             return {**result, "status": "broken-fix", "detail": "fixed text does not parse"}
+        _STAGE[0] = "second fix"
         again = fix_source(outcome.text, path, settings, unsafe=True)
         if again.text != outcome.text:
             return {**result, "status": "non-idempotent", "detail": f"second fix changed {again.fixed_count} more"}
@@ -111,6 +117,7 @@ def _check_file(path: str, settings, probe: bool = True) -> dict:
     if probe:
         from tests.test_fuzz import probe_edits
 
+        _STAGE[0] = "edit probe"
         problems = probe_edits(text, path)
         if problems:
             return {**result, "status": "broken-edit", "detail": "; ".join(problems[:3])}
@@ -134,11 +141,12 @@ def worker(args) -> None:
     for path in files:
         out.write(json.dumps({"start": path}) + "\n")
         out.flush()
+        _STAGE[0] = "read"
         signal.setitimer(signal.ITIMER_REAL, args.timeout)
         try:
             result = _check_file(path, settings, probe=not args.no_probe)
         except _FileTimeout:
-            result = {"path": path, "status": "timeout", "detail": f"over {args.timeout:g} s"}
+            result = {"path": path, "status": "timeout", "detail": f"over {args.timeout:g} s (during {_STAGE[0]})"}
         except RecursionError:
             result = {"path": path, "status": "crash", "detail": "RecursionError escaped gpulint"}
         except Exception as error:  # noqa: BLE001 - this is what the soak looks for

@@ -120,7 +120,8 @@ def probe_edits(text: str, path: str = PATH) -> list[str]:
     if not edits:
         return []
     result = apply_edits(text, edits)
-    if _compiles(result) and result.count("gpulint_probe=0") == len(edits) - (added is not None):
+    probes = len(re.findall(r"gpulint_probe\s*=\s*0", result))  # `k = v` calls get `gpulint_probe = 0`
+    if _compiles(result) and probes == len(edits) - (added is not None):
         return []
     problems = []
     for edit in edits:
