@@ -378,6 +378,7 @@ class SemanticModel:
         self.bindings: dict[tuple[int, str], list[cst.CSTNode]] = defaultdict(list)
         self._pending_classes: list[cst.ClassDef] = []
         self._inside_questions = 0
+        self._qualified: dict[int, tuple[cst.BaseExpression, str | None]] = {}
         _walk(self, module)
         for node in self._pending_classes:
             self._finish_class(node)
@@ -524,6 +525,16 @@ class SemanticModel:
 
     def qualified_name(self, expr: cst.BaseExpression) -> str | None:
         """`torch.utils.data.DataLoader` for `DL`, `tud.DataLoader`, ...; local classes as `<module>.Name`."""
+        # Rules ask this for the same calls again and again (every rule, every loop): remember answers.
+        # The entry keeps the node alive, so its id cannot be reused by another node.
+        known = self._qualified.get(id(expr))
+        if known is not None and known[0] is expr:
+            return known[1]
+        name = self._qualified_name(expr)
+        self._qualified[id(expr)] = (expr, name)
+        return name
+
+    def _qualified_name(self, expr: cst.BaseExpression) -> str | None:
         dotted = dotted_name(expr)
         if dotted is None:
             return None
