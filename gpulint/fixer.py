@@ -94,6 +94,10 @@ def _parsed(text: str, strict: bool = True) -> cst.Module | None:
     return module
 
 
+def _parses(text: str, strict: bool = True) -> bool:
+    return _parsed(text, strict) is not None
+
+
 def _well_formed(edits: tuple[Edit, ...], starts: list[int], length: int) -> bool:
     """A fix's own edits lie inside the text and do not overlap one another."""
     spans = []
