@@ -25,8 +25,9 @@ def test_the_soak_checks_and_fixes_the_fixtures_cleanly(tmp_path):
     assert summary["files"] == 3 and summary["checked"] == 2
     assert summary["statuses"]["unreadable"] == 1
     assert (summary["crashes"], summary["broken_fixes"], summary["non_idempotent_fixes"], summary["broken_probe_edits"]) == (0, 0, 0, 0)
-    # Both fixtures have fixable findings (how many grows with the rule set; the fixture tests pin them).
-    assert summary["findings"] >= summary["fixes_applied"] > 0 and summary["files_with_fixes"] == 2
+    # Both fixtures have fixable findings; how many grows with the rule set (the fixture tests pin them),
+    # and later passes fix findings that earlier fixes expose (GPU105 once GPU102 pins a loader).
+    assert summary["findings"] > 0 and summary["fixes_applied"] > 0 and summary["files_with_fixes"] == 2
     assert "crashes: 0  timeouts: 0" in result.stdout
 
 
