@@ -130,6 +130,16 @@ class Residency:
                 return CUDA
         return None
 
+    def moves_in_loops(self):
+        """(call, move, innermost loop) for every move to a non-CPU device that sits inside a loop."""
+        for call in self.model.calls:
+            move = self.move(call)
+            if move is None or move[0] == CPU:
+                continue
+            loops = self.model.enclosing_loops(call)
+            if loops:
+                yield call, move, loops[0]
+
     def move(self, call: cst.Call) -> Optional[tuple[str, Optional[cst.BaseExpression], Optional[cst.BaseExpression]]]:
         """(device kind, device expression, dtype expression) for `.cuda(...)`, `.cpu()`, `.to(<device>...)`.
 

@@ -7,7 +7,7 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from gpulint.analysis.imports import dotted_name
-from gpulint.analysis.residency import CPU, TRAIN
+from gpulint.analysis.residency import TRAIN
 from gpulint.checks.base import Rule
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
 from gpulint.edits import delete_statement, insert_statement_before, statement_code
@@ -26,15 +26,11 @@ class ModuleMovedInLoop(Rule):
     def check(self) -> Iterator[Diagnostic]:
         model = self.model
         residency, flow = model.residency, model.dataflow
-        for call in model.calls:
-            move = residency.move(call)
-            if move is None or move[0] == CPU or not model.enclosing_loops(call):
-                continue
+        for call, move, loop in residency.moves_in_loops():
             receiver = call.func.value
             key = dotted_name(receiver)
             if key is None or not residency.is_module(receiver):
                 continue
-            loop = model.enclosing_loops(call)[0]
             statement = model.parent.get(call)
             if isinstance(statement, cst.Expr):
                 target = None

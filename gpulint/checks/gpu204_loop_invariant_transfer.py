@@ -7,7 +7,7 @@ from typing import Iterator
 import libcst as cst
 
 from gpulint.analysis.imports import dotted_name
-from gpulint.analysis.residency import CERTAIN, CPU, TRAIN
+from gpulint.analysis.residency import CERTAIN, TRAIN
 from gpulint.checks.base import Rule
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
 from gpulint.edits import delete_statement, insert_statement_before, statement_code
@@ -23,10 +23,7 @@ class LoopInvariantTransfer(Rule):
     def check(self) -> Iterator[Diagnostic]:
         model = self.model
         residency, flow = model.residency, model.dataflow
-        for call in model.calls:
-            move = residency.move(call)
-            if move is None or move[0] == CPU or not model.enclosing_loops(call):
-                continue
+        for call, move, loop in residency.moves_in_loops():
             statement = model.parent.get(call)
             if not (isinstance(statement, cst.Assign) and statement.value is call and len(statement.targets) == 1):
                 continue
@@ -37,7 +34,6 @@ class LoopInvariantTransfer(Rule):
                 continue
             if residency.is_module(source) or residency.level(source) == CERTAIN:
                 continue  # modules are GPU203's; moving a GPU tensor to the GPU is free
-            loop = model.enclosing_loops(call)[0]
             if not flow.runs_every_iteration(call, loop) or flow.mutated_in(key, loop):
                 continue
             device_key = dotted_name(move[1]) if move[1] is not None else None
