@@ -398,12 +398,17 @@ def test_ctrl_c_stops_a_parallel_run_at_once(tmp_path):
     )
     os.close(slave)
     seen = b""
-    while b"Checking [" not in seen:  # the first files are done: the pool is running
-        seen += os.read(master, 4096)
-    os.killpg(proc.pid, signal.SIGINT)
-    start = time.monotonic()
-    proc.wait(timeout=60)
-    elapsed = time.monotonic() - start
+    try:
+        while b"Checking [" not in seen:  # the first files are done: the pool is running
+            seen += os.read(master, 4096)
+        os.killpg(proc.pid, signal.SIGINT)
+        start = time.monotonic()
+        proc.wait(timeout=60)
+        elapsed = time.monotonic() - start
+    finally:
+        if proc.poll() is None:  # a hung run must not outlive the test
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
     try:
         while chunk := os.read(master, 4096):
             seen += chunk
