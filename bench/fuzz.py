@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 import hypothesmith  # noqa: E402
-from hypothesis import HealthCheck, given, seed as hypothesis_seed, settings, strategies as st  # noqa: E402
+from hypothesis import HealthCheck, given, seed as hypothesis_seed, settings  # noqa: E402
 
 from tests.test_fuzz import check_invariants, every_rule_on_every_file, mutated_programs, with_gpu_context  # noqa: E402
 

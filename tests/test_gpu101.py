@@ -33,7 +33,7 @@ def test_reported_through_every_import_form(imports, call):
 
 
 def test_subclass_defined_in_the_module_is_a_dataloader():
-    source = f"""\
+    source = """\
         import torch
         from torch.utils.data import DataLoader
         device = torch.device("cuda")
@@ -46,7 +46,7 @@ def test_subclass_defined_in_the_module_is_a_dataloader():
 
 
 def test_literal_zero_by_keyword_and_by_position():
-    source = f"""\
+    source = """\
         import torch
         from torch.utils.data import DataLoader
         device = torch.device("cuda")
@@ -73,7 +73,7 @@ def test_silent_when_the_arguments_cannot_be_known(call):
 
 
 def test_silent_for_loaders_that_are_not_torchs():
-    source = f"""\
+    source = """\
         import torch
         from torch_geometric.loader import DataLoader
         import torch_geometric
@@ -93,7 +93,7 @@ def test_silent_without_gpu_context():
 
 
 def test_silent_for_cuda_resident_datasets():
-    source = f"""\
+    source = """\
         import torch
         from torch.utils.data import DataLoader, Dataset, TensorDataset
         device = torch.device("cuda")
@@ -169,7 +169,7 @@ def test_argparse_dest_and_args_parameter():
 
 
 def test_module_constant_and_function_default():
-    source = f"""\
+    source = """\
         import torch
         from torch.utils.data import DataLoader
         device = torch.device("cuda")
@@ -186,7 +186,7 @@ def test_module_constant_and_function_default():
 
 
 def test_function_default_is_not_trusted_when_callers_pass_the_argument():
-    source = f"""\
+    source = """\
         import torch
         from torch.utils.data import DataLoader
         device = torch.device("cuda")
@@ -199,7 +199,7 @@ def test_function_default_is_not_trusted_when_callers_pass_the_argument():
 
 
 def test_fix_keeps_one_argument_per_line_with_trailing_comma():
-    source = f"""\
+    source = """\
         import os
         import torch
         from torch.utils.data import DataLoader
@@ -227,7 +227,7 @@ def test_fix_keeps_one_argument_per_line_with_trailing_comma():
 
 
 def test_fix_uses_the_configured_worker_expression_and_needs_unsafe():
-    source = f"""\
+    source = """\
         import torch
         from torch.utils.data import DataLoader
         device = torch.device("cuda")
@@ -241,7 +241,7 @@ def test_fix_uses_the_configured_worker_expression_and_needs_unsafe():
 
 
 def test_no_fix_for_unsharded_iterable_dataset_or_unguarded_script():
-    iterable = f"""\
+    iterable = """\
         import torch
         from torch.utils.data import DataLoader, IterableDataset
         device = torch.device("cuda")
@@ -254,7 +254,7 @@ def test_no_fix_for_unsharded_iterable_dataset_or_unguarded_script():
         """
     [d] = diagnostics(iterable)
     assert d.fix is None and "get_worker_info" in d.message
-    unguarded = f"""\
+    unguarded = """\
         import torch
         from torch.utils.data import DataLoader
         device = torch.device("cuda")
@@ -265,7 +265,7 @@ def test_no_fix_for_unsharded_iterable_dataset_or_unguarded_script():
 
 
 def test_severity_warning_for_training_info_for_evaluation():
-    source = f"""\
+    source = """\
         import torch
         from torch.utils.data import DataLoader
         device = torch.device("cuda")
@@ -284,7 +284,7 @@ def test_severity_warning_for_training_info_for_evaluation():
 
 
 def test_suppressed_line_is_neither_reported_nor_fixed():
-    source = f"""\
+    source = """\
         import torch
         from torch.utils.data import DataLoader
         device = torch.device("cuda")
