@@ -102,3 +102,17 @@ def test_a_rule_that_overrides_applies_to_text_is_asked(monkeypatch):
     monkeypatch.setattr(rule, "applies_to_text", classmethod(lambda cls, text: "never-in-text" in text))
     assert rule not in rules_for("torch.cuda.memory_cached()", "x.py", ALL)
     assert rule in rules_for("never-in-text", "x.py", ALL)
+
+
+def test_gpu403_needs_the_word_amp_not_the_letters():
+    # "amp" as letters is in sample, example, clamp, timestamp: it let a third of the torch corpus through.
+    rule = all_rules()["GPU403"]
+    assert not rule.applies_to_text("x = torch.clamp(example.cuda(), 0, 1)  # sample timestamps")
+    for spelled in (
+        "torch.cuda.amp.autocast()",
+        "from torch.cuda.amp import GradScaler",
+        "from torch.cuda import amp",
+        "import torch.cuda.amp as mixed",
+    ):
+        assert rule.applies_to_text(spelled), spelled
+        assert check_source(spelled + "\n", "train.py", ALL) == check_source(spelled + "\n", "train.py", ALL, prefilter=False)

@@ -33,7 +33,7 @@ class DeprecatedCudaAmp(Rule):
     summary = "Deprecated `torch.cuda.amp` API: use `torch.amp` with the device `\"cuda\"`"
     fix_applicability = Applicability.SAFE
     needs_gpu_context = False
-    requires = (r"amp",)
+    requires = (r"\bamp\b", r"cuda")  # `torch.cuda.amp` is named by these two words, however it is imported
 
     def check(self) -> Iterator[Diagnostic]:
         amp = self.model.deprecated_amp
