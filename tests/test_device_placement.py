@@ -116,6 +116,22 @@ def test_gpu201_no_finding_expected(line):
     assert only(HEADER + line + "\n", "GPU201") == []
 
 
+@pytest.mark.parametrize(
+    "setup",
+    [
+        'gpu_ref = torch.ones(3, device="cuda")\n',  # a tensor whose name starts with gpu_
+        "cuda_dtype = torch.float16\n",  # a dtype whose name starts with cuda_
+        "gpu = torch.zeros(2, device=device)\n",  # a device-like name bound to a tensor
+        "dev = x.dtype\n",  # a device-like name bound to a dtype
+    ],
+)
+def test_gpu201_to_a_name_bound_to_a_tensor_or_dtype_is_not_a_move(setup):
+    name = setup.split(" =")[0]
+    source = HEADER + setup + f"for x in loader:\n    h = torch.zeros(3).to({name})\n"
+    assert only(source, "GPU201") == []
+    assert fix(source, "GPU201") == source
+
+
 def test_gpu201_no_fix_with_out_or_memory_format():
     source = HEADER + "a = torch.zeros(3, out=buf).cuda()\nb = torch.ones(2, 2).to(device, memory_format=torch.channels_last)\n"
     assert only(source, "GPU201") == ["4:5 GPU201", "5:5 GPU201"]

@@ -31,7 +31,12 @@ NONE, LIKELY, CERTAIN = 0, 1, 2
 CUDA, CPU, OTHER = "cuda", "cpu", "other"
 TRAIN, EPOCH, EVAL = "training", "epoch", "evaluation"
 _OTHER_DEVICES = ("mps", "xpu", "meta", "npu", "hpu", "xla", "ipu", "privateuseone")
-_DEVICE_NAME = re.compile(r"(^|_)(device|dev|cuda|gpu)$|^(cuda|gpu)(_|$)")
+# A name that says it holds a device (`device`, `dev`, `gpu`, `local_device`); not `gpu_ref` or `cuda_dtype`.
+_DEVICE_NAME = re.compile(r"(^|_)(device|dev|cuda|gpu)$")
+_DTYPES = frozenset({
+    "float", "float16", "float32", "float64", "half", "double", "bfloat16", "int", "int8", "int16", "int32", "int64",
+    "long", "short", "uint8", "bool", "complex64", "complex128", "cfloat", "cdouble", "float8_e4m3fn", "float8_e5m2",
+})  # fmt: skip
 
 DETERMINISTIC_FACTORIES = frozenset({
     "tensor", "as_tensor", "zeros", "ones", "empty", "full", "eye", "arange", "linspace", "logspace",
@@ -122,6 +127,8 @@ class Residency:
                 kind = self.device_kind(writes[0].value, depth + 1)
                 if kind is not None:
                     return kind
+            if writes and all(w.value is not None and not w.is_augmented and self._not_a_device(w.value) for w in writes):
+                return None  # `gpu = torch.ones(3, device="cuda")`: the name says device, the value says tensor
             resolved = model.values.resolve(expr)
             if resolved is not None and isinstance(resolved.value, str):
                 kind = resolved.value.split(":")[0]
@@ -129,6 +136,20 @@ class Residency:
             if _DEVICE_NAME.search(last):
                 return CUDA
         return None
+
+    def _not_a_device(self, value: cst.BaseExpression) -> bool:
+        """A value that is clearly something other than a device: a tensor, a module, a dtype, a number."""
+        ok, literal = literal_value(value)
+        if ok:
+            return not isinstance(literal, (str, int)) or isinstance(literal, bool)
+        if isinstance(value, cst.Attribute) and value.attr.value == "dtype":
+            return True
+        name = self.model.qualified_name(value) if isinstance(value, (cst.Name, cst.Attribute)) else None
+        if name is not None and name.startswith("torch.") and name[len("torch.") :] in _DTYPES:
+            return True
+        if isinstance(value, cst.Call) and self.factory(value) is not None:
+            return True
+        return self.level(value) > NONE or self.is_module(value)
 
     def moves_in_loops(self):
         """(call, move, innermost loop) for every move to a non-CPU device that sits inside a loop."""
