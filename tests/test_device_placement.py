@@ -202,6 +202,30 @@ def test_gpu203_repeated_move_is_deleted_safely():
     assert fix(source, "GPU203", unsafe=False) == source.replace("    model.to(device)\n", "")
 
 
+def test_gpu203_module_moved_away_before_the_loop_is_not_deleted():
+    source = HEADER + textwrap.dedent("""\
+        model = torch.nn.Linear(3, 3)
+        model.to(device)
+        model.cpu()
+        torch.save(model.state_dict(), "init.pt")
+        for x in loader:
+            model.to(device)
+            model(x.to(device)).sum().backward()
+            opt.step()
+    """)
+    assert only(source, "GPU203") == ["9:5 GPU203"]
+    [d] = diagnostics(source, select=("GPU203",))
+    assert "already moved" not in d.message
+    assert fix(source, "GPU203", unsafe=False) == source  # deleting it would train on the CPU
+
+
+def test_gpu203_move_back_after_moving_away_is_the_earlier_move():
+    source = HEADER + "model = torch.nn.Linear(3, 3)\nmodel.to(device)\nmodel.cpu()\nmodel.to(device)\nfor epoch in range(3):\n    model.to(device)\n"
+    [d] = diagnostics(source, select=("GPU203",))
+    assert "already moved at line 7" in d.message
+    assert fix(source, "GPU203", unsafe=False) == source.replace("for epoch in range(3):\n    model.to(device)\n", "for epoch in range(3):\n    pass\n")
+
+
 def test_gpu203_move_without_earlier_move_is_hoisted_unsafely():
     source = HEADER + textwrap.dedent("""\
         def train(model, loader, opt):

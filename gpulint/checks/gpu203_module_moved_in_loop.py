@@ -76,7 +76,7 @@ class ModuleMovedInLoop(Rule):
         return False
 
     def _earlier_move(self, call: cst.Call, key: str, loop) -> Optional[cst.CSTNode]:
-        """An identical move of the same module that always runs before the loop."""
+        """An identical move of the same module that always runs before the loop, with no other move between."""
         model, flow = self.model, self.model.dataflow
         for other in model.calls:
             if other is call or not isinstance(other.func, cst.Attribute) or other.func.attr.value != call.func.attr.value:
@@ -94,6 +94,12 @@ class ModuleMovedInLoop(Rule):
             # Not rebound between that move and the loop.
             writes = [w for w in flow.writes.get(key, ()) if flow.before(statement, w.statement) and flow.before(w.statement, loop)]
             if writes:
+                continue
+            # Not moved elsewhere between that move and the loop (`model.cpu(); torch.save(...)`).
+            if any(
+                isinstance(c.func, cst.Attribute) and c.func.attr.value in _RELOCATIONS and dotted_name(c.func.value) == key
+                for c in flow.calls_between(statement, loop, model.scope_of(loop))
+            ):
                 continue
             return statement
         return None
