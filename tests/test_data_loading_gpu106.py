@@ -86,6 +86,19 @@ def test_prefetcher_on_a_side_stream():
     """, **ONLY) == []
 
 
+def test_prefetcher_entering_the_stream_itself():
+    assert findings("""\
+        import torch
+
+        stream = torch.cuda.Stream()
+        for i in range(100):
+            with stream:
+                nxt = data[i + 1].pin_memory().cuda(non_blocking=True)
+            model(cur).backward()
+            optimizer.step()
+    """, **ONLY) == []
+
+
 def test_pin_memory_not_followed_by_a_cuda_copy():
     assert findings("""\
         import torch

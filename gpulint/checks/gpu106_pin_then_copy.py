@@ -12,8 +12,6 @@ from gpulint.checks.base import Rule
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
 from gpulint.edits import replace_node
 
-_STREAM_CONTEXTS = frozenset({"torch.cuda.stream", "torch.cuda.StreamContext"})
-
 
 class PinThenCopy(Rule):
     code = "GPU106"
@@ -62,10 +60,5 @@ class PinThenCopy(Rule):
 
     def _on_side_stream(self, call: cst.Call) -> bool:
         """A prefetcher copying on its own stream needs the pinned source for the copy to overlap."""
-        for ancestor in self.model.ancestors(call):
-            if isinstance(ancestor, cst.With):
-                for item in ancestor.items:
-                    target = item.item.func if isinstance(item.item, cst.Call) else item.item
-                    if self.model.qualified_name(target) in _STREAM_CONTEXTS:
-                        return True
-        return False
+        flow = self.model.dataflow
+        return any(flow.inside(call, block.node.body) for block in self.model.streams.blocks)
