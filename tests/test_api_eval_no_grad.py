@@ -89,6 +89,27 @@ def test_set_grad_enabled_is_silent():
     assert findings(source, **GPU405) == []
 
 
+def test_set_grad_enabled_after_the_loop_or_true_does_not_silence():
+    source = """\
+        import torch
+
+
+        def predict(model, loader):
+            model.eval()
+            for x in loader:
+                model(x.cuda())
+            torch.set_grad_enabled(False)
+
+
+        def predict_again(model, loader):
+            torch.set_grad_enabled(True)
+            model.eval()
+            for x in loader:
+                model(x.cuda())
+        """
+    assert findings(source, **GPU405) == ["7:9 GPU405", "15:9 GPU405"]
+
+
 def test_function_called_under_no_grad_is_silent():
     source = """\
         import torch

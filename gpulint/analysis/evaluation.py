@@ -9,6 +9,7 @@ import libcst as cst
 
 from gpulint.analysis.gradients import needs_gradients
 from gpulint.analysis.hot_loops import in_no_grad
+from gpulint.analysis.value_resolution import literal_value
 
 if TYPE_CHECKING:
     from gpulint.analysis.model import Loop, SemanticModel
@@ -43,8 +44,8 @@ def _grad_mode_decided(model: SemanticModel, node: cst.CSTNode, _seen: frozenset
             if "no_grad" in name or "inference_mode" in name:
                 return True
     scope = model.scope_of(node)
-    # `torch.set_grad_enabled(False)` as a statement switches autograd off for what follows.
-    if any(model.call_name(c) in _GRAD_MODE_CALLS and model.scope_of(c) is scope for c in model.calls):
+    # `torch.set_grad_enabled(False)` as a statement earlier in the function switches autograd off for what follows.
+    if any(_switches_grad_off(model, c) and model.scope_of(c) is scope and model.dataflow.before(c, node) for c in model.calls):
         return True
     function = model.enclosing_function(node)
     if function is not None and function.name.value not in _seen:
@@ -54,6 +55,16 @@ def _grad_mode_decided(model: SemanticModel, node: cst.CSTNode, _seen: frozenset
         if any(_grad_mode_decided(model, c, seen) for c in callers if not model.is_inside(c, function)):
             return True
     return False
+
+
+def _switches_grad_off(model: SemanticModel, call: cst.Call) -> bool:
+    """`torch.set_grad_enabled(<anything but True>)` as a statement of its own."""
+    if model.call_name(call) not in _GRAD_MODE_CALLS or not isinstance(model.parent.get(call), cst.Expr):
+        return False
+    if not call.args or model.call_name(call) == "torch.enable_grad":
+        return False
+    ok, value = literal_value(call.args[0].value)
+    return not (ok and value is True)
 
 
 def _outermost_loops(model: SemanticModel, statement: cst.CSTNode) -> list[Loop]:
