@@ -6,6 +6,7 @@ from typing import Iterator
 
 import libcst as cst
 
+from gpulint.analysis.imports import dotted_name
 from gpulint.checks.base import Rule
 from gpulint.diagnostics import Applicability, Diagnostic
 from gpulint.edits import replace_node
@@ -45,16 +46,18 @@ class DeprecatedMemoryApi(Rule):
         """`from torch.cuda import memory_cached`: report the import; renaming it keeps every use working."""
         old = qualified.rsplit(".", 1)[1]
         new = RENAMES[qualified]
+        module = qualified.rsplit(".", 1)[0]
         for stmt in self.model.import_statements:
             if not isinstance(stmt, cst.ImportFrom) or isinstance(stmt.names, cst.ImportStar):
                 continue
+            if stmt.relative or stmt.module is None or dotted_name(stmt.module) != module:
+                continue
             for alias in stmt.names:
-                if isinstance(alias.name, cst.Name) and alias.name.value == old and self.model.imports.resolve(binding) == qualified:
-                    local = alias.asname.name.value if alias.asname else old
-                    replacement = new if alias.asname else f"{new} as {old}"
-                    fix = self.fix(
-                        f"Import `{new}` instead",
-                        [replace_node(self.model, alias.name, replacement)] if local == binding else [None],
-                        Applicability.SAFE,
-                    )
-                    yield self.diagnostic(alias, f"`torch.cuda.{old}` is deprecated; use `torch.cuda.{new}`", fix=fix)
+                if not (isinstance(alias.name, cst.Name) and alias.name.value == old):
+                    continue
+                local = alias.asname.name.value if alias.asname else old
+                if local != binding:
+                    continue  # another import of the same name: reported for its own binding
+                replacement = new if alias.asname else f"{new} as {old}"
+                fix = self.fix(f"Import `{new}` instead", [replace_node(self.model, alias.name, replacement)], Applicability.SAFE)
+                yield self.diagnostic(alias, f"`torch.cuda.{old}` is deprecated; use `torch.cuda.{new}`", fix=fix)
