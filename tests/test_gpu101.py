@@ -283,6 +283,36 @@ def test_severity_warning_for_training_info_for_evaluation():
     assert severities == ["warning", "info"]
 
 
+def test_severity_is_info_for_a_tensor_dataset_named_or_not():
+    source = """\
+        import torch
+        from torch.utils.data import DataLoader, TensorDataset
+        device = torch.device("cuda")
+        def main(x, y):
+            a = DataLoader(TensorDataset(x, y), shuffle=True)
+            ds = TensorDataset(x, y)
+            b = DataLoader(ds, shuffle=True)
+        """
+    assert [d.severity.value for d in diagnostics(source, select=("GPU101",))] == ["info", "info"]
+
+
+def test_severity_of_a_shuffled_eval_only_loader_is_info_like_gpu102_and_gpu104():
+    source = """\
+        import torch
+        from torch.utils.data import DataLoader
+        device = torch.device("cuda")
+        def main(model, opt):
+            val = DataLoader(ds, batch_size=64, shuffle=True)
+            with torch.no_grad():
+                for x in val:
+                    model(x.to(device))
+        """
+    assert [(d.code, d.severity.value) for d in diagnostics(source, select=("GPU101", "GPU102", "GPU104"))] == [
+        ("GPU101", "info"),
+        ("GPU102", "info"),
+    ]
+
+
 def test_suppressed_line_is_neither_reported_nor_fixed():
     source = """\
         import torch

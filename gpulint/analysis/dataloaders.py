@@ -86,6 +86,15 @@ def dataset_class(model: SemanticModel, loader: DataLoaderCall) -> ClassInfo | N
     return None
 
 
+def has_tensor_dataset(model: SemanticModel, loader: DataLoaderCall) -> bool:
+    """The dataset is a `TensorDataset` (built in the call, or bound to a name once): in-memory tensors."""
+    dataset = loader.value("dataset")
+    if dataset is None:
+        return False
+    value = _binding_value(model, dataset)
+    return isinstance(value, cst.Call) and model.call_name(value) == TENSOR_DATASET
+
+
 def produces_cuda_batches(model: SemanticModel, loader: DataLoaderCall) -> bool:
     """The dataset or collate_fn already yields CUDA tensors: workers and pinning cannot help."""
     dataset = loader.value("dataset")

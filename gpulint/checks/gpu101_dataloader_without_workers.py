@@ -6,8 +6,7 @@ from typing import Iterator
 
 import libcst as cst
 
-from gpulint.analysis.dataloaders import TENSOR_DATASET, is_unsharded_iterable_dataset, produces_cuda_batches
-from gpulint.analysis.hot_loops import consuming_loops, in_no_grad, is_hot
+from gpulint.analysis.dataloaders import has_tensor_dataset, is_unsharded_iterable_dataset, produces_cuda_batches
 from gpulint.analysis.value_resolution import LITERAL
 from gpulint.checks.base import Option, Rule
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
@@ -49,16 +48,10 @@ class DataLoaderWithoutWorkers(Rule):
             yield self._report(loader, resolved)
 
     def _severity(self, loader) -> Severity:
-        dataset = loader.value("dataset")
-        if isinstance(dataset, cst.Call) and self.model.call_name(dataset) == TENSOR_DATASET:
+        if has_tensor_dataset(self.model, loader):
             return Severity.INFO  # indexing in-memory tensors is cheap: little for workers to win
-        shuffle = self.model.values.resolve(loader.value("shuffle")) if loader.value("shuffle") else None
-        loops = consuming_loops(self.model, loader.call)
-        if (shuffle is not None and shuffle.value is True) or any(
-            is_hot(self.model, loop) and not in_no_grad(self.model, loop) for loop in loops
-        ):
-            return Severity.WARNING
-        return Severity.INFO
+        flow = self.model.loader_flow
+        return Severity.WARNING if flow.feeds_training(flow.info(loader)) else Severity.INFO
 
     def _report(self, loader, resolved) -> Diagnostic:
         model = self.model
