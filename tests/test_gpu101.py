@@ -92,6 +92,18 @@ def test_silent_without_gpu_context():
     assert findings(source) == []
 
 
+def test_a_cuda_f_string_is_gpu_context():
+    source = """\
+        from torch.utils.data import DataLoader
+        def main(rank):
+            loader = DataLoader(ds, batch_size=64)
+            for batch in loader:
+                batch.to(f"cuda:{rank}")
+        """
+    assert findings(source, select=("GPU101",)) == ["3:14 GPU101"]
+    assert findings(source.replace('f"cuda:{rank}"', 'f"{kind}cuda:{rank}"'), select=("GPU101",)) == []
+
+
 def test_silent_for_cuda_resident_datasets():
     source = """\
         import torch

@@ -102,7 +102,9 @@ def test_walk_matches_libcst_visitor(name, source):
     # The parent map is filled in pre-order: analyses iterate it as the nodes in source order.
     assert [id(n) for n in model.parent] == [id(n) for n in reference.order[1:]]
     rank = {id(node): i for i, node in enumerate(reference.order)}
-    for nodes in (model.calls, model.loops, model.blocks, model.strings, model.attributes, model.import_statements):
+    for nodes in (
+        model.calls, model.loops, model.blocks, model.strings, model.formatted_strings, model.attributes, model.import_statements
+    ):
         assert [rank[id(n)] for n in nodes] == sorted(rank[id(n)] for n in nodes)
     expected_calls = [n for n in reference.order if isinstance(n, cst.Call)]
     assert [id(n) for n in model.calls] == [id(n) for n in expected_calls]

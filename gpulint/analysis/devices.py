@@ -20,7 +20,7 @@ _DEVICE_NAME = re.compile(r"(^|_)device$|^dev$", re.IGNORECASE)  # `DEVICE = "cu
 
 
 def module_uses_cuda(model: SemanticModel) -> bool:
-    """GPU context: `.cuda(...)`, `torch.cuda.*`, or a `"cuda..."` string anywhere in the module."""
+    """GPU context: `.cuda(...)`, `torch.cuda.*`, or a `"cuda..."` string (`f"cuda:{rank}"` too) anywhere in the module."""
     if GPU_CONTEXT_MARKER not in model.source:
         return False  # keeps the prefilter exact; also the common, cheap answer
     for attr in model.attributes:
@@ -29,6 +29,10 @@ def module_uses_cuda(model: SemanticModel) -> bool:
     for string in model.strings:
         ok, value = literal_value(string)
         if ok and isinstance(value, str) and value.startswith("cuda"):
+            return True
+    for fstring in model.formatted_strings:
+        head = fstring.parts[0] if fstring.parts else None
+        if isinstance(head, cst.FormattedStringText) and head.value.startswith("cuda"):
             return True
     return False
 

@@ -239,6 +239,10 @@ def _on_string(m: SemanticModel, node: cst.SimpleString) -> None:
     m.strings.append(node)
 
 
+def _on_formatted_string(m: SemanticModel, node: cst.FormattedString) -> None:
+    m.formatted_strings.append(node)
+
+
 def _on_attribute(m: SemanticModel, node: cst.Attribute) -> None:
     m.attributes.append(node)
 
@@ -264,6 +268,7 @@ _HANDLERS: dict[type, typing.Callable[[SemanticModel, typing.Any], None]] = {
     cst.Import: _on_import,
     cst.ImportFrom: _on_import_from,
     cst.SimpleString: _on_string,
+    cst.FormattedString: _on_formatted_string,
     cst.Attribute: _on_attribute,
     cst.With: _on_block,
     cst.If: _on_block,
@@ -371,6 +376,7 @@ class SemanticModel:
         self.loops: list[Loop] = []
         self.blocks: list[cst.CSTNode] = []
         self.strings: list[cst.SimpleString] = []
+        self.formatted_strings: list[cst.FormattedString] = []
         self.attributes: list[cst.Attribute] = []
         self.functions: dict[str, list[cst.FunctionDef]] = defaultdict(list)
         self.classes: dict[str, ClassInfo] = {}
