@@ -31,6 +31,27 @@ def test_training_loader_whose_batches_go_to_cuda():
     )
 
 
+def test_moves_to_an_f_string_device_or_a_gpu_variable():
+    source = """\
+        import torch
+        from torch.utils.data import DataLoader
+
+
+        def train(ds, model, rank, gpu):
+            a = DataLoader(ds, batch_size=64, num_workers=4)
+            for x in a:
+                model(x.to(f"cuda:{rank}")).backward()
+            b = DataLoader(ds, batch_size=64, num_workers=4)
+            for x in b:
+                model(x.to(gpu)).backward()
+            c = DataLoader(ds, batch_size=64, num_workers=4)
+            device = "cpu"
+            for x in c:
+                model(x.to(device)).backward()
+    """
+    assert findings(source, **ONLY) == ["6:9 GPU102", "9:9 GPU102"]
+
+
 def test_device_chosen_at_run_time_pins_only_with_cuda():
     source = """\
         import torch

@@ -7,8 +7,6 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from gpulint.analysis.devices import contains_cuda_move, is_cuda_value
-
 if TYPE_CHECKING:
     from gpulint.analysis.model import ClassInfo, SemanticModel
 
@@ -97,22 +95,23 @@ def has_tensor_dataset(model: SemanticModel, loader: DataLoaderCall) -> bool:
 
 def produces_cuda_batches(model: SemanticModel, loader: DataLoaderCall) -> bool:
     """The dataset or collate_fn already yields CUDA tensors: workers and pinning cannot help."""
+    residency = model.residency
     dataset = loader.value("dataset")
     if dataset is not None:
         value = _binding_value(model, dataset)
         if isinstance(value, cst.Call) and model.call_name(value) == TENSOR_DATASET:
-            if any(is_cuda_value(model, arg.value) for arg in value.args):
+            if any(not arg.star and residency.is_gpu(arg.value, certain=True) for arg in value.args):
                 return True
         info = dataset_class(model, loader)
-        if info is not None and contains_cuda_move(model, info.node):
+        if info is not None and residency.contains_cuda_move(info.node):
             return True
     collate = loader.value("collate_fn")
     if collate is not None:
         if isinstance(collate, cst.Lambda):
-            return contains_cuda_move(model, collate)
+            return residency.contains_cuda_move(collate)
         if isinstance(collate, cst.Name):
             for func in model.functions.get(collate.value, []):
-                if contains_cuda_move(model, func):
+                if residency.contains_cuda_move(func):
                     return True
     return False
 

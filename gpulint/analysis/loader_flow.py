@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Iterator, Optional
 import libcst as cst
 
 from gpulint.analysis.dataloaders import DATALOADER, DataLoaderCall
-from gpulint.analysis.devices import moves_to_cuda
 from gpulint.analysis.hot_loops import in_no_grad, trains
 from gpulint.analysis.value_resolution import ARGPARSE_DEFAULT, ResolvedValue, literal_value
 
@@ -484,11 +483,11 @@ class LoaderFlow:
             for region in iteration.regions:
                 names = _BatchNames.collect(region, names)
             for call in self.m.calls:
-                if id(call) in seen or not moves_to_cuda(self.m, call):
+                if id(call) in seen or not self.m.residency.moves_to_cuda(call):
                     continue
                 if not any(self.m.is_inside(call, region) for region in iteration.regions):
                     continue
-                receiver = call.func.value  # moves_to_cuda guarantees an Attribute
+                receiver = call.func.value  # a move is always a method call
                 if _is_batch_part(receiver, names) and not self._already_moved(receiver, call, iteration.regions):
                     seen.add(id(call))
                     whole = isinstance(receiver, cst.Name) and receiver.value == iteration.whole_batch
@@ -609,7 +608,7 @@ def _contains_move_of(model: SemanticModel, value: cst.BaseExpression, name: str
     """`value` is (or is a tuple holding) a CUDA move of the variable `name`."""
     parts = [e.value for e in value.elements] if isinstance(value, cst.Tuple) else [value]
     return any(
-        isinstance(p, cst.Call) and moves_to_cuda(model, p) and isinstance(p.func.value, cst.Name) and p.func.value.value == name
+        isinstance(p, cst.Call) and model.residency.moves_to_cuda(p) and isinstance(p.func.value, cst.Name) and p.func.value.value == name
         for p in parts
     )
 

@@ -201,6 +201,20 @@ class Residency:
         kind = self.device_kind(device)
         return (kind, device, dtype) if kind is not None else None
 
+    def moves_to_cuda(self, call: cst.Call) -> bool:
+        """`x.cuda(...)`, `x.to(<CUDA device>)`: `move` to CUDA (the receiver is then a `cst.Attribute`'s value)."""
+        m = self.move(call)
+        return m is not None and m[0] == CUDA
+
+    def creates_on_cuda(self, call: cst.Call) -> bool:
+        """A call given `device=<CUDA device>`: `torch.zeros(3, device="cuda")`."""
+        return any(a.keyword is not None and a.keyword.value == "device" and self.device_kind(a.value) == CUDA for a in call.args)
+
+    def contains_cuda_move(self, node: cst.CSTNode) -> bool:
+        """Any call under `node` that moves to, or creates on, a CUDA device."""
+        model = self.model
+        return any((self.moves_to_cuda(c) or self.creates_on_cuda(c)) and model.is_inside(c, node) for c in model.calls)
+
     def factory(self, call: cst.Call) -> Optional[str]:
         """`zeros` for `torch.zeros(...)`; None for anything that is not a torch tensor factory."""
         name = self.model.call_name(call) or ""

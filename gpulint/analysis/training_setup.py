@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from gpulint.analysis.devices import moves_to_cuda
 from gpulint.analysis.hot_loops import is_hot
 from gpulint.analysis.value_resolution import literal_value
 
@@ -146,7 +145,7 @@ def _non_float32_parameters(model: SemanticModel) -> bool:
 
 
 def find_training_setup(model: SemanticModel) -> TrainingSetup:
-    moves = [call for call in model.calls if moves_to_cuda(model, call) and is_model_expression(model, call.func.value)]
+    moves = [call for call in model.calls if model.residency.moves_to_cuda(call) and is_model_expression(model, call.func.value)]
     hot = [loop for loop in model.loops if is_hot(model, loop)]
     entry = model.has_main_guard or any(model.enclosing_function(loop) is None for loop in hot)
     backward = next((c for c in model.method_calls("backward")), None)

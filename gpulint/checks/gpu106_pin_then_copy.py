@@ -6,7 +6,6 @@ from typing import Iterator
 
 import libcst as cst
 
-from gpulint.analysis.devices import moves_to_cuda
 from gpulint.analysis.hot_loops import in_no_grad, trains
 from gpulint.checks.base import Rule
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
@@ -23,9 +22,9 @@ class PinThenCopy(Rule):
     def check(self) -> Iterator[Diagnostic]:
         model = self.model
         for call in model.calls:
-            if not moves_to_cuda(model, call):
+            if not model.residency.moves_to_cuda(call):
                 continue
-            inner = call.func.value  # moves_to_cuda guarantees an Attribute
+            inner = call.func.value  # a move is always a method call
             if not (isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute) and inner.func.attr.value == "pin_memory"):
                 continue
             reached_from = self._hot_loops_reaching(call)
