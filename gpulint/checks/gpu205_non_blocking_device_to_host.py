@@ -11,8 +11,6 @@ from gpulint.analysis.residency import CPU
 from gpulint.checks.base import Rule
 from gpulint.diagnostics import Diagnostic, Severity
 
-CURRENT_STREAM = frozenset({"torch.cuda.current_stream", "torch.cuda.default_stream"})
-
 
 class NonBlockingDeviceToHost(Rule):
     code = "GPU205"
@@ -78,7 +76,7 @@ class NonBlockingDeviceToHost(Rule):
 
     def _synchronizes(self, call: cst.Call) -> bool:
         model = self.model
-        if model.call_name(call) in ("torch.cuda.synchronize", "torch.cuda.current_stream().synchronize"):
+        if model.call_name(call) == "torch.cuda.synchronize":
             return True
         func = call.func
         return isinstance(func, cst.Attribute) and func.attr.value == "synchronize"

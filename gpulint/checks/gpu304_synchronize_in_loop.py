@@ -7,11 +7,11 @@ from typing import Iterator
 import libcst as cst
 
 from gpulint.analysis.residency import CPU, TRAIN
+from gpulint.analysis.streams import CURRENT_STREAM
 from gpulint.checks.base import Rule
 from gpulint.diagnostics import Diagnostic
 
 SYNCHRONIZE = "torch.cuda.synchronize"
-CURRENT_STREAM = frozenset({"torch.cuda.current_stream", "torch.cuda.default_stream"})
 
 
 class SynchronizeInLoop(Rule):
