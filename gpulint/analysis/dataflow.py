@@ -234,6 +234,10 @@ class DataFlow:
             return True
         if any(self.inside(s, node) for s in self.item_writes.get(key, ())):
             return True
+        return self.changed_in_place(key, node)
+
+    def changed_in_place(self, key: str, node: cst.CSTNode) -> bool:
+        """An in-place method (`x.add_(...)`, `x.zero_()`) is called on `key` inside `node`."""
         for call in self.model.calls:
             func = call.func
             if isinstance(func, cst.Attribute) and func.attr.value.endswith("_") and not func.attr.value.startswith("_"):

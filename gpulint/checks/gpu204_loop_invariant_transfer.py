@@ -60,11 +60,10 @@ class LoopInvariantTransfer(Rule):
         model, flow = self.model, self.model.dataflow
         line = model.parent.get(statement)
         code = statement_code(model, line)
-        if code is None or model.parent.get(line) is not loop.body or flow.mutated_in(target, loop) and any(
-            flow.inside(w.statement, loop) and w.statement is not statement for w in flow.writes.get(target, ())
-        ):
+        if code is None or model.parent.get(line) is not loop.body:
             return None
-        if any(s for s in flow.item_writes.get(target, ()) if flow.inside(s, loop)) or self._changed_in_place(target, loop):
+        # (`check` already skips a target written again in the loop.)
+        if any(flow.inside(s, loop) for s in flow.item_writes.get(target, ())) or flow.changed_in_place(target, loop):
             return None
         if any(flow.inside(r, loop) and flow.before(r, statement) for r in flow.reads.get(target, ())):
             return None
@@ -73,11 +72,3 @@ class LoopInvariantTransfer(Rule):
             [delete_statement(model, line), insert_statement_before(model, loop, code)],
             Applicability.UNSAFE,
         )
-
-    def _changed_in_place(self, key: str, loop) -> bool:
-        for call in self.model.calls:
-            func = call.func
-            if isinstance(func, cst.Attribute) and func.attr.value.endswith("_") and not func.attr.value.startswith("_"):
-                if dotted_name(func.value) == key and self.model.is_inside(call, loop):
-                    return True
-        return False
