@@ -15,7 +15,7 @@ import libcst as cst
 from gpulint.analysis.imports import dotted_name
 
 if TYPE_CHECKING:
-    from gpulint.analysis.model import Loop, SemanticModel
+    from gpulint.analysis.model import SemanticModel
 
 
 @dataclass(frozen=True)
@@ -162,9 +162,6 @@ class DataFlow:
 
     # ---- queries ------------------------------------------------------------------------------
 
-    def _function_of(self, node: cst.CSTNode) -> cst.CSTNode:
-        return self.model.scope_of(node)
-
     def writes_in_scope(self, key: str, scope: cst.CSTNode) -> list[Write]:
         return [w for w in self.writes.get(key, ()) if self.model.scope_of(w.target) is scope]
 
@@ -217,9 +214,6 @@ class DataFlow:
                 return ancestor
         return None
 
-    def reads_in(self, key: str, container: cst.CSTNode) -> list[cst.BaseExpression]:
-        return [r for r in self.reads.get(key, ()) if self.inside(r, container)]
-
     def assigned_in(self, key: str, node: cst.CSTNode) -> bool:
         """`key` is written (or is a loop target) anywhere inside `node`; `x.attr = ...` counts for `x`."""
         for written, writes in self.writes.items():
@@ -250,9 +244,6 @@ class DataFlow:
         for call in self.model.calls:
             if self.end[start] <= self.order[call] and self.end[call] <= self.order[stop] and self.model.scope_of(call) is scope:
                 yield call
-
-    def loop_assigns(self, loop: Loop) -> set[str]:
-        return {key for key, writes in self.writes.items() if any(self.inside(w.statement, loop) for w in writes)}
 
     def dominates(self, statement: cst.CSTNode, node: cst.CSTNode) -> bool:
         """`statement` always runs before `node`: it comes first in a statement list that contains `node`

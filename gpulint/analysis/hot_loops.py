@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
@@ -28,13 +28,9 @@ def _is_training_step(model: SemanticModel, call: cst.Call) -> bool:
     return False
 
 
-def _calls_in(model: SemanticModel, node: cst.CSTNode) -> Iterator[cst.Call]:
-    yield from model.calls_inside(node)
-
-
 def trains(model: SemanticModel, node: cst.CSTNode, _seen: frozenset[str] = frozenset()) -> bool:
     """`node` runs a backward pass or an optimizer step, directly or through a function of this module."""
-    for call in _calls_in(model, node):
+    for call in model.calls_inside(node):
         if _is_training_step(model, call):
             return True
         if isinstance(call.func, cst.Name) and call.func.value not in _seen:
@@ -61,17 +57,6 @@ def iterated_expressions(model: SemanticModel, loop: cst.For) -> list[str]:
                 continue
         found.append(model.code(expr))
     return found
-
-
-def loops_over(model: SemanticModel, expr_code: str, scope: cst.CSTNode | None = None) -> list[cst.For]:
-    """For-loops (inside `scope`, default anywhere) that iterate the expression `expr_code`."""
-    return [
-        loop
-        for loop in model.loops
-        if isinstance(loop, cst.For)
-        and (scope is None or model.is_inside(loop, scope))
-        and expr_code in iterated_expressions(model, loop)
-    ]
 
 
 def in_no_grad(model: SemanticModel, node: cst.CSTNode) -> bool:

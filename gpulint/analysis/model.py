@@ -581,12 +581,6 @@ class SemanticModel:
     def module_bindings(self, name: str) -> list[cst.CSTNode]:
         return self.bindings.get((id(self.module), name), [])
 
-    def calls_named(self, *qualified: str) -> Iterator[cst.Call]:
-        wanted = set(qualified)
-        for call in self.calls:
-            if self.call_name(call) in wanted:
-                yield call
-
     def method_calls(self, attr: str) -> Iterator[cst.Call]:
         """Calls of the form `<anything>.attr(...)`."""
         for call in self.calls:
