@@ -380,7 +380,8 @@ class SemanticModel:
         self.attributes: list[cst.Attribute] = []
         self.functions: dict[str, list[cst.FunctionDef]] = defaultdict(list)
         self.classes: dict[str, ClassInfo] = {}
-        # (scope, name) -> the nodes that bind it: Assign/AnnAssign/AugAssign/For/Param/NamedExpr
+        # (scope, name) -> the nodes that bind it: Assign/AnnAssign/AugAssign/For/NamedExpr, Param, ClassDef.
+        # Not recorded: imports (see `imports`), `def` (see `functions`), `with ... as`, `except ... as`.
         self.bindings: dict[tuple[int, str], list[cst.CSTNode]] = defaultdict(list)
         self._pending_classes: list[cst.ClassDef] = []
         self._inside_questions = 0
