@@ -59,7 +59,18 @@ def examples(markdown: str) -> DocExamples | None:
 def fix_availability(rule: type[Rule]) -> str:
     if rule.fix_applicability is None:
         return "None"
-    return "Always" if rule.fix_applicability == Applicability.SAFE else "Sometimes"
+    return "Always" if rule.fix_always else "Sometimes"
+
+
+def fix_statement(rule: type[Rule]) -> str:
+    """"Fix is always available." only for rules whose every finding has a fix."""
+    if rule.fix_applicability is None:
+        return "Fix is not available."
+    if rule.fix_applicability == Applicability.DISPLAY_ONLY:
+        return "Fix is display-only."
+    if rule.fix_applicability == Applicability.UNSAFE:
+        return "Fix is sometimes available (unsafe)."
+    return "Fix is always available." if rule.fix_always else "Fix is sometimes available (safe)."
 
 
 def rule_record(rule: type[Rule]) -> dict:
@@ -68,12 +79,7 @@ def rule_record(rule: type[Rule]) -> dict:
         "code": rule.code,
         "name": rule.name,
         "summary": rule.summary,
-        "fix": {
-            None: "Fix is not available.",
-            Applicability.SAFE: "Fix is always available.",
-            Applicability.UNSAFE: "Fix is sometimes available (unsafe).",
-            Applicability.DISPLAY_ONLY: "Fix is display-only.",
-        }[rule.fix_applicability],
+        "fix": fix_statement(rule),
         "fix_availability": fix_availability(rule),
         "explanation": document(rule.code) or "",
         "preview": rule.preview,

@@ -34,6 +34,15 @@ def test_document_states_fix_applicability_and_options(rule):
     else:
         assert "available" in statement and "not available" not in statement
         assert ("(unsafe)" in statement) == (rule.fix_applicability == Applicability.UNSAFE)
+        # "always" only where every finding has a fix (`fix_always`)
+        assert statement.startswith("Fix is always available") == rule.fix_always
     assert "Options" in sections(text), f"{rule.code}.md must have an Options section (\"None.\" when it has none)"
     if rule.preview:
         assert "preview rule" in statement
+
+
+def test_json_record_says_sometimes_for_a_safe_rule_that_can_report_without_a_fix():
+    records = {r["code"]: r for r in json.loads(run_gpulint("rule", "--all", "--output-format", "json").stdout)}
+    assert (records["GPU102"]["fix"], records["GPU102"]["fix_availability"]) == ("Fix is sometimes available (safe).", "Sometimes")
+    assert (records["GPU402"]["fix"], records["GPU402"]["fix_availability"]) == ("Fix is always available.", "Always")
+    assert (records["GPU101"]["fix"], records["GPU101"]["fix_availability"]) == ("Fix is sometimes available (unsafe).", "Sometimes")

@@ -39,6 +39,7 @@ class Rule:
     name: ClassVar[str]
     summary: ClassVar[str]
     fix_applicability: ClassVar[Applicability | None] = None  # the best fix the rule can offer
+    fix_always: ClassVar[bool] = False  # every finding comes with a fix ("Fix is always available.")
     preview: ClassVar[bool] = False
     needs_gpu_context: ClassVar[bool] = True
     # The prefilter: regexes that must ALL occur in a file's text for the rule to possibly fire; files

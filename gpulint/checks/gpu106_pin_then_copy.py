@@ -17,6 +17,7 @@ class PinThenCopy(Rule):
     name = "pin-then-copy"
     summary = "`x.pin_memory().to(device)` in a hot loop: pinning first makes the copy slower"
     fix_applicability = Applicability.SAFE
+    fix_always = True
     requires = (r"pin_memory\(\)", r"cuda")
 
     def check(self) -> Iterator[Diagnostic]:

@@ -23,6 +23,7 @@ class DeprecatedMemoryApi(Rule):
     name = "deprecated-memory-api"
     summary = "Deprecated `torch.cuda` memory-statistics name"
     fix_applicability = Applicability.SAFE
+    fix_always = True
     needs_gpu_context = False
     requires = (r"memory_cached",)
 
