@@ -133,3 +133,14 @@ def test_is_inside_and_calls_inside_agree_with_the_ancestors(name, source):
     outsider = cst.parse_expression("f(x)")
     assert not model.is_inside(outsider, module)
     assert model.calls_inside(outsider) == []
+
+
+def test_returns_of_a_function_not_of_functions_nested_in_it():
+    source = "def f(x):\n    def g():\n        return 1\n    if x:\n        return g\n    return (lambda: 2)\n"
+    module = cst.parse_module(source)
+    model = SemanticModel(module, "m.py", source)
+    [f] = model.functions["f"]
+    [g] = model.functions["g"]
+    assert [model.code(r) for r in model.returns_of(f)] == ["return g", "return (lambda: 2)"]
+    assert [model.code(r) for r in model.returns_of(g)] == ["return 1"]
+    assert model.returns_of(f) is model.returns_of(f)  # collected once per model

@@ -380,7 +380,7 @@ class LoaderFlow:
             if isinstance(arg, cst.Arg) and isinstance(call, cst.Call):
                 yield from self._refs_into_function(call, arg, ref.bound_at, ref.via)
         if not ref.is_attribute and isinstance(ref.scope, cst.FunctionDef):
-            for ret in _returns_of(ref.scope):
+            for ret in self.m.returns_of(ref.scope):
                 if ret.value is not None and self._matches(ref, ret.value):
                     yield from self._refs_from_factory(ret, None, ref.bound_at, ref.via, len(ref.via))
                 elif isinstance(ret.value, cst.Tuple):
@@ -624,23 +624,6 @@ def _has_modulo(expr: cst.CSTNode) -> bool:
     finder = _Finder()
     expr.visit(finder)
     return finder.found
-
-
-def _returns_of(func: cst.FunctionDef) -> list[cst.Return]:
-    returns: list[cst.Return] = []
-
-    class _Returns(cst.CSTVisitor):
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return node is func
-
-        def visit_Lambda(self, node: cst.Lambda) -> bool:
-            return False
-
-        def visit_Return(self, node: cst.Return) -> None:
-            returns.append(node)
-
-    func.visit(_Returns())
-    return returns
 
 
 def _lower_bound(model: SemanticModel, expr: cst.BaseExpression) -> Optional[int]:

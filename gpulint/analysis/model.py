@@ -685,3 +685,31 @@ class SemanticModel:
         from gpulint.analysis.streams import StreamAnalysis
 
         return StreamAnalysis(self)
+
+    @cached_property
+    def _returns(self) -> dict[cst.FunctionDef, list[cst.Return]]:
+        return {}  # keyed by the node itself, which the model keeps alive (an id could be reused)
+
+    def returns_of(self, func: cst.FunctionDef) -> list[cst.Return]:
+        """The `return` statements of `func` itself, not of functions nested in it."""
+        found = self._returns.get(func)
+        if found is None:
+            found = self._returns[func] = _collect_returns(func)
+        return found
+
+
+def _collect_returns(func: cst.FunctionDef) -> list[cst.Return]:
+    found: list[cst.Return] = []
+
+    class _Returns(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is func  # nested functions return for themselves
+
+        def visit_Lambda(self, node: cst.Lambda) -> bool:
+            return False
+
+        def visit_Return(self, node: cst.Return) -> None:
+            found.append(node)
+
+    func.visit(_Returns())
+    return found

@@ -287,7 +287,7 @@ class Residency:
             name = model.qualified_name(func.returns.annotation) or ""
             if name.startswith("torch.nn."):
                 return True
-        returns = [n for n in _returns(func) if n.value is not None]
+        returns = [n for n in model.returns_of(func) if n.value is not None]
         return bool(returns) and all(self.is_module(r.value, depth + 1) for r in returns)
 
     def _used_as_module(self, key: str, at: cst.CSTNode) -> bool:
@@ -465,7 +465,7 @@ class Residency:
         functions = self.model.functions.get(function_name, [])
         levels = []
         for func in functions:
-            for ret in _returns(func):
+            for ret in self.model.returns_of(func):
                 value = ret.value
                 if value is None:
                     return NONE
@@ -478,7 +478,7 @@ class Residency:
         if not functions:
             return False
         for func in functions:
-            returns = [r for r in _returns(func) if r.value is not None]
+            returns = [r for r in self.model.returns_of(func) if r.value is not None]
             if not returns or not all(self.is_host(r.value) for r in returns):
                 return False
         return True
@@ -708,32 +708,6 @@ class HostSync:
     node: cst.CSTNode  # the call, test or f-string part that syncs
     kind: str  # how it syncs, for messages: "`.item()`", "a Python `if` on a GPU tensor"
     value: cst.BaseExpression  # the GPU tensor it reads
-
-
-_RETURNS: dict[int, tuple[cst.FunctionDef, list[cst.Return]]] = {}
-
-
-def _returns(func: cst.FunctionDef) -> list[cst.Return]:
-    cached = _RETURNS.get(id(func))
-    if cached is not None and cached[0] is func:
-        return cached[1]
-    found: list[cst.Return] = []
-
-    class _Collect(cst.CSTVisitor):
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return node is func
-
-        def visit_Lambda(self, node: cst.Lambda) -> bool:
-            return False
-
-        def visit_Return(self, node: cst.Return) -> None:
-            found.append(node)
-
-    func.visit(_Collect())
-    if len(_RETURNS) > 4096:
-        _RETURNS.clear()
-    _RETURNS[id(func)] = (func, found)
-    return found
 
 
 def _names_in(target: cst.BaseExpression) -> list[cst.BaseExpression]:

@@ -55,21 +55,6 @@ class TrainingSetup:
         return bool(self.model_moves) and self.entry_script and self.trains
 
 
-def _returns(function: cst.FunctionDef) -> list[cst.BaseExpression]:
-    found: list[cst.BaseExpression] = []
-
-    class _Returns(cst.CSTVisitor):
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return node is function  # nested functions return for themselves
-
-        def visit_Return(self, node: cst.Return) -> None:
-            if node.value is not None:
-                found.append(node.value)
-
-    function.visit(_Returns())
-    return found
-
-
 def is_model_expression(model: SemanticModel, expr: cst.BaseExpression, depth: int = 0) -> bool:
     """An `nn.Module` built here: `Net()`, `nn.Sequential(...)`, `torchvision.models.resnet18()`, a module-building
     function of this file, or a name bound to one of those (also through `.to(...)` / `.cuda()`)."""
@@ -93,7 +78,8 @@ def is_model_expression(model: SemanticModel, expr: cst.BaseExpression, depth: i
             return any(
                 is_model_expression(model, value, depth + 1)
                 for function in model.functions.get(func.value, [])
-                for value in _returns(function)
+                for ret in model.returns_of(function)
+                if (value := ret.value) is not None
             )
         return False
     if isinstance(expr, cst.Name):
