@@ -95,8 +95,9 @@ def run_fix(paths: tuple[str, ...], settings: Settings, opts: dict, apply: bool)
     hidden = sum(_hidden_unsafe(outcome, settings) for _, outcome in outcomes.values())
     changed = {path: (src, out) for path, (src, out) in outcomes.items() if out.text != src.text}
     if not apply:
-        for path, (source, outcome) in sorted(changed.items()):
-            click.echo(_unified_diff(path, source.text, outcome.text), nl=False)
+        from gpulint.cli import _emit
+
+        _emit("".join(_unified_diff(path, source.text, outcome.text) for path, (source, outcome) in sorted(changed.items())), opts["output_file"])
         total = sum(sum(c.values()) for c in fixed.values())
         extra = f" ({_plural(hidden, 'additional fix')} available with `--unsafe-fixes`)" if hidden else ""
         if opts["show_fixes"]:
@@ -107,7 +108,7 @@ def run_fix(paths: tuple[str, ...], settings: Settings, opts: dict, apply: bool)
             click.echo(f"No errors would be fixed{extra}.", err=True)
         for d in errors:
             click.echo(f"gpulint: {d.filename}: {d.message}", err=True)
-        return EXIT_FINDINGS if changed or errors else EXIT_CLEAN
+        return EXIT_FINDINGS if (changed or errors) and not opts["exit_zero"] else EXIT_CLEAN
     written, not_written, signum = _write_all(changed)
     if signum is not None:
         return _report_interrupted(written, not_written, signum)
@@ -122,7 +123,7 @@ def run_fix(paths: tuple[str, ...], settings: Settings, opts: dict, apply: bool)
     for path, reason in not_written:
         click.echo(f"gpulint: {path}: not written: {reason}", err=True)
     if opts["show_fixes"]:
-        click.echo(_show_fixes(fixed), nl=False)
+        click.echo(_show_fixes(fixed), nl=False, err=True)  # stdout is the report (JSON, SARIF...)
     report = _report(remaining, settings, {**opts, "quiet": True}, {p: s.text if p in unwritten else o.text for p, (s, o) in outcomes.items()})
     total_fixed = sum(sum(c.values()) for c in fixed.values())
     if not opts["quiet"] and not opts["statistics"] and _is_human(opts, settings):

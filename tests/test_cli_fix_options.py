@@ -1,0 +1,62 @@
+"""`gpulint fix` honours the shared output options: --exit-zero, -o, machine formats on stdout."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+TRAIN = """\
+import torch
+
+print(torch.cuda.memory_cached())
+"""
+FIXED = TRAIN.replace("memory_cached", "memory_reserved")
+DIFF = """\
+--- train.py
++++ train.py
+@@ -1,3 +1,3 @@
+ import torch
+ 
+-print(torch.cuda.memory_cached())
++print(torch.cuda.memory_reserved())
+"""
+
+
+@pytest.fixture
+def project(tmp_path):
+    (tmp_path / "train.py").write_text(TRAIN)
+    return tmp_path
+
+
+def test_dry_run_exit_zero_exits_0(gpulint, project):
+    result = gpulint("fix", "--exit-zero", "train.py", cwd=project)
+    assert result.returncode == 0
+    assert result.stdout.decode() == DIFF
+    assert (project / "train.py").read_text() == TRAIN
+
+
+def test_dry_run_output_file_gets_the_diff(gpulint, project):
+    result = gpulint("fix", "-o", "fix.diff", "train.py", cwd=project)
+    assert result.returncode == 1
+    assert result.stdout == b""
+    assert (project / "fix.diff").read_text() == DIFF
+    assert result.stderr.decode() == "Would fix 1 error.\n"
+
+
+def test_apply_show_fixes_with_json_keeps_stdout_pure_json(gpulint, project):
+    (project / "train.py").write_text(
+        TRAIN + "from torch.utils.data import DataLoader\n\nloader = DataLoader(ds, batch_size=64)\ndevice = torch.device(\"cuda\")\n"
+    )
+    result = gpulint("fix", "--apply", "--show-fixes", "--output-format", "json", "train.py", cwd=project)
+    assert result.returncode == 1  # the unsafe GPU101 fix was not applied
+    assert [d["code"] for d in json.loads(result.stdout.decode())] == ["GPU101"]
+    assert result.stderr.decode() == "Fixed 1 error:\n- train.py:\n    1 × GPU402 (deprecated-memory-api)\n"
+
+
+def test_apply_show_fixes_json_clean_file(gpulint, project):
+    result = gpulint("fix", "--apply", "--show-fixes", "--output-format", "json", "train.py", cwd=project)
+    assert result.returncode == 0
+    assert json.loads(result.stdout.decode()) == []
+    assert result.stderr.decode() == "Fixed 1 error:\n- train.py:\n    1 × GPU402 (deprecated-memory-api)\n"
+    assert (project / "train.py").read_text() == FIXED
