@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from gpulint import __version__
-from gpulint.config import ConfigError, Settings, load_settings, with_overrides
+from gpulint.config import ConfigError, Settings, check_output_format, load_settings, with_overrides
 from gpulint.diagnostics import Diagnostic
 from gpulint.profile.cli import profile, profile_options
 from gpulint.reporters import FORMATS, MACHINE_FORMATS
@@ -80,8 +80,7 @@ def _settings(opts: dict) -> Settings:
 
 def _output_format(opts: dict, settings: Settings) -> str:
     name = opts["output_format"] or settings.output_format or "full"
-    if name not in FORMATS:
-        raise ConfigError(f"Unknown output format `{name}`")
+    check_output_format(name)
     return name
 
 
