@@ -285,6 +285,16 @@ def _interrupted(cause: BaseException | None) -> None:
     sys.exit(128 + signum)
 
 
+def _usage_failed(error: click.ClickException) -> None:
+    """A usage error (unknown option, bad value, conflicting flags): exit 2 with a Cause, as every exit 2."""
+    lines = ["gpulint failed", f"  Cause: {error.format_message()}"]
+    ctx = getattr(error, "ctx", None)
+    if ctx is not None:
+        lines.append(f"  Try '{ctx.command_path} --help' for help.")
+    click.echo("\n".join(lines), err=True)
+    sys.exit(EXIT_ERROR)
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     previous = None
@@ -304,8 +314,7 @@ def _main(argv: list[str]) -> None:
     except click.exceptions.Exit as done:
         sys.exit(done.exit_code)
     except click.ClickException as error:
-        error.show()
-        sys.exit(EXIT_ERROR)
+        _usage_failed(error)
     except click.exceptions.Abort as abort:  # click turns KeyboardInterrupt (and so SIGTERM) into Abort
         _interrupted(abort.__cause__)
     except ConfigError as error:

@@ -54,3 +54,19 @@ def test_output_format_from_config_is_used(gpulint, project):
     result = gpulint("check", "train.py", cwd=project)
     assert result.returncode == 1
     assert result.stdout.decode().startswith("train.py:3:7: GPU402 ")
+
+
+@pytest.mark.parametrize(
+    "args, cause, hint",
+    [
+        (("check", "--frobnicate"), "No such option '--frobnicate'.", "gpulint check --help"),
+        (("fix", "--verify", "train.py"), "--verify needs --apply", "gpulint fix --help"),
+        (("chek",), "No such command 'chek'. Did you mean 'check'?", "gpulint --help"),
+        (("check", "-j", "0"), "Invalid value for '-j' / '--jobs': 0 is not in the range x>=1.", "gpulint check --help"),
+    ],
+)
+def test_usage_errors_print_gpulint_failed_with_a_cause(gpulint, project, args, cause, hint):
+    result = gpulint(*args, cwd=project)
+    assert result.returncode == 2
+    assert result.stderr.decode() == f"gpulint failed\n  Cause: {cause}\n  Try '{hint}' for help.\n"
+    assert result.stdout == b""
