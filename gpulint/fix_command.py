@@ -217,6 +217,12 @@ def _is_human(opts: dict, settings: Settings) -> bool:
     return (opts["output_format"] or settings.output_format or "full") not in MACHINE_FORMATS
 
 
+def _write_stdout(data: bytes) -> None:
+    sys.stdout.flush()
+    sys.stdout.buffer.write(data)
+    sys.stdout.buffer.flush()
+
+
 def _fix_stdin(settings: Settings, opts: dict) -> int:
     """Fixed source to stdout (always, so editors can pipe), findings left to stderr."""
     from gpulint.cli import _stdin_excluded
@@ -225,16 +231,21 @@ def _fix_stdin(settings: Settings, opts: dict) -> int:
     try:
         source = decode_source(data)
     except SourceError as error:
-        sys.stdout.buffer.write(data)
+        _write_stdout(data)
         click.echo(f"gpulint: stdin: {error}", err=True)
         return EXIT_ERROR
     name = opts["stdin_filename"] or "-"
     if _stdin_excluded(settings, opts["stdin_filename"]):
-        sys.stdout.write(source.text)
+        _write_stdout(data)
         return EXIT_CLEAN
     outcome = fix_source(source.text, name, settings)
-    sys.stdout.write(outcome.text)
-    sys.stdout.flush()
+    try:
+        fixed = source.encode(outcome.text)  # the source's own encoding (coding cookie, BOM), not stdout's
+    except UnicodeEncodeError:
+        _write_stdout(data)
+        click.echo(f"gpulint: stdin: the fixed text cannot be encoded as {source.encoding}; written unchanged", err=True)
+        return EXIT_ERROR
+    _write_stdout(fixed)
     for d in outcome.remaining:
         click.echo(f"{d.filename}:{d.location.row}:{d.location.column}: {d.code or d.name} {d.message}", err=True)
     click.echo(f"Found {_plural(outcome.fixed_count + len(outcome.remaining), 'error')} ({outcome.fixed_count} fixed, {len(outcome.remaining)} remaining).", err=True)

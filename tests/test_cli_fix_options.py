@@ -60,3 +60,25 @@ def test_apply_show_fixes_json_clean_file(gpulint, project):
     assert json.loads(result.stdout.decode()) == []
     assert result.stderr.decode() == "Fixed 1 error:\n- train.py:\n    1 × GPU402 (deprecated-memory-api)\n"
     assert (project / "train.py").read_text() == FIXED
+
+
+LATIN1 = "# -*- coding: latin-1 -*-\nimport torch\nx = torch.cuda.memory_cached()  # caf\xe9\n"
+
+
+def test_stdin_fix_keeps_the_coding_cookies_encoding(gpulint, tmp_path):
+    result = gpulint("fix", "-", stdin=LATIN1.encode("latin-1"), cwd=tmp_path)
+    assert result.stdout == LATIN1.replace("memory_cached", "memory_reserved").encode("latin-1")
+    assert result.returncode == 0
+
+
+def test_stdin_fix_keeps_a_bom(gpulint, tmp_path):
+    result = gpulint("fix", "-", stdin=b"\xef\xbb\xbfimport torch\ntorch.cuda.memory_cached()  # \xc3\xa9\n", cwd=tmp_path)
+    assert result.stdout == b"\xef\xbb\xbfimport torch\ntorch.cuda.memory_reserved()  # \xc3\xa9\n"
+
+
+def test_stdin_fix_of_an_excluded_file_echoes_the_bytes(gpulint, tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.gpulint]\nextend-exclude = ["legacy/*"]\n')
+    data = LATIN1.encode("latin-1")
+    result = gpulint("fix", "--force-exclude", "--stdin-filename", "legacy/t.py", "-", stdin=data, cwd=tmp_path)
+    assert result.stdout == data
+    assert result.returncode == 0
