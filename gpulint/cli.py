@@ -170,18 +170,24 @@ def _add_noqa(results) -> int:
     from gpulint.fix_command import _signals_deferred
 
     added = 0
+    failed = False
     with _signals_deferred() as stop:
         for result in results:
             if stop.signum is not None:
                 name = signal.Signals(stop.signum).name
                 click.echo(f"gpulint: interrupted ({name}); the remaining files were left as they were", err=True)
                 return 128 + stop.signum
-            added += _add_noqa_to(result)
+            count = _add_noqa_to(result)
+            if count is None:
+                failed = True
+            else:
+                added += count
     click.echo(f"Added {added} noqa directive{'s' if added != 1 else ''}.", err=True)
-    return EXIT_CLEAN
+    return EXIT_FINDINGS if failed else EXIT_CLEAN
 
 
-def _add_noqa_to(result) -> int:
+def _add_noqa_to(result) -> int | None:
+    """The number of rows given a noqa comment, or None when the file could not be written."""
     from gpulint.fixer import WriteError, write_atomic
     from gpulint.suppression import add_noqa
 
@@ -191,14 +197,17 @@ def _add_noqa_to(result) -> int:
             rows.setdefault(d.noqa_row or d.location.row, set()).add(d.code)
     if not rows or result.source is None or result.path == "-":
         return 0
-    text, changed = add_noqa(result.source.text, rows)
+    text, changed, skipped = add_noqa(result.source.text, rows)
+    for row in skipped:
+        codes = ", ".join(sorted(rows[row]))
+        click.echo(f"gpulint: {result.path}:{row}: no noqa added for {codes}: the line continues with a backslash", err=True)
     if not changed:
         return 0
     try:
         write_atomic(Path(result.path), result.source.encode(text), result.source.encode(result.source.text))
     except (WriteError, UnicodeEncodeError) as error:
         click.echo(f"gpulint: {result.path}: not written: {error}", err=True)
-        return 0
+        return None
     return changed
 
 

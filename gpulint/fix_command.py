@@ -17,6 +17,7 @@ from gpulint.config import Settings
 from gpulint.diagnostics import Applicability, Diagnostic
 from gpulint.fixer import FixOutcome, WriteError, fix_source, write_atomic
 from gpulint.linter import check_source, display_path, file_error
+from gpulint.lines import lines_with_ends
 from gpulint.source import SourceError, SourceText, decode_source, discover, read_source
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -51,7 +52,7 @@ def _show_fixes(fixed: dict[str, Counter]) -> str:
 
 def _unified_diff(path: str, before: str, after: str) -> str:
     return "".join(
-        difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True), fromfile=path, tofile=path)
+        difflib.unified_diff(lines_with_ends(before), lines_with_ends(after), fromfile=path, tofile=path)
     )
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import stat
 import tempfile
 import warnings
@@ -16,9 +15,9 @@ import libcst as cst
 from gpulint.config import Settings
 from gpulint.diagnostics import Applicability, Diagnostic, Edit, Location
 from gpulint.linter import check_source
+from gpulint.lines import line_starts
 
 MAX_PASSES = 16
-_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 
 
 @dataclass
@@ -33,20 +32,13 @@ class FixOutcome:
         return sum(self.fixed.values())
 
 
-def _line_starts(text: str) -> list[int]:
-    starts = [0]
-    for match in _LINE.finditer(text):
-        starts.append(match.end())
-    return starts
-
-
 def _offset(starts: list[int], location: Location) -> int:
     row = min(max(location.row, 1), len(starts))
     return starts[row - 1] + location.column - 1
 
 
 def apply_edits(text: str, edits: list[Edit]) -> str:
-    starts = _line_starts(text)
+    starts = line_starts(text)
     pieces = []
     cursor = 0
     for edit in sorted(edits, key=lambda e: (e.location, e.end_location)):
@@ -125,7 +117,7 @@ def fix_source(text: str, path: str, settings: Settings, unsafe: bool | None = N
     for _ in range(MAX_PASSES):
         accepted: list[Diagnostic] = []
         edits: list[Edit] = []
-        starts = _line_starts(outcome.text)
+        starts = line_starts(outcome.text)
         for diagnostic in diagnostics:
             if not is_applicable(diagnostic, unsafe):
                 continue

@@ -8,7 +8,7 @@ import sys
 import threading
 import warnings
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import libcst as cst
@@ -211,7 +211,11 @@ def _check_parsed(text: str, path: str, settings: Settings, rules: list[type[Rul
             )
     if diagnostics:
         suppressions = parse_suppressions(text)
-        diagnostics = [d for d in diagnostics if not suppressions.suppresses(d)]
+        diagnostics = [
+            replace(d, noqa_row=suppressions.noqa_row(d.location.row)) if d.code is not None else d
+            for d in diagnostics
+            if not suppressions.suppresses(d)
+        ]
     return sorted(diagnostics, key=Diagnostic.sort_key)
 
 

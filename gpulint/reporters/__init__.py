@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Callable
 
 from gpulint.diagnostics import Applicability, Diagnostic
+from gpulint.lines import split_lines
 
 # format name -> module under gpulint.reporters (imported only when used)
 FORMATS = {
@@ -42,7 +43,7 @@ class ReportContext:
             except OSError:
                 return None
             self.sources[path] = text
-        return text.splitlines()
+        return split_lines(text)
 
 
 def absolute(path: str) -> str:
