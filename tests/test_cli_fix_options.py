@@ -82,3 +82,14 @@ def test_stdin_fix_of_an_excluded_file_echoes_the_bytes(gpulint, tmp_path):
     result = gpulint("fix", "--force-exclude", "--stdin-filename", "legacy/t.py", "-", stdin=data, cwd=tmp_path)
     assert result.stdout == data
     assert result.returncode == 0
+
+
+@pytest.mark.parametrize("newline", ["\r", "\r\n", "\n"])
+def test_multi_line_fix_in_a_file_with_any_line_ending(gpulint, tmp_path, newline):
+    path = tmp_path / "x.py"
+    path.write_bytes("import torch\nq = torch.cuda.FloatTensor(\n    3,\n)\n".replace("\n", newline).encode())
+    result = gpulint("fix", "--apply", "x.py", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr.decode()
+    assert "bug in gpulint" not in result.stderr.decode()
+    expected = "import torch\nq = torch.empty(3, dtype=torch.float32, device=\"cuda\")\n"
+    assert path.read_bytes() == expected.replace("\n", newline).encode()
