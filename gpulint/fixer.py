@@ -174,7 +174,9 @@ def write_atomic(path: Path, data: bytes, expected: bytes | None = None) -> None
     except OSError as error:
         raise WriteError(error.strerror or str(error)) from None
     if not info.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
-        raise WriteError("file is read-only")
+        raise WriteError("file is read-only")  # marked so on purpose: left alone even for root
+    if not os.access(target, os.W_OK):
+        raise WriteError("no permission to write the file")  # another user's file: the rename would replace it
     if expected is not None:
         current = _read(target)
         if current == data:

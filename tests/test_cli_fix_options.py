@@ -93,3 +93,22 @@ def test_multi_line_fix_in_a_file_with_any_line_ending(gpulint, tmp_path, newlin
     assert "bug in gpulint" not in result.stderr.decode()
     expected = "import torch\nq = torch.empty(3, dtype=torch.float32, device=\"cuda\")\n"
     assert path.read_bytes() == expected.replace("\n", newline).encode()
+
+
+def test_fix_leaves_a_file_the_user_cannot_write(tmp_path, monkeypatch, capsys):
+    """Write bits set, but not for this user (another user's file): not replaced through the folder."""
+    import os
+
+    import gpulint.fixer as fixer
+    from gpulint.cli import main
+
+    path = tmp_path / "train.py"
+    path.write_text(TRAIN)
+    real_access = os.access
+    monkeypatch.setattr(fixer.os, "access", lambda p, mode, **kw: False if str(p) == str(path) else real_access(p, mode, **kw))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as done:
+        main(["fix", "--apply", "--no-cache", "train.py"])
+    assert done.value.code == 1
+    assert "gpulint: train.py: not written: no permission to write the file\n" in capsys.readouterr().err
+    assert path.read_text() == TRAIN
