@@ -16,16 +16,12 @@ import click
 from gpulint.config import Settings
 from gpulint.diagnostics import Applicability, Diagnostic
 from gpulint.fixer import FixOutcome, WriteError, fix_source, write_atomic
+from gpulint.cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, _emit, _output_format, _report
 from gpulint.linter import check_source, display_path, file_error
 from gpulint.lines import lines_with_ends
+from gpulint.reporters import MACHINE_FORMATS, plural as _plural
 from gpulint.source import SourceError, SourceText, decode_source, discover, read_source
 
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-
-
-def _plural(n: int, word: str) -> str:
-    suffix = "" if n == 1 else "es" if word.endswith(("x", "s")) else "s"
-    return f"{n} {word}{suffix}"
 
 
 def _hidden_unsafe(outcome: FixOutcome, settings: Settings) -> int:
@@ -86,8 +82,6 @@ def _report_broken(outcomes) -> None:
 
 
 def run_fix(paths: tuple[str, ...], settings: Settings, opts: dict, apply: bool) -> int:
-    from gpulint.cli import _report
-
     if paths == ("-",):
         return _fix_stdin(settings, opts)
     outcomes, errors = fix_files(paths, settings)
@@ -96,8 +90,6 @@ def run_fix(paths: tuple[str, ...], settings: Settings, opts: dict, apply: bool)
     hidden = sum(_hidden_unsafe(outcome, settings) for _, outcome in outcomes.values())
     changed = {path: (src, out) for path, (src, out) in outcomes.items() if out.text != src.text}
     if not apply:
-        from gpulint.cli import _emit
-
         _emit("".join(_unified_diff(path, source.text, outcome.text) for path, (source, outcome) in sorted(changed.items())), opts["output_file"])
         total = sum(sum(c.values()) for c in fixed.values())
         extra = f" ({_plural(hidden, 'additional fix')} available with `--unsafe-fixes`)" if hidden else ""
@@ -127,12 +119,10 @@ def run_fix(paths: tuple[str, ...], settings: Settings, opts: dict, apply: bool)
         click.echo(_show_fixes(fixed), nl=False, err=True)  # stdout is the report (JSON, SARIF...)
     report = _report(remaining, settings, {**opts, "quiet": True}, {p: s.text if p in unwritten else o.text for p, (s, o) in outcomes.items()})
     total_fixed = sum(sum(c.values()) for c in fixed.values())
-    if not opts["quiet"] and not opts["statistics"] and _is_human(opts, settings):
+    if not opts["quiet"] and not opts["statistics"] and _output_format(opts, settings) not in MACHINE_FORMATS:
         report += f"Found {_plural(total_fixed + len(remaining), 'error')} ({total_fixed} fixed, {len(remaining)} remaining).\n"
         if hidden:
             report += f"No more fixes available ({_plural(hidden, 'hidden fix')} can be enabled with the `--unsafe-fixes` option).\n"
-    from gpulint.cli import _emit
-
     _emit(report, opts["output_file"])
     if not_written:
         return EXIT_FINDINGS
@@ -210,12 +200,6 @@ def _report_interrupted(written: list[str], not_written: list[tuple[str, str]], 
     for path, reason in not_written:
         click.echo(f"gpulint: {path}: not written: {reason}", err=True)
     return 128 + signum
-
-
-def _is_human(opts: dict, settings: Settings) -> bool:
-    from gpulint.reporters import MACHINE_FORMATS
-
-    return (opts["output_format"] or settings.output_format or "full") not in MACHINE_FORMATS
 
 
 def _write_stdout(data: bytes) -> None:

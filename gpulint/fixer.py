@@ -13,7 +13,7 @@ from pathlib import Path
 import libcst as cst
 
 from gpulint.config import Settings
-from gpulint.diagnostics import Applicability, Diagnostic, Edit, Location
+from gpulint.diagnostics import Diagnostic, Edit, Location, is_applicable
 from gpulint.linter import check_source
 from gpulint.lines import line_starts
 
@@ -55,13 +55,6 @@ def _overlaps(a: Edit, b: Edit) -> bool:
     if a.location == a.end_location and b.location == b.end_location:
         return a.location == b.location
     return a.location < b.end_location and b.location < a.end_location
-
-
-def is_applicable(diagnostic: Diagnostic, unsafe: bool) -> bool:
-    fix = diagnostic.fix
-    if fix is None:
-        return False
-    return fix.applicability == Applicability.SAFE or (unsafe and fix.applicability == Applicability.UNSAFE)
 
 
 def _compiles(text: str) -> bool:
