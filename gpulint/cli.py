@@ -34,7 +34,8 @@ def _flatten(values: tuple) -> tuple[str, ...] | None:
     return tuple(code for group in values for code in group) if values else None
 
 
-def lint_options(func):
+def lint_options(command: str):
+    """The options `check` and `fix` share (`fix` checks files in one process and never uses the cache)."""
     options = [
         click.option("--select", multiple=True, type=_CodeList(), help="Rule codes or prefixes to enable (e.g. GPU1, ALL)."),
         click.option("--ignore", multiple=True, type=_CodeList(), help="Rule codes or prefixes to disable."),
@@ -51,18 +52,31 @@ def lint_options(func):
         click.option("-o", "--output-file", type=click.Path(dir_okay=False, writable=True), help="Write the report to this file."),
         click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain."),
         click.option("--statistics", is_flag=True, help="Count findings per rule instead of listing them."),
-        click.option("--show-fixes", is_flag=True, help="List the fixes applied (or that would be)."),
+        click.option(
+            "--show-fixes",
+            is_flag=True,
+            help="List the fixes applied, per file and rule." if command == "fix" else "List the fixes `fix --apply` would make, per file and rule.",
+        ),
         click.option("--unsafe-fixes/--no-unsafe-fixes", default=None, help="Include fixes that may change behaviour."),
         click.option("--config", "config_path", type=click.Path(), help="Read settings from this TOML file."),
-        click.option("--no-cache", is_flag=True, help="Do not read or write the result cache."),
+        click.option(
+            "--no-cache",
+            is_flag=True,
+            help="Do not read or write the result cache." if command == "check" else "Accepted for symmetry with check; fix never uses the cache.",
+        ),
         click.option("--stdin-filename", type=str, help="The path to report for source read from `-`."),
         click.option("--force-exclude", is_flag=True, default=None, help="Apply excludes to paths named on the command line."),
         click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary."),
-        click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Worker processes (default: CPUs)."),
     ]
-    for option in reversed(options):
-        func = option(func)
-    return func
+    if command == "check":
+        options.append(click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Worker processes (default: CPUs)."))
+
+    def decorate(func):
+        for option in reversed(options):
+            func = option(func)
+        return func
+
+    return decorate
 
 
 def _settings(opts: dict) -> Settings:
@@ -151,7 +165,7 @@ def cli() -> None:
 
 
 @cli.command()
-@lint_options
+@lint_options("check")
 @click.option("--add-noqa", is_flag=True, help="Add `# noqa: CODE` to every line with a finding (a baseline).")
 @click.argument("paths", nargs=-1, type=click.Path())
 def check(paths: tuple[str, ...], add_noqa: bool, **opts) -> None:
@@ -161,9 +175,25 @@ def check(paths: tuple[str, ...], add_noqa: bool, **opts) -> None:
     diagnostics = sorted((d for r in results for d in r.diagnostics), key=Diagnostic.sort_key)
     if add_noqa:
         sys.exit(_add_noqa(results))
+    if opts["show_fixes"]:
+        _show_fixable(diagnostics, settings)
     sources = {r.path: r.source.text for r in results if r.source is not None and r.diagnostics}
     _emit(_report(diagnostics, settings, opts, sources), opts["output_file"])
     sys.exit(EXIT_FINDINGS if diagnostics and not opts["exit_zero"] else EXIT_CLEAN)
+
+
+def _show_fixable(diagnostics: list[Diagnostic], settings: Settings) -> None:
+    """`check --show-fixes`: what `fix --apply` would fix, per file and rule (stderr: the report stays pure)."""
+    from collections import Counter
+
+    from gpulint.diagnostics import is_applicable
+    from gpulint.reporters import fix_enumeration
+
+    fixable: dict[str, Counter] = {}
+    for d in diagnostics:
+        if d.code is not None and is_applicable(d, settings.unsafe_fixes):
+            fixable.setdefault(d.filename, Counter())[d.code] += 1
+    click.echo(fix_enumeration(fixable, "Would fix {} with `gpulint fix --apply`:", "No errors would be fixed."), nl=False, err=True)
 
 
 def _add_noqa(results) -> int:
@@ -212,7 +242,7 @@ def _add_noqa_to(result) -> int | None:
 
 
 @cli.command()
-@lint_options
+@lint_options("fix")
 @click.option("--apply", is_flag=True, help="Write the fixes (default: print a diff).")
 @click.option("--verify", is_flag=True, help="Profile the command after `--` before and after fixing; keep the fix only if it holds.")
 @profile_options

@@ -19,7 +19,7 @@ from gpulint.fixer import FixOutcome, WriteError, fix_source, write_atomic
 from gpulint.cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, _emit, _output_format, _report
 from gpulint.linter import check_source, display_path, file_error
 from gpulint.lines import lines_with_ends
-from gpulint.reporters import MACHINE_FORMATS, plural as _plural
+from gpulint.reporters import MACHINE_FORMATS, fix_enumeration, plural as _plural
 from gpulint.source import SourceError, SourceText, decode_source, discover, read_source
 
 
@@ -31,19 +31,7 @@ def _hidden_unsafe(outcome: FixOutcome, settings: Settings) -> int:
 
 
 def _show_fixes(fixed: dict[str, Counter]) -> str:
-    from gpulint.checks import all_rules
-
-    rules = all_rules()
-    total = sum(sum(c.values()) for c in fixed.values())
-    if not total:
-        return "No errors fixed.\n"
-    lines = [f"Fixed {_plural(total, 'error')}:"]
-    for path, counts in sorted(fixed.items()):
-        if counts:
-            lines.append(f"- {path}:")
-            for code, n in sorted(counts.items()):
-                lines.append(f"    {n} × {code} ({rules[code].name})")
-    return "\n".join(lines) + "\n"
+    return fix_enumeration(fixed, "Fixed {}:", "No errors fixed.")
 
 
 def _unified_diff(path: str, before: str, after: str) -> str:

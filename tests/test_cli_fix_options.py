@@ -112,3 +112,18 @@ def test_fix_leaves_a_file_the_user_cannot_write(tmp_path, monkeypatch, capsys):
     assert done.value.code == 1
     assert "gpulint: train.py: not written: no permission to write the file\n" in capsys.readouterr().err
     assert path.read_text() == TRAIN
+
+
+def test_check_show_fixes_lists_what_fix_would_fix_on_stderr(gpulint, project):
+    result = gpulint("check", "--show-fixes", "--output-format", "json", "train.py", cwd=project)
+    assert result.returncode == 1
+    assert [d["code"] for d in json.loads(result.stdout)] == ["GPU402"]
+    assert result.stderr.decode() == "Would fix 1 error with `gpulint fix --apply`:\n- train.py:\n    1 × GPU402 (deprecated-memory-api)\n"
+    (project / "train.py").write_text(FIXED)
+    assert gpulint("check", "--show-fixes", "train.py", cwd=project).stderr.decode() == "No errors would be fixed.\n"
+
+
+def test_fix_has_no_jobs_option(gpulint, project):
+    result = gpulint("fix", "-j", "2", "train.py", cwd=project)
+    assert result.returncode == 2
+    assert result.stderr.decode() == "gpulint failed\n  Cause: No such option '-j'.\n  Try 'gpulint fix --help' for help.\n"

@@ -61,6 +61,23 @@ def plural(n: int, word: str) -> str:
     return f"{n} {word}{suffix}"
 
 
+def fix_enumeration(fixes: dict[str, Counter], header: str, nothing: str) -> str:
+    """`--show-fixes`: the fixes per file and rule, under `header` (`{}` is "N errors"), or `nothing`."""
+    from gpulint.checks import all_rules
+
+    rules = all_rules()
+    total = sum(sum(c.values()) for c in fixes.values())
+    if not total:
+        return nothing + "\n"
+    lines = [header.format(plural(total, "error"))]
+    for path, counts in sorted(fixes.items()):
+        if counts:
+            lines.append(f"- {path}:")
+            for code, n in sorted(counts.items()):
+                lines.append(f"    {n} × {code} ({rules[code].name})")
+    return "\n".join(lines) + "\n"
+
+
 def summary(diagnostics: list[Diagnostic], unsafe_fixes: bool) -> str:
     """ruff's closing lines: `Found 3 errors.` + `[*] 2 fixable with ...`, or `All checks passed!`."""
     if not diagnostics:
