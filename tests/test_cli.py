@@ -81,7 +81,7 @@ def test_json_lines_and_env_var_and_output_file(gpulint, project):
 
 
 def test_clean_json_is_an_empty_array(gpulint, project):
-    assert gpulint("check", "--output-format", "json", "clean.py", cwd=project).stdout == b"[]"
+    assert gpulint("check", "--output-format", "json", "clean.py", cwd=project).stdout == b"[]\n"
 
 
 def test_statistics(gpulint, project):

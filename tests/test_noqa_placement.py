@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 
 from gpulint.lines import lines_with_ends, split_lines
 from gpulint.reporters import ReportContext
