@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 
-
 from gpulint.lines import lines_with_ends, split_lines
 from gpulint.reporters import ReportContext
 from gpulint.reporters.common import source_line
