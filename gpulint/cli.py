@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from gpulint import __version__
-from gpulint.config import ConfigError, Settings, load_settings, with_overrides
+from gpulint.config import ConfigError, Settings, check_output_format, load_settings, with_overrides
 from gpulint.diagnostics import Diagnostic
 from gpulint.profile.cli import profile, profile_options
 from gpulint.reporters import FORMATS, MACHINE_FORMATS
@@ -34,7 +34,8 @@ def _flatten(values: tuple) -> tuple[str, ...] | None:
     return tuple(code for group in values for code in group) if values else None
 
 
-def lint_options(func):
+def lint_options(command: str):
+    """The options `check` and `fix` share (`fix` checks files in one process and never uses the cache)."""
     options = [
         click.option("--select", multiple=True, type=_CodeList(), help="Rule codes or prefixes to enable (e.g. GPU1, ALL)."),
         click.option("--ignore", multiple=True, type=_CodeList(), help="Rule codes or prefixes to disable."),
@@ -51,18 +52,31 @@ def lint_options(func):
         click.option("-o", "--output-file", type=click.Path(dir_okay=False, writable=True), help="Write the report to this file."),
         click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain."),
         click.option("--statistics", is_flag=True, help="Count findings per rule instead of listing them."),
-        click.option("--show-fixes", is_flag=True, help="List the fixes applied (or that would be)."),
+        click.option(
+            "--show-fixes",
+            is_flag=True,
+            help="List the fixes applied, per file and rule." if command == "fix" else "List the fixes `fix --apply` would make, per file and rule.",
+        ),
         click.option("--unsafe-fixes/--no-unsafe-fixes", default=None, help="Include fixes that may change behaviour."),
         click.option("--config", "config_path", type=click.Path(), help="Read settings from this TOML file."),
-        click.option("--no-cache", is_flag=True, help="Do not read or write the result cache."),
+        click.option(
+            "--no-cache",
+            is_flag=True,
+            help="Do not read or write the result cache." if command == "check" else "Accepted for symmetry with check; fix never uses the cache.",
+        ),
         click.option("--stdin-filename", type=str, help="The path to report for source read from `-`."),
         click.option("--force-exclude", is_flag=True, default=None, help="Apply excludes to paths named on the command line."),
         click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary."),
-        click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Worker processes (default: CPUs)."),
     ]
-    for option in reversed(options):
-        func = option(func)
-    return func
+    if command == "check":
+        options.append(click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Worker processes (default: CPUs)."))
+
+    def decorate(func):
+        for option in reversed(options):
+            func = option(func)
+        return func
+
+    return decorate
 
 
 def _settings(opts: dict) -> Settings:
@@ -80,8 +94,7 @@ def _settings(opts: dict) -> Settings:
 
 def _output_format(opts: dict, settings: Settings) -> str:
     name = opts["output_format"] or settings.output_format or "full"
-    if name not in FORMATS:
-        raise ConfigError(f"Unknown output format `{name}`")
+    check_output_format(name)
     return name
 
 
@@ -152,7 +165,7 @@ def cli() -> None:
 
 
 @cli.command()
-@lint_options
+@lint_options("check")
 @click.option("--add-noqa", is_flag=True, help="Add `# noqa: CODE` to every line with a finding (a baseline).")
 @click.argument("paths", nargs=-1, type=click.Path())
 def check(paths: tuple[str, ...], add_noqa: bool, **opts) -> None:
@@ -162,27 +175,49 @@ def check(paths: tuple[str, ...], add_noqa: bool, **opts) -> None:
     diagnostics = sorted((d for r in results for d in r.diagnostics), key=Diagnostic.sort_key)
     if add_noqa:
         sys.exit(_add_noqa(results))
+    if opts["show_fixes"]:
+        _show_fixable(diagnostics, settings)
     sources = {r.path: r.source.text for r in results if r.source is not None and r.diagnostics}
     _emit(_report(diagnostics, settings, opts, sources), opts["output_file"])
     sys.exit(EXIT_FINDINGS if diagnostics and not opts["exit_zero"] else EXIT_CLEAN)
+
+
+def _show_fixable(diagnostics: list[Diagnostic], settings: Settings) -> None:
+    """`check --show-fixes`: what `fix --apply` would fix, per file and rule (stderr: the report stays pure)."""
+    from collections import Counter
+
+    from gpulint.diagnostics import is_applicable
+    from gpulint.reporters import fix_enumeration
+
+    fixable: dict[str, Counter] = {}
+    for d in diagnostics:
+        if d.code is not None and is_applicable(d, settings.unsafe_fixes):
+            fixable.setdefault(d.filename, Counter())[d.code] += 1
+    click.echo(fix_enumeration(fixable, "Would fix {} with `gpulint fix --apply`:", "No errors would be fixed."), nl=False, err=True)
 
 
 def _add_noqa(results) -> int:
     from gpulint.fix_command import _signals_deferred
 
     added = 0
+    failed = False
     with _signals_deferred() as stop:
         for result in results:
             if stop.signum is not None:
                 name = signal.Signals(stop.signum).name
                 click.echo(f"gpulint: interrupted ({name}); the remaining files were left as they were", err=True)
                 return 128 + stop.signum
-            added += _add_noqa_to(result)
+            count = _add_noqa_to(result)
+            if count is None:
+                failed = True
+            else:
+                added += count
     click.echo(f"Added {added} noqa directive{'s' if added != 1 else ''}.", err=True)
-    return EXIT_CLEAN
+    return EXIT_FINDINGS if failed else EXIT_CLEAN
 
 
-def _add_noqa_to(result) -> int:
+def _add_noqa_to(result) -> int | None:
+    """The number of rows given a noqa comment, or None when the file could not be written."""
     from gpulint.fixer import WriteError, write_atomic
     from gpulint.suppression import add_noqa
 
@@ -192,19 +227,22 @@ def _add_noqa_to(result) -> int:
             rows.setdefault(d.noqa_row or d.location.row, set()).add(d.code)
     if not rows or result.source is None or result.path == "-":
         return 0
-    text, changed = add_noqa(result.source.text, rows)
+    text, changed, skipped = add_noqa(result.source.text, rows)
+    for row in skipped:
+        codes = ", ".join(sorted(rows[row]))
+        click.echo(f"gpulint: {result.path}:{row}: no noqa added for {codes}: the line continues with a backslash", err=True)
     if not changed:
         return 0
     try:
         write_atomic(Path(result.path), result.source.encode(text), result.source.encode(result.source.text))
     except (WriteError, UnicodeEncodeError) as error:
         click.echo(f"gpulint: {result.path}: not written: {error}", err=True)
-        return 0
+        return None
     return changed
 
 
 @cli.command()
-@lint_options
+@lint_options("fix")
 @click.option("--apply", is_flag=True, help="Write the fixes (default: print a diff).")
 @click.option("--verify", is_flag=True, help="Profile the command after `--` before and after fixing; keep the fix only if it holds.")
 @profile_options
@@ -286,6 +324,16 @@ def _interrupted(cause: BaseException | None) -> None:
     sys.exit(128 + signum)
 
 
+def _usage_failed(error: click.ClickException) -> None:
+    """A usage error (unknown option, bad value, conflicting flags): exit 2 with a Cause, as every exit 2."""
+    lines = ["gpulint failed", f"  Cause: {error.format_message()}"]
+    ctx = getattr(error, "ctx", None)
+    if ctx is not None:
+        lines.append(f"  Try '{ctx.command_path} --help' for help.")
+    click.echo("\n".join(lines), err=True)
+    sys.exit(EXIT_ERROR)
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     previous = None
@@ -305,8 +353,7 @@ def _main(argv: list[str]) -> None:
     except click.exceptions.Exit as done:
         sys.exit(done.exit_code)
     except click.ClickException as error:
-        error.show()
-        sys.exit(EXIT_ERROR)
+        _usage_failed(error)
     except click.exceptions.Abort as abort:  # click turns KeyboardInterrupt (and so SIGTERM) into Abort
         _interrupted(abort.__cause__)
     except ConfigError as error:

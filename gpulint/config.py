@@ -95,6 +95,14 @@ def _glob_match(rel_path: str, pattern: str) -> bool:
     return re.fullmatch(regex, rel_path) is not None or re.match(regex + "/", rel_path) is not None
 
 
+def check_output_format(name: str, where: str = "") -> None:
+    from gpulint.reporters import FORMATS
+
+    if name not in FORMATS:
+        known = ", ".join(sorted(FORMATS))
+        raise ConfigError(f"Unknown output format `{name}`{f' ({where})' if where else ''}; known formats: {known}")
+
+
 def check_selector(selector: str) -> None:
     if selector == "ALL":
         return
@@ -189,6 +197,8 @@ def settings_from_table(table: dict, root: Path, config_path: Path | None = None
             if not isinstance(table[key], str):
                 raise ConfigError(f"`{key}` must be a string")
             changes[key.replace("-", "_")] = table[key]
+    if "output-format" in table:
+        check_output_format(table["output-format"], f"`output-format` in {where}")
     if "target-torch" in table:
         changes["target_torch"] = _parse_version(table["target-torch"], "target-torch")
     if "per-file-ignores" in table:
@@ -235,15 +245,27 @@ def load_settings(config: str | None = None, start: Path | None = None) -> Setti
         if not path.is_file():
             raise ConfigError(f"config file {config} does not exist")
         data = load_toml(path)
-        table = data.get("tool", {}).get("gpulint", data if path.name != "pyproject.toml" else {})
+        table = _gpulint_table(data, path, data if path.name != "pyproject.toml" else {})
         return settings_from_table(table, path.resolve().parent, path)
     path = find_config(start or Path.cwd())
     if path is None:
         return Settings(root=(start or Path.cwd()).resolve())
-    table = load_toml(path)["tool"]["gpulint"]
+    return settings_from_table(_gpulint_table(load_toml(path), path, {}), path.resolve().parent, path)
+
+
+def _gpulint_table(data: dict, path: Path, default: dict) -> dict:
+    """`[tool.gpulint]` of a parsed TOML file (`default` when it has none), checked to be a table."""
+    if "tool" not in data:
+        return default
+    tool = data["tool"]
+    if not isinstance(tool, dict):
+        raise ConfigError(f"`tool` in {path} must be a table, got {type(tool).__name__}")
+    if "gpulint" not in tool:
+        return default
+    table = tool["gpulint"]
     if not isinstance(table, dict):
-        raise ConfigError(f"[tool.gpulint] in {path} must be a table")
-    return settings_from_table(table, path.resolve().parent, path)
+        raise ConfigError(f"[tool.gpulint] in {path} must be a table, got {type(table).__name__}")
+    return table
 
 
 def with_overrides(settings: Settings, **overrides: Any) -> Settings:

@@ -45,6 +45,7 @@ class Fix:
 # Pseudo-rules that are not in the registry: they report that a file could not be checked at all.
 INVALID_SYNTAX = "invalid-syntax"
 IO_ERROR = "io-error"
+INTERNAL_ERROR = "internal-error"  # a rule crashed on the file
 
 
 @dataclass(frozen=True)
@@ -128,6 +129,14 @@ class Diagnostic:
 
 
 DOCS_URL = "https://github.com/gpulint/gpulint/blob/main/rules/"
+
+
+def is_applicable(diagnostic: Diagnostic, unsafe: bool) -> bool:
+    """`gpulint fix --apply` (with the given unsafe setting) would apply this finding's fix: `[*]` in reports."""
+    fix = diagnostic.fix
+    if fix is None:
+        return False
+    return fix.applicability == Applicability.SAFE or (unsafe and fix.applicability == Applicability.UNSAFE)
 
 
 def rule_url(code: str) -> str:

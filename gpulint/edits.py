@@ -9,14 +9,15 @@ import libcst as cst
 from gpulint.analysis import SemanticModel
 from gpulint.analysis.imports import dotted_name
 from gpulint.diagnostics import Edit, Location
+from gpulint.lines import LINE_BREAK
 
 
 def _advance(start: Location, text: str) -> Location:
     """The location just after `text` when it starts at `start`."""
-    newlines = text.count("\n")
-    if newlines == 0:
+    breaks = list(LINE_BREAK.finditer(text))  # \r\n, \r and \n, as LibCST counts rows
+    if not breaks:
         return Location(start.row, start.column + len(text))
-    return Location(start.row + newlines, len(text) - text.rfind("\n"))
+    return Location(start.row + len(breaks), len(text) - breaks[-1].end() + 1)
 
 
 def _minimal_edit(start: Location, old: str, new: str) -> Edit:

@@ -16,15 +16,12 @@ import click
 from gpulint.config import Settings
 from gpulint.diagnostics import Applicability, Diagnostic
 from gpulint.fixer import FixOutcome, WriteError, fix_source, write_atomic
+from gpulint.cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, _emit, _output_format, _report
 from gpulint.linter import check_source, display_path, file_error
+from gpulint.lines import lines_with_ends
+from gpulint.reporters import MACHINE_FORMATS, fix_enumeration, plural as _plural
 from gpulint.source import SourceError, SourceText, decode_source, discover, read_source
 
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-
-
-def _plural(n: int, word: str) -> str:
-    suffix = "" if n == 1 else "es" if word.endswith(("x", "s")) else "s"
-    return f"{n} {word}{suffix}"
 
 
 def _hidden_unsafe(outcome: FixOutcome, settings: Settings) -> int:
@@ -34,24 +31,12 @@ def _hidden_unsafe(outcome: FixOutcome, settings: Settings) -> int:
 
 
 def _show_fixes(fixed: dict[str, Counter]) -> str:
-    from gpulint.checks import all_rules
-
-    rules = all_rules()
-    total = sum(sum(c.values()) for c in fixed.values())
-    if not total:
-        return "No errors fixed.\n"
-    lines = [f"Fixed {_plural(total, 'error')}:"]
-    for path, counts in sorted(fixed.items()):
-        if counts:
-            lines.append(f"- {path}:")
-            for code, n in sorted(counts.items()):
-                lines.append(f"    {n} × {code} ({rules[code].name})")
-    return "\n".join(lines) + "\n"
+    return fix_enumeration(fixed, "Fixed {}:", "No errors fixed.")
 
 
 def _unified_diff(path: str, before: str, after: str) -> str:
     return "".join(
-        difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True), fromfile=path, tofile=path)
+        difflib.unified_diff(lines_with_ends(before), lines_with_ends(after), fromfile=path, tofile=path)
     )
 
 
@@ -85,8 +70,6 @@ def _report_broken(outcomes) -> None:
 
 
 def run_fix(paths: tuple[str, ...], settings: Settings, opts: dict, apply: bool) -> int:
-    from gpulint.cli import _report
-
     if paths == ("-",):
         return _fix_stdin(settings, opts)
     outcomes, errors = fix_files(paths, settings)
@@ -95,8 +78,7 @@ def run_fix(paths: tuple[str, ...], settings: Settings, opts: dict, apply: bool)
     hidden = sum(_hidden_unsafe(outcome, settings) for _, outcome in outcomes.values())
     changed = {path: (src, out) for path, (src, out) in outcomes.items() if out.text != src.text}
     if not apply:
-        for path, (source, outcome) in sorted(changed.items()):
-            click.echo(_unified_diff(path, source.text, outcome.text), nl=False)
+        _emit("".join(_unified_diff(path, source.text, outcome.text) for path, (source, outcome) in sorted(changed.items())), opts["output_file"])
         total = sum(sum(c.values()) for c in fixed.values())
         extra = f" ({_plural(hidden, 'additional fix')} available with `--unsafe-fixes`)" if hidden else ""
         if opts["show_fixes"]:
@@ -107,7 +89,7 @@ def run_fix(paths: tuple[str, ...], settings: Settings, opts: dict, apply: bool)
             click.echo(f"No errors would be fixed{extra}.", err=True)
         for d in errors:
             click.echo(f"gpulint: {d.filename}: {d.message}", err=True)
-        return EXIT_FINDINGS if changed or errors else EXIT_CLEAN
+        return EXIT_FINDINGS if (changed or errors) and not opts["exit_zero"] else EXIT_CLEAN
     written, not_written, signum = _write_all(changed)
     if signum is not None:
         return _report_interrupted(written, not_written, signum)
@@ -122,15 +104,13 @@ def run_fix(paths: tuple[str, ...], settings: Settings, opts: dict, apply: bool)
     for path, reason in not_written:
         click.echo(f"gpulint: {path}: not written: {reason}", err=True)
     if opts["show_fixes"]:
-        click.echo(_show_fixes(fixed), nl=False)
+        click.echo(_show_fixes(fixed), nl=False, err=True)  # stdout is the report (JSON, SARIF...)
     report = _report(remaining, settings, {**opts, "quiet": True}, {p: s.text if p in unwritten else o.text for p, (s, o) in outcomes.items()})
     total_fixed = sum(sum(c.values()) for c in fixed.values())
-    if not opts["quiet"] and not opts["statistics"] and _is_human(opts, settings):
+    if not opts["quiet"] and not opts["statistics"] and _output_format(opts, settings) not in MACHINE_FORMATS:
         report += f"Found {_plural(total_fixed + len(remaining), 'error')} ({total_fixed} fixed, {len(remaining)} remaining).\n"
         if hidden:
             report += f"No more fixes available ({_plural(hidden, 'hidden fix')} can be enabled with the `--unsafe-fixes` option).\n"
-    from gpulint.cli import _emit
-
     _emit(report, opts["output_file"])
     if not_written:
         return EXIT_FINDINGS
@@ -210,10 +190,10 @@ def _report_interrupted(written: list[str], not_written: list[tuple[str, str]], 
     return 128 + signum
 
 
-def _is_human(opts: dict, settings: Settings) -> bool:
-    from gpulint.reporters import MACHINE_FORMATS
-
-    return (opts["output_format"] or settings.output_format or "full") not in MACHINE_FORMATS
+def _write_stdout(data: bytes) -> None:
+    sys.stdout.flush()
+    sys.stdout.buffer.write(data)
+    sys.stdout.buffer.flush()
 
 
 def _fix_stdin(settings: Settings, opts: dict) -> int:
@@ -224,16 +204,21 @@ def _fix_stdin(settings: Settings, opts: dict) -> int:
     try:
         source = decode_source(data)
     except SourceError as error:
-        sys.stdout.buffer.write(data)
+        _write_stdout(data)
         click.echo(f"gpulint: stdin: {error}", err=True)
         return EXIT_ERROR
     name = opts["stdin_filename"] or "-"
     if _stdin_excluded(settings, opts["stdin_filename"]):
-        sys.stdout.write(source.text)
+        _write_stdout(data)
         return EXIT_CLEAN
     outcome = fix_source(source.text, name, settings)
-    sys.stdout.write(outcome.text)
-    sys.stdout.flush()
+    try:
+        fixed = source.encode(outcome.text)  # the source's own encoding (coding cookie, BOM), not stdout's
+    except UnicodeEncodeError:
+        _write_stdout(data)
+        click.echo(f"gpulint: stdin: the fixed text cannot be encoded as {source.encoding}; written unchanged", err=True)
+        return EXIT_ERROR
+    _write_stdout(fixed)
     for d in outcome.remaining:
         click.echo(f"{d.filename}:{d.location.row}:{d.location.column}: {d.code or d.name} {d.message}", err=True)
     click.echo(f"Found {_plural(outcome.fixed_count + len(outcome.remaining), 'error')} ({outcome.fixed_count} fixed, {len(outcome.remaining)} remaining).", err=True)

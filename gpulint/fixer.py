@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import stat
 import tempfile
 import warnings
@@ -14,11 +13,11 @@ from pathlib import Path
 import libcst as cst
 
 from gpulint.config import Settings
-from gpulint.diagnostics import Applicability, Diagnostic, Edit, Location
+from gpulint.diagnostics import Diagnostic, Edit, Location, is_applicable
 from gpulint.linter import check_source
+from gpulint.lines import line_starts
 
 MAX_PASSES = 16
-_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 
 
 @dataclass
@@ -33,20 +32,13 @@ class FixOutcome:
         return sum(self.fixed.values())
 
 
-def _line_starts(text: str) -> list[int]:
-    starts = [0]
-    for match in _LINE.finditer(text):
-        starts.append(match.end())
-    return starts
-
-
 def _offset(starts: list[int], location: Location) -> int:
     row = min(max(location.row, 1), len(starts))
     return starts[row - 1] + location.column - 1
 
 
 def apply_edits(text: str, edits: list[Edit]) -> str:
-    starts = _line_starts(text)
+    starts = line_starts(text)
     pieces = []
     cursor = 0
     for edit in sorted(edits, key=lambda e: (e.location, e.end_location)):
@@ -63,13 +55,6 @@ def _overlaps(a: Edit, b: Edit) -> bool:
     if a.location == a.end_location and b.location == b.end_location:
         return a.location == b.location
     return a.location < b.end_location and b.location < a.end_location
-
-
-def is_applicable(diagnostic: Diagnostic, unsafe: bool) -> bool:
-    fix = diagnostic.fix
-    if fix is None:
-        return False
-    return fix.applicability == Applicability.SAFE or (unsafe and fix.applicability == Applicability.UNSAFE)
 
 
 def _compiles(text: str) -> bool:
@@ -125,7 +110,7 @@ def fix_source(text: str, path: str, settings: Settings, unsafe: bool | None = N
     for _ in range(MAX_PASSES):
         accepted: list[Diagnostic] = []
         edits: list[Edit] = []
-        starts = _line_starts(outcome.text)
+        starts = line_starts(outcome.text)
         for diagnostic in diagnostics:
             if not is_applicable(diagnostic, unsafe):
                 continue
@@ -182,7 +167,9 @@ def write_atomic(path: Path, data: bytes, expected: bytes | None = None) -> None
     except OSError as error:
         raise WriteError(error.strerror or str(error)) from None
     if not info.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
-        raise WriteError("file is read-only")
+        raise WriteError("file is read-only")  # marked so on purpose: left alone even for root
+    if not os.access(target, os.W_OK):
+        raise WriteError("no permission to write the file")  # another user's file: the rename would replace it
     if expected is not None:
         current = _read(target)
         if current == data:

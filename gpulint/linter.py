@@ -8,7 +8,7 @@ import sys
 import threading
 import warnings
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import libcst as cst
@@ -17,11 +17,10 @@ from gpulint.analysis import SemanticModel
 from gpulint.checks import Rule, all_rules
 from gpulint.checks.base import REGISTRY, text_matcher
 from gpulint.config import Settings
-from gpulint.diagnostics import INVALID_SYNTAX, IO_ERROR, Diagnostic, Location, Severity
-from gpulint.source import SourceError, SourceText, read_source, read_source_bytes
+from gpulint.diagnostics import INTERNAL_ERROR, INVALID_SYNTAX, IO_ERROR, Diagnostic, Location, Severity
+from gpulint.source import SourceError, SourceText, read_source_bytes
 from gpulint.suppression import parse_suppressions
 
-INTERNAL_ERROR = "internal-error"
 # GPULINT_NO_PREFILTER=1 parses every file: for benchmarks (the cost without the prefilter) and for
 # checking that the prefilter never hides a finding.
 _NO_PREFILTER = os.environ.get("GPULINT_NO_PREFILTER", "") not in ("", "0")
@@ -211,18 +210,12 @@ def _check_parsed(text: str, path: str, settings: Settings, rules: list[type[Rul
             )
     if diagnostics:
         suppressions = parse_suppressions(text)
-        diagnostics = [d for d in diagnostics if not suppressions.suppresses(d)]
+        diagnostics = [
+            replace(d, noqa_row=suppressions.noqa_row(d.location.row)) if d.code is not None else d
+            for d in diagnostics
+            if not suppressions.suppresses(d)
+        ]
     return sorted(diagnostics, key=Diagnostic.sort_key)
-
-
-def lint_file(path: Path, settings: Settings) -> FileResult:
-    """Read and check one file; errors become diagnostics, never exceptions."""
-    shown = display_path(path)
-    try:
-        source = read_source(path)
-    except SourceError as error:
-        return FileResult(shown, [file_error(shown, str(error))])
-    return FileResult(shown, check_source(source.text, shown, settings), source)
 
 
 # Below this many files to check (after the cache), starting worker processes costs more than it saves.

@@ -177,7 +177,8 @@ def _git_root(start: Path) -> Path | None:
 
 
 def discover(paths: list[str], settings: Settings) -> tuple[list[Path], list[tuple[str, str]]]:
-    """Python files under `paths` (sorted, unique) and `(path, reason)` for paths that do not exist."""
+    """Python files under `paths`, each once, in order: the paths as given, each folder walked in name order;
+    and `(path, reason)` for paths that do not exist."""
     files: list[Path] = []
     missing: list[tuple[str, str]] = []
     seen: set[Path] = set()

@@ -8,6 +8,7 @@ import tokenize
 from dataclasses import dataclass, field
 
 from gpulint.diagnostics import Diagnostic
+from gpulint.lines import LINE_BREAK, lines_with_ends
 
 _CODE_LIST = r"[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*"
 _NOQA = re.compile(rf"#\s*noqa(?::\s*(?P<codes>{_CODE_LIST}))?", re.IGNORECASE)
@@ -28,6 +29,8 @@ class Suppressions:
     # row -> codes (None: every code) for `# noqa` / `# gpulint: ignore[...]` on that row
     lines: dict[int, frozenset[str] | None] = field(default_factory=dict)
     file_codes: frozenset[str] | None | bool = False  # False: no file-level suppression
+    # a row inside a multi-line string, or ending in a backslash -> the row its noqa comment goes on
+    continued: dict[int, int] = field(default_factory=dict)
 
     def _add(self, row: int, codes: frozenset[str] | None) -> None:
         if row in self.lines and (self.lines[row] is ALL or codes is ALL):
@@ -35,35 +38,63 @@ class Suppressions:
         else:
             self.lines[row] = (self.lines.get(row) or frozenset()) | (codes or frozenset())
 
+    def noqa_row(self, row: int) -> int:
+        """The row whose `# noqa` covers a finding on `row`: itself, or, where no comment can go, the row
+        that ends the multi-line string or backslash continuation it lies in (as ruff does)."""
+        return self.continued.get(row, row)
+
     def suppresses(self, diagnostic: Diagnostic) -> bool:
         code = diagnostic.code
         if code is None:
             return False  # syntax and I/O errors are never suppressed
         if self.file_codes is ALL or (self.file_codes and code in self.file_codes):
             return True
-        row = diagnostic.noqa_row or diagnostic.location.row
+        row = self.noqa_row(diagnostic.location.row)
         if row in self.lines:
             codes = self.lines[row]
             return codes is ALL or code in codes
         return False
 
 
-def _comments(source: str) -> list[tuple[int, str, bool]]:
-    """(row, text, own_line) for every comment; tokenize, so `"# noqa"` inside a string is not one."""
-    found = []
+@dataclass
+class _Scan:
+    comments: list[tuple[int, int, str, bool]]  # (row, column, text, own_line), real comments only
+    continued: dict[int, int]  # row inside a multi-line token or ending in a backslash -> the row a comment can go on
+
+
+def _scan(source: str) -> _Scan:
+    """Comments and multi-line tokens, by tokenize: `"# noqa"` inside a string is not a comment."""
+    comments = []
+    continued: dict[int, int] = {}
+    previous = None
+    line_ends = (tokenize.NEWLINE, tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER)
     try:
-        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        # Rows end at \r\n, \r or \n, as in LibCST; tokenize reads \n-ended lines (same rows and columns).
+        for token in tokenize.generate_tokens(io.StringIO(LINE_BREAK.sub("\n", source)).readline):
             if token.type == tokenize.COMMENT:
                 own_line = token.line[: token.start[1]].strip() == ""
-                found.append((token.start[0], token.string, own_line))
+                comments.append((token.start[0], token.start[1], token.string, own_line))
+            elif token.start[0] < token.end[0] and token.type not in (tokenize.NEWLINE, tokenize.NL):
+                for row in range(token.start[0], token.end[0]):
+                    continued[row] = token.end[0]  # a multi-line string: its comment goes after it
+            if previous is not None and previous.type not in line_ends and token.type not in line_ends:
+                for row in range(previous.end[0], token.start[0]):
+                    continued[row] = token.start[0]  # a backslash continuation: on to the next line
+            previous = token
     except (tokenize.TokenError, SyntaxError, IndentationError):
-        pass  # the parser has accepted the file; comments collected so far are still right
-    return found
+        pass  # the parser has accepted the file; what was collected so far is still right
+    # A token may end on the row where the next multi-line token starts: follow the chain to its end.
+    for row, last in continued.items():
+        while last in continued:
+            last = continued[last]
+        continued[row] = last
+    return _Scan(comments, continued)
 
 
 def parse_suppressions(source: str) -> Suppressions:
-    result = Suppressions()
-    for row, text, own_line in _comments(source):
+    scan = _scan(source)
+    result = Suppressions(continued=scan.continued)
+    for row, _, text, own_line in scan.comments:
         if own_line:
             match = _FILE_NOQA.match(text)
             if match:
@@ -86,27 +117,40 @@ def parse_suppressions(source: str) -> Suppressions:
     return result
 
 
-def add_noqa(source: str, lines_codes: dict[int, set[str]], newline: str = "\n") -> tuple[str, int]:
-    """Append `# noqa: CODES` to each row (merging with an existing noqa); returns (text, rows changed)."""
-    rows = source.splitlines(keepends=True)
+def add_noqa(source: str, lines_codes: dict[int, set[str]]) -> tuple[str, int, list[int]]:
+    """Append `# noqa: CODES` to each row (merging with an existing noqa comment).
+
+    Returns (text, rows changed, rows where no comment can go: a backslash continuation, or a row inside a
+    multi-line string; callers pass noqa rows, `Suppressions.noqa_row`, so the latter do not occur).
+    """
+    scan = _scan(source)
+    comments = {row: (column, text) for row, column, text, _ in scan.comments}
+    rows = lines_with_ends(source)
     changed = 0
+    skipped: list[int] = []
     for row, codes in sorted(lines_codes.items()):
         if row < 1 or row > len(rows):
             continue
         line = rows[row - 1]
         body = line.rstrip("\r\n")
         ending = line[len(body) :]
-        if body.rstrip().endswith("\\"):
-            continue  # a comment after a line continuation would break the file
-        match = _NOQA.search(body)
+        comment = comments.get(row)
+        if comment is None and (body.rstrip().endswith("\\") or row in scan.continued):
+            skipped.append(row)  # a comment there would break the file or land inside a string
+            continue
+        match = _NOQA.search(comment[1]) if comment is not None else None
         if match and match.group("codes") is None:
             continue  # already a blanket noqa
         if match:
             existing = _codes(match.group("codes")) or frozenset()
-            merged = ", ".join(sorted(existing | codes))
-            body = body[: match.start()] + f"# noqa: {merged}" + body[match.end() :]
+            merged = existing | codes
+            if merged == existing:
+                continue
+            column = comment[0]
+            text = comment[1][: match.start()] + f"# noqa: {', '.join(sorted(merged))}" + comment[1][match.end() :]
+            body = body[:column] + text
         else:
             body = body.rstrip() + f"  # noqa: {', '.join(sorted(codes))}"
         rows[row - 1] = body + ending
         changed += 1
-    return "".join(rows), changed
+    return "".join(rows), changed, skipped

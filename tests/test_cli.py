@@ -81,7 +81,7 @@ def test_json_lines_and_env_var_and_output_file(gpulint, project):
 
 
 def test_clean_json_is_an_empty_array(gpulint, project):
-    assert gpulint("check", "--output-format", "json", "clean.py", cwd=project).stdout == b"[]"
+    assert gpulint("check", "--output-format", "json", "clean.py", cwd=project).stdout == b"[]\n"
 
 
 def test_statistics(gpulint, project):
@@ -114,7 +114,7 @@ def test_fix_prints_a_diff_and_exits_1_then_apply_writes(gpulint, project):
     result = gpulint("fix", "--apply", "--show-fixes", "train.py", cwd=project)
     assert result.returncode == 1  # the unsafe GPU101 fix was not applied, so a finding remains
     assert "memory_reserved" in (project / "train.py").read_text()
-    assert "Fixed 1 error:\n- train.py:\n    1 × GPU402 (deprecated-memory-api)" in result.stdout.decode()
+    assert "Fixed 1 error:\n- train.py:\n    1 × GPU402 (deprecated-memory-api)" in result.stderr.decode()
     assert "Found 2 errors (1 fixed, 1 remaining)." in result.stdout.decode()
 
     result = gpulint("fix", "--apply", "--unsafe-fixes", "train.py", cwd=project)

@@ -243,3 +243,17 @@ def test_gpulint_config_in_setup_cfg_is_relative_to_that_file(tmp_path):
     (project / "setup.cfg").write_text("[flake8]\ngpulint-config = tools/gpulint.toml\n", encoding="utf-8")
     assert flake8("train.py", cwd=project) == (0, "")
     assert flake8("--config", str(project / "setup.cfg"), str(project / "train.py"), cwd=tmp_path) == (0, "")
+
+
+def test_the_documented_flake8_config_works_as_written(project):
+    """docs/integrations.md's `[flake8]` example, copied into setup.cfg, runs (no inline `;` comments)."""
+    text = (REPO / "docs" / "integrations.md").read_text(encoding="utf-8")
+    (block,) = re.findall(r"```ini\n(\s*\[flake8\]\n.*?)```", text, re.S)
+    config = "\n".join(line.strip() for line in block.splitlines()) + "\n"
+    (project / "tools").mkdir()
+    (project / "tools" / "gpulint.toml").write_text("", encoding="utf-8")
+    (project / "setup.cfg").write_text(config, encoding="utf-8")
+    assert flake8("train.py", cwd=project) == (0, "")  # gpulint-ignore = GPU402 silences both findings
+    (project / "setup.cfg").write_text(config.replace("gpulint-ignore = GPU402\n", ""), encoding="utf-8")
+    code, out = flake8("train.py", cwd=project)
+    assert code == 1 and out.count("GPU402") == 2

@@ -25,3 +25,16 @@ def test_readme_starts_with_the_two_commands():
     first_block = text.split("```bash\n", 1)[1].split("```", 1)[0]
     assert "gpulint check fixtures/" in first_block and "python -m pytest" in first_block
     assert "python -m pytest -q" in (REPO / ".ci" / "run").read_text()
+
+
+def test_configuration_section_documents_every_key():
+    import tomllib
+
+    from gpulint.config import KNOWN_KEYS, settings_from_table
+
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text.split("## Configuration\n", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```toml\n", 1)[1].split("```", 1)[0]
+    table = tomllib.loads(block)["tool"]["gpulint"]
+    assert set(table) == KNOWN_KEYS
+    settings_from_table(table, REPO)  # the documented example is a valid configuration

@@ -111,7 +111,6 @@ class Rule:
             end_location=Location(span.end.line, span.end.column + 1),
             severity=severity or self.default_severity,
             fix=fix,
-            noqa_row=span.start.line,
         )
 
     def fix(self, message: str, edits: list[Edit | None], applicability: Applicability) -> Fix | None:

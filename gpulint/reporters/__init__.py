@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from gpulint.diagnostics import Applicability, Diagnostic
+from gpulint.diagnostics import Applicability, Diagnostic, is_applicable
+from gpulint.lines import split_lines
 
 # format name -> module under gpulint.reporters (imported only when used)
 FORMATS = {
@@ -42,7 +43,7 @@ class ReportContext:
             except OSError:
                 return None
             self.sources[path] = text
-        return text.splitlines()
+        return split_lines(text)
 
 
 def absolute(path: str) -> str:
@@ -55,27 +56,36 @@ def render(format_name: str, diagnostics: list[Diagnostic], context: ReportConte
     return renderer(diagnostics, context)
 
 
-def fix_marker(diagnostic: Diagnostic, unsafe_fixes: bool) -> bool:
-    """`[*]`: `gpulint fix --apply` (with the given unsafe setting) would fix it."""
-    fix = diagnostic.fix
-    if fix is None:
-        return False
-    return fix.applicability == Applicability.SAFE or (unsafe_fixes and fix.applicability == Applicability.UNSAFE)
-
-
-def _plural(n: int, word: str) -> str:
+def plural(n: int, word: str) -> str:
     suffix = "" if n == 1 else "es" if word.endswith(("x", "s")) else "s"
     return f"{n} {word}{suffix}"
+
+
+def fix_enumeration(fixes: dict[str, Counter], header: str, nothing: str) -> str:
+    """`--show-fixes`: the fixes per file and rule, under `header` (`{}` is "N errors"), or `nothing`."""
+    from gpulint.checks import all_rules
+
+    rules = all_rules()
+    total = sum(sum(c.values()) for c in fixes.values())
+    if not total:
+        return nothing + "\n"
+    lines = [header.format(plural(total, "error"))]
+    for path, counts in sorted(fixes.items()):
+        if counts:
+            lines.append(f"- {path}:")
+            for code, n in sorted(counts.items()):
+                lines.append(f"    {n} × {code} ({rules[code].name})")
+    return "\n".join(lines) + "\n"
 
 
 def summary(diagnostics: list[Diagnostic], unsafe_fixes: bool) -> str:
     """ruff's closing lines: `Found 3 errors.` + `[*] 2 fixable with ...`, or `All checks passed!`."""
     if not diagnostics:
         return "All checks passed!"
-    lines = [f"Found {_plural(len(diagnostics), 'error')}."]
-    fixable = sum(fix_marker(d, unsafe_fixes) for d in diagnostics)
+    lines = [f"Found {plural(len(diagnostics), 'error')}."]
+    fixable = sum(is_applicable(d, unsafe_fixes) for d in diagnostics)
     hidden = sum(1 for d in diagnostics if d.fix and d.fix.applicability == Applicability.UNSAFE and not unsafe_fixes)
-    hint = f" ({_plural(hidden, 'hidden fix')} can be enabled with the `--unsafe-fixes` option)" if hidden else ""
+    hint = f" ({plural(hidden, 'hidden fix')} can be enabled with the `--unsafe-fixes` option)" if hidden else ""
     if fixable:
         lines.append(f"[*] {fixable} fixable with the `gpulint fix --apply` command{hint}.")
     elif hidden:
@@ -91,7 +101,7 @@ def statistics(diagnostics: list[Diagnostic], unsafe_fixes: bool) -> list[dict]:
         key = d.code or d.name
         counts[key] += 1
         names[key] = d.name
-        fixable[key] += fix_marker(d, unsafe_fixes)
+        fixable[key] += is_applicable(d, unsafe_fixes)
     return [
         {"code": code, "name": names[code], "count": n, "fixable": fixable[code] > 0, "fixable_count": fixable[code]}
         for code, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))

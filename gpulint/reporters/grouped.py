@@ -5,7 +5,8 @@ from __future__ import annotations
 from itertools import groupby
 
 from gpulint.diagnostics import Diagnostic
-from gpulint.reporters import ReportContext, fix_marker
+from gpulint.diagnostics import is_applicable
+from gpulint.reporters import ReportContext
 from gpulint.reporters.common import rule_id
 
 
@@ -17,7 +18,7 @@ def render_grouped(diagnostics: list[Diagnostic], context: ReportContext) -> str
         width = max(len(p) for p in positions)
         lines = [f"{path}:"]
         for d, position in zip(items, positions):
-            marker = " [*]" if fix_marker(d, context.unsafe_fixes) else ""
+            marker = " [*]" if is_applicable(d, context.unsafe_fixes) else ""
             lines.append(f"  {position.ljust(width)} {rule_id(d)}{marker} {d.message}")
         blocks.append("\n".join(lines) + "\n")
     return "".join(block + "\n" for block in blocks)

@@ -16,7 +16,7 @@ def _record(d: Diagnostic) -> dict:
 
 def render_json(diagnostics: list[Diagnostic], context: ReportContext) -> str:
     if not diagnostics:
-        return "[]"
+        return "[]\n"
     return json.dumps([_record(d) for d in diagnostics], indent=2) + "\n"
 
 

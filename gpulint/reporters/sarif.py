@@ -12,7 +12,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from gpulint import __version__
-from gpulint.diagnostics import INVALID_SYNTAX, IO_ERROR, Diagnostic, Severity, rule_url
+from gpulint.diagnostics import INTERNAL_ERROR, INVALID_SYNTAX, IO_ERROR, Diagnostic, Severity, rule_url
 from gpulint.reporters import ReportContext
 from gpulint.reporters.common import fingerprints, is_pseudo_path, relative_to, rule_id, severity_of
 
@@ -27,7 +27,7 @@ MAX_DESCRIPTION = 1024  # GitHub code scanning truncates longer descriptions
 PSEUDO_RULES = {
     INVALID_SYNTAX: "The file does not parse, so it was not checked.",
     IO_ERROR: "The file could not be read, so it was not checked.",
-    "internal-error": "A rule failed on this file; please report it.",
+    INTERNAL_ERROR: "A rule failed on this file; please report it.",
 }
 
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from gpulint.diagnostics import Applicability, Diagnostic
-from gpulint.reporters import ReportContext, fix_marker
+from gpulint.diagnostics import is_applicable
+from gpulint.reporters import ReportContext
 
 
 def _title(d: Diagnostic, context: ReportContext) -> str:
     if d.code is None:
         return f"{d.name}: {d.message}"
-    marker = " [*]" if fix_marker(d, context.unsafe_fixes) else ""
+    marker = " [*]" if is_applicable(d, context.unsafe_fixes) else ""
     return f"{d.code}{marker} {d.message}"
 
 
