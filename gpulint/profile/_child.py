@@ -424,10 +424,14 @@ class Recorder:
             self._stop_profiler()
             if self.attribution is None:
                 self.attribution = {"unavailable": "the script ended before the attribution window completed"}
+        failed = status in ("exit", "error", "internal")
         if status in ("ended", "exit", "error") and self.window_result is not None:
-            status = "ok"  # the timing window is complete: that is what was asked for
+            # The timing window is complete, so the numbers stand; but the script still failed (during the
+            # attribution pass): `script_status` and the exit code keep that for `fix --verify`.
+            extra["script_status"] = status
+            status = "ok"
         _write_json_atomic(self.result_path, self.result(status, **extra))
-        _flush_and_exit(0 if status in ("ok", "ended") else extra.get("exit_code", 1) or 1)
+        _flush_and_exit((extra.get("exit_code", 1) or 1) if failed else 0)
 
 
 def _flush_and_exit(code):

@@ -141,8 +141,8 @@ def run_notes(runs: list[RunResult]) -> list[str]:
             notes.append(f"{r.label or 'run'}: a new epoch began in the measured window; the window was restarted after it")
         if r.raw.get("epoch_boundary_in_window"):
             notes.append(f"{r.label or 'run'}: the measured window crossed an epoch boundary (workers restart there)")
-        if r.ok and r.raw.get("exception"):
-            notes.append(f"{r.label or 'run'}: after the measured steps the script raised {r.raw['exception']}")
+        if r.failure_after_window:
+            notes.append(f"{r.label or 'run'}: {r.failure_after_window}")
         if (r.nvml or {}).get("unreliable"):
             notes.append(f"{r.label or 'run'}: other processes used the GPU; timings are unreliable")
     return notes

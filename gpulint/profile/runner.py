@@ -53,6 +53,17 @@ class RunResult:
         return self.status == OK
 
     @property
+    def failure_after_window(self) -> str | None:
+        """For a measured run: how the script failed after its timing window (in the attribution pass), if it did."""
+        if not self.ok:
+            return None
+        if self.raw.get("exception"):
+            return f"the script raised {self.raw['exception']} after the measured steps"
+        if self.raw.get("exit_code"):
+            return f"the script exited with status {self.raw['exit_code']} after the measured steps"
+        return None
+
+    @property
     def steps(self) -> list[dict]:
         window = self.raw.get("window") or {}
         return window.get("steps") or []
@@ -291,7 +302,7 @@ def _interpret(options, result_path, returncode, timed_out, duration, out_tail, 
         )
     status = raw.get("status")
     if status == OK:
-        return RunResult(OK, "measured", **common)
+        return RunResult(OK, "measured", traceback_tail=raw.get("traceback"), **common)
     if status == "error":
         exc = raw.get("exception") or "an exception"
         return RunResult(

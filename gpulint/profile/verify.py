@@ -17,7 +17,7 @@ from gpulint.profile.errors import print_failure
 from gpulint.profile.file_swap import FileSwap
 from gpulint.profile.options import ProfileOptions
 from gpulint.profile.progress import Progress
-from gpulint.profile.report import comparison_text, failure_text, options_to_dict, run_to_dict, write_json
+from gpulint.profile.report import comparison_text, failure_text, options_to_dict, run_notes, run_to_dict, write_json
 from gpulint.profile.runner import RunResult
 
 KEPT = 0
@@ -165,6 +165,15 @@ def run_verify(
                 failed = b
                 reason = f"{_B_FAILURE.get(b.status, 'the fixed run failed')}: {b.message}"
                 break
+            if b.failure_after_window:
+                # The timing window completed, but the fixed script then failed (in the attribution pass):
+                # a fix that breaks the script is not kept, whatever its throughput.
+                failed = b
+                reason = f"the fixed script failed: {b.failure_after_window}"
+                same = a_first.failure_after_window
+                if same:
+                    reason += f" (the original also failed there: {same})"
+                break
         else:
             cmp = compare(
                 [r.steps for r in a_runs],
@@ -195,7 +204,12 @@ def run_verify(
 
     out.write("\n")
     if cmp is not None:
-        out.write(comparison_text(cmp, a_runs, b_runs) + "\n\n")
+        out.write(comparison_text(cmp, a_runs, b_runs) + "\n")
+    notes = run_notes(_interleave(a_runs, b_runs))
+    if notes:
+        out.write("  notes:\n" + "".join(f"    {n}\n" for n in notes))
+    if cmp is not None or notes:
+        out.write("\n")
     if keep:
         what = "mechanism verified, bottleneck elsewhere" if cmp and cmp.mechanism_verified else cmp.verdict
         out.write(f"Kept the fixes in {', '.join(files)} ({what}).\n")

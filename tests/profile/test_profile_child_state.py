@@ -194,3 +194,38 @@ def test_window_restarts_once_after_an_epoch_boundary(harness):
     assert result["window_restarts"] == 1
     assert result["epoch_boundary_in_window"] is True  # the second boundary fell inside the new window
     assert result["warmup_steps"] == 5  # 3 steps done + 2 re-warm-up steps after the first boundary
+
+
+def test_crash_after_the_window_keeps_the_numbers_but_not_the_exit_status(harness):
+    """A crash in the attribution pass: the timing window stands (status ok), but the failure is recorded and
+    the bootstrap exits non-zero, so `fix --verify` can refuse a fix that breaks the script."""
+    clock, written = harness
+    torch, _ = fake_torch(cuda_used=False)
+    rec = _child.Recorder({"warmup": 2, "steps": 3, "attribution_steps": 4, "result_path": "unused"}, torch)
+    rec._start_attribution = lambda: setattr(rec, "phase", "attribute")  # no real profiler in this test
+    for _ in range(5):  # 2 warm-up + 3 measured: the window is complete
+        clock.t += 0.1
+        rec._on_optimizer_step(None, (), {})
+    assert rec.phase == "attribute" and rec.window_result is not None
+    with pytest.raises(Stop):
+        rec.finish("error", exit_code=1, exception="ValueError: boom", traceback="Traceback ...\nValueError: boom")
+    result = written["result"]
+    assert result["status"] == "ok" and result["script_status"] == "error"
+    assert result["exception"] == "ValueError: boom"
+    assert written["code"] == 1
+    assert len(result["window"]["steps"]) == 3
+
+
+def test_clean_end_after_the_window_exits_zero(harness):
+    clock, written = harness
+    torch, _ = fake_torch(cuda_used=False)
+    rec = _child.Recorder({"warmup": 2, "steps": 3, "attribution_steps": 4, "result_path": "unused"}, torch)
+    rec._start_attribution = lambda: setattr(rec, "phase", "attribute")
+    for _ in range(5):  # 2 warm-up + 3 measured: the window is complete
+        clock.t += 0.1
+        rec._on_optimizer_step(None, (), {})
+    with pytest.raises(Stop):
+        rec.finish("ended")
+    assert written["result"]["status"] == "ok" and written["result"]["script_status"] == "ended"
+    assert "exception" not in written["result"]
+    assert written["code"] == 0

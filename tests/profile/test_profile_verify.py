@@ -115,6 +115,35 @@ def test_every_b_failure_rolls_back(tmp_path, status, why, failing_run):
     assert [v for v, _, _ in fake.seen][-1] == "B"  # stopped at the failing B run
 
 
+def crashed_after_window(step_s, seed=0):
+    """Measured, but the script then raised in the attribution pass (the bootstrap still reports status ok)."""
+    r = ok_result(step_s, seed)
+    r.raw.update(exception="ValueError: boom in evaluation", exit_code=1, script_status="error")
+    r.traceback_tail = "Traceback (most recent call last):\n  File \"train.py\", line 9, in <module>\nValueError: boom in evaluation"
+    return r
+
+
+def test_b_crash_after_the_window_rolls_back(tmp_path):
+    code, script, fake, out, _ = verify(
+        tmp_path, lambda i: ok_result(0.1, i), lambda i: crashed_after_window(0.05, i)
+    )
+    assert code == 1
+    assert script.read_bytes() == ORIGINAL
+    assert "Rolled back" in out
+    assert "the fixed script failed: the script raised ValueError: boom in evaluation after the measured steps" in out
+    assert "ValueError: boom in evaluation" in out.split("Rolled back")[1]  # the traceback tail is shown
+    assert "B 1/3 (fixed): the script raised ValueError" in out  # and the run's note
+    assert [v for v, _, _ in fake.seen] == ["A", "B"]
+
+
+def test_b_crash_after_the_window_mentions_the_same_failure_of_a(tmp_path):
+    code, script, _, out, _ = verify(
+        tmp_path, lambda i: crashed_after_window(0.1, i), lambda i: crashed_after_window(0.05, i)
+    )
+    assert code == 1 and script.read_bytes() == ORIGINAL
+    assert "(the original also failed there: the script raised ValueError" in out
+
+
 def test_later_a_failure_voids_the_comparison(tmp_path):
     code, script, _, out, _ = verify(
         tmp_path, lambda i: failed_result(runner.TIMEOUT) if i == 1 else ok_result(0.1, i), lambda i: ok_result(0.05, i)
