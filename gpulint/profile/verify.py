@@ -184,6 +184,9 @@ def run_verify(
                 b_runs[0].raw.get("losses"),
                 seed=options.seed,
             )
+            shared = [r.label for r in _interleave(a_runs, b_runs) if (r.nvml or {}).get("unreliable")]
+            if shared:
+                cmp.mark_unreliable(shared)
             if cmp.verdict == SLOWER:
                 reason = "the fixed script is slower beyond the noise"
             else:

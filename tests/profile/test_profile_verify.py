@@ -280,3 +280,27 @@ def test_end_to_end_b_exits_nonzero(fixtures_copy):
     code = run_verify([PY, str(script)], fix, fast_options(steps=4, warmup=2, repeat=1), out=out, err=io.StringIO())
     assert code == 1 and script.read_bytes() == original
     assert "exited with a non-zero status" in out.getvalue() and "status 3" in out.getvalue()
+
+
+def test_other_gpu_processes_mark_the_comparison_unreliable(tmp_path):
+    def shared_gpu(i):
+        r = ok_result(0.1, i)
+        if i == 1:
+            r.nvml = {"other_processes": [4242], "unreliable": True}
+        return r
+
+    out_json = tmp_path / "v.json"
+    code, _, _, out, _ = verify(tmp_path, shared_gpu, lambda i: ok_result(0.05, 10 + i), json_path=out_json)
+    assert code == 0
+    assert "note: other processes used the GPU during A 2/3 (original): the comparison is unreliable" in out
+    assert "[unreliable: other processes used the GPU]" in out.split("verdict:")[1].split("\n")[0]
+    doc = json.loads(out_json.read_text())
+    assert doc["comparison"]["unreliable"] is True
+    assert any("the comparison is unreliable" in n for n in doc["comparison"]["notes"])
+
+
+def test_an_idle_gpu_is_not_flagged(tmp_path):
+    out_json = tmp_path / "v.json"
+    code, _, _, out, _ = verify(tmp_path, lambda i: ok_result(0.1, i), lambda i: ok_result(0.05, i), json_path=out_json)
+    assert "unreliable" not in out
+    assert json.loads(out_json.read_text())["comparison"]["unreliable"] is False
