@@ -55,7 +55,8 @@ class NvmlSampler:
         self._handle = None
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
-        self._samples: list[tuple[float, int, int]] = []  # (unix time, util.gpu %, memory used bytes)
+        # (unix time, util.gpu %, memory used bytes, SM clock MHz or None, clock-event/throttle mask or None)
+        self._samples: list[tuple[float, int, int, int | None, int | None]] = []
         self._gpm: list[tuple[float, float, dict]] = []  # (t0, t1, metrics) per GPM interval
         self._others: set[int] = set()  # compute processes on the GPU outside our run's process group
         self._baseline: set[int] = set()
@@ -107,7 +108,10 @@ class NvmlSampler:
             try:
                 util = nvml.nvmlDeviceGetUtilizationRates(h)
                 mem = nvml.nvmlDeviceGetMemoryInfo(h)
-                self._samples.append((now, int(util.gpu), int(mem.used)))
+                # Clock and throttle state while the run is busy: read after it, the GPU is idle again.
+                clock = _safe(lambda: int(nvml.nvmlDeviceGetClockInfo(h, nvml.NVML_CLOCK_SM)))
+                mask = _safe(lambda: _throttle_mask(nvml, h))
+                self._samples.append((now, int(util.gpu), int(mem.used), clock, mask))
                 for pid in self._compute_pids():
                     if pid in self._baseline:
                         self._others.add(pid)
@@ -199,9 +203,7 @@ class NvmlSampler:
         if self._thread is not None:
             self._thread.join(timeout=2)
         out = dict(self._facts)
-        nvml, h = self._nvml, self._handle
-        out["sm_clock_mhz_end"] = _safe(lambda: int(nvml.nvmlDeviceGetClockInfo(h, nvml.NVML_CLOCK_SM)))
-        out["throttle_reasons"] = _safe(lambda: _throttle_reasons(nvml, h))
+        nvml = self._nvml
         samples = self._samples
         if window is not None and window[1] is not None:
             inside = [s for s in samples if window[0] <= s[0] <= window[1]]
@@ -215,6 +217,16 @@ class NvmlSampler:
             out["utilization_gpu_samples"] = len(utils)
             out["utilization_gpu_ge90_fraction"] = sum(u >= 90 for u in utils) / len(utils)
             out["memory_used_max"] = max(s[2] for s in samples)
+            clocks = sorted(s[3] for s in samples if s[3] is not None)
+            if clocks:
+                out["sm_clock_mhz_min"] = clocks[0]
+                out["sm_clock_mhz_median"] = clocks[len(clocks) // 2]
+            masks = [s[4] for s in samples if s[4] is not None]
+            if masks:
+                combined = 0
+                for m in masks:
+                    combined |= m  # any reason seen in any sample of the window
+                out["throttle_reasons"] = _reason_names(nvml, combined)
         out["utilization_label"] = "NVML utilization.gpu: share of time at least one kernel ran (device-wide)"
         if gpm:
             keys = set().union(*gpm)
@@ -253,9 +265,12 @@ def _visible(pid: int) -> bool:
         return True  # exists, owned by someone else
 
 
-def _throttle_reasons(nvml, h) -> list[str]:
+def _throttle_mask(nvml, h) -> int:
     getter = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or nvml.nvmlDeviceGetCurrentClocksThrottleReasons
-    mask = int(getter(h))
+    return int(getter(h))
+
+
+def _reason_names(nvml, mask: int) -> list[str]:
     names = {
         "nvmlClocksThrottleReasonSwPowerCap": "power cap (software)",
         "nvmlClocksThrottleReasonHwSlowdown": "hardware slowdown",

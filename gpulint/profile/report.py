@@ -108,6 +108,8 @@ def nvml_rows(nv: dict) -> list[tuple[str, str]]:
         rows.append(("SM activity (GPM)", nv.get("gpm_unavailable") or f"{NA}: needs Hopper or newer"))
     if nv.get("memory_used_max") is not None:
         rows.append(("device memory used", f"{_bytes(nv['memory_used_max'])} max (all processes)"))
+    if nv.get("sm_clock_mhz_median") is not None:
+        rows.append(("SM clock", f"{nv['sm_clock_mhz_median']} MHz median in the window (min {nv['sm_clock_mhz_min']})"))
     if nv.get("throttle_reasons"):
         rows.append(("clock throttling", ", ".join(nv["throttle_reasons"])))
     if nv.get("other_processes"):

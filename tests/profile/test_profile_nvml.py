@@ -135,3 +135,30 @@ def test_device_selection_follows_cuda_visible_devices(monkeypatch):
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
     assert nvml._device_selector() == ("index", 0)
     assert os.environ.get("CUDA_VISIBLE_DEVICES") is None
+
+
+def test_clock_and_throttle_are_read_while_the_run_is_busy(monkeypatch):
+    """The GPU slows down (hardware slowdown, 1400 MHz) during the window and recovers once the run is killed:
+    the summary must describe the window, not the idle GPU that stop() would see."""
+    fake = fake_pynvml()
+    state = {"clock": 1400, "mask": 8}
+    fake.nvmlDeviceGetClockInfo = lambda h, kind: state["clock"]
+    fake.nvmlDeviceGetCurrentClocksEventReasons = lambda h: state["mask"]
+    monkeypatch.setattr(nvml, "_nvml", lambda: fake)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    sampler = nvml.NvmlSampler(poll_s=0.02)
+    sampler.start()
+    t0 = time.time()
+    time.sleep(0.2)
+    state["mask"] = 4  # one sample with another reason, still inside the window
+    time.sleep(0.1)
+    t1 = time.time()
+    state.update(clock=1980, mask=0)  # the run is over: idle, full clock
+    time.sleep(0.1)
+    summary = sampler.stop((t0, t1))
+    assert summary["throttle_reasons"] == ["power cap (software)", "hardware slowdown"]
+    assert summary["sm_clock_mhz_min"] == 1400 and summary["sm_clock_mhz_median"] == 1400
+    assert "sm_clock_mhz_end" not in summary
+    rows = dict(nvml_rows(summary))
+    assert rows["clock throttling"] == "power cap (software), hardware slowdown"
+    assert rows["SM clock"] == "1400 MHz median in the window (min 1400)"
