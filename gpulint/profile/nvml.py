@@ -11,6 +11,8 @@ import os
 import threading
 import time
 
+from gpulint.profile.proctree import is_descendant
+
 POLL_S = 0.2
 GPM_INTERVAL_S = 1.0  # GPM needs two samples spaced apart
 
@@ -115,7 +117,7 @@ class NvmlSampler:
                 for pid in self._compute_pids():
                     if pid in self._baseline:
                         self._others.add(pid)
-                    elif pid != os.getpid() and not _in_group(pid, self.own_pgid) and _visible(pid):
+                    elif pid != os.getpid() and not _is_own(pid, self.own_pgid) and _visible(pid):
                         # A process we can see that is not in our run's group. One we cannot see at all is
                         # most likely our own run seen through a container's PID namespace: not counted.
                         self._others.add(pid)
@@ -244,6 +246,12 @@ class NvmlSampler:
             except Exception:
                 pass
             self._nvml = None
+
+
+def _is_own(pid: int, run_pid: int | None) -> bool:
+    """The run's process (its group leader, `run_pid`) or one of its descendants: DataLoader workers share its
+    group; torchrun's ranks run in sessions of their own but descend from it."""
+    return _in_group(pid, run_pid) or is_descendant(pid, run_pid)
 
 
 def _in_group(pid: int, pgid: int | None) -> bool:
