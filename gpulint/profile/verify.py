@@ -47,6 +47,15 @@ def _no_interrupts():
             signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
+def _interrupted_code(interrupt: KeyboardInterrupt) -> int:
+    """128 + the signal, as the CLI exits: 130 for Ctrl-C, 143 for SIGTERM (which the CLI raises as Terminated)."""
+    try:
+        from gpulint.cli import Terminated
+    except ImportError:  # pragma: no cover - the CLI always defines it
+        Terminated = ()  # noqa: N806
+    return 128 + (signal.SIGTERM if isinstance(interrupt, Terminated) else signal.SIGINT)
+
+
 def _is_main_thread() -> bool:
     import threading
 
@@ -191,11 +200,11 @@ def run_verify(
                 reason = "the fixed script is slower beyond the noise"
             else:
                 keep = True
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as interrupt:
         with _no_interrupts():
             swap.use("original")
         err.write(f"\ngpulint: interrupted; restored {len(files)} file(s) to their original contents\n")
-        finish("interrupted", "interrupted", ROLLED_BACK)
+        finish("interrupted", "interrupted", _interrupted_code(interrupt))  # what the CLI then exits with
         raise
     finally:
         try:

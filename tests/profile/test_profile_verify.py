@@ -188,6 +188,19 @@ def test_keyboard_interrupt_restores_files(tmp_path):
     assert (tmp_path / "train.py").read_bytes() == ORIGINAL
 
 
+@pytest.mark.parametrize("make, code", [(KeyboardInterrupt, 130), ("Terminated", 143)])
+def test_interrupt_is_recorded_with_the_exit_code_the_cli_uses(tmp_path, make, code):
+    from gpulint.cli import Terminated
+
+    exc = Terminated if make == "Terminated" else make
+    out_json = tmp_path / "v.json"
+    with pytest.raises(KeyboardInterrupt):
+        verify(tmp_path, lambda i: ok_result(0.1, i), lambda i: exc(), json_path=out_json)
+    doc = json.loads(out_json.read_text())
+    assert doc["outcome"] == "interrupted" and doc["exit_code"] == code
+    assert (tmp_path / "train.py").read_bytes() == ORIGINAL
+
+
 def test_keyboard_interrupt_during_a_later_a_run_restores_files(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         verify(tmp_path, lambda i: KeyboardInterrupt() if i == 1 else ok_result(0.1, i), lambda i: ok_result(0.05, i))
