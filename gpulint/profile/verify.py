@@ -36,10 +36,11 @@ _B_FAILURE = {
 
 @contextmanager
 def _no_interrupts():
-    """Hold SIGINT while files are restored, so a second Ctrl-C cannot stop a restore half-way."""
+    """Hold SIGINT and SIGTERM while files are restored, so a second Ctrl-C (or the CLI's SIGTERM handler, which
+    raises) cannot stop a restore half-way; a held signal is delivered when the block ends."""
     can_block = hasattr(signal, "pthread_sigmask") and _is_main_thread()
     if can_block:
-        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
     try:
         yield
     finally:

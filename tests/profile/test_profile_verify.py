@@ -317,3 +317,38 @@ def test_an_idle_gpu_is_not_flagged(tmp_path):
     code, _, _, out, _ = verify(tmp_path, lambda i: ok_result(0.1, i), lambda i: ok_result(0.05, i), json_path=out_json)
     assert "unreliable" not in out
     assert json.loads(out_json.read_text())["comparison"]["unreliable"] is False
+
+
+def test_restores_hold_sigint_and_sigterm(monkeypatch):
+    import signal
+
+    from gpulint.profile import verify as verify_mod
+
+    with verify_mod._no_interrupts():
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    assert {signal.SIGINT, signal.SIGTERM} <= set(held)
+    assert signal.SIGTERM not in signal.pthread_sigmask(signal.SIG_BLOCK, [])  # released afterwards
+
+
+def test_sigterm_during_a_restore_waits_for_it(tmp_path):
+    """The CLI raises Terminated from its SIGTERM handler; sent mid-restore it must arrive after the files."""
+    import signal
+
+    from gpulint.cli import Terminated
+    from gpulint.profile import verify as verify_mod
+
+    script = tmp_path / "train.py"
+    script.write_bytes(FIXED)
+
+    def on_term(signum, frame):
+        raise Terminated
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    try:
+        with pytest.raises(Terminated):
+            with verify_mod._no_interrupts():
+                os.kill(os.getpid(), signal.SIGTERM)
+                script.write_bytes(ORIGINAL)  # the "restore"
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert script.read_bytes() == ORIGINAL
