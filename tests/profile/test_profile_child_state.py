@@ -229,3 +229,10 @@ def test_clean_end_after_the_window_exits_zero(harness):
     assert written["result"]["status"] == "ok" and written["result"]["script_status"] == "ended"
     assert "exception" not in written["result"]
     assert written["code"] == 0
+
+
+def test_a_warmup_below_five_is_taken_as_asked(harness):
+    clock, written = harness
+    torch, _ = fake_torch(cuda_used=False)
+    drive_optimizer(recorder(torch, warmup=3, steps=4), clock, [0.05, 0.2] * 20)  # never settles
+    assert written["result"]["warmup_steps"] == 3
