@@ -352,3 +352,69 @@ def test_sigterm_during_a_restore_waits_for_it(tmp_path):
     finally:
         signal.signal(signal.SIGTERM, previous)
     assert script.read_bytes() == ORIGINAL
+
+
+# ---- files the user edits while the runs are in flight -----------------------------------------------------
+
+
+def test_a_file_edited_during_the_runs_is_left_as_edited(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_bytes(ORIGINAL)
+    edited = b"# my own edit while gpulint was busy\n"
+
+    def a(i):
+        if i == 1:
+            script.write_bytes(edited)  # during the second A run (original on disk) the user saves their edit
+        return ok_result(0.1, i)
+
+    code, _, fake, out, err = verify(tmp_path, a, lambda i: ok_result(0.05, i))
+    assert code == 2
+    assert script.read_bytes() == edited
+    assert "the verification was stopped: " in err and "changed on disk while gpulint was verifying it" in err
+    assert [v for v, _, _ in fake.seen] == ["A", "B", "A"]  # no B run on the user's file
+
+
+def test_an_edit_during_the_last_run_is_not_overwritten_by_the_restore(tmp_path):
+    other = tmp_path / "data.py"
+    other.write_bytes(b"A = 1\n")
+    script = tmp_path / "train.py"
+    script.write_bytes(ORIGINAL)
+
+    def fix():
+        originals = {script: script.read_bytes(), other: other.read_bytes()}
+        script.write_bytes(FIXED)
+        other.write_bytes(b"A = 2\n")
+        return originals
+
+    def b(i):
+        if i == 1:
+            script.write_bytes(b"# edited\n")
+        return ok_result(0.2, i)  # slower: the restore would write the original over the edit
+
+    out_json = tmp_path / "v.json"
+    code, _, _, _, err = verify(tmp_path, lambda i: ok_result(0.1, i), b, repeat=2, fix=fix, json_path=out_json)
+    assert code == 2
+    assert script.read_bytes() == b"# edited\n"
+    assert other.read_bytes() == b"A = 1\n"  # the other file is still restored
+    assert "data.py is restored to the original" in err
+    doc = json.loads(out_json.read_text())
+    assert doc["outcome"] == "error" and doc["conflicts"] == [str(script)]
+
+
+def test_a_file_edited_before_an_interrupt_is_not_restored_over(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_bytes(ORIGINAL)
+
+    def b(i):
+        script.write_bytes(b"# edited\n")
+        return KeyboardInterrupt()
+
+    with pytest.raises(KeyboardInterrupt):
+        verify(tmp_path, lambda i: ok_result(0.1, i), b)
+    assert script.read_bytes() == b"# edited\n"
+
+
+def test_an_unexpected_error_still_restores(tmp_path):
+    with pytest.raises(RuntimeError):
+        verify(tmp_path, lambda i: ok_result(0.1, i), lambda i: RuntimeError("bug"))
+    assert (tmp_path / "train.py").read_bytes() == ORIGINAL
