@@ -38,7 +38,11 @@ def unavailable_reason(exc: BaseException) -> str:
 
 
 def _device_selector() -> tuple[str, str | int]:
-    """Which GPU the script will see as cuda:0, from CUDA_VISIBLE_DEVICES (index or UUID)."""
+    """Which GPU the script will see as cuda:0, from CUDA_VISIBLE_DEVICES (index or UUID).
+
+    A numeric entry is an NVML (PCI bus order) index only under CUDA_DEVICE_ORDER=PCI_BUS_ID; CUDA's default
+    order is FASTEST_FIRST, so otherwise the guess is checked afterwards against the device the script
+    reports (`check_device`)."""
     visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
     if visible.startswith(("GPU-", "MIG-")):
         return "uuid", visible
@@ -309,3 +313,23 @@ def probe() -> str | None:
         return None
     except Exception as e:
         return unavailable_reason(e)
+
+
+def _bare_uuid(uuid) -> str | None:
+    if not uuid:
+        return None
+    text = str(uuid).strip().lower()
+    return text[4:] if text.startswith("gpu-") else text
+
+
+def check_device(summary: dict, child_cuda: dict | None) -> None:
+    """Flag an NVML summary taken on another GPU than the one the script used (UUIDs differ)."""
+    sampled, used = _bare_uuid(summary.get("uuid")), _bare_uuid((child_cuda or {}).get("device_uuid"))
+    if not sampled or not used or sampled.startswith("mig-") or used.startswith("mig-") or sampled == used:
+        return
+    hint = ""
+    if os.environ.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID":
+        hint = " (CUDA numbers GPUs fastest first, NVML by PCI bus: set CUDA_DEVICE_ORDER=PCI_BUS_ID or use GPU UUIDs)"
+    summary["device_mismatch"] = (
+        f"NVML sampled GPU-{sampled} but the script ran on GPU-{used}{hint}: the NVML numbers describe another GPU"
+    )

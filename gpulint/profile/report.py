@@ -93,6 +93,8 @@ def nvml_rows(nv: dict) -> list[tuple[str, str]]:
     if nv.get("unavailable"):
         return [("NVML", nv["unavailable"])]
     rows = [("GPU", f"{nv.get('name')} (driver {nv.get('driver')})")]
+    if nv.get("device_mismatch"):
+        rows.append(("wrong GPU sampled", nv["device_mismatch"]))
     if "utilization_gpu_mean_pct" in nv:
         rows.append(
             (
@@ -145,6 +147,8 @@ def run_notes(runs: list[RunResult]) -> list[str]:
             notes.append(f"{r.label or 'run'}: the measured window crossed an epoch boundary (workers restart there)")
         if r.failure_after_window:
             notes.append(f"{r.label or 'run'}: {r.failure_after_window}")
+        if (r.nvml or {}).get("device_mismatch"):
+            notes.append(f"{r.label or 'run'}: {r.nvml['device_mismatch']}")
         if (r.nvml or {}).get("unreliable"):
             notes.append(f"{r.label or 'run'}: other processes used the GPU; timings are unreliable")
     return notes

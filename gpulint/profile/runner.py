@@ -270,7 +270,7 @@ def _attribution(raw: dict, trace_path: pathlib.Path) -> dict:
 
 def run_measured(plan: LaunchPlan, options: ProfileOptions, **kwargs) -> RunResult:
     """run_once with the NVML side channel sampling the GPU in a background thread."""
-    from gpulint.profile.nvml import NvmlSampler
+    from gpulint.profile.nvml import NvmlSampler, check_device
 
     sampler = NvmlSampler()
     sampler.start()
@@ -288,6 +288,7 @@ def run_measured(plan: LaunchPlan, options: ProfileOptions, **kwargs) -> RunResu
         window = (result.raw.get("window_unix") if result else None) or None
         summary = sampler.stop(tuple(window) if window and window[1] else None)
         if result is not None:
+            check_device(summary, result.raw.get("cuda"))
             result.nvml = summary
     return result
 
