@@ -24,7 +24,7 @@ def test_gpu_verify_bench_smoke_on_cpu(tmp_path):
     assert "| slow_loader.py |" in text
     assert "samples/s" in text
     assert "GPU: unavailable: no NVIDIA driver" in text or "GPU: NVIDIA" in text
-    assert "stand-in" in text or "gpulint fix --apply" in text
+    assert "- fixes applied by: gpulint fix --apply --unsafe-fixes" in text and "stand-in" not in text
 
 
 def test_progress_is_silent_unless_enabled():
@@ -80,3 +80,15 @@ def test_cache_bench_keep_replaces_its_own_tree(tmp_path):
     empty.mkdir()
     cache_and_jobs.prepare_tree(empty)
     assert (empty / cache_and_jobs.MARKER).is_file()
+
+
+def test_gpu_verify_bench_says_which_problem_it_does_not_fix():
+    sys.path.insert(0, str(REPO / "bench"))
+    try:
+        import gpu_verify
+    finally:
+        sys.path.remove(str(REPO / "bench"))
+    assert not hasattr(gpu_verify, "STAND_IN_FIXES")
+    doc = {"script": "item_every_step.py", "outcome": "kept", "fix": "gpulint fix --apply --unsafe-fixes"}
+    text = gpu_verify.render([doc], ProfileOptions(repeat=1))
+    assert "- item_every_step.py: GPU303 (`.item()` every step) has no automatic fix" in text
