@@ -52,7 +52,8 @@ def _device_selector() -> tuple[str, str | int]:
 
 
 class NvmlSampler:
-    """start() before the run, stop(window, own_pids) after it; the result is a plain dict for the report."""
+    """start() before the run (then set `own_pgid` to the run's pid), stop(window) after it; the result is a
+    plain dict for the report."""
 
     def __init__(self, poll_s: float = POLL_S):
         self.poll_s = poll_s

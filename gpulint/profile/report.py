@@ -128,7 +128,8 @@ def timing_rows(stats: TimingStats) -> list[tuple[str, str]]:
     if stats.samples_per_s is not None:
         rows.append(("throughput", f"{stats.samples_per_s:.1f} samples/s ({stats.steps_per_s:.2f} steps/s)"))
     else:
-        rows.append(("throughput", f"{_fmt(stats.steps_per_s, '.2f')} steps/s (batch size unknown: no DataLoader batches)"))
+        why = "could not be read: no tensor with a batch dimension in the batches" if stats.batches_per_step else "unknown: no DataLoader batches"
+        rows.append(("throughput", f"{_fmt(stats.steps_per_s, '.2f')} steps/s (batch size {why})"))
     if stats.data_wait_pct is not None:
         rows.append(
             ("data wait", f"{stats.data_wait_pct:.1f} % of step ({_fmt(stats.data_wait_ms_median)} ms/step median, p90 {_fmt(stats.data_wait_ms_p90)})")
