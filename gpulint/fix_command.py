@@ -246,14 +246,32 @@ def run_verify_fix(paths: tuple[str, ...], command: list[str], settings: Setting
             click.echo(f"gpulint: {d.filename}: {d.message}", err=True)
         _report_broken(outcomes)
         originals: dict[Path, bytes] = {}
-        for path, (source, outcome) in sorted(outcomes.items()):
-            if outcome.text == source.text:
-                continue
-            original = source.encode(source.text)
-            write_atomic(Path(path), source.encode(outcome.text), original)
-            originals[Path(path).resolve()] = original
-            fixed = ", ".join(f"{n} × {code}" for code, n in sorted(outcome.fixed.items()))
-            click.echo(f"gpulint: fixed {path}: {fixed}", err=True)
+        written: dict[Path, bytes] = {}  # the fixed bytes on disk now, for a restore if we are stopped here
+        try:
+            for path, (source, outcome) in sorted(outcomes.items()):
+                if outcome.text == source.text:
+                    continue
+                original = source.encode(source.text)
+                try:
+                    data = source.encode(outcome.text)
+                    write_atomic(Path(path), data, original)
+                except (WriteError, UnicodeEncodeError) as error:
+                    # As `fix --apply` does: this file stays as it was, the others are still fixed and verified.
+                    reason = str(error) if isinstance(error, WriteError) else f"the fixed text cannot be encoded as {source.encoding}"
+                    click.echo(f"gpulint: {path}: not written: {reason}", err=True)
+                    continue
+                originals[Path(path).resolve()] = original
+                written[Path(path).resolve()] = data
+                fixed = ", ".join(f"{n} × {code}" for code, n in sorted(outcome.fixed.items()))
+                click.echo(f"gpulint: fixed {path}: {fixed}", err=True)
+        except BaseException:
+            # Stopped half-way (an interrupt, a bug): the verification will not run, so no file may stay fixed.
+            for path, original in originals.items():
+                try:
+                    write_atomic(path, original, written[path])
+                except WriteError as error:
+                    click.echo(f"gpulint: {display_path(path)}: could not restore the original: {error}", err=True)
+            raise
         return originals
 
     return run_verify(list(command), apply_fixes, profile_options)

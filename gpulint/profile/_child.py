@@ -262,7 +262,18 @@ class Recorder:
         self.window_unix = [time.time(), None]
         if self._cuda_in_use():
             cuda = self.torch.cuda
+            t = time.perf_counter()
             cuda.synchronize()  # one sync at each end of the window, never per step
+            # The warm-up's queued GPU work drained here: it belongs to warm-up, not to the first measured step.
+            if self.mode == "dataloader":
+                # The bound is the start of the fetch that opened this step (before the sync): move both.
+                drained = time.perf_counter() - t
+                self.bounds[-1] += drained
+                if self.fetches:
+                    f0, f1, n = self.fetches[-1]
+                    self.fetches[-1] = (f0 + drained, f1 + drained, n)
+            else:
+                self.bounds[-1] = time.perf_counter()
             cuda.reset_peak_memory_stats()
             start = cuda.Event(enable_timing=True)
             start.record()
@@ -291,13 +302,14 @@ class Recorder:
             }
         self.window_unix[1] = time.time()
         s = self.window_start
-        bounds = list(self.bounds[s : s + self.steps + 1])
-        bounds[-1] += sync_wait
+        marks = list(self.bounds[s : s + self.steps + 1])  # step boundaries as seen: they assign the fetches
+        bounds = list(marks)
+        bounds[-1] += sync_wait  # wall time: the last step also owns the GPU work still queued at its end
         steps = []
-        fetches = [f for f in self.fetches if f[0] >= bounds[0]]
+        fetches = [f for f in self.fetches if f[0] >= marks[0]]
         k = 0
         for j in range(self.steps):
-            lo, hi = bounds[j], bounds[j + 1]
+            lo, hi = marks[j], marks[j + 1]
             wait = 0.0
             samples = 0
             n_batches = 0
@@ -314,7 +326,7 @@ class Recorder:
                 k += 1
             steps.append(
                 {
-                    "wall_s": hi - lo,
+                    "wall_s": bounds[j + 1] - bounds[j],
                     "data_wait_s": wait,
                     "batches": n_batches,
                     "samples": None if (unknown or n_batches == 0) else samples,
@@ -424,10 +436,14 @@ class Recorder:
             self._stop_profiler()
             if self.attribution is None:
                 self.attribution = {"unavailable": "the script ended before the attribution window completed"}
+        failed = status in ("exit", "error", "internal")
         if status in ("ended", "exit", "error") and self.window_result is not None:
-            status = "ok"  # the timing window is complete: that is what was asked for
+            # The timing window is complete, so the numbers stand; but the script still failed (during the
+            # attribution pass): `script_status` and the exit code keep that for `fix --verify`.
+            extra["script_status"] = status
+            status = "ok"
         _write_json_atomic(self.result_path, self.result(status, **extra))
-        _flush_and_exit(0 if status in ("ok", "ended") else extra.get("exit_code", 1) or 1)
+        _flush_and_exit((extra.get("exit_code", 1) or 1) if failed else 0)
 
 
 def _flush_and_exit(code):

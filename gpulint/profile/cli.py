@@ -48,7 +48,7 @@ def profile_options(f):
         click.option("--warmup", "profile_warmup", type=click.IntRange(min=0), default=DEFAULT_WARMUP, show_default=True,
                      help="Warm-up steps before measuring (extended until step times settle)."),
         click.option("--repeat", "profile_repeat", type=int, default=None, callback=_positive,
-                     help="Runs per variant (default: 1 for profile, 3 for fix --verify)."),
+                     help="Runs per variant (default: 3; fix --verify alternates A B A B A B)."),
         click.option("--timeout", "profile_timeout", type=click.FloatRange(min=0, min_open=True),
                      default=DEFAULT_TIMEOUT_S, show_default=True,
                      help="Seconds per run; the whole process group is killed after it."),

@@ -121,6 +121,15 @@ class Comparison:
     mechanism_verified: bool = False  # a mechanism improved although throughput did not move
     numerics: str | None = None
     notes: list[str] = field(default_factory=list)
+    unreliable: bool = False  # other processes used the GPU during some run (NVML)
+
+    def mark_unreliable(self, labels: list[str]) -> None:
+        """Other GPU tenants during these runs: the timings, and so the verdict, cannot be trusted."""
+        self.unreliable = True
+        self.notes.append(
+            f"other processes used the GPU during {', '.join(labels)}: the comparison is unreliable "
+            "(run it on an idle GPU)"
+        )
 
     @property
     def summary(self) -> str:
@@ -132,6 +141,8 @@ class Comparison:
             text += f" (95 % CI {100 * (self.ci[0] - 1):+.1f} % .. {100 * (self.ci[1] - 1):+.1f} %)"
         if self.verdict == NO_CHANGE and self.mechanism_verified:
             text += "; mechanism verified, bottleneck elsewhere"
+        if self.unreliable:
+            text += " [unreliable: other processes used the GPU]"
         return text
 
     def to_dict(self) -> dict:

@@ -1,35 +1,15 @@
-"""Switch a set of files between their original and fixed contents, atomically, keeping permissions."""
+"""Switch a set of files between their original and fixed contents, atomically, keeping permissions.
+
+Every write goes through `gpulint.fixer.write_atomic` with the version we expect on disk: a file the user edited
+while the runs were in flight (neither our original nor our fixed bytes) is never overwritten; it is reported
+as a conflict and left alone from then on.
+"""
 
 from __future__ import annotations
 
-import os
 import pathlib
-import stat
-import tempfile
 
-
-def write_atomic(path: pathlib.Path, data: bytes) -> None:
-    """Temp file in the same folder + os.replace: a reader never sees half a file, an interrupt never leaves one."""
-    path = pathlib.Path(path)
-    try:
-        mode = stat.S_IMODE(os.stat(path).st_mode)
-    except FileNotFoundError:
-        mode = None
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".gpulint-tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+from gpulint.fixer import WriteError, write_atomic
 
 
 class FileSwap:
@@ -40,6 +20,7 @@ class FileSwap:
         fixed = {pathlib.Path(p): b for p, b in fixed.items()}
         self.fixed = {p: fixed[p] for p in self.originals}
         self.current = "fixed"  # apply_fixes() has just written the fixed versions
+        self.conflicts: list[pathlib.Path] = []  # files changed on disk by someone else: never written again
 
     @classmethod
     def after_fixes(cls, originals: dict[pathlib.Path, bytes]) -> FileSwap:
@@ -47,13 +28,38 @@ class FileSwap:
         fixed = {pathlib.Path(p): pathlib.Path(p).read_bytes() for p in originals}
         return cls(originals, fixed)
 
-    def use(self, which: str) -> None:
+    def use(self, which: str) -> list[pathlib.Path]:
+        """Put `which` version in place; returns the files newly found changed on disk (left as they are).
+
+        Raises gpulint.fixer.WriteError when a file cannot be written (permissions, disk full)."""
         versions = self.originals if which == "original" else self.fixed
+        found: list[pathlib.Path] = []
         for path, data in versions.items():
+            if path in self.conflicts:
+                continue
             try:
-                if path.read_bytes() == data:
-                    continue
+                current = path.read_bytes()
             except FileNotFoundError:
-                pass
-            write_atomic(path, data)
+                current = None
+            if current == data:
+                continue
+            if current not in (self.originals[path], self.fixed[path]):
+                self.conflicts.append(path)  # deleted or edited by the user: theirs now
+                found.append(path)
+                continue
+            try:
+                write_atomic(path, data, current)  # re-checks the bytes on disk right before the rename
+            except WriteError:
+                if _read(path) in (self.originals[path], self.fixed[path]):
+                    raise  # a real write failure
+                self.conflicts.append(path)  # edited between our read and the write
+                found.append(path)
         self.current = which
+        return found
+
+
+def _read(path: pathlib.Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None

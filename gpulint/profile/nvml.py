@@ -11,6 +11,8 @@ import os
 import threading
 import time
 
+from gpulint.profile.proctree import is_descendant
+
 POLL_S = 0.2
 GPM_INTERVAL_S = 1.0  # GPM needs two samples spaced apart
 
@@ -36,7 +38,11 @@ def unavailable_reason(exc: BaseException) -> str:
 
 
 def _device_selector() -> tuple[str, str | int]:
-    """Which GPU the script will see as cuda:0, from CUDA_VISIBLE_DEVICES (index or UUID)."""
+    """Which GPU the script will see as cuda:0, from CUDA_VISIBLE_DEVICES (index or UUID).
+
+    A numeric entry is an NVML (PCI bus order) index only under CUDA_DEVICE_ORDER=PCI_BUS_ID; CUDA's default
+    order is FASTEST_FIRST, so otherwise the guess is checked afterwards against the device the script
+    reports (`check_device`)."""
     visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
     if visible.startswith(("GPU-", "MIG-")):
         return "uuid", visible
@@ -46,7 +52,8 @@ def _device_selector() -> tuple[str, str | int]:
 
 
 class NvmlSampler:
-    """start() before the run, stop(window, own_pids) after it; the result is a plain dict for the report."""
+    """start() before the run (then set `own_pgid` to the run's pid), stop(window) after it; the result is a
+    plain dict for the report."""
 
     def __init__(self, poll_s: float = POLL_S):
         self.poll_s = poll_s
@@ -55,7 +62,8 @@ class NvmlSampler:
         self._handle = None
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
-        self._samples: list[tuple[float, int, int]] = []  # (unix time, util.gpu %, memory used bytes)
+        # (unix time, util.gpu %, memory used bytes, SM clock MHz or None, clock-event/throttle mask or None)
+        self._samples: list[tuple[float, int, int, int | None, int | None]] = []
         self._gpm: list[tuple[float, float, dict]] = []  # (t0, t1, metrics) per GPM interval
         self._others: set[int] = set()  # compute processes on the GPU outside our run's process group
         self._baseline: set[int] = set()
@@ -107,11 +115,14 @@ class NvmlSampler:
             try:
                 util = nvml.nvmlDeviceGetUtilizationRates(h)
                 mem = nvml.nvmlDeviceGetMemoryInfo(h)
-                self._samples.append((now, int(util.gpu), int(mem.used)))
+                # Clock and throttle state while the run is busy: read after it, the GPU is idle again.
+                clock = _safe(lambda: int(nvml.nvmlDeviceGetClockInfo(h, nvml.NVML_CLOCK_SM)))
+                mask = _safe(lambda: _throttle_mask(nvml, h))
+                self._samples.append((now, int(util.gpu), int(mem.used), clock, mask))
                 for pid in self._compute_pids():
                     if pid in self._baseline:
                         self._others.add(pid)
-                    elif pid != os.getpid() and not _in_group(pid, self.own_pgid) and _visible(pid):
+                    elif pid != os.getpid() and not _is_own(pid, self.own_pgid) and _visible(pid):
                         # A process we can see that is not in our run's group. One we cannot see at all is
                         # most likely our own run seen through a container's PID namespace: not counted.
                         self._others.add(pid)
@@ -199,9 +210,7 @@ class NvmlSampler:
         if self._thread is not None:
             self._thread.join(timeout=2)
         out = dict(self._facts)
-        nvml, h = self._nvml, self._handle
-        out["sm_clock_mhz_end"] = _safe(lambda: int(nvml.nvmlDeviceGetClockInfo(h, nvml.NVML_CLOCK_SM)))
-        out["throttle_reasons"] = _safe(lambda: _throttle_reasons(nvml, h))
+        nvml = self._nvml
         samples = self._samples
         if window is not None and window[1] is not None:
             inside = [s for s in samples if window[0] <= s[0] <= window[1]]
@@ -215,6 +224,16 @@ class NvmlSampler:
             out["utilization_gpu_samples"] = len(utils)
             out["utilization_gpu_ge90_fraction"] = sum(u >= 90 for u in utils) / len(utils)
             out["memory_used_max"] = max(s[2] for s in samples)
+            clocks = sorted(s[3] for s in samples if s[3] is not None)
+            if clocks:
+                out["sm_clock_mhz_min"] = clocks[0]
+                out["sm_clock_mhz_median"] = clocks[len(clocks) // 2]
+            masks = [s[4] for s in samples if s[4] is not None]
+            if masks:
+                combined = 0
+                for m in masks:
+                    combined |= m  # any reason seen in any sample of the window
+                out["throttle_reasons"] = _reason_names(nvml, combined)
         out["utilization_label"] = "NVML utilization.gpu: share of time at least one kernel ran (device-wide)"
         if gpm:
             keys = set().union(*gpm)
@@ -232,6 +251,12 @@ class NvmlSampler:
             except Exception:
                 pass
             self._nvml = None
+
+
+def _is_own(pid: int, run_pid: int | None) -> bool:
+    """The run's process (its group leader, `run_pid`) or one of its descendants: DataLoader workers share its
+    group; torchrun's ranks run in sessions of their own but descend from it."""
+    return _in_group(pid, run_pid) or is_descendant(pid, run_pid)
 
 
 def _in_group(pid: int, pgid: int | None) -> bool:
@@ -253,9 +278,12 @@ def _visible(pid: int) -> bool:
         return True  # exists, owned by someone else
 
 
-def _throttle_reasons(nvml, h) -> list[str]:
+def _throttle_mask(nvml, h) -> int:
     getter = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or nvml.nvmlDeviceGetCurrentClocksThrottleReasons
-    mask = int(getter(h))
+    return int(getter(h))
+
+
+def _reason_names(nvml, mask: int) -> list[str]:
     names = {
         "nvmlClocksThrottleReasonSwPowerCap": "power cap (software)",
         "nvmlClocksThrottleReasonHwSlowdown": "hardware slowdown",
@@ -286,3 +314,23 @@ def probe() -> str | None:
         return None
     except Exception as e:
         return unavailable_reason(e)
+
+
+def _bare_uuid(uuid) -> str | None:
+    if not uuid:
+        return None
+    text = str(uuid).strip().lower()
+    return text[4:] if text.startswith("gpu-") else text
+
+
+def check_device(summary: dict, child_cuda: dict | None) -> None:
+    """Flag an NVML summary taken on another GPU than the one the script used (UUIDs differ)."""
+    sampled, used = _bare_uuid(summary.get("uuid")), _bare_uuid((child_cuda or {}).get("device_uuid"))
+    if not sampled or not used or sampled.startswith("mig-") or used.startswith("mig-") or sampled == used:
+        return
+    hint = ""
+    if os.environ.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID":
+        hint = " (CUDA numbers GPUs fastest first, NVML by PCI bus: set CUDA_DEVICE_ORDER=PCI_BUS_ID or use GPU UUIDs)"
+    summary["device_mismatch"] = (
+        f"NVML sampled GPU-{sampled} but the script ran on GPU-{used}{hint}: the NVML numbers describe another GPU"
+    )

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 DEFAULT_STEPS = 30
 DEFAULT_WARMUP = 10
 DEFAULT_TIMEOUT_S = 600.0
-DEFAULT_REPEAT_PROFILE = 1
+DEFAULT_REPEAT_PROFILE = 3  # PROFILING.md's synopsis: `profile ... [--repeat 3]`, so the run-to-run spread is known
 DEFAULT_REPEAT_VERIFY = 3  # PROFILING.md: A B A B with at least 3 runs each
 DEFAULT_ATTRIBUTION_STEPS = 6  # profiled steps; the first and last are dropped when parsing
 
@@ -19,7 +19,7 @@ DEFAULT_ATTRIBUTION_STEPS = 6  # profiled steps; the first and last are dropped 
 class ProfileOptions:
     steps: int = DEFAULT_STEPS
     warmup: int = DEFAULT_WARMUP
-    repeat: int | None = None  # None: 1 for `profile`, 3 for `fix --verify`
+    repeat: int | None = None  # None: 3 for `profile` and for `fix --verify`
     timeout: float = DEFAULT_TIMEOUT_S  # seconds per run, for the whole process group
     json_path: pathlib.Path | None = None
     trace_dir: pathlib.Path | None = None

@@ -93,6 +93,8 @@ def nvml_rows(nv: dict) -> list[tuple[str, str]]:
     if nv.get("unavailable"):
         return [("NVML", nv["unavailable"])]
     rows = [("GPU", f"{nv.get('name')} (driver {nv.get('driver')})")]
+    if nv.get("device_mismatch"):
+        rows.append(("wrong GPU sampled", nv["device_mismatch"]))
     if "utilization_gpu_mean_pct" in nv:
         rows.append(
             (
@@ -108,6 +110,8 @@ def nvml_rows(nv: dict) -> list[tuple[str, str]]:
         rows.append(("SM activity (GPM)", nv.get("gpm_unavailable") or f"{NA}: needs Hopper or newer"))
     if nv.get("memory_used_max") is not None:
         rows.append(("device memory used", f"{_bytes(nv['memory_used_max'])} max (all processes)"))
+    if nv.get("sm_clock_mhz_median") is not None:
+        rows.append(("SM clock", f"{nv['sm_clock_mhz_median']} MHz median in the window (min {nv['sm_clock_mhz_min']})"))
     if nv.get("throttle_reasons"):
         rows.append(("clock throttling", ", ".join(nv["throttle_reasons"])))
     if nv.get("other_processes"):
@@ -124,7 +128,8 @@ def timing_rows(stats: TimingStats) -> list[tuple[str, str]]:
     if stats.samples_per_s is not None:
         rows.append(("throughput", f"{stats.samples_per_s:.1f} samples/s ({stats.steps_per_s:.2f} steps/s)"))
     else:
-        rows.append(("throughput", f"{_fmt(stats.steps_per_s, '.2f')} steps/s (batch size unknown: no DataLoader batches)"))
+        why = "could not be read: no tensor with a batch dimension in the batches" if stats.batches_per_step else "unknown: no DataLoader batches"
+        rows.append(("throughput", f"{_fmt(stats.steps_per_s, '.2f')} steps/s (batch size {why})"))
     if stats.data_wait_pct is not None:
         rows.append(
             ("data wait", f"{stats.data_wait_pct:.1f} % of step ({_fmt(stats.data_wait_ms_median)} ms/step median, p90 {_fmt(stats.data_wait_ms_p90)})")
@@ -141,8 +146,10 @@ def run_notes(runs: list[RunResult]) -> list[str]:
             notes.append(f"{r.label or 'run'}: a new epoch began in the measured window; the window was restarted after it")
         if r.raw.get("epoch_boundary_in_window"):
             notes.append(f"{r.label or 'run'}: the measured window crossed an epoch boundary (workers restart there)")
-        if r.ok and r.raw.get("exception"):
-            notes.append(f"{r.label or 'run'}: after the measured steps the script raised {r.raw['exception']}")
+        if r.failure_after_window:
+            notes.append(f"{r.label or 'run'}: {r.failure_after_window}")
+        if (r.nvml or {}).get("device_mismatch"):
+            notes.append(f"{r.label or 'run'}: {r.nvml['device_mismatch']}")
         if (r.nvml or {}).get("unreliable"):
             notes.append(f"{r.label or 'run'}: other processes used the GPU; timings are unreliable")
     return notes

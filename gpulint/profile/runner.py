@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+from gpulint.profile import proctree
 from gpulint.profile.command import CHILD_BOOTSTRAP, LaunchPlan, child_argv
 from gpulint.profile.options import ProfileOptions
 
@@ -20,6 +21,7 @@ POLL_S = 0.05
 EXIT_GRACE_S = 3.0  # after the result is written, how long the process may take to leave
 LAUNCHER_GRACE_S = 0.5  # under torchrun the other ranks keep training: rank 0's result is all we need
 TERM_GRACE_S = 1.0  # SIGTERM, then SIGKILL
+TREE_SCAN_S = 0.5  # under a launcher, how often the run's process tree is recorded (ranks leave its group)
 TAIL_LINES = 25
 
 # Statuses of a run. Only "ok" carries a complete timing window.
@@ -51,6 +53,17 @@ class RunResult:
     @property
     def ok(self) -> bool:
         return self.status == OK
+
+    @property
+    def failure_after_window(self) -> str | None:
+        """For a measured run: how the script failed after its timing window (in the attribution pass), if it did."""
+        if not self.ok:
+            return None
+        if self.raw.get("exception"):
+            return f"the script raised {self.raw['exception']} after the measured steps"
+        if self.raw.get("exit_code"):
+            return f"the script exited with status {self.raw['exit_code']} after the measured steps"
+        return None
 
     @property
     def steps(self) -> list[dict]:
@@ -162,6 +175,8 @@ def _run_in(workdir, plan, options, attribution, label, on_progress, on_started,
     started = time.monotonic()
     timed_out = False
     proc = None
+    tree: dict[int, tuple[int, int]] = {}  # descendants seen so far: {pid: (pgid, start time)}
+    last_scan = 0.0
     try:
         with open(out_path, "wb") as out, open(err_path, "wb") as err:
             # Files, not pipes: grandchildren (workers) keep inherited pipes open and would stall a reader.
@@ -191,6 +206,10 @@ def _run_in(workdir, plan, options, attribution, label, on_progress, on_started,
             if now >= deadline:
                 timed_out = not result_path.exists()
                 break
+            if options.launcher and now - last_scan >= TREE_SCAN_S:
+                # torchrun's ranks run in sessions of their own: remember them, in case torchrun dies first.
+                tree.update(proctree.descendants(proc.pid))
+                last_scan = now
             if on_progress:
                 try:
                     text = progress_path.read_text()
@@ -202,9 +221,11 @@ def _run_in(workdir, plan, options, attribution, label, on_progress, on_started,
             time.sleep(POLL_S)
     finally:
         if proc is not None:
+            tree.update(proctree.descendants(proc.pid))  # before anything dies and is reparented
             if proc.poll() is None:
                 _terminate(proc)
             kill_group(proc.pid)  # workers orphaned by os._exit would linger for seconds otherwise
+            proctree.kill_all(tree, skip_pgids={proc.pid})  # descendants that left the group (torchrun ranks)
         if on_finished:
             on_finished()
     duration = time.monotonic() - started
@@ -249,7 +270,7 @@ def _attribution(raw: dict, trace_path: pathlib.Path) -> dict:
 
 def run_measured(plan: LaunchPlan, options: ProfileOptions, **kwargs) -> RunResult:
     """run_once with the NVML side channel sampling the GPU in a background thread."""
-    from gpulint.profile.nvml import NvmlSampler
+    from gpulint.profile.nvml import NvmlSampler, check_device
 
     sampler = NvmlSampler()
     sampler.start()
@@ -267,6 +288,7 @@ def run_measured(plan: LaunchPlan, options: ProfileOptions, **kwargs) -> RunResu
         window = (result.raw.get("window_unix") if result else None) or None
         summary = sampler.stop(tuple(window) if window and window[1] else None)
         if result is not None:
+            check_device(summary, result.raw.get("cuda"))
             result.nvml = summary
     return result
 
@@ -291,7 +313,7 @@ def _interpret(options, result_path, returncode, timed_out, duration, out_tail, 
         )
     status = raw.get("status")
     if status == OK:
-        return RunResult(OK, "measured", **common)
+        return RunResult(OK, "measured", traceback_tail=raw.get("traceback"), **common)
     if status == "error":
         exc = raw.get("exception") or "an exception"
         return RunResult(

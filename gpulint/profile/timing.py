@@ -61,10 +61,3 @@ def timing_stats(steps: list[dict]) -> TimingStats:
         gpu_step_ms_median=percentile([s["gpu_s"] * 1000 for s in steps if s.get("gpu_s") is not None], 0.5),
     )
 
-
-def throughput(steps: list[dict]) -> tuple[float | None, str]:
-    """(value, unit): samples/s when every step's batch size is known, else steps/s."""
-    stats = timing_stats(steps)
-    if stats.samples_per_s is not None:
-        return stats.samples_per_s, "samples/s"
-    return stats.steps_per_s, "steps/s"

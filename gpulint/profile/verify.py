@@ -10,6 +10,7 @@ import sys
 from contextlib import contextmanager
 from typing import Callable
 
+from gpulint.fixer import WriteError
 from gpulint.profile import runner as runner_mod
 from gpulint.profile.command import CommandError, child_argv, plan_command
 from gpulint.profile.compare import SLOWER, Comparison, compare
@@ -17,7 +18,7 @@ from gpulint.profile.errors import print_failure
 from gpulint.profile.file_swap import FileSwap
 from gpulint.profile.options import ProfileOptions
 from gpulint.profile.progress import Progress
-from gpulint.profile.report import comparison_text, failure_text, options_to_dict, run_to_dict, write_json
+from gpulint.profile.report import comparison_text, failure_text, options_to_dict, run_notes, run_to_dict, write_json
 from gpulint.profile.runner import RunResult
 
 KEPT = 0
@@ -36,15 +37,32 @@ _B_FAILURE = {
 
 @contextmanager
 def _no_interrupts():
-    """Hold SIGINT while files are restored, so a second Ctrl-C cannot stop a restore half-way."""
+    """Hold SIGINT and SIGTERM while files are restored, so a second Ctrl-C (or the CLI's SIGTERM handler, which
+    raises) cannot stop a restore half-way; a held signal is delivered when the block ends."""
     can_block = hasattr(signal, "pthread_sigmask") and _is_main_thread()
     if can_block:
-        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
     try:
         yield
     finally:
         if can_block:
             signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def _interrupted_code(interrupt: KeyboardInterrupt) -> int:
+    """128 + the signal, as the CLI exits: 130 for Ctrl-C, 143 for SIGTERM (which the CLI raises as Terminated)."""
+    try:
+        from gpulint.cli import Terminated
+    except ImportError:  # pragma: no cover - the CLI always defines it
+        Terminated = ()  # noqa: N806
+    return 128 + (signal.SIGTERM if isinstance(interrupt, Terminated) else signal.SIGINT)
+
+
+def _holds(path: pathlib.Path, data: bytes) -> bool:
+    try:
+        return path.read_bytes() == data
+    except OSError:
+        return False
 
 
 def _is_main_thread() -> bool:
@@ -145,27 +163,41 @@ def run_verify(
         f"{repeat} runs each, alternating A B; {options.warmup} warm-up + {options.steps} measured steps per run\n"
     )
     keep = False
+    conflicts: list[pathlib.Path] = []  # files the user changed while we ran: left as they are
     failed: RunResult | None = None
     reason: str | None = None
     cmp: Comparison | None = None
     try:
         for i in range(repeat):
             if i > 0:
-                swap.use("original")
+                conflicts += swap.use("original")
+                if conflicts:
+                    break
                 a = measure("A", i)
                 a_runs.append(a)
                 if not a.ok:
                     failed = a
                     reason = f"the original script failed on run {i + 1}, so the comparison is void: {a.message}"
                     break
-            swap.use("fixed")
+            conflicts += swap.use("fixed")
+            if conflicts:
+                break
             b = measure("B", i)
             b_runs.append(b)
             if not b.ok:
                 failed = b
                 reason = f"{_B_FAILURE.get(b.status, 'the fixed run failed')}: {b.message}"
                 break
-        else:
+            if b.failure_after_window:
+                # The timing window completed, but the fixed script then failed (in the attribution pass):
+                # a fix that breaks the script is not kept, whatever its throughput.
+                failed = b
+                reason = f"the fixed script failed: {b.failure_after_window}"
+                same = a_first.failure_after_window
+                if same:
+                    reason += f" (the original also failed there: {same})"
+                break
+        if not conflicts and failed is None:
             cmp = compare(
                 [r.steps for r in a_runs],
                 [r.steps for r in b_runs],
@@ -175,27 +207,54 @@ def run_verify(
                 b_runs[0].raw.get("losses"),
                 seed=options.seed,
             )
+            shared = [r.label for r in _interleave(a_runs, b_runs) if (r.nvml or {}).get("unreliable")]
+            if shared:
+                cmp.mark_unreliable(shared)
             if cmp.verdict == SLOWER:
                 reason = "the fixed script is slower beyond the noise"
             else:
                 keep = True
-    except KeyboardInterrupt:
+    except BaseException as interrupt:  # Ctrl-C, SIGTERM, or a bug: no file may stay fixed and unverified
         with _no_interrupts():
-            swap.use("original")
-        err.write(f"\ngpulint: interrupted; restored {len(files)} file(s) to their original contents\n")
-        finish("interrupted", "interrupted", ROLLED_BACK)
+            try:
+                swap.use("original")
+            except (OSError, WriteError):
+                pass  # reported below as not restored
+        if not isinstance(interrupt, KeyboardInterrupt):
+            raise
+        restored = [_display(p) for p in swap.originals if p not in swap.conflicts and _holds(p, swap.originals[p])]
+        err.write(f"\ngpulint: interrupted; restored {len(restored)} file(s) to their original contents\n")
+        for p in swap.originals:
+            if _display(p) not in restored:
+                err.write(f"gpulint: {_display(p)}: not restored: it was changed on disk during the runs or could not be written\n")
+        finish("interrupted", "interrupted", _interrupted_code(interrupt))  # what the CLI then exits with
         raise
-    finally:
-        try:
-            with _no_interrupts():
-                swap.use("fixed" if keep else "original")
-        except OSError as e:
-            print_failure(f"could not write back {', '.join(files)}: {e}", stream=err)
-            return finish("error", f"could not restore files: {e}", ERROR)
+    try:
+        with _no_interrupts():
+            conflicts += swap.use("fixed" if keep else "original")
+    except (OSError, WriteError) as e:
+        print_failure(f"could not write back {', '.join(files)}: {e}", stream=err)
+        return finish("error", f"could not restore files: {e}", ERROR)
+    if swap.conflicts:
+        edited = ", ".join(_display(p) for p in swap.conflicts)
+        others = [_display(p) for p in swap.originals if p not in swap.conflicts]
+        state = "with the fixes" if keep else "restored to the original"
+        detail = f"{edited} changed on disk while gpulint was verifying it and was left as it is now"
+        if others:
+            detail += f"; {', '.join(others)} {'is' if len(others) == 1 else 'are'} {state}"
+        out.flush()
+        print_failure(f"the verification was stopped: {detail}", stream=err)
+        doc["conflicts"] = [_display(p) for p in swap.conflicts]
+        return finish("error", detail, ERROR, cmp)
 
     out.write("\n")
     if cmp is not None:
-        out.write(comparison_text(cmp, a_runs, b_runs) + "\n\n")
+        out.write(comparison_text(cmp, a_runs, b_runs) + "\n")
+    notes = run_notes(_interleave(a_runs, b_runs))
+    if notes:
+        out.write("  notes:\n" + "".join(f"    {n}\n" for n in notes))
+    if cmp is not None or notes:
+        out.write("\n")
     if keep:
         what = "mechanism verified, bottleneck elsewhere" if cmp and cmp.mechanism_verified else cmp.verdict
         out.write(f"Kept the fixes in {', '.join(files)} ({what}).\n")

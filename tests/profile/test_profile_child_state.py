@@ -194,3 +194,98 @@ def test_window_restarts_once_after_an_epoch_boundary(harness):
     assert result["window_restarts"] == 1
     assert result["epoch_boundary_in_window"] is True  # the second boundary fell inside the new window
     assert result["warmup_steps"] == 5  # 3 steps done + 2 re-warm-up steps after the first boundary
+
+
+def test_crash_after_the_window_keeps_the_numbers_but_not_the_exit_status(harness):
+    """A crash in the attribution pass: the timing window stands (status ok), but the failure is recorded and
+    the bootstrap exits non-zero, so `fix --verify` can refuse a fix that breaks the script."""
+    clock, written = harness
+    torch, _ = fake_torch(cuda_used=False)
+    rec = _child.Recorder({"warmup": 2, "steps": 3, "attribution_steps": 4, "result_path": "unused"}, torch)
+    rec._start_attribution = lambda: setattr(rec, "phase", "attribute")  # no real profiler in this test
+    for _ in range(5):  # 2 warm-up + 3 measured: the window is complete
+        clock.t += 0.1
+        rec._on_optimizer_step(None, (), {})
+    assert rec.phase == "attribute" and rec.window_result is not None
+    with pytest.raises(Stop):
+        rec.finish("error", exit_code=1, exception="ValueError: boom", traceback="Traceback ...\nValueError: boom")
+    result = written["result"]
+    assert result["status"] == "ok" and result["script_status"] == "error"
+    assert result["exception"] == "ValueError: boom"
+    assert written["code"] == 1
+    assert len(result["window"]["steps"]) == 3
+
+
+def test_clean_end_after_the_window_exits_zero(harness):
+    clock, written = harness
+    torch, _ = fake_torch(cuda_used=False)
+    rec = _child.Recorder({"warmup": 2, "steps": 3, "attribution_steps": 4, "result_path": "unused"}, torch)
+    rec._start_attribution = lambda: setattr(rec, "phase", "attribute")
+    for _ in range(5):  # 2 warm-up + 3 measured: the window is complete
+        clock.t += 0.1
+        rec._on_optimizer_step(None, (), {})
+    with pytest.raises(Stop):
+        rec.finish("ended")
+    assert written["result"]["status"] == "ok" and written["result"]["script_status"] == "ended"
+    assert "exception" not in written["result"]
+    assert written["code"] == 0
+
+
+def test_a_warmup_below_five_is_taken_as_asked(harness):
+    clock, written = harness
+    torch, _ = fake_torch(cuda_used=False)
+    drive_optimizer(recorder(torch, warmup=3, steps=4), clock, [0.05, 0.2] * 20)  # never settles
+    assert written["result"]["warmup_steps"] == 3
+
+
+def slow_syncs(torch, clock, *drains):
+    """cuda.synchronize() that takes `drains[i]` seconds on its i-th call (queued GPU work draining)."""
+    pending = list(drains)
+
+    def sync():
+        clock.t += pending.pop(0) if pending else 0.0
+
+    torch.cuda.synchronize = sync
+
+
+def test_warmup_backlog_drained_at_window_start_is_not_the_first_steps_time(harness):
+    clock, written = harness
+    torch, _ = fake_torch(cuda_used=True)
+    slow_syncs(torch, clock, 0.5, 0.0)  # 0.5 s of warm-up work still queued when the window opens
+    drive_optimizer(recorder(torch, warmup=3, steps=5), clock, [0.1] * 20, fetch_s=0.02)
+    steps = written["result"]["window"]["steps"]
+    assert [round(s["wall_s"], 6) for s in steps] == [0.1] * 5
+    assert all(s["data_wait_s"] == pytest.approx(0.02) and s["batches"] == 1 for s in steps)
+
+
+def test_warmup_backlog_in_dataloader_mode_keeps_the_first_batch(harness):
+    clock, written = harness
+    torch, _ = fake_torch(cuda_used=True)
+    slow_syncs(torch, clock, 0.5, 0.0)
+    rec = recorder(torch, warmup=2, steps=4)
+    with pytest.raises(Stop):
+        for _ in range(20):
+            rec._on_batch(clock.t, clock.t + 0.01, 8)
+            clock.t += 0.1
+    steps = written["result"]["window"]["steps"]
+    assert [round(s["wall_s"], 6) for s in steps] == [0.1] * 4
+    assert all(s["batches"] == 1 and s["samples"] == 8 for s in steps)
+    assert all(s["data_wait_s"] == pytest.approx(0.01) for s in steps)
+
+
+def test_end_sync_without_optimizer_keeps_the_next_batch_out_of_the_last_step(harness):
+    """No optimizer on CUDA: the window ends at the fetch that starts step N+1; the 0.3 s drain at the end
+    belongs to the last step's wall time, but that fetch must not be counted as one of its batches."""
+    clock, written = harness
+    torch, _ = fake_torch(cuda_used=True)
+    slow_syncs(torch, clock, 0.0, 0.3)
+    rec = recorder(torch, warmup=2, steps=4)
+    with pytest.raises(Stop):
+        for _ in range(20):
+            rec._on_batch(clock.t, clock.t + 0.01, 8)
+            clock.t += 0.1
+    steps = written["result"]["window"]["steps"]
+    assert [s["batches"] for s in steps] == [1, 1, 1, 1]
+    assert [s["samples"] for s in steps] == [8, 8, 8, 8]
+    assert steps[-1]["wall_s"] == pytest.approx(0.1 + 0.3)
+    assert written["result"]["window"]["sync_wait_s"] == pytest.approx(0.3)

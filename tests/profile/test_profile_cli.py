@@ -45,6 +45,7 @@ def test_profile_options_decorator_builds_profile_options(tmp_path):
     assert opts.repeat_for_verify() == 5
     CliRunner().invoke(fix, [])
     assert captured["options"].repeat is None and captured["options"].repeat_for_verify() == 3
+    assert captured["options"].repeat_for_profile() == 3  # PROFILING.md: `gpulint profile ... [--repeat 3]`
 
 
 def test_missing_script_is_exit_2_with_cause():
@@ -89,6 +90,8 @@ def test_profile_writes_report_json_and_trace(tmp_path):
     assert result.stderr == ""  # not a terminal: no progress line
     doc = json.loads(out_json.read_text())
     assert doc["status"] == "measured"
+    assert len(doc["runs"]) == 3  # the default --repeat 3
+    assert "run-to-run spread" in result.stdout and doc["summary"]["run_spread"] is not None
     run = doc["runs"][0]
     assert len(run["steps"]) == 5 and run["timing"]["samples_per_s"] > 0
     assert run["attribution"]["profiled_steps"] >= 1
@@ -109,7 +112,7 @@ def test_profile_failure_reports_partial_result_and_exit_2(tmp_path):
 def test_torchrun_two_ranks_on_cpu(tmp_path):
     out_json = tmp_path / "ddp.json"
     result = invoke(
-        "--steps", "4", "--warmup", "2", "--launcher", "torchrun", "--nproc-per-node", "2", "--timeout", "120",
+        "--steps", "4", "--warmup", "2", "--repeat", "1", "--launcher", "torchrun", "--nproc-per-node", "2", "--timeout", "120",
         "--json", str(out_json), "--", PY, str(FIXTURES / "ddp_tiny.py"),
     )
     assert result.exit_code == 0, result.output + result.stderr

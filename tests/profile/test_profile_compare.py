@@ -137,3 +137,15 @@ def test_comparison_serialises():
     d = c.to_dict()
     assert d["verdict"] == cmp.FASTER and d["summary"] == c.summary
     assert isinstance(d["mechanisms"], list)
+
+
+def test_throughput_row_says_why_the_batch_size_is_missing():
+    from gpulint.profile.report import timing_rows
+    from gpulint.profile.timing import timing_stats
+
+    unreadable = [{"wall_s": 0.1, "data_wait_s": 0.01, "batches": 1, "samples": None}] * 4
+    no_loader = [{"wall_s": 0.1, "data_wait_s": 0.0, "batches": 0, "samples": None}] * 4
+    assert dict(timing_rows(timing_stats(unreadable)))["throughput"] == (
+        "10.00 steps/s (batch size could not be read: no tensor with a batch dimension in the batches)"
+    )
+    assert dict(timing_rows(timing_stats(no_loader)))["throughput"] == "10.00 steps/s (batch size unknown: no DataLoader batches)"

@@ -135,3 +135,59 @@ def test_device_selection_follows_cuda_visible_devices(monkeypatch):
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
     assert nvml._device_selector() == ("index", 0)
     assert os.environ.get("CUDA_VISIBLE_DEVICES") is None
+
+
+def test_clock_and_throttle_are_read_while_the_run_is_busy(monkeypatch):
+    """The GPU slows down (hardware slowdown, 1400 MHz) during the window and recovers once the run is killed:
+    the summary must describe the window, not the idle GPU that stop() would see."""
+    fake = fake_pynvml()
+    state = {"clock": 1400, "mask": 8}
+    fake.nvmlDeviceGetClockInfo = lambda h, kind: state["clock"]
+    fake.nvmlDeviceGetCurrentClocksEventReasons = lambda h: state["mask"]
+    monkeypatch.setattr(nvml, "_nvml", lambda: fake)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    sampler = nvml.NvmlSampler(poll_s=0.02)
+    sampler.start()
+    t0 = time.time()
+    time.sleep(0.2)
+    state["mask"] = 4  # one sample with another reason, still inside the window
+    time.sleep(0.1)
+    t1 = time.time()
+    state.update(clock=1980, mask=0)  # the run is over: idle, full clock
+    time.sleep(0.1)
+    summary = sampler.stop((t0, t1))
+    assert summary["throttle_reasons"] == ["power cap (software)", "hardware slowdown"]
+    assert summary["sm_clock_mhz_min"] == 1400 and summary["sm_clock_mhz_median"] == 1400
+    assert "sm_clock_mhz_end" not in summary
+    rows = dict(nvml_rows(summary))
+    assert rows["clock throttling"] == "power cap (software), hardware slowdown"
+    assert rows["SM clock"] == "1400 MHz median in the window (min 1400)"
+
+
+def test_sampling_another_gpu_than_the_script_used_is_flagged(monkeypatch):
+    from gpulint.profile.report import run_notes
+    from gpulint.profile.runner import OK, RunResult
+
+    monkeypatch.delenv("CUDA_DEVICE_ORDER", raising=False)
+    summary = {"name": "NVIDIA H100", "uuid": "GPU-aaaa-1111"}
+    nvml.check_device(summary, {"used": True, "device_uuid": "bbbb-2222"})  # torch's uuid has no GPU- prefix
+    assert summary["device_mismatch"].startswith("NVML sampled GPU-aaaa-1111 but the script ran on GPU-bbbb-2222")
+    assert "CUDA_DEVICE_ORDER=PCI_BUS_ID" in summary["device_mismatch"]
+    assert dict(nvml_rows(summary))["wrong GPU sampled"] == summary["device_mismatch"]
+    r = RunResult(OK, "measured", label="run 1", nvml=summary)
+    assert run_notes([r]) == [f"run 1: {summary['device_mismatch']}"]
+
+    monkeypatch.setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
+    summary = {"uuid": "GPU-aaaa"}
+    nvml.check_device(summary, {"device_uuid": "bbbb"})
+    assert "CUDA_DEVICE_ORDER" not in summary["device_mismatch"]
+
+
+def test_the_same_gpu_or_an_unknown_one_is_not_flagged():
+    for child in ({"device_uuid": "AAAA-1111"}, {"device_uuid": None}, {}, None):
+        summary = {"uuid": "GPU-aaaa-1111"}
+        nvml.check_device(summary, child)
+        assert "device_mismatch" not in summary
+    summary = {"unavailable": "unavailable: no NVIDIA driver (NVMLError_LibraryNotFound)"}
+    nvml.check_device(summary, {"device_uuid": "bbbb"})
+    assert "device_mismatch" not in summary

@@ -156,3 +156,12 @@ def test_script_dir_is_sys_path0_and_our_modules_are_not_importable(tmp_path):
     )
     r = run_once(plan_command([PY, "train.py"], cwd=tmp_path), fast_options(steps=3, warmup=1), attribution=False)
     assert r.ok, r.message + (r.traceback_tail or "")
+
+
+def test_crash_in_the_attribution_pass_is_measured_but_remembered():
+    """warm-up 2 + 4 measured steps, then the script raises while the profiler runs."""
+    r = run("tiny_train.py", "--fault", "raise", "--fault-after", "8", attribution=True, steps=4, warmup=2)
+    assert r.ok, r.message + r.stderr_tail
+    assert r.failure_after_window == "the script raised RuntimeError: injected failure at step 8 after the measured steps"
+    assert r.returncode == 1 and r.raw["script_status"] == "error"
+    assert "injected failure at step 8" in r.traceback_tail

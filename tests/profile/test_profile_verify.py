@@ -115,6 +115,35 @@ def test_every_b_failure_rolls_back(tmp_path, status, why, failing_run):
     assert [v for v, _, _ in fake.seen][-1] == "B"  # stopped at the failing B run
 
 
+def crashed_after_window(step_s, seed=0):
+    """Measured, but the script then raised in the attribution pass (the bootstrap still reports status ok)."""
+    r = ok_result(step_s, seed)
+    r.raw.update(exception="ValueError: boom in evaluation", exit_code=1, script_status="error")
+    r.traceback_tail = "Traceback (most recent call last):\n  File \"train.py\", line 9, in <module>\nValueError: boom in evaluation"
+    return r
+
+
+def test_b_crash_after_the_window_rolls_back(tmp_path):
+    code, script, fake, out, _ = verify(
+        tmp_path, lambda i: ok_result(0.1, i), lambda i: crashed_after_window(0.05, i)
+    )
+    assert code == 1
+    assert script.read_bytes() == ORIGINAL
+    assert "Rolled back" in out
+    assert "the fixed script failed: the script raised ValueError: boom in evaluation after the measured steps" in out
+    assert "ValueError: boom in evaluation" in out.split("Rolled back")[1]  # the traceback tail is shown
+    assert "B 1/3 (fixed): the script raised ValueError" in out  # and the run's note
+    assert [v for v, _, _ in fake.seen] == ["A", "B"]
+
+
+def test_b_crash_after_the_window_mentions_the_same_failure_of_a(tmp_path):
+    code, script, _, out, _ = verify(
+        tmp_path, lambda i: crashed_after_window(0.1, i), lambda i: crashed_after_window(0.05, i)
+    )
+    assert code == 1 and script.read_bytes() == ORIGINAL
+    assert "(the original also failed there: the script raised ValueError" in out
+
+
 def test_later_a_failure_voids_the_comparison(tmp_path):
     code, script, _, out, _ = verify(
         tmp_path, lambda i: failed_result(runner.TIMEOUT) if i == 1 else ok_result(0.1, i), lambda i: ok_result(0.05, i)
@@ -156,6 +185,19 @@ def test_fixer_exception_is_reported_not_raised(tmp_path):
 def test_keyboard_interrupt_restores_files(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         verify(tmp_path, lambda i: ok_result(0.1, i), lambda i: KeyboardInterrupt())
+    assert (tmp_path / "train.py").read_bytes() == ORIGINAL
+
+
+@pytest.mark.parametrize("make, code", [(KeyboardInterrupt, 130), ("Terminated", 143)])
+def test_interrupt_is_recorded_with_the_exit_code_the_cli_uses(tmp_path, make, code):
+    from gpulint.cli import Terminated
+
+    exc = Terminated if make == "Terminated" else make
+    out_json = tmp_path / "v.json"
+    with pytest.raises(KeyboardInterrupt):
+        verify(tmp_path, lambda i: ok_result(0.1, i), lambda i: exc(), json_path=out_json)
+    doc = json.loads(out_json.read_text())
+    assert doc["outcome"] == "interrupted" and doc["exit_code"] == code
     assert (tmp_path / "train.py").read_bytes() == ORIGINAL
 
 
@@ -251,3 +293,128 @@ def test_end_to_end_b_exits_nonzero(fixtures_copy):
     code = run_verify([PY, str(script)], fix, fast_options(steps=4, warmup=2, repeat=1), out=out, err=io.StringIO())
     assert code == 1 and script.read_bytes() == original
     assert "exited with a non-zero status" in out.getvalue() and "status 3" in out.getvalue()
+
+
+def test_other_gpu_processes_mark_the_comparison_unreliable(tmp_path):
+    def shared_gpu(i):
+        r = ok_result(0.1, i)
+        if i == 1:
+            r.nvml = {"other_processes": [4242], "unreliable": True}
+        return r
+
+    out_json = tmp_path / "v.json"
+    code, _, _, out, _ = verify(tmp_path, shared_gpu, lambda i: ok_result(0.05, 10 + i), json_path=out_json)
+    assert code == 0
+    assert "note: other processes used the GPU during A 2/3 (original): the comparison is unreliable" in out
+    assert "[unreliable: other processes used the GPU]" in out.split("verdict:")[1].split("\n")[0]
+    doc = json.loads(out_json.read_text())
+    assert doc["comparison"]["unreliable"] is True
+    assert any("the comparison is unreliable" in n for n in doc["comparison"]["notes"])
+
+
+def test_an_idle_gpu_is_not_flagged(tmp_path):
+    out_json = tmp_path / "v.json"
+    code, _, _, out, _ = verify(tmp_path, lambda i: ok_result(0.1, i), lambda i: ok_result(0.05, i), json_path=out_json)
+    assert "unreliable" not in out
+    assert json.loads(out_json.read_text())["comparison"]["unreliable"] is False
+
+
+def test_restores_hold_sigint_and_sigterm(monkeypatch):
+    import signal
+
+    from gpulint.profile import verify as verify_mod
+
+    with verify_mod._no_interrupts():
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    assert {signal.SIGINT, signal.SIGTERM} <= set(held)
+    assert signal.SIGTERM not in signal.pthread_sigmask(signal.SIG_BLOCK, [])  # released afterwards
+
+
+def test_sigterm_during_a_restore_waits_for_it(tmp_path):
+    """The CLI raises Terminated from its SIGTERM handler; sent mid-restore it must arrive after the files."""
+    import signal
+
+    from gpulint.cli import Terminated
+    from gpulint.profile import verify as verify_mod
+
+    script = tmp_path / "train.py"
+    script.write_bytes(FIXED)
+
+    def on_term(signum, frame):
+        raise Terminated
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    try:
+        with pytest.raises(Terminated):
+            with verify_mod._no_interrupts():
+                os.kill(os.getpid(), signal.SIGTERM)
+                script.write_bytes(ORIGINAL)  # the "restore"
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert script.read_bytes() == ORIGINAL
+
+
+# ---- files the user edits while the runs are in flight -----------------------------------------------------
+
+
+def test_a_file_edited_during_the_runs_is_left_as_edited(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_bytes(ORIGINAL)
+    edited = b"# my own edit while gpulint was busy\n"
+
+    def a(i):
+        if i == 1:
+            script.write_bytes(edited)  # during the second A run (original on disk) the user saves their edit
+        return ok_result(0.1, i)
+
+    code, _, fake, out, err = verify(tmp_path, a, lambda i: ok_result(0.05, i))
+    assert code == 2
+    assert script.read_bytes() == edited
+    assert "the verification was stopped: " in err and "changed on disk while gpulint was verifying it" in err
+    assert [v for v, _, _ in fake.seen] == ["A", "B", "A"]  # no B run on the user's file
+
+
+def test_an_edit_during_the_last_run_is_not_overwritten_by_the_restore(tmp_path):
+    other = tmp_path / "data.py"
+    other.write_bytes(b"A = 1\n")
+    script = tmp_path / "train.py"
+    script.write_bytes(ORIGINAL)
+
+    def fix():
+        originals = {script: script.read_bytes(), other: other.read_bytes()}
+        script.write_bytes(FIXED)
+        other.write_bytes(b"A = 2\n")
+        return originals
+
+    def b(i):
+        if i == 1:
+            script.write_bytes(b"# edited\n")
+        return ok_result(0.2, i)  # slower: the restore would write the original over the edit
+
+    out_json = tmp_path / "v.json"
+    code, _, _, _, err = verify(tmp_path, lambda i: ok_result(0.1, i), b, repeat=2, fix=fix, json_path=out_json)
+    assert code == 2
+    assert script.read_bytes() == b"# edited\n"
+    assert other.read_bytes() == b"A = 1\n"  # the other file is still restored
+    assert "data.py is restored to the original" in err
+    doc = json.loads(out_json.read_text())
+    assert doc["outcome"] == "error" and doc["conflicts"] == [str(script)]
+
+
+def test_a_file_edited_before_an_interrupt_is_not_restored_over(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_bytes(ORIGINAL)
+
+    def b(i):
+        script.write_bytes(b"# edited\n")
+        return KeyboardInterrupt()
+
+    with pytest.raises(KeyboardInterrupt):
+        verify(tmp_path, lambda i: ok_result(0.1, i), b)
+    assert script.read_bytes() == b"# edited\n"
+
+
+def test_an_unexpected_error_still_restores(tmp_path):
+    with pytest.raises(RuntimeError):
+        verify(tmp_path, lambda i: ok_result(0.1, i), lambda i: RuntimeError("bug"))
+    assert (tmp_path / "train.py").read_bytes() == ORIGINAL
