@@ -121,9 +121,9 @@ def _read_stdin() -> str:
 def _stdin_excluded(settings: Settings, filename: str | None) -> bool:
     if not (filename and settings.force_exclude):
         return False
-    from gpulint.source import _excluded
+    from gpulint.source import force_excluded
 
-    return _excluded(Path(filename), settings)
+    return force_excluded(Path(filename), settings)
 
 
 def _report(diagnostics: list[Diagnostic], settings: Settings, opts: dict, sources: dict[str, str] | None = None) -> str:

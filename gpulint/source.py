@@ -169,6 +169,14 @@ def _excluded(path: Path, settings: Settings) -> bool:
     return any(_glob_match(rel, p) or _glob_match(path.name, p) for p in patterns)
 
 
+def force_excluded(path: Path, settings: Settings) -> bool:
+    """A path named on the command line is excluded when it or a folder above it would be skipped by a walk
+    (pre-commit names `legacy/t.py`; `extend-exclude = ["legacy"]` must still exclude it)."""
+    root = settings.root.resolve()
+    inside_root = [d for d in Path(os.path.abspath(path)).parents if root in d.parents]
+    return _excluded(path, settings) or any(_excluded(folder, settings) for folder in inside_root)
+
+
 def _git_root(start: Path) -> Path | None:
     for directory in (start, *start.parents):
         if (directory / ".git").exists():
@@ -196,10 +204,10 @@ def discover(paths: list[str], settings: Settings) -> tuple[list[Path], list[tup
             continue
         if path.is_file() or not path.is_dir():
             # Named explicitly: checked whatever its suffix, unless --force-exclude says otherwise.
-            if not (settings.force_exclude and _excluded(path, settings)):
+            if not (settings.force_exclude and force_excluded(path, settings)):
                 add(path)
             continue
-        if settings.force_exclude and _excluded(path, settings):
+        if settings.force_exclude and force_excluded(path, settings):
             continue
         _walk(path, settings, add)
     return files, missing

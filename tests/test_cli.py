@@ -228,6 +228,17 @@ def test_gitignore_nested_and_force_exclude(gpulint, project):
     assert gpulint("check", "train.py", cwd=project).returncode == 1
 
 
+def test_force_exclude_skips_a_named_file_inside_an_excluded_folder(gpulint, project):
+    # pre-commit names `legacy/old.py`; a folder pattern must exclude it as a walk would.
+    (project / "legacy").mkdir()
+    (project / "legacy" / "old.py").write_text(TRAIN)
+    (project / "pyproject.toml").write_text('[tool.gpulint]\nextend-exclude = ["legacy"]\n')
+    assert gpulint("check", "--force-exclude", "legacy/old.py", cwd=project).returncode == 0
+    assert gpulint("check", "--force-exclude", "--stdin-filename", "legacy/old.py", "-", stdin=TRAIN.encode(), cwd=project).returncode == 0
+    assert gpulint("check", "legacy/old.py", cwd=project).returncode == 1  # named without --force-exclude: checked
+    assert gpulint("check", "--force-exclude", "train.py", cwd=project).returncode == 1  # other files still are
+
+
 def test_syntax_error_is_reported_and_other_files_still_checked(gpulint, project):
     # Only files that could hold a finding are parsed, so the broken file mentions the loader.
     (project / "broken.py").write_text("import torch  # DataLoader on cuda\ndef f(:\n")
