@@ -429,7 +429,8 @@ class Bench:
         for code, rule in rules.items():
             files, size = per_rule[code]
             patterns = rule.text_requirements() if hasattr(rule, "text_requirements") else rule.requires
-            lines.append(f"| {code} | `{'`, `'.join(patterns) or '(none)'}` | {files} ({files / n:.1%}) | {size / total_bytes:.1%} |")
+            shown = "`, `".join(p.replace("|", "\\|") for p in patterns) or "(none)"  # a bare | would split the table cell
+            lines.append(f"| {code} | `{shown}` | {files} ({files / n:.1%}) | {size / total_bytes:.1%} |")
         lines.append(f"| **default selection** | any rule passes | **{any_default[0]} ({any_default[0] / n:.1%})** | **{any_default[1] / total_bytes:.1%}** |")
         lines.append("")
         lines.append(f"The prefilter took {elapsed:.2f} s of CPU for {len(texts)} files (all rules, in this process).")
