@@ -463,7 +463,7 @@ class Bench:
         ]
         if hasattr(self, "torchfix_versions"):
             out.append("- Peers (own venv): " + ", ".join(f"{k} {v}" for k, v in self.torchfix_versions.items()) + ".")
-        out.append(f"- Corpus: `{self.source}`: {len(self.files)} files, {self.corpus_lines:,} lines, {self.corpus_bytes / 1e6:.1f} MB.")
+        out.append(f"- Corpus: {self.corpus_label()}: {len(self.files)} files, {self.corpus_lines:,} lines, {self.corpus_bytes / 1e6:.1f} MB.")
         out += ["", "| what | CPU s | wall s | peak RSS MB | runs | CPU vs LibCST parse | CPU vs gpulint (no cache, -j 1) |", "|---|---:|---:|---:|---:|---:|---:|"]
         for row in self.rows:
             if not row.available:
@@ -481,9 +481,16 @@ class Bench:
         out += ["", END]
         return "\n".join(out) + "\n"
 
+    def corpus_label(self) -> str:
+        """The corpus without this machine's paths (the results file is committed)."""
+        if self.args.corpus:
+            return f"the folder `{self.source.name}`"
+        return f"the installed `torch` package's source (torch {version_of(self.python, 'torch')})"
+
     def argv_note(self) -> str:
-        extra = " ".join(sys.argv[1:])
-        return f" {extra}" if extra else ""
+        """The command line, with paths shown as PATH (they are this machine's; the results file is committed)."""
+        words = ["PATH" if os.sep in word else word for word in sys.argv[1:]]
+        return f" {' '.join(words)}" if words else ""
 
     def targets(self, rows, floor, cold, nocache, torchfix) -> list[str]:
         lines = []
