@@ -84,24 +84,25 @@ def dataset_class(model: SemanticModel, loader: DataLoaderCall) -> ClassInfo | N
     return None
 
 
-def has_tensor_dataset(model: SemanticModel, loader: DataLoaderCall) -> bool:
-    """The dataset is a `TensorDataset` (built in the call, or bound to a name once): in-memory tensors."""
+def _tensor_dataset(model: SemanticModel, loader: DataLoaderCall) -> cst.Call | None:
+    """The `TensorDataset(...)` call that is the loader's dataset (in the call, or bound to a name once)."""
     dataset = loader.value("dataset")
-    if dataset is None:
-        return False
-    value = _binding_value(model, dataset)
-    return isinstance(value, cst.Call) and model.call_name(value) == TENSOR_DATASET
+    value = _binding_value(model, dataset) if dataset is not None else None
+    return value if isinstance(value, cst.Call) and model.call_name(value) == TENSOR_DATASET else None
+
+
+def has_tensor_dataset(model: SemanticModel, loader: DataLoaderCall) -> bool:
+    """The dataset is a `TensorDataset`: in-memory tensors."""
+    return _tensor_dataset(model, loader) is not None
 
 
 def produces_cuda_batches(model: SemanticModel, loader: DataLoaderCall) -> bool:
     """The dataset or collate_fn already yields CUDA tensors: workers and pinning cannot help."""
     residency = model.residency
-    dataset = loader.value("dataset")
-    if dataset is not None:
-        value = _binding_value(model, dataset)
-        if isinstance(value, cst.Call) and model.call_name(value) == TENSOR_DATASET:
-            if any(not arg.star and residency.is_gpu(arg.value, certain=True) for arg in value.args):
-                return True
+    tensors = _tensor_dataset(model, loader)
+    if tensors is not None and any(not arg.star and residency.is_gpu(arg.value, certain=True) for arg in tensors.args):
+        return True
+    if loader.value("dataset") is not None:
         info = dataset_class(model, loader)
         if info is not None and residency.contains_cuda_move(info.node):
             return True

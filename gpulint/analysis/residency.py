@@ -212,8 +212,7 @@ class Residency:
 
     def contains_cuda_move(self, node: cst.CSTNode) -> bool:
         """Any call under `node` that moves to, or creates on, a CUDA device."""
-        model = self.model
-        return any((self.moves_to_cuda(c) or self.creates_on_cuda(c)) and model.is_inside(c, node) for c in model.calls)
+        return any(self.moves_to_cuda(c) or self.creates_on_cuda(c) for c in self.model.calls_inside(node))
 
     def factory(self, call: cst.Call) -> Optional[str]:
         """`zeros` for `torch.zeros(...)`; None for anything that is not a torch tensor factory."""
