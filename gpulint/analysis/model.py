@@ -6,7 +6,6 @@ import bisect
 import dataclasses
 import itertools
 import operator
-import re
 import typing
 
 from collections import defaultdict
@@ -20,8 +19,8 @@ from libcst._nodes.internal import CodegenState
 from libcst.metadata import CodePosition, CodeRange
 
 from gpulint.analysis.imports import ImportTable, dotted_name
+from gpulint.lines import LINE_BREAK
 
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 Scope = Union[cst.Module, cst.FunctionDef, cst.Lambda, cst.ClassDef]
 Loop = Union[cst.For, cst.While]
 
@@ -321,7 +320,7 @@ class _PositionState(CodegenState):
     def add_token(self, value: str) -> None:
         self.tokens.append(value)
         if "\n" in value or "\r" in value:
-            segments = _LINE_BREAK.split(value)
+            segments = LINE_BREAK.split(value)
             self.line += len(segments) - 1
             self.column = len(segments[-1])
         else:
@@ -604,7 +603,7 @@ class SemanticModel:
     @cached_property
     def lines(self) -> list[str]:
         """Source lines without their line endings, split the way LibCST counts rows."""
-        return _LINE_BREAK.split(self.source)
+        return LINE_BREAK.split(self.source)
 
     def text_between(self, start, end) -> str:
         """The source text between two 1-based (row, column) locations."""
