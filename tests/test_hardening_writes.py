@@ -305,7 +305,9 @@ def test_sigterm_at_any_moment_never_leaves_a_half_written_file(tmp_path, delay)
     proc.send_signal(signal.SIGTERM)
     proc.send_signal(signal.SIGTERM)  # an impatient second signal too
     _, err = proc.communicate(timeout=120)
-    assert proc.returncode in (0, 128 + signal.SIGTERM), err
+    # -SIGTERM: the signal landed during interpreter start-up, before gpulint's handler existed (a loaded
+    # machine takes longer than `delay` to start); nothing was written yet, which the checks below confirm.
+    assert proc.returncode in (0, 128 + signal.SIGTERM, -signal.SIGTERM), err
     assert b"Traceback" not in err
     _assert_each_file_original_or_fixed(paths)
     assert _leftovers(tmp_path) == []
