@@ -137,7 +137,7 @@ def check(inputs: Inputs, settings: Settings | None = None, *, jobs: int | None 
     results: list[FileResult] = []
     if paths:
         files, missing = discover(paths, settings)
-        results += [FileResult(p, [file_error(p, f"{p}: {reason}")]) for p, reason in missing]
+        results += [FileResult(p, [file_error(p, reason)]) for p, reason in missing]
         results += lint_files(files, settings, jobs=jobs, use_cache=cache)
     for source in sources:
         if not _excluded(source, settings):
@@ -254,7 +254,7 @@ def fix(inputs: Inputs, settings: Settings | None = None, *, unsafe: bool | None
     errors: list[Diagnostic] = []
     if paths:
         files, missing = discover(paths, settings)
-        errors += [file_error(p, f"{p}: {reason}") for p, reason in missing]
+        errors += [file_error(p, reason) for p, reason in missing]
         for path in files:
             shown = display_path(path)
             try:

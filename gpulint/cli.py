@@ -59,13 +59,16 @@ def lint_options(command: str):
             help="List the fixes applied, per file and rule." if command == "fix" else "List the fixes `fix --apply` would make, per file and rule.",
         ),
         click.option("--unsafe-fixes/--no-unsafe-fixes", default=None, help="Include fixes that may change behaviour."),
+        click.option("--unfixable", multiple=True, type=_CodeList(), help="Codes whose findings are reported without a fix."),
+        click.option("--extend-safe-fixes", multiple=True, type=_CodeList(), help="Codes whose unsafe fixes count as safe."),
+        click.option("--extend-unsafe-fixes", multiple=True, type=_CodeList(), help="Codes whose safe fixes count as unsafe."),
         click.option("--config", "config_path", type=click.Path(), help="Read settings from this TOML file."),
         click.option(
             "--no-cache",
             is_flag=True,
             help="Do not read or write the result cache." if command == "check" else "Accepted for symmetry with check; fix never uses the cache.",
         ),
-        click.option("--stdin-filename", type=str, help="The path to report for source read from `-`."),
+        click.option("--stdin-filename", type=str, help="Read the source from stdin and report it under this path."),
         click.option("--force-exclude", is_flag=True, default=None, help="Apply excludes to paths named on the command line."),
         click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary."),
     ]
@@ -89,7 +92,20 @@ def _settings(opts: dict) -> Settings:
         preview=opts["preview"],
         force_exclude=opts["force_exclude"],
         unsafe_fixes=opts["unsafe_fixes"],
+        unfixable=_flatten(opts["unfixable"]),
+        extend_safe_fixes=_flatten(opts["extend_safe_fixes"]),
+        extend_unsafe_fixes=_flatten(opts["extend_unsafe_fixes"]),
     )
+
+
+def _reads_stdin(paths: tuple[str, ...], opts: dict) -> bool:
+    """`-` as the only path, or `--stdin-filename` (then, as in ruff, stdin wins over any path given)."""
+    if opts["stdin_filename"] is None:
+        return paths == ("-",)
+    for path in paths:
+        if path != "-":
+            click.echo(f"gpulint: warning: ignoring {path} in favor of standard input (--stdin-filename)", err=True)
+    return True
 
 
 def _read_stdin(name: str) -> api.Source:
@@ -130,11 +146,16 @@ def cli() -> None:
 @cli.command()
 @lint_options("check")
 @click.option("--add-noqa", is_flag=True, help="Add `# noqa: CODE` to every line with a finding (a baseline).")
+@click.option("--fix", "apply_fixes", is_flag=True, help="Write the fixes: the same as `gpulint fix --apply` (ruff's spelling).")
 @click.argument("paths", nargs=-1, type=click.Path())
-def check(paths: tuple[str, ...], add_noqa: bool, **opts) -> None:
+def check(paths: tuple[str, ...], add_noqa: bool, apply_fixes: bool, **opts) -> None:
     """Report findings in PATHS (default: the current folder)."""
     settings = _settings(opts)
-    inputs = [_read_stdin(opts["stdin_filename"] or "-")] if paths == ("-",) else list(paths) or ["."]
+    if apply_fixes:
+        if add_noqa:
+            raise click.UsageError("--add-noqa cannot be used with --fix")
+        sys.exit(_fix(paths, settings, opts, apply=True))
+    inputs = [_read_stdin(opts["stdin_filename"] or "-")] if _reads_stdin(paths, opts) else list(paths) or ["."]
     report = api.check(inputs, settings, jobs=opts["jobs"], cache=not opts["no_cache"])
     if add_noqa:
         with _signals_deferred() as cancel:
@@ -166,20 +187,25 @@ def fix(ctx: click.Context, paths: tuple[str, ...], apply: bool, verify: bool, p
         sys.exit(run_verify_fix(paths, command, settings, profile_options))
     if command:
         raise click.UsageError("a command after `--` is only used with --verify")
-    if paths == ("-",):
-        sys.exit(output.stdin_fixed(sys.stdin.buffer.read(), opts["stdin_filename"] or "-", settings, opts))
+    sys.exit(_fix(paths, settings, opts, apply))
+
+
+def _fix(paths: tuple[str, ...], settings: Settings, opts: dict, apply: bool) -> int:
+    """`fix` and `check --fix`: a diff, or the fixes written; stdin in, fixed source out."""
+    if _reads_stdin(paths, opts):
+        return output.stdin_fixed(sys.stdin.buffer.read(), opts["stdin_filename"] or "-", settings, opts)
     report = api.fix(list(paths) or ["."], settings, jobs=1)
     output.dropped_fixes(report)
     if not apply:
-        sys.exit(output.would_fix(report, opts))
+        return output.would_fix(report, opts)
     with _signals_deferred() as cancel:
         try:
             api.write_fixes(report, cancel)
         except KeyboardInterrupt:  # a second signal during a write; the report says where it stopped
             cancel.cancel(signal.SIGINT)
     if report.cancelled:
-        sys.exit(output.interrupted_writes(report, cancel.reason))
-    sys.exit(output.fixed(report, opts))
+        return output.interrupted_writes(report, cancel.reason)
+    return output.fixed(report, opts)
 
 
 def run_verify_fix(paths: tuple[str, ...], command: list[str], settings: Settings, profile_options) -> int:

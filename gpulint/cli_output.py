@@ -100,10 +100,11 @@ def would_fix(report: api.FixReport, opts: dict) -> int:
     """`gpulint fix` without `--apply`: the diff on stdout, what it would fix on stderr."""
     emit("".join(f.diff() for f in report.changed), opts["output_file"])
     if opts["show_fixes"]:
-        click.echo(fix_enumeration(_fix_counts(report.files), "Fixed {}:", "No errors fixed."), nl=False, err=True)
+        click.echo(fix_enumeration(_fix_counts(report.files), "Would fix {}:", "No errors would be fixed."), nl=False, err=True)
     total = report.fixed_count
     extra = _unsafe_hint(report.hidden_unsafe)
-    _err(f"Would fix {plural(total, 'error')}{extra}." if total else f"No errors would be fixed{extra}.")
+    if extra or not opts["show_fixes"]:  # the listing already gave the count
+        _err(f"Would fix {plural(total, 'error')}{extra}." if total else f"No errors would be fixed{extra}.")
     for d in report.errors:
         _err(f"gpulint: {d.filename}: {d.message}")
     return EXIT_FINDINGS if (report.changed or report.errors) and not opts["exit_zero"] else EXIT_CLEAN

@@ -219,6 +219,8 @@ def _check_parsed(text: str, path: str, settings: Settings, rules: list[type[Rul
             for d in diagnostics
             if not suppressions.suppresses(d)
         ]
+        if settings.overrides_fixes:  # unfixable, extend-safe-fixes, extend-unsafe-fixes
+            diagnostics = [settings.with_fix_policy(d) for d in diagnostics]
     return sorted(diagnostics, key=Diagnostic.sort_key)
 
 

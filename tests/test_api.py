@@ -53,7 +53,7 @@ def test_check_paths_and_sources_together_sorted_by_path(tmp_path, settings, mon
     report = api.check([".", api.Source(LOADER, "a_buffer.py"), "nosuch.py"], settings, cache=False)
     assert [f.path for f in report.files] == ["a_buffer.py", "m000.py", "m001.py", "nosuch.py"]
     missing = report.files[-1].diagnostics
-    assert [(d.name, d.message) for d in missing] == [("io-error", "nosuch.py: No such file or directory")]
+    assert [(d.name, d.message) for d in missing] == [("io-error", "No such file or directory")]
     assert [d.code for d in report.files[0].diagnostics] == ["GPU101"]
 
 
@@ -97,7 +97,7 @@ def test_fix_reports_unreadable_inputs_as_errors(tmp_path, settings, monkeypatch
     report = api.fix(["bin.py", "nosuch.py"], settings)
     assert report.files == []
     assert [(d.filename, d.message) for d in report.errors] == [
-        ("nosuch.py", "nosuch.py: No such file or directory"),
+        ("nosuch.py", "No such file or directory"),
         ("bin.py", "binary file (contains NUL bytes), not Python source"),
     ]
 
