@@ -31,8 +31,8 @@ from gpulint.source import SourceError, SourceText, decode_source, discover, for
 __all__ = [
     "Applicability", "Cancellation", "ConfigError", "Diagnostic", "Edit", "FileFix", "FileResult", "Fix",
     "FixReport", "Location", "NoqaFile", "NoqaReport", "Report", "RuleInfo", "Settings", "Severity", "Source",
-    "SourceError", "Terminated", "add_noqa", "check", "discover_settings", "display_path", "fix",
-    "restore_originals", "rule", "rules", "write_fixes",
+    "SourceError", "Terminated", "add_noqa", "check", "discover_settings", "display_path", "fix", "fix_edits",
+    "noqa_edit", "restore_originals", "rule", "rules", "write_fixes",
 ]  # fmt: skip
 
 INTERRUPTED = "interrupted before it was written"
@@ -387,6 +387,34 @@ def add_noqa(report: Report, cancel: Cancellation | None = None) -> NoqaReport:
         except (fixer.WriteError, UnicodeEncodeError) as error:
             entry.write_error = str(error)
     return done
+
+
+def fix_edits(source: Source, diagnostic: Diagnostic) -> tuple[Edit, ...]:
+    """The edits of one finding's fix, for an editor to apply to `source` (the text the finding was reported in):
+    () when the finding has no fix, its fix is display-only, or the fix applied alone would leave code that does
+    not compile. Whatever its applicability: the caller shows whether it is safe (`diagnostic.fix.applicability`)."""
+    from gpulint.fixer import applies_cleanly
+
+    if not diagnostic.is_fixable or not applies_cleanly(source.text, diagnostic.fix.edits):
+        return ()
+    return diagnostic.fix.edits
+
+
+def noqa_edit(source: Source, diagnostic: Diagnostic) -> Edit | None:
+    """The edit that suppresses one finding with `# noqa: CODE` on its noqa row (merged into the noqa comment the
+    line may have): it replaces that line's text, without its line break. None for a finding without a code (a
+    syntax error), or when no comment can go there (the line ends in a backslash)."""
+    from gpulint.lines import split_lines
+    from gpulint.suppression import add_noqa as add_comments
+
+    if diagnostic.code is None:
+        return None
+    row = diagnostic.noqa_row or diagnostic.location.row
+    text, changed, _ = add_comments(source.text, {row: {diagnostic.code}})
+    if not changed:
+        return None
+    before, after = split_lines(source.text)[row - 1], split_lines(text)[row - 1]
+    return Edit(Location(row, 1), Location(row, len(before) + 1), after)
 
 
 @dataclass(frozen=True)

@@ -272,6 +272,14 @@ def rule(code: str | None, show_all: bool, output_format: str) -> None:
     click.echo(json.dumps(record, indent=2) if output_format == "json" else record["explanation"].rstrip())
 
 
+@cli.command()
+def server() -> None:
+    """Run the language server (LSP over stdin/stdout) for editors; needs `pip install 'gpulint[server]'`."""
+    from gpulint.server import serve
+
+    sys.exit(serve())
+
+
 cli.add_command(profile)
 
 

@@ -150,6 +150,15 @@ def fix_source(text: str, path: str, settings: Settings, unsafe: bool | None = N
     return outcome
 
 
+def applies_cleanly(text: str, edits: tuple[Edit, ...]) -> bool:
+    """One fix's edits, applied alone to `text` (an editor's quick fix): they lie inside it, do not overlap, and
+    leave code that compiles (that LibCST parses, when `text` itself does not compile: a newer grammar)."""
+    if not _well_formed(edits, line_starts(text), len(text)):
+        return False
+    candidate = apply_edits(text, list(edits))
+    return _compiles(candidate) if _compiles(text) else _parses(candidate, strict=False)
+
+
 class WriteError(Exception):
     """A fixed file that was not written; the original is untouched."""
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Iterator
+from typing import Any, Callable, ClassVar, Iterable, Iterator
 
 import libcst as cst
 
 from gpulint.analysis import SemanticModel
 from gpulint.analysis.devices import GPU_CONTEXT_MARKER
+from gpulint.analysis.value_resolution import LITERAL, ResolvedValue
 from gpulint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location, Severity
 
 REGISTRY: dict[str, type[Rule]] = {}
@@ -100,7 +101,9 @@ class Rule:
         *,
         severity: Severity | None = None,
         fix: Fix | None = None,
+        related: Iterable[tuple[str, cst.CSTNode]] = (),
     ) -> Diagnostic:
+        """A finding at `node`; `related` names the other places it is about (`("the training loop", loop)`)."""
         span = self.model.range(node)
         return Diagnostic(
             code=self.code,
@@ -111,13 +114,23 @@ class Rule:
             end_location=Location(span.end.line, span.end.column + 1),
             severity=severity or self.default_severity,
             fix=fix,
+            related=tuple((text, self._start(place)) for text, place in related),
         )
+
+    def _start(self, node: cst.CSTNode) -> Location:
+        span = self.model.range(node)
+        return Location(span.start.line, span.start.column + 1)
 
     def fix(self, message: str, edits: list[Edit | None], applicability: Applicability) -> Fix | None:
         """A Fix, or None when any edit could not be built."""
         if not edits or any(e is None for e in edits):
             return None
         return Fix(message, applicability, tuple(e for e in edits if e is not None))
+
+
+def value_origin(resolved: ResolvedValue | None) -> tuple[tuple[str, cst.CSTNode], ...]:
+    """Where a resolved value is written when that is not where it is used (`the argparse default`): a related place."""
+    return () if resolved is None or resolved.origin == LITERAL else ((f"the {resolved.origin}", resolved.node),)
 
 
 @functools.lru_cache(maxsize=None)

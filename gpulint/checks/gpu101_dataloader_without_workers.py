@@ -8,7 +8,7 @@ import libcst as cst
 
 from gpulint.analysis.dataloaders import has_tensor_dataset, is_unsharded_iterable_dataset, produces_cuda_batches
 from gpulint.analysis.value_resolution import LITERAL
-from gpulint.checks.base import Option, Rule
+from gpulint.checks.base import Option, Rule, value_origin
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
 from gpulint.edits import add_import, import_roots, replace_node, with_keyword_argument
 
@@ -70,7 +70,7 @@ class DataLoaderWithoutWorkers(Rule):
             message += '; put the script under `if __name__ == "__main__":` before adding workers'
         else:
             fix = self._fix(loader, resolved, where)
-        return self.diagnostic(loader.call, message, severity=self._severity(loader), fix=fix)
+        return self.diagnostic(loader.call, message, severity=self._severity(loader), fix=fix, related=value_origin(resolved))
 
     def _fix(self, loader, resolved, where: str):
         model = self.model

@@ -8,7 +8,7 @@ import libcst as cst
 
 from gpulint.analysis.dataloaders import produces_cuda_batches
 from gpulint.analysis.value_resolution import LITERAL
-from gpulint.checks.base import Rule
+from gpulint.checks.base import Rule, value_origin
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
 from gpulint.edits import replace_node, with_keyword_argument
 
@@ -52,7 +52,8 @@ class DataLoaderWithoutPinMemory(Rule):
         if not workers_positive:
             message += "; pinning pays off with `num_workers > 0` (GPU101)"
         severity = Severity.WARNING if flow.feeds_training(info) else Severity.INFO
-        return self.diagnostic(info.loader.call, message, severity=severity, fix=self._fix(moves, resolved, workers_positive, info.loader.call))
+        fix = self._fix(moves, resolved, workers_positive, info.loader.call)
+        return self.diagnostic(info.loader.call, message, severity=severity, fix=fix, related=value_origin(resolved))
 
     def _fix(self, moves, resolved, workers_positive: bool, call: cst.Call):
         model = self.model

@@ -28,7 +28,9 @@ class HostSyncInLoop(Rule):
                 f"{self._subject(sync)} waits for the GPU every iteration of the {role} loop (line {model.line_of(loop)}): "
                 f"the CPU stops queueing work until the GPU has drained; {self._advice(sync)}"
             )
-            yield self.diagnostic(sync.node, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO)
+            yield self.diagnostic(
+                sync.node, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO, related=[(f"the {role} loop", loop)]
+            )
 
     def _advice(self, sync) -> str:
         model = self.model

@@ -36,7 +36,7 @@ class SynchronizeInLoop(Rule):
                 f"(line {model.line_of(loop)}): the GPU then waits while the CPU queues the next step; remove it, "
                 "or use `wait_stream` / events to order streams and synchronize only where the host reads GPU results"
             )
-            yield self.diagnostic(call, message)
+            yield self.diagnostic(call, message, related=[("the training loop", loop)])
 
     def _is_device_sync(self, call: cst.Call) -> bool:
         model = self.model

@@ -24,8 +24,9 @@ FORMATS = {
     "junit": "junit",
     "grouped": "grouped",
     "pylint": "grouped",
+    "rdjson": "rdjson",
 }
-MACHINE_FORMATS = frozenset({"json", "json-lines", "sarif", "github", "gitlab", "junit", "pylint"})
+MACHINE_FORMATS = frozenset({"json", "json-lines", "sarif", "github", "gitlab", "junit", "pylint", "rdjson"})
 
 
 @dataclass
