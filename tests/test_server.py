@@ -195,13 +195,13 @@ def test_pyproject_changes_and_errors_apply_without_a_restart(client, project):
 def test_client_settings_initialization_options_and_configuration_changes(project):
     client = LspClient(project, configuration={"select": ["GPU1"]})
     try:
-        ready(client, {"gpulint": {"showSyntaxErrors": False, "ignore": ["GPU303"]}})
-        # `initialized` pulls the `gpulint` section: it replaces the initialization options.
+        ready(client, {"gpulint": {"showSyntaxErrors": False, "ignore": ["GPU303"], "select": ["GPU4"]}})
+        # `initialized` pulls the `gpulint` section: its keys override the initialization options' keys.
         uri = client.open(project / "train.py", TRAIN)
         assert codes(client.diagnostics(uri, 1)) == ["GPU101"]
 
         after = len(client.messages)
-        client.configuration = {"ignore": ["GPU101"], "unsafeFixes": True, "showSyntaxErrors": False}
+        client.configuration = {"ignore": ["GPU101"], "select": ["GPU"], "unsafeFixes": True}
         client.notify("workspace/didChangeConfiguration", {"settings": None})
         gpu303, gpu402 = client.diagnostics(uri, 1, after=after)
         (fix_all,) = [a for a in code_actions(client, uri, gpu402) if a["kind"] == "source.fixAll.gpulint"]
@@ -301,7 +301,10 @@ def test_server_without_pygls_says_how_to_install_it(tmp_path):
 def test_client_settings_are_parsed_leniently():
     from gpulint.server.client_settings import ClientSettings, parse_client_settings
 
-    assert parse_client_settings(None) == (ClientSettings(), [])
+    assert parse_client_settings(None) == parse_client_settings() == (ClientSettings(), [])
+    assert parse_client_settings({"gpulint": {"ignore": ["GPU1"], "preview": True}}, {}, {"preview": False})[0] == ClientSettings(
+        ignore=("GPU1",), preview=False
+    )
     settings, problems = parse_client_settings({"settings": {"select": ["gpu1"], "preview": True, "debounce": 0, "run": "onSave"}})
     assert settings == ClientSettings(select=("GPU1",), preview=True, debounce=0, run="onSave")
     assert problems == []

@@ -67,6 +67,7 @@ class GpulintLanguageServer(LanguageServer):
         self.checker = ThreadPoolExecutor(1, thread_name_prefix="gpulint-check")
         self.told: set[str] = set()  # messages already shown: each problem is shown once
         self.shut_down = False  # `shutdown` came before `exit` (the exit status says so)
+        self.initialization_options: Any = None  # the base the editor's later settings override
 
     # ---- client settings ----------------------------------------------------------------------------
 
@@ -74,8 +75,9 @@ class GpulintLanguageServer(LanguageServer):
     def client(self) -> ClientSettings:
         return self.settings.client
 
-    def apply_client_settings(self, data: Any) -> None:
-        client, problems = parse_client_settings(data)
+    def apply_client_settings(self, data: Any = None) -> None:
+        """The initialization options, overridden by `data` (the editor's current `gpulint` settings)."""
+        client, problems = parse_client_settings(self.initialization_options, data)
         if client.configuration and not os.path.isabs(client.configuration):
             root = self.workspace.root_path or os.getcwd()
             client = replace(client, configuration=os.path.join(root, client.configuration))
@@ -323,8 +325,8 @@ def create_server() -> GpulintLanguageServer:
 
     @server.feature(types.INITIALIZE)
     def initialize(ls: GpulintLanguageServer, params: types.InitializeParams) -> None:
-        if params.initialization_options is not None:
-            ls.apply_client_settings(params.initialization_options)
+        ls.initialization_options = params.initialization_options
+        ls.apply_client_settings()
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: GpulintLanguageServer, params: types.InitializedParams) -> None:

@@ -83,18 +83,22 @@ KEYS = {  # camelCase key -> (field, check)
 }
 
 
-def parse_client_settings(data: Any) -> tuple[ClientSettings, list[str]]:
-    """Settings from `initializationOptions` or `workspace/configuration`: the `gpulint` object itself, or an
-    object holding it under `gpulint` or `settings`. Unknown keys and wrong values are left out and listed
-    in the problems returned with the settings (the server tells the user), never fatal. Rule selectors are checked with the configuration."""
-    while isinstance(data, dict) and set(data) & {"gpulint", "settings"} and not set(data) & set(KEYS):
-        data = data.get("gpulint", data.get("settings"))
-    if data is None:
-        return ClientSettings(), []
-    if not isinstance(data, dict):
-        return ClientSettings(), [f"settings must be an object, got {type(data).__name__}"]
-    values: dict[str, Any] = {}
+def parse_client_settings(*layers: Any) -> tuple[ClientSettings, list[str]]:
+    """Settings from `initializationOptions`, then what `workspace/configuration` or `didChangeConfiguration`
+    gave (a later layer overrides an earlier one key by key: an editor that answers with an empty object keeps the
+    initialization options). Each layer is the `gpulint` object itself, or an object holding it under `gpulint` or
+    `settings`. Unknown keys and wrong values are left out and listed in the problems returned with the settings
+    (the server tells the user), never fatal. Rule selectors are checked with the configuration."""
+    data: dict[str, Any] = {}
     problems: list[str] = []
+    for layer in layers:
+        while isinstance(layer, dict) and set(layer) & {"gpulint", "settings"} and not set(layer) & set(KEYS):
+            layer = layer.get("gpulint", layer.get("settings"))
+        if isinstance(layer, dict):
+            data.update(layer)
+        elif layer is not None:
+            problems.append(f"settings must be an object, got {type(layer).__name__}")
+    values: dict[str, Any] = {}
     for key, value in data.items():
         if key not in KEYS:
             problems.append(f"unknown setting `{key}` (known: {', '.join(KEYS)})")
