@@ -98,15 +98,16 @@ class LspClient:
                 self._condition.notify_all()
 
     def _answer(self, request: dict) -> None:
+        """Answer what the declared capabilities cover; anything else is `MethodNotFound`, as an editor answers."""
         method = request["method"]
-        if method == "workspace/configuration":
-            result: Any = [self.configuration for _ in request["params"]["items"]]
-        elif method == "client/registerCapability":
+        workspace = self.capabilities.get("workspace", {})
+        if method == "workspace/configuration" and workspace.get("configuration"):
+            self._send({"id": request["id"], "result": [self.configuration for _ in request["params"]["items"]]})
+        elif method == "client/registerCapability" and workspace.get("didChangeWatchedFiles", {}).get("dynamicRegistration"):
             self.registrations.extend(request["params"]["registrations"])
-            result = None
+            self._send({"id": request["id"], "result": None})
         else:
-            result = None
-        self._send({"id": request["id"], "result": result})
+            self._send({"id": request["id"], "error": {"code": -32601, "message": f"Unhandled method {method}"}})
 
     # ---- requests and notifications ----------------------------------------------------------------------
 

@@ -34,6 +34,7 @@ SEVERITIES = {
     api.Severity.INFO: types.DiagnosticSeverity.Information,
 }
 CONFIG_WATCHER = "gpulint-configuration"
+CONFIGURATION_TIMEOUT = 5  # seconds to wait for the editor's settings
 
 
 @dataclass
@@ -95,11 +96,14 @@ class GpulintLanguageServer(LanguageServer):
         return bool(value)
 
     async def pull_configuration(self) -> None:
-        """Read the `gpulint` section of the client's settings (`workspace/configuration`)."""
+        """Read the `gpulint` section of the client's settings (`workspace/configuration`). Asked of every client:
+        some answer it without declaring it (Neovim before 0.8); one that fails or does not answer in time keeps
+        the settings it gave."""
+        request = self.workspace_configuration_async(types.ConfigurationParams(items=[types.ConfigurationItem(section="gpulint")]))
         try:
-            result = await self.workspace_configuration_async(types.ConfigurationParams(items=[types.ConfigurationItem(section="gpulint")]))
-        except Exception as error:  # noqa: BLE001 - a client that fails the request keeps the settings it gave
-            log.warning("workspace/configuration failed: %s", error)
+            result = await asyncio.wait_for(request, CONFIGURATION_TIMEOUT)
+        except Exception as error:  # noqa: BLE001 - an error answer, a timeout: the settings stay as they are
+            log.info("workspace/configuration: no answer (%s)", error or type(error).__name__)
             return
         if result and result[0] is not None:
             self.apply_client_settings(result[0])
@@ -330,17 +334,16 @@ def create_server() -> GpulintLanguageServer:
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: GpulintLanguageServer, params: types.InitializedParams) -> None:
-        if ls.capable("workspace.configuration"):
-            await ls.pull_configuration()
+        await ls.pull_configuration()
         if ls.capable("workspace.did_change_watched_files.dynamic_registration"):
             await ls.watch_configuration()
         ls.recheck_all()
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def did_change_configuration(ls: GpulintLanguageServer, params: types.DidChangeConfigurationParams) -> None:
-        if ls.capable("workspace.configuration"):
+        if ls.capable("workspace.configuration") or params.settings is None:
             await ls.pull_configuration()
-        elif params.settings is not None:
+        else:
             ls.apply_client_settings(params.settings)
         ls.recheck_all()
 
