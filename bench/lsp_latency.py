@@ -11,7 +11,9 @@ Measured, with the default settings (50 ms debounce):
   * open: `didOpen` -> the first `publishDiagnostics`;
   * edit: `didChange` (one line changed in the training loop) -> `publishDiagnostics` for that version, one edit
     at a time; the wall time, and the CPU time the server spent (from /proc, so that a busy machine shows);
-  * burst: ten changes 30 ms apart (typing) -> diagnostics for the last one.
+  * burst: ten changes 30 ms apart (typing) -> diagnostics for the last one;
+  * for comparison, the CPU time of `api.check` on the same text in this process (what the server's check costs
+    without the protocol around it).
 
 Writes the figures to `--out`. Numbers are recorded, not asserted in tests.
 """
@@ -321,6 +323,7 @@ def measure(lines: int, edits: int) -> dict:
         finally:
             client.kill()
     return {
+        "check_cpu": _check_cpu(text),
         "lines": len(text.splitlines()),
         "findings": sorted({d["code"] for d in first}),
         "open": opened,
@@ -328,6 +331,19 @@ def measure(lines: int, edits: int) -> dict:
         "cpus": cpus,
         "burst": burst,
     }
+
+
+def _check_cpu(text: str, repeat: int = 5) -> list[float]:
+    from gpulint import api
+
+    settings = api.discover_settings(REPO)
+    api.check(api.Source(text, "train.py"), settings)  # imports and first-use costs
+    times = []
+    for _ in range(repeat):
+        start = time.process_time()
+        api.check(api.Source(text, "train.py"), settings)
+        times.append(time.process_time() - start)
+    return times
 
 
 def report(result: dict) -> str:
@@ -351,6 +367,7 @@ def report(result: dict) -> str:
         | edit -> diagnostics, 90th percentile | {ms(p90)} |
         | edit -> diagnostics, slowest | {ms(walls[-1])} |
         | server CPU per edit, median | {ms(statistics.median(cpus))} |
+        | `api.check` CPU in-process, median of {len(result['check_cpu'])} | {ms(statistics.median(result['check_cpu']))} |
         | burst of 10 changes 30 ms apart -> diagnostics for the last | {ms(result['burst'])} |
 
         Machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, load average

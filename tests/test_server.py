@@ -189,6 +189,16 @@ def test_pyproject_changes_and_errors_apply_without_a_restart(client, project):
     (project / "pyproject.toml").write_text('[tool.gpulint]\nselect = ["GPU4"]\n', encoding="utf-8")
     client.change(uri, TRAIN, 2)
     assert codes(client.diagnostics(uri, 2, after=after)) == ["GPU402"]
+
+    # Typing: changes faster than checks. Whatever is published is labelled with the version it was computed
+    # for (version N has N deprecated calls), and the last version is always published.
+    after = len(client.messages)
+    for version in range(3, 9):
+        client.change(uri, TRAIN + "torch.cuda.memory_cached()\n" * version, version)
+    client.diagnostics(uri, 8, after=after)
+    published = [m["params"] for m in client.messages[after:] if m["method"] == "textDocument/publishDiagnostics"]
+    assert all(len(p["diagnostics"]) == 1 + p["version"] for p in published)
+    assert published[-1]["version"] == 8
     assert client.shutdown() == 0
 
 
@@ -368,3 +378,18 @@ def test_json_rpc_framing_of_a_raw_exchange(project):
     assert [f.get("id") for f in frames] == [1, 2]
     assert frames[0]["result"]["serverInfo"]["name"] == "gpulint"
     assert frames[1] == {"jsonrpc": "2.0", "id": 2, "result": None}
+
+
+@pytest.mark.slow
+def test_latency_benchmark_runs(tmp_path):
+    """bench/lsp_latency.py end to end on a small script (its timings are recorded, never asserted)."""
+    out = tmp_path / "latency.md"
+    result = subprocess.run(
+        [sys.executable, str(REPO / "bench" / "lsp_latency.py"), "--lines", "200", "--edits", "2", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    text = out.read_text(encoding="utf-8")
+    assert "| edit -> diagnostics, median of 2 |" in text and "| open -> first diagnostics |" in text

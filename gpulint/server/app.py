@@ -124,10 +124,11 @@ class GpulintLanguageServer(LanguageServer):
             log.warning("client/registerCapability failed: %s", error)
 
     def tell(self, message: str, kind: types.MessageType = types.MessageType.Error) -> None:
+        """Show a problem to the user (and in the editor's log), once."""
         if message not in self.told:
             self.told.add(message)
             self.window_show_message(types.ShowMessageParams(type=kind, message=message))
-        self.window_log_message(types.LogMessageParams(type=kind, message=message))
+            self.window_log_message(types.LogMessageParams(type=kind, message=message))
 
     # ---- documents ----------------------------------------------------------------------------------
 
@@ -173,12 +174,14 @@ class GpulintLanguageServer(LanguageServer):
     async def _check_and_publish(self, uri: str, delay: float) -> None:
         if delay:
             await asyncio.sleep(delay)
-        analysis = await self.current(uri)
-        if analysis is not None and analysis.version == self._version(uri):
+        try:
+            analysis = await self.current(uri)
+        except Exception as error:  # noqa: BLE001 - a bug in gpulint: say so, keep serving the other documents
+            log.exception("checking %s failed", uri)
+            self.tell(f"gpulint: checking {uri} failed ({type(error).__name__}: {error}); please report it")
+            return
+        if analysis is not None and uri in self.documents and analysis.version == self.workspace.get_text_document(uri).version:
             self.publish(analysis)
-
-    def _version(self, uri: str) -> int | None:
-        return self.workspace.get_text_document(uri).version
 
     async def current(self, uri: str) -> Analysis | None:
         """The analysis of the document as it is now: the last one when the text has not changed since."""
