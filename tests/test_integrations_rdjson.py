@@ -12,31 +12,11 @@ import jsonschema
 import pytest
 
 from tests.conftest import REPO, run_gpulint
+from tests.sample_training import TRAIN
 
 SCHEMA = json.loads((REPO / "tests" / "data" / "reviewdog-rdjson-DiagnosticResult.json").read_text(encoding="utf-8"))
 URL = "https://github.com/gpulint/gpulint/blob/main/rules/"
 
-TRAIN = """\
-import argparse
-
-import torch
-from torch.utils.data import DataLoader
-
-parser = argparse.ArgumentParser()
-parser.add_argument("--workers", type=int, default=0)
-args = parser.parse_args()
-device = torch.device("cuda")
-
-
-def train(model, dataset, optimizer):
-    loader = DataLoader(dataset, batch_size=64, num_workers=args.workers, pin_memory=True)
-    for x in loader:
-        loss = model(x.to(device, non_blocking=True)).sum()
-        loss.backward()
-        optimizer.step()
-        print("loss 𐐀", loss.item())
-    print(torch.cuda.memory_cached())
-"""
 
 
 @pytest.fixture
