@@ -38,7 +38,6 @@ def _suggestion(d: Diagnostic, source: str) -> dict:
     from gpulint.fixer import apply_edits
     from gpulint.lines import LINE_BREAK, lines_with_ends
 
-    assert d.fix is not None
     rows = lines_with_ends(source)
     first = min(e.location.row for e in d.fix.edits)
     last = min(max(e.end_location.row for e in d.fix.edits), len(rows))  # an insertion at the very end: the last line
