@@ -3,6 +3,11 @@
 Each open Python document is checked in a worker thread (one at a time, so typing never queues up checks:
 a check whose document changed meanwhile is not published, and the newest version is checked next). While
 typing, a document is checked once no change has come for `debounce` milliseconds; on open and save at once.
+
+`_analyse` is the one place a document is checked (`api.check` on its text, with the settings of its folder).
+A project index (summaries of every module, cached by content) belongs there: kept per settings root, told
+about each open document's unsaved text on change and about files changed on disk (the watcher), so that a
+change re-summarises one module and the open documents depending on it are checked again.
 """
 
 from __future__ import annotations
