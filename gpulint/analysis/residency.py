@@ -65,8 +65,9 @@ _TORCH_HOST_FUNCTIONS = frozenset({
     "torch.save", "torch.load", "torch.manual_seed", "torch.is_tensor", "torch.numel", "torch.equal", "torch.allclose",
     "torch.is_floating_point", "torch.set_grad_enabled", "torch.no_grad", "torch.device", "torch.get_default_dtype",
 })  # fmt: skip
-# The legacy typed tensor classes (`torch.cuda.FloatTensor`): their device is in their name.
-_LEGACY_TENSOR_TYPE = re.compile(r"^torch\.(cuda\.)?(Float|Double|Half|BFloat16|Long|Int|Short|Char|Byte|Bool)Tensor$")
+# The legacy typed tensor classes (`torch.cuda.FloatTensor`), and `torch.Tensor` (the default CPU type): their
+# device is in their name.
+_LEGACY_TENSOR_TYPE = re.compile(r"^torch\.(?:(cuda\.)?(Float|Double|Half|BFloat16|Long|Int|Short|Char|Byte|Bool)Tensor|Tensor)$")
 VARIABLE = "torch.autograd.Variable"
 # Ops whose output size depends on the data: the host reads the size from the GPU before it can go on.
 _DATA_DEPENDENT_SHAPE = frozenset({"nonzero", "argwhere", "masked_select", "unique", "unique_consecutive"})
@@ -546,7 +547,8 @@ class Residency:
                 return NONE
             receiver_level = self.level(receiver)
             if receiver_level:
-                return receiver_level  # a tensor method: same device
+                # A tensor method runs where its tensors are: `pred.eq(target)` with `target` on the GPU is too.
+                return max(receiver_level, self._args_level(call))
         if self.is_module(func):
             return CERTAIN if self.is_gpu_module(func) else self._args_level(call)
         if isinstance(func, cst.Name) and self._returns_host(func.value):
@@ -775,7 +777,8 @@ class Residency:
             kind, checked = f"`repeat_interleave()` without `output_size` {_DATA_DEPENDENT}", [repeats] if repeats is not None else []
         else:
             return None
-        value = next((v for v in checked if self.is_gpu(v, certain=True)), None)
+        # `torch.nonzero(x)` needs a tensor, so "likely on the GPU" is enough; `x.nonzero()` may be NumPy's.
+        value = next((v for v in checked if self.is_gpu(v, certain=not name)), None)
         return (kind, value) if value is not None else None
 
     def _is_host_data(self, expr: cst.BaseExpression, depth: int = 0) -> bool:

@@ -326,8 +326,12 @@ class ValueResolver:
             return unchanged
         if isinstance(parent, cst.Arg) and not parent.star:
             call = model.parent.get(parent)
-            printed = isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value in ("print", "len")
-            return unchanged if printed else None  # any other callee may change the mapping
+            func = call.func if isinstance(call, cst.Call) else None
+            # Read, not changed: `print(kwargs)`, `dict(kwargs)`, `other.update(kwargs)`; any other callee may change it.
+            reads_only = (isinstance(func, cst.Name) and func.value in ("print", "len", "dict")) or (
+                isinstance(func, cst.Attribute) and func.attr.value == "update"
+            )
+            return unchanged if reads_only else None
         if isinstance(parent, cst.Subscript) and parent.value is read:
             key = _string_value(parent.slice[0].slice.value) if len(parent.slice) == 1 and isinstance(parent.slice[0].slice, cst.Index) else None
             holder = model.parent.get(parent)
