@@ -1,4 +1,5 @@
-"""Loops: which are hot (train steps), which iterate a given loader, which run in eval mode."""
+"""Loops: which are hot (train steps), which run in eval mode, and what they iterate: the elements a wrapper
+(`enumerate`, `zip`, `tqdm`, `islice`, a generator of this module) hands out, and which part of the target gets them."""
 
 from __future__ import annotations
 
@@ -150,7 +151,7 @@ def _reyielded_argument(model: SemanticModel, call: cst.Call, depth: int) -> Opt
 
 def _reyielded_parameter(model: SemanticModel, func: cst.FunctionDef, depth: int) -> Optional[str]:
     """The parameter of a generator function whose elements (or parts of them) are all it yields."""
-    yields = _yields_of(func)
+    yields = model.yields_of(func)
     params = {p.name.value for p in (*func.params.posonly_params, *func.params.params, *func.params.kwonly_params)}
     found: set[str] = set()
     for node in yields:
@@ -188,24 +189,6 @@ def _target_names(target: cst.BaseExpression) -> set[str]:
     if isinstance(target, cst.StarredElement):
         return _target_names(target.value)
     return set()
-
-
-def _yields_of(func: cst.FunctionDef) -> list[cst.Yield]:
-    found: list[cst.Yield] = []
-
-    class _Yields(cst.CSTVisitor):
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return node is func
-
-        def visit_Lambda(self, node: cst.Lambda) -> bool:
-            return False
-
-        def visit_Yield(self, node: cst.Yield) -> None:
-            found.append(node)
-
-    func.visit(_Yields())
-    return found
-
 
 def in_no_grad(model: SemanticModel, node: cst.CSTNode) -> bool:
     """Under `with torch.no_grad()` / `inference_mode()`, or in a function decorated with one."""

@@ -1,10 +1,12 @@
 """Loader-to-loop data flow: where each DataLoader's batches are taken, and where they are moved to CUDA.
 
-A loader reaches a loop through names (`loader = DataLoader(...)`), attributes (`self.loader`), factory
-functions (`return DataLoader(...)`, also as part of a returned tuple), and arguments of this module's
-functions (`train(model, loader)`). A loop takes batches from it directly or through `enumerate`, `zip`,
-`tqdm`, and `iter()` / `next()`. Inside that loop, the batch, an element unpacked from it, a subscript of it
-or a value of a comprehension over it may be moved to CUDA.
+A loader reaches a loop through names (`loader = DataLoader(...)`), attributes (`self.loader`), containers
+(`loaders["train"]`, `{phase: DataLoader(...) for phase in ...}`, tuples), factory functions (`return
+DataLoader(...)`, also as part of a returned tuple), arguments of this module's functions and constructors
+(`train(model, loader)`, `Trainer(model, loader)` then `self.train_loader`), and wrappers bound to names
+(`pbar = tqdm(loader)`). A loop takes batches from it directly or through `enumerate`, `zip`, `tqdm`,
+`islice`, a generator of this module that re-yields them, and `iter()` / `next()`. Inside that loop, the batch,
+an element unpacked from it, a subscript of it or a value of a comprehension over it may be moved to CUDA.
 """
 
 from __future__ import annotations

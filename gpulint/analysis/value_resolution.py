@@ -160,7 +160,7 @@ class ValueResolver:
             if _is_parse_call(expr, "parse_args"):
                 return True
             callee = expr.func
-            if isinstance(callee, cst.Name):
+            if isinstance(callee, cst.Name) and callee.value in self._parsing_functions:
                 functions = [f for f in self.model.functions.get(callee.value, []) if not self._is_method(f)]
                 return bool(functions) and all(self.returns_parsed_args(f, depth + 1) for f in functions)
             return False
@@ -189,6 +189,27 @@ class ValueResolver:
 
     def _is_method(self, func: cst.FunctionDef) -> bool:
         return isinstance(self.model.parent.get(self.model.parent.get(func)), cst.ClassDef)
+
+    @cached_property
+    def _parsing_functions(self) -> frozenset[str]:
+        """Names of functions that parse the command line, or call one that does (a cheap filter: reading a
+        function's returns costs a walk of its body)."""
+        model = self.model
+        found = {
+            func.name.value
+            for call in [*model.method_calls("parse_args"), *model.method_calls("parse_known_args")]
+            if (func := model.enclosing_function(call)) is not None
+        }
+        for _ in range(_MAX_DEPTH if found else 0):
+            callers = {
+                func.name.value
+                for call in model.calls
+                if isinstance(call.func, cst.Name) and call.func.value in found and (func := model.enclosing_function(call)) is not None
+            }
+            if callers <= found:
+                break
+            found |= callers
+        return frozenset(found)
 
     def returns_parsed_args(self, func: cst.FunctionDef, depth: int = 0) -> bool:
         """Every `return` of `func` gives the parsed command line (`def get_args(): ... return p.parse_args()`)."""
