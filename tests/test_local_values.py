@@ -320,3 +320,12 @@ def test_variable_of_a_batch_then_cuda_moves_the_batch():
     )
     assert codes(source, ("GPU105",)) == ["12:21 GPU105"]
     assert "Variable(imgs).cuda(non_blocking=True)" in fix(source, ("GPU105",))
+
+
+def test_a_change_between_two_possible_bindings_makes_the_dict_unknown():
+    source = ACCEL_KWARGS.replace(
+        "    if use_cuda:\n        cuda_kwargs",
+        '    train_kwargs["pin_memory"] = False\n    if args.reset:\n        train_kwargs = {"batch_size": 64}\n    if use_cuda:\n        cuda_kwargs',
+    ).replace('"num_workers": 1, "pin_memory": True, ', '"num_workers": 1, ')
+    # `pin_memory=False` holds only when the dict was not rebuilt: nothing is claimed about it.
+    assert codes(source, ("GPU102",)) == []

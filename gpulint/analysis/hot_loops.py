@@ -156,8 +156,8 @@ def _reyielded_parameter(model: SemanticModel, func: cst.FunctionDef, depth: int
     found: set[str] = set()
     for node in yields:
         value = node.value
-        if isinstance(node.value, cst.From):
-            source = node.value.item
+        if isinstance(value, cst.From):
+            source = value.item
             if not isinstance(source, cst.Name) or source.value not in params:
                 return None
             found.add(source.value)
@@ -189,6 +189,7 @@ def _target_names(target: cst.BaseExpression) -> set[str]:
     if isinstance(target, cst.StarredElement):
         return _target_names(target.value)
     return set()
+
 
 def in_no_grad(model: SemanticModel, node: cst.CSTNode) -> bool:
     """Under `with torch.no_grad()` / `inference_mode()`, or in a function decorated with one."""

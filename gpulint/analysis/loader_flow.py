@@ -291,8 +291,10 @@ class LoaderFlow:
             if ok and index is not None:
                 yield from self._refs_for_target(target.value, binder, bound_at, via, index)
         elif isinstance(target, cst.Name):
-            if key is not None or self._only_loader_bindings(target.value, binder):
-                yield _Ref(m.scope_of(binder), target.value, False, bound_at, via, key)
+            # A container is followed while its name is bound once; a plain name while it only holds loaders.
+            scope = m.scope_of(binder)
+            if len(m.bindings.get((id(scope), target.value), [])) <= 1 if key is not None else self._only_loader_bindings(target.value, binder):
+                yield _Ref(scope, target.value, False, bound_at, via, key)
         elif isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name):
             owner = next((a for a in m.ancestors(binder) if isinstance(a, cst.ClassDef)), m.module)
             yield _Ref(owner, m.code(target), True, bound_at, via, key)

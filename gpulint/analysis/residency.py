@@ -512,10 +512,13 @@ class Residency:
         if move is not None:
             return CERTAIN if move[0] == CUDA and not self.is_module(call) else NONE
         func = call.func
-        # `x.type(Tensor)`, `Tensor(n, 1)` (only names that say so are looked up: this runs for every call)
-        legacy = self.type_move(call) or (self.legacy_type_device(func) if "Tensor" in (dotted_name(func) or "") else None)
-        if legacy is not None:
-            return CERTAIN if legacy == CUDA and not self.is_module(func) else NONE
+        moved = self.type_move(call)  # `x.type(Tensor)`; `model.type(...)` casts a module in place
+        if moved is not None:
+            return CERTAIN if moved == CUDA and not self.is_module(func.value) else NONE
+        # `Tensor(n, 1)` for a legacy type (only names that say so are looked up: this runs for every call)
+        built = self.legacy_type_device(func) if "Tensor" in (dotted_name(func) or "") else None
+        if built is not None:
+            return CERTAIN if built == CUDA else NONE
         if self.factory(call) is not None:
             for arg in call.args:
                 if arg.keyword is not None and arg.keyword.value == "device":

@@ -329,6 +329,7 @@ class ValueResolver:
         scope = model.scope_of(name)
         loops = model.enclosing_loops(name)
         earliest = min(writes, key=lambda w: flow.order[w])
+        latest = max(writes, key=lambda w: flow.order[w])
         for read in flow.reads.get(name.value, ()):
             if read is name or model.scope_of(read) is not scope or flow.before(read, earliest):
                 continue
@@ -336,7 +337,9 @@ class ValueResolver:
                 continue  # `kwargs = dict(kwargs, ...)`: part of a write
             if not flow.before(read, name) and not any(flow.inside(read, loop) for loop in loops):
                 continue  # after the use, and not carried to it by a loop
-            yield model.enclosing_statement(read), self._change(read, depth + 1)
+            # A change between two writes that may each be the one in effect applies to only one of them.
+            change = self._change(read, depth + 1) if not flow.before(read, latest) else None
+            yield model.enclosing_statement(read), change
 
     def _change(self, read: cst.Name, depth: int):
         """How the use `read` of a mapping changes it: a function `(keywords, surely) -> keywords`, a no-op, or None."""
