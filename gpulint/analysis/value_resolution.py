@@ -247,7 +247,7 @@ class ValueResolver:
 
     def keywords(self, expr: cst.BaseExpression, depth: int = 0) -> Keywords | None:
         """The keywords `**expr` passes: a dict display, `dict(...)`, or a name bound to one in the same function
-        and changed there only by `.update(...)`, `[key] = value`, `.pop(key)` or `.setdefault(...)`.
+        and changed there only by `.update(...)`, `[key] = value` or `.pop(key)`.
         Changes under `if use_cuda:` count as made (GPU runs); changes on other branches make their keys "maybe".
         None when something else may add keywords (a parameter, a call that receives the dict, a computed key)."""
         if depth > _MAX_DEPTH:
@@ -380,8 +380,6 @@ class ValueResolver:
             key = _string_value(call.args[0].value) if call.args and not call.args[0].star else None
             if method == "pop" and key is not None:
                 return lambda keywords, surely: keywords.without(key, surely)
-            if method == "setdefault" and key is not None:
-                return lambda keywords, surely: keywords if key in keywords.values else keywords.then(Keywords({}, frozenset({key})), surely)
             return None
         if isinstance(parent, (cst.Comparison, cst.ComparisonTarget)):
             return unchanged  # `"pin_memory" in kwargs`
