@@ -37,7 +37,7 @@ class DataLoaderWithoutWorkers(Rule):
     def check(self) -> Iterator[Diagnostic]:
         model = self.model
         for loader in model.dataloaders:
-            if loader.has_unpacking or produces_cuda_batches(model, loader):
+            if not loader.known("num_workers", "dataset", "collate_fn") or produces_cuda_batches(model, loader):
                 continue
             arg = loader.argument("num_workers")
             resolved = None

@@ -60,7 +60,7 @@ class SmallBatchSize(Rule):
         model = self.model
         flow = model.loader_flow
         loader = info.loader
-        if loader.has_unpacking or loader.argument("batch_sampler") is not None:
+        if not loader.known("batch_size", "batch_sampler", "collate_fn") or loader.argument("batch_sampler") is not None:
             return False
         # Only a loop that visibly trains counts: `shuffle=True` alone also marks beam-search evaluation.
         if info.role == TRAIN:

@@ -15,7 +15,7 @@ class HostSyncInLoop(Rule):
     code = "GPU303"
     name = "host-sync-in-loop"
     summary = "A host-device synchronization (`.item()`, `.cpu()`, `print(tensor)`, `if tensor:`) every loop iteration"
-    requires = (r"\.(item|cpu|tolist|numpy|to)\(|print|float|int|bool|if |while |assert |f['\"]",)
+    requires = (r"\.(item|cpu|tolist|numpy|to|type|format|add_scalars?)\(|print|float|int|bool|if |while |assert |f['\"]|%|\[",)
 
     def check(self) -> Iterator[Diagnostic]:
         model = self.model
