@@ -17,6 +17,7 @@ from gpulint.analysis import SemanticModel
 from gpulint.checks import Rule, all_rules
 from gpulint.checks.base import REGISTRY, text_matcher
 from gpulint.config import Settings
+from gpulint.fix_invariants import enforce as enforce_fix_invariants
 from gpulint.diagnostics import INTERNAL_ERROR, INVALID_SYNTAX, IO_ERROR, Diagnostic, Location, Severity
 from gpulint.source import SourceError, SourceText, read_source_bytes
 from gpulint.suppression import parse_suppressions
@@ -209,6 +210,7 @@ def _check_parsed(text: str, path: str, settings: Settings, rules: list[type[Rul
                 file_error(path, f"{rule_class.code} failed on this file ({type(error).__name__}: {error}); please report it", INTERNAL_ERROR)
             )
     if diagnostics:
+        diagnostics = enforce_fix_invariants(text, diagnostics)
         suppressions = parse_suppressions(text)
         diagnostics = [
             replace(d, noqa_row=suppressions.noqa_row(d.location.row)) if d.code is not None else d

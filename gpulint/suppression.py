@@ -33,10 +33,10 @@ class Suppressions:
     continued: dict[int, int] = field(default_factory=dict)
 
     def _add(self, row: int, codes: frozenset[str] | None) -> None:
-        if row in self.lines and (self.lines[row] is ALL or codes is ALL):
+        if codes is ALL or (row in self.lines and self.lines[row] is ALL):
             self.lines[row] = ALL
         else:
-            self.lines[row] = (self.lines.get(row) or frozenset()) | (codes or frozenset())
+            self.lines[row] = (self.lines.get(row) or frozenset()) | codes
 
     def noqa_row(self, row: int) -> int:
         """The row whose `# noqa` covers a finding on `row`: itself, or, where no comment can go, the row
