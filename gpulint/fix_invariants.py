@@ -344,10 +344,10 @@ def _violation(binder: _Binder, mine: list[tuple[int, int]], others: list[tuple[
                 called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
                 if called in WAIT_METHODS:
                     return "it would wait on the GPU every loop iteration"
-        names = {n.id for n in ast.walk(statement) if isinstance(n, ast.Name)}
-        loop = loops[-1]
-        assigned = {n.id for n in ast.walk(loop) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-        if not names & assigned:
+        own = set(map(id, ast.walk(statement)))
+        reads = {n.id for n in ast.walk(statement) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        assigned = {n.id for n in ast.walk(loops[-1]) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and id(n) not in own}
+        if not reads & assigned:
             return "it inserts a loop-invariant statement into a loop"
     return None
 

@@ -105,6 +105,8 @@ def fix_source(text: str, path: str, settings: Settings, unsafe: bool | None = N
     outcome = FixOutcome(text)
     rejected: set[tuple] = set()  # (code, message, edits) of fixes whose result did not parse
     diagnostics = check_source(text, path, settings)
+    # `fix` applies exactly the fixes `check` reported: per rule, no more than the first pass offered.
+    budget = Counter(d.code for d in diagnostics if is_applicable(d, unsafe))
     # A file this interpreter cannot compile (newer syntax) is held to libcst's grammar only.
     strict = any(is_applicable(d, unsafe) for d in diagnostics) and _compiles(text)
     for _ in range(MAX_PASSES):
@@ -146,6 +148,9 @@ def fix_source(text: str, path: str, settings: Settings, unsafe: bool | None = N
         outcome.text = candidate
         outcome.fixed.update(d.code for d in accepted)
         diagnostics = check_source(outcome.text, path, settings, module=module)  # no second parse
+        left = Counter(d.code for d in diagnostics if is_applicable(d, unsafe))
+        if any(n > budget[code] - outcome.fixed[code] for code, n in left.items()):
+            break  # the fixes so far made new fixable findings of their rule: `check` never reported those
     outcome.remaining = diagnostics
     return outcome
 
