@@ -273,7 +273,7 @@ def test_gpu303_item_every_step():
     source = train_with("print(loss.item())\n")
     assert only(source, "GPU303") == ["18:15 GPU303"]
     [d] = diagnostics(source, select=("GPU303",))
-    assert d.severity.value == "warning" and d.message.startswith("`loss.item()` waits for the GPU every iteration")
+    assert d.severity.value == "warning" and d.message.startswith("`loss.item()` waits for the GPU every training step (loop at line 12)")
     assert d.fix is None
 
 
