@@ -113,51 +113,47 @@ def test_edits_of_other_fixes_do_not_bind_names_for_this_one():
     assert after[0].fix is not None and after[1].fix is None
 
 
-class _GrowingRule(Rule):
-    """A rule whose fix makes a new finding of itself: each `pass` becomes `pass; pass`."""
-
-    code = "GPU990"
-    name = "test-growing"
-    summary = "test only"
-    fix_applicability = Applicability.SAFE
-    needs_gpu_context = False
-    requires = ("pass",)
-
-    def check(self):
-        import libcst as cst
-
-        from gpulint.edits import insert_statement_before
-
-        for statement in self.model.module.body:
-            if isinstance(statement, cst.SimpleStatementLine) and self.model.code(statement).strip() == "pass":
-                yield self.diagnostic(statement, "pass", fix=self.fix("more", [insert_statement_before(self.model, statement, "x = 1")], Applicability.SAFE))
-                return
-
-
 @pytest.fixture
 def growing_rule():
-    from gpulint.checks.base import REGISTRY
+    """A rule whose fix makes a new finding of itself: it reports the first `pass` of the module and inserts
+    `x = 1` above it, after which the next `pass` is the first one (registered for this test only)."""
+    import libcst as cst
 
-    REGISTRY["GPU990"] = _GrowingRule
-    yield
-    del REGISTRY["GPU990"]
-
-
-def test_fix_applies_exactly_the_fixes_check_reported(growing_rule):
     import gpulint.linter as linter
+    from gpulint.checks.base import REGISTRY
+    from gpulint.edits import insert_statement_before
+
+    class GrowingRule(Rule):
+        code = "GPU990"
+        name = "test-growing"
+        summary = "test only"
+        fix_applicability = Applicability.SAFE
+        needs_gpu_context = False
+        requires = ("pass",)
+
+        def check(self):
+            for statement in self.model.module.body:
+                if isinstance(statement, cst.SimpleStatementLine) and self.model.code(statement).strip() == "pass":
+                    edit = insert_statement_before(self.model, statement, "x = 1")
+                    yield self.diagnostic(statement, "pass", fix=self.fix("more", [edit], Applicability.SAFE))
+                    return
 
     linter._ENABLED.clear()
     try:
-        options = settings(select=("GPU990",))
-        source = "pass\npass\n"
-        assert len(diagnostics(source, select=("GPU990",))) == 1
-        from gpulint.fixer import fix_source
-
-        outcome = fix_source(source, "t.py", options, unsafe=False)
-        assert outcome.fixed["GPU990"] == 1  # one finding reported, one fix applied
-        assert outcome.text == "x = 1\npass\npass\n"
+        yield
     finally:
+        del REGISTRY["GPU990"]
         linter._ENABLED.clear()
+
+
+def test_fix_applies_exactly_the_fixes_check_reported(growing_rule):
+    from gpulint.fixer import fix_source
+
+    source = "pass\npass\n"
+    assert len(diagnostics(source, select=("GPU990",))) == 1
+    outcome = fix_source(source, "t.py", settings(select=("GPU990",)), unsafe=False)
+    assert outcome.fixed["GPU990"] == 1  # one finding reported, one fix applied
+    assert outcome.text == "x = 1\npass\npass\n"
 
 
 def test_fixed_text_of_a_real_rule_keeps_its_names_bound():

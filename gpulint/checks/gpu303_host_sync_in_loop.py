@@ -75,8 +75,13 @@ class HostSyncInLoop(Rule):
         """The synced value decides an `if`/`while`/`assert`: the test itself, or a name assigned from it
         that a test in the same loop reads."""
         model, flow = self.model, self.model.dataflow
-        if isinstance(model.parent.get(node), (cst.If, cst.While, cst.Assert)):
-            return True
+        child = node
+        for ancestor in model.ancestors(node):
+            if isinstance(ancestor, (cst.If, cst.While, cst.Assert, cst.IfExp)) and child is ancestor.test:
+                return True
+            if isinstance(ancestor, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+                break
+            child = ancestor
         target = self._assigned_name(node)
         if target is None:
             return False
