@@ -18,6 +18,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from gpulint.checks import Rule, all_rules
+from gpulint.diagnostics import Severity
 
 DEFAULT_EXCLUDE = (
     ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache", ".nox",
@@ -29,6 +30,7 @@ DEFAULT_TARGET_TORCH = "2.3"
 KNOWN_KEYS = {
     "select", "ignore", "extend-select", "preview", "exclude", "extend-exclude", "respect-gitignore",
     "force-exclude", "per-file-ignores", "target-torch", "rules", "output-format", "cache-dir", "unsafe-fixes",
+    "fail-on",
 }  # fmt: skip
 
 
@@ -50,6 +52,7 @@ class Settings:
     target_torch: tuple[int, int] = (2, 3)
     rule_options: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
     unsafe_fixes: bool = False
+    fail_on: Severity = Severity.INFO  # the lowest severity that makes `check` exit 1
     output_format: str | None = None
     cache_dir: str | None = None
     root: Path = field(default_factory=Path.cwd)  # paths in the config are relative to this
@@ -101,6 +104,14 @@ def check_output_format(name: str, where: str = "") -> None:
     if name not in FORMATS:
         known = ", ".join(sorted(FORMATS))
         raise ConfigError(f"Unknown output format `{name}`{f' ({where})' if where else ''}; known formats: {known}")
+
+
+def parse_severity(value: Any, where: str) -> Severity:
+    try:
+        return Severity(value)
+    except ValueError:
+        known = ", ".join(s.value for s in Severity)
+        raise ConfigError(f"{where} must be one of {known}, got {value!r}") from None
 
 
 def check_selector(selector: str) -> None:
@@ -199,6 +210,8 @@ def settings_from_table(table: dict, root: Path, config_path: Path | None = None
             changes[key.replace("-", "_")] = table[key]
     if "output-format" in table:
         check_output_format(table["output-format"], f"`output-format` in {where}")
+    if "fail-on" in table:
+        changes["fail_on"] = parse_severity(table["fail-on"], f"`fail-on` in {where}")
     if "target-torch" in table:
         changes["target_torch"] = _parse_version(table["target-torch"], "target-torch")
     if "per-file-ignores" in table:

@@ -21,6 +21,7 @@ class TensorCreatedThenMoved(Rule):
     name = "tensor-created-then-moved"
     summary = "A tensor is filled on the CPU and copied to the GPU every step (`torch.zeros(...).cuda()` in a loop)"
     fix_applicability = Applicability.SAFE
+    fix_sometimes_unsafe = True
     requires = (r"\.(cuda|to)\(",)
 
     def check(self) -> Iterator[Diagnostic]:
