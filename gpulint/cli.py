@@ -234,9 +234,12 @@ def _add_noqa_to(result) -> int | None:
     from gpulint.fixer import WriteError, write_atomic
     from gpulint.suppression import add_noqa
 
+    from gpulint.checks import all_rules
+
+    rules = all_rules()
     rows: dict[int, set[str]] = {}
     for d in result.diagnostics:
-        if d.code is not None:
+        if d.code is not None and not rules[d.code].reads_findings:  # a noqa for an unused noqa is no baseline
             rows.setdefault(d.noqa_row or d.location.row, set()).add(d.code)
     if not rows or result.source is None or result.path == "-":
         return 0

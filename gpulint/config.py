@@ -130,6 +130,8 @@ def _enabled_codes(select, extend_select, ignore, preview) -> tuple[str, ...]:
         # A preview rule needs --preview, or a selector that names its preview group (`GPU9`, `GPU901`).
         if rule.preview and not preview and not any(s != "ALL" and len(s) >= 4 for s in selectors):
             continue
+        if rule.explicit_only and not any(s == "ALL" or len(s) >= 4 for s in selectors):
+            continue
         if any(s == "ALL" or code.startswith(s) for s in ignore):
             # The more specific selector wins, as in ruff (`--select GPU101 --ignore GPU1`).
             best_select = max(len(s) if s != "ALL" else 0 for s in selectors)

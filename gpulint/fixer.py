@@ -105,7 +105,7 @@ def fix_source(text: str, path: str, settings: Settings, unsafe: bool | None = N
     outcome = FixOutcome(text)
     rejected: set[tuple] = set()  # (code, message, edits) of fixes whose result did not parse
     diagnostics = check_source(text, path, settings)
-    # `fix` applies exactly the fixes `check` reported: per rule, no more than the first pass offered.
+    # `fix` applies exactly the fixes `check` reported: per rule, no more than its first pass offered.
     budget = Counter(d.code for d in diagnostics if is_applicable(d, unsafe))
     # A file this interpreter cannot compile (newer syntax) is held to libcst's grammar only.
     strict = any(is_applicable(d, unsafe) for d in diagnostics) and _compiles(text)
@@ -149,8 +149,10 @@ def fix_source(text: str, path: str, settings: Settings, unsafe: bool | None = N
         outcome.fixed.update(d.code for d in accepted)
         diagnostics = check_source(outcome.text, path, settings, module=module)  # no second parse
         left = Counter(d.code for d in diagnostics if is_applicable(d, unsafe))
-        if any(n > budget[code] - outcome.fixed[code] for code, n in left.items()):
-            break  # the fixes so far made new fixable findings of their rule: `check` never reported those
+        if any(code in budget and n > budget[code] - outcome.fixed[code] for code, n in left.items()):
+            break  # a rule's fixes made new findings of that rule, which `check` never reported: stop here
+        for code, n in left.items():
+            budget.setdefault(code, n)  # a finding another rule's fix uncovered (pinning makes a copy blockable)
     outcome.remaining = diagnostics
     return outcome
 

@@ -198,7 +198,7 @@ def _check_parsed(text: str, path: str, settings: Settings, rules: list[type[Rul
         return [file_error(path, "too deeply nested to analyse; skipped")]
     diagnostics: list[Diagnostic] = []
     for rule_class in rules:
-        if rule_class.needs_gpu_context and not model.uses_cuda:
+        if rule_class.needs_gpu_context and not model.uses_cuda or rule_class.reads_findings:
             continue
         rule = rule_class(model, settings.options_for(rule_class.code), target_torch=settings.target_torch)
         try:
@@ -209,9 +209,16 @@ def _check_parsed(text: str, path: str, settings: Settings, rules: list[type[Rul
             diagnostics.append(
                 file_error(path, f"{rule_class.code} failed on this file ({type(error).__name__}: {error}); please report it", INTERNAL_ERROR)
             )
-    if diagnostics:
-        diagnostics = enforce_fix_invariants(text, diagnostics)
+    readers = [r for r in rules if r.reads_findings]
+    if diagnostics or readers:
         suppressions = parse_suppressions(text)
+        if readers:
+            ignored = settings.ignored_for(path) if settings.per_file_ignores else frozenset()
+            enabled = frozenset(settings.enabled_codes) - ignored
+            for rule_class in readers:
+                rule = rule_class(model, settings.options_for(rule_class.code), target_torch=settings.target_torch)
+                diagnostics.extend(rule.check_findings(list(diagnostics), suppressions, enabled))
+        diagnostics = enforce_fix_invariants(text, diagnostics)
         diagnostics = [
             replace(d, noqa_row=suppressions.noqa_row(d.location.row)) if d.code is not None else d
             for d in diagnostics

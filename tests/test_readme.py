@@ -16,6 +16,7 @@ def test_rule_table_is_generated_from_the_rule_classes():
     expected = readme_rule_table()
     if os.environ.get("GPULINT_UPDATE_README") and text[start:end] != expected:
         path.write_text(text[:start] + expected + text[end:], encoding="utf-8")
+        end = start + len(expected)
         text = path.read_text(encoding="utf-8")
     assert text[start:end] == expected, "run GPULINT_UPDATE_README=1 python -m pytest tests/test_readme.py"
 

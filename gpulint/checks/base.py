@@ -42,6 +42,10 @@ class Rule:
     fix_always: ClassVar[bool] = False  # every finding comes with a fix ("Fix is always available.")
     fix_sometimes_unsafe: ClassVar[bool] = False  # with a safe best fix, some findings get an unsafe one
     preview: ClassVar[bool] = False
+    # Off unless a selector names it (`GPU001`, `GPU0`) or `ALL`: not turned on by `GPU` nor by `--preview`.
+    explicit_only: ClassVar[bool] = False
+    # Runs after the other rules, on their findings (`check_findings`) instead of `check()`.
+    reads_findings: ClassVar[bool] = False
     needs_gpu_context: ClassVar[bool] = True
     # The prefilter: regexes that must ALL occur in a file's text for the rule to possibly fire; files
     # no enabled rule can fire on are never parsed. Name what the rule matches on, as specific as is
