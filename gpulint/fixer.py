@@ -145,16 +145,29 @@ def fix_source(text: str, path: str, settings: Settings, unsafe: bool | None = N
                 rejected.add((first.code, first.fix.edits))
                 outcome.broken.append(first)
                 continue
+        before, previous = outcome.text, diagnostics
         outcome.text = candidate
         outcome.fixed.update(d.code for d in accepted)
         diagnostics = check_source(outcome.text, path, settings, module=module)  # no second parse
         left = Counter(d.code for d in diagnostics if is_applicable(d, unsafe))
-        if any(code in budget and n > budget[code] - outcome.fixed[code] for code, n in left.items()):
-            break  # a rule's fixes made new findings of that rule, which `check` never reported: stop here
-        for code, n in left.items():
-            budget.setdefault(code, n)  # a finding another rule's fix uncovered (pinning makes a copy blockable)
+        grown = [code for code, n in left.items() if n > budget[code] - outcome.fixed[code]]
+        if any(_grows_itself(code, before, previous, accepted, path, settings, unsafe) for code in grown):
+            break  # a rule's own fixes made new findings of that rule, which `check` never reported: stop
+        for code in grown:
+            budget[code] = left[code] + outcome.fixed[code]  # uncovered by another rule's fix (pinning a loader)
     outcome.remaining = diagnostics
     return outcome
+
+
+def _grows_itself(code: str, text: str, diagnostics: list[Diagnostic], accepted: list[Diagnostic], path: str, settings: Settings, unsafe: bool) -> bool:
+    """Applying only `code`'s fixes of this pass to `text` leaves more fixable `code` findings than it removed."""
+    own = [d for d in accepted if d.code == code]
+    if not own:
+        return False
+    edits = list(dict.fromkeys(e for d in own for e in d.fix.edits))
+    after = check_source(apply_edits(text, edits), path, settings)
+    before = sum(1 for d in diagnostics if d.code == code and is_applicable(d, unsafe))
+    return sum(1 for d in after if d.code == code and is_applicable(d, unsafe)) > before - len(own)
 
 
 class WriteError(Exception):
