@@ -48,11 +48,10 @@ class LegacyTensorConstructor(Rule):
                 continue  # CPU data that never reaches the GPU: not a GPU problem
             _, role = residency.step_loop(reported)
             legacy = model.code(call.func)
-            moved = " and `.cuda()`/`.to()` then copies it to the GPU" if device is not None else ""
+            where = "the current CUDA device" if on_cuda else "the CPU, then copied to the GPU"
             message = (
-                f"`{legacy}(...)` is a legacy constructor: it reads a sequence as data but numbers as a shape, "
-                f"and builds on the {'current CUDA device' if on_cuda else 'CPU'}{moved}; use "
-                f"`torch.tensor(data, dtype=torch.{dtype}, device=...)` or `torch.empty(size, dtype=torch.{dtype}, device=...)`"
+                f"`{legacy}(...)` is a legacy constructor (a sequence is data, numbers are a shape; built on {where}); "
+                f"use `torch.tensor(data, dtype=torch.{dtype}, device=...)` or `torch.empty(size, ...)`"
             )
             fix = self._fix(call, reported, dtype, on_cuda, device)
             yield self.diagnostic(reported, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO, fix=fix)
