@@ -23,7 +23,6 @@ from gpulint.lines import LINE_BREAK, line_starts
 
 # Names every module has without binding them.
 _IMPLICIT = frozenset(dir(builtins)) | {"__file__", "__name__", "__doc__", "__package__", "__spec__", "__loader__", "__builtins__", "__path__", "__annotations__"}
-_LOOPS = (ast.For, ast.AsyncFor, ast.While)
 
 
 @dataclass
@@ -242,9 +241,6 @@ class _Binder(ast.NodeVisitor):
             self.reads.append(_Read(node.id, self.start(node), self.scope))
         elif isinstance(node.ctx, ast.Store):
             self.scope.bind(node.id, self.start(node))
-
-    def visit_Delete(self, node: ast.Delete) -> None:
-        self._statement(node, lambda: None)
 
     def generic_visit(self, node: ast.AST) -> None:
         if isinstance(node, ast.stmt):

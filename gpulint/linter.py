@@ -17,8 +17,8 @@ from gpulint.analysis import SemanticModel
 from gpulint.checks import Rule, all_rules
 from gpulint.checks.base import REGISTRY, text_matcher
 from gpulint.config import Settings
-from gpulint.fix_invariants import enforce as enforce_fix_invariants
 from gpulint.diagnostics import INTERNAL_ERROR, INVALID_SYNTAX, IO_ERROR, Diagnostic, Location, Severity
+from gpulint.fix_invariants import enforce as enforce_fix_invariants
 from gpulint.source import SourceError, SourceText, read_source_bytes
 from gpulint.suppression import parse_suppressions
 
@@ -218,12 +218,12 @@ def _check_parsed(text: str, path: str, settings: Settings, rules: list[type[Rul
             for rule_class in readers:
                 rule = rule_class(model, settings.options_for(rule_class.code), target_torch=settings.target_torch)
                 diagnostics.extend(rule.check_findings(list(diagnostics), suppressions, enabled))
-        diagnostics = enforce_fix_invariants(text, diagnostics)
         diagnostics = [
             replace(d, noqa_row=suppressions.noqa_row(d.location.row)) if d.code is not None else d
             for d in diagnostics
             if not suppressions.suppresses(d)
         ]
+        diagnostics = enforce_fix_invariants(text, diagnostics)
     return sorted(diagnostics, key=Diagnostic.sort_key)
 
 
