@@ -42,16 +42,6 @@ def undefined_names(text: str, filename: str) -> Counter:
     return Counter((type(m).__name__, m.message_args[0]) for m in found.messages if type(m).__name__ in UNDEFINED)
 
 
-def compiles(text: str) -> bool:
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            compile(text, "<fixed>", "exec", dont_inherit=True)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return False
-    return True
-
-
 class _Timeout(Exception):
     pass
 
@@ -75,7 +65,7 @@ def _init(all_rules: bool) -> None:
 
 def check_file(item: tuple[str, float]) -> dict:
     """Fix one file in memory and judge the result."""
-    from gpulint.fixer import fix_source
+    from gpulint.fixer import _compiles as compiles, fix_source
     from gpulint.source import SourceError, read_source
 
     path, timeout = item

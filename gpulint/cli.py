@@ -231,10 +231,9 @@ def _add_noqa(results) -> int:
 
 def _add_noqa_to(result) -> int | None:
     """The number of rows given a noqa comment, or None when the file could not be written."""
+    from gpulint.checks import all_rules
     from gpulint.fixer import WriteError, write_atomic
     from gpulint.suppression import add_noqa
-
-    from gpulint.checks import all_rules
 
     rules = all_rules()
     rows: dict[int, set[str]] = {}
