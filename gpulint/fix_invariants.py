@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import warnings
 from dataclasses import dataclass, field, replace
 
 from gpulint.analysis.streams import WAIT_METHODS
@@ -310,11 +311,19 @@ def _applied(text: str, edits: list[Edit]) -> tuple[str, list[tuple[int, int]]]:
     return apply_edits(text, edits), spans
 
 
+def _parse(text: str) -> ast.Module | None:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # `"\d"` and friends: not ours to report
+            return ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
 def _unbound_names(text: str) -> set[str] | None:
     """Names the file already reads where they are unbound (None when `ast` cannot parse it)."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    tree = _parse(text)
+    if tree is None:
         return None
     binder = _Binder(text)
     binder.visit(tree)
@@ -380,10 +389,9 @@ def enforce(text: str, diagnostics: list[Diagnostic]) -> list[Diagnostic]:
     dropped: set[int] = set()
     for group in _groups(candidates):
         edits = [e for d in group for e in d.fix.edits]
-        try:
-            new_text, spans = _applied(text, edits)
-            tree = ast.parse(new_text)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
+        new_text, spans = _applied(text, edits)
+        tree = _parse(new_text)
+        if tree is None:
             continue  # the fixer itself drops fixes whose result does not parse
         binder = _Binder(new_text)
         binder.visit(tree)
