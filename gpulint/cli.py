@@ -12,7 +12,7 @@ import click
 
 from gpulint import __version__
 from gpulint.config import ConfigError, Settings, check_output_format, load_settings, with_overrides
-from gpulint.diagnostics import Diagnostic
+from gpulint.diagnostics import Diagnostic, Severity, fails
 from gpulint.profile.cli import profile, profile_options
 from gpulint.reporters import FORMATS, MACHINE_FORMATS
 
@@ -51,6 +51,12 @@ def lint_options(command: str):
         ),
         click.option("-o", "--output-file", type=click.Path(dir_okay=False, writable=True), help="Write the report to this file."),
         click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain."),
+        click.option(
+            "--fail-on",
+            type=click.Choice([s.value for s in Severity]),
+            default=None,
+            help="The lowest severity that makes the run fail (exit 1); lower ones are still shown (default: info).",
+        ),
         click.option("--statistics", is_flag=True, help="Count findings per rule instead of listing them."),
         click.option(
             "--show-fixes",
@@ -89,6 +95,7 @@ def _settings(opts: dict) -> Settings:
         preview=opts["preview"],
         force_exclude=opts["force_exclude"],
         unsafe_fixes=opts["unsafe_fixes"],
+        fail_on=Severity(opts["fail_on"]) if opts["fail_on"] else None,
     )
 
 
@@ -130,13 +137,13 @@ def _report(diagnostics: list[Diagnostic], settings: Settings, opts: dict, sourc
     from gpulint.reporters import ReportContext, render, render_statistics, summary
 
     format_name = _output_format(opts, settings)
-    context = ReportContext(unsafe_fixes=settings.unsafe_fixes, root=settings.root, sources=sources or {})
+    context = ReportContext(unsafe_fixes=settings.unsafe_fixes, root=settings.root, sources=sources or {}, fail_on=settings.fail_on)
     if opts["statistics"]:
         text = render_statistics(diagnostics, settings.unsafe_fixes, format_name == "json")
         return text + ("\n" if text else "")
     text = render(format_name, diagnostics, context)
     if format_name not in MACHINE_FORMATS and not opts["quiet"]:
-        text += summary(diagnostics, settings.unsafe_fixes) + "\n"
+        text += summary(diagnostics, settings.unsafe_fixes, settings.fail_on) + "\n"
     return text
 
 
@@ -179,7 +186,13 @@ def check(paths: tuple[str, ...], add_noqa: bool, **opts) -> None:
         _show_fixable(diagnostics, settings)
     sources = {r.path: r.source.text for r in results if r.source is not None and r.diagnostics}
     _emit(_report(diagnostics, settings, opts, sources), opts["output_file"])
-    sys.exit(EXIT_FINDINGS if diagnostics and not opts["exit_zero"] else EXIT_CLEAN)
+    sys.exit(exit_status(diagnostics, settings, opts))
+
+
+def exit_status(diagnostics: list[Diagnostic], settings: Settings, opts: dict) -> int:
+    """1 when a finding at or above `--fail-on` remains (unless `--exit-zero`), else 0."""
+    failing = any(fails(d, settings.fail_on) for d in diagnostics)
+    return EXIT_FINDINGS if failing and not opts["exit_zero"] else EXIT_CLEAN
 
 
 def _show_fixable(diagnostics: list[Diagnostic], settings: Settings) -> None:
@@ -218,12 +231,14 @@ def _add_noqa(results) -> int:
 
 def _add_noqa_to(result) -> int | None:
     """The number of rows given a noqa comment, or None when the file could not be written."""
+    from gpulint.checks import all_rules
     from gpulint.fixer import WriteError, write_atomic
     from gpulint.suppression import add_noqa
 
+    rules = all_rules()
     rows: dict[int, set[str]] = {}
     for d in result.diagnostics:
-        if d.code is not None:
+        if d.code is not None and not rules[d.code].reads_findings:  # a noqa for an unused noqa is no baseline
             rows.setdefault(d.noqa_row or d.location.row, set()).add(d.code)
     if not rows or result.source is None or result.path == "-":
         return 0

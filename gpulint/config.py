@@ -18,6 +18,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from gpulint.checks import Rule, all_rules
+from gpulint.diagnostics import Severity
 
 DEFAULT_EXCLUDE = (
     ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache", ".nox",
@@ -29,6 +30,7 @@ DEFAULT_TARGET_TORCH = "2.3"
 KNOWN_KEYS = {
     "select", "ignore", "extend-select", "preview", "exclude", "extend-exclude", "respect-gitignore",
     "force-exclude", "per-file-ignores", "target-torch", "rules", "output-format", "cache-dir", "unsafe-fixes",
+    "fail-on",
 }  # fmt: skip
 
 
@@ -50,6 +52,7 @@ class Settings:
     target_torch: tuple[int, int] = (2, 3)
     rule_options: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
     unsafe_fixes: bool = False
+    fail_on: Severity = Severity.INFO  # the lowest severity that makes `check` exit 1
     output_format: str | None = None
     cache_dir: str | None = None
     root: Path = field(default_factory=Path.cwd)  # paths in the config are relative to this
@@ -103,6 +106,14 @@ def check_output_format(name: str, where: str = "") -> None:
         raise ConfigError(f"Unknown output format `{name}`{f' ({where})' if where else ''}; known formats: {known}")
 
 
+def parse_severity(value: Any, where: str) -> Severity:
+    try:
+        return Severity(value)
+    except ValueError:
+        known = ", ".join(s.value for s in Severity)
+        raise ConfigError(f"{where} must be one of {known}, got {value!r}") from None
+
+
 def check_selector(selector: str) -> None:
     if selector == "ALL":
         return
@@ -118,6 +129,8 @@ def _enabled_codes(select, extend_select, ignore, preview) -> tuple[str, ...]:
             continue
         # A preview rule needs --preview, or a selector that names its preview group (`GPU9`, `GPU901`).
         if rule.preview and not preview and not any(s != "ALL" and len(s) >= 4 for s in selectors):
+            continue
+        if rule.explicit_only and not any(s == "ALL" or len(s) >= 4 for s in selectors):
             continue
         if any(s == "ALL" or code.startswith(s) for s in ignore):
             # The more specific selector wins, as in ruff (`--select GPU101 --ignore GPU1`).
@@ -199,6 +212,8 @@ def settings_from_table(table: dict, root: Path, config_path: Path | None = None
             changes[key.replace("-", "_")] = table[key]
     if "output-format" in table:
         check_output_format(table["output-format"], f"`output-format` in {where}")
+    if "fail-on" in table:
+        changes["fail_on"] = parse_severity(table["fail-on"], f"`fail-on` in {where}")
     if "target-torch" in table:
         changes["target_torch"] = _parse_version(table["target-torch"], "target-torch")
     if "per-file-ignores" in table:

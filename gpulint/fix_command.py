@@ -16,7 +16,7 @@ import click
 from gpulint.config import Settings
 from gpulint.diagnostics import Applicability, Diagnostic
 from gpulint.fixer import FixOutcome, WriteError, fix_source, write_atomic
-from gpulint.cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, _emit, _output_format, _report
+from gpulint.cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, _emit, _output_format, _report, exit_status
 from gpulint.linter import check_source, display_path, file_error
 from gpulint.lines import lines_with_ends
 from gpulint.reporters import MACHINE_FORMATS, fix_enumeration, plural as _plural
@@ -114,7 +114,7 @@ def run_fix(paths: tuple[str, ...], settings: Settings, opts: dict, apply: bool)
     _emit(report, opts["output_file"])
     if not_written:
         return EXIT_FINDINGS
-    return EXIT_FINDINGS if remaining and not opts["exit_zero"] else EXIT_CLEAN
+    return exit_status(remaining, settings, opts)
 
 
 class _Stop:
@@ -222,7 +222,7 @@ def _fix_stdin(settings: Settings, opts: dict) -> int:
     for d in outcome.remaining:
         click.echo(f"{d.filename}:{d.location.row}:{d.location.column}: {d.code or d.name} {d.message}", err=True)
     click.echo(f"Found {_plural(outcome.fixed_count + len(outcome.remaining), 'error')} ({outcome.fixed_count} fixed, {len(outcome.remaining)} remaining).", err=True)
-    return EXIT_FINDINGS if outcome.remaining and not opts["exit_zero"] else EXIT_CLEAN
+    return exit_status(outcome.remaining, settings, opts)
 
 
 def run_verify_fix(paths: tuple[str, ...], command: list[str], settings: Settings, opts: dict, profile_options) -> int:

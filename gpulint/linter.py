@@ -18,6 +18,7 @@ from gpulint.checks import Rule, all_rules
 from gpulint.checks.base import REGISTRY, text_matcher
 from gpulint.config import Settings
 from gpulint.diagnostics import INTERNAL_ERROR, INVALID_SYNTAX, IO_ERROR, Diagnostic, Location, Severity
+from gpulint.fix_invariants import enforce as enforce_fix_invariants
 from gpulint.source import SourceError, SourceText, read_source_bytes
 from gpulint.suppression import parse_suppressions
 
@@ -197,7 +198,7 @@ def _check_parsed(text: str, path: str, settings: Settings, rules: list[type[Rul
         return [file_error(path, "too deeply nested to analyse; skipped")]
     diagnostics: list[Diagnostic] = []
     for rule_class in rules:
-        if rule_class.needs_gpu_context and not model.uses_cuda:
+        if rule_class.needs_gpu_context and not model.uses_cuda or rule_class.reads_findings:
             continue
         rule = rule_class(model, settings.options_for(rule_class.code), target_torch=settings.target_torch)
         try:
@@ -208,13 +209,21 @@ def _check_parsed(text: str, path: str, settings: Settings, rules: list[type[Rul
             diagnostics.append(
                 file_error(path, f"{rule_class.code} failed on this file ({type(error).__name__}: {error}); please report it", INTERNAL_ERROR)
             )
-    if diagnostics:
+    readers = [r for r in rules if r.reads_findings]
+    if diagnostics or readers:
         suppressions = parse_suppressions(text)
+        if readers:
+            ignored = settings.ignored_for(path) if settings.per_file_ignores else frozenset()
+            enabled = frozenset(settings.enabled_codes) - ignored
+            for rule_class in readers:
+                rule = rule_class(model, settings.options_for(rule_class.code), target_torch=settings.target_torch)
+                diagnostics.extend(rule.check_findings(list(diagnostics), suppressions, enabled))
         diagnostics = [
             replace(d, noqa_row=suppressions.noqa_row(d.location.row)) if d.code is not None else d
             for d in diagnostics
             if not suppressions.suppresses(d)
         ]
+        diagnostics = enforce_fix_invariants(text, diagnostics)
     return sorted(diagnostics, key=Diagnostic.sort_key)
 
 

@@ -82,6 +82,11 @@ _TIMERS = frozenset({
     "time.time", "time.perf_counter", "time.monotonic", "time.process_time", "time.perf_counter_ns", "time.time_ns",
     "time.monotonic_ns", "timeit.default_timer",
 })  # fmt: skip
+_MEMORY_STATISTICS = frozenset({
+    "memory_allocated", "memory_reserved", "max_memory_allocated", "max_memory_reserved", "memory_stats",
+    "memory_summary", "reset_peak_memory_stats", "reset_max_memory_allocated", "mem_get_info", "memory_cached",
+    "max_memory_cached", "memory_snapshot",
+})  # fmt: skip
 _OPTIMIZER = re.compile(r"(self\.)?((\w*_)?optim(izer)?\w*|opt(_\w+|[A-Z]\w*)?)")
 _RATE_NAME = re.compile(
     r"(log|print|display|report|eval|val|save|ckpt|checkpoint|summary|sample)\w*_?(step|every|interval|freq|iter|period)"
@@ -853,17 +858,21 @@ class Residency:
             return self._roles[loop]
         model = self.model
         roles = set()
+        steps_here = False  # a backward pass or an optimizer step in this loop's own body
         for call in model.calls:
             if not self.flow.inside(call, loop):
                 continue
             nested = model.enclosing_loops(call)[:1] != [loop]
             if self._is_training_step(call):
                 roles.add(EPOCH if nested else TRAIN)
+                steps_here = steps_here or not nested and _is_training_step(model, call)
             elif isinstance(call.func, cst.Name):
                 for func in model.functions.get(call.func.value, []):
                     if trains(model, func):
                         has_loop = any(model.is_inside(inner, func) and trains(model, inner) for inner in model.loops)
                         roles.add(EPOCH if nested or has_loop else TRAIN)
+        if EPOCH in roles and not steps_here:
+            roles.discard(TRAIN)  # an epoch loop that also zeroes gradients or hands the optimizer to a helper
         if TRAIN in roles and not in_no_grad(model, loop):
             role: Optional[str] = TRAIN
         elif EPOCH in roles:
@@ -951,6 +960,15 @@ class Residency:
 
         test.visit(_Scan())
         return found
+
+    def measures_memory(self, loop: Loop) -> bool:
+        """The loop reads the CUDA allocator's statistics (`memory_allocated`, `max_memory_reserved`,
+        `reset_peak_memory_stats`, `mem_get_info`, ...): a memory benchmark or profiler."""
+        for call in self.model.calls_inside(loop):
+            name = self.model.call_name(call) or ""
+            if name.startswith("torch.cuda.") and name.rsplit(".", 1)[-1] in _MEMORY_STATISTICS:
+                return True
+        return False
 
     def in_timing_code(self, node: cst.CSTNode) -> bool:
         """`node` sits in a loop body (or function) that reads a clock or CUDA event timings."""

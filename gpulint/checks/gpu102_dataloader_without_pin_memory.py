@@ -18,6 +18,7 @@ class DataLoaderWithoutPinMemory(Rule):
     name = "dataloader-without-pin-memory"
     summary = "`DataLoader` batches are moved to CUDA but `pin_memory` is missing or False"
     fix_applicability = Applicability.SAFE
+    fix_sometimes_unsafe = True
     requires = (r"DataLoader", r"cuda")
 
     def check(self) -> Iterator[Diagnostic]:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from gpulint.diagnostics import Applicability, Diagnostic, is_applicable
+from gpulint.diagnostics import Applicability, Diagnostic, Severity, fails, is_applicable
 from gpulint.lines import split_lines
 
 # format name -> module under gpulint.reporters (imported only when used)
@@ -33,6 +33,7 @@ class ReportContext:
     unsafe_fixes: bool = False
     root: Path = field(default_factory=Path.cwd)  # URIs in SARIF / GitLab are relative to this
     sources: dict[str, str] = field(default_factory=dict)  # display path -> text, for source snippets
+    fail_on: Severity = Severity.INFO  # findings below it are shown with their severity and do not fail
 
     def source_lines(self, path: str) -> list[str] | None:
         text = self.sources.get(path)
@@ -78,11 +79,15 @@ def fix_enumeration(fixes: dict[str, Counter], header: str, nothing: str) -> str
     return "\n".join(lines) + "\n"
 
 
-def summary(diagnostics: list[Diagnostic], unsafe_fixes: bool) -> str:
-    """ruff's closing lines: `Found 3 errors.` + `[*] 2 fixable with ...`, or `All checks passed!`."""
+def summary(diagnostics: list[Diagnostic], unsafe_fixes: bool, fail_on: Severity = Severity.INFO) -> str:
+    """ruff's closing lines: `Found 3 errors.` + `[*] 2 fixable with ...`, or `All checks passed!`; and how
+    many findings are below `--fail-on`."""
     if not diagnostics:
         return "All checks passed!"
     lines = [f"Found {plural(len(diagnostics), 'error')}."]
+    passing = sum(1 for d in diagnostics if not fails(d, fail_on))
+    if passing:
+        lines[0] = f"Found {plural(len(diagnostics), 'error')} ({passing} below --fail-on {fail_on.value}: shown, not failing)."
     fixable = sum(is_applicable(d, unsafe_fixes) for d in diagnostics)
     hidden = sum(1 for d in diagnostics if d.fix and d.fix.applicability == Applicability.UNSAFE and not unsafe_fixes)
     hint = f" ({plural(hidden, 'hidden fix')} can be enabled with the `--unsafe-fixes` option)" if hidden else ""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpulint.diagnostics import Applicability, Diagnostic
+from gpulint.diagnostics import Applicability, Diagnostic, Severity, fails
 from gpulint.diagnostics import is_applicable
 from gpulint.reporters import ReportContext
 
@@ -11,6 +11,8 @@ def _title(d: Diagnostic, context: ReportContext) -> str:
     if d.code is None:
         return f"{d.name}: {d.message}"
     marker = " [*]" if is_applicable(d, context.unsafe_fixes) else ""
+    if not fails(d, context.fail_on):
+        marker += f" ({Severity(d.severity).value})"  # below `--fail-on`: shown, but it does not fail the run
     return f"{d.code}{marker} {d.message}"
 
 
