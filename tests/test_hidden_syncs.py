@@ -55,7 +55,7 @@ def test_gpu303_hidden_kinds(body, position, named):
     source = step(body)
     assert only(source, "GPU303") == [f"{position} GPU303"]
     [d] = diagnostics(source, select=("GPU303",))
-    assert named in d.message and "training loop (line 11)" in d.message and d.severity.value == "warning"
+    assert named in d.message and "every training step (loop at line 11)" in d.message and d.severity.value == "warning"
 
 
 @pytest.mark.parametrize(
@@ -111,7 +111,7 @@ def test_gpu306_kinds(body, position, kind):
     source = step(body)
     assert only(source, "GPU306") == [f"{position} GPU306"]
     [d] = diagnostics(source, select=("GPU306",))
-    assert kind in d.message and "every iteration of the training loop (line 11)" in d.message
+    assert kind in d.message and "every training step (loop at line 11)" in d.message
     assert d.severity.value == "warning" and d.fix is None
 
 
@@ -141,7 +141,7 @@ def test_gpu306_one_finding_per_statement_and_info_in_evaluation():
         "        kept = model(x.to(device))[y > 0][torch.nonzero(y)]\n"
     )
     [d] = diagnostics(source, select=("GPU306",))
-    assert (d.location.row, d.severity.value) == (23, "info") and "evaluation loop (line 21)" in d.message
+    assert (d.location.row, d.severity.value) == (23, "info") and "every evaluation step (loop at line 21)" in d.message
 
 
 def test_gpu306_once_before_the_loop_is_setup():

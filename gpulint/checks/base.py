@@ -11,6 +11,7 @@ import libcst as cst
 
 from gpulint.analysis import SemanticModel
 from gpulint.analysis.devices import GPU_CONTEXT_MARKER
+from gpulint.analysis.residency import TRAIN
 from gpulint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location, Severity
 
 REGISTRY: dict[str, type[Rule]] = {}
@@ -117,6 +118,11 @@ class Rule:
             severity=severity or self.default_severity,
             fix=fix,
         )
+
+    def every_step(self, role: str, loop: cst.CSTNode) -> str:
+        """`every training step (loop at line 12)`: how often per-step code runs, for messages."""
+        when = "every training step" if role == TRAIN else "every evaluation step"
+        return f"{when} (loop at line {self.model.line_of(loop)})"
 
     def fix(self, message: str, edits: list[Edit | None], applicability: Applicability) -> Fix | None:
         """A Fix, or None when any edit could not be built."""

@@ -37,8 +37,7 @@ class HostSyncInLoop(Rule):
             subjects = [self._subject(s) for s in syncs]
             what = subjects[0] if len(subjects) == 1 else ", ".join(subjects[:-1]) + f" and {subjects[-1]}"
             verb = "waits" if len(syncs) == 1 else "wait"
-            when = "every training step" if role == TRAIN else "every evaluation step"
-            message = f"{what} {verb} for the GPU {when} (loop at line {model.line_of(loop)}); {self._advice(syncs, loop)}"
+            message = f"{what} {verb} for the GPU {self.every_step(role, loop)}; {self._advice(syncs, loop)}"
             yield self.diagnostic(syncs[0].node, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO)
 
     def _advice(self, syncs, loop) -> str:

@@ -36,8 +36,7 @@ class EmptyCacheInLoop(Rule):
             if any(residency.measures_memory(outer) for outer in model.enclosing_loops(call)):
                 continue  # emptying the cache is part of measuring memory
             every_step = role in (TRAIN, EVAL) and guard is None
-            how_often = {TRAIN: "every training step", EVAL: "every evaluation step"}.get(role) if every_step else None
-            where = f"{how_often} (loop at line {model.line_of(loop)})" if how_often else f"in the loop at line {model.line_of(loop)}"
+            where = self.every_step(role, loop) if every_step else f"in the loop at line {model.line_of(loop)}"
             message = (
                 f"`{model.code(call)}` {where} syncs the device and frees the cache that the next step "
                 "allocates again; remove it"

@@ -38,5 +38,5 @@ class DynamicShapeSyncInLoop(Rule):
             code = " ".join(model.code(sync.node).split())
             subject = f"`{code}`: {sync.kind}" if len(code) <= 60 else sync.kind[0].upper() + sync.kind[1:]
             advice = next(text for key, text in _ADVICE if key in sync.kind)
-            message = f"{subject}, so the host waits for the GPU every iteration of the {role} loop (line {model.line_of(loop)}); {advice}"
+            message = f"{subject}, so the host waits for the GPU {self.every_step(role, loop)}; {advice}"
             yield self.diagnostic(sync.node, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO)
