@@ -1,6 +1,6 @@
 """The flake8 plugin: `flake8` shows gpulint's findings (entry point `GPU` in `flake8.extension`).
 
-The diagnostics come from `gpulint.linter.check_source`, the same function `gpulint check` uses, so both
+The diagnostics come from `gpulint.api.check`, the same function `gpulint check` uses, so both
 report the same things. The source is the `lines` flake8 has already read (stdin-aware, BOM stripped);
 the plugin never re-reads or re-parses a file itself, and the text prefilter in `check_source` makes files
 with nothing to report cost next to nothing. flake8 shows `column + 1`, so columns are yielded 0-based.
@@ -21,9 +21,8 @@ import argparse
 from dataclasses import replace
 from typing import Any, ClassVar, Iterator
 
-from gpulint import __version__
-from gpulint.config import ConfigError, Settings, check_selector, load_settings
-from gpulint.linter import check_source, display_path
+from gpulint import __version__, api
+from gpulint.config import ConfigError, Settings, check_selector
 
 PREVIEW_PREFIX = "GPU9"
 
@@ -60,12 +59,13 @@ class GpulintChecker:
     @classmethod
     def settings(cls) -> Settings:
         if cls._settings is None:
-            cls._settings = load_settings()
+            cls._settings = replace(api.discover_settings(), force_exclude=False)
         return cls._settings
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         text = "".join(self.lines)
-        for d in check_source(text, display_path(self.filename), self.settings()):
+        source = api.Source(text, api.display_path(self.filename))
+        for d in api.check(source, self.settings()).diagnostics:
             if d.code is None:
                 continue  # the file does not parse: flake8 reports E999 itself
             yield d.location.row, d.location.column - 1, f"{d.code} {d.message}", type(self)
@@ -136,8 +136,8 @@ def settings_from_flake8(options: argparse.Namespace) -> Settings:
     from gpulint.checks import all_rules
     from gpulint.config import _parse_version, _rule_options
 
-    settings = load_settings(getattr(options, "gpulint_config", None))
-    changes: dict[str, Any] = {}
+    settings = api.discover_settings(config=getattr(options, "gpulint_config", None))
+    changes: dict[str, Any] = {"force_exclude": False}  # flake8 chose the file
     # What `gpulint check` runs, plus the rules that flake8's own selection names as specifically as gpulint
     # asks for them (`--select GPU9` or `GPU901` turns a preview rule on, `--select GPU` does not): flake8
     # cannot hide those itself, since an explicit `--select GPU` beats its default ignore of `GPU9`.

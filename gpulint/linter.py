@@ -10,6 +10,7 @@ import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Callable, TypeVar
 
 import libcst as cst
 
@@ -25,6 +26,9 @@ from gpulint.suppression import parse_suppressions
 # GPULINT_NO_PREFILTER=1 parses every file: for benchmarks (the cost without the prefilter) and for
 # checking that the prefilter never hides a finding.
 _NO_PREFILTER = os.environ.get("GPULINT_NO_PREFILTER", "") not in ("", "0")
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 @dataclass
@@ -224,6 +228,8 @@ def _check_parsed(text: str, path: str, settings: Settings, rules: list[type[Rul
             if not suppressions.suppresses(d)
         ]
         diagnostics = enforce_fix_invariants(text, diagnostics)
+        if settings.overrides_fixes:  # unfixable, extend-safe-fixes, extend-unsafe-fixes
+            diagnostics = [settings.with_fix_policy(d) for d in diagnostics]
     return sorted(diagnostics, key=Diagnostic.sort_key)
 
 
@@ -252,21 +258,43 @@ def _check_bytes(shown: str, data: bytes, settings: Settings) -> FileResult:
 _worker_settings: Settings | None = None
 
 
-def _init_worker(settings: Settings) -> None:
+def _init_worker(settings: Settings, parent: int) -> None:
     global _worker_settings
     import signal
 
     # Ctrl-C is the parent's to handle (it stops the pool); workers must not print tracebacks of their own.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with(parent)
     _worker_settings = settings
 
 
-def _work(item: tuple[str, bytes]) -> FileResult:
-    """In a worker process: check one file's bytes with the settings the parent resolved."""
+def _die_with(parent: int) -> None:
+    """Make this worker end when gpulint does. A parent killed (`kill -9`, a second SIGTERM while it exits)
+    never sends the pool's stop sentinels: its orphaned workers would wait forever, holding stdout open."""
+    import signal
+
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:  # the parent was gone before the line above
+        os._exit(1)
+
+
+def _run_task(task: Callable[[T, Settings], R], item: T) -> R:
+    """In a worker process: one item, with the settings the parent resolved."""
     assert _worker_settings is not None
-    result = _check_bytes(item[0], item[1], _worker_settings)
+    return task(item, _worker_settings)
+
+
+def _check_item(item: tuple[str, bytes], settings: Settings) -> FileResult:
+    """Check one file's bytes."""
+    result = _check_bytes(item[0], item[1], settings)
     if not result.diagnostics:
-        result.source = None  # nothing will show it; do not send the text back
+        result.source = None  # nothing will show it; do not keep (or send back) the text
     return result
 
 
@@ -284,6 +312,40 @@ def _cacheable(result: FileResult) -> bool:
     return all(d.name not in (INTERNAL_ERROR, IO_ERROR) for d in result.diagnostics)
 
 
+def map_files(task: Callable[[T, Settings], R], items: list[T], settings: Settings, jobs: int | None = None) -> list[R]:
+    """`task(item, settings)` for each item, results in the items' order: in a process pool when there are
+    many (each worker gets the settings once), serially when there are few. `task` must be a module-level
+    function (workers find it by name)."""
+    from gpulint.progress import Progress
+
+    jobs = jobs or default_jobs()
+    done: list[R] = []
+    with Progress(len(items)) as progress:
+        if jobs > 1 and len(items) >= SERIAL_BELOW:
+            from concurrent.futures import ProcessPoolExecutor
+            from functools import partial
+
+            workers = min(jobs, len(items))
+            chunk = max(1, min(4, len(items) // (workers * 8)))
+            pool = ProcessPoolExecutor(workers, mp_context=_pool_context(), initializer=_init_worker, initargs=(settings, os.getpid()))
+            try:
+                for result in pool.map(partial(_run_task, task), items, chunksize=chunk):
+                    done.append(result)
+                    progress.advance()
+            except BaseException:
+                # Ctrl-C (or a crash): drop the items not started; the few chunks already handed to workers
+                # (at most workers + 1, of <= 4 items each) finish first. Killing workers instead races with
+                # the executor's own bookkeeping (a hang at exit on CPython 3.11).
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
+            pool.shutdown()
+        else:
+            for item in items:
+                done.append(task(item, settings))
+                progress.advance()
+    return done
+
+
 def lint_files(files: list[Path], settings: Settings, jobs: int | None = None, use_cache: bool = True) -> list[FileResult]:
     """Check many files; results in a deterministic order (by path), the same for any `jobs`.
 
@@ -291,7 +353,6 @@ def lint_files(files: list[Path], settings: Settings, jobs: int | None = None, u
     bytes); the rest are checked in a process pool when there are many, serially when there are few.
     """
     from gpulint.cache import Cache, content_hash
-    from gpulint.progress import Progress
     from gpulint.source import decode_source
 
     cache = Cache(settings) if use_cache else None
@@ -313,30 +374,7 @@ def lint_files(files: list[Path], settings: Settings, jobs: int | None = None, u
                 continue
         todo.append((path, shown, data, digest))
 
-    jobs = jobs or default_jobs()
-    checked: list[FileResult] = []
-    with Progress(len(todo)) as progress:
-        if jobs > 1 and len(todo) >= SERIAL_BELOW:
-            from concurrent.futures import ProcessPoolExecutor
-
-            workers = min(jobs, len(todo))
-            chunk = max(1, min(4, len(todo) // (workers * 8)))
-            pool = ProcessPoolExecutor(workers, mp_context=_pool_context(), initializer=_init_worker, initargs=(settings,))
-            try:
-                for result in pool.map(_work, [(shown, data) for _, shown, data, _ in todo], chunksize=chunk):
-                    checked.append(result)
-                    progress.advance()
-            except BaseException:
-                # Ctrl-C (or a crash): drop the files not started; the few chunks already handed to workers
-                # (at most workers + 1, of <= 4 files each) finish first. Killing workers instead races with
-                # the executor's own bookkeeping (a hang at exit on CPython 3.11).
-                pool.shutdown(wait=False, cancel_futures=True)
-                raise
-            pool.shutdown()
-        else:
-            for _, shown, data, _ in todo:
-                checked.append(_check_bytes(shown, data, settings))
-                progress.advance()
+    checked = map_files(_check_item, [(shown, data) for _, shown, data, _ in todo], settings, jobs)
 
     if cache is not None:
         for (path, shown, _, digest), result in zip(todo, checked):

@@ -51,10 +51,8 @@ def _no_interrupts():
 
 def _interrupted_code(interrupt: KeyboardInterrupt) -> int:
     """128 + the signal, as the CLI exits: 130 for Ctrl-C, 143 for SIGTERM (which the CLI raises as Terminated)."""
-    try:
-        from gpulint.cli import Terminated
-    except ImportError:  # pragma: no cover - the CLI always defines it
-        Terminated = ()  # noqa: N806
+    from gpulint.api import Terminated
+
     return 128 + (signal.SIGTERM if isinstance(interrupt, Terminated) else signal.SIGINT)
 
 

@@ -8,7 +8,7 @@ import stat
 import pytest
 from profile_helpers import FIXTURES, PY, fast_options
 
-from gpulint import fix_command
+from gpulint import cli, fixer
 from gpulint.profile import runner
 from gpulint.profile.runner import RunResult
 from tests.conftest import settings
@@ -40,7 +40,7 @@ def test_a_read_only_file_is_skipped_and_the_rest_verified(two_scripts, monkeypa
         return r
 
     monkeypatch.setattr(runner, "run_measured", fake_run)
-    code = fix_command.run_verify_fix((str(a), str(b)), [PY, str(a)], settings(unsafe_fixes=True), {}, fast_options(repeat=1))
+    code = cli.run_verify_fix((str(a), str(b)), [PY, str(a)], settings(unsafe_fixes=True), fast_options(repeat=1))
     err = capsys.readouterr().err
     assert code == 0
     assert f"gpulint: {b}: not written: file is read-only" in err
@@ -51,7 +51,7 @@ def test_a_read_only_file_is_skipped_and_the_rest_verified(two_scripts, monkeypa
 def test_a_stop_half_way_restores_what_was_written(two_scripts, monkeypatch):
     a, b = two_scripts
     original = a.read_bytes()
-    real_write = fix_command.write_atomic
+    real_write = fixer.write_atomic
     calls = []
 
     def write_then_interrupt(path, data, expected=None):
@@ -60,10 +60,10 @@ def test_a_stop_half_way_restores_what_was_written(two_scripts, monkeypatch):
             raise KeyboardInterrupt
         return real_write(path, data, expected)
 
-    monkeypatch.setattr(fix_command, "write_atomic", write_then_interrupt)
+    monkeypatch.setattr(fixer, "write_atomic", write_then_interrupt)
     monkeypatch.setattr(runner, "run_measured", lambda plan, options, **kw: ok(0.1))
     with pytest.raises(KeyboardInterrupt):
-        fix_command.run_verify_fix((str(a), str(b)), [PY, str(a)], settings(unsafe_fixes=True), {}, fast_options(repeat=1))
+        cli.run_verify_fix((str(a), str(b)), [PY, str(a)], settings(unsafe_fixes=True), fast_options(repeat=1))
     assert a.read_bytes() == original and b.read_bytes() == original
     assert not [p for p in os.listdir(a.parent) if p.endswith(".gpulint-tmp")]
     assert stat.S_IMODE(os.stat(a).st_mode) & stat.S_IWUSR
