@@ -22,9 +22,11 @@ from __future__ import annotations
 import bisect
 import difflib
 import json
+import os
 import re
 from dataclasses import dataclass, field, replace
 from json.decoder import scanstring
+from pathlib import Path
 
 from gpulint.diagnostics import Diagnostic, Location
 from gpulint.lines import line_starts, lines_with_ends
@@ -538,7 +540,8 @@ class Notebook:
         return region.cell.number, Location(len(lines), len(lines[-1]) + 1)
 
     def localize(self, path: str, diagnostics: list[Diagnostic]) -> list[Diagnostic]:
-        """The diagnostics with the module rows their messages mention (`line 12`, `path:12`) as cell rows."""
+        """The diagnostics with the module rows their messages and fix messages mention (`line 12`, `path:12`)
+        as cell rows."""
         file_reference = re.compile(re.escape(path) + r":(\d+)\b")
 
         def in_cell(match: re.Match) -> str:
@@ -551,7 +554,11 @@ class Notebook:
                 parts[i] = file_reference.sub(in_cell, _LINE_REFERENCE.sub(in_cell, parts[i]))
             return "`".join(parts)
 
-        return [replace(d, message=text(d.message)) if "line " in d.message or path in d.message else d for d in diagnostics]
+        def localized(d: Diagnostic) -> Diagnostic:
+            fix = d.fix and replace(d.fix, message=text(d.fix.message))
+            return replace(d, message=text(d.message), fix=fix)
+
+        return [localized(d) for d in diagnostics]
 
     def label(self, location: Location) -> str:
         """`cell 3:2:5`, the position as ruff prints it for notebooks."""
@@ -675,8 +682,8 @@ class Notebook:
             lines = lines_with_ends(region.masked)
             for mask in region.masks:
                 lines[mask.row - 1] = self._script_line(region.cell.number, mask) + lines[mask.row - 1][len(mask.placeholder) :]
-            out.append("".join(lines))
-            if out[-1] and not out[-1].endswith(("\n", "\r")):
+            out.append(f"# %% cell {region.cell.number}\n" + "".join(lines))
+            if not out[-1].endswith(("\n", "\r")):
                 out.append("\n")
         return "".join(out)
 
@@ -712,6 +719,34 @@ class Notebook:
 
 
 _CONVERT_YOURSELF = "convert the notebook yourself (`jupyter nbconvert --to script`) and profile the script"
+
+
+def script_of(path: str | os.PathLike) -> str:
+    """The notebook at `path` as a script that runs where Jupyter runs it (its folder first on `sys.path` and
+    as the working directory, `display` from IPython when installed), for the profiler. Raises NotebookError
+    when it cannot be read or run as a script."""
+    from gpulint.source import decode_source, read_source_bytes
+
+    text = decode_source(read_source_bytes(Path(path)))
+    notebook = Notebook.parse(text.text, text.bom)
+    if not notebook.is_python:
+        raise NotebookError(f"the notebook's kernel runs {notebook.language}, not Python")
+    if notebook.syntax_error is not None:
+        message, location = notebook.syntax_error
+        raise NotebookError(f"{notebook.label(location)}: SyntaxError: {message}")
+    folder = os.path.dirname(os.path.abspath(path))
+    prologue = (
+        f"__import__('sys').path.insert(0, {folder!r}); __import__('os').chdir({folder!r})  # as Jupyter runs it\n"
+        "try:\n    from IPython.display import display  # a builtin in a notebook\nexcept ImportError:\n    pass\n"
+    )
+    return prologue + notebook.script()
+
+
+def write_script(path: str | os.PathLike, folder: str | os.PathLike) -> str:
+    """Write `script_of(path)` into `folder` (named after the notebook) and return where."""
+    target = Path(folder) / (Path(path).stem + ".py")
+    target.write_text(script_of(path), encoding="utf-8")
+    return str(target)
 
 
 def _statement_of(arguments: str) -> str:
