@@ -36,7 +36,7 @@ def _flatten(values: tuple) -> tuple[str, ...] | None:
 
 
 def lint_options(command: str):
-    """The options `check` and `fix` share (`fix` checks files in one process and never uses the cache)."""
+    """The options `check` and `fix` share (`fix` never uses the cache)."""
     options = [
         click.option("--select", multiple=True, type=_CodeList(), help="Rule codes or prefixes to enable (e.g. GPU1, ALL)."),
         click.option("--ignore", multiple=True, type=_CodeList(), help="Rule codes or prefixes to disable."),
@@ -71,9 +71,8 @@ def lint_options(command: str):
         click.option("--stdin-filename", type=str, help="Read the source from stdin and report it under this path."),
         click.option("--force-exclude", is_flag=True, default=None, help="Apply excludes to paths named on the command line."),
         click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary."),
+        click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Worker processes (default: CPUs)."),
     ]
-    if command == "check":
-        options.append(click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Worker processes (default: CPUs)."))
 
     def decorate(func):
         for option in reversed(options):
@@ -113,6 +112,15 @@ def _read_stdin(name: str) -> api.Source:
         return api.Source.from_bytes(sys.stdin.buffer.read(), name)
     except api.SourceError as error:
         raise ConfigError(f"stdin: {error}") from None
+
+
+@contextmanager
+def _analysis():
+    """Ctrl-C or SIGTERM while files are read and analysed: nothing has been written yet, and the user is told so."""
+    try:
+        yield
+    except KeyboardInterrupt as interrupt:
+        _interrupted(interrupt, " during analysis; no file was written")
 
 
 @contextmanager
@@ -156,7 +164,8 @@ def check(paths: tuple[str, ...], add_noqa: bool, apply_fixes: bool, **opts) -> 
             raise click.UsageError("--add-noqa cannot be used with --fix")
         sys.exit(_fix(paths, settings, opts, apply=True))
     inputs = [_read_stdin(opts["stdin_filename"] or "-")] if _reads_stdin(paths, opts) else list(paths) or ["."]
-    report = api.check(inputs, settings, jobs=opts["jobs"], cache=not opts["no_cache"])
+    with _analysis():
+        report = api.check(inputs, settings, jobs=opts["jobs"], cache=not opts["no_cache"])
     if add_noqa:
         with _signals_deferred() as cancel:
             done = api.add_noqa(report, cancel)
@@ -184,7 +193,7 @@ def fix(ctx: click.Context, paths: tuple[str, ...], apply: bool, verify: bool, p
             raise click.UsageError("--verify needs --apply")
         if not command:
             raise click.UsageError("--verify needs the command to profile after `--`, e.g. -- python train.py")
-        sys.exit(run_verify_fix(paths, command, settings, profile_options))
+        sys.exit(run_verify_fix(paths, command, settings, profile_options, jobs=opts["jobs"]))
     if command:
         raise click.UsageError("a command after `--` is only used with --verify")
     sys.exit(_fix(paths, settings, opts, apply))
@@ -194,7 +203,8 @@ def _fix(paths: tuple[str, ...], settings: Settings, opts: dict, apply: bool) ->
     """`fix` and `check --fix`: a diff, or the fixes written; stdin in, fixed source out."""
     if _reads_stdin(paths, opts):
         return output.stdin_fixed(sys.stdin.buffer.read(), opts["stdin_filename"] or "-", settings, opts)
-    report = api.fix(list(paths) or ["."], settings, jobs=1)
+    with _analysis():
+        report = api.fix(list(paths) or ["."], settings, jobs=opts["jobs"])
     output.dropped_fixes(report)
     if not apply:
         return output.would_fix(report, opts)
@@ -208,7 +218,7 @@ def _fix(paths: tuple[str, ...], settings: Settings, opts: dict, apply: bool) ->
     return output.fixed(report, opts)
 
 
-def run_verify_fix(paths: tuple[str, ...], command: list[str], settings: Settings, profile_options) -> int:
+def run_verify_fix(paths: tuple[str, ...], command: list[str], settings: Settings, profile_options, jobs: int | None = None) -> int:
     """Profile the original, apply the fixes, profile the result; the profiler restores files that lose."""
     from gpulint.profile.command import CommandError, plan_command
     from gpulint.profile.verify import run_verify
@@ -224,7 +234,7 @@ def run_verify_fix(paths: tuple[str, ...], command: list[str], settings: Setting
         paths = (plan.target,)
 
     def apply_fixes() -> dict[Path, bytes]:
-        report = api.fix(list(paths), settings, jobs=1)
+        report = api.fix(list(paths), settings, jobs=jobs)
         for d in report.errors:
             click.echo(f"gpulint: {d.filename}: {d.message}", err=True)
         output.dropped_fixes(report)
@@ -277,9 +287,9 @@ def _on_sigterm(signum, frame) -> None:
     raise Terminated
 
 
-def _interrupted(cause: BaseException | None) -> None:
+def _interrupted(cause: BaseException | None, detail: str = "") -> None:
     signum = signal.SIGTERM if isinstance(cause, Terminated) else signal.SIGINT
-    click.echo(f"gpulint: interrupted ({signum.name})", err=True)
+    click.echo(f"gpulint: interrupted ({signum.name}){detail}", err=True)
     sys.exit(128 + signum)
 
 

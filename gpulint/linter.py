@@ -275,13 +275,30 @@ def _check_bytes(shown: str, data: bytes, settings: Settings) -> FileResult:
 _worker_settings: Settings | None = None
 
 
-def _init_worker(settings: Settings) -> None:
+def _init_worker(settings: Settings, parent: int) -> None:
     global _worker_settings
     import signal
 
     # Ctrl-C is the parent's to handle (it stops the pool); workers must not print tracebacks of their own.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with(parent)
     _worker_settings = settings
+
+
+def _die_with(parent: int) -> None:
+    """Make this worker end when gpulint does. A parent killed (`kill -9`, a second SIGTERM while it exits)
+    never sends the pool's stop sentinels: its orphaned workers would wait forever, holding stdout open."""
+    import signal
+
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:  # the parent was gone before the line above
+        os._exit(1)
 
 
 def _run_task(task: Callable[[T, Settings], R], item: T) -> R:
@@ -328,7 +345,7 @@ def map_files(task: Callable[[T, Settings], R], items: list[T], settings: Settin
 
             workers = min(jobs, len(items))
             chunk = max(1, min(4, len(items) // (workers * 8)))
-            pool = ProcessPoolExecutor(workers, mp_context=_pool_context(), initializer=_init_worker, initargs=(settings,))
+            pool = ProcessPoolExecutor(workers, mp_context=_pool_context(), initializer=_init_worker, initargs=(settings, os.getpid()))
             try:
                 for result in pool.map(partial(_run_task, task), items, chunksize=chunk):
                     done.append(result)

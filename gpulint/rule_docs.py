@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpulint.checks import Rule, all_rules
+from gpulint.checks import Rule
 from gpulint.diagnostics import Applicability
 
 _FENCE = re.compile(r"```python\n(.*?)```", re.DOTALL)
@@ -85,7 +85,3 @@ def rule_record(rule: type[Rule]) -> dict:
         "preview": rule.preview,
         "options": {o.name: {"default": o.default, "help": o.help} for o in rule.options},
     }
-
-
-def all_records() -> list[dict]:
-    return [rule_record(rule) for rule in all_rules().values()]

@@ -14,24 +14,14 @@ import pytest
 from gpulint import api
 from gpulint.fixer import apply_edits
 from tests.conftest import REPO
+from tests.test_hardening_writes import AFTER, BEFORE, _files
 
-BEFORE = "import torch\n\nx = torch.cuda.memory_cached()\ny = torch.cuda.max_memory_cached()\n"
-AFTER = "import torch\n\nx = torch.cuda.memory_reserved()\ny = torch.cuda.max_memory_reserved()\n"
 LOADER = 'import torch\nfrom torch.utils.data import DataLoader\n\ndevice = torch.device("cuda")\n\n\ndef main():\n    loader = DataLoader(ds, batch_size=64)\n'
 
 
 @pytest.fixture
 def settings(tmp_path):
     return api.discover_settings(tmp_path)
-
-
-def _files(folder: Path, count: int, text: str = BEFORE) -> list[Path]:
-    paths = []
-    for i in range(count):
-        path = folder / f"m{i:03d}.py"
-        path.write_text(text)
-        paths.append(path)
-    return paths
 
 
 # ---- check -------------------------------------------------------------------------------------------
@@ -108,7 +98,7 @@ def test_fix_reports_unreadable_inputs_as_errors(tmp_path, settings, monkeypatch
 def test_write_fixes_writes_each_changed_file_and_says_which_it_could_not(tmp_path, settings):
     paths = _files(tmp_path, 3)
     (tmp_path / "clean").mkdir()
-    _files(tmp_path / "clean", 1, AFTER)
+    _files(tmp_path / "clean", 1, before=AFTER)
     paths[1].chmod(0o444)
     report = api.fix([tmp_path], settings)
     assert [p.read_text() for p in paths] == [BEFORE] * 3  # computing writes nothing
