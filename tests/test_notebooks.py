@@ -611,3 +611,12 @@ def test_library_api_on_a_notebook():
     (result,) = api.fix(api.Source(COLAB.read_text(encoding="utf-8"), "colab.ipynb"), settings()).files
     assert result.diff().startswith("--- colab.ipynb:cell 11\n+++ colab.ipynb:cell 11\n@@ -1 +1 @@\n")
     assert json.loads(result.fixed)["cells"][10]["source"][0].startswith('print(f"{torch.cuda.memory_reserved()')
+
+
+def test_readme_and_docs_show_real_output():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    block = readme.split("$ gpulint check --output-format concise fixtures/notebooks/\n", 1)[1].split("```", 1)[0]
+    assert run_gpulint("check", "--no-cache", "--output-format", "concise", "fixtures/notebooks/").stdout.decode() == block
+    docs = (REPO / "docs" / "notebooks.md").read_text(encoding="utf-8")
+    block = docs.split("$ gpulint fix fixtures/notebooks/colab_classifier.ipynb\n", 1)[1].split("```", 1)[0]
+    assert run_gpulint("fix", "fixtures/notebooks/colab_classifier.ipynb").stdout.decode() == block
