@@ -196,8 +196,7 @@ def _git_root(start: Path) -> Path | None:
 
 def discover(paths: list[str], settings: Settings) -> tuple[list[Path], list[tuple[str, str]]]:
     """Python files and notebooks under `paths` (`include`), each once, in order: the paths as given, each folder
-    walked in name order;
-    and `(path, reason)` for paths that do not exist."""
+    walked in name order; and `(path, reason)` for paths that do not exist."""
     files: list[Path] = []
     missing: list[tuple[str, str]] = []
     seen: set[Path] = set()

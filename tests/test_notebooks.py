@@ -462,6 +462,10 @@ def test_gpu101_in_a_notebook_says_what_workers_need_and_fixes():
         "Python 3.14): under `spawn` (macOS, Windows) move it into a module and import it"
     )
     assert d.fix is not None and d.fix.applicability.value == "unsafe"
+    with_collate = notebook(LOADER_AT_TOP.format(dataset="Squares(), collate_fn=stack").replace("loader =", "def stack(b):\n    return b\n\nloader ="))
+    (d,) = [d for d in check(with_collate).diagnostics if d.code == "GPU101"]
+    assert "workers can use `Squares` and `stack` (defined in the notebook)" in d.message
+    assert d.message.endswith("move them into a module and import them")
     (d,) = [d for d in check(notebook(LOADER_AT_TOP.format(dataset="TensorDataset(torch.ones(8, 4))"))).diagnostics if d.code == "GPU101"]
     assert d.message.endswith("while the GPU waits") and d.fix is not None  # nothing of the notebook's to unpickle
 

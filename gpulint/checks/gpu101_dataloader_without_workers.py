@@ -74,10 +74,10 @@ class DataLoaderWithoutWorkers(Rule):
         elif model.is_notebook:  # no `__main__` guard to add: a kernel never re-runs the notebook in a worker
             defined = defined_for_workers(model, loader)
             if defined:
-                names = " and ".join(f"`{name}`" for name in defined)
+                names, them = " and ".join(f"`{name}`" for name in defined), "it" if len(defined) == 1 else "them"
                 message += (
                     f"; workers can use {names} (defined in the notebook) only when they start by `fork` (Linux before "
-                    "Python 3.14): under `spawn` (macOS, Windows) move it into a module and import it"
+                    f"Python 3.14): under `spawn` (macOS, Windows) move {them} into a module and import {them}"
                 )
             fix = self._fix(loader, resolved, where)
         elif model.is_module_level_code(loader.call) and not model.has_main_guard:
