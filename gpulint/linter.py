@@ -253,6 +253,8 @@ def check_document(path: str, source: SourceText, settings: Settings) -> FileRes
     if isinstance(document, Notebook):
         if not document.is_python:
             return FileResult(path, [], None, skipped=f"the notebook's kernel runs {document.language}, not Python")
+        if not _NO_PREFILTER and not rules_for(document.code, path, settings):
+            return FileResult(path, [])  # what check_source's prefilter says, before the cells are masked
         if document.syntax_error is not None:
             message, location = document.syntax_error
             return FileResult(path, [file_error(path, f"SyntaxError: {message}", INVALID_SYNTAX, location.row, location.column)], document)

@@ -25,6 +25,7 @@ import json
 import os
 import re
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from json.decoder import scanstring
 from pathlib import Path
 
@@ -40,7 +41,7 @@ PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug", "m
 # Line magics that run the statement after them (`%time train()`): a script runs the statement itself.
 STATEMENT_MAGICS = frozenset({"time", "timeit", "prun"})
 # Line magics and cell magics whose effect later cells may depend on: a script without them is not the notebook.
-STATEFUL_MAGICS = frozenset({"cd", "env", "set_env", "run", "load", "store", "writefile", "file", "bookmark", "pushd", "popd"})
+STATEFUL_MAGICS = frozenset({"cd", "pushd", "popd", "env", "set_env", "run", "load", "store", "writefile", "file"})
 # IPython's automagics (a line magic written without `%`); a cell starting with one is not Python (as ruff).
 AUTOMAGICS = frozenset(
     "alias alias_magic autoawait autocall automagic bookmark cd code_wrap colors conda config debug dhist dirs "
@@ -82,14 +83,7 @@ def is_notebook_path(path: str) -> bool:
     return path.lower().endswith(SUFFIX)
 
 
-# ---- reading the JSON, with the span of every cell's source ------------------------------------
-
-
-class _Malformed(Exception):
-    """Not the JSON shape the reader expects at `position` (json.loads then says precisely what is wrong)."""
-
-    def __init__(self, position: int) -> None:
-        self.position = position
+# ---- reading the JSON --------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -106,15 +100,66 @@ class Cell:
     number: int  # 1-based, counting every cell (markdown too): `cell 3` is the notebook's third cell
     kind: str  # "code", "markdown", "raw"
     source: str  # the cell's text (a list of strings joined)
-    span: tuple[int, int]  # the `source` value in the JSON text
-    elements: tuple[_Element, ...]  # its strings (one for a source stored as a string)
     as_list: bool  # stored as a list of strings (else as one string)
     metadata: dict = field(default_factory=dict)
 
 
+def _kind_name(value: object) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(type(value), "a number")
+
+
+def _load(raw: str) -> dict:
+    """The notebook's JSON, checked to be an nbformat 4 notebook as far as gpulint reads it."""
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as error:
+        raise NotebookError(f"not valid JSON: {error.msg}", Location(error.lineno, error.colno)) from None
+    except RecursionError:
+        raise NotebookError("not a Jupyter notebook: nested too deeply") from None
+    if not isinstance(data, dict):
+        raise NotebookError(f"not a Jupyter notebook: the JSON holds {_kind_name(data)}, not an object")
+    version = data.get("nbformat")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise NotebookError("not a Jupyter notebook: no `nbformat` version")
+    if version < NBFORMAT:
+        raise NotebookError(
+            f"nbformat {version} notebooks are not supported; upgrade it to nbformat 4 (open and save it in "
+            "Jupyter, or `jupyter nbconvert --to notebook --inplace NOTEBOOK`)"
+        )
+    if version > NBFORMAT:
+        raise NotebookError(f"nbformat {version} is newer than the nbformat 4 gpulint reads")
+    if not isinstance(data.get("cells"), list):
+        found = f", not {_kind_name(data['cells'])}" if "cells" in data else ""
+        raise NotebookError(f"not a Jupyter notebook: `cells` must be a list{found}")
+    return data
+
+
+def _cells(stored: list) -> list[Cell]:
+    cells = []
+    for number, cell in enumerate(stored, 1):
+        if not isinstance(cell, dict):
+            raise NotebookError(f"cell {number} is {_kind_name(cell)}, not an object")
+        kind, source = cell.get("cell_type"), cell.get("source")
+        if not isinstance(kind, str):
+            raise NotebookError(f"cell {number} has no `cell_type`")
+        if "source" not in cell:
+            raise NotebookError(f"cell {number} has no `source`")
+        as_list = isinstance(source, list)
+        strings = source if as_list else [source]
+        if not all(isinstance(s, str) for s in strings):
+            if kind == "code":  # other cells' text is not read: Jupyter's leniency
+                wrong = next(s for s in strings if not isinstance(s, str))
+                what = f"a list holding {_kind_name(wrong)}" if as_list else _kind_name(wrong)
+                raise NotebookError(f"cell {number}: `source` must be a string or a list of strings, not {what}")
+            strings = []
+        metadata = cell.get("metadata")
+        cells.append(Cell(number, kind, "".join(strings), as_list, metadata if isinstance(metadata, dict) else {}))
+    return cells
+
+
 class _Reader:
-    """Walks the notebook's JSON once: cells member by member (keeping where each `source` is), other values
-    decoded whole by the json module's C scanner."""
+    """Walks JSON text already known to be valid, to find where each cell's `source` is stored; values it does
+    not need are skipped by the json module's C scanner."""
 
     def __init__(self, raw: str) -> None:
         self.raw = raw
@@ -123,138 +168,67 @@ class _Reader:
     def skip(self, pos: int) -> int:
         return _WHITESPACE.match(self.raw, pos).end()
 
-    def expect(self, pos: int, char: str) -> int:
-        if not self.raw.startswith(char, pos):
-            raise _Malformed(pos)
-        return pos + 1
-
-    def value(self, pos: int) -> tuple[object, int]:
-        try:
-            return self.decoder.raw_decode(self.raw, pos)
-        except json.JSONDecodeError as error:
-            raise _Malformed(error.pos) from None
-
     def string(self, pos: int) -> tuple[str, int]:
-        if not self.raw.startswith('"', pos):
-            raise _Malformed(pos)
-        try:
-            return scanstring(self.raw, pos + 1)
-        except json.JSONDecodeError as error:
-            raise _Malformed(error.pos) from None
+        return scanstring(self.raw, pos + 1)
 
     def members(self, pos: int, read) -> int:
         """The object at `pos`: `read(key, start) -> end` reads each member's value; returns the object's end."""
-        pos = self.skip(self.expect(pos, "{"))
-        if self.raw.startswith("}", pos):
-            return pos + 1
-        while True:
+        pos = self.skip(pos + 1)
+        while self.raw[pos] != "}":
             key, pos = self.string(pos)
-            pos = self.skip(self.expect(self.skip(pos), ":"))
-            pos = self.skip(read(key, pos))
-            if not self.raw.startswith(",", pos):
-                return self.expect(pos, "}")
-            pos = self.skip(pos + 1)
+            pos = self.skip(read(key, self.skip(self.skip(pos) + 1)))
+            pos = self.skip(pos + 1) if self.raw[pos] == "," else pos
+        return pos + 1
 
     def items(self, pos: int, read) -> int:
         """The array at `pos`: `read(index, start) -> end` reads each item; returns the array's end."""
-        pos = self.skip(self.expect(pos, "["))
-        if self.raw.startswith("]", pos):
-            return pos + 1
+        pos = self.skip(pos + 1)
         index = 0
-        while True:
+        while self.raw[pos] != "]":
             pos = self.skip(read(index, pos))
             index += 1
-            if not self.raw.startswith(",", pos):
-                return self.expect(pos, "]")
-            pos = self.skip(pos + 1)
+            pos = self.skip(pos + 1) if self.raw[pos] == "," else pos
+        return pos + 1
 
+    def value_end(self, pos: int) -> int:
+        return self.decoder.raw_decode(self.raw, pos)[1]
 
-def _kind_name(value: object) -> str:
-    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(type(value), "a number")
+    def source_positions(self) -> list[tuple[tuple[int, int], tuple[_Element, ...]]]:
+        """Per cell, the span of its `source` value and the strings in it."""
+        found: list = []
 
-
-def _read_cells(raw: str) -> tuple[dict, list[Cell]]:
-    """The top-level members and the cells (raises _Malformed or NotebookError)."""
-    reader = _Reader(raw)
-    top: dict = {}
-    cells: list[Cell] = []
-
-    def read_source(start: int) -> tuple[int, tuple[_Element, ...], bool, str | None]:
-        """The `source` value: its end, its strings, whether it is a list, and what is wrong with it."""
-        if raw.startswith('"', start):
-            text, end = reader.string(start)
-            return end, (_Element(start + 1, end - 1, text),), False, None
-        if not raw.startswith("[", start):
-            value, end = reader.value(start)
-            return end, (), False, _kind_name(value)
-        elements: list[_Element] = []
-        wrong: list[str] = []
-
-        def read_line(index: int, at: int) -> int:
-            if not raw.startswith('"', at):
-                value, end = reader.value(at)
-                wrong.append(f"a list holding {_kind_name(value)}")
+        def source(start: int) -> int:
+            if self.raw[start] == '"':
+                text, end = self.string(start)
+                found[-1] = ((start, end), (_Element(start + 1, end - 1, text),))
                 return end
-            text, end = reader.string(at)
-            elements.append(_Element(at + 1, end - 1, text))
+            if self.raw[start] != "[":  # a markdown cell's odd source: nothing gpulint writes
+                return self.value_end(start)
+            elements: list[_Element] = []
+
+            def line(index: int, at: int) -> int:
+                if self.raw[at] != '"':
+                    return self.value_end(at)
+                text, end = self.string(at)
+                elements.append(_Element(at + 1, end - 1, text))
+                return end
+
+            end = self.items(start, line)
+            found[-1] = ((start, end), tuple(elements))
             return end
 
-        return reader.items(start, read_line), tuple(elements), True, (wrong[0] if wrong else None)
+        def cell(index: int, start: int) -> int:
+            found.append(((start, start), ()))
+            return self.members(start, lambda key, at: source(at) if key == "source" else self.value_end(at))
 
-    def read_cell(index: int, start: int) -> int:
-        number = index + 1
-        found: dict = {}
+        def top(key: str, at: int) -> int:
+            if key == "cells":
+                found.clear()  # a repeated key: json.loads keeps the last one
+                return self.items(at, cell)
+            return self.value_end(at)
 
-        def member(key: str, at: int) -> int:
-            if key == "source":
-                end, elements, as_list, wrong = read_source(at)
-                found["source"] = (at, end, elements, as_list, wrong)
-                return end
-            value, end = reader.value(at)
-            found[key] = value
-            return end
-
-        if not raw.startswith("{", start):
-            raise NotebookError(f"cell {number} is {_kind_name(reader.value(start)[0])}, not an object")
-        end = reader.members(start, member)
-        kind = found.get("cell_type")
-        if not isinstance(kind, str):
-            raise NotebookError(f"cell {number} has no `cell_type`")
-        if "source" not in found:
-            raise NotebookError(f"cell {number} has no `source`")
-        begin, stop, elements, as_list, wrong = found["source"]
-        if wrong is not None and kind == "code":  # other cells' text is not read: Jupyter's leniency
-            raise NotebookError(f"cell {number}: `source` must be a string or a list of strings, not {wrong}")
-        metadata = found.get("metadata")
-        source = "".join(e.text for e in elements)
-        cells.append(Cell(number, kind, source, (begin, stop), elements, as_list, metadata if isinstance(metadata, dict) else {}))
-        return end
-
-    def member(key: str, at: int) -> int:
-        if key == "cells" and raw.startswith("[", at):
-            cells.clear()
-            top["cells"] = cells
-            return reader.items(at, read_cell)
-        value, end = reader.value(at)
-        top[key] = value
-        return end
-
-    start = reader.skip(0)
-    if not raw.startswith("{", start):
-        value, _ = reader.value(start)
-        raise NotebookError(f"not a Jupyter notebook: the JSON holds {_kind_name(value)}, not an object")
-    end = reader.skip(reader.members(start, member))
-    if end != len(raw):
-        raise _Malformed(end)
-    return top, cells
-
-
-def _json_error(raw: str, position: int) -> NotebookError:
-    try:
-        json.loads(raw)
-    except json.JSONDecodeError as error:
-        return NotebookError(f"not valid JSON: {error.msg}", Location(error.lineno, error.colno))
-    return NotebookError(f"not valid JSON at offset {position}")  # pragma: no cover - the reader follows json's grammar
+        self.members(self.skip(0), top)
+        return found
 
 
 def _language(metadata: dict) -> str | None:
@@ -451,32 +425,13 @@ class Notebook:
     def __init__(self, raw: str, bom: bool = False) -> None:
         self.raw = raw
         self.bom = bom
-        try:
-            top, self.cells = _read_cells(raw)
-        except _Malformed as error:
-            raise _json_error(raw, error.position) from None
-        version = top.get("nbformat")
-        if not isinstance(version, int) or isinstance(version, bool):
-            raise NotebookError("not a Jupyter notebook: no `nbformat` version")
-        if version < NBFORMAT:
-            raise NotebookError(
-                f"nbformat {version} notebooks are not supported; upgrade it to nbformat 4 (open and save it in "
-                "Jupyter, or `jupyter nbconvert --to notebook --inplace NOTEBOOK`)"
-            )
-        if version > NBFORMAT:
-            raise NotebookError(f"nbformat {version} is newer than the nbformat 4 gpulint reads")
-        if top.get("cells") is not self.cells:
-            found = f", not {_kind_name(top['cells'])}" if "cells" in top else ""
-            raise NotebookError(f"not a Jupyter notebook: `cells` must be a list{found}")
-        metadata = top.get("metadata")
+        data = _load(raw)
+        self.cells = _cells(data["cells"])
+        metadata = data.get("metadata")
         self.metadata = metadata if isinstance(metadata, dict) else {}
         self.language = _language(self.metadata)
         # A character no cell holds marks the module's own lines (cell ends, placeholders).
         self.marker = next(chr(c) for c in range(0xE000, 0xF900) if chr(c) not in raw)
-        self.regions: list[_Region] = []
-        self.skipped: dict[int, str] = {}  # cell number -> why it is not analysed
-        self.syntax_error: tuple[str, Location] | None = None
-        self._build()
 
     @classmethod
     def parse(cls, text: str, bom: bool = False) -> Notebook:
@@ -487,8 +442,38 @@ class Notebook:
     def is_python(self) -> bool:
         return self.language is None or self.language.lower() in ("python", "python3", "ipython", "ipython3")
 
-    def _build(self) -> None:
+    @property
+    def code(self) -> str:
+        """Every code cell's source, unmasked: what a text prefilter may look at before the module is built
+        (a word absent here is absent from the module)."""
+        return "\n".join(cell.source for cell in self.cells if cell.kind == "code")
+
+    # The module is built on first use: a notebook no rule looks at is never masked.
+
+    @property
+    def text(self) -> str:
+        return self._module[0]
+
+    @property
+    def regions(self) -> list[_Region]:
+        return self._module[1]
+
+    @property
+    def skipped(self) -> dict[int, str]:
+        """Cell number -> why that code cell is not analysed."""
+        return self._module[2]
+
+    @property
+    def syntax_error(self) -> tuple[str, Location] | None:
+        """The first cell that ends inside brackets or a string: (CPython's message, where, in the module)."""
+        return self._module[3]
+
+    @cached_property
+    def _module(self) -> tuple[str, list[_Region], dict[int, str], tuple[str, Location] | None]:
         parts: list[str] = []
+        regions: list[_Region] = []
+        skipped: dict[int, str] = {}
+        syntax_error = None
         row = 1
         next_id = 0
         for cell in self.cells:
@@ -496,23 +481,31 @@ class Notebook:
                 continue
             reason = skip_reason(cell)
             if reason is not None:
-                self.skipped[cell.number] = reason
+                skipped[cell.number] = reason
                 continue
             masked, masks, error = _mask_cell(cell.source, self.marker, next_id)
             next_id += len(masks)
-            rows = len(lines_with_ends(masked))
-            region = _Region(cell, row, rows, masked, masks)
-            if error is not None and self.syntax_error is None:
+            region = _Region(cell, row, len(lines_with_ends(masked)), masked, masks)
+            if error is not None and syntax_error is None:
                 message, error_row, column = error
-                self.syntax_error = (message, Location(row + error_row - 1, column))
-            self.regions.append(region)
+                syntax_error = (message, Location(row + error_row - 1, column))
+            regions.append(region)
             parts.append(masked)
             if masked and not masked.endswith(("\n", "\r")):
                 parts.append("\n")
             parts.append(self._closing_line(cell.number))
             row = region.marker_row + 1
-        self.text = "".join(parts)
-        self._starts = [r.start for r in self.regions]
+        return "".join(parts), regions, skipped, syntax_error
+
+    @cached_property
+    def _starts(self) -> list[int]:
+        return [r.start for r in self.regions]
+
+    @cached_property
+    def _stored(self) -> list[tuple[tuple[int, int], tuple[_Element, ...]]]:
+        """Per cell, where its `source` is in the JSON text and its strings (found when writing or pointing
+        into the file, never for a check)."""
+        return _Reader(self.raw).source_positions()
 
     def _closing_line(self, number: int) -> str:
         return f"#{self.marker}cell {number}\n"
@@ -570,19 +563,22 @@ class Notebook:
         string that holds that character of the cell's source."""
         number, inner = self.cell_location(location)
         cell = self.cells[number - 1]
+        span, elements = self._stored[number - 1]
         starts = line_starts(cell.source)
         offset = min(starts[min(inner.row, len(starts)) - 1] + inner.column - 1, len(cell.source))
-        raw_offset = cell.span[0]
+        raw_offset = span[0]
         consumed = 0
-        for element in cell.elements:
-            if offset < consumed + len(element.text) or element is cell.elements[-1]:
+        for element in elements:
+            if offset < consumed + len(element.text) or element is elements[-1]:
                 raw_offset = element.start + _raw_length(self.raw[element.start : element.end], offset - consumed)
                 break
             consumed += len(element.text)
-        if not hasattr(self, "_raw_starts"):
-            self._raw_starts = line_starts(self.raw)
-        line = bisect.bisect_right(self._raw_starts, raw_offset) - 1
-        return Location(line + 1, raw_offset - self._raw_starts[line] + 1)
+        line = bisect.bisect_right(self._raw_lines, raw_offset) - 1
+        return Location(line + 1, raw_offset - self._raw_lines[line] + 1)
+
+    @cached_property
+    def _raw_lines(self) -> list[int]:
+        return line_starts(self.raw)
 
     # ---- writing back -----------------------------------------------------------------------
 
@@ -622,7 +618,7 @@ class Notebook:
         for number, text in self.cell_sources(module).items():
             cell = self.cells[number - 1]
             if text != cell.source:
-                changes.append((cell.span, self._source_json(cell, text)))
+                changes.append((self._stored[number - 1][0], self._source_json(number, text)))
         out = self.raw
         for (start, end), value in sorted(changes, reverse=True):
             out = out[:start] + value + out[end:]
@@ -633,36 +629,36 @@ class Notebook:
         data = self.rewrite(module).encode("utf-8")
         return b"\xef\xbb\xbf" + data if self.bom else data
 
-    def _source_json(self, cell: Cell, text: str) -> str:
+    def _source_json(self, number: int, text: str) -> str:
         ascii_only = self.raw.isascii() and "\\u" in self.raw
-        if not cell.as_list:
+        if not self.cells[number - 1].as_list:
             return json.dumps(text, ensure_ascii=ascii_only)
-        old = [e.text for e in cell.elements]
+        span, elements = self._stored[number - 1]
+        old = [e.text for e in elements]
         new = lines_with_ends(text)
         written: list[str] = []
         matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
         for tag, i1, i2, j1, j2 in matcher.get_opcodes():
             if tag == "equal":
-                written += [self.raw[e.start - 1 : e.end + 1] for e in cell.elements[i1:i2]]  # the bytes as stored
+                written += [self.raw[e.start - 1 : e.end + 1] for e in elements[i1:i2]]  # the bytes as stored
             else:
                 written += [json.dumps(line, ensure_ascii=ascii_only) for line in new[j1:j2]]
         if not written:
             return "[]"
-        opening, separator, closing = self._list_layout(cell)
+        opening, separator, closing = self._list_layout(number)
         return "[" + opening + separator.join(written) + closing + "]"
 
-    def _list_layout(self, cell: Cell) -> tuple[str, str, str]:
+    def _list_layout(self, number: int) -> tuple[str, str, str]:
         """How this notebook lays out a list of strings: after `[`, between items, before `]`."""
-        lists = [c for c in self.cells if c.as_list and c.elements]
-        for candidate in sorted(lists, key=lambda c: (len(c.elements) < 2, c is not cell)):
-            elements = candidate.elements
-            opening = self.raw[candidate.span[0] + 1 : elements[0].start - 1]
-            closing = self.raw[elements[-1].end + 1 : candidate.span[1] - 1]
+        lists = [(n, stored) for n, stored in enumerate(self._stored, 1) if self.cells[n - 1].as_list and stored[1]]
+        for n, (span, elements) in sorted(lists, key=lambda item: (len(item[1][1]) < 2, item[0] != number)):
+            opening = self.raw[span[0] + 1 : elements[0].start - 1]
+            closing = self.raw[elements[-1].end + 1 : span[1] - 1]
             if len(elements) > 1:
                 return opening, self.raw[elements[0].end + 1 : elements[1].start - 1], closing
             return opening, "," + opening, closing
         # Nothing to copy: nbformat's own layout (indent 1) below the `"source"` key.
-        line_start = self.raw.rfind("\n", 0, cell.span[0]) + 1
+        line_start = self.raw.rfind("\n", 0, self._stored[number - 1][0][0]) + 1
         key_indent = _INDENT.match(self.raw, line_start).group()
         return "\n" + key_indent + " ", ",\n" + key_indent + " ", "\n" + key_indent
 

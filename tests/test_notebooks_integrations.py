@@ -4,13 +4,16 @@ profiler, which runs a notebook as a script of its code cells (as `jupyter nbcon
 from __future__ import annotations
 
 import json
+import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from gpulint.notebook import NotebookError, script_of
-from tests.conftest import FIXTURES, run_gpulint
+from tests.conftest import FIXTURES, REPO, run_gpulint
 from tests.test_integrations_precommit import _git, _hook_section, _try_repo, hook_repo  # noqa: F401 - a fixture
 from tests.test_notebooks import notebook
 
@@ -93,3 +96,24 @@ def test_profile_runs_the_fixed_notebook(tmp_path):
     assert result.stdout.decode().startswith("gpulint profile: python colab.ipynb\n")
     run = json.loads((tmp_path / "out.json").read_text(encoding="utf-8"))["runs"][0]
     assert (run["status"], run["message"], len(run["steps"])) == ("ok", "measured", 3)
+
+
+# ---- the benchmark -------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_notebook_speed_benchmark_runs(tmp_path):
+    folder = tmp_path / "real"
+    folder.mkdir()
+    shutil.copy(COLAB, folder / "colab.ipynb")
+    out = tmp_path / "results.md"
+    result = subprocess.run(
+        [sys.executable, str(REPO / "bench" / "notebook_speed.py"), str(folder), "--repeat", "1", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    rows = {line.split(" | ")[0]: line for line in out.read_text(encoding="utf-8").splitlines() if line.startswith("| ")}
+    assert re.search(r"\| (\d+) / \1 \|$", rows["| generated"])  # the same findings as notebook and as .py
+    assert rows["| real"].startswith("| real | 1 | ") and rows["| real"].endswith("| 3 / 3 |")
