@@ -624,3 +624,17 @@ def test_readme_and_docs_show_real_output():
     docs = (REPO / "docs" / "notebooks.md").read_text(encoding="utf-8")
     block = docs.split("$ gpulint fix fixtures/notebooks/colab_classifier.ipynb\n", 1)[1].split("```", 1)[0]
     assert run_gpulint("fix", "fixtures/notebooks/colab_classifier.ipynb").stdout.decode() == block
+
+
+@pytest.mark.parametrize("ensure_ascii", [True, False], ids=["escaped", "utf-8"])
+def test_file_positions_count_through_json_escapes(ensure_ascii):
+    cells = [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": 1,
+              "source": ["import torch\n", 'label = "caf\u00e9 \\"GPU\\"\\t"; print(torch.cuda.memory_cached())']}]  # fmt: skip
+    raw = json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1, ensure_ascii=ensure_ascii)
+    report = check(raw)
+    (d,) = report.diagnostics
+    nb = report.sources["nb.ipynb"]
+    start, end = nb.file_location(d.location), nb.file_location(d.end_location)
+    line = raw.splitlines()[start.row - 1]
+    assert line[start.column - 1 : end.column - 1] == "torch.cuda.memory_cached"
+    assert nb.cell_location(d.location) == (1, Location(2, 33))
