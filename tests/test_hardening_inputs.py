@@ -269,7 +269,7 @@ def test_sigterm_during_check_exits_cleanly(tmp_path):
     assert proc.returncode in (0, 1, 128 + signal.SIGTERM)  # 0/1 only when it finished first
     assert b"Traceback" not in err
     if proc.returncode == 128 + signal.SIGTERM:
-        assert err.decode().endswith("gpulint: interrupted (SIGTERM)\n")
+        assert err.decode().endswith("gpulint: interrupted (SIGTERM) during analysis; no file was written\n")
 
 
 # ---- the library API never raises on text ------------------------------------------------------------
