@@ -177,7 +177,7 @@ def check(paths: tuple[str, ...], add_noqa: bool, apply_fixes: bool, **opts) -> 
     if add_noqa:
         with _signals_deferred() as cancel:
             done = api.add_noqa(report, cancel)
-        sys.exit(output.noqa_added(done, cancel.reason))
+        sys.exit(output.noqa_added(done, cancel.reason, report.sources))
     sys.exit(output.checked(report, opts))
 
 

@@ -26,11 +26,12 @@ DEFAULT_EXCLUDE = (
     ".gpulint_cache", "__pypackages__", "_build", "buck-out", "dist", "node_modules", "site-packages", "venv",
 )  # fmt: skip
 DEFAULT_TARGET_TORCH = "2.3"
+DEFAULT_INCLUDE = ("*.py", "*.pyi", "*.ipynb")  # what a folder walk checks, as ruff
 
 KNOWN_KEYS = {
     "select", "ignore", "extend-select", "preview", "exclude", "extend-exclude", "respect-gitignore",
     "force-exclude", "per-file-ignores", "target-torch", "rules", "output-format", "cache-dir", "unsafe-fixes",
-    "fail-on", "unfixable", "extend-safe-fixes", "extend-unsafe-fixes",
+    "fail-on", "unfixable", "extend-safe-fixes", "extend-unsafe-fixes", "include", "extend-include",
 }  # fmt: skip
 # Keys that hold rule selectors (codes, prefixes, ALL), checked against the registry.
 SELECTOR_KEYS = ("select", "ignore", "extend-select", "unfixable", "extend-safe-fixes", "extend-unsafe-fixes")
@@ -48,6 +49,8 @@ class Settings:
     preview: bool = False
     exclude: tuple[str, ...] = DEFAULT_EXCLUDE
     extend_exclude: tuple[str, ...] = ()
+    include: tuple[str, ...] = DEFAULT_INCLUDE  # globs of the files a folder walk checks
+    extend_include: tuple[str, ...] = ()
     respect_gitignore: bool = True
     force_exclude: bool = False
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
@@ -235,7 +238,7 @@ def settings_from_table(table: dict, root: Path, config_path: Path | None = None
         raise ConfigError(f"Unknown key `{unknown[0]}` in [tool.gpulint] ({where})")
     s = Settings(root=root, config_path=config_path)
     changes: dict[str, Any] = {}
-    for key in (*SELECTOR_KEYS, "exclude", "extend-exclude"):
+    for key in (*SELECTOR_KEYS, "exclude", "extend-exclude", "include", "extend-include"):
         if key in table:
             changes[key.replace("-", "_")] = _string_list(table[key], key)
     for key in ("preview", "respect-gitignore", "force-exclude", "unsafe-fixes"):

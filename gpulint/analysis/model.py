@@ -510,6 +510,11 @@ class SemanticModel:
         """id(node) -> (its pre-order number, the number of its last descendant), for every walked node."""
         return _pre_order_spans(self.module)
 
+    @property
+    def is_notebook(self) -> bool:
+        """The module is a Jupyter notebook's code cells: run by a kernel, never imported or run as a script."""
+        return self.path.lower().endswith(".ipynb")
+
     @cached_property
     def has_main_guard(self) -> bool:
         for stmt in self.module.body:
