@@ -42,9 +42,8 @@ KAGGLE_FINDINGS = [
     "kaggle.ipynb:cell 4:11:10: GPU102 `DataLoader` has no `pin_memory` but its batches are copied to the GPU"
     " (`x.to(device)` at cell 6, line 5): pageable memory makes every copy block; pinning pays off with"
     " `num_workers > 0` (GPU101)",
-    "kaggle.ipynb:cell 6:10:20: GPU303 `loss.item()` waits for the GPU every iteration of the training loop (cell 6,"
-    " line 4): the CPU stops queueing work until the GPU has drained; accumulate on the GPU instead (`running +="
-    " loss.detach()`, with `running` a GPU tensor) and convert it with `.item()` every N steps or after the loop",
+    "kaggle.ipynb:cell 6:10:20: GPU303 `loss.item()` waits for the GPU every training step (loop at cell 6, line 4);"
+    " accumulate on the GPU (`running += loss.detach()`) and convert once every N steps or after the loop",
 ]
 
 
