@@ -25,12 +25,13 @@ from typing import Iterable, Union
 
 from gpulint.config import ConfigError, Settings, load_settings, with_overrides
 from gpulint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location, Severity, is_applicable, rule_url
-from gpulint.linter import FileResult, check_source, display_path, file_error, lint_files, map_files
+from gpulint.linter import FileResult, check_document, check_source, display_path, file_error, lint_files, map_files
+from gpulint.notebook import Notebook, NotebookError, is_notebook_path
 from gpulint.source import SourceError, SourceText, decode_source, discover, force_excluded, read_source_bytes
 
 __all__ = [
     "Applicability", "Cancellation", "ConfigError", "Diagnostic", "Edit", "FileFix", "FileResult", "Fix",
-    "FixReport", "Location", "NoqaFile", "NoqaReport", "Report", "RuleInfo", "Settings", "Severity", "Source",
+    "FixReport", "Location", "NoqaFile", "NoqaReport", "Notebook", "Report", "RuleInfo", "Settings", "Severity", "Source",
     "SourceError", "Terminated", "add_noqa", "check", "discover_settings", "display_path", "fix", "fix_edits",
     "noqa_edit", "restore_originals", "rule", "rules", "write_fixes",
 ]  # fmt: skip
@@ -63,7 +64,8 @@ class Source:
     """Python source held in memory (an editor buffer, stdin, generated code), reported under `path`.
 
     `path` is also what `per-file-ignores` and `--force-exclude` match; `encoding` and `bom` say how
-    `FileFix.fixed_bytes` encodes a fix (a file read from disk keeps its PEP 263 encoding and BOM).
+    `FileFix.fixed_bytes` encodes a fix (a file read from disk keeps its PEP 263 encoding and BOM). A `path`
+    ending in `.ipynb` makes `text` a Jupyter notebook's JSON.
     """
 
     text: str
@@ -112,9 +114,15 @@ class Report:
         return sorted((d for f in self.files for d in f.diagnostics), key=Diagnostic.sort_key)
 
     @property
-    def sources(self) -> dict[str, str]:
-        """The text of each file with findings, by path (reporters quote source lines from it)."""
-        return {f.path: f.source.text for f in self.files if f.source is not None and f.diagnostics}
+    def sources(self) -> dict[str, str | Notebook]:
+        """The text of each file with findings, by path (reporters quote source lines from it); for a notebook the
+        parsed `Notebook`, whose `text` (its cells as one module) the findings' rows count in."""
+        return {f.path: _shown(f.source) for f in self.files if f.source is not None and f.diagnostics}
+
+    @property
+    def skipped(self) -> list[tuple[str, str]]:
+        """(path, why) for each file read but not checked (a notebook whose kernel is not Python)."""
+        return [(f.path, f.skipped) for f in self.files if f.skipped]
 
     def fixable(self) -> dict[str, Counter]:
         """Per file, the rule codes (with counts) whose fixes `fix` would apply under these settings."""
@@ -141,9 +149,12 @@ def check(inputs: Inputs, settings: Settings | None = None, *, jobs: int | None 
         results += lint_files(files, settings, jobs=jobs, use_cache=cache)
     for source in sources:
         if not _excluded(source, settings):
-            diagnostics = check_source(source.text, source.path, settings)
-            results.append(FileResult(source.path, diagnostics, SourceText(source.text, source.encoding, source.bom)))
+            results.append(check_document(source.path, SourceText(source.text, source.encoding, source.bom), settings))
     return Report(sorted(results, key=lambda r: r.path), settings)
+
+
+def _shown(source: SourceText | Notebook) -> str | Notebook:
+    return source if isinstance(source, Notebook) else source.text
 
 
 @dataclass
@@ -158,6 +169,7 @@ class FileFix:
     file: Path | None = None  # the file it was read from; None for an in-memory Source
     written: bool = False  # `write_fixes` wrote `fixed` to `file`
     write_error: str | None = None  # why `write_fixes` did not write it
+    skipped: str | None = None  # why it was not fixed although it was read (a notebook whose kernel is not Python)
 
     @property
     def path(self) -> str:
@@ -176,6 +188,12 @@ class FileFix:
         """The fixes are what the file now holds: written, or nothing to write."""
         return self.written or not self.changed
 
+    def document(self, fixed: bool | None = None) -> str | Notebook:
+        """The fixed text (or the original; default: what the file now holds) as reporters quote it: the text,
+        or for a notebook the parsed `Notebook`, whose module the rows of `remaining` count in (when fixed)."""
+        text = self.fixed if (self.in_effect if fixed is None else fixed) else self.original
+        return Notebook.parse(text, self.source.bom) if is_notebook_path(self.path) else text
+
     @property
     def edits(self) -> tuple[Edit, ...]:
         """Whole-line edits, in rows of the original, that turn it into `fixed` (for an editor to apply)."""
@@ -192,10 +210,14 @@ class FileFix:
         )
 
     def diff(self) -> str:
-        """A unified diff from the original to the fixed text, as `gpulint fix` prints it ('' when unchanged)."""
+        """A unified diff from the original to the fixed text, as `gpulint fix` prints it ('' when unchanged); for
+        a notebook, one diff per changed cell (`nb.ipynb:cell 3`)."""
         import difflib
 
         from gpulint.lines import lines_with_ends
+
+        if is_notebook_path(self.path):
+            return Notebook.parse(self.original).cell_diff(Notebook.parse(self.fixed), self.path) if self.changed else ""
 
         lines = difflib.unified_diff(lines_with_ends(self.original), lines_with_ends(self.fixed), fromfile=self.path, tofile=self.path)
         return "".join(lines)
@@ -235,8 +257,16 @@ class FixReport:
         effect, else those of its original text (checked again)."""
         found = list(self.errors)
         for f in self.files:
-            found += f.remaining if f.in_effect else check_source(f.original, f.path, self.settings)
+            if f.in_effect:
+                found += f.remaining
+            else:
+                found += check_document(f.path, SourceText(f.original, f.source.encoding, f.source.bom), self.settings).diagnostics
         return sorted(found, key=Diagnostic.sort_key)
+
+    @property
+    def skipped(self) -> list[tuple[str, str]]:
+        """(path, why) for each file read but not fixed (a notebook whose kernel is not Python)."""
+        return [(f.path, f.skipped) for f in self.files if f.skipped]
 
 
 def fix(inputs: Inputs, settings: Settings | None = None, *, unsafe: bool | None = None, jobs: int | None = None) -> FixReport:
@@ -258,20 +288,64 @@ def fix(inputs: Inputs, settings: Settings | None = None, *, unsafe: bool | None
         for path in files:
             shown = display_path(path)
             try:
-                documents.append((Source.from_bytes(read_source_bytes(path), shown), path))
+                documents.append((_readable(Source.from_bytes(read_source_bytes(path), shown)), path))
             except SourceError as error:
-                errors.append(file_error(shown, str(error)))
-    documents += [(source, None) for source in sources if not _excluded(source, settings)]
+                errors.append(_unreadable(shown, error))
+    for source in sources:
+        if not _excluded(source, settings):
+            try:
+                documents.append((_readable(source), None))
+            except SourceError as error:
+                errors.append(_unreadable(source.path, error))
     fixed = map_files(_fix_document, documents, settings, jobs)
     return FixReport(sorted(fixed, key=lambda f: f.path), errors, settings)
+
+
+def _unreadable(path: str, error: SourceError) -> Diagnostic:
+    at = error.location if isinstance(error, NotebookError) else Location(1, 1)  # invalid JSON: where
+    return file_error(path, str(error), row=at.row, column=at.column)
+
+
+def _readable(source: Source) -> Source:
+    """`source`, once a notebook has been found to be one (raises SourceError naming what is wrong with it)."""
+    if is_notebook_path(source.path):
+        Notebook.parse(source.text, source.bom)
+    return source
 
 
 def _fix_document(document: tuple[Source, Path | None], settings: Settings) -> FileFix:
     from gpulint.fixer import fix_source
 
     source, file = document
+    if is_notebook_path(source.path):
+        return _fix_notebook(source, file, settings)
     outcome = fix_source(source.text, source.path, settings)
     return FileFix(source, outcome.text, outcome.fixed, outcome.remaining, outcome.broken, file)
+
+
+def _fix_notebook(source: Source, file: Path | None, settings: Settings) -> FileFix:
+    """Fix a notebook's cells as one module, then write back only the cells that changed."""
+    from gpulint.fixer import fix_source
+
+    notebook = Notebook.parse(source.text, source.bom)
+    if not notebook.is_python or notebook.syntax_error is not None:
+        unchecked = check_document(source.path, SourceText(source.text, source.encoding, source.bom), settings)
+        return FileFix(source, source.text, Counter(), unchecked.diagnostics, [], file, skipped=unchecked.skipped)
+    path = source.path
+    outcome = fix_source(notebook.text, path, settings)
+    broken = notebook.localize(path, outcome.broken)
+    if outcome.text == notebook.text:
+        return FileFix(source, source.text, outcome.fixed, notebook.localize(path, outcome.remaining), broken, file)
+    try:
+        fixed = Notebook.parse(notebook.rewrite(outcome.text), source.bom)
+        if fixed.text != outcome.text:
+            raise NotebookError("the fixed notebook does not read back as fixed")
+    except NotebookError:
+        # A fix reached into an IPython line or across cells (a bug in gpulint): the notebook stays as it was.
+        remaining = notebook.localize(path, check_source(notebook.text, path, settings))
+        dropped = [d for d in remaining if is_applicable(d, settings.unsafe_fixes)]
+        return FileFix(source, source.text, Counter(), remaining, dropped, file)
+    return FileFix(source, fixed.raw, outcome.fixed, fixed.localize(path, outcome.remaining), broken, file)
 
 
 def write_fixes(report: FixReport, cancel: Cancellation | None = None) -> FixReport:
@@ -364,7 +438,10 @@ def add_noqa(report: Report, cancel: Cancellation | None = None) -> NoqaReport:
     """Add `# noqa: CODE` to every line of `report` with a finding (a baseline), writing each file atomically.
     With `cancel` set, the file in flight is finished and the rest are left as they were."""
     from gpulint import fixer
+    from gpulint.checks import all_rules
     from gpulint.suppression import add_noqa as add_comments
+
+    registry = all_rules()
 
     done = NoqaReport([])
     for result in report.files:
@@ -373,7 +450,7 @@ def add_noqa(report: Report, cancel: Cancellation | None = None) -> NoqaReport:
             break
         rows: dict[int, set[str]] = {}
         for d in result.diagnostics:
-            if d.code is not None:
+            if d.code is not None and not registry[d.code].reads_findings:  # a noqa for an unused noqa is no baseline
                 rows.setdefault(d.noqa_row or d.location.row, set()).add(d.code)
         if not rows or result.source is None or result.path == "-":
             continue

@@ -16,6 +16,7 @@ from gpulint import cli_output as output
 from gpulint.api import Terminated  # SIGTERM raised in the main thread: handled as Ctrl-C, exit 128 + 15
 from gpulint.cli_output import EXIT_ERROR
 from gpulint.config import ConfigError, Settings
+from gpulint.diagnostics import Severity
 from gpulint.profile.cli import profile, profile_options
 from gpulint.reporters import FORMATS
 
@@ -52,6 +53,12 @@ def lint_options(command: str):
         ),
         click.option("-o", "--output-file", type=click.Path(dir_okay=False, writable=True), help="Write the report to this file."),
         click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain."),
+        click.option(
+            "--fail-on",
+            type=click.Choice([s.value for s in Severity]),
+            default=None,
+            help="The lowest severity that makes the run fail (exit 1); lower ones are still shown (default: info).",
+        ),
         click.option("--statistics", is_flag=True, help="Count findings per rule instead of listing them."),
         click.option(
             "--show-fixes",
@@ -94,6 +101,7 @@ def _settings(opts: dict) -> Settings:
         unfixable=_flatten(opts["unfixable"]),
         extend_safe_fixes=_flatten(opts["extend_safe_fixes"]),
         extend_unsafe_fixes=_flatten(opts["extend_unsafe_fixes"]),
+        fail_on=Severity(opts["fail_on"]) if opts["fail_on"] else None,
     )
 
 
@@ -169,7 +177,7 @@ def check(paths: tuple[str, ...], add_noqa: bool, apply_fixes: bool, **opts) -> 
     if add_noqa:
         with _signals_deferred() as cancel:
             done = api.add_noqa(report, cancel)
-        sys.exit(output.noqa_added(done, cancel.reason))
+        sys.exit(output.noqa_added(done, cancel.reason, report.sources))
     sys.exit(output.checked(report, opts))
 
 

@@ -13,10 +13,16 @@ import click
 
 from gpulint import api
 from gpulint.config import ConfigError, Settings, check_output_format
-from gpulint.diagnostics import Diagnostic
-from gpulint.reporters import MACHINE_FORMATS, fix_enumeration, plural
+from gpulint.diagnostics import Diagnostic, Location, fails
+from gpulint.reporters import MACHINE_FORMATS, ReportContext, fix_enumeration, plural
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+def exit_status(diagnostics: list[Diagnostic], settings: Settings, opts: dict) -> int:
+    """1 when a finding at or above `--fail-on` remains (unless `--exit-zero`), else 0."""
+    failing = any(fails(d, settings.fail_on) for d in diagnostics)
+    return EXIT_FINDINGS if failing and not opts["exit_zero"] else EXIT_CLEAN
 
 
 def output_format(opts: dict, settings: Settings) -> str:
@@ -39,37 +45,49 @@ def _err(line: str) -> None:
     click.echo(line, err=True)
 
 
-def render(diagnostics: list[Diagnostic], settings: Settings, opts: dict, sources: dict[str, str] | None = None) -> str:
+def render(diagnostics: list[Diagnostic], settings: Settings, opts: dict, sources: dict | None = None) -> str:
     """The report in the chosen format, with ruff's closing summary for text formats unless `-q`."""
-    from gpulint.reporters import ReportContext, render_statistics, summary
+    from gpulint.reporters import render_statistics, summary
     from gpulint.reporters import render as render_format
 
     format_name = output_format(opts, settings)
-    context = ReportContext(unsafe_fixes=settings.unsafe_fixes, root=settings.root, sources=sources or {})
+    context = ReportContext(unsafe_fixes=settings.unsafe_fixes, root=settings.root, sources=sources or {}, fail_on=settings.fail_on)
     if opts["statistics"]:
         text = render_statistics(diagnostics, settings.unsafe_fixes, format_name == "json")
         return text + ("\n" if text else "")
     text = render_format(format_name, diagnostics, context)
     if format_name not in MACHINE_FORMATS and not opts["quiet"]:
-        text += summary(diagnostics, settings.unsafe_fixes) + "\n"
+        text += summary(diagnostics, settings.unsafe_fixes, settings.fail_on) + "\n"
     return text
+
+
+def skipped(files: list[tuple[str, str]]) -> None:
+    for path, reason in files:
+        _err(f"gpulint: warning: {path}: skipped: {reason}")
+
+
+def _where(path: str, location: Location, sources: dict) -> str:
+    """`path:row:column`, or `path:cell 3:2:5` in a notebook."""
+    return f"{path}:{ReportContext(sources=sources).where(path, location)}"
 
 
 def checked(report: api.Report, opts: dict) -> int:
     """`gpulint check`: the findings (and with `--show-fixes`, on stderr, what `fix --apply` would fix)."""
+    skipped(report.skipped)
     if opts["show_fixes"]:
         text = fix_enumeration(report.fixable(), "Would fix {} with `gpulint fix --apply`:", "No errors would be fixed.")
         click.echo(text, nl=False, err=True)  # stderr: the report stays pure
     diagnostics = report.diagnostics
     emit(render(diagnostics, report.settings, opts, report.sources), opts["output_file"])
-    return EXIT_FINDINGS if diagnostics and not opts["exit_zero"] else EXIT_CLEAN
+    return exit_status(diagnostics, report.settings, opts)
 
 
-def noqa_added(report: api.NoqaReport, signum: int | None) -> int:
+def noqa_added(report: api.NoqaReport, signum: int | None, sources: dict) -> int:
     """`check --add-noqa`: lines that could not take a comment, files not written, and the count."""
     for entry in report.files:
         for row, codes in entry.skipped.items():
-            _err(f"gpulint: {entry.path}:{row}: no noqa added for {', '.join(codes)}: the line continues with a backslash")
+            where = _where(entry.path, Location(row, 1), sources).removesuffix(":1")
+            _err(f"gpulint: {where}: no noqa added for {', '.join(codes)}: the line continues with a backslash")
         if entry.write_error is not None:
             _err(f"gpulint: {entry.path}: not written: {entry.write_error}")
     if report.cancelled and signum is not None:
@@ -83,8 +101,8 @@ def dropped_fixes(report: api.FixReport) -> None:
     for f in report.files:
         for d in f.dropped:
             _err(
-                f"gpulint: {f.path}:{d.location.row}:{d.location.column}: the {d.code} fix was dropped because its result "
-                "did not parse; this is a bug in gpulint, please report it"
+                f"gpulint: {_where(f.path, d.location, {f.path: f.document(fixed=False)})}: the {d.code} fix was dropped because its "
+                "result did not parse; this is a bug in gpulint, please report it"
             )
 
 
@@ -98,6 +116,7 @@ def _fix_counts(files: list[api.FileFix]) -> dict[str, Counter]:
 
 def would_fix(report: api.FixReport, opts: dict) -> int:
     """`gpulint fix` without `--apply`: the diff on stdout, what it would fix on stderr."""
+    skipped(report.skipped)
     emit("".join(f.diff() for f in report.changed), opts["output_file"])
     if opts["show_fixes"]:
         click.echo(fix_enumeration(_fix_counts(report.files), "Would fix {}:", "No errors would be fixed."), nl=False, err=True)
@@ -112,6 +131,7 @@ def would_fix(report: api.FixReport, opts: dict) -> int:
 
 def fixed(report: api.FixReport, opts: dict) -> int:
     """`gpulint fix --apply` after the writes: files not written, what was fixed, and the findings that remain."""
+    skipped(report.skipped)
     not_written = [f for f in report.files if f.write_error is not None]
     for f in not_written:
         _err(f"gpulint: {f.path}: not written: {f.write_error}")
@@ -119,7 +139,7 @@ def fixed(report: api.FixReport, opts: dict) -> int:
     if opts["show_fixes"]:
         click.echo(fix_enumeration(_fix_counts(in_effect), "Fixed {}:", "No errors fixed."), nl=False, err=True)  # stdout is the report
     remaining = report.findings()
-    sources = {f.path: f.fixed if f.in_effect else f.original for f in report.files}
+    sources = {f.path: f.document() for f in report.files}
     text = render(remaining, report.settings, {**opts, "quiet": True}, sources)
     total_fixed = sum(sum(f.fixes.values()) for f in in_effect)
     if not opts["quiet"] and not opts["statistics"] and output_format(opts, report.settings) not in MACHINE_FORMATS:
@@ -129,7 +149,7 @@ def fixed(report: api.FixReport, opts: dict) -> int:
     emit(text, opts["output_file"])
     if not_written:
         return EXIT_FINDINGS
-    return EXIT_FINDINGS if remaining and not opts["exit_zero"] else EXIT_CLEAN
+    return exit_status(remaining, report.settings, opts)
 
 
 def interrupted_writes(report: api.FixReport, signum: int) -> int:
@@ -169,11 +189,13 @@ def stdin_fixed(data: bytes, name: str, settings: Settings, opts: dict) -> int:
         _err(f"gpulint: stdin: the fixed text cannot be encoded as {source.encoding}; written unchanged")
         return EXIT_ERROR
     _write_stdout(fixed_data)
+    skipped(report.skipped)
+    sources = {result.path: result.document(fixed=True)}  # what stdout now holds
     for d in result.remaining:
-        _err(f"{d.filename}:{d.location.row}:{d.location.column}: {d.code or d.name} {d.message}")
+        _err(f"{_where(d.filename, d.location, sources)}: {d.code or d.name} {d.message}")
     count = sum(result.fixes.values())
     _err(f"Found {plural(count + len(result.remaining), 'error')} ({count} fixed, {len(result.remaining)} remaining).")
-    return EXIT_FINDINGS if result.remaining and not opts["exit_zero"] else EXIT_CLEAN
+    return exit_status(result.remaining, settings, opts)
 
 
 def verify_applied(report: api.FixReport) -> None:

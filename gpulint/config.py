@@ -18,7 +18,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from gpulint.checks import Rule, all_rules
-from gpulint.diagnostics import Applicability, Diagnostic
+from gpulint.diagnostics import Applicability, Diagnostic, Severity
 
 DEFAULT_EXCLUDE = (
     ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache", ".nox",
@@ -26,11 +26,12 @@ DEFAULT_EXCLUDE = (
     ".gpulint_cache", "__pypackages__", "_build", "buck-out", "dist", "node_modules", "site-packages", "venv",
 )  # fmt: skip
 DEFAULT_TARGET_TORCH = "2.3"
+DEFAULT_INCLUDE = ("*.py", "*.pyi", "*.ipynb")  # what a folder walk checks, as ruff
 
 KNOWN_KEYS = {
     "select", "ignore", "extend-select", "preview", "exclude", "extend-exclude", "respect-gitignore",
     "force-exclude", "per-file-ignores", "target-torch", "rules", "output-format", "cache-dir", "unsafe-fixes",
-    "unfixable", "extend-safe-fixes", "extend-unsafe-fixes",
+    "fail-on", "unfixable", "extend-safe-fixes", "extend-unsafe-fixes", "include", "extend-include",
 }  # fmt: skip
 # Keys that hold rule selectors (codes, prefixes, ALL), checked against the registry.
 SELECTOR_KEYS = ("select", "ignore", "extend-select", "unfixable", "extend-safe-fixes", "extend-unsafe-fixes")
@@ -48,12 +49,15 @@ class Settings:
     preview: bool = False
     exclude: tuple[str, ...] = DEFAULT_EXCLUDE
     extend_exclude: tuple[str, ...] = ()
+    include: tuple[str, ...] = DEFAULT_INCLUDE  # globs of the files a folder walk checks
+    extend_include: tuple[str, ...] = ()
     respect_gitignore: bool = True
     force_exclude: bool = False
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     target_torch: tuple[int, int] = (2, 3)
     rule_options: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
     unsafe_fixes: bool = False
+    fail_on: Severity = Severity.INFO  # the lowest severity that makes `check` exit 1
     unfixable: tuple[str, ...] = ()  # rules whose findings are reported without a fix
     extend_safe_fixes: tuple[str, ...] = ()  # rules whose unsafe fixes count as safe
     extend_unsafe_fixes: tuple[str, ...] = ()  # rules whose safe fixes count as unsafe
@@ -143,6 +147,14 @@ def check_output_format(name: str, where: str = "") -> None:
         raise ConfigError(f"Unknown output format `{name}`{f' ({where})' if where else ''}; known formats: {known}")
 
 
+def parse_severity(value: Any, where: str) -> Severity:
+    try:
+        return Severity(value)
+    except ValueError:
+        known = ", ".join(s.value for s in Severity)
+        raise ConfigError(f"{where} must be one of {known}, got {value!r}") from None
+
+
 def check_selector(selector: str, where: str = "") -> None:
     if selector == "ALL":
         return
@@ -158,6 +170,8 @@ def _enabled_codes(select, extend_select, ignore, preview) -> tuple[str, ...]:
             continue
         # A preview rule needs --preview, or a selector that names its preview group (`GPU9`, `GPU901`).
         if rule.preview and not preview and not any(s != "ALL" and len(s) >= 4 for s in selectors):
+            continue
+        if rule.explicit_only and not any(s == "ALL" or len(s) >= 4 for s in selectors):
             continue
         if any(s == "ALL" or code.startswith(s) for s in ignore):
             # The more specific selector wins, as in ruff (`--select GPU101 --ignore GPU1`).
@@ -224,7 +238,7 @@ def settings_from_table(table: dict, root: Path, config_path: Path | None = None
         raise ConfigError(f"Unknown key `{unknown[0]}` in [tool.gpulint] ({where})")
     s = Settings(root=root, config_path=config_path)
     changes: dict[str, Any] = {}
-    for key in (*SELECTOR_KEYS, "exclude", "extend-exclude"):
+    for key in (*SELECTOR_KEYS, "exclude", "extend-exclude", "include", "extend-include"):
         if key in table:
             changes[key.replace("-", "_")] = _string_list(table[key], key)
     for key in ("preview", "respect-gitignore", "force-exclude", "unsafe-fixes"):
@@ -239,6 +253,8 @@ def settings_from_table(table: dict, root: Path, config_path: Path | None = None
             changes[key.replace("-", "_")] = table[key]
     if "output-format" in table:
         check_output_format(table["output-format"], f"`output-format` in {where}")
+    if "fail-on" in table:
+        changes["fail_on"] = parse_severity(table["fail-on"], f"`fail-on` in {where}")
     if "target-torch" in table:
         changes["target_torch"] = _parse_version(table["target-torch"], "target-torch")
     if "per-file-ignores" in table:

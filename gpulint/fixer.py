@@ -105,6 +105,8 @@ def fix_source(text: str, path: str, settings: Settings, unsafe: bool | None = N
     outcome = FixOutcome(text)
     rejected: set[tuple] = set()  # (code, message, edits) of fixes whose result did not parse
     diagnostics = check_source(text, path, settings)
+    # `fix` applies exactly the fixes `check` reported: per rule, no more than its first pass offered.
+    budget = Counter(d.code for d in diagnostics if is_applicable(d, unsafe))
     # A file this interpreter cannot compile (newer syntax) is held to libcst's grammar only.
     strict = any(is_applicable(d, unsafe) for d in diagnostics) and _compiles(text)
     for _ in range(MAX_PASSES):
@@ -143,9 +145,16 @@ def fix_source(text: str, path: str, settings: Settings, unsafe: bool | None = N
                 rejected.add((first.code, first.fix.edits))
                 outcome.broken.append(first)
                 continue
+        before, previous = outcome.text, diagnostics
         outcome.text = candidate
         outcome.fixed.update(d.code for d in accepted)
         diagnostics = check_source(outcome.text, path, settings, module=module)  # no second parse
+        left = Counter(d.code for d in diagnostics if is_applicable(d, unsafe))
+        grown = [code for code, n in left.items() if n > budget[code] - outcome.fixed[code]]
+        if any(_grows_itself(code, before, previous, accepted, path, settings, unsafe) for code in grown):
+            break  # a rule's own fixes made new findings of that rule, which `check` never reported: stop
+        for code in grown:
+            budget[code] = left[code] + outcome.fixed[code]  # uncovered by another rule's fix (pinning a loader)
     outcome.remaining = diagnostics
     return outcome
 
@@ -157,6 +166,17 @@ def applies_cleanly(text: str, edits: tuple[Edit, ...]) -> bool:
         return False
     candidate = apply_edits(text, list(edits))
     return _compiles(candidate) if _compiles(text) else _parses(candidate, strict=False)
+
+
+def _grows_itself(code: str, text: str, diagnostics: list[Diagnostic], accepted: list[Diagnostic], path: str, settings: Settings, unsafe: bool) -> bool:
+    """Applying only `code`'s fixes of this pass to `text` leaves more fixable `code` findings than it removed."""
+    own = [d for d in accepted if d.code == code]
+    if not own:
+        return False
+    edits = list(dict.fromkeys(e for d in own for e in d.fix.edits))
+    after = check_source(apply_edits(text, edits), path, settings)
+    before = sum(1 for d in diagnostics if d.code == code and is_applicable(d, unsafe))
+    return sum(1 for d in after if d.code == code and is_applicable(d, unsafe)) > before - len(own)
 
 
 class WriteError(Exception):

@@ -7,8 +7,10 @@ with nothing to report cost next to nothing. flake8 shows `column + 1`, so colum
 
 Settings: `[tool.gpulint]` from the nearest pyproject.toml (as `gpulint check` reads it), then the
 `gpulint-*` and per-rule options below from the command line or `[flake8]` in `.flake8` / `setup.cfg` /
-`tox.ini`. flake8's own selection (`--select`, `--extend-select`, `--ignore`, `noqa`) decides what is shown;
-preview rules (GPU9xx) are hidden by default, like flake8's other off-by-default codes.
+`tox.ini`. flake8's own selection (`--select`, `--extend-select`, `--ignore`, `noqa`) decides what is shown,
+among the rules `gpulint check` would run: `flake8 --select GPU` reports exactly what `gpulint check` reports;
+preview rules (GPU9xx) run only when a flake8 selector names them (`GPU9`, `GPU901`) or gpulint's own
+configuration enables them.
 
 This module does not import flake8: flake8 imports it.
 """
@@ -57,7 +59,7 @@ class GpulintChecker:
     @classmethod
     def settings(cls) -> Settings:
         if cls._settings is None:
-            cls._settings = replace(api.discover_settings(), preview=True, force_exclude=False)
+            cls._settings = replace(api.discover_settings(), force_exclude=False)
         return cls._settings
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
@@ -135,14 +137,19 @@ def settings_from_flake8(options: argparse.Namespace) -> Settings:
     from gpulint.config import _parse_version, _rule_options
 
     settings = api.discover_settings(config=getattr(options, "gpulint_config", None))
-    changes: dict[str, Any] = {"preview": True}  # flake8's extend-default-ignore hides GPU9 instead
-    changes["force_exclude"] = False  # flake8 chose the file
+    changes: dict[str, Any] = {"force_exclude": False}  # flake8 chose the file
+    # What `gpulint check` runs, plus the rules that flake8's own selection names as specifically as gpulint
+    # asks for them (`--select GPU9` or `GPU901` turns a preview rule on, `--select GPU` does not): flake8
+    # cannot hide those itself, since an explicit `--select GPU` beats its default ignore of `GPU9`.
+    named = [c for c in (*(getattr(options, "select", None) or ()), *(getattr(options, "extend_select", None) or ())) if c.upper().startswith("GPU")]
+    if named:
+        changes["extend_select"] = (*settings.extend_select, *(c.upper() for c in named))
     for key in ("select", "extend_select", "ignore"):
         codes = _codes(getattr(options, f"gpulint_{key}", None))
         for selector in codes:
             check_selector(selector)
         if codes:
-            changes[key] = codes if key == "select" else (*getattr(settings, key), *codes)
+            changes[key] = codes if key == "select" else (*changes.get(key, getattr(settings, key)), *codes)
     target = getattr(options, "gpulint_target_torch", None)
     if target:
         changes["target_torch"] = _parse_version(target, "gpulint-target-torch")

@@ -19,6 +19,8 @@ from gpulint.checks import Rule, all_rules
 from gpulint.checks.base import REGISTRY, text_matcher
 from gpulint.config import Settings
 from gpulint.diagnostics import INTERNAL_ERROR, INVALID_SYNTAX, IO_ERROR, Diagnostic, Location, Severity
+from gpulint.fix_invariants import enforce as enforce_fix_invariants
+from gpulint.notebook import Notebook, NotebookError, is_notebook_path
 from gpulint.source import SourceError, SourceText, read_source_bytes
 from gpulint.suppression import parse_suppressions
 
@@ -34,7 +36,8 @@ R = TypeVar("R")
 class FileResult:
     path: str
     diagnostics: list[Diagnostic] = field(default_factory=list)
-    source: SourceText | None = None
+    source: SourceText | Notebook | None = None  # the text findings point into (a notebook's: its module)
+    skipped: str | None = None  # why the file was not checked although it was read (a notebook in R)
 
 
 def display_path(path: Path | str) -> str:
@@ -201,7 +204,7 @@ def _check_parsed(text: str, path: str, settings: Settings, rules: list[type[Rul
         return [file_error(path, "too deeply nested to analyse; skipped")]
     diagnostics: list[Diagnostic] = []
     for rule_class in rules:
-        if rule_class.needs_gpu_context and not model.uses_cuda:
+        if rule_class.needs_gpu_context and not model.uses_cuda or rule_class.reads_findings:
             continue
         rule = rule_class(model, settings.options_for(rule_class.code), target_torch=settings.target_torch)
         try:
@@ -212,13 +215,21 @@ def _check_parsed(text: str, path: str, settings: Settings, rules: list[type[Rul
             diagnostics.append(
                 file_error(path, f"{rule_class.code} failed on this file ({type(error).__name__}: {error}); please report it", INTERNAL_ERROR)
             )
-    if diagnostics:
+    readers = [r for r in rules if r.reads_findings]
+    if diagnostics or readers:
         suppressions = parse_suppressions(text)
+        if readers:
+            ignored = settings.ignored_for(path) if settings.per_file_ignores else frozenset()
+            enabled = frozenset(settings.enabled_codes) - ignored
+            for rule_class in readers:
+                rule = rule_class(model, settings.options_for(rule_class.code), target_torch=settings.target_torch)
+                diagnostics.extend(rule.check_findings(list(diagnostics), suppressions, enabled))
         diagnostics = [
             replace(d, noqa_row=suppressions.noqa_row(d.location.row)) if d.code is not None else d
             for d in diagnostics
             if not suppressions.suppresses(d)
         ]
+        diagnostics = enforce_fix_invariants(text, diagnostics)
         if settings.overrides_fixes:  # unfixable, extend-safe-fixes, extend-unsafe-fixes
             diagnostics = [settings.with_fix_policy(d) for d in diagnostics]
     return sorted(diagnostics, key=Diagnostic.sort_key)
@@ -236,6 +247,32 @@ def default_jobs() -> int:
         return os.cpu_count() or 1
 
 
+def open_document(path: str, source: SourceText) -> SourceText | Notebook:
+    """What the analysis reads from a file's text: the text itself, or for a notebook (`.ipynb`) the parsed
+    notebook, whose `text` is the module its code cells make. Raises SourceError for a bad notebook."""
+    return Notebook.parse(source.text, source.bom) if is_notebook_path(path) else source
+
+
+def check_document(path: str, source: SourceText, settings: Settings) -> FileResult:
+    """Check one file's decoded text: Python source, or a notebook's code cells as one module."""
+    try:
+        document = open_document(path, source)
+    except NotebookError as error:
+        return FileResult(path, [file_error(path, str(error), row=error.location.row, column=error.location.column)])
+    if isinstance(document, Notebook):
+        if not document.is_python:
+            return FileResult(path, [], None, skipped=f"the notebook's kernel runs {document.language}, not Python")
+        if not _NO_PREFILTER and not rules_for(document.code, path, settings):
+            return FileResult(path, [])  # what check_source's prefilter says, before the cells are masked
+        if document.syntax_error is not None:
+            message, location = document.syntax_error
+            return FileResult(path, [file_error(path, f"SyntaxError: {message}", INVALID_SYNTAX, location.row, location.column)], document)
+    diagnostics = check_source(document.text, path, settings)
+    if isinstance(document, Notebook):
+        diagnostics = document.localize(path, diagnostics)
+    return FileResult(path, diagnostics, document)
+
+
 def _check_bytes(shown: str, data: bytes, settings: Settings) -> FileResult:
     from gpulint.source import decode_source
 
@@ -243,7 +280,7 @@ def _check_bytes(shown: str, data: bytes, settings: Settings) -> FileResult:
         source = decode_source(data)
     except SourceError as error:
         return FileResult(shown, [file_error(shown, str(error))])
-    return FileResult(shown, check_source(source.text, shown, settings), source)
+    return check_document(shown, source, settings)
 
 
 _worker_settings: Settings | None = None
@@ -299,8 +336,9 @@ def _pool_context():
 
 
 def _cacheable(result: FileResult) -> bool:
-    """Results that follow from the file's bytes alone; a crashed rule or an unreadable file is retried."""
-    return all(d.name not in (INTERNAL_ERROR, IO_ERROR) for d in result.diagnostics)
+    """Results that follow from the file's bytes alone; a crashed rule or an unreadable file is retried (and a
+    skipped notebook is read again, so that the run says it was skipped)."""
+    return result.skipped is None and all(d.name not in (INTERNAL_ERROR, IO_ERROR) for d in result.diagnostics)
 
 
 def map_files(task: Callable[[T, Settings], R], items: list[T], settings: Settings, jobs: int | None = None) -> list[R]:
@@ -361,7 +399,7 @@ def lint_files(files: list[Path], settings: Settings, jobs: int | None = None, u
             cached = cache.get(path, shown, digest)
             if cached is not None:
                 # The text is kept only where there is something to show (snippets, --add-noqa).
-                results.append(FileResult(shown, cached, decode_source(data) if cached else None))
+                results.append(FileResult(shown, cached, open_document(shown, decode_source(data)) if cached else None))
                 continue
         todo.append((path, shown, data, digest))
 

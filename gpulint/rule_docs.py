@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpulint.checks import Rule
+from gpulint.checks import Rule, all_rules
 from gpulint.diagnostics import Applicability
 
 _FENCE = re.compile(r"```python\n(.*?)```", re.DOTALL)
@@ -85,3 +85,15 @@ def rule_record(rule: type[Rule]) -> dict:
         "preview": rule.preview,
         "options": {o.name: {"default": o.default, "help": o.help} for o in rule.options},
     }
+
+
+README_TABLE_HEADER = "| Code | Name | Fix | What it finds |\n|---|---|---|---|\n"
+
+
+def readme_rule_table() -> str:
+    """The README's rule table, from the rule classes: each rule's fix tier as `fix()` enforces it."""
+    rows = []
+    for rule in all_rules().values():
+        summary = rule.summary + (" (preview)" if rule.preview else "")
+        rows.append(f"| {rule.code} | {rule.name} | {rule.fix_tier()} | {summary} |\n")
+    return README_TABLE_HEADER + "".join(rows)

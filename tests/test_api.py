@@ -184,7 +184,7 @@ def test_rule_metadata():
     assert (info.code, info.name, info.preview) == ("GPU101", "dataloader-without-workers", False)
     assert info.url.endswith("/rules/GPU101.md") and info.explanation.startswith("# dataloader-without-workers (GPU101)")
     assert api.rule("gpu101") == info
-    assert [r.code for r in api.rules()][:2] == ["GPU101", "GPU102"]
+    assert [r.code for r in api.rules()][:3] == ["GPU001", "GPU101", "GPU102"]
     with pytest.raises(api.ConfigError, match="Unknown rule `GPU000`"):
         api.rule("GPU000")
 

@@ -510,6 +510,11 @@ class SemanticModel:
         """id(node) -> (its pre-order number, the number of its last descendant), for every walked node."""
         return _pre_order_spans(self.module)
 
+    @property
+    def is_notebook(self) -> bool:
+        """The module is a Jupyter notebook's code cells: run by a kernel, never imported or run as a script."""
+        return self.path.lower().endswith(".ipynb")
+
     @cached_property
     def has_main_guard(self) -> bool:
         for stmt in self.module.body:
@@ -693,22 +698,29 @@ class SemanticModel:
         """The `return` statements of `func` itself, not of functions nested in it."""
         found = self._returns.get(func)
         if found is None:
-            found = self._returns[func] = _collect_returns(func)
+            found = self._returns[func] = _collect_own(func, cst.Return)
         return found
 
+    def yields_of(self, func: cst.FunctionDef) -> list[cst.Yield]:
+        """The `yield` expressions of `func` itself (it is a generator when there are any)."""
+        return _collect_own(func, cst.Yield)
 
-def _collect_returns(func: cst.FunctionDef) -> list[cst.Return]:
-    found: list[cst.Return] = []
 
-    class _Returns(cst.CSTVisitor):
+def _collect_own(func: cst.FunctionDef, kind: type) -> list:
+    """The nodes of `kind` in `func`, not in the functions and lambdas nested in it."""
+    found: list = []
+
+    class _Collector(cst.CSTVisitor):
         def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return node is func  # nested functions return for themselves
+            return node is func  # nested functions return (and yield) for themselves
 
         def visit_Lambda(self, node: cst.Lambda) -> bool:
             return False
 
-        def visit_Return(self, node: cst.Return) -> None:
-            found.append(node)
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if isinstance(node, kind):
+                found.append(node)
+            return super().on_visit(node)
 
-    func.visit(_Returns())
+    func.visit(_Collector())
     return found

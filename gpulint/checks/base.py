@@ -11,6 +11,7 @@ import libcst as cst
 
 from gpulint.analysis import SemanticModel
 from gpulint.analysis.devices import GPU_CONTEXT_MARKER
+from gpulint.analysis.residency import TRAIN
 from gpulint.analysis.value_resolution import LITERAL, ResolvedValue
 from gpulint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location, Severity
 
@@ -41,7 +42,12 @@ class Rule:
     summary: ClassVar[str]
     fix_applicability: ClassVar[Applicability | None] = None  # the best fix the rule can offer
     fix_always: ClassVar[bool] = False  # every finding comes with a fix ("Fix is always available.")
+    fix_sometimes_unsafe: ClassVar[bool] = False  # with a safe best fix, some findings get an unsafe one
     preview: ClassVar[bool] = False
+    # Off unless a selector names it (`GPU001`, `GPU0`) or `ALL`: not turned on by `GPU` nor by `--preview`.
+    explicit_only: ClassVar[bool] = False
+    # Runs after the other rules, on their findings (`check_findings`) instead of `check()`.
+    reads_findings: ClassVar[bool] = False
     needs_gpu_context: ClassVar[bool] = True
     # The prefilter: regexes that must ALL occur in a file's text for the rule to possibly fire; files
     # no enabled rule can fire on are never parsed. Name what the rule matches on, as specific as is
@@ -121,11 +127,36 @@ class Rule:
         span = self.model.range(node)
         return Location(span.start.line, span.start.column + 1)
 
+    def every_step(self, role: str, loop: cst.CSTNode) -> str:
+        """`every training step (loop at line 12)`: how often per-step code runs, for messages."""
+        when = "every training step" if role == TRAIN else "every evaluation step"
+        return f"{when} (loop at line {self.model.line_of(loop)})"
+
     def fix(self, message: str, edits: list[Edit | None], applicability: Applicability) -> Fix | None:
         """A Fix, or None when any edit could not be built."""
         if not edits or any(e is None for e in edits):
             return None
+        if applicability not in self.fix_applicabilities():
+            raise ValueError(f"{self.code} declares {self.fix_tier()} fixes but built a {applicability.value} one")
         return Fix(message, applicability, tuple(e for e in edits if e is not None))
+
+    @classmethod
+    def fix_applicabilities(cls) -> frozenset[Applicability]:
+        """The applicabilities this rule's fixes may have (the README's rule table and `fix()` hold it to them)."""
+        if cls.fix_applicability is None:
+            return frozenset()
+        if cls.fix_applicability == Applicability.SAFE and cls.fix_sometimes_unsafe:
+            return frozenset({Applicability.SAFE, Applicability.UNSAFE})
+        return frozenset({cls.fix_applicability})
+
+    @classmethod
+    def fix_tier(cls) -> str:
+        """`never`, or how often and how safely: `always, safe`, `sometimes, safe or unsafe`, ..."""
+        kinds = cls.fix_applicabilities()
+        if not kinds:
+            return "never"
+        how = " or ".join(a.value for a in Applicability if a in kinds)
+        return f"{'always' if cls.fix_always else 'sometimes'}, {how}"
 
 
 def value_origin(resolved: ResolvedValue | None) -> tuple[tuple[str, cst.CSTNode], ...]:

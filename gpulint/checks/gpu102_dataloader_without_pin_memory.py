@@ -18,6 +18,7 @@ class DataLoaderWithoutPinMemory(Rule):
     name = "dataloader-without-pin-memory"
     summary = "`DataLoader` batches are moved to CUDA but `pin_memory` is missing or False"
     fix_applicability = Applicability.SAFE
+    fix_sometimes_unsafe = True
     requires = (r"DataLoader", r"cuda")
 
     def check(self) -> Iterator[Diagnostic]:
@@ -26,7 +27,7 @@ class DataLoaderWithoutPinMemory(Rule):
         for info in flow.infos:
             loader = info.loader
             moves = [move for move in info.moves if move.iteration.loop is not None]  # a lone batch: no gain
-            if loader.has_unpacking or not moves or produces_cuda_batches(model, loader):
+            if not loader.known("pin_memory", "dataset", "collate_fn") or not moves or produces_cuda_batches(model, loader):
                 continue
             arg = loader.argument("pin_memory")
             resolved = None

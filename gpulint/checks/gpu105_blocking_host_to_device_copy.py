@@ -13,7 +13,7 @@ from gpulint.diagnostics import Applicability, Diagnostic, Severity
 from gpulint.edits import replace_node, with_keyword_argument
 
 # Positional arguments `.to(device, dtype)` / `.cuda(device)` may take before `non_blocking`.
-_MAX_POSITIONAL = {"to": 2, "cuda": 1}
+_MAX_POSITIONAL = {"to": 2, "cuda": 1, "type": 1}
 
 
 class BlockingHostToDeviceCopy(Rule):
@@ -30,7 +30,7 @@ class BlockingHostToDeviceCopy(Rule):
         reported: set[int] = set()
         for info in flow.infos:
             loader = info.loader
-            if loader.has_unpacking or not flow.pinned(loader) or produces_cuda_batches(model, loader):
+            if not loader.known("pin_memory", "dataset", "collate_fn") or not flow.pinned(loader) or produces_cuda_batches(model, loader):
                 continue
             custom_collate = loader.argument("collate_fn") is not None
             for move in info.moves:

@@ -21,6 +21,7 @@ class ModuleMovedInLoop(Rule):
     name = "module-moved-in-loop"
     summary = "An `nn.Module` is moved to the device inside a loop (`model.to(device)` every iteration)"
     fix_applicability = Applicability.SAFE
+    fix_sometimes_unsafe = True
     requires = (r"\.(cuda|to)\(",)
 
     def check(self) -> Iterator[Diagnostic]:

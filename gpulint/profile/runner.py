@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+from gpulint.notebook import write_script
 from gpulint.profile import proctree
 from gpulint.profile.command import CHILD_BOOTSTRAP, LaunchPlan, child_argv
 from gpulint.profile.options import ProfileOptions
@@ -157,7 +158,7 @@ def _run_in(workdir, plan, options, attribution, label, on_progress, on_started,
     trace_path = workdir / "trace.json"
     config = {
         "kind": plan.kind,
-        "target": plan.target,
+        "target": write_script(plan.target, workdir) if plan.target.endswith(".ipynb") else plan.target,
         "argv0": plan.argv0,
         "args": plan.args,
         "warmup": options.warmup,
