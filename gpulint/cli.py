@@ -245,15 +245,22 @@ def _add_noqa_to(result) -> int | None:
 @lint_options("fix")
 @click.option("--apply", is_flag=True, help="Write the fixes (default: print a diff).")
 @click.option("--verify", is_flag=True, help="Profile the command after `--` before and after fixing; keep the fix only if it holds.")
+@click.option("--restore", is_flag=True, help="Put back the originals an interrupted `fix --verify` left fixed, then exit.")
 @profile_options
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.pass_context
-def fix(ctx: click.Context, paths: tuple[str, ...], apply: bool, verify: bool, profile_options, **opts) -> None:
+def fix(ctx: click.Context, paths: tuple[str, ...], apply: bool, verify: bool, restore: bool, profile_options, **opts) -> None:
     """Fix findings in PATHS: print a diff, or write with --apply.
 
     With --verify, profile `-- python train.py ...` before and after, and keep the fixes only when the
-    fixed script runs and is not slower beyond the noise (PATHS default to the script itself).
+    fixed script runs and is not slower beyond the noise (PATHS default to the script and the modules of its
+    project that it imports).
     """
+    from gpulint.profile import journal
+
+    if restore:
+        sys.exit(journal.restore(sys.stderr))
+    journal.notice(sys.stderr)
     settings = _settings(opts)
     command = (ctx.obj or {}).get("command")
     if verify:

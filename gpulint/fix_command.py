@@ -226,52 +226,35 @@ def _fix_stdin(settings: Settings, opts: dict) -> int:
 
 
 def run_verify_fix(paths: tuple[str, ...], command: list[str], settings: Settings, opts: dict, profile_options) -> int:
-    """Profile the original, apply the fixes, profile the result; the profiler restores files that lose."""
+    """Plan the fixes; the profiler writes, verifies and, when they do not hold, restores them."""
     from gpulint.profile.command import CommandError, plan_command
-    from gpulint.profile.verify import run_verify
+    from gpulint.profile.project import default_fix_paths
+    from gpulint.profile.verify import PlannedFix, run_verify
 
     if not paths:
         try:
-            plan = plan_command(command, profile_options.cwd)
+            paths = tuple(default_fix_paths(plan_command(command, profile_options.cwd)))
         except CommandError as error:
             click.echo(f"gpulint failed\n  Cause: {error}", err=True)
             return EXIT_ERROR
-        if plan.kind != "script":
-            raise click.UsageError("name the files to fix when the command runs a module (-m)")
-        paths = (plan.target,)
+        if not paths:
+            raise click.UsageError("cannot find the file the command runs; name the files to fix")
 
-    def apply_fixes() -> dict[Path, bytes]:
+    def plan_fixes() -> list[PlannedFix]:
         outcomes, errors = fix_files(paths, settings)
         for d in errors:
             click.echo(f"gpulint: {d.filename}: {d.message}", err=True)
         _report_broken(outcomes)
-        originals: dict[Path, bytes] = {}
-        written: dict[Path, bytes] = {}  # the fixed bytes on disk now, for a restore if we are stopped here
-        try:
-            for path, (source, outcome) in sorted(outcomes.items()):
-                if outcome.text == source.text:
-                    continue
-                original = source.encode(source.text)
-                try:
-                    data = source.encode(outcome.text)
-                    write_atomic(Path(path), data, original)
-                except (WriteError, UnicodeEncodeError) as error:
-                    # As `fix --apply` does: this file stays as it was, the others are still fixed and verified.
-                    reason = str(error) if isinstance(error, WriteError) else f"the fixed text cannot be encoded as {source.encoding}"
-                    click.echo(f"gpulint: {path}: not written: {reason}", err=True)
-                    continue
-                originals[Path(path).resolve()] = original
-                written[Path(path).resolve()] = data
-                fixed = ", ".join(f"{n} × {code}" for code, n in sorted(outcome.fixed.items()))
-                click.echo(f"gpulint: fixed {path}: {fixed}", err=True)
-        except BaseException:
-            # Stopped half-way (an interrupt, a bug): the verification will not run, so no file may stay fixed.
-            for path, original in originals.items():
-                try:
-                    write_atomic(path, original, written[path])
-                except WriteError as error:
-                    click.echo(f"gpulint: {display_path(path)}: could not restore the original: {error}", err=True)
-            raise
-        return originals
+        planned = []
+        for path, (source, outcome) in sorted(outcomes.items()):
+            if outcome.text == source.text:
+                continue
+            try:
+                fixed = source.encode(outcome.text)
+            except UnicodeEncodeError:
+                click.echo(f"gpulint: {path}: not fixed: the fixed text cannot be encoded as {source.encoding}", err=True)
+                continue
+            planned.append(PlannedFix(Path(path).resolve(), source.encode(source.text), fixed, dict(outcome.fixed)))
+        return planned
 
-    return run_verify(list(command), apply_fixes, profile_options)
+    return run_verify(list(command), plan_fixes, profile_options)

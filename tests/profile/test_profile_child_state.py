@@ -87,9 +87,9 @@ def drive_optimizer(rec, clock, durations, fetch_s=0.0, samples=32):
         for d in durations:
             start = clock.t
             clock.t += fetch_s
-            rec._on_batch(start, clock.t, samples)
+            rec.on_batch(start, clock.t, samples)
             clock.t += d - fetch_s
-            rec._on_optimizer_step(None, (), {})
+            rec.on_optimizer_step(None)
         raise AssertionError("the recorder never finished")
 
 
@@ -146,7 +146,7 @@ def test_dataloader_steps_until_an_optimizer_appears(harness):
     torch, _ = fake_torch(cuda_used=False)
     rec = recorder(torch, warmup=2, steps=3)
     for _ in range(2):  # e.g. a sanity pass over a few batches before training
-        rec._on_batch(clock.t, clock.t + 0.01, 8)
+        rec.on_batch(clock.t, clock.t + 0.01, 8)
         clock.t += 0.05
     assert rec.mode == "dataloader" and rec.completed() == 1
     drive_optimizer(rec, clock, [0.1] * 10, fetch_s=0.01, samples=8)
@@ -162,9 +162,9 @@ def test_gradient_accumulation_counts_every_batch_of_a_step(harness):
     with pytest.raises(Stop):
         for _ in range(10):
             for _ in range(4):  # 4 micro-batches per optimizer step
-                rec._on_batch(clock.t, clock.t + 0.01, 16)
+                rec.on_batch(clock.t, clock.t + 0.01, 16)
                 clock.t += 0.02
-            rec._on_optimizer_step(None, (), {})
+            rec.on_optimizer_step(None)
     steps = written["result"]["window"]["steps"]
     assert all(s["batches"] == 4 and s["samples"] == 64 for s in steps)
     assert all(s["data_wait_s"] == pytest.approx(0.04) for s in steps)
@@ -189,7 +189,7 @@ def test_window_restarts_once_after_an_epoch_boundary(harness):
                 assert rec.phase == "measure"
                 rec._on_epoch_boundary()
             clock.t += 0.1
-            rec._on_optimizer_step(None, (), {})
+            rec.on_optimizer_step(None)
     result = written["result"]
     assert result["window_restarts"] == 1
     assert result["epoch_boundary_in_window"] is True  # the second boundary fell inside the new window
@@ -205,7 +205,7 @@ def test_crash_after_the_window_keeps_the_numbers_but_not_the_exit_status(harnes
     rec._start_attribution = lambda: setattr(rec, "phase", "attribute")  # no real profiler in this test
     for _ in range(5):  # 2 warm-up + 3 measured: the window is complete
         clock.t += 0.1
-        rec._on_optimizer_step(None, (), {})
+        rec.on_optimizer_step(None)
     assert rec.phase == "attribute" and rec.window_result is not None
     with pytest.raises(Stop):
         rec.finish("error", exit_code=1, exception="ValueError: boom", traceback="Traceback ...\nValueError: boom")
@@ -223,7 +223,7 @@ def test_clean_end_after_the_window_exits_zero(harness):
     rec._start_attribution = lambda: setattr(rec, "phase", "attribute")
     for _ in range(5):  # 2 warm-up + 3 measured: the window is complete
         clock.t += 0.1
-        rec._on_optimizer_step(None, (), {})
+        rec.on_optimizer_step(None)
     with pytest.raises(Stop):
         rec.finish("ended")
     assert written["result"]["status"] == "ok" and written["result"]["script_status"] == "ended"
@@ -265,7 +265,7 @@ def test_warmup_backlog_in_dataloader_mode_keeps_the_first_batch(harness):
     rec = recorder(torch, warmup=2, steps=4)
     with pytest.raises(Stop):
         for _ in range(20):
-            rec._on_batch(clock.t, clock.t + 0.01, 8)
+            rec.on_batch(clock.t, clock.t + 0.01, 8)
             clock.t += 0.1
     steps = written["result"]["window"]["steps"]
     assert [round(s["wall_s"], 6) for s in steps] == [0.1] * 4
@@ -282,7 +282,7 @@ def test_end_sync_without_optimizer_keeps_the_next_batch_out_of_the_last_step(ha
     rec = recorder(torch, warmup=2, steps=4)
     with pytest.raises(Stop):
         for _ in range(20):
-            rec._on_batch(clock.t, clock.t + 0.01, 8)
+            rec.on_batch(clock.t, clock.t + 0.01, 8)
             clock.t += 0.1
     steps = written["result"]["window"]["steps"]
     assert [s["batches"] for s in steps] == [1, 1, 1, 1]
