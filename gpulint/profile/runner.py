@@ -378,7 +378,7 @@ def _interpret(options, result_path, returncode, timed_out, duration, out_tail, 
         if raw.get("no_step_reason") == "backward":
             msg = (
                 f"stopped early: the script called backward() {raw.get('backward_calls_before_first_step')} times in "
-                f"{raw.get('seconds_since_start', 0):.0f} s, but gpulint saw no optimizer.step() and no DataLoader batch, "
+                f"{raw.get('seconds_since_start', 0):.1f} s, but gpulint saw no optimizer.step() and no DataLoader batch, "
                 f"so it cannot tell where a step ends; {MARK_STEPS_HINT}"
             )
         else:
