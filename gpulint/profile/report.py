@@ -387,6 +387,7 @@ def run_to_dict(r: RunResult) -> dict:
         "traceback_tail": r.traceback_tail,
         "stderr_tail": r.stderr_tail if not r.ok else None,
         "trace_path": r.trace_path,
+        "new_files": r.new_files,
         "details": raw,
     }
 
