@@ -105,6 +105,7 @@ class MechanismDelta:
     unit: str
     improved: bool
     worse: bool
+    rules: tuple[str, ...] = ()  # the gpulint rules whose fixes should move this number
 
 
 @dataclass
@@ -172,6 +173,21 @@ def _mean(values):
     return sum(values) / len(values) if values else None
 
 
+DATA_RULES = ("GPU101", "GPU104")
+COPY_RULES = ("GPU102", "GPU105", "GPU106")
+SYNC_RULES = ("GPU303", "GPU304", "GPU305", "GPU306")
+MECHANISM_RULES = {
+    "data wait": DATA_RULES,
+    "data wait per step": DATA_RULES,
+    "exposed data wait": DATA_RULES,
+    "pageable H2D copies": COPY_RULES,
+    "pinned H2D copies": COPY_RULES,
+    "syncs": SYNC_RULES,
+    "scalar reads in the loop (.item() etc.)": SYNC_RULES,
+    "kernel busy": DATA_RULES + COPY_RULES + SYNC_RULES + ("GPU103",),
+}
+
+
 def mechanism_deltas(
     a_runs: list[list[dict]],
     b_runs: list[list[dict]],
@@ -182,11 +198,11 @@ def mechanism_deltas(
     out: list[MechanismDelta] = []
 
     def add(name, a, b, unit, min_abs, rel=0.0, higher_is_better=False):
-        if a is None or b is None:
-            return
+        if a is None or b is None or a == b == 0:
+            return  # not measured on one side, or nothing there to move
         gain = (b - a) if higher_is_better else (a - b)
         need = max(min_abs, rel * abs(a))
-        out.append(MechanismDelta(name, a, b, unit, improved=gain >= need, worse=-gain >= need))
+        out.append(MechanismDelta(name, a, b, unit, improved=gain >= need, worse=-gain >= need, rules=MECHANISM_RULES[name]))
 
     a_wait = _mean([timing_stats(r).data_wait_pct for r in a_runs if r])
     b_wait = _mean([timing_stats(r).data_wait_pct for r in b_runs if r])

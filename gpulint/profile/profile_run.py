@@ -27,7 +27,7 @@ def run_profile(command: list[str], options: ProfileOptions, *, out=None, err=No
     progress = Progress(options.show_progress(), err)
     total = options.repeat_for_profile()
     runs = []
-    outputs = {p for p in (options.json_path, options.html_path) if p is not None}
+    outputs = {p for p in (options.json_path, options.html_path, options.trace_dir) if p is not None}
     watch = FolderWatch(pathlib.Path(plan.cwd), pathlib.Path(plan.target) if plan.kind == "script" else None, outputs)
     for i in range(total):
         progress.run(i + 1, total, "profile")

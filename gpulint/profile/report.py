@@ -339,20 +339,20 @@ def failure_text(result: RunResult) -> str:
 def comparison_text(cmp: Comparison, a_runs: list[RunResult], b_runs: list[RunResult]) -> str:
     a_stats = timing_stats([s for r in a_runs for s in r.steps])
     b_stats = timing_stats([s for r in b_runs for s in r.steps])
-    rows: list[tuple[str, str, str, str]] = [("metric", "before (A)", "after (B)", "change")]
+    rows: list[tuple[str, ...]] = [("metric", "before (A)", "after (B)", "change", "moved by")]
     change = "-"
     if cmp.effect is not None:
         change = f"{(cmp.effect - 1) * 100:+.1f} %"
         if cmp.ci:
             change += f" (95 % CI {(cmp.ci[0] - 1) * 100:+.1f} .. {(cmp.ci[1] - 1) * 100:+.1f} %)"
-    rows.append(("throughput", f"{_fmt(cmp.before)} {cmp.unit}", f"{_fmt(cmp.after)} {cmp.unit}", change))
+    rows.append(("throughput", f"{_fmt(cmp.before)} {cmp.unit}", f"{_fmt(cmp.after)} {cmp.unit}", change, ""))
     if a_stats.step_ms_median and b_stats.step_ms_median:
         rel = (b_stats.step_ms_median / a_stats.step_ms_median - 1) * 100
-        rows.append(("step time (median)", f"{a_stats.step_ms_median:.1f} ms", f"{b_stats.step_ms_median:.1f} ms", f"{rel:+.1f} %"))
+        rows.append(("step time (median)", f"{a_stats.step_ms_median:.1f} ms", f"{b_stats.step_ms_median:.1f} ms", f"{rel:+.1f} %", ""))
     for m in cmp.mechanisms:
         mark = "improved" if m.improved else ("worse" if m.worse else "same")
-        rows.append((m.name, f"{m.before:.1f} {m.unit}", f"{m.after:.1f} {m.unit}", mark))
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+        rows.append((m.name, f"{m.before:.1f} {m.unit}", f"{m.after:.1f} {m.unit}", mark, ", ".join(m.rules)))
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
     lines = ["  " + "  ".join(c.ljust(widths[i]) for i, c in enumerate(r)).rstrip() for r in rows]
     lines.insert(1, "  " + "  ".join("-" * w for w in widths))
     noise = f"{cmp.noise_floor * 100:.1f} %" if cmp.noise_floor is not None else "not measured"

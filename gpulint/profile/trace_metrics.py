@@ -41,7 +41,7 @@ KERNEL_WAIT_US = 30.0  # HTA's consecutive_kernel_delay (its docstring says ns; 
 SYNC_GAP_US = 5.0  # a gap opening this close to a sync's return is the queue refilling after it
 SHORT_KERNEL_US = 10.0
 TIMELINE_STEPS = 3
-TIMELINE_MAX_PER_LANE = 1500
+TIMELINE_MAX_PER_LANE = 400  # keeps the HTML report small: 3 steps in 400 buckets per lane
 DATALOADER_NAME = re.compile(r"^enumerate\((DataLoader|DataPipe)\)#.*__next__$")
 H2D_NAME = re.compile(r"^Memcpy\s+HtoD\s*\(\s*(\w+)\s*->\s*(\w+)\s*\)")
 
@@ -384,7 +384,7 @@ def timeline(events: list[dict], steps: list[tuple[int, float, float]], n: int =
     for key, items in lanes.items():
         items.sort()
         if len(items) > TIMELINE_MAX_PER_LANE:
-            items[:] = _coarsen(items, (hi - lo) / TIMELINE_MAX_PER_LANE)
+            items[:] = coarsen(items, (hi - lo) / TIMELINE_MAX_PER_LANE)
     return {
         "span_us": round(hi - lo, 3),
         "steps": [[round(a - lo, 3), round(b - a, 3), f"step {k}"] for k, a, b in shown],
@@ -392,7 +392,7 @@ def timeline(events: list[dict], steps: list[tuple[int, float, float]], n: int =
     }
 
 
-def _coarsen(items: list, bucket: float) -> list:
+def coarsen(items: list, bucket: float) -> list:
     """Join intervals closer than `bucket` µs so a lane stays small; the label counts what was joined."""
     out: list = []
     for start, dur, name in items:

@@ -222,7 +222,7 @@ def run_verify(
         f"  A = original, B = with fixes ({'; '.join(f'{f}: {_rules_text(p.rules)}' if p.rules else f for f, p in zip(files, planned))}); "
         f"{repeat} runs each, alternating A B\n"
     )
-    outputs = {p for p in (options.json_path, options.html_path) if p is not None}
+    outputs = {p for p in (options.json_path, options.html_path, options.trace_dir) if p is not None}
     watch = FolderWatch(pathlib.Path(plan.cwd), pathlib.Path(plan.target) if plan.kind == "script" else None, {p.path for p in planned} | outputs)
 
     def measure(variant: str, i: int) -> RunResult:

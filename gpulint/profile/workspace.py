@@ -15,8 +15,8 @@ Snapshot = dict[str, tuple[int, int]]
 
 
 def snapshot(roots: list[pathlib.Path], exclude: set[pathlib.Path] = frozenset()) -> Snapshot:
-    """{path: (mtime_ns, size)} for the files under the roots (bounded: depth, count; virtual environments and
-    caches skipped)."""
+    """{path: (mtime_ns, size)} for the files under the roots (bounded: depth, count; virtual environments,
+    caches and the excluded files and folders skipped)."""
     found: Snapshot = {}
     excluded = {str(p) for p in exclude}
     for root in roots:
@@ -30,7 +30,12 @@ def snapshot(roots: list[pathlib.Path], exclude: set[pathlib.Path] = frozenset()
             for entry in entries:
                 try:
                     if entry.is_dir(follow_symlinks=False):
-                        if depth < MAX_DEPTH and entry.name not in SKIP_DIRS and not os.path.exists(os.path.join(entry.path, "pyvenv.cfg")):
+                        if (
+                            depth < MAX_DEPTH
+                            and entry.name not in SKIP_DIRS
+                            and entry.path not in excluded
+                            and not os.path.exists(os.path.join(entry.path, "pyvenv.cfg"))
+                        ):
                             stack.append((entry.path, depth + 1))
                     elif entry.is_file(follow_symlinks=False) and entry.path not in excluded:
                         st = entry.stat(follow_symlinks=False)
@@ -57,10 +62,11 @@ class FolderWatch:
     """Snapshots the working folder (and the script's, when elsewhere) around each run."""
 
     def __init__(self, cwd: pathlib.Path, script: pathlib.Path | None, exclude: set[pathlib.Path]):
-        self.cwd = cwd
-        self.roots = [cwd]
-        if script is not None and not script.parent.resolve().is_relative_to(cwd.resolve()):
-            self.roots.append(script.parent)
+        """`exclude`: files and folders gpulint itself writes (the swapped sources, --json, --html, --trace)."""
+        self.cwd = cwd.resolve()
+        self.roots = [self.cwd]
+        if script is not None and not script.parent.resolve().is_relative_to(self.cwd):
+            self.roots.append(script.parent.resolve())
         self.exclude = {pathlib.Path(p).resolve() for p in exclude}
         self.before: Snapshot = {}
 
