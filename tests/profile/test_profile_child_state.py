@@ -289,3 +289,33 @@ def test_end_sync_without_optimizer_keeps_the_next_batch_out_of_the_last_step(ha
     assert [s["samples"] for s in steps] == [8, 8, 8, 8]
     assert steps[-1]["wall_s"] == pytest.approx(0.1 + 0.3)
     assert written["result"]["window"]["sync_wait_s"] == pytest.approx(0.3)
+
+
+def test_sync_sites_are_the_users_lines_most_frequent_first(tmp_path):
+    """On a GPU run the attribution pass turns torch.cuda.set_sync_debug_mode("warn") on and records the user's
+    file:line of every synchronizing op (the first frame outside torch), top sites first in the report."""
+    import warnings
+
+    from gpulint.profile.report import sync_site_rows
+
+    modes = []
+    torch, _ = fake_torch(cuda_used=True)
+    torch.cuda.set_sync_debug_mode = modes.append
+    (tmp_path / "torch").mkdir()
+    torch.__file__ = str(tmp_path / "torch" / "__init__.py")
+    rec = recorder(torch)
+    rec._start_sync_sites()
+
+    def item():  # stands in for the C++ warning raised inside .item()
+        warnings.warn("called a synchronizing CUDA operation", UserWarning)
+
+    for _ in range(3):
+        item()
+    rec._stop_sync_sites()
+    assert modes == ["warn", 0]
+    inside = f"{__file__}:{item.__code__.co_firstlineno + 1}"
+    assert rec.sync_sites == {inside: 3}  # the first frame outside torch/warnings: here the helper's line
+    assert sync_site_rows({"sync_sites": {"train.py:12": 8, "train.py:40": 2}}, steps=2) == [
+        ("sync at train.py:12", "4.0 per step"),
+        ("sync at train.py:40", "1.0 per step"),
+    ]
