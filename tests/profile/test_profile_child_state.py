@@ -319,3 +319,114 @@ def test_sync_sites_are_the_users_lines_most_frequent_first(tmp_path):
         ("sync at train.py:12", "4.0 per step"),
         ("sync at train.py:40", "1.0 per step"),
     ]
+
+
+class Opt:  # stands in for an optimizer: only its identity matters to the recorder
+    pass
+
+
+def test_a_second_optimizer_in_the_same_iteration_is_not_a_step(harness):
+    clock, written = harness
+    torch, _ = fake_torch(cuda_used=False)
+    rec = recorder(torch, warmup=2, steps=4)
+    d, g = Opt(), Opt()
+    with pytest.raises(Stop):
+        for _ in range(20):
+            rec.on_batch(clock.t, clock.t + 0.01, 16)
+            clock.t += 0.03
+            rec.on_optimizer_step(d)
+            clock.t += 0.07
+            rec.on_optimizer_step(g)
+    steps = written["result"]["window"]["steps"]
+    assert [round(s["wall_s"], 6) for s in steps] == [0.1] * 4  # one iteration, not half of one
+    assert all(s["batches"] == 1 and s["samples"] == 16 for s in steps)
+    assert [o["name"] for o in written["result"]["optimizers"]] == ["Opt", "Opt"]
+
+
+def test_an_optimizer_stepping_alone_repeatedly_takes_over(harness):
+    clock, written = harness
+    torch, _ = fake_torch(cuda_used=False)
+    rec = recorder(torch, warmup=2, steps=3)
+    pre, main = Opt(), Opt()
+    rec.on_optimizer_step(pre)  # e.g. a short pre-training phase with its own optimizer
+    with pytest.raises(Stop):
+        for _ in range(20):
+            clock.t += 0.1
+            rec.on_optimizer_step(main)
+    assert written["result"]["lead_optimizer_switches"] == 1
+    assert len(written["result"]["window"]["steps"]) == 3
+
+
+def test_batches_fetched_without_gradients_mark_an_evaluation_step_that_is_left_out(harness):
+    clock, written = harness
+    torch, _ = fake_torch(cuda_used=False)
+    rec = recorder(torch, warmup=2, steps=4)
+    with pytest.raises(Stop):
+        for i in range(20):
+            rec.on_batch(clock.t, clock.t + 0.01, 16)
+            clock.t += 0.1
+            if i == 4:  # an evaluation of 30 batches inside this step
+                for _ in range(30):
+                    rec.on_batch(clock.t, clock.t + 0.01, 64, grad_enabled=False)
+                    clock.t += 0.02
+            rec.on_optimizer_step(None)
+    window = written["result"]["window"]
+    assert [(round(s["wall_s"], 6), s["batches"], s["samples"]) for s in window["steps"]] == [(0.1, 1, 16)] * 4
+    assert [e["batches_without_grad"] for e in window["excluded_steps"]] == [30]
+    assert written["result"]["eval_batches"] == 30
+
+
+def test_a_loop_that_always_fetches_without_gradients_is_not_all_evaluation(harness):
+    clock, written = harness
+    torch, _ = fake_torch(cuda_used=False)
+    rec = recorder(torch, warmup=2, steps=3)
+    with pytest.raises(Stop):
+        for _ in range(40):
+            rec.on_batch(clock.t, clock.t + 0.01, 16, grad_enabled=False)
+            clock.t += 0.1
+            rec.on_optimizer_step(None)
+    assert written["result"]["eval_detection"] is False
+    assert len(written["result"]["window"]["steps"]) == 3
+
+
+def test_marked_steps_override_optimizer_steps(harness):
+    clock, written = harness
+    torch, _ = fake_torch(cuda_used=False)
+    rec = recorder(torch, warmup=2, steps=3)
+    with pytest.raises(Stop):
+        for _ in range(20):
+            for _ in range(3):  # three optimizer steps per marked step: the marks decide
+                clock.t += 0.01
+                rec.on_optimizer_step(None)
+            clock.t += 0.07
+            rec.on_marker()
+    assert written["result"]["steps_counted_by"] == "marker"
+    assert [round(s["wall_s"], 6) for s in written["result"]["window"]["steps"]] == [0.1] * 3
+
+
+def test_backward_calls_without_any_step_stop_the_run_early(harness):
+    clock, written = harness
+    torch, _ = fake_torch(cuda_used=False)
+    rec = recorder(torch, warmup=2, steps=4)
+    loss = types.SimpleNamespace(numel=lambda: 2)
+    with pytest.raises(Stop):
+        for _ in range(1000):
+            rec.on_backward(loss)
+    assert written["result"]["status"] == "no-steps" and written["result"]["no_step_reason"] == "backward"
+    assert written["result"]["backward_calls_before_first_step"] == _child.NO_STEP_BACKWARDS_MIN
+
+
+def test_the_first_process_to_step_measures_and_the_others_stand_aside(harness, tmp_path):
+    clock, written = harness
+    torch, _ = fake_torch(cuda_used=False)
+    cfg = {"warmup": 2, "steps": 3, "attribution_steps": 0, "result_path": "unused", "claim_dir": str(tmp_path)}
+    parent = _child.Recorder(cfg, torch)
+    child = _child.Recorder(cfg, torch, role="child")
+    parent.on_batch(clock.t, clock.t + 0.01, 8)  # the parent peeks at a batch first (dataloader claim)
+    child.on_optimizer_step(Opt())  # a child trains: it takes the measurement
+    parent.on_optimizer_step(Opt())
+    assert parent.passive and not child.passive
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["claim.dataloader", "claim.step", f"stepped.{child.pid}"]
+    late = _child.Recorder(cfg, torch)
+    late.on_batch(clock.t, clock.t + 0.01, 8)  # e.g. the parent's evaluation after training: not measured
+    assert late.mode is None and late.batches == 0
