@@ -51,6 +51,10 @@ def _percentile(values, q):
 
 def _batch_size(batch, torch):
     """dim 0 of the first tensor found in the batch (tensor, tuple/list, dict, nested)."""
+    tensor = torch.Tensor
+    first = batch[0] if type(batch) in (tuple, list) and batch else batch
+    if isinstance(first, tensor):  # the common cases first: a tensor, or (inputs, targets)
+        return int(first.shape[0]) if first.dim() > 0 else None
     stack = [batch]
     seen = 0
     while stack and seen < 64:
@@ -136,6 +140,8 @@ class Recorder:
         self.marker_steps = 0
         self.phase = "warmup"
         self.window_start = None  # index into self.bounds
+        self.measured = 0
+        self.excluded_in_window = 0
         self.window_unix = None
         self.window_result = None
         self.warmup_steps_done = None
@@ -338,17 +344,21 @@ class Recorder:
                 self._start_window(done)
         elif self.phase == "measure":
             self._record_cuda_boundary()
-            measured = self._window_steps()
-            if self.excluded and len(self.bounds) - 1 - self.window_start - len(measured) > 2 * self.steps:
+            if len(self.bounds) - 2 in self.excluded:  # the step that just ended held an evaluation
+                self.excluded_in_window += 1
+            else:
+                self.measured += 1
+            if self.excluded_in_window > 2 * self.steps:
                 # Nearly every step fetches without gradients: that is how this loop trains, not an evaluation.
                 self.eval_detection = False
                 self.excluded = {}
-                measured = self._window_steps()
-            if len(measured) >= self.steps:
+                self.measured += self.excluded_in_window
+                self.excluded_in_window = 0
+            if self.measured >= self.steps:
                 if self.mode == "dataloader" and self._another_process_steps():
                     self._go_passive()  # another process trains with an optimizer: its numbers count
                     return
-                self._end_window(measured[: self.steps])
+                self._end_window(self._window_steps()[: self.steps])
                 if self.attribution_steps > 0:
                     self._start_attribution()
                 else:
@@ -378,7 +388,7 @@ class Recorder:
         if self.phase == "warmup":
             text = f"warm-up {self.completed()}/{self.warmup_until}"
         elif self.phase == "measure":
-            text = f"step {len(self._window_steps())}/{self.steps}"
+            text = f"step {self.measured}/{self.steps}"
         else:
             text = f"profiling {self.prof_steps}/{self.attribution_steps + 1}"
         self._write_progress(text)
@@ -420,6 +430,8 @@ class Recorder:
         self.warmup_steps_done = done
         self.phase = "measure"
         self.window_start = len(self.bounds) - 1
+        self.measured = 0  # steps of the window so far, and those left out as evaluation
+        self.excluded_in_window = 0
         self.window_unix = [time.time(), None]
         if self._cuda_in_use():
             cuda = self.torch.cuda

@@ -87,11 +87,11 @@ def explain(stats: TimingStats | None, attribution: dict | None) -> IdleExplanat
         )
     host = attribution.get("host")
     data = stats.data_wait_pct if stats is not None else None
-    if data is None and host:
+    if data is None and host and host["data_loading_pct"]:
         data = host["data_loading_pct"]
     if data is None and not host:
         return None
-    causes = [_cause("data_loading", data or 0.0)]
+    causes = [_cause("data_loading", data)] if data is not None else []  # no DataLoader: nothing to wait for
     if host:
         # The trace's split of the rest of the step, scaled to what the timing pass left after the data wait.
         rest = max(0.0, 100.0 - (data or 0.0))

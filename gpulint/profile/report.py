@@ -81,7 +81,8 @@ def gpu_missing(runs: list[RunResult]) -> str | None:
     return f"not measured: {why}" + (f"; NVML: {nvml.removeprefix('unavailable: ')}" if nvml else "")
 
 
-def attribution_rows(attr: dict) -> list[tuple[str, str]]:
+def attribution_rows(attr: dict, loader: bool = True) -> list[tuple[str, str]]:
+    """`loader`: the measured steps fetched from a DataLoader (without one, there is no data wait to show)."""
     if not attr or isinstance(attr.get("unavailable"), str):
         return [("attribution", f"{NA}: {(attr or {}).get('unavailable', 'not run')}")]
     rows = [
@@ -92,7 +93,8 @@ def attribution_rows(attr: dict) -> list[tuple[str, str]]:
     if inside:
         reads += f", {inside:.1f} inside optimizer.step (CPU step counters: not syncs)"
     if not attr.get("gpu_activity"):
-        rows.append(("data wait (trace)", f"{attr['data_wait_pct']:.1f} % of step"))
+        if loader:
+            rows.append(("data wait (trace)", f"{attr['data_wait_pct']:.1f} % of step"))
         rows.append(("scalar reads / step", reads + "; .item() and friends, which would synchronize with the model on a GPU"))
         return rows
     rows += [
@@ -274,7 +276,8 @@ def profile_text(command_text: str, runs: list[RunResult], options: ProfileOptio
         lines.append("")
         lines.append("  Attribution (torch.profiler, separate window)")
         attr = ok[0].attribution
-        lines += _rows(attribution_rows(attr) + sync_site_rows(ok[0].raw, (attr or {}).get("profiled_steps") or 1))
+        rows = attribution_rows(attr, loader=stats.data_wait_pct is not None)
+        lines += _rows(rows + sync_site_rows(ok[0].raw, (attr or {}).get("profiled_steps") or 1))
         missing = gpu_missing(ok)
         if missing:
             lines.append("")
