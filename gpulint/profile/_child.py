@@ -34,9 +34,7 @@ SYNC_WARNING = "synchronizing CUDA operation"  # torch.cuda.set_sync_debug_mode(
 _CFG: dict | None = None  # the run's settings, also in child processes
 _TORCH = None
 _REC: Recorder | None = None  # this process's recorder; None in a child until it first sees a step
-_ROLE = "main"  # "main", "child" (multiprocessing) or "rank" (torchrun)
 _ORIGINALS: dict = {}  # what the hooks replaced: {"backward": Tensor.backward}
-_FORK = {"from_main_thread": True}
 
 
 def _percentile(values, q):
@@ -766,7 +764,7 @@ def _follow_children():
     if not _CFG.get("claim_dir"):
         return
     if hasattr(os, "register_at_fork"):
-        os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
+        os.register_at_fork(after_in_child=_after_fork_in_child)
     try:
         from multiprocessing import spawn
     except Exception:
@@ -781,14 +779,9 @@ def _follow_children():
     spawn.get_preparation_data = get_preparation_data
 
 
-def _before_fork():
-    _FORK["from_main_thread"] = threading.current_thread() is threading.main_thread()
-
-
 def _after_fork_in_child():
-    global _REC, _ROLE
+    global _REC
     _REC = None  # a recorder of its own, created on its first event (DataLoader workers never get one)
-    _ROLE = "child"
 
 
 class _SpawnHook:
@@ -808,10 +801,9 @@ class _SpawnHook:
 
 def _spawned_child(cfg_text):
     """In a spawned child, before its __main__ is imported: probe lines now; hooks once torch is there."""
-    global _CFG, _ROLE
+    global _CFG
     try:
         _CFG = json.loads(cfg_text)
-        _ROLE = "child"
         _start_line_probes(_CFG.get("probes"), _CFG.get("hits_path"))
         from multiprocessing import process
 
@@ -976,7 +968,7 @@ def _run_launcher(cfg):
 
 
 def main():
-    global _CFG, _REC, _ROLE
+    global _CFG, _REC
     cfg_path = os.environ.pop(CONFIG_ENV, None)
     if not cfg_path:
         print("gpulint profile bootstrap: $GPULINT_PROFILE_CONFIG is not set", file=sys.stderr)
@@ -986,9 +978,9 @@ def main():
     cfg["config_path"] = cfg_path
     _CFG = cfg
     sys.path[0] = ""  # never let the user's `import metrics` find our own modules
-    _ROLE = "rank" if os.environ.get(ROLE_ENV) == "rank" else "main"
-    _start_watch(cfg, _ROLE)
-    if cfg.get("launcher") and _ROLE != "rank":
+    role = "rank" if os.environ.get(ROLE_ENV) == "rank" else "main"
+    _start_watch(cfg, role)
+    if cfg.get("launcher") and role != "rank":
         _run_launcher(cfg)
         return
 
@@ -1015,7 +1007,7 @@ def main():
     except Exception:
         pass
 
-    rec = _REC = Recorder(cfg, torch, role=_ROLE)
+    rec = _REC = Recorder(cfg, torch, role=role)
     _install_hooks(torch)
     _follow_children()
     _start_line_probes(cfg.get("probes"), cfg.get("hits_path"))
