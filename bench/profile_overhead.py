@@ -5,7 +5,8 @@ Method (written to the results file too):
 1. End to end: bench/hand_timed_loop.py times its own steps (perf_counter after each optimizer.step()) and
    writes the durations of steps FIRST..FIRST+COUNT. It is run alternately as `python hand_timed_loop.py ...`
    and as `gpulint profile --repeat 1 --warmup W --steps N -- python hand_timed_loop.py ...`, PAIRS times each,
-   with OMP_NUM_THREADS=1, in pairs whose order alternates. FIRST is past gpulint's whole warm-up (W + its
+   with OMP_NUM_THREADS=1 and in a session of its own either way (as gpulint starts it: under the kernel's
+   autogroup scheduling a session is also a CPU-share group), in pairs whose order alternates. FIRST is past gpulint's whole warm-up (W + its
    settling cap), so the hand-timed steps lie inside gpulint's measured window (no profiler: that pass comes
    after the window). Overhead = the median over pairs of (hand-timed median under gpulint / hand-timed median
    without it) - 1: a pair's two runs are seconds apart, so the machine's slow swings cancel. Also reported:
@@ -50,7 +51,11 @@ def _median_of(path: pathlib.Path) -> float:
 
 def plain_run(tmp: pathlib.Path, extra: list[str]) -> float:
     out = tmp / "plain.txt"
-    subprocess.run([sys.executable, str(LOOP), str(out), str(FIRST), str(COUNT), *extra], env=_env(), check=True, timeout=600)
+    # In a session of its own, as gpulint starts the script: with the kernel's autogroup scheduling a new session
+    # is also a new CPU-share group, which on a busy machine moves the numbers by itself.
+    subprocess.run(
+        [sys.executable, str(LOOP), str(out), str(FIRST), str(COUNT), *extra], env=_env(), check=True, timeout=600, start_new_session=True
+    )
     return _median_of(out)
 
 
@@ -134,7 +139,8 @@ def render(results: dict, hooks: dict, pairs: int, load: tuple) -> str:
         f"(--pairs {pairs}). Method: see the script's docstring; in short, a training loop times its own steps by",
         "hand (perf_counter after each optimizer.step()) and is run alternately with and without gpulint; the",
         f"hand-timed steps {FIRST}..{FIRST + COUNT} lie inside gpulint's measured window ({WARMUP} warm-up + {STEPS}",
-        "steps, `--repeat 1`, OMP_NUM_THREADS=1), in pairs of runs seconds apart (order alternating). Overhead =",
+        "steps, `--repeat 1`, OMP_NUM_THREADS=1, each run in a session of its own as gpulint starts it), in pairs of",
+        "runs seconds apart (order alternating). Overhead =",
         "median over pairs of (with gpulint / without) - 1; the ratio of the medians over all runs is shown too.",
         "",
         f"- date: {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d')}; {platform.platform(terse=True)}; "
@@ -165,13 +171,16 @@ def render(results: dict, hooks: dict, pairs: int, load: tuple) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--pairs", type=int, default=15)
+    parser.add_argument("--loops", choices=["fast", "20ms", "both"], default="both")
     parser.add_argument("--out", type=pathlib.Path, default=REPO / "bench" / "results" / "profile_overhead.md")
     args = parser.parse_args(argv)
     load0 = os.getloadavg()[0]
-    results = {
-        "fast CPU step (tiny MLP, batch 64)": measure(args.pairs, []),
-        "20 ms step (same loop + 20 ms of host work)": measure(args.pairs, ["--step-ms", "20"]),
+    loops = {
+        "fast": ("fast CPU step (tiny MLP, batch 64)", []),
+        "20ms": ("20 ms step (same loop + 20 ms of host work)", ["--step-ms", "20"]),
     }
+    chosen = loops if args.loops == "both" else {args.loops: loops[args.loops]}
+    results = {name: measure(args.pairs, extra) for name, extra in chosen.values()}
     hooks = hook_cost_us()
     text = render(results, hooks, args.pairs, (load0, os.getloadavg()[0]))
     if str(args.out) == "-":

@@ -708,6 +708,11 @@ def _recorder():
     return rec
 
 
+def _report_internal(e):
+    """A bug of ours must not look like the user's script failing: end the run as gpulint's internal error."""
+    _recorder().finish("internal", exception=f"{type(e).__name__}: {e}", traceback=traceback.format_exc())
+
+
 def _install_hooks(torch):
     """Optimizer step post-hook, DataLoader iterator wrappers, a backward() wrapper and the step() marker."""
     global _TORCH
@@ -715,7 +720,13 @@ def _install_hooks(torch):
     from torch.optim.optimizer import register_optimizer_step_post_hook
     from torch.utils.data import dataloader as dl
 
-    register_optimizer_step_post_hook(lambda optimizer, args, kwargs: _recorder().on_optimizer_step(optimizer))
+    def on_step(optimizer, args, kwargs):
+        try:
+            _recorder().on_optimizer_step(optimizer)
+        except Exception as e:
+            _report_internal(e)
+
+    register_optimizer_step_post_hook(on_step)
     base = dl._BaseDataLoaderIter
     orig_next = base.__next__
     orig_init = base.__init__
@@ -725,11 +736,17 @@ def _install_hooks(torch):
         t0 = time.perf_counter()
         batch = orig_next(it)
         t1 = time.perf_counter()
-        _recorder().on_batch(t0, t1, _batch_size(batch, torch), grad_enabled())
+        try:
+            _recorder().on_batch(t0, t1, _batch_size(batch, torch), grad_enabled())
+        except Exception as e:
+            _report_internal(e)
         return batch
 
     def __init__(it, *args, **kwargs):
-        _recorder().on_new_iterator(grad_enabled())
+        try:
+            _recorder().on_new_iterator(grad_enabled())
+        except Exception as e:
+            _report_internal(e)
         orig_init(it, *args, **kwargs)
 
     base.__next__ = __next__
@@ -738,7 +755,10 @@ def _install_hooks(torch):
     orig_backward = _ORIGINALS["backward"]
 
     def backward(tensor, *args, **kwargs):
-        _recorder().on_backward(tensor)
+        try:
+            _recorder().on_backward(tensor)
+        except Exception as e:
+            _report_internal(e)
         return orig_backward(tensor, *args, **kwargs)
 
     torch.Tensor.backward = backward
@@ -747,7 +767,14 @@ def _install_hooks(torch):
     except Exception:
         marker = None
     if marker is not None:
-        marker._step_hook = lambda: _recorder().on_marker()
+
+        def on_marker():
+            try:
+                _recorder().on_marker()
+            except Exception as e:
+                _report_internal(e)
+
+        marker._step_hook = on_marker
 
 
 def _restore_backward():

@@ -144,7 +144,7 @@ def _distribution_chart(view: dict) -> str:
         y = 10 + i * row
         p10, med, p90 = percentile(ms, 0.1), percentile(ms, 0.5), percentile(ms, 0.9)
         body.append(_text(left - 8, y + 20, _side_name(side, view["kind"]), "end"))
-        body.append(_rect(left + p10 * scale, y + 6, (p90 - p10) * scale, 24, f"fill-{side}", f"{side}: p10 {p10:.2f} ms, p90 {p90:.2f} ms", hit=False).replace("<rect ", '<rect opacity="0.25" '))
+        body.append(_rect(left + p10 * scale, y + 6, (p90 - p10) * scale, 24, f"fill-{side} band", f"{side}: p10 {p10:.2f} ms, p90 {p90:.2f} ms", hit=False))
         body.append(f'<line x1="{left + med * scale:.1f}" y1="{y + 2}" x2="{left + med * scale:.1f}" y2="{y + 34}" stroke="#000" stroke-width="2"><title>median {med:.2f} ms</title></line>')
         for j, v in enumerate(ms):
             cy = y + 12 + (j % 5) * 3

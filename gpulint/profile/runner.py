@@ -17,7 +17,7 @@ from gpulint.profile import proctree
 from gpulint.profile.command import CHILD_BOOTSTRAP, LaunchPlan, child_argv
 from gpulint.profile.options import ProfileOptions
 
-POLL_S = 0.05
+POLL_S = 0.2  # the parent wakes 5 times a second: on a busy machine each wake-up competes with the run
 EXIT_GRACE_S = 3.0  # after the result is written, how long the process may take to leave
 LAUNCHER_GRACE_S = 0.5  # under torchrun the other ranks keep training: rank 0's result is all we need
 TERM_GRACE_S = 1.0  # SIGTERM, then SIGKILL
