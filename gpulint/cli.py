@@ -7,7 +7,6 @@ import signal
 import sys
 import threading
 from contextlib import contextmanager
-from pathlib import Path
 
 import click
 
@@ -185,15 +184,22 @@ def check(paths: tuple[str, ...], add_noqa: bool, apply_fixes: bool, **opts) -> 
 @lint_options("fix")
 @click.option("--apply", is_flag=True, help="Write the fixes (default: print a diff).")
 @click.option("--verify", is_flag=True, help="Profile the command after `--` before and after fixing; keep the fix only if it holds.")
+@click.option("--restore", is_flag=True, help="Put back the originals an interrupted `fix --verify` left fixed, then exit.")
 @profile_options
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.pass_context
-def fix(ctx: click.Context, paths: tuple[str, ...], apply: bool, verify: bool, profile_options, **opts) -> None:
+def fix(ctx: click.Context, paths: tuple[str, ...], apply: bool, verify: bool, restore: bool, profile_options, **opts) -> None:
     """Fix findings in PATHS: print a diff, or write with --apply.
 
     With --verify, profile `-- python train.py ...` before and after, and keep the fixes only when the
-    fixed script runs and is not slower beyond the noise (PATHS default to the script itself).
+    fixed script runs and is not slower beyond the noise (PATHS default to the script and the modules of its
+    project that it imports).
     """
+    from gpulint.profile import journal
+
+    if restore:
+        sys.exit(journal.restore(sys.stderr))
+    journal.notice(sys.stderr)
     settings = _settings(opts)
     command = (ctx.obj or {}).get("command")
     if verify:
@@ -227,36 +233,38 @@ def _fix(paths: tuple[str, ...], settings: Settings, opts: dict, apply: bool) ->
 
 
 def run_verify_fix(paths: tuple[str, ...], command: list[str], settings: Settings, profile_options, jobs: int | None = None) -> int:
-    """Profile the original, apply the fixes, profile the result; the profiler restores files that lose."""
+    """Plan the fixes; the profiler writes, verifies and, when they do not hold, restores them."""
     from gpulint.profile.command import CommandError, plan_command
-    from gpulint.profile.verify import run_verify
+    from gpulint.profile.project import default_fix_paths
+    from gpulint.profile.verify import PlannedFix, run_verify
 
     if not paths:
         try:
-            plan = plan_command(command, profile_options.cwd)
+            paths = tuple(default_fix_paths(plan_command(command, profile_options.cwd)))
         except CommandError as error:
             click.echo(f"gpulint failed\n  Cause: {error}", err=True)
             return EXIT_ERROR
-        if plan.kind != "script":
-            raise click.UsageError("name the files to fix when the command runs a module (-m)")
-        paths = (plan.target,)
+        if not paths:
+            raise click.UsageError("cannot find the file the command runs; name the files to fix")
 
-    def apply_fixes() -> dict[Path, bytes]:
+    def plan_fixes() -> list[PlannedFix]:
         report = api.fix(list(paths), settings, jobs=jobs)
         for d in report.errors:
             click.echo(f"gpulint: {d.filename}: {d.message}", err=True)
         output.dropped_fixes(report)
-        try:
-            api.write_fixes(report)
-        except BaseException:
-            # Stopped half-way (an interrupt, a bug): the verification will not run, so no file may stay fixed.
-            for f, error in api.restore_originals(report):
-                click.echo(f"gpulint: {f.path}: could not restore the original: {error}", err=True)
-            raise
-        output.verify_applied(report)  # a file not written stays as it was; the others are verified
-        return {f.file.resolve(): f.source.encode(f.original) for f in report.files if f.written}
+        planned = []
+        for f in report.changed:
+            if f.file is None:
+                continue
+            try:
+                fixed = f.fixed_bytes()
+            except UnicodeEncodeError:
+                click.echo(f"gpulint: {f.path}: not fixed: the fixed text cannot be encoded as {f.source.encoding}", err=True)
+                continue
+            planned.append(PlannedFix(f.file.resolve(), f.source.encode(f.original), fixed, dict(f.fixes)))
+        return planned
 
-    return run_verify(list(command), apply_fixes, profile_options)
+    return run_verify(list(command), plan_fixes, profile_options)
 
 
 @cli.command()

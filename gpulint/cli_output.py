@@ -197,11 +197,3 @@ def stdin_fixed(data: bytes, name: str, settings: Settings, opts: dict) -> int:
     _err(f"Found {plural(count + len(result.remaining), 'error')} ({count} fixed, {len(result.remaining)} remaining).")
     return exit_status(result.remaining, settings, opts)
 
-
-def verify_applied(report: api.FixReport) -> None:
-    """`fix --verify`'s apply step: a line per file written or not (the verification follows)."""
-    for f in report.changed:
-        if f.written:
-            _err(f"gpulint: fixed {f.path}: {', '.join(f'{n} × {code}' for code, n in sorted(f.fixes.items()))}")
-        elif f.write_error is not None:
-            _err(f"gpulint: {f.path}: not written: {f.write_error}")

@@ -193,11 +193,15 @@ def write_atomic(path: Path, data: bytes, expected: bytes | None = None) -> None
     target = Path(os.path.realpath(path))  # write through a symlink, never replace the link itself
     try:
         info = target.stat()
+    except FileNotFoundError:
+        if expected is not None:
+            raise WriteError("file was deleted since it was read") from None
+        info = None  # a new file (a report): created with the mode a plain open() would give it
     except OSError as error:
         raise WriteError(error.strerror or str(error)) from None
-    if not info.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
+    if info is not None and not info.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
         raise WriteError("file is read-only")  # marked so on purpose: left alone even for root
-    if not os.access(target, os.W_OK):
+    if info is not None and not os.access(target, os.W_OK):
         raise WriteError("no permission to write the file")  # another user's file: the rename would replace it
     if expected is not None:
         current = _read(target)
@@ -214,8 +218,8 @@ def write_atomic(path: Path, data: bytes, expected: bytes | None = None) -> None
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(temp_name, stat.S_IMODE(info.st_mode))
-        if hasattr(os, "chown") and (info.st_uid, info.st_gid) != (os.stat(temp_name).st_uid, os.stat(temp_name).st_gid):
+        os.chmod(temp_name, stat.S_IMODE(info.st_mode) if info is not None else _new_file_mode())
+        if info is not None and hasattr(os, "chown") and (info.st_uid, info.st_gid) != (os.stat(temp_name).st_uid, os.stat(temp_name).st_gid):
             try:
                 os.chown(temp_name, info.st_uid, info.st_gid)  # root fixing someone else's file
             except OSError:
@@ -237,6 +241,12 @@ def write_atomic(path: Path, data: bytes, expected: bytes | None = None) -> None
             raise WriteError(error.strerror or str(error)) from None
         raise
     _sync_directory(target.parent)
+
+
+def _new_file_mode() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
 
 
 def _read(path: Path) -> bytes:

@@ -129,20 +129,10 @@ def _looks_like_python_script(path: str, cwd: str) -> bool:
 
 
 def child_argv(plan: LaunchPlan, launcher: str | None = None, nproc_per_node: int = 1) -> list[str]:
-    """The argv that runs the bootstrap (which then runs the user's target) directly or under torchrun."""
-    if launcher is None:
-        return [plan.interpreter, *plan.interpreter_flags, str(CHILD_BOOTSTRAP)]
-    if launcher != "torchrun":
+    """The argv that runs the bootstrap, which runs the user's target (under torchrun, the bootstrap runs
+    PyTorch's launcher in its own process, and each rank runs the bootstrap again; rank 0 measures)."""
+    if launcher is not None and launcher != "torchrun":
         raise CommandError(f"unknown launcher {launcher!r}; the only launcher is torchrun")
     if nproc_per_node < 1:
         raise CommandError("--nproc-per-node must be at least 1")
-    # PyTorch's own launcher; each rank runs the bootstrap, rank 0 measures.
-    return [
-        plan.interpreter,
-        *plan.interpreter_flags,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        f"--nproc-per-node={nproc_per_node}",
-        str(CHILD_BOOTSTRAP),
-    ]
+    return [plan.interpreter, *plan.interpreter_flags, str(CHILD_BOOTSTRAP)]
