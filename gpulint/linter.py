@@ -14,6 +14,9 @@ from pathlib import Path
 import libcst as cst
 
 from gpulint.analysis import SemanticModel
+from gpulint.analysis.devices import may_have_own_evidence
+from gpulint.analysis.project import ModuleContext, lone_context
+from gpulint.analysis.summary import summarize
 from gpulint.checks import Rule, all_rules
 from gpulint.checks.base import REGISTRY, text_matcher
 from gpulint.config import Settings
@@ -71,16 +74,24 @@ def _enabled_rules(settings: Settings) -> list[type[Rule]]:
     return rules
 
 
-def rules_for(text: str, path: str, settings: Settings) -> list[type[Rule]]:
+def rules_for(text: str, path: str, settings: Settings, project: ModuleContext | None = None) -> list[type[Rule]]:
     """The enabled rules that could fire on this text: the `requires` prefilter, no parsing.
 
+    Rules that need GPU context also need the project to say the module is GPU code (`project`), or,
+    without a project, the text to hold a word GPU evidence is written with. A rule whose `project_tags`
+    the module has (it calls a helper that syncs, ...) is a candidate whatever its text says.
     Each distinct pattern is tested at most once per file, however many rules share it.
     """
     ignored = settings.ignored_for(path) if settings.per_file_ignores else frozenset()
     seen: dict[str, bool] = {}
+    gpu = project.gpu if project is not None else may_have_own_evidence(text)
+    tags = project.tags if project is not None else frozenset()
     candidates = []
     for rule in _enabled_rules(settings):
-        if rule.code in ignored:
+        if rule.code in ignored or (rule.needs_gpu_context and not gpu):
+            continue
+        if rule.project_tags and tags.intersection(rule.project_tags):
+            candidates.append(rule)
             continue
         if rule.applies_to_text.__func__ is not _DEFAULT_APPLIES:  # a rule with its own prefilter logic
             if rule.applies_to_text(text):
@@ -120,7 +131,13 @@ def _nesting(tree: ast.AST) -> int:
 
 
 def parse(text: str, path: str) -> cst.Module | Diagnostic:
-    python_error: SyntaxError | None = None
+    tree = python_tree(text, path)
+    return tree if isinstance(tree, Diagnostic) else _libcst_parse(text, path, tree)
+
+
+def python_tree(text: str, path: str) -> ast.Module | SyntaxError | Diagnostic:
+    """CPython's tree of `text` (the summary reads it, and it guards LibCST against deep nesting); the
+    SyntaxError when only a newer grammar may accept it; a Diagnostic when the file cannot be checked."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # `"\d"` and friends: not ours to report
@@ -130,12 +147,16 @@ def parse(text: str, path: str) -> cst.Module | Diagnostic:
     except SyntaxError as error:
         if any(limit in str(error.msg) for limit in _PYTHON_LIMITS) or "null bytes" in str(error.msg):
             return _syntax_error(path, error)
-        python_error = error  # libcst may still accept a newer syntax than this interpreter's
+        return error  # libcst may still accept a newer syntax than this interpreter's
     except ValueError as error:  # null bytes, before Python 3.12
         return file_error(path, f"SyntaxError: {error}", INVALID_SYNTAX)
-    else:
-        if _nesting(tree) > MAX_NESTING:
-            return file_error(path, f"nested more than {MAX_NESTING} levels deep (generated code?); skipped")
+    if _nesting(tree) > MAX_NESTING:
+        return file_error(path, f"nested more than {MAX_NESTING} levels deep (generated code?); skipped")
+    return tree
+
+
+def _libcst_parse(text: str, path: str, tree: ast.Module | SyntaxError) -> cst.Module | Diagnostic:
+    python_error = tree if isinstance(tree, SyntaxError) else None
     try:
         return cst.parse_module(text)
     except cst.ParserSyntaxError as error:
@@ -171,28 +192,48 @@ def _recursion_room():
 
 
 def check_source(
-    text: str, path: str, settings: Settings, *, prefilter: bool = True, module: cst.Module | None = None
+    text: str,
+    path: str,
+    settings: Settings,
+    *,
+    prefilter: bool = True,
+    module: cst.Module | None = None,
+    project: ModuleContext | None = None,
 ) -> list[Diagnostic]:
     """Diagnostics for one file's text. `prefilter=False` parses every file (to test the prefilter);
-    `module` is `text` already parsed (the fixer has it), so it is not parsed again."""
+    `module` is `text` already parsed (the fixer has it), so it is not parsed again; `project` is the file's
+    context in its project (`gpulint.projects`), without which the file is read alone."""
     if prefilter and not _NO_PREFILTER:
-        rules = rules_for(text, path, settings)
+        rules = rules_for(text, path, settings, project)
     else:
         ignored = settings.ignored_for(path) if settings.per_file_ignores else frozenset()
         rules = [rule for rule in _enabled_rules(settings) if rule.code not in ignored]
     if not rules:
         return []
     with _recursion_room():
-        return _check_parsed(text, path, settings, rules, module)
+        return _check_parsed(text, path, settings, rules, module, project)
 
 
-def _check_parsed(text: str, path: str, settings: Settings, rules: list[type[Rule]], module: cst.Module | None) -> list[Diagnostic]:
-    if module is None:
-        module = parse(text, path)
-        if isinstance(module, Diagnostic):
-            return [module]
+def _check_parsed(
+    text: str, path: str, settings: Settings, rules: list[type[Rule]], module: cst.Module | None, project: ModuleContext | None
+) -> list[Diagnostic]:
+    if module is None or project is None:
+        tree = python_tree(text, path)
+        if isinstance(tree, Diagnostic):
+            return [tree]
+        if project is None:
+            project = lone_context(summarize(text, tree if isinstance(tree, ast.Module) else None), path)
+            if not project.gpu:
+                rules = [rule for rule in rules if not rule.needs_gpu_context]
+                if not rules:
+                    return []
+        if module is None:
+            module = _libcst_parse(text, path, tree)
+            del tree  # CPython's tree is not needed past this point; LibCST's is large enough
+            if isinstance(module, Diagnostic):
+                return [module]
     try:
-        model = SemanticModel(module, path, text)
+        model = SemanticModel(module, path, text, project=project)
     except RecursionError:
         return [file_error(path, "too deeply nested to analyse; skipped")]
     diagnostics: list[Diagnostic] = []
@@ -230,14 +271,14 @@ def default_jobs() -> int:
         return os.cpu_count() or 1
 
 
-def _check_bytes(shown: str, data: bytes, settings: Settings) -> FileResult:
+def _check_bytes(shown: str, data: bytes, settings: Settings, project: ModuleContext | None = None) -> FileResult:
     from gpulint.source import decode_source
 
     try:
         source = decode_source(data)
     except SourceError as error:
         return FileResult(shown, [file_error(shown, str(error))])
-    return FileResult(shown, check_source(source.text, shown, settings), source)
+    return FileResult(shown, check_source(source.text, shown, settings, project=project), source)
 
 
 _worker_settings: Settings | None = None
@@ -252,10 +293,10 @@ def _init_worker(settings: Settings) -> None:
     _worker_settings = settings
 
 
-def _work(item: tuple[str, bytes]) -> FileResult:
-    """In a worker process: check one file's bytes with the settings the parent resolved."""
+def _work(item: tuple[str, bytes, ModuleContext | None]) -> FileResult:
+    """In a worker process: check one file's bytes with the settings and the project context the parent resolved."""
     assert _worker_settings is not None
-    result = _check_bytes(item[0], item[1], _worker_settings)
+    result = _check_bytes(item[0], item[1], _worker_settings, item[2])
     if not result.diagnostics:
         result.source = None  # nothing will show it; do not send the text back
     return result
@@ -278,31 +319,37 @@ def _cacheable(result: FileResult) -> bool:
 def lint_files(files: list[Path], settings: Settings, jobs: int | None = None, use_cache: bool = True) -> list[FileResult]:
     """Check many files; results in a deterministic order (by path), the same for any `jobs`.
 
-    Unchanged files are answered from the cache (keyed by gpulint's code, the settings and each file's
-    bytes); the rest are checked in a process pool when there are many, serially when there are few.
+    Two passes: every module of the files' project is summarised (`gpulint.projects`, cached by content),
+    then each file is checked with its context in that project. Unchanged files whose context is unchanged
+    are answered from the cache (keyed by gpulint's code, the settings, each file's bytes and the digest of
+    its context); the rest are checked in a process pool when there are many, serially when there are few.
     """
     from gpulint.cache import Cache, content_hash
     from gpulint.progress import Progress
+    from gpulint.projects import load_project
     from gpulint.source import decode_source
 
     cache = Cache(settings) if use_cache else None
     results: list[FileResult] = []
-    todo: list[tuple[Path, str, bytes, str]] = []
+    readable: list[tuple[Path, str, bytes]] = []
     for path in files:
         shown = display_path(path)
         try:
-            data = read_source_bytes(path)
+            readable.append((path, shown, read_source_bytes(path)))
         except SourceError as error:
             results.append(FileResult(shown, [file_error(shown, str(error))]))
-            continue
-        digest = content_hash(data) if cache is not None else ""
+    index = load_project([p for p, _, _ in readable], settings, use_cache, {Path(os.path.abspath(p)): data for p, _, data in readable})
+    todo: list[tuple[Path, str, bytes, str, ModuleContext]] = []
+    for path, shown, data in readable:
+        context = index.context(Path(os.path.abspath(path)))
+        digest = f"{content_hash(data)}:{context.digest}" if cache is not None else ""
         if cache is not None:
             cached = cache.get(path, shown, digest)
             if cached is not None:
                 # The text is kept only where there is something to show (snippets, --add-noqa).
                 results.append(FileResult(shown, cached, decode_source(data) if cached else None))
                 continue
-        todo.append((path, shown, data, digest))
+        todo.append((path, shown, data, digest, context))
 
     jobs = jobs or default_jobs()
     checked: list[FileResult] = []
@@ -314,7 +361,7 @@ def lint_files(files: list[Path], settings: Settings, jobs: int | None = None, u
             chunk = max(1, min(4, len(todo) // (workers * 8)))
             pool = ProcessPoolExecutor(workers, mp_context=_pool_context(), initializer=_init_worker, initargs=(settings,))
             try:
-                for result in pool.map(_work, [(shown, data) for _, shown, data, _ in todo], chunksize=chunk):
+                for result in pool.map(_work, [(shown, data, context) for _, shown, data, _, context in todo], chunksize=chunk):
                     checked.append(result)
                     progress.advance()
             except BaseException:
@@ -325,12 +372,12 @@ def lint_files(files: list[Path], settings: Settings, jobs: int | None = None, u
                 raise
             pool.shutdown()
         else:
-            for _, shown, data, _ in todo:
-                checked.append(_check_bytes(shown, data, settings))
+            for _, shown, data, _, context in todo:
+                checked.append(_check_bytes(shown, data, settings, context))
                 progress.advance()
 
     if cache is not None:
-        for (path, shown, _, digest), result in zip(todo, checked):
+        for (path, shown, _, digest, _), result in zip(todo, checked):
             if _cacheable(result):
                 cache.put(path, shown, digest, result.diagnostics)
         cache.save()

@@ -18,7 +18,7 @@ class DataLoaderWithoutPinMemory(Rule):
     name = "dataloader-without-pin-memory"
     summary = "`DataLoader` batches are moved to CUDA but `pin_memory` is missing or False"
     fix_applicability = Applicability.SAFE
-    requires = (r"DataLoader", r"cuda")
+    requires = (r"DataLoader",)
 
     def check(self) -> Iterator[Diagnostic]:
         model = self.model
