@@ -653,6 +653,22 @@ class SemanticModel:
         """The composed facts of the project function or class `call` calls (`analysis/project.Callee`), or None."""
         return self.project.callee(self.project_ref(call))
 
+    def arguments_to(self, call: cst.Call, callee) -> list[tuple[cst.Arg, str]]:
+        """The arguments of `call` with the parameters of `callee` they land on (`self` skipped for methods
+        and classes); none after a `*args` (positions unknown from there)."""
+        params = list(callee.params)
+        if params[:1] == ["self"] and (callee.kind == "class" or isinstance(call.func, cst.Attribute)):
+            params = params[1:]
+        found = []
+        for position, arg in enumerate(call.args):
+            if arg.star:
+                break
+            if arg.keyword is not None:
+                found.append((arg, arg.keyword.value))
+            elif position < len(params):
+                found.append((arg, params[position]))
+        return found
+
     # ---- derived facts, each computed once and only when a rule asks -----------------------------
 
     @cached_property

@@ -34,14 +34,15 @@ class Callee:
     kind: str  # "function" or "class"
     where: str  # `utils.py:12`
     params: tuple[str, ...] = ()  # positional parameters, `self` included for methods
-    trains: bool = False
+    trains: bool = False  # runs a backward pass or an optimizer step (itself or through what it calls)
+    epoch: bool = False  # ... inside a loop of its own: a whole epoch per call, not one step
     returns: Any = None  # ("loader", facts), ("module",), ("gpu_module",), ("gpu",), ("device",), ("args", options), ("tuple", ...)
     # parameter -> [("move", where, non_blocking), ("sync", kind, where, certain), ("iter", where), ("device", where)]
     effects: dict[str, list[tuple]] = field(default_factory=dict)
     syncs: list[tuple] = field(default_factory=list)  # ("sync", kind, where) / ("synchronize", where): every call
 
     def to_json(self) -> list:
-        return [self.kind, self.where, self.params, self.trains, self.returns, self.effects, self.syncs]
+        return [self.kind, self.where, self.params, self.trains, self.epoch, self.returns, self.effects, self.syncs]
 
 
 @dataclass
@@ -121,14 +122,12 @@ class ProjectIndex:
     """All summaries of a project, and the composed facts, each computed once and only when asked."""
 
     def __init__(self, root: Path, summaries: dict[Path, ModuleSummary]) -> None:
+        from gpulint.linter import display_path  # messages name other files as the command line shows them
+
         self.root = root
         self.records: dict[Path, _Record] = {}
         for path, summary in summaries.items():
-            try:
-                shown = path.relative_to(root).as_posix()
-            except ValueError:
-                shown = path.name
-            self.records[path] = _Record(path, shown, summary)
+            self.records[path] = _Record(path, display_path(path), summary)
         self._modules: dict[tuple, Optional[_Record]] = {}
         self._callees: dict[tuple[Path, str], Optional[Callee]] = {}
         self._in_progress: set[tuple[Path, str]] = set()
@@ -274,6 +273,9 @@ class ProjectIndex:
         facts = Callee("function", f"{record.shown}:{f.line}", f.params)
         steps = self._training_loops(record, f)
         facts.trains = f.trains or any(self._call_trains(record, call) for call in f.calls)
+        facts.epoch = bool(steps) or any(
+            (callee := self.callee(record, call[0])) is not None and callee.epoch for call in f.calls if call[4] < 0
+        )
         for param in f.params:
             found = list(self._source_effects(record, f, f"p:{param}", steps, 0))
             if found:

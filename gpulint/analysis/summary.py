@@ -46,7 +46,7 @@ DATALOADER = "torch.utils.data.DataLoader"
 # Kept in step with residency.py (the LibCST model): the same names mean the same things here.
 _DEVICE_NAME = re.compile(r"(^|_)(device|dev|cuda|gpu)$")
 # Integers that hold a device index by convention (`model.to(local_rank)`, `x.cuda(args.gpu_id)`).
-_DEVICE_INDEX_NAME = re.compile(r"^(local_rank|rank|gpu|gpu_id|gpu_idx|device_id|device_ids?|local_device)$")
+DEVICE_INDEX_NAME = re.compile(r"^(local_rank|rank|gpu|gpu_id|gpu_idx|device_id|device_ids?|local_device)$")
 _OPTIMIZER = re.compile(r"(self\.)?((\w*_)?optim(izer)?\w*|opt(_\w+|[A-Z]\w*)?)")
 _RATE_NAME = re.compile(
     r"(log|print|display|report|eval|val|save|ckpt|checkpoint|summary|sample)\w*_?(step|every|interval|freq|iter|period)"
@@ -57,7 +57,7 @@ _HOST_METHODS = frozenset({
     "item", "tolist", "numpy", "cpu", "size", "dim", "numel", "nelement", "element_size", "data_ptr", "stride",
     "is_contiguous", "get_device", "backward", "register_hook", "state_dict", "parameters", "named_parameters",
     "buffers", "modules", "children", "named_modules", "keys", "__len__", "is_floating_point", "zero_grad", "step",
-    "train", "eval", "pin_memory", "format", "join", "startswith", "append", "extend", "update", "add_scalar",
+    "train", "eval", "format", "join", "startswith", "append", "extend", "update", "add_scalar",
     "log", "write", "info", "debug", "warning", "synchronize", "record_stream",
 })  # fmt: skip
 _HOST_ATTRIBUTES = frozenset({"shape", "device", "dtype", "ndim", "is_cuda", "requires_grad", "training", "is_leaf"})
@@ -1022,7 +1022,7 @@ def _device_kind_of(node: Optional[ast.AST], reader: _Reader, mark: bool = True)
         last = node.attr if isinstance(node, ast.Attribute) else node.id
         if isinstance(node, ast.Attribute) and last == "device":
             return "cuda"
-        if _DEVICE_INDEX_NAME.match(last):
+        if DEVICE_INDEX_NAME.match(last):
             reader.mark_gpu(f"`{last}` used as a device", node.lineno)
             return "cuda"
         if _DEVICE_NAME.search(last):
