@@ -145,9 +145,11 @@ class LoaderFlow:
                 return f"the training loop at line {self.m.line_of(iteration.loop)}, which runs a GPU model"
         for function, element in self.returned_by(info.loader.call):
             for consumption in project.consumed(function, element):
+                if not consumption.gpu:
+                    continue  # the copy may be to the CPU: that loop's module is no GPU code
                 if consumption.moves:
                     return f"copied to the GPU at {consumption.moves[0][0]} in the loop at {consumption.where}"
-                if consumption.trains and consumption.gpu:
+                if consumption.trains:
                     return f"the GPU training loop at {consumption.where}"
         return None
 

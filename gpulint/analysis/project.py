@@ -370,6 +370,8 @@ class ProjectIndex:
                 if element and result is not None:
                     return result[1][int(element)] if result[0] == "tuple" and int(element) < len(result[1]) else None
                 return result
+            if source.startswith("p:"):
+                return ("param", source[2:])  # derived from an argument by tensor operations
             if source.startswith("g:"):
                 found = self.symbol(record, source[2:])
                 if found is not None and found[0] == "value":
@@ -470,6 +472,11 @@ class ProjectIndex:
     def _project_evidence(self, record: _Record) -> Iterator[str]:
         summary = record.summary
         for key, f in summary.functions.items():
+            for param in f.params:
+                given = self.inputs(record, key, param) & {"gpu_module", "gpu"}
+                if given:
+                    what = "a GPU module" if "gpu_module" in given else "a GPU tensor"
+                    yield f"callers give `{param}` of `{key}` {what}"
             for source, effects in f.effects.items():
                 if not any(e[0] == "device" for e in effects):
                     continue
@@ -486,7 +493,7 @@ class ProjectIndex:
                     if any(e[0] == "move" for e in effects) and self.gpu_reason(caller) is not None:
                         yield f"`{key}` builds values that {caller.shown} moves to the GPU"
                     for consumption in self.consumptions(caller, caller_key, source):
-                        if consumption.moves or (consumption.trains and consumption.gpu):
+                        if consumption.gpu and (consumption.moves or consumption.trains):
                             yield f"the loader `{key}` builds feeds GPU code at {consumption.where}"
 
     # ---- one module's context ---------------------------------------------------------------------

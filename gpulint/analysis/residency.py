@@ -480,10 +480,16 @@ class Residency:
         if isinstance(func, cst.Name) and self._returns_host(func.value):
             return NONE
         callee = model.callee(call)
-        if callee is not None and not model.functions.get(func.value if isinstance(func, cst.Name) else ""):
+        if callee is not None and callee.returns is not None:
             returned = callee.returns
-            if returned == ("gpu",) or (returned is not None and returned[0] == "tuple" and returned[1] and all(r == ("gpu",) for r in returned[1])):
+            local = isinstance(func, cst.Name) and func.value in model.functions  # `_returns_level` below reads those
+            if not local and (returned == ("gpu",) or (returned[0] == "tuple" and returned[1] and all(r == ("gpu",) for r in returned[1]))):
                 return CERTAIN  # `x, y = to_device(batch, device)`, a project helper that returns moved tensors
+            if returned[0] == "param":
+                # `def stats(outputs): return outputs.mean()`: tensor operations on what it is given
+                given = next((arg.value for arg, param in model.arguments_to(call, callee) if param == returned[1]), None)
+                if given is not None:
+                    return self.level(given)
         if isinstance(func, cst.Name) and not model.bindings_of(func.value, call) or (
             isinstance(func, cst.Name) and func.value in model.functions
         ):
