@@ -54,8 +54,11 @@ def _collect(paths: tuple[str, ...], settings: Settings) -> tuple[list[tuple[str
 
 
 def fix_files(paths: tuple[str, ...], settings: Settings) -> tuple[dict[str, tuple[SourceText, FixOutcome]], list[Diagnostic]]:
+    from gpulint.projects import load_project
+
     sources, errors = _collect(paths, settings)
-    outcomes = {shown: (source, fix_source(source.text, shown, settings)) for shown, source in sources}
+    project = load_project([Path(shown) for shown, _ in sources], settings)  # what `check` knows, `fix` knows
+    outcomes = {shown: (source, fix_source(source.text, shown, settings, project=project)) for shown, source in sources}
     return outcomes, errors
 
 

@@ -100,11 +100,15 @@ def _well_formed(edits: tuple[Edit, ...], starts: list[int], length: int) -> boo
     return all(a_end <= b_begin for (_, a_end), (b_begin, _) in zip(spans, spans[1:]))
 
 
-def fix_source(text: str, path: str, settings: Settings, unsafe: bool | None = None) -> FixOutcome:
+def fix_source(text: str, path: str, settings: Settings, unsafe: bool | None = None, project=None) -> FixOutcome:
+    """Fix `text` until nothing changes; `project` (a `ProjectIndex`) gives each pass the file's context in
+    its project, so that `fix` applies what `check` reports."""
+    from gpulint.projects import context_for
+
     unsafe = settings.unsafe_fixes if unsafe is None else unsafe
     outcome = FixOutcome(text)
     rejected: set[tuple] = set()  # (code, message, edits) of fixes whose result did not parse
-    diagnostics = check_source(text, path, settings)
+    diagnostics = check_source(text, path, settings, project=context_for(project, Path(path), text) if project else None)
     # A file this interpreter cannot compile (newer syntax) is held to libcst's grammar only.
     strict = any(is_applicable(d, unsafe) for d in diagnostics) and _compiles(text)
     for _ in range(MAX_PASSES):
@@ -145,7 +149,8 @@ def fix_source(text: str, path: str, settings: Settings, unsafe: bool | None = N
                 continue
         outcome.text = candidate
         outcome.fixed.update(d.code for d in accepted)
-        diagnostics = check_source(outcome.text, path, settings, module=module)  # no second parse
+        context = context_for(project, Path(path), outcome.text) if project else None
+        diagnostics = check_source(outcome.text, path, settings, module=module, project=context)  # no second parse
     outcome.remaining = diagnostics
     return outcome
 

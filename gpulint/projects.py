@@ -154,11 +154,12 @@ def _version_folder() -> str:
     return __version__
 
 
-def context_for(index: ProjectIndex, path: Path, text: str) -> ModuleContext:
+def context_for(index: ProjectIndex, path: Path, text: str, tree=None) -> ModuleContext:
     """The context of `path` in `index` for `text`, which may differ from what was indexed (a file being
-    fixed, flake8's view of it): then that module is summarised again and the facts recomposed."""
+    fixed, flake8's view of it): then that module is summarised again and the facts recomposed. `tree`:
+    `text` already parsed by `ast` (flake8 has it)."""
     absolute = Path(os.path.abspath(path))
-    summary = summarize(text)
+    summary = summarize(text, tree)
     record = index.records.get(absolute)
     if record is None or summary.to_json() != record.summary.to_json():
         index = index.with_module(absolute, summary)
