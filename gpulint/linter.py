@@ -326,7 +326,7 @@ def lint_files(files: list[Path], settings: Settings, jobs: int | None = None, u
     """
     from gpulint.cache import Cache, content_hash
     from gpulint.progress import Progress
-    from gpulint.projects import load_project
+    from gpulint.projects import Project
     from gpulint.source import decode_source
 
     cache = Cache(settings) if use_cache else None
@@ -335,22 +335,23 @@ def lint_files(files: list[Path], settings: Settings, jobs: int | None = None, u
     for path in files:
         shown = display_path(path)
         try:
-            readable.append((path, shown, read_source_bytes(path)))
+            readable.append((Path(os.path.abspath(path)), shown, read_source_bytes(path)))
         except SourceError as error:
             results.append(FileResult(shown, [file_error(shown, str(error))]))
-    index = load_project([p for p, _, _ in readable], settings, use_cache, {Path(os.path.abspath(p)): data for p, _, data in readable})
-    todo: list[tuple[Path, str, bytes, str, ModuleContext]] = []
+    project = Project([p for p, _, _ in readable], settings, use_cache, {p: data for p, _, data in readable})
+    todo: list[tuple[Path, str, bytes, str]] = []
     for path, shown, data in readable:
-        context = index.context(Path(os.path.abspath(path)))
-        digest = f"{content_hash(data)}:{context.digest}" if cache is not None else ""
+        digest = f"{content_hash(data)}:{project.context_digest(path)}" if cache is not None else ""
         if cache is not None:
             cached = cache.get(path, shown, digest)
             if cached is not None:
                 # The text is kept only where there is something to show (snippets, --add-noqa).
                 results.append(FileResult(shown, cached, decode_source(data) if cached else None))
                 continue
-        todo.append((path, shown, data, digest, context))
-
+        todo.append((path, shown, data, digest))
+    contexts = [project.context(path) for path, *_ in todo]
+    project.save()
+    del project  # only the contexts are needed from here on: the workers start small
     jobs = jobs or default_jobs()
     checked: list[FileResult] = []
     with Progress(len(todo)) as progress:
@@ -361,7 +362,7 @@ def lint_files(files: list[Path], settings: Settings, jobs: int | None = None, u
             chunk = max(1, min(4, len(todo) // (workers * 8)))
             pool = ProcessPoolExecutor(workers, mp_context=_pool_context(), initializer=_init_worker, initargs=(settings,))
             try:
-                for result in pool.map(_work, [(shown, data, context) for _, shown, data, _, context in todo], chunksize=chunk):
+                for result in pool.map(_work, [(shown, data, context) for (_, shown, data, _), context in zip(todo, contexts)], chunksize=chunk):
                     checked.append(result)
                     progress.advance()
             except BaseException:
@@ -372,12 +373,12 @@ def lint_files(files: list[Path], settings: Settings, jobs: int | None = None, u
                 raise
             pool.shutdown()
         else:
-            for _, shown, data, _, context in todo:
+            for (_, shown, data, _), context in zip(todo, contexts):
                 checked.append(_check_bytes(shown, data, settings, context))
                 progress.advance()
 
     if cache is not None:
-        for (path, shown, _, digest, _), result in zip(todo, checked):
+        for (path, shown, _, digest), result in zip(todo, checked):
             if _cacheable(result):
                 cache.put(path, shown, digest, result.diagnostics)
         cache.save()

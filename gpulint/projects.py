@@ -1,157 +1,219 @@
-"""Pass one: the project a file belongs to, every module of it summarised (cached by content hash), the index.
+"""Pass one: the project a file belongs to, its modules summarised (cached by content hash), the index.
 
 The project is every Python file under the configuration root (`[tool.gpulint]`'s folder, or the working
-directory), walked with the same excludes as `gpulint check`, plus the files being checked. Files outside
-the root form a project with their package (the folders above them that have an `__init__.py`).
+directory), skipping hidden folders and the excluded ones (`exclude`, `extend-exclude`), plus the files
+being checked; files outside the root bring the package they are in. It is what a checked file may learn
+from: a file in the project that is not checked is summarised, never reported on.
 
-Summaries are kept in the cache folder (`summaries-<key>.json`): path -> (mtime, size, SHA-256) so that an
-unchanged file is not even read, and SHA-256 -> summary, so that a moved or restored file is not
-summarised again. Summaries hold no tree; reading them back costs a few milliseconds per hundred files.
+The cache folder keeps, next to the result cache:
+- `project-<key>.json`: path -> (mtime, size, SHA-256), so that an unchanged file is not even read, and
+  the project's digest (every file's path and hash) with each module's context digest: when nothing in
+  the project changed, a warm check looks its files up in the result cache without building the index;
+- `summaries-<key>.json`: SHA-256 -> summary (a file is summarised once, whatever its path), read only
+  when the index is built.
 """
 
 from __future__ import annotations
 
+import fnmatch
+import hashlib
 import json
 import os
-import time
+from functools import cached_property
 from pathlib import Path
 from typing import Optional
 
 from gpulint.analysis.project import ModuleContext, ProjectIndex
 from gpulint.analysis.summary import FORMAT as SUMMARY_FORMAT
 from gpulint.analysis.summary import ModuleSummary, summarize
-from gpulint.config import Settings
-from gpulint.source import SourceError, decode_source, discover, read_source_bytes
+from gpulint.config import Settings, _glob_match
+from gpulint.source import SourceError, decode_source, read_source_bytes
 
 # A root with more Python files than this (a home folder, a whole monorepo checkout) is not indexed
 # beyond the files being checked: the index would cost more than it tells.
 MAX_PROJECT_FILES = 20_000
+_SUFFIXES = (".py", ".pyi")
 
 
 def project_files(files: list[Path], settings: Settings) -> list[Path]:
     """The files whose summaries the checked `files` may need: the project under the root, and theirs."""
     root = settings.root.resolve()
     found: dict[Path, None] = {}
-    if any(root in Path(os.path.abspath(f)).parents for f in files):
-        walked, _ = discover([str(root)], settings)
-        if len(walked) <= MAX_PROJECT_FILES:
-            found.update((Path(os.path.abspath(p)), None) for p in walked)
-    for file in files:
-        absolute = Path(os.path.abspath(file))
-        found[absolute] = None
-        if root not in absolute.parents:
-            package = absolute.parent
+    checked = [Path(os.path.abspath(f)) for f in files]
+    if any(root in f.parents for f in checked):
+        found.update(dict.fromkeys(_python_files(root, settings) or ()))
+    for file in checked:
+        if root not in file.parents:
+            package = file.parent
             while (package / "__init__.py").is_file() and package.parent != package:
                 package = package.parent
-            if package != absolute.parent or (absolute.parent / "__init__.py").is_file():
-                walked, _ = discover([str(package)], settings)
-                found.update((Path(os.path.abspath(p)), None) for p in walked[:MAX_PROJECT_FILES])
-    return [p for p in found if p.suffix in (".py", ".pyi")]
+            if package != file.parent or (file.parent / "__init__.py").is_file():
+                found.update(dict.fromkeys(_python_files(package, settings) or ()))
+        found[file] = None
+    return [p for p in found if p.suffix in _SUFFIXES]
 
 
-class SummaryStore:
-    """Summaries by content hash, and the hash of each file by (mtime, size): load once, save once."""
-
-    def __init__(self, directory: Optional[Path]) -> None:
-        from gpulint.cache import cache_key_parts, write_json_atomic
-
-        self._write = write_json_atomic
-        self.path = directory / f"summaries-{cache_key_parts(SUMMARY_FORMAT)}.json" if directory is not None else None
-        self.files: dict[str, list] = {}
-        self.summaries: dict[str, dict] = {}
-        self.changed = False
-        if self.path is not None:
+def _python_files(top: Path, settings: Settings) -> Optional[list[Path]]:
+    """Python files under `top`, without hidden and excluded folders; None past MAX_PROJECT_FILES. A plain
+    `scandir` walk: the project's files are read for what they define, not reported, so .gitignore does not
+    apply (an ignored module that others import still says what it does)."""
+    patterns = (*settings.exclude, *settings.extend_exclude)
+    names = [p.rstrip("/") for p in patterns if "/" not in p.rstrip("/")]
+    paths = [p for p in patterns if "/" in p.rstrip("/")]
+    found: list[Path] = []
+    stack = [str(top)]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            name = entry.name
+            if name.startswith(".") or any(fnmatch.fnmatchcase(name, p) for p in names):
+                continue
+            if paths and any(_glob_match(os.path.relpath(entry.path, top).replace(os.sep, "/"), p) for p in paths):
+                continue
             try:
-                data = json.loads(self.path.read_text(encoding="utf-8"))
-                if isinstance(data, dict) and isinstance(data.get("files"), dict) and isinstance(data.get("summaries"), dict):
-                    self.files, self.summaries = data["files"], data["summaries"]
-            except (OSError, ValueError):
-                pass
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                continue
+            if is_dir:
+                stack.append(entry.path)
+            elif name.endswith(_SUFFIXES):
+                found.append(Path(entry.path))
+                if len(found) > MAX_PROJECT_FILES:
+                    return None
+    return found
 
-    def summary(self, path: Path, data: Optional[bytes] = None) -> tuple[str, ModuleSummary]:
-        """(SHA-256 of the file's bytes, its summary); `data` when the caller has read the file already."""
+
+class Project:
+    """The project of some checked files: their hashes, context digests from the cache, and the index, which
+    is built (every module summarised) only when a context is needed that the cache does not have."""
+
+    def __init__(self, files: list[Path], settings: Settings, use_cache: bool = True, texts: Optional[dict[Path, bytes]] = None) -> None:
+        from gpulint import __version__
+        from gpulint.cache import cache_key_parts, cache_root
+
+        self.settings = settings
+        self.texts = texts or {}
+        folder = cache_root(settings) / __version__ if use_cache else None
+        key = cache_key_parts(SUMMARY_FORMAT)
+        self.state_path = folder / f"project-{key}.json" if folder is not None else None
+        self.summaries_path = folder / f"summaries-{key}.json" if folder is not None else None
+        state = _read_json(self.state_path)
+        known = state.get("files")
+        self.known: dict[str, list] = known if isinstance(known, dict) else {}
+        self.changed = False  # the state (hashes, context digests) to write back
+        self.new_summaries = False
+        self.files = project_files(files, settings)
+        self.hashes: dict[Path, str] = {path: self._hash(path) for path in self.files}
+        self.digest = hashlib.sha256("\n".join(f"{p}\0{h}" for p, h in sorted(self.hashes.items())).encode()).hexdigest()
+        contexts = state.get("contexts")
+        self.contexts: dict[str, str] = (
+            dict(contexts["modules"]) if isinstance(contexts, dict) and contexts.get("project") == self.digest and isinstance(contexts.get("modules"), dict) else {}
+        )
+        self.summaries: dict = {}
+
+    def _hash(self, path: Path) -> str:
+        """SHA-256 of the file's bytes: the given text, the recorded hash of an unchanged file, or read now."""
         from gpulint.cache import content_hash
 
-        key = str(path)
-        digest = None
-        stat = None
-        if data is None:
-            try:
-                stat = path.stat()
-            except OSError:
-                return "", ModuleSummary(ok=False)
-            known = self.files.get(key)
-            if isinstance(known, list) and len(known) == 3 and known[:2] == [stat.st_mtime_ns, stat.st_size]:
-                digest = known[2]
-            else:
-                try:
-                    data = read_source_bytes(path)
-                except SourceError:
-                    return "", ModuleSummary(ok=False)
-        if digest is None:
-            digest = content_hash(data)
-            if stat is None:
-                try:
-                    stat = path.stat()
-                except OSError:
-                    stat = None
-            if stat is not None and self.files.get(key) != [stat.st_mtime_ns, stat.st_size, digest]:
-                self.files[key] = [stat.st_mtime_ns, stat.st_size, digest]
-                self.changed = True
-        stored = self.summaries.get(digest)
-        if isinstance(stored, dict):
-            try:
-                return digest, ModuleSummary.from_json(stored)
-            except (KeyError, TypeError, ValueError):
-                pass
+        data = self.texts.get(path)
+        try:
+            stat = path.stat()
+        except OSError:
+            return ""
+        known = self.known.get(str(path))
+        if data is None and isinstance(known, list) and len(known) == 3 and known[:2] == [stat.st_mtime_ns, stat.st_size]:
+            return known[2]
         if data is None:
             try:
                 data = read_source_bytes(path)
             except SourceError:
-                return digest, ModuleSummary(ok=False)
+                return ""
+        digest = content_hash(data)
+        if known != [stat.st_mtime_ns, stat.st_size, digest]:
+            self.known[str(path)] = [stat.st_mtime_ns, stat.st_size, digest]
+            self.changed = True
+        return digest
+
+    def context_digest(self, path: Path) -> str:
+        """The digest of a file's context (from the cache when the project has not changed)."""
+        known = self.contexts.get(str(path))
+        return known if isinstance(known, str) else self.context(path).digest
+
+    def context(self, path: Path) -> ModuleContext:
+        context = self.index.context(path)
+        if self.contexts.get(str(path)) != context.digest:
+            self.contexts[str(path)] = context.digest
+            self.changed = True
+        return context
+
+    @cached_property
+    def index(self) -> ProjectIndex:
+        stored = _read_json(self.summaries_path)
+        self.summaries = stored.get("summaries") if isinstance(stored.get("summaries"), dict) else {}
+        found: dict[Path, ModuleSummary] = {}
+        for path, digest in self.hashes.items():
+            summary = None
+            data = self.summaries.get(digest)
+            if isinstance(data, dict):
+                try:
+                    summary = ModuleSummary.from_json(data)
+                except (KeyError, TypeError, ValueError):
+                    summary = None
+            if summary is None:
+                summary = self._summarize(path)
+                if digest:
+                    self.summaries[digest] = summary.to_json()
+                    self.new_summaries = True
+            found[path] = summary
+        return ProjectIndex(self.settings.root.resolve(), found)
+
+    def _summarize(self, path: Path) -> ModuleSummary:
+        data = self.texts.get(path)
         try:
-            text = decode_source(data).text
+            return summarize(decode_source(data if data is not None else read_source_bytes(path)).text)
         except SourceError:
-            return digest, ModuleSummary(ok=False)
-        summary = summarize(text)
-        self.summaries[digest] = summary.to_json()
-        self.changed = True
-        return digest, summary
+            return ModuleSummary(ok=False)
 
     def save(self) -> None:
-        if self.path is None or not self.changed:
-            return
-        used = {entry[2] for entry in self.files.values() if isinstance(entry, list) and len(entry) == 3}
-        files = {k: v for k, v in self.files.items() if Path(k).exists()}
-        summaries = {k: v for k, v in self.summaries.items() if k in used}
+        """Write what was learnt (hashes, context digests, summaries); a read-only disk only costs the cache."""
+        from gpulint.cache import write_json_atomic
+
         try:
-            self._write(self.path, {"format": SUMMARY_FORMAT, "files": files, "summaries": summaries})
+            if self.new_summaries and self.summaries_path is not None:
+                used = {entry[2] for entry in self.known.values() if isinstance(entry, list) and len(entry) == 3}
+                summaries = {k: v for k, v in self.summaries.items() if k in used}
+                write_json_atomic(self.summaries_path, {"format": SUMMARY_FORMAT, "summaries": summaries})
+                self.new_summaries = False
+            if self.changed and self.state_path is not None:
+                files = {k: v for k, v in self.known.items() if os.path.exists(k)}
+                contexts = {"project": self.digest, "modules": self.contexts}
+                write_json_atomic(self.state_path, {"format": SUMMARY_FORMAT, "files": files, "contexts": contexts})
+                self.changed = False
         except OSError:
             return
-        self.changed = False
 
 
-def load_project(files: list[Path], settings: Settings, use_cache: bool = True, texts: Optional[dict[Path, bytes]] = None) -> ProjectIndex:
-    """Pass one for the project of `files`: every module summarised (from the cache where unchanged), indexed.
-    `texts`: bytes already read for some files (they win over the disk)."""
-    from gpulint.cache import cache_root
+def _read_json(path: Optional[Path]) -> dict:
+    """A cache file's content, or {} (missing, unreadable, or written by another format: never trusted)."""
+    if path is None:
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) and data.get("format") == SUMMARY_FORMAT else {}
 
-    start = time.perf_counter()
-    store = SummaryStore(cache_root(settings) / _version_folder() if use_cache else None)
-    summaries: dict[Path, ModuleSummary] = {}
-    for path in project_files(files, settings):
-        data = (texts or {}).get(path)
-        _, summaries[path] = store.summary(path, data)
-    store.save()
-    index = ProjectIndex(settings.root.resolve(), summaries)
-    index.seconds = time.perf_counter() - start
+
+def load_project(files: list[Path], settings: Settings, use_cache: bool = True) -> ProjectIndex:
+    """The index of the project of `files` (summaries from the cache where unchanged)."""
+    project = Project(files, settings, use_cache)
+    index = project.index
+    project.save()
     return index
-
-
-def _version_folder() -> str:
-    from gpulint import __version__
-
-    return __version__
 
 
 def context_for(index: ProjectIndex, path: Path, text: str, tree=None) -> ModuleContext:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -111,11 +112,12 @@ def lone_context(summary: ModuleSummary, path: str) -> ModuleContext:
     return index.context(Path(path).resolve())
 
 
-@dataclass
+@dataclass(eq=False)
 class _Record:
     path: Path
-    shown: str  # relative to the project root, for messages
+    shown: str  # as the command line shows it, for messages
     summary: ModuleSummary
+    folder: str = ""  # the file's folder, as a string (resolution works on strings: Path objects are slow)
 
 
 class ProjectIndex:
@@ -125,15 +127,20 @@ class ProjectIndex:
         from gpulint.linter import display_path  # messages name other files as the command line shows them
 
         self.root = root
+        self._root = str(root)
         self.records: dict[Path, _Record] = {}
+        self._files: dict[str, _Record] = {}
         for path, summary in summaries.items():
-            self.records[path] = _Record(path, display_path(path), summary)
+            record = self.records[path] = _Record(path, display_path(path), summary, os.path.dirname(str(path)))
+            self._files[str(path)] = record
         self._modules: dict[tuple, Optional[_Record]] = {}
-        self._callees: dict[tuple[Path, str], Optional[Callee]] = {}
-        self._in_progress: set[tuple[Path, str]] = set()
+        self._symbols: dict[tuple[int, str], Optional[tuple[str, _Record, str]]] = {}
+        self._callees: dict[tuple[int, str], Optional[Callee]] = {}
+        self._in_progress: set[tuple[int, str]] = set()
+        self._inputs: dict[tuple[int, str, str], set[str]] = {}
+        self._consumptions: dict[tuple[int, str, str], list[Consumption]] = {}
         self._contexts: dict[Path, ModuleContext] = {}
-        self._gpu: dict[Path, Optional[str]] = {}
-        self.seconds = 0.0  # how long pass one took (summaries read or computed, index built)
+        self._gpu: dict[int, Optional[str]] = {}
 
     def with_module(self, path: Path, summary: ModuleSummary) -> ProjectIndex:
         """The same project with one module's summary replaced (or added): a file being fixed."""
@@ -143,38 +150,47 @@ class ProjectIndex:
 
     # ---- modules and names ------------------------------------------------------------------------
 
-    def _file(self, base: Path) -> Optional[_Record]:
-        return self.records.get(base.with_name(base.name + ".py")) or self.records.get(base / "__init__.py")
+    def _file(self, base: str) -> Optional[_Record]:
+        return self._files.get(base + ".py") or self._files.get(os.path.join(base, "__init__.py"))
 
     def module(self, importer: _Record, level: int, dotted: str) -> Optional[_Record]:
         """The project file `import dotted` (or `from .{level} dotted`) means in `importer`, if any."""
-        key = (importer.path.parent, level, dotted)
+        key = (importer.folder, level, dotted)
         if key in self._modules:
             return self._modules[key]
         parts = [p for p in dotted.split(".") if p]
         found = None
         if level:
-            base = importer.path.parent
+            base = importer.folder
             for _ in range(level - 1):
-                base = base.parent
-            found = self._file(base.joinpath(*parts)) if parts else self.records.get(base / "__init__.py")
+                base = os.path.dirname(base)
+            found = self._file(os.path.join(base, *parts)) if parts else self._files.get(os.path.join(base, "__init__.py"))
         elif parts:
             # The script's own folder first (how `python train.py` imports), then each folder up to the root.
-            folder = importer.path.parent
+            folder = importer.folder
             while True:
-                found = self._file(folder.joinpath(*parts))
-                if found is not None or folder == self.root or self.root not in folder.parents:
+                found = self._file(os.path.join(folder, *parts))
+                if found is not None or folder == self._root or not folder.startswith(self._root + os.sep):
                     break
-                folder = folder.parent
+                folder = os.path.dirname(folder)
             if found is None:
-                found = self._file(self.root.joinpath("src", *parts))
+                found = self._file(os.path.join(self._root, "src", *parts))
         self._modules[key] = found
         return found
 
     def symbol(self, record: _Record, ref: str, depth: int = 0) -> Optional[tuple[str, _Record, str]]:
         """What `ref` (a dotted name as written in `record`) is: ("function" | "class" | "value" | "module", file, name)."""
+        key = (id(record), ref)
+        if key in self._symbols:
+            return self._symbols[key]
         if depth > _MAX_DEPTH:
             return None
+        self._symbols[key] = None  # a re-export cycle resolves to nothing
+        found = self._symbol(record, ref, depth)
+        self._symbols[key] = found
+        return found
+
+    def _symbol(self, record: _Record, ref: str, depth: int) -> Optional[tuple[str, _Record, str]]:
         summary = record.summary
         head, _, rest = ref.partition(".")
         if head in summary.classes or (head in summary.functions and head != MODULE_BODY) or head in summary.values:
@@ -217,7 +233,7 @@ class ProjectIndex:
         if head in summary.imports:  # a re-export (`from .data import make_loaders` in `__init__.py`)
             return self.symbol(record, ".".join(names), depth + 1)
         if record.path.name == "__init__.py":
-            sub = self._file(record.path.parent / head)
+            sub = self._file(os.path.join(record.folder, head))
             if sub is not None:
                 return self._attribute(sub, tail, depth + 1)
         return None
@@ -231,7 +247,7 @@ class ProjectIndex:
         return self._callee(found[1], found[0], found[2])
 
     def _callee(self, record: _Record, kind: str, name: str) -> Optional[Callee]:
-        key = (record.path, name)
+        key = (id(record), name)
         if key in self._callees:
             return self._callees[key]
         if key in self._in_progress or len(self._in_progress) > 40:
@@ -391,23 +407,30 @@ class ProjectIndex:
     # ---- what callers do with what a module defines -------------------------------------------------
 
     @cached_property
-    def _calls_to(self) -> dict[tuple[Path, str], list[tuple[_Record, str, int]]]:
+    def _calls_to(self) -> dict[tuple[int, str], list[tuple[_Record, str, int]]]:
         """(file, function or class) -> the calls of it anywhere in the project: (caller file, caller function, call index)."""
-        found: dict[tuple[Path, str], list[tuple[_Record, str, int]]] = {}
+        found: dict[tuple[int, str], list[tuple[_Record, str, int]]] = {}
         for record in self.records.values():
             for key, f in record.summary.functions.items():
                 for index, call in enumerate(f.calls):
                     target = self.symbol(record, call[0])
                     if target is not None and target[0] in ("function", "class"):
-                        found.setdefault((target[1].path, target[2]), []).append((record, key, index))
+                        found.setdefault((id(target[1]), target[2]), []).append((record, key, index))
         return found
 
     def callers(self, record: _Record, name: str) -> list[tuple[_Record, str, int]]:
-        return self._calls_to.get((record.path, name), [])
+        return self._calls_to.get((id(record), name), [])
 
-    def consumptions(self, record: _Record, key: str, source: str, depth: int = 0) -> Iterator[Consumption]:
+    def consumptions(self, record: _Record, key: str, source: str, depth: int = 0) -> list[Consumption]:
         """Loops that take batches of `source` (a call's result in function `key`), here or in the helpers it
         is passed to, and what they do with them."""
+        memo = (id(record), key, source)
+        if memo not in self._consumptions:
+            self._consumptions[memo] = []  # a cycle adds nothing
+            self._consumptions[memo] = list(self._consumptions_of(record, key, source, depth))
+        return self._consumptions[memo]
+
+    def _consumptions_of(self, record: _Record, key: str, source: str, depth: int) -> Iterator[Consumption]:
         f = record.summary.functions[key]
         for effect in f.effects.get(source, ()):
             if effect[0] == "iter":
@@ -435,6 +458,13 @@ class ProjectIndex:
 
     def inputs(self, record: _Record, key: str, param: str, depth: int = 0) -> set[str]:
         """What callers anywhere pass for `param` of function `key`: "cuda_device", "gpu_module", "gpu", "loader"."""
+        memo = (id(record), key, param)
+        if memo not in self._inputs:
+            self._inputs[memo] = set()  # a cycle of callers adds nothing
+            self._inputs[memo] = self._inputs_of(record, key, param, depth)
+        return self._inputs[memo]
+
+    def _inputs_of(self, record: _Record, key: str, param: str, depth: int) -> set[str]:
         f = record.summary.functions.get(key)
         if f is None or depth > 3:
             return set()
@@ -464,10 +494,10 @@ class ProjectIndex:
     # ---- GPU context ------------------------------------------------------------------------------
 
     def gpu_reason(self, record: _Record) -> Optional[str]:
-        if record.path not in self._gpu:
-            self._gpu[record.path] = None  # a cycle through the project means no evidence from it
-            self._gpu[record.path] = gpu_context_reason(record.summary.evidence, self._project_evidence(record))
-        return self._gpu[record.path]
+        if id(record) not in self._gpu:
+            self._gpu[id(record)] = None  # a cycle through the project means no evidence from it
+            self._gpu[id(record)] = gpu_context_reason(record.summary.evidence, self._project_evidence(record))
+        return self._gpu[id(record)]
 
     def _project_evidence(self, record: _Record) -> Iterator[str]:
         summary = record.summary

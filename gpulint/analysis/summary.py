@@ -27,6 +27,7 @@ import re
 import sys
 import warnings
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Iterable, Optional
 
 from gpulint.analysis.devices import EVIDENCE_FINDERS, GPU_TEXT_MARKERS
@@ -90,15 +91,25 @@ class FunctionSummary:
     gpu: bool = False  # GPU evidence in this function itself
 
     def to_json(self) -> list:
-        return [self.line, self.params, self.kwonly, self.calls, self.loops, self.effects, self.returns, self.trains, self.gpu]
+        full = [self.line, self.params, self.kwonly, self.calls, self.loops, self.effects, self.returns, self.trains, self.gpu]
+        while len(full) > 2 and not full[-1]:
+            full.pop()  # most functions call nothing the project defines: keep their summary short
+        return full
 
     @classmethod
     def from_json(cls, data: list) -> FunctionSummary:
-        line, params, kwonly, calls, loops, effects, returns, trains, gpu = data
+        line, params, kwonly, calls, loops, effects, returns, trains, gpu = [*data, *([None] * (9 - len(data)))]
         return cls(
-            line, tuple(params), tuple(kwonly), [_tuples(c) for c in calls], [tuple(lp) for lp in loops],
-            {k: [_tuples(e) for e in v] for k, v in effects.items()}, [_tuples(r) for r in returns], trains, gpu,
-        )  # fmt: skip
+            line,
+            tuple(params),
+            tuple(kwonly or ()),
+            [(c[0], c[1], tuple(map(_value, c[2])), {k: _value(v) for k, v in c[3].items()}, *c[4:]) for c in calls or ()],
+            [tuple(loop) for loop in loops or ()],
+            {k: [tuple(e) for e in v] for k, v in (effects or {}).items()},  # effects hold no nested values
+            [_value(r) for r in returns or ()],
+            bool(trains),
+            bool(gpu),
+        )
 
 
 @dataclass
@@ -114,7 +125,7 @@ class ClassSummary:
     @classmethod
     def from_json(cls, data: list) -> ClassSummary:
         line, bases, methods, attributes = data
-        return cls(line, tuple(bases), tuple(methods), {k: _tuples(v) for k, v in attributes.items()})
+        return cls(line, tuple(bases), tuple(methods), {k: _value(v) for k, v in attributes.items()})
 
 
 @dataclass
@@ -142,18 +153,17 @@ class ModuleSummary:
             {k: tuple(v) for k, v in data["imports"].items()},
             {k: FunctionSummary.from_json(v) for k, v in data["functions"].items()},
             {k: ClassSummary.from_json(v) for k, v in data["classes"].items()},
-            {k: _tuples(v) for k, v in data["values"].items()},
+            {k: _value(v) for k, v in data["values"].items()},
             [tuple(e) for e in data["evidence"]],
             data["ok"],
         )
 
 
-def _tuples(value: Any) -> Any:
-    """JSON gives lists back: values are compared as the tuples they were."""
-    if isinstance(value, list):
-        return tuple(_tuples(v) for v in value)
-    if isinstance(value, dict):
-        return {k: _tuples(v) for k, v in value.items()}
+def _value(value: Any) -> Any:
+    """JSON gives lists back: values are compared as the tuples they were (dicts inside, such as a loader's
+    facts, stay dicts)."""
+    if type(value) is list:
+        return tuple(_value(v) for v in value)
     return value
 
 
@@ -223,16 +233,24 @@ def _literal(node: ast.AST) -> tuple[bool, Any]:
 
 def _rate_limiting(test: ast.AST, loop_targets: set[str]) -> bool:
     """`if step % N == 0:`, `if should_log:`, `if i == 0:` (the same tests residency.rate_limit_guard knows)."""
-    for node in ast.walk(test):
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
+    kind = type(test)
+    if kind is ast.BinOp:
+        return isinstance(test.op, ast.Mod) or _rate_limiting(test.left, loop_targets) or _rate_limiting(test.right, loop_targets)
+    if kind is ast.Name:
+        return _RATE_NAME.search(test.id) is not None
+    if kind is ast.Attribute:
+        return _RATE_NAME.search(test.attr) is not None or _rate_limiting(test.value, loop_targets)
+    if kind is ast.Compare:
+        sides = (test.left, *test.comparators)
+        if any(isinstance(op, ast.Eq) for op in test.ops) and any(_dotted(side) in loop_targets for side in sides):
             return True
-        if isinstance(node, ast.Name) and _RATE_NAME.search(node.id):
-            return True
-        if isinstance(node, ast.Attribute) and _RATE_NAME.search(node.attr):
-            return True
-        if isinstance(node, ast.Compare) and any(isinstance(op, ast.Eq) for op in node.ops):
-            if any(_dotted(side) in loop_targets for side in (node.left, *node.comparators)):
-                return True
+        return any(_rate_limiting(side, loop_targets) for side in sides)
+    if kind is ast.BoolOp:
+        return any(_rate_limiting(value, loop_targets) for value in test.values)
+    if kind is ast.UnaryOp:
+        return _rate_limiting(test.operand, loop_targets)
+    if kind is ast.Call:
+        return any(_rate_limiting(arg, loop_targets) for arg in (test.func, *test.args))
     return False
 
 
@@ -270,18 +288,9 @@ class _Builder:
     def build(self) -> ModuleSummary:
         s = self.summary
         body = self.tree.body
-        for node in ast.walk(self.tree):
-            if isinstance(node, ast.Import):
-                for alias in node.names:
-                    if alias.asname:
-                        s.imports[alias.asname] = (0, alias.name, None)
-                    else:
-                        root = alias.name.split(".", 1)[0]
-                        s.imports[root] = (0, root, None)
-            elif isinstance(node, ast.ImportFrom):
-                for alias in node.names:
-                    if alias.name != "*":
-                        s.imports[alias.asname or alias.name] = (node.level, node.module or "", alias.name)
+        for stmt in _module_statements(body):
+            if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                self.add_import(stmt)
         for stmt in _module_statements(body):
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self.module_defs.add(stmt.name)
@@ -326,6 +335,21 @@ class _Builder:
         full = f"{module}.{name}" if name else module
         return canonical(f"{full}.{rest}" if rest else full)
 
+    def add_import(self, node: ast.Import | ast.ImportFrom) -> None:
+        """Module-level imports are read first; an import inside a function counts from where it is read."""
+        imports = self.summary.imports
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    imports[alias.asname] = (0, alias.name, None)
+                else:
+                    root = alias.name.split(".", 1)[0]
+                    imports[root] = (0, root, None)
+        else:
+            for alias in node.names:
+                if alias.name != "*":
+                    imports[alias.asname or alias.name] = (node.level, node.module or "", alias.name)
+
     def project_root(self, name: str, env: dict) -> bool:
         """`name` may name project code: a module-level function or class, or a name imported from
         something other than the standard library and the big libraries."""
@@ -338,6 +362,18 @@ class _Builder:
             return False
         level, module, _ = target
         return level > 0 or module.split(".", 1)[0] not in _LIBRARIES
+
+    @cached_property
+    def argparse_options(self) -> dict:
+        options: dict[str, Any] = {}
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
+                dest = _argparse_dest(node)
+                if dest is not None:
+                    default = next((k.value for k in node.keywords if k.arg == "default"), None)
+                    ok, value = _literal(default) if default is not None else (False, None)
+                    options[dest] = [value if ok else "?", node.lineno]
+        return options
 
     def is_wrapper(self, func: ast.AST, name: str) -> bool:
         """`enumerate`, `zip`, `iter` (builtins), `tqdm` / `tqdm.tqdm` ...: iteration passes through them."""
@@ -452,6 +488,8 @@ class _Reader:
             self.block(node.orelse)
         elif kind is ast.Assert:
             self.test(node.test)
+        elif kind is ast.Import or kind is ast.ImportFrom:
+            self.b.add_import(node)
         elif kind is ast.Raise:
             if node.exc is not None:
                 self.expr(node.exc)
@@ -491,7 +529,7 @@ class _Reader:
                 # Sources are this method's own (`c:0` is its first call): other methods keep only what is known.
                 if value is not None and value[0] == "moved":
                     value = ("moved", None)
-                if value is not None and not sources_of(value):
+                if value is not None and not deep_sources(value):
                     self.cls.attributes.setdefault(target.attr, value)
         elif isinstance(target, ast.Subscript):
             self.expr(target.value)
@@ -604,7 +642,9 @@ class _Reader:
             if node.id in self.b.summary.imports:
                 return ("src", f"g:{node.id}")
             if not self.is_module and node.id in self.b.summary.values:
-                return self.b.summary.values[node.id]
+                value = self.b.summary.values[node.id]
+                # tied to the module body's own calls: named as the module-level value it is
+                return ("src", f"g:{node.id}") if deep_sources(value) else value
             return None
         if kind is ast.Constant:
             value = node.value
@@ -899,21 +939,9 @@ class _Reader:
         return "?"
 
     def argparse_options(self, parser: ast.AST) -> dict:
-        """`{dest: default}` of the `add_argument` calls on `parser` in this function (or module)."""
-        name = _dotted(parser)
-        options: dict[str, Any] = {}
-        scope = self.b.tree
-        for node in ast.walk(scope):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
-                if name is not None and _dotted(node.func.value) not in (name, None) and not name.startswith("self."):
-                    continue
-                dest = _argparse_dest(node)
-                if dest is None:
-                    continue
-                default = next((k.value for k in node.keywords if k.arg == "default"), None)
-                ok, value = _literal(default) if default is not None else (False, None)
-                options[dest] = [value if ok else "?", node.lineno]
-        return options
+        """`{dest: [default, line]}` of the module's `add_argument` calls (on any parser: helpers that add
+        groups of options take the parser as an argument)."""
+        return self.b.argparse_options
 
 
 def _argparse_dest(node: ast.Call) -> Optional[str]:
