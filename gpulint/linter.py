@@ -20,6 +20,7 @@ from gpulint.analysis.summary import summarize
 from gpulint.checks import Rule, all_rules
 from gpulint.checks.base import REGISTRY, text_matcher
 from gpulint.config import Settings
+from gpulint.piecewise import PIECEWISE_ABOVE, Layout, layout, parse_in_pieces
 from gpulint.diagnostics import INTERNAL_ERROR, INVALID_SYNTAX, IO_ERROR, Diagnostic, Location, Severity
 from gpulint.source import SourceError, SourceText, read_source_bytes
 from gpulint.suppression import parse_suppressions
@@ -132,7 +133,17 @@ def _nesting(tree: ast.AST) -> int:
 
 def parse(text: str, path: str) -> cst.Module | Diagnostic:
     tree = python_tree(text, path)
-    return tree if isinstance(tree, Diagnostic) else _libcst_parse(text, path, tree)
+    if isinstance(tree, Diagnostic):
+        return tree
+    return _libcst_parse(text, path, *_plan(text, tree))
+
+
+def _plan(text: str, tree: ast.Module | SyntaxError) -> tuple[SyntaxError | None, Layout | None]:
+    """What LibCST's parse needs from CPython's tree (its error; where to cut a large file), so that the
+    tree itself can go before LibCST parses."""
+    if isinstance(tree, SyntaxError):
+        return tree, None
+    return None, layout(text, tree) if len(text) >= PIECEWISE_ABOVE else None
 
 
 def python_tree(text: str, path: str) -> ast.Module | SyntaxError | Diagnostic:
@@ -155,9 +166,12 @@ def python_tree(text: str, path: str) -> ast.Module | SyntaxError | Diagnostic:
     return tree
 
 
-def _libcst_parse(text: str, path: str, tree: ast.Module | SyntaxError) -> cst.Module | Diagnostic:
-    python_error = tree if isinstance(tree, SyntaxError) else None
+def _libcst_parse(text: str, path: str, python_error: SyntaxError | None, pieces: Layout | None) -> cst.Module | Diagnostic:
     try:
+        if pieces is not None:
+            module = parse_in_pieces(text, pieces)  # a large file: LibCST's peak memory follows the largest piece
+            if module is not None:
+                return module
         return cst.parse_module(text)
     except cst.ParserSyntaxError as error:
         if python_error is not None:
@@ -228,8 +242,9 @@ def _check_parsed(
                 if not rules:
                     return []
         if module is None:
-            module = _libcst_parse(text, path, tree)
-            del tree  # CPython's tree is not needed past this point; LibCST's is large enough
+            plan = _plan(text, tree)
+            del tree  # CPython's tree goes before LibCST's is built: one large tree at a time
+            module = _libcst_parse(text, path, *plan)
             if isinstance(module, Diagnostic):
                 return [module]
     try:
