@@ -274,6 +274,16 @@ def _check_parsed(
     return sorted(diagnostics, key=Diagnostic.sort_key)
 
 
+def release_memory() -> None:
+    """Return freed memory to the operating system: collect cycles, then trim glibc's heap."""
+    import gc
+
+    from gpulint.piecewise import trim_heap
+
+    gc.collect()
+    trim_heap()
+
+
 # Below this many files to check (after the cache), starting worker processes costs more than it saves.
 SERIAL_BELOW = 24
 
@@ -366,7 +376,13 @@ def lint_files(files: list[Path], settings: Settings, jobs: int | None = None, u
         todo.append((path, shown, data, digest))
     contexts = [project.context(path) for path, *_ in todo]
     project.save()
-    del project  # only the contexts are needed from here on: the workers start small
+    if "index" in project.__dict__:
+        # Only the contexts are needed from here on: the index goes before the files are parsed (and before
+        # workers start, so that they do not inherit it).
+        del project
+        release_memory()
+    else:
+        del project
     jobs = jobs or default_jobs()
     checked: list[FileResult] = []
     with Progress(len(todo)) as progress:

@@ -68,7 +68,7 @@ def _trimmer():
     return lambda: trim(0)
 
 
-_trim = _trimmer()
+trim_heap = _trimmer()
 
 
 def parse_in_pieces(text: str, pieces: Layout) -> Optional[cst.Module]:
@@ -81,7 +81,7 @@ def parse_in_pieces(text: str, pieces: Layout) -> Optional[cst.Module]:
         piece_text = "".join(lines[first - 1 : end - 1])
         piece = _display_in_pieces(piece_text, *cuts) if cuts is not None else None
         modules.append(piece if piece is not None else cst.parse_module(piece_text))
-        _trim()
+        trim_heap()
     body: list[cst.BaseStatement] = []
     carried: list[cst.EmptyLine] = []  # blank and comment lines ending a piece: the next statement's
     for index, piece in enumerate(modules):
@@ -140,7 +140,7 @@ def _display_in_pieces(piece_text: str, kind: str, groups: list[int]) -> Optiona
         parts = [_display(head)]
         for start, end in zip(groups[1:-1], groups[2:]):
             parts.append(cst.parse_expression(open_ + piece_text[start:end] + close))
-            _trim()
+            trim_heap()
         tail = cst.parse_module("_ = " + open_ + piece_text[groups[-1] :])
         parts.append(_display(tail))
     except cst.ParserSyntaxError:

@@ -113,7 +113,6 @@ class Project:
         self.contexts: dict[str, str] = (
             dict(contexts["modules"]) if isinstance(contexts, dict) and contexts.get("project") == self.digest and isinstance(contexts.get("modules"), dict) else {}
         )
-        self.summaries: dict = {}
 
     def _hash(self, path: Path) -> str:
         """SHA-256 of the file's bytes: the given text, the recorded hash of an unchanged file, or read now."""
@@ -152,12 +151,12 @@ class Project:
 
     @cached_property
     def index(self) -> ProjectIndex:
-        stored = _read_json(self.summaries_path)
-        self.summaries = stored.get("summaries") if isinstance(stored.get("summaries"), dict) else {}
+        stored = _read_json(self.summaries_path).get("summaries")
+        summaries: dict = stored if isinstance(stored, dict) else {}
         found: dict[Path, ModuleSummary] = {}
         for path, digest in self.hashes.items():
             summary = None
-            data = self.summaries.get(digest)
+            data = summaries.get(digest)
             if isinstance(data, dict):
                 try:
                     summary = ModuleSummary.from_json(data)
@@ -165,10 +164,9 @@ class Project:
                     summary = None
             if summary is None:
                 summary = self._summarize(path)
-                if digest:
-                    self.summaries[digest] = summary.to_json()
-                    self.new_summaries = True
+                self.new_summaries = True
             found[path] = summary
+        del stored, summaries  # the JSON form is large: written back from the summaries themselves
         return ProjectIndex(self.settings.root.resolve(), found)
 
     def _summarize(self, path: Path) -> ModuleSummary:
@@ -184,8 +182,9 @@ class Project:
 
         try:
             if self.new_summaries and self.summaries_path is not None:
-                used = {entry[2] for entry in self.known.values() if isinstance(entry, list) and len(entry) == 3}
-                summaries = {k: v for k, v in self.summaries.items() if k in used}
+                # the summaries of this project's files (another project's, sharing the cache folder, are dropped)
+                records = self.index.records
+                summaries = {digest: records[path].summary.to_json() for path, digest in self.hashes.items() if digest and path in records}
                 write_json_atomic(self.summaries_path, {"format": SUMMARY_FORMAT, "summaries": summaries})
                 self.new_summaries = False
             if self.changed and self.state_path is not None:

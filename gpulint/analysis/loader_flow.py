@@ -130,10 +130,10 @@ class LoaderFlow:
             return EVAL  # `def evaluate(...)`, `def validate(...)`: a loop that does not train
         return UNKNOWN
 
-    def feeds_gpu_training(self, info: LoaderInfo) -> Optional[str]:
-        """Where the loader's batches feed GPU training when no copy is in sight: a training loop here that runs
-        a GPU module, or a loop elsewhere in the project (the loader is returned by a function another module
-        calls) that copies its batches or trains in GPU code."""
+    def feeds_gpu_training(self, info: LoaderInfo) -> Optional[tuple[str, bool]]:
+        """(where, trains) when the loader's batches reach the GPU out of sight of this module's loops: a
+        training loop here that runs a GPU module, or a loop elsewhere in the project (the loader is returned
+        by a function another module calls, or handed to one) that copies its batches or trains in GPU code."""
         project = self.m.project
         if not project.gpu:
             return None
@@ -142,16 +142,38 @@ class LoaderFlow:
             if iteration.loop is None or self.iteration_role(iteration) != TRAIN:
                 continue
             if any(residency.is_gpu_module(call.func) for call in self.m.calls_inside(iteration.loop)):
-                return f"the training loop at line {self.m.line_of(iteration.loop)}, which runs a GPU model"
-        for function, element in self.returned_by(info.loader.call):
-            for consumption in project.consumed(function, element):
-                if not consumption.gpu:
-                    continue  # the copy may be to the CPU: that loop's module is no GPU code
-                if consumption.moves:
-                    return f"copied to the GPU at {consumption.moves[0][0]} in the loop at {consumption.where}"
-                if consumption.trains:
-                    return f"the GPU training loop at {consumption.where}"
+                return f"they feed the training loop at line {self.m.line_of(iteration.loop)}, which runs a GPU model", True
+        consumptions = [c for function, element in self.returned_by(info.loader.call) for c in project.consumed(function, element)]
+        consumptions += self._consumed_by_callees(info.loader.call)
+        for consumption in consumptions:
+            if not consumption.gpu:
+                continue  # the copy may be to the CPU: that loop's module is no GPU code
+            if consumption.moves:
+                return f"they are copied to the GPU at {consumption.moves[0][0]}, in the loop at {consumption.where}", consumption.trains
+            if consumption.trains:
+                return f"they feed the GPU training loop at {consumption.where}", True
         return None
+
+    def _consumed_by_callees(self, value: cst.CSTNode) -> list:
+        """Loops of project functions (of another module) that the loader is handed to, by name or directly:
+        `train_one_epoch(model, data_loader_train, ...)` from `engine.py`."""
+        m = self.m
+        parent = m.parent.get(value)
+        names: set[str] = set()
+        scope = m.scope_of(value)
+        if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
+            if self._only_loader_bindings(parent.targets[0].target.value, parent):
+                names.add(parent.targets[0].target.value)
+        found = []
+        for call in m.calls:
+            callee = m.callee(call)
+            if callee is None or not callee.consumes:
+                continue
+            for arg, param in m.arguments_to(call, callee):
+                given = arg.value
+                if given is value or (isinstance(given, cst.Name) and given.value in names and self._in_ref_scope(_Ref(scope, given.value, False, (), ()), given)):
+                    found.extend(callee.consumes.get(param, ()))
+        return found
 
     def returned_by(self, value: cst.CSTNode) -> list[tuple[str, Optional[int]]]:
         """(function, element) for each function of this module that returns the object `value` builds:

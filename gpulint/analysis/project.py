@@ -29,6 +29,19 @@ _NN_MODULE = "torch.nn.Module"
 
 
 @dataclass
+class Consumption:
+    """A loop elsewhere in the project that takes batches of a loader this module builds."""
+
+    where: str  # the loop, `train.py:42`
+    trains: bool
+    gpu: bool  # the loop's function or module is GPU code
+    moves: tuple[tuple[str, bool], ...] = ()  # (where the batch is copied to the GPU, non_blocking)
+
+    def to_json(self) -> list:
+        return [self.where, self.trains, self.gpu, self.moves]
+
+
+@dataclass
 class Callee:
     """What calling one project function or class does, composed through the helpers it calls."""
 
@@ -41,22 +54,12 @@ class Callee:
     # parameter -> [("move", where, non_blocking), ("sync", kind, where, certain), ("iter", where), ("device", where)]
     effects: dict[str, list[tuple]] = field(default_factory=dict)
     syncs: list[tuple] = field(default_factory=list)  # ("sync", kind, where) / ("synchronize", where): every call
+    yields: tuple[str, ...] = ()  # parameters whose elements it yields (a generator over a loader)
+    consumes: dict[str, list[Consumption]] = field(default_factory=dict)  # parameter -> the loops taking its batches
 
     def to_json(self) -> list:
-        return [self.kind, self.where, self.params, self.trains, self.epoch, self.returns, self.effects, self.syncs]
-
-
-@dataclass
-class Consumption:
-    """A loop elsewhere in the project that takes batches of a loader this module builds."""
-
-    where: str  # the loop, `train.py:42`
-    trains: bool
-    gpu: bool  # the loop's function or module is GPU code
-    moves: tuple[tuple[str, bool], ...] = ()  # (where the batch is copied to the GPU, non_blocking)
-
-    def to_json(self) -> list:
-        return [self.where, self.trains, self.gpu, self.moves]
+        consumes = {k: [c.to_json() for c in v] for k, v in self.consumes.items()}
+        return [self.kind, self.where, self.params, self.trains, self.epoch, self.returns, self.effects, self.syncs, self.yields, consumes]
 
 
 @dataclass
@@ -197,6 +200,11 @@ class ProjectIndex:
             return self._attribute(record, ref.split("."), depth)
         target = summary.imports.get(head)
         if target is None:
+            for level, module in summary.stars:  # `from utils import *`
+                source = self.module(record, level, module)
+                found = self._attribute(source, ref.split("."), depth + 1) if source is not None else None
+                if found is not None:
+                    return found
             return None
         level, module, name = target
         tail = rest.split(".") if rest else []
@@ -299,6 +307,12 @@ class ProjectIndex:
         facts.syncs = list(self._internal_syncs(record, f, steps))[:8]
         returns = [self.value(record, f, value) for value in f.returns]
         facts.returns = _agree(returns)
+        facts.yields = tuple(p for p in f.params if any(e[0] == "yield" for e in f.effects.get(f"p:{p}", ())))
+        for param in f.params:
+            if any(e[0] in ("iter", "pass") for e in f.effects.get(f"p:{param}", ())):
+                found = self.consumptions(record, name, f"p:{param}")
+                if found:
+                    facts.consumes[param] = found[:4]
         return facts
 
     def _call_trains(self, record: _Record, call: tuple) -> bool:
@@ -375,8 +389,11 @@ class ProjectIndex:
         kind = value[0]
         if kind == "src":
             sources = sources_of(value)
+            if INTERNAL in sources:
+                return ("gpu",)  # tied to sources, but made from a GPU tensor of its own
             if len(sources) != 1:
-                return None
+                parts = [self.value(record, f, ("src", s), depth + 1) for s in sources]
+                return ("gpu",) if any(p in (("gpu",), ("gpu_module",)) for p in parts) else None
             source = sources[0]
             if source.startswith("c:"):
                 index, _, element = source[2:].partition(".")
@@ -440,7 +457,10 @@ class ProjectIndex:
                 target = self.symbol(record, call[0])
                 callee = self.callee(record, call[0])
                 param = _param_for(callee, effect[2], call[0])
-                if target is not None and target[0] == "function" and param is not None:
+                if callee is not None and param in callee.yields:
+                    # a generator over it (`metric_logger.log_every(loader)`): the loops over the generator
+                    yield from self.consumptions(record, key, f"c:{effect[1]}", depth + 1)
+                elif target is not None and target[0] == "function" and param is not None:
                     yield from self.consumptions(target[1], target[2], f"p:{param}", depth + 1)
         if depth < _MAX_DEPTH and any(source in deep_sources(r) for r in f.returns) and key != MODULE_BODY:
             # handed on by a factory that wraps this one: its callers iterate it

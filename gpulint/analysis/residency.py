@@ -456,7 +456,7 @@ class Residency:
                     return NONE
                 # A torch function given a tensor returns a tensor, even when the input went through a helper.
                 return CERTAIN if self._args_level(call) else NONE
-            if "." in name:  # another library: numpy, math, time, ...
+            if "." in name and model.callee(call) is None:  # another library: numpy, math, time, ...
                 return NONE
         if isinstance(func, cst.Name):
             if func.value in _HOST_BUILTINS and not model.bindings_of(func.value, call):
@@ -485,6 +485,8 @@ class Residency:
             local = isinstance(func, cst.Name) and func.value in model.functions  # `_returns_level` below reads those
             if not local and (returned == ("gpu",) or (returned[0] == "tuple" and returned[1] and all(r == ("gpu",) for r in returned[1]))):
                 return CERTAIN  # `x, y = to_device(batch, device)`, a project helper that returns moved tensors
+            if returned == ("host",):
+                return NONE  # `def to_cpu(t): return t.detach().cpu()`
             if returned[0] == "param":
                 # `def stats(outputs): return outputs.mean()`: tensor operations on what it is given
                 given = next((arg.value for arg, param in model.arguments_to(call, callee) if param == returned[1]), None)
@@ -655,8 +657,10 @@ class Residency:
                 continue
             nested = model.enclosing_loops(call)[:1] != [loop]
             callee = model.callee(call)  # a function of this module or another: a training step, or a whole epoch
-            if callee is not None and callee.trains:
-                roles.add(EPOCH if nested or callee.epoch else TRAIN)
+            if callee is not None:
+                if callee.trains:
+                    roles.add(EPOCH if nested or callee.epoch else TRAIN)
+                # else: a project function that does not train, whatever it is handed (`adjust_lr(optimizer)`)
             elif self._is_training_step(call):
                 roles.add(EPOCH if nested else TRAIN)
             elif isinstance(call.func, cst.Name) and call.func.value in model.functions:

@@ -17,7 +17,9 @@ summary: that is how facts cross calls and modules. Values derived from a source
 (`out = model(x)`, `acc = (out.argmax(1) == y).float()`) stay tied to that source.
 
 Values are small tuples: ("src", "p:x|c:2"), ("loader", facts), ("module",), ("gpu_module",), ("gpu",),
-("device",), ("args", options), ("moved", value), ("tuple", (values...)), or None (unknown).
+("host",) (what `.item()` / `.cpu()` give), ("device",), ("args", options), ("moved", value),
+("tuple", (values...)), or None (unknown). A source list that starts with `*` is also a GPU tensor of the
+function's own.
 """
 
 from __future__ import annotations
@@ -69,6 +71,7 @@ _FACTORIES = frozenset({
     "tensor", "as_tensor", "zeros", "ones", "empty", "full", "eye", "arange", "linspace", "logspace", "rand", "randn",
     "randint", "randperm", "normal", "zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like",
 })  # fmt: skip
+_BUILTINS = frozenset(dir(__import__("builtins")))
 _MODULE_METHODS_RETURNING_SELF = frozenset({"to", "cuda", "half", "float", "double", "bfloat16", "train", "eval", "requires_grad_"})
 # Call roots that are never project code: the standard library and the big libraries training code uses.
 _LIBRARIES = frozenset(sys.stdlib_module_names) | {
@@ -131,6 +134,7 @@ class ClassSummary:
 @dataclass
 class ModuleSummary:
     imports: dict[str, tuple] = field(default_factory=dict)  # local name -> (level, module, name or None)
+    stars: list[tuple] = field(default_factory=list)  # `from utils import *`: (level, module)
     functions: dict[str, FunctionSummary] = field(default_factory=dict)
     classes: dict[str, ClassSummary] = field(default_factory=dict)
     values: dict[str, Any] = field(default_factory=dict)  # module-level names bound once, and their value
@@ -140,6 +144,7 @@ class ModuleSummary:
     def to_json(self) -> dict:
         return {
             "imports": self.imports,
+            "stars": self.stars,
             "functions": {k: f.to_json() for k, f in self.functions.items()},
             "classes": {k: c.to_json() for k, c in self.classes.items()},
             "values": self.values,
@@ -151,6 +156,7 @@ class ModuleSummary:
     def from_json(cls, data: dict) -> ModuleSummary:
         return cls(
             {k: tuple(v) for k, v in data["imports"].items()},
+            [tuple(v) for v in data.get("stars", ())],
             {k: FunctionSummary.from_json(v) for k, v in data["functions"].items()},
             {k: ClassSummary.from_json(v) for k, v in data["classes"].items()},
             {k: _value(v) for k, v in data["values"].items()},
@@ -270,9 +276,8 @@ def _merge(a: Any, b: Any) -> Any:
         return a
     if a is None or b is None:
         return None
-    sources = sorted(set(sources_of(a)) | set(sources_of(b)))
-    if sources and (sources_of(a) or a[0] == "gpu") and (sources_of(b) or b[0] == "gpu"):
-        return ("src", "|".join(sources))
+    if (sources_of(a) or a[0] == "gpu") and (sources_of(b) or b[0] == "gpu"):
+        return _merge_tensor(a, b)
     if {a[0], b[0]} <= {"gpu_module", "module"}:
         return ("module",)
     return None
@@ -349,6 +354,8 @@ class _Builder:
             for alias in node.names:
                 if alias.name != "*":
                     imports[alias.asname or alias.name] = (node.level, node.module or "", alias.name)
+                elif node.level or (node.module or "").split(".", 1)[0] not in _LIBRARIES:
+                    self.summary.stars.append((node.level, node.module or ""))
 
     def project_root(self, name: str, env: dict) -> bool:
         """`name` may name project code: a module-level function or class, or a name imported from
@@ -359,7 +366,8 @@ class _Builder:
             return True
         target = self.summary.imports.get(name)
         if target is None:
-            return False
+            # maybe from `from utils import *` (the index finds it there, or leaves it unknown)
+            return bool(self.summary.stars) and name not in _BUILTINS
         level, module, _ = target
         return level > 0 or module.split(".", 1)[0] not in _LIBRARIES
 
@@ -426,6 +434,7 @@ class _Reader:
         self.loop = -1
         self.guarded = False
         self.loop_targets: set[str] = set()
+        self.loop_sources: dict[int, list[str]] = {}  # loop -> the sources whose elements it takes
 
     def run(self, body: list[ast.stmt]) -> FunctionSummary:
         self.block(body)
@@ -539,6 +548,7 @@ class _Reader:
         batches, bindings = self.iterated(node.iter, node.target)
         index = len(self.f.loops)
         self.f.loops.append((node.lineno, False, self.loop))
+        self.loop_sources[index] = batches
         for source in batches:
             self.effect(source, ("iter", index))
         self.in_loop(node, node.body, set(_target_names(node.target)), index, node.target, bindings)
@@ -613,10 +623,12 @@ class _Reader:
         """The host waits for `value` (if it is a GPU tensor): on a source, or on a value made here."""
         if value is None:
             return
-        if value[0] == "gpu" or (value[0] == "moved" and value[1] is not None and value[1][0] not in ("module", "gpu_module")):
+        sources = sources_of(value)
+        moved = value[0] == "moved" and value[1] is not None and value[1][0] not in ("module", "gpu_module")
+        if value[0] == "gpu" or moved or INTERNAL in sources:
             self.effect(INTERNAL, ("sync", kind, line, self.loop, self.guarded))
-        for source in sources_of(value):
-            if not source.startswith("g:"):
+        for source in sources:
+            if source != INTERNAL and not source.startswith("g:"):
                 self.effect(source, ("sync", kind, line, certain, self.loop, self.guarded))
 
     def mark_trains(self) -> None:
@@ -736,7 +748,16 @@ class _Reader:
         if kind is ast.Starred:
             self.expr(node.value)
             return None
-        if kind in (ast.Await, ast.Yield, ast.YieldFrom):
+        if kind is ast.Yield or kind is ast.YieldFrom:
+            value = self.expr(node.value)
+            for source in sources_of(value):
+                # `for batch in loader: yield batch` / `yield from loader`: iterating the result iterates the source
+                iterated = self.loop_sources.get(int(source[2:])) if source.startswith("l:") else [source] if kind is ast.YieldFrom else []
+                for origin in iterated or ():
+                    if origin.startswith("p:"):
+                        self.effect(origin, ("yield",))
+            return None
+        if kind is ast.Await:
             self.expr(node.value)
             return None
         if kind is ast.Slice:
@@ -781,7 +802,7 @@ class _Reader:
                     return moved
             if method in _SYNC_METHODS and not (method == "cpu" and node.args):
                 self.sync(receiver, f"`.{method}()`", line, certain=False)
-                return None
+                return ("host",)  # a Python number, a list, an array, a CPU tensor
             owner = (_dotted(func.value) or "").lower()
             if method == "backward" or (method == "step" and ("opt" in owner or "scaler" in owner)):
                 self.mark_trains()
@@ -797,6 +818,12 @@ class _Reader:
                 return ("args", options) if method == "parse_args" else ("tuple", (("args", options), None))
             if receiver == ("self",) and self.cls is not None and method in self.cls.methods:
                 return self.record(f"{self.class_name()}.{method}", node, args, kwargs)
+            instance = sources_of(receiver)
+            if len(instance) == 1 and instance[0].startswith("c:") and "." not in instance[0]:
+                # `logger = utils.MetricLogger(); logger.log_every(loader)`: a method of a project class, if
+                # that call built one (the index decides); the result stays tied to the receiver too
+                made = self.record(f"{self.f.calls[int(instance[0][2:])][0]}.{method}", node, args, kwargs)
+                return ("src", f"{made[1]}|{instance[0]}")
             dotted = _dotted(func)
             if dotted is not None and b.project_root(dotted.split(".", 1)[0], self.env):
                 return self.record(dotted, node, args, kwargs)
@@ -988,12 +1015,20 @@ def _merge_tensor(*values: Any) -> Any:
     for value in values:
         if value is None:
             continue
+        if value[0] == "tuple":  # `torch.cat((a, b))`, `torch.stack([x, y])`
+            inner = _merge_tensor(*value[1])
+            if inner is None:
+                continue
+            value = inner
         if value[0] == "gpu" or value[0] == "moved":
             gpu = True
         for source in sources_of(value):
             if source not in sources:
                 sources.append(source)
     if sources:
+        # a GPU tensor made here (`*`) mixed with sources: tied to them, and still known to be on the GPU
+        if gpu or INTERNAL in sources:
+            sources = [INTERNAL, *(s for s in sources if s != INTERNAL)]
         return ("src", "|".join(sources))
     return ("gpu",) if gpu else None
 

@@ -47,7 +47,7 @@ class DataLoaderWithoutPinMemory(Rule):
                 where += f", which copies at {move.via}"
             copied = f"its batches are copied to the GPU ({where})"
         else:
-            copied = f"its batches feed GPU training ({feeds})"
+            copied = f"its batches reach the GPU ({feeds[0]})"
         if resolved is None:
             what = "`DataLoader` has no `pin_memory`"
         elif resolved.origin == LITERAL:
@@ -58,7 +58,7 @@ class DataLoaderWithoutPinMemory(Rule):
         workers_positive, _ = flow.workers(info.loader)
         if not workers_positive:
             message += "; pinning pays off with `num_workers > 0` (GPU101)"
-        severity = Severity.WARNING if feeds or flow.feeds_training(info) else Severity.INFO
+        severity = Severity.WARNING if (feeds[1] if feeds else flow.feeds_training(info)) else Severity.INFO
         return self.diagnostic(info.loader.call, message, severity=severity, fix=self._fix(moves, resolved, workers_positive, info.loader.call))
 
     def _fix(self, moves, resolved, workers_positive: bool, call: cst.Call):
