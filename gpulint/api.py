@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Iterable, Union
 
+from gpulint.analysis.project import ProjectIndex
 from gpulint.config import ConfigError, Settings, load_settings, with_overrides
 from gpulint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location, Severity, is_applicable, rule_url
 from gpulint.linter import FileResult, check_document, check_source, display_path, file_error, lint_files, map_files
@@ -297,7 +298,12 @@ def fix(inputs: Inputs, settings: Settings | None = None, *, unsafe: bool | None
                 documents.append((_readable(source), None))
             except SourceError as error:
                 errors.append(_unreadable(source.path, error))
-    fixed = map_files(_fix_document, documents, settings, jobs)
+    from gpulint.projects import load_project
+
+    # What `check` knows of the project, `fix` knows: each file is fixed with its context in it.
+    on_disk = [file for _, file in documents if file is not None]
+    project = load_project(on_disk, settings) if on_disk else None
+    fixed = map_files(_fix_document, documents, settings, jobs, shared=project)
     return FixReport(sorted(fixed, key=lambda f: f.path), errors, settings)
 
 
@@ -313,17 +319,19 @@ def _readable(source: Source) -> Source:
     return source
 
 
-def _fix_document(document: tuple[Source, Path | None], settings: Settings) -> FileFix:
+def _fix_document(document: tuple[Source, Path | None], settings: Settings, project: ProjectIndex | None = None) -> FileFix:
+    """Fix one document; a file on disk with its context in `project`, an in-memory source alone."""
     from gpulint.fixer import fix_source
 
     source, file = document
+    project = project if file is not None else None
     if is_notebook_path(source.path):
-        return _fix_notebook(source, file, settings)
-    outcome = fix_source(source.text, source.path, settings)
+        return _fix_notebook(source, file, settings, project)
+    outcome = fix_source(source.text, source.path, settings, project=project)
     return FileFix(source, outcome.text, outcome.fixed, outcome.remaining, outcome.broken, file)
 
 
-def _fix_notebook(source: Source, file: Path | None, settings: Settings) -> FileFix:
+def _fix_notebook(source: Source, file: Path | None, settings: Settings, project: ProjectIndex | None) -> FileFix:
     """Fix a notebook's cells as one module, then write back only the cells that changed."""
     from gpulint.fixer import fix_source
 
@@ -332,7 +340,7 @@ def _fix_notebook(source: Source, file: Path | None, settings: Settings) -> File
         unchecked = check_document(source.path, SourceText(source.text, source.encoding, source.bom), settings)
         return FileFix(source, source.text, Counter(), unchecked.diagnostics, [], file, skipped=unchecked.skipped)
     path = source.path
-    outcome = fix_source(notebook.text, path, settings)
+    outcome = fix_source(notebook.text, path, settings, project=project)
     broken = notebook.localize(path, outcome.broken)
     if outcome.text == notebook.text:
         return FileFix(source, source.text, outcome.fixed, notebook.localize(path, outcome.remaining), broken, file)
@@ -342,7 +350,10 @@ def _fix_notebook(source: Source, file: Path | None, settings: Settings) -> File
             raise NotebookError("the fixed notebook does not read back as fixed")
     except NotebookError:
         # A fix reached into an IPython line or across cells (a bug in gpulint): the notebook stays as it was.
-        remaining = notebook.localize(path, check_source(notebook.text, path, settings))
+        from gpulint.projects import context_for
+
+        context = context_for(project, Path(os.path.abspath(path)), notebook.text) if project is not None else None
+        remaining = notebook.localize(path, check_source(notebook.text, path, settings, project=context))
         dropped = [d for d in remaining if is_applicable(d, settings.unsafe_fixes)]
         return FileFix(source, source.text, Counter(), remaining, dropped, file)
     return FileFix(source, fixed.raw, outcome.fixed, fixed.localize(path, outcome.remaining), broken, file)

@@ -100,11 +100,16 @@ def _well_formed(edits: tuple[Edit, ...], starts: list[int], length: int) -> boo
     return all(a_end <= b_begin for (_, a_end), (b_begin, _) in zip(spans, spans[1:]))
 
 
-def fix_source(text: str, path: str, settings: Settings, unsafe: bool | None = None) -> FixOutcome:
+def fix_source(text: str, path: str, settings: Settings, unsafe: bool | None = None, project=None) -> FixOutcome:
+    """Fix `text` until nothing changes; `project` (a `ProjectIndex`) gives each pass the file's context in
+    its project, so that `fix` applies what `check` reports."""
+    from gpulint.projects import context_for
+
     unsafe = settings.unsafe_fixes if unsafe is None else unsafe
     outcome = FixOutcome(text)
     rejected: set[tuple] = set()  # (code, message, edits) of fixes whose result did not parse
-    diagnostics = check_source(text, path, settings)
+    context = context_for(project, Path(path), text) if project else None
+    diagnostics = check_source(text, path, settings, project=context)
     # `fix` applies exactly the fixes `check` reported: per rule, no more than its first pass offered.
     budget = Counter(d.code for d in diagnostics if is_applicable(d, unsafe))
     # A file this interpreter cannot compile (newer syntax) is held to libcst's grammar only.
@@ -148,10 +153,11 @@ def fix_source(text: str, path: str, settings: Settings, unsafe: bool | None = N
         before, previous = outcome.text, diagnostics
         outcome.text = candidate
         outcome.fixed.update(d.code for d in accepted)
-        diagnostics = check_source(outcome.text, path, settings, module=module)  # no second parse
+        context = context_for(project, Path(path), outcome.text) if project else None
+        diagnostics = check_source(outcome.text, path, settings, module=module, project=context)  # no second parse
         left = Counter(d.code for d in diagnostics if is_applicable(d, unsafe))
         grown = [code for code, n in left.items() if n > budget[code] - outcome.fixed[code]]
-        if any(_grows_itself(code, before, previous, accepted, path, settings, unsafe) for code in grown):
+        if any(_grows_itself(code, before, previous, accepted, path, settings, unsafe, project) for code in grown):
             break  # a rule's own fixes made new findings of that rule, which `check` never reported: stop
         for code in grown:
             budget[code] = left[code] + outcome.fixed[code]  # uncovered by another rule's fix (pinning a loader)
@@ -168,13 +174,18 @@ def applies_cleanly(text: str, edits: tuple[Edit, ...]) -> bool:
     return _compiles(candidate) if _compiles(text) else _parses(candidate, strict=False)
 
 
-def _grows_itself(code: str, text: str, diagnostics: list[Diagnostic], accepted: list[Diagnostic], path: str, settings: Settings, unsafe: bool) -> bool:
+def _grows_itself(
+    code: str, text: str, diagnostics: list[Diagnostic], accepted: list[Diagnostic], path: str, settings: Settings, unsafe: bool, project=None
+) -> bool:
     """Applying only `code`'s fixes of this pass to `text` leaves more fixable `code` findings than it removed."""
+    from gpulint.projects import context_for
+
     own = [d for d in accepted if d.code == code]
     if not own:
         return False
     edits = list(dict.fromkeys(e for d in own for e in d.fix.edits))
-    after = check_source(apply_edits(text, edits), path, settings)
+    fixed = apply_edits(text, edits)
+    after = check_source(fixed, path, settings, project=context_for(project, Path(path), fixed) if project else None)
     before = sum(1 for d in diagnostics if d.code == code and is_applicable(d, unsafe))
     return sum(1 for d in after if d.code == code and is_applicable(d, unsafe)) > before - len(own)
 

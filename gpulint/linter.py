@@ -10,14 +10,18 @@ import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import Any, Callable, TypeVar
 
 import libcst as cst
 
 from gpulint.analysis import SemanticModel
+from gpulint.analysis.devices import may_have_own_evidence
+from gpulint.analysis.project import ModuleContext, lone_context
+from gpulint.analysis.summary import summarize
 from gpulint.checks import Rule, all_rules
 from gpulint.checks.base import REGISTRY, text_matcher
 from gpulint.config import Settings
+from gpulint.piecewise import PIECEWISE_ABOVE, Layout, layout, parse_in_pieces
 from gpulint.diagnostics import INTERNAL_ERROR, INVALID_SYNTAX, IO_ERROR, Diagnostic, Location, Severity
 from gpulint.fix_invariants import enforce as enforce_fix_invariants
 from gpulint.notebook import Notebook, NotebookError, is_notebook_path
@@ -78,16 +82,25 @@ def _enabled_rules(settings: Settings) -> list[type[Rule]]:
     return rules
 
 
-def rules_for(text: str, path: str, settings: Settings) -> list[type[Rule]]:
+def rules_for(text: str, path: str, settings: Settings, project: ModuleContext | None = None) -> list[type[Rule]]:
     """The enabled rules that could fire on this text: the `requires` prefilter, no parsing.
 
+    Rules that need GPU context also need the project to say the module is GPU code (`project`), or,
+    without a project or for a module it could not parse, the text to hold a word GPU evidence is written with. A rule whose `project_tags`
+    the module has (it calls a helper that syncs, ...) is a candidate whatever its text says.
     Each distinct pattern is tested at most once per file, however many rules share it.
     """
     ignored = settings.ignored_for(path) if settings.per_file_ignores else frozenset()
     seen: dict[str, bool] = {}
+    # a file the project could not parse says only what its text says (and gets its syntax error reported)
+    gpu = project.gpu if project is not None and project.parsed else may_have_own_evidence(text)
+    tags = project.tags if project is not None else frozenset()
     candidates = []
     for rule in _enabled_rules(settings):
-        if rule.code in ignored:
+        if rule.code in ignored or (rule.needs_gpu_context and not gpu):
+            continue
+        if rule.project_tags and tags.intersection(rule.project_tags):
+            candidates.append(rule)
             continue
         if rule.applies_to_text.__func__ is not _DEFAULT_APPLIES:  # a rule with its own prefilter logic
             if rule.applies_to_text(text):
@@ -127,7 +140,23 @@ def _nesting(tree: ast.AST) -> int:
 
 
 def parse(text: str, path: str) -> cst.Module | Diagnostic:
-    python_error: SyntaxError | None = None
+    tree = python_tree(text, path)
+    if isinstance(tree, Diagnostic):
+        return tree
+    return _libcst_parse(text, path, *_plan(text, tree))
+
+
+def _plan(text: str, tree: ast.Module | SyntaxError) -> tuple[SyntaxError | None, Layout | None]:
+    """What LibCST's parse needs from CPython's tree (its error; where to cut a large file), so that the
+    tree itself can go before LibCST parses."""
+    if isinstance(tree, SyntaxError):
+        return tree, None
+    return None, layout(text, tree) if len(text) >= PIECEWISE_ABOVE else None
+
+
+def python_tree(text: str, path: str) -> ast.Module | SyntaxError | Diagnostic:
+    """CPython's tree of `text` (the summary reads it, and it guards LibCST against deep nesting); the
+    SyntaxError when only a newer grammar may accept it; a Diagnostic when the file cannot be checked."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # `"\d"` and friends: not ours to report
@@ -137,13 +166,20 @@ def parse(text: str, path: str) -> cst.Module | Diagnostic:
     except SyntaxError as error:
         if any(limit in str(error.msg) for limit in _PYTHON_LIMITS) or "null bytes" in str(error.msg):
             return _syntax_error(path, error)
-        python_error = error  # libcst may still accept a newer syntax than this interpreter's
+        return error  # libcst may still accept a newer syntax than this interpreter's
     except ValueError as error:  # null bytes, before Python 3.12
         return file_error(path, f"SyntaxError: {error}", INVALID_SYNTAX)
-    else:
-        if _nesting(tree) > MAX_NESTING:
-            return file_error(path, f"nested more than {MAX_NESTING} levels deep (generated code?); skipped")
+    if _nesting(tree) > MAX_NESTING:
+        return file_error(path, f"nested more than {MAX_NESTING} levels deep (generated code?); skipped")
+    return tree
+
+
+def _libcst_parse(text: str, path: str, python_error: SyntaxError | None, pieces: Layout | None) -> cst.Module | Diagnostic:
     try:
+        if pieces is not None:
+            module = parse_in_pieces(text, pieces)  # a large file: LibCST's peak memory follows the largest piece
+            if module is not None:
+                return module
         return cst.parse_module(text)
     except cst.ParserSyntaxError as error:
         if python_error is not None:
@@ -178,28 +214,49 @@ def _recursion_room():
 
 
 def check_source(
-    text: str, path: str, settings: Settings, *, prefilter: bool = True, module: cst.Module | None = None
+    text: str,
+    path: str,
+    settings: Settings,
+    *,
+    prefilter: bool = True,
+    module: cst.Module | None = None,
+    project: ModuleContext | None = None,
 ) -> list[Diagnostic]:
     """Diagnostics for one file's text. `prefilter=False` parses every file (to test the prefilter);
-    `module` is `text` already parsed (the fixer has it), so it is not parsed again."""
+    `module` is `text` already parsed (the fixer has it), so it is not parsed again; `project` is the file's
+    context in its project (`gpulint.projects`), without which the file is read alone."""
     if prefilter and not _NO_PREFILTER:
-        rules = rules_for(text, path, settings)
+        rules = rules_for(text, path, settings, project)
     else:
         ignored = settings.ignored_for(path) if settings.per_file_ignores else frozenset()
         rules = [rule for rule in _enabled_rules(settings) if rule.code not in ignored]
     if not rules:
         return []
     with _recursion_room():
-        return _check_parsed(text, path, settings, rules, module)
+        return _check_parsed(text, path, settings, rules, module, project)
 
 
-def _check_parsed(text: str, path: str, settings: Settings, rules: list[type[Rule]], module: cst.Module | None) -> list[Diagnostic]:
-    if module is None:
-        module = parse(text, path)
-        if isinstance(module, Diagnostic):
-            return [module]
+def _check_parsed(
+    text: str, path: str, settings: Settings, rules: list[type[Rule]], module: cst.Module | None, project: ModuleContext | None
+) -> list[Diagnostic]:
+    if module is None or project is None:
+        tree = python_tree(text, path)
+        if isinstance(tree, Diagnostic):
+            return [tree]
+        if project is None:
+            project = lone_context(summarize(text, tree if isinstance(tree, ast.Module) else None), path)
+            if not project.gpu:
+                rules = [rule for rule in rules if not rule.needs_gpu_context]
+                if not rules:
+                    return []
+        if module is None:
+            plan = _plan(text, tree)
+            del tree  # CPython's tree goes before LibCST's is built: one large tree at a time
+            module = _libcst_parse(text, path, *plan)
+            if isinstance(module, Diagnostic):
+                return [module]
     try:
-        model = SemanticModel(module, path, text)
+        model = SemanticModel(module, path, text, project=project)
     except RecursionError:
         return [file_error(path, "too deeply nested to analyse; skipped")]
     diagnostics: list[Diagnostic] = []
@@ -235,6 +292,16 @@ def _check_parsed(text: str, path: str, settings: Settings, rules: list[type[Rul
     return sorted(diagnostics, key=Diagnostic.sort_key)
 
 
+def release_memory() -> None:
+    """Return freed memory to the operating system: collect cycles, then trim glibc's heap."""
+    import gc
+
+    from gpulint.piecewise import trim_heap
+
+    gc.collect()
+    trim_heap()
+
+
 # Below this many files to check (after the cache), starting worker processes costs more than it saves.
 SERIAL_BELOW = 24
 
@@ -253,8 +320,9 @@ def open_document(path: str, source: SourceText) -> SourceText | Notebook:
     return Notebook.parse(source.text, source.bom) if is_notebook_path(path) else source
 
 
-def check_document(path: str, source: SourceText, settings: Settings) -> FileResult:
-    """Check one file's decoded text: Python source, or a notebook's code cells as one module."""
+def check_document(path: str, source: SourceText, settings: Settings, project: ModuleContext | None = None) -> FileResult:
+    """Check one file's decoded text: Python source, or a notebook's code cells as one module, with its
+    context in its project (None: alone)."""
     try:
         document = open_document(path, source)
     except NotebookError as error:
@@ -267,33 +335,35 @@ def check_document(path: str, source: SourceText, settings: Settings) -> FileRes
         if document.syntax_error is not None:
             message, location = document.syntax_error
             return FileResult(path, [file_error(path, f"SyntaxError: {message}", INVALID_SYNTAX, location.row, location.column)], document)
-    diagnostics = check_source(document.text, path, settings)
+    diagnostics = check_source(document.text, path, settings, project=project)
     if isinstance(document, Notebook):
         diagnostics = document.localize(path, diagnostics)
     return FileResult(path, diagnostics, document)
 
 
-def _check_bytes(shown: str, data: bytes, settings: Settings) -> FileResult:
+def _check_bytes(shown: str, data: bytes, settings: Settings, project: ModuleContext | None = None) -> FileResult:
     from gpulint.source import decode_source
 
     try:
         source = decode_source(data)
     except SourceError as error:
         return FileResult(shown, [file_error(shown, str(error))])
-    return check_document(shown, source, settings)
+    return check_document(shown, source, settings, project)
 
 
 _worker_settings: Settings | None = None
+_worker_shared: Any = None  # what every item of a `map_files` call needs (fix's project index)
 
 
-def _init_worker(settings: Settings, parent: int) -> None:
-    global _worker_settings
+def _init_worker(settings: Settings, parent: int, shared: Any = None) -> None:
+    global _worker_settings, _worker_shared
     import signal
 
     # Ctrl-C is the parent's to handle (it stops the pool); workers must not print tracebacks of their own.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _die_with(parent)
     _worker_settings = settings
+    _worker_shared = shared
 
 
 def _die_with(parent: int) -> None:
@@ -312,15 +382,15 @@ def _die_with(parent: int) -> None:
         os._exit(1)
 
 
-def _run_task(task: Callable[[T, Settings], R], item: T) -> R:
-    """In a worker process: one item, with the settings the parent resolved."""
+def _run_task(task: Callable[..., R], item: T) -> R:
+    """In a worker process: one item, with the settings (and the shared value) the parent resolved."""
     assert _worker_settings is not None
-    return task(item, _worker_settings)
+    return task(item, _worker_settings) if _worker_shared is None else task(item, _worker_settings, _worker_shared)
 
 
-def _check_item(item: tuple[str, bytes], settings: Settings) -> FileResult:
-    """Check one file's bytes."""
-    result = _check_bytes(item[0], item[1], settings)
+def _check_item(item: tuple[str, bytes, ModuleContext | None], settings: Settings) -> FileResult:
+    """Check one file's bytes with its context in the project."""
+    result = _check_bytes(item[0], item[1], settings, item[2])
     if not result.diagnostics:
         result.source = None  # nothing will show it; do not keep (or send back) the text
     return result
@@ -341,10 +411,10 @@ def _cacheable(result: FileResult) -> bool:
     return result.skipped is None and all(d.name not in (INTERNAL_ERROR, IO_ERROR) for d in result.diagnostics)
 
 
-def map_files(task: Callable[[T, Settings], R], items: list[T], settings: Settings, jobs: int | None = None) -> list[R]:
-    """`task(item, settings)` for each item, results in the items' order: in a process pool when there are
-    many (each worker gets the settings once), serially when there are few. `task` must be a module-level
-    function (workers find it by name)."""
+def map_files(task: Callable[..., R], items: list[T], settings: Settings, jobs: int | None = None, shared: Any = None) -> list[R]:
+    """`task(item, settings)` for each item (`task(item, settings, shared)` when `shared` is given), results in
+    the items' order: in a process pool when there are many (each worker gets the settings and `shared` once),
+    serially when there are few. `task` must be a module-level function (workers find it by name)."""
     from gpulint.progress import Progress
 
     jobs = jobs or default_jobs()
@@ -356,7 +426,7 @@ def map_files(task: Callable[[T, Settings], R], items: list[T], settings: Settin
 
             workers = min(jobs, len(items))
             chunk = max(1, min(4, len(items) // (workers * 8)))
-            pool = ProcessPoolExecutor(workers, mp_context=_pool_context(), initializer=_init_worker, initargs=(settings, os.getpid()))
+            pool = ProcessPoolExecutor(workers, mp_context=_pool_context(), initializer=_init_worker, initargs=(settings, os.getpid(), shared))
             try:
                 for result in pool.map(partial(_run_task, task), items, chunksize=chunk):
                     done.append(result)
@@ -370,7 +440,7 @@ def map_files(task: Callable[[T, Settings], R], items: list[T], settings: Settin
             pool.shutdown()
         else:
             for item in items:
-                done.append(task(item, settings))
+                done.append(task(item, settings) if shared is None else task(item, settings, shared))
                 progress.advance()
     return done
 
@@ -378,23 +448,28 @@ def map_files(task: Callable[[T, Settings], R], items: list[T], settings: Settin
 def lint_files(files: list[Path], settings: Settings, jobs: int | None = None, use_cache: bool = True) -> list[FileResult]:
     """Check many files; results in a deterministic order (by path), the same for any `jobs`.
 
-    Unchanged files are answered from the cache (keyed by gpulint's code, the settings and each file's
-    bytes); the rest are checked in a process pool when there are many, serially when there are few.
+    Two passes: every module of the files' project is summarised (`gpulint.projects`, cached by content),
+    then each file is checked with its context in that project. Unchanged files whose context is unchanged
+    are answered from the cache (keyed by gpulint's code, the settings, each file's bytes and the digest of
+    its context); the rest are checked in a process pool when there are many, serially when there are few.
     """
     from gpulint.cache import Cache, content_hash
+    from gpulint.projects import Project
     from gpulint.source import decode_source
 
     cache = Cache(settings) if use_cache else None
     results: list[FileResult] = []
-    todo: list[tuple[Path, str, bytes, str]] = []
+    readable: list[tuple[Path, str, bytes]] = []
     for path in files:
         shown = display_path(path)
         try:
-            data = read_source_bytes(path)
+            readable.append((Path(os.path.abspath(path)), shown, read_source_bytes(path)))
         except SourceError as error:
             results.append(FileResult(shown, [file_error(shown, str(error))]))
-            continue
-        digest = content_hash(data) if cache is not None else ""
+    project = Project([p for p, _, _ in readable], settings, use_cache, {p: data for p, _, data in readable})
+    todo: list[tuple[Path, str, bytes, str]] = []
+    for path, shown, data in readable:
+        digest = f"{content_hash(data)}:{project.context_digest(path)}" if cache is not None else ""
         if cache is not None:
             cached = cache.get(path, shown, digest)
             if cached is not None:
@@ -402,8 +477,16 @@ def lint_files(files: list[Path], settings: Settings, jobs: int | None = None, u
                 results.append(FileResult(shown, cached, open_document(shown, decode_source(data)) if cached else None))
                 continue
         todo.append((path, shown, data, digest))
-
-    checked = map_files(_check_item, [(shown, data) for _, shown, data, _ in todo], settings, jobs)
+    contexts = [project.context(path) for path, *_ in todo]
+    project.save()
+    if "index" in project.__dict__:
+        # Only the contexts are needed from here on: the index goes before the files are parsed (and before
+        # workers start, so that they do not inherit it).
+        del project
+        release_memory()
+    else:
+        del project
+    checked = map_files(_check_item, [(shown, data, context) for (_, shown, data, _), context in zip(todo, contexts)], settings, jobs)
 
     if cache is not None:
         for (path, shown, _, digest), result in zip(todo, checked):

@@ -10,7 +10,6 @@ from typing import Any, Callable, ClassVar, Iterable, Iterator
 import libcst as cst
 
 from gpulint.analysis import SemanticModel
-from gpulint.analysis.devices import GPU_CONTEXT_MARKER
 from gpulint.analysis.residency import TRAIN
 from gpulint.analysis.value_resolution import LITERAL, ResolvedValue
 from gpulint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location, Severity
@@ -52,10 +51,13 @@ class Rule:
     # The prefilter: regexes that must ALL occur in a file's text for the rule to possibly fire; files
     # no enabled rule can fire on are never parsed. Name what the rule matches on, as specific as is
     # still certain (`r"memory_cached"`, `r"DataLoader"`); a rule must not need a comment to fire.
-    # Rules with `needs_gpu_context` also require the GPU-context marker implicitly. Every rule must
-    # declare at least one pattern (tests/test_prefilter.py), so a new rule cannot switch the
-    # prefilter off for everyone by accident.
+    # Rules with `needs_gpu_context` also need the project to say the module is GPU code (decided from
+    # facts before parsing, see linter.rules_for). Every rule must declare at least one pattern
+    # (tests/test_prefilter.py), so a new rule cannot switch the prefilter off for everyone by accident.
     requires: ClassVar[tuple[str, ...]] = ()
+    # Facts the project index gives a module (`ModuleContext.tags`) that let the rule fire whatever the
+    # text says: a rule reporting a helper's sync at the call names "helper-syncs".
+    project_tags: ClassVar[tuple[str, ...]] = ()
     options: ClassVar[tuple[Option, ...]] = ()
     default_severity: ClassVar[Severity] = Severity.WARNING
 
@@ -82,13 +84,7 @@ class Rule:
     @classmethod
     def text_requirements(cls) -> tuple[str, ...]:
         """The regexes a file's text must all contain for this rule to possibly fire (the prefilter).
-
-        `requires`, plus the GPU-context marker for rules that only run in modules with GPU context
-        (a module without that text never has it). Checked before parsing: a file no enabled rule
-        could fire on is never given to LibCST.
-        """
-        if cls.needs_gpu_context and GPU_CONTEXT_MARKER not in cls.requires:
-            return (*cls.requires, GPU_CONTEXT_MARKER)
+        Checked before parsing: a file no enabled rule could fire on is never given to LibCST."""
         return tuple(cls.requires)
 
     @classmethod

@@ -25,7 +25,7 @@ class SmallBatchSize(Rule):
     name = "small-batch-size"
     summary = "Training `DataLoader` uses a small batch size (or the default of 1)"
     fix_applicability = Applicability.UNSAFE
-    requires = (r"DataLoader", r"cuda")
+    requires = (r"DataLoader",)
     options = (
         Option("min-batch-size", 16, "Batch sizes below this are reported."),
         Option("target-batch-size", 64, "The batch size the fix sets."),
