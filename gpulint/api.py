@@ -270,12 +270,13 @@ class FixReport:
         return [(f.path, f.skipped) for f in self.files if f.skipped]
 
 
-def fix(inputs: Inputs, settings: Settings | None = None, *, unsafe: bool | None = None, jobs: int | None = None) -> FixReport:
+def fix(inputs: Inputs, settings: Settings | None = None, *, unsafe: bool | None = None, jobs: int | None = None, cache: bool = True) -> FixReport:
     """Compute the fixes for files, folders and in-memory sources; nothing is written (see `write_fixes`).
 
     Safe fixes are applied, and unsafe ones too when `unsafe` (default: `settings.unsafe_fixes`). Fixes are
     applied and the text checked again until nothing changes; a fix whose result would not parse is dropped
-    and listed in `FileFix.dropped`. Files are independent: `jobs` worker processes fix many at once.
+    and listed in `FileFix.dropped`. Files are independent: `jobs` worker processes fix many at once. Results
+    are never cached; `cache` lets the project's module summaries come from (and go to) the cache.
     """
     settings = settings or discover_settings()
     if unsafe is not None:
@@ -302,7 +303,7 @@ def fix(inputs: Inputs, settings: Settings | None = None, *, unsafe: bool | None
 
     # What `check` knows of the project, `fix` knows: each file is fixed with its context in it.
     on_disk = [file for _, file in documents if file is not None]
-    project = load_project(on_disk, settings) if on_disk else None
+    project = load_project(on_disk, settings, use_cache=cache) if on_disk else None
     fixed = map_files(_fix_document, documents, settings, jobs, shared=project)
     return FixReport(sorted(fixed, key=lambda f: f.path), errors, settings)
 

@@ -36,7 +36,7 @@ def _flatten(values: tuple) -> tuple[str, ...] | None:
 
 
 def lint_options(command: str):
-    """The options `check` and `fix` share (`fix` never uses the cache)."""
+    """The options `check` and `fix` share (`fix` caches module summaries, never results)."""
     options = [
         click.option("--select", multiple=True, type=_CodeList(), help="Rule codes or prefixes to enable (e.g. GPU1, ALL)."),
         click.option("--ignore", multiple=True, type=_CodeList(), help="Rule codes or prefixes to disable."),
@@ -72,7 +72,7 @@ def lint_options(command: str):
         click.option(
             "--no-cache",
             is_flag=True,
-            help="Do not read or write the result cache." if command == "check" else "Accepted for symmetry with check; fix never uses the cache.",
+            help="Do not read or write the result cache." if command == "check" else "Do not read or write the project's cached module summaries (fix never caches results).",
         ),
         click.option("--stdin-filename", type=str, help="Read the source from stdin and report it under this path."),
         click.option("--force-exclude", is_flag=True, default=None, help="Apply excludes to paths named on the command line."),
@@ -218,7 +218,7 @@ def _fix(paths: tuple[str, ...], settings: Settings, opts: dict, apply: bool) ->
     if _reads_stdin(paths, opts):
         return output.stdin_fixed(sys.stdin.buffer.read(), opts["stdin_filename"] or "-", settings, opts)
     with _analysis():
-        report = api.fix(list(paths) or ["."], settings, jobs=opts["jobs"])
+        report = api.fix(list(paths) or ["."], settings, jobs=opts["jobs"], cache=not opts["no_cache"])
     output.dropped_fixes(report)
     if not apply:
         return output.would_fix(report, opts)

@@ -51,8 +51,9 @@ def project_files(files: list[Path], settings: Settings) -> list[Path]:
             if package != file.parent or (file.parent / "__init__.py").is_file():
                 found.update(dict.fromkeys(_python_files(package, settings) or ()))
         found[file] = None
-    # a checked notebook is a module too: its code cells, which may import the project's modules
-    return [p for p in found if p.suffix in _SUFFIXES or p.suffix == ".ipynb" and p in checked]
+    # every checked file is a module (`include`d `.pyw` files, notebooks' code cells); the walk adds `.py` only
+    checked_set = set(checked)
+    return [p for p in found if p.suffix in _SUFFIXES or p in checked_set]
 
 
 def _python_files(top: Path, settings: Settings) -> Optional[list[Path]]:

@@ -44,7 +44,8 @@ def gpulint(project: Path, *args: str, cwd: Path | None = None):
 
 
 def cache_files(project: Path) -> list[Path]:
-    return sorted((project / CACHE_DIR_NAME).rglob("*.json"))
+    """The result cache's files (the project's hashes and module summaries sit beside them)."""
+    return sorted(p for p in (project / CACHE_DIR_NAME).rglob("*.json") if not p.name.startswith(("project-", "summaries-")))
 
 
 def edit_cache(path: Path, change) -> None:

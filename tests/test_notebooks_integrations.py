@@ -91,7 +91,7 @@ def test_profile_runs_the_fixed_notebook(tmp_path):
     shutil.copy(COLAB, target)
     assert run_gpulint("fix", "--apply", "--unsafe-fixes", "colab.ipynb", cwd=tmp_path).returncode == 0
     assert "num_workers=min(8" in "".join(json.loads(target.read_text(encoding="utf-8"))["cells"][4]["source"])
-    result = run_gpulint("profile", "--steps", "3", "--warmup", "1", "--repeat", "1", "--json", "out.json", "--", "python", "colab.ipynb", cwd=tmp_path)
+    result = run_gpulint("profile", "--steps", "3", "--warmup", "1", "--repeat", "1", "--json", "out.json", "--", sys.executable, "colab.ipynb", cwd=tmp_path)
     assert result.returncode == 0, result.stderr.decode()
     assert result.stdout.decode().startswith("gpulint profile: python colab.ipynb\n")
     run = json.loads((tmp_path / "out.json").read_text(encoding="utf-8"))["runs"][0]

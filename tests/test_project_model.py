@@ -59,7 +59,7 @@ def test_research_layout_data_model_utils_train(tmp_path, monkeypatch):
     assert "its batches reach the GPU (they are copied to the GPU at utils.py:6, in the loop at train.py:13)" in pin.message
     assert pin.fix is not None and pin.fix.edits[0].content == ", pin_memory=torch.cuda.is_available()"
     # the helper syncs on the argument it is given: reported at the call, with where it syncs
-    assert sync.message.startswith("`accuracy(output, labels)` (`.item()` at utils.py:10) waits for the GPU every iteration")
+    assert sync.message.startswith("`accuracy(output, labels)` (`.item()` at utils.py:10) waits for the GPU every training step (loop at line 13)")
     # `log_every(step, loss)` syncs only under `if step % every == 0:` inside the helper: not reported
 
 
@@ -274,11 +274,17 @@ def test_a_model_module_is_gpu_context_when_its_class_is_moved_to_the_gpu_elsewh
                 self.fc = nn.Linear(4, 4)
 
             def forward(self, x):
+                return self.fc(x)
+
+
+        def fit(net, loader, optimizer):
+            for x in loader:
                 noise = torch.randn(x.shape).to(x.device)
-                return self.fc(x + noise)
+                net(x + noise).sum().backward()
+                optimizer.step()
         """
     root = write(tmp_path, {"models.py": model, "train.py": "from models import Net\n\nnet = Net().cuda()\n"})
-    assert found(lint(root, monkeypatch)) == ["models.py:11 GPU201"]
+    assert found(lint(root, monkeypatch)) == ["models.py:16 GPU201"]
     (root / "train.py").write_text("from models import Net\n\nnet = Net()\n")
     assert found(lint(root, monkeypatch)) == []
 

@@ -310,6 +310,8 @@ class _Builder:
             elif isinstance(stmt, ast.ClassDef):
                 self._class(stmt)
         if self.scan_evidence:
+            for what, line in _nested_gpu_attributes(self.tree, self.qualify):
+                self.evidence(what, line)
             for finder in EVIDENCE_FINDERS:
                 for what, line in finder(self.tree, self.qualify):
                     self.evidence(what, line)
@@ -1091,3 +1093,22 @@ def _device_kind_of(node: Optional[ast.AST], reader: _Reader, mark: bool = True)
         if _DEVICE_NAME.search(last):
             return "cuda"
     return None
+
+
+def _nested_gpu_attributes(tree: ast.AST, qualify) -> Iterable[tuple[str, int]]:
+    """`torch.cuda.*` / `torch.accelerator.*` in functions and classes nested in a function, which the readers
+    do not enter (a prefetcher's inner `_prefetch` under `torch.cuda.stream(...)`)."""
+
+    def nested(node: ast.AST, in_function: bool) -> Iterable[ast.AST]:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and in_function:
+                yield child
+            else:
+                yield from nested(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)))
+
+    for inner in nested(tree, False):
+        for node in ast.walk(inner):
+            if isinstance(node, ast.Attribute):
+                qualified = qualify(node)
+                if qualified is not None and qualified.startswith(("torch.cuda.", "torch.accelerator.")) and qualified.count(".") == 2:
+                    yield f"`{qualified}`", node.lineno
