@@ -67,6 +67,13 @@ def lint_options(command: str):
         click.option("--stdin-filename", type=str, help="The path to report for source read from `-`."),
         click.option("--force-exclude", is_flag=True, default=None, help="Apply excludes to paths named on the command line."),
         click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary."),
+        click.option(
+            "--analysis-timeout",
+            type=click.FloatRange(min=0, max=1e9),
+            default=None,
+            metavar="SECONDS",
+            help="CPU seconds one file may take before it is skipped (default: 60; 0: no limit).",
+        ),
     ]
     if command == "check":
         options.append(click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Worker processes (default: CPUs)."))
@@ -89,6 +96,7 @@ def _settings(opts: dict) -> Settings:
         preview=opts["preview"],
         force_exclude=opts["force_exclude"],
         unsafe_fixes=opts["unsafe_fixes"],
+        analysis_timeout=opts["analysis_timeout"],
     )
 
 

@@ -17,6 +17,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
+from gpulint.budget import DEFAULT_SECONDS as DEFAULT_ANALYSIS_SECONDS
 from gpulint.checks import Rule, all_rules
 
 DEFAULT_EXCLUDE = (
@@ -29,6 +30,7 @@ DEFAULT_TARGET_TORCH = "2.3"
 KNOWN_KEYS = {
     "select", "ignore", "extend-select", "preview", "exclude", "extend-exclude", "respect-gitignore",
     "force-exclude", "per-file-ignores", "target-torch", "rules", "output-format", "cache-dir", "unsafe-fixes",
+    "analysis-timeout",
 }  # fmt: skip
 
 
@@ -52,6 +54,7 @@ class Settings:
     unsafe_fixes: bool = False
     output_format: str | None = None
     cache_dir: str | None = None
+    analysis_timeout: float | None = DEFAULT_ANALYSIS_SECONDS  # CPU seconds per file; None or 0: no limit
     root: Path = field(default_factory=Path.cwd)  # paths in the config are relative to this
     config_path: Path | None = None
 
@@ -199,6 +202,11 @@ def settings_from_table(table: dict, root: Path, config_path: Path | None = None
             changes[key.replace("-", "_")] = table[key]
     if "output-format" in table:
         check_output_format(table["output-format"], f"`output-format` in {where}")
+    if "analysis-timeout" in table:
+        seconds = table["analysis-timeout"]
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 <= seconds < float("inf"):
+            raise ConfigError(f"`analysis-timeout` must be a number of seconds (0 for no limit), got {seconds!r}")
+        changes["analysis_timeout"] = float(seconds)
     if "target-torch" in table:
         changes["target_torch"] = _parse_version(table["target-torch"], "target-torch")
     if "per-file-ignores" in table:

@@ -87,9 +87,11 @@ def run_fix(paths: tuple[str, ...], settings: Settings, opts: dict, apply: bool)
             click.echo(f"Would fix {_plural(total, 'error')}{extra}.", err=True)
         else:
             click.echo(f"No errors would be fixed{extra}.", err=True)
-        for d in errors:
+        # Files that could not be checked (unreadable, not parsing, past the analysis budget) are named, as in --apply.
+        unchecked = errors + [d for _, outcome in outcomes.values() for d in outcome.remaining if d.code is None]
+        for d in unchecked:
             click.echo(f"gpulint: {d.filename}: {d.message}", err=True)
-        return EXIT_FINDINGS if (changed or errors) and not opts["exit_zero"] else EXIT_CLEAN
+        return EXIT_FINDINGS if (changed or unchecked) and not opts["exit_zero"] else EXIT_CLEAN
     written, not_written, signum = _write_all(changed)
     if signum is not None:
         return _report_interrupted(written, not_written, signum)

@@ -14,7 +14,8 @@ import libcst as cst
 
 from gpulint.config import Settings
 from gpulint.diagnostics import Diagnostic, Edit, Location, is_applicable
-from gpulint.linter import check_source
+from gpulint.budget import run_within
+from gpulint.linter import check_source, timed_out
 from gpulint.lines import line_starts
 
 MAX_PASSES = 16
@@ -101,6 +102,15 @@ def _well_formed(edits: tuple[Edit, ...], starts: list[int], length: int) -> boo
 
 
 def fix_source(text: str, path: str, settings: Settings, unsafe: bool | None = None) -> FixOutcome:
+    """The fixed text; a file whose fixing and re-checks run past `analysis-timeout` is left as it was."""
+    return run_within(
+        settings.analysis_timeout,
+        lambda: _fix_loop(text, path, settings, unsafe),
+        lambda: FixOutcome(text, remaining=[timed_out(path, settings)]),
+    )
+
+
+def _fix_loop(text: str, path: str, settings: Settings, unsafe: bool | None) -> FixOutcome:
     unsafe = settings.unsafe_fixes if unsafe is None else unsafe
     outcome = FixOutcome(text)
     rejected: set[tuple] = set()  # (code, message, edits) of fixes whose result did not parse

@@ -14,6 +14,7 @@ from pathlib import Path
 import libcst as cst
 
 from gpulint.analysis import SemanticModel
+from gpulint.budget import run_within, timeout_message
 from gpulint.checks import Rule, all_rules
 from gpulint.checks.base import REGISTRY, text_matcher
 from gpulint.config import Settings
@@ -183,7 +184,16 @@ def check_source(
     if not rules:
         return []
     with _recursion_room():
-        return _check_parsed(text, path, settings, rules, module)
+        return run_within(
+            settings.analysis_timeout,
+            lambda: _check_parsed(text, path, settings, rules, module),
+            lambda: [timed_out(path, settings)],
+        )
+
+
+def timed_out(path: str, settings: Settings) -> Diagnostic:
+    """The file's analysis used up `analysis-timeout` (a file that cannot be checked, as an unreadable one)."""
+    return file_error(path, timeout_message(settings.analysis_timeout or 0))
 
 
 def _check_parsed(text: str, path: str, settings: Settings, rules: list[type[Rule]], module: cst.Module | None) -> list[Diagnostic]:

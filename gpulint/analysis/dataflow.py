@@ -7,7 +7,9 @@ there is none, the writes a loop carries around to it.
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Iterator, Optional
 
 import libcst as cst
@@ -53,6 +55,7 @@ class DataFlow:
         self.formatted: list[cst.FormattedStringExpression] = []  # `{x}` in f-strings
         self.method_calls: dict[str, list[cst.Call]] = {}  # receiver key -> `<receiver>.method(...)` calls
         self._targets: set[int] = set()
+        self._method_call_starts: dict[str, list[int]] = {}
         self._index(model)
 
     def _index(self, model: SemanticModel) -> None:
@@ -163,7 +166,25 @@ class DataFlow:
     # ---- queries ------------------------------------------------------------------------------
 
     def writes_in_scope(self, key: str, scope: cst.CSTNode) -> list[Write]:
-        return [w for w in self.writes.get(key, ()) if self.model.scope_of(w.target) is scope]
+        return list(self._writes_by_scope.get((key, id(scope)), ()))
+
+    @cached_property
+    def _writes_by_scope(self) -> dict[tuple[str, int], list[Write]]:
+        # Built once: scanning every write of `x` in the module per question made analysis quadratic in
+        # the number of functions that reuse a local name.
+        index: dict[tuple[str, int], list[Write]] = {}
+        for key, writes in self.writes.items():
+            for write in writes:
+                index.setdefault((key, id(self.model.scope_of(write.target))), []).append(write)
+        return index
+
+    def method_calls_in(self, key: str, node: cst.CSTNode) -> list[cst.Call]:
+        """`<key>.method(...)` calls inside `node`, in source order."""
+        calls = self.method_calls.get(key, [])
+        starts = self._method_call_starts.get(key)
+        if starts is None:
+            starts = self._method_call_starts[key] = [self.order[call] for call in calls]
+        return calls[bisect.bisect_left(starts, self.order[node]) : bisect.bisect_left(starts, self.end[node])]
 
     def reaching_writes(self, key: str, at: cst.CSTNode) -> list[Write]:
         """The writes of `key` a read at `at` may see: the last one before it in its scope, else loop-carried

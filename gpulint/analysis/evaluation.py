@@ -27,7 +27,7 @@ class EvalForward:
     forward: cst.Call  # `model(x)` inside the loop, with autograd on
 
 
-def _grad_mode_decided(model: SemanticModel, node: cst.CSTNode, _seen: frozenset[str] = frozenset()) -> bool:
+def _grad_mode_decided(model: SemanticModel, node: cst.CSTNode) -> bool:
     """Under `no_grad`/`inference_mode`/`set_grad_enabled` (context or decorator), or in a function whose callers
     in this module all call it so."""
     if in_no_grad(model, node):
@@ -45,16 +45,18 @@ def _grad_mode_decided(model: SemanticModel, node: cst.CSTNode, _seen: frozenset
                 return True
     scope = model.scope_of(node)
     # `torch.set_grad_enabled(False)` as a statement earlier in the function switches autograd off for what follows.
-    if any(_switches_grad_off(model, c) and model.scope_of(c) is scope and model.dataflow.before(c, node) for c in model.calls):
+    if any(_switches_grad_off(model, c) and model.scope_of(c) is scope and model.dataflow.before(c, node) for c in model.calls_inside(scope)):
         return True
     function = model.enclosing_function(node)
-    if function is not None and function.name.value not in _seen:
-        callers = [c for c in model.calls if isinstance(c.func, cst.Name) and c.func.value == function.name.value]
-        callers += [c for c in model.calls if isinstance(c.func, cst.Attribute) and c.func.attr.value == function.name.value]
-        seen = _seen | {function.name.value}
-        if any(_grad_mode_decided(model, c, seen) for c in callers if not model.is_inside(c, function)):
-            return True
-    return False
+    if function is None:
+        return False
+    # Once per function (a call cycle decides nothing): following callers path by path is exponential.
+    memo = model.memo("grad mode decided by every caller")
+    if function not in memo:
+        memo[function] = False
+        callers = [*model.calls_of(function.name.value), *model.method_calls(function.name.value)]
+        memo[function] = any(_grad_mode_decided(model, c) for c in callers if not model.is_inside(c, function))
+    return memo[function]
 
 
 def _switches_grad_off(model: SemanticModel, call: cst.Call) -> bool:
@@ -69,7 +71,7 @@ def _switches_grad_off(model: SemanticModel, call: cst.Call) -> bool:
 
 def _outermost_loops(model: SemanticModel, statement: cst.CSTNode) -> list[Loop]:
     loops = []
-    for loop in model.loops:
+    for loop in model.loops_inside(statement):
         if loop is statement:
             loops.append(loop)
             continue
@@ -86,12 +88,10 @@ def _outermost_loops(model: SemanticModel, statement: cst.CSTNode) -> list[Loop]
 
 
 def _calls_method(model: SemanticModel, node: cst.CSTNode, receiver: str, method: str) -> bool:
-    for call in model.calls:
-        func = call.func
-        if isinstance(func, cst.Attribute) and func.attr.value == method and model.code(func.value) == receiver:
-            if model.is_inside(call, node):
-                return True
-    return False
+    return any(
+        isinstance(c.func, cst.Attribute) and c.func.attr.value == method and model.code(c.func.value) == receiver
+        for c in model.calls_inside(node)
+    )
 
 
 def find_eval_forwards(model: SemanticModel) -> list[EvalForward]:
@@ -114,10 +114,7 @@ def find_eval_forwards(model: SemanticModel) -> list[EvalForward]:
             for loop in _outermost_loops(model, following):
                 if id(loop) in seen_loops or needs_gradients(model, loop):
                     continue
-                forwards = [
-                    c for c in model.calls
-                    if model.is_inside(c, loop) and model.code(c.func) in (receiver_code, f"{receiver_code}.forward")
-                ]  # fmt: skip
+                forwards = [c for c in model.calls_inside(loop) if model.code(c.func) in (receiver_code, f"{receiver_code}.forward")]
                 forwards = [c for c in forwards if model.enclosing_function(c) is model.enclosing_function(loop)]
                 unguarded = [c for c in forwards if not _grad_mode_decided(model, c)]
                 if unguarded:

@@ -28,16 +28,9 @@ def _is_training_step(model: SemanticModel, call: cst.Call) -> bool:
     return False
 
 
-def trains(model: SemanticModel, node: cst.CSTNode, _seen: frozenset[str] = frozenset()) -> bool:
+def trains(model: SemanticModel, node: cst.CSTNode) -> bool:
     """`node` runs a backward pass or an optimizer step, directly or through a function of this module."""
-    for call in model.calls_inside(node):
-        if _is_training_step(model, call):
-            return True
-        if isinstance(call.func, cst.Name) and call.func.value not in _seen:
-            for func in model.functions.get(call.func.value, []):
-                if trains(model, func, _seen | {call.func.value}):
-                    return True
-    return False
+    return model.through_calls("trains", node, lambda here: any(_is_training_step(model, c) for c in model.calls_inside(here)))
 
 
 def is_hot(model: SemanticModel, loop: Loop) -> bool:

@@ -158,23 +158,19 @@ class LoaderFlow:
                 break
         return False
 
-    def accumulates_gradients(self, loop: cst.CSTNode, _seen: frozenset[str] = frozenset()) -> bool:
+    def accumulates_gradients(self, loop: cst.CSTNode) -> bool:
         """Gradient accumulation: an optimizer step under `if ... % k == 0`, a loss divided by an
         `accum...` count, or `with accelerator.accumulate(...)` (also in this module's functions it calls)."""
-        m = self.m
-        for call in m.calls:
-            if not m.is_inside(call, loop):
-                continue
+        return self.m.through_calls("accumulates gradients", loop, self._accumulates_here)
+
+    def _accumulates_here(self, node: cst.CSTNode) -> bool:
+        for call in self.m.calls_inside(node):
             func = call.func
             if isinstance(func, cst.Attribute) and func.attr.value in ("accumulate", "no_sync"):
                 return True
-            if isinstance(func, cst.Attribute) and func.attr.value == "step" and self._under_modulo_guard(call, loop):
+            if isinstance(func, cst.Attribute) and func.attr.value == "step" and self._under_modulo_guard(call, node):
                 return True
-            if isinstance(func, cst.Name) and func.value not in _seen:
-                for target in m.functions.get(func.value, []):
-                    if self.accumulates_gradients(target, _seen | {func.value}):
-                        return True
-        return _DivisionByAccumulation.find(loop)
+        return _DivisionByAccumulation.find(node)
 
     def pinned(self, loader: DataLoaderCall) -> bool:
         """`pin_memory` is True (literal or resolved) or `torch.cuda.is_available()`."""
@@ -208,7 +204,7 @@ class LoaderFlow:
 
     def device_chosen_at_run_time(self, moves: list[BatchMove]) -> bool:
         """True unless every move targets a literal CUDA device (`.cuda()`, `"cuda"`, `torch.device("cuda")`)."""
-        if any(self.m.call_name(c) == "torch.cuda.is_available" for c in self.m.calls):
+        if any(self.m.call_name(c) == "torch.cuda.is_available" for c in self.m.method_calls("is_available")):
             return True
         return not all(self._fixed_cuda_target(move.call) for move in moves)
 
@@ -275,7 +271,7 @@ class LoaderFlow:
         return name is not None and any(self._returns_loader(f) for f in self.m.functions.get(name, []))
 
     def _returns_loader(self, func: cst.FunctionDef) -> bool:
-        return any(self.m.call_name(c) == DATALOADER and self.m.is_inside(c, func) for c in self.m.calls)
+        return any(self.m.call_name(c) == DATALOADER for c in self.m.calls_inside(func))
 
     def _refs_from_factory(self, ret: cst.Return, index: Optional[int], bound_at, via, hops) -> Iterator[_Ref]:
         m = self.m
@@ -298,7 +294,7 @@ class LoaderFlow:
         m = self.m
         name = func.name.value
         owner = m.parent.get(m.parent.get(func))
-        for call in m.calls:
+        for call in (m.calls_of(name) if not isinstance(owner, cst.ClassDef) else m.method_calls(name)):
             callee = call.func
             if isinstance(callee, cst.Name) and callee.value == name and not isinstance(owner, cst.ClassDef):
                 yield call
@@ -347,6 +343,10 @@ class LoaderFlow:
             return isinstance(expr, cst.Attribute) and self.m.code(expr) == ref.name
         return isinstance(expr, cst.Name) and expr.value == ref.name
 
+    def _calls_near(self, ref: _Ref) -> list[cst.Call]:
+        """The calls that can be in `ref`'s scope: inside it, or anywhere for a module-level name (read as a global)."""
+        return self.m.calls if ref.scope is self.m.module and not ref.is_attribute else self.m.calls_inside(ref.scope)
+
     def _in_ref_scope(self, ref: _Ref, node: cst.CSTNode) -> bool:
         if ref.is_attribute:
             return self.m.is_inside(node, ref.scope)
@@ -365,8 +365,7 @@ class LoaderFlow:
 
     def _ref_occurrences(self, ref: _Ref) -> Iterator[cst.BaseExpression]:
         """Expressions naming the loader that appear as call arguments, returns or assignment values."""
-        m = self.m
-        for call in m.calls:
+        for call in self._calls_near(ref):
             if not self._in_ref_scope(ref, call):
                 continue
             for arg in call.args:
@@ -403,14 +402,15 @@ class LoaderFlow:
     def _iterations_of_ref(self, ref: _Ref) -> list[Iteration]:
         m = self.m
         found = []
-        for loop in m.loops:
+        loops = m.loops if ref.scope is m.module and not ref.is_attribute else m.loops_inside(ref.scope)
+        for loop in loops:
             if not isinstance(loop, cst.For) or not self._in_ref_scope(ref, loop):
                 continue
             targets = self._batch_targets(loop.iter, loop.target, lambda e: self._matches(ref, e))
             if targets is not None:
                 via = ref.via + self._entry_calls(ref, loop)
                 found.append(Iteration(loop, (loop,), _names(targets), _whole(targets), True, ref.bound_at, via))
-        for call in m.calls:
+        for call in self._calls_near(ref):
             if not (isinstance(call.func, cst.Name) and call.func.value == "next" and call.args):
                 continue
             if not self._in_ref_scope(ref, call) or not self._iterator_of(ref, call.args[0].value):
@@ -482,10 +482,8 @@ class LoaderFlow:
             names = set(iteration.batch_names)
             for region in iteration.regions:
                 names = _BatchNames.collect(region, names)
-            for call in self.m.calls:
+            for call in (c for region in iteration.regions for c in self.m.calls_inside(region)):
                 if id(call) in seen or not self.m.residency.moves_to_cuda(call):
-                    continue
-                if not any(self.m.is_inside(call, region) for region in iteration.regions):
                     continue
                 receiver = call.func.value  # a move is always a method call
                 if _is_batch_part(receiver, names) and not self._already_moved(receiver, call, iteration.regions):
@@ -522,11 +520,11 @@ class LoaderFlow:
 
     def _last_mode_switch(self, statement: cst.CSTNode, scope: cst.CSTNode) -> Optional[str]:
         last = None
-        for call in self.m.calls:
+        for call in self.m.calls_inside(statement):
             func = call.func
             if not isinstance(func, cst.Attribute) or func.attr.value not in ("eval", "train"):
                 continue
-            if not self.m.is_inside(call, statement) or self.m.scope_of(call) is not scope:
+            if self.m.scope_of(call) is not scope:
                 continue
             if func.attr.value == "eval" and not call.args:
                 last = EVAL

@@ -385,6 +385,8 @@ class SemanticModel:
         self._pending_classes: list[cst.ClassDef] = []
         self._inside_questions = 0
         self._qualified: dict[int, tuple[cst.BaseExpression, str | None]] = {}
+        self._scopes: dict[int, Scope] = {}
+        self._memos: dict[str, dict[cst.CSTNode, bool]] = {}
         _walk(self, module)
         for node in self._pending_classes:
             self._finish_class(node)
@@ -448,13 +450,19 @@ class SemanticModel:
 
     def scope_of(self, node: cst.CSTNode) -> Scope:
         """The function, lambda or module whose local namespace `node` lives in (class bodies skipped)."""
+        found = self._scopes.get(id(node))  # asked for most nodes, many times: once per node is linear
+        if found is not None:
+            return found
+        found = self.module
         child = node
         for ancestor in self.ancestors(node):
             # Only a body opens a scope: defaults and decorators are evaluated in the outer one.
             if isinstance(ancestor, (cst.FunctionDef, cst.Lambda)) and child is ancestor.body:
-                return ancestor
+                found = ancestor
+                break
             child = ancestor
-        return self.module
+        self._scopes[id(node)] = found
+        return found
 
     def enclosing_function(self, node: cst.CSTNode) -> Optional[cst.FunctionDef]:
         for ancestor in self.ancestors(node):
@@ -494,16 +502,58 @@ class SemanticModel:
 
     def calls_inside(self, node: cst.CSTNode) -> list[cst.Call]:
         """The calls in `node`'s subtree (`node` included), in source order."""
+        return self._slice_inside(self.calls, self._call_starts, node)
+
+    def memo(self, fact: str) -> dict[cst.CSTNode, bool]:
+        """This module's table of answers to `fact` per node (a function), for questions that follow calls."""
+        return self._memos.setdefault(fact, {})
+
+    def through_calls(self, fact: str, node: cst.CSTNode, here: typing.Callable[[cst.CSTNode], bool]) -> bool:
+        """`here(node)`, or `here(f)` for a function `f` of this module that `node` calls by name, transitively.
+
+        Each function is answered once per `fact` (a name for `here`), and a call cycle counts as False: following
+        the call graph path by path costs 2^n on n functions that each call the two before."""
+        if here(node):
+            return True
+        memo = self.memo(fact)
+        for call in self.calls_inside(node):
+            if isinstance(call.func, cst.Name):
+                for func in self.functions.get(call.func.value, ()):
+                    if func not in memo:
+                        memo[func] = False
+                        memo[func] = self.through_calls(fact, func, here)
+                    if memo[func]:
+                        return True
+        return False
+
+    def attributes_inside(self, node: cst.CSTNode) -> list[cst.Attribute]:
+        """The attributes (`a.b`) in `node`'s subtree, in source order."""
+        return self._slice_inside(self.attributes, self._attribute_starts, node)
+
+    def loops_inside(self, node: cst.CSTNode) -> list[Loop]:
+        """The loops in `node`'s subtree (`node` included), in source order."""
+        return self._slice_inside(self.loops, self._loop_starts, node)
+
+    def _slice_inside(self, nodes: list, starts: list[int], node: cst.CSTNode) -> list:
         span = self._spans.get(id(node))
         if span is None:
-            return [call for call in self.calls if self.is_inside(call, node)]
-        starts = self._call_starts
-        return self.calls[bisect.bisect_left(starts, span[0]) : bisect.bisect_right(starts, span[1])]
+            return [n for n in nodes if self.is_inside(n, node)]
+        return nodes[bisect.bisect_left(starts, span[0]) : bisect.bisect_right(starts, span[1])]
 
     @cached_property
     def _call_starts(self) -> list[int]:
         spans = self._spans
         return [spans[id(call)][0] for call in self.calls]
+
+    @cached_property
+    def _attribute_starts(self) -> list[int]:
+        spans = self._spans
+        return [spans[id(attribute)][0] for attribute in self.attributes]
+
+    @cached_property
+    def _loop_starts(self) -> list[int]:
+        spans = self._spans
+        return [spans[id(loop)][0] for loop in self.loops]
 
     @cached_property
     def _spans(self) -> dict[int, tuple[int, int]]:
@@ -583,10 +633,23 @@ class SemanticModel:
 
     def method_calls(self, attr: str) -> Iterator[cst.Call]:
         """Calls of the form `<anything>.attr(...)`."""
+        yield from self._calls_by_callee.get((True, attr), ())
+
+    def calls_of(self, name: str) -> list[cst.Call]:
+        """Calls of the form `name(...)`, in source order."""
+        return self._calls_by_callee.get((False, name), [])
+
+    @cached_property
+    def _calls_by_callee(self) -> dict[tuple[bool, str], list[cst.Call]]:
+        # (is a method call, the name called) -> calls: asked per function and loop, so never a scan of every call.
+        index: dict[tuple[bool, str], list[cst.Call]] = defaultdict(list)
         for call in self.calls:
             func = call.func
-            if isinstance(func, cst.Attribute) and func.attr.value == attr:
-                yield call
+            if isinstance(func, cst.Attribute):
+                index[(True, func.attr.value)].append(call)
+            elif isinstance(func, cst.Name):
+                index[(False, func.value)].append(call)
+        return dict(index)
 
     # ---- positions (computed only when a rule reports) -----------------------------------------
 
