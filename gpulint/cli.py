@@ -14,7 +14,7 @@ from gpulint import __version__
 from gpulint.config import ConfigError, Settings, check_output_format, load_settings, with_overrides
 from gpulint.diagnostics import Diagnostic
 from gpulint.profile.cli import profile, profile_options
-from gpulint.reporters import FORMATS, MACHINE_FORMATS
+from gpulint.reporters import FORMATS, MACHINE_FORMATS, printable
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -77,6 +77,16 @@ def lint_options(command: str):
     ]
     if command == "check":
         options.append(click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Worker processes (default: CPUs)."))
+        options.append(
+            click.option(
+                "--cache-dir",
+                envvar="GPULINT_CACHE_DIR",
+                show_envvar=True,
+                type=click.Path(file_okay=False),
+                default=None,
+                help="Keep the result cache in this folder (anywhere; `cache-dir` in a config file must stay in the project).",
+            )
+        )
 
     def decorate(func):
         for option in reversed(options):
@@ -97,6 +107,7 @@ def _settings(opts: dict) -> Settings:
         force_exclude=opts["force_exclude"],
         unsafe_fixes=opts["unsafe_fixes"],
         analysis_timeout=opts["analysis_timeout"],
+        user_cache_dir=opts.get("cache_dir"),
     )
 
 
@@ -238,13 +249,13 @@ def _add_noqa_to(result) -> int | None:
     text, changed, skipped = add_noqa(result.source.text, rows)
     for row in skipped:
         codes = ", ".join(sorted(rows[row]))
-        click.echo(f"gpulint: {result.path}:{row}: no noqa added for {codes}: the line continues with a backslash", err=True)
+        click.echo(printable(f"gpulint: {result.path}:{row}: no noqa added for {codes}: the line continues with a backslash"), err=True)
     if not changed:
         return 0
     try:
         write_atomic(Path(result.path), result.source.encode(text), result.source.encode(result.source.text))
     except (WriteError, UnicodeEncodeError) as error:
-        click.echo(f"gpulint: {result.path}: not written: {error}", err=True)
+        click.echo(printable(f"gpulint: {result.path}: not written: {error}"), err=True)
         return None
     return changed
 
@@ -334,7 +345,7 @@ def _interrupted(cause: BaseException | None) -> None:
 
 def _usage_failed(error: click.ClickException) -> None:
     """A usage error (unknown option, bad value, conflicting flags): exit 2 with a Cause, as every exit 2."""
-    lines = ["gpulint failed", f"  Cause: {error.format_message()}"]
+    lines = ["gpulint failed", f"  Cause: {printable(error.format_message())}"]
     ctx = getattr(error, "ctx", None)
     if ctx is not None:
         lines.append(f"  Try '{ctx.command_path} --help' for help.")
@@ -365,7 +376,7 @@ def _main(argv: list[str]) -> None:
     except click.exceptions.Abort as abort:  # click turns KeyboardInterrupt (and so SIGTERM) into Abort
         _interrupted(abort.__cause__)
     except ConfigError as error:
-        click.echo(f"gpulint failed\n  Cause: {error}", err=True)
+        click.echo(f"gpulint failed\n  Cause: {printable(str(error))}", err=True)
         sys.exit(EXIT_ERROR)
     except KeyboardInterrupt as interrupt:
         _interrupted(interrupt)
@@ -374,5 +385,5 @@ def _main(argv: list[str]) -> None:
     except Exception as error:  # noqa: BLE001 - never a traceback for the user
         if os.environ.get("GPULINT_DEBUG"):
             raise
-        click.echo(f"gpulint failed\n  Cause: internal error: {type(error).__name__}: {error}", err=True)
+        click.echo(f"gpulint failed\n  Cause: internal error: {type(error).__name__}: {printable(str(error))}", err=True)
         sys.exit(EXIT_ERROR)

@@ -53,7 +53,8 @@ class Settings:
     rule_options: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
     unsafe_fixes: bool = False
     output_format: str | None = None
-    cache_dir: str | None = None
+    cache_dir: str | None = None  # from the config file: a folder inside the project
+    user_cache_dir: str | None = None  # from --cache-dir / GPULINT_CACHE_DIR: anywhere
     analysis_timeout: float | None = DEFAULT_ANALYSIS_SECONDS  # CPU seconds per file; None or 0: no limit
     root: Path = field(default_factory=Path.cwd)  # paths in the config are relative to this
     config_path: Path | None = None
@@ -235,7 +236,9 @@ def load_toml(path: Path) -> dict:
 
 
 def find_config(start: Path) -> Path | None:
-    """The nearest pyproject.toml (upwards from `start`) that has a `[tool.gpulint]` table."""
+    """The nearest pyproject.toml (upwards from `start`) that has a `[tool.gpulint]` table, never above the
+    repository `start` is in (a folder with `.git`): a file planted in a parent folder (a shared `/tmp`, a home
+    folder) does not configure the projects below it; `--config` can still name it."""
     start = start.resolve()
     for directory in (start, *start.parents):
         candidate = directory / "pyproject.toml"
@@ -243,6 +246,8 @@ def find_config(start: Path) -> Path | None:
             tool = load_toml(candidate).get("tool")
             if isinstance(tool, dict) and "gpulint" in tool:
                 return candidate
+        if (directory / ".git").exists():
+            return None
     return None
 
 

@@ -19,7 +19,7 @@ from gpulint.fixer import FixOutcome, WriteError, fix_source, write_atomic
 from gpulint.cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, _emit, _output_format, _report
 from gpulint.linter import check_source, display_path, file_error
 from gpulint.lines import lines_with_ends
-from gpulint.reporters import MACHINE_FORMATS, fix_enumeration, plural as _plural
+from gpulint.reporters import MACHINE_FORMATS, fix_enumeration, plural as _plural, printable
 from gpulint.source import SourceError, SourceText, decode_source, discover, read_source
 
 
@@ -35,9 +35,14 @@ def _show_fixes(fixed: dict[str, Counter]) -> str:
 
 
 def _unified_diff(path: str, before: str, after: str) -> str:
-    return "".join(
-        difflib.unified_diff(lines_with_ends(before), lines_with_ends(after), fromfile=path, tofile=path)
-    )
+    lines = difflib.unified_diff(lines_with_ends(before), lines_with_ends(after), fromfile=path, tofile=path)
+    return "".join(_printable_line(line) for line in lines)
+
+
+def _printable_line(line: str) -> str:
+    """A diff line with its content escaped (`printable`) and its own line ending kept (`\\r\\n` files)."""
+    body = line.rstrip("\r\n")
+    return printable(body) + line[len(body) :]
 
 
 def _collect(paths: tuple[str, ...], settings: Settings) -> tuple[list[tuple[str, SourceText]], list[Diagnostic]]:
@@ -63,8 +68,10 @@ def _report_broken(outcomes) -> None:
     for path, (_, outcome) in outcomes.items():
         for d in outcome.broken:
             click.echo(
-                f"gpulint: {path}:{d.location.row}:{d.location.column}: the {d.code} fix was dropped because its result "
-                "did not parse; this is a bug in gpulint, please report it",
+                printable(
+                    f"gpulint: {path}:{d.location.row}:{d.location.column}: the {d.code} fix was dropped because its result "
+                    "did not parse; this is a bug in gpulint, please report it"
+                ),
                 err=True,
             )
 
@@ -90,7 +97,7 @@ def run_fix(paths: tuple[str, ...], settings: Settings, opts: dict, apply: bool)
         # Files that could not be checked (unreadable, not parsing, past the analysis budget) are named, as in --apply.
         unchecked = errors + [d for _, outcome in outcomes.values() for d in outcome.remaining if d.code is None]
         for d in unchecked:
-            click.echo(f"gpulint: {d.filename}: {d.message}", err=True)
+            click.echo(printable(f"gpulint: {d.filename}: {d.message}"), err=True)
         return EXIT_FINDINGS if (changed or unchecked) and not opts["exit_zero"] else EXIT_CLEAN
     written, not_written, signum = _write_all(changed)
     if signum is not None:
@@ -104,7 +111,7 @@ def run_fix(paths: tuple[str, ...], settings: Settings, opts: dict, apply: bool)
         key=Diagnostic.sort_key,
     )
     for path, reason in not_written:
-        click.echo(f"gpulint: {path}: not written: {reason}", err=True)
+        click.echo(printable(f"gpulint: {path}: not written: {reason}"), err=True)
     if opts["show_fixes"]:
         click.echo(_show_fixes(fixed), nl=False, err=True)  # stdout is the report (JSON, SARIF...)
     report = _report(remaining, settings, {**opts, "quiet": True}, {p: s.text if p in unwritten else o.text for p, (s, o) in outcomes.items()})
@@ -188,7 +195,7 @@ def _report_interrupted(written: list[str], not_written: list[tuple[str, str]], 
     name = "SIGTERM" if signum == signal.SIGTERM else "SIGINT"
     click.echo(f"gpulint: interrupted ({name}): {_plural(len(written), 'file')} fixed and written, {len(not_written)} not written", err=True)
     for path, reason in not_written:
-        click.echo(f"gpulint: {path}: not written: {reason}", err=True)
+        click.echo(printable(f"gpulint: {path}: not written: {reason}"), err=True)
     return 128 + signum
 
 
@@ -222,7 +229,7 @@ def _fix_stdin(settings: Settings, opts: dict) -> int:
         return EXIT_ERROR
     _write_stdout(fixed)
     for d in outcome.remaining:
-        click.echo(f"{d.filename}:{d.location.row}:{d.location.column}: {d.code or d.name} {d.message}", err=True)
+        click.echo(printable(f"{d.filename}:{d.location.row}:{d.location.column}: {d.code or d.name} {d.message}"), err=True)
     click.echo(f"Found {_plural(outcome.fixed_count + len(outcome.remaining), 'error')} ({outcome.fixed_count} fixed, {len(outcome.remaining)} remaining).", err=True)
     return EXIT_FINDINGS if outcome.remaining and not opts["exit_zero"] else EXIT_CLEAN
 
@@ -236,7 +243,7 @@ def run_verify_fix(paths: tuple[str, ...], command: list[str], settings: Setting
         try:
             plan = plan_command(command, profile_options.cwd)
         except CommandError as error:
-            click.echo(f"gpulint failed\n  Cause: {error}", err=True)
+            click.echo(f"gpulint failed\n  Cause: {printable(str(error))}", err=True)
             return EXIT_ERROR
         if plan.kind != "script":
             raise click.UsageError("name the files to fix when the command runs a module (-m)")
@@ -245,7 +252,7 @@ def run_verify_fix(paths: tuple[str, ...], command: list[str], settings: Setting
     def apply_fixes() -> dict[Path, bytes]:
         outcomes, errors = fix_files(paths, settings)
         for d in errors:
-            click.echo(f"gpulint: {d.filename}: {d.message}", err=True)
+            click.echo(printable(f"gpulint: {d.filename}: {d.message}"), err=True)
         _report_broken(outcomes)
         originals: dict[Path, bytes] = {}
         written: dict[Path, bytes] = {}  # the fixed bytes on disk now, for a restore if we are stopped here
@@ -260,19 +267,19 @@ def run_verify_fix(paths: tuple[str, ...], command: list[str], settings: Setting
                 except (WriteError, UnicodeEncodeError) as error:
                     # As `fix --apply` does: this file stays as it was, the others are still fixed and verified.
                     reason = str(error) if isinstance(error, WriteError) else f"the fixed text cannot be encoded as {source.encoding}"
-                    click.echo(f"gpulint: {path}: not written: {reason}", err=True)
+                    click.echo(printable(f"gpulint: {path}: not written: {reason}"), err=True)
                     continue
                 originals[Path(path).resolve()] = original
                 written[Path(path).resolve()] = data
                 fixed = ", ".join(f"{n} × {code}" for code, n in sorted(outcome.fixed.items()))
-                click.echo(f"gpulint: fixed {path}: {fixed}", err=True)
+                click.echo(printable(f"gpulint: fixed {path}: {fixed}"), err=True)
         except BaseException:
             # Stopped half-way (an interrupt, a bug): the verification will not run, so no file may stay fixed.
             for path, original in originals.items():
                 try:
                     write_atomic(path, original, written[path])
                 except WriteError as error:
-                    click.echo(f"gpulint: {display_path(path)}: could not restore the original: {error}", err=True)
+                    click.echo(printable(f"gpulint: {display_path(path)}: could not restore the original: {error}"), err=True)
             raise
         return originals
 

@@ -1,10 +1,14 @@
-"""Human formats: `full` (source line, caret, fix hint) and `concise` (one line each)."""
+"""Human formats: `full` (source line, caret, fix hint) and `concise` (one line each).
+
+Every line goes through `printable`: file names, messages (which quote source) and source lines come from the
+checked repository.
+"""
 
 from __future__ import annotations
 
 from gpulint.diagnostics import Applicability, Diagnostic
 from gpulint.diagnostics import is_applicable
-from gpulint.reporters import ReportContext
+from gpulint.reporters import ReportContext, printable
 
 
 def _title(d: Diagnostic, context: ReportContext) -> str:
@@ -15,7 +19,7 @@ def _title(d: Diagnostic, context: ReportContext) -> str:
 
 
 def render_concise(diagnostics: list[Diagnostic], context: ReportContext) -> str:
-    return "".join(f"{d.filename}:{d.location.row}:{d.location.column}: {_title(d, context)}\n" for d in diagnostics)
+    return "".join(printable(f"{d.filename}:{d.location.row}:{d.location.column}: {_title(d, context)}") + "\n" for d in diagnostics)
 
 
 def render_full(diagnostics: list[Diagnostic], context: ReportContext) -> str:
@@ -23,20 +27,23 @@ def render_full(diagnostics: list[Diagnostic], context: ReportContext) -> str:
     for d in diagnostics:
         row, column = d.location.row, d.location.column
         gutter = " " * len(str(row))
-        lines = [_title(d, context), f"{gutter}--> {d.filename}:{row}:{column}"]
+        lines = [printable(_title(d, context)), printable(f"{gutter}--> {d.filename}:{row}:{column}")]
         source = context.source_lines(d.filename)
         if source is not None and 1 <= row <= len(source):
             text = source[row - 1].expandtabs(1)
             end = d.end_location.column if d.end_location.row == row else len(text) + 1
-            width = max(1, end - column)
+            # Measured on the line as shown: an escaped character takes several columns.
+            before, marked = text[: column - 1], text[column - 1 : end - 1]
+            indent = len(printable(before))
+            width = max(1, end - column + len(printable(marked)) - len(marked))
             lines += [
                 f"{gutter} |",
-                f"{row} | {text}",
-                f"{gutter} | {' ' * (column - 1)}{'^' * width}",
+                f"{row} | {printable(text)}",
+                f"{gutter} | {' ' * indent}{'^' * width}",
                 f"{gutter} |",
             ]
         if d.fix is not None:
-            lines.append(f"help: {d.fix.message}")
+            lines.append(printable(f"help: {d.fix.message}"))
             if d.fix.applicability == Applicability.UNSAFE:
                 lines.append("note: This is an unsafe fix and may change runtime behavior")
         blocks.append("\n".join(lines) + "\n")
