@@ -93,7 +93,9 @@ def _not_a_project_folder(root: Path, configured: str) -> str | None:
     if configured.startswith("~") or os.path.isabs(configured):
         return "is not a path inside the project"
     target = Path(os.path.normpath(root / configured))
-    if target == root or root not in target.parents:
+    if target == root:
+        return "is the project folder itself"
+    if root not in target.parents:
         return "points outside the project"
     if _through_symlink(root, target):
         return "goes through a symlink"
