@@ -9,6 +9,7 @@ import libcst as cst
 
 from gpulint.analysis.gradients import needs_gradients
 from gpulint.analysis.hot_loops import in_no_grad
+from gpulint.analysis.model import any_reachable
 from gpulint.analysis.value_resolution import literal_value
 
 if TYPE_CHECKING:
@@ -30,6 +31,26 @@ class EvalForward:
 def _grad_mode_decided(model: SemanticModel, node: cst.CSTNode) -> bool:
     """Under `no_grad`/`inference_mode`/`set_grad_enabled` (context or decorator), or in a function whose callers
     in this module all call it so."""
+    if _decided_here(model, node):
+        return True
+    function = model.enclosing_function(node)
+    if function is None:
+        return False
+    # Each function once, through its callers' functions: following callers path by path is exponential.
+    return any_reachable(
+        model.memo("grad mode decided by a caller"),
+        function,
+        lambda f: any(_decided_here(model, c) for c in _callers(model, f)),
+        lambda f: [g for c in _callers(model, f) if (g := model.enclosing_function(c)) is not None],
+    )
+
+
+def _callers(model: SemanticModel, function: cst.FunctionDef) -> list[cst.Call]:
+    calls = [*model.calls_of(function.name.value), *model.method_calls(function.name.value)]
+    return [c for c in calls if not model.is_inside(c, function)]
+
+
+def _decided_here(model: SemanticModel, node: cst.CSTNode) -> bool:
     if in_no_grad(model, node):
         return True
     for ancestor in model.ancestors(node):
@@ -45,18 +66,7 @@ def _grad_mode_decided(model: SemanticModel, node: cst.CSTNode) -> bool:
                 return True
     scope = model.scope_of(node)
     # `torch.set_grad_enabled(False)` as a statement earlier in the function switches autograd off for what follows.
-    if any(_switches_grad_off(model, c) and model.scope_of(c) is scope and model.dataflow.before(c, node) for c in model.calls_inside(scope)):
-        return True
-    function = model.enclosing_function(node)
-    if function is None:
-        return False
-    # Once per function (a call cycle decides nothing): following callers path by path is exponential.
-    memo = model.memo("grad mode decided by every caller")
-    if function not in memo:
-        memo[function] = False
-        callers = [*model.calls_of(function.name.value), *model.method_calls(function.name.value)]
-        memo[function] = any(_grad_mode_decided(model, c) for c in callers if not model.is_inside(c, function))
-    return memo[function]
+    return any(_switches_grad_off(model, c) and model.scope_of(c) is scope and model.dataflow.before(c, node) for c in model.calls_inside(scope))
 
 
 def _switches_grad_off(model: SemanticModel, call: cst.Call) -> bool:

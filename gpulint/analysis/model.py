@@ -511,20 +511,14 @@ class SemanticModel:
     def through_calls(self, fact: str, node: cst.CSTNode, here: typing.Callable[[cst.CSTNode], bool]) -> bool:
         """`here(node)`, or `here(f)` for a function `f` of this module that `node` calls by name, transitively.
 
-        Each function is answered once per `fact` (a name for `here`), and a call cycle counts as False: following
-        the call graph path by path costs 2^n on n functions that each call the two before."""
-        if here(node):
-            return True
+        Each function is answered once per `fact` (a name for `here`): following the call graph path by path
+        costs 2^n on n functions that each call the two before."""
         memo = self.memo(fact)
-        for call in self.calls_inside(node):
-            if isinstance(call.func, cst.Name):
-                for func in self.functions.get(call.func.value, ()):
-                    if func not in memo:
-                        memo[func] = False
-                        memo[func] = self.through_calls(fact, func, here)
-                    if memo[func]:
-                        return True
-        return False
+        return here(node) or any(any_reachable(memo, func, here, self.callees) for func in self.callees(node))
+
+    def callees(self, node: cst.CSTNode) -> list[cst.FunctionDef]:
+        """The functions of this module that calls inside `node` name (`train(...)`)."""
+        return [f for call in self.calls_inside(node) if isinstance(call.func, cst.Name) for f in self.functions.get(call.func.value, ())]
 
     def attributes_inside(self, node: cst.CSTNode) -> list[cst.Attribute]:
         """The attributes (`a.b`) in `node`'s subtree, in source order."""
@@ -758,6 +752,58 @@ class SemanticModel:
         if found is None:
             found = self._returns[func] = _collect_returns(func)
         return found
+
+
+def any_reachable(
+    memo: dict[cst.CSTNode, bool],
+    start: cst.CSTNode,
+    here: typing.Callable[[cst.CSTNode], bool],
+    successors: typing.Callable[[cst.CSTNode], list[cst.CSTNode]],
+) -> bool:
+    """`here(n)` for `start` or a node reachable from it through `successors`, each node looked at once.
+
+    Tarjan's strongly connected components, iteratively (a chain of thousands of functions is no recursion):
+    the nodes of one cycle reach each other, so they share one answer, stored in `memo` when the cycle closes."""
+    if start in memo:
+        return memo[start]
+    index: dict[cst.CSTNode, int] = {}
+    low: dict[cst.CSTNode, int] = {}
+    holds: dict[cst.CSTNode, bool] = {}
+    depth: dict[cst.CSTNode, int] = {}  # where the node sits on `stack`
+    stack: list[cst.CSTNode] = []
+    frames: list[tuple[cst.CSTNode, Iterator[cst.CSTNode]]] = []
+
+    def enter(node: cst.CSTNode) -> None:
+        index[node] = low[node] = len(index)
+        depth[node] = len(stack)
+        stack.append(node)
+        holds[node] = here(node)
+        frames.append((node, iter(successors(node))))
+
+    enter(start)
+    while frames:
+        node, pending = frames[-1]
+        for successor in pending:
+            if successor in memo:
+                holds[node] = holds[node] or memo[successor]
+            elif successor not in index:
+                enter(successor)
+                break
+            else:  # on the stack: the same cycle
+                low[node] = min(low[node], index[successor])
+        else:
+            frames.pop()
+            if low[node] == index[node]:  # `node` closes a cycle (or stands alone): every member is answered
+                members = stack[depth[node] :]
+                del stack[depth[node] :]
+                answer = any(holds[m] for m in members)
+                for member in members:
+                    memo[member] = answer
+            if frames:
+                caller = frames[-1][0]
+                low[caller] = min(low[caller], low[node])
+                holds[caller] = holds[caller] or memo.get(node, False)
+    return memo[start]
 
 
 def _collect_returns(func: cst.FunctionDef) -> list[cst.Return]:
