@@ -28,7 +28,7 @@ def _write(tmp_path: Path, name: str, text: str) -> Path:
 
 
 def _concise(result) -> list[str]:
-    return [line for line in result.stdout.decode().splitlines() if line and not line.startswith(("Found", "[*]", "All checks"))]
+    return [line for line in result.stdout.decode().splitlines() if line and not line.startswith(("Found", "[*]", "All checks", "No fixes"))]
 
 
 def test_conditional_augmented_assignments_cost_linear_time(tmp_path):
@@ -98,6 +98,26 @@ def test_a_chain_of_functions_calling_each_other_costs_linear_time(tmp_path):
     assert result.returncode == 1, result.stderr
     codes = [line.split(" ")[1] for line in _concise(result)]
     assert codes == ["GPU405", "GPU303"]  # the forward without no_grad, the sync in the evaluation loop
+
+
+def test_classes_deriving_from_the_two_before_cost_linear_time(tmp_path):
+    # C_i(C_(i-1), C_(i-2)): "is it an nn.Module" followed every path to every ancestor (Fibonacci(40) of them).
+    classes = "class C0(torch.nn.Module):\n    pass\n\n\nclass C1:\n    pass\n\n\n" + "".join(
+        f"class C{i}(C{i - 1}, C{i - 2}):\n    pass\n\n\n" for i in range(2, 40)
+    )
+    # ... and two classes that derive from each other (not valid at run time, but a file can say it).
+    cycle = "class A(B):\n    pass\n\n\nclass B(A):\n    pass\n\n\n"
+    _write(
+        tmp_path,
+        "model.py",
+        "import torch\n\n\n" + classes + cycle + "def train(loader, optimizer):\n    model = C39()\n    other = A()\n"
+        "    for x in loader:\n        model.cuda()\n        model(x.cuda()).sum().backward()\n        other(x)\n"
+        "        optimizer.step()\n",
+    )
+    result = run_gpulint("check", "--no-cache", "--analysis-timeout", "0", "--output-format", "concise", ".", cwd=tmp_path, timeout=HANG_LIMIT)
+    assert result.returncode == 1, result.stderr
+    # GPU203 needs `C39` to be an nn.Module: through 39 generations of bases.
+    assert [line.split(" ")[:2] for line in _concise(result)] == [["model.py:176:9:", "GPU203"]]
 
 
 def test_many_functions_reusing_local_names_cost_linear_time(tmp_path):

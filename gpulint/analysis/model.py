@@ -598,16 +598,25 @@ class SemanticModel:
     def call_name(self, call: cst.Call) -> str | None:
         return self.qualified_name(call.func)
 
-    def is_subclass_of(self, class_name: str, base: str, _seen: frozenset = frozenset()) -> bool:
+    def is_subclass_of(self, class_name: str, base: str) -> bool:
+        return self.derives_from(class_name, f"subclass of {base}", lambda bases: base in bases)
+
+    def derives_from(self, class_name: str, fact: str, direct: typing.Callable[[list[str]], bool]) -> bool:
+        """`direct(bases)` holds for the class of this module named `class_name` or a class of this module it
+        derives from; each class answered once per `fact` (a diamond of bases is not a path per ancestor)."""
         info = self.classes.get(class_name)
-        if info is None or class_name in _seen:
+        if info is None:
             return False
-        for b in info.bases:
-            if b == base:
-                return True
-            if b in self.classes and self.is_subclass_of(b, base, _seen | {class_name}):
-                return True
-        return False
+
+        def bases(node: cst.ClassDef) -> list[str]:
+            return self.classes[node.name.value].bases
+
+        return any_reachable(
+            self.memo(fact),
+            info.node,
+            lambda node: direct(bases(node)),
+            lambda node: [self.classes[b].node for b in bases(node) if b in self.classes],
+        )
 
     def local_class_of(self, qualified: str | None) -> ClassInfo | None:
         if qualified and qualified.startswith("<module>."):

@@ -273,13 +273,7 @@ class Residency:
         return False
 
     def _is_module_class(self, class_name: str) -> bool:
-        info = self.model.classes.get(class_name)
-        if info is None:
-            return False
-        for base in info.bases:
-            if base.startswith("torch.nn.") or (base in self.model.classes and self._is_module_class(base)):
-                return True
-        return False
+        return self.model.derives_from(class_name, "nn.Module subclass", lambda bases: any(b.startswith("torch.nn.") for b in bases))
 
     def _returns_module(self, func: cst.FunctionDef, depth: int) -> bool:
         model = self.model
