@@ -190,8 +190,8 @@ def _diagnostic_from_json(data: dict) -> Diagnostic:
 
 
 def _check_record(record: object) -> None:
-    _expect(isinstance(record, dict))
-    _expect(record.get("code") is None or isinstance(record["code"], str))
+    _expect(isinstance(record, dict) and "code" in record)
+    _expect(record["code"] is None or isinstance(record["code"], str))
     _expect(all(isinstance(record.get(key), str) for key in ("name", "message", "filename", "severity")))
     _expect(record["severity"] in {s.value for s in Severity})
     _check_position(record.get("location"))
@@ -200,7 +200,7 @@ def _check_record(record: object) -> None:
     fix = record.get("fix")
     if fix is not None:
         _expect(isinstance(fix, dict) and isinstance(fix.get("message"), str) and isinstance(fix.get("edits"), list))
-        _expect(fix.get("applicability") in {a.value for a in Applicability})
+        _expect(isinstance(fix.get("applicability"), str) and fix["applicability"] in {a.value for a in Applicability})
         for edit in fix["edits"]:
             _expect(isinstance(edit, dict) and isinstance(edit.get("content"), str))
             _check_position(edit.get("location"))
@@ -273,11 +273,11 @@ class Cache:
         if not isinstance(entry, dict) or entry.get("sha256") != digest or entry.get("shown") != shown:
             return None
         records = entry.get("diagnostics")
-        try:
-            diagnostics = [_diagnostic_from_json(record) for record in records] if isinstance(records, list) else None
-        except ValueError:
+        if not isinstance(records, list):
             return None
-        if diagnostics is None:
+        try:
+            diagnostics = [_diagnostic_from_json(record) for record in records]
+        except ValueError:
             return None
         if any(d.filename != shown for d in diagnostics):
             return None

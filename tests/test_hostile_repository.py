@@ -168,8 +168,13 @@ def key_of(home: Path) -> bytes:
         lambda d: d.update(noqa_row=True),
         lambda d: d["fix"]["edits"][0].update(content=7),
         lambda d: d.update(related=[["a", "1", 2]]),
+        lambda d: d["fix"].update(applicability=["safe"]),
+        lambda d: d.pop("code"),
     ],
-    ids=["row-string", "column-null", "code-list", "message-dict", "noqa-bool", "edit-content-int", "related-string"],
+    ids=[
+        "row-string", "column-null", "code-list", "message-dict", "noqa-bool", "edit-content-int", "related-string",
+        "applicability-list", "no-code",
+    ],  # fmt: skip
 )
 @pytest.mark.parametrize("format_name", ["concise", "junit"])
 def test_a_wrongly_typed_record_is_a_miss_not_an_error(repo, home, damage, format_name):

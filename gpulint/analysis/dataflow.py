@@ -55,7 +55,7 @@ class DataFlow:
         self.formatted: list[cst.FormattedStringExpression] = []  # `{x}` in f-strings
         self.method_calls: dict[str, list[cst.Call]] = {}  # receiver key -> `<receiver>.method(...)` calls
         self._targets: set[int] = set()
-        self._method_call_starts: dict[str, list[int]] = {}
+        self._starts: dict[tuple[str, str], list[int]] = {}  # source positions, to slice `method_calls` and `writes`
         self._index(model)
 
     def _index(self, model: SemanticModel) -> None:
@@ -181,10 +181,18 @@ class DataFlow:
     def method_calls_in(self, key: str, node: cst.CSTNode) -> list[cst.Call]:
         """`<key>.method(...)` calls inside `node`, in source order."""
         calls = self.method_calls.get(key, [])
-        starts = self._method_call_starts.get(key)
+        starts = self._starts.get(("call", key))
         if starts is None:
-            starts = self._method_call_starts[key] = [self.order[call] for call in calls]
+            starts = self._starts[("call", key)] = [self.order[call] for call in calls]
         return calls[bisect.bisect_left(starts, self.order[node]) : bisect.bisect_left(starts, self.end[node])]
+
+    def writes_in(self, key: str, node: cst.CSTNode) -> list[Write]:
+        """The writes of `key` whose statement is inside `node`, in source order."""
+        writes = self.writes.get(key, [])
+        starts = self._starts.get(("write", key))
+        if starts is None:
+            starts = self._starts[("write", key)] = [self.order[w.statement] for w in writes]
+        return writes[bisect.bisect_left(starts, self.order[node]) : bisect.bisect_left(starts, self.end[node])]
 
     def reaching_writes(self, key: str, at: cst.CSTNode) -> list[Write]:
         """The writes of `key` a read at `at` may see: the last one before it in its scope, else loop-carried
@@ -213,7 +221,7 @@ class DataFlow:
             return self.writes_in_scope(key, model.module)
         cls = self.enclosing_class(at)
         if cls is not None and key.startswith("self."):
-            return [w for w in self.writes.get(key, ()) if self.inside(w.statement, cls)]
+            return self.writes_in(key, cls)
         return []
 
     def _surely_runs_before(self, statement: cst.CSTNode, at: cst.CSTNode) -> bool:

@@ -392,8 +392,9 @@ class LoaderFlow:
     def _direct_iterations(self, value: cst.CSTNode, bound_at: tuple, via: tuple) -> list[Iteration]:
         """`for batch in DataLoader(...)` without a name in between."""
         found = []
-        for loop in self.m.loops:
-            if isinstance(loop, cst.For) and self.m.is_inside(value, loop.iter):
+        outer_first = reversed([a for a in self.m.ancestors(value) if isinstance(a, cst.For)])  # only these can hold it
+        for loop in outer_first:
+            if self.m.is_inside(value, loop.iter):
                 targets = self._batch_targets(loop.iter, loop.target, lambda e: e is value)
                 if targets is not None:
                     found.append(Iteration(loop, (loop,), _names(targets), _whole(targets), True, bound_at, via))
