@@ -72,7 +72,7 @@ def lint_options(command: str):
             type=click.FloatRange(min=0, max=1e9),
             default=None,
             metavar="SECONDS",
-            help="CPU seconds one file may take before it is skipped (default: 60; 0: no limit).",
+            help="CPU seconds one file may take before it is skipped (default: 120; 0: no limit).",
         ),
     ]
     if command == "check":
