@@ -140,6 +140,20 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def growth(rows: list[dict]) -> str:
+    """How CPU and memory grow between the third-largest and the largest size (the smallest carry start-up)."""
+    done = [r for r in rows if r["exit"] in (0, 1)]
+    if len(done) < 3:
+        return ""
+    small, large = done[-3], done[-1]
+    factor = large["bytes"] / small["bytes"]
+    return (
+        f"From {small['bytes'] / 1000:,.0f} kB to {large['bytes'] / 1000:,.0f} kB ({factor:.0f}x the source): CPU "
+        f"{large['cpu_s'] / small['cpu_s']:.0f}x, peak memory {large['rss_mb'] / small['rss_mb']:.0f}x (linear: {factor:.0f}x; "
+        f"quadratic: {factor * factor:.0f}x)."
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="10,50,200,1000,5000", help="sizes in kB, comma-separated")
@@ -153,7 +167,6 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(row), flush=True)
             rows.append(row)
     info = machine()
-    per_mb = [r["cpu_s"] / (r["bytes"] / 1e6) for r in rows if r["exit"] in (0, 1)]
     text = "\n".join([
         "# Analysis time and memory against file size",
         "",
@@ -166,8 +179,7 @@ def main(argv: list[str] | None = None) -> int:
         "",
         table(rows),
         "",
-        f"CPU per MB ranges from {min(per_mb):.1f} to {max(per_mb):.1f} s over a {rows[-1]['bytes'] / rows[0]['bytes']:.0f}x "
-        "range of sizes: linear (the smallest sizes carry the start-up)." if per_mb else "",
+        growth(rows),
         "",
     ])
     args.out.write_text(text, encoding="utf-8")

@@ -2,10 +2,9 @@
 
 The budget counts CPU time (user + system, `ITIMER_PROF`), so a loaded machine or a busy CI runner does not
 skip files that a quiet one checks. `check` gives it to each file; `fix` to each file's whole fix, re-checks
-included. When it runs out, SIGPROF raises `AnalysisTimeout` wherever the analysis
-is; the file is reported as not checked and the next one starts. Signals reach only the main thread: in
-another thread, on a platform without `setitimer`, or when something else (a profiler) owns SIGPROF, the
-analysis runs without a limit.
+included. When it runs out, SIGPROF raises `AnalysisTimeout` wherever the analysis is; the file is reported
+as not checked and the next one starts. Signals reach only the main thread: in another thread, on a platform
+without `setitimer`, or when something else (a profiler) owns SIGPROF, the analysis runs without a limit.
 """
 
 from __future__ import annotations
