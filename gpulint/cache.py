@@ -5,6 +5,7 @@ Layout, as ruff and mypy do it:
     .gpulint_cache/CACHEDIR.TAG          # backup tools skip the folder
     .gpulint_cache/.gitignore            # `*`: git never sees it
     .gpulint_cache/<version>/<key>.json  # one file per (gpulint code, settings, Python version, root)
+    .gpulint_cache/<version>/project-<key>.json, summaries-<key>.json  # the project index's (gpulint.projects)
 
 Each entry maps a file's absolute path to the SHA-256 of its bytes, the path the diagnostics were reported
 under, and the diagnostics themselves (LibCST is slow, so the findings are cached, not just "clean").
@@ -163,6 +164,49 @@ def _mac(key: bytes, payload: bytes) -> str:
     return hmac.new(key, payload, hashlib.sha256).hexdigest()
 
 
+def cache_key_parts(*extra: object) -> str:
+    """A key that changes with gpulint's code and the Python version (for caches that do not depend on settings)."""
+    data = [FORMAT, __version__, _code_fingerprint(), f"{sys.version_info.major}.{sys.version_info.minor}", *extra]
+    return hashlib.sha256(json.dumps(data, default=str).encode()).hexdigest()[:16]
+
+
+_warned: set[str] = set()
+
+
+def cache_location(settings: Settings) -> tuple[Path, bytes] | None:
+    """This run's cache folder and this user's key for its MACs; None: no cache (a refused folder that is a
+    symlink, or no key). A refused `cache-dir` is warned about once per process."""
+    directory, warning = cache_root(settings)
+    if warning and warning not in _warned:
+        _warned.add(warning)
+        print(f"gpulint: warning: {warning}", file=sys.stderr)
+    secret = secret_key() if directory is not None else None
+    return (directory, secret) if directory is not None and secret is not None else None
+
+
+def read_signed(directory: Path, path: Path, secret: bytes) -> object:
+    """The JSON a cache file under `directory` holds. OSError: missing, unreadable, or in a folder reached
+    through a symlink; ValueError: its MAC does not match (forged, damaged, another user's) or it is not JSON."""
+    if _through_symlink(directory, path.parent):
+        raise OSError(f"{path.parent} is a symlink")
+    with open(path, "rb") as handle:
+        mac, _, payload = handle.read().partition(b"\n")
+    if not hmac.compare_digest(mac, _mac(secret, payload).encode()):
+        raise ValueError("not written by this user's gpulint")
+    return json.loads(payload)
+
+
+def write_signed(directory: Path, path: Path, data: object, secret: bytes) -> None:
+    """Write `data` as compact JSON after its MAC line, atomically, creating the tagged cache folder; never
+    through a symlinked folder. Raises OSError (a read-only or full disk)."""
+    payload = json.dumps(data, separators=(",", ":"))
+    _prepare(directory)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if _through_symlink(directory, path.parent):
+        return  # `<cache>/<version>` shipped as a symlink: never written through
+    _write_atomic(path, _mac(secret, payload.encode()) + "\n" + payload)
+
+
 def cache_key(settings: Settings) -> str:
     data = [
         FORMAT,
@@ -234,11 +278,8 @@ class Cache:
     """Load once, look up per file, record new results, save once (atomically)."""
 
     def __init__(self, settings: Settings) -> None:
-        directory, warning = cache_root(settings)
-        if warning:
-            print(f"gpulint: warning: {warning}", file=sys.stderr)
-        self.secret = secret_key() if directory is not None else None
-        self.directory = directory if self.secret is not None else None
+        location = cache_location(settings)
+        self.directory, self.secret = location if location is not None else (None, b"")
         self.key = cache_key(settings)
         self.path = self.directory / __version__ / f"{self.key}.json" if self.directory is not None else None
         self.entries: dict[str, dict] = {}
@@ -247,14 +288,10 @@ class Cache:
         self._load()
 
     def _load(self) -> None:
-        if self.path is None or _through_symlink(self.directory, self.path.parent):
+        if self.path is None:
             return
         try:
-            with open(self.path, "rb") as handle:
-                mac, _, payload = handle.read().partition(b"\n")
-            if not hmac.compare_digest(mac, _mac(self.secret, payload).encode()):
-                raise ValueError("not written by this user's gpulint")
-            data = json.loads(payload)
+            data = read_signed(self.directory, self.path, self.secret)
         except OSError:
             return
         except ValueError:
@@ -302,13 +339,8 @@ class Cache:
             return
         cutoff = self.today - PRUNE_AFTER_DAYS
         entries = {k: v for k, v in self.entries.items() if isinstance(v, dict) and isinstance(v.get("seen"), int) and v["seen"] >= cutoff}
-        payload = json.dumps({"format": FORMAT, "key": self.key, "version": __version__, "files": entries}, separators=(",", ":"))
         try:
-            _prepare(self.directory)
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            if _through_symlink(self.directory, self.path.parent):
-                return  # `<cache>/<version>` shipped as a symlink: never written through
-            _write_atomic(self.path, _mac(self.secret, payload.encode()) + "\n" + payload)
+            write_signed(self.directory, self.path, {"format": FORMAT, "key": self.key, "version": __version__, "files": entries}, self.secret)
         except OSError:
             return
         self.changed = False

@@ -105,20 +105,27 @@ def _well_formed(edits: tuple[Edit, ...], starts: list[int], length: int) -> boo
     return all(a_end <= b_begin for (_, a_end), (b_begin, _) in zip(spans, spans[1:]))
 
 
-def fix_source(text: str, path: str, settings: Settings, unsafe: bool | None = None) -> FixOutcome:
-    """The fixed text; a file whose fixing and re-checks run past `analysis-timeout` is left as it was."""
+def fix_source(text: str, path: str, settings: Settings, unsafe: bool | None = None, project=None) -> FixOutcome:
+    """Fix `text` until nothing changes; `project` (a `ProjectIndex`) gives each pass the file's context in
+    its project, so that `fix` applies what `check` reports. A file whose fixing and re-checks run past
+    `analysis-timeout` is left as it was."""
     return run_within(
         settings.analysis_timeout,
-        lambda: _fix_loop(text, path, settings, unsafe),
+        lambda: _fix_loop(text, path, settings, unsafe, project),
         lambda: FixOutcome(text, remaining=[timed_out(path, settings)]),
     )
 
 
-def _fix_loop(text: str, path: str, settings: Settings, unsafe: bool | None) -> FixOutcome:
+def _fix_loop(text: str, path: str, settings: Settings, unsafe: bool | None, project) -> FixOutcome:
+    from gpulint.projects import context_for
+
     unsafe = settings.unsafe_fixes if unsafe is None else unsafe
     outcome = FixOutcome(text)
     rejected: set[tuple] = set()  # (code, message, edits) of fixes whose result did not parse
-    diagnostics = check_source(text, path, settings)
+    context = context_for(project, Path(path), text) if project else None
+    diagnostics = check_source(text, path, settings, project=context)
+    # `fix` applies exactly the fixes `check` reported: per rule, no more than its first pass offered.
+    budget = Counter(d.code for d in diagnostics if is_applicable(d, unsafe))
     # A file this interpreter cannot compile (newer syntax) is held to libcst's grammar only.
     strict = any(is_applicable(d, unsafe) for d in diagnostics) and _compiles(text)
     for _ in range(MAX_PASSES):
@@ -157,11 +164,44 @@ def _fix_loop(text: str, path: str, settings: Settings, unsafe: bool | None) -> 
                 rejected.add((first.code, first.fix.edits))
                 outcome.broken.append(first)
                 continue
+        before, previous = outcome.text, diagnostics
         outcome.text = candidate
         outcome.fixed.update(d.code for d in accepted)
-        diagnostics = check_source(outcome.text, path, settings, module=module)  # no second parse
+        context = context_for(project, Path(path), outcome.text) if project else None
+        diagnostics = check_source(outcome.text, path, settings, module=module, project=context)  # no second parse
+        left = Counter(d.code for d in diagnostics if is_applicable(d, unsafe))
+        grown = [code for code, n in left.items() if n > budget[code] - outcome.fixed[code]]
+        if any(_grows_itself(code, before, previous, accepted, path, settings, unsafe, project) for code in grown):
+            break  # a rule's own fixes made new findings of that rule, which `check` never reported: stop
+        for code in grown:
+            budget[code] = left[code] + outcome.fixed[code]  # uncovered by another rule's fix (pinning a loader)
     outcome.remaining = diagnostics
     return outcome
+
+
+def applies_cleanly(text: str, edits: tuple[Edit, ...]) -> bool:
+    """One fix's edits, applied alone to `text` (an editor's quick fix): they lie inside it, do not overlap, and
+    leave code that compiles (that LibCST parses, when `text` itself does not compile: a newer grammar)."""
+    if not _well_formed(edits, line_starts(text), len(text)):
+        return False
+    candidate = apply_edits(text, list(edits))
+    return _compiles(candidate) if _compiles(text) else _parses(candidate, strict=False)
+
+
+def _grows_itself(
+    code: str, text: str, diagnostics: list[Diagnostic], accepted: list[Diagnostic], path: str, settings: Settings, unsafe: bool, project=None
+) -> bool:
+    """Applying only `code`'s fixes of this pass to `text` leaves more fixable `code` findings than it removed."""
+    from gpulint.projects import context_for
+
+    own = [d for d in accepted if d.code == code]
+    if not own:
+        return False
+    edits = list(dict.fromkeys(e for d in own for e in d.fix.edits))
+    fixed = apply_edits(text, edits)
+    after = check_source(fixed, path, settings, project=context_for(project, Path(path), fixed) if project else None)
+    before = sum(1 for d in diagnostics if d.code == code and is_applicable(d, unsafe))
+    return sum(1 for d in after if d.code == code and is_applicable(d, unsafe)) > before - len(own)
 
 
 class WriteError(Exception):
@@ -182,11 +222,15 @@ def write_atomic(path: Path, data: bytes, expected: bytes | None = None) -> None
     target = Path(os.path.realpath(path))  # write through a symlink, never replace the link itself
     try:
         info = target.stat()
+    except FileNotFoundError:
+        if expected is not None:
+            raise WriteError("file was deleted since it was read") from None
+        info = None  # a new file (a report): created with the mode a plain open() would give it
     except OSError as error:
         raise WriteError(error.strerror or str(error)) from None
-    if not info.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
+    if info is not None and not info.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
         raise WriteError("file is read-only")  # marked so on purpose: left alone even for root
-    if not os.access(target, os.W_OK):
+    if info is not None and not os.access(target, os.W_OK):
         raise WriteError("no permission to write the file")  # another user's file: the rename would replace it
     if expected is not None:
         current = _read(target)
@@ -204,7 +248,9 @@ def write_atomic(path: Path, data: bytes, expected: bytes | None = None) -> None
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        in_place = not _same_metadata(target, info, temp_name)
+        if info is None:
+            os.chmod(temp_name, _new_file_mode())
+        in_place = info is not None and not _same_metadata(target, info, temp_name)
         if expected is not None:  # a last look, just before the swap
             current = _read(target)
             if current == data:
@@ -298,6 +344,12 @@ def _temp_names(directory: str) -> tuple[str, ...]:
         return tuple(entry.name for entry in os.scandir(directory) if entry.name.endswith(TEMP_SUFFIX))
     except OSError:
         return ()
+
+
+def _new_file_mode() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
 
 
 def _read(path: Path) -> bytes:

@@ -104,15 +104,17 @@ def test_the_user_can_put_the_cache_anywhere(repo, home, tmp_path):
         args = ["check", f"--cache-dir={folder}", "."] if option == "--cache-dir" else ["check", "."]
         result = gpulint(repo, home, *args, env={"GPULINT_CACHE_DIR": str(folder)} if option == "env" else None)
         assert result.stderr == b""
-        assert (folder / "CACHEDIR.TAG").is_file() and len(list(folder.rglob("*.json"))) == 1
+        assert (folder / "CACHEDIR.TAG").is_file()
+        assert sorted(p.name.split("-")[0] for p in folder.rglob("*.json")) == [cache_file(folder, folder="").name.split("-")[0], "project", "summaries"]
     assert not (repo / CACHE_DIR_NAME).exists()
 
 
 # ---- cache integrity ----------------------------------------------------------------------------------------
 
 
-def cache_file(repo: Path) -> Path:
-    (path,) = (repo / CACHE_DIR_NAME).rglob("*.json")
+def cache_file(repo: Path, kind: str = "result", folder: str = CACHE_DIR_NAME) -> Path:
+    """The result cache (`<key>.json`) or the project index's `project-<key>.json` / `summaries-<key>.json`."""
+    (path,) = (p for p in (repo / folder).rglob("*.json") if p.name.startswith(f"{kind}-") or kind == "result" and "-" not in p.name)
     return path
 
 
@@ -268,3 +270,95 @@ def test_the_repositorys_own_config_applies_from_a_subfolder(repo, home):
     (repo / "sub" / "train.py").write_text(TRAIN, encoding="utf-8")
     result = run_gpulint("check", ".", cwd=repo / "sub", env={"HOME": str(home), "XDG_CACHE_HOME": ""})
     assert result.returncode == 0
+
+
+# ---- the project index's cache files --------------------------------------------------------------------------
+
+UTILS = "def log_loss(loss):\n    print(loss.item())\n"
+STEP = (
+    "import torch\nfrom utils import log_loss\n\n\ndef train(loader, model, optimizer):\n    for x in loader:\n"
+    "        loss = model(x.cuda()).sum()\n        loss.backward()\n        optimizer.step()\n        log_loss(loss)\n"
+)
+HELPER_SYNC = "train.py:10:9: GPU303 `log_loss(loss)` (`.item()` at utils.py:2) waits for the GPU every training step"
+
+
+@pytest.fixture
+def two_modules(repo: Path) -> Path:
+    """A finding that only the summary of another module (utils.py's `log_loss` syncs) can give."""
+    (repo / "train.py").write_text(STEP, encoding="utf-8")
+    (repo / "utils.py").write_text(UTILS, encoding="utf-8")
+    return repo
+
+
+def helper_sync_reported(repo: Path, home: Path) -> None:
+    # train.py changed: its context is composed again, with utils.py's summary taken from the cache.
+    (repo / "train.py").write_text(STEP + "# changed\n", encoding="utf-8")
+    result = gpulint(repo, home, "check", "--output-format", "concise", ".")
+    assert result.returncode == 1 and result.stderr == b""
+    assert result.stdout.decode().startswith(HELPER_SYNC)
+
+
+def syncs_nothing(data: dict) -> None:
+    for summary in data["summaries"].values():
+        if "log_loss" in summary["functions"]:
+            summary["functions"]["log_loss"] = [1, ["loss"]]
+
+
+@pytest.mark.parametrize("signer", ["no-new-mac", "another-key"])
+def test_forged_summaries_cannot_hide_a_finding(two_modules, home, signer):
+    gpulint(two_modules, home, "check", ".")
+    forge(cache_file(two_modules, "summaries"), syncs_nothing, None if signer == "no-new-mac" else os.urandom(32))
+    helper_sync_reported(two_modules, home)
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda s: s["functions"].update(log_loss="not a record"),
+        lambda s: s["functions"].update(log_loss=[1, "loss"]),
+        lambda s: s["functions"]["log_loss"].__setitem__(0, "1"),
+        lambda s: s.update(imports=[]),
+        lambda s: s.update(evidence=[["x", "2"]]),
+        lambda s: s.update(ok="yes"),
+        lambda s: s["classes"].update(C=[1, "Base", [], {}]),
+    ],
+    ids=["record-string", "params-string", "line-string", "imports-list", "evidence-line-string", "ok-string", "bases-string"],
+)
+def test_a_wrongly_typed_summary_is_a_miss_not_an_error(two_modules, home, damage):
+    gpulint(two_modules, home, "check", ".")
+
+    def change(data):
+        for summary in data["summaries"].values():
+            if "log_loss" in summary["functions"]:
+                damage(summary)
+
+    forge(cache_file(two_modules, "summaries"), change, key_of(home))
+    helper_sync_reported(two_modules, home)
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda d: d["files"].update({k: [v[0], v[1], 7] for k, v in d["files"].items()}),  # a hash that is no string
+        lambda d: d["files"].update({k: "x" for k in d["files"]}),
+        lambda d: d["contexts"].update(modules={k: 1 for k in d["contexts"]["modules"]}),
+        lambda d: d.update(contexts=[]),
+    ],
+    ids=["hash-int", "entry-string", "context-int", "contexts-list"],
+)
+def test_a_wrongly_typed_project_state_is_a_miss_not_an_error(two_modules, home, damage):
+    gpulint(two_modules, home, "check", ".")
+    forge(cache_file(two_modules, "project"), damage, key_of(home))
+    result = gpulint(two_modules, home, "check", "--output-format", "concise", ".")
+    assert result.returncode == 1 and result.stderr == b""
+    assert result.stdout.decode().startswith(HELPER_SYNC)
+
+
+def test_the_project_index_cache_follows_the_cache_dir_rules(two_modules, home, tmp_path):
+    outside = tmp_path / "outside_cache"
+    configure(two_modules, f'cache-dir = "{outside}"')
+    result = gpulint(two_modules, home, "check", "--output-format", "concise", ".")
+    assert result.stdout.decode().startswith(HELPER_SYNC)
+    assert result.stderr.decode().count("is not a path inside the project") == 1  # warned once, for both caches
+    assert not outside.exists()
+    assert [p.name.split("-")[0] for p in sorted((two_modules / CACHE_DIR_NAME).rglob("*.json"))][-2:] == ["project", "summaries"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Iterator, Optional
+from typing import TYPE_CHECKING, Callable, Iterator, Optional
 
 import libcst as cst
 
@@ -180,19 +180,22 @@ class DataFlow:
 
     def method_calls_in(self, key: str, node: cst.CSTNode) -> list[cst.Call]:
         """`<key>.method(...)` calls inside `node`, in source order."""
-        calls = self.method_calls.get(key, [])
-        starts = self._starts.get(("call", key))
-        if starts is None:
-            starts = self._starts[("call", key)] = [self.order[call] for call in calls]
-        return calls[bisect.bisect_left(starts, self.order[node]) : bisect.bisect_left(starts, self.end[node])]
+        return self._slice("call", key, self.method_calls.get(key, []), lambda call: call, node)
 
     def writes_in(self, key: str, node: cst.CSTNode) -> list[Write]:
         """The writes of `key` whose statement is inside `node`, in source order."""
-        writes = self.writes.get(key, [])
-        starts = self._starts.get(("write", key))
+        return self._slice("write", key, self.writes.get(key, []), lambda write: write.statement, node)
+
+    def reads_in(self, key: str, node: cst.CSTNode) -> list[cst.BaseExpression]:
+        """The reads of `key` inside `node`, in source order."""
+        return self._slice("read", key, self.reads.get(key, []), lambda read: read, node)
+
+    def _slice(self, kind: str, key: str, items: list, position: Callable, node: cst.CSTNode) -> list:
+        """The `items` (kept in source order) that lie inside `node`, by bisection on their positions."""
+        starts = self._starts.get((kind, key))
         if starts is None:
-            starts = self._starts[("write", key)] = [self.order[w.statement] for w in writes]
-        return writes[bisect.bisect_left(starts, self.order[node]) : bisect.bisect_left(starts, self.end[node])]
+            starts = self._starts[(kind, key)] = [self.order[position(item)] for item in items]
+        return items[bisect.bisect_left(starts, self.order[node]) : bisect.bisect_left(starts, self.end[node])]
 
     def reaching_writes(self, key: str, at: cst.CSTNode) -> list[Write]:
         """The writes of `key` a read at `at` may see: the last one before it in its scope, else loop-carried
@@ -233,6 +236,21 @@ class DataFlow:
             if isinstance(ancestor, (cst.If, cst.Else, cst.Try, cst.ExceptHandler, cst.Finally, cst.For, cst.While, cst.Match)):
                 return False
         return True
+
+    def exclusive(self, a: cst.CSTNode, b: cst.CSTNode) -> bool:
+        """`a` and `b` lie in different branches of one `if`, and no loop around that `if` (in the function)
+        can run both: a write in one branch never reaches a read in the other."""
+        model = self.model
+        for ancestor in model.ancestors(a):
+            if isinstance(ancestor, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                return False
+            if isinstance(ancestor, cst.If) and model.is_inside(b, ancestor):
+                if model.is_inside(a, ancestor.test) or model.is_inside(b, ancestor.test):
+                    return False
+                if model.is_inside(a, ancestor.body) == model.is_inside(b, ancestor.body):
+                    return False
+                return not model.enclosing_loops(ancestor)
+        return False
 
     def _is_parameter(self, key: str, scope: cst.CSTNode) -> bool:
         return any(isinstance(b, cst.Param) for b in self.model.bindings.get((id(scope), key), ()))

@@ -17,7 +17,7 @@ class DataLoaderWorkersNotPersistent(Rule):
     name = "dataloader-workers-not-persistent"
     summary = "`DataLoader` with workers is iterated once per epoch without `persistent_workers=True`"
     fix_applicability = Applicability.UNSAFE
-    requires = (r"DataLoader", r"cuda", r"num_workers")
+    requires = (r"DataLoader", r"num_workers")
 
     def check(self) -> Iterator[Diagnostic]:
         model = self.model
@@ -25,7 +25,7 @@ class DataLoaderWorkersNotPersistent(Rule):
         for info in flow.infos:
             loader = info.loader
             workers_positive, _ = flow.workers(loader)
-            if loader.has_unpacking or not workers_positive:
+            if not loader.known("num_workers", "persistent_workers") or not workers_positive:
                 continue
             arg = loader.argument("persistent_workers")
             if arg is not None:

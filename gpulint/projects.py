@@ -1,0 +1,266 @@
+"""Pass one: the project a file belongs to, its modules summarised (cached by content hash), the index.
+
+The project is every Python file under the configuration root (`[tool.gpulint]`'s folder, or the working
+directory), skipping hidden folders and the excluded ones (`exclude`, `extend-exclude`), plus the files
+being checked; files outside the root bring the package they are in. It is what a checked file may learn
+from: a file in the project that is not checked is summarised, never reported on.
+
+The cache folder keeps, next to the result cache:
+- `project-<key>.json`: path -> (mtime, size, SHA-256), so that an unchanged file is not even read, and
+  the project's digest (every file's path and hash) with each module's context digest: when nothing in
+  the project changed, a warm check looks its files up in the result cache without building the index;
+- `summaries-<key>.json`: SHA-256 -> summary (a file is summarised once, whatever its path), read only
+  when the index is built.
+Both are signed and checked as the result cache is (`gpulint.cache`: this user's HMAC, a `cache-dir` that
+stays in the project, no symlinked folders), and every record is checked by type before use: a malformed one
+is a miss, never an error or a fact.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import os
+from functools import cached_property
+from pathlib import Path
+from typing import Optional
+
+from gpulint.analysis.project import ModuleContext, ProjectIndex
+from gpulint.analysis.summary import FORMAT as SUMMARY_FORMAT
+from gpulint.analysis.summary import ModuleSummary, summarize
+from gpulint.config import Settings, _glob_match
+from gpulint.notebook import Notebook, is_notebook_path
+from gpulint.source import SourceError, decode_source, read_source_bytes
+
+# A root with more Python files than this (a home folder, a whole monorepo checkout) is not indexed
+# beyond the files being checked: the index would cost more than it tells.
+MAX_PROJECT_FILES = 20_000
+_SUFFIXES = (".py", ".pyi")
+
+
+def project_files(files: list[Path], settings: Settings) -> list[Path]:
+    """The files whose summaries the checked `files` may need: the project under the root, and theirs."""
+    root = settings.root.resolve()
+    found: dict[Path, None] = {}
+    checked = [Path(os.path.abspath(f)) for f in files]
+    if any(root in f.parents for f in checked):
+        found.update(dict.fromkeys(_python_files(root, settings) or ()))
+    for file in checked:
+        if root not in file.parents:
+            package = file.parent
+            while (package / "__init__.py").is_file() and package.parent != package:
+                package = package.parent
+            if package != file.parent or (file.parent / "__init__.py").is_file():
+                found.update(dict.fromkeys(_python_files(package, settings) or ()))
+        found[file] = None
+    # a checked notebook is a module too: its code cells, which may import the project's modules
+    return [p for p in found if p.suffix in _SUFFIXES or p.suffix == ".ipynb" and p in checked]
+
+
+def _python_files(top: Path, settings: Settings) -> Optional[list[Path]]:
+    """Python files under `top`, without hidden and excluded folders; None past MAX_PROJECT_FILES. A plain
+    `scandir` walk: the project's files are read for what they define, not reported, so .gitignore does not
+    apply (an ignored module that others import still says what it does)."""
+    patterns = (*settings.exclude, *settings.extend_exclude)
+    names = [p.rstrip("/") for p in patterns if "/" not in p.rstrip("/")]
+    paths = [p for p in patterns if "/" in p.rstrip("/")]
+    found: list[Path] = []
+    stack = [str(top)]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            name = entry.name
+            if name.startswith(".") or any(fnmatch.fnmatchcase(name, p) for p in names):
+                continue
+            if paths and any(_glob_match(os.path.relpath(entry.path, top).replace(os.sep, "/"), p) for p in paths):
+                continue
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                continue
+            if is_dir:
+                stack.append(entry.path)
+            elif name.endswith(_SUFFIXES):
+                found.append(Path(entry.path))
+                if len(found) > MAX_PROJECT_FILES:
+                    return None
+    return found
+
+
+class Project:
+    """The project of some checked files: their hashes, context digests from the cache, and the index, which
+    is built (every module summarised) only when a context is needed that the cache does not have."""
+
+    def __init__(self, files: list[Path], settings: Settings, use_cache: bool = True, texts: Optional[dict[Path, bytes]] = None) -> None:
+        from gpulint import __version__
+        from gpulint.cache import cache_key_parts, cache_location
+
+        self.settings = settings
+        self.texts = texts or {}
+        location = cache_location(settings) if use_cache else None
+        self.directory, self.secret = location if location is not None else (None, b"")
+        folder = self.directory / __version__ if self.directory is not None else None
+        key = cache_key_parts(SUMMARY_FORMAT)
+        self.state_path = folder / f"project-{key}.json" if folder is not None else None
+        self.summaries_path = folder / f"summaries-{key}.json" if folder is not None else None
+        self.changed = False  # the state (hashes, context digests) to write back
+        self.new_summaries = False
+        state = self._read(self.state_path)
+        known = state.get("files")
+        self.known: dict[str, list] = {k: v for k, v in known.items() if _is_file_state(v)} if isinstance(known, dict) else {}
+        self.files = project_files(files, settings)
+        self.hashes: dict[Path, str] = {path: self._hash(path) for path in self.files}
+        listing = "\n".join(f"{p}\0{h}" for p, h in sorted(self.hashes.items()))
+        self.digest = hashlib.sha256(listing.encode("utf-8", "surrogateescape")).hexdigest()  # undecodable names too
+        contexts = state.get("contexts")
+        modules = contexts.get("modules") if isinstance(contexts, dict) and contexts.get("project") == self.digest else None
+        self.contexts: dict[str, str] = {k: v for k, v in modules.items() if isinstance(v, str)} if isinstance(modules, dict) else {}
+
+    def _hash(self, path: Path) -> str:
+        """SHA-256 of the file's bytes: the given text, the recorded hash of an unchanged file, or read now."""
+        from gpulint.cache import content_hash
+
+        data = self.texts.get(path)
+        try:
+            stat = path.stat()
+        except OSError:
+            return ""
+        known = self.known.get(str(path))
+        if data is None and isinstance(known, list) and len(known) == 3 and known[:2] == [stat.st_mtime_ns, stat.st_size]:
+            return known[2]
+        if data is None:
+            try:
+                data = read_source_bytes(path)
+            except SourceError:
+                return ""
+        digest = content_hash(data)
+        if known != [stat.st_mtime_ns, stat.st_size, digest]:
+            self.known[str(path)] = [stat.st_mtime_ns, stat.st_size, digest]
+            self.changed = True
+        return digest
+
+    def context_digest(self, path: Path) -> str:
+        """The digest of a file's context (from the cache when the project has not changed)."""
+        known = self.contexts.get(str(path))
+        return known if isinstance(known, str) else self.context(path).digest
+
+    def context(self, path: Path) -> ModuleContext:
+        context = self.index.context(path)
+        if self.contexts.get(str(path)) != context.digest:
+            self.contexts[str(path)] = context.digest
+            self.changed = True
+        return context
+
+    @cached_property
+    def index(self) -> ProjectIndex:
+        stored = self._read(self.summaries_path).get("summaries")
+        summaries: dict = stored if isinstance(stored, dict) else {}
+        found: dict[Path, ModuleSummary] = {}
+        for path, digest in self.hashes.items():
+            summary = _summary_from_json(summaries.get(digest))
+            if summary is None:
+                summary = self._summarize(path)
+                self.new_summaries = True
+            found[path] = summary
+        del stored, summaries  # the JSON form is large: written back from the summaries themselves
+        return ProjectIndex(self.settings.root.resolve(), found)
+
+    def _summarize(self, path: Path) -> ModuleSummary:
+        data = self.texts.get(path)
+        try:
+            text = decode_source(data if data is not None else read_source_bytes(path)).text
+            return summarize(Notebook.parse(text).text if is_notebook_path(str(path)) else text)
+        except SourceError:  # NotebookError included
+            return ModuleSummary(ok=False)
+
+    def save(self) -> None:
+        """Write what was learnt (hashes, context digests, summaries); a read-only disk only costs the cache."""
+        from gpulint.cache import write_signed
+
+        try:
+            if self.new_summaries and self.summaries_path is not None:
+                # the summaries of this project's files (another project's, sharing the cache folder, are dropped)
+                records = self.index.records
+                summaries = {digest: records[path].summary.to_json() for path, digest in self.hashes.items() if digest and path in records}
+                write_signed(self.directory, self.summaries_path, {"format": SUMMARY_FORMAT, "summaries": summaries}, self.secret)
+                self.new_summaries = False
+            if self.changed and self.state_path is not None:
+                files = {k: v for k, v in self.known.items() if os.path.exists(k)}
+                contexts = {"project": self.digest, "modules": self.contexts}
+                write_signed(self.directory, self.state_path, {"format": SUMMARY_FORMAT, "files": files, "contexts": contexts}, self.secret)
+                self.changed = False
+        except OSError:
+            return
+
+
+    def _read(self, path: Optional[Path]) -> dict:
+        """A cache file's content, or {} (missing, unreadable, not signed by this user, or of another format:
+        never trusted); a damaged or forged file is rewritten with this run's results."""
+        from gpulint.cache import read_signed
+
+        if path is None:
+            return {}
+        try:
+            data = read_signed(self.directory, path, self.secret)
+        except OSError:
+            return {}
+        except ValueError:
+            self.changed = self.new_summaries = True
+            return {}
+        return data if isinstance(data, dict) and data.get("format") == SUMMARY_FORMAT else {}
+
+
+def _is_file_state(entry: object) -> bool:
+    """`[mtime_ns, size, sha256]`, as `Project._hash` records it."""
+    return isinstance(entry, list) and len(entry) == 3 and type(entry[0]) is int and type(entry[1]) is int and isinstance(entry[2], str)
+
+
+def _summary_from_json(data: object) -> Optional[ModuleSummary]:
+    """The summary a cache record holds, or None when the record does not have the types `to_json` writes."""
+    if not (isinstance(data, dict) and type(data.get("ok")) is bool):
+        return None
+    parts = [data.get(key) for key in ("imports", "functions", "classes", "values")]
+    if not all(isinstance(part, dict) for part in parts) or not isinstance(data.get("evidence"), list):
+        return None
+    if not all(isinstance(v, list) for v in (*data["imports"].values(), *data.get("stars", ()))):
+        return None
+    if not all(isinstance(e, list) and len(e) == 2 and isinstance(e[0], str) and type(e[1]) is int for e in data["evidence"]):
+        return None
+    for record in data["functions"].values():
+        if not (isinstance(record, list) and 2 <= len(record) <= 9 and type(record[0]) is int and _strings(record[1])):
+            return None
+    for record in data["classes"].values():
+        if not (isinstance(record, list) and len(record) == 4 and type(record[0]) is int and _strings(record[1]) and _strings(record[2]) and isinstance(record[3], dict)):
+            return None
+    try:
+        return ModuleSummary.from_json(data)
+    except Exception:  # noqa: BLE001 - a record of the right outline with a wrong part inside: a miss
+        return None
+
+
+def _strings(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def load_project(files: list[Path], settings: Settings, use_cache: bool = True) -> ProjectIndex:
+    """The index of the project of `files` (summaries from the cache where unchanged)."""
+    project = Project(files, settings, use_cache)
+    index = project.index
+    project.save()
+    return index
+
+
+def context_for(index: ProjectIndex, path: Path, text: str, tree=None) -> ModuleContext:
+    """The context of `path` in `index` for `text`, which may differ from what was indexed (a file being
+    fixed, flake8's view of it): then that module is summarised again and the facts recomposed. `tree`:
+    `text` already parsed by `ast` (flake8 has it)."""
+    absolute = Path(os.path.abspath(path))
+    summary = summarize(text, tree)
+    record = index.records.get(absolute)
+    if record is None or summary.to_json() != record.summary.to_json():
+        index = index.with_module(absolute, summary)
+    return index.context(absolute)
