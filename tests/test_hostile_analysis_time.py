@@ -227,3 +227,15 @@ def test_a_bad_budget_in_the_config_is_a_configuration_error(tmp_path, value):
     result = run_gpulint("check", "t.py", cwd=tmp_path)
     assert result.returncode == 2
     assert "`analysis-timeout` must be a number of seconds (0 for no limit)" in result.stderr.decode()
+
+
+def test_a_chain_of_hundreds_of_modules_is_checked_not_a_recursion_error(tmp_path):
+    # Each module moves what the one before builds to the GPU, so whether m0 is GPU code depends on all of them.
+    n = 600
+    _write(tmp_path, "m0.py", "import torch\n\n\ndef build(x, device):\n    return torch.utils.data.DataLoader(x)\n")
+    for i in range(1, n):
+        _write(tmp_path, f"m{i}.py", f"from m{i - 1} import build as b\n\n\ndef build(x, device):\n    return b(x, device).to(device)\n")
+    _write(tmp_path, f"m{n}.py", f"from m{n - 1} import build\n\nbuild(1, 'cuda').cuda()\n")
+    result = run_gpulint("check", "--no-cache", "-j", "1", "m0.py", cwd=tmp_path, timeout=HANG_LIMIT)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == b""
