@@ -14,7 +14,10 @@ excludes it). Nothing is ever written to disk.
 By default the rules' text prefilter (`Rule.requires`) is bypassed, so every rule analyses every file (a stricter
 test than real use, where most files never reach a rule); `--prefilter` measures the product as users run it.
 Files run in worker processes; a worker that dies (a segfault in a native parser) or hangs past `--timeout` is
-recorded against its file and replaced. Exit status: 0 when nothing failed, 1 otherwise.
+recorded against its file and replaced. gpulint's own per-file budget (`analysis-timeout`) is off, so that a slow
+file shows as a timeout here. Ctrl-C (SIGINT) or SIGTERM stops the workers and still prints and writes the summary
+of the files finished so far (`"interrupted": true`). Exit status: 0 when nothing failed, 1 otherwise, 130 when
+interrupted.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import argparse
 import json
 import os
 import random
+import signal
 import statistics
 import subprocess
 import sys
@@ -134,7 +138,7 @@ def worker(args) -> None:
         from gpulint.checks.base import Rule
 
         Rule.applies_to_text = classmethod(lambda cls, text: True)
-    settings = with_overrides(Settings(root=Path.cwd()), select=("ALL",), preview=True)
+    settings = with_overrides(Settings(root=Path.cwd(), analysis_timeout=None), select=("ALL",), preview=True)
     files = json.loads(sys.stdin.read())
     signal.signal(signal.SIGALRM, _on_alarm)
     out = sys.stdout
@@ -173,10 +177,13 @@ def python_files(roots: list[str]) -> list[str]:
     return files
 
 
-def run(files: list[str], args) -> list[dict]:
+def run(files: list[str], args) -> tuple[list[dict], bool]:
+    """The results, sorted by path, and whether an interrupt stopped the run before every file was done."""
     queue = deque(files)
     lock = threading.Lock()
     results: list[dict] = []
+    stop = threading.Event()
+    workers: set[subprocess.Popen] = set()
     hard_limit = args.timeout + 30  # the alarm cannot interrupt native code; past this the worker is killed
     command = [sys.executable, __file__, "--worker", "--timeout", str(args.timeout)]
     if args.prefilter:
@@ -189,9 +196,20 @@ def run(files: list[str], args) -> list[dict]:
     def run_chunk(chunk: list[str]) -> None:
         pending = list(chunk)
         while pending:
-            proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
-            proc.stdin.write(json.dumps(pending))
-            proc.stdin.close()
+            with lock:
+                if stop.is_set():
+                    return
+                # A session of its own: Ctrl-C in the terminal reaches only the parent, which stops the workers.
+                proc = subprocess.Popen(
+                    command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
+                    start_new_session=True,
+                )  # fmt: skip
+                workers.add(proc)
+            try:
+                proc.stdin.write(json.dumps(pending))
+                proc.stdin.close()
+            except BrokenPipeError:
+                pass  # the worker is gone already; its exit status says why, below
             current: list = [None, 0.0]
             killed = threading.Event()
 
@@ -205,6 +223,8 @@ def run(files: list[str], args) -> list[dict]:
 
             threading.Thread(target=watchdog, daemon=True).start()
             for line in proc.stdout:
+                if stop.is_set():
+                    break
                 message = json.loads(line)
                 if "start" in message:
                     current[:] = [message["start"], time.monotonic()]
@@ -215,6 +235,10 @@ def run(files: list[str], args) -> list[dict]:
                     pending.remove(message["end"])
                     current[0] = None
             proc.wait()
+            with lock:
+                workers.discard(proc)
+            if stop.is_set():
+                return  # killed by the interrupt: the file in flight is not a crash
             if current[0] is not None:
                 status = "timeout" if killed.is_set() else "crash"
                 detail = f"worker killed after {hard_limit:g} s" if killed.is_set() else f"worker died (exit status {proc.returncode})"
@@ -228,26 +252,37 @@ def run(files: list[str], args) -> list[dict]:
                 return
 
     def slot() -> None:
-        while True:
+        while not stop.is_set():
             with lock:
                 chunk = [queue.popleft() for _ in range(min(args.chunk, len(queue)))]
             if not chunk:
                 return
             run_chunk(chunk)
 
-    threads = [threading.Thread(target=slot) for _ in range(args.jobs)]
+    # Daemon threads, and an interrupt handled here: the main thread is the only one a signal reaches.
+    threads = [threading.Thread(target=slot, daemon=True) for _ in range(args.jobs)]
     for thread in threads:
         thread.start()
-    while any(t.is_alive() for t in threads):
-        time.sleep(2)
-        if sys.stderr.isatty():
-            print(f"\r{progress['done']}/{len(files)}", end="", file=sys.stderr, flush=True)
+    try:
+        while any(t.is_alive() for t in threads):
+            time.sleep(0.5)
+            if sys.stderr.isatty():
+                print(f"\r{progress['done']}/{len(files)}", end="", file=sys.stderr, flush=True)
+    except KeyboardInterrupt:
+        with lock:
+            stop.set()
+            for proc in workers:
+                proc.kill()
+        for thread in threads:
+            thread.join(timeout=10)
+        print(f"\ninterrupted: stopped the workers after {progress['done']} of {len(files)} files", file=sys.stderr)
     if sys.stderr.isatty():
         print(file=sys.stderr)
-    return sorted(results, key=lambda r: r["path"])
+    with lock:
+        return sorted(results, key=lambda r: r["path"]), stop.is_set()
 
 
-def summarize(results: list[dict], wall: float, args) -> dict:
+def summarize(results: list[dict], wall: float, args, interrupted: bool = False) -> dict:
     statuses = Counter(r["status"] for r in results)
     checked = [r for r in results if "total_s" in r]
     check_times = sorted(r["check_s"] for r in checked)
@@ -258,6 +293,7 @@ def summarize(results: list[dict], wall: float, args) -> dict:
 
     slowest = sorted(checked, key=lambda r: r["total_s"], reverse=True)[:5]
     return {
+        "interrupted": interrupted,
         "files": len(results),
         "checked": len(checked),
         "mode": "product (prefilter on)" if args.prefilter else "stress (every rule on every file)",
@@ -301,12 +337,13 @@ def main(argv: list[str] | None = None) -> int:
     files = python_files(args.paths or [sysconfig.get_paths()["purelib"]])
     if args.limit is not None and args.limit < len(files):
         files = sorted(random.Random(args.seed).sample(files, args.limit))
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # a CI timeout stops it like Ctrl-C
     start = time.perf_counter()
-    results = run(files, args)
-    summary = summarize(results, time.perf_counter() - start, args)
+    results, interrupted = run(files, args)
+    summary = summarize(results, time.perf_counter() - start, args, interrupted)
     if args.json_path:
         Path(args.json_path).write_text(json.dumps(summary, indent=2) + "\n")
-    print(f"files: {summary['files']} ({summary['checked']} checked; mode: {summary['mode']})")
+    print(f"files: {summary['files']}{' (interrupted)' if interrupted else ''} ({summary['checked']} checked; mode: {summary['mode']})")
     print(f"statuses: {summary['statuses']}")
     print(
         f"crashes: {summary['crashes']}  timeouts: {summary['timeouts']}  bad spans: {summary['bad_spans']}  "
@@ -322,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  not checked ({count}): {reason}")
     for failure in summary["failures"]:
         print(f"FAIL {failure['status']}: {failure['path']}: {failure.get('detail', '')}")
-    return 1 if summary["failures"] else 0
+    return 130 if interrupted else 1 if summary["failures"] else 0
 
 
 if __name__ == "__main__":

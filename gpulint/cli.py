@@ -17,7 +17,7 @@ from gpulint.cli_output import EXIT_ERROR
 from gpulint.config import ConfigError, Settings
 from gpulint.diagnostics import Severity
 from gpulint.profile.cli import profile, profile_options
-from gpulint.reporters import FORMATS
+from gpulint.reporters import FORMATS, printable
 
 
 class _CodeList(click.ParamType):
@@ -77,8 +77,26 @@ def lint_options(command: str):
         click.option("--stdin-filename", type=str, help="Read the source from stdin and report it under this path."),
         click.option("--force-exclude", is_flag=True, default=None, help="Apply excludes to paths named on the command line."),
         click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary."),
+        click.option(
+            "--analysis-timeout",
+            type=click.FloatRange(min=0, max=1e9),
+            default=None,
+            metavar="SECONDS",
+            help="CPU seconds one file may take before it is skipped (default: 120; 0: no limit).",
+        ),
         click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Worker processes (default: CPUs)."),
     ]
+    if command == "check":
+        options.append(
+            click.option(
+                "--cache-dir",
+                envvar="GPULINT_CACHE_DIR",
+                show_envvar=True,
+                type=click.Path(file_okay=False),
+                default=None,
+                help="Keep the result cache in this folder (anywhere; `cache-dir` in a config file must stay in the project).",
+            )
+        )
 
     def decorate(func):
         for option in reversed(options):
@@ -101,6 +119,8 @@ def _settings(opts: dict) -> Settings:
         extend_safe_fixes=_flatten(opts["extend_safe_fixes"]),
         extend_unsafe_fixes=_flatten(opts["extend_unsafe_fixes"]),
         fail_on=Severity(opts["fail_on"]) if opts["fail_on"] else None,
+        analysis_timeout=opts["analysis_timeout"],
+        user_cache_dir=opts.get("cache_dir"),
     )
 
 
@@ -110,7 +130,7 @@ def _reads_stdin(paths: tuple[str, ...], opts: dict) -> bool:
         return paths == ("-",)
     for path in paths:
         if path != "-":
-            click.echo(f"gpulint: warning: ignoring {path} in favor of standard input (--stdin-filename)", err=True)
+            click.echo(printable(f"gpulint: warning: ignoring {path} in favor of standard input (--stdin-filename)"), err=True)
     return True
 
 
@@ -242,7 +262,7 @@ def run_verify_fix(paths: tuple[str, ...], command: list[str], settings: Setting
         try:
             paths = tuple(default_fix_paths(plan_command(command, profile_options.cwd)))
         except CommandError as error:
-            click.echo(f"gpulint failed\n  Cause: {error}", err=True)
+            click.echo(f"gpulint failed\n  Cause: {printable(str(error))}", err=True)
             return EXIT_ERROR
         if not paths:
             raise click.UsageError("cannot find the file the command runs; name the files to fix")
@@ -250,7 +270,7 @@ def run_verify_fix(paths: tuple[str, ...], command: list[str], settings: Setting
     def plan_fixes() -> list[PlannedFix]:
         report = api.fix(list(paths), settings, jobs=jobs)
         for d in report.errors:
-            click.echo(f"gpulint: {d.filename}: {d.message}", err=True)
+            click.echo(printable(f"gpulint: {d.filename}: {d.message}"), err=True)
         output.dropped_fixes(report)
         planned = []
         for f in report.changed:
@@ -259,7 +279,7 @@ def run_verify_fix(paths: tuple[str, ...], command: list[str], settings: Setting
             try:
                 fixed = f.fixed_bytes()
             except UnicodeEncodeError:
-                click.echo(f"gpulint: {f.path}: not fixed: the fixed text cannot be encoded as {f.source.encoding}", err=True)
+                click.echo(printable(f"gpulint: {f.path}: not fixed: the fixed text cannot be encoded as {f.source.encoding}"), err=True)
                 continue
             planned.append(PlannedFix(f.file.resolve(), f.source.encode(f.original), fixed, dict(f.fixes)))
         return planned
@@ -319,7 +339,7 @@ def _interrupted(cause: BaseException | None, detail: str = "") -> None:
 
 def _usage_failed(error: click.ClickException) -> None:
     """A usage error (unknown option, bad value, conflicting flags): exit 2 with a Cause, as every exit 2."""
-    lines = ["gpulint failed", f"  Cause: {error.format_message()}"]
+    lines = ["gpulint failed", f"  Cause: {printable(error.format_message())}"]
     ctx = getattr(error, "ctx", None)
     if ctx is not None:
         lines.append(f"  Try '{ctx.command_path} --help' for help.")
@@ -350,7 +370,7 @@ def _main(argv: list[str]) -> None:
     except click.exceptions.Abort as abort:  # click turns KeyboardInterrupt (and so SIGTERM) into Abort
         _interrupted(abort.__cause__)
     except ConfigError as error:
-        click.echo(f"gpulint failed\n  Cause: {error}", err=True)
+        click.echo(f"gpulint failed\n  Cause: {printable(str(error))}", err=True)
         sys.exit(EXIT_ERROR)
     except KeyboardInterrupt as interrupt:
         _interrupted(interrupt)
@@ -359,5 +379,5 @@ def _main(argv: list[str]) -> None:
     except Exception as error:  # noqa: BLE001 - never a traceback for the user
         if os.environ.get("GPULINT_DEBUG"):
             raise
-        click.echo(f"gpulint failed\n  Cause: internal error: {type(error).__name__}: {error}", err=True)
+        click.echo(f"gpulint failed\n  Cause: internal error: {type(error).__name__}: {printable(str(error))}", err=True)
         sys.exit(EXIT_ERROR)

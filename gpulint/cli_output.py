@@ -14,7 +14,7 @@ import click
 from gpulint import api
 from gpulint.config import ConfigError, Settings, check_output_format
 from gpulint.diagnostics import Diagnostic, Location, fails
-from gpulint.reporters import MACHINE_FORMATS, ReportContext, fix_enumeration, plural
+from gpulint.reporters import MACHINE_FORMATS, ReportContext, fix_enumeration, plural, printable
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -42,7 +42,16 @@ def emit(text: str, output_file: str | None) -> None:
 
 
 def _err(line: str) -> None:
-    click.echo(line, err=True)
+    click.echo(printable(line), err=True)  # paths and messages come from the repository being checked
+
+
+def _printable_diff(diff: str) -> str:
+    """A diff with each line's content escaped (`printable`) and its own line ending kept (`\\r\\n` files)."""
+    out = []
+    for line in diff.splitlines(keepends=True):
+        body = line.rstrip("\r\n")
+        out.append(printable(body) + line[len(body) :])
+    return "".join(out)
 
 
 def render(diagnostics: list[Diagnostic], settings: Settings, opts: dict, sources: dict | None = None) -> str:
@@ -117,16 +126,18 @@ def _fix_counts(files: list[api.FileFix]) -> dict[str, Counter]:
 def would_fix(report: api.FixReport, opts: dict) -> int:
     """`gpulint fix` without `--apply`: the diff on stdout, what it would fix on stderr."""
     skipped(report.skipped)
-    emit("".join(f.diff() for f in report.changed), opts["output_file"])
+    emit("".join(_printable_diff(f.diff()) for f in report.changed), opts["output_file"])
     if opts["show_fixes"]:
         click.echo(fix_enumeration(_fix_counts(report.files), "Would fix {}:", "No errors would be fixed."), nl=False, err=True)
     total = report.fixed_count
     extra = _unsafe_hint(report.hidden_unsafe)
     if extra or not opts["show_fixes"]:  # the listing already gave the count
         _err(f"Would fix {plural(total, 'error')}{extra}." if total else f"No errors would be fixed{extra}.")
-    for d in report.errors:
+    # Files that could not be checked (unreadable, not parsing, past the analysis budget) are named, as with --apply.
+    unchecked = report.errors + [d for f in report.files for d in f.remaining if d.code is None]
+    for d in unchecked:
         _err(f"gpulint: {d.filename}: {d.message}")
-    return EXIT_FINDINGS if (report.changed or report.errors) and not opts["exit_zero"] else EXIT_CLEAN
+    return EXIT_FINDINGS if (report.changed or unchecked) and not opts["exit_zero"] else EXIT_CLEAN
 
 
 def fixed(report: api.FixReport, opts: dict) -> int:

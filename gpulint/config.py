@@ -17,6 +17,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
+from gpulint.budget import DEFAULT_SECONDS as DEFAULT_ANALYSIS_SECONDS
 from gpulint.checks import Rule, all_rules
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
 
@@ -32,6 +33,7 @@ KNOWN_KEYS = {
     "select", "ignore", "extend-select", "preview", "exclude", "extend-exclude", "respect-gitignore",
     "force-exclude", "per-file-ignores", "target-torch", "rules", "output-format", "cache-dir", "unsafe-fixes",
     "fail-on", "unfixable", "extend-safe-fixes", "extend-unsafe-fixes", "include", "extend-include",
+    "analysis-timeout",
 }  # fmt: skip
 # Keys that hold rule selectors (codes, prefixes, ALL), checked against the registry.
 SELECTOR_KEYS = ("select", "ignore", "extend-select", "unfixable", "extend-safe-fixes", "extend-unsafe-fixes")
@@ -62,7 +64,9 @@ class Settings:
     extend_safe_fixes: tuple[str, ...] = ()  # rules whose unsafe fixes count as safe
     extend_unsafe_fixes: tuple[str, ...] = ()  # rules whose safe fixes count as unsafe
     output_format: str | None = None
-    cache_dir: str | None = None
+    cache_dir: str | None = None  # from the config file: a folder inside the project
+    user_cache_dir: str | None = None  # from --cache-dir / GPULINT_CACHE_DIR: anywhere
+    analysis_timeout: float | None = DEFAULT_ANALYSIS_SECONDS  # CPU seconds per file; None or 0: no limit
     root: Path = field(default_factory=Path.cwd)  # paths in the config are relative to this
     config_path: Path | None = None
 
@@ -255,6 +259,11 @@ def settings_from_table(table: dict, root: Path, config_path: Path | None = None
         check_output_format(table["output-format"], f"`output-format` in {where}")
     if "fail-on" in table:
         changes["fail_on"] = parse_severity(table["fail-on"], f"`fail-on` in {where}")
+    if "analysis-timeout" in table:
+        seconds = table["analysis-timeout"]
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 <= seconds < float("inf"):
+            raise ConfigError(f"`analysis-timeout` must be a number of seconds (0 for no limit), got {seconds!r}")
+        changes["analysis_timeout"] = float(seconds)
     if "target-torch" in table:
         changes["target_torch"] = _parse_version(table["target-torch"], "target-torch")
     if "per-file-ignores" in table:
@@ -287,7 +296,9 @@ def load_toml(path: Path) -> dict:
 
 
 def find_config(start: Path) -> Path | None:
-    """The nearest pyproject.toml (upwards from `start`) that has a `[tool.gpulint]` table."""
+    """The nearest pyproject.toml (upwards from `start`) that has a `[tool.gpulint]` table, never above the
+    repository `start` is in (a folder with `.git`): a file planted in a parent folder (a shared `/tmp`, a home
+    folder) does not configure the projects below it; `--config` can still name it."""
     start = start.resolve()
     for directory in (start, *start.parents):
         candidate = directory / "pyproject.toml"
@@ -295,6 +306,8 @@ def find_config(start: Path) -> Path | None:
             tool = load_toml(candidate).get("tool")
             if isinstance(tool, dict) and "gpulint" in tool:
                 return candidate
+        if (directory / ".git").exists():
+            return None
     return None
 
 

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import errno
+import functools
 import os
+import re
 import stat
 import tempfile
+import time
 import warnings
 from collections import Counter
 from dataclasses import dataclass, field
@@ -14,7 +18,8 @@ import libcst as cst
 
 from gpulint.config import Settings
 from gpulint.diagnostics import Diagnostic, Edit, Location, is_applicable
-from gpulint.linter import check_source
+from gpulint.budget import run_within
+from gpulint.linter import check_source, timed_out
 from gpulint.lines import line_starts
 
 MAX_PASSES = 16
@@ -102,7 +107,16 @@ def _well_formed(edits: tuple[Edit, ...], starts: list[int], length: int) -> boo
 
 def fix_source(text: str, path: str, settings: Settings, unsafe: bool | None = None, project=None) -> FixOutcome:
     """Fix `text` until nothing changes; `project` (a `ProjectIndex`) gives each pass the file's context in
-    its project, so that `fix` applies what `check` reports."""
+    its project, so that `fix` applies what `check` reports. A file whose fixing and re-checks run past
+    `analysis-timeout` is left as it was."""
+    return run_within(
+        settings.analysis_timeout,
+        lambda: _fix_loop(text, path, settings, unsafe, project),
+        lambda: FixOutcome(text, remaining=[timed_out(path, settings)]),
+    )
+
+
+def _fix_loop(text: str, path: str, settings: Settings, unsafe: bool | None, project) -> FixOutcome:
     from gpulint.projects import context_for
 
     unsafe = settings.unsafe_fixes if unsafe is None else unsafe
@@ -195,11 +209,15 @@ class WriteError(Exception):
 
 
 def write_atomic(path: Path, data: bytes, expected: bytes | None = None) -> None:
-    """Replace the file's content in one step (temp file + rename), keeping its mode, owner and symlinks.
+    """Replace the file's content in one step (temp file + rename), keeping its mode, owner, group, extended
+    attributes (ACLs, SELinux labels) and symlinks.
 
     With `expected` (the bytes the fix was computed from), a file that changed on disk since is left alone,
     and one that already holds `data` (a concurrent run, a second link to the same file) is not rewritten.
     Any failure leaves the original untouched and raises WriteError; no partial file is ever visible.
+    When the temp file cannot be given the original's owner, group or attributes (a non-root user fixing a
+    file of a shared group), the bytes are written into the file itself instead: its metadata stays, but that
+    write is not atomic. Temp files that a killed run left next to the file (older than a minute, ours) go.
     """
     target = Path(os.path.realpath(path))  # write through a symlink, never replace the link itself
     try:
@@ -220,8 +238,9 @@ def write_atomic(path: Path, data: bytes, expected: bytes | None = None) -> None
             return
         if current != expected:
             raise WriteError("file changed on disk since it was read")
+    _remove_stale_temps(target)
     try:
-        descriptor, temp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".gpulint-tmp", dir=target.parent)
+        descriptor, temp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=TEMP_SUFFIX, dir=target.parent)
     except OSError as error:
         raise WriteError(error.strerror or str(error)) from None
     try:
@@ -229,12 +248,9 @@ def write_atomic(path: Path, data: bytes, expected: bytes | None = None) -> None
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(temp_name, stat.S_IMODE(info.st_mode) if info is not None else _new_file_mode())
-        if info is not None and hasattr(os, "chown") and (info.st_uid, info.st_gid) != (os.stat(temp_name).st_uid, os.stat(temp_name).st_gid):
-            try:
-                os.chown(temp_name, info.st_uid, info.st_gid)  # root fixing someone else's file
-            except OSError:
-                pass
+        if info is None:
+            os.chmod(temp_name, _new_file_mode())
+        in_place = info is not None and not _same_metadata(target, info, temp_name)
         if expected is not None:  # a last look, just before the swap
             current = _read(target)
             if current == data:
@@ -242,6 +258,10 @@ def write_atomic(path: Path, data: bytes, expected: bytes | None = None) -> None
                 return
             if current != expected:
                 raise WriteError("file changed on disk since it was read")
+        if in_place:
+            os.unlink(temp_name)
+            _write_in_place(target, data)
+            return
         os.replace(temp_name, target)
     except BaseException as error:
         try:
@@ -252,6 +272,78 @@ def write_atomic(path: Path, data: bytes, expected: bytes | None = None) -> None
             raise WriteError(error.strerror or str(error)) from None
         raise
     _sync_directory(target.parent)
+
+
+TEMP_SUFFIX = ".gpulint-tmp"
+STALE_AFTER_SECONDS = 60  # a live temp file exists for the seconds a write and fsync take
+
+
+def _same_metadata(target: Path, info: os.stat_result, temp_name: str) -> bool:
+    """Give the temp file the target's owner, group, mode and extended attributes; False when one of them
+    cannot be kept (the rename would silently change it)."""
+    temp = os.stat(temp_name)
+    if (temp.st_uid, temp.st_gid) != (info.st_uid, info.st_gid):
+        try:
+            os.chown(temp_name, info.st_uid, info.st_gid)  # works for root, or for a group the user is in
+        except (OSError, AttributeError):
+            return False
+    os.chmod(temp_name, stat.S_IMODE(info.st_mode))  # after chown, which may clear setuid/setgid bits
+    if not hasattr(os, "listxattr"):
+        return True
+    try:
+        names = os.listxattr(target)
+    except OSError:
+        return True  # a file system without extended attributes: nothing to keep
+    for name in names:
+        try:
+            value = os.getxattr(target, name)
+            if name not in os.listxattr(temp_name) or os.getxattr(temp_name, name) != value:
+                os.setxattr(temp_name, name, value)
+        except OSError:
+            return False
+    return True
+
+
+def _write_in_place(target: Path, data: bytes) -> None:
+    """Overwrite the file's bytes, keeping its inode and so all its metadata; space is reserved first, so a
+    full disk fails before the first byte changes."""
+    with open(target, "r+b") as handle:
+        if hasattr(os, "posix_fallocate") and len(data) > 0:
+            try:
+                os.posix_fallocate(handle.fileno(), 0, len(data))
+            except OSError as error:
+                if error.errno not in (errno.EOPNOTSUPP, errno.EINVAL):  # no fallocate here: just write
+                    raise
+        handle.write(data)
+        handle.truncate()
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def _remove_stale_temps(target: Path) -> None:
+    """Temp files of `target` that a killed run left behind: ours (same owner), regular files, old enough that
+    no run can still be writing them."""
+    pattern = re.compile(re.escape(f".{target.name}.") + r"[a-z0-9_]{8}" + re.escape(TEMP_SUFFIX))
+    now = time.time()
+    for name in _temp_names(str(target.parent)):
+        if not pattern.fullmatch(name):
+            continue
+        path = target.parent / name
+        try:
+            info = path.lstat()
+            if stat.S_ISREG(info.st_mode) and info.st_uid == os.geteuid() and now - info.st_mtime > STALE_AFTER_SECONDS:
+                path.unlink()
+        except (OSError, AttributeError):
+            continue
+
+
+@functools.lru_cache(maxsize=256)
+def _temp_names(directory: str) -> tuple[str, ...]:
+    """The temp files in a folder, listed once per run (a fix writes many files of one folder)."""
+    try:
+        return tuple(entry.name for entry in os.scandir(directory) if entry.name.endswith(TEMP_SUFFIX))
+    except OSError:
+        return ()
 
 
 def _new_file_mode() -> int:

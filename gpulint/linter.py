@@ -18,6 +18,7 @@ from gpulint.analysis import SemanticModel
 from gpulint.analysis.devices import may_have_own_evidence
 from gpulint.analysis.project import ModuleContext, lone_context
 from gpulint.analysis.summary import summarize
+from gpulint.budget import run_within, timeout_message
 from gpulint.checks import Rule, all_rules
 from gpulint.checks.base import REGISTRY, text_matcher
 from gpulint.config import Settings
@@ -233,7 +234,16 @@ def check_source(
     if not rules:
         return []
     with _recursion_room():
-        return _check_parsed(text, path, settings, rules, module, project)
+        return run_within(
+            settings.analysis_timeout,
+            lambda: _check_parsed(text, path, settings, rules, module, project),
+            lambda: [timed_out(path, settings)],
+        )
+
+
+def timed_out(path: str, settings: Settings) -> Diagnostic:
+    """The file's analysis used up `analysis-timeout` (a file that cannot be checked, as an unreadable one)."""
+    return file_error(path, timeout_message(settings.analysis_timeout or 0))
 
 
 def _check_parsed(

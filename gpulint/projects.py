@@ -11,13 +11,15 @@ The cache folder keeps, next to the result cache:
   the project changed, a warm check looks its files up in the result cache without building the index;
 - `summaries-<key>.json`: SHA-256 -> summary (a file is summarised once, whatever its path), read only
   when the index is built.
+Both are signed and checked as the result cache is (`gpulint.cache`: this user's HMAC, a `cache-dir` that
+stays in the project, no symlinked folders), and every record is checked by type before use: a malformed one
+is a miss, never an error or a fact.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import hashlib
-import json
 import os
 from functools import cached_property
 from pathlib import Path
@@ -96,26 +98,28 @@ class Project:
 
     def __init__(self, files: list[Path], settings: Settings, use_cache: bool = True, texts: Optional[dict[Path, bytes]] = None) -> None:
         from gpulint import __version__
-        from gpulint.cache import cache_key_parts, cache_root
+        from gpulint.cache import cache_key_parts, cache_location
 
         self.settings = settings
         self.texts = texts or {}
-        folder = cache_root(settings) / __version__ if use_cache else None
+        location = cache_location(settings) if use_cache else None
+        self.directory, self.secret = location if location is not None else (None, b"")
+        folder = self.directory / __version__ if self.directory is not None else None
         key = cache_key_parts(SUMMARY_FORMAT)
         self.state_path = folder / f"project-{key}.json" if folder is not None else None
         self.summaries_path = folder / f"summaries-{key}.json" if folder is not None else None
-        state = _read_json(self.state_path)
-        known = state.get("files")
-        self.known: dict[str, list] = known if isinstance(known, dict) else {}
         self.changed = False  # the state (hashes, context digests) to write back
         self.new_summaries = False
+        state = self._read(self.state_path)
+        known = state.get("files")
+        self.known: dict[str, list] = {k: v for k, v in known.items() if _is_file_state(v)} if isinstance(known, dict) else {}
         self.files = project_files(files, settings)
         self.hashes: dict[Path, str] = {path: self._hash(path) for path in self.files}
-        self.digest = hashlib.sha256("\n".join(f"{p}\0{h}" for p, h in sorted(self.hashes.items())).encode()).hexdigest()
+        listing = "\n".join(f"{p}\0{h}" for p, h in sorted(self.hashes.items()))
+        self.digest = hashlib.sha256(listing.encode("utf-8", "surrogateescape")).hexdigest()  # undecodable names too
         contexts = state.get("contexts")
-        self.contexts: dict[str, str] = (
-            dict(contexts["modules"]) if isinstance(contexts, dict) and contexts.get("project") == self.digest and isinstance(contexts.get("modules"), dict) else {}
-        )
+        modules = contexts.get("modules") if isinstance(contexts, dict) and contexts.get("project") == self.digest else None
+        self.contexts: dict[str, str] = {k: v for k, v in modules.items() if isinstance(v, str)} if isinstance(modules, dict) else {}
 
     def _hash(self, path: Path) -> str:
         """SHA-256 of the file's bytes: the given text, the recorded hash of an unchanged file, or read now."""
@@ -154,17 +158,11 @@ class Project:
 
     @cached_property
     def index(self) -> ProjectIndex:
-        stored = _read_json(self.summaries_path).get("summaries")
+        stored = self._read(self.summaries_path).get("summaries")
         summaries: dict = stored if isinstance(stored, dict) else {}
         found: dict[Path, ModuleSummary] = {}
         for path, digest in self.hashes.items():
-            summary = None
-            data = summaries.get(digest)
-            if isinstance(data, dict):
-                try:
-                    summary = ModuleSummary.from_json(data)
-                except (KeyError, TypeError, ValueError):
-                    summary = None
+            summary = _summary_from_json(summaries.get(digest))
             if summary is None:
                 summary = self._summarize(path)
                 self.new_summaries = True
@@ -182,33 +180,71 @@ class Project:
 
     def save(self) -> None:
         """Write what was learnt (hashes, context digests, summaries); a read-only disk only costs the cache."""
-        from gpulint.cache import write_json_atomic
+        from gpulint.cache import write_signed
 
         try:
             if self.new_summaries and self.summaries_path is not None:
                 # the summaries of this project's files (another project's, sharing the cache folder, are dropped)
                 records = self.index.records
                 summaries = {digest: records[path].summary.to_json() for path, digest in self.hashes.items() if digest and path in records}
-                write_json_atomic(self.summaries_path, {"format": SUMMARY_FORMAT, "summaries": summaries})
+                write_signed(self.directory, self.summaries_path, {"format": SUMMARY_FORMAT, "summaries": summaries}, self.secret)
                 self.new_summaries = False
             if self.changed and self.state_path is not None:
                 files = {k: v for k, v in self.known.items() if os.path.exists(k)}
                 contexts = {"project": self.digest, "modules": self.contexts}
-                write_json_atomic(self.state_path, {"format": SUMMARY_FORMAT, "files": files, "contexts": contexts})
+                write_signed(self.directory, self.state_path, {"format": SUMMARY_FORMAT, "files": files, "contexts": contexts}, self.secret)
                 self.changed = False
         except OSError:
             return
 
 
-def _read_json(path: Optional[Path]) -> dict:
-    """A cache file's content, or {} (missing, unreadable, or written by another format: never trusted)."""
-    if path is None:
-        return {}
+    def _read(self, path: Optional[Path]) -> dict:
+        """A cache file's content, or {} (missing, unreadable, not signed by this user, or of another format:
+        never trusted); a damaged or forged file is rewritten with this run's results."""
+        from gpulint.cache import read_signed
+
+        if path is None:
+            return {}
+        try:
+            data = read_signed(self.directory, path, self.secret)
+        except OSError:
+            return {}
+        except ValueError:
+            self.changed = self.new_summaries = True
+            return {}
+        return data if isinstance(data, dict) and data.get("format") == SUMMARY_FORMAT else {}
+
+
+def _is_file_state(entry: object) -> bool:
+    """`[mtime_ns, size, sha256]`, as `Project._hash` records it."""
+    return isinstance(entry, list) and len(entry) == 3 and type(entry[0]) is int and type(entry[1]) is int and isinstance(entry[2], str)
+
+
+def _summary_from_json(data: object) -> Optional[ModuleSummary]:
+    """The summary a cache record holds, or None when the record does not have the types `to_json` writes."""
+    if not (isinstance(data, dict) and type(data.get("ok")) is bool):
+        return None
+    parts = [data.get(key) for key in ("imports", "functions", "classes", "values")]
+    if not all(isinstance(part, dict) for part in parts) or not isinstance(data.get("evidence"), list):
+        return None
+    if not all(isinstance(v, list) for v in (*data["imports"].values(), *data.get("stars", ()))):
+        return None
+    if not all(isinstance(e, list) and len(e) == 2 and isinstance(e[0], str) and type(e[1]) is int for e in data["evidence"]):
+        return None
+    for record in data["functions"].values():
+        if not (isinstance(record, list) and 2 <= len(record) <= 9 and type(record[0]) is int and _strings(record[1])):
+            return None
+    for record in data["classes"].values():
+        if not (isinstance(record, list) and len(record) == 4 and type(record[0]) is int and _strings(record[1]) and _strings(record[2]) and isinstance(record[3], dict)):
+            return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) and data.get("format") == SUMMARY_FORMAT else {}
+        return ModuleSummary.from_json(data)
+    except Exception:  # noqa: BLE001 - a record of the right outline with a wrong part inside: a miss
+        return None
+
+
+def _strings(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
 
 def load_project(files: list[Path], settings: Settings, use_cache: bool = True) -> ProjectIndex:

@@ -200,6 +200,7 @@ def discover(paths: list[str], settings: Settings) -> tuple[list[Path], list[tup
     files: list[Path] = []
     missing: list[tuple[str, str]] = []
     seen: set[Path] = set()
+    roots = tuple(os.path.realpath(p) for p in paths)  # a walked symlink must stay below one of these
 
     def add(file: Path) -> None:
         key = Path(os.path.abspath(file))
@@ -219,11 +220,15 @@ def discover(paths: list[str], settings: Settings) -> tuple[list[Path], list[tup
             continue
         if settings.force_exclude and force_excluded(path, settings):
             continue
-        _walk(path, settings, add)
+        _walk(path, settings, add, roots)
     return files, missing
 
 
-def _walk(top: Path, settings: Settings, add) -> None:
+def _inside(real: str, roots: tuple[str, ...]) -> bool:
+    return any(real == root or real.startswith(root.rstrip(os.sep) + os.sep) for root in roots)
+
+
+def _walk(top: Path, settings: Settings, add, roots: tuple[str, ...]) -> None:
     gitignore = _Gitignore()
     git_root = _git_root(top.resolve()) if settings.respect_gitignore else None
     base_dir = git_root or top.resolve()
@@ -254,8 +259,14 @@ def _walk(top: Path, settings: Settings, add) -> None:
                 continue
             if is_dir:
                 subdirs.append((path, ignore))
-            elif _included(path, settings) and (entry.is_symlink() or _is_file(entry)):
-                add(path)  # a broken or looping symlink is added, so that reading it reports why
+            elif not _included(path, settings):
+                continue
+            elif entry.is_symlink():
+                # A link out of the paths given is not the project's: never read (or fixed) when found by walking.
+                if _inside(os.path.realpath(path), roots):
+                    add(path)  # a broken or looping link is added, so that reading it reports why
+            elif _is_file(entry):
+                add(path)
         stack.extend(reversed(subdirs))
 
 

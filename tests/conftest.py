@@ -37,8 +37,8 @@ def fixed(source: str, unsafe: bool = True, path: str = "train.py", **overrides)
     return fix_source(textwrap.dedent(source), path, settings(**overrides), unsafe=unsafe).text
 
 
-def run_gpulint(*args: str, cwd: Path | None = None, stdin: str | bytes | None = None, env: dict | None = None):
-    """Run the real CLI in a subprocess (`python -m gpulint`)."""
+def run_gpulint(*args: str, cwd: Path | None = None, stdin: str | bytes | None = None, env: dict | None = None, timeout: float = 300):
+    """Run the real CLI in a subprocess (`python -m gpulint`); past `timeout` seconds, TimeoutExpired fails the test."""
     full_env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
     full_env.pop("GPULINT_OUTPUT_FORMAT", None) if env is None or "GPULINT_OUTPUT_FORMAT" not in env else None
     data = stdin.encode() if isinstance(stdin, str) else stdin
@@ -48,7 +48,7 @@ def run_gpulint(*args: str, cwd: Path | None = None, stdin: str | bytes | None =
         input=data,
         capture_output=True,
         env=full_env,
-        timeout=300,
+        timeout=timeout,
     )
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
 import pty
@@ -13,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from gpulint import linter
-from gpulint.cache import CACHE_DIR_NAME, Cache
+from gpulint.cache import CACHE_DIR_NAME, Cache, secret_key
 from gpulint.config import load_settings
 from gpulint.progress import Progress
 from tests.conftest import FIXTURES, REPO, run_gpulint
@@ -48,10 +50,16 @@ def cache_files(project: Path) -> list[Path]:
     return sorted(p for p in (project / CACHE_DIR_NAME).rglob("*.json") if not p.name.startswith(("project-", "summaries-")))
 
 
+def read_cache(path: Path) -> dict:
+    return json.loads(path.read_bytes().partition(b"\n")[2])  # after the MAC line
+
+
 def edit_cache(path: Path, change) -> None:
-    data = json.loads(path.read_text(encoding="utf-8"))
+    """Change a cache file and sign it again with this user's key (tests of what the MAC cannot catch)."""
+    data = read_cache(path)
     change(data)
-    path.write_text(json.dumps(data), encoding="utf-8")
+    payload = json.dumps(data).encode()
+    path.write_bytes(hmac.new(secret_key(), payload, hashlib.sha256).hexdigest().encode() + b"\n" + payload)
 
 
 def test_cache_layout_next_to_the_config(project):
@@ -109,7 +117,7 @@ def test_a_corrupt_cache_file_is_ignored_and_rewritten(project):
     path.write_bytes(b"\x00{not json")
     result = gpulint(project, "check", "--output-format=concise", "src")
     assert result.stdout.decode().count(MESSAGE_1) == 1 and result.returncode == 1
-    assert json.loads(path.read_text(encoding="utf-8"))["format"] == 1
+    assert read_cache(path)["format"] == 2
 
 
 def test_a_foreign_cache_file_is_not_trusted(project):

@@ -7,8 +7,10 @@ there is none, the writes a loop carries around to it.
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterator, Optional
+from functools import cached_property
+from typing import TYPE_CHECKING, Callable, Iterator, Optional
 
 import libcst as cst
 
@@ -53,6 +55,7 @@ class DataFlow:
         self.formatted: list[cst.FormattedStringExpression] = []  # `{x}` in f-strings
         self.method_calls: dict[str, list[cst.Call]] = {}  # receiver key -> `<receiver>.method(...)` calls
         self._targets: set[int] = set()
+        self._starts: dict[tuple[str, str], list[int]] = {}  # source positions, to slice `method_calls` and `writes`
         self._index(model)
 
     def _index(self, model: SemanticModel) -> None:
@@ -163,7 +166,36 @@ class DataFlow:
     # ---- queries ------------------------------------------------------------------------------
 
     def writes_in_scope(self, key: str, scope: cst.CSTNode) -> list[Write]:
-        return [w for w in self.writes.get(key, ()) if self.model.scope_of(w.target) is scope]
+        return list(self._writes_by_scope.get((key, id(scope)), ()))
+
+    @cached_property
+    def _writes_by_scope(self) -> dict[tuple[str, int], list[Write]]:
+        # Built once: scanning every write of `x` in the module per question made analysis quadratic in
+        # the number of functions that reuse a local name.
+        index: dict[tuple[str, int], list[Write]] = {}
+        for key, writes in self.writes.items():
+            for write in writes:
+                index.setdefault((key, id(self.model.scope_of(write.target))), []).append(write)
+        return index
+
+    def method_calls_in(self, key: str, node: cst.CSTNode) -> list[cst.Call]:
+        """`<key>.method(...)` calls inside `node`, in source order."""
+        return self._slice("call", key, self.method_calls.get(key, []), lambda call: call, node)
+
+    def writes_in(self, key: str, node: cst.CSTNode) -> list[Write]:
+        """The writes of `key` whose statement is inside `node`, in source order."""
+        return self._slice("write", key, self.writes.get(key, []), lambda write: write.statement, node)
+
+    def reads_in(self, key: str, node: cst.CSTNode) -> list[cst.BaseExpression]:
+        """The reads of `key` inside `node`, in source order."""
+        return self._slice("read", key, self.reads.get(key, []), lambda read: read, node)
+
+    def _slice(self, kind: str, key: str, items: list, position: Callable, node: cst.CSTNode) -> list:
+        """The `items` (kept in source order) that lie inside `node`, by bisection on their positions."""
+        starts = self._starts.get((kind, key))
+        if starts is None:
+            starts = self._starts[(kind, key)] = [self.order[position(item)] for item in items]
+        return items[bisect.bisect_left(starts, self.order[node]) : bisect.bisect_left(starts, self.end[node])]
 
     def reaching_writes(self, key: str, at: cst.CSTNode) -> list[Write]:
         """The writes of `key` a read at `at` may see: the last one before it in its scope, else loop-carried
@@ -192,7 +224,7 @@ class DataFlow:
             return self.writes_in_scope(key, model.module)
         cls = self.enclosing_class(at)
         if cls is not None and key.startswith("self."):
-            return [w for w in self.writes.get(key, ()) if self.inside(w.statement, cls)]
+            return self.writes_in(key, cls)
         return []
 
     def _surely_runs_before(self, statement: cst.CSTNode, at: cst.CSTNode) -> bool:

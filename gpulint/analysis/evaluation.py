@@ -9,6 +9,7 @@ import libcst as cst
 
 from gpulint.analysis.gradients import needs_gradients
 from gpulint.analysis.hot_loops import in_no_grad
+from gpulint.analysis.model import any_reachable
 from gpulint.analysis.value_resolution import literal_value
 
 if TYPE_CHECKING:
@@ -27,9 +28,29 @@ class EvalForward:
     forward: cst.Call  # `model(x)` inside the loop, with autograd on
 
 
-def _grad_mode_decided(model: SemanticModel, node: cst.CSTNode, _seen: frozenset[str] = frozenset()) -> bool:
+def _grad_mode_decided(model: SemanticModel, node: cst.CSTNode) -> bool:
     """Under `no_grad`/`inference_mode`/`set_grad_enabled` (context or decorator), or in a function whose callers
     in this module all call it so."""
+    if _decided_here(model, node):
+        return True
+    function = model.enclosing_function(node)
+    if function is None:
+        return False
+    # Each function once, through its callers' functions: following callers path by path is exponential.
+    return any_reachable(
+        model.memo("grad mode decided by a caller"),
+        function,
+        lambda f: any(_decided_here(model, c) for c in _callers(model, f)),
+        lambda f: [g for c in _callers(model, f) if (g := model.enclosing_function(c)) is not None],
+    )
+
+
+def _callers(model: SemanticModel, function: cst.FunctionDef) -> list[cst.Call]:
+    calls = [*model.calls_of(function.name.value), *model.method_calls(function.name.value)]
+    return [c for c in calls if not model.is_inside(c, function)]
+
+
+def _decided_here(model: SemanticModel, node: cst.CSTNode) -> bool:
     if in_no_grad(model, node):
         return True
     for ancestor in model.ancestors(node):
@@ -45,16 +66,7 @@ def _grad_mode_decided(model: SemanticModel, node: cst.CSTNode, _seen: frozenset
                 return True
     scope = model.scope_of(node)
     # `torch.set_grad_enabled(False)` as a statement earlier in the function switches autograd off for what follows.
-    if any(_switches_grad_off(model, c) and model.scope_of(c) is scope and model.dataflow.before(c, node) for c in model.calls):
-        return True
-    function = model.enclosing_function(node)
-    if function is not None and function.name.value not in _seen:
-        callers = [c for c in model.calls if isinstance(c.func, cst.Name) and c.func.value == function.name.value]
-        callers += [c for c in model.calls if isinstance(c.func, cst.Attribute) and c.func.attr.value == function.name.value]
-        seen = _seen | {function.name.value}
-        if any(_grad_mode_decided(model, c, seen) for c in callers if not model.is_inside(c, function)):
-            return True
-    return False
+    return any(_switches_grad_off(model, c) and model.scope_of(c) is scope and model.dataflow.before(c, node) for c in model.calls_inside(scope))
 
 
 def _switches_grad_off(model: SemanticModel, call: cst.Call) -> bool:
@@ -69,7 +81,7 @@ def _switches_grad_off(model: SemanticModel, call: cst.Call) -> bool:
 
 def _outermost_loops(model: SemanticModel, statement: cst.CSTNode) -> list[Loop]:
     loops = []
-    for loop in model.loops:
+    for loop in model.loops_inside(statement):
         if loop is statement:
             loops.append(loop)
             continue
@@ -86,12 +98,10 @@ def _outermost_loops(model: SemanticModel, statement: cst.CSTNode) -> list[Loop]
 
 
 def _calls_method(model: SemanticModel, node: cst.CSTNode, receiver: str, method: str) -> bool:
-    for call in model.calls:
-        func = call.func
-        if isinstance(func, cst.Attribute) and func.attr.value == method and model.code(func.value) == receiver:
-            if model.is_inside(call, node):
-                return True
-    return False
+    return any(
+        isinstance(c.func, cst.Attribute) and c.func.attr.value == method and model.code(c.func.value) == receiver
+        for c in model.calls_inside(node)
+    )
 
 
 def find_eval_forwards(model: SemanticModel) -> list[EvalForward]:
@@ -114,10 +124,7 @@ def find_eval_forwards(model: SemanticModel) -> list[EvalForward]:
             for loop in _outermost_loops(model, following):
                 if id(loop) in seen_loops or needs_gradients(model, loop):
                     continue
-                forwards = [
-                    c for c in model.calls
-                    if model.is_inside(c, loop) and model.code(c.func) in (receiver_code, f"{receiver_code}.forward")
-                ]  # fmt: skip
+                forwards = [c for c in model.calls_inside(loop) if model.code(c.func) in (receiver_code, f"{receiver_code}.forward")]
                 forwards = [c for c in forwards if model.enclosing_function(c) is model.enclosing_function(loop)]
                 unguarded = [c for c in forwards if not _grad_mode_decided(model, c)]
                 if unguarded:

@@ -76,12 +76,14 @@ def works_on_gradient_tensors(model: SemanticModel) -> bool:
     return False
 
 
-def needs_gradients(model: SemanticModel, node: cst.CSTNode, _seen: frozenset[str] = frozenset()) -> bool:
+def needs_gradients(model: SemanticModel, node: cst.CSTNode) -> bool:
     """`node` runs autograd: `backward()`, `torch.autograd.grad`, `requires_grad_()`, `requires_grad = True`,
     an optimizer step, directly or through a function of this module it calls."""
-    for call in model.calls:
-        if not model.is_inside(call, node):
-            continue
+    return model.through_calls("needs gradients", node, lambda here: _runs_autograd(model, here))
+
+
+def _runs_autograd(model: SemanticModel, node: cst.CSTNode) -> bool:
+    for call in model.calls_inside(node):
         func = call.func
         if isinstance(func, cst.Attribute) and func.attr.value in ("backward", "requires_grad_", "step"):
             return True
@@ -89,12 +91,8 @@ def needs_gradients(model: SemanticModel, node: cst.CSTNode, _seen: frozenset[st
             return True
         if any(a.keyword is not None and a.keyword.value == "requires_grad" for a in call.args):
             return True
-        if isinstance(func, cst.Name) and func.value not in _seen:
-            for function in model.functions.get(func.value, []):
-                if needs_gradients(model, function, _seen | {func.value}):
-                    return True
-    for attr in model.attributes:
-        if attr.attr.value == "requires_grad" and model.is_inside(attr, node):
+    for attr in model.attributes_inside(node):
+        if attr.attr.value == "requires_grad":
             parent = model.parent.get(model.parent.get(attr))
             if isinstance(parent, cst.Assign):
                 return True

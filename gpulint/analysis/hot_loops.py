@@ -34,22 +34,20 @@ def _is_training_step(model: SemanticModel, call: cst.Call) -> bool:
     return False
 
 
-def trains(model: SemanticModel, node: cst.CSTNode, _seen: frozenset[str] = frozenset()) -> bool:
+def trains(model: SemanticModel, node: cst.CSTNode) -> bool:
     """`node` runs a backward pass or an optimizer step, directly, through a function of this module, or
     through a project function of another module (`train_one_epoch(...)` from `engine.py`)."""
-    for call in model.calls_inside(node):
-        if _is_training_step(model, call):
-            return True
-        if isinstance(call.func, cst.Name) and call.func.value in model.functions:
-            if call.func.value not in _seen:
-                for func in model.functions.get(call.func.value, []):
-                    if trains(model, func, _seen | {call.func.value}):
-                        return True
-            continue
-        callee = model.callee(call)
-        if callee is not None and callee.trains:
-            return True
-    return False
+    return model.through_calls("trains", node, lambda here: any(_trains_here(model, c) for c in model.calls_inside(here)))
+
+
+def _trains_here(model: SemanticModel, call: cst.Call) -> bool:
+    """`call` is a training step, or calls a project function of another module that trains (its summary)."""
+    if _is_training_step(model, call):
+        return True
+    if isinstance(call.func, cst.Name) and call.func.value in model.functions:
+        return False  # this module's own function: followed by `through_calls`
+    callee = model.callee(call)
+    return callee is not None and callee.trains
 
 
 def is_hot(model: SemanticModel, loop: Loop) -> bool:

@@ -168,15 +168,19 @@ class LoaderFlow:
         if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
             if self._only_loader_bindings(parent.targets[0].target.value, parent):
                 names.add(parent.targets[0].target.value)
+        given = [value]  # handed over directly, or by a name read in its scope (not every call of the module)
+        for name in names:
+            ref = _Ref(scope, name, False, (), ())
+            given += [read for read in self._reads_near(ref) if self._in_ref_scope(ref, read)]
         found = []
-        for call in m.calls:
+        for occurrence in given:
+            arg, call = m.parent.get(occurrence), m.parent.get(m.parent.get(occurrence))
+            if not (isinstance(arg, cst.Arg) and arg.value is occurrence and isinstance(call, cst.Call)):
+                continue
             callee = m.callee(call)
             if callee is None or not callee.consumes:
                 continue
-            for arg, param in m.arguments_to(call, callee):
-                given = arg.value
-                if given is value or (isinstance(given, cst.Name) and given.value in names and self._in_ref_scope(_Ref(scope, given.value, False, (), ()), given)):
-                    found.extend(callee.consumes.get(param, ()))
+            found.extend(kept for a, param in m.arguments_to(call, callee) if a is arg for kept in callee.consumes.get(param, ()))
         return found
 
     def returned_by(self, value: cst.CSTNode) -> list[tuple[str, Optional[int]]]:
@@ -239,23 +243,19 @@ class LoaderFlow:
                 break
         return False
 
-    def accumulates_gradients(self, loop: cst.CSTNode, _seen: frozenset[str] = frozenset()) -> bool:
+    def accumulates_gradients(self, loop: cst.CSTNode) -> bool:
         """Gradient accumulation: an optimizer step under `if ... % k == 0`, a loss divided by an
         `accum...` count, or `with accelerator.accumulate(...)` (also in this module's functions it calls)."""
-        m = self.m
-        for call in m.calls:
-            if not m.is_inside(call, loop):
-                continue
+        return self.m.through_calls("accumulates gradients", loop, self._accumulates_here)
+
+    def _accumulates_here(self, node: cst.CSTNode) -> bool:
+        for call in self.m.calls_inside(node):
             func = call.func
             if isinstance(func, cst.Attribute) and func.attr.value in ("accumulate", "no_sync"):
                 return True
-            if isinstance(func, cst.Attribute) and func.attr.value == "step" and self._under_modulo_guard(call, loop):
+            if isinstance(func, cst.Attribute) and func.attr.value == "step" and self._under_modulo_guard(call, node):
                 return True
-            if isinstance(func, cst.Name) and func.value not in _seen:
-                for target in m.functions.get(func.value, []):
-                    if self.accumulates_gradients(target, _seen | {func.value}):
-                        return True
-        return _DivisionByAccumulation.find(loop)
+        return _DivisionByAccumulation.find(node)
 
     def pinned(self, loader: DataLoaderCall) -> bool:
         """`pin_memory` is True (literal or resolved) or `torch.cuda.is_available()`."""
@@ -289,7 +289,7 @@ class LoaderFlow:
 
     def device_chosen_at_run_time(self, moves: list[BatchMove]) -> bool:
         """True unless every move targets a literal CUDA device (`.cuda()`, `"cuda"`, `torch.device("cuda")`)."""
-        if any(self.m.call_name(c) == "torch.cuda.is_available" for c in self.m.calls):
+        if any(self.m.call_name(c) == "torch.cuda.is_available" for c in self.m.method_calls("is_available")):
             return True
         return not all(self._fixed_cuda_target(move.call) for move in moves)
 
@@ -394,7 +394,7 @@ class LoaderFlow:
         return name is not None and any(self._returns_loader(f) for f in self.m.functions.get(name, []))
 
     def _returns_loader(self, func: cst.FunctionDef) -> bool:
-        return any(self.m.call_name(c) == DATALOADER and self.m.is_inside(c, func) for c in self.m.calls)
+        return any(self.m.call_name(c) == DATALOADER for c in self.m.calls_inside(func))
 
     def _refs_from_factory(self, ret: cst.Return, index: Optional[int], bound_at, via, hops) -> Iterator[_Ref]:
         m = self.m
@@ -419,7 +419,7 @@ class LoaderFlow:
         m = self.m
         name = func.name.value
         owner = m.parent.get(m.parent.get(func))
-        for call in m.calls:
+        for call in (m.calls_of(name) if not isinstance(owner, cst.ClassDef) else m.method_calls(name)):
             callee = call.func
             if isinstance(callee, cst.Name) and callee.value == name and not isinstance(owner, cst.ClassDef):
                 yield call
@@ -479,6 +479,15 @@ class LoaderFlow:
             return isinstance(expr, cst.Attribute) and self.m.code(expr) == ref.name
         return isinstance(expr, cst.Name) and expr.value == ref.name
 
+    def _calls_near(self, ref: _Ref) -> list[cst.Call]:
+        """The calls that can be in `ref`'s scope: inside it, or anywhere for a module-level name (read as a global)."""
+        return self.m.calls if ref.scope is self.m.module and not ref.is_attribute else self.m.calls_inside(ref.scope)
+
+    def _reads_near(self, ref: _Ref) -> list[cst.BaseExpression]:
+        """The reads of `ref`'s name that can be in its scope, as `_calls_near`."""
+        dataflow = self.m.dataflow
+        return dataflow.reads.get(ref.name, []) if ref.scope is self.m.module and not ref.is_attribute else dataflow.reads_in(ref.name, ref.scope)
+
     def _in_ref_scope(self, ref: _Ref, node: cst.CSTNode) -> bool:
         if ref.is_attribute:
             return self.m.is_inside(node, ref.scope)
@@ -498,7 +507,7 @@ class LoaderFlow:
     def _ref_occurrences(self, ref: _Ref) -> Iterator[cst.BaseExpression]:
         """Expressions in the ref's scope that name the loader."""
         m = self.m
-        for read in m.dataflow.reads.get(ref.name, ()):
+        for read in self._reads_near(ref):
             occurrence = m.parent.get(read) if ref.key is not None else read
             if isinstance(occurrence, cst.BaseExpression) and self._in_ref_scope(ref, read) and self._matches(ref, occurrence):
                 yield occurrence
@@ -514,8 +523,9 @@ class LoaderFlow:
     def _direct_iterations(self, value: cst.CSTNode, bound_at: tuple, via: tuple) -> list[Iteration]:
         """`for batch in DataLoader(...)` without a name in between."""
         found = []
-        for loop in self.m.loops:
-            if isinstance(loop, cst.For) and self.m.is_inside(value, loop.iter):
+        outer_first = reversed([a for a in self.m.ancestors(value) if isinstance(a, cst.For)])  # only these can hold it
+        for loop in outer_first:
+            if self.m.is_inside(value, loop.iter):
                 targets = element_targets(self.m, loop.iter, loop.target, lambda e: e is value)
                 if targets is not None:
                     found.append(Iteration(loop, (loop,), _names(targets), _whole(targets), True, bound_at, via))
@@ -524,14 +534,15 @@ class LoaderFlow:
     def _iterations_of_ref(self, ref: _Ref) -> list[Iteration]:
         m = self.m
         found = []
-        for loop in m.loops:
+        loops = m.loops if ref.scope is m.module and not ref.is_attribute else m.loops_inside(ref.scope)
+        for loop in loops:
             if not isinstance(loop, cst.For) or not self._in_ref_scope(ref, loop):
                 continue
             targets = element_targets(self.m, loop.iter, loop.target, lambda e: self._matches(ref, e))
             if targets is not None:
                 via = ref.via + self._entry_calls(ref, loop)
                 found.append(Iteration(loop, (loop,), _names(targets), _whole(targets), True, ref.bound_at, via))
-        for call in m.calls:
+        for call in self._calls_near(ref):
             if not (isinstance(call.func, cst.Name) and call.func.value == "next" and call.args):
                 continue
             if not self._in_ref_scope(ref, call) or not self._iterator_of(ref, call.args[0].value):
@@ -568,8 +579,8 @@ class LoaderFlow:
             names = set(iteration.batch_names)
             for region in iteration.regions:
                 names = _BatchNames.collect(region, names)
-            for call in self.m.calls:
-                if id(call) in seen or not any(self.m.is_inside(call, region) for region in iteration.regions):
+            for call in (c for region in iteration.regions for c in self.m.calls_inside(region)):
+                if id(call) in seen:
                     continue
                 if not self.m.residency.moves_to_cuda(call):
                     helper = self._helper_move(call, names, iteration)
@@ -627,11 +638,11 @@ class LoaderFlow:
 
     def _last_mode_switch(self, statement: cst.CSTNode, scope: cst.CSTNode) -> Optional[str]:
         last = None
-        for call in self.m.calls:
+        for call in self.m.calls_inside(statement):
             func = call.func
             if not isinstance(func, cst.Attribute) or func.attr.value not in ("eval", "train"):
                 continue
-            if not self.m.is_inside(call, statement) or self.m.scope_of(call) is not scope:
+            if self.m.scope_of(call) is not scope:
                 continue
             if func.attr.value == "eval" and not call.args:
                 last = EVAL

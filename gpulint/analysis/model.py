@@ -390,6 +390,8 @@ class SemanticModel:
         self._pending_classes: list[cst.ClassDef] = []
         self._inside_questions = 0
         self._qualified: dict[int, tuple[cst.BaseExpression, str | None]] = {}
+        self._scopes: dict[int, Scope] = {}
+        self._memos: dict[str, dict[cst.CSTNode, bool]] = {}
         _walk(self, module)
         for node in self._pending_classes:
             self._finish_class(node)
@@ -453,13 +455,19 @@ class SemanticModel:
 
     def scope_of(self, node: cst.CSTNode) -> Scope:
         """The function, lambda or module whose local namespace `node` lives in (class bodies skipped)."""
+        found = self._scopes.get(id(node))  # asked for most nodes, many times: once per node is linear
+        if found is not None:
+            return found
+        found = self.module
         child = node
         for ancestor in self.ancestors(node):
             # Only a body opens a scope: defaults and decorators are evaluated in the outer one.
             if isinstance(ancestor, (cst.FunctionDef, cst.Lambda)) and child is ancestor.body:
-                return ancestor
+                found = ancestor
+                break
             child = ancestor
-        return self.module
+        self._scopes[id(node)] = found
+        return found
 
     def enclosing_function(self, node: cst.CSTNode) -> Optional[cst.FunctionDef]:
         for ancestor in self.ancestors(node):
@@ -499,16 +507,52 @@ class SemanticModel:
 
     def calls_inside(self, node: cst.CSTNode) -> list[cst.Call]:
         """The calls in `node`'s subtree (`node` included), in source order."""
+        return self._slice_inside(self.calls, self._call_starts, node)
+
+    def memo(self, fact: str) -> dict[cst.CSTNode, bool]:
+        """This module's table of answers to `fact` per node (a function), for questions that follow calls."""
+        return self._memos.setdefault(fact, {})
+
+    def through_calls(self, fact: str, node: cst.CSTNode, here: typing.Callable[[cst.CSTNode], bool]) -> bool:
+        """`here(node)`, or `here(f)` for a function `f` of this module that `node` calls by name, transitively.
+
+        Each function is answered once per `fact` (a name for `here`): following the call graph path by path
+        costs 2^n on n functions that each call the two before."""
+        memo = self.memo(fact)
+        return here(node) or any(any_reachable(memo, func, here, self.callees) for func in self.callees(node))
+
+    def callees(self, node: cst.CSTNode) -> list[cst.FunctionDef]:
+        """The functions of this module that calls inside `node` name (`train(...)`)."""
+        return [f for call in self.calls_inside(node) if isinstance(call.func, cst.Name) for f in self.functions.get(call.func.value, ())]
+
+    def attributes_inside(self, node: cst.CSTNode) -> list[cst.Attribute]:
+        """The attributes (`a.b`) in `node`'s subtree, in source order."""
+        return self._slice_inside(self.attributes, self._attribute_starts, node)
+
+    def loops_inside(self, node: cst.CSTNode) -> list[Loop]:
+        """The loops in `node`'s subtree (`node` included), in source order."""
+        return self._slice_inside(self.loops, self._loop_starts, node)
+
+    def _slice_inside(self, nodes: list, starts: list[int], node: cst.CSTNode) -> list:
         span = self._spans.get(id(node))
         if span is None:
-            return [call for call in self.calls if self.is_inside(call, node)]
-        starts = self._call_starts
-        return self.calls[bisect.bisect_left(starts, span[0]) : bisect.bisect_right(starts, span[1])]
+            return [n for n in nodes if self.is_inside(n, node)]
+        return nodes[bisect.bisect_left(starts, span[0]) : bisect.bisect_right(starts, span[1])]
 
     @cached_property
     def _call_starts(self) -> list[int]:
         spans = self._spans
         return [spans[id(call)][0] for call in self.calls]
+
+    @cached_property
+    def _attribute_starts(self) -> list[int]:
+        spans = self._spans
+        return [spans[id(attribute)][0] for attribute in self.attributes]
+
+    @cached_property
+    def _loop_starts(self) -> list[int]:
+        spans = self._spans
+        return [spans[id(loop)][0] for loop in self.loops]
 
     @cached_property
     def _spans(self) -> dict[int, tuple[int, int]]:
@@ -564,16 +608,25 @@ class SemanticModel:
     def call_name(self, call: cst.Call) -> str | None:
         return self.qualified_name(call.func)
 
-    def is_subclass_of(self, class_name: str, base: str, _seen: frozenset = frozenset()) -> bool:
+    def is_subclass_of(self, class_name: str, base: str) -> bool:
+        return self.derives_from(class_name, f"subclass of {base}", lambda bases: base in bases)
+
+    def derives_from(self, class_name: str, fact: str, direct: typing.Callable[[list[str]], bool]) -> bool:
+        """`direct(bases)` holds for the class of this module named `class_name` or a class of this module it
+        derives from; each class answered once per `fact` (a diamond of bases is not a path per ancestor)."""
         info = self.classes.get(class_name)
-        if info is None or class_name in _seen:
+        if info is None:
             return False
-        for b in info.bases:
-            if b == base:
-                return True
-            if b in self.classes and self.is_subclass_of(b, base, _seen | {class_name}):
-                return True
-        return False
+
+        def bases(node: cst.ClassDef) -> list[str]:
+            return self.classes[node.name.value].bases
+
+        return any_reachable(
+            self.memo(fact),
+            info.node,
+            lambda node: direct(bases(node)),
+            lambda node: [self.classes[b].node for b in bases(node) if b in self.classes],
+        )
 
     def local_class_of(self, qualified: str | None) -> ClassInfo | None:
         if qualified and qualified.startswith("<module>."):
@@ -593,10 +646,23 @@ class SemanticModel:
 
     def method_calls(self, attr: str) -> Iterator[cst.Call]:
         """Calls of the form `<anything>.attr(...)`."""
+        yield from self._calls_by_callee.get((True, attr), ())
+
+    def calls_of(self, name: str) -> list[cst.Call]:
+        """Calls of the form `name(...)`, in source order."""
+        return self._calls_by_callee.get((False, name), [])
+
+    @cached_property
+    def _calls_by_callee(self) -> dict[tuple[bool, str], list[cst.Call]]:
+        # (is a method call, the name called) -> calls: asked per function and loop, so never a scan of every call.
+        index: dict[tuple[bool, str], list[cst.Call]] = defaultdict(list)
         for call in self.calls:
             func = call.func
-            if isinstance(func, cst.Attribute) and func.attr.value == attr:
-                yield call
+            if isinstance(func, cst.Attribute):
+                index[(True, func.attr.value)].append(call)
+            elif isinstance(func, cst.Name):
+                index[(False, func.value)].append(call)
+        return dict(index)
 
     # ---- positions (computed only when a rule reports) -----------------------------------------
 
@@ -756,6 +822,58 @@ class SemanticModel:
     def yields_of(self, func: cst.FunctionDef) -> list[cst.Yield]:
         """The `yield` expressions of `func` itself (it is a generator when there are any)."""
         return _collect_own(func, cst.Yield)
+
+
+def any_reachable(
+    memo: dict[cst.CSTNode, bool],
+    start: cst.CSTNode,
+    here: typing.Callable[[cst.CSTNode], bool],
+    successors: typing.Callable[[cst.CSTNode], list[cst.CSTNode]],
+) -> bool:
+    """`here(n)` for `start` or a node reachable from it through `successors`, each node looked at once.
+
+    Tarjan's strongly connected components, iteratively (a chain of thousands of functions is no recursion):
+    the nodes of one cycle reach each other, so they share one answer, stored in `memo` when the cycle closes."""
+    if start in memo:
+        return memo[start]
+    index: dict[cst.CSTNode, int] = {}
+    low: dict[cst.CSTNode, int] = {}
+    holds: dict[cst.CSTNode, bool] = {}
+    depth: dict[cst.CSTNode, int] = {}  # where the node sits on `stack`
+    stack: list[cst.CSTNode] = []
+    frames: list[tuple[cst.CSTNode, Iterator[cst.CSTNode]]] = []
+
+    def enter(node: cst.CSTNode) -> None:
+        index[node] = low[node] = len(index)
+        depth[node] = len(stack)
+        stack.append(node)
+        holds[node] = here(node)
+        frames.append((node, iter(successors(node))))
+
+    enter(start)
+    while frames:
+        node, pending = frames[-1]
+        for successor in pending:
+            if successor in memo:
+                holds[node] = holds[node] or memo[successor]
+            elif successor not in index:
+                enter(successor)
+                break
+            else:  # on the stack: the same cycle
+                low[node] = min(low[node], index[successor])
+        else:
+            frames.pop()
+            if low[node] == index[node]:  # `node` closes a cycle (or stands alone): every member is answered
+                members = stack[depth[node] :]
+                del stack[depth[node] :]
+                answer = any(holds[m] for m in members)
+                for member in members:
+                    memo[member] = answer
+            if frames:
+                caller = frames[-1][0]
+                low[caller] = min(low[caller], low[node])
+                holds[caller] = holds[caller] or memo.get(node, False)
+    return memo[start]
 
 
 def _collect_own(func: cst.FunctionDef, kind: type) -> list:

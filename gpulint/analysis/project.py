@@ -25,6 +25,9 @@ from gpulint.analysis.devices import gpu_context_reason
 from gpulint.analysis.summary import INTERNAL, MODULE_BODY, FunctionSummary, ModuleSummary, deep_sources, sources_of
 
 _MAX_DEPTH = 6  # calls followed through helpers, imports through re-exports
+# Facts composed through more functions (or modules) than this at once are unknown: a chain of thousands of
+# modules in a hostile repository must not exhaust the interpreter's recursion.
+_MAX_CHAIN = 40
 _NN_MODULE = "torch.nn.Module"
 
 
@@ -146,6 +149,7 @@ class ProjectIndex:
         self._consumptions: dict[tuple[int, str, str], list[Consumption]] = {}
         self._contexts: dict[Path, ModuleContext] = {}
         self._gpu: dict[int, Optional[str]] = {}
+        self._gpu_in_progress = 0
 
     def with_module(self, path: Path, summary: ModuleSummary) -> ProjectIndex:
         """The same project with one module's summary replaced (or added): a file being fixed."""
@@ -260,7 +264,7 @@ class ProjectIndex:
         key = (id(record), name)
         if key in self._callees:
             return self._callees[key]
-        if key in self._in_progress or len(self._in_progress) > 40:
+        if key in self._in_progress or len(self._in_progress) > _MAX_CHAIN:
             return None  # recursion (or a very deep chain): unknown
         self._in_progress.add(key)
         try:
@@ -517,8 +521,14 @@ class ProjectIndex:
 
     def gpu_reason(self, record: _Record) -> Optional[str]:
         if id(record) not in self._gpu:
+            if self._gpu_in_progress > _MAX_CHAIN:
+                return None  # evidence from callers of callers ... this far away: not followed (nor remembered)
             self._gpu[id(record)] = None  # a cycle through the project means no evidence from it
-            self._gpu[id(record)] = gpu_context_reason(record.summary.evidence, self._project_evidence(record))
+            self._gpu_in_progress += 1
+            try:
+                self._gpu[id(record)] = gpu_context_reason(record.summary.evidence, self._project_evidence(record))
+            finally:
+                self._gpu_in_progress -= 1
         return self._gpu[id(record)]
 
     def _project_evidence(self, record: _Record) -> Iterator[str]:

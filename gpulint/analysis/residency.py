@@ -101,6 +101,7 @@ class Residency:
         self.model = model
         self.flow = model.dataflow
         self._levels: dict[cst.CSTNode, int] = {}
+        self._write_levels: dict[Write, int] = {}
         self._modules: dict[cst.CSTNode, bool] = {}
         self._roles: dict[cst.CSTNode, Optional[str]] = {}
 
@@ -364,13 +365,7 @@ class Residency:
         return False
 
     def _is_module_class(self, class_name: str) -> bool:
-        info = self.model.classes.get(class_name)
-        if info is None:
-            return False
-        for base in info.bases:
-            if base.startswith("torch.nn.") or (base in self.model.classes and self._is_module_class(base)):
-                return True
-        return False
+        return self.model.derives_from(class_name, "nn.Module subclass", lambda bases: any(b.startswith("torch.nn.") for b in bases))
 
     def _returns_module(self, func: cst.FunctionDef, depth: int) -> bool:
         model = self.model
@@ -385,11 +380,8 @@ class Residency:
         model = self.model
         scope = model.scope_of(at)
         cls = self.flow.enclosing_class(at) if key.startswith("self.") else None
-        for call in self.flow.method_calls.get(key, ()):
-            if cls is not None:
-                if not self.flow.inside(call, cls):
-                    continue
-            elif model.scope_of(call) is not scope:
+        for call in self.flow.method_calls_in(key, cls if cls is not None else scope):
+            if cls is None and model.scope_of(call) is not scope:
                 continue
             if call.func.attr.value in _MODULE_METHODS or self.is_discarded_move(call):
                 return True
@@ -445,15 +437,16 @@ class Residency:
                 return True
         # Moved in place where it is used, or where it is defined (a module-level `model.to(device)` of a
         # model that functions use).
-        scopes = {id(self.model.scope_of(expr))} | {id(self.model.scope_of(w.statement)) for w in self.flow.reaching_writes(key, expr)}
+        scopes = {self.model.scope_of(expr)} | {self.model.scope_of(w.statement) for w in self.flow.reaching_writes(key, expr)}
         cls = self.flow.enclosing_class(expr) if key.startswith("self.") else None
-        for call in self.flow.method_calls.get(key, ()):
-            if self.is_discarded_move(call):
-                m = self.move(call)
-                if m is not None and m[0] == CUDA and (
-                    self.flow.inside(call, cls) if cls is not None else id(self.model.scope_of(call)) in scopes
-                ):
-                    return True
+        for region in [cls] if cls is not None else scopes:
+            for call in self.flow.method_calls_in(key, region):
+                if cls is None and self.model.scope_of(call) is not region:
+                    continue
+                if self.is_discarded_move(call):
+                    m = self.move(call)
+                    if m is not None and m[0] == CUDA:
+                        return True
         return False
 
     def _moved_call(self, call: cst.Call) -> bool:
@@ -511,6 +504,14 @@ class Residency:
         return NONE
 
     def _write_level(self, write: Write) -> int:
+        # Memoized: each `if c: t += x` reaches every earlier one, so unmemoized this costs 2^n.
+        if write in self._write_levels:
+            return self._write_levels[write]
+        self._write_levels[write] = NONE  # a loop of augmented writes (`t += a; t += b`) resolves to "unknown"
+        result = self._write_levels[write] = self._compute_write_level(write)
+        return result
+
+    def _compute_write_level(self, write: Write) -> int:
         if write.value is None and isinstance(write.statement, cst.For):
             return self._element_level(write)
         if write.value is None:
@@ -923,9 +924,7 @@ class Residency:
         model = self.model
         roles = set()
         steps_here = False  # a backward pass or an optimizer step in this loop's own body
-        for call in model.calls:
-            if not self.flow.inside(call, loop):
-                continue
+        for call in model.calls_inside(loop):
             nested = model.enclosing_loops(call)[:1] != [loop]
             callee = model.callee(call)  # a function of this module or another: a training step, or a whole epoch
             if callee is not None:
@@ -938,7 +937,7 @@ class Residency:
             elif isinstance(call.func, cst.Name) and call.func.value in model.functions:
                 for func in model.functions.get(call.func.value, []):
                     if trains(model, func):
-                        has_loop = any(model.is_inside(inner, func) and trains(model, inner) for inner in model.loops)
+                        has_loop = any(trains(model, inner) for inner in model.loops_inside(func))
                         roles.add(EPOCH if nested or has_loop else TRAIN)
         if EPOCH in roles and not steps_here:
             roles.discard(TRAIN)  # an epoch loop that also zeroes gradients or hands the optimizer to a helper
@@ -969,8 +968,8 @@ class Residency:
 
     def _runs_model(self, loop: Loop) -> bool:
         model = self.model
-        for call in model.calls:
-            if model.is_inside(call, loop) and (self.is_module(call.func) or self.is_gpu_module(call.func)):
+        for call in model.calls_inside(loop):
+            if self.is_module(call.func) or self.is_gpu_module(call.func):
                 return True
         if isinstance(loop, cst.For):
             from gpulint.analysis.hot_loops import iterated_expressions
@@ -1044,9 +1043,7 @@ class Residency:
         model = self.model
         loops = model.enclosing_loops(node)
         region = loops[0] if loops else model.scope_of(node)
-        for call in model.calls:
-            if not model.is_inside(call, region):
-                continue
+        for call in model.calls_inside(region):
             if model.call_name(call) in _TIMERS:
                 return True
             if isinstance(call.func, cst.Attribute) and call.func.attr.value == "elapsed_time":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -90,6 +91,22 @@ class ReportContext:
         return notebook.file_location(location) if notebook is not None else location
 
 
+# Characters that must not reach a terminal or a CI log raw: C0 and C1 controls (ANSI escape sequences, carriage
+# returns, line breaks that would start a new line), Unicode line separators, the invisible direction marks and
+# overrides of "Trojan Source", and lone surrogates (a file name with bytes that are not UTF-8).
+_UNPRINTABLE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]")
+# GitHub Actions runs `::command::` at the start of a line (after spaces) and `##[command]` anywhere in one.
+_WORKFLOW_COMMAND = re.compile(r"^(\s*):(?=:)|(?<=##)\[")
+
+
+def printable(line: str) -> str:
+    """One line of human output (file names and quoted source included) that cannot act on the terminal or CI
+    runner showing it: those characters are shown as Python escapes (`\\n`, `\\x1b`), and a workflow
+    command's marker is broken the same way (`##\\x5b`, `\\x3a:` at the start)."""
+    line = _UNPRINTABLE.sub(lambda m: m.group().encode("unicode_escape", "backslashreplace").decode("ascii"), line)
+    return _WORKFLOW_COMMAND.sub(lambda m: (m.group(1) or "") + ("\\x3a" if m.group(1) is not None else "\\x5b"), line)
+
+
 def absolute(path: str) -> str:
     return path if path == "-" or path.startswith("<") else os.path.abspath(path)
 
@@ -116,7 +133,7 @@ def fix_enumeration(fixes: dict[str, Counter], header: str, nothing: str) -> str
     lines = [header.format(plural(total, "error"))]
     for path, counts in sorted(fixes.items()):
         if counts:
-            lines.append(f"- {path}:")
+            lines.append(printable(f"- {path}:"))
             for code, n in sorted(counts.items()):
                 lines.append(f"    {n} × {code} ({rules[code].name})")
     return "\n".join(lines) + "\n"

@@ -3,12 +3,24 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import re
 from collections import Counter
 from pathlib import Path
 
 from gpulint.diagnostics import Diagnostic, Severity
 from gpulint.reporters import ReportContext
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def json_document(data: object) -> str:
+    """Indented JSON with non-ASCII text kept readable; a lone surrogate (an undecodable byte of a file name) is
+    written as a `\\udcXX` escape, since raw it is not UTF-8."""
+    text = json.dumps(data, indent=2, ensure_ascii=False)
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n"
 
 
 def is_pseudo_path(filename: str) -> bool:
@@ -51,7 +63,7 @@ def fingerprints(diagnostics: list[Diagnostic], context: ReportContext, root: Pa
     for d in diagnostics:
         key = f"{repo_path(d.filename, root)}\0{rule_id(d)}\0{source_line(d, context)}\0{d.message}"
         seen[key] += 1
-        digest = hashlib.sha256(f"{key}\0{seen[key]}".encode()).hexdigest()[:16]
+        digest = hashlib.sha256(f"{key}\0{seen[key]}".encode("utf-8", "surrogateescape")).hexdigest()[:16]  # a name's raw bytes
         result.append(digest)
     return result
 

@@ -1,6 +1,8 @@
 """`github`: GitHub Actions workflow commands, shown as annotations on the pull request.
 
 Escaping follows actions/toolkit (`command.ts`): data escapes `%`, `\\r`, `\\n`; properties also `:` and `,`.
+Other control characters (terminal escape sequences, a form feed) are shown as Python escapes, as in the text
+formats (`printable`).
 """
 
 from __future__ import annotations
@@ -8,14 +10,14 @@ from __future__ import annotations
 import os
 
 from gpulint.diagnostics import Diagnostic, Severity
-from gpulint.reporters import ReportContext
+from gpulint.reporters import ReportContext, printable
 from gpulint.reporters.common import is_pseudo_path, rule_id, severity_of
 
 COMMANDS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
 
 
 def escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return printable(text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
 
 
 def escape_property(text: str) -> str:

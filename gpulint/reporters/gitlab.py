@@ -6,13 +6,12 @@ configuration lives, or the working directory).
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 from gpulint.diagnostics import Diagnostic, Severity
 from gpulint.reporters import ReportContext
-from gpulint.reporters.common import fingerprints, repo_path, rule_id, severity_of
+from gpulint.reporters.common import fingerprints, json_document, repo_path, rule_id, severity_of
 
 SEVERITIES = {Severity.ERROR: "major", Severity.WARNING: "minor", Severity.INFO: "info"}
 
@@ -37,7 +36,7 @@ def render_gitlab(diagnostics: list[Diagnostic], context: ReportContext) -> str:
         }
         for d, fingerprint in zip(diagnostics, fingerprints(diagnostics, context, root))
     ]
-    return json.dumps(records, indent=2, ensure_ascii=False) + "\n"
+    return json_document(records)
 
 
 def _positions(d: Diagnostic, context: ReportContext) -> dict:

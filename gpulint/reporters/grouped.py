@@ -6,7 +6,7 @@ from itertools import groupby
 
 from gpulint.diagnostics import Diagnostic
 from gpulint.diagnostics import is_applicable
-from gpulint.reporters import ReportContext
+from gpulint.reporters import ReportContext, printable
 from gpulint.reporters.common import rule_id
 
 
@@ -20,12 +20,12 @@ def render_grouped(diagnostics: list[Diagnostic], context: ReportContext) -> str
         for d, position in zip(items, positions):
             marker = " [*]" if is_applicable(d, context.unsafe_fixes) else ""
             lines.append(f"  {position.ljust(width)} {rule_id(d)}{marker} {d.message}")
-        blocks.append("\n".join(lines) + "\n")
+        blocks.append("\n".join(printable(line) for line in lines) + "\n")
     return "".join(block + "\n" for block in blocks)
 
 
 def render_pylint(diagnostics: list[Diagnostic], context: ReportContext) -> str:
-    return "".join(f"{d.filename}:{_row(d, context)}: [{rule_id(d)}] {d.message}\n" for d in diagnostics)
+    return "".join(printable(f"{d.filename}:{_row(d, context)}: [{rule_id(d)}] {d.message}") + "\n" for d in diagnostics)
 
 
 def _row(d: Diagnostic, context: ReportContext) -> str:

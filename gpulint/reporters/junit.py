@@ -1,13 +1,34 @@
-"""`junit`: JUnit XML (one test suite per file, one failing test case per finding), as ruff writes it."""
+"""`junit`: JUnit XML (one test suite per file, one failing test case per finding), as ruff writes it.
+
+XML 1.0 has no way to write most control characters (a form feed, ESC) or lone surrogates, not even as
+character references: in file names and messages they are replaced by their Python escapes (`\\x0c`), so the
+report stays well-formed.
+"""
 
 from __future__ import annotations
 
+import re
 from itertools import groupby
-from xml.sax.saxutils import escape, quoteattr
+from xml.sax.saxutils import escape as _escape_markup, quoteattr as _quoteattr_markup
 
 from gpulint.diagnostics import Diagnostic
 from gpulint.reporters import ReportContext
 from gpulint.reporters.common import rule_id
+
+
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _xml_chars(text: str) -> str:
+    return _NOT_XML.sub(lambda m: m.group().encode("unicode_escape", "backslashreplace").decode("ascii"), text)
+
+
+def escape(text: str) -> str:
+    return _escape_markup(_xml_chars(text))
+
+
+def quoteattr(text: str) -> str:
+    return _quoteattr_markup(_xml_chars(text))
 
 
 def _classname(path: str) -> str:

@@ -11,7 +11,6 @@ location's `properties` give the cell (`cell`, 1-based among all cells) and the 
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from urllib.parse import quote
@@ -19,7 +18,7 @@ from urllib.parse import quote
 from gpulint import __version__
 from gpulint.diagnostics import INTERNAL_ERROR, INVALID_SYNTAX, IO_ERROR, Diagnostic, Severity, rule_url
 from gpulint.reporters import ReportContext
-from gpulint.reporters.common import fingerprints, is_pseudo_path, relative_to, rule_id, severity_of
+from gpulint.reporters.common import fingerprints, is_pseudo_path, json_document, relative_to, rule_id, severity_of
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI = "https://github.com/gpulint/gpulint"
@@ -76,9 +75,9 @@ def _rule_descriptor(rid: str) -> dict:
 def _artifact_location(filename: str, root: Path) -> dict:
     rel = relative_to(filename, root)
     if rel is not None:
-        return {"uri": quote(rel), "uriBaseId": SRCROOT}
+        return {"uri": quote(rel, errors="surrogateescape"), "uriBaseId": SRCROOT}  # a name's raw bytes, percent-encoded
     if is_pseudo_path(filename):
-        return {"uri": quote(filename)}
+        return {"uri": quote(filename, errors="surrogateescape")}
     return {"uri": Path(os.path.abspath(filename)).as_uri()}
 
 
@@ -151,4 +150,4 @@ def sarif_log(diagnostics: list[Diagnostic], context: ReportContext) -> dict:
 
 
 def render_sarif(diagnostics: list[Diagnostic], context: ReportContext) -> str:
-    return json.dumps(sarif_log(diagnostics, context), indent=2, ensure_ascii=False) + "\n"
+    return json_document(sarif_log(diagnostics, context))

@@ -1,10 +1,14 @@
-"""Human formats: `full` (source line, caret, fix hint) and `concise` (one line each)."""
+"""Human formats: `full` (source line, caret, fix hint) and `concise` (one line each).
+
+Every line goes through `printable`: file names, messages (which quote source) and source lines come from the
+checked repository.
+"""
 
 from __future__ import annotations
 
 from gpulint.diagnostics import Applicability, Diagnostic, Severity, fails
 from gpulint.diagnostics import is_applicable
-from gpulint.reporters import ReportContext
+from gpulint.reporters import ReportContext, printable
 
 
 def _title(d: Diagnostic, context: ReportContext) -> str:
@@ -17,7 +21,7 @@ def _title(d: Diagnostic, context: ReportContext) -> str:
 
 
 def render_concise(diagnostics: list[Diagnostic], context: ReportContext) -> str:
-    return "".join(f"{d.filename}:{context.position(d)}: {_title(d, context)}\n" for d in diagnostics)
+    return "".join(printable(f"{d.filename}:{context.position(d)}: {_title(d, context)}") + "\n" for d in diagnostics)
 
 
 def render_full(diagnostics: list[Diagnostic], context: ReportContext) -> str:
@@ -26,20 +30,23 @@ def render_full(diagnostics: list[Diagnostic], context: ReportContext) -> str:
         row, column = d.location.row, d.location.column
         shown_row = context.cell_row(d)[1]  # in a notebook, the row in its cell
         gutter = " " * len(str(shown_row))
-        lines = [_title(d, context), f"{gutter}--> {d.filename}:{context.position(d)}"]
+        lines = [printable(_title(d, context)), printable(f"{gutter}--> {d.filename}:{context.position(d)}")]
         source = context.source_lines(d.filename)
         if source is not None and 1 <= row <= len(source):
             text = source[row - 1].expandtabs(1)
             end = d.end_location.column if d.end_location.row == row else len(text) + 1
-            width = max(1, end - column)
+            # Measured on the line as shown: an escaped character takes several columns.
+            before, marked = text[: column - 1], text[column - 1 : end - 1]
+            indent = len(printable(before))
+            width = max(1, end - column + len(printable(marked)) - len(marked))
             lines += [
                 f"{gutter} |",
-                f"{shown_row} | {text}",
-                f"{gutter} | {' ' * (column - 1)}{'^' * width}",
+                f"{shown_row} | {printable(text)}",
+                f"{gutter} | {' ' * indent}{'^' * width}",
                 f"{gutter} |",
             ]
         if d.fix is not None:
-            lines.append(f"help: {d.fix.message}")
+            lines.append(printable(f"help: {d.fix.message}"))
             if d.fix.applicability == Applicability.UNSAFE:
                 lines.append("note: This is an unsafe fix and may change runtime behavior")
         blocks.append("\n".join(lines) + "\n")
