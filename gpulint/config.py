@@ -17,6 +17,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
+from gpulint.analysis.test_code import DEFAULT_TEST_PATHS
 from gpulint.checks import Rule, all_rules
 from gpulint.diagnostics import Severity
 
@@ -30,7 +31,7 @@ DEFAULT_TARGET_TORCH = "2.3"
 KNOWN_KEYS = {
     "select", "ignore", "extend-select", "preview", "exclude", "extend-exclude", "respect-gitignore",
     "force-exclude", "per-file-ignores", "target-torch", "rules", "output-format", "cache-dir", "unsafe-fixes",
-    "fail-on",
+    "fail-on", "test-paths",
 }  # fmt: skip
 
 
@@ -49,6 +50,7 @@ class Settings:
     respect_gitignore: bool = True
     force_exclude: bool = False
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    test_paths: tuple[str, ...] = DEFAULT_TEST_PATHS  # files that are test code: performance rules skip them
     target_torch: tuple[int, int] = (2, 3)
     rule_options: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
     unsafe_fixes: bool = False
@@ -76,9 +78,14 @@ class Settings:
                         ignored.add(code)
         return frozenset(ignored)
 
+    def is_test_path(self, path: str) -> bool:
+        """`path` matches `test-paths`: a test file, where only the rules that apply to tests run."""
+        rel = _relative(path, self.root)
+        return any(_glob_match(rel, pattern) for pattern in self.test_paths)
+
     def fingerprint(self) -> str:
         """A stable hash of everything that changes diagnostics, for the cache."""
-        data = [self.enabled_codes, self.per_file_ignores, self.target_torch, self.rule_options, self.unsafe_fixes]
+        data = [self.enabled_codes, self.per_file_ignores, self.target_torch, self.rule_options, self.unsafe_fixes, self.test_paths]
         return hashlib.sha256(json.dumps(data, default=str).encode()).hexdigest()[:16]
 
 
@@ -197,7 +204,7 @@ def settings_from_table(table: dict, root: Path, config_path: Path | None = None
         raise ConfigError(f"Unknown key `{unknown[0]}` in [tool.gpulint] ({where})")
     s = Settings(root=root, config_path=config_path)
     changes: dict[str, Any] = {}
-    for key in ("select", "ignore", "extend-select", "exclude", "extend-exclude"):
+    for key in ("select", "ignore", "extend-select", "exclude", "extend-exclude", "test-paths"):
         if key in table:
             changes[key.replace("-", "_")] = _string_list(table[key], key)
     for key in ("preview", "respect-gitignore", "force-exclude", "unsafe-fixes"):

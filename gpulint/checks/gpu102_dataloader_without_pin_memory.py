@@ -29,6 +29,8 @@ class DataLoaderWithoutPinMemory(Rule):
             moves = [move for move in info.moves if move.iteration.loop is not None]  # a lone batch: no gain
             if not loader.known("pin_memory", "dataset", "collate_fn") or not moves or produces_cuda_batches(model, loader):
                 continue
+            if model.batch_cost.batches_are_small(loader):
+                continue  # token ids or toy data: pinning a few kilobytes saves nothing measurable
             arg = loader.argument("pin_memory")
             resolved = None
             if arg is not None:
