@@ -19,7 +19,7 @@ else:  # pragma: no cover
 
 from gpulint.analysis.test_code import DEFAULT_TEST_PATHS
 from gpulint.checks import Rule, all_rules
-from gpulint.diagnostics import Severity
+from gpulint.diagnostics import Applicability, Diagnostic, Severity
 
 DEFAULT_EXCLUDE = (
     ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache", ".nox",
@@ -27,12 +27,15 @@ DEFAULT_EXCLUDE = (
     ".gpulint_cache", "__pypackages__", "_build", "buck-out", "dist", "node_modules", "site-packages", "venv",
 )  # fmt: skip
 DEFAULT_TARGET_TORCH = "2.3"
+DEFAULT_INCLUDE = ("*.py", "*.pyi", "*.ipynb")  # what a folder walk checks, as ruff
 
 KNOWN_KEYS = {
     "select", "ignore", "extend-select", "preview", "exclude", "extend-exclude", "respect-gitignore",
     "force-exclude", "per-file-ignores", "target-torch", "rules", "output-format", "cache-dir", "unsafe-fixes",
-    "fail-on", "test-paths",
+    "fail-on", "unfixable", "extend-safe-fixes", "extend-unsafe-fixes", "include", "extend-include", "test-paths",
 }  # fmt: skip
+# Keys that hold rule selectors (codes, prefixes, ALL), checked against the registry.
+SELECTOR_KEYS = ("select", "ignore", "extend-select", "unfixable", "extend-safe-fixes", "extend-unsafe-fixes")
 
 
 class ConfigError(Exception):
@@ -47,6 +50,8 @@ class Settings:
     preview: bool = False
     exclude: tuple[str, ...] = DEFAULT_EXCLUDE
     extend_exclude: tuple[str, ...] = ()
+    include: tuple[str, ...] = DEFAULT_INCLUDE  # globs of the files a folder walk checks
+    extend_include: tuple[str, ...] = ()
     respect_gitignore: bool = True
     force_exclude: bool = False
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
@@ -55,6 +60,9 @@ class Settings:
     rule_options: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
     unsafe_fixes: bool = False
     fail_on: Severity = Severity.INFO  # the lowest severity that makes `check` exit 1
+    unfixable: tuple[str, ...] = ()  # rules whose findings are reported without a fix
+    extend_safe_fixes: tuple[str, ...] = ()  # rules whose unsafe fixes count as safe
+    extend_unsafe_fixes: tuple[str, ...] = ()  # rules whose safe fixes count as unsafe
     output_format: str | None = None
     cache_dir: str | None = None
     root: Path = field(default_factory=Path.cwd)  # paths in the config are relative to this
@@ -83,10 +91,45 @@ class Settings:
         rel = _relative(path, self.root)
         return any(_glob_match(rel, pattern) for pattern in self.test_paths)
 
+    @property
+    def overrides_fixes(self) -> bool:
+        return bool(self.unfixable or self.extend_safe_fixes or self.extend_unsafe_fixes)
+
+    def with_fix_policy(self, diagnostic: Diagnostic) -> Diagnostic:
+        """The diagnostic's fix as `unfixable`, `extend-safe-fixes` and `extend-unsafe-fixes` say, as in ruff:
+        an unfixable rule's finding has no fix; a display-only fix stays so; otherwise the most specific selector
+        decides, and at equal specificity `extend-unsafe-fixes` wins."""
+        fix = diagnostic.fix
+        if fix is None or diagnostic.code is None:
+            return diagnostic
+        if _most_specific(diagnostic.code, self.unfixable) is not None:
+            return replace(diagnostic, fix=None)
+        if fix.applicability == Applicability.DISPLAY_ONLY:
+            return diagnostic
+        safe = _most_specific(diagnostic.code, self.extend_safe_fixes)
+        unsafe = _most_specific(diagnostic.code, self.extend_unsafe_fixes)
+        if unsafe is not None and (safe is None or unsafe >= safe):
+            forced = Applicability.UNSAFE
+        elif safe is not None:
+            forced = Applicability.SAFE
+        else:
+            return diagnostic
+        return diagnostic if fix.applicability == forced else replace(diagnostic, fix=replace(fix, applicability=forced))
+
     def fingerprint(self) -> str:
         """A stable hash of everything that changes diagnostics, for the cache."""
-        data = [self.enabled_codes, self.per_file_ignores, self.target_torch, self.rule_options, self.unsafe_fixes, self.test_paths]
+        data = [self.enabled_codes, self.per_file_ignores, self.target_torch, self.rule_options, self.unsafe_fixes]
+        if self.overrides_fixes:  # only when set, so that existing caches stay valid
+            data += [self.unfixable, self.extend_safe_fixes, self.extend_unsafe_fixes]
+        if self.test_paths != DEFAULT_TEST_PATHS:
+            data.append(self.test_paths)
         return hashlib.sha256(json.dumps(data, default=str).encode()).hexdigest()[:16]
+
+
+def _most_specific(code: str, selectors: tuple[str, ...]) -> int | None:
+    """The specificity of the longest selector matching `code` (`ALL` is 0), or None when none does."""
+    lengths = [0 if s == "ALL" else len(s) for s in selectors if s == "ALL" or code.startswith(s)]
+    return max(lengths, default=None)
 
 
 def _relative(path: str, root: Path) -> str:
@@ -121,11 +164,11 @@ def parse_severity(value: Any, where: str) -> Severity:
         raise ConfigError(f"{where} must be one of {known}, got {value!r}") from None
 
 
-def check_selector(selector: str) -> None:
+def check_selector(selector: str, where: str = "") -> None:
     if selector == "ALL":
         return
     if not any(code.startswith(selector) for code in all_rules()):
-        raise ConfigError(f"Unknown rule selector: `{selector}`")
+        raise ConfigError(f"Unknown rule selector: `{selector}`{f' ({where})' if where else ''}")
 
 
 def _enabled_codes(select, extend_select, ignore, preview) -> tuple[str, ...]:
@@ -162,11 +205,11 @@ def _string_list(value: Any, key: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _rule_by_code_or_name(key: str) -> type[Rule]:
+def _rule_by_code_or_name(key: str, where: str) -> type[Rule]:
     for code, rule in all_rules().items():
         if key in (code, rule.name):
             return rule
-    raise ConfigError(f"Unknown rule in `[tool.gpulint.rules.{key}]`")
+    raise ConfigError(f"Unknown rule in `[tool.gpulint.rules.{key}]` ({where})")
 
 
 def _rule_options(table: Any, where: str) -> tuple:
@@ -174,7 +217,7 @@ def _rule_options(table: Any, where: str) -> tuple:
         raise ConfigError(f"`rules` in {where} must be a table")
     result = {}
     for key, values in table.items():
-        rule = _rule_by_code_or_name(key)
+        rule = _rule_by_code_or_name(key, where)
         known = {o.name: o for o in rule.options}
         if not isinstance(values, dict):
             raise ConfigError(f"`[tool.gpulint.rules.{key}]` must be a table")
@@ -204,7 +247,7 @@ def settings_from_table(table: dict, root: Path, config_path: Path | None = None
         raise ConfigError(f"Unknown key `{unknown[0]}` in [tool.gpulint] ({where})")
     s = Settings(root=root, config_path=config_path)
     changes: dict[str, Any] = {}
-    for key in ("select", "ignore", "extend-select", "exclude", "extend-exclude", "test-paths"):
+    for key in (*SELECTOR_KEYS, "exclude", "extend-exclude", "include", "extend-include", "test-paths"):
         if key in table:
             changes[key.replace("-", "_")] = _string_list(table[key], key)
     for key in ("preview", "respect-gitignore", "force-exclude", "unsafe-fixes"):
@@ -231,8 +274,12 @@ def settings_from_table(table: dict, root: Path, config_path: Path | None = None
     if "rules" in table:
         changes["rule_options"] = _rule_options(table["rules"], where)
     s = replace(s, **changes)
-    for selector in (*s.select, *s.ignore, *s.extend_select, *(c for _, codes in s.per_file_ignores for c in codes)):
-        check_selector(selector)
+    for key in SELECTOR_KEYS:
+        for selector in getattr(s, key.replace("-", "_")):
+            check_selector(selector, f"`{key}` in {where}")
+    for pattern, codes in s.per_file_ignores:
+        for selector in codes:
+            check_selector(selector, f"`per-file-ignores.\"{pattern}\"` in {where}")
     return s
 
 
@@ -293,11 +340,10 @@ def _gpulint_table(data: dict, path: Path, default: dict) -> dict:
 def with_overrides(settings: Settings, **overrides: Any) -> Settings:
     """Apply CLI flags (None means 'not given'); selectors are checked."""
     changes = {k: v for k, v in overrides.items() if v is not None}
-    for key in ("select", "ignore", "extend_select"):
-        for selector in changes.get(key, ()):
+    for key in SELECTOR_KEYS:
+        for selector in changes.get(key.replace("-", "_"), ()):
             check_selector(selector)
-    if "ignore" in changes:
-        changes["ignore"] = (*settings.ignore, *changes["ignore"])
-    if "extend_select" in changes:
-        changes["extend_select"] = (*settings.extend_select, *changes["extend_select"])
+    for key in ("ignore", "extend_select", "unfixable", "extend_safe_fixes", "extend_unsafe_fixes"):
+        if key in changes:  # these add to the configuration's list; `select` replaces it
+            changes[key] = (*getattr(settings, key), *changes[key])
     return replace(settings, **changes)

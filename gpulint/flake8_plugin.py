@@ -1,9 +1,15 @@
 """The flake8 plugin: `flake8` shows gpulint's findings (entry point `GPU` in `flake8.extension`).
 
-The diagnostics come from `gpulint.linter.check_source`, the same function `gpulint check` uses, so both
+The diagnostics come from `gpulint.api.check`, the same function `gpulint check` uses, so both
 report the same things. The source is the `lines` flake8 has already read (stdin-aware, BOM stripped);
 the plugin never re-reads or re-parses a file itself, and the text prefilter in `check_source` makes files
 with nothing to report cost next to nothing. flake8 shows `column + 1`, so columns are yielded 0-based.
+
+flake8 hands a plugin one file at a time, but gpulint's findings depend on the project around a file
+(a loader built in `data.py` and copied to the GPU in `train.py`). The first file a flake8 process checks
+builds the project index (`gpulint.projects`: every module under the configuration root, summarised
+with `ast`; the summaries come from gpulint's cache when `gpulint check` or an earlier flake8 run made
+them), and every file is then checked with its context in it. Code read from stdin has no project.
 
 Settings: `[tool.gpulint]` from the nearest pyproject.toml (as `gpulint check` reads it), then the
 `gpulint-*` and per-rule options below from the command line or `[flake8]` in `.flake8` / `setup.cfg` /
@@ -18,12 +24,14 @@ This module does not import flake8: flake8 imports it.
 from __future__ import annotations
 
 import argparse
+import os
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, ClassVar, Iterator
 
-from gpulint import __version__
-from gpulint.config import ConfigError, Settings, check_selector, load_settings
-from gpulint.linter import check_source, display_path
+from gpulint import __version__, api
+from gpulint.config import ConfigError, Settings, check_selector
+from gpulint.linter import check_source
 
 PREVIEW_PREFIX = "GPU9"
 
@@ -52,23 +60,37 @@ class GpulintChecker:
     version = __version__
 
     _settings: ClassVar[Settings | None] = None
+    _projects: ClassVar[dict[str, Any]] = {}  # configuration root -> ProjectIndex, built on first use
 
     def __init__(self, tree: Any, lines: list[str], filename: str = "stdin") -> None:
+        self.tree = tree
         self.lines = lines
         self.filename = filename
 
     @classmethod
     def settings(cls) -> Settings:
         if cls._settings is None:
-            cls._settings = load_settings()
+            cls._settings = replace(api.discover_settings(), force_exclude=False)
         return cls._settings
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         text = "".join(self.lines)
-        for d in check_source(text, display_path(self.filename), self.settings()):
+        for d in check_source(text, api.display_path(self.filename), self.settings(), project=self._context(text)):
             if d.code is None:
                 continue  # the file does not parse: flake8 reports E999 itself
             yield d.location.row, d.location.column - 1, f"{d.code} {d.message}", type(self)
+
+    def _context(self, text: str):
+        """This file's context in its project (None for stdin): the index is built once per flake8 process."""
+        if self.filename in ("stdin", "-") or not os.path.isfile(self.filename):
+            return None
+        from gpulint.projects import context_for, load_project
+
+        settings = self.settings()
+        index = self._projects.get(str(settings.root))
+        if index is None:
+            index = self._projects[str(settings.root)] = load_project([Path(self.filename)], settings)
+        return context_for(index, Path(self.filename), text, self.tree if hasattr(self.tree, "body") else None)
 
     # ---- options ----------------------------------------------------------------------------
 
@@ -136,8 +158,8 @@ def settings_from_flake8(options: argparse.Namespace) -> Settings:
     from gpulint.checks import all_rules
     from gpulint.config import _parse_version, _rule_options
 
-    settings = load_settings(getattr(options, "gpulint_config", None))
-    changes: dict[str, Any] = {}
+    settings = api.discover_settings(config=getattr(options, "gpulint_config", None))
+    changes: dict[str, Any] = {"force_exclude": False}  # flake8 chose the file
     # What `gpulint check` runs, plus the rules that flake8's own selection names as specifically as gpulint
     # asks for them (`--select GPU9` or `GPU901` turns a preview rule on, `--select GPU` does not): flake8
     # cannot hide those itself, since an explicit `--select GPU` beats its default ignore of `GPU9`.

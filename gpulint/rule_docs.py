@@ -97,7 +97,3 @@ def readme_rule_table() -> str:
         summary = rule.summary + (" (preview)" if rule.preview else "")
         rows.append(f"| {rule.code} | {rule.name} | {rule.fix_tier()} | {summary} |\n")
     return README_TABLE_HEADER + "".join(rows)
-
-
-def all_records() -> list[dict]:
-    return [rule_record(rule) for rule in all_rules().values()]

@@ -137,7 +137,7 @@ def test_gpu103_fix_is_unsafe_and_names_the_learning_rate():
     source = GPU103.format(more="")
     [d] = diagnostics(source, select=("GPU103",))
     assert d.fix.applicability.value == "unsafe"
-    assert d.fix.message == f"Raise the batch size to 64 at the argparse default at train.py:7 (scale the learning rate with it)"
+    assert d.fix.message == "Raise the batch size to 64 at the argparse default at train.py:7 (scale the learning rate with it)"
     assert "default=64" in fixed(source, select=("GPU103",))
     assert fixed(source, unsafe=False, select=("GPU103",)) == source
 

@@ -156,3 +156,20 @@ def is_unsharded_iterable_dataset(model: SemanticModel, loader: DataLoaderCall) 
     if loader.argument("worker_init_fn") is not None:
         return False
     return "get_worker_info" not in model.code(info.node)
+
+
+def defined_for_workers(model: SemanticModel, loader: DataLoaderCall) -> list[str]:
+    """What the loader's workers must unpickle that this module defines: its dataset class and its own
+    `collate_fn` / `worker_init_fn` functions (`lambda` for a lambda). A worker started by `spawn` or
+    `forkserver` finds them only by importing the module that defines them."""
+    found = []
+    info = dataset_class(model, loader)
+    if info is not None:
+        found.append(info.node.name.value)
+    for argument in ("collate_fn", "worker_init_fn"):
+        value = loader.value(argument)
+        if isinstance(value, cst.Lambda):
+            found.append("lambda")
+        elif isinstance(value, cst.Name) and (value.value in model.functions or value.value in model.classes):
+            found.append(value.value)
+    return found

@@ -35,14 +35,20 @@ def _is_training_step(model: SemanticModel, call: cst.Call) -> bool:
 
 
 def trains(model: SemanticModel, node: cst.CSTNode, _seen: frozenset[str] = frozenset()) -> bool:
-    """`node` runs a backward pass or an optimizer step, directly or through a function of this module."""
+    """`node` runs a backward pass or an optimizer step, directly, through a function of this module, or
+    through a project function of another module (`train_one_epoch(...)` from `engine.py`)."""
     for call in model.calls_inside(node):
         if _is_training_step(model, call):
             return True
-        if isinstance(call.func, cst.Name) and call.func.value not in _seen:
-            for func in model.functions.get(call.func.value, []):
-                if trains(model, func, _seen | {call.func.value}):
-                    return True
+        if isinstance(call.func, cst.Name) and call.func.value in model.functions:
+            if call.func.value not in _seen:
+                for func in model.functions.get(call.func.value, []):
+                    if trains(model, func, _seen | {call.func.value}):
+                        return True
+            continue
+        callee = model.callee(call)
+        if callee is not None and callee.trains:
+            return True
     return False
 
 

@@ -63,12 +63,15 @@ class Iteration:
 
 @dataclass(frozen=True)
 class BatchMove:
-    """`x.to(device)` / `x.cuda()` where `x` is (part of) a batch."""
+    """`x.to(device)` / `x.cuda()` where `x` is (part of) a batch, or a call of a project helper that moves
+    the batch it is given (`to_device(batch, device)`: then `call` is that call and `via` the move in it)."""
 
     call: cst.Call
     receiver: cst.BaseExpression
     iteration: Iteration
     whole_batch: bool  # the receiver is the batch itself, not an element of it
+    via: Optional[str] = None  # `utils.py:12`: where the helper copies it
+    non_blocking: bool = False  # (helpers only) the helper's copy passes `non_blocking=True`
 
 
 @dataclass
@@ -130,6 +133,80 @@ class LoaderFlow:
         if func is not None and _EVAL_FUNCTION.search(func.name.value):
             return EVAL  # `def evaluate(...)`, `def validate(...)`: a loop that does not train
         return UNKNOWN
+
+    def feeds_gpu_training(self, info: LoaderInfo) -> Optional[tuple[str, bool]]:
+        """(where, trains) when the loader's batches reach the GPU out of sight of this module's loops: a
+        training loop here that runs a GPU module, or a loop elsewhere in the project (the loader is returned
+        by a function another module calls, or handed to one) that copies its batches or trains in GPU code."""
+        project = self.m.project
+        if not project.gpu:
+            return None
+        residency = self.m.residency
+        for iteration in info.iterations:
+            if iteration.loop is None or self.iteration_role(iteration) != TRAIN:
+                continue
+            if any(residency.is_gpu_module(call.func) for call in self.m.calls_inside(iteration.loop)):
+                return f"they feed the training loop at line {self.m.line_of(iteration.loop)}, which runs a GPU model", True
+        consumptions = [c for function, element in self.returned_by(info.loader.call) for c in project.consumed(function, element)]
+        consumptions += self._consumed_by_callees(info.loader.call)
+        for consumption in consumptions:
+            if not consumption.gpu:
+                continue  # the copy may be to the CPU: that loop's module is no GPU code
+            if consumption.moves:
+                return f"they are copied to the GPU at {consumption.moves[0][0]}, in the loop at {consumption.where}", consumption.trains
+            if consumption.trains:
+                return f"they feed the GPU training loop at {consumption.where}", True
+        return None
+
+    def _consumed_by_callees(self, value: cst.CSTNode) -> list:
+        """Loops of project functions (of another module) that the loader is handed to, by name or directly:
+        `train_one_epoch(model, data_loader_train, ...)` from `engine.py`."""
+        m = self.m
+        parent = m.parent.get(value)
+        names: set[str] = set()
+        scope = m.scope_of(value)
+        if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
+            if self._only_loader_bindings(parent.targets[0].target.value, parent):
+                names.add(parent.targets[0].target.value)
+        found = []
+        for call in m.calls:
+            callee = m.callee(call)
+            if callee is None or not callee.consumes:
+                continue
+            for arg, param in m.arguments_to(call, callee):
+                given = arg.value
+                if given is value or (isinstance(given, cst.Name) and given.value in names and self._in_ref_scope(_Ref(scope, given.value, False, (), ()), given)):
+                    found.extend(callee.consumes.get(param, ()))
+        return found
+
+    def returned_by(self, value: cst.CSTNode) -> list[tuple[str, Optional[int]]]:
+        """(function, element) for each function of this module that returns the object `value` builds:
+        `return DataLoader(...)`, `return train, val`, `loader = DataLoader(...)` then `return loader`."""
+        m = self.m
+        found: list[tuple[str, Optional[int]]] = []
+        parent = m.parent.get(value)
+        names: list[str] = []
+        if isinstance(parent, (cst.Return, cst.Element)):
+            nodes = [value]
+        elif isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
+            names.append(parent.targets[0].target.value)
+            nodes = []
+        else:
+            return found
+        func = m.enclosing_function(value)
+        if func is None:
+            return found
+        owner = m.parent.get(m.parent.get(func))
+        key = f"{owner.name.value}.{func.name.value}" if isinstance(owner, cst.ClassDef) else func.name.value
+        for ret in m.returns_of(func):
+            result = ret.value
+            if result is None:
+                continue
+            parts = [e.value for e in result.elements] if isinstance(result, cst.Tuple) else [result]
+            for index, part in enumerate(parts):
+                if any(part is node for node in nodes) or (isinstance(part, cst.Name) and part.value in names):
+                    found.append((key, index if isinstance(result, cst.Tuple) else None))
+        return found
 
     def feeds_training(self, info: LoaderInfo) -> bool:
         """A training loader: its batches feed a training loop, or it shuffles and is not eval-only."""
@@ -492,9 +569,13 @@ class LoaderFlow:
             for region in iteration.regions:
                 names = _BatchNames.collect(region, names)
             for call in self.m.calls:
-                if id(call) in seen or not self.m.residency.moves_to_cuda(call):
+                if id(call) in seen or not any(self.m.is_inside(call, region) for region in iteration.regions):
                     continue
-                if not any(self.m.is_inside(call, region) for region in iteration.regions):
+                if not self.m.residency.moves_to_cuda(call):
+                    helper = self._helper_move(call, names, iteration)
+                    if helper is not None:
+                        seen.add(id(call))
+                        moves.append(helper)
                     continue
                 receiver = self.m.residency.unwrapped(call.func.value)  # a move is a method call; `Variable(x).cuda()` moves `x`
                 if _is_batch_part(receiver, names) and not self._already_moved(receiver, call, iteration.regions):
@@ -502,6 +583,21 @@ class LoaderFlow:
                     whole = isinstance(receiver, cst.Name) and receiver.value == iteration.whole_batch
                     moves.append(BatchMove(call, receiver, iteration, whole))
         return moves
+
+    def _helper_move(self, call: cst.Call, names: set[str], iteration: Iteration) -> Optional[BatchMove]:
+        """`to_device(batch, device)`: a project function (of this module or another) that copies the
+        argument it is given to the GPU on every call."""
+        callee = self.m.callee(call)
+        if callee is None:
+            return None
+        for arg, param in self.m.arguments_to(call, callee):
+            if not _is_batch_part(arg.value, names):
+                continue
+            for effect in callee.effects.get(param, ()):
+                if effect[0] == "move":
+                    whole = isinstance(arg.value, cst.Name) and arg.value.value == iteration.whole_batch
+                    return BatchMove(call, arg.value, iteration, whole, via=effect[1], non_blocking=effect[2])
+        return None
 
     def _already_moved(self, receiver: cst.BaseExpression, call: cst.Call, regions) -> bool:
         """`target = target.cuda()` earlier in the loop: a later `target.cuda()` copies nothing."""

@@ -21,6 +21,7 @@ import libcst as cst
 from gpulint.analysis.dataflow import Write
 from gpulint.analysis.hot_loops import _is_training_step, element_targets, in_no_grad, trains
 from gpulint.analysis.imports import dotted_name
+from gpulint.analysis.summary import DEVICE_INDEX_NAME
 from gpulint.analysis.value_resolution import literal_value
 
 if TYPE_CHECKING:
@@ -128,9 +129,16 @@ class Residency:
         if isinstance(expr, cst.Call):
             name = model.call_name(expr)
             if name == "torch.device":
-                return self.device_kind(expr.args[0].value, depth + 1) if expr.args else None
-            if name == "torch.cuda.current_device":
+                if not expr.args:
+                    return None
+                kind = self.device_kind(expr.args[0].value, depth + 1)
+                # `torch.device(args.device)`: a device chosen at run time, an accelerator where there is one
+                return kind if kind is not None or literal_value(expr.args[0].value)[0] else CUDA
+            if name in ("torch.cuda.current_device", "torch.accelerator.current_accelerator", "torch.accelerator.current_device_index"):
                 return CUDA
+            callee = model.callee(expr)
+            if callee is not None and callee.returns == ("device",):
+                return CUDA  # `device = get_device()`, a project function that returns one
             return None
         if isinstance(expr, cst.IfExp):
             kinds = {self.device_kind(expr.body, depth + 1), self.device_kind(expr.orelse, depth + 1)}
@@ -151,7 +159,7 @@ class Residency:
             if resolved is not None and isinstance(resolved.value, str):
                 kind = resolved.value.split(":")[0]
                 return CUDA if kind == "cuda" else CPU if kind == "cpu" else OTHER
-            if _DEVICE_NAME.search(last):
+            if _DEVICE_NAME.search(last) or DEVICE_INDEX_NAME.match(last):
                 return CUDA
         return None
 
@@ -341,16 +349,17 @@ class Residency:
                 if func.attr.value in _SELF_RETURNING_MODULE_METHODS:
                     return self.is_module(func.value, depth + 1)
             info = model.local_class_of(name)
-            if info is not None:
-                return self._is_module_class(info.node.name.value)
-            if isinstance(func, cst.Name):
-                return any(self._returns_module(f, depth) for f in model.functions.get(func.value, []))
-            return False
+            if info is not None and self._is_module_class(info.node.name.value):
+                return True
+            if isinstance(func, cst.Name) and any(self._returns_module(f, depth) for f in model.functions.get(func.value, [])):
+                return True
+            callee = model.callee(expr)  # a class or factory of the project (another module, or a base there)
+            return callee is not None and callee.returns in (("module",), ("gpu_module",))
         if isinstance(expr, (cst.Name, cst.Attribute)):
             key = dotted_name(expr)
             if key is None:
                 return False
-            if self._used_as_module(key, expr):
+            if self._used_as_module(key, expr) or self._received(expr) & {"module", "gpu_module"}:
                 return True
             writes = self.flow.reaching_writes(key, expr)
             return bool(writes) and all(w.value is not None and self.is_module(w.value, depth + 1) for w in writes)
@@ -403,18 +412,38 @@ class Residency:
         parent = self.model.parent.get(call)
         return isinstance(parent, cst.Expr) and (m := self.move(call)) is not None and m[0] != CPU
 
+    def _received(self, expr: cst.BaseExpression) -> set[str]:
+        """For a parameter: what the project's callers pass for it ("gpu_module", "cuda_device", ...)."""
+        if not isinstance(expr, cst.Name):
+            return set()
+        binders = self.model.bindings_of(expr.value, expr)
+        if len(binders) != 1 or not isinstance(binders[0], cst.Param):
+            return set()
+        func = self.model.enclosing_function(binders[0])
+        if func is None:
+            return set()
+        owner = self.model.parent.get(self.model.parent.get(func))
+        key = f"{owner.name.value}.{func.name.value}" if isinstance(owner, cst.ClassDef) else func.name.value
+        return set(self.model.project.receives(key, expr.value))
+
     def is_gpu_module(self, expr: cst.BaseExpression) -> bool:
-        """A module moved to CUDA: bound to `<module>.to(cuda)`, or moved in place in its scope."""
+        """A module moved to CUDA: bound to `<module>.to(cuda)`, or moved in place in its scope, built by a
+        project factory that moves it, or a parameter the project's callers give a GPU module."""
         if not self.is_module(expr):
             return False
         key = dotted_name(expr)
         if isinstance(expr, cst.Call):
             m = self.move(expr)
-            return m is not None and m[0] == CUDA
+            if m is None:
+                callee = self.model.callee(expr)
+                return callee is not None and callee.returns == ("gpu_module",)
+            return m[0] == CUDA
         if key is None:
             return False
+        if "gpu_module" in self._received(expr):
+            return True
         for write in self.flow.reaching_writes(key, expr):
-            if isinstance(write.value, cst.Call) and self._moved_call(write.value):
+            if isinstance(write.value, cst.Call) and (self._moved_call(write.value) or self.is_gpu_module(write.value)):
                 return True
         # Moved in place where it is used, or where it is defined (a module-level `model.to(device)` of a
         # model that functions use).
@@ -539,7 +568,7 @@ class Residency:
                     return NONE
                 # A torch function given a tensor returns a tensor, even when the input went through a helper.
                 return CERTAIN if self._args_level(call) else NONE
-            if "." in name:  # another library: numpy, math, time, ...
+            if "." in name and model.callee(call) is None:  # another library: numpy, math, time, ...
                 return NONE
         if isinstance(func, cst.Name):
             if func.value in _HOST_BUILTINS and not model.bindings_of(func.value, call):
@@ -563,6 +592,19 @@ class Residency:
             return CERTAIN if self.is_gpu_module(func) else self._args_level(call)
         if isinstance(func, cst.Name) and self._returns_host(func.value):
             return NONE
+        callee = model.callee(call)
+        if callee is not None and callee.returns is not None:
+            returned = callee.returns
+            local = isinstance(func, cst.Name) and func.value in model.functions  # `_returns_level` below reads those
+            if not local and (returned == ("gpu",) or (returned[0] == "tuple" and returned[1] and all(r == ("gpu",) for r in returned[1]))):
+                return CERTAIN  # `x, y = to_device(batch, device)`, a project helper that returns moved tensors
+            if returned == ("host",):
+                return NONE  # `def to_cpu(t): return t.detach().cpu()`
+            if returned[0] == "param":
+                # `def stats(outputs): return outputs.mean()`: tensor operations on what it is given
+                given = next((arg.value for arg, param in model.arguments_to(call, callee) if param == returned[1]), None)
+                if given is not None:
+                    return self.level(given)
         if isinstance(func, cst.Name) and not model.bindings_of(func.value, call) or (
             isinstance(func, cst.Name) and func.value in model.functions
         ):
@@ -682,6 +724,28 @@ class Residency:
             # `classes[pred]`: a Python list reads its index with `__index__`, which copies it to the host
             if index is not None and self.is_gpu(index, certain=True) and self._is_python_sequence(subscript.value):
                 found.append(HostSync(subscript, "indexing a Python list with a GPU tensor", index))
+        found.extend(self._helper_syncs())
+        return found
+
+    def _helper_syncs(self) -> list[HostSync]:
+        """Calls of project functions (this module's or another's) that wait for the GPU on every call: on a
+        value they make themselves, or on an argument that is a GPU tensor or a GPU module here."""
+        model = self.model
+        found = []
+        for call in model.calls:
+            callee = model.callee(call)
+            if callee is None:
+                continue
+            sync = next((HostSync(call, entry[1], call, via=entry[2]) for entry in callee.syncs if entry[0] == "sync"), None)
+            for arg, param in model.arguments_to(call, callee) if sync is None else ():
+                for effect in callee.effects.get(param, ()):
+                    if effect[0] == "sync" and (self.is_gpu(arg.value, certain=effect[3]) or self.is_gpu_module(arg.value)):
+                        sync = HostSync(call, effect[1], arg.value, via=effect[2])
+                        break
+                if sync is not None:
+                    break
+            if sync is not None:
+                found.append(sync)
         return found
 
     def _formatted_or_logged(self, call: cst.Call) -> Optional[cst.BaseExpression]:
@@ -865,10 +929,15 @@ class Residency:
             if not self.flow.inside(call, loop):
                 continue
             nested = model.enclosing_loops(call)[:1] != [loop]
-            if self._is_training_step(call):
+            callee = model.callee(call)  # a function of this module or another: a training step, or a whole epoch
+            if callee is not None:
+                if callee.trains:
+                    roles.add(EPOCH if nested or callee.epoch else TRAIN)
+                # else: a project function that does not train, whatever it is handed (`adjust_lr(optimizer)`)
+            elif self._is_training_step(call):
                 roles.add(EPOCH if nested else TRAIN)
                 steps_here = steps_here or not nested and _is_training_step(model, call)
-            elif isinstance(call.func, cst.Name):
+            elif isinstance(call.func, cst.Name) and call.func.value in model.functions:
                 for func in model.functions.get(call.func.value, []):
                     if trains(model, func):
                         has_loop = any(model.is_inside(inner, func) and trains(model, inner) for inner in model.loops)
@@ -1045,6 +1114,7 @@ class HostSync:
     node: cst.CSTNode  # the call, test or f-string part that syncs
     kind: str  # how it syncs, for messages: "`.item()`", "a Python `if` on a GPU tensor"
     value: cst.BaseExpression  # the GPU tensor it reads
+    via: Optional[str] = None  # a call of a project helper: where in it the sync is (`utils.py:14`)
 
 
 def _single_index(subscript: cst.Subscript) -> Optional[cst.BaseExpression]:

@@ -5,13 +5,13 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Iterator
+from typing import Any, Callable, ClassVar, Iterable, Iterator
 
 import libcst as cst
 
 from gpulint.analysis import SemanticModel
-from gpulint.analysis.devices import GPU_CONTEXT_MARKER
 from gpulint.analysis.residency import TRAIN
+from gpulint.analysis.value_resolution import LITERAL, ResolvedValue
 from gpulint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location, Severity
 
 REGISTRY: dict[str, type[Rule]] = {}
@@ -54,10 +54,13 @@ class Rule:
     # The prefilter: regexes that must ALL occur in a file's text for the rule to possibly fire; files
     # no enabled rule can fire on are never parsed. Name what the rule matches on, as specific as is
     # still certain (`r"memory_cached"`, `r"DataLoader"`); a rule must not need a comment to fire.
-    # Rules with `needs_gpu_context` also require the GPU-context marker implicitly. Every rule must
-    # declare at least one pattern (tests/test_prefilter.py), so a new rule cannot switch the
-    # prefilter off for everyone by accident.
+    # Rules with `needs_gpu_context` also need the project to say the module is GPU code (decided from
+    # facts before parsing, see linter.rules_for). Every rule must declare at least one pattern
+    # (tests/test_prefilter.py), so a new rule cannot switch the prefilter off for everyone by accident.
     requires: ClassVar[tuple[str, ...]] = ()
+    # Facts the project index gives a module (`ModuleContext.tags`) that let the rule fire whatever the
+    # text says: a rule reporting a helper's sync at the call names "helper-syncs".
+    project_tags: ClassVar[tuple[str, ...]] = ()
     options: ClassVar[tuple[Option, ...]] = ()
     default_severity: ClassVar[Severity] = Severity.WARNING
 
@@ -84,13 +87,7 @@ class Rule:
     @classmethod
     def text_requirements(cls) -> tuple[str, ...]:
         """The regexes a file's text must all contain for this rule to possibly fire (the prefilter).
-
-        `requires`, plus the GPU-context marker for rules that only run in modules with GPU context
-        (a module without that text never has it). Checked before parsing: a file no enabled rule
-        could fire on is never given to LibCST.
-        """
-        if cls.needs_gpu_context and GPU_CONTEXT_MARKER not in cls.requires:
-            return (*cls.requires, GPU_CONTEXT_MARKER)
+        Checked before parsing: a file no enabled rule could fire on is never given to LibCST."""
         return tuple(cls.requires)
 
     @classmethod
@@ -109,7 +106,9 @@ class Rule:
         *,
         severity: Severity | None = None,
         fix: Fix | None = None,
+        related: Iterable[tuple[str, cst.CSTNode]] = (),
     ) -> Diagnostic:
+        """A finding at `node`; `related` names the other places it is about (`("the training loop", loop)`)."""
         span = self.model.range(node)
         return Diagnostic(
             code=self.code,
@@ -120,7 +119,12 @@ class Rule:
             end_location=Location(span.end.line, span.end.column + 1),
             severity=severity or self.default_severity,
             fix=fix,
+            related=tuple((text, self._start(place)) for text, place in related),
         )
+
+    def _start(self, node: cst.CSTNode) -> Location:
+        span = self.model.range(node)
+        return Location(span.start.line, span.start.column + 1)
 
     def every_step(self, role: str, loop: cst.CSTNode) -> str:
         """`every training step (loop at line 12)`: how often per-step code runs, for messages."""
@@ -152,6 +156,11 @@ class Rule:
             return "never"
         how = " or ".join(a.value for a in Applicability if a in kinds)
         return f"{'always' if cls.fix_always else 'sometimes'}, {how}"
+
+
+def value_origin(resolved: ResolvedValue | None) -> tuple[tuple[str, cst.CSTNode], ...]:
+    """Where a resolved value is written when that is not where it is used (`the argparse default`): a related place."""
+    return () if resolved is None or resolved.origin == LITERAL else ((f"the {resolved.origin}", resolved.node),)
 
 
 @functools.lru_cache(maxsize=None)

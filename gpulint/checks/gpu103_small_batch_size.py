@@ -9,7 +9,7 @@ import libcst as cst
 from gpulint.analysis.dataloaders import ITERABLE_DATASET, dataset_class
 from gpulint.analysis.loader_flow import EVAL, TRAIN
 from gpulint.analysis.value_resolution import LITERAL
-from gpulint.checks.base import Option, Rule
+from gpulint.checks.base import Option, Rule, value_origin
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
 from gpulint.edits import replace_node, with_keyword_argument
 
@@ -23,7 +23,7 @@ class SmallBatchSize(Rule):
     name = "small-batch-size"
     summary = "Training `DataLoader` uses a small batch size (or the default of 1)"
     fix_applicability = Applicability.UNSAFE
-    requires = (r"DataLoader", r"cuda")
+    requires = (r"DataLoader",)
     options = (
         Option("min-batch-size", 16, "Batch sizes below this are reported."),
         Option("target-batch-size", 64, "The batch size the fix sets."),
@@ -95,7 +95,7 @@ class SmallBatchSize(Rule):
             f"{self._lr_advice()}, or use `torch.compile(mode=\"reduce-overhead\")` for a small model"
         )
         severity = Severity.WARNING if info.role == TRAIN else Severity.INFO
-        return self.diagnostic(info.loader.call, message, severity=severity, fix=self._fix(info, resolved))
+        return self.diagnostic(info.loader.call, message, severity=severity, fix=self._fix(info, resolved), related=value_origin(resolved))
 
     def _lr_advice(self) -> str:
         names = {self.model.call_name(c) for c in self.model.calls}

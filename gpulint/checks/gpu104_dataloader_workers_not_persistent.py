@@ -17,7 +17,7 @@ class DataLoaderWorkersNotPersistent(Rule):
     name = "dataloader-workers-not-persistent"
     summary = "`DataLoader` with workers is iterated once per epoch without `persistent_workers=True`"
     fix_applicability = Applicability.UNSAFE
-    requires = (r"DataLoader", r"cuda", r"num_workers")
+    requires = (r"DataLoader", r"num_workers")
 
     def check(self) -> Iterator[Diagnostic]:
         model = self.model

@@ -21,8 +21,8 @@ class BlockingHostToDeviceCopy(Rule):
     name = "blocking-host-to-device-copy"
     summary = "A batch from a pinned `DataLoader` is copied to CUDA without `non_blocking=True`"
     fix_applicability = Applicability.SAFE
-    fix_always = True
-    requires = (r"DataLoader", r"cuda", r"pin_memory")
+    fix_always = False  # not for a copy inside a project helper (`to_device(batch)`): the fix belongs there
+    requires = (r"DataLoader", r"pin_memory")
 
     def check(self) -> Iterator[Diagnostic]:
         model = self.model
@@ -35,6 +35,11 @@ class BlockingHostToDeviceCopy(Rule):
             custom_collate = loader.argument("collate_fn") is not None
             for move in info.moves:
                 call = move.call
+                if move.via is not None:
+                    if id(call) not in reported and move.iteration.loop is not None and not move.non_blocking:
+                        reported.add(id(call))
+                        yield self._through_helper(move, loader, flow)
+                    continue
                 if id(call) in reported or move.iteration.loop is None or not self._can_add(call):
                     continue
                 if move.whole_batch and custom_collate:
@@ -52,6 +57,19 @@ class BlockingHostToDeviceCopy(Rule):
                         Applicability.SAFE,
                     ),
                 )
+
+    def _through_helper(self, move, loader, flow) -> Diagnostic:
+        """`to_device(batch, device)` whose copy (in the helper) blocks: reported at the call; the fix belongs
+        in the helper, which other callers may use with unpinned tensors, so none is offered."""
+        model = self.model
+        eval_only = flow.iteration_role(move.iteration) == EVAL
+        return self.diagnostic(
+            move.call,
+            f"`{model.code(move.call)}` copies a batch of a pinned `DataLoader` (line {model.line_of(loader.call)}) "
+            f"to the GPU at {move.via} without `non_blocking=True`, so the host waits for every copy; pass "
+            "`non_blocking=True` there to overlap it with compute",
+            severity=Severity.INFO if eval_only else Severity.WARNING,
+        )
 
     @staticmethod
     def _can_add(call: cst.Call) -> bool:

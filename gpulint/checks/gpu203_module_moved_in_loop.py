@@ -50,7 +50,7 @@ class ModuleMovedInLoop(Rule):
                 f"in Python; move it once before the loop{where}"
             )
             fix = self._fix(call, statement, target, key, loop, earlier)
-            yield self.diagnostic(call, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO, fix=fix)
+            yield self.diagnostic(call, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO, fix=fix, related=[("the loop", loop)])
 
     def _varies(self, key: str, device, statement, call, loop) -> bool:
         """The module or the device changes in the loop, or the loop moves the module elsewhere too."""

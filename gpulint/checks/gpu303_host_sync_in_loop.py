@@ -19,6 +19,7 @@ class HostSyncInLoop(Rule):
     name = "host-sync-in-loop"
     summary = "A host-device synchronization (`.item()`, `.cpu()`, `print(tensor)`, `if tensor:`) every loop iteration"
     requires = (r"\.(item|cpu|tolist|numpy|to|type|format|add_scalars?)\(|print|float|int|bool|if |while |assert |f['\"]|%|\[",)
+    project_tags = ("helper-syncs",)
 
     def check(self) -> Iterator[Diagnostic]:
         """One finding per statement: its first sync drains the queue, the others in it then cost little."""
@@ -38,7 +39,9 @@ class HostSyncInLoop(Rule):
             what = subjects[0] if len(subjects) == 1 else ", ".join(subjects[:-1]) + f" and {subjects[-1]}"
             verb = "waits" if len(syncs) == 1 else "wait"
             message = f"{what} {verb} for the GPU {self.every_step(role, loop)}; {self._advice(syncs, loop)}"
-            yield self.diagnostic(syncs[0].node, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO)
+            yield self.diagnostic(
+                syncs[0].node, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO, related=[(f"the {role} loop", loop)]
+            )
 
     def _advice(self, syncs, loop) -> str:
         model = self.model
@@ -60,6 +63,10 @@ class HostSyncInLoop(Rule):
         model = self.model
         node = sync.node
         parent = model.parent.get(node)
+        if sync.via is not None:  # a helper that syncs on every call
+            code = _short(model.code(node))
+            call = f"`{code}`" if code else "this call"
+            return f"{call} ({sync.kind} at {sync.via})"
         if isinstance(node, cst.FormattedStringExpression):
             code = _short(model.code(node.expression))
             return f"formatting `{{{code}}}` in an f-string" if code else sync.kind

@@ -47,4 +47,6 @@ class EmptyCacheInLoop(Rule):
             statement = model.parent.get(call)
             if isinstance(statement, cst.Expr):
                 fix = self.fix("Remove the `empty_cache()` call", [delete_statement(model, statement)], Applicability.UNSAFE)
-            yield self.diagnostic(call, message, severity=Severity.WARNING if every_step else Severity.INFO, fix=fix)
+            yield self.diagnostic(
+                call, message, severity=Severity.WARNING if every_step else Severity.INFO, fix=fix, related=[(f"the {role} loop", loop)]
+            )
