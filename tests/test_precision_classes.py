@@ -92,6 +92,12 @@ def test_test_paths_in_pyproject():
         settings_from_table({"test-paths": "tests/**"}, REPO)
 
 
+def test_a_changed_test_paths_setting_invalidates_the_cache():
+    default = settings_from_table({}, REPO)
+    assert settings_from_table({"test-paths": list(default.test_paths)}, REPO).fingerprint() == default.fingerprint()
+    assert settings_from_table({"test-paths": ["qa/**"]}, REPO).fingerprint() != default.fingerprint()
+
+
 def test_a_noqa_for_a_rule_that_skips_tests_is_not_reported_unused_there():
     source = "import pytest\nimport torch\nloader = DataLoader(ds)  # noqa: GPU101\n"
     assert findings(source, path="tools/check.py", select=("GPU001",)) == []
@@ -198,8 +204,55 @@ def test_gpu101_silent_for_in_memory_tensors(construct):
 
 
 def test_gpu101_a_tokenizing_collate_function_is_real_work():
-    source = loader_source(PRE_TOKENIZED, "Encoded(texts, labels, tokenizer), collate_fn=lambda b: tokenizer.pad(b)")
+    source = loader_source(PRE_TOKENIZED, "Encoded(texts, [int(x) for x in labels], tokenizer), collate_fn=lambda b: tokenizer(b, padding=True)")
     assert findings(source, select=("GPU101",)) == [at_loader(source, "GPU101")]
+
+
+def test_gpu101_padding_token_ids_is_no_work_for_workers():
+    # What `DataCollatorWithPadding` does: pad ids that are already tokens.
+    source = loader_source(PRE_TOKENIZED, "Encoded(texts, [int(x) for x in labels], tokenizer), collate_fn=lambda b: tokenizer.pad(b)")
+    assert findings(source, select=("GPU101",)) == []
+
+
+HF_TOKENIZED = """import torch
+from datasets import load_dataset
+from torch.utils.data import DataLoader
+
+device = torch.device("cuda")
+
+
+def main(model, optimizer, tokenizer):
+    raw = load_dataset("glue", "mrpc"{streaming})
+
+    def tokenize_function(examples):
+        return tokenizer(examples["sentence1"], examples["sentence2"], truncation=True)
+
+    tokenized = raw.map(tokenize_function, batched=True).rename_column("label", "labels")
+    tokenized = tokenized.{format}
+
+    def collate_fn(examples):
+        return tokenizer.pad(examples, padding="longest", return_tensors="pt")
+
+    loader = DataLoader(tokenized["train"], shuffle=True, collate_fn=collate_fn, batch_size=32)
+    for batch in loader:
+        model(**{{k: v.to(device) for k, v in batch.items()}}).loss.backward()
+        optimizer.step()
+"""
+
+
+def test_gpu101_silent_for_a_split_of_a_dataset_tokenized_by_map():
+    source = HF_TOKENIZED.format(streaming="", format='with_format("torch")')
+    assert findings(source, select=("GPU101", "GPU102")) == []
+
+
+@pytest.mark.parametrize(
+    ("streaming", "format"),
+    [(", streaming=True", 'with_format("torch")'), ("", "with_transform(augment)")],
+    ids=["streamed-so-map-runs-per-item", "a-transform-runs-per-item"],
+)
+def test_gpu101_reports_a_tokenized_dataset_whose_work_runs_per_item(streaming, format):
+    source = HF_TOKENIZED.format(streaming=streaming, format=format)
+    assert [f.split()[1] for f in findings(source, select=("GPU101",))] == ["GPU101"]
 
 
 def test_gpu101_silent_for_a_tensor_dataset_passed_through_a_parameter():
@@ -449,3 +502,12 @@ def test_settings_named_after_optimal_values_are_not_optimizers():
             torch.cuda.empty_cache()
         """
     assert findings(source, select=("GPU305",)) == []
+
+
+def test_the_readme_names_the_rules_that_run_on_test_code():
+    from gpulint.checks import all_rules
+
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    sentence = text.split("Test code is not training code", 1)[1].split("\n\n", 1)[0]
+    named = sentence.split("rules run (", 1)[1].split(")", 1)[0]
+    assert named.split(", ") == sorted(code for code, rule in all_rules().items() if rule.applies_to_tests)

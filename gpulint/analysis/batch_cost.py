@@ -14,6 +14,7 @@ follow (built in another module, read from a YAML file, passed in from outside) 
 from __future__ import annotations
 
 import re
+from functools import cached_property
 from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
@@ -55,6 +56,9 @@ _IN_MEMORY_MODULES = ("torch.", "numpy.", "pandas.", "json.", "pickle.")
 _LAZY = frozenset({"numpy.memmap", "numpy.lib.format.open_memmap", "torch.utils.data.DataLoader"})
 _MATERIALIZING_METHODS = frozenset({"read", "readlines", "read_text", "tolist", "to_numpy", "numpy", "split", "splitlines",
                                     "values", "keys", "items", "copy", "long", "float", "int", "view", "reshape"})  # fmt: skip
+# Hugging Face `datasets` methods that build a new table once (not per item, unlike `set_transform`).
+_EAGER_DATASET_METHODS = frozenset({"map", "filter", "with_format", "set_format", "select", "shuffle", "remove_columns",
+                                    "rename_column", "rename_columns", "select_columns", "sort", "flatten_indices"})  # fmt: skip
 _TOKENIZER = re.compile(r"tokeni[sz]er|(^|_)tok($|_)", re.IGNORECASE)
 _TOKENIZING_METHODS = frozenset({"encode", "encode_plus", "batch_encode_plus", "convert_tokens_to_ids", "encode_batch"})
 # Words that mark image, audio or video data: a dataset that holds them is not token data.
@@ -325,10 +329,12 @@ class BatchCost:
 
     # ---- cheap items -----------------------------------------------------------------------------
 
-    def _cheap_dataset(self, source: cst.BaseExpression) -> bool:
+    def _cheap_dataset(self, source: cst.BaseExpression, depth: int = 0) -> bool:
         m = self.m
         if isinstance(source, (cst.List, cst.Tuple, cst.ListComp)):
             return True  # a list of tensors or samples: indexing a Python list
+        if isinstance(source, cst.Subscript) and depth < _MAX_DEPTH:  # `tokenized["train"]`: a split of it
+            return self._all_cheap(source.value, depth + 1)
         if not isinstance(source, cst.Call):
             return False
         name = m.call_name(source) or ""
@@ -338,11 +344,31 @@ class BatchCost:
             return True
         if name.startswith("torch.") and not name.startswith("torch.utils."):
             return True  # a tensor: rows indexed in memory
-        if _maps_tokenizer(m, source):
+        if _maps_tokenizer(m, source) and not self._streams:
             return True  # a Hugging Face dataset tokenized once by `.map(...)`: rows of token ids
+        func = source.func
+        if isinstance(func, cst.Attribute) and func.attr.value in _EAGER_DATASET_METHODS and depth < _MAX_DEPTH:
+            return self._all_cheap(func.value, depth + 1)  # `.with_format("torch")` of cheap rows is cheap rows
         info = m.local_class_of(name)
         getitem = self._method(info, "__getitem__") if info is not None else None
         return getitem is not None and self._cheap_body(getitem, 0)
+
+    def _all_cheap(self, expr: cst.BaseExpression, depth: int) -> bool:
+        if isinstance(expr, cst.Call):
+            return self._cheap_dataset(expr, depth)
+        sources = self._sources(expr)
+        return bool(sources) and all(s is not expr and self._cheap_dataset(s, depth) for s in sources)
+
+    @cached_property
+    def _streams(self) -> bool:
+        """The module streams a dataset (`load_dataset(..., streaming=True)`): its `.map` runs per item, lazily."""
+        for call in self.m.calls:
+            if isinstance(call.func, cst.Attribute) and call.func.attr.value == "to_iterable_dataset":
+                return True
+            for arg in call.args:
+                if arg.keyword is not None and arg.keyword.value == "streaming" and not _is_false(arg.value):
+                    return True
+        return False
 
     def _cheap_collate(self, collate: Optional[cst.BaseExpression]) -> bool:
         m = self.m
@@ -410,6 +436,8 @@ class BatchCost:
             local = self._module_function(call)
             if local is not None:
                 return self._cheap_body(local, depth + 1)
+        if isinstance(callee, cst.Attribute) and callee.attr.value == "pad" and _names_tokenizer(m, callee.value):
+            return True  # `tokenizer.pad(examples)`: pads ids that are already tokens
         name = m.call_name(call) or ""
         if name.startswith("torch."):
             return name[len("torch.") :] in _CHEAP_TORCH
@@ -540,6 +568,10 @@ def _maps_tokenizer(model: SemanticModel, call: cst.Call) -> bool:
         functions = model.functions.get(mapped.value, [])
         return len(functions) == 1 and any(_is_tokenizing(model, c) for c in model.calls_inside(functions[0]))
     return False
+
+
+def _is_false(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "False"
 
 
 def _literal_numbers(expr: cst.BaseExpression) -> bool:
