@@ -255,6 +255,13 @@ def test_gpu101_reports_a_tokenized_dataset_whose_work_runs_per_item(streaming, 
     assert [f.split()[1] for f in findings(source, select=("GPU101",))] == ["GPU101"]
 
 
+def test_gpu101_reports_a_datapipe_that_tokenizes_per_item():
+    source = HF_TOKENIZED.format(streaming="", format='with_format("torch")').replace(
+        'raw = load_dataset("glue", "mrpc")', "raw = IterableWrapper(read_rows())"
+    ).replace("from datasets import load_dataset", "from torchdata.datapipes.iter import IterableWrapper")
+    assert [f.split()[1] for f in findings(source, select=("GPU101",))] == ["GPU101"]
+
+
 def test_gpu101_silent_for_a_tensor_dataset_passed_through_a_parameter():
     # transformers' legacy run_glue: `train(args, train_dataset, ...)` with a TensorDataset of features
     source = """\

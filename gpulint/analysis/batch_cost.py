@@ -59,6 +59,7 @@ _MATERIALIZING_METHODS = frozenset({"read", "readlines", "read_text", "tolist", 
 # Hugging Face `datasets` methods that build a new table once (not per item, unlike `set_transform`).
 _EAGER_DATASET_METHODS = frozenset({"map", "filter", "with_format", "set_format", "select", "shuffle", "remove_columns",
                                     "rename_column", "rename_columns", "select_columns", "sort", "flatten_indices"})  # fmt: skip
+_DATAPIPES = ("torchdata.", "torch.utils.data.datapipes.", "torch.utils.data.IterDataPipe", "torch.utils.data.MapDataPipe")
 _TOKENIZER = re.compile(r"tokeni[sz]er|(^|_)tok($|_)", re.IGNORECASE)
 _TOKENIZING_METHODS = frozenset({"encode", "encode_plus", "batch_encode_plus", "convert_tokens_to_ids", "encode_batch"})
 # Words that mark image, audio or video data: a dataset that holds them is not token data.
@@ -344,7 +345,7 @@ class BatchCost:
             return True
         if name.startswith("torch.") and not name.startswith("torch.utils."):
             return True  # a tensor: rows indexed in memory
-        if _maps_tokenizer(m, source) and not self._streams:
+        if _maps_tokenizer(m, source) and not self._streams and not self._datapipe(source.func.value):
             return True  # a Hugging Face dataset tokenized once by `.map(...)`: rows of token ids
         func = source.func
         if isinstance(func, cst.Attribute) and func.attr.value in _EAGER_DATASET_METHODS and depth < _MAX_DEPTH:
@@ -358,6 +359,18 @@ class BatchCost:
             return self._cheap_dataset(expr, depth)
         sources = self._sources(expr)
         return bool(sources) and all(s is not expr and self._cheap_dataset(s, depth) for s in sources)
+
+    def _datapipe(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
+        """A torchdata / `torch.utils.data` pipeline, whose `.map` runs per item as the loader reads it."""
+        sources = [expr] if isinstance(expr, cst.Call) else self._sources(expr) or ()
+        for source in sources:
+            if not isinstance(source, cst.Call):
+                continue
+            if (self.m.call_name(source) or "").startswith(_DATAPIPES):
+                return True
+            if isinstance(source.func, cst.Attribute) and depth < _MAX_DEPTH and self._datapipe(source.func.value, depth + 1):
+                return True
+        return False
 
     @cached_property
     def _streams(self) -> bool:
