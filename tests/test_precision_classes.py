@@ -312,6 +312,19 @@ def test_gpu102_reports_images_even_beside_a_tokenizer():
     assert f"{d.location.row}:{d.location.column} GPU102" == at_loader(source, "GPU102")
 
 
+def test_a_dataset_class_given_a_size_is_not_toy_data():
+    dataset = """\
+        class RandomImages(Dataset):
+            def __init__(self, size):
+                self.images = torch.randn(size, 3, 32, 32)
+
+            def __getitem__(self, index):
+                return self.images[index], 0
+        """
+    source = loader_source(dataset, "RandomImages(1024), num_workers=2")
+    assert findings(source, select=("GPU102", "GPU103")) == [at_loader(source, "GPU102")]
+
+
 def test_gpu102_reports_data_of_unknown_size():
     source = loader_source("", "TensorDataset(torch.load('features.pt'), torch.zeros(64)), num_workers=2",
                            "from torch.utils.data import TensorDataset")  # fmt: skip

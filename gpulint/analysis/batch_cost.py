@@ -545,9 +545,9 @@ class BatchCost:
         if isinstance(expr, cst.Call):
             name = self.m.call_name(expr) or ""
             if name.rsplit(".", 1)[-1] in ("tensor", "as_tensor", "array", "asarray") and name.startswith(("torch.", "numpy.")):
-                return bool(expr.args) and _literal_numbers(expr.args[0].value)
+                return bool(expr.args) and _literal_rows(expr.args[0].value)
             return False
-        return _literal_numbers(expr)
+        return _literal_rows(expr)
 
 
 # ---- helpers ------------------------------------------------------------------------------------
@@ -585,6 +585,11 @@ def _maps_tokenizer(model: SemanticModel, call: cst.Call) -> bool:
 
 def _is_false(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Name) and expr.value == "False"
+
+
+def _literal_rows(expr: cst.BaseExpression) -> bool:
+    """A list or tuple of numbers written out; a lone number is a size (`RandomImages(1024)`), not data."""
+    return isinstance(expr, (cst.List, cst.Tuple)) and _literal_numbers(expr)
 
 
 def _literal_numbers(expr: cst.BaseExpression) -> bool:
