@@ -37,7 +37,7 @@ DEFAULT_SCRIPTS = ["slow_loader.py", "pageable_copies.py", "item_every_step.py"]
 # Said under the table for scripts whose main problem gpulint reports but does not fix.
 NOT_FIXED = {
     "item_every_step.py": "GPU303 (`.item()` every step) has no automatic fix; the row measures only the loader "
-    "fixes (GPU101/GPU102/GPU103) applied to it",
+    "fixes gpulint applies to it (pinning the loader, non-blocking copies)",
 }
 
 

@@ -17,6 +17,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
+from gpulint.analysis.test_code import DEFAULT_TEST_PATHS
 from gpulint.budget import DEFAULT_SECONDS as DEFAULT_ANALYSIS_SECONDS
 from gpulint.checks import Rule, all_rules
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
@@ -33,7 +34,7 @@ KNOWN_KEYS = {
     "select", "ignore", "extend-select", "preview", "exclude", "extend-exclude", "respect-gitignore",
     "force-exclude", "per-file-ignores", "target-torch", "rules", "output-format", "cache-dir", "unsafe-fixes",
     "fail-on", "unfixable", "extend-safe-fixes", "extend-unsafe-fixes", "include", "extend-include",
-    "analysis-timeout",
+    "analysis-timeout", "test-paths",
 }  # fmt: skip
 # Keys that hold rule selectors (codes, prefixes, ALL), checked against the registry.
 SELECTOR_KEYS = ("select", "ignore", "extend-select", "unfixable", "extend-safe-fixes", "extend-unsafe-fixes")
@@ -56,6 +57,7 @@ class Settings:
     respect_gitignore: bool = True
     force_exclude: bool = False
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    test_paths: tuple[str, ...] = DEFAULT_TEST_PATHS  # files that are test code: performance rules skip them
     target_torch: tuple[int, int] = (2, 3)
     rule_options: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
     unsafe_fixes: bool = False
@@ -88,6 +90,11 @@ class Settings:
                         ignored.add(code)
         return frozenset(ignored)
 
+    def is_test_path(self, path: str) -> bool:
+        """`path` matches `test-paths`: a test file, where only the rules that apply to tests run."""
+        rel = _relative(path, self.root)
+        return any(_glob_match(rel, pattern) for pattern in self.test_paths)
+
     @property
     def overrides_fixes(self) -> bool:
         return bool(self.unfixable or self.extend_safe_fixes or self.extend_unsafe_fixes)
@@ -118,6 +125,8 @@ class Settings:
         data = [self.enabled_codes, self.per_file_ignores, self.target_torch, self.rule_options, self.unsafe_fixes]
         if self.overrides_fixes:  # only when set, so that existing caches stay valid
             data += [self.unfixable, self.extend_safe_fixes, self.extend_unsafe_fixes]
+        if self.test_paths != DEFAULT_TEST_PATHS:
+            data.append(self.test_paths)
         return hashlib.sha256(json.dumps(data, default=str).encode()).hexdigest()[:16]
 
 
@@ -242,7 +251,7 @@ def settings_from_table(table: dict, root: Path, config_path: Path | None = None
         raise ConfigError(f"Unknown key `{unknown[0]}` in [tool.gpulint] ({where})")
     s = Settings(root=root, config_path=config_path)
     changes: dict[str, Any] = {}
-    for key in (*SELECTOR_KEYS, "exclude", "extend-exclude", "include", "extend-include"):
+    for key in (*SELECTOR_KEYS, "exclude", "extend-exclude", "include", "extend-include", "test-paths"):
         if key in table:
             changes[key.replace("-", "_")] = _string_list(table[key], key)
     for key in ("preview", "respect-gitignore", "force-exclude", "unsafe-fixes"):

@@ -91,7 +91,7 @@ def rules_for(text: str, path: str, settings: Settings, project: ModuleContext |
     the module has (it calls a helper that syncs, ...) is a candidate whatever its text says.
     Each distinct pattern is tested at most once per file, however many rules share it.
     """
-    ignored = settings.ignored_for(path) if settings.per_file_ignores else frozenset()
+    ignored = _ignored_for(path, settings)
     seen: dict[str, bool] = {}
     # a file the project could not parse says only what its text says (and gets its syntax error reported)
     gpu = project.gpu if project is not None and project.parsed else may_have_own_evidence(text)
@@ -116,6 +116,14 @@ def rules_for(text: str, path: str, settings: Settings, project: ModuleContext |
         else:
             candidates.append(rule)
     return candidates
+
+
+def _ignored_for(path: str, settings: Settings) -> frozenset[str]:
+    """Codes that do not run on `path`: `per-file-ignores`, and in test files the rules that skip tests."""
+    ignored = settings.ignored_for(path) if settings.per_file_ignores else frozenset()
+    if settings.test_paths and settings.is_test_path(path):
+        ignored |= {code for code, rule in all_rules().items() if not rule.applies_to_tests}
+    return ignored
 
 
 # libcst's native parser overflows its stack (a segfault, not an exception) on a few thousand nested
@@ -229,7 +237,7 @@ def check_source(
     if prefilter and not _NO_PREFILTER:
         rules = rules_for(text, path, settings, project)
     else:
-        ignored = settings.ignored_for(path) if settings.per_file_ignores else frozenset()
+        ignored = _ignored_for(path, settings)
         rules = [rule for rule in _enabled_rules(settings) if rule.code not in ignored]
     if not rules:
         return []
@@ -273,9 +281,12 @@ def _check_parsed(
     for rule_class in rules:
         if rule_class.needs_gpu_context and not model.uses_cuda or rule_class.reads_findings:
             continue
+        if not rule_class.applies_to_tests and model.test_code.whole_module:
+            continue
         rule = rule_class(model, settings.options_for(rule_class.code), target_torch=settings.target_torch)
         try:
-            diagnostics.extend(rule.check())
+            found = list(rule.check())
+            diagnostics.extend(found if rule_class.applies_to_tests else _outside_tests(model, found))
         except RecursionError:
             diagnostics.append(file_error(path, f"{rule_class.code}: too deeply nested to analyse; skipped"))
         except Exception as error:  # noqa: BLE001 - one broken rule must not stop the others
@@ -286,7 +297,9 @@ def _check_parsed(
     if diagnostics or readers:
         suppressions = parse_suppressions(text)
         if readers:
-            ignored = settings.ignored_for(path) if settings.per_file_ignores else frozenset()
+            ignored = _ignored_for(path, settings)
+            if model.test_code.whole_module:
+                ignored |= {rule.code for rule in rules if not rule.applies_to_tests}
             enabled = frozenset(settings.enabled_codes) - ignored
             for rule_class in readers:
                 rule = rule_class(model, settings.options_for(rule_class.code), target_torch=settings.target_torch)
@@ -300,6 +313,14 @@ def _check_parsed(
         if settings.overrides_fixes:  # unfixable, extend-safe-fixes, extend-unsafe-fixes
             diagnostics = [settings.with_fix_policy(d) for d in diagnostics]
     return sorted(diagnostics, key=Diagnostic.sort_key)
+
+
+def _outside_tests(model: SemanticModel, found: list[Diagnostic]) -> list[Diagnostic]:
+    """The findings that do not lie in a test class of the module."""
+    if not found or not model.test_code.test_classes:
+        return found
+    rows = model.test_code.rows()
+    return [d for d in found if not any(first <= d.location.row <= last for first, last in rows)]
 
 
 def release_memory() -> None:

@@ -295,7 +295,8 @@ def test_severity_warning_for_training_info_for_evaluation():
     assert severities == ["warning", "info"]
 
 
-def test_severity_is_info_for_a_tensor_dataset_named_or_not():
+def test_a_tensor_dataset_named_or_not_has_nothing_for_workers_to_do():
+    # Indexing in-memory tensors is cheaper than a worker's inter-process copy (batch_cost.py).
     source = """\
         import torch
         from torch.utils.data import DataLoader, TensorDataset
@@ -305,7 +306,7 @@ def test_severity_is_info_for_a_tensor_dataset_named_or_not():
             ds = TensorDataset(x, y)
             b = DataLoader(ds, shuffle=True)
         """
-    assert [d.severity.value for d in diagnostics(source, select=("GPU101",))] == ["info", "info"]
+    assert diagnostics(source, select=("GPU101",)) == []
 
 
 def test_severity_of_a_shuffled_eval_only_loader_is_info_like_gpu102_and_gpu104():

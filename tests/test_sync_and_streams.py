@@ -461,13 +461,13 @@ def test_gpu305_only_statement_becomes_pass():
     assert fix(source, "GPU305", unsafe=True) == STEP + "    f(x)\n"
 
 
-def test_gpu305_under_a_cadence_or_per_epoch_is_info():
+def test_gpu305_under_a_cadence_is_info_and_once_per_epoch_is_silent():
     guarded = train_with("if step % 1000 == 0:\n    torch.cuda.empty_cache()\n")
     [d] = diagnostics(guarded, select=("GPU305",))
     assert d.severity.value == "info"
+    # One sync and one round of re-allocation per epoch: nothing measurable.
     epochs = "import torch\nfor epoch in range(3):\n    for x in loader:\n        model(x.cuda()).sum().backward()\n        opt.step()\n    torch.cuda.empty_cache()\n"
-    [d] = diagnostics(epochs, select=("GPU305",))
-    assert d.severity.value == "info"
+    assert diagnostics(epochs, select=("GPU305",)) == []
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from gpulint.analysis.residency import CUDA
+
 if TYPE_CHECKING:
     from gpulint.analysis.model import ClassInfo, SemanticModel
 
@@ -104,37 +106,46 @@ def dataset_class(model: SemanticModel, loader: DataLoaderCall) -> ClassInfo | N
     return None
 
 
-def _tensor_dataset(model: SemanticModel, loader: DataLoaderCall) -> cst.Call | None:
-    """The `TensorDataset(...)` call that is the loader's dataset (in the call, or bound to a name once)."""
-    dataset = loader.value("dataset")
-    value = _binding_value(model, dataset) if dataset is not None else None
-    return value if isinstance(value, cst.Call) and model.call_name(value) == TENSOR_DATASET else None
-
-
-def has_tensor_dataset(model: SemanticModel, loader: DataLoaderCall) -> bool:
-    """The dataset is a `TensorDataset`: in-memory tensors."""
-    return _tensor_dataset(model, loader) is not None
-
-
 def produces_cuda_batches(model: SemanticModel, loader: DataLoaderCall) -> bool:
     """The dataset or collate_fn already yields CUDA tensors: workers and pinning cannot help."""
     residency = model.residency
-    tensors = _tensor_dataset(model, loader)
-    if tensors is not None and any(not arg.star and residency.is_gpu(arg.value, certain=True) for arg in tensors.args):
-        return True
     if loader.value("dataset") is not None:
         info = dataset_class(model, loader)
         if info is not None and residency.contains_cuda_move(info.node):
             return True
+    if model.batch_cost.holds_cuda_tensors(loader):
+        return True
     collate = loader.value("collate_fn")
-    if collate is not None:
-        if isinstance(collate, cst.Lambda):
-            return residency.contains_cuda_move(collate)
-        if isinstance(collate, cst.Name):
-            for func in model.functions.get(collate.value, []):
-                if residency.contains_cuda_move(func):
-                    return True
+    return collate is not None and _collate_moves_to_cuda(model, collate)
+
+
+def _collate_moves_to_cuda(model: SemanticModel, collate: cst.BaseExpression, depth: int = 0) -> bool:
+    """The collate function moves batches to CUDA: a function or lambda of this module that does, or any
+    callable handed a CUDA device (`functools.partial(collate, device=device)`, `lambda b: collate(b, device)`,
+    a closure built by `make_collate(device)`)."""
+    residency = model.residency
+    if depth > 4:
+        return False
+    if isinstance(collate, cst.Name):
+        functions = model.functions.get(collate.value, [])
+        if functions:
+            return any(residency.contains_cuda_move(func) for func in functions)
+        binders = model.bindings_of(collate.value, collate)
+        return len(binders) == 1 and isinstance(binders[0], cst.Assign) and _collate_moves_to_cuda(model, binders[0].value, depth + 1)
+    if isinstance(collate, cst.Lambda):
+        return residency.contains_cuda_move(collate) or any(_given_cuda_device(model, c) for c in model.calls_inside(collate))
+    if isinstance(collate, cst.Call):
+        if _given_cuda_device(model, collate):
+            return True
+        if model.call_name(collate) == "functools.partial" and collate.args:
+            return _collate_moves_to_cuda(model, collate.args[0].value, depth + 1)
+        if isinstance(collate.func, cst.Name):  # a factory of this module that returns a collate closure
+            return any(residency.contains_cuda_move(func) for func in model.functions.get(collate.func.value, []))
     return False
+
+
+def _given_cuda_device(model: SemanticModel, call: cst.Call) -> bool:
+    return any(not arg.star and model.residency.device_kind(arg.value) == CUDA for arg in call.args)
 
 
 def is_unsharded_iterable_dataset(model: SemanticModel, loader: DataLoaderCall) -> bool:

@@ -809,6 +809,18 @@ class SemanticModel:
         return StreamAnalysis(self)
 
     @cached_property
+    def batch_cost(self):
+        from gpulint.analysis.batch_cost import BatchCost
+
+        return BatchCost(self)
+
+    @cached_property
+    def test_code(self):
+        from gpulint.analysis.test_code import TestCode
+
+        return TestCode(self)
+
+    @cached_property
     def _returns(self) -> dict[cst.FunctionDef, list[cst.Return]]:
         return {}  # keyed by the node itself, which the model keeps alive (an id could be reused)
 

@@ -88,7 +88,9 @@ _MEMORY_STATISTICS = frozenset({
     "memory_summary", "reset_peak_memory_stats", "reset_max_memory_allocated", "mem_get_info", "memory_cached",
     "max_memory_cached", "memory_snapshot",
 })  # fmt: skip
-_OPTIMIZER = re.compile(r"(self\.)?((\w*_)?optim(izer)?\w*|opt(_\w+|[A-Z]\w*)?)")
+# `opt_g`, `optD`, `self.optimizer`; not `opt_batch_size` or `opt_level` (settings named after "optimal").
+_OPTIMIZER = re.compile(r"(self\.)?((\w*_)?optim(izer)?\w*|opt(?!\w*(size|shape|height|width|level|len|dim))(_\w+|[A-Z]\w*)?)")
+_COUNTER = re.compile(r"step|update|iter", re.IGNORECASE)
 _RATE_NAME = re.compile(
     r"(log|print|display|report|eval|val|save|ckpt|checkpoint|summary|sample)\w*_?(step|every|interval|freq|iter|period)"
     r"|should_(log|print|report|eval|save)|is_(log|logging|print|report|eval|last)\w*|^(log|logging|verbose)_?now$",
@@ -1005,7 +1007,7 @@ class Residency:
         return None
 
     def _rate_limiting(self, test: cst.BaseExpression, loop_targets: set) -> bool:
-        found = False
+        found = self._once(test, loop_targets)
 
         class _Scan(cst.CSTVisitor):
             def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
@@ -1018,16 +1020,46 @@ class Residency:
                 if _RATE_NAME.search(node.value):
                     found = True
 
+        test.visit(_Scan())
+        return found
+
+    def runs_once(self, guard: Optional[cst.CSTNode], loop: Loop) -> bool:
+        """A guard from `rate_limit_guard` that lets its body run once per pass of `loop` or only after an
+        error: `if step == 0:`, `if self.get_num_updates() == 0:`, `if has_oom:`."""
+        if not isinstance(guard, cst.If):
+            return False
+        loop_targets = {dotted_name(t) for t in _names_in(loop.target)} if isinstance(loop, cst.For) else set()
+        return self._once(guard.test, loop_targets)
+
+    def _once(self, test: cst.BaseExpression, loop_targets: set) -> bool:
+        model = self.model
+        found = self._set_on_error(test)
+
+        class _Scan(cst.CSTVisitor):
             def visit_Comparison(self, node: cst.Comparison) -> None:
                 nonlocal found
-                # `if step == 0:` / `if i == len(loader) - 1:` run once per loop.
+                # `if step == 0:` / `if i == len(loader) - 1:` run once per loop; so does a step counter
+                # compared with a number (`if self.get_num_updates() == 0:`).
                 if any(isinstance(c.operator, cst.Equal) for c in node.comparisons):
                     sides = [node.left, *(c.comparator for c in node.comparisons)]
                     if any(dotted_name(s) in loop_targets for s in sides):
                         found = True
+                    counters = [s for s in sides if isinstance(s, (cst.Name, cst.Attribute, cst.Call)) and _COUNTER.search(model.code(s))]
+                    if counters and any(isinstance(s, cst.Integer) for s in sides):
+                        found = True
 
         test.visit(_Scan())
         return found
+
+    def _set_on_error(self, test: cst.BaseExpression) -> bool:
+        """`if has_oom:` where only `except` handlers set the flag (to anything but `False`): a recovery path."""
+        if not isinstance(test, cst.Name):
+            return False
+        writes = self.flow.writes_in_scope(test.value, self.model.scope_of(test))
+        raised = [w for w in writes if not (w.value is not None and literal_value(w.value) == (True, False))]
+        return bool(raised) and all(
+            any(isinstance(a, cst.ExceptHandler) for a in self.model.ancestors(w.statement)) for w in raised
+        )
 
     def measures_memory(self, loop: Loop) -> bool:
         """The loop reads the CUDA allocator's statistics (`memory_allocated`, `max_memory_reserved`,
@@ -1036,6 +1068,29 @@ class Residency:
             name = self.model.call_name(call) or ""
             if name.startswith("torch.cuda.") and name.rsplit(".", 1)[-1] in _MEMORY_STATISTICS:
                 return True
+        return False
+
+    def frees_memory_beside(self, node: cst.CSTNode) -> bool:
+        """A `del` or `gc.collect()` next to `node`'s statement (in its block, or around the `if` that holds
+        it): `node` is part of releasing memory on purpose, as after `del pipeline` between phases."""
+        model = self.model
+        statement = model.enclosing_statement(node)
+        for _ in range(2):
+            block = model.parent.get(statement)
+            siblings = block.body if isinstance(block, (cst.IndentedBlock, cst.Module)) else ()
+            for sibling in siblings:
+                if sibling is statement or not isinstance(sibling, cst.SimpleStatementLine):
+                    continue
+                if any(isinstance(small, cst.Del) for small in sibling.body):
+                    return True
+                if any(model.call_name(c) == "gc.collect" for c in model.calls_inside(sibling)):
+                    return True
+            holder = model.parent.get(block) if block is not None else None
+            if not isinstance(holder, (cst.If, cst.Else)):
+                break
+            statement = holder if isinstance(holder, cst.If) else model.parent.get(holder)
+            if not isinstance(statement, cst.If):
+                break
         return False
 
     def in_timing_code(self, node: cst.CSTNode) -> bool:

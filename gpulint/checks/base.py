@@ -48,6 +48,9 @@ class Rule:
     # Runs after the other rules, on their findings (`check_findings`) instead of `check()`.
     reads_findings: ClassVar[bool] = False
     needs_gpu_context: ClassVar[bool] = True
+    # Also runs on test code (`analysis/test_code.py`): correctness and API rules, since a race or a removed
+    # API is as wrong in a test as in training code. Performance rules leave tests alone.
+    applies_to_tests: ClassVar[bool] = False
     # The prefilter: regexes that must ALL occur in a file's text for the rule to possibly fire; files
     # no enabled rule can fire on are never parsed. Name what the rule matches on, as specific as is
     # still certain (`r"memory_cached"`, `r"DataLoader"`); a rule must not need a comment to fire.

@@ -19,6 +19,7 @@ class UnusedNoqa(Rule):
     explicit_only = True
     reads_findings = True
     requires = (r"(?i)noqa|gpulint:",)
+    applies_to_tests = True  # a suppression that suppresses nothing is unused in a test too
     default_severity = Severity.WARNING
 
     def check_findings(self, findings: list[Diagnostic], suppressions: Suppressions, enabled: frozenset[str]) -> Iterator[Diagnostic]:

@@ -6,12 +6,7 @@ from typing import Iterator
 
 import libcst as cst
 
-from gpulint.analysis.dataloaders import (
-    defined_for_workers,
-    has_tensor_dataset,
-    is_unsharded_iterable_dataset,
-    produces_cuda_batches,
-)
+from gpulint.analysis.dataloaders import defined_for_workers, is_unsharded_iterable_dataset, produces_cuda_batches
 from gpulint.analysis.value_resolution import LITERAL
 from gpulint.checks.base import Option, Rule, value_origin
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
@@ -44,6 +39,8 @@ class DataLoaderWithoutWorkers(Rule):
         for loader in model.dataloaders:
             if not loader.known("num_workers", "dataset", "collate_fn") or produces_cuda_batches(model, loader):
                 continue
+            if model.batch_cost.items_are_cheap(loader) or model.batch_cost.iterated_once(model.loader_flow.info(loader)):
+                continue  # nothing for workers to take off the training process, or one batch only
             arg = loader.argument("num_workers")
             resolved = None
             if arg is not None:
@@ -53,8 +50,6 @@ class DataLoaderWithoutWorkers(Rule):
             yield self._report(loader, resolved)
 
     def _severity(self, loader) -> Severity:
-        if has_tensor_dataset(self.model, loader):
-            return Severity.INFO  # indexing in-memory tensors is cheap: little for workers to win
         flow = self.model.loader_flow
         return Severity.WARNING if flow.feeds_training(flow.info(loader)) else Severity.INFO
 

@@ -30,6 +30,8 @@ class DataLoaderWithoutPinMemory(Rule):
             feeds = None if moves else flow.feeds_gpu_training(info)  # the copy is out of sight
             if not loader.known("pin_memory", "dataset", "collate_fn") or not (moves or feeds) or produces_cuda_batches(model, loader):
                 continue
+            if model.batch_cost.batches_are_small(loader):
+                continue  # token ids or toy data: pinning a few kilobytes saves nothing measurable
             arg = loader.argument("pin_memory")
             resolved = None
             if arg is not None:

@@ -17,6 +17,7 @@ class NonBlockingDeviceToHost(Rule):
     name = "non-blocking-device-to-host"
     summary = "A `non_blocking=True` copy to the CPU is read before any synchronize"
     requires = (r"non_blocking",)
+    applies_to_tests = True  # a garbage read is a bug in a test too
     default_severity = Severity.ERROR
 
     def check(self) -> Iterator[Diagnostic]:

@@ -15,6 +15,7 @@ class StreamWithoutWait(Rule):
     summary = "`with torch.cuda.stream(s):` reads GPU values from the current stream without `s.wait_stream(...)` first"
     fix_applicability = Applicability.UNSAFE
     requires = (r"[Ss]tream",)
+    applies_to_tests = True  # a race is a bug in a test too
     default_severity = Severity.ERROR
 
     def check(self) -> Iterator[Diagnostic]:

@@ -18,6 +18,7 @@ class StreamResultWithoutWait(Rule):
     summary = "A value produced on a side stream is read without `torch.cuda.current_stream().wait_stream(s)`"
     fix_applicability = Applicability.UNSAFE
     requires = (r"[Ss]tream",)
+    applies_to_tests = True  # a race is a bug in a test too
     default_severity = Severity.ERROR
 
     def check(self) -> Iterator[Diagnostic]:

@@ -28,14 +28,16 @@ class EmptyCacheInLoop(Rule):
             if model.call_name(call) not in EMPTY_CACHE or not model.enclosing_loops(call):
                 continue
             loop, role = residency.step_loop(call)
-            if loop is None:
-                continue  # a loop over models, configurations or out-of-memory retries: a phase boundary
+            if loop is None or role not in (TRAIN, EVAL):
+                continue  # once per epoch, or a loop over models, configurations or retries: a phase boundary
             guard = residency.rate_limit_guard(call, loop)
-            if isinstance(guard, (cst.ExceptHandler, cst.Try, cst.Finally)):
-                continue  # recovering from an out-of-memory error, or cleaning up
+            if isinstance(guard, (cst.ExceptHandler, cst.Try, cst.Finally)) or residency.runs_once(guard, loop):
+                continue  # recovering from an out-of-memory error, cleaning up, or once per pass
             if any(residency.measures_memory(outer) for outer in model.enclosing_loops(call)):
                 continue  # emptying the cache is part of measuring memory
-            every_step = role in (TRAIN, EVAL) and guard is None
+            every_step = guard is None
+            if not every_step and residency.frees_memory_beside(call):
+                continue  # `del pipeline; gc.collect()` at validation intervals: a deliberate release
             where = self.every_step(role, loop) if every_step else f"in the loop at line {model.line_of(loop)}"
             message = (
                 f"`{model.code(call)}` {where} syncs the device and frees the cache that the next step "

@@ -26,6 +26,7 @@ class DeprecatedMemoryApi(Rule):
     fix_always = True
     needs_gpu_context = False
     requires = (r"memory_cached",)
+    applies_to_tests = True  # a removed API breaks a test too
 
     def check(self) -> Iterator[Diagnostic]:
         model = self.model

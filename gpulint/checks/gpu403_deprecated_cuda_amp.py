@@ -34,6 +34,7 @@ class DeprecatedCudaAmp(Rule):
     fix_applicability = Applicability.SAFE
     needs_gpu_context = False
     requires = (r"\bamp\b", r"cuda")  # `torch.cuda.amp` is named by these two words, however it is imported
+    applies_to_tests = True  # a deprecated API warns in a test too
 
     def check(self) -> Iterator[Diagnostic]:
         amp = self.model.deprecated_amp

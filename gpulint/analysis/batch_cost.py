@@ -1,0 +1,671 @@
+"""What a DataLoader's batches cost: to make (the work each item takes) and to copy (the bytes of a batch).
+
+Workers (GPU101) only pay off when making a batch is real work: reading files, decoding, augmenting,
+tokenizing. A dataset whose `__getitem__` only indexes data already held in memory (a `TensorDataset`, a
+list of tensors, a class holding pre-tokenized ids) has nothing for workers to take off the training
+process; they add start-up, pickling and inter-process copies instead. Pinning (GPU102) pays off with the
+bytes of a batch: a batch of token ids is a few kilobytes to a megabyte, tiny next to the model work it
+feeds, and data written out in the code (a toy dataset) is tinier still.
+
+Both facts are proved from the code in this module, never guessed: a dataset whose source gpulint cannot
+follow (built in another module, read from a YAML file, passed in from outside) is neither cheap nor small.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cached_property
+from typing import TYPE_CHECKING, Optional
+
+import libcst as cst
+
+from gpulint.analysis.dataloaders import TENSOR_DATASET, DataLoaderCall
+from gpulint.analysis.imports import dotted_name
+from gpulint.analysis.value_resolution import ARGS_PARAMETER_NAMES
+
+if TYPE_CHECKING:
+    from gpulint.analysis.loader_flow import LoaderInfo
+    from gpulint.analysis.model import ClassInfo, SemanticModel
+
+_MAX_DEPTH = 8
+_SUBSET = frozenset({"torch.utils.data.Subset", "torch.utils.data.dataset.Subset", "torch.utils.data.random_split"})
+_DEFAULT_COLLATE = frozenset({"torch.utils.data.default_collate", "torch.utils.data.dataloader.default_collate",
+                              "torch.utils.data._utils.collate.default_collate"})  # fmt: skip
+# Hugging Face collators that stack or pad token ids (the batch work of pre-tokenized text).
+_TOKEN_COLLATORS = frozenset({
+    "default_data_collator", "DefaultDataCollator", "DataCollatorWithPadding", "DataCollatorForSeq2Seq",
+    "DataCollatorForLanguageModeling", "DataCollatorForTokenClassification",
+})  # fmt: skip
+# What `__getitem__` (or a collate function) may call and still only index and convert in-memory data.
+_CHEAP_BUILTINS = frozenset({"len", "int", "float", "bool", "range", "slice", "min", "max", "abs", "list", "tuple",
+                             "dict", "zip", "enumerate", "isinstance", "sorted", "reversed"})  # fmt: skip
+_CHEAP_TORCH = frozenset({
+    "tensor", "as_tensor", "from_numpy", "stack", "cat", "zeros", "ones", "full", "empty", "zeros_like", "ones_like",
+    "full_like", "LongTensor", "IntTensor", "FloatTensor", "BoolTensor", "ByteTensor", "DoubleTensor", "HalfTensor",
+    "Tensor", "nn.utils.rnn.pad_sequence", "nn.functional.pad",
+})  # fmt: skip
+_CHEAP_NUMPY = frozenset({"array", "asarray", "stack", "concatenate", "int64", "int32", "float32", "float64", "zeros", "ones"})
+_CHEAP_METHODS = frozenset({
+    "long", "int", "float", "half", "double", "bool", "byte", "to", "type", "clone", "detach", "contiguous", "view",
+    "reshape", "unsqueeze", "squeeze", "flatten", "permute", "transpose", "expand", "tolist", "numpy", "item",
+    "astype", "copy", "items", "keys", "values", "get", "append", "extend", "size", "dim",
+})  # fmt: skip
+# Values that are loaded whole into memory (indexing them later reads no file).
+_IN_MEMORY_BUILTINS = frozenset({"list", "tuple", "dict", "set", "sorted", "len", "int", "float", "str", "range", "sum", "max", "min"})
+_IN_MEMORY_MODULES = ("torch.", "numpy.", "pandas.", "json.", "pickle.")
+_LAZY = frozenset({"numpy.memmap", "numpy.lib.format.open_memmap", "torch.utils.data.DataLoader"})
+_MATERIALIZING_METHODS = frozenset({"read", "readlines", "read_text", "tolist", "to_numpy", "numpy", "split", "splitlines",
+                                    "values", "keys", "items", "copy", "long", "float", "int", "view", "reshape"})  # fmt: skip
+# Hugging Face `datasets` methods that build a new table once (not per item, unlike `set_transform`).
+_EAGER_DATASET_METHODS = frozenset({"map", "filter", "with_format", "set_format", "select", "shuffle", "remove_columns",
+                                    "rename_column", "rename_columns", "select_columns", "sort", "flatten_indices"})  # fmt: skip
+_DATAPIPES = ("torchdata.", "torch.utils.data.datapipes.", "torch.utils.data.IterDataPipe", "torch.utils.data.MapDataPipe")
+_TOKENIZER = re.compile(r"tokeni[sz]er|(^|_)tok($|_)", re.IGNORECASE)
+_TOKENIZING_METHODS = frozenset({"encode", "encode_plus", "batch_encode_plus", "convert_tokens_to_ids", "encode_batch"})
+# Words that mark image, audio or video data: a dataset that holds them is not token data.
+_MEDIA = re.compile(
+    r"pixel|image|img|audio|wav|video|(?<![a-z])frames?(?![a-z])|spectrogram|(?<![a-z])mel(?![a-z])|PIL|cv2|torchvision|torchaudio|librosa",
+    re.IGNORECASE,
+)
+
+
+class BatchCost:
+    """Per-module answers: `items_are_cheap(loader)`, `batches_are_small(loader)`, `is_toy_data(loader)`,
+    `iterated_once(info)`."""
+
+    def __init__(self, model: SemanticModel) -> None:
+        self.m = model
+        self._in_memory_cache: dict[int, tuple[cst.CSTNode, bool]] = {}
+
+    # ---- public queries --------------------------------------------------------------------------
+
+    def items_are_cheap(self, loader: DataLoaderCall) -> bool:
+        """Every item is in-memory indexing and conversion, and so is the collate function: workers would
+        have nothing to take off the training process."""
+        dataset = loader.value("dataset")
+        sources = self._sources(dataset) if dataset is not None else None
+        if not sources or not all(self._cheap_dataset(s) for s in sources):
+            return False
+        return self._cheap_collate(loader.value("collate_fn"))
+
+    def batches_are_small(self, loader: DataLoaderCall) -> bool:
+        """A batch is provably a few bytes per sample: token ids (with their masks and labels), or data
+        written out in the code."""
+        if self.is_toy_data(loader):
+            return True
+        dataset = loader.value("dataset")
+        sources = self._sources(dataset) if dataset is not None else None
+        return bool(sources) and all(self._token_dataset(s) for s in sources)
+
+    def is_toy_data(self, loader: DataLoaderCall) -> bool:
+        """The dataset holds only numbers written in the code (`torch.tensor([[-1.2, 3.1], ...])`)."""
+        dataset = loader.value("dataset")
+        sources = self._sources(dataset) if dataset is not None else None
+        return bool(sources) and all(self._literal_dataset(s) for s in sources)
+
+    def iterated_once(self, info: LoaderInfo) -> bool:
+        """Every place the loader is read hands out one batch: `next(iter(loader))` outside a loop, or a
+        `for` over it whose body always ends in `break`. Worker start-up, pinning and batch-size advice are
+        about many batches."""
+        if not info.iterations:
+            return False
+        m = self.m
+        for iteration in info.iterations:
+            if iteration.is_for and not (isinstance(iteration.loop, cst.For) and _always_breaks(iteration.loop)):
+                return False
+            if not iteration.is_for and iteration.loop is not None:
+                return False
+            anchor = iteration.loop if iteration.loop is not None else iteration.regions[0]
+            if m.enclosing_loops(anchor) or any(m.enclosing_loops(call) for call in iteration.via):
+                return False  # once per pass of an outer loop
+        return True
+
+    def holds_cuda_tensors(self, loader: DataLoaderCall) -> bool:
+        """The dataset is built from tensors already on the GPU (`TensorDataset(x.cuda())`, a dataset class
+        given a list that `append`s `torch.tensor(..., device=device)`): workers and pinning cannot help."""
+        dataset = loader.value("dataset")
+        for source in self._sources(dataset) or () if dataset is not None else ():
+            if isinstance(source, cst.Call) and (self.m.call_name(source) == TENSOR_DATASET or self.m.local_class_of(self.m.call_name(source))):
+                if any(not a.star and self._cuda_data(a.value) for a in source.args):
+                    return True
+            elif self._cuda_data(source):
+                return True
+        return False
+
+    def _cuda_data(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
+        """Certainly a GPU tensor, or a list of them (its elements, or what is `append`ed to it)."""
+        m = self.m
+        if depth > _MAX_DEPTH:
+            return False
+        residency = m.residency
+        if residency.is_gpu(expr, certain=True):
+            return True
+        if isinstance(expr, (cst.ListComp, cst.GeneratorExp)):
+            return residency.is_gpu(expr.elt, certain=True)
+        if isinstance(expr, (cst.List, cst.Tuple)):
+            return any(residency.is_gpu(e.value, certain=True) for e in expr.elements if not isinstance(e, cst.StarredElement))
+        if isinstance(expr, cst.Call):
+            function = self._module_function(expr)
+            return function is not None and any(r.value is not None and self._cuda_data(r.value, depth + 1) for r in m.returns_of(function))
+        if isinstance(expr, cst.Name):
+            writes = m.dataflow.reaching_writes(expr.value, expr)
+            if len(writes) == 1 and writes[0].value is not None and not writes[0].is_augmented:
+                value = writes[0].value
+                if isinstance(value, cst.List) and not value.elements:  # `x = []`, then `x.append(t)`
+                    scope = m.scope_of(writes[0].statement)
+                    return any(
+                        c.func.attr.value == "append" and c.args and m.scope_of(c) is scope and residency.is_gpu(c.args[0].value, certain=True)
+                        for c in m.dataflow.method_calls.get(expr.value, ())
+                    )  # fmt: skip
+                return self._cuda_data(value, depth + 1) if isinstance(value, (cst.ListComp, cst.List)) else False
+        return False
+
+    # ---- where a value comes from ----------------------------------------------------------------
+
+    def _sources(self, expr: cst.BaseExpression, depth: int = 0) -> Optional[list[cst.BaseExpression]]:
+        """The expressions that build the value of `expr`, through names, `self.` attributes, parameters
+        (the arguments this module's calls pass), this module's functions (their returns) and subsets
+        (`Subset`, `random_split`); None when one of them cannot be followed."""
+        if depth > _MAX_DEPTH:
+            return None
+        m = self.m
+        if isinstance(expr, (cst.Name, cst.Attribute)):
+            key = dotted_name(expr)
+            if key is None:
+                return [expr]
+            writes = m.dataflow.reaching_writes(key, expr)
+            if writes:
+                found: list[cst.BaseExpression] = []
+                for write in writes:
+                    if write.is_augmented:
+                        return None
+                    if write.value is not None:
+                        inner = self._sources(write.value, depth + 1)
+                    elif isinstance(write.source, cst.Call) and m.call_name(write.source) in _SUBSET and write.source.args:
+                        inner = self._sources(write.source.args[0].value, depth + 1)  # `train, val = random_split(ds, ...)`
+                    else:
+                        return None
+                    if inner is None:
+                        return None
+                    found.extend(inner)
+                return found
+            if isinstance(expr, cst.Name):
+                binders = m.bindings_of(expr.value, expr)
+                if len(binders) == 1 and isinstance(binders[0], cst.Param):
+                    return self._parameter_sources(binders[0], depth)
+                return None
+            return None if key.startswith("self.") else [expr]
+        if isinstance(expr, cst.Call):
+            name = m.call_name(expr)
+            if name in _SUBSET and expr.args:
+                return self._sources(expr.args[0].value, depth + 1)
+            function = self._module_function(expr)
+            if function is not None:
+                returns = [r.value for r in m.returns_of(function)]
+                if not returns or any(r is None for r in returns):
+                    return None
+                found = []
+                for value in returns:
+                    inner = self._sources(value, depth + 1)  # type: ignore[arg-type]
+                    if inner is None:
+                        return None
+                    found.extend(inner)
+                return found
+        return [expr]
+
+    def _parameter_sources(self, param: cst.Param, depth: int) -> Optional[list[cst.BaseExpression]]:
+        """What this module's calls pass for `param` (its default where a call leaves it out)."""
+        m = self.m
+        func = m.parent.get(m.parent.get(param))
+        if not isinstance(func, cst.FunctionDef):
+            return None
+        positional = [p.name.value for p in (*func.params.posonly_params, *func.params.params)]
+        method = isinstance(m.parent.get(m.parent.get(func)), cst.ClassDef)
+        if method and positional and positional[0] in ("self", "cls"):
+            positional = positional[1:]
+        name = param.name.value
+        calls = self._calls_of(func)
+        if not calls:
+            return None
+        found: list[cst.BaseExpression] = []
+        for call in calls:
+            if any(a.star for a in call.args):
+                return None
+            given = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == name), None)
+            if given is None and name in positional:
+                index = positional.index(name)
+                plain = [a for a in call.args if a.keyword is None]
+                given = plain[index].value if index < len(plain) else None
+            given = given if given is not None else param.default
+            inner = self._sources(given, depth + 1) if given is not None else None
+            if inner is None:
+                return None
+            found.extend(inner)
+        return found
+
+    def _calls_of(self, func: cst.FunctionDef) -> list[cst.Call]:
+        """Calls of a module function by name, of a method as `self.name(...)` in its class, of `__init__`
+        as the class's constructor."""
+        m = self.m
+        owner = m.parent.get(m.parent.get(func))
+        name = func.name.value
+        if isinstance(owner, cst.ClassDef):
+            if name == "__init__":
+                return [c for c in m.calls if m.local_class_of(m.call_name(c)) is m.classes.get(owner.name.value)]
+            return [
+                c for c in m.calls
+                if isinstance(c.func, cst.Attribute) and c.func.attr.value == name and isinstance(c.func.value, cst.Name)
+                and c.func.value.value == "self" and m.is_inside(c, owner)
+            ]  # fmt: skip
+        if len(m.functions.get(name, [])) != 1:
+            return []
+        return [c for c in m.calls if isinstance(c.func, cst.Name) and c.func.value == name]
+
+    def _module_function(self, call: cst.Call) -> Optional[cst.FunctionDef]:
+        """The one function of this module (not a method) that `call` runs by name."""
+        m = self.m
+        if not isinstance(call.func, cst.Name) or m.local_class_of(m.call_name(call)) is not None:
+            return None
+        functions = m.functions.get(call.func.value, [])
+        if len(functions) != 1 or isinstance(m.parent.get(m.parent.get(functions[0])), cst.ClassDef):
+            return None
+        return functions[0]
+
+    # ---- data held in memory ---------------------------------------------------------------------
+
+    def _in_memory(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
+        """The value is data loaded whole into memory: indexing it reads no file and decodes nothing."""
+        known = self._in_memory_cache.get(id(expr))
+        if known is not None and known[0] is expr:
+            return known[1]
+        self._in_memory_cache[id(expr)] = (expr, False)  # a cycle proves nothing
+        sources = self._sources(expr, depth)
+        result = sources is not None and all(self._in_memory_source(s, depth + 1) for s in sources)
+        self._in_memory_cache[id(expr)] = (expr, result)
+        return result
+
+    def _in_memory_source(self, expr: cst.BaseExpression, depth: int) -> bool:
+        if depth > _MAX_DEPTH:
+            return False
+        m = self.m
+        if isinstance(expr, (cst.BaseNumber, cst.BaseString, cst.List, cst.Tuple, cst.Set, cst.Dict, cst.ListComp,
+                             cst.SetComp, cst.DictComp)):  # fmt: skip
+            return True
+        if isinstance(expr, cst.Name):
+            return expr.value in ("True", "False", "None")
+        if isinstance(expr, cst.Attribute) and self._command_line(expr.value):
+            return True  # a command-line option: a string or a number
+        if isinstance(expr, (cst.Subscript, cst.Attribute)):
+            return self._in_memory(expr.value, depth)
+        if isinstance(expr, cst.BinaryOperation):
+            return self._in_memory(expr.left, depth) and self._in_memory(expr.right, depth)
+        if isinstance(expr, cst.UnaryOperation):
+            return self._in_memory(expr.expression, depth)
+        if isinstance(expr, cst.IfExp):
+            return self._in_memory(expr.body, depth) and self._in_memory(expr.orelse, depth)
+        if not isinstance(expr, cst.Call):
+            return False
+        func = expr.func
+        name = m.call_name(expr) or ""
+        if isinstance(func, cst.Name) and func.value in _IN_MEMORY_BUILTINS and not m.module_bindings(func.value):
+            return True
+        if _is_tokenizing(m, expr):
+            return True  # token ids (a BatchEncoding, a list of ids)
+        if name:
+            if name in _LAZY or any(a.keyword is not None and a.keyword.value in ("mmap", "mmap_mode") for a in expr.args):
+                return False
+            return name.startswith(_IN_MEMORY_MODULES) and not name.startswith("torch.utils.data.")
+        if isinstance(func, cst.Attribute) and func.attr.value in _MATERIALIZING_METHODS:
+            return func.attr.value in ("read", "readlines", "read_text") or self._in_memory(func.value, depth)
+        return False
+
+    def _command_line(self, expr: cst.BaseExpression) -> bool:
+        """The parsed command line: `parser.parse_args()`, or a parameter named like it (`args`, `opt`)."""
+        if self.m.values.is_parsed_args(expr):
+            return True
+        if isinstance(expr, cst.Name) and expr.value in ARGS_PARAMETER_NAMES:
+            binders = self.m.bindings_of(expr.value, expr)
+            return len(binders) == 1 and isinstance(binders[0], cst.Param)
+        return False
+
+    # ---- cheap items -----------------------------------------------------------------------------
+
+    def _cheap_dataset(self, source: cst.BaseExpression, depth: int = 0) -> bool:
+        m = self.m
+        if isinstance(source, (cst.List, cst.Tuple, cst.ListComp)):
+            return True  # a list of tensors or samples: indexing a Python list
+        if isinstance(source, cst.Subscript) and depth < _MAX_DEPTH:  # `tokenized["train"]`: a split of it
+            return self._all_cheap(source.value, depth + 1)
+        if not isinstance(source, cst.Call):
+            return False
+        name = m.call_name(source) or ""
+        if name == TENSOR_DATASET:
+            return True
+        if isinstance(source.func, cst.Name) and source.func.value in ("list", "tuple") and not m.module_bindings(source.func.value):
+            return True
+        if name.startswith("torch.") and not name.startswith("torch.utils."):
+            return True  # a tensor: rows indexed in memory
+        if _maps_tokenizer(m, source) and not self._streams and not self._datapipe(source.func.value):
+            return True  # a Hugging Face dataset tokenized once by `.map(...)`: rows of token ids
+        func = source.func
+        if isinstance(func, cst.Attribute) and func.attr.value in _EAGER_DATASET_METHODS and depth < _MAX_DEPTH:
+            return self._all_cheap(func.value, depth + 1)  # `.with_format("torch")` of cheap rows is cheap rows
+        info = m.local_class_of(name)
+        getitem = self._method(info, "__getitem__") if info is not None else None
+        return getitem is not None and self._cheap_body(getitem, 0)
+
+    def _all_cheap(self, expr: cst.BaseExpression, depth: int) -> bool:
+        if isinstance(expr, cst.Call):
+            return self._cheap_dataset(expr, depth)
+        sources = self._sources(expr)
+        return bool(sources) and all(s is not expr and self._cheap_dataset(s, depth) for s in sources)
+
+    def _datapipe(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
+        """A torchdata / `torch.utils.data` pipeline, whose `.map` runs per item as the loader reads it."""
+        sources = [expr] if isinstance(expr, cst.Call) else self._sources(expr) or ()
+        for source in sources:
+            if not isinstance(source, cst.Call):
+                continue
+            if (self.m.call_name(source) or "").startswith(_DATAPIPES):
+                return True
+            if isinstance(source.func, cst.Attribute) and depth < _MAX_DEPTH and self._datapipe(source.func.value, depth + 1):
+                return True
+        return False
+
+    @cached_property
+    def _streams(self) -> bool:
+        """The module streams a dataset (`load_dataset(..., streaming=True)`): its `.map` runs per item, lazily."""
+        for call in self.m.calls:
+            if isinstance(call.func, cst.Attribute) and call.func.attr.value == "to_iterable_dataset":
+                return True
+            for arg in call.args:
+                if arg.keyword is not None and arg.keyword.value == "streaming" and not _is_false(arg.value):
+                    return True
+        return False
+
+    def _cheap_collate(self, collate: Optional[cst.BaseExpression]) -> bool:
+        m = self.m
+        if collate is None:
+            return True
+        if isinstance(collate, cst.Name) and not m.functions.get(collate.value):
+            sources = self._sources(collate)
+            if sources is None or len(sources) != 1 or sources[0] is collate:
+                return self._known_collate(collate)
+            collate = sources[0]
+        if self._known_collate(collate):
+            return True
+        if isinstance(collate, cst.Call) and m.call_name(collate) == "functools.partial" and collate.args:
+            collate = collate.args[0].value
+        if isinstance(collate, cst.Lambda):
+            return self._cheap_body(collate, 0)
+        if isinstance(collate, cst.Name):
+            functions = m.functions.get(collate.value, [])
+            return len(functions) == 1 and self._cheap_body(functions[0], 0)
+        return False
+
+    def _known_collate(self, collate: cst.BaseExpression) -> bool:
+        target = collate.func if isinstance(collate, cst.Call) else collate
+        name = self.m.qualified_name(target) if isinstance(target, (cst.Name, cst.Attribute)) else None
+        if name is None:
+            return False
+        return name in _DEFAULT_COLLATE or (name.startswith("transformers.") and name.rsplit(".", 1)[-1] in _TOKEN_COLLATORS)
+
+    def _method(self, info: ClassInfo, name: str, depth: int = 0) -> Optional[cst.FunctionDef]:
+        """`info`'s own method `name`, or the one it inherits from a class of this module."""
+        if name in info.methods:
+            return info.methods[name]
+        for base in info.bases:
+            parent = self.m.classes.get(base)
+            if parent is not None and depth < 4:
+                found = self._method(parent, name, depth + 1)
+                if found is not None:
+                    return found
+        return None
+
+    def _cheap_body(self, func: cst.FunctionDef | cst.Lambda, depth: int) -> bool:
+        """`func` only indexes data held in memory and converts it: no file, no decoding, no transform,
+        no tokenizer, no arithmetic on the sample."""
+        m = self.m
+        if depth > 3 or _has_io_statement(func):
+            return False
+        for call in m.calls_inside(func):
+            if not self._cheap_call(call, func, depth):
+                return False
+        for node in m.attributes:
+            if isinstance(node.value, cst.Name) and node.value.value == "self" and m.is_inside(node, func):
+                parent = m.parent.get(node)
+                if isinstance(parent, cst.Call) and parent.func is node:
+                    continue  # `self.method(...)`: checked as a call
+                if not self._in_memory(node):
+                    return False
+        return not _computes(func)
+
+    def _cheap_call(self, call: cst.Call, func: cst.FunctionDef | cst.Lambda, depth: int) -> bool:
+        m = self.m
+        callee = call.func
+        if isinstance(callee, cst.Name):
+            if callee.value in _CHEAP_BUILTINS and not m.module_bindings(callee.value):
+                return True
+            local = self._module_function(call)
+            if local is not None:
+                return self._cheap_body(local, depth + 1)
+        if isinstance(callee, cst.Attribute) and callee.attr.value == "pad" and _names_tokenizer(m, callee.value):
+            return True  # `tokenizer.pad(examples)`: pads ids that are already tokens
+        name = m.call_name(call) or ""
+        if name.startswith("torch."):
+            return name[len("torch.") :] in _CHEAP_TORCH
+        if name.startswith("numpy."):
+            return name[len("numpy.") :] in _CHEAP_NUMPY
+        if name:
+            return False
+        if not isinstance(callee, cst.Attribute):
+            return False
+        if isinstance(callee.value, cst.Name) and callee.value.value == "self":
+            owner = next((a for a in m.ancestors(func) if isinstance(a, cst.ClassDef)), None)
+            info = m.classes.get(owner.name.value) if owner is not None else None
+            method = self._method(info, callee.attr.value) if info is not None else None
+            return method is not None and self._cheap_body(method, depth + 1)  # `self.transform(x)` is not a method
+        return callee.attr.value in _CHEAP_METHODS
+
+    # ---- small batches ---------------------------------------------------------------------------
+
+    def _token_dataset(self, source: cst.BaseExpression) -> bool:
+        """The dataset hands out token ids (and the masks and labels that go with them), and nothing in it
+        is an image, audio or video."""
+        m = self.m
+        if _MEDIA.search(m.code(source)):
+            return False
+        if isinstance(source, cst.Call):
+            name = m.call_name(source) or ""
+            if name == TENSOR_DATASET:
+                return all(not a.star and self._from_tokens(a.value, 0) for a in source.args)
+            info = m.local_class_of(name)
+            if info is not None:
+                return not _MEDIA.search(m.code(info.node)) and (
+                    self._tokenizes(info.node) or any(_names_tokenizer(m, a.value) for a in source.args)
+                )
+        return self._from_tokens(source, 0)
+
+    def _from_tokens(self, expr: cst.BaseExpression, depth: int) -> bool:
+        """Some way the value is built reaches tokenizer output (a cache of it, read back on another path,
+        holds the same thing)."""
+        if depth > _MAX_DEPTH:
+            return False
+        m = self.m
+        if isinstance(expr, cst.Call):
+            if _is_tokenizing(m, expr) or _maps_tokenizer(m, expr) or any(_names_tokenizer(m, a.value) for a in expr.args):
+                return True
+            function = self._module_function(expr)
+            if function is not None:
+                return any(r.value is not None and self._from_tokens(r.value, depth + 1) for r in m.returns_of(function))
+            parts = [a.value for a in expr.args]
+            if isinstance(expr.func, cst.Attribute):
+                parts.append(expr.func.value)
+            return any(self._from_tokens(p, depth + 1) for p in parts)
+        if isinstance(expr, (cst.Name, cst.Attribute)):
+            key = dotted_name(expr)
+            if key is None:
+                return False
+            writes = m.dataflow.reaching_writes(key, expr)
+            return any(w.value is not None and self._from_tokens(w.value, depth + 1) for w in writes)
+        if isinstance(expr, cst.Subscript):
+            return self._from_tokens(expr.value, depth + 1)
+        if isinstance(expr, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
+            return self._from_tokens(expr.elt, depth + 1) or self._from_tokens(expr.for_in.iter, depth + 1)
+        if isinstance(expr, (cst.List, cst.Tuple)):
+            return bool(expr.elements) and all(self._from_tokens(e.value, depth + 1) for e in expr.elements)
+        return False
+
+    def _tokenizes(self, node: cst.CSTNode) -> bool:
+        return any(_is_tokenizing(self.m, c) for c in self.m.calls_inside(node))
+
+    # ---- toy data --------------------------------------------------------------------------------
+
+    def _literal_dataset(self, source: cst.BaseExpression) -> bool:
+        m = self.m
+        if isinstance(source, cst.Call):
+            name = m.call_name(source) or ""
+            if name == TENSOR_DATASET:
+                return bool(source.args) and all(not a.star and self._literal_data(a.value) for a in source.args)
+            info = m.local_class_of(name)
+            if info is not None:
+                getitem = self._method(info, "__getitem__")
+                return (
+                    getitem is not None and self._cheap_body(getitem, 0) and bool(source.args)
+                    and all(not a.star and self._literal_data(a.value) for a in source.args)
+                )  # fmt: skip
+        return self._literal_data(source)
+
+    def _literal_data(self, expr: cst.BaseExpression) -> bool:
+        """Numbers written in the code: a nested list literal, or `torch.tensor(...)` / `np.array(...)` of one."""
+        sources = self._sources(expr)
+        return bool(sources) and all(self._literal_source(s) for s in sources)
+
+    def _literal_source(self, expr: cst.BaseExpression) -> bool:
+        if isinstance(expr, cst.Call):
+            name = self.m.call_name(expr) or ""
+            if name.rsplit(".", 1)[-1] in ("tensor", "as_tensor", "array", "asarray") and name.startswith(("torch.", "numpy.")):
+                return bool(expr.args) and _literal_rows(expr.args[0].value)
+            return False
+        return _literal_rows(expr)
+
+
+# ---- helpers ------------------------------------------------------------------------------------
+
+
+def _is_tokenizing(model: SemanticModel, call: cst.Call) -> bool:
+    """`tokenizer(...)`, `tokenizer.encode(...)`, `self.tok.batch_encode_plus(...)`."""
+    func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value in _TOKENIZING_METHODS:
+        return True
+    target = func.value if isinstance(func, cst.Attribute) and func.attr.value in ("__call__",) else func
+    key = dotted_name(target)
+    return key is not None and _TOKENIZER.search(key.rsplit(".", 1)[-1]) is not None
+
+
+def _names_tokenizer(model: SemanticModel, expr: cst.BaseExpression) -> bool:
+    """The argument is a tokenizer (`convert_examples_to_features(examples, tokenizer, ...)`)."""
+    key = dotted_name(expr)
+    return key is not None and _TOKENIZER.search(key.rsplit(".", 1)[-1]) is not None
+
+
+def _maps_tokenizer(model: SemanticModel, call: cst.Call) -> bool:
+    """`dataset.map(tokenize_function, ...)` where the function tokenizes: the rows become token ids."""
+    func = call.func
+    if not (isinstance(func, cst.Attribute) and func.attr.value == "map" and call.args):
+        return False
+    mapped = call.args[0].value
+    if isinstance(mapped, cst.Lambda):
+        return any(_is_tokenizing(model, c) for c in model.calls_inside(mapped))
+    if isinstance(mapped, cst.Name):
+        functions = model.functions.get(mapped.value, [])
+        return len(functions) == 1 and any(_is_tokenizing(model, c) for c in model.calls_inside(functions[0]))
+    return False
+
+
+def _is_false(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "False"
+
+
+def _literal_rows(expr: cst.BaseExpression) -> bool:
+    """A list or tuple of numbers written out; a lone number is a size (`RandomImages(1024)`), not data."""
+    return isinstance(expr, (cst.List, cst.Tuple)) and _literal_numbers(expr)
+
+
+def _literal_numbers(expr: cst.BaseExpression) -> bool:
+    if isinstance(expr, (cst.Integer, cst.Float)):
+        return True
+    if isinstance(expr, cst.UnaryOperation):
+        return _literal_numbers(expr.expression)
+    if isinstance(expr, (cst.List, cst.Tuple)):
+        return bool(expr.elements) and all(not isinstance(e, cst.StarredElement) and _literal_numbers(e.value) for e in expr.elements)
+    return False
+
+
+def _always_breaks(loop: cst.For) -> bool:
+    """A `break` among the loop body's own statements (not under an `if`): the body runs once."""
+    body = loop.body.body if isinstance(loop.body, cst.IndentedBlock) else []
+    for statement in body:
+        if isinstance(statement, cst.SimpleStatementLine) and any(isinstance(s, cst.Break) for s in statement.body):
+            return True
+    if isinstance(loop.body, cst.SimpleStatementSuite):
+        return any(isinstance(s, cst.Break) for s in loop.body.body)
+    return False
+
+
+class _Finder(cst.CSTVisitor):
+    def __init__(self, kinds: tuple[type, ...]) -> None:
+        self.kinds = kinds
+        self.found = False
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, self.kinds):
+            self.found = True
+        return not self.found
+
+
+def _has_io_statement(func: cst.CSTNode) -> bool:
+    """`with` (an open file, a lock), `yield` or `await` in the body."""
+    finder = _Finder((cst.With, cst.Yield, cst.Await))
+    func.visit(finder)
+    return finder.found
+
+
+def _computes(func: cst.FunctionDef | cst.Lambda) -> bool:
+    """Arithmetic on the sample (normalising, adding noise): work, however small. Arithmetic on the index
+    (`index % n`, `i * self.block_size`, bounds inside a subscript) is not."""
+    params = func.params
+    index_names = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)} - {"self"}
+
+    def index_like(expr: cst.BaseExpression) -> bool:
+        if isinstance(expr, cst.Integer) or isinstance(expr, cst.Name) and expr.value in index_names:
+            return True
+        if isinstance(expr, cst.BinaryOperation):
+            return index_like(expr.left) and (index_like(expr.right) or _is_self_attribute(expr.right)) or (
+                _is_self_attribute(expr.left) and index_like(expr.right)
+            )
+        return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "len"
+
+    class _Arithmetic(cst.CSTVisitor):
+        found = False
+
+        def visit_Assign(self, node: cst.Assign) -> None:
+            if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name) and index_like(node.value):
+                index_names.add(node.targets[0].target.value)  # `start = index * self.stride`
+
+        def visit_Subscript(self, node: cst.Subscript) -> bool:
+            node.value.visit(self)
+            return False  # the index and slice bounds
+
+        def visit_BinaryOperation(self, node: cst.BinaryOperation) -> bool:
+            if not index_like(node):
+                self.found = True
+            return False
+
+    finder = _Arithmetic()
+    func.visit(finder)
+    return finder.found
+
+
+def _is_self_attribute(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self"

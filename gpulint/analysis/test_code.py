@@ -1,0 +1,63 @@
+"""Test code: unit tests are not training code, so per-step performance advice does not apply to them.
+
+Two sources decide it. The file's path, matched against the `test-paths` setting (by default the conventions
+pytest and unittest discover by: `test_*.py`, `*_test.py`, `conftest.py`, and everything under a `tests/` or
+`test/` folder). And the module's structure, whatever its path: a module that imports pytest is test
+infrastructure (training code never does), and a `unittest.TestCase` subclass is a test wherever it lives.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+if TYPE_CHECKING:
+    from gpulint.analysis.model import SemanticModel
+
+# Relative to the project root, in the glob syntax of `per-file-ignores`.
+DEFAULT_TEST_PATHS = ("test_*.py", "*_test.py", "conftest.py", "**/tests/**", "**/test/**")
+_TEST_FRAMEWORKS = ("pytest", "_pytest")
+# `unittest.TestCase`, `IsolatedAsyncioTestCase`, torch's and transformers' `TestCase` / `TestCasePlus`.
+_TEST_CASE = re.compile(r"\w*TestCase\w*")
+
+
+class TestCode:
+    """Where in one module the code is a test (see the module docstring)."""
+
+    def __init__(self, model: SemanticModel) -> None:
+        self.model = model
+
+    @cached_property
+    def whole_module(self) -> bool:
+        """The module imports pytest."""
+        return any(full.split(".")[0] in _TEST_FRAMEWORKS for full in self.model.imports.bindings.values())
+
+    @cached_property
+    def test_classes(self) -> list[cst.ClassDef]:
+        """`unittest.TestCase` subclasses (also through this module's own base classes)."""
+        return [info.node for name, info in self.model.classes.items() if self._is_test_case(name, frozenset())]
+
+    def rows(self) -> list[tuple[int, int]]:
+        """The line spans (first, last) that are test code; the whole module is one span."""
+        if self.whole_module:
+            return [(1, len(self.model.lines))]
+        spans = []
+        for node in self.test_classes:
+            span = self.model.range(node)
+            spans.append((span.start.line, span.end.line))
+        return spans
+
+    def _is_test_case(self, name: str, seen: frozenset[str]) -> bool:
+        info = self.model.classes.get(name)
+        if info is None or name in seen:
+            return False
+        for base in info.bases:
+            if base in self.model.classes:
+                if self._is_test_case(base, seen | {name}):
+                    return True
+            elif _TEST_CASE.fullmatch(base.rsplit(".", 1)[-1]):
+                return True  # an imported `TestCase` (`unittest.TestCase`, `from .common import TestCase`)
+        return False
