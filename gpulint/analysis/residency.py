@@ -268,8 +268,14 @@ class Residency:
             if self._used_as_module(key, expr):
                 return True
             writes = self.flow.reaching_writes(key, expr)
-            return bool(writes) and all(w.value is not None and self.is_module(w.value, depth + 1) for w in writes)
+            return bool(writes) and all(self._write_is_module(w, depth) for w in writes)
         return False
+
+    def _write_is_module(self, write: Write, depth: int) -> bool:
+        if write.value is not None and self.is_module(write.value, depth + 1):
+            return True
+        wrapped = self.model.frameworks.wrapped_argument(write.target)  # `model = accelerator.prepare(model)`
+        return wrapped is not None and self.is_module(wrapped[1], depth + 1)
 
     def _is_module_class(self, class_name: str) -> bool:
         info = self.model.classes.get(class_name)
@@ -331,6 +337,8 @@ class Residency:
         for write in self.flow.reaching_writes(key, expr):
             if isinstance(write.value, cst.Call) and self._moved_call(write.value):
                 return True
+            if self.model.frameworks.placed_module(write.target):
+                return True
         # Moved in place where it is used, or where it is defined (a module-level `model.to(device)` of a
         # model that functions use).
         scopes = {id(self.model.scope_of(expr))} | {id(self.model.scope_of(w.statement)) for w in self.flow.reaching_writes(key, expr)}
@@ -383,6 +391,8 @@ class Residency:
                 return min(self._write_level(w) for w in writes)
             if isinstance(expr, cst.Attribute) and not self.is_module(expr.value):
                 return self.level(expr.value)  # `out.logits`, `x.grad`, `x.T`
+            if isinstance(expr, cst.Name) and self.model.frameworks.placed_parameter(expr):
+                return LIKELY  # `batch` of `training_step`: the framework copied it to the device
             return NONE
         if isinstance(expr, cst.BinaryOperation):
             return max(self.level(expr.left), self.level(expr.right))
@@ -398,6 +408,8 @@ class Residency:
 
     def _write_level(self, write: Write) -> int:
         if write.value is None:
+            if isinstance(write.statement, cst.For) and self.model.frameworks.placed_loop(write.statement):
+                return LIKELY  # a batch of a loader that accelerate / Fabric places on the device
             # `out, feats = model(x)`: the parts of what a GPU module returns are on the GPU too.
             return min(self.level(write.source), LIKELY) if write.source is not None else NONE
         level = self.level(write.value)
@@ -572,16 +584,28 @@ class Residency:
 
     # ---- loop context -------------------------------------------------------------------------
 
-    def step_loop(self, node: cst.CSTNode) -> tuple[Optional[Loop], Optional[str]]:
+    def step_loop(self, node: cst.CSTNode) -> tuple[Optional[cst.CSTNode], Optional[str]]:
         """The loop around `node` (inside its function) that decides how often `node` runs, and its role:
         TRAIN (one training step per iteration: a backward pass or an optimizer step, directly or through a
         function of this module), EPOCH (each iteration runs a whole training loop), EVAL (runs a GPU
-        module or iterates a DataLoader without training), or (None, None)."""
+        module or iterates a DataLoader without training), or (None, None). Outside such a loop, a function
+        a framework runs once per batch (`training_step`, an ignite step) stands for the loop."""
         for loop in self.model.enclosing_loops(node):
             role = self.loop_role(loop)
             if role is not None:
                 return loop, role
+        step = self.model.frameworks.step_function(node)
+        if step is not None:
+            return step.node, step.role
         return None, None
+
+    def every_step(self, loop: cst.CSTNode, role: str) -> str:
+        """How often `step_loop`'s answer runs, for messages: `every iteration of the training loop (line 12)`,
+        or `every training step (training_step at line 12, run by Lightning for each batch)`."""
+        if isinstance(loop, cst.FunctionDef):
+            step = self.model.frameworks.step_functions[loop]
+            return f"every {role} step (`{loop.name.value}` at line {self.model.line_of(loop)}, run by {step.framework} for each batch)"
+        return f"every iteration of the {role} loop (line {self.model.line_of(loop)})"
 
     def loop_role(self, loop: Loop) -> Optional[str]:
         if loop in self._roles:
@@ -647,6 +671,8 @@ class Residency:
         model = self.model
         child = node
         loop_targets = {dotted_name(t) for t in _names_in(loop.target)} if isinstance(loop, cst.For) else set()
+        if isinstance(loop, cst.FunctionDef):  # a framework step: `if batch_idx == 0:` runs once per epoch
+            loop_targets = {p.name.value for p in loop.params.params}
         for outer in model.enclosing_loops(node):
             if isinstance(outer, cst.For):
                 loop_targets |= {dotted_name(t) for t in _names_in(outer.target)}

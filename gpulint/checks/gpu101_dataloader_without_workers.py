@@ -24,7 +24,7 @@ class DataLoaderWithoutWorkers(Rule):
     name = "dataloader-without-workers"
     summary = "`DataLoader` loads batches in the training process (`num_workers` missing or 0)"
     fix_applicability = Applicability.UNSAFE
-    requires = (r"DataLoader", r"cuda")
+    requires = (r"DataLoader",)
     options = (Option("workers", DEFAULT_WORKERS, "The expression the fix inserts as `num_workers`."),)
 
     @classmethod

@@ -18,7 +18,7 @@ class DataLoaderWithoutPinMemory(Rule):
     name = "dataloader-without-pin-memory"
     summary = "`DataLoader` batches are moved to CUDA but `pin_memory` is missing or False"
     fix_applicability = Applicability.SAFE
-    requires = (r"DataLoader", r"cuda")
+    requires = (r"DataLoader",)
 
     def check(self) -> Iterator[Diagnostic]:
         model = self.model
@@ -26,7 +26,7 @@ class DataLoaderWithoutPinMemory(Rule):
         for info in flow.infos:
             loader = info.loader
             moves = [move for move in info.moves if move.iteration.loop is not None]  # a lone batch: no gain
-            if loader.has_unpacking or not moves or produces_cuda_batches(model, loader):
+            if loader.has_unpacking or not (moves or info.placed_by) or produces_cuda_batches(model, loader):
                 continue
             arg = loader.argument("pin_memory")
             resolved = None
@@ -39,15 +39,17 @@ class DataLoaderWithoutPinMemory(Rule):
     def _report(self, info, moves, resolved) -> Diagnostic:
         model = self.model
         flow = model.loader_flow
-        move = moves[0]
-        where = f"`{model.code(move.call)}` at line {model.line_of(move.call)}"
+        if moves:
+            copied = f"copied to the GPU (`{model.code(moves[0].call)}` at line {model.line_of(moves[0].call)})"
+        else:
+            copied = f"copied to the GPU by {info.placed_by.describe(model)}"
         if resolved is None:
             what = "`DataLoader` has no `pin_memory`"
         elif resolved.origin == LITERAL:
             what = "`DataLoader` uses `pin_memory=False`"
         else:
             what = f"`DataLoader` uses `pin_memory=False` ({resolved.describe(model)})"
-        message = f"{what} but its batches are copied to the GPU ({where}): pageable memory makes every copy block"
+        message = f"{what} but its batches are {copied}: pageable memory makes every copy block"
         workers_positive, _ = flow.workers(info.loader)
         if not workers_positive:
             message += "; pinning pays off with `num_workers > 0` (GPU101)"
@@ -59,7 +61,8 @@ class DataLoaderWithoutPinMemory(Rule):
         if resolved is not None and resolved.origin != LITERAL:
             return None  # a command-line flag or constant the user chose: editing it would change its meaning
         torch_alias = next((local for local, full in model.imports.bindings.items() if full == "torch"), None)
-        if torch_alias is not None and model.loader_flow.device_chosen_at_run_time(moves):
+        # A framework picks the device at run time (Lightning's default accelerator is "auto").
+        if torch_alias is not None and (not moves or model.loader_flow.device_chosen_at_run_time(moves)):
             value = f"{torch_alias}.cuda.is_available()"
         else:
             value = "True"

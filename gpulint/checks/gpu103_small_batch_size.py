@@ -25,7 +25,7 @@ class SmallBatchSize(Rule):
     name = "small-batch-size"
     summary = "Training `DataLoader` uses a small batch size (or the default of 1)"
     fix_applicability = Applicability.UNSAFE
-    requires = (r"DataLoader", r"cuda")
+    requires = (r"DataLoader",)
     options = (
         Option("min-batch-size", 16, "Batch sizes below this are reported."),
         Option("target-batch-size", 64, "The batch size the fix sets."),
@@ -66,6 +66,8 @@ class SmallBatchSize(Rule):
         if info.role == TRAIN:
             if any(it.loop is not None and flow.accumulates_gradients(it.loop) for it in info.iterations):
                 return False  # the effective batch is larger; accumulation is the memory-limited choice
+            if any(feed.accumulates for feed in info.feeds):
+                return False  # `Trainer(accumulate_grad_batches=k)`, ignite's `gradient_accumulation_steps`
         elif not (self.settings["check-eval-loaders"] and info.role == EVAL):
             return False
         if _list_collate(model, loader.value("collate_fn")):

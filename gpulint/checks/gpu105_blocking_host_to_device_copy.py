@@ -22,7 +22,7 @@ class BlockingHostToDeviceCopy(Rule):
     summary = "A batch from a pinned `DataLoader` is copied to CUDA without `non_blocking=True`"
     fix_applicability = Applicability.SAFE
     fix_always = True
-    requires = (r"DataLoader", r"cuda", r"pin_memory")
+    requires = (r"DataLoader", r"pin_memory")
 
     def check(self) -> Iterator[Diagnostic]:
         model = self.model

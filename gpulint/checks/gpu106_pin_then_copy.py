@@ -18,7 +18,7 @@ class PinThenCopy(Rule):
     summary = "`x.pin_memory().to(device)` in a hot loop: pinning first makes the copy slower"
     fix_applicability = Applicability.SAFE
     fix_always = True
-    requires = (r"pin_memory\(\)", r"cuda")
+    requires = (r"pin_memory\(\)",)
 
     def check(self) -> Iterator[Diagnostic]:
         model = self.model

@@ -25,7 +25,7 @@ class HostSyncInLoop(Rule):
             if role not in (TRAIN, EVAL) or residency.rate_limit_guard(sync.node, loop) is not None:
                 continue
             message = (
-                f"{self._subject(sync)} waits for the GPU every iteration of the {role} loop (line {model.line_of(loop)}): "
+                f"{self._subject(sync)} waits for the GPU {residency.every_step(loop, role)}: "
                 f"the CPU stops queueing work until the GPU has drained; {self._advice(sync)}"
             )
             yield self.diagnostic(sync.node, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO)

@@ -32,8 +32,7 @@ class SynchronizeInLoop(Rule):
             if residency.in_timing_code(call) or self._reads_non_blocking_copy(call, loop):
                 continue
             message = (
-                f"`{model.code(call)}` blocks the CPU until the GPU is idle, every step of the training loop "
-                f"(line {model.line_of(loop)}): the GPU then waits while the CPU queues the next step; remove it, "
+                f"`{model.code(call)}` blocks the CPU until the GPU is idle, {residency.every_step(loop, role)}: the GPU then waits while the CPU queues the next step; remove it, "
                 "or use `wait_stream` / events to order streams and synchronize only where the host reads GPU results"
             )
             yield self.diagnostic(call, message)
