@@ -109,6 +109,7 @@ TRAINING_ARGUMENT_DEFAULTS: Mapping[str, object] = {
     "dataloader_pin_memory": True,
     "dataloader_persistent_workers": False,
     "per_device_train_batch_size": 8,
+    "num_train_epochs": 3.0,
     "gradient_accumulation_steps": 1,
     "fp16": False,
     "bf16": False,
@@ -163,6 +164,7 @@ class Precision:
     call: cst.Call  # `Trainer(...)`, `TrainingArguments(...)`
     framework: str
     float32: bool  # known to train in float32 (the default, or set so)
+    reason: str  # why, for messages: "`precision` is not set", "`fp16` and `bf16` are False"
     setting: str  # how to ask for mixed precision there, for messages
 
 
@@ -289,7 +291,7 @@ class Frameworks:
                 func = self.m.parent.get(self.m.parent.get(binder))
                 step = self.step_functions.get(func)
                 if step is not None and step.batch == name.value:
-                    return self._lightning_places if step.framework == LIGHTNING_MODULE.framework else self.gpu_context
+                    return self.lightning_places if step.framework == LIGHTNING_MODULE.framework else self.gpu_context
         return False
 
     # ---- ignite ------------------------------------------------------------------------------------
@@ -392,7 +394,7 @@ class Frameworks:
             role = self.loader_hooks.get(func) if func is not None else None
             if role is None:
                 return []
-            return [Feed(func, "the Lightning Trainer", role, self._lightning_places, True, self._lightning_accumulates)]
+            return [Feed(func, "the Lightning Trainer", role, self.lightning_places, True, self._lightning_accumulates)]
         if isinstance(parent, cst.Element) and isinstance(m.parent.get(parent), (cst.List, cst.Tuple)):
             return self.feeds_at(m.parent.get(parent))  # `return [loader_a, loader_b]`, `fit(model, [a, b])`
         if not (isinstance(parent, cst.Arg) and not parent.star):
@@ -433,7 +435,7 @@ class Frameworks:
             role, per_epoch = EVAL_LOADER, False
         else:
             return None
-        return Feed(call, "the Lightning Trainer", role, self._lightning_places, per_epoch, self._lightning_accumulates)
+        return Feed(call, "the Lightning Trainer", role, self.lightning_places, per_epoch, self._lightning_accumulates)
 
     def _ignite_feed(self, call: cst.Call, arg: cst.Arg) -> Optional[Feed]:
         """`engine.run(loader, max_epochs=N)`: ignite iterates the loader once per epoch."""
@@ -473,7 +475,7 @@ class Frameworks:
         method = call.func.attr.value
         receiver = call.func.value
         if method in ("prepare", "prepare_data_loader", "prepare_model") and "accelerate" in self.imported:
-            accelerator = self._constructor(receiver, lambda n: _is(n, ACCELERATE, {"Accelerator"}), conventional="accelerator")
+            accelerator = self._constructor(receiver, lambda n: _is(n, ACCELERATE, {"Accelerator"}), conventional=("accelerator",))
             if accelerator is None:
                 return None
             # accelerate/accelerator.py (1.15): `device_placement=True` and `cpu=False` by default.
@@ -482,7 +484,7 @@ class Frameworks:
                 places = False  # a per-object list: not followed
             return "accelerate", places
         if method in ("setup_dataloaders", "setup") and self.imported & set(LIGHTNING):
-            fabric = self._constructor(receiver, lambda n: _is(n, LIGHTNING, {"Fabric"}), conventional="fabric")
+            fabric = self._constructor(receiver, lambda n: _is(n, LIGHTNING, {"Fabric"}), conventional=("fabric",))
             if fabric is None:
                 return None
             # lightning/fabric/fabric.py (2.6): `move_to_device=True` by default.
@@ -560,7 +562,7 @@ class Frameworks:
         return [c for c in self.m.calls if _is(self.m.call_name(c), LIGHTNING, {"Trainer"})]
 
     @cached_property
-    def _lightning_places(self) -> bool:
+    def lightning_places(self) -> bool:
         """lightning/pytorch/core/module.py: the Trainer moves every batch to the module's device
         (`transfer_batch_to_device`); it does so for any accelerator but a CPU one."""
         return self.gpu_context and not any(self._cpu_only_lightning(c) for c in self.lightning_trainers)
@@ -577,7 +579,8 @@ class Frameworks:
         return False
 
     def _is_lightning_trainer(self, expr: cst.BaseExpression) -> bool:
-        return self._constructor(expr, lambda n: _is(n, LIGHTNING, {"Trainer"}), conventional="trainer") is not None
+        conventional = ("trainer",) if self.imported & set(LIGHTNING) else ()
+        return self._constructor(expr, lambda n: _is(n, LIGHTNING, {"Trainer"}), conventional) is not None
 
     # ---- precision -----------------------------------------------------------------------------------
 
@@ -596,7 +599,9 @@ class Frameworks:
             setting = resolved.value if resolved is not None else None
             if setting in _FLOAT64_PRECISION:
                 continue
-            found.append(Precision(call, "the Lightning Trainer", setting in _FLOAT32_PRECISION, '`precision="bf16-mixed"` (or `"16-mixed"`)'))
+            reason = "`precision` is not set" if value is None else f"`precision={self.m.code(value)}`"
+            float32 = setting in _FLOAT32_PRECISION
+            found.append(Precision(call, "the Lightning Trainer", float32, reason, '`precision="bf16-mixed"` (or `"16-mixed"`)'))
         for arguments in self.trainer_arguments:
             if arguments.name in TRL_CONFIGS:
                 continue
@@ -604,7 +609,9 @@ class Frameworks:
             if fp16 is None or bf16 is None:
                 continue
             float32 = fp16.value is False and bf16.value is False
-            found.append(Precision(arguments.call, f"`{arguments.name}`", float32, "`bf16=True` (Ampere or newer) or `fp16=True`"))
+            given = [name for name in ("fp16", "bf16") if name in arguments.explicit]
+            reason = "`fp16` and `bf16` are not set" if not given else "`fp16` and `bf16` are False"
+            found.append(Precision(arguments.call, f"`{arguments.name}`", float32, reason, "`bf16=True` (Ampere or newer) or `fp16=True`"))
         return found
 
     # ---- HF TrainingArguments ------------------------------------------------------------------------
@@ -675,9 +682,73 @@ class Frameworks:
         info = self.m.local_class_of(name)
         return info is not None and self.class_kind(info.node.name.value) is HF_TRAINER
 
+    @cached_property
+    def debug_settings(self) -> list[tuple[cst.BaseExpression, str]]:
+        """Debugging switched on in a framework's settings: Lightning `Trainer(detect_anomaly=True)`
+        (lightning/pytorch/trainer/trainer.py: it runs every step under `torch.autograd.set_detect_anomaly`)."""
+        found = []
+        for trainer in self.lightning_trainers:
+            value = _argument(trainer, "detect_anomaly")
+            if value is not None and self._true(trainer, "detect_anomaly"):
+                found.append((value, "autograd anomaly detection (`detect_anomaly=True`)"))
+        return found
+
+    # ---- checkpoints -------------------------------------------------------------------------------------
+
+    def saves_checkpoint(self, call: cst.Call) -> bool:
+        """`torch.save(...)`, `model.save_pretrained(...)`, `accelerator.save_state(...)` / `save_model(...)`,
+        Lightning `trainer.save_checkpoint(...)`, `fabric.save(...)`, HF `trainer.save_model(...)`: writes a
+        checkpoint (a device-to-host copy of every tensor, then file I/O)."""
+        m = self.m
+        if m.call_name(call) == "torch.save":
+            return True
+        func = call.func
+        if not isinstance(func, cst.Attribute):
+            return False
+        method = func.attr.value
+        if method in ("save_pretrained", "save_checkpoint"):
+            return True
+        if method in ("save_state", "save_model", "save") and self.imported:
+            return self._constructor(
+                func.value,
+                lambda n: _is(n, ACCELERATE, {"Accelerator"}) or _is(n, LIGHTNING, {"Fabric"}) or _is(n, HF, HF_TRAINER.names),
+                conventional=("accelerator", "fabric", "trainer"),
+            ) is not None
+        return False
+
+    # ---- DistributedDataParallel settings ------------------------------------------------------------
+
+    @cached_property
+    def unused_parameter_searches(self) -> list[tuple[cst.BaseExpression, str]]:
+        """(the value, what it sets) for framework settings that turn on DDP's `find_unused_parameters`:
+        Lightning `strategy="ddp_find_unused_parameters_true"` (lightning/pytorch/strategies/ddp.py registers
+        the `ddp[_spawn|_fork|_notebook]_find_unused_parameters_true` aliases), `DDPStrategy(find_unused_parameters=True)`,
+        accelerate `DistributedDataParallelKwargs(find_unused_parameters=True)`, HF
+        `TrainingArguments(ddp_find_unused_parameters=True)`."""
+        if not self.imported:
+            return []
+        found = []
+        m = self.m
+        for call in m.calls:
+            name = m.call_name(call)
+            if _is(name, LIGHTNING, {"Trainer", "Fabric"}):
+                strategy = _argument(call, "strategy")
+                resolved = m.values.resolve(strategy) if strategy is not None else None
+                if resolved is not None and isinstance(resolved.value, str) and resolved.value.endswith("find_unused_parameters_true"):
+                    found.append((strategy, f"`strategy={m.code(strategy)}`"))
+            elif _is(name, LIGHTNING, {"DDPStrategy"}) or _is(name, ACCELERATE, {"DistributedDataParallelKwargs"}):
+                value = _argument(call, "find_unused_parameters")
+                if value is not None and self._true(call, "find_unused_parameters"):
+                    found.append((value, f"`{m.code(call.func)}(find_unused_parameters=True)`"))
+        for arguments in self.trainer_arguments:
+            value = arguments.values.get("ddp_find_unused_parameters")
+            if value is not None and value.value is True and "ddp_find_unused_parameters" in arguments.explicit:
+                found.append((value.node, f"`{arguments.name}(ddp_find_unused_parameters=True)`"))
+        return found
+
     # ---- helpers ---------------------------------------------------------------------------------------
 
-    def _constructor(self, expr: cst.BaseExpression, is_class, conventional: Optional[str] = None):
+    def _constructor(self, expr: cst.BaseExpression, is_class, conventional: tuple[str, ...] = ()):
         """The constructor call a receiver comes from (`trainer = L.Trainer(...)`, `L.Trainer(...).fit`), or True
         for a name that conventionally holds one (`accelerator`, `fabric`, `trainer` passed in) with no other
         binding in sight; None otherwise."""
@@ -692,7 +763,7 @@ class Frameworks:
         for call in calls:
             if is_class(m.call_name(call)):
                 return call
-        if not writes and conventional is not None and key.rsplit(".", 1)[-1] == conventional:
+        if not writes and key.rsplit(".", 1)[-1] in conventional:
             return True
         return None
 
