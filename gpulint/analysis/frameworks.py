@@ -177,6 +177,11 @@ class TrainerArguments:
     values: Mapping[str, Optional[ResolvedValue]]  # setting -> its value; None when not known (argument unresolvable)
     explicit: frozenset[str]  # settings written in the call (or in a subclass's field defaults)
 
+    @property
+    def on_cpu(self) -> bool:
+        """`use_cpu=True` (or the older `no_cuda=True`)."""
+        return any(v is not None and v.value is True for v in (self.values["use_cpu"], self.values["no_cuda"]))
+
 
 class Frameworks:
     """The framework facts of one module; computed only when a rule asks."""
@@ -209,11 +214,12 @@ class Frameworks:
             name = m.call_name(call)
             if _is(name, ACCELERATE, {"Accelerator"}) and not self._true(call, "cpu"):
                 return True
-            if self.is_hf_trainer_call(call) or _is(name, ("transformers",), TRAINING_ARGUMENTS):
-                if not (self._true(call, "use_cpu") or self._true(call, "no_cuda")):
-                    return True
+            if self.is_hf_trainer_call(call) and not (self._true(call, "use_cpu") or self._true(call, "no_cuda")):
+                return True
             if name == "ignite.distributed.device":
                 return True  # ignite/distributed/comp_models/base.py: CUDA whenever it is available
+        if any(not arguments.on_cpu for arguments in self.trainer_arguments):
+            return True
         return bool(self._classes_of(HF_TRAINER))
 
     def _cpu_only_lightning(self, call: cst.Call) -> bool:
@@ -590,7 +596,7 @@ class Frameworks:
         HF `TrainingArguments(fp16=..., bf16=...)` (both False by default)."""
         found = []
         for call in self.lightning_trainers:
-            if any(a.star for a in call.args):
+            if any(a.star for a in call.args) or self._cpu_only_lightning(call):
                 continue
             value = _argument(call, "precision")
             resolved = self.m.values.resolve(value) if value is not None else None
@@ -603,7 +609,7 @@ class Frameworks:
             float32 = setting in _FLOAT32_PRECISION
             found.append(Precision(call, "the Lightning Trainer", float32, reason, '`precision="bf16-mixed"` (or `"16-mixed"`)'))
         for arguments in self.trainer_arguments:
-            if arguments.name in TRL_CONFIGS:
+            if arguments.name in TRL_CONFIGS or arguments.on_cpu:
                 continue
             fp16, bf16 = arguments.values.get("fp16"), arguments.values.get("bf16")
             if fp16 is None or bf16 is None:
@@ -645,7 +651,7 @@ class Frameworks:
             return None
         overrides = {}
         for statement in info.node.body.body:
-            for small in getattr(statement, "body", ()):
+            for small in statement.body if isinstance(statement, cst.SimpleStatementLine) else ():
                 if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and small.value is not None:
                     overrides[small.target.value] = _field_default(self.m, small.value)
         for base in info.bases:
@@ -723,7 +729,8 @@ class Frameworks:
         """(the value, what it sets) for framework settings that turn on DDP's `find_unused_parameters`:
         Lightning `strategy="ddp_find_unused_parameters_true"` (lightning/pytorch/strategies/ddp.py registers
         the `ddp[_spawn|_fork|_notebook]_find_unused_parameters_true` aliases), `DDPStrategy(find_unused_parameters=True)`,
-        accelerate `DistributedDataParallelKwargs(find_unused_parameters=True)`, HF
+        accelerate `DistributedDataParallelKwargs(find_unused_parameters=True)`, ignite
+        `idist.auto_model(model, find_unused_parameters=True)` (its keyword arguments go to DDP), HF
         `TrainingArguments(ddp_find_unused_parameters=True)`."""
         if not self.imported:
             return []
@@ -736,7 +743,11 @@ class Frameworks:
                 resolved = m.values.resolve(strategy) if strategy is not None else None
                 if resolved is not None and isinstance(resolved.value, str) and resolved.value.endswith("find_unused_parameters_true"):
                     found.append((strategy, f"`strategy={m.code(strategy)}`"))
-            elif _is(name, LIGHTNING, {"DDPStrategy"}) or _is(name, ACCELERATE, {"DistributedDataParallelKwargs"}):
+            elif (
+                _is(name, LIGHTNING, {"DDPStrategy"})
+                or _is(name, ACCELERATE, {"DistributedDataParallelKwargs"})
+                or name == "ignite.distributed.auto_model"
+            ):
                 value = _argument(call, "find_unused_parameters")
                 if value is not None and self._true(call, "find_unused_parameters"):
                     found.append((value, f"`{m.code(call.func)}(find_unused_parameters=True)`"))

@@ -77,7 +77,10 @@ class LoaderInfo:
 
     @property
     def placed_by(self):
-        """The framework hand-over that copies its batches to the GPU (no `.to()` in sight), if any."""
+        """The framework hand-over that copies its batches to the GPU (no `.to()` in sight), if any. Only for
+        loaders that feed training or evaluation: others may yield no tensors (prompts for a generation pipeline)."""
+        if self.role == UNKNOWN:
+            return None
         return next((feed for feed in self.feeds if feed.places_on_device), None)
 
 

@@ -3,6 +3,7 @@ and whether the parameters they update live on the GPU."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
 
@@ -16,6 +17,7 @@ if TYPE_CHECKING:
 
 ADAM = {"torch.optim.Adam": "Adam", "torch.optim.AdamW": "AdamW", "torch.optim.adam.Adam": "Adam", "torch.optim.adamw.AdamW": "AdamW"}
 _PARAMETER_METHODS = ("parameters", "named_parameters")
+_ENGINE_NAME = re.compile(r"deepspeed|megatron|DummyOptim", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,10 @@ class AdamCall:
 
 
 def adam_calls(model: SemanticModel) -> list[AdamCall]:
+    """Adam/AdamW constructions, except where DeepSpeed or Megatron-LM take over the optimizer (accelerate hands
+    them the model and optimizer; they build their own, `DummyOptim` or not)."""
+    if _engine_owns_optimizer(model):
+        return []
     found = []
     for call in model.calls:
         name = ADAM.get(model.call_name(call) or "")
@@ -88,3 +94,12 @@ def _prepared_later(model: SemanticModel, module: cst.BaseExpression, optimizer:
             if any(not a.star and dotted_name(a.value) == key for a in call.args):
                 return True
     return False
+
+
+def _engine_owns_optimizer(model: SemanticModel) -> bool:
+    """The module uses DeepSpeed or Megatron-LM (an import, or accelerate's `deepspeed_plugin` / `DummyOptim` /
+    `megatron_lm` names)."""
+    for qualified in model.imports.bindings.values():
+        if qualified.split(".", 1)[0] == "deepspeed" or _ENGINE_NAME.search(qualified):
+            return True
+    return any(_ENGINE_NAME.search(attribute.attr.value) for attribute in model.attributes)

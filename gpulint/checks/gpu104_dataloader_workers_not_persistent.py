@@ -34,7 +34,7 @@ class DataLoaderWorkersNotPersistent(Rule):
                     continue
             feed = next((f for f in info.feeds if f.per_epoch), None)
             if feed is not None:
-                yield self._report(info, f"every epoch {feed.framework} runs ({feed.describe(model)})", arg)
+                yield self._report(info, f"every epoch ({feed.describe(model)} iterates it once per epoch)", arg)
                 continue
             for iteration in info.iterations:
                 outer = flow.epoch_loop(info, iteration)

@@ -41,7 +41,7 @@ class TrainerDataloaderSettings(Rule):
 
     def _problems(self, arguments: TrainerArguments) -> list[str]:
         values = arguments.values
-        if any(_is(values.get(name), True) for name in ("use_cpu", "no_cuda")):
+        if arguments.on_cpu:
             return []
         problems = []
         workers, pinned, persistent = values[WORKERS], values[PINNED], values[PERSISTENT]
