@@ -227,6 +227,7 @@ def test_micro_batch_loop_with_accelerate_suggests_accumulate():
         ("        loss.backward()\n", "        with model.no_sync():\n            loss.backward()\n"),
         ("        loss.backward()\n", "        model.require_backward_grad_sync = (step + 1) % accumulation_steps == 0\n        loss.backward()\n"),
         ("        if (step + 1) % accumulation_steps == 0:\n            optimizer.step()", "        if True:\n            optimizer.step()"),
+        ("        loss.backward()\n", "        with (model.no_sync if (step + 1) % accumulation_steps else contextlib.nullcontext)():\n            loss.backward()\n"),
         ("DDP(model.cuda(rank), device_ids=[rank])", "model.cuda(rank)"),  # one GPU: nothing to all-reduce
     ],
 )

@@ -199,7 +199,9 @@ def _under_modulo(model: SemanticModel, call: cst.Call, loop: cst.CSTNode) -> bo
 
 
 def _skips_sync(model: SemanticModel, region: cst.CSTNode) -> bool:
-    for call in model.calls_inside(region):
-        if isinstance(call.func, cst.Attribute) and call.func.attr.value in _SYNC_SKIPS:
-            return True
-    return any(a.attr.value == "require_backward_grad_sync" and model.is_inside(a, region) for a in model.attributes)
+    """`model.no_sync()`, also picked as a value (`ctx = model.no_sync if ... else nullcontext`), or a
+    `require_backward_grad_sync` switch, inside `region`."""
+    return any(
+        (a.attr.value in _SYNC_SKIPS or a.attr.value == "require_backward_grad_sync") and model.is_inside(a, region)
+        for a in model.attributes
+    )
