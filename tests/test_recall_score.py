@@ -1,0 +1,182 @@
+"""bench/recall/score.py: how findings are matched to hand labels, and one run end to end on a tiny corpus."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import REPO
+
+SCORE = REPO / "bench" / "recall" / "score.py"
+_spec = importlib.util.spec_from_file_location("recall_score", SCORE)
+score = importlib.util.module_from_spec(_spec)
+sys.modules["recall_score"] = score  # dataclasses resolve their module by name
+_spec.loader.exec_module(score)
+
+
+def label(id, line, code="GPU303", end_line=None, *, path="train.py", cell=None, codes=None, debatable=False, also=()):
+    return score.Label.from_json({
+        "id": id, "repo": "o/r", "path": path, "cell": cell, "line": line, "end_line": end_line or line,
+        "code": code, "codes": codes or [code], "phase": "train", "debatable": debatable, "needs": [],
+        "also": [{"path": p, "cell": None, "line": n, "end_line": n} for p, n in also], "note": "",
+    })
+
+
+def finding(line, code="GPU303", *, path="train.py", cell=None):
+    return score.Finding("o/r", path, cell, line, code, "msg")
+
+
+def matched(labels, findings):
+    score.match(labels, findings)
+    return [f.label.id if f.label else None for f in findings]
+
+
+def test_a_finding_matches_within_the_span_widened_by_the_tolerance():
+    labels = [label("dl", 10, "GPU101", end_line=14)]
+    assert matched(labels, [finding(12, "GPU101")]) == ["dl"]
+    assert matched(labels, [finding(16, "GPU101")]) == ["dl"]  # two lines past the call's last line
+    assert matched(labels, [finding(17, "GPU101")]) == [None]
+    assert matched(labels, [finding(7, "GPU101")]) == [None]
+
+
+def test_code_path_and_cell_must_agree():
+    labels = [label("sync", 5), label("nb", 3, path="a.ipynb", cell=2)]
+    assert matched(labels, [finding(5, "GPU304")]) == [None]
+    assert matched(labels, [finding(5, path="other.py")]) == [None]
+    assert matched(labels, [finding(3, path="a.ipynb", cell=1)]) == [None]
+    assert matched(labels, [finding(3, path="a.ipynb", cell=2)]) == ["nb"]
+
+
+def test_alternative_codes_and_anchors_match():
+    labels = [
+        label("legacy", 19, "GPU202", codes=["GPU202", "GPU201"]),
+        label("helper", 80, also=[("utils.py", 47)]),
+    ]
+    assert matched(labels, [finding(19, "GPU201"), finding(47, path="utils.py")]) == ["legacy", "helper"]
+
+
+def test_one_finding_per_label_and_the_closest_wins():
+    labels = [label("a", 10), label("b", 12)]
+    # 11 is one line from both; 12 sits on b: b takes 12, a takes 11, the duplicate at 12 is left over.
+    assert matched(labels, [finding(11), finding(12), finding(12)]) == ["a", "b", None]
+
+
+def test_a_clear_label_is_preferred_to_a_debatable_one_at_the_same_distance():
+    labels = [label("deb", 30, "GPU101", debatable=True), label("clear", 30, "GPU101")]
+    assert matched(labels, [finding(30, "GPU101")]) == ["clear"]
+
+
+def test_classes_recall_and_precision():
+    labels = [label("clear", 10), label("missed", 20), label("deb", 30, debatable=True)]
+    findings = [finding(10), finding(30), finding(40)]
+    score.match(labels, findings)
+    judgements = {findings[1].key: {"class": "noise"}, findings[2].key: {"class": "wrong"}}
+    assert [score.classify(f, judgements) for f in findings] == ["right", "noise", "wrong"]
+    assert score.classify(finding(50), judgements) is None  # unlabelled and unjudged
+    row = score.tally(labels, findings, judgements, ["GPU303"])["GPU303"]
+    assert (row.labels, row.found, row.debatable, row.debatable_found) == (2, 1, 1, 1)
+    assert (row.findings, row.matched, row.classes["right"], row.judged) == (3, 2, 1, 3)
+
+
+def test_missed_labels_are_classed_by_what_they_need():
+    labels = [label("todo", 1, "GPU904"), label("nb", 2, path="a.ipynb", cell=1), label("x", 3)]
+    labels[2].needs = ("cross-module", "device-param")
+    misses = score.miss_classes(labels, [], ["GPU303"])
+    assert misses["rule not implemented yet"] == 1
+    assert misses["notebook not read"] == 1
+    assert misses["missed by an implemented rule"] == 1
+    assert misses["  needs cross-module"] == misses["  needs device-param"] == 1
+
+
+def test_notebook_rows_count_code_cells_only(tmp_path):
+    notebook = tmp_path / "n.ipynb"
+    notebook.write_text(json.dumps({"cells": [
+        {"cell_type": "markdown", "source": ["# title"]},
+        {"cell_type": "code", "source": ["import torch\n", "x = 1"]},
+        {"cell_type": "code", "source": "y = 2"},
+    ]}))
+    assert score.notebook_rows(notebook) == [(1, 1), (1, 2), (2, 1)]
+
+
+TRAIN = """\
+import torch
+
+torch.set_float32_matmul_precision("high")
+
+model = torch.nn.Linear(4, 4).cuda()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for _ in range(10):
+    with torch.cuda.amp.autocast():
+        loss = model(torch.ones(4, 4, device="cuda")).sum()
+    loss.backward()
+    optimizer.step()
+with torch.cuda.amp.autocast():
+    print(model(torch.ones(4, 4, device="cuda")))
+"""
+
+
+def git(cwd, *args):
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd, check=True,
+                   capture_output=True)
+
+
+def test_end_to_end_on_a_tiny_pinned_corpus(tmp_path):
+    source = tmp_path / "mirror" / "o+r" / "repo"
+    source.mkdir(parents=True)
+    (source / "train.py").write_text(TRAIN)
+    git(source, "init", "-q")
+    git(source, "add", "train.py")
+    git(source, "commit", "-q", "-m", "c")
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=source, capture_output=True, text=True).stdout.strip()
+    manifest = tmp_path / "corpus.json"
+    manifest.write_text(json.dumps([{"repo": "o/r", "commit": commit, "kind": "synthetic", "scope": ["train.py"]}]))
+    labels = tmp_path / "labels"
+    labels.mkdir()
+    rows = [
+        {"id": "o+r:1", "repo": "o/r", "commit": commit, "path": "train.py", "cell": None, "line": 8, "end_line": 8,
+         "code": "GPU403", "codes": ["GPU403"], "phase": "train", "debatable": False, "needs": [], "also": [],
+         "note": "deprecated autocast"},
+        {"id": "o+r:2", "repo": "o/r", "commit": commit, "path": "train.py", "cell": None, "line": 6, "end_line": 6,
+         "code": "GPU304", "codes": ["GPU304"], "phase": "train", "debatable": False, "needs": ["cross-module"],
+         "also": [], "note": "a label nothing reports"},
+    ]
+    (labels / "o+r.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    judgements, pending = tmp_path / "judgments.jsonl", tmp_path / "pending.jsonl"
+    corpus = tmp_path / "corpus"
+    command = [sys.executable, str(SCORE), str(corpus), "--checkout-from", str(tmp_path / "mirror"),
+               "--manifest", str(manifest), "--labels", str(labels), "--judgements", str(judgements),
+               "--pending", str(pending)]
+
+    first = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert first.returncode == 2, first.stderr  # the unlabelled second autocast needs a judgement
+    assert (corpus / "o+r" / "train.py").read_text() == TRAIN
+    waiting = [json.loads(line) for line in pending.read_text().splitlines()]
+    assert ("GPU403", 12) in [(w["code"], w["line"]) for w in waiting]
+    gpu403 = next(line for line in first.stdout.splitlines() if line.startswith("GPU403"))
+    assert gpu403.split()[1:4] == ["1+0", "1", "1.00"]  # one clear .py label, found
+    gpu304 = next(line for line in first.stdout.splitlines() if line.startswith("GPU304"))
+    assert gpu304.split()[1:4] == ["1+0", "0", "0.00"]
+    assert "missed by an implemented rule 1" in first.stdout and "needs cross-module 1" in first.stdout
+
+    judgements.write_text("".join(
+        json.dumps({"key": w["key"], "class": "right" if w["code"] == "GPU403" else "noise",
+                    "note": "outside the loop"})
+        + "\n" for w in waiting
+    ))
+    second = subprocess.run([c for c in command if c != str(pending) and c != "--pending"] + ["--markdown"],
+                            capture_output=True, text=True, timeout=300)
+    assert second.returncode == 0, second.stderr
+    assert "| GPU403 | 1 + 0 | 1 | 1.00 | 1.00 | 0 (0) | 2 | 1 | 2 | 0 | 0 | 1.00 |" in second.stdout
+    assert "Random sample of" in second.stdout
+    assert "| o/r | `train.py:12` | GPU403 | right | outside the loop |" in second.stdout
+
+
+def test_a_label_outside_the_scope_is_refused(tmp_path):
+    manifest = tmp_path / "corpus.json"
+    manifest.write_text(json.dumps([{"repo": "o/r", "commit": "0" * 40, "kind": "k", "scope": ["a.py"]}]))
+    with pytest.raises(SystemExit, match="not in the scope"):
+        score.check_labels(score.load_corpus(manifest), [label("x", 1)])
