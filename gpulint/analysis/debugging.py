@@ -38,9 +38,9 @@ def debug_switches(model: SemanticModel) -> list[DebugSwitch]:
     """The debugging switches turned on in training code (a module with a training loop, or one a framework
     trains), not under a debug flag (`if args.debug:`, `set_detect_anomaly(args.detect_anomaly)`, a function
     named `debug_*`)."""
-    if not (any(is_hot(model, loop) for loop in model.loops) or model.frameworks.drives_training):
-        return []
     found = [switch for switch in _switches(model) if not _under_debug_flag(model, switch.node)]
+    if not found or not (any(is_hot(model, loop) for loop in model.loops) or model.frameworks.drives_training):
+        return []
     return sorted(found, key=lambda s: (model.line_of(s.node), model.range(s.node).start.column))
 
 

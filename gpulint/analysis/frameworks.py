@@ -108,9 +108,7 @@ TRAINING_ARGUMENT_DEFAULTS: Mapping[str, object] = {
     "dataloader_num_workers": 0,
     "dataloader_pin_memory": True,
     "dataloader_persistent_workers": False,
-    "per_device_train_batch_size": 8,
     "num_train_epochs": 3.0,
-    "gradient_accumulation_steps": 1,
     "fp16": False,
     "bf16": False,
     "use_cpu": False,
@@ -214,7 +212,7 @@ class Frameworks:
             name = m.call_name(call)
             if _is(name, ACCELERATE, {"Accelerator"}) and not self._true(call, "cpu"):
                 return True
-            if self.is_hf_trainer_call(call) and not (self._true(call, "use_cpu") or self._true(call, "no_cuda")):
+            if self._is_hf_trainer(call):
                 return True
             if name == "ignite.distributed.device":
                 return True  # ignite/distributed/comp_models/base.py: CUDA whenever it is available
@@ -314,7 +312,7 @@ class Frameworks:
             handler = self._iteration_handler(call)
             if handler is not None:
                 engine, target = handler
-                role = self.engine_role(engine)
+                role = self._engine_role(engine)
                 if role is not None:
                     for func in self._callables(target):
                         yield func, role
@@ -345,7 +343,7 @@ class Frameworks:
             return [f for f in self.m.functions.get(expr.attr.value, []) if owner is not None and self.m.parent.get(self.m.parent.get(f)) is owner]
         return []
 
-    def engine_role(self, expr: cst.BaseExpression) -> Optional[str]:
+    def _engine_role(self, expr: cst.BaseExpression) -> Optional[str]:
         """TRAIN for an ignite engine that trains (`create_supervised_trainer`, `Engine(step)` whose step runs
         backward), EVAL for an evaluator, None when `expr` is not one."""
         call = self._constructor(expr, lambda name: _is(name, IGNITE, {"Engine", "create_supervised_trainer", "create_supervised_evaluator"}))
@@ -448,7 +446,7 @@ class Frameworks:
         if call.func.attr.value != "run" or arg.keyword is not None or call.args[0] is not arg:
             return None
         engine = self._constructor(call.func.value, lambda n: _is(n, IGNITE, {"Engine", "create_supervised_trainer", "create_supervised_evaluator"}))
-        role = self.engine_role(call.func.value)
+        role = self._engine_role(call.func.value)
         if engine is None or role is None:
             return None
         epochs = _argument(call, "max_epochs", 1)
@@ -681,7 +679,7 @@ class Frameworks:
                 values[setting] = ResolvedValue(default, call, FRAMEWORK_DEFAULT)
         return TrainerArguments(call, short, values, frozenset(explicit))
 
-    def is_hf_trainer_call(self, call: cst.Call) -> bool:
+    def _is_hf_trainer(self, call: cst.Call) -> bool:
         name = self.m.call_name(call)
         if _is(name, HF, HF_TRAINER.names):
             return True

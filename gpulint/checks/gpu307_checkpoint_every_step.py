@@ -19,7 +19,7 @@ class CheckpointEveryStep(Rule):
     code = "GPU307"
     name = "checkpoint-every-step"
     summary = "A checkpoint (`torch.save`, `save_pretrained`, `save_state`, `save_checkpoint`) is written every training step"
-    requires = (r"save",)
+    requires = (r"save(_pretrained|_state|_checkpoint|_model)?\(",)
 
     def check(self) -> Iterator[Diagnostic]:
         model = self.model

@@ -13,7 +13,7 @@ class DdpAccumulationWithoutNoSync(Rule):
     code = "GPU406"
     name = "ddp-accumulation-without-no-sync"
     summary = "Gradient accumulation with DDP all-reduces every micro-step (no `no_sync()` / `accelerator.accumulate`)"
-    requires = (r"backward", r"DistributedDataParallel|prepare|setup")
+    requires = (r"backward", r"DistributedDataParallel|accelerate|lightning")
 
     def check(self) -> Iterator[Diagnostic]:
         model = self.model
