@@ -80,6 +80,10 @@ def test_known_good_or_unknown_settings_are_silent(arguments):
     assert findings(source, **GPU107) == []
 
 
+def test_test_files_are_silent():
+    assert findings(HF_SCRIPT, path="tests/test_training.py", **GPU107) == []
+
+
 def test_hf_argument_parser_values_are_unknown():
     source = """\
         from transformers import HfArgumentParser, Trainer, TrainingArguments

@@ -120,6 +120,14 @@ class Rule:
         return Fix(message, applicability, tuple(e for e in edits if e is not None))
 
 
+_TEST_FILE = re.compile(r"(^|/)(test_[^/]*|[^/]*_test|conftest)\.py$")
+
+
+def is_test_file(path: str) -> bool:
+    """`test_*.py`, `*_test.py`, `conftest.py`: code whose training runs are a few tiny steps."""
+    return _TEST_FILE.search(path.replace("\\", "/")) is not None
+
+
 @functools.lru_cache(maxsize=None)
 def text_matcher(pattern: str) -> Callable[[str], bool]:
     """`text -> bool` for one `requires` pattern: substring tests when the pattern is a plain word or

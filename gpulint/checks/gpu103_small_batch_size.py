@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Iterator
 
 import libcst as cst
@@ -10,11 +9,10 @@ import libcst as cst
 from gpulint.analysis.dataloaders import ITERABLE_DATASET, dataset_class
 from gpulint.analysis.loader_flow import EVAL, TRAIN
 from gpulint.analysis.value_resolution import LITERAL
-from gpulint.checks.base import Option, Rule
+from gpulint.checks.base import Option, Rule, is_test_file
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
 from gpulint.edits import replace_node, with_keyword_argument
 
-_TEST_FILE = re.compile(r"(^|[/\\])(test_[^/\\]*|[^/\\]*_test|conftest)\.py$")
 _MEDICAL_IMAGING = frozenset({"monai", "nnunet", "nnunetv2", "torchio"})
 _SGD = ("torch.optim.SGD",)
 _ADAPTIVE = ("torch.optim.Adam", "torch.optim.AdamW", "torch.optim.Adamax", "torch.optim.NAdam", "torch.optim.RAdam")
@@ -43,7 +41,7 @@ class SmallBatchSize(Rule):
 
     def check(self) -> Iterator[Diagnostic]:
         model = self.model
-        if _TEST_FILE.search(model.path.replace("\\", "/")):
+        if is_test_file(model.path):
             return
         if any(isinstance(c.func, cst.Attribute) and c.func.attr.value == "from_pretrained" for c in model.calls):
             return  # a pretrained (usually large) model: small batches can saturate the GPU by design

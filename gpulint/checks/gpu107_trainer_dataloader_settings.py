@@ -9,7 +9,7 @@ import libcst as cst
 
 from gpulint.analysis.frameworks import FRAMEWORK_DEFAULT, TrainerArguments
 from gpulint.analysis.value_resolution import ARGPARSE_DEFAULT
-from gpulint.checks.base import Option, Rule
+from gpulint.checks.base import Option, Rule, is_test_file
 from gpulint.checks.gpu101_dataloader_without_workers import DEFAULT_WORKERS
 from gpulint.diagnostics import Applicability, Diagnostic
 from gpulint.edits import add_import, import_roots, replace_node, with_keyword_argument, with_keyword_value
@@ -33,6 +33,8 @@ class TrainerDataloaderSettings(Rule):
             raise ValueError(f"`workers` is not a Python expression: {error.message}") from None
 
     def check(self) -> Iterator[Diagnostic]:
+        if is_test_file(self.model.path):
+            return  # a test trains a few tiny steps
         for arguments in self.model.frameworks.trainer_arguments:
             problems = self._problems(arguments)
             if problems:
