@@ -10,7 +10,7 @@ import libcst as cst
 from gpulint.analysis.frameworks import FRAMEWORK_DEFAULT, TrainerArguments
 from gpulint.analysis.value_resolution import ARGPARSE_DEFAULT
 from gpulint.checks.base import Option, Rule, is_test_file
-from gpulint.checks.gpu101_dataloader_without_workers import DEFAULT_WORKERS
+from gpulint.checks.gpu101_dataloader_without_workers import DEFAULT_WORKERS, validate_workers
 from gpulint.diagnostics import Applicability, Diagnostic
 from gpulint.edits import add_import, import_roots, replace_node, with_keyword_argument, with_keyword_value
 
@@ -27,10 +27,7 @@ class TrainerDataloaderSettings(Rule):
 
     @classmethod
     def validate_options(cls, values: dict) -> None:
-        try:
-            cst.parse_expression(values.get("workers", DEFAULT_WORKERS))
-        except cst.ParserSyntaxError as error:
-            raise ValueError(f"`workers` is not a Python expression: {error.message}") from None
+        validate_workers(values)
 
     def check(self) -> Iterator[Diagnostic]:
         if is_test_file(self.model.path):
