@@ -35,6 +35,15 @@ def test_default_workers_are_reported_with_a_fix_that_keeps_them():
     assert fixed(HF_SCRIPT, **GPU107).endswith("dataloader_persistent_workers=True)\nTrainer(model=model, args=args, train_dataset=train_dataset).train()\n")
 
 
+def test_literal_zero_workers_is_replaced_in_the_call():
+    source = 'from transformers import TrainingArguments\n\nargs = TrainingArguments("out", dataloader_num_workers=0, bf16=True)\n'
+    (found,) = diagnostics(source, **GPU107)
+    assert "sets `dataloader_num_workers=0`:" in found.message
+    result = fixed(source, **GPU107)
+    assert 'TrainingArguments("out", dataloader_num_workers=min(8, ' in result
+    assert result.endswith("- 1)), bf16=True, dataloader_persistent_workers=True)\n")
+
+
 def test_zero_workers_from_argparse_is_fixed_at_its_default_and_persistence_follows_the_flag():
     source = """\
         import argparse
