@@ -57,11 +57,16 @@ def _switches(model: SemanticModel) -> Iterator[DebugSwitch]:
             yield DebugSwitch(call, "CUDA sync debug mode", _own_statement(model, call))
         elif name in ("os.environ.setdefault", "os.putenv") and _sets_launch_blocking(model, call.args[:2]):
             yield DebugSwitch(call, f"`{LAUNCH_BLOCKING}=1`", _own_statement(model, call))
-    for node in model.parent:
-        if isinstance(node, cst.Assign) and len(node.targets) == 1 and _environ_item(model, node.targets[0].target):
-            ok, value = literal_value(node.value)
+    for attribute in model.attributes:
+        if attribute.attr.value != "environ":
+            continue
+        item = model.parent.get(attribute)
+        target = model.parent.get(item)
+        assign = model.parent.get(target)
+        if isinstance(assign, cst.Assign) and len(assign.targets) == 1 and _environ_item(model, item):
+            ok, value = literal_value(assign.value)
             if ok and str(value) == "1":
-                yield DebugSwitch(node, f"`{LAUNCH_BLOCKING}=1`", node)
+                yield DebugSwitch(assign, f"`{LAUNCH_BLOCKING}=1`", assign)
     for value, what in model.frameworks.debug_settings:
         yield DebugSwitch(value, what, None)
 
@@ -100,7 +105,7 @@ def _around_training(model: SemanticModel, call: cst.Call) -> bool:
     return model.residency.step_loop(call)[1] == TRAIN
 
 
-def _environ_item(model: SemanticModel, target: cst.BaseExpression) -> bool:
+def _environ_item(model: SemanticModel, target: cst.CSTNode) -> bool:
     """`os.environ["CUDA_LAUNCH_BLOCKING"]`."""
     if not isinstance(target, cst.Subscript) or model.qualified_name(target.value) != "os.environ" or len(target.slice) != 1:
         return False
