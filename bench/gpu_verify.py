@@ -1,7 +1,7 @@
 """Before/after numbers for the profiling fixtures, as a markdown table.
 
 For each fixture script: copy it to a temp folder, then let `run_verify` profile the original (A), fix the
-copy with `python -m gpulint fix --apply --unsafe-fixes COPY` (B), alternate A B, and report. Runs on CPU too
+copy with gpulint's fixer, unsafe fixes included (B), alternate A B, and report. Runs on CPU too
 (GPU columns then read "unavailable"), so it can be smoke-tested anywhere; the numbers that matter come from a
 GPU machine, where it writes bench/results/gpu_verify.md (not committed until such a run has been made).
 
@@ -21,7 +21,6 @@ import os
 import pathlib
 import platform
 import shutil
-import subprocess
 import sys
 import tempfile
 
@@ -42,27 +41,23 @@ NOT_FIXED = {
 }
 
 
-def _env() -> dict:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
-    return env
+FIXER = "gpulint's fixer, unsafe fixes included (what `gpulint fix --apply --unsafe-fixes` writes)"
 
 
-def make_apply_fixes(path: pathlib.Path, log: dict):
-    def apply_fixes() -> dict:
+def make_plan_fixes(path: pathlib.Path, log: dict):
+    from gpulint.config import Settings, with_overrides
+    from gpulint.fixer import fix_source
+    from gpulint.profile.verify import PlannedFix
+
+    def plan_fixes() -> list:
         before = path.read_bytes()
-        proc = subprocess.run(
-            [sys.executable, "-m", "gpulint", "fix", "--apply", "--unsafe-fixes", str(path)],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            env=_env(),
-        )
-        log["fix"] = "gpulint fix --apply --unsafe-fixes"
-        log["fix_output"] = (proc.stdout + proc.stderr)[-2000:]
-        return {path: before} if path.read_bytes() != before else {}
+        outcome = fix_source(before.decode(), path.name, with_overrides(Settings(root=path.parent), unsafe_fixes=True))
+        log["fix"] = FIXER
+        log["fixed_rules"] = dict(outcome.fixed)
+        fixed = outcome.text.encode()
+        return [PlannedFix(path, before, fixed, dict(outcome.fixed))] if fixed != before else []
 
-    return apply_fixes
+    return plan_fixes
 
 
 def verify_script(name: str, options: ProfileOptions) -> dict:
@@ -73,7 +68,7 @@ def verify_script(name: str, options: ProfileOptions) -> dict:
         log: dict = {}
         options.json_path = workdir / "verify.json"
         out = io.StringIO()
-        code = run_verify([sys.executable, str(script)], make_apply_fixes(script, log), options, out=out, err=out)
+        code = run_verify([sys.executable, str(script)], make_plan_fixes(script, log), options, out=out, err=out)
         doc = json.loads(options.json_path.read_text()) if options.json_path.exists() else {}
         doc.update(script=name, exit_code=code, text=out.getvalue(), **log)
         return doc

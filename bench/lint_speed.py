@@ -10,11 +10,16 @@ them, and each row reports the median of its runs.
 
 Rows: `ast.parse` and the LibCST parse floor (parse every file, nothing else); `gpulint check` cold cache,
 warm cache, no cache, `-j 1` and `-j <all CPUs>`, with the prefilter off (every file parsed: the cost
-bound as rules are added), and on 10 files with start-up (the pre-commit case); the flake8 plugin
-(`flake8 --select GPU`); TorchFix's CLI and flake8 with TorchFix, installed into their own venv under the
-scratch folder (`pip install torchfix flake8`; it pins an older libcst) unless `--torchfix-venv` names
-one. A piece that does not exist in this checkout (cache, process pool, flake8 plugin) reads "n/a".
-The findings of the -j 1 / -j N / cold / warm runs are compared and must be identical.
+bound as rules are added), and on 10 files with start-up and a warm cache (the pre-commit case); the
+flake8 plugin (`flake8 --select GPU`); TorchFix's CLI and flake8 with TorchFix, installed into their own
+venv under the scratch folder (`pip install torchfix flake8`; it pins an older libcst) unless
+`--torchfix-venv` names one. A piece that does not exist in this checkout (cache, process pool, flake8
+plugin) reads "n/a". The findings of the -j 1 / -j N / cold / warm runs are compared and must be identical.
+
+A second, training-heavy corpus (`bench/training_corpus.py`: generated projects shaped like research
+code, vendor examples and tutorials, where nearly every file passes the prefilter and the project index
+has work to do) gets the parse floor, cold, warm and no-cache rows (`--training-projects 0` skips it).
+Peak memory is the largest resident set of any one gpulint process (the CLI, or one worker).
 """
 
 from __future__ import annotations
@@ -59,26 +64,37 @@ print("failed", failed)
 # pycodestyle, its AST) is the same with or without gpulint and dwarfs it, so a difference of two flake8
 # runs is noise; timing the plugin's run() directly is not.
 PLUGIN_SCRIPT = """
-import sys, time
+import ast, os, sys, time
+from pathlib import Path
 from gpulint.config import load_settings
 from gpulint.flake8_plugin import GpulintChecker
 from gpulint.linter import check_source, display_path
+from gpulint.projects import Project
 paths = open(sys.argv[1], encoding="utf-8").read().splitlines()
 texts = [(p, open(p, encoding="utf-8", errors="replace").read()) for p in paths]
 lines = [(p, t.splitlines(keepends=True)) for p, t in texts]
 settings = load_settings()
-check_source(texts[0][1], texts[0][0], settings)
-list(GpulintChecker(None, lines[0][1], lines[0][0]).run())
+project = Project([Path(p) for p in paths], settings)
+contexts = {p: project.context(Path(os.path.abspath(p))) for p in paths}
+del project
+list(GpulintChecker(None, lines[0][1], lines[0][0]).run())  # the plugin builds its index on first use
 start = time.process_time()
 for path, text in texts:
-    check_source(text, display_path(path), settings)
+    check_source(text, display_path(path), settings, project=contexts[path])
 cli = time.process_time() - start
-start = time.process_time()
+trees = []
 for path, file_lines in lines:
-    list(GpulintChecker(None, file_lines, path).run())
+    try:
+        trees.append(ast.parse("".join(file_lines)))
+    except (SyntaxError, ValueError, RecursionError):
+        trees.append(None)
+start = time.process_time()
+for (path, file_lines), tree in zip(lines, trees):
+    list(GpulintChecker(tree, file_lines, path).run())
 plugin = time.process_time() - start
 print(f"{cli} {plugin}")
 """
+# (flake8 parses every file with `ast` itself; the plugin is handed that tree, as under flake8.)
 
 
 @dataclass
@@ -236,12 +252,12 @@ class Bench:
 
     # -- helpers
 
-    def measure(self, row: Row, argv: list[str], repeat: int, env: dict | None = None, before=None, ok=(0, 1), timeout=None) -> Row:
+    def measure(self, row: Row, argv: list[str], repeat: int, env: dict | None = None, before=None, ok=(0, 1), timeout=None, cwd: Path | None = None) -> Row:
         self.log(f"{row.name}: {' '.join(argv[:6])}{' ...' if len(argv) > 6 else ''} x{repeat}")
         for _ in range(repeat):
             if before is not None:
                 before()
-            run = run_measured(argv, self.work, {**self.env, **(env or {})}, timeout=timeout)
+            run = run_measured(argv, cwd or self.work, {**self.env, **(env or {})}, timeout=timeout)
             if run.returncode not in ok:
                 row.available = False
                 tail = (run.stderr or run.stdout).strip().splitlines()[-1:] or ["no output"]
@@ -256,9 +272,9 @@ class Bench:
     def gpulint(self, *args: str) -> list[str]:
         return [self.python, "-m", "gpulint", "check", "--exit-zero", "-q", *args]
 
-    def clear_cache(self) -> None:
+    def clear_cache(self, folder: Path | None = None) -> None:
         for name in (".gpulint_cache", "cache"):
-            shutil.rmtree(self.work / name, ignore_errors=True)
+            shutil.rmtree((folder or self.work) / name, ignore_errors=True)
 
     def cache_files(self) -> int:
         return sum(1 for name in (".gpulint_cache", "cache") for p in (self.work / name).rglob("*") if p.is_file())
@@ -341,7 +357,9 @@ class Bench:
         empty.mkdir(exist_ok=True)
         self.measure(Row("gpulint check on an empty folder (start-up only)", "gpulint check --no-cache EMPTY"), self.gpulint("--no-cache", str(empty)), max(repeat, 5))
         ten = self.files[:: max(1, len(self.files) // 10)][:10]
-        self.measure(Row("gpulint check on 10 files, no cache, start-up included", "gpulint check --no-cache FILE x10"), self.gpulint("--no-cache", *map(str, ten)), max(repeat, 5))
+        self.measure(Row("gpulint check on 10 files, warm cache, start-up included", "gpulint check FILE x10 (again)"), self.gpulint(*map(str, ten)), 1)  # warms the cache
+        self.rows.pop()
+        self.measure(Row("gpulint check on 10 files, warm cache, start-up included", "gpulint check FILE x10 (again)"), self.gpulint(*map(str, ten)), max(repeat, 5))
 
         # The flake8 plugin (entry point `GPU` of this checkout's installed metadata, imported from this checkout).
         flake8 = Row("flake8 --select GPU (gpulint's plugin), -j 1", "flake8 -j 1 --select GPU")
@@ -365,9 +383,50 @@ class Bench:
                     self.plugin_vs_cli.append((cli, plugin))
                     self.log(f"  in-process: check_source {cli:.2f}s, plugin run() {plugin:.2f}s")
 
+        if args.training_projects:
+            self.training(args.training_projects, repeat)
         if not args.skip_peers:
             self.peers(corpus)
         self.load_after = load_average()
+
+    def training(self, projects: int, repeat: int) -> None:
+        """The training-heavy corpus: rows in their own folder (its own project root and cache)."""
+        sys.path.insert(0, str(REPO))
+        from bench.training_corpus import generate
+
+        folder = self.work / "training"
+        shutil.rmtree(folder, ignore_errors=True)
+        files = generate(folder / "corpus", projects)
+        self.training_files = files
+        self.training_bytes = sum(p.stat().st_size for p in files)
+        list_file = folder / "files.txt"
+        list_file.write_text("\n".join(str(p) for p in files) + "\n", encoding="utf-8")
+        corpus = str(folder / "corpus")
+        self.training_rows = [
+            self.measure(
+                Row("training corpus: LibCST parse floor", "libcst.parse_module"),
+                [self.python, "-c", PARSE_SCRIPT.format(setup="import libcst", parse="libcst.parse_module(text)"), str(list_file)],
+                repeat,
+                cwd=folder,
+            ),
+            self.measure(
+                Row("training corpus: gpulint check, cold cache, -j 1", "gpulint check -j 1"),
+                self.gpulint("-j", "1", "--output-format", "json", "-o", str(folder / "findings.json"), corpus),
+                repeat,
+                before=lambda: self.clear_cache(folder),
+                cwd=folder,
+            ),
+            self.measure(Row("training corpus: gpulint check, warm cache, -j 1", "gpulint check -j 1 (again)"), self.gpulint("-j", "1", corpus), repeat, cwd=folder),
+            self.measure(
+                Row("training corpus: gpulint check, no cache, -j 1", "gpulint check --no-cache -j 1"), self.gpulint("--no-cache", "-j", "1", corpus), repeat, cwd=folder
+            ),
+        ]
+        try:
+            self.training_findings = len(json.loads((folder / "findings.json").read_text(encoding="utf-8") or "[]"))
+        except (OSError, ValueError):
+            self.training_findings = None
+        for row in self.training_rows:
+            self.rows.remove(row)  # reported in their own table
 
     def peers(self, corpus: str) -> None:
         args = self.args
@@ -403,17 +462,21 @@ class Bench:
         from gpulint.checks import all_rules
         from gpulint.config import Settings, with_overrides
         from gpulint.linter import rules_for
+        from gpulint.projects import Project
 
         settings = with_overrides(Settings(root=self.work), select=("ALL",), preview=True)
         default = set(Settings(root=self.work).enabled_codes)
         texts = [p.read_text(encoding="utf-8", errors="replace") for p in self.files]
+        project = Project(self.files, settings)  # the GPU context each file gets (from the cold run's cache)
+        contexts = [project.context(p.resolve()) for p in self.files]
+        del project
         total_bytes = sum(len(t) for t in texts) or 1
         rules = all_rules()
         per_rule = {code: [0, 0] for code in rules}
         any_default = [0, 0]
         start = time.process_time()
-        for text in texts:
-            passed = {r.code for r in rules_for(text, "x.py", settings)}
+        for text, context in zip(texts, contexts):
+            passed = {r.code for r in rules_for(text, "x.py", settings, context)}
             for code in passed:
                 per_rule[code][0] += 1
                 per_rule[code][1] += len(text)
@@ -423,7 +486,7 @@ class Bench:
         elapsed = time.process_time() - start
         n = len(texts) or 1
         lines = [
-            "| rule | prefilter patterns (`requires` + GPU-context marker) | files passed | bytes passed |",
+            "| rule | prefilter patterns (`requires`; rules needing GPU context also need the project to say so) | files passed | bytes passed |",
             "|---|---|---:|---:|",
         ]
         for code, rule in rules.items():
@@ -433,7 +496,10 @@ class Bench:
             lines.append(f"| {code} | `{shown}` | {files} ({files / n:.1%}) | {size / total_bytes:.1%} |")
         lines.append(f"| **default selection** | any rule passes | **{any_default[0]} ({any_default[0] / n:.1%})** | **{any_default[1] / total_bytes:.1%}** |")
         lines.append("")
-        lines.append(f"The prefilter took {elapsed:.2f} s of CPU for {len(texts)} files (all rules, in this process).")
+        lines.append(
+            f"The prefilter took {elapsed:.2f} s of CPU for {len(texts)} files (all rules, in this process, given each "
+            f"file's project context); {sum(c.gpu for c in contexts)} files are GPU code by the project's facts."
+        )
         return lines
 
     # -- report
@@ -472,6 +538,7 @@ class Bench:
             out.append(
                 f"| {row.name} | {fmt(row.cpu)} | {fmt(row.wall)} | {fmt(row.rss, 0)} | {len(row.runs)} | {ratio(row.cpu, floor.cpu if floor else None)} | {ratio(row.cpu, nocache.cpu if nocache else None)} |"
             )
+        out += self.training_table(fmt, ratio)
         out += ["", "Targets (this corpus, this machine):", "", "| target | measured | met |", "|---|---|---|"]
         out += self.targets(rows, floor, cold, nocache, torchfix)
         out += ["", "Findings, compared between runs:", ""]
@@ -480,6 +547,26 @@ class Bench:
         out += self.prefilter_table()
         out += ["", END]
         return "\n".join(out) + "\n"
+
+    def training_table(self, fmt, ratio) -> list[str]:
+        rows = getattr(self, "training_rows", None)
+        if not rows:
+            return []
+        floor = rows[0]
+        out = [
+            "",
+            f"Training-heavy corpus (`bench/training_corpus.py`, {self.args.training_projects} generated projects: "
+            f"{len(self.training_files)} files, {self.training_bytes / 1e6:.1f} MB; cold run: {self.training_findings} findings):",
+            "",
+            "| what | CPU s | wall s | peak RSS MB | runs | CPU vs LibCST parse |",
+            "|---|---:|---:|---:|---:|---:|",
+        ]
+        for row in rows:
+            if not row.available:
+                out.append(f"| {row.name} | {row.note} | | | | |")
+            else:
+                out.append(f"| {row.name} | {fmt(row.cpu)} | {fmt(row.wall)} | {fmt(row.rss, 0)} | {len(row.runs)} | {ratio(row.cpu, floor.cpu)} |")
+        return out
 
     def corpus_label(self) -> str:
         """The corpus without this machine's paths (the results file is committed)."""
@@ -527,18 +614,23 @@ class Bench:
             lines.append(f"| -j 2 wall ≤ 0.6× of -j 1 | {r:.2f}× ({jn.wall:.1f} s vs {nocache.wall:.1f} s) | {verdict(r <= 0.6)} |")
         ten = next((r for r in self.rows if r.name.startswith("gpulint check on 10 files")), None)
         if ten and ten.available:
-            lines.append(f"| 10 files, start-up included: < 1 s wall | {ten.wall:.2f} s wall ({ten.cpu:.2f} s CPU) | {verdict(ten.wall < 1.0)} |")
+            lines.append(f"| 10 files, warm cache, start-up included: < 1 s wall | {ten.wall:.2f} s wall ({ten.cpu:.2f} s CPU) | {verdict(ten.wall < 1.0)} |")
         peak = max(
             (r.rss for r in self.rows if r.name.startswith("gpulint check,") and "prefilter off" not in r.name and r.rss is not None),
             default=None,
         )
         if peak is not None:
-            lines.append(f"| peak memory per worker < 200 MB | {peak:.0f} MB (largest gpulint process, default runs) | {verdict(peak < 200)} |")
+            lines.append(f"| peak memory per process (CLI or worker) ≤ 400 MB | {peak:.0f} MB (largest gpulint process, default runs) | {verdict(peak <= 400)} |")
         if worst is not None and worst.rss is not None:
             lines.append(
-                f"| (bound) peak memory, prefilter off | {worst.rss:.0f} MB: LibCST's tree for the largest file "
-                f"({self.largest[1] / 1e6:.1f} MB, `{self.largest[0]}`) | {verdict(worst.rss < 200)} |"
+                f"| (bound) peak memory, prefilter off | {worst.rss:.0f} MB (every file parsed; the largest is "
+                f"{self.largest[1] / 1e6:.1f} MB, `{self.largest[0]}`) | {verdict(worst.rss <= 400)} |"
             )
+        training = getattr(self, "training_rows", None)
+        if training and all(r.available for r in training[:3]) and training[0].cpu:
+            t_floor, t_cold, t_warm = training[0], training[1], training[2]
+            lines.append(f"| training corpus, cold, -j 1: CPU vs LibCST parse (reported) | {t_cold.cpu / t_floor.cpu:.2f}× ({t_cold.cpu:.1f} s vs {t_floor.cpu:.1f} s) | n/a |")
+            lines.append(f"| training corpus: warm cache ≤ 5% of cold | {t_warm.cpu / t_cold.cpu:.1%} (CPU) | {verdict(t_warm.cpu / t_cold.cpu <= 0.05)} |")
         pairs = getattr(self, "plugin_vs_cli", [])
         if pairs:
             cli = statistics.median(c for c, _ in pairs)
@@ -654,6 +746,7 @@ def main() -> None:
     parser.add_argument("--prefilter-off-repeat", type=int, default=1, help="runs of the prefilter-off row (default 1)")
     parser.add_argument("--peer-timeout", type=float, default=None, help="seconds before a peer run is stopped")
     parser.add_argument("--skip-peers", action="store_true", help="no TorchFix rows (quick smoke test)")
+    parser.add_argument("--training-projects", type=int, default=30, help="projects in the generated training-heavy corpus (0: skip it)")
     parser.add_argument("--max-files", type=int, default=None, help="an evenly spread subset of the corpus")
     parser.add_argument("--torchfix-venv", help="a venv with torchfix and flake8 installed (default: create one in the scratch folder)")
     parser.add_argument("--workdir", help="scratch folder (default: a new temporary one)")

@@ -64,6 +64,19 @@ def cache_root(settings: Settings) -> Path:
     return Path(settings.root) / CACHE_DIR_NAME
 
 
+def cache_key_parts(*extra: object) -> str:
+    """A key that changes with gpulint's code and the Python version (for caches that do not depend on settings)."""
+    data = [FORMAT, __version__, _code_fingerprint(), f"{sys.version_info.major}.{sys.version_info.minor}", *extra]
+    return hashlib.sha256(json.dumps(data, default=str).encode()).hexdigest()[:16]
+
+
+def write_json_atomic(path: Path, data: object) -> None:
+    """Write `data` as compact JSON, atomically, creating the cache folder (tagged) if needed."""
+    _prepare(path.parent.parent if path.parent.name == __version__ else path.parent)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _write_atomic(path, json.dumps(data, separators=(",", ":")))
+
+
 def cache_key(settings: Settings) -> str:
     data = [
         FORMAT,

@@ -6,17 +6,18 @@ import os
 import signal
 import sys
 import threading
-from pathlib import Path
+from contextlib import contextmanager
 
 import click
 
-from gpulint import __version__
-from gpulint.config import ConfigError, Settings, check_output_format, load_settings, with_overrides
-from gpulint.diagnostics import Diagnostic
+from gpulint import __version__, api
+from gpulint import cli_output as output
+from gpulint.api import Terminated  # SIGTERM raised in the main thread: handled as Ctrl-C, exit 128 + 15
+from gpulint.cli_output import EXIT_ERROR
+from gpulint.config import ConfigError, Settings
+from gpulint.diagnostics import Severity
 from gpulint.profile.cli import profile, profile_options
-from gpulint.reporters import FORMATS, MACHINE_FORMATS
-
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+from gpulint.reporters import FORMATS
 
 
 class _CodeList(click.ParamType):
@@ -35,7 +36,7 @@ def _flatten(values: tuple) -> tuple[str, ...] | None:
 
 
 def lint_options(command: str):
-    """The options `check` and `fix` share (`fix` checks files in one process and never uses the cache)."""
+    """The options `check` and `fix` share (`fix` never uses the cache)."""
     options = [
         click.option("--select", multiple=True, type=_CodeList(), help="Rule codes or prefixes to enable (e.g. GPU1, ALL)."),
         click.option("--ignore", multiple=True, type=_CodeList(), help="Rule codes or prefixes to disable."),
@@ -51,6 +52,12 @@ def lint_options(command: str):
         ),
         click.option("-o", "--output-file", type=click.Path(dir_okay=False, writable=True), help="Write the report to this file."),
         click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain."),
+        click.option(
+            "--fail-on",
+            type=click.Choice([s.value for s in Severity]),
+            default=None,
+            help="The lowest severity that makes the run fail (exit 1); lower ones are still shown (default: info).",
+        ),
         click.option("--statistics", is_flag=True, help="Count findings per rule instead of listing them."),
         click.option(
             "--show-fixes",
@@ -58,18 +65,20 @@ def lint_options(command: str):
             help="List the fixes applied, per file and rule." if command == "fix" else "List the fixes `fix --apply` would make, per file and rule.",
         ),
         click.option("--unsafe-fixes/--no-unsafe-fixes", default=None, help="Include fixes that may change behaviour."),
+        click.option("--unfixable", multiple=True, type=_CodeList(), help="Codes whose findings are reported without a fix."),
+        click.option("--extend-safe-fixes", multiple=True, type=_CodeList(), help="Codes whose unsafe fixes count as safe."),
+        click.option("--extend-unsafe-fixes", multiple=True, type=_CodeList(), help="Codes whose safe fixes count as unsafe."),
         click.option("--config", "config_path", type=click.Path(), help="Read settings from this TOML file."),
         click.option(
             "--no-cache",
             is_flag=True,
             help="Do not read or write the result cache." if command == "check" else "Accepted for symmetry with check; fix never uses the cache.",
         ),
-        click.option("--stdin-filename", type=str, help="The path to report for source read from `-`."),
+        click.option("--stdin-filename", type=str, help="Read the source from stdin and report it under this path."),
         click.option("--force-exclude", is_flag=True, default=None, help="Apply excludes to paths named on the command line."),
         click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary."),
+        click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Worker processes (default: CPUs)."),
     ]
-    if command == "check":
-        options.append(click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Worker processes (default: CPUs)."))
 
     def decorate(func):
         for option in reversed(options):
@@ -80,82 +89,67 @@ def lint_options(command: str):
 
 
 def _settings(opts: dict) -> Settings:
-    base = load_settings(opts["config_path"])
-    return with_overrides(
-        base,
+    return api.discover_settings(
+        config=opts["config_path"],
         select=_flatten(opts["select"]),
         ignore=_flatten(opts["ignore"]),
         extend_select=_flatten(opts["extend_select"]),
         preview=opts["preview"],
         force_exclude=opts["force_exclude"],
         unsafe_fixes=opts["unsafe_fixes"],
+        unfixable=_flatten(opts["unfixable"]),
+        extend_safe_fixes=_flatten(opts["extend_safe_fixes"]),
+        extend_unsafe_fixes=_flatten(opts["extend_unsafe_fixes"]),
+        fail_on=Severity(opts["fail_on"]) if opts["fail_on"] else None,
     )
 
 
-def _output_format(opts: dict, settings: Settings) -> str:
-    name = opts["output_format"] or settings.output_format or "full"
-    check_output_format(name)
-    return name
+def _reads_stdin(paths: tuple[str, ...], opts: dict) -> bool:
+    """`-` as the only path, or `--stdin-filename` (then, as in ruff, stdin wins over any path given)."""
+    if opts["stdin_filename"] is None:
+        return paths == ("-",)
+    for path in paths:
+        if path != "-":
+            click.echo(f"gpulint: warning: ignoring {path} in favor of standard input (--stdin-filename)", err=True)
+    return True
 
 
-def _emit(text: str, output_file: str | None) -> None:
-    if output_file:
-        try:
-            Path(output_file).write_text(text, encoding="utf-8")
-        except OSError as error:
-            raise ConfigError(f"cannot write {output_file}: {error.strerror or error}") from None
-    elif text:
-        click.echo(text, nl=False)
-
-
-def _read_stdin() -> str:
-    data = sys.stdin.buffer.read()
-    from gpulint.source import SourceError, decode_source
-
+def _read_stdin(name: str) -> api.Source:
     try:
-        return decode_source(data).text
-    except SourceError as error:
+        return api.Source.from_bytes(sys.stdin.buffer.read(), name)
+    except api.SourceError as error:
         raise ConfigError(f"stdin: {error}") from None
 
 
-def _stdin_excluded(settings: Settings, filename: str | None) -> bool:
-    if not (filename and settings.force_exclude):
-        return False
-    from gpulint.source import force_excluded
-
-    return force_excluded(Path(filename), settings)
-
-
-def _report(diagnostics: list[Diagnostic], settings: Settings, opts: dict, sources: dict[str, str] | None = None) -> str:
-    from gpulint.reporters import ReportContext, render, render_statistics, summary
-
-    format_name = _output_format(opts, settings)
-    context = ReportContext(unsafe_fixes=settings.unsafe_fixes, root=settings.root, sources=sources or {})
-    if opts["statistics"]:
-        text = render_statistics(diagnostics, settings.unsafe_fixes, format_name == "json")
-        return text + ("\n" if text else "")
-    text = render(format_name, diagnostics, context)
-    if format_name not in MACHINE_FORMATS and not opts["quiet"]:
-        text += summary(diagnostics, settings.unsafe_fixes) + "\n"
-    return text
+@contextmanager
+def _analysis():
+    """Ctrl-C or SIGTERM while files are read and analysed: nothing has been written yet, and the user is told so."""
+    try:
+        yield
+    except KeyboardInterrupt as interrupt:
+        _interrupted(interrupt, " during analysis; no file was written")
 
 
-def _lint(paths: tuple[str, ...], settings: Settings, opts: dict):
-    """FileResults for the paths (or stdin), plus errors for paths that do not exist."""
-    from gpulint.linter import FileResult, check_source, file_error, lint_files
-    from gpulint.source import discover
+@contextmanager
+def _signals_deferred():
+    """While files are written, SIGINT and SIGTERM finish the current file, then stop; a second one stops at once.
+    Yields the Cancellation the library looks at between files (its reason: the signal number)."""
+    cancel = api.Cancellation()
 
-    if paths == ("-",):
-        name = opts["stdin_filename"] or "-"
-        text = _read_stdin()
-        if _stdin_excluded(settings, opts["stdin_filename"]):
-            return [FileResult(name, [], None)]
-        from gpulint.source import SourceText
+    def handler(signum, frame):
+        if cancel.cancelled:
+            raise KeyboardInterrupt
+        cancel.cancel(signum)
 
-        return [FileResult(name, check_source(text, name, settings), SourceText(text, "utf-8", False))]
-    files, missing = discover(list(paths) or ["."], settings)
-    results = [FileResult(p, [file_error(p, f"{p}: {reason}")]) for p, reason in missing]
-    return results + lint_files(files, settings, jobs=opts["jobs"], use_cache=not opts["no_cache"])
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            previous[signum] = signal.signal(signum, handler)
+    try:
+        yield cancel
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -167,93 +161,45 @@ def cli() -> None:
 @cli.command()
 @lint_options("check")
 @click.option("--add-noqa", is_flag=True, help="Add `# noqa: CODE` to every line with a finding (a baseline).")
+@click.option("--fix", "apply_fixes", is_flag=True, help="Write the fixes: the same as `gpulint fix --apply` (ruff's spelling).")
 @click.argument("paths", nargs=-1, type=click.Path())
-def check(paths: tuple[str, ...], add_noqa: bool, **opts) -> None:
+def check(paths: tuple[str, ...], add_noqa: bool, apply_fixes: bool, **opts) -> None:
     """Report findings in PATHS (default: the current folder)."""
     settings = _settings(opts)
-    results = _lint(paths, settings, opts)
-    diagnostics = sorted((d for r in results for d in r.diagnostics), key=Diagnostic.sort_key)
+    if apply_fixes:
+        if add_noqa:
+            raise click.UsageError("--add-noqa cannot be used with --fix")
+        sys.exit(_fix(paths, settings, opts, apply=True))
+    inputs = [_read_stdin(opts["stdin_filename"] or "-")] if _reads_stdin(paths, opts) else list(paths) or ["."]
+    with _analysis():
+        report = api.check(inputs, settings, jobs=opts["jobs"], cache=not opts["no_cache"])
     if add_noqa:
-        sys.exit(_add_noqa(results))
-    if opts["show_fixes"]:
-        _show_fixable(diagnostics, settings)
-    sources = {r.path: r.source.text for r in results if r.source is not None and r.diagnostics}
-    _emit(_report(diagnostics, settings, opts, sources), opts["output_file"])
-    sys.exit(EXIT_FINDINGS if diagnostics and not opts["exit_zero"] else EXIT_CLEAN)
-
-
-def _show_fixable(diagnostics: list[Diagnostic], settings: Settings) -> None:
-    """`check --show-fixes`: what `fix --apply` would fix, per file and rule (stderr: the report stays pure)."""
-    from collections import Counter
-
-    from gpulint.diagnostics import is_applicable
-    from gpulint.reporters import fix_enumeration
-
-    fixable: dict[str, Counter] = {}
-    for d in diagnostics:
-        if d.code is not None and is_applicable(d, settings.unsafe_fixes):
-            fixable.setdefault(d.filename, Counter())[d.code] += 1
-    click.echo(fix_enumeration(fixable, "Would fix {} with `gpulint fix --apply`:", "No errors would be fixed."), nl=False, err=True)
-
-
-def _add_noqa(results) -> int:
-    from gpulint.fix_command import _signals_deferred
-
-    added = 0
-    failed = False
-    with _signals_deferred() as stop:
-        for result in results:
-            if stop.signum is not None:
-                name = signal.Signals(stop.signum).name
-                click.echo(f"gpulint: interrupted ({name}); the remaining files were left as they were", err=True)
-                return 128 + stop.signum
-            count = _add_noqa_to(result)
-            if count is None:
-                failed = True
-            else:
-                added += count
-    click.echo(f"Added {added} noqa directive{'s' if added != 1 else ''}.", err=True)
-    return EXIT_FINDINGS if failed else EXIT_CLEAN
-
-
-def _add_noqa_to(result) -> int | None:
-    """The number of rows given a noqa comment, or None when the file could not be written."""
-    from gpulint.fixer import WriteError, write_atomic
-    from gpulint.suppression import add_noqa
-
-    rows: dict[int, set[str]] = {}
-    for d in result.diagnostics:
-        if d.code is not None:
-            rows.setdefault(d.noqa_row or d.location.row, set()).add(d.code)
-    if not rows or result.source is None or result.path == "-":
-        return 0
-    text, changed, skipped = add_noqa(result.source.text, rows)
-    for row in skipped:
-        codes = ", ".join(sorted(rows[row]))
-        click.echo(f"gpulint: {result.path}:{row}: no noqa added for {codes}: the line continues with a backslash", err=True)
-    if not changed:
-        return 0
-    try:
-        write_atomic(Path(result.path), result.source.encode(text), result.source.encode(result.source.text))
-    except (WriteError, UnicodeEncodeError) as error:
-        click.echo(f"gpulint: {result.path}: not written: {error}", err=True)
-        return None
-    return changed
+        with _signals_deferred() as cancel:
+            done = api.add_noqa(report, cancel)
+        sys.exit(output.noqa_added(done, cancel.reason, report.sources))
+    sys.exit(output.checked(report, opts))
 
 
 @cli.command()
 @lint_options("fix")
 @click.option("--apply", is_flag=True, help="Write the fixes (default: print a diff).")
 @click.option("--verify", is_flag=True, help="Profile the command after `--` before and after fixing; keep the fix only if it holds.")
+@click.option("--restore", is_flag=True, help="Put back the originals an interrupted `fix --verify` left fixed, then exit.")
 @profile_options
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.pass_context
-def fix(ctx: click.Context, paths: tuple[str, ...], apply: bool, verify: bool, profile_options, **opts) -> None:
+def fix(ctx: click.Context, paths: tuple[str, ...], apply: bool, verify: bool, restore: bool, profile_options, **opts) -> None:
     """Fix findings in PATHS: print a diff, or write with --apply.
 
     With --verify, profile `-- python train.py ...` before and after, and keep the fixes only when the
-    fixed script runs and is not slower beyond the noise (PATHS default to the script itself).
+    fixed script runs and is not slower beyond the noise (PATHS default to the script and the modules of its
+    project that it imports).
     """
+    from gpulint.profile import journal
+
+    if restore:
+        sys.exit(journal.restore(sys.stderr))
+    journal.notice(sys.stderr)
     settings = _settings(opts)
     command = (ctx.obj or {}).get("command")
     if verify:
@@ -261,14 +207,64 @@ def fix(ctx: click.Context, paths: tuple[str, ...], apply: bool, verify: bool, p
             raise click.UsageError("--verify needs --apply")
         if not command:
             raise click.UsageError("--verify needs the command to profile after `--`, e.g. -- python train.py")
-        from gpulint.fix_command import run_verify_fix
-
-        sys.exit(run_verify_fix(paths, command, settings, opts, profile_options))
+        sys.exit(run_verify_fix(paths, command, settings, profile_options, jobs=opts["jobs"]))
     if command:
         raise click.UsageError("a command after `--` is only used with --verify")
-    from gpulint.fix_command import run_fix
+    sys.exit(_fix(paths, settings, opts, apply))
 
-    sys.exit(run_fix(paths, settings, opts, apply))
+
+def _fix(paths: tuple[str, ...], settings: Settings, opts: dict, apply: bool) -> int:
+    """`fix` and `check --fix`: a diff, or the fixes written; stdin in, fixed source out."""
+    if _reads_stdin(paths, opts):
+        return output.stdin_fixed(sys.stdin.buffer.read(), opts["stdin_filename"] or "-", settings, opts)
+    with _analysis():
+        report = api.fix(list(paths) or ["."], settings, jobs=opts["jobs"])
+    output.dropped_fixes(report)
+    if not apply:
+        return output.would_fix(report, opts)
+    with _signals_deferred() as cancel:
+        try:
+            api.write_fixes(report, cancel)
+        except KeyboardInterrupt:  # a second signal during a write; the report says where it stopped
+            cancel.cancel(signal.SIGINT)
+    if report.cancelled:
+        return output.interrupted_writes(report, cancel.reason)
+    return output.fixed(report, opts)
+
+
+def run_verify_fix(paths: tuple[str, ...], command: list[str], settings: Settings, profile_options, jobs: int | None = None) -> int:
+    """Plan the fixes; the profiler writes, verifies and, when they do not hold, restores them."""
+    from gpulint.profile.command import CommandError, plan_command
+    from gpulint.profile.project import default_fix_paths
+    from gpulint.profile.verify import PlannedFix, run_verify
+
+    if not paths:
+        try:
+            paths = tuple(default_fix_paths(plan_command(command, profile_options.cwd)))
+        except CommandError as error:
+            click.echo(f"gpulint failed\n  Cause: {error}", err=True)
+            return EXIT_ERROR
+        if not paths:
+            raise click.UsageError("cannot find the file the command runs; name the files to fix")
+
+    def plan_fixes() -> list[PlannedFix]:
+        report = api.fix(list(paths), settings, jobs=jobs)
+        for d in report.errors:
+            click.echo(f"gpulint: {d.filename}: {d.message}", err=True)
+        output.dropped_fixes(report)
+        planned = []
+        for f in report.changed:
+            if f.file is None:
+                continue
+            try:
+                fixed = f.fixed_bytes()
+            except UnicodeEncodeError:
+                click.echo(f"gpulint: {f.path}: not fixed: the fixed text cannot be encoded as {f.source.encoding}", err=True)
+                continue
+            planned.append(PlannedFix(f.file.resolve(), f.source.encode(f.original), fixed, dict(f.fixes)))
+        return planned
+
+    return run_verify(list(command), plan_fixes, profile_options)
 
 
 @cli.command()
@@ -279,11 +275,8 @@ def rule(code: str | None, show_all: bool, output_format: str) -> None:
     """Explain a rule (gpulint rule GPU101), or list them all (--all)."""
     import json
 
-    from gpulint.checks import all_rules
-    from gpulint.rule_docs import all_records, rule_record
-
     if show_all:
-        records = all_records()
+        records = [info.to_dict() for info in api.rules()]
         if output_format == "json":
             click.echo(json.dumps(records, indent=2))
         else:
@@ -291,12 +284,16 @@ def rule(code: str | None, show_all: bool, output_format: str) -> None:
         return
     if not code:
         raise click.UsageError("give a rule code (e.g. GPU101) or --all")
-    rules = all_rules()
-    match = next((r for c, r in rules.items() if code.upper() == c or code == r.name), None)
-    if match is None:
-        raise ConfigError(f"Unknown rule `{code}`")
-    record = rule_record(match)
+    record = api.rule(code).to_dict()
     click.echo(json.dumps(record, indent=2) if output_format == "json" else record["explanation"].rstrip())
+
+
+@cli.command()
+def server() -> None:
+    """Run the language server (LSP over stdin/stdout) for editors; needs `pip install 'gpulint[server]'`."""
+    from gpulint.server import serve
+
+    sys.exit(serve())
 
 
 cli.add_command(profile)
@@ -310,17 +307,13 @@ def _split_command(argv: list[str]) -> tuple[list[str], list[str] | None]:
     return argv, None
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, handled like Ctrl-C: stop cleanly, report, exit 128 + 15."""
-
-
 def _on_sigterm(signum, frame) -> None:
     raise Terminated
 
 
-def _interrupted(cause: BaseException | None) -> None:
+def _interrupted(cause: BaseException | None, detail: str = "") -> None:
     signum = signal.SIGTERM if isinstance(cause, Terminated) else signal.SIGINT
-    click.echo(f"gpulint: interrupted ({signum.name})", err=True)
+    click.echo(f"gpulint: interrupted ({signum.name}){detail}", err=True)
     sys.exit(128 + signum)
 
 

@@ -18,6 +18,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from gpulint.checks import Rule, all_rules
+from gpulint.diagnostics import Applicability, Diagnostic, Severity
 
 DEFAULT_EXCLUDE = (
     ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache", ".nox",
@@ -25,11 +26,15 @@ DEFAULT_EXCLUDE = (
     ".gpulint_cache", "__pypackages__", "_build", "buck-out", "dist", "node_modules", "site-packages", "venv",
 )  # fmt: skip
 DEFAULT_TARGET_TORCH = "2.3"
+DEFAULT_INCLUDE = ("*.py", "*.pyi", "*.ipynb")  # what a folder walk checks, as ruff
 
 KNOWN_KEYS = {
     "select", "ignore", "extend-select", "preview", "exclude", "extend-exclude", "respect-gitignore",
     "force-exclude", "per-file-ignores", "target-torch", "rules", "output-format", "cache-dir", "unsafe-fixes",
+    "fail-on", "unfixable", "extend-safe-fixes", "extend-unsafe-fixes", "include", "extend-include",
 }  # fmt: skip
+# Keys that hold rule selectors (codes, prefixes, ALL), checked against the registry.
+SELECTOR_KEYS = ("select", "ignore", "extend-select", "unfixable", "extend-safe-fixes", "extend-unsafe-fixes")
 
 
 class ConfigError(Exception):
@@ -44,12 +49,18 @@ class Settings:
     preview: bool = False
     exclude: tuple[str, ...] = DEFAULT_EXCLUDE
     extend_exclude: tuple[str, ...] = ()
+    include: tuple[str, ...] = DEFAULT_INCLUDE  # globs of the files a folder walk checks
+    extend_include: tuple[str, ...] = ()
     respect_gitignore: bool = True
     force_exclude: bool = False
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     target_torch: tuple[int, int] = (2, 3)
     rule_options: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
     unsafe_fixes: bool = False
+    fail_on: Severity = Severity.INFO  # the lowest severity that makes `check` exit 1
+    unfixable: tuple[str, ...] = ()  # rules whose findings are reported without a fix
+    extend_safe_fixes: tuple[str, ...] = ()  # rules whose unsafe fixes count as safe
+    extend_unsafe_fixes: tuple[str, ...] = ()  # rules whose safe fixes count as unsafe
     output_format: str | None = None
     cache_dir: str | None = None
     root: Path = field(default_factory=Path.cwd)  # paths in the config are relative to this
@@ -73,10 +84,43 @@ class Settings:
                         ignored.add(code)
         return frozenset(ignored)
 
+    @property
+    def overrides_fixes(self) -> bool:
+        return bool(self.unfixable or self.extend_safe_fixes or self.extend_unsafe_fixes)
+
+    def with_fix_policy(self, diagnostic: Diagnostic) -> Diagnostic:
+        """The diagnostic's fix as `unfixable`, `extend-safe-fixes` and `extend-unsafe-fixes` say, as in ruff:
+        an unfixable rule's finding has no fix; a display-only fix stays so; otherwise the most specific selector
+        decides, and at equal specificity `extend-unsafe-fixes` wins."""
+        fix = diagnostic.fix
+        if fix is None or diagnostic.code is None:
+            return diagnostic
+        if _most_specific(diagnostic.code, self.unfixable) is not None:
+            return replace(diagnostic, fix=None)
+        if fix.applicability == Applicability.DISPLAY_ONLY:
+            return diagnostic
+        safe = _most_specific(diagnostic.code, self.extend_safe_fixes)
+        unsafe = _most_specific(diagnostic.code, self.extend_unsafe_fixes)
+        if unsafe is not None and (safe is None or unsafe >= safe):
+            forced = Applicability.UNSAFE
+        elif safe is not None:
+            forced = Applicability.SAFE
+        else:
+            return diagnostic
+        return diagnostic if fix.applicability == forced else replace(diagnostic, fix=replace(fix, applicability=forced))
+
     def fingerprint(self) -> str:
         """A stable hash of everything that changes diagnostics, for the cache."""
         data = [self.enabled_codes, self.per_file_ignores, self.target_torch, self.rule_options, self.unsafe_fixes]
+        if self.overrides_fixes:  # only when set, so that existing caches stay valid
+            data += [self.unfixable, self.extend_safe_fixes, self.extend_unsafe_fixes]
         return hashlib.sha256(json.dumps(data, default=str).encode()).hexdigest()[:16]
+
+
+def _most_specific(code: str, selectors: tuple[str, ...]) -> int | None:
+    """The specificity of the longest selector matching `code` (`ALL` is 0), or None when none does."""
+    lengths = [0 if s == "ALL" else len(s) for s in selectors if s == "ALL" or code.startswith(s)]
+    return max(lengths, default=None)
 
 
 def _relative(path: str, root: Path) -> str:
@@ -103,11 +147,19 @@ def check_output_format(name: str, where: str = "") -> None:
         raise ConfigError(f"Unknown output format `{name}`{f' ({where})' if where else ''}; known formats: {known}")
 
 
-def check_selector(selector: str) -> None:
+def parse_severity(value: Any, where: str) -> Severity:
+    try:
+        return Severity(value)
+    except ValueError:
+        known = ", ".join(s.value for s in Severity)
+        raise ConfigError(f"{where} must be one of {known}, got {value!r}") from None
+
+
+def check_selector(selector: str, where: str = "") -> None:
     if selector == "ALL":
         return
     if not any(code.startswith(selector) for code in all_rules()):
-        raise ConfigError(f"Unknown rule selector: `{selector}`")
+        raise ConfigError(f"Unknown rule selector: `{selector}`{f' ({where})' if where else ''}")
 
 
 def _enabled_codes(select, extend_select, ignore, preview) -> tuple[str, ...]:
@@ -118,6 +170,8 @@ def _enabled_codes(select, extend_select, ignore, preview) -> tuple[str, ...]:
             continue
         # A preview rule needs --preview, or a selector that names its preview group (`GPU9`, `GPU901`).
         if rule.preview and not preview and not any(s != "ALL" and len(s) >= 4 for s in selectors):
+            continue
+        if rule.explicit_only and not any(s == "ALL" or len(s) >= 4 for s in selectors):
             continue
         if any(s == "ALL" or code.startswith(s) for s in ignore):
             # The more specific selector wins, as in ruff (`--select GPU101 --ignore GPU1`).
@@ -142,11 +196,11 @@ def _string_list(value: Any, key: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _rule_by_code_or_name(key: str) -> type[Rule]:
+def _rule_by_code_or_name(key: str, where: str) -> type[Rule]:
     for code, rule in all_rules().items():
         if key in (code, rule.name):
             return rule
-    raise ConfigError(f"Unknown rule in `[tool.gpulint.rules.{key}]`")
+    raise ConfigError(f"Unknown rule in `[tool.gpulint.rules.{key}]` ({where})")
 
 
 def _rule_options(table: Any, where: str) -> tuple:
@@ -154,7 +208,7 @@ def _rule_options(table: Any, where: str) -> tuple:
         raise ConfigError(f"`rules` in {where} must be a table")
     result = {}
     for key, values in table.items():
-        rule = _rule_by_code_or_name(key)
+        rule = _rule_by_code_or_name(key, where)
         known = {o.name: o for o in rule.options}
         if not isinstance(values, dict):
             raise ConfigError(f"`[tool.gpulint.rules.{key}]` must be a table")
@@ -184,7 +238,7 @@ def settings_from_table(table: dict, root: Path, config_path: Path | None = None
         raise ConfigError(f"Unknown key `{unknown[0]}` in [tool.gpulint] ({where})")
     s = Settings(root=root, config_path=config_path)
     changes: dict[str, Any] = {}
-    for key in ("select", "ignore", "extend-select", "exclude", "extend-exclude"):
+    for key in (*SELECTOR_KEYS, "exclude", "extend-exclude", "include", "extend-include"):
         if key in table:
             changes[key.replace("-", "_")] = _string_list(table[key], key)
     for key in ("preview", "respect-gitignore", "force-exclude", "unsafe-fixes"):
@@ -199,6 +253,8 @@ def settings_from_table(table: dict, root: Path, config_path: Path | None = None
             changes[key.replace("-", "_")] = table[key]
     if "output-format" in table:
         check_output_format(table["output-format"], f"`output-format` in {where}")
+    if "fail-on" in table:
+        changes["fail_on"] = parse_severity(table["fail-on"], f"`fail-on` in {where}")
     if "target-torch" in table:
         changes["target_torch"] = _parse_version(table["target-torch"], "target-torch")
     if "per-file-ignores" in table:
@@ -209,8 +265,12 @@ def settings_from_table(table: dict, root: Path, config_path: Path | None = None
     if "rules" in table:
         changes["rule_options"] = _rule_options(table["rules"], where)
     s = replace(s, **changes)
-    for selector in (*s.select, *s.ignore, *s.extend_select, *(c for _, codes in s.per_file_ignores for c in codes)):
-        check_selector(selector)
+    for key in SELECTOR_KEYS:
+        for selector in getattr(s, key.replace("-", "_")):
+            check_selector(selector, f"`{key}` in {where}")
+    for pattern, codes in s.per_file_ignores:
+        for selector in codes:
+            check_selector(selector, f"`per-file-ignores.\"{pattern}\"` in {where}")
     return s
 
 
@@ -271,11 +331,10 @@ def _gpulint_table(data: dict, path: Path, default: dict) -> dict:
 def with_overrides(settings: Settings, **overrides: Any) -> Settings:
     """Apply CLI flags (None means 'not given'); selectors are checked."""
     changes = {k: v for k, v in overrides.items() if v is not None}
-    for key in ("select", "ignore", "extend_select"):
-        for selector in changes.get(key, ()):
+    for key in SELECTOR_KEYS:
+        for selector in changes.get(key.replace("-", "_"), ()):
             check_selector(selector)
-    if "ignore" in changes:
-        changes["ignore"] = (*settings.ignore, *changes["ignore"])
-    if "extend_select" in changes:
-        changes["extend_select"] = (*settings.extend_select, *changes["extend_select"])
+    for key in ("ignore", "extend_select", "unfixable", "extend_safe_fixes", "extend_unsafe_fixes"):
+        if key in changes:  # these add to the configuration's list; `select` replaces it
+            changes[key] = (*getattr(settings, key), *changes[key])
     return replace(settings, **changes)

@@ -139,5 +139,16 @@ def is_applicable(diagnostic: Diagnostic, unsafe: bool) -> bool:
     return fix.applicability == Applicability.SAFE or (unsafe and fix.applicability == Applicability.UNSAFE)
 
 
+_RANK = {Severity.INFO: 0, Severity.WARNING: 1, Severity.ERROR: 2}
+
+
+def fails(diagnostic: Diagnostic, fail_on: Severity) -> bool:
+    """The finding makes `check` exit 1 under `--fail-on`: at or above that severity. Files that could not
+    be checked (syntax and I/O errors) always fail."""
+    if diagnostic.code is None:
+        return True
+    return _RANK[Severity(diagnostic.severity)] >= _RANK[fail_on]
+
+
 def rule_url(code: str) -> str:
     return f"{DOCS_URL}{code}.md"

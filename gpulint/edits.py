@@ -92,6 +92,18 @@ def with_keyword_argument(call: cst.Call, keyword: str, value: cst.BaseExpressio
     return call.with_changes(args=[*args, new_arg])
 
 
+def without_keyword_argument(call: cst.Call, keyword: str) -> cst.Call:
+    """`call` without its `keyword=` argument; the argument before it takes over its trailing comma."""
+    args = list(call.args)
+    index = next((i for i, a in enumerate(args) if a.keyword is not None and a.keyword.value == keyword), None)
+    if index is None:
+        return call
+    removed = args.pop(index)
+    if index == len(args) and args:
+        args[-1] = args[-1].with_changes(comma=removed.comma, whitespace_after_arg=removed.whitespace_after_arg)
+    return call.with_changes(args=args)
+
+
 def with_keyword_value(call: cst.Call, arg: cst.Arg, value: cst.BaseExpression) -> cst.Call:
     return call.with_changes(args=[a.with_changes(value=value) if a is arg else a for a in call.args])
 

@@ -100,11 +100,18 @@ def _well_formed(edits: tuple[Edit, ...], starts: list[int], length: int) -> boo
     return all(a_end <= b_begin for (_, a_end), (b_begin, _) in zip(spans, spans[1:]))
 
 
-def fix_source(text: str, path: str, settings: Settings, unsafe: bool | None = None) -> FixOutcome:
+def fix_source(text: str, path: str, settings: Settings, unsafe: bool | None = None, project=None) -> FixOutcome:
+    """Fix `text` until nothing changes; `project` (a `ProjectIndex`) gives each pass the file's context in
+    its project, so that `fix` applies what `check` reports."""
+    from gpulint.projects import context_for
+
     unsafe = settings.unsafe_fixes if unsafe is None else unsafe
     outcome = FixOutcome(text)
     rejected: set[tuple] = set()  # (code, message, edits) of fixes whose result did not parse
-    diagnostics = check_source(text, path, settings)
+    context = context_for(project, Path(path), text) if project else None
+    diagnostics = check_source(text, path, settings, project=context)
+    # `fix` applies exactly the fixes `check` reported: per rule, no more than its first pass offered.
+    budget = Counter(d.code for d in diagnostics if is_applicable(d, unsafe))
     # A file this interpreter cannot compile (newer syntax) is held to libcst's grammar only.
     strict = any(is_applicable(d, unsafe) for d in diagnostics) and _compiles(text)
     for _ in range(MAX_PASSES):
@@ -143,11 +150,44 @@ def fix_source(text: str, path: str, settings: Settings, unsafe: bool | None = N
                 rejected.add((first.code, first.fix.edits))
                 outcome.broken.append(first)
                 continue
+        before, previous = outcome.text, diagnostics
         outcome.text = candidate
         outcome.fixed.update(d.code for d in accepted)
-        diagnostics = check_source(outcome.text, path, settings, module=module)  # no second parse
+        context = context_for(project, Path(path), outcome.text) if project else None
+        diagnostics = check_source(outcome.text, path, settings, module=module, project=context)  # no second parse
+        left = Counter(d.code for d in diagnostics if is_applicable(d, unsafe))
+        grown = [code for code, n in left.items() if n > budget[code] - outcome.fixed[code]]
+        if any(_grows_itself(code, before, previous, accepted, path, settings, unsafe, project) for code in grown):
+            break  # a rule's own fixes made new findings of that rule, which `check` never reported: stop
+        for code in grown:
+            budget[code] = left[code] + outcome.fixed[code]  # uncovered by another rule's fix (pinning a loader)
     outcome.remaining = diagnostics
     return outcome
+
+
+def applies_cleanly(text: str, edits: tuple[Edit, ...]) -> bool:
+    """One fix's edits, applied alone to `text` (an editor's quick fix): they lie inside it, do not overlap, and
+    leave code that compiles (that LibCST parses, when `text` itself does not compile: a newer grammar)."""
+    if not _well_formed(edits, line_starts(text), len(text)):
+        return False
+    candidate = apply_edits(text, list(edits))
+    return _compiles(candidate) if _compiles(text) else _parses(candidate, strict=False)
+
+
+def _grows_itself(
+    code: str, text: str, diagnostics: list[Diagnostic], accepted: list[Diagnostic], path: str, settings: Settings, unsafe: bool, project=None
+) -> bool:
+    """Applying only `code`'s fixes of this pass to `text` leaves more fixable `code` findings than it removed."""
+    from gpulint.projects import context_for
+
+    own = [d for d in accepted if d.code == code]
+    if not own:
+        return False
+    edits = list(dict.fromkeys(e for d in own for e in d.fix.edits))
+    fixed = apply_edits(text, edits)
+    after = check_source(fixed, path, settings, project=context_for(project, Path(path), fixed) if project else None)
+    before = sum(1 for d in diagnostics if d.code == code and is_applicable(d, unsafe))
+    return sum(1 for d in after if d.code == code and is_applicable(d, unsafe)) > before - len(own)
 
 
 class WriteError(Exception):
@@ -164,11 +204,15 @@ def write_atomic(path: Path, data: bytes, expected: bytes | None = None) -> None
     target = Path(os.path.realpath(path))  # write through a symlink, never replace the link itself
     try:
         info = target.stat()
+    except FileNotFoundError:
+        if expected is not None:
+            raise WriteError("file was deleted since it was read") from None
+        info = None  # a new file (a report): created with the mode a plain open() would give it
     except OSError as error:
         raise WriteError(error.strerror or str(error)) from None
-    if not info.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
+    if info is not None and not info.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
         raise WriteError("file is read-only")  # marked so on purpose: left alone even for root
-    if not os.access(target, os.W_OK):
+    if info is not None and not os.access(target, os.W_OK):
         raise WriteError("no permission to write the file")  # another user's file: the rename would replace it
     if expected is not None:
         current = _read(target)
@@ -185,8 +229,8 @@ def write_atomic(path: Path, data: bytes, expected: bytes | None = None) -> None
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(temp_name, stat.S_IMODE(info.st_mode))
-        if hasattr(os, "chown") and (info.st_uid, info.st_gid) != (os.stat(temp_name).st_uid, os.stat(temp_name).st_gid):
+        os.chmod(temp_name, stat.S_IMODE(info.st_mode) if info is not None else _new_file_mode())
+        if info is not None and hasattr(os, "chown") and (info.st_uid, info.st_gid) != (os.stat(temp_name).st_uid, os.stat(temp_name).st_gid):
             try:
                 os.chown(temp_name, info.st_uid, info.st_gid)  # root fixing someone else's file
             except OSError:
@@ -208,6 +252,12 @@ def write_atomic(path: Path, data: bytes, expected: bytes | None = None) -> None
             raise WriteError(error.strerror or str(error)) from None
         raise
     _sync_directory(target.parent)
+
+
+def _new_file_mode() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
 
 
 def _read(path: Path) -> bytes:

@@ -1,14 +1,22 @@
 """The flake8 plugin: `flake8` shows gpulint's findings (entry point `GPU` in `flake8.extension`).
 
-The diagnostics come from `gpulint.linter.check_source`, the same function `gpulint check` uses, so both
+The diagnostics come from `gpulint.api.check`, the same function `gpulint check` uses, so both
 report the same things. The source is the `lines` flake8 has already read (stdin-aware, BOM stripped);
 the plugin never re-reads or re-parses a file itself, and the text prefilter in `check_source` makes files
 with nothing to report cost next to nothing. flake8 shows `column + 1`, so columns are yielded 0-based.
 
+flake8 hands a plugin one file at a time, but gpulint's findings depend on the project around a file
+(a loader built in `data.py` and copied to the GPU in `train.py`). The first file a flake8 process checks
+builds the project index (`gpulint.projects`: every module under the configuration root, summarised
+with `ast`; the summaries come from gpulint's cache when `gpulint check` or an earlier flake8 run made
+them), and every file is then checked with its context in it. Code read from stdin has no project.
+
 Settings: `[tool.gpulint]` from the nearest pyproject.toml (as `gpulint check` reads it), then the
 `gpulint-*` and per-rule options below from the command line or `[flake8]` in `.flake8` / `setup.cfg` /
-`tox.ini`. flake8's own selection (`--select`, `--extend-select`, `--ignore`, `noqa`) decides what is shown;
-preview rules (GPU9xx) are hidden by default, like flake8's other off-by-default codes.
+`tox.ini`. flake8's own selection (`--select`, `--extend-select`, `--ignore`, `noqa`) decides what is shown,
+among the rules `gpulint check` would run: `flake8 --select GPU` reports exactly what `gpulint check` reports;
+preview rules (GPU9xx) run only when a flake8 selector names them (`GPU9`, `GPU901`) or gpulint's own
+configuration enables them.
 
 This module does not import flake8: flake8 imports it.
 """
@@ -16,12 +24,14 @@ This module does not import flake8: flake8 imports it.
 from __future__ import annotations
 
 import argparse
+import os
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, ClassVar, Iterator
 
-from gpulint import __version__
-from gpulint.config import ConfigError, Settings, check_selector, load_settings
-from gpulint.linter import check_source, display_path
+from gpulint import __version__, api
+from gpulint.config import ConfigError, Settings, check_selector
+from gpulint.linter import check_source
 
 PREVIEW_PREFIX = "GPU9"
 
@@ -50,23 +60,37 @@ class GpulintChecker:
     version = __version__
 
     _settings: ClassVar[Settings | None] = None
+    _projects: ClassVar[dict[str, Any]] = {}  # configuration root -> ProjectIndex, built on first use
 
     def __init__(self, tree: Any, lines: list[str], filename: str = "stdin") -> None:
+        self.tree = tree
         self.lines = lines
         self.filename = filename
 
     @classmethod
     def settings(cls) -> Settings:
         if cls._settings is None:
-            cls._settings = replace(load_settings(), preview=True)
+            cls._settings = replace(api.discover_settings(), force_exclude=False)
         return cls._settings
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         text = "".join(self.lines)
-        for d in check_source(text, display_path(self.filename), self.settings()):
+        for d in check_source(text, api.display_path(self.filename), self.settings(), project=self._context(text)):
             if d.code is None:
                 continue  # the file does not parse: flake8 reports E999 itself
             yield d.location.row, d.location.column - 1, f"{d.code} {d.message}", type(self)
+
+    def _context(self, text: str):
+        """This file's context in its project (None for stdin): the index is built once per flake8 process."""
+        if self.filename in ("stdin", "-") or not os.path.isfile(self.filename):
+            return None
+        from gpulint.projects import context_for, load_project
+
+        settings = self.settings()
+        index = self._projects.get(str(settings.root))
+        if index is None:
+            index = self._projects[str(settings.root)] = load_project([Path(self.filename)], settings)
+        return context_for(index, Path(self.filename), text, self.tree if hasattr(self.tree, "body") else None)
 
     # ---- options ----------------------------------------------------------------------------
 
@@ -134,14 +158,20 @@ def settings_from_flake8(options: argparse.Namespace) -> Settings:
     from gpulint.checks import all_rules
     from gpulint.config import _parse_version, _rule_options
 
-    settings = load_settings(getattr(options, "gpulint_config", None))
-    changes: dict[str, Any] = {"preview": True}  # flake8's extend-default-ignore hides GPU9 instead
+    settings = api.discover_settings(config=getattr(options, "gpulint_config", None))
+    changes: dict[str, Any] = {"force_exclude": False}  # flake8 chose the file
+    # What `gpulint check` runs, plus the rules that flake8's own selection names as specifically as gpulint
+    # asks for them (`--select GPU9` or `GPU901` turns a preview rule on, `--select GPU` does not): flake8
+    # cannot hide those itself, since an explicit `--select GPU` beats its default ignore of `GPU9`.
+    named = [c for c in (*(getattr(options, "select", None) or ()), *(getattr(options, "extend_select", None) or ())) if c.upper().startswith("GPU")]
+    if named:
+        changes["extend_select"] = (*settings.extend_select, *(c.upper() for c in named))
     for key in ("select", "extend_select", "ignore"):
         codes = _codes(getattr(options, f"gpulint_{key}", None))
         for selector in codes:
             check_selector(selector)
         if codes:
-            changes[key] = codes if key == "select" else (*getattr(settings, key), *codes)
+            changes[key] = codes if key == "select" else (*changes.get(key, getattr(settings, key)), *codes)
     target = getattr(options, "gpulint_target_torch", None)
     if target:
         changes["target_torch"] = _parse_version(target, "gpulint-target-torch")

@@ -10,14 +10,21 @@ import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any, Callable, TypeVar
 
 import libcst as cst
 
 from gpulint.analysis import SemanticModel
+from gpulint.analysis.devices import may_have_own_evidence
+from gpulint.analysis.project import ModuleContext, lone_context
+from gpulint.analysis.summary import summarize
 from gpulint.checks import Rule, all_rules
 from gpulint.checks.base import REGISTRY, text_matcher
 from gpulint.config import Settings
+from gpulint.piecewise import PIECEWISE_ABOVE, Layout, layout, parse_in_pieces
 from gpulint.diagnostics import INTERNAL_ERROR, INVALID_SYNTAX, IO_ERROR, Diagnostic, Location, Severity
+from gpulint.fix_invariants import enforce as enforce_fix_invariants
+from gpulint.notebook import Notebook, NotebookError, is_notebook_path
 from gpulint.source import SourceError, SourceText, read_source_bytes
 from gpulint.suppression import parse_suppressions
 
@@ -25,12 +32,16 @@ from gpulint.suppression import parse_suppressions
 # checking that the prefilter never hides a finding.
 _NO_PREFILTER = os.environ.get("GPULINT_NO_PREFILTER", "") not in ("", "0")
 
+T = TypeVar("T")
+R = TypeVar("R")
+
 
 @dataclass
 class FileResult:
     path: str
     diagnostics: list[Diagnostic] = field(default_factory=list)
-    source: SourceText | None = None
+    source: SourceText | Notebook | None = None  # the text findings point into (a notebook's: its module)
+    skipped: str | None = None  # why the file was not checked although it was read (a notebook in R)
 
 
 def display_path(path: Path | str) -> str:
@@ -71,16 +82,25 @@ def _enabled_rules(settings: Settings) -> list[type[Rule]]:
     return rules
 
 
-def rules_for(text: str, path: str, settings: Settings) -> list[type[Rule]]:
+def rules_for(text: str, path: str, settings: Settings, project: ModuleContext | None = None) -> list[type[Rule]]:
     """The enabled rules that could fire on this text: the `requires` prefilter, no parsing.
 
+    Rules that need GPU context also need the project to say the module is GPU code (`project`), or,
+    without a project or for a module it could not parse, the text to hold a word GPU evidence is written with. A rule whose `project_tags`
+    the module has (it calls a helper that syncs, ...) is a candidate whatever its text says.
     Each distinct pattern is tested at most once per file, however many rules share it.
     """
     ignored = settings.ignored_for(path) if settings.per_file_ignores else frozenset()
     seen: dict[str, bool] = {}
+    # a file the project could not parse says only what its text says (and gets its syntax error reported)
+    gpu = project.gpu if project is not None and project.parsed else may_have_own_evidence(text)
+    tags = project.tags if project is not None else frozenset()
     candidates = []
     for rule in _enabled_rules(settings):
-        if rule.code in ignored:
+        if rule.code in ignored or (rule.needs_gpu_context and not gpu):
+            continue
+        if rule.project_tags and tags.intersection(rule.project_tags):
+            candidates.append(rule)
             continue
         if rule.applies_to_text.__func__ is not _DEFAULT_APPLIES:  # a rule with its own prefilter logic
             if rule.applies_to_text(text):
@@ -120,7 +140,23 @@ def _nesting(tree: ast.AST) -> int:
 
 
 def parse(text: str, path: str) -> cst.Module | Diagnostic:
-    python_error: SyntaxError | None = None
+    tree = python_tree(text, path)
+    if isinstance(tree, Diagnostic):
+        return tree
+    return _libcst_parse(text, path, *_plan(text, tree))
+
+
+def _plan(text: str, tree: ast.Module | SyntaxError) -> tuple[SyntaxError | None, Layout | None]:
+    """What LibCST's parse needs from CPython's tree (its error; where to cut a large file), so that the
+    tree itself can go before LibCST parses."""
+    if isinstance(tree, SyntaxError):
+        return tree, None
+    return None, layout(text, tree) if len(text) >= PIECEWISE_ABOVE else None
+
+
+def python_tree(text: str, path: str) -> ast.Module | SyntaxError | Diagnostic:
+    """CPython's tree of `text` (the summary reads it, and it guards LibCST against deep nesting); the
+    SyntaxError when only a newer grammar may accept it; a Diagnostic when the file cannot be checked."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # `"\d"` and friends: not ours to report
@@ -130,13 +166,20 @@ def parse(text: str, path: str) -> cst.Module | Diagnostic:
     except SyntaxError as error:
         if any(limit in str(error.msg) for limit in _PYTHON_LIMITS) or "null bytes" in str(error.msg):
             return _syntax_error(path, error)
-        python_error = error  # libcst may still accept a newer syntax than this interpreter's
+        return error  # libcst may still accept a newer syntax than this interpreter's
     except ValueError as error:  # null bytes, before Python 3.12
         return file_error(path, f"SyntaxError: {error}", INVALID_SYNTAX)
-    else:
-        if _nesting(tree) > MAX_NESTING:
-            return file_error(path, f"nested more than {MAX_NESTING} levels deep (generated code?); skipped")
+    if _nesting(tree) > MAX_NESTING:
+        return file_error(path, f"nested more than {MAX_NESTING} levels deep (generated code?); skipped")
+    return tree
+
+
+def _libcst_parse(text: str, path: str, python_error: SyntaxError | None, pieces: Layout | None) -> cst.Module | Diagnostic:
     try:
+        if pieces is not None:
+            module = parse_in_pieces(text, pieces)  # a large file: LibCST's peak memory follows the largest piece
+            if module is not None:
+                return module
         return cst.parse_module(text)
     except cst.ParserSyntaxError as error:
         if python_error is not None:
@@ -171,33 +214,54 @@ def _recursion_room():
 
 
 def check_source(
-    text: str, path: str, settings: Settings, *, prefilter: bool = True, module: cst.Module | None = None
+    text: str,
+    path: str,
+    settings: Settings,
+    *,
+    prefilter: bool = True,
+    module: cst.Module | None = None,
+    project: ModuleContext | None = None,
 ) -> list[Diagnostic]:
     """Diagnostics for one file's text. `prefilter=False` parses every file (to test the prefilter);
-    `module` is `text` already parsed (the fixer has it), so it is not parsed again."""
+    `module` is `text` already parsed (the fixer has it), so it is not parsed again; `project` is the file's
+    context in its project (`gpulint.projects`), without which the file is read alone."""
     if prefilter and not _NO_PREFILTER:
-        rules = rules_for(text, path, settings)
+        rules = rules_for(text, path, settings, project)
     else:
         ignored = settings.ignored_for(path) if settings.per_file_ignores else frozenset()
         rules = [rule for rule in _enabled_rules(settings) if rule.code not in ignored]
     if not rules:
         return []
     with _recursion_room():
-        return _check_parsed(text, path, settings, rules, module)
+        return _check_parsed(text, path, settings, rules, module, project)
 
 
-def _check_parsed(text: str, path: str, settings: Settings, rules: list[type[Rule]], module: cst.Module | None) -> list[Diagnostic]:
-    if module is None:
-        module = parse(text, path)
-        if isinstance(module, Diagnostic):
-            return [module]
+def _check_parsed(
+    text: str, path: str, settings: Settings, rules: list[type[Rule]], module: cst.Module | None, project: ModuleContext | None
+) -> list[Diagnostic]:
+    if module is None or project is None:
+        tree = python_tree(text, path)
+        if isinstance(tree, Diagnostic):
+            return [tree]
+        if project is None:
+            project = lone_context(summarize(text, tree if isinstance(tree, ast.Module) else None), path)
+            if not project.gpu:
+                rules = [rule for rule in rules if not rule.needs_gpu_context]
+                if not rules:
+                    return []
+        if module is None:
+            plan = _plan(text, tree)
+            del tree  # CPython's tree goes before LibCST's is built: one large tree at a time
+            module = _libcst_parse(text, path, *plan)
+            if isinstance(module, Diagnostic):
+                return [module]
     try:
-        model = SemanticModel(module, path, text)
+        model = SemanticModel(module, path, text, project=project)
     except RecursionError:
         return [file_error(path, "too deeply nested to analyse; skipped")]
     diagnostics: list[Diagnostic] = []
     for rule_class in rules:
-        if rule_class.needs_gpu_context and not model.uses_cuda:
+        if rule_class.needs_gpu_context and not model.uses_cuda or rule_class.reads_findings:
             continue
         rule = rule_class(model, settings.options_for(rule_class.code), target_torch=settings.target_torch)
         try:
@@ -208,14 +272,34 @@ def _check_parsed(text: str, path: str, settings: Settings, rules: list[type[Rul
             diagnostics.append(
                 file_error(path, f"{rule_class.code} failed on this file ({type(error).__name__}: {error}); please report it", INTERNAL_ERROR)
             )
-    if diagnostics:
+    readers = [r for r in rules if r.reads_findings]
+    if diagnostics or readers:
         suppressions = parse_suppressions(text)
+        if readers:
+            ignored = settings.ignored_for(path) if settings.per_file_ignores else frozenset()
+            enabled = frozenset(settings.enabled_codes) - ignored
+            for rule_class in readers:
+                rule = rule_class(model, settings.options_for(rule_class.code), target_torch=settings.target_torch)
+                diagnostics.extend(rule.check_findings(list(diagnostics), suppressions, enabled))
         diagnostics = [
             replace(d, noqa_row=suppressions.noqa_row(d.location.row)) if d.code is not None else d
             for d in diagnostics
             if not suppressions.suppresses(d)
         ]
+        diagnostics = enforce_fix_invariants(text, diagnostics)
+        if settings.overrides_fixes:  # unfixable, extend-safe-fixes, extend-unsafe-fixes
+            diagnostics = [settings.with_fix_policy(d) for d in diagnostics]
     return sorted(diagnostics, key=Diagnostic.sort_key)
+
+
+def release_memory() -> None:
+    """Return freed memory to the operating system: collect cycles, then trim glibc's heap."""
+    import gc
+
+    from gpulint.piecewise import trim_heap
+
+    gc.collect()
+    trim_heap()
 
 
 # Below this many files to check (after the cache), starting worker processes costs more than it saves.
@@ -230,34 +314,85 @@ def default_jobs() -> int:
         return os.cpu_count() or 1
 
 
-def _check_bytes(shown: str, data: bytes, settings: Settings) -> FileResult:
+def open_document(path: str, source: SourceText) -> SourceText | Notebook:
+    """What the analysis reads from a file's text: the text itself, or for a notebook (`.ipynb`) the parsed
+    notebook, whose `text` is the module its code cells make. Raises SourceError for a bad notebook."""
+    return Notebook.parse(source.text, source.bom) if is_notebook_path(path) else source
+
+
+def check_document(path: str, source: SourceText, settings: Settings, project: ModuleContext | None = None) -> FileResult:
+    """Check one file's decoded text: Python source, or a notebook's code cells as one module, with its
+    context in its project (None: alone)."""
+    try:
+        document = open_document(path, source)
+    except NotebookError as error:
+        return FileResult(path, [file_error(path, str(error), row=error.location.row, column=error.location.column)])
+    if isinstance(document, Notebook):
+        if not document.is_python:
+            return FileResult(path, [], None, skipped=f"the notebook's kernel runs {document.language}, not Python")
+        if not _NO_PREFILTER and not rules_for(document.code, path, settings):
+            return FileResult(path, [])  # what check_source's prefilter says, before the cells are masked
+        if document.syntax_error is not None:
+            message, location = document.syntax_error
+            return FileResult(path, [file_error(path, f"SyntaxError: {message}", INVALID_SYNTAX, location.row, location.column)], document)
+    diagnostics = check_source(document.text, path, settings, project=project)
+    if isinstance(document, Notebook):
+        diagnostics = document.localize(path, diagnostics)
+    return FileResult(path, diagnostics, document)
+
+
+def _check_bytes(shown: str, data: bytes, settings: Settings, project: ModuleContext | None = None) -> FileResult:
     from gpulint.source import decode_source
 
     try:
         source = decode_source(data)
     except SourceError as error:
         return FileResult(shown, [file_error(shown, str(error))])
-    return FileResult(shown, check_source(source.text, shown, settings), source)
+    return check_document(shown, source, settings, project)
 
 
 _worker_settings: Settings | None = None
+_worker_shared: Any = None  # what every item of a `map_files` call needs (fix's project index)
 
 
-def _init_worker(settings: Settings) -> None:
-    global _worker_settings
+def _init_worker(settings: Settings, parent: int, shared: Any = None) -> None:
+    global _worker_settings, _worker_shared
     import signal
 
     # Ctrl-C is the parent's to handle (it stops the pool); workers must not print tracebacks of their own.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with(parent)
     _worker_settings = settings
+    _worker_shared = shared
 
 
-def _work(item: tuple[str, bytes]) -> FileResult:
-    """In a worker process: check one file's bytes with the settings the parent resolved."""
+def _die_with(parent: int) -> None:
+    """Make this worker end when gpulint does. A parent killed (`kill -9`, a second SIGTERM while it exits)
+    never sends the pool's stop sentinels: its orphaned workers would wait forever, holding stdout open."""
+    import signal
+
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:  # the parent was gone before the line above
+        os._exit(1)
+
+
+def _run_task(task: Callable[..., R], item: T) -> R:
+    """In a worker process: one item, with the settings (and the shared value) the parent resolved."""
     assert _worker_settings is not None
-    result = _check_bytes(item[0], item[1], _worker_settings)
+    return task(item, _worker_settings) if _worker_shared is None else task(item, _worker_settings, _worker_shared)
+
+
+def _check_item(item: tuple[str, bytes, ModuleContext | None], settings: Settings) -> FileResult:
+    """Check one file's bytes with its context in the project."""
+    result = _check_bytes(item[0], item[1], settings, item[2])
     if not result.diagnostics:
-        result.source = None  # nothing will show it; do not send the text back
+        result.source = None  # nothing will show it; do not keep (or send back) the text
     return result
 
 
@@ -271,63 +406,87 @@ def _pool_context():
 
 
 def _cacheable(result: FileResult) -> bool:
-    """Results that follow from the file's bytes alone; a crashed rule or an unreadable file is retried."""
-    return all(d.name not in (INTERNAL_ERROR, IO_ERROR) for d in result.diagnostics)
+    """Results that follow from the file's bytes alone; a crashed rule or an unreadable file is retried (and a
+    skipped notebook is read again, so that the run says it was skipped)."""
+    return result.skipped is None and all(d.name not in (INTERNAL_ERROR, IO_ERROR) for d in result.diagnostics)
 
 
-def lint_files(files: list[Path], settings: Settings, jobs: int | None = None, use_cache: bool = True) -> list[FileResult]:
-    """Check many files; results in a deterministic order (by path), the same for any `jobs`.
-
-    Unchanged files are answered from the cache (keyed by gpulint's code, the settings and each file's
-    bytes); the rest are checked in a process pool when there are many, serially when there are few.
-    """
-    from gpulint.cache import Cache, content_hash
+def map_files(task: Callable[..., R], items: list[T], settings: Settings, jobs: int | None = None, shared: Any = None) -> list[R]:
+    """`task(item, settings)` for each item (`task(item, settings, shared)` when `shared` is given), results in
+    the items' order: in a process pool when there are many (each worker gets the settings and `shared` once),
+    serially when there are few. `task` must be a module-level function (workers find it by name)."""
     from gpulint.progress import Progress
-    from gpulint.source import decode_source
-
-    cache = Cache(settings) if use_cache else None
-    results: list[FileResult] = []
-    todo: list[tuple[Path, str, bytes, str]] = []
-    for path in files:
-        shown = display_path(path)
-        try:
-            data = read_source_bytes(path)
-        except SourceError as error:
-            results.append(FileResult(shown, [file_error(shown, str(error))]))
-            continue
-        digest = content_hash(data) if cache is not None else ""
-        if cache is not None:
-            cached = cache.get(path, shown, digest)
-            if cached is not None:
-                # The text is kept only where there is something to show (snippets, --add-noqa).
-                results.append(FileResult(shown, cached, decode_source(data) if cached else None))
-                continue
-        todo.append((path, shown, data, digest))
 
     jobs = jobs or default_jobs()
-    checked: list[FileResult] = []
-    with Progress(len(todo)) as progress:
-        if jobs > 1 and len(todo) >= SERIAL_BELOW:
+    done: list[R] = []
+    with Progress(len(items)) as progress:
+        if jobs > 1 and len(items) >= SERIAL_BELOW:
             from concurrent.futures import ProcessPoolExecutor
+            from functools import partial
 
-            workers = min(jobs, len(todo))
-            chunk = max(1, min(4, len(todo) // (workers * 8)))
-            pool = ProcessPoolExecutor(workers, mp_context=_pool_context(), initializer=_init_worker, initargs=(settings,))
+            workers = min(jobs, len(items))
+            chunk = max(1, min(4, len(items) // (workers * 8)))
+            pool = ProcessPoolExecutor(workers, mp_context=_pool_context(), initializer=_init_worker, initargs=(settings, os.getpid(), shared))
             try:
-                for result in pool.map(_work, [(shown, data) for _, shown, data, _ in todo], chunksize=chunk):
-                    checked.append(result)
+                for result in pool.map(partial(_run_task, task), items, chunksize=chunk):
+                    done.append(result)
                     progress.advance()
             except BaseException:
-                # Ctrl-C (or a crash): drop the files not started; the few chunks already handed to workers
-                # (at most workers + 1, of <= 4 files each) finish first. Killing workers instead races with
+                # Ctrl-C (or a crash): drop the items not started; the few chunks already handed to workers
+                # (at most workers + 1, of <= 4 items each) finish first. Killing workers instead races with
                 # the executor's own bookkeeping (a hang at exit on CPython 3.11).
                 pool.shutdown(wait=False, cancel_futures=True)
                 raise
             pool.shutdown()
         else:
-            for _, shown, data, _ in todo:
-                checked.append(_check_bytes(shown, data, settings))
+            for item in items:
+                done.append(task(item, settings) if shared is None else task(item, settings, shared))
                 progress.advance()
+    return done
+
+
+def lint_files(files: list[Path], settings: Settings, jobs: int | None = None, use_cache: bool = True) -> list[FileResult]:
+    """Check many files; results in a deterministic order (by path), the same for any `jobs`.
+
+    Two passes: every module of the files' project is summarised (`gpulint.projects`, cached by content),
+    then each file is checked with its context in that project. Unchanged files whose context is unchanged
+    are answered from the cache (keyed by gpulint's code, the settings, each file's bytes and the digest of
+    its context); the rest are checked in a process pool when there are many, serially when there are few.
+    """
+    from gpulint.cache import Cache, content_hash
+    from gpulint.projects import Project
+    from gpulint.source import decode_source
+
+    cache = Cache(settings) if use_cache else None
+    results: list[FileResult] = []
+    readable: list[tuple[Path, str, bytes]] = []
+    for path in files:
+        shown = display_path(path)
+        try:
+            readable.append((Path(os.path.abspath(path)), shown, read_source_bytes(path)))
+        except SourceError as error:
+            results.append(FileResult(shown, [file_error(shown, str(error))]))
+    project = Project([p for p, _, _ in readable], settings, use_cache, {p: data for p, _, data in readable})
+    todo: list[tuple[Path, str, bytes, str]] = []
+    for path, shown, data in readable:
+        digest = f"{content_hash(data)}:{project.context_digest(path)}" if cache is not None else ""
+        if cache is not None:
+            cached = cache.get(path, shown, digest)
+            if cached is not None:
+                # The text is kept only where there is something to show (snippets, --add-noqa).
+                results.append(FileResult(shown, cached, open_document(shown, decode_source(data)) if cached else None))
+                continue
+        todo.append((path, shown, data, digest))
+    contexts = [project.context(path) for path, *_ in todo]
+    project.save()
+    if "index" in project.__dict__:
+        # Only the contexts are needed from here on: the index goes before the files are parsed (and before
+        # workers start, so that they do not inherit it).
+        del project
+        release_memory()
+    else:
+        del project
+    checked = map_files(_check_item, [(shown, data, context) for (_, shown, data, _), context in zip(todo, contexts)], settings, jobs)
 
     if cache is not None:
         for (path, shown, _, digest), result in zip(todo, checked):

@@ -87,5 +87,13 @@ def rule_record(rule: type[Rule]) -> dict:
     }
 
 
-def all_records() -> list[dict]:
-    return [rule_record(rule) for rule in all_rules().values()]
+README_TABLE_HEADER = "| Code | Name | Fix | What it finds |\n|---|---|---|---|\n"
+
+
+def readme_rule_table() -> str:
+    """The README's rule table, from the rule classes: each rule's fix tier as `fix()` enforces it."""
+    rows = []
+    for rule in all_rules().values():
+        summary = rule.summary + (" (preview)" if rule.preview else "")
+        rows.append(f"| {rule.code} | {rule.name} | {rule.fix_tier()} | {summary} |\n")
+    return README_TABLE_HEADER + "".join(rows)

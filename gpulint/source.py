@@ -13,7 +13,6 @@ from pathlib import Path
 
 from gpulint.config import Settings, _glob_match
 
-PYTHON_SUFFIXES = (".py", ".pyi")
 MAX_FILE_BYTES = 10 * 1024 * 1024  # LibCST needs ~100x a file's size in memory; larger files are generated code
 
 
@@ -160,13 +159,24 @@ class _Gitignore:
         return ignored
 
 
+def _from_root(path: Path, settings: Settings) -> str:
+    try:
+        return Path(os.path.abspath(path)).relative_to(settings.root.resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
 def _excluded(path: Path, settings: Settings) -> bool:
     patterns = (*settings.exclude, *settings.extend_exclude)
-    try:
-        rel = Path(os.path.abspath(path)).relative_to(settings.root.resolve()).as_posix()
-    except ValueError:
-        rel = path.as_posix()
+    rel = _from_root(path, settings)
     return any(_glob_match(rel, p) or _glob_match(path.name, p) for p in patterns)
+
+
+def _included(path: Path, settings: Settings) -> bool:
+    """A walked file is checked when it matches `include` or `extend-include` (default: .py, .pyi, .ipynb)."""
+    patterns = (*settings.include, *settings.extend_include)
+    rel = _from_root(path, settings) if any("/" in p for p in patterns) else path.name  # the walk's hot path
+    return any(_glob_match(rel, p) for p in patterns)
 
 
 def force_excluded(path: Path, settings: Settings) -> bool:
@@ -185,8 +195,8 @@ def _git_root(start: Path) -> Path | None:
 
 
 def discover(paths: list[str], settings: Settings) -> tuple[list[Path], list[tuple[str, str]]]:
-    """Python files under `paths`, each once, in order: the paths as given, each folder walked in name order;
-    and `(path, reason)` for paths that do not exist."""
+    """Python files and notebooks under `paths` (`include`), each once, in order: the paths as given, each folder
+    walked in name order; and `(path, reason)` for paths that do not exist."""
     files: list[Path] = []
     missing: list[tuple[str, str]] = []
     seen: set[Path] = set()
@@ -244,7 +254,7 @@ def _walk(top: Path, settings: Settings, add) -> None:
                 continue
             if is_dir:
                 subdirs.append((path, ignore))
-            elif entry.name.endswith(PYTHON_SUFFIXES) and (entry.is_symlink() or _is_file(entry)):
+            elif _included(path, settings) and (entry.is_symlink() or _is_file(entry)):
                 add(path)  # a broken or looping symlink is added, so that reading it reports why
         stack.extend(reversed(subdirs))
 

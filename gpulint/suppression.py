@@ -24,6 +24,19 @@ def _codes(text: str | None) -> frozenset[str] | None:
     return frozenset(c.upper() for c in re.split(r"[\s,]+", text.strip()) if c)
 
 
+@dataclass(frozen=True)
+class Directive:
+    """One suppression comment as written: where its codes are, and the rows it covers."""
+
+    row: int
+    column: int  # 0-based character column of the directive in the row (`# noqa...`, `# gpulint: ignore[...]`)
+    end_column: int
+    codes: tuple[str, ...] | None  # as written, in order; None: a blanket suppression
+    rows: tuple[int, ...]  # the finding rows it covers (noqa rows); () for a file-level directive
+    kind: str  # "noqa", "ignore" or "file"
+    own_line: bool
+
+
 @dataclass
 class Suppressions:
     # row -> codes (None: every code) for `# noqa` / `# gpulint: ignore[...]` on that row
@@ -31,12 +44,13 @@ class Suppressions:
     file_codes: frozenset[str] | None | bool = False  # False: no file-level suppression
     # a row inside a multi-line string, or ending in a backslash -> the row its noqa comment goes on
     continued: dict[int, int] = field(default_factory=dict)
+    directives: list[Directive] = field(default_factory=list)
 
     def _add(self, row: int, codes: frozenset[str] | None) -> None:
-        if row in self.lines and (self.lines[row] is ALL or codes is ALL):
+        if codes is ALL or (row in self.lines and self.lines[row] is ALL):
             self.lines[row] = ALL
         else:
-            self.lines[row] = (self.lines.get(row) or frozenset()) | (codes or frozenset())
+            self.lines[row] = (self.lines.get(row) or frozenset()) | codes
 
     def noqa_row(self, row: int) -> int:
         """The row whose `# noqa` covers a finding on `row`: itself, or, where no comment can go, the row
@@ -91,10 +105,21 @@ def _scan(source: str) -> _Scan:
     return _Scan(comments, continued)
 
 
+def _written(text: str | None) -> tuple[str, ...] | None:
+    if not text:
+        return None
+    return tuple(c.upper() for c in re.split(r"[\s,]+", text.strip()) if c)
+
+
 def parse_suppressions(source: str) -> Suppressions:
     scan = _scan(source)
     result = Suppressions(continued=scan.continued)
-    for row, _, text, own_line in scan.comments:
+
+    def directive(row, column, match, rows, kind, own_line) -> None:
+        written = _written(match.group("codes"))
+        result.directives.append(Directive(row, column + match.start(), column + match.end(), written, rows, kind, own_line))
+
+    for row, column, text, own_line in scan.comments:
         if own_line:
             match = _FILE_NOQA.match(text)
             if match:
@@ -103,6 +128,7 @@ def parse_suppressions(source: str) -> Suppressions:
                     result.file_codes = ALL
                 else:
                     result.file_codes = (result.file_codes or frozenset()) | codes
+                directive(row, column, match, (), "file", own_line)
                 continue
         match = _IGNORE.search(text)
         if match:
@@ -110,10 +136,12 @@ def parse_suppressions(source: str) -> Suppressions:
             result._add(row, codes)
             if own_line:
                 result._add(row + 1, codes)  # an own-line ignore covers the next line
+            directive(row, column, match, (row, row + 1) if own_line else (row,), "ignore", own_line)
             continue
         match = _NOQA.search(text)
         if match and not own_line:
             result._add(row, _codes(match.group("codes")))
+            directive(row, column, match, (row,), "noqa", own_line)
     return result
 
 

@@ -55,3 +55,9 @@ def run_gpulint(*args: str, cwd: Path | None = None, stdin: str | bytes | None =
 @pytest.fixture
 def gpulint():
     return run_gpulint
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_state_dir(tmp_path_factory):
+    """`fix --verify` journals go to a folder of this test session, never the user's ~/.local/state/gpulint."""
+    os.environ["GPULINT_STATE_DIR"] = str(tmp_path_factory.mktemp("gpulint-state"))

@@ -256,7 +256,7 @@ def test_missing_path_and_binary_and_undecodable_files(gpulint, project):
     result = gpulint("check", "--output-format", "concise", "missing.py", "bin.py", "latin.py", cwd=project)
     out = result.stdout.decode()
     assert result.returncode == 1
-    assert "missing.py:1:1: io-error: missing.py: No such file or directory" in out
+    assert "missing.py:1:1: io-error: No such file or directory" in out
     assert "bin.py:1:1: io-error: binary file (contains NUL bytes), not Python source" in out
     assert "latin.py:1:1: io-error: cannot decode as utf-8: invalid byte at offset 5" in out
     assert "Traceback" not in result.stderr.decode()

@@ -122,8 +122,3 @@ def test_check_show_fixes_lists_what_fix_would_fix_on_stderr(gpulint, project):
     (project / "train.py").write_text(FIXED)
     assert gpulint("check", "--show-fixes", "train.py", cwd=project).stderr.decode() == "No errors would be fixed.\n"
 
-
-def test_fix_has_no_jobs_option(gpulint, project):
-    result = gpulint("fix", "-j", "2", "train.py", cwd=project)
-    assert result.returncode == 2
-    assert result.stderr.decode() == "gpulint failed\n  Cause: No such option '-j'.\n  Try 'gpulint fix --help' for help.\n"

@@ -22,8 +22,11 @@ def test_pin_then_copy_in_a_training_loop():
     """
     assert findings(source, **ONLY) == ["4:9 GPU106", "5:9 GPU106"]
     [d, _] = diagnostics(source, **ONLY)
-    assert d.severity == Severity.WARNING and d.fix.applicability == Applicability.SAFE
-    assert fixed(source, unsafe=False, **ONLY) == textwrap.dedent(source).replace(".pin_memory()", "")
+    assert d.severity == Severity.WARNING and d.fix.applicability == Applicability.UNSAFE
+    assert fixed(source, unsafe=False, **ONLY) == textwrap.dedent(source)
+    # No `non_blocking=True` left on what is now pageable memory.
+    expected = textwrap.dedent(source).replace('.pin_memory().to("cuda", non_blocking=True)', '.to("cuda")').replace(".pin_memory()", "")
+    assert fixed(source, unsafe=True, **ONLY) == expected
 
 
 def test_in_a_function_called_from_a_loader_loop_under_no_grad_is_info():

@@ -134,7 +134,7 @@ def test_a_missing_path_is_reported_and_the_others_are_checked(tmp_path):
     _tree(tmp_path, {})
     code, out, _ = _check(tmp_path, "nope.py", "ok.py")
     assert _lines(out) == [
-        "nope.py:1:1: io-error: nope.py: No such file or directory",
+        "nope.py:1:1: io-error: No such file or directory",
         "ok.py:3:1: GPU402 [*] `torch.cuda.memory_cached` is deprecated; use `torch.cuda.memory_reserved`",
     ]
     assert code == 1
@@ -269,7 +269,7 @@ def test_sigterm_during_check_exits_cleanly(tmp_path):
     assert proc.returncode in (0, 1, 128 + signal.SIGTERM)  # 0/1 only when it finished first
     assert b"Traceback" not in err
     if proc.returncode == 128 + signal.SIGTERM:
-        assert err.decode().endswith("gpulint: interrupted (SIGTERM)\n")
+        assert err.decode().endswith("gpulint: interrupted (SIGTERM) during analysis; no file was written\n")
 
 
 # ---- the library API never raises on text ------------------------------------------------------------

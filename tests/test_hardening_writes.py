@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-import gpulint.fix_command as fix_command
+import gpulint.api as api
 import gpulint.fixer as fixer
 from gpulint.cli import main
 from gpulint.fixer import WriteError, write_atomic
@@ -140,14 +140,14 @@ def test_a_file_that_already_holds_the_fix_is_not_rewritten(tmp_path):
 
 def test_a_full_disk_on_one_file_is_reported_and_the_others_are_written(tmp_path, monkeypatch, capsys):
     paths = _files(tmp_path, 3)
-    real = fix_command.write_atomic
+    real = fixer.write_atomic
 
     def full_on_second(path, data, expected=None):
         if Path(path).name == "m001.py":
             raise WriteError("No space left on device")
         return real(path, data, expected)
 
-    monkeypatch.setattr(fix_command, "write_atomic", full_on_second)
+    monkeypatch.setattr(fixer, "write_atomic", full_on_second)
     monkeypatch.chdir(tmp_path)
     code, out, err = _run_main(["fix", "--apply", "--no-cache", "--output-format", "concise", "."], capsys)
     assert code == 1
@@ -186,14 +186,14 @@ def test_a_read_only_folder_is_not_written_and_says_so(tmp_path, monkeypatch, ca
 
 def test_a_file_changed_between_read_and_write_is_kept(tmp_path, monkeypatch, capsys):
     paths = _files(tmp_path, 2)
-    real_fix_files = fix_command.fix_files
+    real_fix = api.fix
 
     def fix_then_someone_edits(*args, **kwargs):
-        result = real_fix_files(*args, **kwargs)
+        result = real_fix(*args, **kwargs)
         paths[0].write_text(BEFORE + "# edited by someone else\n")
         return result
 
-    monkeypatch.setattr(fix_command, "fix_files", fix_then_someone_edits)
+    monkeypatch.setattr(api, "fix", fix_then_someone_edits)
     monkeypatch.chdir(tmp_path)
     code, _, err = _run_main(["fix", "--apply", "--no-cache", "."], capsys)
     assert code == 1
@@ -242,14 +242,14 @@ def _assert_each_file_original_or_fixed(paths: list[Path]) -> tuple[int, int]:
 
 def test_a_signal_in_process_finishes_the_current_file_and_lists_the_rest(tmp_path, monkeypatch, capsys):
     paths = _files(tmp_path, 5)
-    real = fix_command.write_atomic
+    real = fixer.write_atomic
 
     def interrupted_during_second(path, data, expected=None):
         if Path(path).name == "m001.py":
             os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C while this file is being written
         return real(path, data, expected)
 
-    monkeypatch.setattr(fix_command, "write_atomic", interrupted_during_second)
+    monkeypatch.setattr(fixer, "write_atomic", interrupted_during_second)
     monkeypatch.chdir(tmp_path)
     code, out, err = _run_main(["fix", "--apply", "--no-cache", "."], capsys)
     assert code == 130
@@ -265,12 +265,12 @@ def test_a_signal_in_process_finishes_the_current_file_and_lists_the_rest(tmp_pa
 
 SLOW_WRITES = """
 import time
-import gpulint.fix_command as fix_command
-_real = fix_command.write_atomic
+import gpulint.fixer as fixer
+_real = fixer.write_atomic
 def _slow(*args, **kwargs):
     time.sleep(0.03)
     return _real(*args, **kwargs)
-fix_command.write_atomic = _slow
+fixer.write_atomic = _slow
 """
 
 

@@ -127,7 +127,7 @@ def test_manifest_matches_the_conventions():
     assert hooks["gpulint-fix"]["entry"] == "gpulint fix --apply --force-exclude"
     for hook in hooks.values():
         assert hook["language"] == "python"
-        assert hook["types_or"] == ["python", "pyi"]
+        assert hook["types_or"] == ["python", "pyi", "jupyter"]
         assert hook["require_serial"] is True
         assert hook["minimum_pre_commit_version"] == "2.9.2"
 

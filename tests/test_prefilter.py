@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-from gpulint.analysis.devices import GPU_CONTEXT_MARKER
+from gpulint.analysis.devices import GPU_TEXT_MARKERS
+from gpulint.analysis.project import ModuleContext
 from gpulint.checks import all_rules
 from gpulint.checks.base import text_matcher
 from gpulint.linter import check_source, rules_for
@@ -54,22 +55,39 @@ def test_every_rule_declares_what_its_files_must_contain(rule):
     for pattern in rule.requires:
         re.compile(pattern)
         assert not re.search(pattern, ""), f"{rule.code}: `{pattern}` matches any text"
-        assert not re.fullmatch(r"\W*(torch|import|nn|cuda)?\W*", pattern) or pattern in (GPU_CONTEXT_MARKER, "cuda"), (
+        # `cuda` alone filters nothing, but next to a specific word (GPU403: `amp`) it narrows it.
+        assert not re.fullmatch(r"\W*(torch|import|nn|cuda)?\W*", pattern) or (pattern == "cuda" and len(rule.requires) > 1), (
             f"{rule.code}: `{pattern}` is too broad to filter anything"
         )
 
 
 @pytest.mark.parametrize("rule", RULES, ids=lambda r: r.code)
 def test_a_plain_model_file_is_not_parsed_for_the_rule(rule):
-    assert not rule.applies_to_text(_PLAIN), (
+    assert rule not in rules_for(_PLAIN, "model.py", ALL), (
         f"{rule.code}: its prefilter passes a plain model file; name something more specific in `requires`"
     )
 
 
-def test_rules_needing_gpu_context_skip_files_without_the_marker():
+def test_rules_needing_gpu_context_skip_files_the_project_says_are_not_gpu_code():
+    text = "import torch\nfor x in loader:\n    loss = model(x)\n    loss.backward()\n    print(loss.item())\n"
+    alone = {r.code for r in rules_for(text, "train.py", ALL)}
+    assert "GPU303" not in alone  # no word GPU evidence is written with: nothing to parse for these rules
+    with_gpu = {r.code for r in rules_for(text, "train.py", ALL, ModuleContext(gpu=True))}
+    without = {r.code for r in rules_for(text, "train.py", ALL, ModuleContext(gpu=False))}
+    assert "GPU303" in with_gpu and "GPU303" not in without
     for rule in RULES:
         if rule.needs_gpu_context:
-            assert GPU_CONTEXT_MARKER in rule.text_requirements()
+            assert rule.code not in without
+    assert all(marker not in text for marker in GPU_TEXT_MARKERS)
+
+
+def test_a_project_fact_makes_a_rule_a_candidate_whatever_the_text_says():
+    # `log(loss)` in a loop: the helper syncs (another module), the text names none of GPU303's words
+    text = "for x in loader:\n    loss = model(x)\n    loss.backward()\n    log(loss)\n"
+    context = ModuleContext(gpu=True)
+    assert "GPU303" not in {r.code for r in rules_for(text, "train.py", ALL, context)}
+    context.__dict__["tags"] = frozenset({"helper-syncs"})
+    assert "GPU303" in {r.code for r in rules_for(text, "train.py", ALL, context)}
 
 
 def test_a_file_no_rule_can_fire_on_is_never_parsed(monkeypatch):

@@ -13,7 +13,7 @@ def only(source: str, code: str) -> list[str]:
     return findings(source, select=(code,))
 
 
-def fix(source: str, code: str, unsafe: bool = False) -> str:
+def fix(source: str, code: str, unsafe: bool = True) -> str:
     result = fixed(source, unsafe=unsafe, select=(code,))
     assert fixed(result, unsafe=unsafe, select=(code,)) == result  # idempotent
     compile(result, "train.py", "exec")
@@ -213,7 +213,9 @@ def test_gpu30x_the_correct_prefetcher_is_silent():
 
 def test_gpu302_prefetcher_without_the_wait():
     source = PREFETCHER.replace("        torch.cuda.current_stream().wait_stream(self.stream)\n", "")
-    assert only(source, "GPU3") == ["22:17 GPU302", "23:18 GPU302"]
+    assert only(source, "GPU3") == ["22:17 GPU302"]  # one finding per reading function
+    [d] = diagnostics(source, select=("GPU302",))
+    assert d.message.startswith("`self.next_input`, `self.next_target` are produced on stream `self.stream` (line 17)")
     assert fix(source, "GPU302") == PREFETCHER
 
 
@@ -271,7 +273,7 @@ def test_gpu303_item_every_step():
     source = train_with("print(loss.item())\n")
     assert only(source, "GPU303") == ["18:15 GPU303"]
     [d] = diagnostics(source, select=("GPU303",))
-    assert d.severity.value == "warning" and d.message.startswith("`loss.item()` waits for the GPU every iteration")
+    assert d.severity.value == "warning" and d.message.startswith("`loss.item()` waits for the GPU every training step (loop at line 12)")
     assert d.fix is None
 
 
@@ -441,7 +443,7 @@ def test_gpu305_every_step_is_deleted_by_the_unsafe_fix():
     assert only(source, "GPU305") == ["18:9 GPU305"]
     [d] = diagnostics(source, select=("GPU305",))
     assert d.severity.value == "warning"
-    assert fix(source, "GPU305") == source
+    assert fix(source, "GPU305", unsafe=False) == source
     assert fix(source, "GPU305", unsafe=True) == train_with("")
 
 

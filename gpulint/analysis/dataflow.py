@@ -205,6 +205,21 @@ class DataFlow:
                 return False
         return True
 
+    def exclusive(self, a: cst.CSTNode, b: cst.CSTNode) -> bool:
+        """`a` and `b` lie in different branches of one `if`, and no loop around that `if` (in the function)
+        can run both: a write in one branch never reaches a read in the other."""
+        model = self.model
+        for ancestor in model.ancestors(a):
+            if isinstance(ancestor, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                return False
+            if isinstance(ancestor, cst.If) and model.is_inside(b, ancestor):
+                if model.is_inside(a, ancestor.test) or model.is_inside(b, ancestor.test):
+                    return False
+                if model.is_inside(a, ancestor.body) == model.is_inside(b, ancestor.body):
+                    return False
+                return not model.enclosing_loops(ancestor)
+        return False
+
     def _is_parameter(self, key: str, scope: cst.CSTNode) -> bool:
         return any(isinstance(b, cst.Param) for b in self.model.bindings.get((id(scope), key), ()))
 

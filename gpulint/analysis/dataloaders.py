@@ -21,13 +21,25 @@ POSITIONAL_PARAMETERS = (
 )  # fmt: skip
 
 
+@dataclass(frozen=True)
+class PackedArgument:
+    """An argument passed through `**mapping`: its value is written where the mapping is built."""
+
+    value: cst.BaseExpression
+
+
 @dataclass
 class DataLoaderCall:
     call: cst.Call
-    arguments: dict[str, cst.Arg]
-    has_unpacking: bool  # `*args` / `**kwargs`: the real arguments are unknown
+    arguments: dict[str, cst.Arg | PackedArgument]  # written in the call, or in a `**kwargs` dict built nearby
+    opaque: bool  # `*args`, or a `**mapping` gpulint cannot follow: any argument may be passed
+    maybe: frozenset[str] = frozenset()  # passed through `**mapping` on some runs only (or with several values)
 
-    def argument(self, name: str) -> cst.Arg | None:
+    def known(self, *names: str) -> bool:
+        """Each of `names` is either surely not passed or passed with one known value (on GPU runs)."""
+        return not self.opaque and not any(name in self.maybe for name in names)
+
+    def argument(self, name: str) -> cst.Arg | PackedArgument | None:
         return self.arguments.get(name)
 
     def value(self, name: str) -> cst.BaseExpression | None:
@@ -48,19 +60,27 @@ def find_dataloaders(model: SemanticModel) -> list[DataLoaderCall]:
     for call in model.calls:
         if not _is_dataloader_class(model, model.call_name(call)):
             continue
-        arguments: dict[str, cst.Arg] = {}
-        unpacking = False
+        arguments: dict[str, cst.Arg | PackedArgument] = {}
+        opaque = False
+        maybe: frozenset[str] = frozenset()
         position = 0
         for arg in call.args:
-            if arg.star:
-                unpacking = True
+            if arg.star == "**":
+                packed = model.values.keywords(arg.value)
+                if packed is None:
+                    opaque = True
+                    continue
+                arguments.update({name: PackedArgument(value) for name, value in packed.values.items()})
+                maybe |= packed.maybe
+            elif arg.star:
+                opaque = True
             elif arg.keyword is not None:
                 arguments[arg.keyword.value] = arg
             else:
                 if position < len(POSITIONAL_PARAMETERS):
                     arguments[POSITIONAL_PARAMETERS[position]] = arg
                 position += 1
-        found.append(DataLoaderCall(call, arguments, unpacking))
+        found.append(DataLoaderCall(call, arguments, opaque, maybe))
     return found
 
 
@@ -125,3 +145,20 @@ def is_unsharded_iterable_dataset(model: SemanticModel, loader: DataLoaderCall) 
     if loader.argument("worker_init_fn") is not None:
         return False
     return "get_worker_info" not in model.code(info.node)
+
+
+def defined_for_workers(model: SemanticModel, loader: DataLoaderCall) -> list[str]:
+    """What the loader's workers must unpickle that this module defines: its dataset class and its own
+    `collate_fn` / `worker_init_fn` functions (`lambda` for a lambda). A worker started by `spawn` or
+    `forkserver` finds them only by importing the module that defines them."""
+    found = []
+    info = dataset_class(model, loader)
+    if info is not None:
+        found.append(info.node.name.value)
+    for argument in ("collate_fn", "worker_init_fn"):
+        value = loader.value(argument)
+        if isinstance(value, cst.Lambda):
+            found.append("lambda")
+        elif isinstance(value, cst.Name) and (value.value in model.functions or value.value in model.classes):
+            found.append(value.value)
+    return found

@@ -1,39 +1,58 @@
-"""GPU context: does the module use CUDA at all. (Which expressions name or move to a device: `residency`.)"""
+"""GPU context: does a module put values on an accelerator, from facts about it and the project around it.
+
+Evidence comes from several sources, combined in `gpu_context_reason`:
+
+1. the module's own code (`summary.py` records it while reading the file with `ast`): `.cuda()`, a CUDA
+   device (`"cuda:0"`, `f"cuda:{rank}"`, `torch.device("cuda")`), a device chosen at run time
+   (`torch.device(args.device)`, `"cuda" if torch.cuda.is_available() else "cpu"`), `torch.cuda.*`,
+   `torch.accelerator.*`, a `local_rank` / `gpu_id` used as a device, and whatever `EVIDENCE_FINDERS` add;
+2. the project (`project.py`): a `device` parameter that callers give a CUDA device, a project value
+   used as a device (`from config import device`), values this module builds that are moved to the GPU
+   elsewhere (a model class, a loader whose batches are copied), loaders that feed a GPU training loop,
+   a class derived through project classes from a library class that `BASE_EVIDENCE` names.
+
+Another analysis adds its own evidence in two places: a finder in `EVIDENCE_FINDERS` (it gets the module's
+`ast` tree and a function that resolves imported names, and yields `(what, line)`), and the words its
+evidence is always spelled with in `GPU_TEXT_MARKERS` (a module whose text has none of them is never
+scanned, so a finder must not find evidence without one of its words); and, for classes derived from a
+library class in another module, a function in `BASE_EVIDENCE`.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-import libcst as cst
-
-from gpulint.analysis.frameworks import CONTEXT_MARKERS
-from gpulint.analysis.value_resolution import literal_value
-
-# Text every module with GPU context contains (`cuda`, or a framework's import). The prefilter skips files
-# without it for the rules that need GPU context (Rule.text_requirements), so `module_uses_cuda` must never
-# be true without it.
-GPU_CONTEXT_MARKER = "|".join(("cuda", *CONTEXT_MARKERS))
+import ast
+from typing import TYPE_CHECKING, Callable, Iterable, Optional
 
 if TYPE_CHECKING:
     from gpulint.analysis.model import SemanticModel
 
+# Every module with GPU evidence of its own contains one of these words.
+GPU_TEXT_MARKERS: list[str] = ["cuda", "device", "accelerator", "rank", "gpu"]
+
+# `finder(tree, qualify) -> [(what, line), ...]`: extra evidence of GPU use in one module's own code.
+# `qualify(node)` is the import-resolved dotted name of a Name/Attribute (`torch.cuda.is_available`), or None.
+EvidenceFinder = Callable[[ast.Module, Callable[[ast.AST], Optional[str]]], Iterable[tuple[str, int]]]
+EVIDENCE_FINDERS: list[EvidenceFinder] = []
+# `evidence(base) -> what`: a library class (`lightning.LightningModule`) whose subclasses are GPU code, also
+# when the subclass derives from it through project classes in other modules (`project.inherited_bases`).
+BASE_EVIDENCE: list[Callable[[str], Optional[str]]] = []
+
+
+def may_have_own_evidence(text: str) -> bool:
+    """False when no GPU evidence can be in this text (the cheap test before `ast` reads it)."""
+    return any(marker in text for marker in GPU_TEXT_MARKERS)
+
+
+def gpu_context_reason(own: list[tuple[str, int]], project: Iterable[str]) -> Optional[str]:
+    """Why a module is GPU code: its own evidence first (`what` at line N), then what the project says; None
+    when nothing does."""
+    for what, line in own:
+        return f"{what} at line {line}"
+    for reason in project:
+        return reason
+    return None
+
 
 def module_uses_cuda(model: SemanticModel) -> bool:
-    """GPU context: `.cuda(...)`, `torch.cuda.*`, or a `"cuda..."` string (`f"cuda:{rank}"` too) anywhere in the
-    module, or a framework set up to train on the GPU (`frameworks.gpu_context`)."""
-    if model.frameworks.gpu_context:
-        return True
-    if "cuda" not in model.source:
-        return False  # keeps the prefilter exact; also the common, cheap answer
-    for attr in model.attributes:
-        if attr.attr.value == "cuda":
-            return True
-    for string in model.strings:
-        ok, value = literal_value(string)
-        if ok and isinstance(value, str) and value.startswith("cuda"):
-            return True
-    for fstring in model.formatted_strings:
-        head = fstring.parts[0] if fstring.parts else None
-        if isinstance(head, cst.FormattedStringText) and head.value.startswith("cuda"):
-            return True
-    return False
+    """GPU context of the module the model describes, as its project context says."""
+    return model.project.gpu

@@ -5,14 +5,17 @@ framework calls once per batch (for training or evaluation), which hooks hand it
 loader or wrap one and copy its batches to the device, and what its settings default to. Each default was read
 in the framework's own source; the rule documents cite file and version. The queries at the bottom turn the
 tables into facts the model already has elsewhere: per-step code (`residency.step_loop`), loader roles
-(`loader_flow`), values on the GPU (`residency`), and GPU context (`devices`).
+(`loader_flow`), values on the GPU (`residency`). GPU context comes from the module summaries: `gpu_evidence`
+reads framework set-up with `ast` (devices.EVIDENCE_FINDERS), and a class whose framework base is in another
+module of the project gets it, and its per-step methods, through `ModuleContext.inherited`.
 """
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Iterator, Mapping, Optional
+from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Optional
 
 import libcst as cst
 
@@ -22,14 +25,15 @@ from gpulint.analysis.loader_flow import EVAL as EVAL_LOADER
 from gpulint.analysis.loader_flow import TRAIN as TRAIN_LOADER
 from gpulint.analysis.loader_flow import UNKNOWN
 from gpulint.analysis.residency import CUDA, EVAL, TRAIN
+from gpulint.analysis.devices import BASE_EVIDENCE, EVIDENCE_FINDERS, GPU_TEXT_MARKERS
 from gpulint.analysis.value_resolution import ResolvedValue
 
 if TYPE_CHECKING:
     from gpulint.analysis.model import SemanticModel
 
-# Text every module with framework GPU context contains (in its imports): the prefilter lets files with one
-# of these through to the rules that need GPU context, so `gpu_context` is never true without one.
-CONTEXT_MARKERS = ("lightning", "accelerate", "transformers", "ignite")
+# Words every module with framework GPU evidence contains (in its imports): `gpu_evidence` finds nothing
+# without one (devices.GPU_TEXT_MARKERS).
+CONTEXT_MARKERS = ("lightning", "accelerate", "transformers", "trl", "ignite")
 
 LIGHTNING = ("lightning", "pytorch_lightning", "lightning_fabric")
 HF = ("transformers", "trl")
@@ -187,38 +191,15 @@ class Frameworks:
     def __init__(self, model: SemanticModel) -> None:
         self.m = model
 
-    # ---- which frameworks, and GPU context -----------------------------------------------------
+    # ---- which frameworks ------------------------------------------------------------------------
 
     @cached_property
     def imported(self) -> frozenset[str]:
-        """The framework roots this module imports from (`lightning`, `accelerate`, ...)."""
-        roots = {q.split(".", 1)[0] for q in self.m.imports.bindings.values()}
+        """The framework roots this module imports from (`lightning`, `accelerate`, ...), also through the bases
+        its classes inherit from other modules of the project."""
+        inherited = (base for bases in self.m.project.inherited.values() for base in bases)
+        roots = {q.split(".", 1)[0] for q in (*self.m.imports.bindings.values(), *inherited)}
         return frozenset(roots & {*LIGHTNING, *HF, *ACCELERATE, *IGNITE})
-
-    @cached_property
-    def gpu_context(self) -> bool:
-        """A framework that trains on the GPU is set up here: a Lightning module or a Trainer/Fabric whose
-        accelerator may be a GPU (the default `auto` picks one), an `Accelerator` not forced onto the CPU, an HF
-        Trainer or TrainingArguments without `use_cpu`, ignite's `idist.device()`."""
-        if not self.imported:
-            return False
-        m = self.m
-        lightning_calls = [c for c in m.calls if _is(m.call_name(c), LIGHTNING, {"Trainer", "Fabric"})]
-        if any(not self._cpu_only_lightning(c) for c in lightning_calls):
-            return True
-        if not lightning_calls and self._classes_of(LIGHTNING_MODULE, LIGHTNING_DATAMODULE):
-            return True  # the Trainer lives in another file; its default accelerator is `auto`
-        for call in m.calls:
-            name = m.call_name(call)
-            if _is(name, ACCELERATE, {"Accelerator"}) and not self._true(call, "cpu"):
-                return True
-            if self._is_hf_trainer(call):
-                return True
-            if name == "ignite.distributed.device":
-                return True  # ignite/distributed/comp_models/base.py: CUDA whenever it is available
-        if any(not arguments.on_cpu for arguments in self.trainer_arguments):
-            return True
-        return bool(self._classes_of(HF_TRAINER))
 
     def _cpu_only_lightning(self, call: cst.Call) -> bool:
         """A Lightning Trainer/Fabric given a non-GPU accelerator (`accelerator="cpu"`, `"mps"`, ...)."""
@@ -240,7 +221,8 @@ class Frameworks:
         info = self.m.classes.get(class_name)
         if info is None or class_name in _seen:
             return None
-        for base in info.bases:
+        # Its bases here, then those it reaches through project classes of other modules.
+        for base in (*info.bases, *self.m.project.inherited.get(class_name, ())):
             for kind in FRAMEWORK_CLASSES:
                 if _is(base, kind.roots, kind.names):
                     return kind
@@ -249,9 +231,6 @@ class Frameworks:
                 if found is not None:
                     return found
         return None
-
-    def _classes_of(self, *kinds: FrameworkClass) -> list[cst.ClassDef]:
-        return [info.node for name, info in self.m.classes.items() if any(self.class_kind(name) is k for k in kinds)]
 
     @cached_property
     def step_functions(self) -> dict[cst.CSTNode, StepFunction]:
@@ -295,7 +274,7 @@ class Frameworks:
                 func = self.m.parent.get(self.m.parent.get(binder))
                 step = self.step_functions.get(func)
                 if step is not None and step.batch == name.value:
-                    return self.lightning_places if step.framework == LIGHTNING_MODULE.framework else self.gpu_context
+                    return self.lightning_places if step.framework == LIGHTNING_MODULE.framework else self.m.uses_cuda
         return False
 
     # ---- ignite ------------------------------------------------------------------------------------
@@ -569,7 +548,7 @@ class Frameworks:
     def lightning_places(self) -> bool:
         """lightning/pytorch/core/module.py: the Trainer moves every batch to the module's device
         (`transfer_batch_to_device`); it does so for any accelerator but a CPU one."""
-        return self.gpu_context and not any(self._cpu_only_lightning(c) for c in self.lightning_trainers)
+        return self.m.uses_cuda and not any(self._cpu_only_lightning(c) for c in self.lightning_trainers)
 
     @cached_property
     def _lightning_accumulates(self) -> bool:
@@ -678,13 +657,6 @@ class Frameworks:
             else:
                 values[setting] = ResolvedValue(default, call, FRAMEWORK_DEFAULT)
         return TrainerArguments(call, short, values, frozenset(explicit))
-
-    def _is_hf_trainer(self, call: cst.Call) -> bool:
-        name = self.m.call_name(call)
-        if _is(name, HF, HF_TRAINER.names):
-            return True
-        info = self.m.local_class_of(name)
-        return info is not None and self.class_kind(info.node.name.value) is HF_TRAINER
 
     @cached_property
     def debug_settings(self) -> list[tuple[cst.BaseExpression, str]]:
@@ -819,3 +791,76 @@ def _field_default(model: SemanticModel, value: cst.BaseExpression) -> Optional[
     if isinstance(value, cst.Call) and model.call_name(value) == "dataclasses.field":
         return _argument(value, "default")
     return value
+
+
+# ---- GPU context, from the module's `ast` (its summary records it, devices.EVIDENCE_FINDERS) ----------
+
+
+def gpu_evidence(tree: ast.Module, qualify: Callable[[ast.AST], Optional[str]]) -> Iterator[tuple[str, int]]:
+    """A framework set up to train on the GPU: a Lightning Trainer/Fabric whose accelerator may be a GPU (the
+    default `auto` picks one), a Lightning module or data module with no Trainer here (it lives in another
+    file, with that default), an `Accelerator` not forced onto the CPU, an HF Trainer (or a subclass), HF
+    TrainingArguments without `use_cpu` / `no_cuda`, ignite's `idist.device()`."""
+    classes = {node.name: node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)}
+
+    def framework_base(name: str, seen: frozenset[str] = frozenset()) -> Optional[str]:
+        """The framework class a class of this module derives from (through its local bases)."""
+        node = classes.get(name)
+        if node is None or name in seen:
+            return None
+        for base in node.bases:
+            qualified = qualify(base)
+            if qualified is not None and qualified.split(".", 1)[0] in (*LIGHTNING, *HF, *ACCELERATE, *IGNITE):
+                return qualified
+            if isinstance(base, ast.Name):
+                found = framework_base(base.id, seen | {name})
+                if found is not None:
+                    return found
+        return None
+
+    lightning = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        name = qualify(node.func) or (framework_base(node.func.id) if isinstance(node.func, ast.Name) else None)
+        if _is(name, LIGHTNING, {"Trainer", "Fabric"}):
+            lightning.append(node)
+            if _keyword_literal(node, "accelerator") not in _NOT_GPU:
+                yield f"a Lightning {name.rsplit('.', 1)[-1]} that may use a GPU", node.lineno
+        elif _is(name, ACCELERATE, {"Accelerator"}) and _keyword_literal(node, "cpu") is not True:
+            yield "an `Accelerator()`", node.lineno
+        elif _is(name, HF, HF_TRAINER.names):
+            yield "an HF Trainer", node.lineno
+        elif _is(name, ("transformers",), TRAINING_ARGUMENTS) or _is(name, ("trl",), TRL_CONFIGS):
+            if _keyword_literal(node, "use_cpu") is not True and _keyword_literal(node, "no_cuda") is not True:
+                yield f"`{name.rsplit('.', 1)[-1]}` without `use_cpu`", node.lineno
+        elif name == "ignite.distributed.device":
+            yield "`idist.device()`", node.lineno  # ignite/distributed/comp_models/base.py: CUDA when available
+    for class_name, node in classes.items():
+        base = framework_base(class_name)
+        what = _gpu_base(base) if base is not None else None
+        if what is not None and (not lightning or _is(base, HF, HF_TRAINER.names)):
+            yield f"`{class_name}` (derived from {what})", node.lineno
+
+
+def _gpu_base(qualified: str) -> Optional[str]:
+    """A framework class whose subclasses train on the GPU by default: a Lightning module or data module (the
+    Trainer's default accelerator is `auto`), an HF Trainer."""
+    if _is(qualified, LIGHTNING, {*LIGHTNING_MODULE.names, *LIGHTNING_DATAMODULE.names}):
+        return f"a Lightning {qualified.rsplit('.', 1)[-1]}"
+    if _is(qualified, HF, HF_TRAINER.names):
+        return f"the HF `{qualified.rsplit('.', 1)[-1]}`"
+    return None
+
+
+def _keyword_literal(call: ast.Call, keyword: str) -> object:
+    """The literal value of a keyword argument; `...` when it is absent or not a literal."""
+    for kw in call.keywords:
+        if kw.arg == keyword:
+            return kw.value.value if isinstance(kw.value, ast.Constant) else ...
+    return ...
+
+
+EVIDENCE_FINDERS.append(gpu_evidence)
+BASE_EVIDENCE.append(_gpu_base)
+GPU_TEXT_MARKERS.extend(CONTEXT_MARKERS)

@@ -1,8 +1,9 @@
-"""Loops: which are hot (train steps), which iterate a given loader, which run in eval mode."""
+"""Loops: which are hot (train steps), which run in eval mode, and what they iterate: the elements a wrapper
+(`enumerate`, `zip`, `tqdm`, `islice`, a generator of this module) hands out, and which part of the target gets them."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable, Optional
 
 import libcst as cst
 
@@ -11,8 +12,13 @@ from gpulint.analysis.model import Loop
 if TYPE_CHECKING:
     from gpulint.analysis.model import SemanticModel
 
-# Wrappers whose iteration yields the wrapped loader's batches.
-_ITERATION_WRAPPERS = frozenset({"enumerate", "zip", "tqdm", "iter", "tqdm.tqdm", "tqdm.auto.tqdm", "trange"})
+# Calls whose iteration hands out the elements of their first argument (`tqdm(loader)`, `islice(loader, n)`).
+_PASSTHROUGH_WRAPPERS = frozenset({
+    "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.rich.tqdm", "tqdm.std.tqdm",
+    "itertools.islice", "itertools.cycle", "rich.progress.track",
+})  # fmt: skip
+_BUILTIN_WRAPPERS = {"enumerate": "enumerate", "zip": "zip", "iter": "passthrough"}
+_MAX_GENERATOR_DEPTH = 3
 _NO_GRAD_CONTEXTS = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad"})
 
 
@@ -29,14 +35,20 @@ def _is_training_step(model: SemanticModel, call: cst.Call) -> bool:
 
 
 def trains(model: SemanticModel, node: cst.CSTNode, _seen: frozenset[str] = frozenset()) -> bool:
-    """`node` runs a backward pass or an optimizer step, directly or through a function of this module."""
+    """`node` runs a backward pass or an optimizer step, directly, through a function of this module, or
+    through a project function of another module (`train_one_epoch(...)` from `engine.py`)."""
     for call in model.calls_inside(node):
         if _is_training_step(model, call):
             return True
-        if isinstance(call.func, cst.Name) and call.func.value not in _seen:
-            for func in model.functions.get(call.func.value, []):
-                if trains(model, func, _seen | {call.func.value}):
-                    return True
+        if isinstance(call.func, cst.Name) and call.func.value in model.functions:
+            if call.func.value not in _seen:
+                for func in model.functions.get(call.func.value, []):
+                    if trains(model, func, _seen | {call.func.value}):
+                        return True
+            continue
+        callee = model.callee(call)
+        if callee is not None and callee.trains:
+            return True
     return False
 
 
@@ -45,18 +57,144 @@ def is_hot(model: SemanticModel, loop: Loop) -> bool:
 
 
 def iterated_expressions(model: SemanticModel, loop: cst.For) -> list[str]:
-    """Source text of what the loop iterates, looking through enumerate/zip/tqdm/iter."""
+    """Source text of what the loop iterates, looking through enumerate/zip/tqdm/iter/islice."""
     pending: list[cst.BaseExpression] = [loop.iter]
     found = []
     while pending:
         expr = pending.pop()
         if isinstance(expr, cst.Call):
-            name = model.qualified_name(expr.func) or model.code(expr.func)
-            if name in _ITERATION_WRAPPERS or name.split(".")[-1] in _ITERATION_WRAPPERS:
-                pending.extend(arg.value for arg in expr.args if arg.keyword is None)
+            kind = wrapper_kind(model, expr)
+            if kind is not None:
+                pending.extend(_wrapped(model, expr, kind, 0))
                 continue
         found.append(model.code(expr))
     return found
+
+
+def wrapper_kind(model: SemanticModel, call: cst.Call, _depth: int = 0) -> Optional[str]:
+    """How iterating `call` hands out the elements of its arguments: "passthrough" (those of the first:
+    `iter`, `tqdm`, `islice`, a generator of this module that re-yields an argument's elements), "enumerate"
+    (`(i, element)` pairs), "zip" (one element of each argument), or None."""
+    func = call.func
+    if isinstance(func, cst.Name) and func.value in _BUILTIN_WRAPPERS and not model.module_bindings(func.value):
+        return _BUILTIN_WRAPPERS[func.value]
+    if model.qualified_name(func) in _PASSTHROUGH_WRAPPERS or _reyielded_argument(model, call, _depth) is not None:
+        return "passthrough"
+    return None
+
+
+def element_targets(
+    model: SemanticModel,
+    iterable: cst.BaseExpression,
+    target: cst.BaseExpression,
+    is_source: Callable[[cst.BaseExpression], bool],
+    _depth: int = 0,
+) -> Optional[list[cst.BaseExpression]]:
+    """The parts of a `for` target that receive the elements of the iterable that `is_source` accepts, looking
+    through wrappers: `[target]`; `[]` when they arrive but not as a name (`for item in enumerate(xs)`); None
+    when the loop does not iterate it."""
+    if is_source(iterable):
+        return [target]
+    if not isinstance(iterable, cst.Call):
+        return None
+    kind = wrapper_kind(model, iterable, _depth)
+    if kind is None:
+        return None
+    wrapped = _wrapped(model, iterable, kind, _depth)
+    if kind == "passthrough" and wrapped:
+        return element_targets(model, wrapped[0], target, is_source, _depth)
+    if kind == "enumerate" and wrapped:
+        if isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2:
+            return element_targets(model, wrapped[0], target.elements[1].value, is_source, _depth)
+        inner = element_targets(model, wrapped[0], target, is_source, _depth)
+        return inner and []  # `for item in enumerate(xs)`: the element is `item[1]`, not tracked
+    if kind == "zip":
+        unpacked = isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == len(wrapped)
+        for index, arg in enumerate(wrapped):
+            part = target.elements[index].value if unpacked else None
+            inner = element_targets(model, arg, part, is_source, _depth) if part is not None else None
+            if inner is not None:
+                return inner
+            if not unpacked and element_targets(model, arg, target, is_source, _depth) is not None:
+                return []
+    return None
+
+
+def wrapped_arguments(model: SemanticModel, call: cst.Call) -> list[cst.BaseExpression]:
+    """The arguments whose elements the wrapper call `call` hands out (none when it is not a wrapper)."""
+    kind = wrapper_kind(model, call)
+    return _wrapped(model, call, kind, 0) if kind is not None else []
+
+
+def _wrapped(model: SemanticModel, call: cst.Call, kind: str, depth: int) -> list[cst.BaseExpression]:
+    reyielded = _reyielded_argument(model, call, depth) if kind == "passthrough" else None
+    if reyielded is not None:
+        return [reyielded]
+    positional = [a.value for a in call.args if a.keyword is None and not a.star]
+    return positional if kind == "zip" else positional[:1]
+
+
+def _reyielded_argument(model: SemanticModel, call: cst.Call, depth: int) -> Optional[cst.BaseExpression]:
+    """`infinite(loader)` where `def infinite(data): while True: yield from data` (or `for b in data: yield b`,
+    or a part of `b`): the argument whose elements the generator hands out."""
+    if depth > _MAX_GENERATOR_DEPTH or not isinstance(call.func, cst.Name) or any(a.star for a in call.args):
+        return None
+    functions = model.functions.get(call.func.value, [])
+    if len(functions) != 1 or isinstance(model.parent.get(model.parent.get(functions[0])), cst.ClassDef):
+        return None
+    func = functions[0]
+    param = _reyielded_parameter(model, func, depth + 1)
+    if param is None:
+        return None
+    positional = [p.name.value for p in (*func.params.posonly_params, *func.params.params)]
+    for index, arg in enumerate(call.args):
+        if (arg.keyword is not None and arg.keyword.value == param) or (
+            arg.keyword is None and index < len(positional) and positional[index] == param
+        ):
+            return arg.value
+    return None
+
+
+def _reyielded_parameter(model: SemanticModel, func: cst.FunctionDef, depth: int) -> Optional[str]:
+    """The parameter of a generator function whose elements (or parts of them) are all it yields."""
+    yields = model.yields_of(func)
+    params = {p.name.value for p in (*func.params.posonly_params, *func.params.params, *func.params.kwonly_params)}
+    found: set[str] = set()
+    for node in yields:
+        value = node.value
+        if isinstance(value, cst.From):
+            source = value.item
+            if not isinstance(source, cst.Name) or source.value not in params:
+                return None
+            found.add(source.value)
+            continue
+        if not isinstance(value, cst.Name):
+            return None
+        loop = next((a for a in model.ancestors(node) if isinstance(a, cst.For) and value.value in _target_names(a.target)), None)
+        source = _iterated_parameter(model, loop, params, value.value, depth) if loop is not None else None
+        if source is None:
+            return None
+        found.add(source)
+    return found.pop() if len(found) == 1 else None
+
+
+def _iterated_parameter(model: SemanticModel, loop: cst.For, params: set[str], name: str, depth: int) -> Optional[str]:
+    """The parameter whose elements the loop hands to `name` (the element or a part of it)."""
+    for param in params:
+        parts = element_targets(model, loop.iter, loop.target, lambda e, p=param: isinstance(e, cst.Name) and e.value == p, depth)
+        if parts and any(name in _target_names(part) for part in parts):
+            return param
+    return None
+
+
+def _target_names(target: cst.BaseExpression) -> set[str]:
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return set().union(*(_target_names(e.value) for e in target.elements))
+    if isinstance(target, cst.StarredElement):
+        return _target_names(target.value)
+    return set()
 
 
 def in_no_grad(model: SemanticModel, node: cst.CSTNode) -> bool:

@@ -1,14 +1,17 @@
 """Loader-to-loop data flow: where each DataLoader's batches are taken, and where they are moved to CUDA.
 
-A loader reaches a loop through names (`loader = DataLoader(...)`), attributes (`self.loader`), factory
-functions (`return DataLoader(...)`, also as part of a returned tuple), and arguments of this module's
-functions (`train(model, loader)`). A loop takes batches from it directly or through `enumerate`, `zip`,
-`tqdm`, and `iter()` / `next()`. Inside that loop, the batch, an element unpacked from it, a subscript of it
-or a value of a comprehension over it may be moved to CUDA.
+A loader reaches a loop through names (`loader = DataLoader(...)`), attributes (`self.loader`), containers
+(`loaders["train"]`, `{phase: DataLoader(...) for phase in ...}`, tuples), factory functions (`return
+DataLoader(...)`, also as part of a returned tuple), arguments of this module's functions and constructors
+(`train(model, loader)`, `Trainer(model, loader)` then `self.train_loader`), and wrappers bound to names
+(`pbar = tqdm(loader)`). A loop takes batches from it directly or through `enumerate`, `zip`, `tqdm`,
+`islice`, a generator of this module that re-yields them, and `iter()` / `next()`. Inside that loop, the batch,
+an element unpacked from it, a subscript of it or a value of a comprehension over it may be moved to CUDA.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -17,7 +20,7 @@ from typing import TYPE_CHECKING, Iterator, Optional
 import libcst as cst
 
 from gpulint.analysis.dataloaders import DATALOADER, DataLoaderCall
-from gpulint.analysis.hot_loops import in_no_grad, trains
+from gpulint.analysis.hot_loops import element_targets, in_no_grad, trains, wrapped_arguments, wrapper_kind
 from gpulint.analysis.value_resolution import ARGPARSE_DEFAULT, ResolvedValue, literal_value
 
 if TYPE_CHECKING:
@@ -28,7 +31,7 @@ EVAL = "eval"
 UNKNOWN = "unknown"
 
 _MAX_HOPS = 4
-_PASSTHROUGH_WRAPPERS = frozenset({"iter", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.rich.tqdm"})
+ANY_KEY = object()  # a container whose every entry is the loader (`{phase: DataLoader(...) for phase in ...}`)
 _ACCUMULATION_NAME = re.compile(r"accum", re.IGNORECASE)
 _EVAL_FUNCTION = re.compile(r"eval|valid|test|predict|infer", re.IGNORECASE)
 
@@ -42,6 +45,7 @@ class _Ref:
     is_attribute: bool
     bound_at: tuple[cst.CSTNode, ...]  # the assignments (and the constructor call) that produced it
     via: tuple[cst.Call, ...]  # calls that passed it into `scope`
+    key: object = None  # kept in a container: `loaders["train"]`, `loaders[0]` (ANY_KEY: every entry)
 
 
 @dataclass(frozen=True)
@@ -59,12 +63,15 @@ class Iteration:
 
 @dataclass(frozen=True)
 class BatchMove:
-    """`x.to(device)` / `x.cuda()` where `x` is (part of) a batch."""
+    """`x.to(device)` / `x.cuda()` where `x` is (part of) a batch, or a call of a project helper that moves
+    the batch it is given (`to_device(batch, device)`: then `call` is that call and `via` the move in it)."""
 
     call: cst.Call
     receiver: cst.BaseExpression
     iteration: Iteration
     whole_batch: bool  # the receiver is the batch itself, not an element of it
+    via: Optional[str] = None  # `utils.py:12`: where the helper copies it
+    non_blocking: bool = False  # (helpers only) the helper's copy passes `non_blocking=True`
 
 
 @dataclass
@@ -119,7 +126,7 @@ class LoaderFlow:
         found.extend(self._direct_iterations(value, (value,), ()))
         while pending:
             ref = pending.pop()
-            key = (id(ref.scope), ref.name)
+            key = (id(ref.scope), ref.name, ref.key)
             if key in seen:
                 continue
             seen.add(key)
@@ -152,6 +159,80 @@ class LoaderFlow:
         if func is not None and _EVAL_FUNCTION.search(func.name.value):
             return EVAL  # `def evaluate(...)`, `def validate(...)`: a loop that does not train
         return UNKNOWN
+
+    def feeds_gpu_training(self, info: LoaderInfo) -> Optional[tuple[str, bool]]:
+        """(where, trains) when the loader's batches reach the GPU out of sight of this module's loops: a
+        training loop here that runs a GPU module, or a loop elsewhere in the project (the loader is returned
+        by a function another module calls, or handed to one) that copies its batches or trains in GPU code."""
+        project = self.m.project
+        if not project.gpu:
+            return None
+        residency = self.m.residency
+        for iteration in info.iterations:
+            if iteration.loop is None or self.iteration_role(iteration) != TRAIN:
+                continue
+            if any(residency.is_gpu_module(call.func) for call in self.m.calls_inside(iteration.loop)):
+                return f"they feed the training loop at line {self.m.line_of(iteration.loop)}, which runs a GPU model", True
+        consumptions = [c for function, element in self.returned_by(info.loader.call) for c in project.consumed(function, element)]
+        consumptions += self._consumed_by_callees(info.loader.call)
+        for consumption in consumptions:
+            if not consumption.gpu:
+                continue  # the copy may be to the CPU: that loop's module is no GPU code
+            if consumption.moves:
+                return f"they are copied to the GPU at {consumption.moves[0][0]}, in the loop at {consumption.where}", consumption.trains
+            if consumption.trains:
+                return f"they feed the GPU training loop at {consumption.where}", True
+        return None
+
+    def _consumed_by_callees(self, value: cst.CSTNode) -> list:
+        """Loops of project functions (of another module) that the loader is handed to, by name or directly:
+        `train_one_epoch(model, data_loader_train, ...)` from `engine.py`."""
+        m = self.m
+        parent = m.parent.get(value)
+        names: set[str] = set()
+        scope = m.scope_of(value)
+        if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
+            if self._only_loader_bindings(parent.targets[0].target.value, parent):
+                names.add(parent.targets[0].target.value)
+        found = []
+        for call in m.calls:
+            callee = m.callee(call)
+            if callee is None or not callee.consumes:
+                continue
+            for arg, param in m.arguments_to(call, callee):
+                given = arg.value
+                if given is value or (isinstance(given, cst.Name) and given.value in names and self._in_ref_scope(_Ref(scope, given.value, False, (), ()), given)):
+                    found.extend(callee.consumes.get(param, ()))
+        return found
+
+    def returned_by(self, value: cst.CSTNode) -> list[tuple[str, Optional[int]]]:
+        """(function, element) for each function of this module that returns the object `value` builds:
+        `return DataLoader(...)`, `return train, val`, `loader = DataLoader(...)` then `return loader`."""
+        m = self.m
+        found: list[tuple[str, Optional[int]]] = []
+        parent = m.parent.get(value)
+        names: list[str] = []
+        if isinstance(parent, (cst.Return, cst.Element)):
+            nodes = [value]
+        elif isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
+            names.append(parent.targets[0].target.value)
+            nodes = []
+        else:
+            return found
+        func = m.enclosing_function(value)
+        if func is None:
+            return found
+        owner = m.parent.get(m.parent.get(func))
+        key = f"{owner.name.value}.{func.name.value}" if isinstance(owner, cst.ClassDef) else func.name.value
+        for ret in m.returns_of(func):
+            result = ret.value
+            if result is None:
+                continue
+            parts = [e.value for e in result.elements] if isinstance(result, cst.Tuple) else [result]
+            for index, part in enumerate(parts):
+                if any(part is node for node in nodes) or (isinstance(part, cst.Name) and part.value in names):
+                    found.append((key, index if isinstance(result, cst.Tuple) else None))
+        return found
 
     def feeds_training(self, info: LoaderInfo) -> bool:
         """A training loader: its batches feed a training loop, or it shuffles and is not eval-only."""
@@ -263,26 +344,64 @@ class LoaderFlow:
                 yield from self._refs_for_target(target, parent, bound_at + (parent,), via)
         elif isinstance(parent, cst.Return) and hops < _MAX_HOPS:
             yield from self._refs_from_factory(parent, None, bound_at, via, hops)
-        elif isinstance(parent, cst.Element) and hops < _MAX_HOPS:
-            tuple_node = m.parent.get(parent)
-            ret = m.parent.get(tuple_node)
-            if isinstance(tuple_node, cst.Tuple) and isinstance(ret, cst.Return):
-                index = next(i for i, e in enumerate(tuple_node.elements) if e is parent)
-                yield from self._refs_from_factory(ret, index, bound_at, via, hops)
+        elif isinstance(parent, (cst.Element, cst.DictElement)) and parent.value is value and hops < _MAX_HOPS:
+            yield from self._refs_from_container(parent, bound_at, via, hops)
+        elif isinstance(parent, cst.DictComp) and parent.value is value:
+            # `{phase: DataLoader(...) for phase in phases}`: every entry is this loader
+            holder = m.parent.get(parent)
+            if isinstance(holder, cst.Assign) and holder.value is parent:
+                for target in holder.targets:
+                    yield from self._refs_for_target(target.target, holder, bound_at + (holder,), via, ANY_KEY)
         elif isinstance(parent, cst.Arg) and not parent.star:
             call = m.parent.get(parent)
-            if isinstance(call, cst.Call) and len(via) < _MAX_HOPS:
+            if not isinstance(call, cst.Call):
+                return
+            if wrapper_kind(m, call) == "passthrough" and any(value is a for a in wrapped_arguments(m, call)):
+                yield from self._refs_from_value(call, bound_at, via, hops)  # `pbar = tqdm(loader)` hands out its batches
+            elif len(via) < _MAX_HOPS:
                 yield from self._refs_through_wrapper(call, parent, bound_at, via, hops)
                 yield from self._refs_into_function(call, parent, bound_at, via)
 
-    def _refs_for_target(self, target, binder, bound_at, via) -> Iterator[_Ref]:
+    def _refs_from_container(self, element, bound_at, via, hops) -> Iterator[_Ref]:
+        """A loader kept in a tuple, list or dict: returned, unpacked into names, or bound with the container."""
         m = self.m
-        if isinstance(target, cst.Name):
-            if self._only_loader_bindings(target.value, binder):
-                yield _Ref(m.scope_of(binder), target.value, False, bound_at, via)
+        container = m.parent.get(element)
+        holder = m.parent.get(container)
+        if isinstance(element, cst.DictElement):
+            ok, key = literal_value(element.key)
+            if not ok or not isinstance(container, cst.Dict):
+                return
+        elif isinstance(container, (cst.Tuple, cst.List)):
+            key = next(i for i, e in enumerate(container.elements) if e is element)
+            if any(isinstance(e, cst.StarredElement) for e in container.elements[:key]):
+                return
+        else:
+            return
+        if isinstance(holder, cst.Return) and isinstance(container, cst.Tuple):
+            yield from self._refs_from_factory(holder, key, bound_at, via, hops)
+        elif isinstance(holder, cst.Assign) and holder.value is container:
+            for target in holder.targets:
+                target = target.target
+                if isinstance(target, (cst.Tuple, cst.List)) and isinstance(key, int):
+                    if len(target.elements) == len(container.elements) and not any(isinstance(e, cst.StarredElement) for e in target.elements):
+                        yield from self._refs_for_target(target.elements[key].value, holder, bound_at + (holder,), via)
+                else:
+                    yield from self._refs_for_target(target, holder, bound_at + (holder,), via, key)
+
+    def _refs_for_target(self, target, binder, bound_at, via, key: object = None) -> Iterator[_Ref]:
+        m = self.m
+        if isinstance(target, cst.Subscript) and key is None and len(target.slice) == 1 and isinstance(target.slice[0].slice, cst.Index):
+            ok, index = literal_value(target.slice[0].slice.value)  # `loaders["train"] = DataLoader(...)`
+            if ok and index is not None:
+                yield from self._refs_for_target(target.value, binder, bound_at, via, index)
+        elif isinstance(target, cst.Name):
+            # A container is followed while its name is bound once; a plain name while it only holds loaders.
+            scope = m.scope_of(binder)
+            if len(m.bindings.get((id(scope), target.value), [])) <= 1 if key is not None else self._only_loader_bindings(target.value, binder):
+                yield _Ref(scope, target.value, False, bound_at, via, key)
         elif isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name):
             owner = next((a for a in m.ancestors(binder) if isinstance(a, cst.ClassDef)), m.module)
-            yield _Ref(owner, m.code(target), True, bound_at, via)
+            yield _Ref(owner, m.code(target), True, bound_at, via, key)
 
     def _only_loader_bindings(self, name: str, binder: cst.CSTNode) -> bool:
         """Every binding of `name` in its scope assigns a call (a loader or a loader factory)."""
@@ -319,6 +438,8 @@ class LoaderFlow:
                 if isinstance(target, (cst.Tuple, cst.List)) and index < len(target.elements):
                     element = target.elements[index].value
                     yield from self._refs_for_target(element, parent, bound_at + (call, parent), via)
+                elif isinstance(target, cst.Name):  # `loaders = make_loaders()`, then `loaders[0]`
+                    yield from self._refs_for_target(target, parent, bound_at + (call, parent), via, index)
 
     def _calls_to(self, func: cst.FunctionDef) -> Iterator[cst.Call]:
         """Calls of `func` by name, or as `self.func(...)` from inside its class."""
@@ -360,7 +481,7 @@ class LoaderFlow:
         m = self.m
         for func in self._callees(call):
             positional = [p.name.value for p in (*func.params.posonly_params, *func.params.params)]
-            if isinstance(call.func, cst.Attribute) and positional and positional[0] in ("self", "cls"):
+            if isinstance(m.parent.get(m.parent.get(func)), cst.ClassDef) and positional and positional[0] in ("self", "cls"):
                 positional = positional[1:]
             if arg.keyword is not None:
                 param = arg.keyword.value
@@ -374,11 +495,16 @@ class LoaderFlow:
                 yield _Ref(func, param, False, bound_at, via + (call,))
 
     def _callees(self, call: cst.Call) -> list[cst.FunctionDef]:
+        """This module's functions that `call` runs: by name, `self.method(...)`, or a class's `__init__`."""
         m = self.m
         callee = call.func
         if isinstance(callee, cst.Name):
             funcs = m.functions.get(callee.value, [])
-            return [f for f in funcs if not isinstance(m.parent.get(m.parent.get(f)), cst.ClassDef)]
+            found = [f for f in funcs if not isinstance(m.parent.get(m.parent.get(f)), cst.ClassDef)]
+            info = m.local_class_of(m.call_name(call))
+            if info is not None and "__init__" in info.methods:
+                found.append(info.methods["__init__"])  # `Trainer(model, train_loader)`
+            return found
         if isinstance(callee, cst.Attribute) and isinstance(callee.value, cst.Name) and callee.value.value == "self":
             owner = next((a for a in m.ancestors(call) if isinstance(a, cst.ClassDef)), None)
             if owner is not None:
@@ -386,6 +512,12 @@ class LoaderFlow:
         return []
 
     def _matches(self, ref: _Ref, expr: cst.BaseExpression) -> bool:
+        if ref.key is not None:
+            if not isinstance(expr, cst.Subscript) or len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Index):
+                return False
+            ok, key = literal_value(expr.slice[0].slice.value)
+            # `loaders[phase]` may be this entry; `loaders["val"]` is another one
+            return (ref.key is ANY_KEY or not ok or key == ref.key) and self._matches(dataclasses.replace(ref, key=None), expr.value)
         if ref.is_attribute:
             return isinstance(expr, cst.Attribute) and self.m.code(expr) == ref.name
         return isinstance(expr, cst.Name) and expr.value == ref.name
@@ -407,30 +539,18 @@ class LoaderFlow:
         return tuple(self._calls_to(scope))
 
     def _ref_occurrences(self, ref: _Ref) -> Iterator[cst.BaseExpression]:
-        """Expressions naming the loader that appear as call arguments, returns or assignment values."""
+        """Expressions in the ref's scope that name the loader."""
         m = self.m
-        for call in m.calls:
-            if not self._in_ref_scope(ref, call):
-                continue
-            for arg in call.args:
-                if self._matches(ref, arg.value):
-                    yield arg.value
+        for read in m.dataflow.reads.get(ref.name, ()):
+            occurrence = m.parent.get(read) if ref.key is not None else read
+            if isinstance(occurrence, cst.BaseExpression) and self._in_ref_scope(ref, read) and self._matches(ref, occurrence):
+                yield occurrence
 
     def _forwarded_refs(self, ref: _Ref) -> Iterator[_Ref]:
+        """Where the loader goes next: into a function, a constructor, an attribute, a wrapper, a container,
+        or back to the caller."""
         for occurrence in self._ref_occurrences(ref):
-            arg = self.m.parent.get(occurrence)
-            call = self.m.parent.get(arg)
-            if isinstance(arg, cst.Arg) and isinstance(call, cst.Call):
-                yield from self._refs_through_wrapper(call, arg, ref.bound_at, ref.via, len(ref.via))
-                yield from self._refs_into_function(call, arg, ref.bound_at, ref.via)
-        if not ref.is_attribute and isinstance(ref.scope, cst.FunctionDef):
-            for ret in self.m.returns_of(ref.scope):
-                if ret.value is not None and self._matches(ref, ret.value):
-                    yield from self._refs_from_factory(ret, None, ref.bound_at, ref.via, len(ref.via))
-                elif isinstance(ret.value, cst.Tuple):
-                    for index, element in enumerate(ret.value.elements):
-                        if self._matches(ref, element.value):
-                            yield from self._refs_from_factory(ret, index, ref.bound_at, ref.via, len(ref.via))
+            yield from self._refs_from_value(occurrence, ref.bound_at, ref.via, len(ref.via))
 
     # ---- iterations ------------------------------------------------------------------------------
 
@@ -439,7 +559,7 @@ class LoaderFlow:
         found = []
         for loop in self.m.loops:
             if isinstance(loop, cst.For) and self.m.is_inside(value, loop.iter):
-                targets = self._batch_targets(loop.iter, loop.target, lambda e: e is value)
+                targets = element_targets(self.m, loop.iter, loop.target, lambda e: e is value)
                 if targets is not None:
                     found.append(Iteration(loop, (loop,), _names(targets), _whole(targets), True, bound_at, via))
         return found
@@ -450,7 +570,7 @@ class LoaderFlow:
         for loop in m.loops:
             if not isinstance(loop, cst.For) or not self._in_ref_scope(ref, loop):
                 continue
-            targets = self._batch_targets(loop.iter, loop.target, lambda e: self._matches(ref, e))
+            targets = element_targets(self.m, loop.iter, loop.target, lambda e: self._matches(ref, e))
             if targets is not None:
                 via = ref.via + self._entry_calls(ref, loop)
                 found.append(Iteration(loop, (loop,), _names(targets), _whole(targets), True, ref.bound_at, via))
@@ -482,41 +602,6 @@ class LoaderFlow:
             )
         return False
 
-    def _batch_targets(self, expr, target, is_loader) -> Optional[list[cst.BaseExpression]]:
-        """The parts of a `for` target that receive the loader's batches, looking through wrappers."""
-        if is_loader(expr):
-            return [target]
-        if not isinstance(expr, cst.Call):
-            return None
-        positional = [a.value for a in expr.args if a.keyword is None and not a.star]
-        kind = self._wrapper_kind(expr)
-        if kind == "passthrough" and positional:
-            return self._batch_targets(positional[0], target, is_loader)
-        if kind == "enumerate" and positional:
-            if isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2:
-                return self._batch_targets(positional[0], target.elements[1].value, is_loader)
-            inner = self._batch_targets(positional[0], target, is_loader)
-            return inner and []  # `for item in enumerate(loader)`: the batch is `item[1]`, not tracked
-        if kind == "zip":
-            unpacked = isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == len(positional)
-            for index, arg in enumerate(positional):
-                part = target.elements[index].value if unpacked else None
-                inner = self._batch_targets(arg, part, is_loader) if part is not None else None
-                if inner is not None:
-                    return inner
-                if not unpacked and self._batch_targets(arg, target, is_loader) is not None:
-                    return []
-        return None
-
-    def _wrapper_kind(self, call: cst.Call) -> Optional[str]:
-        func = call.func
-        if isinstance(func, cst.Name) and func.value in ("enumerate", "zip", "iter") and not self.m.module_bindings(func.value):
-            return {"enumerate": "enumerate", "zip": "zip", "iter": "passthrough"}[func.value]
-        qualified = self.m.qualified_name(func)
-        if qualified in _PASSTHROUGH_WRAPPERS:
-            return "passthrough"
-        return None
-
     # ---- batches moved to CUDA -------------------------------------------------------------------
 
     def _moves(self, iterations: list[Iteration]) -> list[BatchMove]:
@@ -527,16 +612,35 @@ class LoaderFlow:
             for region in iteration.regions:
                 names = _BatchNames.collect(region, names)
             for call in self.m.calls:
-                if id(call) in seen or not self.m.residency.moves_to_cuda(call):
+                if id(call) in seen or not any(self.m.is_inside(call, region) for region in iteration.regions):
                     continue
-                if not any(self.m.is_inside(call, region) for region in iteration.regions):
+                if not self.m.residency.moves_to_cuda(call):
+                    helper = self._helper_move(call, names, iteration)
+                    if helper is not None:
+                        seen.add(id(call))
+                        moves.append(helper)
                     continue
-                receiver = call.func.value  # a move is always a method call
+                receiver = self.m.residency.unwrapped(call.func.value)  # a move is a method call; `Variable(x).cuda()` moves `x`
                 if _is_batch_part(receiver, names) and not self._already_moved(receiver, call, iteration.regions):
                     seen.add(id(call))
                     whole = isinstance(receiver, cst.Name) and receiver.value == iteration.whole_batch
                     moves.append(BatchMove(call, receiver, iteration, whole))
         return moves
+
+    def _helper_move(self, call: cst.Call, names: set[str], iteration: Iteration) -> Optional[BatchMove]:
+        """`to_device(batch, device)`: a project function (of this module or another) that copies the
+        argument it is given to the GPU on every call."""
+        callee = self.m.callee(call)
+        if callee is None:
+            return None
+        for arg, param in self.m.arguments_to(call, callee):
+            if not _is_batch_part(arg.value, names):
+                continue
+            for effect in callee.effects.get(param, ()):
+                if effect[0] == "move":
+                    whole = isinstance(arg.value, cst.Name) and arg.value.value == iteration.whole_batch
+                    return BatchMove(call, arg.value, iteration, whole, via=effect[1], non_blocking=effect[2])
+        return None
 
     def _already_moved(self, receiver: cst.BaseExpression, call: cst.Call, regions) -> bool:
         """`target = target.cuda()` earlier in the loop: a later `target.cuda()` copies nothing."""

@@ -362,12 +362,17 @@ class _Positions(Mapping):
 
 
 class SemanticModel:
-    """Answers the rules' questions about a module. Built once per file; positions only on demand."""
+    """Answers the rules' questions about a module. Built once per file; positions only on demand.
 
-    def __init__(self, module: cst.Module, path: str = "<stdin>", source: str | None = None) -> None:
+    `project` is what the rest of the project tells this module (`analysis/project.py`): the facts of the
+    functions and classes it calls from other modules, what other modules do with what it builds, and
+    whether it is GPU code. Without it, the module is read alone (its own functions and evidence only)."""
+
+    def __init__(self, module: cst.Module, path: str = "<stdin>", source: str | None = None, project=None) -> None:
         self.module = module
         self.path = path
         self.source = source if source is not None else module.code
+        self._project = project
         self.imports = ImportTable()
         self.import_statements: list[cst.CSTNode] = []
         self.parent: dict[cst.CSTNode, cst.CSTNode] = {}
@@ -510,6 +515,11 @@ class SemanticModel:
         """id(node) -> (its pre-order number, the number of its last descendant), for every walked node."""
         return _pre_order_spans(self.module)
 
+    @property
+    def is_notebook(self) -> bool:
+        """The module is a Jupyter notebook's code cells: run by a kernel, never imported or run as a script."""
+        return self.path.lower().endswith(".ipynb")
+
     @cached_property
     def has_main_guard(self) -> bool:
         for stmt in self.module.body:
@@ -617,6 +627,53 @@ class SemanticModel:
     def line_of(self, node: cst.CSTNode) -> int:
         return self.range(node).start.line
 
+    # ---- the project around the module ---------------------------------------------------------
+
+    @cached_property
+    def project(self):
+        """The module's `ModuleContext` (see `analysis/project.py`)."""
+        if self._project is not None:
+            return self._project
+        from gpulint.analysis.project import lone_context
+        from gpulint.analysis.summary import summarize
+
+        return lone_context(summarize(self.source), self.path)
+
+    def project_ref(self, call: cst.Call) -> str | None:
+        """How the project summary names what `call` calls: `make_loaders`, `utils.to_device`, `Trainer.step`
+        for `self.step(...)`; None for a name bound locally (a parameter, a variable)."""
+        dotted = dotted_name(call.func)
+        if dotted is None:
+            return None
+        head, _, rest = dotted.partition(".")
+        if head == "self" and rest and "." not in rest:
+            owner = next((a for a in self.ancestors(call) if isinstance(a, cst.ClassDef)), None)
+            return f"{owner.name.value}.{rest}" if owner is not None else None
+        scope = self.scope_of(call)
+        if scope is not self.module and (id(scope), head) in self.bindings:
+            return None
+        return dotted
+
+    def callee(self, call: cst.Call):
+        """The composed facts of the project function or class `call` calls (`analysis/project.Callee`), or None."""
+        return self.project.callee(self.project_ref(call))
+
+    def arguments_to(self, call: cst.Call, callee) -> list[tuple[cst.Arg, str]]:
+        """The arguments of `call` with the parameters of `callee` they land on (`self` skipped for methods
+        and classes); none after a `*args` (positions unknown from there)."""
+        params = list(callee.params)
+        if params[:1] == ["self"] and (callee.kind == "class" or isinstance(call.func, cst.Attribute)):
+            params = params[1:]
+        found = []
+        for position, arg in enumerate(call.args):
+            if arg.star:
+                break
+            if arg.keyword is not None:
+                found.append((arg, arg.keyword.value))
+            elif position < len(params):
+                found.append((arg, params[position]))
+        return found
+
     # ---- derived facts, each computed once and only when a rule asks -----------------------------
 
     @cached_property
@@ -699,22 +756,29 @@ class SemanticModel:
         """The `return` statements of `func` itself, not of functions nested in it."""
         found = self._returns.get(func)
         if found is None:
-            found = self._returns[func] = _collect_returns(func)
+            found = self._returns[func] = _collect_own(func, cst.Return)
         return found
 
+    def yields_of(self, func: cst.FunctionDef) -> list[cst.Yield]:
+        """The `yield` expressions of `func` itself (it is a generator when there are any)."""
+        return _collect_own(func, cst.Yield)
 
-def _collect_returns(func: cst.FunctionDef) -> list[cst.Return]:
-    found: list[cst.Return] = []
 
-    class _Returns(cst.CSTVisitor):
+def _collect_own(func: cst.FunctionDef, kind: type) -> list:
+    """The nodes of `kind` in `func`, not in the functions and lambdas nested in it."""
+    found: list = []
+
+    class _Collector(cst.CSTVisitor):
         def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return node is func  # nested functions return for themselves
+            return node is func  # nested functions return (and yield) for themselves
 
         def visit_Lambda(self, node: cst.Lambda) -> bool:
             return False
 
-        def visit_Return(self, node: cst.Return) -> None:
-            found.append(node)
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if isinstance(node, kind):
+                found.append(node)
+            return super().on_visit(node)
 
-    func.visit(_Returns())
+    func.visit(_Collector())
     return found

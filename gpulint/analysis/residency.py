@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Optional
 import libcst as cst
 
 from gpulint.analysis.dataflow import Write
-from gpulint.analysis.hot_loops import _is_training_step, in_no_grad, trains
+from gpulint.analysis.hot_loops import _is_training_step, element_targets, in_no_grad, trains
 from gpulint.analysis.imports import dotted_name
+from gpulint.analysis.summary import DEVICE_INDEX_NAME
 from gpulint.analysis.value_resolution import literal_value
 
 if TYPE_CHECKING:
@@ -65,11 +66,27 @@ _TORCH_HOST_FUNCTIONS = frozenset({
     "torch.save", "torch.load", "torch.manual_seed", "torch.is_tensor", "torch.numel", "torch.equal", "torch.allclose",
     "torch.is_floating_point", "torch.set_grad_enabled", "torch.no_grad", "torch.device", "torch.get_default_dtype",
 })  # fmt: skip
+# The legacy typed tensor classes (`torch.cuda.FloatTensor`), and `torch.Tensor` (the default CPU type): their
+# device is in their name.
+_LEGACY_TENSOR_TYPE = re.compile(r"^torch\.(?:(cuda\.)?(Float|Double|Half|BFloat16|Long|Int|Short|Char|Byte|Bool)Tensor|Tensor)$")
+VARIABLE = "torch.autograd.Variable"
+# Ops whose output size depends on the data: the host reads the size from the GPU before it can go on.
+_DATA_DEPENDENT_SHAPE = frozenset({"nonzero", "argwhere", "masked_select", "unique", "unique_consecutive"})
+_DATA_DEPENDENT = "has an output size that depends on the data"
+# Methods and functions that turn a tensor into a boolean mask.
+_MASK_METHODS = frozenset({"eq", "ne", "gt", "ge", "lt", "le", "bool", "isnan", "isinf", "isfinite", "logical_not", "logical_and", "logical_or", "logical_xor"})
+# Tests that are true on every run that has a GPU to use.
+_AVAILABILITY_CHECKS = frozenset({"torch.cuda.is_available", "torch.accelerator.is_available"})
 _MODULE_METHODS = frozenset({"parameters", "named_parameters", "buffers", "named_buffers", "modules", "named_modules", "children", "train", "eval", "apply"})
 _SELF_RETURNING_MODULE_METHODS = frozenset({"to", "cuda", "cpu", "half", "float", "double", "bfloat16", "train", "eval", "requires_grad_", "apply", "to_empty"})
 _TIMERS = frozenset({
     "time.time", "time.perf_counter", "time.monotonic", "time.process_time", "time.perf_counter_ns", "time.time_ns",
     "time.monotonic_ns", "timeit.default_timer",
+})  # fmt: skip
+_MEMORY_STATISTICS = frozenset({
+    "memory_allocated", "memory_reserved", "max_memory_allocated", "max_memory_reserved", "memory_stats",
+    "memory_summary", "reset_peak_memory_stats", "reset_max_memory_allocated", "mem_get_info", "memory_cached",
+    "max_memory_cached", "memory_snapshot",
 })  # fmt: skip
 _OPTIMIZER = re.compile(r"(self\.)?((\w*_)?optim(izer)?\w*|opt(_\w+|[A-Z]\w*)?)")
 _RATE_NAME = re.compile(
@@ -110,9 +127,16 @@ class Residency:
         if isinstance(expr, cst.Call):
             name = model.call_name(expr)
             if name == "torch.device":
-                return self.device_kind(expr.args[0].value, depth + 1) if expr.args else None
-            if name == "torch.cuda.current_device":
+                if not expr.args:
+                    return None
+                kind = self.device_kind(expr.args[0].value, depth + 1)
+                # `torch.device(args.device)`: a device chosen at run time, an accelerator where there is one
+                return kind if kind is not None or literal_value(expr.args[0].value)[0] else CUDA
+            if name in ("torch.cuda.current_device", "torch.accelerator.current_accelerator", "torch.accelerator.current_device_index"):
                 return CUDA
+            callee = model.callee(expr)
+            if callee is not None and callee.returns == ("device",):
+                return CUDA  # `device = get_device()`, a project function that returns one
             return None
         if isinstance(expr, cst.IfExp):
             kinds = {self.device_kind(expr.body, depth + 1), self.device_kind(expr.orelse, depth + 1)}
@@ -133,9 +157,37 @@ class Residency:
             if resolved is not None and isinstance(resolved.value, str):
                 kind = resolved.value.split(":")[0]
                 return CUDA if kind == "cuda" else CPU if kind == "cpu" else OTHER
-            if _DEVICE_NAME.search(last):
+            if _DEVICE_NAME.search(last) or DEVICE_INDEX_NAME.match(last):
                 return CUDA
         return None
+
+    def holds_on_gpu_runs(self, test: cst.BaseExpression, depth: int = 0) -> bool:
+        """A condition that is true whenever the code runs on a GPU: `torch.cuda.is_available()`, a name bound to
+        `not args.no_cuda and torch.cuda.is_available()` (or `True if ... else False`), `device.type == "cuda"`."""
+        if depth > 6:
+            return False
+        if isinstance(test, cst.Call):
+            return self.model.call_name(test) in _AVAILABILITY_CHECKS
+        if isinstance(test, cst.BooleanOperation):
+            sides = (self.holds_on_gpu_runs(test.left, depth + 1), self.holds_on_gpu_runs(test.right, depth + 1))
+            return any(sides) if isinstance(test.operator, cst.And) else all(sides)
+        if isinstance(test, cst.IfExp):
+            return literal_value(test.body) == (True, True) and literal_value(test.orelse) == (True, False) and (
+                self.holds_on_gpu_runs(test.test, depth + 1)
+            )
+        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.comparisons[0].operator, cst.Equal):
+            sides = (test.left, test.comparisons[0].comparator)
+            return any(
+                literal_value(a) == (True, "cuda") and isinstance(b, cst.Attribute) and b.attr.value == "type"
+                for a, b in (sides, sides[::-1])
+            )  # `device.type == "cuda"`
+        if isinstance(test, (cst.Name, cst.Attribute)):
+            key = dotted_name(test)
+            writes = self.flow.reaching_writes(key, test) if key else []
+            return bool(writes) and all(
+                w.value is not None and not w.is_augmented and self.holds_on_gpu_runs(w.value, depth + 1) for w in writes
+            )
+        return False
 
     def _not_a_device(self, value: cst.BaseExpression) -> bool:
         """A value that is clearly something other than a device: a tensor, a module, a dtype, a number."""
@@ -202,9 +254,48 @@ class Residency:
         return (kind, device, dtype) if kind is not None else None
 
     def moves_to_cuda(self, call: cst.Call) -> bool:
-        """`x.cuda(...)`, `x.to(<CUDA device>)`: `move` to CUDA (the receiver is then a `cst.Attribute`'s value)."""
+        """`x.cuda(...)`, `x.to(<CUDA device>)`, `x.type(torch.cuda.FloatTensor)`: a copy to CUDA (the receiver is
+        then a `cst.Attribute`'s value)."""
         m = self.move(call)
-        return m is not None and m[0] == CUDA
+        return (m is not None and m[0] == CUDA) or self.type_move(call) == CUDA
+
+    def type_move(self, call: cst.Call) -> Optional[str]:
+        """CUDA or CPU for `x.type(T)` where `T` is a legacy tensor type (`torch.cuda.FloatTensor`, or the alias
+        `Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor`): a copy that also casts. Kept apart from
+        `move`: the cast has no `dtype=` expression a fix could reuse."""
+        func = call.func
+        if not isinstance(func, cst.Attribute) or func.attr.value != "type" or any(a.star for a in call.args):
+            return None
+        target = next((a.value for a in call.args if a.keyword is None or a.keyword.value == "dtype"), None)
+        return self.legacy_type_device(target) if target is not None else None
+
+    def legacy_type_device(self, expr: cst.BaseExpression, depth: int = 0) -> Optional[str]:
+        """CUDA for `torch.cuda.FloatTensor` (or `"torch.cuda.FloatTensor"`, or a name bound once to it or to
+        `torch.cuda.FloatTensor if cuda else torch.FloatTensor`), CPU for `torch.FloatTensor`, else None."""
+        if depth > 6:
+            return None
+        ok, value = literal_value(expr)
+        name = value if ok and isinstance(value, str) else None
+        if isinstance(expr, (cst.Name, cst.Attribute)):
+            name = self.model.qualified_name(expr)
+        match = _LEGACY_TENSOR_TYPE.match(name or "")
+        if match is not None:
+            return CUDA if match.group(1) else CPU
+        if isinstance(expr, cst.IfExp):
+            kinds = {self.legacy_type_device(expr.body, depth + 1), self.legacy_type_device(expr.orelse, depth + 1)}
+            return CUDA if CUDA in kinds and None not in kinds else None  # as `device_kind`: GPU runs take CUDA
+        if isinstance(expr, (cst.Name, cst.Attribute)):
+            key = dotted_name(expr)
+            writes = self.flow.reaching_writes(key, expr) if key else []
+            if len(writes) == 1 and writes[0].value is not None and not writes[0].is_augmented:
+                return self.legacy_type_device(writes[0].value, depth + 1)
+        return None
+
+    def unwrapped(self, expr: cst.BaseExpression) -> cst.BaseExpression:
+        """The tensor inside `Variable(t)`: `torch.autograd.Variable` returns `t` itself."""
+        while isinstance(expr, cst.Call) and self.model.call_name(expr) == VARIABLE and expr.args and not expr.args[0].keyword and not expr.args[0].star:
+            expr = expr.args[0].value
+        return expr
 
     def creates_on_cuda(self, call: cst.Call) -> bool:
         """A call given `device=<CUDA device>`: `torch.zeros(3, device="cuda")`."""
@@ -256,16 +347,17 @@ class Residency:
                 if func.attr.value in _SELF_RETURNING_MODULE_METHODS:
                     return self.is_module(func.value, depth + 1)
             info = model.local_class_of(name)
-            if info is not None:
-                return self._is_module_class(info.node.name.value)
-            if isinstance(func, cst.Name):
-                return any(self._returns_module(f, depth) for f in model.functions.get(func.value, []))
-            return False
+            if info is not None and self._is_module_class(info.node.name.value):
+                return True
+            if isinstance(func, cst.Name) and any(self._returns_module(f, depth) for f in model.functions.get(func.value, [])):
+                return True
+            callee = model.callee(expr)  # a class or factory of the project (another module, or a base there)
+            return callee is not None and callee.returns in (("module",), ("gpu_module",))
         if isinstance(expr, (cst.Name, cst.Attribute)):
             key = dotted_name(expr)
             if key is None:
                 return False
-            if self._used_as_module(key, expr):
+            if self._used_as_module(key, expr) or self._received(expr) & {"module", "gpu_module"}:
                 return True
             writes = self.flow.reaching_writes(key, expr)
             return bool(writes) and all(self._write_is_module(w, depth) for w in writes)
@@ -324,18 +416,38 @@ class Residency:
         parent = self.model.parent.get(call)
         return isinstance(parent, cst.Expr) and (m := self.move(call)) is not None and m[0] != CPU
 
+    def _received(self, expr: cst.BaseExpression) -> set[str]:
+        """For a parameter: what the project's callers pass for it ("gpu_module", "cuda_device", ...)."""
+        if not isinstance(expr, cst.Name):
+            return set()
+        binders = self.model.bindings_of(expr.value, expr)
+        if len(binders) != 1 or not isinstance(binders[0], cst.Param):
+            return set()
+        func = self.model.enclosing_function(binders[0])
+        if func is None:
+            return set()
+        owner = self.model.parent.get(self.model.parent.get(func))
+        key = f"{owner.name.value}.{func.name.value}" if isinstance(owner, cst.ClassDef) else func.name.value
+        return set(self.model.project.receives(key, expr.value))
+
     def is_gpu_module(self, expr: cst.BaseExpression) -> bool:
-        """A module moved to CUDA: bound to `<module>.to(cuda)`, or moved in place in its scope."""
+        """A module moved to CUDA: bound to `<module>.to(cuda)`, or moved in place in its scope, built by a
+        project factory that moves it, or a parameter the project's callers give a GPU module."""
         if not self.is_module(expr):
             return False
         key = dotted_name(expr)
         if isinstance(expr, cst.Call):
             m = self.move(expr)
-            return m is not None and m[0] == CUDA
+            if m is None:
+                callee = self.model.callee(expr)
+                return callee is not None and callee.returns == ("gpu_module",)
+            return m[0] == CUDA
         if key is None:
             return False
+        if "gpu_module" in self._received(expr):
+            return True
         for write in self.flow.reaching_writes(key, expr):
-            if isinstance(write.value, cst.Call) and self._moved_call(write.value):
+            if isinstance(write.value, cst.Call) and (self._moved_call(write.value) or self.is_gpu_module(write.value)):
                 return True
             if self.model.frameworks.placed_module(write.target):
                 return True
@@ -395,6 +507,8 @@ class Residency:
                 return LIKELY  # `batch` of `training_step`: the framework copied it to the device
             return NONE
         if isinstance(expr, cst.BinaryOperation):
+            if isinstance(expr.operator, cst.Modulo) and isinstance(expr.left, (cst.SimpleString, cst.ConcatenatedString)):
+                return NONE  # `"%f" % t` is a string
             return max(self.level(expr.left), self.level(expr.right))
         if isinstance(expr, cst.Comparison):
             return max([self.level(expr.left), *(self.level(c.comparator) for c in expr.comparisons)])
@@ -407,9 +521,11 @@ class Residency:
         return NONE
 
     def _write_level(self, write: Write) -> int:
-        if write.value is None:
-            if isinstance(write.statement, cst.For) and self.model.frameworks.placed_loop(write.statement):
+        if write.value is None and isinstance(write.statement, cst.For):
+            if self.model.frameworks.placed_loop(write.statement):
                 return LIKELY  # a batch of a loader that accelerate / Fabric places on the device
+            return self._element_level(write)
+        if write.value is None:
             # `out, feats = model(x)`: the parts of what a GPU module returns are on the GPU too.
             return min(self.level(write.source), LIKELY) if write.source is not None else NONE
         level = self.level(write.value)
@@ -420,12 +536,35 @@ class Residency:
             level = max(level, previous)
         return level
 
+    def _element_level(self, write: Write) -> int:
+        """`for row in t:` over a GPU tensor (also through `enumerate`/`zip`): each element is on the GPU too."""
+        loop = write.statement
+        levels: list[int] = []
+
+        def is_tensor(expr: cst.BaseExpression) -> bool:
+            level = self.level(expr)
+            if level:
+                levels.append(level)
+            return bool(level)
+
+        parts = element_targets(self.model, loop.iter, loop.target, is_tensor)
+        if not parts or not any(write.target is t or self.model.is_inside(write.target, t) for t in parts):
+            return NONE
+        return levels[-1]
+
     def _call_level(self, call: cst.Call) -> int:
         model = self.model
         move = self.move(call)
         if move is not None:
             return CERTAIN if move[0] == CUDA and not self.is_module(call) else NONE
         func = call.func
+        moved = self.type_move(call)  # `x.type(Tensor)`; `model.type(...)` casts a module in place
+        if moved is not None:
+            return CERTAIN if moved == CUDA and not self.is_module(func.value) else NONE
+        # `Tensor(n, 1)` for a legacy type (only names that say so are looked up: this runs for every call)
+        built = self.legacy_type_device(func) if "Tensor" in (dotted_name(func) or "") else None
+        if built is not None:
+            return CERTAIN if built == CUDA else NONE
         if self.factory(call) is not None:
             for arg in call.args:
                 if arg.keyword is not None and arg.keyword.value == "device":
@@ -439,7 +578,7 @@ class Residency:
                     return NONE
                 # A torch function given a tensor returns a tensor, even when the input went through a helper.
                 return CERTAIN if self._args_level(call) else NONE
-            if "." in name:  # another library: numpy, math, time, ...
+            if "." in name and model.callee(call) is None:  # another library: numpy, math, time, ...
                 return NONE
         if isinstance(func, cst.Name):
             if func.value in _HOST_BUILTINS and not model.bindings_of(func.value, call):
@@ -457,11 +596,26 @@ class Residency:
                 return NONE
             receiver_level = self.level(receiver)
             if receiver_level:
-                return receiver_level  # a tensor method: same device
+                # A tensor method runs where its tensors are: `pred.eq(target)` with `target` on the GPU is too.
+                return max(receiver_level, self._args_level(call))
         if self.is_module(func):
             return CERTAIN if self.is_gpu_module(func) else self._args_level(call)
         if isinstance(func, cst.Name) and self._returns_host(func.value):
             return NONE
+        callee = model.callee(call)
+        if callee is not None and callee.returns is not None:
+            returned = callee.returns
+            local = isinstance(func, cst.Name) and func.value in model.functions  # `_returns_level` below reads those
+            if not local and (returned == ("gpu",) or (returned[0] == "tuple" and returned[1] and all(r == ("gpu",) for r in returned[1]))):
+                return CERTAIN  # `x, y = to_device(batch, device)`, a project helper that returns moved tensors
+            if returned == ("host",):
+                return NONE  # `def to_cpu(t): return t.detach().cpu()`
+            if returned[0] == "param":
+                # `def stats(outputs): return outputs.mean()`: tensor operations on what it is given
+                given = next((arg.value for arg, param in model.arguments_to(call, callee) if param == returned[1]), None)
+                if given is not None:
+                    # what a GPU module it is given computes (`return model(**batch).loss`) is on the GPU too
+                    return LIKELY if self.is_gpu_module(given) else self.level(given)
         if isinstance(func, cst.Name) and not model.bindings_of(func.value, call) or (
             isinstance(func, cst.Name) and func.value in model.functions
         ):
@@ -531,10 +685,14 @@ class Residency:
         found: list[HostSync] = []
         for call in model.calls:
             func = call.func
-            if isinstance(func, cst.Attribute) and func.attr.value in ("item", "tolist", "numpy", "cpu", "to"):
+            if isinstance(func, cst.Attribute) and func.attr.value in ("item", "tolist", "numpy", "cpu", "to", "type"):
                 method = func.attr.value
                 receiver = func.value
-                if method == "to":
+                if method == "type":
+                    if self.type_move(call) != CPU:
+                        continue
+                    kind = "`.type()` to a CPU tensor type"
+                elif method == "to":
                     move = self.move(call)
                     if move is None or move[0] != CPU or any(
                         a.keyword is not None and a.keyword.value == "non_blocking" for a in call.args
@@ -549,7 +707,7 @@ class Residency:
                     continue  # `x.cpu().numpy()`: the `.cpu()` is the sync
                 if self.is_gpu(receiver) and not self.is_module(receiver):
                     found.append(HostSync(call, kind, receiver))
-            elif isinstance(func, cst.Name) and func.value in ("float", "int", "bool", "print", "str", "repr"):
+            elif isinstance(func, cst.Name) and func.value in ("float", "int", "bool", "print", "str", "repr", "format"):
                 if model.bindings_of(func.value, call):
                     continue
                 for arg in call.args:
@@ -557,11 +715,188 @@ class Residency:
                         kind = "`print()` of a GPU tensor" if func.value == "print" else f"`{func.value}()` of a GPU tensor"
                         found.append(HostSync(call, kind, arg.value))
                         break
+            elif isinstance(func, cst.Attribute) and func.attr.value in ("format", "add_scalar", "add_scalars"):
+                value = self._formatted_or_logged(call)
+                if value is not None:
+                    kind = "`str.format()` of a GPU tensor" if func.attr.value == "format" else f"`{func.attr.value}()` of a GPU tensor"
+                    found.append(HostSync(call, kind, value))
         for node, kind in self._tests_and_formats():
             expr = node.expression if isinstance(node, cst.FormattedStringExpression) else node
             if self._test_is_gpu(expr):
                 found.append(HostSync(node, kind, expr))
+        subscripts, percent_formats = self._subscripts_and_percent_formats
+        for operation in percent_formats:
+            values = [e.value for e in operation.right.elements] if isinstance(operation.right, cst.Tuple) else [operation.right]
+            value = next((v for v in values if self.is_gpu(v, certain=True)), None)
+            if value is not None:
+                found.append(HostSync(operation, "`%` formatting of a GPU tensor", value))
+        for subscript in subscripts:
+            index = _single_index(subscript)
+            # `classes[pred]`: a Python list reads its index with `__index__`, which copies it to the host
+            if index is not None and self.is_gpu(index, certain=True) and self._is_python_sequence(subscript.value):
+                found.append(HostSync(subscript, "indexing a Python list with a GPU tensor", index))
+        found.extend(self._helper_syncs())
         return found
+
+    def _helper_syncs(self) -> list[HostSync]:
+        """Calls of project functions (this module's or another's) that wait for the GPU on every call: on a
+        value they make themselves, or on an argument that is a GPU tensor or a GPU module here."""
+        model = self.model
+        found = []
+        for call in model.calls:
+            callee = model.callee(call)
+            if callee is None:
+                continue
+            sync = next((HostSync(call, entry[1], call, via=entry[2]) for entry in callee.syncs if entry[0] == "sync"), None)
+            for arg, param in model.arguments_to(call, callee) if sync is None else ():
+                for effect in callee.effects.get(param, ()):
+                    if effect[0] == "sync" and (self.is_gpu(arg.value, certain=effect[3]) or self.is_gpu_module(arg.value)):
+                        sync = HostSync(call, effect[1], arg.value, via=effect[2])
+                        break
+                if sync is not None:
+                    break
+            if sync is not None:
+                found.append(sync)
+        return found
+
+    def _formatted_or_logged(self, call: cst.Call) -> Optional[cst.BaseExpression]:
+        """The GPU tensor that `"...".format(t)`, `writer.add_scalar(tag, t)` or `writer.add_scalars(tag, {...: t})`
+        turns into host numbers (TensorBoard's writer calls `.cpu().numpy()` on it)."""
+        func = call.func
+        assert isinstance(func, cst.Attribute)
+        method = func.attr.value
+        if method == "format":
+            if not self._is_python_sequence(func.value, strings_only=True):
+                return None
+            values = [a.value for a in call.args if not a.star]
+        else:
+            keyword = "scalar_value" if method == "add_scalar" else "tag_scalar_dict"
+            positional = [a.value for a in call.args if a.keyword is None and not a.star]
+            given = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == keyword), None)
+            value = given if given is not None else positional[1] if len(positional) > 1 else None
+            if method == "add_scalars":
+                values = [e.value for e in value.elements if isinstance(e, cst.DictElement)] if isinstance(value, cst.Dict) else []
+            else:
+                values = [value] if value is not None else []
+        return next((v for v in values if self.is_gpu(v, certain=True)), None)
+
+    def _is_python_sequence(self, expr: cst.BaseExpression, strings_only: bool = False, depth: int = 0) -> bool:
+        """A Python list, tuple or string (a display, `list(...)`, or a name bound only to those)."""
+        if depth > 6:
+            return False
+        if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+            return True
+        if not strings_only and isinstance(expr, (cst.List, cst.Tuple, cst.ListComp)):
+            return True
+        if not strings_only and isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value in ("list", "tuple", "sorted"):
+            return not self.model.bindings_of(expr.func.value, expr)
+        if isinstance(expr, (cst.Name, cst.Attribute)):
+            key = dotted_name(expr)
+            writes = self.flow.reaching_writes(key, expr) if key else []
+            return bool(writes) and all(
+                w.value is not None and self._is_python_sequence(w.value, strings_only, depth + 1) for w in writes
+            )
+        return False
+
+    @cached_property
+    def _subscripts_and_percent_formats(self) -> tuple[list[cst.Subscript], list[cst.BinaryOperation]]:
+        """Every subscript, and every `"..." % values` operation, in source order."""
+        subscripts, formats = [], []
+        for node in self.model.parent:
+            kind = type(node)
+            if kind is cst.Subscript:
+                subscripts.append(node)
+            elif kind is cst.BinaryOperation and type(node.operator) is cst.Modulo and isinstance(node.left, (cst.SimpleString, cst.ConcatenatedString)):
+                formats.append(node)
+        return subscripts, formats
+
+    @cached_property
+    def shape_syncs(self) -> list[HostSync]:
+        """Every op whose output size depends on GPU data, so the host waits to learn it: `nonzero`, `argwhere`,
+        one-argument `torch.where`, `masked_select`, `unique`, `repeat_interleave` with tensor repeats and no
+        `output_size`, boolean-mask indexing (`x[x > 0]`); and two hidden blocking transfers: `torch.tensor(<host
+        data>, device=<cuda>)` (a copy from pageable memory) and Python `max()` / `min()` of GPU tensors."""
+        model = self.model
+        found: list[HostSync] = []
+        for call in model.calls:
+            synced = self._shape_sync(call)
+            if synced is not None:
+                found.append(HostSync(call, *synced))
+        for subscript in self._subscripts_and_percent_formats[0]:
+            holder = model.parent.get(subscript)
+            if isinstance(holder, (cst.AssignTarget, cst.Del)) or (isinstance(holder, cst.AugAssign) and holder.target is subscript):
+                continue  # a masked store: not the read the rule is about
+            masks = [e.slice.value for e in subscript.slice if isinstance(e.slice, cst.Index) and self._is_mask(e.slice.value)]
+            if any(self.is_gpu(m, certain=True) for m in masks) and self.is_gpu(subscript.value):
+                found.append(HostSync(subscript, f"boolean-mask indexing {_DATA_DEPENDENT}", subscript.value))
+        return found
+
+    def _shape_sync(self, call: cst.Call) -> Optional[tuple[str, cst.BaseExpression]]:
+        """(kind, GPU value) when `call` makes the host wait for a data-dependent size, a copy or a comparison."""
+        model = self.model
+        func = call.func
+        name = model.call_name(call) or ""
+        positional = [a.value for a in call.args if a.keyword is None and not a.star]
+        keywords = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+        if name.startswith("torch.") and name.count(".") == 1:
+            op, inputs = name[len("torch.") :], positional
+        elif isinstance(func, cst.Attribute) and not name:  # a tensor method: `mask.nonzero()`
+            op, inputs = func.attr.value, [func.value, *positional]
+        elif isinstance(func, cst.Name) and func.value in ("max", "min") and not model.bindings_of(func.value, call):
+            value = next((v for v in positional if self.is_gpu(v, certain=True)), None)
+            return (f"Python `{func.value}()` compares GPU tensors on the host", value) if value is not None else None
+        else:
+            return None
+        if op in ("tensor", "as_tensor") and name:
+            device, data = keywords.get("device"), keywords.get("data", inputs[0] if inputs else None)
+            if device is not None and self.device_kind(device) == CUDA and data is not None and self._is_host_data(data):
+                return f"`torch.{op}()` copies host data to the GPU from pageable memory", data
+            return None
+        if op in _DATA_DEPENDENT_SHAPE:
+            kind, checked = f"`{op}()` {_DATA_DEPENDENT}", inputs[:2] if op == "masked_select" else inputs[:1]
+        elif op == "where" and name and len(call.args) == 1:
+            kind, checked = f"one-argument `torch.where()` {_DATA_DEPENDENT}", inputs
+        elif op == "repeat_interleave" and "output_size" not in keywords:
+            # Only tensor repeats have a data-dependent total (`x.repeat_interleave(2)` does not wait).
+            repeats = keywords.get("repeats", inputs[1] if len(inputs) > 1 else inputs[0] if name and inputs else None)
+            kind, checked = f"`repeat_interleave()` without `output_size` {_DATA_DEPENDENT}", [repeats] if repeats is not None else []
+        else:
+            return None
+        # `torch.nonzero(x)` needs a tensor, so "likely on the GPU" is enough; `x.nonzero()` may be NumPy's.
+        value = next((v for v in checked if self.is_gpu(v, certain=not name)), None)
+        return (kind, value) if value is not None else None
+
+    def _is_host_data(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
+        """Numbers, lists and CPU tensors: data that `torch.tensor(..., device="cuda")` must copy from the host."""
+        if depth > 6 or self.level(expr):
+            return False
+        if self.is_host(expr) or isinstance(expr, cst.ListComp):
+            return True
+        if isinstance(expr, (cst.Name, cst.Attribute)):
+            key = dotted_name(expr)
+            writes = self.flow.reaching_writes(key, expr) if key else []
+            return bool(writes) and all(w.value is not None and self._is_host_data(w.value, depth + 1) for w in writes)
+        return False
+
+    def _is_mask(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
+        """A boolean tensor expression: a comparison, `~m`, `a & b`, `x.eq(y)`, `torch.isnan(x)`, or a name bound to one."""
+        if depth > 6:
+            return False
+        if isinstance(expr, cst.Comparison):
+            return not any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in expr.comparisons)
+        if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.BitInvert):
+            return self._is_mask(expr.expression, depth + 1)
+        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.BitAnd, cst.BitOr, cst.BitXor)):
+            return self._is_mask(expr.left, depth + 1) or self._is_mask(expr.right, depth + 1)
+        if isinstance(expr, cst.Call):
+            name = self.model.call_name(expr) or ""
+            last = name[len("torch.") :] if name.startswith("torch.") else expr.func.attr.value if isinstance(expr.func, cst.Attribute) else ""
+            return last in _MASK_METHODS
+        if isinstance(expr, (cst.Name, cst.Attribute)):
+            key = dotted_name(expr)
+            writes = self.flow.reaching_writes(key, expr) if key else []
+            return bool(writes) and all(w.value is not None and not w.is_augmented and self._is_mask(w.value, depth + 1) for w in writes)
+        return False
 
     def _syncs_itself(self, call: cst.Call) -> bool:
         func = call.func
@@ -599,30 +934,31 @@ class Residency:
             return step.node, step.role
         return None, None
 
-    def every_step(self, loop: cst.CSTNode, role: str) -> str:
-        """How often `step_loop`'s answer runs, for messages: `every iteration of the training loop (line 12)`,
-        or `every training step (training_step at line 12, run by Lightning for each batch)`."""
-        if isinstance(loop, cst.FunctionDef):
-            step = self.model.frameworks.step_functions[loop]
-            return f"every {role} step (`{loop.name.value}` at line {self.model.line_of(loop)}, run by {step.framework} for each batch)"
-        return f"every iteration of the {role} loop (line {self.model.line_of(loop)})"
-
     def loop_role(self, loop: Loop) -> Optional[str]:
         if loop in self._roles:
             return self._roles[loop]
         model = self.model
         roles = set()
+        steps_here = False  # a backward pass or an optimizer step in this loop's own body
         for call in model.calls:
             if not self.flow.inside(call, loop):
                 continue
             nested = model.enclosing_loops(call)[:1] != [loop]
-            if self._is_training_step(call):
+            callee = model.callee(call)  # a function of this module or another: a training step, or a whole epoch
+            if callee is not None:
+                if callee.trains:
+                    roles.add(EPOCH if nested or callee.epoch else TRAIN)
+                # else: a project function that does not train, whatever it is handed (`adjust_lr(optimizer)`)
+            elif self._is_training_step(call):
                 roles.add(EPOCH if nested else TRAIN)
-            elif isinstance(call.func, cst.Name):
+                steps_here = steps_here or not nested and _is_training_step(model, call)
+            elif isinstance(call.func, cst.Name) and call.func.value in model.functions:
                 for func in model.functions.get(call.func.value, []):
                     if trains(model, func):
                         has_loop = any(model.is_inside(inner, func) and trains(model, inner) for inner in model.loops)
                         roles.add(EPOCH if nested or has_loop else TRAIN)
+        if EPOCH in roles and not steps_here:
+            roles.discard(TRAIN)  # an epoch loop that also zeroes gradients or hands the optimizer to a helper
         if TRAIN in roles and not in_no_grad(model, loop):
             role: Optional[str] = TRAIN
         elif EPOCH in roles:
@@ -713,6 +1049,15 @@ class Residency:
         test.visit(_Scan())
         return found
 
+    def measures_memory(self, loop: Loop) -> bool:
+        """The loop reads the CUDA allocator's statistics (`memory_allocated`, `max_memory_reserved`,
+        `reset_peak_memory_stats`, `mem_get_info`, ...): a memory benchmark or profiler."""
+        for call in self.model.calls_inside(loop):
+            name = self.model.call_name(call) or ""
+            if name.startswith("torch.cuda.") and name.rsplit(".", 1)[-1] in _MEMORY_STATISTICS:
+                return True
+        return False
+
     def in_timing_code(self, node: cst.CSTNode) -> bool:
         """`node` sits in a loop body (or function) that reads a clock or CUDA event timings."""
         model = self.model
@@ -733,6 +1078,14 @@ class HostSync:
     node: cst.CSTNode  # the call, test or f-string part that syncs
     kind: str  # how it syncs, for messages: "`.item()`", "a Python `if` on a GPU tensor"
     value: cst.BaseExpression  # the GPU tensor it reads
+    via: Optional[str] = None  # a call of a project helper: where in it the sync is (`utils.py:14`)
+
+
+def _single_index(subscript: cst.Subscript) -> Optional[cst.BaseExpression]:
+    """`i` in `xs[i]` (not a slice, not several indices)."""
+    if len(subscript.slice) == 1 and isinstance(subscript.slice[0].slice, cst.Index):
+        return subscript.slice[0].slice.value
+    return None
 
 
 def _names_in(target: cst.BaseExpression) -> list[cst.BaseExpression]:

@@ -29,8 +29,12 @@ EVENT_CONSTRUCTORS = frozenset({"torch.cuda.Event", "torch.Event", "torch.cuda.s
 CURRENT_STREAM = frozenset({"torch.cuda.current_stream", "torch.cuda.default_stream"})
 STREAM_CONTEXTS = frozenset({"torch.cuda.stream", "torch.cuda.StreamContext"})
 _METADATA = frozenset({"record_stream", "shape", "dtype", "device", "is_cuda", "size", "dim", "ndim"})
+# Tensor methods that only make a new view of the same memory: they queue no kernel.
+_VIEWS = frozenset({"view", "view_as", "unsqueeze", "squeeze", "expand", "expand_as", "permute", "transpose", "t", "detach", "T"})
 _HOST_SIDE_MOVES = frozenset({"cuda", "to", "pin_memory", "record_stream"})
 GRADIENTS = "<gradients>"
+# Calls that make a stream (or the host) wait for other work: each one stalls the queue it runs on.
+WAIT_METHODS = frozenset({"wait_stream", "wait_event", "wait", "synchronize"})
 
 
 @dataclass
@@ -223,17 +227,44 @@ class StreamAnalysis:
                 continue
             if residency.is_host(value) or residency.is_module(value) or self.is_stream(value) or self.is_event(value):
                 continue
-            if isinstance(value, (cst.Lambda, cst.Name)) and not residency.is_gpu(value):
-                continue
+            if not residency.is_gpu(value):
+                continue  # a Python object, or a tensor gpulint cannot place: not reported
             if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value in ("next", "iter", "getattr"):
                 continue
-            if isinstance(value, cst.Call) and residency.factory(value) in ("empty", "empty_like", "empty_strided"):
-                continue  # a bare allocation queues no kernel: there is nothing to wait for
+            if self._nothing_pending(value):
+                continue
             if any(self._waits_for_current(c, block.key) and not self._in_block_on(c, block.key, blocks)
                    for c in flow.calls_between(write.statement, block.node, scope)):  # fmt: skip
                 continue
             seen.add(key)
             block.inputs.append(Input(key, read, write))
+
+    def _nothing_pending(self, value: cst.BaseExpression, depth: int = 0) -> bool:
+        """No kernel can still be writing this value: a bare allocation (`torch.empty(...)`), a copy the host
+        waited for (`torch.tensor(data).cuda()`), or a view or slice of one."""
+        while True:
+            if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in _VIEWS:
+                value = value.func.value
+            elif isinstance(value, cst.Subscript):
+                value = value.value
+            else:
+                break
+        if isinstance(value, cst.Call):
+            return self.residency.factory(value) in ("empty", "empty_like", "empty_strided") or self.is_blocking_copy(value)
+        key = dotted_name(value)
+        if key is None or depth > 4:
+            return False
+        writes = self.flow.reaching_writes(key, value)
+        return bool(writes) and all(w.value is not None and not w.is_augmented and self._nothing_pending(w.value, depth + 1) for w in writes)
+
+    def is_blocking_copy(self, value: cst.Call) -> bool:
+        """`torch.tensor(data).cuda()`, `x.to(device)` of a host value: a copy without `non_blocking=True`
+        returns once it is done, so nothing is left queued."""
+        if not self.residency.moves_to_cuda(value):
+            return False
+        if any(a.keyword is not None and a.keyword.value == "non_blocking" and self.model.code(a.value) != "False" for a in value.args):
+            return False
+        return not self.residency.is_gpu(value.func.value)
 
     def _host_side_use(self, read: cst.BaseExpression) -> bool:
         """Called, moved from the host (`x.cuda()`, `x.pin_memory()`), or asked for metadata only."""
@@ -252,28 +283,36 @@ class StreamAnalysis:
         return False
 
     def _find_outputs(self, block: StreamBlock, blocks: list[StreamBlock], scope: cst.CSTNode) -> None:
+        """The first unsynced read of each value the block produces, in each function that reads it."""
         model, flow = self.model, self.flow
         body = block.node.body
         produced: dict[str, list[Write]] = {}
         for key, writes in flow.writes.items():
             for write in writes:
                 if flow.inside(write.statement, body) and key != block.key:
-                    if write.value is not None and self.residency.is_host(write.value):
+                    if write.value is not None and (self.residency.is_host(write.value) or self._collective_handle(write.value)):
                         continue
                     produced.setdefault(key, []).append(write)
+        waited_after = self._waited_after(block, blocks, scope)
         for key, writes in produced.items():
-            first = None
+            reported: set[int] = set()  # the functions already reported for this value
             for read in sorted(flow.reads.get(key, ()), key=lambda r: flow.order[r]):
+                read_scope = model.scope_of(read)
+                if id(read_scope) in reported:
+                    continue
                 if flow.inside(read, body) or self._in_block_on(read, block.key, blocks) or self._metadata_use(read):
                     continue
-                if not any(w in writes for w in flow.reaching_writes(key, read)):
-                    continue
+                reaching = [w for w in flow.reaching_writes(key, read) if w in writes and not flow.exclusive(w.statement, read)]
+                if not reaching:
+                    continue  # never sees the block's value (another branch, or rebound in between)
                 if self._protected(read, block, blocks, scope):
                     continue
-                first = read
-                break
-            if first is not None:
-                block.unsynced_outputs.append(Output(key, writes[-1], first))
+                if read_scope is not scope and (waited_after or self._synced_elsewhere(block, blocks)):
+                    continue  # the block's own function waits, or the class syncs where gpulint cannot follow
+                if self._handed_out(read) and self._consumers_wait(read, block, blocks):
+                    continue
+                reported.add(id(read_scope))
+                block.unsynced_outputs.append(Output(key, reaching[-1], read))
         backward = [c for c in model.calls if flow.inside(c, body) and isinstance(c.func, cst.Attribute) and c.func.attr.value == "backward"]
         if backward:
             for call in model.calls:
@@ -292,6 +331,80 @@ class StreamAnalysis:
             isinstance(c.func, cst.Attribute) and c.func.attr.value == "record_stream" and model.scope_of(c) is scope
             for c in model.calls
         )
+
+    def _collective_handle(self, value: cst.BaseExpression) -> bool:
+        """`torch.distributed.all_reduce(..., async_op=True)` returns a work handle (or None), not a tensor."""
+        return isinstance(value, cst.Call) and (self.model.call_name(value) or "").startswith("torch.distributed.")
+
+    def _waited_after(self, block: StreamBlock, blocks: list[StreamBlock], scope: cst.CSTNode) -> bool:
+        """The block's function waits for the stream right after the block, on every path (a wait in the
+        same statement list as the block, or in one around it): whatever reads the results later is covered."""
+        model, flow = self.model, self.flow
+        for call in model.calls:
+            if model.scope_of(call) is not scope or not flow.before(block.node, call) or self._in_block_on(call, block.key, blocks):
+                continue
+            if not self._waits_for_stream(call, block.key):
+                continue
+            statement = model.enclosing_statement(call)
+            container = model.parent.get(statement)
+            if container is not None and model.is_inside(block.node, container):
+                return True
+        return False
+
+    def _synced_elsewhere(self, block: StreamBlock, blocks: list[StreamBlock]) -> bool:
+        """The class (for `self.` streams) or module waits for the stream, or synchronizes the device,
+        somewhere outside the block: cross-method paths gpulint cannot follow are then left alone."""
+        model, flow = self.model, self.flow
+        region = flow.enclosing_class(block.node) if block.key.startswith("self.") else None
+        for call in model.calls:
+            if region is not None and not flow.inside(call, region):
+                continue
+            if flow.inside(call, block.node) or self._in_block_on(call, block.key, blocks):
+                continue
+            if self._waits_for_stream(call, block.key):
+                return True
+        return False
+
+    def _handed_out(self, read: cst.CSTNode) -> bool:
+        """`return x` / `yield x`: the value goes to the caller, which may wait before it uses it."""
+        for ancestor in self.model.ancestors(read):
+            if isinstance(ancestor, (cst.Return, cst.Yield)):
+                return True
+            if isinstance(ancestor, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+                return False
+        return False
+
+    def _consumers_wait(self, read: cst.CSTNode, block: StreamBlock, blocks: list[StreamBlock]) -> bool:
+        """Every caller of the returning function (in this module) waits for the stream before it uses the
+        result: the prefetcher whose `_prefetch()` runs on the side stream and whose loop waits first."""
+        model, flow = self.model, self.flow
+        func = model.enclosing_function(read)
+        if func is None:
+            return False
+        name = func.name.value
+        callers = [
+            c for c in model.calls
+            if (isinstance(c.func, cst.Name) and c.func.value == name)
+            or (isinstance(c.func, cst.Attribute) and c.func.attr.value == name and model.code(c.func.value) == "self")
+        ]  # fmt: skip
+        if not callers:
+            return False
+        for call in callers:
+            assignment = model.parent.get(call)
+            if not isinstance(assignment, cst.Assign) or len(assignment.targets) != 1:
+                return False
+            target = dotted_name(assignment.targets[0].target)
+            if target is None:
+                return False
+            caller_scope = model.scope_of(call)
+            for use in flow.reads.get(target, ()):
+                if model.scope_of(use) is not caller_scope or self._metadata_use(use):
+                    continue
+                if not any(w.statement is assignment for w in flow.reaching_writes(target, use)):
+                    continue
+                if not self._protected(use, block, blocks, model.scope_of(block.node)):
+                    return False
+        return True
 
     def _metadata_use(self, read: cst.CSTNode) -> bool:
         parent = self.model.parent.get(read)

@@ -50,6 +50,39 @@ class ArgparseOption:
         return None
 
 
+@dataclass(frozen=True)
+class Keywords:
+    """The keyword arguments a `**mapping` passes on a GPU run, as far as they are known."""
+
+    values: dict[str, cst.BaseExpression]  # passed on every GPU run, with this value
+    maybe: frozenset[str] = frozenset()  # passed on some runs only, or with one of several values
+
+    def then(self, later: Keywords, surely: bool = True) -> Keywords:
+        """These keywords updated by `later` (`kwargs.update(later)`), which runs always or only maybe."""
+        if not surely:
+            changed = set(later.values) | later.maybe
+            return Keywords({k: v for k, v in self.values.items() if k not in changed}, self.maybe | changed)
+        values = {k: v for k, v in self.values.items() if k not in later.maybe}
+        values.update(later.values)
+        return Keywords(values, (self.maybe - set(later.values)) | later.maybe)
+
+    def without(self, key: str, surely: bool) -> Keywords:
+        values = {k: v for k, v in self.values.items() if k != key}
+        return Keywords(values, (self.maybe - {key}) if surely else (self.maybe | ({key} & set(self.values))))
+
+    @staticmethod
+    def either(options: list[Keywords]) -> Keywords:
+        """One of several mappings: a key is sure only when every option passes it with the same code."""
+        first, rest = options[0], options[1:]
+        values = {k: v for k, v in first.values.items() if all(_same_code(o.values.get(k), v) for o in rest)}
+        everything = set().union(*(set(o.values) | o.maybe for o in options))
+        return Keywords(values, frozenset(everything - set(values)))
+
+
+def _same_code(a: cst.BaseExpression | None, b: cst.BaseExpression) -> bool:
+    return a is not None and (a is b or a.deep_equals(b))
+
+
 def literal_value(node: cst.BaseExpression) -> tuple[bool, object]:
     """(True, value) for int/float/str/bool/None literals and their negations."""
     if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString)):
@@ -69,6 +102,10 @@ def literal_value(node: cst.BaseExpression) -> tuple[bool, object]:
 def _string_value(node: cst.BaseExpression) -> str | None:
     ok, value = literal_value(node)
     return value if ok and isinstance(value, str) else None
+
+
+def _is_parse_call(call: cst.Call, method: str) -> bool:
+    return isinstance(call.func, cst.Attribute) and call.func.attr.value == method
 
 
 def _dest_of(call: cst.Call) -> str | None:
@@ -98,25 +135,93 @@ class ValueResolver:
 
     @cached_property
     def parse_args_names(self) -> frozenset[str]:
-        """Names bound to `parser.parse_args()` (or the first element of `parse_known_args()`)."""
+        """Names bound to `parser.parse_args()` (or the first element of `parse_known_args()`), directly or
+        through a function of this module that returns it (`args = get_args()`)."""
         names = set()
-        for call in [*self.model.method_calls("parse_args"), *self.model.method_calls("parse_known_args")]:
+        for call in self.model.calls:
             parent = self.model.parent.get(call)
-            target = None
-            if isinstance(parent, cst.Assign) and len(parent.targets) == 1:
-                target = parent.targets[0].target
-            if isinstance(target, cst.Tuple) and target.elements:
+            if not (isinstance(parent, cst.Assign) and parent.value is call and len(parent.targets) == 1):
+                continue
+            target = parent.targets[0].target
+            if _is_parse_call(call, "parse_known_args") and isinstance(target, cst.Tuple) and target.elements:
                 target = target.elements[0].value
+            elif not self.is_parsed_args(call):
+                continue
             if isinstance(target, cst.Name):
                 names.add(target.value)
         return frozenset(names)
+
+    def is_parsed_args(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
+        """`expr` is the parsed command line: `parser.parse_args()`, `parser.parse_known_args()[0]`, a name
+        bound to one, or a call of a function of this module whose every `return` gives one."""
+        if depth > _MAX_DEPTH:
+            return False
+        if isinstance(expr, cst.Call):
+            if _is_parse_call(expr, "parse_args"):
+                return True
+            callee = expr.func
+            if isinstance(callee, cst.Name) and callee.value in self._parsing_functions:
+                functions = [f for f in self.model.functions.get(callee.value, []) if not self._is_method(f)]
+                return bool(functions) and all(self.returns_parsed_args(f, depth + 1) for f in functions)
+            return False
+        if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Call) and _is_parse_call(expr.value, "parse_known_args"):
+            index = expr.slice[0].slice if len(expr.slice) == 1 else None
+            return isinstance(index, cst.Index) and literal_value(index.value) == (True, 0)
+        if isinstance(expr, cst.IfExp):
+            return self.is_parsed_args(expr.body, depth + 1) and self.is_parsed_args(expr.orelse, depth + 1)
+        if isinstance(expr, cst.Name):
+            binders = self.model.bindings_of(expr.value, expr)
+            return bool(binders) and all(self._binds_parsed_args(b, expr.value, depth) for b in binders)
+        return False
+
+    def _binds_parsed_args(self, binder: cst.CSTNode, name: str, depth: int) -> bool:
+        if not (isinstance(binder, cst.Assign) and len(binder.targets) == 1):
+            return False
+        target = binder.targets[0].target
+        if isinstance(target, cst.Name):
+            return self.is_parsed_args(binder.value, depth + 1)
+        # `args, unknown = parser.parse_known_args()`
+        return (
+            isinstance(target, cst.Tuple) and bool(target.elements) and isinstance(target.elements[0].value, cst.Name)
+            and target.elements[0].value.value == name
+            and isinstance(binder.value, cst.Call) and _is_parse_call(binder.value, "parse_known_args")
+        )  # fmt: skip
+
+    def _is_method(self, func: cst.FunctionDef) -> bool:
+        return isinstance(self.model.parent.get(self.model.parent.get(func)), cst.ClassDef)
+
+    @cached_property
+    def _parsing_functions(self) -> frozenset[str]:
+        """Names of functions that parse the command line, or call one that does (a cheap filter: reading a
+        function's returns costs a walk of its body)."""
+        model = self.model
+        found = {
+            func.name.value
+            for call in [*model.method_calls("parse_args"), *model.method_calls("parse_known_args")]
+            if (func := model.enclosing_function(call)) is not None
+        }
+        for _ in range(_MAX_DEPTH if found else 0):
+            callers = {
+                func.name.value
+                for call in model.calls
+                if isinstance(call.func, cst.Name) and call.func.value in found and (func := model.enclosing_function(call)) is not None
+            }
+            if callers <= found:
+                break
+            found |= callers
+        return frozenset(found)
+
+    def returns_parsed_args(self, func: cst.FunctionDef, depth: int = 0) -> bool:
+        """Every `return` of `func` gives the parsed command line (`def get_args(): ... return p.parse_args()`)."""
+        returns = self.model.returns_of(func)
+        return bool(returns) and all(r.value is not None and self.is_parsed_args(r.value, depth) for r in returns)
 
     def resolve(self, expr: cst.BaseExpression, depth: int = 0) -> ResolvedValue | None:
         if depth > _MAX_DEPTH:
             return None
         ok, value = literal_value(expr)
         if ok:
-            return ResolvedValue(value, expr, LITERAL)
+            return ResolvedValue(value, expr, CONFIG_DICT if self._is_dict_entry(expr) else LITERAL)
         if isinstance(expr, cst.Name):
             return self._resolve_name(expr, depth)
         if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name):
@@ -124,6 +229,183 @@ class ValueResolver:
         if isinstance(expr, cst.Subscript):
             return self._resolve_config_item(expr, depth)
         return None
+
+    def _is_dict_entry(self, expr: cst.BaseExpression) -> bool:
+        """A value written in a dict (`{"num_workers": 0}`, `dict(num_workers=0)`, `kwargs.update(num_workers=0)`)."""
+        parent = self.model.parent.get(expr)
+        if isinstance(parent, cst.DictElement):
+            return parent.value is expr
+        if isinstance(parent, cst.Arg) and parent.keyword is not None:
+            call = self.model.parent.get(parent)
+            return isinstance(call, cst.Call) and (
+                (isinstance(call.func, cst.Name) and call.func.value == "dict")
+                or (isinstance(call.func, cst.Attribute) and call.func.attr.value == "update")
+            )
+        return False
+
+    # ---- `**mapping` ------------------------------------------------------------------------------
+
+    def keywords(self, expr: cst.BaseExpression, depth: int = 0) -> Keywords | None:
+        """The keywords `**expr` passes: a dict display, `dict(...)`, or a name bound to one in the same function
+        and changed there only by `.update(...)`, `[key] = value` or `.pop(key)`.
+        Changes under `if use_cuda:` count as made (GPU runs); changes on other branches make their keys "maybe".
+        None when something else may add keywords (a parameter, a call that receives the dict, a computed key)."""
+        if depth > _MAX_DEPTH:
+            return None
+        if isinstance(expr, cst.Dict):
+            result = Keywords({})
+            for element in expr.elements:
+                if isinstance(element, cst.StarredDictElement):
+                    inner = self.keywords(element.value, depth + 1)
+                else:
+                    key = _string_value(element.key)
+                    inner = Keywords({key: element.value}) if key is not None else None
+                if inner is None:
+                    return None
+                result = result.then(inner)
+            return result
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "dict":
+            return None if self.model.bindings_of("dict", expr) else self._call_keywords(expr, depth)
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "copy" and not expr.args:
+            return self.keywords(expr.func.value, depth + 1)
+        if isinstance(expr, cst.IfExp):
+            body, orelse = self.keywords(expr.body, depth + 1), self.keywords(expr.orelse, depth + 1)
+            if body is not None and self.model.residency.holds_on_gpu_runs(expr.test):
+                return body
+            return Keywords.either([body, orelse]) if body is not None and orelse is not None else None
+        if isinstance(expr, cst.Name):
+            return self._name_keywords(expr, depth)
+        return None
+
+    def _call_keywords(self, call: cst.Call, depth: int) -> Keywords | None:
+        """`dict(base, key=value, **more)` / `kwargs.update(base, key=value)`: what the call adds."""
+        result = Keywords({})
+        for index, arg in enumerate(call.args):
+            if arg.keyword is not None:
+                inner: Keywords | None = Keywords({arg.keyword.value: arg.value})
+            elif arg.star == "**" or (not arg.star and index == 0):
+                inner = self.keywords(arg.value, depth + 1)
+            else:
+                inner = None
+            if inner is None:
+                return None
+            result = result.then(inner)
+        return result
+
+    def _name_keywords(self, name: cst.Name, depth: int) -> Keywords | None:
+        model, flow = self.model, self.model.dataflow
+        scope = model.scope_of(name)
+        writes = flow.reaching_writes(name.value, name)
+        if not writes or any(w.value is None or w.is_augmented or model.scope_of(w.statement) is not scope for w in writes):
+            return None
+        # The latest write that a GPU run surely makes, and the ones after it that it may make.
+        options = []
+        for write in writes:  # latest first
+            runs = self._runs_on_gpu(write.statement, name)
+            if runs is False:
+                continue
+            keywords = self.keywords(write.value, depth + 1)
+            if keywords is None:
+                return None
+            options.append(keywords)
+            if runs:
+                break
+        else:
+            return None  # no write surely runs before the use
+        result = Keywords.either(options)
+        for statement, change in self._changes(name, [w.statement for w in writes], depth):
+            runs = self._runs_on_gpu(statement, name)
+            if runs is False:
+                continue
+            if change is None:
+                return None
+            result = change(result, bool(runs))
+        return result
+
+    def _changes(self, name: cst.Name, writes: list[cst.CSTNode], depth: int):
+        """(statement, how it changes the mapping) for each use of `name` after its `writes` and before `name`
+        in their function; the change is None when the use may change it in an unknown way."""
+        model, flow = self.model, self.model.dataflow
+        scope = model.scope_of(name)
+        loops = model.enclosing_loops(name)
+        earliest = min(writes, key=lambda w: flow.order[w])
+        latest = max(writes, key=lambda w: flow.order[w])
+        for read in flow.reads.get(name.value, ()):
+            if read is name or model.scope_of(read) is not scope or flow.before(read, earliest):
+                continue
+            if any(flow.inside(read, w) for w in writes):
+                continue  # `kwargs = dict(kwargs, ...)`: part of a write
+            if not flow.before(read, name) and not any(flow.inside(read, loop) for loop in loops):
+                continue  # after the use, and not carried to it by a loop
+            # A change between two writes that may each be the one in effect applies to only one of them.
+            change = self._change(read, depth + 1) if not flow.before(read, latest) else None
+            yield model.enclosing_statement(read), change
+
+    def _change(self, read: cst.Name, depth: int):
+        """How the use `read` of a mapping changes it: a function `(keywords, surely) -> keywords`, a no-op, or None."""
+        model = self.model
+        parent = model.parent.get(read)
+        unchanged = lambda keywords, surely: keywords  # noqa: E731
+        if isinstance(parent, cst.Arg) and parent.star == "**":
+            return unchanged
+        if isinstance(parent, cst.Arg) and not parent.star:
+            call = model.parent.get(parent)
+            func = call.func if isinstance(call, cst.Call) else None
+            # Read, not changed: `print(kwargs)`, `dict(kwargs)`, `other.update(kwargs)`; any other callee may change it.
+            reads_only = (isinstance(func, cst.Name) and func.value in ("print", "len", "dict")) or (
+                isinstance(func, cst.Attribute) and func.attr.value == "update"
+            )
+            return unchanged if reads_only else None
+        if isinstance(parent, cst.Subscript) and parent.value is read:
+            key = _string_value(parent.slice[0].slice.value) if len(parent.slice) == 1 and isinstance(parent.slice[0].slice, cst.Index) else None
+            holder = model.parent.get(parent)
+            if isinstance(holder, cst.AssignTarget):
+                statement = model.parent.get(holder)
+                if key is None or not isinstance(statement, cst.Assign) or len(statement.targets) != 1:
+                    return None
+                return lambda keywords, surely: keywords.then(Keywords({key: statement.value}), surely)
+            if isinstance(holder, (cst.AugAssign, cst.Del)) or isinstance(model.parent.get(holder), cst.Del):
+                return None
+            return unchanged  # a read of one entry
+        if isinstance(parent, cst.Attribute) and parent.value is read:
+            call = model.parent.get(parent)
+            if not (isinstance(call, cst.Call) and call.func is parent):
+                return None
+            method = parent.attr.value
+            if method in ("get", "items", "keys", "values", "copy", "__contains__"):
+                return unchanged
+            if method == "update":
+                added = self._call_keywords(call, depth)
+                return None if added is None else lambda keywords, surely: keywords.then(added, surely)
+            key = _string_value(call.args[0].value) if call.args and not call.args[0].star else None
+            if method == "pop" and key is not None:
+                return lambda keywords, surely: keywords.without(key, surely)
+            return None
+        if isinstance(parent, (cst.Comparison, cst.ComparisonTarget)):
+            return unchanged  # `"pin_memory" in kwargs`
+        return None
+
+    def _runs_on_gpu(self, statement: cst.CSTNode, at: cst.CSTNode) -> bool | None:
+        """Whether `statement` runs before `at` on a GPU run: True (always), False (never: the `else` of an
+        `if use_cuda:`), None (on some paths)."""
+        model = self.model
+        child = statement
+        surely: bool | None = True
+        for ancestor in model.ancestors(statement):
+            if model.is_inside(at, ancestor):
+                return surely
+            if isinstance(ancestor, cst.If):
+                on_gpu = model.residency.holds_on_gpu_runs(ancestor.test)
+                if child is ancestor.body:
+                    surely = surely if on_gpu else None
+                elif on_gpu:
+                    return False  # the `else` / `elif` of a test that GPU runs pass
+                else:
+                    surely = None
+            elif isinstance(ancestor, (cst.For, cst.While, cst.Try, cst.ExceptHandler, cst.Match, cst.FunctionDef, cst.Lambda)):
+                surely = None
+            child = ancestor
+        return surely
 
     def _single_binding(self, name: cst.Name) -> cst.CSTNode | None:
         binders = self.model.bindings_of(name.value, name)

@@ -5,12 +5,13 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Iterator
+from typing import Any, Callable, ClassVar, Iterable, Iterator
 
 import libcst as cst
 
 from gpulint.analysis import SemanticModel
-from gpulint.analysis.devices import GPU_CONTEXT_MARKER
+from gpulint.analysis.residency import TRAIN
+from gpulint.analysis.value_resolution import LITERAL, ResolvedValue
 from gpulint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location, Severity
 
 REGISTRY: dict[str, type[Rule]] = {}
@@ -40,15 +41,23 @@ class Rule:
     summary: ClassVar[str]
     fix_applicability: ClassVar[Applicability | None] = None  # the best fix the rule can offer
     fix_always: ClassVar[bool] = False  # every finding comes with a fix ("Fix is always available.")
+    fix_sometimes_unsafe: ClassVar[bool] = False  # with a safe best fix, some findings get an unsafe one
     preview: ClassVar[bool] = False
+    # Off unless a selector names it (`GPU001`, `GPU0`) or `ALL`: not turned on by `GPU` nor by `--preview`.
+    explicit_only: ClassVar[bool] = False
+    # Runs after the other rules, on their findings (`check_findings`) instead of `check()`.
+    reads_findings: ClassVar[bool] = False
     needs_gpu_context: ClassVar[bool] = True
     # The prefilter: regexes that must ALL occur in a file's text for the rule to possibly fire; files
     # no enabled rule can fire on are never parsed. Name what the rule matches on, as specific as is
     # still certain (`r"memory_cached"`, `r"DataLoader"`); a rule must not need a comment to fire.
-    # Rules with `needs_gpu_context` also require the GPU-context marker implicitly. Every rule must
-    # declare at least one pattern (tests/test_prefilter.py), so a new rule cannot switch the
-    # prefilter off for everyone by accident.
+    # Rules with `needs_gpu_context` also need the project to say the module is GPU code (decided from
+    # facts before parsing, see linter.rules_for). Every rule must declare at least one pattern
+    # (tests/test_prefilter.py), so a new rule cannot switch the prefilter off for everyone by accident.
     requires: ClassVar[tuple[str, ...]] = ()
+    # Facts the project index gives a module (`ModuleContext.tags`) that let the rule fire whatever the
+    # text says: a rule reporting a helper's sync at the call names "helper-syncs".
+    project_tags: ClassVar[tuple[str, ...]] = ()
     options: ClassVar[tuple[Option, ...]] = ()
     default_severity: ClassVar[Severity] = Severity.WARNING
 
@@ -75,13 +84,7 @@ class Rule:
     @classmethod
     def text_requirements(cls) -> tuple[str, ...]:
         """The regexes a file's text must all contain for this rule to possibly fire (the prefilter).
-
-        `requires`, plus the GPU-context marker for rules that only run in modules with GPU context
-        (a module without that text never has it). Checked before parsing: a file no enabled rule
-        could fire on is never given to LibCST.
-        """
-        if cls.needs_gpu_context and GPU_CONTEXT_MARKER not in cls.requires:
-            return (*cls.requires, GPU_CONTEXT_MARKER)
+        Checked before parsing: a file no enabled rule could fire on is never given to LibCST."""
         return tuple(cls.requires)
 
     @classmethod
@@ -100,7 +103,9 @@ class Rule:
         *,
         severity: Severity | None = None,
         fix: Fix | None = None,
+        related: Iterable[tuple[str, cst.CSTNode]] = (),
     ) -> Diagnostic:
+        """A finding at `node`; `related` names the other places it is about (`("the training loop", loop)`)."""
         span = self.model.range(node)
         return Diagnostic(
             code=self.code,
@@ -111,13 +116,52 @@ class Rule:
             end_location=Location(span.end.line, span.end.column + 1),
             severity=severity or self.default_severity,
             fix=fix,
+            related=tuple((text, self._start(place)) for text, place in related),
         )
+
+    def _start(self, node: cst.CSTNode) -> Location:
+        span = self.model.range(node)
+        return Location(span.start.line, span.start.column + 1)
+
+    def every_step(self, role: str, loop: cst.CSTNode) -> str:
+        """`every training step (loop at line 12)`, or `every training step (`training_step` at line 12, run by
+        Lightning for each batch)` for a framework's step function: how often per-step code runs, for messages."""
+        when = "every training step" if role == TRAIN else "every evaluation step"
+        if isinstance(loop, cst.FunctionDef):
+            step = self.model.frameworks.step_functions[loop]
+            return f"{when} (`{loop.name.value}` at line {self.model.line_of(loop)}, run by {step.framework} for each batch)"
+        return f"{when} (loop at line {self.model.line_of(loop)})"
 
     def fix(self, message: str, edits: list[Edit | None], applicability: Applicability) -> Fix | None:
         """A Fix, or None when any edit could not be built."""
         if not edits or any(e is None for e in edits):
             return None
+        if applicability not in self.fix_applicabilities():
+            raise ValueError(f"{self.code} declares {self.fix_tier()} fixes but built a {applicability.value} one")
         return Fix(message, applicability, tuple(e for e in edits if e is not None))
+
+    @classmethod
+    def fix_applicabilities(cls) -> frozenset[Applicability]:
+        """The applicabilities this rule's fixes may have (the README's rule table and `fix()` hold it to them)."""
+        if cls.fix_applicability is None:
+            return frozenset()
+        if cls.fix_applicability == Applicability.SAFE and cls.fix_sometimes_unsafe:
+            return frozenset({Applicability.SAFE, Applicability.UNSAFE})
+        return frozenset({cls.fix_applicability})
+
+    @classmethod
+    def fix_tier(cls) -> str:
+        """`never`, or how often and how safely: `always, safe`, `sometimes, safe or unsafe`, ..."""
+        kinds = cls.fix_applicabilities()
+        if not kinds:
+            return "never"
+        how = " or ".join(a.value for a in Applicability if a in kinds)
+        return f"{'always' if cls.fix_always else 'sometimes'}, {how}"
+
+
+def value_origin(resolved: ResolvedValue | None) -> tuple[tuple[str, cst.CSTNode], ...]:
+    """Where a resolved value is written when that is not where it is used (`the argparse default`): a related place."""
+    return () if resolved is None or resolved.origin == LITERAL else ((f"the {resolved.origin}", resolved.node),)
 
 
 _TEST_FILE = re.compile(r"(^|/)(test_[^/]*|[^/]*_test|conftest)\.py$")

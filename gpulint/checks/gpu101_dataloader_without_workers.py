@@ -6,9 +6,14 @@ from typing import Iterator
 
 import libcst as cst
 
-from gpulint.analysis.dataloaders import has_tensor_dataset, is_unsharded_iterable_dataset, produces_cuda_batches
+from gpulint.analysis.dataloaders import (
+    defined_for_workers,
+    has_tensor_dataset,
+    is_unsharded_iterable_dataset,
+    produces_cuda_batches,
+)
 from gpulint.analysis.value_resolution import LITERAL
-from gpulint.checks.base import Option, Rule
+from gpulint.checks.base import Option, Rule, value_origin
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
 from gpulint.edits import add_import, import_roots, replace_node, with_keyword_argument
 
@@ -34,7 +39,7 @@ class DataLoaderWithoutWorkers(Rule):
     def check(self) -> Iterator[Diagnostic]:
         model = self.model
         for loader in model.dataloaders:
-            if loader.has_unpacking or produces_cuda_batches(model, loader):
+            if not loader.known("num_workers", "dataset", "collate_fn") or produces_cuda_batches(model, loader):
                 continue
             arg = loader.argument("num_workers")
             resolved = None
@@ -63,11 +68,20 @@ class DataLoaderWithoutWorkers(Rule):
         fix = None
         if is_unsharded_iterable_dataset(model, loader):
             message += "; shard the IterableDataset with `get_worker_info()` before adding workers"
+        elif model.is_notebook:  # no `__main__` guard to add: a kernel never re-runs the notebook in a worker
+            defined = defined_for_workers(model, loader)
+            if defined:
+                names, them = " and ".join(f"`{name}`" for name in defined), "it" if len(defined) == 1 else "them"
+                message += (
+                    f"; workers can use {names} (defined in the notebook) only when they start by `fork` (Linux before "
+                    f"Python 3.14): under `spawn` (macOS, Windows) move {them} into a module and import {them}"
+                )
+            fix = self._fix(loader, resolved, where)
         elif model.is_module_level_code(loader.call) and not model.has_main_guard:
             message += '; put the script under `if __name__ == "__main__":` before adding workers'
         else:
             fix = self._fix(loader, resolved, where)
-        return self.diagnostic(loader.call, message, severity=self._severity(loader), fix=fix)
+        return self.diagnostic(loader.call, message, severity=self._severity(loader), fix=fix, related=value_origin(resolved))
 
     def _fix(self, loader, resolved, where: str):
         model = self.model

@@ -8,7 +8,7 @@ import libcst as cst
 
 from gpulint.analysis.dataloaders import produces_cuda_batches
 from gpulint.analysis.value_resolution import LITERAL
-from gpulint.checks.base import Rule
+from gpulint.checks.base import Rule, value_origin
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
 from gpulint.edits import replace_node, with_keyword_argument
 
@@ -16,8 +16,9 @@ from gpulint.edits import replace_node, with_keyword_argument
 class DataLoaderWithoutPinMemory(Rule):
     code = "GPU102"
     name = "dataloader-without-pin-memory"
-    summary = "`DataLoader` batches are moved to CUDA but `pin_memory` is missing or False"
+    summary = "`DataLoader` batches are moved to CUDA (or feed GPU training) but `pin_memory` is missing or False"
     fix_applicability = Applicability.SAFE
+    fix_sometimes_unsafe = True
     requires = (r"DataLoader",)
 
     def check(self) -> Iterator[Diagnostic]:
@@ -26,7 +27,9 @@ class DataLoaderWithoutPinMemory(Rule):
         for info in flow.infos:
             loader = info.loader
             moves = [move for move in info.moves if move.iteration.loop is not None]  # a lone batch: no gain
-            if loader.has_unpacking or not (moves or info.placed_by) or produces_cuda_batches(model, loader):
+            placed = None if moves else info.placed_by  # a framework copies the batches
+            feeds = None if moves or placed else flow.feeds_gpu_training(info)  # the copy is out of sight
+            if not loader.known("pin_memory", "dataset", "collate_fn") or not (moves or placed or feeds) or produces_cuda_batches(model, loader):
                 continue
             arg = loader.argument("pin_memory")
             resolved = None
@@ -34,34 +37,42 @@ class DataLoaderWithoutPinMemory(Rule):
                 resolved = model.values.resolve(arg.value)
                 if resolved is None or resolved.value is not False:
                     continue
-            yield self._report(info, moves, resolved)
+            yield self._report(info, moves, resolved, feeds)
 
-    def _report(self, info, moves, resolved) -> Diagnostic:
+    def _report(self, info, moves, resolved, feeds) -> Diagnostic:
         model = self.model
         flow = model.loader_flow
         if moves:
-            copied = f"copied to the GPU (`{model.code(moves[0].call)}` at line {model.line_of(moves[0].call)})"
+            move = next((m for m in moves if m.via is None), moves[0])  # a copy in sight names it best
+            where = f"`{model.code(move.call)}` at line {model.line_of(move.call)}"
+            if move.via is not None:
+                where += f", which copies at {move.via}"
+            copied = f"its batches are copied to the GPU ({where})"
+        elif feeds is None:
+            copied = f"its batches are copied to the GPU by {info.placed_by.describe(model)}"
         else:
-            copied = f"copied to the GPU by {info.placed_by.describe(model)}"
+            copied = f"its batches reach the GPU ({feeds[0]})"
         if resolved is None:
             what = "`DataLoader` has no `pin_memory`"
         elif resolved.origin == LITERAL:
             what = "`DataLoader` uses `pin_memory=False`"
         else:
             what = f"`DataLoader` uses `pin_memory=False` ({resolved.describe(model)})"
-        message = f"{what} but its batches are {copied}: pageable memory makes every copy block"
+        message = f"{what} but {copied}: pageable memory makes every copy block"
         workers_positive, _ = flow.workers(info.loader)
         if not workers_positive:
             message += "; pinning pays off with `num_workers > 0` (GPU101)"
-        severity = Severity.WARNING if flow.feeds_training(info) else Severity.INFO
-        return self.diagnostic(info.loader.call, message, severity=severity, fix=self._fix(moves, resolved, workers_positive, info.loader.call))
+        severity = Severity.WARNING if (feeds[1] if feeds else flow.feeds_training(info)) else Severity.INFO
+        fix = self._fix(moves, resolved, workers_positive, info.loader.call)
+        return self.diagnostic(info.loader.call, message, severity=severity, fix=fix, related=value_origin(resolved))
 
     def _fix(self, moves, resolved, workers_positive: bool, call: cst.Call):
         model = self.model
         if resolved is not None and resolved.origin != LITERAL:
             return None  # a command-line flag or constant the user chose: editing it would change its meaning
         torch_alias = next((local for local, full in model.imports.bindings.items() if full == "torch"), None)
-        # A framework picks the device at run time (Lightning's default accelerator is "auto").
+        # Where the copy is out of sight (a framework's or another module's), so is the device: pinning only
+        # where CUDA is there (Lightning's default accelerator is "auto").
         if torch_alias is not None and (not moves or model.loader_flow.device_chosen_at_run_time(moves)):
             value = f"{torch_alias}.cuda.is_available()"
         else:

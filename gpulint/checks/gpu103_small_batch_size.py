@@ -9,7 +9,7 @@ import libcst as cst
 from gpulint.analysis.dataloaders import ITERABLE_DATASET, dataset_class
 from gpulint.analysis.loader_flow import EVAL, TRAIN
 from gpulint.analysis.value_resolution import LITERAL
-from gpulint.checks.base import Option, Rule, is_test_file
+from gpulint.checks.base import Option, Rule, is_test_file, value_origin
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
 from gpulint.edits import replace_node, with_keyword_argument
 
@@ -58,7 +58,7 @@ class SmallBatchSize(Rule):
         model = self.model
         flow = model.loader_flow
         loader = info.loader
-        if loader.has_unpacking or loader.argument("batch_sampler") is not None:
+        if not loader.known("batch_size", "batch_sampler", "collate_fn") or loader.argument("batch_sampler") is not None:
             return False
         # Only a loop that visibly trains counts: `shuffle=True` alone also marks beam-search evaluation.
         if info.role == TRAIN:
@@ -97,7 +97,7 @@ class SmallBatchSize(Rule):
             f"{self._lr_advice()}, or use `torch.compile(mode=\"reduce-overhead\")` for a small model"
         )
         severity = Severity.WARNING if info.role == TRAIN else Severity.INFO
-        return self.diagnostic(info.loader.call, message, severity=severity, fix=self._fix(info, resolved))
+        return self.diagnostic(info.loader.call, message, severity=severity, fix=self._fix(info, resolved), related=value_origin(resolved))
 
     def _lr_advice(self) -> str:
         names = {self.model.call_name(c) for c in self.model.calls}
@@ -114,12 +114,37 @@ class SmallBatchSize(Rule):
         call = info.loader.call
         if resolved is None:
             edit = replace_node(model, call, with_keyword_argument(call, "batch_size", cst.Integer(str(target))))
-            return self.fix(f"Set `batch_size={target}`", [edit], Applicability.UNSAFE)
+            return self.fix(f"Set `batch_size={target}` (scale the learning rate with it)", [edit], Applicability.UNSAFE)
         if not isinstance(resolved.node, cst.Integer) or target <= resolved.value:
             return None
+        if resolved.origin != LITERAL and self._read_for_other_things(info.loader.argument("batch_size").value):
+            return None  # the same setting also sizes something else: changing it there is its author's call
         edit = replace_node(model, resolved.node, str(target))
         where = "" if resolved.origin == LITERAL else f" at the {resolved.describe(model)}"
-        return self.fix(f"Raise the batch size to {target}{where}", [edit], Applicability.UNSAFE)
+        return self.fix(f"Raise the batch size to {target}{where} (scale the learning rate with it)", [edit], Applicability.UNSAFE)
+
+    def _read_for_other_things(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
+        """`args.batch_size` / `BATCH_SIZE` is also read outside a `batch_size=` argument (an iteration count,
+        a learning-rate rule, a buffer shape): a fix of its definition would change those too."""
+        model = self.model
+        if isinstance(expr, cst.Attribute):
+            reads = [a for a in model.attributes if a.attr.value == expr.attr.value and isinstance(a.value, cst.Name)]
+            reads += [c for c in model.calls if isinstance(c.func, cst.Name) and c.func.value == "getattr"
+                      and len(c.args) > 1 and model.code(c.args[1].value).strip("'\"") == expr.attr.value]  # fmt: skip
+        elif isinstance(expr, cst.Name):
+            reads = list(model.dataflow.reads.get(expr.value, ()))
+        else:
+            return True
+        batch_sizes = {id(arg.value) for loader in model.dataloaders if (arg := loader.argument("batch_size")) is not None}
+        for read in reads:
+            parent = model.parent.get(read)
+            if id(read) in batch_sizes or isinstance(parent, cst.Arg) and parent.keyword is not None and parent.keyword.value == "batch_size":
+                continue
+            if isinstance(parent, cst.Assign) and parent.value is read and len(parent.targets) == 1 and depth < 2:
+                if not self._read_for_other_things(parent.targets[0].target, depth + 1):
+                    continue  # `bs = args.batch_size` used only as a batch size
+            return True
+        return False
 
 
 def _volumetric(model) -> bool:

@@ -25,7 +25,7 @@ class DataLoaderWorkersNotPersistent(Rule):
         for info in flow.infos:
             loader = info.loader
             workers_positive, _ = flow.workers(loader)
-            if loader.has_unpacking or not workers_positive:
+            if not loader.known("num_workers", "persistent_workers") or not workers_positive:
                 continue
             arg = loader.argument("persistent_workers")
             if arg is not None:

@@ -13,7 +13,7 @@ from gpulint.diagnostics import Applicability, Diagnostic, Severity
 from gpulint.edits import replace_node, with_keyword_argument
 
 # Positional arguments `.to(device, dtype)` / `.cuda(device)` may take before `non_blocking`.
-_MAX_POSITIONAL = {"to": 2, "cuda": 1}
+_MAX_POSITIONAL = {"to": 2, "cuda": 1, "type": 1}
 
 
 class BlockingHostToDeviceCopy(Rule):
@@ -21,7 +21,7 @@ class BlockingHostToDeviceCopy(Rule):
     name = "blocking-host-to-device-copy"
     summary = "A batch from a pinned `DataLoader` is copied to CUDA without `non_blocking=True`"
     fix_applicability = Applicability.SAFE
-    fix_always = True
+    fix_always = False  # not for a copy inside a project helper (`to_device(batch)`): the fix belongs there
     requires = (r"DataLoader", r"pin_memory")
 
     def check(self) -> Iterator[Diagnostic]:
@@ -30,11 +30,16 @@ class BlockingHostToDeviceCopy(Rule):
         reported: set[int] = set()
         for info in flow.infos:
             loader = info.loader
-            if loader.has_unpacking or not flow.pinned(loader) or produces_cuda_batches(model, loader):
+            if not loader.known("pin_memory", "dataset", "collate_fn") or not flow.pinned(loader) or produces_cuda_batches(model, loader):
                 continue
             custom_collate = loader.argument("collate_fn") is not None
             for move in info.moves:
                 call = move.call
+                if move.via is not None:
+                    if id(call) not in reported and move.iteration.loop is not None and not move.non_blocking:
+                        reported.add(id(call))
+                        yield self._through_helper(move, loader, flow)
+                    continue
                 if id(call) in reported or move.iteration.loop is None or not self._can_add(call):
                     continue
                 if move.whole_batch and custom_collate:
@@ -52,6 +57,19 @@ class BlockingHostToDeviceCopy(Rule):
                         Applicability.SAFE,
                     ),
                 )
+
+    def _through_helper(self, move, loader, flow) -> Diagnostic:
+        """`to_device(batch, device)` whose copy (in the helper) blocks: reported at the call; the fix belongs
+        in the helper, which other callers may use with unpinned tensors, so none is offered."""
+        model = self.model
+        eval_only = flow.iteration_role(move.iteration) == EVAL
+        return self.diagnostic(
+            move.call,
+            f"`{model.code(move.call)}` copies a batch of a pinned `DataLoader` (line {model.line_of(loader.call)}) "
+            f"to the GPU at {move.via} without `non_blocking=True`, so the host waits for every copy; pass "
+            "`non_blocking=True` there to overlap it with compute",
+            severity=Severity.INFO if eval_only else Severity.WARNING,
+        )
 
     @staticmethod
     def _can_add(call: cst.Call) -> bool:

@@ -9,14 +9,14 @@ import libcst as cst
 from gpulint.analysis.hot_loops import in_no_grad, trains
 from gpulint.checks.base import Rule
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
-from gpulint.edits import replace_node
+from gpulint.edits import replace_node, without_keyword_argument
 
 
 class PinThenCopy(Rule):
     code = "GPU106"
     name = "pin-then-copy"
     summary = "`x.pin_memory().to(device)` in a hot loop: pinning first makes the copy slower"
-    fix_applicability = Applicability.SAFE
+    fix_applicability = Applicability.UNSAFE
     fix_always = True
     requires = (r"pin_memory\(\)",)
 
@@ -32,14 +32,14 @@ class PinThenCopy(Rule):
             if not reached_from or self._on_side_stream(call):
                 continue
             eval_only = all(in_no_grad(model, node) for node in reached_from)
-            edit = replace_node(model, inner, model.code(inner.func.value))
+            # Without the pinned source a `non_blocking=True` copy is pageable: it would block anyway.
+            plain = without_keyword_argument(call.with_changes(func=call.func.with_changes(value=inner.func.value)), "non_blocking")
             yield self.diagnostic(
                 call,
-                "`.pin_memory()` right before a copy to the GPU pins on the critical path and is usually slower "
-                "than copying directly; drop it, or pin off the critical path (`DataLoader(pin_memory=True)` "
-                "pins in a background thread)",
+                "`.pin_memory()` right before the copy pins on the critical path, usually slower than a plain "
+                "copy; pin in the `DataLoader` (`pin_memory=True`) instead",
                 severity=Severity.INFO if eval_only else Severity.WARNING,
-                fix=self.fix("Remove `.pin_memory()`", [edit], Applicability.SAFE),
+                fix=self.fix("Copy directly (drop `.pin_memory()` and `non_blocking=`)", [replace_node(model, call, plain)], Applicability.UNSAFE),
             )
 
     def _hot_loops_reaching(self, call: cst.Call) -> list[cst.CSTNode]:

@@ -6,19 +6,22 @@ from typing import Iterator
 
 import libcst as cst
 
-from gpulint.analysis.residency import CPU, RANDOM_FACTORIES, TRAIN
+from gpulint.analysis.residency import CPU, EVAL, RANDOM_FACTORIES, TRAIN
 from gpulint.checks.base import Rule
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
 from gpulint.edits import device_argument, replace_node, with_keyword_argument, with_keyword_value
 
 _BLOCKING_MOVE_KEYWORDS = frozenset({"copy", "memory_format"})
+# Factories that carry data: built on the CPU and copied whether or not `device=` is given.
+_DATA_FACTORIES = frozenset({"tensor", "as_tensor", "from_numpy"})
 
 
 class TensorCreatedThenMoved(Rule):
     code = "GPU201"
     name = "tensor-created-then-moved"
-    summary = "A tensor factory runs on the CPU and its result is copied to the GPU (`torch.zeros(...).cuda()`)"
+    summary = "A tensor is filled on the CPU and copied to the GPU every step (`torch.zeros(...).cuda()` in a loop)"
     fix_applicability = Applicability.SAFE
+    fix_sometimes_unsafe = True
     requires = (r"\.(cuda|to)\(",)
 
     def check(self) -> Iterator[Diagnostic]:
@@ -32,22 +35,18 @@ class TensorCreatedThenMoved(Rule):
             if not isinstance(factory, cst.Call):
                 continue
             short = residency.factory(factory)
-            if short is None or (short == "normal" and not _normal_with_size(factory)):
-                continue
+            if short is None or short in _DATA_FACTORIES or (short == "normal" and not _normal_with_size(factory)):
+                continue  # `torch.tensor(data, device=d)` builds on the CPU and copies just the same
             if any(a.star for a in factory.args):
                 continue
             loop, role = residency.step_loop(call)
-            severity = Severity.WARNING if role == TRAIN else Severity.INFO
+            if role not in (TRAIN, EVAL):
+                continue  # one-time set-up: a copy before training costs nothing per step
             name = model.code(factory.func)
-            random = short in RANDOM_FACTORIES
-            message = (
-                f"`{name}(...)` fills the tensor on the CPU, then `.{call.func.attr.value}({'...' if call.args else ''})` copies it to the GPU "
-                f"(a blocking host-to-device copy{' every step' if role == TRAIN else ''}); create it there with "
-                f"`{'torch.as_tensor' if short == 'from_numpy' else name}(..., device=...)`"
-            )
-            if random:
-                message += "; the CUDA generator draws different numbers than the CPU one"
-            yield self.diagnostic(call, message, severity=severity, fix=self._fix(call, factory, move, short))
+            message = f"`{name}(...)` fills on the CPU, then `.{call.func.attr.value}()` copies it to the GPU {self.every_step(role, loop)}; create it there with `device=`"
+            if short in RANDOM_FACTORIES:
+                message += " (the CUDA generator draws different numbers)"
+            yield self.diagnostic(call, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO, fix=self._fix(call, factory, move, short))
 
     def _fix(self, call: cst.Call, factory: cst.Call, move, short: str):
         model = self.model
@@ -57,10 +56,6 @@ class TensorCreatedThenMoved(Rule):
             return None
         _, device, dtype = move
         new = factory
-        if short == "from_numpy":
-            if not isinstance(factory.func, cst.Attribute):
-                return None
-            new = new.with_changes(func=factory.func.with_changes(attr=cst.Name("as_tensor")))
         if dtype is not None:
             existing = next((a for a in new.args if a.keyword is not None and a.keyword.value == "dtype"), None)
             new = with_keyword_value(new, existing, dtype) if existing is not None else with_keyword_argument(new, "dtype", dtype)

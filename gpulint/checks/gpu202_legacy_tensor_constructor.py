@@ -7,6 +7,7 @@ from typing import Iterator
 
 import libcst as cst
 
+from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.residency import CPU, TRAIN
 from gpulint.checks.base import Rule
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
@@ -43,16 +44,32 @@ class LegacyTensorConstructor(Rule):
                 move = residency.move(grand)
                 if move is not None and move[0] != CPU:
                     reported, device = grand, move
+            if not on_cuda and device is None and not self._moved_later(call):
+                continue  # CPU data that never reaches the GPU: not a GPU problem
             _, role = residency.step_loop(reported)
             legacy = model.code(call.func)
-            moved = " and `.cuda()`/`.to()` then copies it to the GPU" if device is not None else ""
+            where = "the current CUDA device" if on_cuda else "the CPU, then copied to the GPU"
             message = (
-                f"`{legacy}(...)` is a legacy constructor: it reads a sequence as data but numbers as a shape, "
-                f"and builds on the {'current CUDA device' if on_cuda else 'CPU'}{moved}; use "
-                f"`torch.tensor(data, dtype=torch.{dtype}, device=...)` or `torch.empty(size, dtype=torch.{dtype}, device=...)`"
+                f"`{legacy}(...)` is a legacy constructor (a sequence is data, numbers are a shape; built on {where}); "
+                f"use `torch.tensor(data, dtype=torch.{dtype}, device=...)` or `torch.empty(size, ...)`"
             )
             fix = self._fix(call, reported, dtype, on_cuda, device)
             yield self.diagnostic(reported, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO, fix=fix)
+
+    def _moved_later(self, call: cst.Call) -> bool:
+        """`w = torch.FloatTensor(...)` and later `w.cuda()` / `w.to(device)` of that same value."""
+        model, flow = self.model, self.model.dataflow
+        assignment = model.parent.get(call)
+        if not isinstance(assignment, cst.Assign) or len(assignment.targets) != 1:
+            return False
+        key = dotted_name(assignment.targets[0].target)
+        for read in flow.reads.get(key or "", ()):
+            attribute = model.parent.get(read)
+            move = model.parent.get(attribute) if isinstance(attribute, cst.Attribute) and attribute.value is read else None
+            if isinstance(move, cst.Call) and model.residency.moves_to_cuda(move):
+                if any(w.statement is assignment for w in flow.reaching_writes(key, read)):
+                    return True
+        return False
 
     def _fix(self, call: cst.Call, reported: cst.Call, dtype: str, on_cuda: bool, move):
         model = self.model

@@ -21,6 +21,7 @@ class ModuleMovedInLoop(Rule):
     name = "module-moved-in-loop"
     summary = "An `nn.Module` is moved to the device inside a loop (`model.to(device)` every iteration)"
     fix_applicability = Applicability.SAFE
+    fix_sometimes_unsafe = True
     requires = (r"\.(cuda|to)\(",)
 
     def check(self) -> Iterator[Diagnostic]:
@@ -49,7 +50,7 @@ class ModuleMovedInLoop(Rule):
                 f"in Python; move it once before the loop{where}"
             )
             fix = self._fix(call, statement, target, key, loop, earlier)
-            yield self.diagnostic(call, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO, fix=fix)
+            yield self.diagnostic(call, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO, fix=fix, related=[("the loop", loop)])
 
     def _varies(self, key: str, device, statement, call, loop) -> bool:
         """The module or the device changes in the loop, or the loop moves the module elsewhere too."""

@@ -49,7 +49,11 @@ class LoopInvariantTransfer(Rule):
                 f"but `{key}` does not change in the loop: copy it once before the loop"
             )
             yield self.diagnostic(
-                call, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO, fix=self._fix(statement, target, loop)
+                call,
+                message,
+                severity=Severity.WARNING if role == TRAIN else Severity.INFO,
+                fix=self._fix(statement, target, loop),
+                related=[("the loop", loop)],
             )
 
     def _is_parameter(self, key: str, at: cst.CSTNode) -> bool:

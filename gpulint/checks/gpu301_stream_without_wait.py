@@ -13,7 +13,7 @@ class StreamWithoutWait(Rule):
     code = "GPU301"
     name = "stream-without-wait"
     summary = "`with torch.cuda.stream(s):` reads GPU values from the current stream without `s.wait_stream(...)` first"
-    fix_applicability = Applicability.SAFE
+    fix_applicability = Applicability.UNSAFE
     requires = (r"[Ss]tream",)
     default_severity = Severity.ERROR
 
@@ -23,20 +23,25 @@ class StreamWithoutWait(Rule):
             if not block.inputs:
                 continue
             stream = model.code(block.stream)
-            first = block.inputs[0]
             names = ", ".join(f"`{i.key}`" for i in block.inputs[:3]) + (", ..." if len(block.inputs) > 3 else "")
-            message = (
-                f"The block on stream `{stream}` reads {names} (produced at line {model.line_of(first.write.statement)}) "
-                f"with no `{stream}.wait_stream(torch.cuda.current_stream())` before it: `{stream}` may read "
-                f"{'it' if len(block.inputs) == 1 else 'them'} before the current stream has finished writing"
-            )
+            message = f"Stream `{stream}` reads {names} (written at line {model.line_of(block.inputs[0].write.statement)}) without waiting for the current stream"
             if block.self_waits:
-                message += f"; the wait at line {model.line_of(block.self_waits[0])} is inside the block, where the current stream is `{stream}` itself, so it does nothing"
-            torch, import_edit = module_alias(model, "torch")
-            edit = insert_statement_before(model, block.node, f"{stream}.wait_stream({torch}.cuda.current_stream())")
-            fix = self.fix(
-                f"Insert `{stream}.wait_stream({torch}.cuda.current_stream())` before the block",
-                [edit, *([import_edit] if import_edit else [])],
-                Applicability.SAFE,
-            )
-            yield self.diagnostic(block.context, message, fix=fix)
+                message += f"; the wait at line {model.line_of(block.self_waits[0])} is inside the block, where it does nothing"
+            yield self.diagnostic(block.context, message, fix=self._fix(block, stream))
+
+    def _fix(self, block, stream: str):
+        """`s.wait_stream(torch.cuda.current_stream())` before the block, or before the loops around it when
+        neither the stream nor the inputs change in them; never inside a loop (a stall every iteration)."""
+        model, flow = self.model, self.model.dataflow
+        anchor = block.node
+        loops = model.enclosing_loops(block.node)
+        if loops:
+            outermost = loops[-1]
+            keys = [block.key, *(i.key for i in block.inputs)]
+            if any(flow.assigned_in(key, outermost) for key in keys):
+                return None
+            anchor = outermost
+        torch, import_edit = module_alias(model, "torch")
+        wait = f"{stream}.wait_stream({torch}.cuda.current_stream())"
+        where = "before the block" if anchor is block.node else "before the loop"
+        return self.fix(f"Insert `{wait}` {where}", [insert_statement_before(model, anchor, wait), *([import_edit] if import_edit else [])], Applicability.UNSAFE)

@@ -6,51 +6,67 @@ from typing import Iterator
 
 import libcst as cst
 
+from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.residency import TRAIN, EVAL
 from gpulint.checks.base import Rule
 from gpulint.diagnostics import Diagnostic, Severity
+
+_COLLECTING = frozenset({"append", "extend"})
 
 
 class HostSyncInLoop(Rule):
     code = "GPU303"
     name = "host-sync-in-loop"
     summary = "A host-device synchronization (`.item()`, `.cpu()`, `print(tensor)`, `if tensor:`) every loop iteration"
-    requires = (r"\.(item|cpu|tolist|numpy|to)\(|print|float|int|bool|if |while |assert |f['\"]",)
+    requires = (r"\.(item|cpu|tolist|numpy|to|type|format|add_scalars?)\(|print|float|int|bool|if |while |assert |f['\"]|%|\[",)
+    project_tags = ("helper-syncs",)
 
     def check(self) -> Iterator[Diagnostic]:
+        """One finding per statement: its first sync drains the queue, the others in it then cost little."""
         model = self.model
         residency = model.residency
+        statements: dict[int, list] = {}
         for sync in residency.host_syncs:
             loop, role = residency.step_loop(sync.node)
             if role not in (TRAIN, EVAL) or residency.rate_limit_guard(sync.node, loop) is not None:
                 continue
-            message = (
-                f"{self._subject(sync)} waits for the GPU {residency.every_step(loop, role)}: "
-                f"the CPU stops queueing work until the GPU has drained; {self._advice(sync)}"
+            statements.setdefault(id(model.enclosing_statement(sync.node)), []).append((sync, loop, role))
+        for found in statements.values():
+            found.sort(key=lambda item: model.dataflow.order[item[0].node])
+            syncs = [sync for sync, _, _ in found]
+            _, loop, role = found[0]
+            subjects = [self._subject(s) for s in syncs]
+            what = subjects[0] if len(subjects) == 1 else ", ".join(subjects[:-1]) + f" and {subjects[-1]}"
+            verb = "waits" if len(syncs) == 1 else "wait"
+            message = f"{what} {verb} for the GPU {self.every_step(role, loop)}; {self._advice(syncs, loop)}"
+            yield self.diagnostic(
+                syncs[0].node, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO, related=[(f"the {role} loop", loop)]
             )
-            yield self.diagnostic(sync.node, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO)
 
-    def _advice(self, sync) -> str:
+    def _advice(self, syncs, loop) -> str:
         model = self.model
-        node = sync.node
-        accumulation = self._accumulation(node)
-        if accumulation is not None:
-            target = model.code(accumulation.target)
-            replacement = f"{model.code(sync.value)}.detach()"
-            value = model.code(accumulation.value).replace(model.code(node), replacement, 1)
-            return (
-                f"accumulate on the GPU instead (`{target} {model.code(accumulation.operator).strip()} {value}`, "
-                f"with `{target}` a GPU tensor) and convert it with `.item()` every N steps or after the loop"
-            )
-        if not isinstance(self.model.parent.get(node), (cst.If, cst.While, cst.Assert)):
-            return "keep the value on the GPU and convert it only every N steps (under `if step % N == 0:`)"
-        return "compute the condition on the GPU (`torch.where`, masks) or check it only every N steps (under `if step % N == 0:`)"
+        for sync in syncs:
+            accumulation = self._accumulation(sync.node)
+            if accumulation is not None:
+                target = model.code(accumulation.target)
+                value = model.code(accumulation.value).replace(model.code(sync.node), f"{model.code(sync.value)}.detach()", 1)
+                operator = model.code(accumulation.operator).strip()
+                return f"accumulate on the GPU (`{target} {operator} {value}`) and convert once every N steps or after the loop"
+        if any(self._feeds_branch(sync.node, loop) for sync in syncs):
+            return "the value feeds a Python branch: compute it on the GPU instead (`torch.where`, `clamp`, masks)"
+        if any(self._collected(sync.node, loop) for sync in syncs):
+            return "collect the tensors on the GPU and copy them to the host once, after the loop (`torch.cat(...).cpu()`)"
+        return "keep the value on the GPU and convert it only every N steps (under `if step % N == 0:`)"
 
     def _subject(self, sync) -> str:
         """`loss.item()`, `if torch.isnan(loss):` on a GPU tensor, formatting `{loss}` in an f-string."""
         model = self.model
         node = sync.node
         parent = model.parent.get(node)
+        if sync.via is not None:  # a helper that syncs on every call
+            code = _short(model.code(node))
+            call = f"`{code}`" if code else "this call"
+            return f"{call} ({sync.kind} at {sync.via})"
         if isinstance(node, cst.FormattedStringExpression):
             code = _short(model.code(node.expression))
             return f"formatting `{{{code}}}` in an f-string" if code else sync.kind
@@ -60,6 +76,62 @@ class HostSyncInLoop(Rule):
             return f"`{keyword} {code}{'' if keyword == 'assert' else ':'}` on a GPU tensor" if code else sync.kind
         code = _short(model.code(node))
         return f"`{code}`" if code else sync.kind
+
+    def _feeds_branch(self, node: cst.CSTNode, loop) -> bool:
+        """The synced value decides an `if`/`while`/`assert`: the test itself, or a name assigned from it
+        that a test in the same loop reads."""
+        model, flow = self.model, self.model.dataflow
+        child = node
+        for ancestor in model.ancestors(node):
+            if isinstance(ancestor, (cst.If, cst.While, cst.Assert, cst.IfExp)) and child is ancestor.test:
+                return True
+            if isinstance(ancestor, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+                break
+            child = ancestor
+        target = self._assigned_name(node)
+        if target is None:
+            return False
+        for condition in flow.conditions:
+            if not flow.inside(condition, loop) or not flow.before(node, condition):
+                continue
+            if any(flow.inside(read, condition.test) for read in flow.reads.get(target, ())):
+                return True
+        return False
+
+    def _collected(self, node: cst.CSTNode, loop) -> bool:
+        """The synced value is appended to a list every step (`outputs.append(out.cpu().numpy())`), directly
+        or through a name."""
+        model, flow = self.model, self.model.dataflow
+        targets = [self._chained(node)]
+        name = self._assigned_name(node)
+        if name is not None:
+            targets += [r for r in flow.reads.get(name, ()) if flow.inside(r, loop) and flow.before(node, r)]
+        for target in targets:
+            arg = model.parent.get(target)
+            call = model.parent.get(arg) if isinstance(arg, cst.Arg) else None
+            if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value in _COLLECTING:
+                return True
+        return False
+
+    def _chained(self, node: cst.CSTNode) -> cst.CSTNode:
+        """`node` with the method calls chained after it: `out.cpu().numpy()` for `out.cpu()`."""
+        model = self.model
+        while True:
+            parent = model.parent.get(node)
+            if isinstance(parent, cst.Attribute) and parent.value is node:
+                node = parent
+            elif isinstance(parent, cst.Call) and parent.func is node:
+                node = parent
+            else:
+                return node
+
+    def _assigned_name(self, node: cst.CSTNode) -> str | None:
+        """`v` in `v = <node>` (looking through `.numpy()`, `.tolist()` after the sync)."""
+        value = self._chained(node)
+        assignment = self.model.parent.get(value)
+        if isinstance(assignment, cst.Assign) and assignment.value is value and len(assignment.targets) == 1:
+            return dotted_name(assignment.targets[0].target)
+        return None
 
     def _accumulation(self, node: cst.CSTNode) -> cst.AugAssign | None:
         """`total += loss.item()` (also `total += loss.item() * n`): a running sum that could stay on the GPU."""

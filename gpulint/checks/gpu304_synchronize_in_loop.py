@@ -19,23 +19,31 @@ class SynchronizeInLoop(Rule):
     name = "synchronize-in-loop"
     summary = "`torch.cuda.synchronize()` every step of a training loop, outside timing code"
     requires = (r"synchronize",)
+    project_tags = ("helper-syncs",)
 
     def check(self) -> Iterator[Diagnostic]:
         model = self.model
         residency = model.residency
         for call in model.calls:
-            if not self._is_device_sync(call):
+            via = None if self._is_device_sync(call) else self._helper_sync(call)
+            if via is None and not self._is_device_sync(call):
                 continue
             loop, role = residency.step_loop(call)
             if role != TRAIN or residency.rate_limit_guard(call, loop) is not None:
                 continue
             if residency.in_timing_code(call) or self._reads_non_blocking_copy(call, loop):
                 continue
+            what = f"`{model.code(call)}`" if via is None else f"`{model.code(call)}` (`torch.cuda.synchronize()` at {via})"
             message = (
-                f"`{model.code(call)}` blocks the CPU until the GPU is idle, {residency.every_step(loop, role)}: the GPU then waits while the CPU queues the next step; remove it, "
+                f"{what} blocks the CPU until the GPU is idle, {self.every_step(role, loop)}: the GPU then waits while the CPU queues the next step; remove it, "
                 "or use `wait_stream` / events to order streams and synchronize only where the host reads GPU results"
             )
-            yield self.diagnostic(call, message)
+            yield self.diagnostic(call, message, related=[("the training loop", loop)])
+
+    def _helper_sync(self, call: cst.Call) -> str | None:
+        """Where a project function called here synchronizes the device on every call (`utils.py:9`)."""
+        callee = self.model.callee(call)
+        return next((entry[1] for entry in callee.syncs if entry[0] == "synchronize"), None) if callee else None
 
     def _is_device_sync(self, call: cst.Call) -> bool:
         model = self.model

@@ -33,15 +33,18 @@ class EmptyCacheInLoop(Rule):
             guard = residency.rate_limit_guard(call, loop)
             if isinstance(guard, (cst.ExceptHandler, cst.Try, cst.Finally)):
                 continue  # recovering from an out-of-memory error, or cleaning up
+            if any(residency.measures_memory(outer) for outer in model.enclosing_loops(call)):
+                continue  # emptying the cache is part of measuring memory
             every_step = role in (TRAIN, EVAL) and guard is None
-            how_often = f"every iteration of the {role} loop" if every_step else f"inside the {role} loop"
+            where = self.every_step(role, loop) if every_step else f"in the loop at line {model.line_of(loop)}"
             message = (
-                f"`{model.code(call)}` {how_often} (line {model.line_of(loop)}) synchronizes the device and hands "
-                "the cached memory back, so the next iteration pays `cudaMalloc` again; it does not give PyTorch "
-                "more memory. Remove it (for fragmentation, try `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`)"
+                f"`{model.code(call)}` {where} syncs the device and frees the cache that the next step "
+                "allocates again; remove it"
             )
             fix = None
             statement = model.parent.get(call)
             if isinstance(statement, cst.Expr):
                 fix = self.fix("Remove the `empty_cache()` call", [delete_statement(model, statement)], Applicability.UNSAFE)
-            yield self.diagnostic(call, message, severity=Severity.WARNING if every_step else Severity.INFO, fix=fix)
+            yield self.diagnostic(
+                call, message, severity=Severity.WARNING if every_step else Severity.INFO, fix=fix, related=[(f"the {role} loop", loop)]
+            )

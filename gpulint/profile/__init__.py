@@ -5,7 +5,20 @@ Importing this package is cheap: torch and pynvml are only imported inside the f
 
 from gpulint.profile.options import ProfileOptions
 
-__all__ = ["ProfileOptions", "run_profile", "run_verify"]
+__all__ = ["ProfileOptions", "run_profile", "run_verify", "step"]
+
+_step_hook = None  # set by the profiling bootstrap inside a profiled run, and only there
+
+
+def step() -> None:
+    """Mark the end of one training step for `gpulint profile` and `gpulint fix --verify`.
+
+    For loops gpulint cannot see (no torch.optim optimizer, no DataLoader: manual SGD, generation, RL). Outside
+    a profiled run it does nothing (one global read), so it can stay in the script.
+    """
+    hook = _step_hook
+    if hook is not None:
+        hook()
 
 
 def run_profile(command, options):  # noqa: D103 - thin lazy re-export
@@ -14,7 +27,7 @@ def run_profile(command, options):  # noqa: D103 - thin lazy re-export
     return _run_profile(command, options)
 
 
-def run_verify(command, apply_fixes, options):  # noqa: D103 - thin lazy re-export
+def run_verify(command, fixes, options):  # noqa: D103 - thin lazy re-export
     from gpulint.profile.verify import run_verify as _run_verify
 
-    return _run_verify(command, apply_fixes, options)
+    return _run_verify(command, fixes, options)

@@ -3,6 +3,11 @@
 It is started as a plain file (`python .../gpulint/profile/_child.py`), reads its settings from the JSON file
 named by $GPULINT_PROFILE_CONFIG, and imports only the standard library and torch, so it works in whatever
 environment the user's `python` belongs to. It writes one JSON result file and leaves with `os._exit`.
+
+Which process measures: the first process of the run to take a training step. Child processes started with
+multiprocessing (fork, spawn, forkserver: Hogwild, `mp.spawn`) get the same hooks; the first to step an
+optimizer claims the measurement with an exclusive file in the run's folder, and a process that only iterates a
+DataLoader never measures while another one steps an optimizer.
 """
 
 from __future__ import annotations
@@ -11,14 +16,25 @@ import json
 import os
 import runpy
 import sys
+import threading
 import time
 import traceback
 
 CONFIG_ENV = "GPULINT_PROFILE_CONFIG"
+ROLE_ENV = "GPULINT_PROFILE_ROLE"  # "rank": a process torchrun started for the launcher bootstrap
 SETTLE_WINDOW = 5  # steps whose spread decides that warm-up is over
 SETTLE_REL_IQR = 0.1  # torch.utils.benchmark's adaptive_autorange stop rule
 LOSSES_TO_KEEP = 5
 TRACEBACK_LINES = 40
+LEAD_SWITCH = 3  # consecutive steps of another optimizer, none of the lead's in between, make it the lead
+NO_STEP_BACKWARDS_MIN = 50  # backward() calls without any step before concluding the loop is invisible
+WATCH_S = 0.25  # how often the watch thread looks (no step yet, parent gone)
+SYNC_WARNING = "synchronizing CUDA operation"  # torch.cuda.set_sync_debug_mode("warn") says this
+
+_CFG: dict | None = None  # the run's settings, also in child processes
+_TORCH = None
+_REC: Recorder | None = None  # this process's recorder; None in a child until it first sees a step
+_ORIGINALS: dict = {}  # what the hooks replaced: {"backward": Tensor.backward}
 
 
 def _percentile(values, q):
@@ -33,6 +49,10 @@ def _percentile(values, q):
 
 def _batch_size(batch, torch):
     """dim 0 of the first tensor found in the batch (tensor, tuple/list, dict, nested)."""
+    tensor = torch.Tensor
+    first = batch[0] if type(batch) in (tuple, list) and batch else batch
+    if isinstance(first, tensor):  # the common cases first: a tensor, or (inputs, targets)
+        return int(first.shape[0]) if first.dim() > 0 else None
     stack = [batch]
     seen = 0
     while stack and seen < 64:
@@ -48,18 +68,43 @@ def _batch_size(batch, torch):
 
 
 def _write_json_atomic(path, data):
+    """Write the result once: the first process to write it wins (a parent ending after its measured child
+    must not overwrite the child's result), and the parent polling for the file never sees half of it."""
     tmp = f"{path}.tmp{os.getpid()}"
     with open(tmp, "w") as f:
         json.dump(data, f)
-    os.replace(tmp, path)  # the parent polls for this file: it must never see half of it
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        pass
+    except OSError:  # a file system without hard links
+        if not os.path.exists(path):
+            os.replace(tmp, path)
+    try:
+        os.unlink(tmp)
+    except OSError:
+        pass
+
+
+def _touch(path) -> bool:
+    """Create the file exclusively; False when it already exists."""
+    try:
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        return True
+    except FileExistsError:
+        return False
+    except OSError:
+        return True  # no claim files possible (read-only folder): behave as a single process
 
 
 class Recorder:
     """Counts steps from hooks, times a window of them, then profiles a few more, and writes the result."""
 
-    def __init__(self, cfg, torch):
+    def __init__(self, cfg, torch, role="main"):
         self.torch = torch
         self.pid = os.getpid()
+        self.role = role
+        self.started = time.monotonic()
         self.warmup = int(cfg["warmup"])
         self.steps = int(cfg["steps"])
         self.warmup_cap = self.warmup + min(max(self.warmup, SETTLE_WINDOW), 20)
@@ -69,13 +114,32 @@ class Recorder:
         self.result_path = cfg["result_path"]
         self.progress_path = cfg.get("progress_path")
         self.trace_path = cfg.get("trace_path")
-        self.mode = None  # "optimizer" or "dataloader", whichever marks steps
+        self.claim_dir = cfg.get("claim_dir")  # None: the only process (in-process tests)
+        self.first_step_timeout = cfg.get("first_step_timeout")
+        self.no_step_backwards = max(NO_STEP_BACKWARDS_MIN, 2 * (self.warmup_cap + self.steps))
+        self.mode = None  # "optimizer", "marker" or "dataloader", whichever marks steps
+        self.claimed = None  # the claim this process holds: None, "dataloader" or "step"
+        self.passive = False  # another process measures
         self.bounds = []  # perf_counter at step boundaries in the current mode
-        self.fetches = []  # (start, end, samples) for every DataLoader __next__
+        self.excluded = {}  # step index -> batches fetched without gradients (an evaluation inside the step)
+        self.step_eval_batches = 0  # batches fetched without gradients since the last boundary
+        self.eval_detection = True
+        self.fetches = []  # (start, end, samples) for every training DataLoader __next__
         self.optimizer_steps = 0
+        self.optimizers = {}  # id -> [class name, steps]
+        self.lead = None  # id of the optimizer whose steps are the step boundaries
+        self.other = None
+        self.other_run = 0
+        self.lead_switches = 0
         self.batches = 0
+        self.eval_batches = 0
+        self.iterators = 0
+        self.backward_calls = 0
+        self.marker_steps = 0
         self.phase = "warmup"
         self.window_start = None  # index into self.bounds
+        self.measured = 0
+        self.excluded_in_window = 0
         self.window_unix = None
         self.window_result = None
         self.warmup_steps_done = None
@@ -85,82 +149,164 @@ class Recorder:
         self.attribution = None
         self.prof = None
         self.prof_steps = 0
+        self.sync_sites = None
         self._last_progress = 0.0
-        self._orig_backward = None
 
-    # ---- hooks -------------------------------------------------------------------------------------
+    # ---- claims: which process measures ------------------------------------------------------------
 
-    def install(self):
-        torch = self.torch
-        from torch.optim.optimizer import register_optimizer_step_post_hook
-        from torch.utils.data import dataloader as dl
+    def _claim(self, level):
+        """level "step" (optimizer or marked steps) or "dataloader"; True when this process may measure."""
+        if self.claim_dir is None or self.claimed == "step" or self.claimed == level:
+            return True
+        step_claim = os.path.join(self.claim_dir, "claim.step")
+        if level == "dataloader" and os.path.exists(step_claim):
+            return False  # another process steps an optimizer: its batches are the training, not ours
+        if _touch(step_claim if level == "step" else os.path.join(self.claim_dir, "claim.dataloader")):
+            self.claimed = level
+            return True
+        return False
 
-        register_optimizer_step_post_hook(self._on_optimizer_step)
-        base = dl._BaseDataLoaderIter
-        orig_next = base.__next__
-        orig_init = base.__init__
-        rec = self
+    def _another_process_steps(self):
+        return (
+            self.claim_dir is not None
+            and self.claimed != "step"
+            and os.path.exists(os.path.join(self.claim_dir, "claim.step"))
+        )
 
-        def __next__(it):
-            if os.getpid() != rec.pid:  # a forked worker inherited the patch: stay out of its way
-                return orig_next(it)
-            t0 = time.perf_counter()
-            batch = orig_next(it)
-            t1 = time.perf_counter()
-            rec._on_batch(t0, t1, _batch_size(batch, torch))
-            return batch
+    def _go_passive(self):
+        """Another process measures: stop counting and take every hook out of this process's way."""
+        self.passive = True
+        self.bounds = []
+        self.fetches = []
+        _restore_backward()
+        _stop_line_probes()
 
-        def __init__(it, *args, **kwargs):
-            if os.getpid() == rec.pid and rec.phase == "measure":
-                rec._on_epoch_boundary()  # a new epoch: workers restart, the first batches are slow
-            orig_init(it, *args, **kwargs)
+    # ---- events ------------------------------------------------------------------------------------
 
-        base.__next__ = __next__
-        base.__init__ = __init__
-        if self.warmup > 0:
-            self._orig_backward = torch.Tensor.backward
-            orig_backward = self._orig_backward
-
-            def backward(tensor, *args, **kwargs):
-                if os.getpid() == rec.pid and tensor.numel() == 1 and len(rec.losses) < min(LOSSES_TO_KEEP, rec.warmup):
-                    try:
-                        rec.losses.append(float(tensor.detach()))  # warm-up only: this read syncs on CUDA
-                    except Exception:  # complex, meta or fake tensors: no loss for the numerics note
-                        rec._restore_backward()
-                    if len(rec.losses) >= min(LOSSES_TO_KEEP, rec.warmup):
-                        rec._restore_backward()
-                return orig_backward(tensor, *args, **kwargs)
-
-            torch.Tensor.backward = backward
-
-    def _restore_backward(self):
-        if self._orig_backward is not None:
-            self.torch.Tensor.backward = self._orig_backward
-            self._orig_backward = None
-
-    def _on_optimizer_step(self, optimizer, args, kwargs):
-        if os.getpid() != self.pid:
+    def on_optimizer_step(self, optimizer):
+        if self.passive:
             return
         t = time.perf_counter()
         self.optimizer_steps += 1
+        key = id(optimizer)
+        slot = self.optimizers.get(key)
+        if slot is None:
+            slot = self.optimizers[key] = [type(optimizer).__name__, 0]
+            if self.claim_dir is not None and len(self.optimizers) == 1:
+                _touch(os.path.join(self.claim_dir, f"stepped.{self.pid}"))  # counts the training processes
+        slot[1] += 1
+        if self.mode == "marker":
+            return
         if self.mode != "optimizer":
-            # The first optimizer step decides: steps are optimizer steps from now on.
-            self.mode = "optimizer"
-            self.bounds = []
-            self.phase = "warmup"
-            self.window_start = None
-            self.cuda_window = None
+            if not self._claim("step"):
+                self._go_passive()
+                return
+            self._switch_mode("optimizer")
+            self.lead = key
+        elif key != self.lead:
+            # A second optimizer in the same iteration (GAN: D and G) is not a new step; one that steps on its
+            # own several times in a row (the lead is gone, or steps less often) takes over.
+            self.other_run = self.other_run + 1 if key == self.other else 1
+            self.other = key
+            if self.other_run < LEAD_SWITCH or self.phase not in ("warmup", "measure"):
+                return
+            self.lead = key
+            self.lead_switches += 1
+            self._switch_mode("optimizer")
+        self.other, self.other_run = None, 0
+        self._boundary(t)
+
+    def on_marker(self):
+        """gpulint.profile.step(): the user marks the end of each step by hand; it overrides every other count."""
+        if self.passive:
+            return
+        t = time.perf_counter()
+        self.marker_steps += 1
+        if self.mode != "marker":
+            if self.phase not in ("warmup", "measure"):
+                return  # too late (the attribution pass) to change what a step is
+            if not self._claim("step"):
+                self._go_passive()
+                return
+            self._switch_mode("marker")
+        self._boundary(t)
+
+    def on_batch(self, t0, t1, samples, grad_enabled=True):
+        if self.passive:
+            return
+        if not grad_enabled and self.mode == "optimizer" and self.eval_detection:
+            # Fetched without gradients while training: an evaluation inside the loop, not a training batch.
+            self.eval_batches += 1
+            self.step_eval_batches += 1
+            return
+        if self.mode is None and not self._claim("dataloader"):
+            return  # another process measures
+        self.fetches.append((t0, t1, samples))
+        self.batches += 1
+        if self.mode in ("optimizer", "marker"):
+            return
+        self.mode = "dataloader"
+        self._boundary(t0)  # a fetch starts the next step
+
+    def on_new_iterator(self, grad_enabled=True):
+        self.iterators += 1
+        if self.phase == "measure" and grad_enabled and not self.passive:
+            self._on_epoch_boundary()  # a new epoch: workers restart, the first batches are slow
+
+    def on_backward(self, tensor):
+        """Before the first step: counts backward() calls (a loop gpulint cannot see); in warm-up: keeps losses."""
+        if self.passive:
+            return
+        if self.mode is None:
+            self.backward_calls += 1
+            if self.backward_calls >= self.no_step_backwards and not self._another_process_steps():
+                self.finish("no-steps", no_step_reason="backward")
+        if self.phase == "warmup" and tensor.numel() == 1 and len(self.losses) < min(LOSSES_TO_KEEP, self.warmup):
+            try:
+                self.losses.append(float(tensor.detach()))  # warm-up only: this read syncs on CUDA
+            except Exception:  # complex, meta or fake tensors: no loss for the numerics note
+                self.losses.append(None)
+        if self.mode is not None and len(self.losses) >= min(LOSSES_TO_KEEP, self.warmup):
+            _restore_backward()
+
+    def _measured_elsewhere(self):
+        """Another process of the run holds a claim: it measures (multiprocessing training)."""
+        if self.claim_dir is None or self.claimed is not None:
+            return False
+        return any(os.path.exists(os.path.join(self.claim_dir, f"claim.{c}")) for c in ("step", "dataloader"))
+
+    def watch(self):
+        """Called by the watch thread until a step is seen: stops a run that shows none within the bound.
+        Returns False once there is nothing left to watch for."""
+        if self.mode is not None or self.passive or self._measured_elsewhere():
+            return False
+        waited = time.monotonic() - self.started
+        if self.first_step_timeout is not None and waited >= self.first_step_timeout:
+            self.finish("no-steps", no_step_reason="time")
+        self._write_progress(self._no_step_text(waited))
+        return True
+
+    def _no_step_text(self, waited):
+        return (
+            f"no step yet after {waited:.0f} s ({self.iterators} DataLoader iterator(s), {self.batches} batch(es), "
+            f"{self.backward_calls} backward() call(s), no optimizer.step())"
+        )
+
+    def _boundary(self, t):
+        if self.step_eval_batches and self.bounds:
+            self.excluded[len(self.bounds) - 1] = self.step_eval_batches  # the step that just ended held it
+        self.step_eval_batches = 0
         self.bounds.append(t)
         self._advance_guarded()
 
-    def _on_batch(self, t0, t1, samples):
-        self.fetches.append((t0, t1, samples))
-        self.batches += 1
-        if self.mode == "optimizer":
-            return
-        self.mode = "dataloader"
-        self.bounds.append(t0)  # a fetch starts the next step
-        self._advance_guarded()
+    def _switch_mode(self, mode):
+        self.mode = mode
+        self.bounds = []
+        self.excluded = {}
+        self.step_eval_batches = 0
+        self.phase = "warmup"
+        self.window_start = None
+        self.cuda_window = None
 
     def _advance_guarded(self):
         try:
@@ -185,6 +331,10 @@ class Recorder:
             return True
         return (_percentile(d, 0.75) - _percentile(d, 0.25)) / med < SETTLE_REL_IQR
 
+    def _window_steps(self):
+        """Indexes of the measured steps in the window so far (steps holding an evaluation left out)."""
+        return [j for j in range(self.window_start, len(self.bounds) - 1) if j not in self.excluded]
+
     def _advance(self):
         done = self.completed()
         if self.phase == "warmup":
@@ -192,8 +342,21 @@ class Recorder:
                 self._start_window(done)
         elif self.phase == "measure":
             self._record_cuda_boundary()
-            if len(self.bounds) - 1 - self.window_start >= self.steps:
-                self._end_window()
+            if len(self.bounds) - 2 in self.excluded:  # the step that just ended held an evaluation
+                self.excluded_in_window += 1
+            else:
+                self.measured += 1
+            if self.excluded_in_window > 2 * self.steps:
+                # Nearly every step fetches without gradients: that is how this loop trains, not an evaluation.
+                self.eval_detection = False
+                self.excluded = {}
+                self.measured += self.excluded_in_window
+                self.excluded_in_window = 0
+            if self.measured >= self.steps:
+                if self.mode == "dataloader" and self._another_process_steps():
+                    self._go_passive()  # another process trains with an optimizer: its numbers count
+                    return
+                self._end_window(self._window_steps()[: self.steps])
                 if self.attribution_steps > 0:
                     self._start_attribution()
                 else:
@@ -223,9 +386,14 @@ class Recorder:
         if self.phase == "warmup":
             text = f"warm-up {self.completed()}/{self.warmup_until}"
         elif self.phase == "measure":
-            text = f"step {len(self.bounds) - 1 - self.window_start}/{self.steps}"
+            text = f"step {self.measured}/{self.steps}"
         else:
             text = f"profiling {self.prof_steps}/{self.attribution_steps + 1}"
+        self._write_progress(text)
+
+    def _write_progress(self, text):
+        if not self.progress_path:
+            return
         try:
             with open(self.progress_path, "w") as f:
                 f.write(text)
@@ -255,10 +423,13 @@ class Recorder:
             return False
 
     def _start_window(self, done):
-        self._restore_backward()
+        _restore_backward()
+        _stop_line_probes()  # coverage is taken from the start through warm-up: the window runs untraced
         self.warmup_steps_done = done
         self.phase = "measure"
         self.window_start = len(self.bounds) - 1
+        self.measured = 0  # steps of the window so far, and those left out as evaluation
+        self.excluded_in_window = 0
         self.window_unix = [time.time(), None]
         if self._cuda_in_use():
             cuda = self.torch.cuda
@@ -285,7 +456,7 @@ class Recorder:
             ev.record()
             self.cuda_window.append(ev)
 
-    def _end_window(self):
+    def _end_window(self, measured):
         cuda_info = None
         sync_wait = 0.0
         if self.cuda_window is not None:
@@ -301,15 +472,12 @@ class Recorder:
                 "total_memory": int(props.total_memory),
             }
         self.window_unix[1] = time.time()
-        s = self.window_start
-        marks = list(self.bounds[s : s + self.steps + 1])  # step boundaries as seen: they assign the fetches
-        bounds = list(marks)
-        bounds[-1] += sync_wait  # wall time: the last step also owns the GPU work still queued at its end
+        b = self.bounds  # step boundaries as seen: they assign the fetches
         steps = []
-        fetches = [f for f in self.fetches if f[0] >= marks[0]]
+        fetches = [f for f in self.fetches if f[0] >= b[measured[0]]]
         k = 0
-        for j in range(self.steps):
-            lo, hi = marks[j], marks[j + 1]
+        for j in measured:
+            lo, hi = b[j], b[j + 1]
             wait = 0.0
             samples = 0
             n_batches = 0
@@ -326,21 +494,37 @@ class Recorder:
                 k += 1
             steps.append(
                 {
-                    "wall_s": bounds[j + 1] - bounds[j],
+                    "wall_s": hi - lo,
                     "data_wait_s": wait,
                     "batches": n_batches,
                     "samples": None if (unknown or n_batches == 0) else samples,
                 }
             )
-        if self.cuda_window is not None and len(self.cuda_window) == len(steps) + 1:
-            evs = self.cuda_window  # elapsed_time is valid now: the synchronize above completed every event
-            for j, step in enumerate(steps):
-                step["gpu_s"] = evs[j].elapsed_time(evs[j + 1]) / 1000.0
-        self.window_result = {"steps": steps, "wall_s": bounds[-1] - bounds[0], "sync_wait_s": sync_wait}
+        steps[-1]["wall_s"] += sync_wait  # wall time: the last step also owns the GPU work still queued at its end
+        evs = self.cuda_window
+        if evs is not None and len(evs) == len(b) - self.window_start:
+            for j, step in zip(measured, steps):  # elapsed_time is valid now: the synchronize completed them
+                step["gpu_s"] = evs[j - self.window_start].elapsed_time(evs[j + 1 - self.window_start]) / 1000.0
+        last = measured[-1]
+        excluded = [
+            {"wall_s": b[j + 1] - b[j], "batches_without_grad": n}
+            for j, n in sorted(self.excluded.items())
+            if self.window_start <= j <= last
+        ]
+        self.window_result = {
+            "steps": steps,
+            "wall_s": sum(s["wall_s"] for s in steps),
+            "sync_wait_s": sync_wait,
+            "excluded_steps": excluded,
+            "optimizer_steps_per_step": self._optimizer_counts(),
+        }
         self.phase = "done-timing"
         if cuda_info is not None:
             self.window_result["cuda"] = cuda_info
         self.fetches = []
+
+    def _optimizer_counts(self):
+        return [{"name": name, "steps": n} for name, n in self.optimizers.values()]
 
     def _start_attribution(self):
         try:
@@ -352,6 +536,7 @@ class Recorder:
             rec = self
 
             def on_ready(prof):
+                rec._stop_sync_sites()
                 if rec.trace_path:
                     prof.export_chrome_trace(rec.trace_path)
                     rec.attribution = {"trace_path": rec.trace_path, "profiled_steps": rec.attribution_steps}
@@ -369,6 +554,8 @@ class Recorder:
             self.prof.start()
             self.phase = "attribute"
             self.prof_steps = 0
+            if self._cuda_in_use():
+                self._start_sync_sites()
         except Exception as e:
             self.prof = None
             self.attribution = {"unavailable": f"torch.profiler could not start: {type(e).__name__}: {e}"}
@@ -381,6 +568,45 @@ class Recorder:
                 prof.stop()
             except Exception:
                 pass
+        self._stop_sync_sites()
+
+    # ---- where the syncs come from (GPU runs, attribution pass only) --------------------------------
+
+    def _start_sync_sites(self):
+        import warnings
+
+        torch = self.torch
+        sites = self.sync_sites = {}
+        saved = (list(warnings.filters), warnings.showwarning)
+        torch_dir = os.path.dirname(os.path.abspath(torch.__file__))
+
+        def show(message, category, filename, lineno, file=None, line=None):
+            if SYNC_WARNING not in str(message):
+                return saved[1](message, category, filename, lineno, file, line)
+            site = user_site(sys._getframe(1), (torch_dir, os.path.dirname(warnings.__file__), __file__))
+            sites[site] = sites.get(site, 0) + 1
+
+        warnings.filterwarnings("always", message=f".*{SYNC_WARNING}")
+        warnings.showwarning = show
+        self._sync_restore = saved
+        try:
+            torch.cuda.set_sync_debug_mode("warn")
+        except Exception:
+            self._stop_sync_sites()
+
+    def _stop_sync_sites(self):
+        saved = getattr(self, "_sync_restore", None)
+        if saved is None:
+            return
+        import warnings
+
+        self._sync_restore = None
+        try:
+            self.torch.cuda.set_sync_debug_mode(0)
+        except Exception:
+            pass
+        warnings.filters[:] = saved[0]
+        warnings.showwarning = saved[1]
 
     # ---- result ------------------------------------------------------------------------------------
 
@@ -390,20 +616,30 @@ class Recorder:
             "schema": 1,
             "status": status,
             "pid": self.pid,
+            "process": self.role,
             "steps_counted_by": self.mode,
             "optimizer_steps": self.optimizer_steps,
+            "optimizers": self._optimizer_counts(),
+            "lead_optimizer_switches": self.lead_switches,
+            "marker_steps": self.marker_steps,
             "dataloader_batches": self.batches,
+            "eval_batches": self.eval_batches,
+            "eval_detection": self.eval_detection,
+            "dataloader_iterators": self.iterators,
+            "backward_calls_before_first_step": self.backward_calls,
             "steps_completed": self.completed() if self.mode else 0,
             "requested_warmup": self.warmup,
             "requested_steps": self.steps,
             "warmup_steps": self.warmup_steps_done,
             "phase": self.phase,
+            "seconds_since_start": time.monotonic() - self.started,
             "window": None,
             "window_unix": self.window_unix,
             "epoch_boundary_in_window": self.epoch_boundary_in_window,
             "window_restarts": self.window_restarts,
-            "losses": self.losses,
+            "losses": [x for x in self.losses if x is not None],
             "attribution": self.attribution,
+            "sync_sites": self.sync_sites,
             "torch_version": getattr(torch, "__version__", None),
             "python_version": sys.version.split()[0],
             "rank": int(os.environ.get("RANK", "0") or 0),
@@ -442,8 +678,235 @@ class Recorder:
             # attribution pass): `script_status` and the exit code keep that for `fix --verify`.
             extra["script_status"] = status
             status = "ok"
+        if status != "ok" and self.mode is None:
+            extra["measured_elsewhere"] = self.passive or self._measured_elsewhere()
         _write_json_atomic(self.result_path, self.result(status, **extra))
         _flush_and_exit((extra.get("exit_code", 1) or 1) if failed else 0)
+
+
+def user_site(frame, skip_dirs):
+    """`file:line` of the first frame outside torch, warnings and this bootstrap: the user's line that synced."""
+    skip = tuple(os.path.join(d, "") for d in skip_dirs if d and os.path.isdir(d))
+    files = {d for d in skip_dirs if d and not os.path.isdir(d)}
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if not name.startswith(skip) and name not in files and not name.startswith("<frozen"):
+            return f"{name}:{frame.f_lineno}"
+        frame = frame.f_back
+    return "<unknown>"
+
+
+# ---- hooks ------------------------------------------------------------------------------------------------
+
+
+def _recorder():
+    """This process's recorder; a child process (fork or spawn) gets its own on its first event."""
+    global _REC
+    rec = _REC
+    if rec is None:
+        rec = _REC = Recorder(_CFG, _TORCH, role="child")
+    return rec
+
+
+def _report_internal(e):
+    """A bug of ours must not look like the user's script failing: end the run as gpulint's internal error."""
+    _recorder().finish("internal", exception=f"{type(e).__name__}: {e}", traceback=traceback.format_exc())
+
+
+def _install_hooks(torch):
+    """Optimizer step post-hook, DataLoader iterator wrappers, a backward() wrapper and the step() marker."""
+    global _TORCH
+    _TORCH = torch
+    from torch.optim.optimizer import register_optimizer_step_post_hook
+    from torch.utils.data import dataloader as dl
+
+    def on_step(optimizer, args, kwargs):
+        try:
+            _recorder().on_optimizer_step(optimizer)
+        except Exception as e:
+            _report_internal(e)
+
+    register_optimizer_step_post_hook(on_step)
+    base = dl._BaseDataLoaderIter
+    orig_next = base.__next__
+    orig_init = base.__init__
+    grad_enabled = torch.is_grad_enabled
+
+    def __next__(it):
+        t0 = time.perf_counter()
+        batch = orig_next(it)
+        t1 = time.perf_counter()
+        try:
+            _recorder().on_batch(t0, t1, _batch_size(batch, torch), grad_enabled())
+        except Exception as e:
+            _report_internal(e)
+        return batch
+
+    def __init__(it, *args, **kwargs):
+        try:
+            _recorder().on_new_iterator(grad_enabled())
+        except Exception as e:
+            _report_internal(e)
+        orig_init(it, *args, **kwargs)
+
+    base.__next__ = __next__
+    base.__init__ = __init__
+    _ORIGINALS["backward"] = torch.Tensor.backward
+    orig_backward = _ORIGINALS["backward"]
+
+    def backward(tensor, *args, **kwargs):
+        try:
+            _recorder().on_backward(tensor)
+        except Exception as e:
+            _report_internal(e)
+        return orig_backward(tensor, *args, **kwargs)
+
+    torch.Tensor.backward = backward
+    try:
+        import gpulint.profile as marker  # present when the user's environment has gpulint: step() works
+    except Exception:
+        marker = None
+    if marker is not None:
+
+        def on_marker():
+            try:
+                _recorder().on_marker()
+            except Exception as e:
+                _report_internal(e)
+
+        marker._step_hook = on_marker
+
+
+def _restore_backward():
+    orig = _ORIGINALS.pop("backward", None)
+    if orig is not None and _TORCH is not None:
+        _TORCH.Tensor.backward = orig
+
+
+# ---- child processes ---------------------------------------------------------------------------------------
+
+
+def _follow_children():
+    """Give every multiprocessing child (fork, spawn, forkserver) the same hooks and a recorder of its own."""
+    if not _CFG.get("claim_dir"):
+        return
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=_after_fork_in_child)
+    try:
+        from multiprocessing import spawn
+    except Exception:
+        return
+    orig = spawn.get_preparation_data
+
+    def get_preparation_data(name):
+        data = orig(name)
+        data["gpulint_profile"] = _SpawnHook(_CFG)  # unpickled (so run) in the child before anything else
+        return data
+
+    spawn.get_preparation_data = get_preparation_data
+
+
+def _after_fork_in_child():
+    global _REC
+    _REC = None  # a recorder of its own, created on its first event (DataLoader workers never get one)
+
+
+class _SpawnHook:
+    """Travels in multiprocessing's preparation data; unpickling it in the child installs the bootstrap there."""
+
+    def __init__(self, cfg):
+        self.cfg = cfg
+
+    def __reduce__(self):
+        code = (
+            "import runpy\n"
+            f"runpy.run_path({os.path.abspath(__file__)!r}, run_name='__gpulint_profile_child__')"
+            f"['_spawned_child']({json.dumps(self.cfg)!r})\n"
+        )
+        return exec, (code, {"__name__": "__gpulint_profile_hook__"})
+
+
+def _spawned_child(cfg_text):
+    """In a spawned child, before its __main__ is imported: probe lines now; hooks once torch is there."""
+    global _CFG
+    try:
+        _CFG = json.loads(cfg_text)
+        _start_line_probes(_CFG.get("probes"), _CFG.get("hits_path"))
+        from multiprocessing import process
+
+        orig = process.BaseProcess._bootstrap
+
+        def _bootstrap(self, *args, **kwargs):
+            torch = sys.modules.get("torch")
+            if torch is not None:  # never import torch into a child that does not use it
+                try:
+                    _install_hooks(torch)
+                    _follow_children()
+                except Exception:
+                    pass
+            return orig(self, *args, **kwargs)
+
+        process.BaseProcess._bootstrap = _bootstrap
+    except Exception:
+        pass  # never break the user's child process
+
+
+# ---- which changed lines ran (fix --verify's B runs) -------------------------------------------------------
+
+_PROBES: dict = {}
+
+
+def _start_line_probes(probes, hits_path):
+    """Trace only the frames of files that gpulint changed, until every probed line ran or warm-up ends.
+
+    Each line is reported once per process by appending `path:line` to the hits file."""
+    if not probes or not hits_path:
+        return
+    pending = {os.path.realpath(p): set(lines) for p, lines in probes.items()}
+    resolved = {}
+
+    def file_of(code):
+        name = code.co_filename
+        path = resolved.get(name)
+        if path is None:
+            path = resolved[name] = os.path.realpath(name) if not name.startswith("<") else ""
+        return path
+
+    def local(frame, event, arg):
+        if event == "line":
+            path = file_of(frame.f_code)
+            lines = pending.get(path)
+            if lines and frame.f_lineno in lines:
+                lines.discard(frame.f_lineno)
+                try:
+                    with open(hits_path, "a") as f:
+                        f.write(f"{path}:{frame.f_lineno}\n")
+                except OSError:
+                    pass
+                if not any(pending.values()):
+                    _stop_line_probes()
+                    return None
+        return local
+
+    def call(frame, event, arg):
+        lines = pending.get(file_of(frame.f_code))
+        return local if lines else None
+
+    _PROBES["tracer"] = call
+    sys.settrace(call)
+
+
+def _stop_line_probes():
+    if _PROBES.pop("tracer", None) is None:
+        return
+    sys.settrace(None)
+    frame = sys._getframe()
+    while frame is not None:  # frames already being traced keep their tracer otherwise
+        frame.f_trace = None
+        frame = frame.f_back
+
+
+# ---- the process's end -------------------------------------------------------------------------------------
 
 
 def _flush_and_exit(code):
@@ -484,14 +947,69 @@ def _run_target(cfg):
         runpy.run_path(cfg["target"], run_name="__main__")
 
 
+def _kill_own_group():
+    import signal
+
+    try:
+        os.killpg(0, signal.SIGKILL)
+    finally:
+        os._exit(1)
+
+
+def _watch(parent_fd, expected_ppid):
+    """The run dies with gpulint: the pipe gpulint holds open reads EOF when gpulint dies (whatever killed it,
+    kill -9 included), or, for a torchrun rank, its parent changes. The whole process group goes then (DataLoader
+    workers, multiprocessing children). Until a step is seen, the same thread stops a run that shows none."""
+    import select
+
+    watching = True
+    while True:
+        if parent_fd is None:
+            time.sleep(WATCH_S)
+            if os.getppid() != expected_ppid:
+                _kill_own_group()
+        elif watching:
+            if select.select([parent_fd], [], [], WATCH_S)[0] and not os.read(parent_fd, 1):
+                _kill_own_group()
+        elif not os.read(parent_fd, 1):  # blocks, without waking up, until gpulint is gone
+            _kill_own_group()
+        if watching:
+            rec = _REC
+            watching = rec is None or rec.watch()
+
+
+def _start_watch(cfg, role):
+    fd = cfg.get("parent_fd") if role != "rank" else None
+    if fd is None and role != "rank":
+        return
+    threading.Thread(target=_watch, args=(fd, os.getppid()), name="gpulint-profile-watch", daemon=True).start()
+
+
+def _run_launcher(cfg):
+    """torchrun runs inside this process, so it dies with gpulint like any run; its ranks are told so."""
+    os.environ[ROLE_ENV] = "rank"
+    os.environ[CONFIG_ENV] = cfg["config_path"]
+    launcher = cfg["launcher"]
+    sys.argv = ["torchrun", "--standalone", f"--nproc-per-node={launcher['nproc_per_node']}", os.path.abspath(__file__)]
+    runpy.run_module("torch.distributed.run", run_name="__main__", alter_sys=True)
+
+
 def main():
+    global _CFG, _REC
     cfg_path = os.environ.pop(CONFIG_ENV, None)
     if not cfg_path:
         print("gpulint profile bootstrap: $GPULINT_PROFILE_CONFIG is not set", file=sys.stderr)
         os._exit(2)
     with open(cfg_path) as f:
         cfg = json.load(f)
+    cfg["config_path"] = cfg_path
+    _CFG = cfg
     sys.path[0] = ""  # never let the user's `import metrics` find our own modules
+    role = "rank" if os.environ.get(ROLE_ENV) == "rank" else "main"
+    _start_watch(cfg, role)
+    if cfg.get("launcher") and role != "rank":
+        _run_launcher(cfg)
+        return
 
     if int(os.environ.get("RANK", "0") or 0) != 0:
         _run_target(cfg)  # other ranks run unmeasured
@@ -516,16 +1034,20 @@ def main():
     except Exception:
         pass
 
-    rec = Recorder(cfg, torch)
-    rec.install()
+    rec = _REC = Recorder(cfg, torch, role=role)
+    _install_hooks(torch)
+    _follow_children()
+    _start_line_probes(cfg.get("probes"), cfg.get("hits_path"))
     try:
         _run_target(cfg)
     except SystemExit as e:
+        _stop_line_probes()
         code = _exit_code(e)
         if code == 0:
             rec.finish("ended")
         rec.finish("exit", exit_code=code)
     except BaseException as e:
+        _stop_line_probes()
         tb = traceback.format_exception(type(e), e, _user_frames(e.__traceback__))
         text = "".join(tb)
         sys.stderr.write(text)
@@ -536,7 +1058,9 @@ def main():
             exception=f"{type(e).__name__}: {e}",
             traceback="\n".join(lines[-TRACEBACK_LINES:]),
         )
+    _stop_line_probes()
     rec.finish("ended")
+    _flush_and_exit(0)
 
 
 if __name__ == "__main__":

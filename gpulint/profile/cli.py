@@ -10,14 +10,22 @@ import pathlib
 
 import click
 
-from gpulint.profile.options import DEFAULT_STEPS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP, ProfileOptions
+from gpulint.profile.options import (
+    DEFAULT_FIRST_STEP_TIMEOUT_S,
+    DEFAULT_STEPS,
+    DEFAULT_TIMEOUT_S,
+    DEFAULT_WARMUP,
+    ProfileOptions,
+)
 
 _OPTION_PARAMS = (
     "profile_steps",
     "profile_warmup",
     "profile_repeat",
     "profile_timeout",
+    "profile_first_step_timeout",
     "profile_json",
+    "profile_html",
     "profile_trace",
     "profile_launcher",
     "profile_nproc_per_node",
@@ -31,9 +39,10 @@ def _positive(ctx, param, value):
 
 
 def profile_options(f):
-    """Add --steps --warmup --repeat --timeout --json --trace --launcher --nproc-per-node to a click command.
+    """Add the profiling options (--steps --warmup --repeat --timeout --first-step-timeout --json --html --trace
+    --launcher --nproc-per-node) to a click command.
 
-    The decorated function receives one keyword argument `profile_options: ProfileOptions` instead of the eight.
+    The decorated function receives one keyword argument `profile_options: ProfileOptions` instead of them.
     """
 
     @functools.wraps(f)
@@ -52,8 +61,13 @@ def profile_options(f):
         click.option("--timeout", "profile_timeout", type=click.FloatRange(min=0, min_open=True),
                      default=DEFAULT_TIMEOUT_S, show_default=True,
                      help="Seconds per run; the whole process group is killed after it."),
+        click.option("--first-step-timeout", "profile_first_step_timeout", type=click.FloatRange(min=0, min_open=True),
+                     default=DEFAULT_FIRST_STEP_TIMEOUT_S, show_default=True,
+                     help="Stop a run that shows no training step for this many seconds from its start."),
         click.option("--json", "profile_json", type=click.Path(dir_okay=False, path_type=pathlib.Path), default=None,
                      help="Write every number to this JSON file."),
+        click.option("--html", "profile_html", type=click.Path(dir_okay=False, path_type=pathlib.Path), default=None,
+                     help="Write a self-contained HTML report (one file, no network) to this path."),
         click.option("--trace", "profile_trace", type=click.Path(file_okay=False, path_type=pathlib.Path), default=None,
                      help="Write the attribution pass's Chrome/Perfetto trace into this folder."),
         click.option("--launcher", "profile_launcher", type=click.Choice(["torchrun"]), default=None,
@@ -72,7 +86,9 @@ def options_from_values(values: dict) -> ProfileOptions:
         warmup=values["profile_warmup"],
         repeat=values["profile_repeat"],
         timeout=values["profile_timeout"],
+        first_step_timeout=values["profile_first_step_timeout"],
         json_path=values["profile_json"],
+        html_path=values["profile_html"],
         trace_dir=values["profile_trace"],
         launcher=values["profile_launcher"],
         nproc_per_node=values["profile_nproc_per_node"],

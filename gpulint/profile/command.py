@@ -65,7 +65,7 @@ def plan_command(command: list[str] | tuple[str, ...], cwd: str | os.PathLike | 
     if _PYTHON_NAME.match(base) or base.startswith("python"):
         interpreter = _resolve_interpreter(head)
         rest = command[1:]
-    elif head.endswith(".py") or _looks_like_python_script(head, cwd):
+    elif head.endswith((".py", ".ipynb")) or _looks_like_python_script(head, cwd):
         interpreter = sys.executable  # a bare script path: run it with the Python gpulint runs on
         rest = command
     else:
@@ -106,6 +106,13 @@ def plan_command(command: list[str] | tuple[str, ...], cwd: str | os.PathLike | 
                 if not main.is_file():
                     raise CommandError(f"{arg} is a folder without __main__.py")
                 script = main
+            if script.suffix.lower() == ".ipynb":  # run as a script of its code cells (gpulint.notebook)
+                from gpulint.notebook import NotebookError, script_of
+
+                try:
+                    script_of(script)
+                except NotebookError as error:
+                    raise CommandError(f"cannot run {arg} as a script: {error}") from None
             return LaunchPlan(interpreter, flags, "script", str(script.resolve()), arg, rest[i + 1 :], cwd)
         i += 1
     raise CommandError("no script given after the interpreter; usage: gpulint profile -- python train.py [ARGS...]")
@@ -122,20 +129,10 @@ def _looks_like_python_script(path: str, cwd: str) -> bool:
 
 
 def child_argv(plan: LaunchPlan, launcher: str | None = None, nproc_per_node: int = 1) -> list[str]:
-    """The argv that runs the bootstrap (which then runs the user's target) directly or under torchrun."""
-    if launcher is None:
-        return [plan.interpreter, *plan.interpreter_flags, str(CHILD_BOOTSTRAP)]
-    if launcher != "torchrun":
+    """The argv that runs the bootstrap, which runs the user's target (under torchrun, the bootstrap runs
+    PyTorch's launcher in its own process, and each rank runs the bootstrap again; rank 0 measures)."""
+    if launcher is not None and launcher != "torchrun":
         raise CommandError(f"unknown launcher {launcher!r}; the only launcher is torchrun")
     if nproc_per_node < 1:
         raise CommandError("--nproc-per-node must be at least 1")
-    # PyTorch's own launcher; each rank runs the bootstrap, rank 0 measures.
-    return [
-        plan.interpreter,
-        *plan.interpreter_flags,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        f"--nproc-per-node={nproc_per_node}",
-        str(CHILD_BOOTSTRAP),
-    ]
+    return [plan.interpreter, *plan.interpreter_flags, str(CHILD_BOOTSTRAP)]

@@ -8,7 +8,8 @@ Method (documented in docs/profiling.md):
   resampled run (so run-to-run drift widens the interval, not only step jitter); 2000 replicates, fixed seed;
 - noise floor = A-vs-A spread, (max - min) / median of the per-run throughputs of A (needs >= 2 A runs);
 - verdict "faster" when the CI lies above 1 and the gain exceeds max(3 %, noise floor); "slower" symmetrically;
-  otherwise "no measurable change".
+  otherwise "no measurable change", or "too noisy to verify" when the noise floor itself exceeds 10 % (a change
+  that size could hide in it).
 """
 
 from __future__ import annotations
@@ -20,12 +21,14 @@ from dataclasses import asdict, dataclass, field
 from gpulint.profile.timing import percentile, timing_stats
 
 MIN_EFFECT = 0.03  # below ~3 % nothing is claimed, whatever the CI says
+MAX_NOISE = 0.10  # a noise floor above this cannot tell "no change" from a real change
 N_BOOT = 2000
 CI_LEVEL = 0.95
 
 FASTER = "faster"
 SLOWER = "slower"
 NO_CHANGE = "no measurable change"
+TOO_NOISY = "too noisy to verify"
 
 
 def throughput_unit(runs: list[list[dict]]) -> str:
@@ -102,6 +105,7 @@ class MechanismDelta:
     unit: str
     improved: bool
     worse: bool
+    rules: tuple[str, ...] = ()  # the gpulint rules whose fixes should move this number
 
 
 @dataclass
@@ -122,6 +126,7 @@ class Comparison:
     numerics: str | None = None
     notes: list[str] = field(default_factory=list)
     unreliable: bool = False  # other processes used the GPU during some run (NVML)
+    ceiling: float | None = None  # the most the applied fixes could give: 1 / (1 - share of what they remove)
 
     def mark_unreliable(self, labels: list[str]) -> None:
         """Other GPU tenants during these runs: the timings, and so the verdict, cannot be trusted."""
@@ -137,10 +142,12 @@ class Comparison:
             return "no comparison: no throughput could be measured"
         pct = (self.effect - 1) * 100
         text = f"{self.verdict}: {self.unit} {pct:+.1f} %"
+        if self.ceiling is not None and self.effect > 0:
+            text += f" ({self.effect:.2f}x of a possible {self.ceiling:.2f}x)"
         if self.ci:
             text += f" (95 % CI {100 * (self.ci[0] - 1):+.1f} % .. {100 * (self.ci[1] - 1):+.1f} %)"
-        if self.verdict == NO_CHANGE and self.mechanism_verified:
-            text += "; mechanism verified, bottleneck elsewhere"
+        if self.verdict in (NO_CHANGE, TOO_NOISY) and self.mechanism_verified:
+            text += "; mechanism verified" + (", bottleneck elsewhere" if self.verdict == NO_CHANGE else "")
         if self.unreliable:
             text += " [unreliable: other processes used the GPU]"
         return text
@@ -151,19 +158,34 @@ class Comparison:
         return d
 
 
-def decide(effect: float | None, ci: tuple[float, float] | None, threshold: float) -> str:
+def decide(effect: float | None, ci: tuple[float, float] | None, threshold: float, noise: float | None = None) -> str:
     if effect is None or ci is None:
         return NO_CHANGE
     if ci[0] > 1 and effect - 1 > threshold:
         return FASTER
     if ci[1] < 1 and 1 - effect > threshold:
         return SLOWER
-    return NO_CHANGE
+    return TOO_NOISY if noise is not None and noise > MAX_NOISE else NO_CHANGE
 
 
 def _mean(values):
     values = [v for v in values if v is not None]
     return sum(values) / len(values) if values else None
+
+
+DATA_RULES = ("GPU101", "GPU104")
+COPY_RULES = ("GPU102", "GPU105", "GPU106")
+SYNC_RULES = ("GPU303", "GPU304", "GPU305", "GPU306")
+MECHANISM_RULES = {
+    "data wait": DATA_RULES,
+    "data wait per step": DATA_RULES,
+    "exposed data wait": DATA_RULES,
+    "pageable H2D copies": COPY_RULES,
+    "pinned H2D copies": COPY_RULES,
+    "syncs": SYNC_RULES,
+    "scalar reads in the loop (.item() etc.)": SYNC_RULES,
+    "kernel busy": DATA_RULES + COPY_RULES + SYNC_RULES + ("GPU103",),
+}
 
 
 def mechanism_deltas(
@@ -176,11 +198,11 @@ def mechanism_deltas(
     out: list[MechanismDelta] = []
 
     def add(name, a, b, unit, min_abs, rel=0.0, higher_is_better=False):
-        if a is None or b is None:
-            return
+        if a is None or b is None or a == b == 0:
+            return  # not measured on one side, or nothing there to move
         gain = (b - a) if higher_is_better else (a - b)
         need = max(min_abs, rel * abs(a))
-        out.append(MechanismDelta(name, a, b, unit, improved=gain >= need, worse=-gain >= need))
+        out.append(MechanismDelta(name, a, b, unit, improved=gain >= need, worse=-gain >= need, rules=MECHANISM_RULES[name]))
 
     a_wait = _mean([timing_stats(r).data_wait_pct for r in a_runs if r])
     b_wait = _mean([timing_stats(r).data_wait_pct for r in b_runs if r])
@@ -219,8 +241,8 @@ def mechanism_deltas(
     syncs_a, syncs_b = attr(a_attr, "syncs_per_step"), attr(b_attr, "syncs_per_step")
     if syncs_a is not None and syncs_b is not None:
         add("syncs", syncs_a, syncs_b, "per step", 0.5)
-    else:  # CPU run: .item() and friends are what would synchronize on a GPU
-        add("scalar reads (.item() etc.)", attr(a_attr, "scalar_reads_per_step"), attr(b_attr, "scalar_reads_per_step"), "per step", 0.5)
+    else:  # CPU run: the loop's .item() and friends are what would synchronize on a GPU
+        add("scalar reads in the loop (.item() etc.)", attr(a_attr, "scalar_reads_per_step"), attr(b_attr, "scalar_reads_per_step"), "per step", 0.5)
     add("kernel busy", attr(a_attr, "kernel_busy_pct"), attr(b_attr, "kernel_busy_pct"), "%", 5.0, higher_is_better=True)
     return out
 
@@ -261,7 +283,7 @@ def compare(
     noise = spread(run_throughputs(a_runs, unit))
     b_noise = spread(run_throughputs(b_runs, unit))
     threshold = max(min_effect, noise or 0.0)
-    verdict = decide(effect, ci, threshold)
+    verdict = decide(effect, ci, threshold, noise)
     mechanisms = mechanism_deltas(a_runs, b_runs, a_attr or [], b_attr or [])
     notes = []
     if noise is None:
@@ -281,7 +303,7 @@ def compare(
         runs_a=len(a_runs),
         runs_b=len(b_runs),
         mechanisms=mechanisms,
-        mechanism_verified=verdict == NO_CHANGE and any(m.improved for m in mechanisms),
+        mechanism_verified=verdict in (NO_CHANGE, TOO_NOISY) and any(m.improved for m in mechanisms),
         numerics=numerics_note(a_losses or [], b_losses or []),
         notes=notes,
     )

@@ -19,14 +19,7 @@ class FileSwap:
         self.originals = {pathlib.Path(p): b for p, b in originals.items()}
         fixed = {pathlib.Path(p): b for p, b in fixed.items()}
         self.fixed = {p: fixed[p] for p in self.originals}
-        self.current = "fixed"  # apply_fixes() has just written the fixed versions
         self.conflicts: list[pathlib.Path] = []  # files changed on disk by someone else: never written again
-
-    @classmethod
-    def after_fixes(cls, originals: dict[pathlib.Path, bytes]) -> FileSwap:
-        """Capture the fixed contents that apply_fixes() just wrote."""
-        fixed = {pathlib.Path(p): pathlib.Path(p).read_bytes() for p in originals}
-        return cls(originals, fixed)
 
     def use(self, which: str) -> list[pathlib.Path]:
         """Put `which` version in place; returns the files newly found changed on disk (left as they are).
@@ -54,7 +47,6 @@ class FileSwap:
                     raise  # a real write failure
                 self.conflicts.append(path)  # edited between our read and the write
                 found.append(path)
-        self.current = which
         return found
 
 

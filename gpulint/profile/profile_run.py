@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import pathlib
 import sys
 
 from gpulint.profile.command import CommandError, child_argv, plan_command
 from gpulint.profile.errors import print_failure
 from gpulint.profile.options import ProfileOptions
 from gpulint.profile.progress import Progress
-from gpulint.profile.report import failure_text, options_to_dict, profile_text, run_to_dict, write_json
+from gpulint.profile.report import environment, failure_text, options_to_dict, profile_text, run_to_dict, write_reports
 from gpulint.profile.runner import run_measured
+from gpulint.profile.workspace import FolderWatch
 
 
 def run_profile(command: list[str], options: ProfileOptions, *, out=None, err=None) -> int:
@@ -25,9 +27,12 @@ def run_profile(command: list[str], options: ProfileOptions, *, out=None, err=No
     progress = Progress(options.show_progress(), err)
     total = options.repeat_for_profile()
     runs = []
+    outputs = {p for p in (options.json_path, options.html_path, options.trace_dir) if p is not None}
+    watch = FolderWatch(pathlib.Path(plan.cwd), pathlib.Path(plan.target) if plan.kind == "script" else None, outputs)
     for i in range(total):
         progress.run(i + 1, total, "profile")
         trace_to = options.trace_dir / "profile.pt.trace.json" if options.trace_dir and i == 0 else None
+        watch.start()
         try:
             result = run_measured(
                 plan,
@@ -39,23 +44,27 @@ def run_profile(command: list[str], options: ProfileOptions, *, out=None, err=No
             )
         finally:
             progress.clear()
+        result.new_files = watch.stop()
         runs.append(result)
         if not result.ok:
             break
     out.write(profile_text(plan.describe(), runs, options))
     out.flush()
     failed = next((r for r in runs if not r.ok), None)
-    if options.json_path:
-        write_json(
-            options.json_path,
-            {
-                "command": list(command),
-                "options": options_to_dict(options),
-                "status": "measured" if failed is None else failed.status,
-                "summary": _summary(runs),
-                "runs": [run_to_dict(r) for r in runs],
-            },
-        )
+    write_reports(
+        options,
+        {
+            "kind": "profile",
+            "command": list(command),
+            "options": options_to_dict(options),
+            "status": "measured" if failed is None else failed.status,
+            "message": None if failed is None else failed.message,
+            "summary": _summary(runs),
+            "runs": [run_to_dict(r) for r in runs],
+            "environment": environment(runs),
+        },
+        err,
+    )
     if failed is not None:
         details = failure_text(failed).split("\n", 1)
         print_failure(f"could not profile `{plan.describe()}`: {failed.message}", details[1] if len(details) > 1 else None, err)
@@ -68,12 +77,17 @@ def _summary(runs) -> dict | None:
     from gpulint.profile.compare import run_throughputs, spread, throughput_unit
     from gpulint.profile.timing import timing_stats
 
+    from gpulint.profile.idle import explain
+
     ok = [r.steps for r in runs if r.ok and r.steps]
     if not ok:
         return None
     unit = throughput_unit(ok)
+    stats = timing_stats([s for steps in ok for s in steps])
+    exp = explain(stats, next(r.attribution for r in runs if r.ok))
     return {
-        "timing": timing_stats([s for steps in ok for s in steps]).to_dict(),
+        "timing": stats.to_dict(),
+        "idle": exp.to_dict() if exp else None,
         "throughput_unit": unit,
         "run_throughputs": run_throughputs(ok, unit),
         "run_spread": spread(run_throughputs(ok, unit)),

@@ -13,11 +13,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+from gpulint.notebook import write_script
 from gpulint.profile import proctree
 from gpulint.profile.command import CHILD_BOOTSTRAP, LaunchPlan, child_argv
 from gpulint.profile.options import ProfileOptions
 
-POLL_S = 0.05
+POLL_S = 0.2  # the parent wakes 5 times a second: on a busy machine each wake-up competes with the run
 EXIT_GRACE_S = 3.0  # after the result is written, how long the process may take to leave
 LAUNCHER_GRACE_S = 0.5  # under torchrun the other ranks keep training: rank 0's result is all we need
 TERM_GRACE_S = 1.0  # SIGTERM, then SIGKILL
@@ -32,6 +33,7 @@ NONZERO_EXIT = "exit"  # the script called sys.exit(n != 0)
 TIMEOUT = "timeout"
 CRASHED = "crashed"  # the process died without writing a result (signal, os._exit, interpreter failure)
 INTERNAL = "internal"  # a bug in gpulint's bootstrap
+NO_STEPS = "no-steps"  # stopped early: no step gpulint can see within the bound
 
 
 @dataclass
@@ -49,6 +51,8 @@ class RunResult:
     label: str = ""
     pgid: int | None = None
     nvml: dict = field(default_factory=dict)  # the NVML side channel's summary of the window
+    probe_hits: set = field(default_factory=set)  # (path, line) of the probed changed lines that ran
+    new_files: list = field(default_factory=list)  # files this run created or changed in the working folder
 
     @property
     def ok(self) -> bool:
@@ -142,22 +146,28 @@ def run_once(
     on_started: Callable[[int], None] | None = None,
     on_finished: Callable[[], None] | None = None,
     trace_copy_to: str | os.PathLike | None = None,
+    probes: dict[str, list[int]] | None = None,
 ) -> RunResult:
-    """Run the plan once and return what happened; never raises for anything the user's script does."""
+    """Run the plan once and return what happened; never raises for anything the user's script does.
+
+    `probes` ({file: [line, ...]}) are lines whose execution is recorded (from the start through warm-up)."""
     workdir = pathlib.Path(tempfile.mkdtemp(prefix="gpulint-profile-"))
     try:
-        return _run_in(workdir, plan, options, attribution, label, on_progress, on_started, on_finished, trace_copy_to)
+        return _run_in(workdir, plan, options, attribution, label, on_progress, on_started, on_finished, trace_copy_to, probes)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)  # also on Ctrl-C
 
 
-def _run_in(workdir, plan, options, attribution, label, on_progress, on_started, on_finished, trace_copy_to):
+def _run_in(workdir, plan, options, attribution, label, on_progress, on_started, on_finished, trace_copy_to, probes):
     result_path = workdir / "result.json"
     progress_path = workdir / "progress.txt"
     trace_path = workdir / "trace.json"
+    hits_path = workdir / "hits.txt"
+    # The child watches this pipe: gpulint holds the only write end, so the run dies with gpulint (kill -9 too).
+    watch_r, watch_w = os.pipe()
     config = {
         "kind": plan.kind,
-        "target": plan.target,
+        "target": write_script(plan.target, workdir) if plan.target.endswith(".ipynb") else plan.target,
         "argv0": plan.argv0,
         "args": plan.args,
         "warmup": options.warmup,
@@ -167,6 +177,12 @@ def _run_in(workdir, plan, options, attribution, label, on_progress, on_started,
         "progress_path": str(progress_path),
         "trace_path": str(trace_path),
         "seed": options.seed,
+        "claim_dir": str(workdir),
+        "parent_fd": watch_r,
+        "first_step_timeout": options.first_step_timeout,
+        "launcher": {"nproc_per_node": options.nproc_per_node} if options.launcher else None,
+        "probes": probes or None,
+        "hits_path": str(hits_path),
     }
     config_path = workdir / "config.json"
     config_path.write_text(json.dumps(config))
@@ -188,7 +204,10 @@ def _run_in(workdir, plan, options, attribution, label, on_progress, on_started,
                 stdout=out,
                 stderr=err,
                 start_new_session=True,  # own process group: one killpg reaches every worker
+                pass_fds=(watch_r,),
             )
+        os.close(watch_r)
+        watch_r = None
         if on_started:
             on_started(proc.pid)
         deadline = started + options.timeout
@@ -226,6 +245,9 @@ def _run_in(workdir, plan, options, attribution, label, on_progress, on_started,
                 _terminate(proc)
             kill_group(proc.pid)  # workers orphaned by os._exit would linger for seconds otherwise
             proctree.kill_all(tree, skip_pgids={proc.pid})  # descendants that left the group (torchrun ranks)
+        for fd in (watch_r, watch_w):
+            if fd is not None:
+                os.close(fd)
         if on_finished:
             on_finished()
     duration = time.monotonic() - started
@@ -243,6 +265,8 @@ def _run_in(workdir, plan, options, attribution, label, on_progress, on_started,
         _tail(err_path),
         last_seen,
     )
+    result.raw["training_processes"] = len(list(workdir.glob("stepped.*")))
+    result.probe_hits = _hits(hits_path)
     result.label = label
     result.pgid = proc.pid if proc else None
     result.attribution = _attribution(result.raw, trace_path)
@@ -252,6 +276,19 @@ def _run_in(workdir, plan, options, attribution, label, on_progress, on_started,
         shutil.copyfile(trace_path, dest)
         result.trace_path = str(dest)
     return result
+
+
+def _hits(path: pathlib.Path) -> set[tuple[str, int]]:
+    try:
+        text = path.read_text()
+    except OSError:
+        return set()
+    hits = set()
+    for line in text.splitlines():
+        file, _, number = line.rpartition(":")
+        if number.isdigit():
+            hits.add((file, int(number)))
+    return hits
 
 
 def _attribution(raw: dict, trace_path: pathlib.Path) -> dict:
@@ -293,6 +330,20 @@ def run_measured(plan: LaunchPlan, options: ProfileOptions, **kwargs) -> RunResu
     return result
 
 
+MARK_STEPS_HINT = (
+    "a loop without torch.optim and without a DataLoader can mark its steps: call gpulint.profile.step() at the "
+    "end of each step (it does nothing outside gpulint)"
+)
+
+
+def _seen(raw: dict) -> str:
+    """What the bootstrap saw before any step, for the messages that say why there was nothing to measure."""
+    return (
+        f"{raw.get('dataloader_iterators', 0)} DataLoader iterator(s), {raw.get('dataloader_batches', 0)} batch(es), "
+        f"{raw.get('backward_calls_before_first_step', 0)} backward() call(s), no optimizer.step()"
+    )
+
+
 def _interpret(options, result_path, returncode, timed_out, duration, out_tail, err_tail, last_seen) -> RunResult:
     raw: dict = {}
     if result_path.exists():
@@ -304,13 +355,13 @@ def _interpret(options, result_path, returncode, timed_out, duration, out_tail, 
     where = _where(raw)
     common = dict(raw=raw, returncode=returncode, duration_s=duration, stderr_tail=err_tail, stdout_tail=out_tail)
     if timed_out:
-        return RunResult(
-            TIMEOUT,
-            f"timed out after {options.timeout:g} s"
-            + (f" (last seen: {last_seen})" if last_seen else " before the first step")
-            + "; the whole process group was killed",
-            **common,
-        )
+        if last_seen.startswith("no step yet"):
+            detail = f"; no training step was seen ({last_seen.split('(', 1)[-1].rstrip(')')}); {MARK_STEPS_HINT}"
+        elif last_seen:
+            detail = f" (last seen: {last_seen})"
+        else:
+            detail = " while starting (importing torch or the script's own imports)"
+        return RunResult(TIMEOUT, f"timed out after {options.timeout:g} s{detail}; the whole process group was killed", **common)
     status = raw.get("status")
     if status == OK:
         return RunResult(OK, "measured", traceback_tail=raw.get("traceback"), **common)
@@ -324,12 +375,27 @@ def _interpret(options, result_path, returncode, timed_out, duration, out_tail, 
         )
     if status == "exit":
         return RunResult(NONZERO_EXIT, f"the script exited with status {raw.get('exit_code')}{where}", **common)
-    if status == "ended":
-        if not raw.get("steps_counted_by"):
+    if status == NO_STEPS:
+        if raw.get("no_step_reason") == "backward":
             msg = (
-                "the script finished without a single training step: no optimizer.step() and no DataLoader batch "
-                "was seen, so there was nothing to measure"
+                f"stopped early: the script called backward() {raw.get('backward_calls_before_first_step')} times in "
+                f"{raw.get('seconds_since_start', 0):.1f} s, but gpulint saw no optimizer.step() and no DataLoader batch, "
+                f"so it cannot tell where a step ends; {MARK_STEPS_HINT}"
             )
+        else:
+            msg = (
+                f"stopped early: no training step within {options.first_step_timeout:g} s of the start ({_seen(raw)}); "
+                f"{MARK_STEPS_HINT}; if the script needs longer to start, raise --first-step-timeout"
+            )
+        return RunResult(NO_STEPS, msg, **common)
+    if status == "ended":
+        if raw.get("measured_elsewhere"):
+            msg = (
+                "the script finished before its training reached the measured steps; the training ran in a child "
+                "process (multiprocessing)" + (f", last seen: {last_seen}" if last_seen else "")
+            )
+        elif not raw.get("steps_counted_by"):
+            msg = f"the script finished without a single training step ({_seen(raw)}), so there was nothing to measure; {MARK_STEPS_HINT}"
         else:
             need = options.warmup + options.steps
             msg = (
@@ -362,7 +428,7 @@ def _where(raw: dict) -> str:
     done = raw.get("steps_completed")
     if not mode:
         return " before the first step"
-    unit = "optimizer steps" if mode == "optimizer" else "DataLoader batches"
+    unit = {"optimizer": "optimizer steps", "marker": "marked steps"}.get(mode, "DataLoader batches")
     return f" after {done} {unit}"
 
 

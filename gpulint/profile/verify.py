@@ -1,28 +1,46 @@
 """`gpulint fix --apply --verify`: measure the original (A), apply the fixes, measure the fixed version (B),
-alternating A B A B, and keep the fixes only when B runs and is not slower beyond the noise."""
+alternating A B A B, and keep the fixes only when B runs, the changed lines ran, and B is not slower beyond the
+noise (nor too noisy to tell).
+
+The fixes are planned first and written by this module: nothing is profiled when there is nothing to fix, and a
+journal holding the originals is on disk (see `journal.py`) before any file changes, until the final write."""
 
 from __future__ import annotations
 
 import os
 import pathlib
 import signal
+import stat
 import sys
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Callable
 
 from gpulint.fixer import WriteError
 from gpulint.profile import runner as runner_mod
+from gpulint.profile.changed_lines import probe_groups
 from gpulint.profile.command import CommandError, child_argv, plan_command
-from gpulint.profile.compare import SLOWER, Comparison, compare
+from gpulint.profile.compare import SLOWER, TOO_NOISY, Comparison, compare
 from gpulint.profile.errors import print_failure
 from gpulint.profile.file_swap import FileSwap
+from gpulint.profile.journal import Journal, files_in_leftovers
 from gpulint.profile.options import ProfileOptions
 from gpulint.profile.progress import Progress
-from gpulint.profile.report import comparison_text, failure_text, options_to_dict, run_notes, run_to_dict, write_json
+from gpulint.profile.report import (
+    comparison_text,
+    environment,
+    failure_text,
+    options_to_dict,
+    run_notes,
+    run_to_dict,
+    unified_diff,
+    write_reports,
+)
 from gpulint.profile.runner import RunResult
+from gpulint.profile.workspace import FolderWatch
 
 KEPT = 0
-ROLLED_BACK = 1
+ROLLED_BACK = 1  # also "not verified": the files are restored either way
 ERROR = 2
 
 _B_FAILURE = {
@@ -32,7 +50,18 @@ _B_FAILURE = {
     runner_mod.INCOMPLETE: "the fixed script never reached the measured steps",
     runner_mod.CRASHED: "the fixed script died without a result",
     runner_mod.INTERNAL: "the fixed run hit an internal error",
+    runner_mod.NO_STEPS: "the fixed script showed no step gpulint can see",
 }
+
+
+@dataclass
+class PlannedFix:
+    """One file the fixes change: both versions, and how many fixes of each rule it holds."""
+
+    path: pathlib.Path
+    original: bytes
+    fixed: bytes
+    rules: dict[str, int] = field(default_factory=dict)
 
 
 @contextmanager
@@ -51,10 +80,8 @@ def _no_interrupts():
 
 def _interrupted_code(interrupt: KeyboardInterrupt) -> int:
     """128 + the signal, as the CLI exits: 130 for Ctrl-C, 143 for SIGTERM (which the CLI raises as Terminated)."""
-    try:
-        from gpulint.cli import Terminated
-    except ImportError:  # pragma: no cover - the CLI always defines it
-        Terminated = ()  # noqa: N806
+    from gpulint.api import Terminated
+
     return 128 + (signal.SIGTERM if isinstance(interrupt, Terminated) else signal.SIGINT)
 
 
@@ -79,19 +106,46 @@ def _display(path: pathlib.Path) -> str:
     return str(path) if rel.startswith("..") else rel
 
 
+def _unwritable(path: pathlib.Path) -> str | None:
+    """Why the file cannot take the fixes (checked before anything is run), or None."""
+    try:
+        mode = path.stat().st_mode
+    except OSError as e:
+        return e.strerror or str(e)
+    if not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
+        return "file is read-only"
+    return None if os.access(path, os.W_OK) else "no permission to write the file"
+
+
+def _rules_text(rules: dict[str, int]) -> str:
+    return ", ".join(f"{n} × {code}" for code, n in sorted(rules.items()))
+
+
+def noise_advice() -> str:
+    """What makes timings repeatable, with this machine's load as it is now."""
+    text = "rerun with more runs (--repeat 5 or more), pin the threads (OMP_NUM_THREADS=1, or taskset -c), on a quieter machine"
+    try:
+        load = os.getloadavg()[0]
+        text += f" (load average now {load:.1f} on {os.cpu_count()} CPUs)"
+    except OSError:
+        pass
+    return text
+
+
 def run_verify(
     command: list[str],
-    apply_fixes: Callable[[], dict[pathlib.Path, bytes]],
+    plan_fixes: Callable[[], list[PlannedFix]],
     options: ProfileOptions,
     *,
     out=None,
     err=None,
     run=None,
 ) -> int:
-    """Profile A, call apply_fixes(), profile B, alternate; keep or roll back. Returns 0 kept, 1 rolled back, 2 error.
+    """Plan the fixes; profile A, write the fixes, profile B, alternate; keep or restore. Returns 0 kept (or
+    nothing to fix), 1 rolled back or not verified, 2 error.
 
-    apply_fixes() writes the fixed files and returns {path: original bytes} for each file it changed. Every
-    changed file ends in its final state (fixed when kept, original when rolled back), even on Ctrl-C.
+    plan_fixes() returns the files the fixes would change (writing nothing). Every changed file ends in its final
+    state (fixed when kept, original otherwise), even on Ctrl-C; a journal covers a kill -9.
     `run` replaces runner.run_measured (tests inject synthetic results through it).
     """
     out = out or sys.stdout
@@ -108,7 +162,66 @@ def run_verify(
     progress = Progress(options.show_progress(), err)
     a_runs: list[RunResult] = []
     b_runs: list[RunResult] = []
-    doc: dict = {"command": list(command), "options": options_to_dict(options), "files": []}
+    doc: dict = {"kind": "verify", "command": list(command), "options": options_to_dict(options), "files": [], "fixes": []}
+
+    def finish(outcome: str, reason: str | None, code: int, cmp: Comparison | None = None) -> int:
+        runs = _interleave(a_runs, b_runs)
+        doc.update(
+            outcome=outcome,
+            reason=reason,
+            exit_code=code,
+            comparison=cmp.to_dict() if cmp else None,
+            runs=[run_to_dict(r) for r in runs],
+            environment=environment(runs),
+        )
+        write_reports(options, doc, err)
+        return code
+
+    out.write(f"gpulint fix --verify: {plan.describe()}\n")
+    try:
+        planned = [p for p in plan_fixes() if p.fixed != p.original]
+    except Exception as e:  # the fixer's own failure: report it, never a traceback
+        print_failure(f"computing the fixes failed: {type(e).__name__}: {e}", stream=err)
+        return finish("error", f"computing the fixes failed: {e}", ERROR)
+    for p in list(planned):
+        why = _unwritable(p.path)
+        if why:  # as `fix --apply` does: this file stays as it is, the others are still fixed and verified
+            err.write(f"gpulint: {_display(p.path)}: not written: {why}\n")
+            planned.remove(p)
+    if not planned:
+        out.write("Nothing to fix: no file would change, so there is nothing to verify (nothing was run).\n")
+        return finish("nothing to fix", None, KEPT)
+    left = files_in_leftovers(p.path for p in planned)
+    if left:
+        print_failure(
+            f"an interrupted `fix --verify` left unverified fixes in {', '.join(_display(p) for p in left)}; "
+            "run `gpulint fix --restore` first, so the original is what gets verified",
+            stream=err,
+        )
+        return finish("error", "leftover journal", ERROR)
+
+    files = [_display(p.path) for p in planned]
+    doc["files"] = files
+    doc["fixes"] = [
+        {"path": _display(p.path), "rules": p.rules, "diff": unified_diff(_display(p.path), p.original, p.fixed)} for p in planned
+    ]
+    groups = {str(p.path.resolve()): probe_groups(p.original, p.fixed) for p in planned}
+    probes = {path: sorted({line for g in gs for line in g}) for path, gs in groups.items() if gs}
+    try:
+        journal = Journal.create({p.path: (p.original, p.fixed) for p in planned}, command)
+    except WriteError as e:
+        print_failure(
+            f"cannot write the verification journal ({e}); nothing was changed. Set GPULINT_STATE_DIR to a writable folder",
+            stream=err,
+        )
+        return finish("error", f"journal not written: {e}", ERROR)
+    swap = FileSwap({p.path: p.original for p in planned}, {p.path: p.fixed for p in planned})
+    out.write(
+        f"  A = original, B = with fixes ({'; '.join(f'{f}: {_rules_text(p.rules)}' if p.rules else f for f, p in zip(files, planned))}); "
+        f"{repeat} runs each, alternating A B\n"
+    )
+    outputs = {p for p in (options.json_path, options.html_path, options.trace_dir) if p is not None}
+    watch = FolderWatch(pathlib.Path(plan.cwd), pathlib.Path(plan.target) if plan.kind == "script" else None, {p.path for p in planned} | outputs)
 
     def measure(variant: str, i: int) -> RunResult:
         index = 2 * i + (1 if variant == "A" else 2)
@@ -116,69 +229,43 @@ def run_verify(
         progress.run(index, total, label)
         first = i == 0  # the attribution pass runs once per side
         trace_to = options.trace_dir / f"{variant}.pt.trace.json" if options.trace_dir and first else None
+        watch.start()
         try:
-            return run(plan, options, attribution=first, label=label, on_progress=progress.show, trace_copy_to=trace_to)
+            result = run(
+                plan,
+                options,
+                attribution=first,
+                label=label,
+                on_progress=progress.show,
+                trace_copy_to=trace_to,
+                probes=probes if variant == "B" else None,
+            )
         finally:
             progress.clear()
+        result.new_files = watch.stop()
+        return result
 
-    def finish(outcome: str, reason: str | None, code: int, cmp: Comparison | None = None) -> int:
-        doc.update(
-            outcome=outcome,
-            reason=reason,
-            exit_code=code,
-            comparison=cmp.to_dict() if cmp else None,
-            runs=[run_to_dict(r) for r in _interleave(a_runs, b_runs)],
-        )
-        if options.json_path:
-            write_json(options.json_path, doc)
-        return code
-
-    out.write(f"gpulint fix --verify: {plan.describe()}\n")
-    a_first = measure("A", 0)
-    a_runs.append(a_first)
-    if not a_first.ok:
-        out.write("Nothing was changed: the original script could not be measured, so no fix can be verified.\n")
-        details = failure_text(a_first).split("\n", 1)
-        print_failure(
-            f"could not measure the original `{plan.describe()}`: {a_first.message}",
-            details[1] if len(details) > 1 else None,
-            err,
-        )
-        return finish("error", a_first.message, ERROR)
-
-    try:
-        originals = apply_fixes()
-    except Exception as e:  # the fixer's own failure: report it, never a traceback
-        print_failure(f"applying the fixes failed: {type(e).__name__}: {e}", stream=err)
-        return finish("error", f"applying the fixes failed: {e}", ERROR)
-    if not originals:
-        out.write("Nothing to fix: no file was changed, so there is nothing to verify.\n")
-        return finish("nothing to fix", None, KEPT)
-
-    swap = FileSwap.after_fixes(originals)
-    files = [_display(p) for p in swap.originals]
-    doc["files"] = files
-    out.write(
-        f"  A = original, B = with fixes ({len(files)} file{'s' if len(files) != 1 else ''}: {', '.join(files)}); "
-        f"{repeat} runs each, alternating A B; {options.warmup} warm-up + {options.steps} measured steps per run\n"
-    )
     keep = False
+    outcome = "rolled back"
     conflicts: list[pathlib.Path] = []  # files the user changed while we ran: left as they are
     failed: RunResult | None = None
     reason: str | None = None
     cmp: Comparison | None = None
+    never_ran: list[str] = []
     try:
         for i in range(repeat):
             if i > 0:
                 conflicts += swap.use("original")
                 if conflicts:
                     break
-                a = measure("A", i)
-                a_runs.append(a)
-                if not a.ok:
-                    failed = a
-                    reason = f"the original script failed on run {i + 1}, so the comparison is void: {a.message}"
+            a = measure("A", i)
+            a_runs.append(a)
+            if not a.ok:
+                failed = a
+                if i == 0:
                     break
+                reason = f"the original script failed on run {i + 1}, so the comparison is void: {a.message}"
+                break
             conflicts += swap.use("fixed")
             if conflicts:
                 break
@@ -193,39 +280,57 @@ def run_verify(
                 # a fix that breaks the script is not kept, whatever its throughput.
                 failed = b
                 reason = f"the fixed script failed: {b.failure_after_window}"
-                same = a_first.failure_after_window
+                same = a_runs[0].failure_after_window
                 if same:
                     reason += f" (the original also failed there: {same})"
                 break
-        if not conflicts and failed is None:
-            cmp = compare(
-                [r.steps for r in a_runs],
-                [r.steps for r in b_runs],
-                [r.attribution for r in a_runs],
-                [r.attribution for r in b_runs],
-                a_runs[0].raw.get("losses"),
-                b_runs[0].raw.get("losses"),
-                seed=options.seed,
+        if not conflicts and failed is not None and failed is a_runs[0]:
+            journal.remove()  # nothing was ever written
+            out.write("Nothing was changed: the original script could not be measured, so no fix can be verified.\n")
+            details = failure_text(failed).split("\n", 1)
+            print_failure(
+                f"could not measure the original `{plan.describe()}`: {failed.message}",
+                details[1] if len(details) > 1 else None,
+                err,
             )
-            shared = [r.label for r in _interleave(a_runs, b_runs) if (r.nvml or {}).get("unreliable")]
-            if shared:
-                cmp.mark_unreliable(shared)
+            return finish("error", failed.message, ERROR)
+        if not conflicts and failed is None:
+            cmp = _compare(a_runs, b_runs, planned, options)
+            never_ran = _never_ran(groups, b_runs)
+            doc["never_ran"] = never_ran
             if cmp.verdict == SLOWER:
                 reason = "the fixed script is slower beyond the noise"
+            elif never_ran:
+                outcome = "not verified"
+                reason = (
+                    f"its changed lines never ran in the B runs ({', '.join(never_ran)}), so the runs compared two "
+                    "identical programs"
+                )
+            elif cmp.verdict == TOO_NOISY and not cmp.mechanism_verified:
+                outcome = "not verified"
+                reason = (
+                    f"the runs are too noisy to verify: the original's own runs differ by {cmp.noise_floor * 100:.1f} % "
+                    "(the noise floor), which would hide the change a fix makes"
+                )
             else:
                 keep = True
-    except BaseException as interrupt:  # Ctrl-C, SIGTERM, or a bug: no file may stay fixed and unverified
+    except BaseException as interrupt:  # Ctrl-C, SIGTERM, a file we cannot write, or a bug: restore first
         with _no_interrupts():
             try:
                 swap.use("original")
             except (OSError, WriteError):
                 pass  # reported below as not restored
+        restored = [p for p in swap.originals if p not in swap.conflicts and _holds(p, swap.originals[p])]
+        if len(restored) + len(swap.conflicts) == len(swap.originals):
+            journal.remove()
+        if isinstance(interrupt, WriteError):
+            print_failure(f"could not write the fixes: {interrupt}; every file is as it was", stream=err)
+            return finish("error", f"could not write the fixes: {interrupt}", ERROR)
         if not isinstance(interrupt, KeyboardInterrupt):
             raise
-        restored = [_display(p) for p in swap.originals if p not in swap.conflicts and _holds(p, swap.originals[p])]
         err.write(f"\ngpulint: interrupted; restored {len(restored)} file(s) to their original contents\n")
         for p in swap.originals:
-            if _display(p) not in restored:
+            if p not in restored:
                 err.write(f"gpulint: {_display(p)}: not restored: it was changed on disk during the runs or could not be written\n")
         finish("interrupted", "interrupted", _interrupted_code(interrupt))  # what the CLI then exits with
         raise
@@ -233,8 +338,9 @@ def run_verify(
         with _no_interrupts():
             conflicts += swap.use("fixed" if keep else "original")
     except (OSError, WriteError) as e:
-        print_failure(f"could not write back {', '.join(files)}: {e}", stream=err)
+        print_failure(f"could not write back {', '.join(files)}: {e}; the originals are kept in {journal.path}", stream=err)
         return finish("error", f"could not restore files: {e}", ERROR)
+    journal.remove()
     if swap.conflicts:
         edited = ", ".join(_display(p) for p in swap.conflicts)
         others = [_display(p) for p in swap.originals if p not in swap.conflicts]
@@ -256,10 +362,19 @@ def run_verify(
     if cmp is not None or notes:
         out.write("\n")
     if keep:
-        what = "mechanism verified, bottleneck elsewhere" if cmp and cmp.mechanism_verified else cmp.verdict
+        what = cmp.verdict
+        if cmp.mechanism_verified:
+            what = "mechanism verified, bottleneck elsewhere" if cmp.verdict != TOO_NOISY else "mechanism verified; throughput too noisy to measure"
         out.write(f"Kept the fixes in {', '.join(files)} ({what}).\n")
         out.flush()
         return finish("kept", None, KEPT, cmp)
+    if outcome == "not verified":
+        advice = noise_advice() if cmp.verdict == TOO_NOISY and not never_ran else (
+            "run the verification where this code runs (a GPU, for a CUDA-only branch), or apply the fixes without --verify"
+        )
+        out.write(f"Not verified: restored {', '.join(files)} to the original, because {reason}. To verify: {advice}.\n")
+        out.flush()
+        return finish(outcome, reason, ROLLED_BACK, cmp)
     out.write(f"Rolled back: restored {', '.join(files)} to the original, because {reason}.\n")
     if failed is not None:
         details = failure_text(failed).split("\n", 1)
@@ -267,6 +382,43 @@ def run_verify(
             out.write(details[1] + "\n")
     out.flush()
     return finish("rolled back", reason, ROLLED_BACK, cmp)
+
+
+def _compare(a_runs: list[RunResult], b_runs: list[RunResult], planned: list[PlannedFix], options: ProfileOptions) -> Comparison:
+    from gpulint.profile.idle import explain
+    from gpulint.profile.timing import timing_stats
+
+    cmp = compare(
+        [r.steps for r in a_runs],
+        [r.steps for r in b_runs],
+        [r.attribution for r in a_runs],
+        [r.attribution for r in b_runs],
+        a_runs[0].raw.get("losses"),
+        b_runs[0].raw.get("losses"),
+        seed=options.seed,
+    )
+    exp = explain(timing_stats([s for r in a_runs for s in r.steps]), a_runs[0].attribution)
+    if exp is not None:
+        cmp.ceiling = exp.ceiling_for({code for p in planned for code in p.rules})
+    shared = [r.label for r in _interleave(a_runs, b_runs) if (r.nvml or {}).get("unreliable")]
+    if shared:
+        cmp.mark_unreliable(shared)
+    if cmp.verdict == TOO_NOISY:
+        cmp.notes.append(f"too noisy to verify: {noise_advice()}")
+    return cmp
+
+
+def _never_ran(groups: dict[str, list[tuple[int, ...]]], b_runs: list[RunResult]) -> list[str]:
+    """`file:line` of every changed statement that no B run executed."""
+    hits: set = set()
+    for r in b_runs:
+        hits |= r.probe_hits
+    missing = []
+    for path, statements in groups.items():
+        for lines in statements:
+            if not any((path, line) in hits for line in lines):
+                missing.append(f"{_display(pathlib.Path(path))}:{lines[0]}")
+    return missing
 
 
 def _interleave(a: list[RunResult], b: list[RunResult]) -> list[RunResult]:

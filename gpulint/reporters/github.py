@@ -22,22 +22,23 @@ def escape_property(text: str) -> str:
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def _line(d: Diagnostic) -> str:
+def _line(d: Diagnostic, context: ReportContext) -> str:
     file = d.filename if is_pseudo_path(d.filename) else os.path.abspath(d.filename)
+    start, end = context.file_location(d, d.location), context.file_location(d, d.end_location)  # a notebook's JSON lines
     properties = {
         "title": f"gpulint ({rule_id(d)})",
         "file": file,
-        "line": d.location.row,
-        "col": d.location.column,
-        "endLine": d.end_location.row,
-        "endColumn": d.end_location.column,
+        "line": start.row,
+        "col": start.column,
+        "endLine": end.row,
+        "endColumn": end.column,
     }
     props = ",".join(f"{key}={escape_property(str(value))}" for key, value in properties.items())
-    message = f"{d.filename}:{d.location.row}:{d.location.column}: {rule_id(d)} {d.message}"
+    message = f"{d.filename}:{context.position(d)}: {rule_id(d)} {d.message}"
     if d.fix is not None:
         message += f"\n  help: {d.fix.message}"
     return f"::{COMMANDS[severity_of(d)]} {props}::{escape_data(message)}\n"
 
 
 def render_github(diagnostics: list[Diagnostic], context: ReportContext) -> str:
-    return "".join(_line(d) for d in diagnostics)
+    return "".join(_line(d, context) for d in diagnostics)

@@ -32,12 +32,15 @@ def render_gitlab(diagnostics: list[Diagnostic], context: ReportContext) -> str:
             "fingerprint": fingerprint,
             "location": {
                 "path": repo_path(d.filename, root),
-                "positions": {
-                    "begin": {"line": d.location.row, "column": d.location.column},
-                    "end": {"line": d.end_location.row, "column": d.end_location.column},
-                },
+                "positions": _positions(d, context),
             },
         }
         for d, fingerprint in zip(diagnostics, fingerprints(diagnostics, context, root))
     ]
     return json.dumps(records, indent=2, ensure_ascii=False) + "\n"
+
+
+def _positions(d: Diagnostic, context: ReportContext) -> dict:
+    """Lines and columns in the file as stored (a notebook's: in its JSON text)."""
+    begin, end = context.file_location(d, d.location), context.file_location(d, d.end_location)
+    return {"begin": {"line": begin.row, "column": begin.column}, "end": {"line": end.row, "column": end.column}}

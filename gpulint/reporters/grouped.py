@@ -14,7 +14,7 @@ def render_grouped(diagnostics: list[Diagnostic], context: ReportContext) -> str
     blocks = []
     for path, group in groupby(diagnostics, key=lambda d: d.filename):
         items = list(group)
-        positions = [f"{d.location.row}:{d.location.column}" for d in items]
+        positions = [context.position(d) for d in items]
         width = max(len(p) for p in positions)
         lines = [f"{path}:"]
         for d, position in zip(items, positions):
@@ -25,4 +25,9 @@ def render_grouped(diagnostics: list[Diagnostic], context: ReportContext) -> str
 
 
 def render_pylint(diagnostics: list[Diagnostic], context: ReportContext) -> str:
-    return "".join(f"{d.filename}:{d.location.row}: [{rule_id(d)}] {d.message}\n" for d in diagnostics)
+    return "".join(f"{d.filename}:{_row(d, context)}: [{rule_id(d)}] {d.message}\n" for d in diagnostics)
+
+
+def _row(d: Diagnostic, context: ReportContext) -> str:
+    cell, row = context.cell_row(d)
+    return f"cell {cell}:{row}" if cell is not None else str(row)

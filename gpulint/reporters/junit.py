@@ -31,14 +31,16 @@ def render_junit(diagnostics: list[Diagnostic], context: ReportContext) -> str:
         items = list(group)
         out.append(f'  <testsuite name={quoteattr(path)} tests="{len(items)}" failures="{len(items)}" errors="0">')
         for d in items:
-            row, column = d.location.row, d.location.column
+            at = context.file_location(d, d.location)  # a notebook's: in its JSON text
+            cell, row = context.cell_row(d)
+            where = f"cell {cell}, line {row}" if cell is not None else f"line {row}"
             out.append(
                 f'    <testcase name={quoteattr("org.gpulint." + rule_id(d))} classname={quoteattr(_classname(path))} '
-                f'line="{row}" column="{column}">'
+                f'line="{at.row}" column="{at.column}">'
             )
             out.append(
                 f"      <failure message={quoteattr(d.message)}>"
-                f"{escape(f'line {row}, col {column}, {rule_id(d)} {d.message}')}</failure>"
+                f"{escape(f'{where}, col {d.location.column}, {rule_id(d)} {d.message}')}</failure>"
             )
             out.append("    </testcase>")
         out.append("  </testsuite>")

@@ -2,6 +2,11 @@
 
 URIs are relative to the project root (`%SRCROOT%`, declared in `originalUriBaseIds`), columns count Unicode
 code points (LibCST's character columns), and rule metadata comes from the documents in `rules/`.
+
+A finding in a Jupyter notebook has its region in the `.ipynb` file as stored (the line and column of the JSON
+string that holds that part of the cell's source), so a viewer opens the notebook at the right place; the
+location's `properties` give the cell (`cell`, 1-based among all cells) and the region within the cell
+(`cellRegion`). Notebook findings carry no `fixes` (an edit of the JSON text would have to re-escape the code).
 """
 
 from __future__ import annotations
@@ -106,22 +111,25 @@ def sarif_log(diagnostics: list[Diagnostic], context: ReportContext) -> dict:
     index = {rid: i for i, rid in enumerate(ids)}
     results = []
     for d, fingerprint in zip(diagnostics, fingerprints(diagnostics, context, root)):
+        notebook = context.notebook(d.filename)
+        location = {
+            "physicalLocation": {
+                "artifactLocation": _artifact_location(d.filename, root),
+                "region": _region(context.file_location(d, d.location), context.file_location(d, d.end_location)),
+            }
+        }
+        if notebook is not None:
+            (cell, start), (_, end) = notebook.cell_location(d.location), notebook.cell_location(d.end_location)
+            location["properties"] = {"cell": cell, "cellRegion": _region(start, end)}
         result = {
             "ruleId": rule_id(d),
             "ruleIndex": index[rule_id(d)],
             "level": LEVELS[severity_of(d)],
             "message": {"text": d.message},
-            "locations": [
-                {
-                    "physicalLocation": {
-                        "artifactLocation": _artifact_location(d.filename, root),
-                        "region": _region(d.location, d.end_location),
-                    }
-                }
-            ],
+            "locations": [location],
             "partialFingerprints": {"gpulint/v1": fingerprint},
         }
-        fixes = _fixes(d, root)
+        fixes = _fixes(d, root) if notebook is None else []
         if fixes:
             result["fixes"] = fixes
         results.append(result)

@@ -24,7 +24,7 @@ def test_gpu_verify_bench_smoke_on_cpu(tmp_path):
     assert "| slow_loader.py |" in text
     assert "samples/s" in text
     assert "GPU: unavailable: no NVIDIA driver" in text or "GPU: NVIDIA" in text
-    assert "- fixes applied by: gpulint fix --apply --unsafe-fixes" in text and "stand-in" not in text
+    assert "- fixes applied by: gpulint's fixer, unsafe fixes included" in text and "stand-in" not in text
 
 
 def test_progress_is_silent_unless_enabled():

@@ -87,9 +87,9 @@ def drive_optimizer(rec, clock, durations, fetch_s=0.0, samples=32):
         for d in durations:
             start = clock.t
             clock.t += fetch_s
-            rec._on_batch(start, clock.t, samples)
+            rec.on_batch(start, clock.t, samples)
             clock.t += d - fetch_s
-            rec._on_optimizer_step(None, (), {})
+            rec.on_optimizer_step(None)
         raise AssertionError("the recorder never finished")
 
 
@@ -146,7 +146,7 @@ def test_dataloader_steps_until_an_optimizer_appears(harness):
     torch, _ = fake_torch(cuda_used=False)
     rec = recorder(torch, warmup=2, steps=3)
     for _ in range(2):  # e.g. a sanity pass over a few batches before training
-        rec._on_batch(clock.t, clock.t + 0.01, 8)
+        rec.on_batch(clock.t, clock.t + 0.01, 8)
         clock.t += 0.05
     assert rec.mode == "dataloader" and rec.completed() == 1
     drive_optimizer(rec, clock, [0.1] * 10, fetch_s=0.01, samples=8)
@@ -162,9 +162,9 @@ def test_gradient_accumulation_counts_every_batch_of_a_step(harness):
     with pytest.raises(Stop):
         for _ in range(10):
             for _ in range(4):  # 4 micro-batches per optimizer step
-                rec._on_batch(clock.t, clock.t + 0.01, 16)
+                rec.on_batch(clock.t, clock.t + 0.01, 16)
                 clock.t += 0.02
-            rec._on_optimizer_step(None, (), {})
+            rec.on_optimizer_step(None)
     steps = written["result"]["window"]["steps"]
     assert all(s["batches"] == 4 and s["samples"] == 64 for s in steps)
     assert all(s["data_wait_s"] == pytest.approx(0.04) for s in steps)
@@ -189,7 +189,7 @@ def test_window_restarts_once_after_an_epoch_boundary(harness):
                 assert rec.phase == "measure"
                 rec._on_epoch_boundary()
             clock.t += 0.1
-            rec._on_optimizer_step(None, (), {})
+            rec.on_optimizer_step(None)
     result = written["result"]
     assert result["window_restarts"] == 1
     assert result["epoch_boundary_in_window"] is True  # the second boundary fell inside the new window
@@ -205,7 +205,7 @@ def test_crash_after_the_window_keeps_the_numbers_but_not_the_exit_status(harnes
     rec._start_attribution = lambda: setattr(rec, "phase", "attribute")  # no real profiler in this test
     for _ in range(5):  # 2 warm-up + 3 measured: the window is complete
         clock.t += 0.1
-        rec._on_optimizer_step(None, (), {})
+        rec.on_optimizer_step(None)
     assert rec.phase == "attribute" and rec.window_result is not None
     with pytest.raises(Stop):
         rec.finish("error", exit_code=1, exception="ValueError: boom", traceback="Traceback ...\nValueError: boom")
@@ -223,7 +223,7 @@ def test_clean_end_after_the_window_exits_zero(harness):
     rec._start_attribution = lambda: setattr(rec, "phase", "attribute")
     for _ in range(5):  # 2 warm-up + 3 measured: the window is complete
         clock.t += 0.1
-        rec._on_optimizer_step(None, (), {})
+        rec.on_optimizer_step(None)
     with pytest.raises(Stop):
         rec.finish("ended")
     assert written["result"]["status"] == "ok" and written["result"]["script_status"] == "ended"
@@ -265,7 +265,7 @@ def test_warmup_backlog_in_dataloader_mode_keeps_the_first_batch(harness):
     rec = recorder(torch, warmup=2, steps=4)
     with pytest.raises(Stop):
         for _ in range(20):
-            rec._on_batch(clock.t, clock.t + 0.01, 8)
+            rec.on_batch(clock.t, clock.t + 0.01, 8)
             clock.t += 0.1
     steps = written["result"]["window"]["steps"]
     assert [round(s["wall_s"], 6) for s in steps] == [0.1] * 4
@@ -282,10 +282,151 @@ def test_end_sync_without_optimizer_keeps_the_next_batch_out_of_the_last_step(ha
     rec = recorder(torch, warmup=2, steps=4)
     with pytest.raises(Stop):
         for _ in range(20):
-            rec._on_batch(clock.t, clock.t + 0.01, 8)
+            rec.on_batch(clock.t, clock.t + 0.01, 8)
             clock.t += 0.1
     steps = written["result"]["window"]["steps"]
     assert [s["batches"] for s in steps] == [1, 1, 1, 1]
     assert [s["samples"] for s in steps] == [8, 8, 8, 8]
     assert steps[-1]["wall_s"] == pytest.approx(0.1 + 0.3)
     assert written["result"]["window"]["sync_wait_s"] == pytest.approx(0.3)
+
+
+def test_sync_sites_are_the_users_lines_most_frequent_first(tmp_path):
+    """On a GPU run the attribution pass turns torch.cuda.set_sync_debug_mode("warn") on and records the user's
+    file:line of every synchronizing op (the first frame outside torch), top sites first in the report."""
+    import warnings
+
+    from gpulint.profile.report import sync_site_rows
+
+    modes = []
+    torch, _ = fake_torch(cuda_used=True)
+    torch.cuda.set_sync_debug_mode = modes.append
+    (tmp_path / "torch").mkdir()
+    torch.__file__ = str(tmp_path / "torch" / "__init__.py")
+    rec = recorder(torch)
+    rec._start_sync_sites()
+
+    def item():  # stands in for the C++ warning raised inside .item()
+        warnings.warn("called a synchronizing CUDA operation", UserWarning)
+
+    for _ in range(3):
+        item()
+    rec._stop_sync_sites()
+    assert modes == ["warn", 0]
+    inside = f"{__file__}:{item.__code__.co_firstlineno + 1}"
+    assert rec.sync_sites == {inside: 3}  # the first frame outside torch/warnings: here the helper's line
+    assert sync_site_rows({"sync_sites": {"train.py:12": 8, "train.py:40": 2}}, steps=2) == [
+        ("sync at train.py:12", "4.0 per step"),
+        ("sync at train.py:40", "1.0 per step"),
+    ]
+
+
+class Opt:  # stands in for an optimizer: only its identity matters to the recorder
+    pass
+
+
+def test_a_second_optimizer_in_the_same_iteration_is_not_a_step(harness):
+    clock, written = harness
+    torch, _ = fake_torch(cuda_used=False)
+    rec = recorder(torch, warmup=2, steps=4)
+    d, g = Opt(), Opt()
+    with pytest.raises(Stop):
+        for _ in range(20):
+            rec.on_batch(clock.t, clock.t + 0.01, 16)
+            clock.t += 0.03
+            rec.on_optimizer_step(d)
+            clock.t += 0.07
+            rec.on_optimizer_step(g)
+    steps = written["result"]["window"]["steps"]
+    assert [round(s["wall_s"], 6) for s in steps] == [0.1] * 4  # one iteration, not half of one
+    assert all(s["batches"] == 1 and s["samples"] == 16 for s in steps)
+    assert [o["name"] for o in written["result"]["optimizers"]] == ["Opt", "Opt"]
+
+
+def test_an_optimizer_stepping_alone_repeatedly_takes_over(harness):
+    clock, written = harness
+    torch, _ = fake_torch(cuda_used=False)
+    rec = recorder(torch, warmup=2, steps=3)
+    pre, main = Opt(), Opt()
+    rec.on_optimizer_step(pre)  # e.g. a short pre-training phase with its own optimizer
+    with pytest.raises(Stop):
+        for _ in range(20):
+            clock.t += 0.1
+            rec.on_optimizer_step(main)
+    assert written["result"]["lead_optimizer_switches"] == 1
+    assert len(written["result"]["window"]["steps"]) == 3
+
+
+def test_batches_fetched_without_gradients_mark_an_evaluation_step_that_is_left_out(harness):
+    clock, written = harness
+    torch, _ = fake_torch(cuda_used=False)
+    rec = recorder(torch, warmup=2, steps=4)
+    with pytest.raises(Stop):
+        for i in range(20):
+            rec.on_batch(clock.t, clock.t + 0.01, 16)
+            clock.t += 0.1
+            if i == 4:  # an evaluation of 30 batches inside this step
+                for _ in range(30):
+                    rec.on_batch(clock.t, clock.t + 0.01, 64, grad_enabled=False)
+                    clock.t += 0.02
+            rec.on_optimizer_step(None)
+    window = written["result"]["window"]
+    assert [(round(s["wall_s"], 6), s["batches"], s["samples"]) for s in window["steps"]] == [(0.1, 1, 16)] * 4
+    assert [e["batches_without_grad"] for e in window["excluded_steps"]] == [30]
+    assert written["result"]["eval_batches"] == 30
+
+
+def test_a_loop_that_always_fetches_without_gradients_is_not_all_evaluation(harness):
+    clock, written = harness
+    torch, _ = fake_torch(cuda_used=False)
+    rec = recorder(torch, warmup=2, steps=3)
+    with pytest.raises(Stop):
+        for _ in range(40):
+            rec.on_batch(clock.t, clock.t + 0.01, 16, grad_enabled=False)
+            clock.t += 0.1
+            rec.on_optimizer_step(None)
+    assert written["result"]["eval_detection"] is False
+    assert len(written["result"]["window"]["steps"]) == 3
+
+
+def test_marked_steps_override_optimizer_steps(harness):
+    clock, written = harness
+    torch, _ = fake_torch(cuda_used=False)
+    rec = recorder(torch, warmup=2, steps=3)
+    with pytest.raises(Stop):
+        for _ in range(20):
+            for _ in range(3):  # three optimizer steps per marked step: the marks decide
+                clock.t += 0.01
+                rec.on_optimizer_step(None)
+            clock.t += 0.07
+            rec.on_marker()
+    assert written["result"]["steps_counted_by"] == "marker"
+    assert [round(s["wall_s"], 6) for s in written["result"]["window"]["steps"]] == [0.1] * 3
+
+
+def test_backward_calls_without_any_step_stop_the_run_early(harness):
+    clock, written = harness
+    torch, _ = fake_torch(cuda_used=False)
+    rec = recorder(torch, warmup=2, steps=4)
+    loss = types.SimpleNamespace(numel=lambda: 2)
+    with pytest.raises(Stop):
+        for _ in range(1000):
+            rec.on_backward(loss)
+    assert written["result"]["status"] == "no-steps" and written["result"]["no_step_reason"] == "backward"
+    assert written["result"]["backward_calls_before_first_step"] == _child.NO_STEP_BACKWARDS_MIN
+
+
+def test_the_first_process_to_step_measures_and_the_others_stand_aside(harness, tmp_path):
+    clock, written = harness
+    torch, _ = fake_torch(cuda_used=False)
+    cfg = {"warmup": 2, "steps": 3, "attribution_steps": 0, "result_path": "unused", "claim_dir": str(tmp_path)}
+    parent = _child.Recorder(cfg, torch)
+    child = _child.Recorder(cfg, torch, role="child")
+    parent.on_batch(clock.t, clock.t + 0.01, 8)  # the parent peeks at a batch first (dataloader claim)
+    child.on_optimizer_step(Opt())  # a child trains: it takes the measurement
+    parent.on_optimizer_step(Opt())
+    assert parent.passive and not child.passive
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["claim.dataloader", "claim.step", f"stepped.{child.pid}"]
+    late = _child.Recorder(cfg, torch)
+    late.on_batch(clock.t, clock.t + 0.01, 8)  # e.g. the parent's evaluation after training: not measured
+    assert late.mode is None and late.batches == 0

@@ -62,13 +62,24 @@ def test_clear_slowdown_is_slower():
     assert c.ci[1] < 1
 
 
-def test_change_inside_the_noise_floor_is_no_measurable_change():
-    # A runs differ by ~20 % from each other; B is 8 % faster than A on average: within the A-vs-A noise.
+def test_change_inside_a_wide_noise_floor_is_too_noisy_to_verify():
+    # A runs differ by ~20 % from each other; B is 8 % faster than A on average: within the A-vs-A noise, which is
+    # too wide to tell "no change" from a real one.
     a = [steps(0.090), steps(0.100, seed=1), steps(0.110, seed=2)]
     b = [steps(0.092, seed=3), steps(0.092, seed=4), steps(0.092, seed=5)]
     c = cmp.compare(a, b)
     assert c.noise_floor == pytest.approx(0.2, abs=0.03)
     assert c.threshold == c.noise_floor
+    assert c.verdict == cmp.TOO_NOISY
+    assert c.summary.startswith("too noisy to verify: samples/s +")
+
+
+def test_change_inside_a_narrow_noise_floor_is_no_measurable_change():
+    # A runs differ by ~6 %; B is 2 % faster: below the noise floor, and the floor is narrow enough to say so.
+    a = [steps(0.097), steps(0.100, seed=1), steps(0.103, seed=2)]
+    b = [steps(0.098, seed=3), steps(0.098, seed=4), steps(0.098, seed=5)]
+    c = cmp.compare(a, b)
+    assert c.noise_floor == pytest.approx(0.06, abs=0.02)
     assert c.verdict == cmp.NO_CHANGE
 
 

@@ -37,7 +37,7 @@ def test_optimizer_steps_warmup_window_and_attribution(tmp_path):
     assert raw["losses"] and len(raw["losses"]) <= 3  # only warm-up losses are read
     assert raw["cuda"] == {"available": False, "used": False}
     assert r.attribution["profiled_steps"] == 2  # 4 profiled steps minus the first and last
-    assert r.attribution["kernel_busy_pct"] is None and "CPU-only" in r.attribution["unavailable"]["kernel_busy_pct"]
+    assert r.attribution["kernel_busy_pct"] is None and "CPU-only" in r.attribution["unavailable"]["gpu"]
     assert (tmp_path / "t.json").stat().st_size > 0 and r.trace_path == str(tmp_path / "t.json")
     assert "finished" not in r.stdout_tail  # os._exit after the window: the script's end never ran
     with pytest.raises(ProcessLookupError):

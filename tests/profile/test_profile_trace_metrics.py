@@ -95,13 +95,79 @@ def test_old_category_names_are_understood():
     assert tm.attribution_metrics(events)["syncs_per_step"] == pytest.approx(1.0)
 
 
-def test_cpu_only_events_mark_gpu_metrics_unavailable():
+def test_cpu_only_events_mark_gpu_metrics_unavailable_with_one_reason():
     events = [step(0, 0, 100), step(1, 100, 100), step(2, 200, 100)]
     m = tm.attribution_metrics(events)
     assert m["gpu_activity"] is False
-    for key in ("kernel_busy_pct", "data_wait_exposed_pct", "h2d", "syncs_per_step"):
+    for key in ("kernel_busy_pct", "data_wait_exposed_pct", "h2d", "syncs_per_step", "gpu_breakdown"):
         assert m[key] is None
-        assert m["unavailable"][key] == tm.NO_GPU
+    assert m["unavailable"] == {"gpu": tm.NO_GPU}  # one reason for every GPU number, not one line each
+
+
+def test_cpu_step_counters_of_adam_are_not_scalar_reads_of_the_loop():
+    """Adam/AdamW read their per-parameter `step` counters with .item() inside Optimizer.step; those tensors
+    stay on the CPU on purpose (no sync on a GPU either). Only the loop's own .item() counts."""
+    events = [step(0, 0, 100), step(1, 100, 100), step(2, 200, 100), step(3, 300, 100)]
+    for base in (100, 200):
+        events.append(ev("user_annotation", "Optimizer.step#Adam.step", base + 50, 30))
+        events += [ev("cpu_op", "aten::item", base + 52 + 5 * i, 2) for i in range(4)]  # 4 parameters
+        events.append(ev("cpu_op", "aten::item", base + 90, 2))  # loss.item() in the loop
+    m = tm.attribution_metrics(events)
+    assert m["scalar_reads_per_step"] == pytest.approx(1.0)
+    assert m["optimizer_scalar_reads_per_step"] == pytest.approx(4.0)
+
+
+def test_a_scalar_read_of_a_cpu_tensor_is_not_a_gpu_sync():
+    """On a GPU run, an .item() with no CUDA runtime call inside it read host memory: no synchronization."""
+    events = gpu_trace()
+    events.append(ev("cpu_op", "aten::item", 150, 2))  # no runtime call inside: a CPU tensor
+    m = tm.attribution_metrics(events)
+    assert m["syncs_per_step"] == pytest.approx(1.0)  # unchanged: the device read and the explicit sync
+    assert m["device_scalar_reads_per_step"] == pytest.approx(0.5)
+
+
+def correlated_trace():
+    """Window [100, 300) (steps 1 and 2 of four 100 µs steps). Kernels with their CPU launches (correlation):
+    K1 [100,140) launched at 90; K2 [150,170) launched at 130 (before the gap opened, 10 µs gap: kernel wait);
+    K3 [200,220) launched at 190 (after the GPU went idle at 170: host wait, nothing else going on: host
+    overhead); K4 [260,270) launched at 250: host wait over [220,260), with a DataLoader fetch [225,245) (data)
+    and an .item() returning at 221 (the rest: after a sync); K5 [310,320) launched at 230, before the gap
+    [270,300) opened, 30 µs: other."""
+    events = [step(n, 100 * n, 100) for n in range(4)]
+    for corr, (k0, k1, launch) in enumerate([(100, 140, 90), (150, 170, 130), (200, 220, 190), (260, 270, 250), (310, 320, 230)], 1):
+        events.append(ev("kernel", f"k{corr}", k0, k1 - k0, tid=7, pid=0, correlation=corr))
+        events.append(ev("cuda_runtime", "cudaLaunchKernel", launch, 5, correlation=corr))
+    events.append(ev("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", 110, 10, tid=7, pid=0, bytes=64))  # under K1
+    events.append(ev("user_annotation", "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 225, 20))
+    events.append(ev("cpu_op", "aten::item", 210, 11))
+    return events
+
+
+def test_gpu_time_breakdown_and_idle_causes():
+    m = tm.attribution_metrics(correlated_trace())
+    b = m["gpu_breakdown"]
+    assert b["compute_pct"] == pytest.approx(45.0)  # 40 + 20 + 20 + 10 of 200 µs
+    assert b["non_compute_pct"] == pytest.approx(0.0)  # the copy hides under K1
+    assert b["idle_pct"] == pytest.approx(55.0)
+    assert b["idle"] == pytest.approx(
+        {"kernel_wait": 5.0, "host_overhead": 15.0, "data_loading": 10.0, "after_sync": 10.0, "other": 15.0}
+    )
+    assert sum(b["idle"].values()) == pytest.approx(b["idle_pct"])
+    assert b["pageable_copy_pct"] == pytest.approx(0.0)
+    launch = b["launch"]
+    assert launch["kernels_per_step"] == pytest.approx(2.0)  # K1..K4 in the window, 2 steps
+    assert launch["launch_delay_us_p50"] == pytest.approx(5.0)
+    assert launch["short_kernel_pct"] == pytest.approx(0.0)
+
+
+def test_timeline_of_a_few_steps():
+    t = tm.attribution_metrics(correlated_trace())["timeline"]
+    assert t["steps"] == [[0.0, 100.0, "step 1"], [100.0, 100.0, "step 2"], [200.0, 100.0, "step 3"]]
+    assert [k[:2] for k in t["lanes"]["kernel"]][:2] == [[0.0, 40.0], [50.0, 20.0]]  # relative to step 1 (100 µs)
+    assert [k[2] for k in t["lanes"]["kernel"]] == ["k1", "k2", "k3", "k4", "k5"]
+    assert t["lanes"]["data"] == [[125.0, 20.0, "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"]]
+    assert t["lanes"]["sync"] == [[110.0, 11.0, "aten::item"]]
+    assert t["lanes"]["copy_pageable"][0][:2] == [10.0, 10.0]
 
 
 def test_trace_without_steps():
@@ -120,7 +186,11 @@ def test_recorded_cpu_trace():
     assert m["gpu_activity"] is False
     assert m["scalar_reads_per_step"] == pytest.approx(1.0)  # exactly one loss.item() per step
     assert 0 < m["data_wait_pct"] < 100
-    assert m["kernel_busy_pct"] is None and "CPU-only" in m["unavailable"]["kernel_busy_pct"]
+    assert m["kernel_busy_pct"] is None and "CPU-only" in m["unavailable"]["gpu"]
+    host = m["host"]
+    assert host["data_loading_pct"] > 0 and host["optimizer_pct"] > 0
+    assert host["data_loading_pct"] + host["optimizer_pct"] + host["other_pct"] == pytest.approx(100.0)
+    assert {"data", "optimizer", "sync"} <= set(m["timeline"]["lanes"])
 
 
 def test_load_trace_gz_and_bare_list(tmp_path):

@@ -9,24 +9,21 @@ import stat
 import pytest
 from profile_helpers import PY, fast_options
 
-from gpulint.profile import runner
+from gpulint.profile import journal, runner
 from gpulint.profile.runner import RunResult
-from gpulint.profile.verify import run_verify
+from gpulint.profile.verify import PlannedFix, run_verify
 
 ORIGINAL = b"loader = DataLoader(ds, batch_size=32)\n"
 FIXED = b"loader = DataLoader(ds, batch_size=32, num_workers=2)\n"
 
 
 def make_fix(path):
-    def apply_fixes():
+    def plan_fixes():
         original = path.read_bytes()
         fixed = original.replace(b"DataLoader(ds, batch_size=32", b"DataLoader(ds, batch_size=32, num_workers=2")
-        if fixed == original:
-            return {}
-        path.write_bytes(fixed)
-        return {path: original}
+        return [PlannedFix(path, original, fixed, {"GPU101": 1})] if fixed != original else []
 
-    return apply_fixes
+    return plan_fixes
 
 
 def ok_result(step_s, seed=0, n=20):
@@ -40,29 +37,35 @@ def failed_result(status):
 
 
 class FakeRunner:
-    """Stands in for runner.run_measured; records which file content each run saw."""
+    """Stands in for runner.run_measured; records which file content each run saw. Every probed changed line
+    "ran" unless `lines_ran` is False."""
 
-    def __init__(self, path, a, b):
+    def __init__(self, path, a, b, lines_ran=True):
         self.path, self.a, self.b = path, a, b
+        self.lines_ran = lines_ran
         self.seen = []
+        self.probes = []
 
-    def __call__(self, plan, options, attribution, label, on_progress, trace_copy_to):
+    def __call__(self, plan, options, attribution, label, on_progress, trace_copy_to, probes):
         content = self.path.read_bytes()
         variant = "A" if label.startswith("A") else "B"
         self.seen.append((variant, content, attribution))
+        self.probes.append(probes)
         source = self.a if variant == "A" else self.b
         result = source(sum(1 for v, _, _ in self.seen if v == variant) - 1)
         if isinstance(result, BaseException):
             raise result
         result.label = label
+        if probes and self.lines_ran:
+            result.probe_hits = {(path, line) for path, lines in probes.items() for line in lines}
         return result
 
 
-def verify(tmp_path, a, b, repeat=3, fix=None, **opts):
+def verify(tmp_path, a, b, repeat=3, fix=None, lines_ran=True, **opts):
     script = tmp_path / "train.py"
     if not script.exists():
         script.write_bytes(ORIGINAL)
-    fake = FakeRunner(script, a, b)
+    fake = FakeRunner(script, a, b, lines_ran)
     out, err = io.StringIO(), io.StringIO()
     code = run_verify([PY, str(script)], fix or make_fix(script), fast_options(repeat=repeat, **opts), out=out, err=err, run=fake)
     return code, script, fake, out.getvalue(), err.getvalue()
@@ -153,25 +156,20 @@ def test_later_a_failure_voids_the_comparison(tmp_path):
 
 
 def test_original_that_cannot_run_changes_nothing(tmp_path):
-    called = []
-
-    def fix():
-        called.append(1)
-        return {}
-
-    code, script, _, out, err = verify(tmp_path, lambda i: failed_result(runner.SCRIPT_ERROR), None, fix=fix)
+    code, script, fake, out, err = verify(tmp_path, lambda i: failed_result(runner.SCRIPT_ERROR), None)
     assert code == 2
-    assert called == []  # the fixes were never applied
+    assert [v for v, _, _ in fake.seen] == ["A"]  # the fixes were never written
     assert script.read_bytes() == ORIGINAL
+    assert not journal.leftovers()
     assert err.startswith("gpulint failed\n  Cause: could not measure the original")
     assert "Traceback (most recent call last)" not in err.split("Cause:")[0]
 
 
-def test_nothing_to_fix(tmp_path):
-    code, script, fake, out, _ = verify(tmp_path, lambda i: ok_result(0.1), None, fix=lambda: {})
+def test_nothing_to_fix_runs_nothing(tmp_path):
+    code, script, fake, out, _ = verify(tmp_path, lambda i: ok_result(0.1), None, fix=lambda: [])
     assert code == 0
     assert "Nothing to fix" in out
-    assert len(fake.seen) == 1
+    assert fake.seen == []  # the original is profiled only when there is something to verify
 
 
 def test_fixer_exception_is_reported_not_raised(tmp_path):
@@ -179,7 +177,7 @@ def test_fixer_exception_is_reported_not_raised(tmp_path):
         raise RuntimeError("fixer bug")
 
     code, _, _, _, err = verify(tmp_path, lambda i: ok_result(0.1), None, fix=fix)
-    assert code == 2 and "applying the fixes failed: RuntimeError: fixer bug" in err
+    assert code == 2 and "computing the fixes failed: RuntimeError: fixer bug" in err
 
 
 def test_keyboard_interrupt_restores_files(tmp_path):
@@ -215,10 +213,7 @@ def test_permissions_and_several_files_survive_the_swaps(tmp_path):
     script.write_bytes(ORIGINAL)
 
     def fix():
-        originals = {script: script.read_bytes(), other: other.read_bytes()}
-        script.write_bytes(FIXED)
-        other.write_bytes(b"A = 2\n")
-        return originals
+        return [PlannedFix(script, ORIGINAL, FIXED), PlannedFix(other, b"A = 1\n", b"A = 2\n")]
 
     code, _, _, _, _ = verify(tmp_path, lambda i: ok_result(0.05, i), lambda i: ok_result(0.08, i), fix=fix)
     assert code == 1
@@ -239,7 +234,7 @@ def test_json_report(tmp_path):
 
 def test_bad_command_is_a_usage_error(tmp_path):
     err = io.StringIO()
-    code = run_verify([PY, str(tmp_path / "missing.py")], lambda: {}, fast_options(), out=io.StringIO(), err=err)
+    code = run_verify([PY, str(tmp_path / "missing.py")], lambda: [], fast_options(), out=io.StringIO(), err=err)
     assert code == 2
     assert err.getvalue() == f"gpulint failed\n  Cause: script not found: {tmp_path / 'missing.py'}\n"
 
@@ -286,8 +281,7 @@ def test_end_to_end_b_exits_nonzero(fixtures_copy):
     original = script.read_bytes()
 
     def fix():
-        script.write_bytes(original.replace(b'default="none"', b'default="exit"'))
-        return {script: original}
+        return [PlannedFix(script, original, original.replace(b'default="none"', b'default="exit"'))]
 
     out = io.StringIO()
     code = run_verify([PY, str(script)], fix, fast_options(steps=4, warmup=2, repeat=1), out=out, err=io.StringIO())
@@ -381,10 +375,7 @@ def test_an_edit_during_the_last_run_is_not_overwritten_by_the_restore(tmp_path)
     script.write_bytes(ORIGINAL)
 
     def fix():
-        originals = {script: script.read_bytes(), other: other.read_bytes()}
-        script.write_bytes(FIXED)
-        other.write_bytes(b"A = 2\n")
-        return originals
+        return [PlannedFix(script, ORIGINAL, FIXED), PlannedFix(other, b"A = 1\n", b"A = 2\n")]
 
     def b(i):
         if i == 1:
@@ -418,3 +409,141 @@ def test_an_unexpected_error_still_restores(tmp_path):
     with pytest.raises(RuntimeError):
         verify(tmp_path, lambda i: ok_result(0.1, i), lambda i: RuntimeError("bug"))
     assert (tmp_path / "train.py").read_bytes() == ORIGINAL
+
+
+# ---- what counts as verified ---------------------------------------------------------------------------------
+
+
+def test_a_fix_whose_changed_lines_never_ran_is_not_verified(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    out_json = tmp_path / "v.json"
+    code, script, fake, out, _ = verify(
+        tmp_path, lambda i: ok_result(0.1, i), lambda i: ok_result(0.1, 10 + i), lines_ran=False, json_path=out_json
+    )
+    assert code == 1
+    assert script.read_bytes() == ORIGINAL
+    assert "Not verified: restored train.py to the original, because its changed lines never ran in the B runs (train.py:1)" in out
+    assert "a GPU, for a CUDA-only branch" in out and "Kept" not in out
+    assert fake.probes[0] is None and fake.probes[1] == {str(script.resolve()): [1]}  # only B runs trace lines
+    doc = json.loads(out_json.read_text())
+    assert doc["outcome"] == "not verified" and doc["never_ran"] == ["train.py:1"]
+
+
+def noisy_a(i):
+    return ok_result([0.08, 0.1, 0.13][i], i)  # the original's own runs differ by ~50 %
+
+
+def test_a_noise_floor_too_wide_is_too_noisy_to_verify(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, script, _, out, _ = verify(tmp_path, noisy_a, lambda i: ok_result(0.1, 10 + i))
+    assert code == 1
+    assert script.read_bytes() == ORIGINAL
+    assert "verdict: too noisy to verify" in out
+    assert "Not verified: restored train.py to the original, because the runs are too noisy to verify" in out
+    assert "--repeat 5" in out and "OMP_NUM_THREADS=1" in out and "load average now" in out
+    assert "no measurable change" not in out
+
+
+def test_too_noisy_but_the_mechanism_moved_is_kept(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    def with_wait(result, wait):
+        for s in result.raw["window"]["steps"]:
+            s["data_wait_s"] = wait
+        return result
+
+    code, script, _, out, _ = verify(tmp_path, lambda i: with_wait(noisy_a(i), 0.05), lambda i: with_wait(ok_result(0.1, 10 + i), 0.001))
+    assert code == 0 and script.read_bytes() == FIXED
+    assert "Kept the fixes in train.py (mechanism verified; throughput too noisy to measure)" in out
+
+
+def test_the_verdict_shows_the_speedup_ceiling(tmp_path):
+    def waiting(step_s, wait, seed):
+        r = ok_result(step_s, seed)
+        for s in r.raw["window"]["steps"]:
+            s["data_wait_s"] = wait
+        return r
+
+    # A waits 60 ms of a 100 ms step for data: GPU101 can give at most 1 / (1 - 0.6) = 2.5x; B got 2x.
+    code, _, _, out, _ = verify(tmp_path, lambda i: waiting(0.1, 0.06, i), lambda i: waiting(0.05, 0.01, 10 + i))
+    assert code == 0
+    verdict = out.split("verdict: ")[1].split("\n")[0]
+    assert verdict.startswith("faster: samples/s +100.") and "(2.00x of a possible 2.50x)" in verdict
+
+
+def test_files_a_run_writes_in_the_working_folder_are_reported(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+
+    def a(i):
+        if i == 0:
+            (tmp_path / "snapshot.pt").write_bytes(b"checkpoint")  # the next run would resume from it
+        return ok_result(0.1, i)
+
+    code, _, _, out, _ = verify(tmp_path, a, lambda i: ok_result(0.1, 10 + i))
+    assert code == 0
+    assert "A 1/3 (original) wrote files in the working folder: snapshot.pt. Later runs may read them" in out
+    assert "train.py" not in out.split("wrote files")[1].split("\n")[0]  # gpulint's own swaps are not the script's
+
+
+# ---- the journal: nothing is lost to a kill -9 -----------------------------------------------------------------
+
+
+def test_a_journal_holds_the_originals_during_the_runs_and_is_removed_after(tmp_path):
+    seen = []
+
+    def b(i):
+        seen.append([(str(f.path), f.original, f.state()) for j in journal_files() for f in j.files])
+        return ok_result(0.05, 10 + i)
+
+    code, script, _, _, _ = verify(tmp_path, lambda i: ok_result(0.1, i), b)
+    assert code == 0
+    assert seen[0] == [(str(script.resolve()), ORIGINAL, "fixed")]  # on disk while B ran with the fixes
+    assert journal_files() == []
+
+
+def journal_files():
+    return [journal.Journal.load(p) for p in journal.state_dir().glob(f"{journal.PREFIX}*.json")]
+
+
+def leave_journal(tmp_path, pid=2**22 + 12345):
+    """What a kill -9 during a B run leaves: the fixed file on disk and the journal of a dead process."""
+    script = tmp_path / "train.py"
+    script.write_bytes(FIXED)
+    j = journal.Journal.create({script: (ORIGINAL, FIXED)}, ["python", "train.py"])
+    doc = json.loads(j.path.read_text())
+    doc["pid"] = pid  # no such process
+    j.path.write_text(json.dumps(doc))
+    return script, j
+
+
+def test_a_leftover_journal_is_noticed_and_restore_puts_the_original_back(tmp_path):
+    script, j = leave_journal(tmp_path)
+    notes = io.StringIO()
+    assert [x.path for x in journal.notice(notes)] == [j.path]
+    assert f"{script.resolve()} still holds its unverified fixes; `gpulint fix --restore` puts the originals back" in notes.getvalue()
+    # A new verification of that file refuses to start from the unverified version.
+    code, _, fake, _, err = verify(tmp_path, lambda i: ok_result(0.1, i), lambda i: ok_result(0.05, i), fix=lambda: [PlannedFix(script, FIXED, FIXED + b"# more\n")])
+    assert code == 2 and fake.seen == [] and "run `gpulint fix --restore` first" in err
+    out = io.StringIO()
+    assert journal.restore(out) == 0
+    assert script.read_bytes() == ORIGINAL
+    assert f"gpulint: restored {script.resolve()}" in out.getvalue()
+    assert journal.leftovers() == [] and not j.path.exists()
+
+
+def test_restore_leaves_a_file_edited_since_and_keeps_its_original(tmp_path):
+    script, j = leave_journal(tmp_path)
+    script.write_bytes(b"# edited after the crash\n")
+    out = io.StringIO()
+    assert journal.restore(out) == 1
+    assert script.read_bytes() == b"# edited after the crash\n"
+    assert "edited since the interrupted verification; left as it is" in out.getvalue()
+    assert j.path.exists() and journal.Journal.load(j.path).files[0].original == ORIGINAL
+    j.path.unlink()
+
+
+def test_a_running_verification_is_not_a_leftover(tmp_path):
+    script, j = leave_journal(tmp_path, pid=os.getpid())
+    try:
+        assert journal.leftovers() == []  # this process is alive: its journal is in use
+    finally:
+        j.remove()

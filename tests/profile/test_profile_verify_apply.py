@@ -1,4 +1,4 @@
-"""`gpulint fix --apply --verify`'s own apply step: a file that cannot be written is skipped and reported, and a
+"""`gpulint fix --apply --verify`'s own writes: a file that cannot be written is skipped and reported, and a
 stop half-way restores every file already written (nothing stays fixed and unverified)."""
 
 import os
@@ -8,7 +8,7 @@ import stat
 import pytest
 from profile_helpers import FIXTURES, PY, fast_options
 
-from gpulint import fix_command
+from gpulint import cli
 from gpulint.profile import runner
 from gpulint.profile.runner import RunResult
 from tests.conftest import settings
@@ -37,10 +37,11 @@ def test_a_read_only_file_is_skipped_and_the_rest_verified(two_scripts, monkeypa
         seen.append((kw["label"][0], a.read_bytes() != original))
         r = ok(0.1 if kw["label"].startswith("A") else 0.05)
         r.label = kw["label"]
+        r.probe_hits = {(path, line) for path, lines in (kw["probes"] or {}).items() for line in lines}  # fixes ran
         return r
 
     monkeypatch.setattr(runner, "run_measured", fake_run)
-    code = fix_command.run_verify_fix((str(a), str(b)), [PY, str(a)], settings(unsafe_fixes=True), {}, fast_options(repeat=1))
+    code = cli.run_verify_fix((str(a), str(b)), [PY, str(a)], settings(unsafe_fixes=True), fast_options(repeat=1))
     err = capsys.readouterr().err
     assert code == 0
     assert f"gpulint: {b}: not written: file is read-only" in err
@@ -48,22 +49,25 @@ def test_a_read_only_file_is_skipped_and_the_rest_verified(two_scripts, monkeypa
     assert a.read_bytes() != original and seen == [("A", False), ("B", True)]
 
 
-def test_a_stop_half_way_restores_what_was_written(two_scripts, monkeypatch):
+def test_a_stop_during_the_first_write_restores_what_was_written(two_scripts, monkeypatch):
+    from gpulint.profile import file_swap, journal
+
     a, b = two_scripts
     original = a.read_bytes()
-    real_write = fix_command.write_atomic
+    real_write = file_swap.write_atomic
     calls = []
 
     def write_then_interrupt(path, data, expected=None):
         calls.append(path)
-        if len(calls) == 2:  # the second file: Ctrl-C arrives
+        if len(calls) == 2:  # the second file of the first swap to the fixed versions: Ctrl-C arrives
             raise KeyboardInterrupt
         return real_write(path, data, expected)
 
-    monkeypatch.setattr(fix_command, "write_atomic", write_then_interrupt)
+    monkeypatch.setattr(file_swap, "write_atomic", write_then_interrupt)
     monkeypatch.setattr(runner, "run_measured", lambda plan, options, **kw: ok(0.1))
     with pytest.raises(KeyboardInterrupt):
-        fix_command.run_verify_fix((str(a), str(b)), [PY, str(a)], settings(unsafe_fixes=True), {}, fast_options(repeat=1))
+        cli.run_verify_fix((str(a), str(b)), [PY, str(a)], settings(unsafe_fixes=True), fast_options(repeat=1))
     assert a.read_bytes() == original and b.read_bytes() == original
     assert not [p for p in os.listdir(a.parent) if p.endswith(".gpulint-tmp")]
     assert stat.S_IMODE(os.stat(a).st_mode) & stat.S_IWUSR
+    assert not journal.leftovers()  # everything is back: no journal left to warn about

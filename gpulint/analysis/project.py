@@ -1,0 +1,687 @@
+"""The project index: module summaries composed across calls and imports, and what each module may know.
+
+Pass one summarises every module of the project (`summary.py`, with `ast`, cached by content hash). The
+index then resolves imports within the project (relative imports, packages, `from .data import
+make_loaders`, re-exports through `__init__.py`; anything it cannot find stays unknown, never guessed as
+GPU or CPU) and composes the summaries: a helper that calls a helper moves, syncs or trains through it.
+
+Pass two analyses each file with LibCST, given its `ModuleContext`: the facts of everything it calls
+(`callee`), what the rest of the project does with what it defines (`own`), and whether it is GPU code.
+The context is plain data; its digest is part of the file's cache key, so a file is re-checked exactly
+when what it may know changes (edit a helper: its summary changes, so do its importers' contexts).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Iterator, Optional
+
+from gpulint.analysis.devices import BASE_EVIDENCE, gpu_context_reason
+from gpulint.analysis.summary import INTERNAL, MODULE_BODY, FunctionSummary, ModuleSummary, deep_sources, sources_of
+
+_MAX_DEPTH = 6  # calls followed through helpers, imports through re-exports
+_NN_MODULE = "torch.nn.Module"
+
+
+@dataclass
+class Consumption:
+    """A loop elsewhere in the project that takes batches of a loader this module builds."""
+
+    where: str  # the loop, `train.py:42`
+    trains: bool
+    gpu: bool  # the loop's function or module is GPU code
+    moves: tuple[tuple[str, bool], ...] = ()  # (where the batch is copied to the GPU, non_blocking)
+
+    def to_json(self) -> list:
+        return [self.where, self.trains, self.gpu, self.moves]
+
+
+@dataclass
+class Callee:
+    """What calling one project function or class does, composed through the helpers it calls."""
+
+    kind: str  # "function" or "class"
+    where: str  # `utils.py:12`
+    params: tuple[str, ...] = ()  # positional parameters, `self` included for methods
+    trains: bool = False  # runs a backward pass or an optimizer step (itself or through what it calls)
+    epoch: bool = False  # ... inside a loop of its own: a whole epoch per call, not one step
+    returns: Any = None  # ("loader", facts), ("module",), ("gpu_module",), ("gpu",), ("device",), ("args", options), ("tuple", ...)
+    # parameter -> [("move", where, non_blocking), ("sync", kind, where, certain), ("iter", where), ("device", where)]
+    effects: dict[str, list[tuple]] = field(default_factory=dict)
+    syncs: list[tuple] = field(default_factory=list)  # ("sync", kind, where) / ("synchronize", where): every call
+    yields: tuple[str, ...] = ()  # parameters whose elements it yields (a generator over a loader)
+    consumes: dict[str, list[Consumption]] = field(default_factory=dict)  # parameter -> the loops taking its batches
+
+    def to_json(self) -> list:
+        consumes = {k: [c.to_json() for c in v] for k, v in self.consumes.items()}
+        return [self.kind, self.where, self.params, self.trains, self.epoch, self.returns, self.effects, self.syncs, self.yields, consumes]
+
+
+@dataclass
+class ModuleContext:
+    """Everything the project tells the analysis of one module (rules never see the index itself)."""
+
+    path: str = ""
+    parsed: bool = True  # False: the module does not parse, so the project knows nothing of it
+    gpu: bool = False
+    gpu_reason: Optional[str] = None
+    callees: dict[str, Callee] = field(default_factory=dict)  # a call's reference as written -> its facts
+    consumers: dict[str, list[Consumption]] = field(default_factory=dict)  # `make_loaders` / `make_loaders.0` -> loops
+    inputs: dict[str, list[str]] = field(default_factory=dict)  # `train.model` -> what callers pass ("gpu_module", "cuda_device", ...)
+    # A class of this module -> the library classes it derives from through project classes in other modules
+    # (`LitModel(Base)`, `Base(L.LightningModule)` in base.py: ["lightning.LightningModule"]).
+    inherited: dict[str, list[str]] = field(default_factory=dict)
+
+    def callee(self, ref: Optional[str]) -> Optional[Callee]:
+        return self.callees.get(ref) if ref else None
+
+    @cached_property
+    def tags(self) -> frozenset[str]:
+        """What this module reaches through the project, for the prefilter (`Rule.project_tags`):
+        "helper-syncs" (it calls something that waits for the GPU), "helper-moves" (something that copies an
+        argument to the GPU), "loader-consumed" (its loaders are iterated elsewhere)."""
+        found = set()
+        for callee in self.callees.values():
+            if callee.syncs or any(e[0] == "sync" for effects in callee.effects.values() for e in effects):
+                found.add("helper-syncs")
+            if any(e[0] == "move" for effects in callee.effects.values() for e in effects):
+                found.add("helper-moves")
+        if self.consumers:
+            found.add("loader-consumed")
+        return frozenset(found)
+
+    def consumed(self, function: str, element: Optional[int] = None) -> list[Consumption]:
+        return self.consumers.get(function if element is None else f"{function}.{element}", [])
+
+    def receives(self, function: str, param: str) -> list[str]:
+        return self.inputs.get(f"{function}.{param}", [])
+
+    @cached_property
+    def digest(self) -> str:
+        data = [
+            self.parsed,
+            self.gpu,
+            self.gpu_reason,
+            sorted((k, v.to_json()) for k, v in self.callees.items()),
+            sorted((k, [c.to_json() for c in v]) for k, v in self.consumers.items()),
+            sorted(self.inputs.items()),
+            sorted(self.inherited.items()),
+        ]
+        return hashlib.sha256(json.dumps(data, default=str).encode()).hexdigest()[:16]
+
+
+def lone_context(summary: ModuleSummary, path: str) -> ModuleContext:
+    """The context of a module seen without its project: its own evidence and its own functions only."""
+    index = ProjectIndex(Path(path).resolve().parent, {Path(path).resolve(): summary})
+    return index.context(Path(path).resolve())
+
+
+@dataclass(eq=False)
+class _Record:
+    path: Path
+    shown: str  # as the command line shows it, for messages
+    summary: ModuleSummary
+    folder: str = ""  # the file's folder, as a string (resolution works on strings: Path objects are slow)
+
+
+class ProjectIndex:
+    """All summaries of a project, and the composed facts, each computed once and only when asked."""
+
+    def __init__(self, root: Path, summaries: dict[Path, ModuleSummary]) -> None:
+        from gpulint.linter import display_path  # messages name other files as the command line shows them
+
+        self.root = root
+        self._root = str(root)
+        self.records: dict[Path, _Record] = {}
+        self._files: dict[str, _Record] = {}
+        for path, summary in summaries.items():
+            record = self.records[path] = _Record(path, display_path(path), summary, os.path.dirname(str(path)))
+            self._files[str(path)] = record
+        self._modules: dict[tuple, Optional[_Record]] = {}
+        self._symbols: dict[tuple[int, str], Optional[tuple[str, _Record, str]]] = {}
+        self._callees: dict[tuple[int, str], Optional[Callee]] = {}
+        self._in_progress: set[tuple[int, str]] = set()
+        self._inputs: dict[tuple[int, str, str], set[str]] = {}
+        self._consumptions: dict[tuple[int, str, str], list[Consumption]] = {}
+        self._contexts: dict[Path, ModuleContext] = {}
+        self._gpu: dict[int, Optional[str]] = {}
+        self._inherited: dict[tuple[int, str], list[str]] = {}
+
+    def with_module(self, path: Path, summary: ModuleSummary) -> ProjectIndex:
+        """The same project with one module's summary replaced (or added): a file being fixed."""
+        summaries = {p: r.summary for p, r in self.records.items()}
+        summaries[path] = summary
+        return ProjectIndex(self.root, summaries)
+
+    # ---- modules and names ------------------------------------------------------------------------
+
+    def _file(self, base: str) -> Optional[_Record]:
+        return self._files.get(base + ".py") or self._files.get(os.path.join(base, "__init__.py"))
+
+    def module(self, importer: _Record, level: int, dotted: str) -> Optional[_Record]:
+        """The project file `import dotted` (or `from .{level} dotted`) means in `importer`, if any."""
+        key = (importer.folder, level, dotted)
+        if key in self._modules:
+            return self._modules[key]
+        parts = [p for p in dotted.split(".") if p]
+        found = None
+        if level:
+            base = importer.folder
+            for _ in range(level - 1):
+                base = os.path.dirname(base)
+            found = self._file(os.path.join(base, *parts)) if parts else self._files.get(os.path.join(base, "__init__.py"))
+        elif parts:
+            # The script's own folder first (how `python train.py` imports), then each folder up to the root.
+            folder = importer.folder
+            while True:
+                found = self._file(os.path.join(folder, *parts))
+                if found is not None or folder == self._root or not folder.startswith(self._root + os.sep):
+                    break
+                folder = os.path.dirname(folder)
+            if found is None:
+                found = self._file(os.path.join(self._root, "src", *parts))
+        self._modules[key] = found
+        return found
+
+    def symbol(self, record: _Record, ref: str, depth: int = 0) -> Optional[tuple[str, _Record, str]]:
+        """What `ref` (a dotted name as written in `record`) is: ("function" | "class" | "value" | "module", file, name)."""
+        key = (id(record), ref)
+        if key in self._symbols:
+            return self._symbols[key]
+        if depth > _MAX_DEPTH:
+            return None
+        self._symbols[key] = None  # a re-export cycle resolves to nothing
+        found = self._symbol(record, ref, depth)
+        self._symbols[key] = found
+        return found
+
+    def _symbol(self, record: _Record, ref: str, depth: int) -> Optional[tuple[str, _Record, str]]:
+        summary = record.summary
+        head, _, rest = ref.partition(".")
+        if head in summary.classes or (head in summary.functions and head != MODULE_BODY) or head in summary.values:
+            return self._attribute(record, ref.split("."), depth)
+        target = summary.imports.get(head)
+        if target is None:
+            for level, module in summary.stars:  # `from utils import *`
+                source = self.module(record, level, module)
+                found = self._attribute(source, ref.split("."), depth + 1) if source is not None else None
+                if found is not None:
+                    return found
+            return None
+        level, module, name = target
+        tail = rest.split(".") if rest else []
+        if name is None:
+            # `import a.b as m` / `import a`: the longest module prefix that is a project file, then attributes.
+            parts = [*module.split("."), *tail] if module else tail
+            for cut in range(len(parts), 0, -1):
+                found = self.module(record, level, ".".join(parts[:cut]))
+                if found is not None:
+                    return self._attribute(found, parts[cut:], depth + 1)
+            return None
+        source = self.module(record, level, module)
+        if source is not None:
+            resolved = self._attribute(source, [name, *tail], depth + 1)
+            if resolved is not None:
+                return resolved
+        sub = self.module(record, level, f"{module}.{name}" if module else name)
+        return self._attribute(sub, tail, depth + 1) if sub is not None else None
+
+    def _attribute(self, record: _Record, names: list[str], depth: int) -> Optional[tuple[str, _Record, str]]:
+        if not names:
+            return ("module", record, "")
+        summary = record.summary
+        head, tail = names[0], names[1:]
+        if head in summary.classes:
+            if not tail:
+                return ("class", record, head)
+            key = f"{head}.{tail[0]}"
+            return ("function", record, key) if len(tail) == 1 and key in summary.functions else None
+        if head in summary.functions and head != MODULE_BODY:
+            return ("function", record, head) if not tail else None
+        if head in summary.values:
+            return ("value", record, head) if not tail else None
+        if head in summary.imports:  # a re-export (`from .data import make_loaders` in `__init__.py`)
+            return self.symbol(record, ".".join(names), depth + 1)
+        if record.path.name == "__init__.py":
+            sub = self._file(os.path.join(record.folder, head))
+            if sub is not None:
+                return self._attribute(sub, tail, depth + 1)
+        return None
+
+    # ---- composed facts ---------------------------------------------------------------------------
+
+    def callee(self, record: _Record, ref: str) -> Optional[Callee]:
+        found = self.symbol(record, ref)
+        if found is None or found[0] not in ("function", "class"):
+            return None
+        return self._callee(found[1], found[0], found[2])
+
+    def _callee(self, record: _Record, kind: str, name: str) -> Optional[Callee]:
+        key = (id(record), name)
+        if key in self._callees:
+            return self._callees[key]
+        if key in self._in_progress or len(self._in_progress) > 40:
+            return None  # recursion (or a very deep chain): unknown
+        self._in_progress.add(key)
+        try:
+            result = self._class_facts(record, name) if kind == "class" else self._function_facts(record, name)
+        finally:
+            self._in_progress.discard(key)
+        self._callees[key] = result
+        return result
+
+    def _class_facts(self, record: _Record, name: str) -> Callee:
+        info = record.summary.classes[name]
+        init = record.summary.functions.get(f"{name}.__init__")
+        facts = Callee("class", f"{record.shown}:{info.line}", init.params if init else ("self",))
+        if self.is_module_class(record, name):
+            facts.returns = ("module",)
+        if init is not None:
+            facts.effects = self._function_facts(record, f"{name}.__init__").effects
+        return facts
+
+    def is_module_class(self, record: _Record, name: str, depth: int = 0) -> bool:
+        info = record.summary.classes.get(name)
+        if info is None or depth > _MAX_DEPTH:
+            return False
+        for base in info.bases:
+            if base.startswith("torch.nn.") and base.rsplit(".", 1)[-1] in ("Module", "Sequential", "ModuleList", "ModuleDict"):
+                return True
+            if base.startswith(("pytorch_lightning.", "lightning.", "transformers.")):
+                return True
+            found = self.symbol(record, base)
+            if found is not None and found[0] == "class" and self.is_module_class(found[1], found[2], depth + 1):
+                return True
+        return False
+
+    def inherited_bases(self, record: _Record, name: str, depth: int = 0) -> list[str]:
+        """The bases outside the project that class `name` of `record` derives from through project classes of
+        other modules (its own direct bases are in its summary)."""
+        key = (id(record), name)
+        if key in self._inherited:
+            return self._inherited[key]
+        found: list[str] = []
+        info = record.summary.classes.get(name)
+        if info is None or depth > _MAX_DEPTH:
+            return found
+        self._inherited[key] = found  # an inheritance cycle adds nothing
+        for base in info.bases:
+            resolved = self.symbol(record, base) or self._qualified_symbol(record, base)
+            if resolved is None or resolved[0] != "class" or resolved[1] is record and resolved[2] == name:
+                continue
+            ancestor, ancestor_name = resolved[1], resolved[2]
+            if ancestor is not record:
+                found.extend(b for b in ancestor.summary.classes[ancestor_name].bases if self._outside(ancestor, b))
+            found.extend(self.inherited_bases(ancestor, ancestor_name, depth + 1))
+        self._inherited[key] = list(dict.fromkeys(found))
+        return self._inherited[key]
+
+    def _qualified_symbol(self, record: _Record, qualified: str) -> Optional[tuple[str, _Record, str]]:
+        """What an import-resolved name (`models.base.Base`, as a summary records a base class) is in the project."""
+        parts = qualified.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            found = self.module(record, 0, ".".join(parts[:cut]))
+            if found is not None:
+                return self._attribute(found, parts[cut:], 1)
+        return None
+
+    def _outside(self, record: _Record, base: str) -> bool:
+        return "." in base and self.symbol(record, base) is None and self._qualified_symbol(record, base) is None
+
+    def _function_facts(self, record: _Record, name: str) -> Callee:
+        f = record.summary.functions[name]
+        facts = Callee("function", f"{record.shown}:{f.line}", f.params)
+        steps = self._training_loops(record, f)
+        facts.trains = f.trains or any(self._call_trains(record, call) for call in f.calls)
+        facts.epoch = bool(steps) or any(
+            (callee := self.callee(record, call[0])) is not None and callee.epoch for call in f.calls if call[4] < 0
+        )
+        for param in f.params:
+            found = list(self._source_effects(record, f, f"p:{param}", steps, 0))
+            if found:
+                facts.effects[param] = found[:16]
+        facts.syncs = list(self._internal_syncs(record, f, steps))[:8]
+        returns = [self.value(record, f, value) for value in f.returns]
+        facts.returns = _agree(returns)
+        facts.yields = tuple(p for p in f.params if any(e[0] == "yield" for e in f.effects.get(f"p:{p}", ())))
+        for param in f.params:
+            if any(e[0] in ("iter", "pass") for e in f.effects.get(f"p:{param}", ())):
+                found = self.consumptions(record, name, f"p:{param}")
+                if found:
+                    facts.consumes[param] = found[:4]
+        return facts
+
+    def _call_trains(self, record: _Record, call: tuple) -> bool:
+        callee = self.callee(record, call[0])
+        return callee is not None and callee.trains
+
+    def _training_loops(self, record: _Record, f: FunctionSummary) -> set[int]:
+        """Loops of `f` that train (a step inside, or a call of something that trains): their effects happen
+        per step of that loop, reported in that file, not per call of `f`."""
+        training = {j for j, loop in enumerate(f.loops) if loop[1]}
+        for call in f.calls:
+            if call[4] >= 0 and self._call_trains(record, call):
+                training.add(call[4])
+        # a loop around a training loop trains too (an epoch loop)
+        for j in list(training):
+            parent = f.loops[j][2]
+            while parent >= 0:
+                training.add(parent)
+                parent = f.loops[parent][2]
+        return training
+
+    def _source_effects(self, record: _Record, f: FunctionSummary, source: str, steps: set[int], depth: int) -> Iterator[tuple]:
+        """What happens to `source` (a parameter, a call's result) on each call of `f`, through the helpers it
+        is passed to: moves, syncs, iterations, uses as a device."""
+        for effect in f.effects.get(source, ()):
+            kind = effect[0]
+            if kind == "move":
+                _, line, non_blocking, loop, guarded = effect
+                if not guarded and loop not in steps:
+                    yield ("move", f"{record.shown}:{line}", non_blocking)
+            elif kind == "sync":
+                _, what, line, certain, loop, guarded = effect
+                if not guarded and loop not in steps:
+                    yield ("sync", what, f"{record.shown}:{line}", certain)
+            elif kind == "iter":
+                yield ("iter", f"{record.shown}:{f.loops[effect[1]][0]}")
+            elif kind == "device":
+                yield ("device", f"{record.shown}:{effect[1]}")
+            elif kind == "pass" and depth < _MAX_DEPTH:
+                call = f.calls[effect[1]]
+                if call[5] or call[4] in steps:
+                    continue
+                callee = self.callee(record, call[0])
+                param = _param_for(callee, effect[2], call[0])
+                if callee is not None and param is not None:
+                    yield from (e for e in callee.effects.get(param, ()) if e[0] != "iter")
+
+    def _internal_syncs(self, record: _Record, f: FunctionSummary, steps: set[int]) -> Iterator[tuple]:
+        for effect in f.effects.get(INTERNAL, ()):
+            if effect[0] == "sync" and not effect[4] and effect[3] not in steps:
+                yield ("sync", effect[1], f"{record.shown}:{effect[2]}")
+            elif effect[0] == "synchronize" and not effect[3] and effect[2] not in steps:
+                yield ("synchronize", f"{record.shown}:{effect[1]}")
+        for call in f.calls:
+            if call[5] or call[4] in steps:
+                continue
+            callee = self.callee(record, call[0])
+            if callee is None:
+                continue
+            yield from callee.syncs
+            for slot, value in [*enumerate(call[2]), *call[3].items()]:
+                resolved = self.value(record, f, value)
+                if resolved is None or resolved[0] not in ("gpu", "gpu_module"):
+                    continue
+                param = _param_for(callee, slot, call[0])
+                for effect in callee.effects.get(param, ()) if param else ():
+                    if effect[0] == "sync":
+                        yield ("sync", effect[1], effect[2])
+
+    def value(self, record: _Record, f: FunctionSummary, value: Any, depth: int = 0) -> Any:
+        """A summary value with the calls it depends on resolved: ("loader", ...), ("gpu_module",), ..."""
+        if value is None or depth > _MAX_DEPTH:
+            return None
+        kind = value[0]
+        if kind == "src":
+            sources = sources_of(value)
+            if INTERNAL in sources:
+                return ("gpu",)  # tied to sources, but made from a GPU tensor of its own
+            if len(sources) != 1:
+                parts = [self.value(record, f, ("src", s), depth + 1) for s in sources]
+                return ("gpu",) if any(p in (("gpu",), ("gpu_module",)) for p in parts) else None
+            source = sources[0]
+            if source.startswith("c:"):
+                index, _, element = source[2:].partition(".")
+                call = f.calls[int(index)]
+                callee = self.callee(record, call[0])
+                result = callee.returns if callee is not None else None
+                if element and result is not None:
+                    return result[1][int(element)] if result[0] == "tuple" and int(element) < len(result[1]) else None
+                return result
+            if source.startswith("p:"):
+                return ("param", source[2:])  # derived from an argument by tensor operations
+            if source.startswith("g:"):
+                found = self.symbol(record, source[2:])
+                if found is not None and found[0] == "value":
+                    module_body = found[1].summary.functions.get(MODULE_BODY)
+                    return self.value(found[1], module_body, found[1].summary.values[found[2]], depth + 1) if module_body else None
+                return None
+            return None
+        if kind == "moved":
+            inner = self.value(record, f, value[1], depth + 1) if value[1] is not None else None
+            if inner is not None and inner[0] in ("module", "gpu_module"):
+                return ("gpu_module",)
+            return ("gpu",)
+        if kind == "tuple":
+            return ("tuple", tuple(self.value(record, f, part, depth + 1) for part in value[1]))
+        return value
+
+    # ---- what callers do with what a module defines -------------------------------------------------
+
+    @cached_property
+    def _calls_to(self) -> dict[tuple[int, str], list[tuple[_Record, str, int]]]:
+        """(file, function or class) -> the calls of it anywhere in the project: (caller file, caller function, call index)."""
+        found: dict[tuple[int, str], list[tuple[_Record, str, int]]] = {}
+        for record in self.records.values():
+            for key, f in record.summary.functions.items():
+                for index, call in enumerate(f.calls):
+                    target = self.symbol(record, call[0])
+                    if target is not None and target[0] in ("function", "class"):
+                        found.setdefault((id(target[1]), target[2]), []).append((record, key, index))
+        return found
+
+    def callers(self, record: _Record, name: str) -> list[tuple[_Record, str, int]]:
+        return self._calls_to.get((id(record), name), [])
+
+    def consumptions(self, record: _Record, key: str, source: str, depth: int = 0) -> list[Consumption]:
+        """Loops that take batches of `source` (a call's result in function `key`), here or in the helpers it
+        is passed to, and what they do with them."""
+        memo = (id(record), key, source)
+        if memo not in self._consumptions:
+            self._consumptions[memo] = []  # a cycle adds nothing
+            self._consumptions[memo] = list(self._consumptions_of(record, key, source, depth))
+        return self._consumptions[memo]
+
+    def _consumptions_of(self, record: _Record, key: str, source: str, depth: int) -> Iterator[Consumption]:
+        f = record.summary.functions[key]
+        for effect in f.effects.get(source, ()):
+            if effect[0] == "iter":
+                yield self._consumption(record, key, f, effect[1])
+            elif effect[0] == "pass" and depth < _MAX_DEPTH:
+                call = f.calls[effect[1]]
+                target = self.symbol(record, call[0])
+                callee = self.callee(record, call[0])
+                param = _param_for(callee, effect[2], call[0])
+                if callee is not None and param in callee.yields:
+                    # a generator over it (`metric_logger.log_every(loader)`): the loops over the generator
+                    yield from self.consumptions(record, key, f"c:{effect[1]}", depth + 1)
+                elif target is not None and target[0] == "function" and param is not None:
+                    yield from self.consumptions(target[1], target[2], f"p:{param}", depth + 1)
+        if depth < _MAX_DEPTH and any(source in deep_sources(r) for r in f.returns) and key != MODULE_BODY:
+            # handed on by a factory that wraps this one: its callers iterate it
+            for caller, caller_key, index in self.callers(record, key):
+                caller_f = caller.summary.functions[caller_key]
+                for result in (f"c:{index}", *(f"c:{index}.{k}" for k in range(4))):
+                    if result in caller_f.effects:
+                        yield from self.consumptions(caller, caller_key, result, depth + 1)
+
+    def _consumption(self, record: _Record, key: str, f: FunctionSummary, loop: int) -> Consumption:
+        steps = self._training_loops(record, f)
+        moves = tuple((e[1], e[2]) for e in self._source_effects(record, f, f"l:{loop}", steps - {loop} - _parents(f, loop), 0) if e[0] == "move")
+        gpu = f.gpu or self.gpu_reason(record) is not None
+        return Consumption(f"{record.shown}:{f.loops[loop][0]}", loop in steps, gpu, moves)
+
+    def inputs(self, record: _Record, key: str, param: str, depth: int = 0) -> set[str]:
+        """What callers anywhere pass for `param` of function `key`: "cuda_device", "gpu_module", "gpu", "loader"."""
+        memo = (id(record), key, param)
+        if memo not in self._inputs:
+            self._inputs[memo] = set()  # a cycle of callers adds nothing
+            self._inputs[memo] = self._inputs_of(record, key, param, depth)
+        return self._inputs[memo]
+
+    def _inputs_of(self, record: _Record, key: str, param: str, depth: int) -> set[str]:
+        f = record.summary.functions.get(key)
+        if f is None or depth > 3:
+            return set()
+        positional = f.params
+        found: set[str] = set()
+        for caller, caller_key, index in self.callers(record, key.split(".")[0] if key.endswith(".__init__") else key):
+            caller_f = caller.summary.functions[caller_key]
+            call = caller_f.calls[index]
+            offset = 1 if (positional[:1] == ("self",) and ("." in call[0] or key.endswith(".__init__"))) else 0
+            values = dict(call[3])
+            if param in positional:
+                position = positional.index(param) - offset
+                if 0 <= position < len(call[2]):
+                    values[param] = call[2][position]
+            value = values.get(param)
+            if value is None:
+                continue
+            resolved = self.value(caller, caller_f, value)
+            if resolved is not None:
+                kind = resolved[0]
+                found.add("cuda_device" if kind == "device" else kind)
+            for source in sources_of(value):
+                if source.startswith("p:"):
+                    found |= self.inputs(caller, caller_key, source[2:], depth + 1)
+        return found
+
+    # ---- GPU context ------------------------------------------------------------------------------
+
+    def gpu_reason(self, record: _Record) -> Optional[str]:
+        if id(record) not in self._gpu:
+            self._gpu[id(record)] = None  # a cycle through the project means no evidence from it
+            self._gpu[id(record)] = gpu_context_reason(record.summary.evidence, self._project_evidence(record))
+        return self._gpu[id(record)]
+
+    def _project_evidence(self, record: _Record) -> Iterator[str]:
+        summary = record.summary
+        for name in summary.classes:
+            for base in self.inherited_bases(record, name):
+                for evidence in BASE_EVIDENCE:
+                    what = evidence(base)
+                    if what is not None:
+                        yield f"`{name}` derives from {what} (through its bases in the project)"
+        for key, f in summary.functions.items():
+            for param in f.params:
+                given = self.inputs(record, key, param) & {"gpu_module", "gpu"}
+                if given:
+                    what = "a GPU module" if "gpu_module" in given else "a GPU tensor"
+                    yield f"callers give `{param}` of `{key}` {what}"
+            for source, effects in f.effects.items():
+                if not any(e[0] == "device" for e in effects):
+                    continue
+                if source.startswith("p:") and "cuda_device" in self.inputs(record, key, source[2:]):
+                    yield f"callers give `{source[2:]}` of `{key}` a CUDA device"
+                elif source.startswith(("g:", "c:")) and self.value(record, f, ("src", source)) == ("device",):
+                    yield f"a device from the project (`{_source_name(f, source)}`)"
+        for key in (*summary.classes, *(k for k in summary.functions if "." not in k and k != MODULE_BODY)):
+            for caller, caller_key, index in self.callers(record, key):
+                caller_f = caller.summary.functions[caller_key]
+                result = f"c:{index}"
+                for source in (result, *(f"{result}.{k}" for k in range(4))):
+                    effects = list(self._source_effects(caller, caller_f, source, set(), 0))
+                    if any(e[0] == "move" for e in effects) and self.gpu_reason(caller) is not None:
+                        yield f"`{key}` builds values that {caller.shown} moves to the GPU"
+                    for consumption in self.consumptions(caller, caller_key, source):
+                        if consumption.gpu and (consumption.moves or consumption.trains):
+                            yield f"the loader `{key}` builds feeds GPU code at {consumption.where}"
+
+    # ---- one module's context ---------------------------------------------------------------------
+
+    def context(self, path: Path) -> ModuleContext:
+        found = self._contexts.get(path)
+        if found is not None:
+            return found
+        record = self.records[path]
+        summary = record.summary
+        context = ModuleContext(record.shown, parsed=summary.ok)
+        context.gpu_reason = self.gpu_reason(record)
+        context.gpu = context.gpu_reason is not None
+        refs = {call[0] for f in summary.functions.values() for call in f.calls}
+        refs.update(k for k in summary.functions if k != MODULE_BODY)
+        refs.update(summary.classes)
+        for ref in sorted(refs):
+            callee = self.callee(record, ref)
+            if callee is not None:
+                context.callees[ref] = callee
+        for key, f in summary.functions.items():
+            if key == MODULE_BODY:
+                continue
+            returned = _agree([r for r in f.returns])
+            if returned is not None:
+                self._add_consumers(context, record, key, returned)
+            for param in f.params:
+                received = self.inputs(record, key, param)
+                if received:
+                    context.inputs[f"{key}.{param}"] = sorted(received)
+        for name in summary.classes:
+            inherited = self.inherited_bases(record, name)
+            if inherited:
+                context.inherited[name] = inherited
+        self._contexts[path] = context
+        return context
+
+    def _add_consumers(self, context: ModuleContext, record: _Record, key: str, returned: Any) -> None:
+        """For a function returning loaders: the loops across the project that take their batches."""
+        resolved = self.value(record, record.summary.functions[key], returned)
+        elements = [(None, resolved)]
+        if resolved is not None and resolved[0] == "tuple":
+            elements = list(enumerate(resolved[1]))
+        for element, value in elements:
+            if value is None or value[0] != "loader":
+                continue
+            found: list[Consumption] = []
+            for caller, caller_key, index in self.callers(record, key):
+                source = f"c:{index}" if element is None else f"c:{index}.{element}"
+                found.extend(self.consumptions(caller, caller_key, source))
+            if found:
+                context.consumers[key if element is None else f"{key}.{element}"] = found[:8]
+
+
+def _parents(f: FunctionSummary, loop: int) -> set[int]:
+    found = set()
+    parent = f.loops[loop][2]
+    while parent >= 0:
+        found.add(parent)
+        parent = f.loops[parent][2]
+    return found
+
+
+def _source_name(f: FunctionSummary, source: str) -> str:
+    if source.startswith("c:"):
+        return f.calls[int(source[2:].split(".")[0])][0] + "()"
+    return source[2:]
+
+
+def _param_for(callee: Optional[Callee], slot: Any, ref: str) -> Optional[str]:
+    """The parameter a call's argument lands on: by keyword, or by position (after `self` for a method
+    called on an instance or a class)."""
+    if callee is None:
+        return None
+    if isinstance(slot, str):
+        return slot if slot in callee.params or callee.kind == "class" else None
+    params = callee.params
+    if params[:1] == ("self",) and (callee.kind == "class" or "." in ref):
+        params = params[1:]
+    return params[slot] if 0 <= slot < len(params) else None
+
+
+def _agree(values: list) -> Any:
+    """What every `return` gives, when they agree on its kind (the first one's details); else unknown."""
+    known = [v for v in values if v is not None]
+    if not known or len(known) != len(values):
+        return None
+    first = known[0]
+    if all(v[0] == first[0] for v in known):
+        if first[0] == "tuple" and any(len(v[1]) != len(first[1]) for v in known):
+            return None
+        return first
+    return None
+

@@ -1,0 +1,1094 @@
+"""Module summaries: what one file tells the rest of the project, read with CPython's `ast` (no LibCST).
+
+A summary is computed once per file from its own source, holds no tree (plain data that round-trips
+through JSON, cached by content hash) and is composed with other files' summaries by the project index
+(`gpulint/analysis/project.py`).
+
+Each function (each method as `Class.method`, and the module body as `<module>`) is read once, statement by
+statement, with an environment of what its names hold. What comes from outside the function is a *source*:
+
+    p:<name>   a parameter             c:<i>    the result of its i-th recorded call (c:<i>.<k>: element k)
+    l:<j>      a batch of its j-th loop    g:<name> an imported name
+
+What the function does with a source is an *effect* (moved to the GPU, synchronised on, iterated, used as
+a device, passed to a call, returned), and what it does on its own (a training step, a host sync on a
+value it moved itself) is recorded with the function. The index follows `pass` effects into the callee's
+summary: that is how facts cross calls and modules. Values derived from a source by tensor operations
+(`out = model(x)`, `acc = (out.argmax(1) == y).float()`) stay tied to that source.
+
+Values are small tuples: ("src", "p:x|c:2"), ("loader", facts), ("module",), ("gpu_module",), ("gpu",),
+("host",) (what `.item()` / `.cpu()` give), ("device",), ("args", options), ("moved", value),
+("tuple", (values...)), or None (unknown). A source list that starts with `*` is also a GPU tensor of the
+function's own.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+import warnings
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Iterable, Optional
+
+from gpulint.analysis.devices import EVIDENCE_FINDERS, GPU_TEXT_MARKERS
+from gpulint.analysis.imports import canonical
+
+FORMAT = 1
+MODULE_BODY = "<module>"
+INTERNAL = "*"  # effects on values the function made itself (a tensor it moved, the device)
+
+# torch.utils.data.DataLoader's positional parameters, in order.
+_LOADER_POSITIONAL = (
+    "dataset", "batch_size", "shuffle", "sampler", "batch_sampler", "num_workers", "collate_fn", "pin_memory",
+)  # fmt: skip
+_LOADER_FACTS = frozenset({"batch_size", "shuffle", "num_workers", "pin_memory", "persistent_workers", "batch_sampler"})
+DATALOADER = "torch.utils.data.DataLoader"
+
+# Kept in step with residency.py (the LibCST model): the same names mean the same things here.
+_DEVICE_NAME = re.compile(r"(^|_)(device|dev|cuda|gpu)$")
+# Integers that hold a device index by convention (`model.to(local_rank)`, `x.cuda(args.gpu_id)`).
+DEVICE_INDEX_NAME = re.compile(r"^(local_rank|rank|gpu|gpu_id|gpu_idx|device_id|device_ids?|local_device)$")
+_OPTIMIZER = re.compile(r"(self\.)?((\w*_)?optim(izer)?\w*|opt(_\w+|[A-Z]\w*)?)")
+_RATE_NAME = re.compile(
+    r"(log|print|display|report|eval|val|save|ckpt|checkpoint|summary|sample)\w*_?(step|every|interval|freq|iter|period)"
+    r"|should_(log|print|report|eval|save)|is_(log|logging|print|report|eval|last)\w*|^(log|logging|verbose)_?now$",
+    re.IGNORECASE,
+)
+_HOST_METHODS = frozenset({
+    "item", "tolist", "numpy", "cpu", "size", "dim", "numel", "nelement", "element_size", "data_ptr", "stride",
+    "is_contiguous", "get_device", "backward", "register_hook", "state_dict", "parameters", "named_parameters",
+    "buffers", "modules", "children", "named_modules", "keys", "__len__", "is_floating_point", "zero_grad", "step",
+    "train", "eval", "format", "join", "startswith", "append", "extend", "update", "add_scalar",
+    "log", "write", "info", "debug", "warning", "synchronize", "record_stream",
+})  # fmt: skip
+_HOST_ATTRIBUTES = frozenset({"shape", "device", "dtype", "ndim", "is_cuda", "requires_grad", "training", "is_leaf"})
+_SYNC_METHODS = frozenset({"item", "tolist", "numpy", "cpu"})
+_SYNC_BUILTINS = frozenset({"float", "int", "bool", "print", "str", "repr"})
+_WRAPPERS = frozenset({"enumerate", "zip", "iter", "tqdm"})
+_FACTORIES = frozenset({
+    "tensor", "as_tensor", "zeros", "ones", "empty", "full", "eye", "arange", "linspace", "logspace", "rand", "randn",
+    "randint", "randperm", "normal", "zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like",
+})  # fmt: skip
+_BUILTINS = frozenset(dir(__import__("builtins")))
+_MODULE_METHODS_RETURNING_SELF = frozenset({"to", "cuda", "half", "float", "double", "bfloat16", "train", "eval", "requires_grad_"})
+# Call roots that are never project code: the standard library and the big libraries training code uses.
+_LIBRARIES = frozenset(sys.stdlib_module_names) | {
+    "torch", "numpy", "np", "torchvision", "torchaudio", "torchtext", "transformers", "datasets", "tqdm", "PIL",
+    "matplotlib", "pandas", "sklearn", "scipy", "cv2", "wandb", "tensorboard", "tensorboardX", "yaml", "omegaconf",
+    "hydra", "timm", "accelerate", "lightning", "pytorch_lightning", "einops", "apex", "deepspeed", "h5py",
+}  # fmt: skip
+
+
+@dataclass
+class FunctionSummary:
+    line: int
+    params: tuple[str, ...]  # positional, `self` included
+    kwonly: tuple[str, ...] = ()
+    calls: list[tuple] = field(default_factory=list)  # (ref, line, args, kwargs, loop, guarded)
+    loops: list[tuple] = field(default_factory=list)  # (line, trains here, enclosing loop or -1)
+    effects: dict[str, list[tuple]] = field(default_factory=dict)
+    returns: list[Any] = field(default_factory=list)  # the value of each `return`
+    trains: bool = False  # a backward pass or an optimizer step in this function itself
+    gpu: bool = False  # GPU evidence in this function itself
+
+    def to_json(self) -> list:
+        full = [self.line, self.params, self.kwonly, self.calls, self.loops, self.effects, self.returns, self.trains, self.gpu]
+        while len(full) > 2 and not full[-1]:
+            full.pop()  # most functions call nothing the project defines: keep their summary short
+        return full
+
+    @classmethod
+    def from_json(cls, data: list) -> FunctionSummary:
+        line, params, kwonly, calls, loops, effects, returns, trains, gpu = [*data, *([None] * (9 - len(data)))]
+        return cls(
+            line,
+            tuple(params),
+            tuple(kwonly or ()),
+            [(c[0], c[1], tuple(map(_value, c[2])), {k: _value(v) for k, v in c[3].items()}, *c[4:]) for c in calls or ()],
+            [tuple(loop) for loop in loops or ()],
+            {k: [tuple(e) for e in v] for k, v in (effects or {}).items()},  # effects hold no nested values
+            [_value(r) for r in returns or ()],
+            bool(trains),
+            bool(gpu),
+        )
+
+
+@dataclass
+class ClassSummary:
+    line: int
+    bases: tuple[str, ...]  # as written, import-resolved where possible (`torch.nn.Module`, `models.Base`)
+    methods: tuple[str, ...]
+    attributes: dict[str, Any] = field(default_factory=dict)  # `self.x = <value>` in its methods
+
+    def to_json(self) -> list:
+        return [self.line, self.bases, self.methods, self.attributes]
+
+    @classmethod
+    def from_json(cls, data: list) -> ClassSummary:
+        line, bases, methods, attributes = data
+        return cls(line, tuple(bases), tuple(methods), {k: _value(v) for k, v in attributes.items()})
+
+
+@dataclass
+class ModuleSummary:
+    imports: dict[str, tuple] = field(default_factory=dict)  # local name -> (level, module, name or None)
+    stars: list[tuple] = field(default_factory=list)  # `from utils import *`: (level, module)
+    functions: dict[str, FunctionSummary] = field(default_factory=dict)
+    classes: dict[str, ClassSummary] = field(default_factory=dict)
+    values: dict[str, Any] = field(default_factory=dict)  # module-level names bound once, and their value
+    evidence: list[tuple[str, int]] = field(default_factory=list)  # own GPU evidence: (what, line)
+    ok: bool = True  # False: `ast` could not parse the file (nothing is known about it)
+
+    def to_json(self) -> dict:
+        return {
+            "imports": self.imports,
+            "stars": self.stars,
+            "functions": {k: f.to_json() for k, f in self.functions.items()},
+            "classes": {k: c.to_json() for k, c in self.classes.items()},
+            "values": self.values,
+            "evidence": self.evidence,
+            "ok": self.ok,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> ModuleSummary:
+        return cls(
+            {k: tuple(v) for k, v in data["imports"].items()},
+            [tuple(v) for v in data.get("stars", ())],
+            {k: FunctionSummary.from_json(v) for k, v in data["functions"].items()},
+            {k: ClassSummary.from_json(v) for k, v in data["classes"].items()},
+            {k: _value(v) for k, v in data["values"].items()},
+            [tuple(e) for e in data["evidence"]],
+            data["ok"],
+        )
+
+
+def _value(value: Any) -> Any:
+    """JSON gives lists back: values are compared as the tuples they were (dicts inside, such as a loader's
+    facts, stay dicts)."""
+    if type(value) is list:
+        return tuple(_value(v) for v in value)
+    return value
+
+
+def sources_of(value: Any) -> list[str]:
+    """The sources a value is tied to: `("src", "p:x|c:1")` -> ["p:x", "c:1"]."""
+    if isinstance(value, tuple) and value and value[0] == "src":
+        return value[1].split("|")
+    return []
+
+
+def deep_sources(value: Any) -> list[str]:
+    """Sources anywhere in a value, inside tuples and moves too (what a call is handed)."""
+    if not isinstance(value, tuple) or not value:
+        return []
+    if value[0] == "src":
+        return value[1].split("|")
+    if value[0] == "tuple":
+        return [s for part in value[1] for s in deep_sources(part)]
+    if value[0] == "moved":
+        return deep_sources(value[1])
+    return []
+
+
+def parse_for_summary(text: str) -> Optional[ast.Module]:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def summarize(text: str, tree: Optional[ast.Module] = None) -> ModuleSummary:
+    """The summary of one module's source (`tree`: the same source already parsed by `ast`)."""
+    tree = tree if tree is not None else parse_for_summary(text)
+    if tree is None:
+        return ModuleSummary(ok=False)
+    try:
+        return _Builder(tree, text).build()
+    except RecursionError:
+        return ModuleSummary(ok=False)
+
+
+# ---- building --------------------------------------------------------------------------------------
+
+
+def _dotted(node: ast.AST) -> Optional[str]:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def _literal(node: ast.AST) -> tuple[bool, Any]:
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, str, bool, type(None))):
+        return True, node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
+        value = node.operand.value
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return True, -value
+    return False, None
+
+
+def _rate_limiting(test: ast.AST, loop_targets: set[str]) -> bool:
+    """`if step % N == 0:`, `if should_log:`, `if i == 0:` (the same tests residency.rate_limit_guard knows)."""
+    kind = type(test)
+    if kind is ast.BinOp:
+        return isinstance(test.op, ast.Mod) or _rate_limiting(test.left, loop_targets) or _rate_limiting(test.right, loop_targets)
+    if kind is ast.Name:
+        return _RATE_NAME.search(test.id) is not None
+    if kind is ast.Attribute:
+        return _RATE_NAME.search(test.attr) is not None or _rate_limiting(test.value, loop_targets)
+    if kind is ast.Compare:
+        sides = (test.left, *test.comparators)
+        if any(isinstance(op, ast.Eq) for op in test.ops) and any(_dotted(side) in loop_targets for side in sides):
+            return True
+        return any(_rate_limiting(side, loop_targets) for side in sides)
+    if kind is ast.BoolOp:
+        return any(_rate_limiting(value, loop_targets) for value in test.values)
+    if kind is ast.UnaryOp:
+        return _rate_limiting(test.operand, loop_targets)
+    if kind is ast.Call:
+        return any(_rate_limiting(arg, loop_targets) for arg in (test.func, *test.args))
+    return False
+
+
+def _target_names(target: ast.AST) -> list[str]:
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [n for e in target.elts for n in _target_names(e)]
+    if isinstance(target, ast.Starred):
+        return _target_names(target.value)
+    return []
+
+
+def _merge(a: Any, b: Any) -> Any:
+    """The value of a name that may hold `a` or `b`: what both say, else unknown."""
+    if a == b:
+        return a
+    if a is None or b is None:
+        return None
+    if (sources_of(a) or a[0] == "gpu") and (sources_of(b) or b[0] == "gpu"):
+        return _merge_tensor(a, b)
+    if {a[0], b[0]} <= {"gpu_module", "module"}:
+        return ("module",)
+    return None
+
+
+class _Builder:
+    def __init__(self, tree: ast.Module, text: str) -> None:
+        self.tree = tree
+        self.summary = ModuleSummary()
+        self.module_defs: set[str] = set()  # functions and classes defined at module level
+        self.scan_evidence = any(marker in text for marker in GPU_TEXT_MARKERS)
+
+    def build(self) -> ModuleSummary:
+        s = self.summary
+        body = self.tree.body
+        for stmt in _module_statements(body):
+            if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                self.add_import(stmt)
+        for stmt in _module_statements(body):
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                self.module_defs.add(stmt.name)
+        reader = _Reader(self, MODULE_BODY, None, None)
+        s.functions[MODULE_BODY] = reader.run(body)
+        for name, value in reader.env.items():
+            if "." not in name and name not in s.imports and value is not None and name not in reader.rebound:
+                s.values[name] = value
+        for stmt in _module_statements(body):
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                s.functions[stmt.name] = _Reader(self, stmt.name, stmt, None).run(stmt.body)
+            elif isinstance(stmt, ast.ClassDef):
+                self._class(stmt)
+        if self.scan_evidence:
+            for finder in EVIDENCE_FINDERS:
+                for what, line in finder(self.tree, self.qualify):
+                    self.evidence(what, line)
+        return s
+
+    def _class(self, node: ast.ClassDef) -> None:
+        bases = tuple(b for b in (self.qualify(base) or _dotted(base) for base in node.bases) if b)
+        methods = [m for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        info = ClassSummary(node.lineno, bases, tuple(m.name for m in methods))
+        self.summary.classes[node.name] = info
+        # `__init__` first: the attributes it sets are what the other methods see.
+        for method in sorted(methods, key=lambda m: m.name != "__init__"):
+            reader = _Reader(self, f"{node.name}.{method.name}", method, info)
+            self.summary.functions[f"{node.name}.{method.name}"] = reader.run(method.body)
+
+    def qualify(self, node: ast.AST) -> Optional[str]:
+        """The import-resolved dotted name (`torch.utils.data.DataLoader` for `DL`); None when not imported."""
+        dotted = _dotted(node)
+        if dotted is None:
+            return None
+        root, _, rest = dotted.partition(".")
+        target = self.summary.imports.get(root)
+        if target is None:
+            return None
+        level, module, name = target
+        if level:
+            return None
+        full = f"{module}.{name}" if name else module
+        return canonical(f"{full}.{rest}" if rest else full)
+
+    def add_import(self, node: ast.Import | ast.ImportFrom) -> None:
+        """Module-level imports are read first; an import inside a function counts from where it is read."""
+        imports = self.summary.imports
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    imports[alias.asname] = (0, alias.name, None)
+                else:
+                    root = alias.name.split(".", 1)[0]
+                    imports[root] = (0, root, None)
+        else:
+            for alias in node.names:
+                if alias.name != "*":
+                    imports[alias.asname or alias.name] = (node.level, node.module or "", alias.name)
+                elif node.level or (node.module or "").split(".", 1)[0] not in _LIBRARIES:
+                    self.summary.stars.append((node.level, node.module or ""))
+
+    def project_root(self, name: str, env: dict) -> bool:
+        """`name` may name project code: a module-level function or class, or a name imported from
+        something other than the standard library and the big libraries."""
+        if name in env:
+            return False
+        if name in self.module_defs:
+            return True
+        target = self.summary.imports.get(name)
+        if target is None:
+            # maybe from `from utils import *` (the index finds it there, or leaves it unknown)
+            return bool(self.summary.stars) and name not in _BUILTINS
+        level, module, _ = target
+        return level > 0 or module.split(".", 1)[0] not in _LIBRARIES
+
+    @cached_property
+    def argparse_options(self) -> dict:
+        options: dict[str, Any] = {}
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
+                dest = _argparse_dest(node)
+                if dest is not None:
+                    default = next((k.value for k in node.keywords if k.arg == "default"), None)
+                    ok, value = _literal(default) if default is not None else (False, None)
+                    options[dest] = [value if ok else "?", node.lineno]
+        return options
+
+    def is_wrapper(self, func: ast.AST, name: str) -> bool:
+        """`enumerate`, `zip`, `iter` (builtins), `tqdm` / `tqdm.tqdm` ...: iteration passes through them."""
+        if isinstance(func, ast.Name) and name in ("enumerate", "zip", "iter"):
+            return name not in self.module_defs and name not in self.summary.imports
+        return (self.qualify(func) or "").startswith("tqdm")
+
+    def evidence(self, what: str, line: int) -> None:
+        # Only in a module whose text has a marker: the text prefilter relies on it (devices.GPU_TEXT_MARKERS).
+        if self.scan_evidence and len(self.summary.evidence) < 8 and (what, line) not in self.summary.evidence:
+            self.summary.evidence.append((what, line))
+
+
+def _module_statements(body: list[ast.stmt]) -> Iterable[ast.stmt]:
+    """Module-level statements, looking into `if` / `try` blocks (`if __name__ == "__main__":` too)."""
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, ast.If):
+            yield from _module_statements(stmt.body)
+            yield from _module_statements(stmt.orelse)
+        elif isinstance(stmt, ast.Try):
+            for block in (stmt.body, *(h.body for h in stmt.handlers), stmt.orelse, stmt.finalbody):
+                yield from _module_statements(block)
+
+
+class _Reader:
+    """Reads one function body in order, recording calls, loops, effects and returned values."""
+
+    def __init__(self, builder: _Builder, name: str, node: Optional[ast.AST], cls: Optional[ClassSummary]) -> None:
+        self.b = builder
+        self.cls = cls
+        self.is_module = node is None
+        params: list[str] = []
+        kwonly: list[str] = []
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            args = node.args
+            params = [a.arg for a in (*args.posonlyargs, *args.args)]
+            kwonly = [a.arg for a in args.kwonlyargs]
+        self.f = FunctionSummary(getattr(node, "lineno", 1), tuple(params), tuple(kwonly))
+        self.env: dict[str, Any] = {}
+        self.rebound: set[str] = set()
+        for param in (*params, *kwonly):
+            self.env[param] = ("src", f"p:{param}")
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for extra in (node.args.vararg, node.args.kwarg):
+                if extra is not None:
+                    self.env[extra.arg] = None
+        if cls is not None and params:
+            self.env[params[0]] = ("self",)
+        self.loop = -1
+        self.guarded = False
+        self.loop_targets: set[str] = set()
+        self.loop_sources: dict[int, list[str]] = {}  # loop -> the sources whose elements it takes
+
+    def run(self, body: list[ast.stmt]) -> FunctionSummary:
+        self.block(body)
+        return self.f
+
+    # ---- statements -----------------------------------------------------------------------------
+
+    def block(self, body: list[ast.stmt]) -> None:
+        for stmt in body:
+            self.stmt(stmt)
+
+    def stmt(self, node: ast.stmt) -> None:
+        kind = type(node)
+        if kind is ast.Expr:
+            self.expr(node.value)
+        elif kind is ast.Assign:
+            value = self.expr(node.value)
+            for target in node.targets:
+                self.bind(target, value)
+        elif kind is ast.AnnAssign:
+            if node.value is not None:
+                self.bind(node.target, self.expr(node.value))
+        elif kind is ast.AugAssign:
+            value = self.expr(node.value)
+            self.expr(node.target)
+            if isinstance(node.target, ast.Name):
+                self.rebound.add(node.target.id)
+                if value is not None and sources_of(value):
+                    self.env[node.target.id] = _merge(self.env.get(node.target.id), value)
+        elif kind is ast.Return:
+            self.f.returns.append(self.expr(node.value) if node.value is not None else None)
+        elif kind in (ast.For, ast.AsyncFor):
+            self.for_loop(node)
+        elif kind is ast.While:
+            self.test(node.test)
+            self.in_loop(node, node.body, set())
+            self.block(node.orelse)
+        elif kind is ast.If:
+            self.test(node.test)
+            guarded = self.guarded
+            if self.loop >= 0 or not self.is_module:
+                self.guarded = guarded or _rate_limiting(node.test, self.loop_targets)
+            self.block(node.body)
+            self.guarded = guarded
+            self.block(node.orelse)
+        elif kind in (ast.With, ast.AsyncWith):
+            for item in node.items:
+                value = self.expr(item.context_expr)
+                if item.optional_vars is not None:
+                    self.bind(item.optional_vars, value if sources_of(value) else None)
+            self.block(node.body)
+        elif kind is ast.Try or kind.__name__ == "TryStar":
+            self.block(node.body)
+            guarded = self.guarded
+            self.guarded = True  # an except or finally block does not run every step
+            for handler in node.handlers:
+                self.block(handler.body)
+            self.block(node.finalbody)
+            self.guarded = guarded
+            self.block(node.orelse)
+        elif kind is ast.Assert:
+            self.test(node.test)
+        elif kind is ast.Import or kind is ast.ImportFrom:
+            self.b.add_import(node)
+        elif kind is ast.Raise:
+            if node.exc is not None:
+                self.expr(node.exc)
+        elif kind is ast.Delete:
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    self.env.pop(target.id, None)
+        elif kind.__name__ == "Match":
+            self.expr(node.subject)
+            for case in node.cases:
+                self.block(case.body)
+        elif kind is ast.ClassDef and self.is_module:
+            return
+        elif kind in (ast.FunctionDef, ast.AsyncFunctionDef):
+            if not self.is_module:
+                self.env[node.name] = None  # a nested function: not followed
+            return
+
+    def bind(self, target: ast.AST, value: Any) -> None:
+        if isinstance(target, ast.Name):
+            if target.id in self.env and self.env[target.id] != value:
+                self.rebound.add(target.id)
+            self.env[target.id] = value
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            elements = target.elts
+            if isinstance(value, tuple) and value and value[0] == "tuple" and len(value[1]) == len(elements):
+                for element, part in zip(elements, value[1]):
+                    self.bind(element, part)
+                return
+            for index, element in enumerate(elements):
+                self.bind(element, _element(value, index))
+        elif isinstance(target, ast.Starred):
+            self.bind(target.value, None)
+        elif isinstance(target, ast.Attribute):
+            self.expr(target.value)
+            if self.cls is not None and isinstance(target.value, ast.Name) and self.env.get(target.value.id) == ("self",):
+                # Sources are this method's own (`c:0` is its first call): other methods keep only what is known.
+                if value is not None and value[0] == "moved":
+                    value = ("moved", None)
+                if value is not None and not deep_sources(value):
+                    self.cls.attributes.setdefault(target.attr, value)
+        elif isinstance(target, ast.Subscript):
+            self.expr(target.value)
+            self.expr(target.slice)
+
+    def for_loop(self, node: ast.For) -> None:
+        batches, bindings = self.iterated(node.iter, node.target)
+        index = len(self.f.loops)
+        self.f.loops.append((node.lineno, False, self.loop))
+        self.loop_sources[index] = batches
+        for source in batches:
+            self.effect(source, ("iter", index))
+        self.in_loop(node, node.body, set(_target_names(node.target)), index, node.target, bindings)
+        self.block(node.orelse)
+
+    def iterated(self, expr: ast.AST, target: ast.AST) -> tuple[list[str], list[ast.AST]]:
+        """The sources whose elements `for <target> in <expr>` takes, looking through enumerate/zip/tqdm/iter,
+        and the parts of the target that receive them."""
+        found: list[str] = []
+        bindings: list[ast.AST] = []
+
+        def walk(e: ast.AST, t: Optional[ast.AST]) -> None:
+            if isinstance(e, ast.Call) and isinstance(e.func, (ast.Name, ast.Attribute)):
+                name = (_dotted(e.func) or "").rsplit(".", 1)[-1]
+                positional = [a for a in e.args if not isinstance(a, ast.Starred)]
+                if name in _WRAPPERS and positional and self.b.is_wrapper(e.func, name):
+                    for keyword in e.keywords:
+                        self.expr(keyword.value)
+                    if name == "enumerate":
+                        walk(positional[0], t.elts[1] if isinstance(t, ast.Tuple) and len(t.elts) == 2 else None)
+                        rest = positional[1:]
+                    elif name == "zip":
+                        unpacked = isinstance(t, ast.Tuple) and len(t.elts) == len(positional)
+                        for i, arg in enumerate(positional):
+                            walk(arg, t.elts[i] if unpacked else None)
+                        rest = []
+                    else:
+                        walk(positional[0], t)
+                        rest = positional[1:]
+                    for extra in rest:
+                        self.expr(extra)
+                    return
+            value = self.expr(e)
+            for source in sources_of(value):
+                if source not in found:
+                    found.append(source)
+                if t is not None:
+                    bindings.append(t)
+
+        walk(expr, target)
+        return found, bindings
+
+    def in_loop(self, node: ast.AST, body: list[ast.stmt], targets: set[str], index: Optional[int] = None, target=None, bindings=()) -> None:
+        if index is None:
+            index = len(self.f.loops)
+            self.f.loops.append((node.lineno, False, self.loop))
+        outer, outer_targets, guarded = self.loop, self.loop_targets, self.guarded
+        self.loop, self.loop_targets = index, outer_targets | targets
+        if target is not None:
+            for name in _target_names(target):
+                self.env[name] = None
+            for part in bindings:
+                for name in _target_names(part):
+                    self.env[name] = ("src", f"l:{index}")
+        self.block(body)
+        self.loop, self.loop_targets, self.guarded = outer, outer_targets, guarded
+
+    def test(self, node: ast.AST) -> None:
+        value = self.expr(node)
+        if isinstance(node, ast.Compare) and any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in node.ops):
+            return
+        self.sync(value, "a Python condition on a tensor", node.lineno, certain=True)
+
+    # ---- effects ---------------------------------------------------------------------------------
+
+    def effect(self, source: str, effect: tuple) -> None:
+        found = self.f.effects.setdefault(source, [])
+        if effect not in found and len(found) < 24:
+            found.append(effect)
+
+    def sync(self, value: Any, kind: str, line: int, certain: bool) -> None:
+        """The host waits for `value` (if it is a GPU tensor): on a source, or on a value made here."""
+        if value is None:
+            return
+        sources = sources_of(value)
+        moved = value[0] == "moved" and value[1] is not None and value[1][0] not in ("module", "gpu_module")
+        if value[0] == "gpu" or moved or INTERNAL in sources:
+            self.effect(INTERNAL, ("sync", kind, line, self.loop, self.guarded))
+        for source in sources:
+            if source != INTERNAL and not source.startswith("g:"):
+                self.effect(source, ("sync", kind, line, certain, self.loop, self.guarded))
+
+    def mark_trains(self) -> None:
+        self.f.trains = True
+        if self.loop >= 0:
+            line, _, parent = self.f.loops[self.loop]
+            self.f.loops[self.loop] = (line, True, parent)
+
+    def mark_gpu(self, what: str, line: int) -> None:
+        if self.b.scan_evidence:
+            self.f.gpu = True
+            self.b.evidence(what, line)
+
+    # ---- expressions -----------------------------------------------------------------------------
+
+    def expr(self, node: Optional[ast.AST]) -> Any:
+        if node is None:
+            return None
+        kind = type(node)
+        if kind is ast.Name:
+            if node.id in self.env:
+                return self.env[node.id]
+            if node.id in self.b.summary.imports:
+                return ("src", f"g:{node.id}")
+            if not self.is_module and node.id in self.b.summary.values:
+                value = self.b.summary.values[node.id]
+                # tied to the module body's own calls: named as the module-level value it is
+                return ("src", f"g:{node.id}") if deep_sources(value) else value
+            return None
+        if kind is ast.Constant:
+            value = node.value
+            if isinstance(value, str) and value.split(":")[0] in ("cuda", "cpu"):
+                if value.startswith("cuda"):
+                    self.mark_gpu(f'the CUDA device `"{value}"`', node.lineno)
+                    return ("device",)
+                return ("cpu",)  # a device name, kept for `.to(name)`
+            return None
+        if kind is ast.Call:
+            return self.call(node)
+        if kind is ast.Attribute:
+            base = self.expr(node.value)
+            if self.b.scan_evidence:
+                qualified = self.b.qualify(node)
+                if qualified is not None and qualified.startswith(("torch.cuda.", "torch.accelerator.")) and qualified.count(".") == 2:
+                    self.mark_gpu(f"`{qualified}`", node.lineno)
+            if base == ("self",) and self.cls is not None:
+                return self.cls.attributes.get(node.attr)
+            if node.attr in _HOST_ATTRIBUTES:
+                return None
+            if base is not None and base[0] == "args":
+                return None
+            if base is not None and base[0] in ("src", "gpu"):
+                return base
+            return None
+        if kind is ast.Subscript:
+            base = self.expr(node.value)
+            self.expr(node.slice)
+            if base is not None and base[0] == "tuple" and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, int):
+                parts = base[1]
+                return parts[node.slice.value] if -len(parts) <= node.slice.value < len(parts) else None
+            if base is not None and base[0] in ("src", "gpu"):
+                return base
+            if base is not None and base[0] == "loader_dict":
+                return None
+            return None
+        if kind in (ast.Tuple, ast.List):
+            parts = tuple(self.expr(e) for e in node.elts)
+            if any(isinstance(e, ast.Starred) for e in node.elts):
+                return None
+            return ("tuple", parts) if any(p is not None for p in parts) else None
+        if kind is ast.BinOp:
+            return _merge_tensor(self.expr(node.left), self.expr(node.right))
+        if kind is ast.UnaryOp:
+            value = self.expr(node.operand)
+            return None if isinstance(node.op, ast.Not) else value
+        if kind is ast.Compare:
+            value = self.expr(node.left)
+            for comparator in node.comparators:
+                value = _merge_tensor(value, self.expr(comparator))
+            return value
+        if kind is ast.BoolOp:
+            for value in node.values:
+                self.expr(value)
+            return None
+        if kind is ast.IfExp:
+            self.expr(node.test)
+            body, orelse = self.expr(node.body), self.expr(node.orelse)
+            kinds = {_device_kind_of(node.body, self, mark=False), _device_kind_of(node.orelse, self, mark=False)}
+            if "cuda" in kinds and None not in kinds:
+                if any(_literal(branch) == (True, "cuda") or isinstance(branch, ast.Call) for branch in (node.body, node.orelse)):
+                    self.mark_gpu("a device chosen at run time", node.lineno)
+                return ("device",)
+            return _merge(body, orelse)
+        if kind is ast.JoinedStr:
+            head = node.values[0] if node.values else None
+            if isinstance(head, ast.Constant) and isinstance(head.value, str) and head.value.startswith("cuda:"):
+                self.mark_gpu('a CUDA device `f"cuda:..."`', node.lineno)
+                return ("device",)
+            for part in node.values:
+                if isinstance(part, ast.FormattedValue):
+                    value = self.expr(part.value)
+                    self.sync(value, "formatting a tensor in an f-string", node.lineno, certain=True)
+            return None
+        if kind in (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp):
+            return self.comprehension(node)
+        if kind is ast.Dict:
+            for key, value in zip(node.keys, node.values):
+                self.expr(key)
+                self.expr(value)
+            return None
+        if kind is ast.Lambda:
+            return None
+        if kind is ast.NamedExpr:
+            value = self.expr(node.value)
+            self.bind(node.target, value)
+            return value
+        if kind is ast.Starred:
+            self.expr(node.value)
+            return None
+        if kind is ast.Yield or kind is ast.YieldFrom:
+            value = self.expr(node.value)
+            for source in sources_of(value):
+                # `for batch in loader: yield batch` / `yield from loader`: iterating the result iterates the source
+                iterated = self.loop_sources.get(int(source[2:])) if source.startswith("l:") else [source] if kind is ast.YieldFrom else []
+                for origin in iterated or ():
+                    if origin.startswith("p:"):
+                        self.effect(origin, ("yield",))
+            return None
+        if kind is ast.Await:
+            self.expr(node.value)
+            return None
+        if kind is ast.Slice:
+            for part in (node.lower, node.upper, node.step):
+                self.expr(part)
+            return None
+        return None
+
+    def comprehension(self, node: ast.AST) -> Any:
+        saved = dict(self.env)
+        for generator in node.generators:
+            value = self.expr(generator.iter)
+            for name in _target_names(generator.target):
+                self.env[name] = value if sources_of(value) or (value is not None and value[0] == "gpu") else None
+            for condition in generator.ifs:
+                self.expr(condition)
+        if isinstance(node, ast.DictComp):
+            self.expr(node.key)
+            result = self.expr(node.value)
+        else:
+            result = self.expr(node.elt)
+        self.env = saved
+        return result if result is not None and (sources_of(result) or result[0] in ("gpu", "moved")) else None
+
+    def call(self, node: ast.Call) -> Any:
+        func = node.func
+        line = node.lineno
+        b = self.b
+        qualified = b.qualify(func)
+        receiver = self.expr(func.value) if isinstance(func, ast.Attribute) else None
+        args = [self.expr(a) for a in node.args]
+        kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
+        if any(_OPTIMIZER.fullmatch(_dotted(a) or "") for a in node.args):
+            self.mark_trains()  # `loss_scaler(loss, optimizer)`, `amp.scale_loss(loss, optimizer)`
+        if qualified is not None and qualified.startswith("torch."):
+            return self.torch_call(node, qualified, args, kwargs)
+        if isinstance(func, ast.Attribute):
+            method = func.attr
+            if method in ("cuda", "to"):
+                moved = self.move(node, receiver)
+                if moved is not None:
+                    return moved
+            if method in _SYNC_METHODS and not (method == "cpu" and node.args):
+                self.sync(receiver, f"`.{method}()`", line, certain=False)
+                return ("host",)  # a Python number, a list, an array, a CPU tensor
+            owner = (_dotted(func.value) or "").lower()
+            if method == "backward" or (method == "step" and ("opt" in owner or "scaler" in owner)):
+                self.mark_trains()
+                return None
+            if method == "zero_grad" and _OPTIMIZER.search(_dotted(func.value) or ""):
+                self.mark_trains()
+                return None
+            if method == "synchronize" and isinstance(func.value, ast.Call) and (b.qualify(func.value.func) or "").startswith("torch.cuda."):
+                self.effect(INTERNAL, ("synchronize", line, self.loop, self.guarded))
+                return None
+            if method in ("parse_args", "parse_known_args"):
+                options = self.argparse_options(func.value)
+                return ("args", options) if method == "parse_args" else ("tuple", (("args", options), None))
+            if receiver == ("self",) and self.cls is not None and method in self.cls.methods:
+                return self.record(f"{self.class_name()}.{method}", node, args, kwargs)
+            instance = sources_of(receiver)
+            if len(instance) == 1 and instance[0].startswith("c:") and "." not in instance[0]:
+                # `logger = utils.MetricLogger(); logger.log_every(loader)`: a method of a project class, if
+                # that call built one (the index decides); the result stays tied to the receiver too
+                made = self.record(f"{self.f.calls[int(instance[0][2:])][0]}.{method}", node, args, kwargs)
+                return ("src", f"{made[1]}|{instance[0]}")
+            dotted = _dotted(func)
+            if dotted is not None and b.project_root(dotted.split(".", 1)[0], self.env):
+                return self.record(dotted, node, args, kwargs)
+            if receiver is None:
+                return None
+            if receiver[0] in ("module", "gpu_module") and method in _MODULE_METHODS_RETURNING_SELF:
+                return receiver
+            if receiver[0] in ("src", "gpu") and method not in _HOST_METHODS:
+                return receiver  # a tensor method of (a part of) a source: tied to the same source
+            return None
+        if isinstance(func, ast.Name):
+            name = func.id
+            target = self.env.get(name)
+            if target is not None:
+                if target[0] in ("gpu_module", "moved"):
+                    return ("gpu",)  # only a module is called after a move
+                if sources_of(target):
+                    # a source called (a model or a loss passed in): its output derives from it and the inputs
+                    return _merge_tensor(target, *args)
+                return None
+            if name in self.env:
+                return None
+            if b.project_root(name, self.env):
+                return self.record(name, node, args, kwargs)
+            if name in _SYNC_BUILTINS:
+                for value in args:
+                    self.sync(value, f"`{name}()` of a tensor", line, certain=True)
+                return None
+            if name in ("list", "tuple", "sum", "max", "min", "abs", "iter", "next") and args and sources_of(args[0]):
+                return args[0]
+            if qualified is not None and qualified.startswith(("torchvision.models.", "timm.create_model")):
+                return ("module",)
+            return None
+        if isinstance(func, ast.Call):
+            inner = self.expr(func)
+            if inner is not None and inner[0] in ("gpu_module", "moved"):
+                return ("gpu",)
+            if sources_of(inner):
+                return _merge_tensor(inner, *args)
+        return None
+
+    def class_name(self) -> str:
+        return next(name for name, info in self.b.summary.classes.items() if info is self.cls)
+
+    def record(self, ref: str, node: ast.Call, args: list, kwargs: dict) -> Any:
+        """A call of something that may be project code: the index resolves `ref` and follows it."""
+        index = len(self.f.calls)
+        star = any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords)
+        self.f.calls.append((ref, node.lineno, tuple(args), {k: v for k, v in kwargs.items() if k}, self.loop, self.guarded, star))
+        for slot, value in [*enumerate(args), *kwargs.items()]:
+            if slot is None:
+                continue
+            for source in deep_sources(value):
+                self.effect(source, ("pass", index, slot))
+        return ("src", f"c:{index}")
+
+    def move(self, node: ast.Call, receiver: Any) -> Any:
+        """`x.cuda(...)`, `x.to(<device>)`: the moved value, recording the move of a source."""
+        func = node.func
+        device_arg: Optional[ast.AST] = None
+        if func.attr == "cuda":
+            self.mark_gpu("`.cuda()`", node.lineno)
+            kind = "cuda"
+        else:
+            for keyword in node.keywords:
+                if keyword.arg == "device":
+                    device_arg = keyword.value
+            if device_arg is None and node.args and not isinstance(node.args[0], ast.Starred):
+                device_arg = node.args[0]
+            kind = _device_kind_of(device_arg, self) if device_arg is not None else None
+            if kind is None or kind == "cpu":
+                return None
+        non_blocking = any(k.arg == "non_blocking" and _literal(k.value) == (True, True) for k in node.keywords)
+        if device_arg is not None:
+            for source in sources_of(self.expr(device_arg)):
+                self.effect(source, ("device", node.lineno))
+        for source in sources_of(receiver):
+            if not source.startswith("g:"):
+                self.effect(source, ("move", node.lineno, non_blocking, self.loop, self.guarded))
+        if receiver is not None and receiver[0] in ("module", "gpu_module"):
+            return ("gpu_module",)
+        return ("moved", receiver)
+
+    def torch_call(self, node: ast.Call, qualified: str, args: list, kwargs: dict) -> Any:
+        line = node.lineno
+        if qualified.startswith(("torch.cuda.", "torch.accelerator.")):
+            self.mark_gpu(f"`{qualified}()`", line)
+        if qualified == DATALOADER:
+            return ("loader", self.loader_facts(node))
+        if qualified == "torch.device":
+            kind = _device_kind_of(node, self)
+            if kind == "cuda":
+                self.mark_gpu("`torch.device(...)` chosen at run time" if not _literal(node.args[0])[0] else "`torch.device(\"cuda\")`", line)
+                return ("device",)
+            return None
+        if qualified in ("torch.cuda.current_device", "torch.accelerator.current_accelerator", "torch.accelerator.current_device_index"):
+            self.mark_gpu(f"`{qualified}()`", line)
+            return ("device",)
+        if qualified == "torch.cuda.synchronize":
+            self.effect(INTERNAL, ("synchronize", line, self.loop, self.guarded))
+            return None
+        device = next((k.value for k in node.keywords if k.arg == "device"), None)
+        if device is not None:
+            kind = _device_kind_of(device, self)
+            for source in sources_of(self.expr(device)):
+                self.effect(source, ("device", line))
+            if kind == "cuda":
+                self.mark_gpu("a tensor created with `device=`", line)
+                return ("gpu",)
+            return None
+        short = qualified.rsplit(".", 1)[-1]
+        if qualified.startswith("torch.nn.") and short[:1].isupper() and short not in ("Parameter", "Buffer"):
+            return ("module",)
+        if qualified in ("torch.compile", "torch.jit.script") and args:
+            return args[0]
+        if short in _FACTORIES and qualified.count(".") == 1:
+            return None
+        if any(k.arg == "device" for k in node.keywords):
+            return None
+        return _merge_tensor(*[a for a in [*args, *kwargs.values()] if a is not None]) if qualified.count(".") == 1 else None
+
+    def loader_facts(self, node: ast.Call) -> dict:
+        facts: dict[str, Any] = {"line": node.lineno}
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+            facts["unpacking"] = True
+        arguments = {name: value for name, value in zip(_LOADER_POSITIONAL, node.args) if not isinstance(value, ast.Starred)}
+        arguments.update({k.arg: k.value for k in node.keywords if k.arg})
+        for name, value in arguments.items():
+            if name in _LOADER_FACTS:
+                facts[name] = self.constant(value)
+        return facts
+
+    def constant(self, node: ast.AST) -> Any:
+        """A literal, directly or through a module constant or this function's default; "?" when unknown."""
+        ok, value = _literal(node)
+        if ok:
+            return value
+        if isinstance(node, ast.Call) and (self.b.qualify(node.func) or "") == "torch.cuda.is_available":
+            return "cuda-available"
+        return "?"
+
+    def argparse_options(self, parser: ast.AST) -> dict:
+        """`{dest: [default, line]}` of the module's `add_argument` calls (on any parser: helpers that add
+        groups of options take the parser as an argument)."""
+        return self.b.argparse_options
+
+
+def _argparse_dest(node: ast.Call) -> Optional[str]:
+    for keyword in node.keywords:
+        if keyword.arg == "dest":
+            ok, value = _literal(keyword.value)
+            return value if ok and isinstance(value, str) else None
+    flags = [v for ok, v in (_literal(a) for a in node.args) if ok and isinstance(v, str)]
+    if not flags:
+        return None
+    long_flags = [f for f in flags if f.startswith("--")]
+    return re.sub(r"^-+", "", (long_flags or flags)[0]).replace("-", "_")
+
+
+def _element(value: Any, index: int) -> Any:
+    """Element `index` of an unpacked value: a part of the same source (`c:3.1` for a call's result)."""
+    if value is None:
+        return None
+    if value[0] == "tuple":
+        return value[1][index] if index < len(value[1]) else None
+    sources = sources_of(value)
+    if sources:
+        parts = [f"{s}.{index}" if s.startswith("c:") and "." not in s else s for s in sources]
+        return ("src", "|".join(parts))
+    if value[0] == "gpu":
+        return value
+    return None
+
+
+class _Quiet:
+    """A reader that records no evidence (for a device look-up that is only a question)."""
+
+    def __init__(self, reader: _Reader) -> None:
+        self.b, self.env, self.is_module = reader.b, reader.env, reader.is_module
+
+    def mark_gpu(self, what: str, line: int) -> None:
+        pass
+
+
+def _merge_tensor(*values: Any) -> Any:
+    """The result of a tensor operation on `values`: tied to all their sources, or a GPU tensor."""
+    sources: list[str] = []
+    gpu = False
+    for value in values:
+        if value is None:
+            continue
+        if value[0] == "tuple":  # `torch.cat((a, b))`, `torch.stack([x, y])`
+            inner = _merge_tensor(*value[1])
+            if inner is None:
+                continue
+            value = inner
+        if value[0] == "gpu" or value[0] == "moved":
+            gpu = True
+        for source in sources_of(value):
+            if source not in sources:
+                sources.append(source)
+    if sources:
+        # a GPU tensor made here (`*`) mixed with sources: tied to them, and still known to be on the GPU
+        if gpu or INTERNAL in sources:
+            sources = [INTERNAL, *(s for s in sources if s != INTERNAL)]
+        return ("src", "|".join(sources))
+    return ("gpu",) if gpu else None
+
+
+def _device_kind_of(node: Optional[ast.AST], reader: _Reader, mark: bool = True) -> Optional[str]:
+    """"cuda" (an accelerator, or a device chosen at run time), "cpu", or None when `node` may not be a device.
+    With `mark`, a device that shows GPU use is recorded as evidence."""
+    if node is None:
+        return None
+    if not mark:
+        reader = _Quiet(reader)
+    ok, value = _literal(node)
+    if ok:
+        if isinstance(value, str):
+            kind = value.split(":")[0]
+            if kind == "cuda":
+                reader.mark_gpu(f'`"{value}"` as a device', getattr(node, "lineno", 0))
+                return "cuda"
+            return "cpu" if kind == "cpu" else ("other" if kind in ("mps", "xpu", "meta", "npu", "hpu", "xla") else None)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return "cuda"
+        return None
+    if isinstance(node, ast.JoinedStr):
+        head = node.values[0] if node.values else None
+        if isinstance(head, ast.Constant) and isinstance(head.value, str) and head.value.startswith("cuda"):
+            return "cuda"
+        return None
+    if isinstance(node, ast.Call):
+        qualified = reader.b.qualify(node.func) or ""
+        if qualified == "torch.device":
+            if not node.args:
+                return None
+            inner = node.args[0]
+            ok, _ = _literal(inner)
+            kind = _device_kind_of(inner, reader)
+            if kind is None and not ok:
+                reader.mark_gpu("`torch.device(...)` chosen at run time", node.lineno)
+                return "cuda"
+            return kind
+        if qualified in ("torch.cuda.current_device", "torch.accelerator.current_accelerator", "torch.accelerator.current_device_index"):
+            return "cuda"
+        return None
+    if isinstance(node, ast.IfExp):
+        kinds = {_device_kind_of(node.body, reader), _device_kind_of(node.orelse, reader)}
+        return "cuda" if "cuda" in kinds and None not in kinds else None
+    if isinstance(node, (ast.Name, ast.Attribute)):
+        value = reader.env.get(node.id) if isinstance(node, ast.Name) else None
+        if isinstance(node, ast.Name) and node.id not in reader.env and not reader.is_module:
+            value = reader.b.summary.values.get(node.id)
+        if value == ("device",):
+            return "cuda"
+        if value == ("cpu",):
+            return "cpu"
+        last = node.attr if isinstance(node, ast.Attribute) else node.id
+        if isinstance(node, ast.Attribute) and last == "device":
+            return "cuda"
+        if DEVICE_INDEX_NAME.match(last):
+            reader.mark_gpu(f"`{last}` used as a device", node.lineno)
+            return "cuda"
+        if _DEVICE_NAME.search(last):
+            return "cuda"
+    return None
+

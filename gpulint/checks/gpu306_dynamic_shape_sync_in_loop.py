@@ -1,0 +1,42 @@
+"""GPU306 dynamic-shape-sync-in-loop: `nonzero`, `x[mask]`, `unique`, ... every step make the host wait."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from gpulint.analysis.residency import EVAL, TRAIN
+from gpulint.checks.base import Rule
+from gpulint.diagnostics import Diagnostic, Severity
+
+# What to write instead, by what makes the host wait (the kinds of `Residency.shape_syncs`).
+_ADVICE = (
+    ("output_size", "pass `output_size=` (the total, when you know it) so PyTorch need not read it from the GPU"),
+    ("pageable", "build it once before the loop, or make it on the GPU (`torch.full(..., device=...)`, `torch.stack` of GPU tensors)"),
+    ("compares", "compare on the GPU (`torch.maximum` / `torch.minimum`, or `torch.max` of a stacked tensor)"),
+    ("", "keep shapes fixed: multiply by the mask or use `torch.where(mask, x, 0)` and reduce, or `torch.nonzero_static(x, size=...)`"),
+)
+
+
+class DynamicShapeSyncInLoop(Rule):
+    code = "GPU306"
+    name = "dynamic-shape-sync-in-loop"
+    summary = "An op whose output size depends on GPU data (`nonzero`, `x[mask]`, `unique`) every loop iteration"
+    requires = (r"nonzero|argwhere|masked_select|unique|repeat_interleave|where\(|tensor\(|max\(|min\(|\[",)
+
+    def check(self) -> Iterator[Diagnostic]:
+        model = self.model
+        residency = model.residency
+        reported: set[int] = set()  # one finding per statement
+        for sync in residency.shape_syncs:
+            statement = model.enclosing_statement(sync.node)
+            if id(statement) in reported:
+                continue
+            loop, role = residency.step_loop(sync.node)
+            if role not in (TRAIN, EVAL) or residency.rate_limit_guard(sync.node, loop) is not None:
+                continue
+            reported.add(id(statement))
+            code = " ".join(model.code(sync.node).split())
+            subject = f"`{code}`: {sync.kind}" if len(code) <= 60 else sync.kind[0].upper() + sync.kind[1:]
+            advice = next(text for key, text in _ADVICE if key in sync.kind)
+            message = f"{subject}, so the host waits for the GPU {self.every_step(role, loop)}; {advice}"
+            yield self.diagnostic(sync.node, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO)
