@@ -144,7 +144,7 @@ def test_cpu_trainer_is_not_gpu_context():
         pl.Trainer(accelerator="cpu").fit(Model())
         """
     assert findings(source, preview=True) == []
-    assert not model_of(source).frameworks.gpu_context
+    assert not model_of(source).uses_cuda
 
 
 def test_step_functions_and_their_batch_parameter():
@@ -368,9 +368,9 @@ def test_trainer_subclass_compute_loss_is_per_step_code_on_the_device():
 
 
 def test_gpu_context_comes_from_framework_facts():
-    assert model_of("import lightning as L\ntrainer = L.Trainer()\n").frameworks.gpu_context
-    assert model_of("from accelerate import Accelerator\nacc = Accelerator()\n").frameworks.gpu_context
-    assert model_of("from transformers import TrainingArguments\na = TrainingArguments('out')\n").frameworks.gpu_context
-    assert not model_of("from transformers import TrainingArguments\na = TrainingArguments('out', use_cpu=True)\n").frameworks.gpu_context
-    assert not model_of("from transformers import AutoTokenizer\nt = AutoTokenizer.from_pretrained('bert')\n").frameworks.gpu_context
-    assert not model_of("import lightning as L\nL.Trainer(accelerator='cpu')\n").frameworks.gpu_context
+    assert model_of("import lightning as L\ntrainer = L.Trainer()\n").uses_cuda
+    assert model_of("from accelerate import Accelerator\nacc = Accelerator()\n").uses_cuda
+    assert model_of("from transformers import TrainingArguments\na = TrainingArguments('out')\n").uses_cuda
+    assert not model_of("from transformers import TrainingArguments\na = TrainingArguments('out', use_cpu=True)\n").uses_cuda
+    assert not model_of("from transformers import AutoTokenizer\nt = AutoTokenizer.from_pretrained('bert')\n").uses_cuda
+    assert not model_of("import lightning as L\nL.Trainer(accelerator='cpu')\n").uses_cuda
