@@ -98,7 +98,7 @@ def test_module_level_training_loop_counts_as_a_script():
             model(x.cuda()).sum().backward()
             opt.step()
         """
-    assert findings(source, **PREVIEW) == ["3:9 GPU902", "6:5 GPU901"]
+    assert findings(source, **PREVIEW) == ["3:9 GPU902", "4:7 GPU904", "6:5 GPU901"]
     assert 'import torch as th\n\nth.set_float32_matmul_precision("high")\n' in fixed(source, select=("GPU902",))
 
 

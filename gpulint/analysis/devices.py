@@ -8,12 +8,14 @@ Evidence comes from several sources, combined in `gpu_context_reason`:
    `torch.accelerator.*`, a `local_rank` / `gpu_id` used as a device, and whatever `EVIDENCE_FINDERS` add;
 2. the project (`project.py`): a `device` parameter that callers give a CUDA device, a project value
    used as a device (`from config import device`), values this module builds that are moved to the GPU
-   elsewhere (a model class, a loader whose batches are copied), loaders that feed a GPU training loop.
+   elsewhere (a model class, a loader whose batches are copied), loaders that feed a GPU training loop,
+   a class derived through project classes from a library class that `BASE_EVIDENCE` names.
 
 Another analysis adds its own evidence in two places: a finder in `EVIDENCE_FINDERS` (it gets the module's
 `ast` tree and a function that resolves imported names, and yields `(what, line)`), and the words its
 evidence is always spelled with in `GPU_TEXT_MARKERS` (a module whose text has none of them is never
-scanned, so a finder must not find evidence without one of its words).
+scanned, so a finder must not find evidence without one of its words); and, for classes derived from a
+library class in another module, a function in `BASE_EVIDENCE`.
 """
 
 from __future__ import annotations
@@ -31,6 +33,9 @@ GPU_TEXT_MARKERS: list[str] = ["cuda", "device", "accelerator", "rank", "gpu"]
 # `qualify(node)` is the import-resolved dotted name of a Name/Attribute (`torch.cuda.is_available`), or None.
 EvidenceFinder = Callable[[ast.Module, Callable[[ast.AST], Optional[str]]], Iterable[tuple[str, int]]]
 EVIDENCE_FINDERS: list[EvidenceFinder] = []
+# `evidence(base) -> what`: a library class (`lightning.LightningModule`) whose subclasses are GPU code, also
+# when the subclass derives from it through project classes in other modules (`project.inherited_bases`).
+BASE_EVIDENCE: list[Callable[[str], Optional[str]]] = []
 
 
 def may_have_own_evidence(text: str) -> bool:

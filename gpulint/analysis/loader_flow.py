@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Iterator, Optional
 
@@ -80,6 +80,15 @@ class LoaderInfo:
     iterations: list[Iteration]
     moves: list[BatchMove]
     role: str  # TRAIN (feeds a training loop), EVAL (only no_grad / eval-mode loops), UNKNOWN
+    feeds: list = field(default_factory=list)  # frameworks.Feed: frameworks it is handed to (Lightning, ignite, ...)
+
+    @property
+    def placed_by(self):
+        """The framework hand-over that copies its batches to the GPU (no `.to()` in sight), if any. Only for
+        loaders that feed training or evaluation: others may yield no tensors (prompts for a generation pipeline)."""
+        if self.role == UNKNOWN:
+            return None
+        return next((feed for feed in self.feeds if feed.places_on_device), None)
 
 
 class LoaderFlow:
@@ -94,9 +103,9 @@ class LoaderFlow:
     def info(self, loader: DataLoaderCall) -> LoaderInfo:
         key = id(loader.call)
         if key not in self._infos:
-            iterations = self.iterations_of(loader.call)
+            iterations, feeds = self._follow(loader.call)
             moves = self._moves(iterations)
-            self._infos[key] = LoaderInfo(loader, iterations, moves, self._loader_role(iterations))
+            self._infos[key] = LoaderInfo(loader, iterations, moves, self._loader_role(iterations, feeds), feeds)
         return self._infos[key]
 
     @cached_property
@@ -105,7 +114,13 @@ class LoaderFlow:
 
     def iterations_of(self, value: cst.CSTNode) -> list[Iteration]:
         """Where the object built by the expression `value` is iterated."""
+        return self._follow(value)[0]
+
+    def _follow(self, value: cst.CSTNode) -> tuple[list[Iteration], list]:
+        """Where the object built by `value` is iterated, and the frameworks it is handed to (`frameworks.Feed`)."""
         found: list[Iteration] = []
+        frameworks = self.m.frameworks
+        feeds = frameworks.feeds_at(value)
         seen: set[tuple] = set()
         pending = list(self._refs_from_value(value, (value,), (), 0))
         found.extend(self._direct_iterations(value, (value,), ()))
@@ -116,9 +131,20 @@ class LoaderFlow:
                 continue
             seen.add(key)
             found.extend(self._iterations_of_ref(ref))
+            for expr in self._handed_over(ref):
+                feeds.extend(frameworks.feeds_at(expr))
             if len(ref.via) < _MAX_HOPS:
                 pending.extend(self._forwarded_refs(ref))
-        return found
+        return found, feeds
+
+    def _handed_over(self, ref: _Ref) -> Iterator[cst.BaseExpression]:
+        """Expressions naming the loader where a framework may take it: call arguments, returns of loader hooks."""
+        yield from self._ref_occurrences(ref)
+        for hook in self.m.frameworks.loader_hooks:
+            if self._in_ref_scope(ref, hook) or ref.scope is hook:
+                for ret in self.m.returns_of(hook):
+                    if ret.value is not None and self._matches(ref, ret.value):
+                        yield ret.value
 
     def iteration_role(self, iteration: Iteration) -> str:
         """EVAL under no_grad / inference_mode / after `model.eval()`; TRAIN when it steps an optimizer."""
@@ -333,6 +359,7 @@ class LoaderFlow:
             if wrapper_kind(m, call) == "passthrough" and any(value is a for a in wrapped_arguments(m, call)):
                 yield from self._refs_from_value(call, bound_at, via, hops)  # `pbar = tqdm(loader)` hands out its batches
             elif len(via) < _MAX_HOPS:
+                yield from self._refs_through_wrapper(call, parent, bound_at, via, hops)
                 yield from self._refs_into_function(call, parent, bound_at, via)
 
     def _refs_from_container(self, element, bound_at, via, hops) -> Iterator[_Ref]:
@@ -388,8 +415,8 @@ class LoaderFlow:
         return True
 
     def _builds_loader(self, call: cst.Call) -> bool:
-        if self.m.call_name(call) == DATALOADER:
-            return True
+        if self.m.call_name(call) == DATALOADER or self.m.frameworks.wrapper(call) is not None:
+            return True  # `loader = accelerator.prepare(loader)` rebinds the same loader
         name = call.func.value if isinstance(call.func, cst.Name) else None
         return name is not None and any(self._returns_loader(f) for f in self.m.functions.get(name, []))
 
@@ -432,6 +459,22 @@ class LoaderFlow:
                 and m.is_inside(call, owner)
             ):
                 yield call
+
+    def _refs_through_wrapper(self, call: cst.Call, arg: cst.Arg, bound_at, via, hops) -> Iterator[_Ref]:
+        """`loader = accelerator.prepare(loader)`, `model, opt, loader = accelerator.prepare(model, opt, loader)`:
+        the names the wrapped loader is given."""
+        m = self.m
+        if m.frameworks.wrapper(call) is None:
+            return
+        index = m.frameworks.result_index(call, arg)
+        if index is None:
+            yield from self._refs_from_value(call, bound_at + (call,), via, hops + 1)
+            return
+        parent = m.parent.get(call)
+        if index >= 0 and isinstance(parent, cst.Assign) and len(parent.targets) == 1:
+            target = parent.targets[0].target
+            if isinstance(target, (cst.Tuple, cst.List)) and index < len(target.elements):
+                yield from self._refs_for_target(target.elements[index].value, parent, bound_at + (call, parent), via)
 
     def _refs_into_function(self, call: cst.Call, arg: cst.Arg, bound_at, via) -> Iterator[_Ref]:
         """`train(model, loader)`: the parameter of this module's `train` that receives the loader."""
@@ -628,8 +671,8 @@ class LoaderFlow:
                 return True
         return False
 
-    def _loader_role(self, iterations: list[Iteration]) -> str:
-        roles = [self.iteration_role(it) for it in iterations]
+    def _loader_role(self, iterations: list[Iteration], feeds: list) -> str:
+        roles = [self.iteration_role(it) for it in iterations] + [f.role for f in feeds if f.role != UNKNOWN]
         if TRAIN in roles:
             return TRAIN
         if roles and all(r == EVAL for r in roles):

@@ -791,6 +791,12 @@ class SemanticModel:
         return LoaderFlow(self)
 
     @cached_property
+    def frameworks(self):
+        from gpulint.analysis.frameworks import Frameworks
+
+        return Frameworks(self)
+
+    @cached_property
     def dataflow(self):
         from gpulint.analysis.dataflow import DataFlow
 

@@ -1,11 +1,16 @@
-"""Data parallelism: `nn.DataParallel` wrappers and whether they can spread over several GPUs."""
+"""Data parallelism: `nn.DataParallel` wrappers and whether they can spread over several GPUs;
+`DistributedDataParallel` wrappers and gradient accumulation that still all-reduces every micro-step."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import libcst as cst
+
+from gpulint.analysis.hot_loops import _is_training_step
+from gpulint.analysis.imports import dotted_name
 
 if TYPE_CHECKING:
     from gpulint.analysis.model import SemanticModel
@@ -111,3 +116,92 @@ def _several_gpus(model: SemanticModel, call: cst.Call, device_ids: cst.Arg | No
     if _counts_devices(model, value):
         return True, "`device_ids` spans `torch.cuda.device_count()` GPUs"
     return False, ""  # device ids from elsewhere: may well be one GPU
+
+
+# ---- DistributedDataParallel -------------------------------------------------------------------------
+
+DDP = frozenset({"torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel"})
+# Contexts and switches that keep a backward pass from all-reducing: DDP's own, accelerate's, Fabric's.
+_SYNC_SKIPS = frozenset({"no_sync", "accumulate", "no_backward_sync"})
+_MODEL_NAME = re.compile(r"(^|_)(model|net|network|module)s?($|_|\d)", re.IGNORECASE)
+
+
+def ddp_calls(model: SemanticModel) -> list[cst.Call]:
+    """`DistributedDataParallel(...)` constructions (also through a subclass of this module)."""
+    found = []
+    for call in model.calls:
+        qualified = model.call_name(call)
+        info = model.local_class_of(qualified)
+        if qualified in DDP or (info is not None and any(model.is_subclass_of(info.node.name.value, d) for d in DDP)):
+            found.append(call)
+    return found
+
+
+@dataclass
+class UnsyncedAccumulation:
+    """Gradient accumulation where every micro-step's backward still all-reduces."""
+
+    backward: cst.Call  # runs every micro-step
+    step: cst.Call  # the optimizer step that runs every k micro-steps
+    wrapper: cst.Call  # what makes the model data-parallel: `DistributedDataParallel(...)`, `accelerator.prepare(...)`
+
+
+def unsynced_accumulation(model: SemanticModel) -> list[UnsyncedAccumulation]:
+    """A data-parallel model (DDP, or a model given to `accelerator.prepare` / `fabric.setup`), a backward pass
+    every iteration of a loop, the optimizer stepped only every k iterations (under `if ... % k == 0`, or after
+    an inner micro-batch loop), and nothing that skips the gradient all-reduce on the other iterations
+    (`model.no_sync()`, `accelerator.accumulate(model)`, `fabric.no_backward_sync(model)`,
+    `model.require_backward_grad_sync = ...`)."""
+    wrappers = ddp_calls(model) or [
+        c for c in model.calls if model.frameworks.wrapper(c) is not None and any(_is_model(model, a.value) for a in c.args if not a.star)
+    ]
+    if not wrappers:
+        return []
+    flow = model.dataflow
+    found = []
+    for backward in model.method_calls("backward"):
+        loops = model.enclosing_loops(backward)
+        if not loops or not flow.runs_every_iteration(backward, loops[0]):
+            continue
+        inner = loops[0]
+        steps = [c for c in model.calls_inside(inner) if _is_training_step(model, c) and c.func.attr.value == "step"]
+        if steps:
+            step = next((s for s in steps if _under_modulo(model, s, inner)), None)
+            region = inner
+        elif len(loops) > 1:  # a micro-batch loop: `for micro in range(k): ... backward()`, then `optimizer.step()`
+            region = loops[1]
+            step = next((c for c in model.calls_inside(region) if _is_training_step(model, c) and c.func.attr.value == "step" and flow.before(inner, c)), None)
+        else:
+            step = None
+        if step is None or _skips_sync(model, region):
+            continue
+        found.append(UnsyncedAccumulation(backward, step, wrappers[0]))
+    return found
+
+
+def _is_model(model: SemanticModel, expr: cst.BaseExpression) -> bool:
+    """An `nn.Module`, or a name that says it holds one (`model`, `net`) where its construction is elsewhere."""
+    if model.residency.is_module(expr):
+        return True
+    name = dotted_name(expr)
+    return name is not None and bool(_MODEL_NAME.search(name.rsplit(".", 1)[-1]))
+
+
+def _under_modulo(model: SemanticModel, call: cst.Call, loop: cst.CSTNode) -> bool:
+    for ancestor in model.ancestors(call):
+        if ancestor is loop:
+            return False
+        if isinstance(ancestor, cst.If) and any(
+            isinstance(n, cst.BinaryOperation) and isinstance(n.operator, cst.Modulo) for n in _sub_expressions(ancestor.test)
+        ):
+            return True
+    return False
+
+
+def _skips_sync(model: SemanticModel, region: cst.CSTNode) -> bool:
+    """`model.no_sync()`, also picked as a value (`ctx = model.no_sync if ... else nullcontext`), or a
+    `require_backward_grad_sync` switch, inside `region`."""
+    return any(
+        (a.attr.value in _SYNC_SKIPS or a.attr.value == "require_backward_grad_sync") and model.is_inside(a, region)
+        for a in model.attributes
+    )

@@ -21,7 +21,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
-from gpulint.analysis.devices import gpu_context_reason
+from gpulint.analysis.devices import BASE_EVIDENCE, gpu_context_reason
 from gpulint.analysis.summary import INTERNAL, MODULE_BODY, FunctionSummary, ModuleSummary, deep_sources, sources_of
 
 _MAX_DEPTH = 6  # calls followed through helpers, imports through re-exports
@@ -76,6 +76,9 @@ class ModuleContext:
     callees: dict[str, Callee] = field(default_factory=dict)  # a call's reference as written -> its facts
     consumers: dict[str, list[Consumption]] = field(default_factory=dict)  # `make_loaders` / `make_loaders.0` -> loops
     inputs: dict[str, list[str]] = field(default_factory=dict)  # `train.model` -> what callers pass ("gpu_module", "cuda_device", ...)
+    # A class of this module -> the library classes it derives from through project classes in other modules
+    # (`LitModel(Base)`, `Base(L.LightningModule)` in base.py: ["lightning.LightningModule"]).
+    inherited: dict[str, list[str]] = field(default_factory=dict)
 
     def callee(self, ref: Optional[str]) -> Optional[Callee]:
         return self.callees.get(ref) if ref else None
@@ -110,6 +113,7 @@ class ModuleContext:
             sorted((k, v.to_json()) for k, v in self.callees.items()),
             sorted((k, [c.to_json() for c in v]) for k, v in self.consumers.items()),
             sorted(self.inputs.items()),
+            sorted(self.inherited.items()),
         ]
         return hashlib.sha256(json.dumps(data, default=str).encode()).hexdigest()[:16]
 
@@ -150,6 +154,7 @@ class ProjectIndex:
         self._contexts: dict[Path, ModuleContext] = {}
         self._gpu: dict[int, Optional[str]] = {}
         self._gpu_in_progress = 0
+        self._inherited: dict[tuple[int, str], list[str]] = {}
 
     def with_module(self, path: Path, summary: ModuleSummary) -> ProjectIndex:
         """The same project with one module's summary replaced (or added): a file being fixed."""
@@ -297,6 +302,40 @@ class ProjectIndex:
             if found is not None and found[0] == "class" and self.is_module_class(found[1], found[2], depth + 1):
                 return True
         return False
+
+    def inherited_bases(self, record: _Record, name: str, depth: int = 0) -> list[str]:
+        """The bases outside the project that class `name` of `record` derives from through project classes of
+        other modules (its own direct bases are in its summary)."""
+        key = (id(record), name)
+        if key in self._inherited:
+            return self._inherited[key]
+        found: list[str] = []
+        info = record.summary.classes.get(name)
+        if info is None or depth > _MAX_DEPTH:
+            return found
+        self._inherited[key] = found  # an inheritance cycle adds nothing
+        for base in info.bases:
+            resolved = self.symbol(record, base) or self._qualified_symbol(record, base)
+            if resolved is None or resolved[0] != "class" or resolved[1] is record and resolved[2] == name:
+                continue
+            ancestor, ancestor_name = resolved[1], resolved[2]
+            if ancestor is not record:
+                found.extend(b for b in ancestor.summary.classes[ancestor_name].bases if self._outside(ancestor, b))
+            found.extend(self.inherited_bases(ancestor, ancestor_name, depth + 1))
+        self._inherited[key] = list(dict.fromkeys(found))
+        return self._inherited[key]
+
+    def _qualified_symbol(self, record: _Record, qualified: str) -> Optional[tuple[str, _Record, str]]:
+        """What an import-resolved name (`models.base.Base`, as a summary records a base class) is in the project."""
+        parts = qualified.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            found = self.module(record, 0, ".".join(parts[:cut]))
+            if found is not None:
+                return self._attribute(found, parts[cut:], 1)
+        return None
+
+    def _outside(self, record: _Record, base: str) -> bool:
+        return "." in base and self.symbol(record, base) is None and self._qualified_symbol(record, base) is None
 
     def _function_facts(self, record: _Record, name: str) -> Callee:
         f = record.summary.functions[name]
@@ -533,6 +572,12 @@ class ProjectIndex:
 
     def _project_evidence(self, record: _Record) -> Iterator[str]:
         summary = record.summary
+        for name in summary.classes:
+            for base in self.inherited_bases(record, name):
+                for evidence in BASE_EVIDENCE:
+                    what = evidence(base)
+                    if what is not None:
+                        yield f"`{name}` derives from {what} (through its bases in the project)"
         for key, f in summary.functions.items():
             for param in f.params:
                 given = self.inputs(record, key, param) & {"gpu_module", "gpu"}
@@ -586,6 +631,10 @@ class ProjectIndex:
                 received = self.inputs(record, key, param)
                 if received:
                     context.inputs[f"{key}.{param}"] = sorted(received)
+        for name in summary.classes:
+            inherited = self.inherited_bases(record, name)
+            if inherited:
+                context.inherited[name] = inherited
         self._contexts[path] = context
         return context
 

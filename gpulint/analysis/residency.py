@@ -363,8 +363,14 @@ class Residency:
             if self._used_as_module(key, expr) or self._received(expr) & {"module", "gpu_module"}:
                 return True
             writes = self.flow.reaching_writes(key, expr)
-            return bool(writes) and all(w.value is not None and self.is_module(w.value, depth + 1) for w in writes)
+            return bool(writes) and all(self._write_is_module(w, depth) for w in writes)
         return False
+
+    def _write_is_module(self, write: Write, depth: int) -> bool:
+        if write.value is not None and self.is_module(write.value, depth + 1):
+            return True
+        wrapped = self.model.frameworks.wrapped_argument(write.target)  # `model = accelerator.prepare(model)`
+        return wrapped is not None and self.is_module(wrapped[1], depth + 1)
 
     def _is_module_class(self, class_name: str) -> bool:
         return self.model.derives_from(class_name, "nn.Module subclass", lambda bases: any(b.startswith("torch.nn.") for b in bases))
@@ -437,6 +443,8 @@ class Residency:
         for write in self.flow.reaching_writes(key, expr):
             if isinstance(write.value, cst.Call) and (self._moved_call(write.value) or self.is_gpu_module(write.value)):
                 return True
+            if self.model.frameworks.placed_module(write.target):
+                return True
         # Moved in place where it is used, or where it is defined (a module-level `model.to(device)` of a
         # model that functions use).
         scopes = {self.model.scope_of(expr)} | {self.model.scope_of(w.statement) for w in self.flow.reaching_writes(key, expr)}
@@ -490,6 +498,8 @@ class Residency:
                 return min(self._write_level(w) for w in writes)
             if isinstance(expr, cst.Attribute) and not self.is_module(expr.value):
                 return self.level(expr.value)  # `out.logits`, `x.grad`, `x.T`
+            if isinstance(expr, cst.Name) and self.model.frameworks.placed_parameter(expr):
+                return LIKELY  # `batch` of `training_step`: the framework copied it to the device
             return NONE
         if isinstance(expr, cst.BinaryOperation):
             if isinstance(expr.operator, cst.Modulo) and isinstance(expr.left, (cst.SimpleString, cst.ConcatenatedString)):
@@ -515,6 +525,8 @@ class Residency:
 
     def _compute_write_level(self, write: Write) -> int:
         if write.value is None and isinstance(write.statement, cst.For):
+            if self.model.frameworks.placed_loop(write.statement):
+                return LIKELY  # a batch of a loader that accelerate / Fabric places on the device
             return self._element_level(write)
         if write.value is None:
             # `out, feats = model(x)`: the parts of what a GPU module returns are on the GPU too.
@@ -605,7 +617,8 @@ class Residency:
                 # `def stats(outputs): return outputs.mean()`: tensor operations on what it is given
                 given = next((arg.value for arg, param in model.arguments_to(call, callee) if param == returned[1]), None)
                 if given is not None:
-                    return self.level(given)
+                    # what a GPU module it is given computes (`return model(**batch).loss`) is on the GPU too
+                    return LIKELY if self.is_gpu_module(given) else self.level(given)
         if isinstance(func, cst.Name) and not model.bindings_of(func.value, call) or (
             isinstance(func, cst.Name) and func.value in model.functions
         ):
@@ -909,15 +922,19 @@ class Residency:
 
     # ---- loop context -------------------------------------------------------------------------
 
-    def step_loop(self, node: cst.CSTNode) -> tuple[Optional[Loop], Optional[str]]:
+    def step_loop(self, node: cst.CSTNode) -> tuple[Optional[cst.CSTNode], Optional[str]]:
         """The loop around `node` (inside its function) that decides how often `node` runs, and its role:
         TRAIN (one training step per iteration: a backward pass or an optimizer step, directly or through a
         function of this module), EPOCH (each iteration runs a whole training loop), EVAL (runs a GPU
-        module or iterates a DataLoader without training), or (None, None)."""
+        module or iterates a DataLoader without training), or (None, None). Outside such a loop, a function
+        a framework runs once per batch (`training_step`, an ignite step) stands for the loop."""
         for loop in self.model.enclosing_loops(node):
             role = self.loop_role(loop)
             if role is not None:
                 return loop, role
+        step = self.model.frameworks.step_function(node)
+        if step is not None:
+            return step.node, step.role
         return None, None
 
     def loop_role(self, loop: Loop) -> Optional[str]:
@@ -991,6 +1008,8 @@ class Residency:
         model = self.model
         child = node
         loop_targets = {dotted_name(t) for t in _names_in(loop.target)} if isinstance(loop, cst.For) else set()
+        if isinstance(loop, cst.FunctionDef):  # a framework step: `if batch_idx == 0:` runs once per epoch
+            loop_targets = {p.name.value for p in loop.params.params}
         for outer in model.enclosing_loops(node):
             if isinstance(outer, cst.For):
                 loop_targets |= {dotted_name(t) for t in _names_in(outer.target)}

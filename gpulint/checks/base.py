@@ -127,8 +127,12 @@ class Rule:
         return Location(span.start.line, span.start.column + 1)
 
     def every_step(self, role: str, loop: cst.CSTNode) -> str:
-        """`every training step (loop at line 12)`: how often per-step code runs, for messages."""
+        """`every training step (loop at line 12)`, or `every training step (`training_step` at line 12, run by
+        Lightning for each batch)` for a framework's step function: how often per-step code runs, for messages."""
         when = "every training step" if role == TRAIN else "every evaluation step"
+        if isinstance(loop, cst.FunctionDef):
+            step = self.model.frameworks.step_functions[loop]
+            return f"{when} (`{loop.name.value}` at line {self.model.line_of(loop)}, run by {step.framework} for each batch)"
         return f"{when} (loop at line {self.model.line_of(loop)})"
 
     def fix(self, message: str, edits: list[Edit | None], applicability: Applicability) -> Fix | None:
@@ -165,8 +169,11 @@ def value_origin(resolved: ResolvedValue | None) -> tuple[tuple[str, cst.CSTNode
 
 @functools.lru_cache(maxsize=None)
 def text_matcher(pattern: str) -> Callable[[str], bool]:
-    """`text -> bool` for one `requires` pattern: a substring test when the pattern is a plain word
-    (several times faster than a regex scan), a compiled regex search otherwise."""
+    """`text -> bool` for one `requires` pattern: substring tests when the pattern is a plain word or
+    words joined by `|` (several times faster than a regex scan), a compiled regex search otherwise."""
     if re.escape(pattern) == pattern:
         return lambda text: pattern in text
+    words = pattern.split("|")
+    if all(word and re.escape(word) == word for word in words):
+        return lambda text: any(word in text for word in words)
     return lambda text, search=re.compile(pattern).search: search(text) is not None

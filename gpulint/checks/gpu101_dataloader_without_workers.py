@@ -29,10 +29,7 @@ class DataLoaderWithoutWorkers(Rule):
 
     @classmethod
     def validate_options(cls, values: dict) -> None:
-        try:
-            cst.parse_expression(values.get("workers", DEFAULT_WORKERS))
-        except cst.ParserSyntaxError as error:
-            raise ValueError(f"`workers` is not a Python expression: {error.message}") from None
+        validate_workers(values)
 
     def check(self) -> Iterator[Diagnostic]:
         model = self.model
@@ -96,3 +93,11 @@ class DataLoaderWithoutWorkers(Rule):
             message = f"Change the {where} to a worker count"
         imports = [add_import(model, name) for name in import_roots(expression)]
         return self.fix(message, [edit, *(e for e in imports if e is not None)], Applicability.UNSAFE)
+
+
+def validate_workers(values: dict) -> None:
+    """The `workers` option (GPU101, GPU107) must be a Python expression."""
+    try:
+        cst.parse_expression(values.get("workers", DEFAULT_WORKERS))
+    except cst.ParserSyntaxError as error:
+        raise ValueError(f"`workers` is not a Python expression: {error.message}") from None

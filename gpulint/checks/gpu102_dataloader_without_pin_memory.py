@@ -27,8 +27,9 @@ class DataLoaderWithoutPinMemory(Rule):
         for info in flow.infos:
             loader = info.loader
             moves = [move for move in info.moves if move.iteration.loop is not None]  # a lone batch: no gain
-            feeds = None if moves else flow.feeds_gpu_training(info)  # the copy is out of sight
-            if not loader.known("pin_memory", "dataset", "collate_fn") or not (moves or feeds) or produces_cuda_batches(model, loader):
+            placed = None if moves else info.placed_by  # a framework copies the batches
+            feeds = None if moves or placed else flow.feeds_gpu_training(info)  # the copy is out of sight
+            if not loader.known("pin_memory", "dataset", "collate_fn") or not (moves or placed or feeds) or produces_cuda_batches(model, loader):
                 continue
             if model.batch_cost.batches_are_small(loader):
                 continue  # token ids or toy data: pinning a few kilobytes saves nothing measurable
@@ -49,6 +50,8 @@ class DataLoaderWithoutPinMemory(Rule):
             if move.via is not None:
                 where += f", which copies at {move.via}"
             copied = f"its batches are copied to the GPU ({where})"
+        elif feeds is None:
+            copied = f"its batches are copied to the GPU by {info.placed_by.describe(model)}"
         else:
             copied = f"its batches reach the GPU ({feeds[0]})"
         if resolved is None:
@@ -70,7 +73,8 @@ class DataLoaderWithoutPinMemory(Rule):
         if resolved is not None and resolved.origin != LITERAL:
             return None  # a command-line flag or constant the user chose: editing it would change its meaning
         torch_alias = next((local for local, full in model.imports.bindings.items() if full == "torch"), None)
-        # Where the copy is out of sight, so is the device: pinning only where CUDA is there.
+        # Where the copy is out of sight (a framework's or another module's), so is the device: pinning only
+        # where CUDA is there (Lightning's default accelerator is "auto").
         if torch_alias is not None and (not moves or model.loader_flow.device_chosen_at_run_time(moves)):
             value = f"{torch_alias}.cuda.is_available()"
         else:

@@ -64,6 +64,8 @@ class SmallBatchSize(Rule):
         if info.role == TRAIN:
             if any(it.loop is not None and flow.accumulates_gradients(it.loop) for it in info.iterations):
                 return False  # the effective batch is larger; accumulation is the memory-limited choice
+            if any(feed.accumulates for feed in info.feeds):
+                return False  # `Trainer(accumulate_grad_batches=k)`, ignite's `gradient_accumulation_steps`
         elif not (self.settings["check-eval-loaders"] and info.role == EVAL):
             return False
         if _list_collate(model, loader.value("collate_fn")):

@@ -32,10 +32,14 @@ class DataLoaderWorkersNotPersistent(Rule):
                 resolved = model.values.resolve(arg.value)
                 if resolved is None or resolved.value is not False or resolved.origin != LITERAL:
                     continue
+            feed = next((f for f in info.feeds if f.per_epoch), None)
+            if feed is not None:
+                yield self._report(info, f"every epoch ({feed.describe(model)} iterates it once per epoch)", arg)
+                continue
             for iteration in info.iterations:
                 outer = flow.epoch_loop(info, iteration)
                 if outer is not None and not self._dataset_changes_in(info, outer):
-                    yield self._report(info, outer, arg)
+                    yield self._report(info, f"every pass of the loop at line {model.line_of(outer)}", arg)
                     break
 
     def _dataset_changes_in(self, info, outer: cst.CSTNode) -> bool:
@@ -59,12 +63,12 @@ class DataLoaderWorkersNotPersistent(Rule):
                     return True
         return False
 
-    def _report(self, info, outer, arg) -> Diagnostic:
+    def _report(self, info, when: str, arg) -> Diagnostic:
         model = self.model
         flow = model.loader_flow
         message = (
-            f"`DataLoader` workers are shut down and started again for every pass of the loop at line "
-            f"{model.line_of(outer)}; pass `persistent_workers=True` to keep them between epochs"
+            f"`DataLoader` workers are shut down and started again for {when}; "
+            "pass `persistent_workers=True` to keep them between epochs"
         )
         if flow.workers_from_command_line(info.loader):
             value = f"{model.code(info.loader.value('num_workers'))} > 0"  # `--workers 0` must still work

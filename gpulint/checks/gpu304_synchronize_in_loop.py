@@ -35,8 +35,7 @@ class SynchronizeInLoop(Rule):
                 continue
             what = f"`{model.code(call)}`" if via is None else f"`{model.code(call)}` (`torch.cuda.synchronize()` at {via})"
             message = (
-                f"{what} blocks the CPU until the GPU is idle, every step of the training loop "
-                f"(line {model.line_of(loop)}): the GPU then waits while the CPU queues the next step; remove it, "
+                f"{what} blocks the CPU until the GPU is idle, {self.every_step(role, loop)}: the GPU then waits while the CPU queues the next step; remove it, "
                 "or use `wait_stream` / events to order streams and synchronize only where the host reads GPU results"
             )
             yield self.diagnostic(call, message, related=[("the training loop", loop)])

@@ -13,11 +13,18 @@ class NoMixedPrecision(Rule):
     name = "no-mixed-precision"
     summary = "CUDA training in float32 only: no `torch.autocast` in the training script"
     preview = True
-    requires = (r"backward",)
+    requires = (r"backward|Trainer|TrainingArguments",)
     default_severity = Severity.INFO
 
     def check(self) -> Iterator[Diagnostic]:
         setup = self.model.training_setup
+        for precision in self.model.frameworks.precision:
+            if precision.float32 and not setup.non_float32_parameters:
+                message = (
+                    f"{precision.framework} trains in float32 ({precision.reason}): pass {precision.setting} to run the "
+                    "forward pass and the loss under autocast on the Tensor Cores and halve activation memory"
+                )
+                yield self.diagnostic(precision.call, message)
         if not setup.cuda_training_script or setup.first_backward is None:
             return
         if setup.mixed_precision or setup.non_float32_parameters:

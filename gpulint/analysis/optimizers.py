@@ -1,0 +1,105 @@
+"""Optimizers: `torch.optim.Adam` / `AdamW` constructions, their implementation switches (`fused`, `foreach`),
+and whether the parameters they update live on the GPU."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Optional
+
+import libcst as cst
+
+from gpulint.analysis.frameworks import LIGHTNING_MODULE
+from gpulint.analysis.imports import dotted_name
+
+if TYPE_CHECKING:
+    from gpulint.analysis.model import SemanticModel
+
+ADAM = {"torch.optim.Adam": "Adam", "torch.optim.AdamW": "AdamW", "torch.optim.adam.Adam": "Adam", "torch.optim.adamw.AdamW": "AdamW"}
+_PARAMETER_METHODS = ("parameters", "named_parameters")
+_ENGINE_NAME = re.compile(r"deepspeed|megatron|DummyOptim", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class AdamCall:
+    call: cst.Call
+    name: str  # `Adam` or `AdamW`
+    arguments: dict[str, cst.Arg]  # the implementation switches given: `fused`, `foreach`, `differentiable`
+    on_gpu: bool  # its parameters are on a CUDA device when it steps
+    on_gpu_when_built: bool  # ... already when it is constructed (older torch checks `fused` there)
+
+
+def adam_calls(model: SemanticModel) -> list[AdamCall]:
+    """Adam/AdamW constructions, except where DeepSpeed or Megatron-LM take over the optimizer (accelerate hands
+    them the model and optimizer; they build their own, `DummyOptim` or not)."""
+    if _engine_owns_optimizer(model):
+        return []
+    found = []
+    for call in model.calls:
+        name = ADAM.get(model.call_name(call) or "")
+        if name is None or any(a.star for a in call.args):
+            continue
+        switches = {a.keyword.value: a for a in call.args if a.keyword is not None and a.keyword.value in ("fused", "foreach", "differentiable")}
+        params = next((a.value for a in call.args if a.keyword is None or a.keyword.value == "params"), None)
+        placement = [_placement(model, receiver, call) for receiver in _parameter_owners(model, params)] if params is not None else []
+        found.append(AdamCall(call, name, switches, bool(placement) and all(p is not None for p in placement), bool(placement) and all(placement)))
+    return found
+
+
+def _parameter_owners(model: SemanticModel, params: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The modules whose `.parameters()` / `.named_parameters()` make up `params` (also through a name bound
+    once to a list of parameter groups)."""
+    if isinstance(params, cst.Name):
+        binders = model.bindings_of(params.value, params)
+        if len(binders) == 1 and isinstance(binders[0], cst.Assign):
+            params = binders[0].value
+    owners = []
+    for call in model.calls_inside(params):
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value in _PARAMETER_METHODS:
+            owners.append(func.value)
+    return owners
+
+
+def _placement(model: SemanticModel, module: cst.BaseExpression, optimizer: cst.Call) -> Optional[bool]:
+    """None when the module's parameters are not known to be on the GPU; True when they are already there
+    when the optimizer is built; False when they get there later (a framework, a later `.cuda()`)."""
+    residency = model.residency
+    frameworks = model.frameworks
+    if isinstance(module, cst.Name) and module.value == "self":
+        owner = next((a for a in model.ancestors(optimizer) if isinstance(a, cst.ClassDef)), None)
+        # Lightning moves the module to the device before `configure_optimizers` runs.
+        if owner is not None and frameworks.class_kind(owner.name.value) is LIGHTNING_MODULE and frameworks.lightning_places:
+            return True
+        return None
+    if residency.is_gpu_module(module):
+        key = dotted_name(module)
+        flow = model.dataflow
+        moved_before = any(
+            (isinstance(w.value, cst.Call) and residency.moves_to_cuda(w.value)) for w in flow.reaching_writes(key, optimizer)
+        ) or any(
+            residency.is_discarded_move(c) and residency.moves_to_cuda(c) and flow.before(c, optimizer) for c in flow.method_calls.get(key, ())
+        )
+        return moved_before
+    return False if _prepared_later(model, module, optimizer) else None
+
+
+def _prepared_later(model: SemanticModel, module: cst.BaseExpression, optimizer: cst.Call) -> bool:
+    """`accelerator.prepare(model, optimizer)` / `fabric.setup(model, optimizer)` places the model on the device
+    after the optimizer is built."""
+    key = dotted_name(module)
+    for call in model.calls:
+        wrapper = model.frameworks.wrapper(call)
+        if wrapper is not None and wrapper[1] and model.dataflow.before(optimizer, call):
+            if any(not a.star and dotted_name(a.value) == key for a in call.args):
+                return True
+    return False
+
+
+def _engine_owns_optimizer(model: SemanticModel) -> bool:
+    """The module uses DeepSpeed or Megatron-LM (an import, or accelerate's `deepspeed_plugin` / `DummyOptim` /
+    `megatron_lm` names)."""
+    for qualified in model.imports.bindings.values():
+        if qualified.split(".", 1)[0] == "deepspeed" or _ENGINE_NAME.search(qualified):
+            return True
+    return any(_ENGINE_NAME.search(attribute.attr.value) for attribute in model.attributes)

@@ -1,0 +1,35 @@
+"""GPU407 ddp-find-unused-parameters: DDP searches the autograd graph for unused parameters every step."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from gpulint.analysis.parallel import ddp_calls
+from gpulint.checks.base import Rule
+from gpulint.diagnostics import Diagnostic
+
+
+class DdpFindUnusedParameters(Rule):
+    code = "GPU407"
+    name = "ddp-find-unused-parameters"
+    summary = "`DistributedDataParallel(find_unused_parameters=True)`: an autograd-graph traversal every step"
+    requires = (r"find_unused_parameters",)
+
+    def check(self) -> Iterator[Diagnostic]:
+        model = self.model
+        settings = []
+        for call in ddp_calls(model):
+            value = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "find_unused_parameters"), None)
+            resolved = model.values.resolve(value) if value is not None else None
+            if resolved is not None and resolved.value is True:
+                where = resolved.describe(model)
+                settings.append((value, "`DistributedDataParallel(find_unused_parameters=True)`" + (f" ({where})" if where else "")))
+        settings.extend(model.frameworks.unused_parameter_searches)
+        for node, what in settings:
+            message = (
+                f"{what} makes DDP traverse the autograd graph from the outputs after every forward pass to find "
+                "parameters that get no gradient, extra CPU work each step while the GPU waits; remove it unless the "
+                "model really skips parameters (DDP then names them in its error), or use `static_graph=True` when "
+                "the same ones are skipped every step"
+            )
+            yield self.diagnostic(node, message)
