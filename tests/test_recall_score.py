@@ -121,6 +121,7 @@ def test_a_reported_cell_counting_every_cell_becomes_the_labels_code_cell_number
     assert score.normalise(raw, "o/r", tmp_path).cell == 2
     with pytest.raises(SystemExit, match="markdown cell"):
         score.normalise({**raw, "cell": 3}, "o/r", tmp_path)
+    assert score.normalise({**raw, "code": None}, "o/r", tmp_path).code == "invalid-syntax"
 
 
 TRAIN = """\

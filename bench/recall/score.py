@@ -214,7 +214,9 @@ def normalise(raw: dict, repo: str, root: Path) -> Finding:
         cell, line = notebook_rows(root / relative)[line - 1]
     elif cell is not None:
         cell = code_cell_number(root / relative, cell)
-    return Finding(repo, relative, cell, line, raw["code"], raw["message"], raw.get("severity", ""))
+    # A file gpulint cannot parse is reported with no code (ruff's JSON); its text formats say invalid-syntax.
+    code = raw["code"] or "invalid-syntax"
+    return Finding(repo, relative, cell, line, code, raw["message"], raw.get("severity", ""))
 
 
 def implemented_rules(command: list[str]) -> list[str]:
