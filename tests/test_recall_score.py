@@ -92,6 +92,15 @@ def test_missed_labels_are_classed_by_what_they_need():
     assert misses["  needs cross-module"] == misses["  needs device-param"] == 1
 
 
+def test_recall_per_needs_tag_counts_each_tag_of_a_clear_label():
+    labels = [label("a", 1), label("b", 5), label("c", 9), label("d", 13, debatable=True)]
+    labels[0].needs = ("cross-module",)
+    labels[1].needs = ("cross-module", "helper-call")
+    findings = [finding(1), finding(9)]
+    score.match(labels, findings)
+    assert score.needs_recall(labels, findings) == [("cross-module", 2, 1), ("helper-call", 1, 0), ("none", 1, 1)]
+
+
 def test_notebook_rows_count_code_cells_only(tmp_path):
     notebook = tmp_path / "n.ipynb"
     notebook.write_text(json.dumps({"cells": [
@@ -100,6 +109,19 @@ def test_notebook_rows_count_code_cells_only(tmp_path):
         {"cell_type": "code", "source": "y = 2"},
     ]}))
     assert score.notebook_rows(notebook) == [(1, 1), (1, 2), (2, 1)]
+
+
+def test_a_reported_cell_counting_every_cell_becomes_the_labels_code_cell_number(tmp_path):
+    notebook = tmp_path / "n.ipynb"
+    notebook.write_text(json.dumps({"cells": [
+        {"cell_type": "markdown", "source": "# title"}, {"cell_type": "code", "source": "x = 1"},
+        {"cell_type": "markdown", "source": "text"}, {"cell_type": "code", "source": "y = 2"},
+    ]}))
+    raw = {"filename": "n.ipynb", "cell": 4, "location": {"row": 1, "column": 1}, "code": "GPU303", "message": "m"}
+    assert score.normalise(raw, "o/r", tmp_path).cell == 2
+    with pytest.raises(SystemExit, match="markdown cell"):
+        score.normalise({**raw, "cell": 3}, "o/r", tmp_path)
+    assert score.normalise({**raw, "code": None}, "o/r", tmp_path).code == "invalid-syntax"
 
 
 TRAIN = """\
@@ -161,6 +183,7 @@ def test_end_to_end_on_a_tiny_pinned_corpus(tmp_path):
     gpu304 = next(line for line in first.stdout.splitlines() if line.startswith("GPU304"))
     assert gpu304.split()[1:4] == ["1+0", "0", "0.00"]
     assert "missed by an implemented rule 1" in first.stdout and "needs cross-module 1" in first.stdout
+    assert "recall per needs tag: cross-module 0/1, none 1/1" in first.stdout
 
     judgements.write_text("".join(
         json.dumps({"key": w["key"], "class": "right" if w["code"] == "GPU403" else "noise",
@@ -171,6 +194,7 @@ def test_end_to_end_on_a_tiny_pinned_corpus(tmp_path):
                             capture_output=True, text=True, timeout=300)
     assert second.returncode == 0, second.stderr
     assert "| GPU403 | 1 + 0 | 1 | 1.00 | 1.00 | 0 (0) | 2 | 1 | 2 | 0 | 0 | 1.00 |" in second.stdout
+    assert "| cross-module | 1 | 0 | 0.00 |" in second.stdout
     assert "Random sample of" in second.stdout
     assert "| o/r | `train.py:12` | GPU403 | right | outside the loop |" in second.stdout
 

@@ -197,13 +197,26 @@ def notebook_rows(path: Path) -> list[tuple[int, int]]:
     return rows
 
 
+def code_cell_number(path: Path, cell: int) -> int:
+    """The labels' number (among code cells) of the cell gpulint numbers among all cells, markdown included
+    (docs/notebooks.md, "Positions")."""
+    types = [c.get("cell_type") for c in json.loads(path.read_text(encoding="utf-8"))["cells"]]
+    if types[cell - 1] != "code":
+        raise SystemExit(f"{path}: finding in cell {cell}, which is a {types[cell - 1]} cell")
+    return types[:cell].count("code")
+
+
 def normalise(raw: dict, repo: str, root: Path) -> Finding:
     path = Path(raw["filename"])
     relative = (path if not path.is_absolute() else path.resolve().relative_to(root.resolve())).as_posix()
     cell, line = raw.get("cell"), raw["location"]["row"]
     if cell is None and relative.endswith(".ipynb"):
         cell, line = notebook_rows(root / relative)[line - 1]
-    return Finding(repo, relative, cell, line, raw["code"], raw["message"], raw.get("severity", ""))
+    elif cell is not None:
+        cell = code_cell_number(root / relative, cell)
+    # A file gpulint cannot parse is reported with no code (ruff's JSON); its text formats say invalid-syntax.
+    code = raw["code"] or "invalid-syntax"
+    return Finding(repo, relative, cell, line, code, raw["message"], raw.get("severity", ""))
 
 
 def implemented_rules(command: list[str]) -> list[str]:
@@ -354,6 +367,20 @@ def miss_classes(labels: list[Label], findings: list[Finding], rules: list[str])
     return counts
 
 
+def needs_recall(labels: list[Label], findings: list[Finding]) -> list[tuple[str, int, int]]:
+    """(tag, clear labels, found) per `needs` tag, commonest first; a label counts under each of its tags,
+    "none" when it has none (everything is in the statement and its loop)."""
+    found_ids = {f.label.id for f in findings if f.label is not None}
+    labelled, found = Counter(), Counter()
+    for label in labels:
+        if label.debatable:
+            continue
+        for need in label.needs or ("none",):
+            labelled[need] += 1
+            found[need] += label.id in found_ids
+    return [(need, count, found[need]) for need, count in sorted(labelled.items(), key=lambda kv: (-kv[1], kv[0]))]
+
+
 def miss_order(misses: Counter) -> list[tuple[str, int]]:
     """Top-level reasons first, then the `needs` tags of the labels an implemented rule missed, commonest first."""
     top = [(k, v) for k, v in misses.items() if not k.startswith(" ")]
@@ -386,8 +413,8 @@ def row_order(rows: dict[str, Tally]) -> list[str]:
     return sorted(k for k in rows if k.startswith("GPU")) + ["all", "implemented"]
 
 
-def markdown(rows: dict[str, Tally], misses: Counter, sampled: list[Finding], judgements: dict[str, dict],
-             out_of_scope: int) -> str:
+def markdown(rows: dict[str, Tally], misses: Counter, needs: list[tuple[str, int, int]], sampled: list[Finding],
+             judgements: dict[str, dict], out_of_scope: int) -> str:
     lines = [
         "| rule | clear labels (.py + notebooks) | found | recall (.py) | recall (all) | debatable labels (found) "
         "| findings | on a label | right | wrong | noise | precision |",
@@ -407,6 +434,8 @@ def markdown(rows: dict[str, Tally], misses: Counter, sampled: list[Finding], ju
               "| missed clear labels | labels |", "|---|---|"]
     lines += [f"| {'&nbsp;&nbsp;' if reason.startswith(' ') else ''}{reason.strip()} | {count} |"
               for reason, count in miss_order(misses)]
+    lines += ["", "| needs | clear labels | found | recall |", "|---|---|---|---|"]
+    lines += [f"| {need} | {count} | {found} | {ratio(found, count)} |" for need, count, found in needs]
     if sampled:
         counts = Counter(classify(f, judgements) or "unjudged" for f in sampled)
         lines += ["", f"Random sample of {len(sampled)} findings: "
@@ -421,7 +450,7 @@ def markdown(rows: dict[str, Tally], misses: Counter, sampled: list[Finding], ju
     return "\n".join(lines) + "\n"
 
 
-def text_report(rows: dict[str, Tally], misses: Counter, out_of_scope: int) -> str:
+def text_report(rows: dict[str, Tally], misses: Counter, needs: list[tuple[str, int, int]], out_of_scope: int) -> str:
     lines = [f"{'rule':8} {'py+nb':>7} {'found':>5} {'rec.py':>6} {'rec':>5} {'deb':>4} {'find':>5} {'onlab':>5} "
              f"{'right':>5} {'wrong':>5} {'noise':>5} {'unjud':>5} {'prec':>5}"]
     for code in row_order(rows):
@@ -433,6 +462,7 @@ def text_report(rows: dict[str, Tally], misses: Counter, out_of_scope: int) -> s
                      f"{r.classes['noise']:5} {r.classes['unjudged']:5} {ratio(r.classes['right'], r.judged):>5}")
     lines.append(f"out-of-scope findings (not scored): {out_of_scope}")
     lines.append("missed clear labels: " + ", ".join(f"{k.strip()} {v}" for k, v in miss_order(misses)))
+    lines.append("recall per needs tag: " + ", ".join(f"{need} {found}/{count}" for need, count, found in needs))
     return "\n".join(lines) + "\n"
 
 
@@ -478,10 +508,11 @@ def main(argv: list[str] | None = None) -> int:
     match(labels, scored)
     judgements = load_judgements(args.judgements)
     rows, misses = tally(labels, scored, judgements, rules), miss_classes(labels, scored, rules)
+    needs = needs_recall(labels, scored)
     # The sample is drawn from everything a user of gpulint would see on these repositories, scope or not.
     sampled = sample(findings, args.sample, args.seed)
-    print(corpus_table(corpus, labels, scored) + markdown(rows, misses, sampled, judgements, out_of_scope)
-          if args.markdown else text_report(rows, misses, out_of_scope), end="")
+    print(corpus_table(corpus, labels, scored) + markdown(rows, misses, needs, sampled, judgements, out_of_scope)
+          if args.markdown else text_report(rows, misses, needs, out_of_scope), end="")
 
     scored_ids = {id(f) for f in scored}
     pending = [f for f in scored + [f for f in sampled if id(f) not in scored_ids] if classify(f, judgements) is None]
