@@ -203,6 +203,26 @@ def test_gpu202_variable_argument_is_reported_without_fix():
 @pytest.mark.parametrize(
     "code",
     [
+        "h = torch.FloatTensor(2, 8).fill_(0).to(device)\n",
+        "h = torch.FloatTensor(2, 8).zero_().cuda()\n",
+        "w = torch.FloatTensor(2, 8).normal_()\nw = w.to(device)\n",  # the same value, moved later
+    ],
+)
+def test_gpu202_in_place_initialisation_before_the_move_is_reported_without_fix(code):
+    # `fill_`/`zero_`/`normal_` return the CPU tensor itself: it is still built on the CPU and copied. A fix
+    # that rewrote the constructor would drop the initialisation, so none is offered.
+    source = HEADER + code
+    assert only(source, "GPU202") == ["4:5 GPU202"]
+    assert fix(source, "GPU202") == source
+
+
+def test_gpu202_in_place_initialisation_that_stays_on_the_cpu_is_silent():
+    assert only(HEADER + "counts = torch.LongTensor(10).zero_()\nprint(counts)\n", "GPU202") == []
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
         "sizes = torch.LongTensor(shape)\n",  # CPU data that never reaches the GPU
         "w = torch.FloatTensor([1.0])\nprint(w.sum())\n",
         "w = torch.FloatTensor([1.0])\nw = torch.ones(1).cuda()\nv = w.cuda()\n",  # the moved `w` is another value

@@ -18,6 +18,9 @@ DTYPES = {
     "Int": "int32", "Short": "int16", "Char": "int8", "Byte": "uint8", "Bool": "bool",
 }  # fmt: skip
 _LEGACY = re.compile(r"^torch\.(cuda\.)?(" + "|".join(DTYPES) + r")Tensor$")
+# In-place initialisers that return the tensor itself: `torch.FloatTensor(b, n).fill_(0).to(device)` still
+# builds on the CPU and copies.
+_IN_PLACE_INIT = frozenset({"fill_", "zero_", "normal_", "uniform_", "random_", "bernoulli_", "exponential_", "geometric_", "cauchy_", "log_normal_"})
 
 
 class LegacyTensorConstructor(Rule):
@@ -36,15 +39,16 @@ class LegacyTensorConstructor(Rule):
                 continue
             on_cuda = bool(match.group(1))
             dtype = DTYPES[match.group(2)]
-            reported: cst.Call = call
+            built = self._initialised(call)  # the constructor, or its in-place initialisation
+            reported: cst.Call = built
             device = None
-            parent = model.parent.get(call)
+            parent = model.parent.get(built)
             grand = model.parent.get(parent) if parent is not None else None
             if isinstance(parent, cst.Attribute) and isinstance(grand, cst.Call) and grand.func is parent:
                 move = residency.move(grand)
                 if move is not None and move[0] != CPU:
                     reported, device = grand, move
-            if not on_cuda and device is None and not self._moved_later(call):
+            if not on_cuda and device is None and not self._moved_later(built):
                 continue  # CPU data that never reaches the GPU: not a GPU problem
             _, role = residency.step_loop(reported)
             legacy = model.code(call.func)
@@ -53,8 +57,18 @@ class LegacyTensorConstructor(Rule):
                 f"`{legacy}(...)` is a legacy constructor (a sequence is data, numbers are a shape; built on {where}); "
                 f"use `torch.tensor(data, dtype=torch.{dtype}, device=...)` or `torch.empty(size, ...)`"
             )
-            fix = self._fix(call, reported, dtype, on_cuda, device)
+            fix = self._fix(call, reported, dtype, on_cuda, device) if built is call else None  # the fix would drop the fill
             yield self.diagnostic(reported, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO, fix=fix)
+
+    def _initialised(self, call: cst.Call) -> cst.Call:
+        """The outermost call of `call.fill_(0).normal_()...`: in-place initialisers return the same tensor."""
+        model = self.model
+        while True:
+            parent = model.parent.get(call)
+            grand = model.parent.get(parent) if isinstance(parent, cst.Attribute) else None
+            if not (isinstance(grand, cst.Call) and grand.func is parent and parent.attr.value in _IN_PLACE_INIT):
+                return call
+            call = grand
 
     def _moved_later(self, call: cst.Call) -> bool:
         """`w = torch.FloatTensor(...)` and later `w.cuda()` / `w.to(device)` of that same value."""
