@@ -1,6 +1,6 @@
 """Recall and precision of gpulint on a held-out, hand-labelled corpus of public training code.
 
-    python bench/recall/score.py CORPUS --checkout-from /work/.mirror     # materialise the pinned corpus once
+    python bench/recall/score.py CORPUS --checkout-from MIRROR     # materialise the pinned corpus once
     python bench/recall/score.py CORPUS                                   # run gpulint, match, report
     python bench/recall/score.py CORPUS --pending pending.jsonl           # findings that still need a judgement
     python bench/recall/score.py CORPUS --markdown --sample 100 --seed 13 # tables for docs/precision.md
@@ -501,7 +501,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.save_findings:
         head = subprocess.run(["git", "-C", str(HERE), "rev-parse", "HEAD"], capture_output=True, text=True,
                               check=False).stdout
-        saved = {"gpulint": args.gpulint, "checkout_commit": head.strip(), "rules": rules,
+        # the command without this machine's folders: the build is named by the commit
+        shown = " ".join(part.rsplit("/", 1)[-1] for part in shlex.split(args.gpulint))
+        saved = {"gpulint": shown, "checkout_commit": head.strip(), "rules": rules,
                  "findings": [f.to_json(message=False) for f in findings]}
         args.save_findings.write_text(json.dumps(saved, indent=0) + "\n", encoding="utf-8")
     scored, out_of_scope = in_scope(findings, corpus)
