@@ -803,20 +803,25 @@ def gpu_evidence(tree: ast.Module, qualify: Callable[[ast.AST], Optional[str]]) 
     TrainingArguments without `use_cpu` / `no_cuda`, ignite's `idist.device()`."""
     classes = {node.name: node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)}
 
-    def framework_base(name: str, seen: frozenset[str] = frozenset()) -> Optional[str]:
+    answers: dict[str, Optional[str]] = {}  # once per class: bases shared by many descendants are not walked again
+
+    def framework_base(name: str) -> Optional[str]:
         """The framework class a class of this module derives from (through its local bases)."""
+        if name in answers:
+            return answers[name]
+        answers[name] = None  # while it is being answered: a cycle of bases adds nothing
         node = classes.get(name)
-        if node is None or name in seen:
-            return None
-        for base in node.bases:
+        found = None
+        for base in node.bases if node is not None else ():
             qualified = qualify(base)
             if qualified is not None and qualified.split(".", 1)[0] in (*LIGHTNING, *HF, *ACCELERATE, *IGNITE):
-                return qualified
-            if isinstance(base, ast.Name):
-                found = framework_base(base.id, seen | {name})
-                if found is not None:
-                    return found
-        return None
+                found = qualified
+            elif isinstance(base, ast.Name):
+                found = framework_base(base.id)
+            if found is not None:
+                break
+        answers[name] = found
+        return found
 
     lightning = []
     for node in ast.walk(tree):

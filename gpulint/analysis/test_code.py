@@ -38,7 +38,8 @@ class TestCode:
     @cached_property
     def test_classes(self) -> list[cst.ClassDef]:
         """`unittest.TestCase` subclasses (also through this module's own base classes)."""
-        return [info.node for name, info in self.model.classes.items() if self._is_test_case(name, frozenset())]
+        answers: dict[str, bool] = {}  # once per class: shared bases are not walked again for each descendant
+        return [info.node for name, info in self.model.classes.items() if self._is_test_case(name, answers)]
 
     def rows(self) -> list[tuple[int, int]]:
         """The line spans (first, last) that are test code; the whole module is one span."""
@@ -50,14 +51,18 @@ class TestCode:
             spans.append((span.start.line, span.end.line))
         return spans
 
-    def _is_test_case(self, name: str, seen: frozenset[str]) -> bool:
+    def _is_test_case(self, name: str, answers: dict[str, bool]) -> bool:
+        if name in answers:
+            return answers[name]
+        answers[name] = False  # while it is being answered: a cycle of bases adds nothing
         info = self.model.classes.get(name)
-        if info is None or name in seen:
-            return False
-        for base in info.bases:
+        found = False
+        for base in info.bases if info is not None else ():
             if base in self.model.classes:
-                if self._is_test_case(base, seen | {name}):
-                    return True
-            elif _TEST_CASE.fullmatch(base.rsplit(".", 1)[-1]):
-                return True  # an imported `TestCase` (`unittest.TestCase`, `from .common import TestCase`)
-        return False
+                found = self._is_test_case(base, answers)
+            else:  # an imported `TestCase` (`unittest.TestCase`, `from .common import TestCase`)
+                found = _TEST_CASE.fullmatch(base.rsplit(".", 1)[-1]) is not None
+            if found:
+                break
+        answers[name] = found
+        return found
