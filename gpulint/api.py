@@ -353,7 +353,7 @@ def _fix_notebook(source: Source, file: Path | None, settings: Settings, project
         # A fix reached into an IPython line or across cells (a bug in gpulint): the notebook stays as it was.
         from gpulint.projects import context_for
 
-        context = context_for(project, Path(os.path.abspath(path)), notebook.text) if project is not None else None
+        context = context_for(project, Path(path), notebook.text) if project is not None else None
         remaining = notebook.localize(path, check_source(notebook.text, path, settings, project=context))
         dropped = [d for d in remaining if is_applicable(d, settings.unsafe_fixes)]
         return FileFix(source, source.text, Counter(), remaining, dropped, file)

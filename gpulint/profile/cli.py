@@ -29,6 +29,7 @@ _OPTION_PARAMS = (
     "profile_trace",
     "profile_launcher",
     "profile_nproc_per_node",
+    "profile_isolate_runs",
 )
 
 
@@ -40,7 +41,7 @@ def _positive(ctx, param, value):
 
 def profile_options(f):
     """Add the profiling options (--steps --warmup --repeat --timeout --first-step-timeout --json --html --trace
-    --launcher --nproc-per-node) to a click command.
+    --launcher --nproc-per-node --isolate-runs) to a click command.
 
     The decorated function receives one keyword argument `profile_options: ProfileOptions` instead of them.
     """
@@ -74,6 +75,9 @@ def profile_options(f):
                      help="Run through PyTorch's launcher (rank 0 measures)."),
         click.option("--nproc-per-node", "profile_nproc_per_node", type=int, default=1, show_default=True,
                      callback=_positive, help="Processes per node for --launcher torchrun."),
+        click.option("--isolate-runs", "profile_isolate_runs", is_flag=True, default=False,
+                     help="Move the files each run creates in the working folder to .gpulint-runs/, so no run reads "
+                     "another's outputs (checkpoints, logs)."),
     ]
     for decorate in reversed(decorators):
         wrapper = decorate(wrapper)
@@ -92,6 +96,7 @@ def options_from_values(values: dict) -> ProfileOptions:
         trace_dir=values["profile_trace"],
         launcher=values["profile_launcher"],
         nproc_per_node=values["profile_nproc_per_node"],
+        isolate_runs=values["profile_isolate_runs"],
     )
 
 

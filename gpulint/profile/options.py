@@ -33,6 +33,7 @@ class ProfileOptions:
     env: dict[str, str] = field(default_factory=dict)  # extra environment for the script
     progress: bool | None = None  # None: only when stderr is a terminal and CI is unset
     seed: int = 0
+    isolate_runs: bool = False  # move the files each run creates aside, so runs do not feed each other
 
     def repeat_for_profile(self) -> int:
         return self.repeat or DEFAULT_REPEAT_PROFILE

@@ -28,7 +28,7 @@ def run_profile(command: list[str], options: ProfileOptions, *, out=None, err=No
     total = options.repeat_for_profile()
     runs = []
     outputs = {p for p in (options.json_path, options.html_path, options.trace_dir) if p is not None}
-    watch = FolderWatch(pathlib.Path(plan.cwd), pathlib.Path(plan.target) if plan.kind == "script" else None, outputs)
+    watch = FolderWatch(pathlib.Path(plan.cwd), pathlib.Path(plan.target) if plan.kind == "script" else None, outputs, options.isolate_runs)
     for i in range(total):
         progress.run(i + 1, total, "profile")
         trace_to = options.trace_dir / "profile.pt.trace.json" if options.trace_dir and i == 0 else None
@@ -45,6 +45,8 @@ def run_profile(command: list[str], options: ProfileOptions, *, out=None, err=No
         finally:
             progress.clear()
         result.new_files = watch.stop()
+        if options.isolate_runs:
+            result.isolate(*watch.set_aside(f"run {i + 1}"), watch.cwd)
         runs.append(result)
         if not result.ok:
             break

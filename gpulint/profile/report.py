@@ -228,11 +228,25 @@ def run_notes(runs: list[RunResult]) -> list[str]:
             notes.append(f"{label}: other processes used the GPU; timings are unreliable")
         if r.new_files:
             shown = ", ".join(r.new_files[:5]) + (f" and {len(r.new_files) - 5} more" if len(r.new_files) > 5 else "")
-            notes.append(
-                f"{label} wrote files in the working folder: {shown}. Later runs may read them (a checkpoint one run "
-                "writes and the next resumes from makes the runs dependent); gpulint leaves them in place"
-            )
+            if r.set_aside or r.changed_in_place:
+                notes.append(_isolation_note(label, shown, r))
+            else:
+                notes.append(
+                    f"{label} wrote files in the working folder: {shown}. Later runs may read them (a checkpoint one "
+                    "run writes and the next resumes from makes the runs dependent); gpulint leaves them in place "
+                    "(--isolate-runs moves them aside after each run)"
+                )
     return notes
+
+
+def _isolation_note(label: str, shown: str, r: RunResult) -> str:
+    parts = [f"{label} wrote files in the working folder: {shown}"]
+    if r.set_aside:
+        parts.append(f"the new ones were moved to {r.set_aside}, so the next run starts without them")
+    if r.changed_in_place:
+        changed = ", ".join(r.changed_in_place[:5]) + (" and more" if len(r.changed_in_place) > 5 else "")
+        parts.append(f"files that existed before were changed in place and could not be put back: {changed}; later runs may read them")
+    return "; ".join(parts)
 
 
 def profile_text(command_text: str, runs: list[RunResult], options: ProfileOptions) -> str:
@@ -391,6 +405,8 @@ def run_to_dict(r: RunResult) -> dict:
         "stderr_tail": r.stderr_tail if not r.ok else None,
         "trace_path": r.trace_path,
         "new_files": r.new_files,
+        "set_aside": r.set_aside,
+        "changed_in_place": r.changed_in_place,
         "details": raw,
     }
 

@@ -53,6 +53,13 @@ class RunResult:
     nvml: dict = field(default_factory=dict)  # the NVML side channel's summary of the window
     probe_hits: set = field(default_factory=set)  # (path, line) of the probed changed lines that ran
     new_files: list = field(default_factory=list)  # files this run created or changed in the working folder
+    set_aside: str | None = None  # --isolate-runs: where the files it created were moved
+    changed_in_place: list = field(default_factory=list)  # --isolate-runs: files that existed and it changed
+
+    def isolate(self, aside, changed_in_place: list, cwd) -> None:
+        """Record where --isolate-runs moved this run's new files, and what it could not put back."""
+        self.set_aside = os.path.relpath(aside, cwd) if aside is not None else None
+        self.changed_in_place = changed_in_place
 
     @property
     def ok(self) -> bool:

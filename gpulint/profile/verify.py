@@ -221,7 +221,7 @@ def run_verify(
         f"{repeat} runs each, alternating A B\n"
     )
     outputs = {p for p in (options.json_path, options.html_path, options.trace_dir) if p is not None}
-    watch = FolderWatch(pathlib.Path(plan.cwd), pathlib.Path(plan.target) if plan.kind == "script" else None, {p.path for p in planned} | outputs)
+    watch = FolderWatch(pathlib.Path(plan.cwd), pathlib.Path(plan.target) if plan.kind == "script" else None, {p.path for p in planned} | outputs, options.isolate_runs)
 
     def measure(variant: str, i: int) -> RunResult:
         index = 2 * i + (1 if variant == "A" else 2)
@@ -243,6 +243,8 @@ def run_verify(
         finally:
             progress.clear()
         result.new_files = watch.stop()
+        if options.isolate_runs:
+            result.isolate(*watch.set_aside(label), watch.cwd)
         return result
 
     keep = False

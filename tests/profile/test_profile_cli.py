@@ -20,7 +20,7 @@ def invoke(*args):
 def test_help_lists_the_shared_options():
     result = invoke("--help")
     assert result.exit_code == 0
-    for flag in ("--steps", "--warmup", "--repeat", "--timeout", "--first-step-timeout", "--json", "--html", "--trace", "--launcher", "--nproc-per-node"):
+    for flag in ("--steps", "--warmup", "--repeat", "--timeout", "--first-step-timeout", "--json", "--html", "--trace", "--launcher", "--nproc-per-node", "--isolate-runs"):
         assert flag in result.output
 
 
@@ -139,3 +139,30 @@ def test_json_report_is_written_atomically_never_through_a_predictable_temp_name
     assert json.loads(target.read_text()) == {"a": 1}
     assert victim.read_text() == "keep me"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json", "out.json.tmp", "victim.txt"]  # no temp left
+
+
+ISOLATION_SCRIPT = """
+import os, torch
+from torch.utils.data import DataLoader, TensorDataset
+resumed = os.path.exists("ckpt.txt")  # a script that resumes from its last checkpoint
+with open("ckpt.txt", "w") as f:  # before the loop: gpulint ends the run after its measured steps
+    f.write("resumed" if resumed else "fresh")
+model = torch.nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for x, y in DataLoader(TensorDataset(torch.randn(256, 4), torch.randn(256, 1)), batch_size=8):
+    opt.zero_grad(); torch.nn.functional.mse_loss(model(x), y).backward(); opt.step()
+"""
+
+
+@pytest.mark.slow
+def test_isolate_runs_keeps_a_checkpoint_from_feeding_the_next_run(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text(ISOLATION_SCRIPT)
+    result = invoke("--steps", "4", "--warmup", "2", "--repeat", "2", "--isolate-runs", "--json", "p.json", "--", PY, "train.py")
+    assert result.exit_code == 0, result.output + result.stderr
+    runs = json.loads((tmp_path / "p.json").read_text())["runs"]
+    assert [r["new_files"] for r in runs] == [["ckpt.txt"], ["ckpt.txt"]]
+    assert not (tmp_path / "ckpt.txt").exists()
+    for run in runs:
+        assert (tmp_path / run["set_aside"] / "ckpt.txt").read_text() == "fresh"  # the second run did not resume
+    assert "the new ones were moved to .gpulint-runs/" in result.stdout

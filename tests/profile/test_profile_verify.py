@@ -484,6 +484,52 @@ def test_files_a_run_writes_in_the_working_folder_are_reported(tmp_path, monkeyp
     assert "train.py" not in out.split("wrote files")[1].split("\n")[0]  # gpulint's own swaps are not the script's
 
 
+def test_isolate_runs_moves_each_runs_new_files_aside(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data.csv").write_text("1,2\n")
+    resumed = []
+
+    def a(i):
+        resumed.append((tmp_path / "snapshot.pt").exists())  # a run that resumes from a checkpoint when there is one
+        (tmp_path / "snapshot.pt").write_bytes(b"checkpoint %d" % i)
+        (tmp_path / "lightning_logs" / f"version_{i}").mkdir(parents=True)
+        (tmp_path / "lightning_logs" / f"version_{i}" / "events.out").write_text("log")
+        return ok_result(0.1, i)
+
+    code, _, _, out, _ = verify(tmp_path, a, lambda i: ok_result(0.1, 10 + i), isolate_runs=True)
+    assert code == 0
+    assert resumed == [False, False, False]  # every A run started from the folder the first one saw
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".gpulint-runs", "data.csv", "train.py"]
+    (stamp,) = (tmp_path / ".gpulint-runs").glob("2*")
+    assert sorted(str(p.relative_to(stamp)) for p in stamp.rglob("*") if p.is_file()) == [
+        "A-1-3-original/lightning_logs/version_0/events.out",
+        "A-1-3-original/snapshot.pt",
+        "A-2-3-original/lightning_logs/version_1/events.out",
+        "A-2-3-original/snapshot.pt",
+        "A-3-3-original/lightning_logs/version_2/events.out",
+        "A-3-3-original/snapshot.pt",
+    ]
+    assert (stamp / "A-2-3-original" / "snapshot.pt").read_bytes() == b"checkpoint 1"
+    assert (tmp_path / ".gpulint-runs" / ".gitignore").read_text().endswith("*\n")
+    assert "the new ones were moved to .gpulint-runs/" in out and "so the next run starts without them" in out
+    assert "leaves them in place" not in out
+
+
+def test_isolate_runs_says_what_it_could_not_put_back(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "best.pt").write_bytes(b"old")
+
+    def a(i):
+        (tmp_path / "best.pt").write_bytes(b"new %d" % i)  # overwrites a file the user had: no copy to restore
+        return ok_result(0.1, i)
+
+    code, _, _, out, _ = verify(tmp_path, a, lambda i: ok_result(0.1, 10 + i), isolate_runs=True)
+    assert code == 0
+    assert (tmp_path / "best.pt").read_bytes() == b"new 2"
+    assert not (tmp_path / ".gpulint-runs").exists()
+    assert "files that existed before were changed in place and could not be put back: best.pt" in out
+
+
 # ---- the journal: nothing is lost to a kill -9 -----------------------------------------------------------------
 
 
