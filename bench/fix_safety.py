@@ -3,8 +3,11 @@
     python bench/fix_safety.py REPO_DIR [REPO_DIR ...]            # the product: default rules, prefilter on
     python bench/fix_safety.py --all-rules REPO_DIR ...           # every rule, preview included
     python bench/fix_safety.py --json out.json --markdown out.md REPO_DIR ...
+    python bench/fix_safety.py --no-project REPO_DIR ...          # each file alone (no project index)
 
-For every Python file that compiles: fix it in memory (`gpulint.fixer.fix_source`, unsafe fixes included),
+Each repository is one project: its index (the summaries `gpulint fix` uses for facts across modules) is
+built once, as `gpulint fix` would build it with the repository as the root. For every Python file that
+compiles: fix it in memory (`gpulint.fixer.fix_source` with its context in the project, unsafe fixes included),
 then compare pyflakes' undefined names (`UndefinedName`, `UndefinedLocal`) before and after, compile the
 result, and fix it again. A file fails the gate when a fix adds an undefined name, when the fixed file no
 longer compiles, or when the second fix changes it again (unstable). Nothing is written to disk. Exit
@@ -51,16 +54,21 @@ def _alarm(signum, frame):
 
 
 _SETTINGS = None
+_INDEX = None  # the repository's project index, built in the parent and inherited by the forked workers
 
 
-def _init(all_rules: bool) -> None:
-    global _SETTINGS
+def _settings(all_rules: bool, root: str):
     from gpulint.config import Settings, with_overrides
 
+    base = Settings(root=Path(root).resolve())
+    return with_overrides(base, select=("ALL",), preview=True) if all_rules else base
+
+
+def _init(settings) -> None:
+    global _SETTINGS
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGALRM, _alarm)
-    base = Settings(root=Path.cwd())
-    _SETTINGS = with_overrides(base, select=("ALL",), preview=True) if all_rules else base
+    _SETTINGS = settings
 
 
 def check_file(item: tuple[str, float]) -> dict:
@@ -78,7 +86,7 @@ def check_file(item: tuple[str, float]) -> dict:
         return {**result, "status": "skipped", "detail": "does not compile before fixing"}
     signal.setitimer(signal.ITIMER_REAL, timeout)
     try:
-        outcome = fix_source(text, path, _SETTINGS, unsafe=True)
+        outcome = fix_source(text, path, _SETTINGS, unsafe=True, project=_INDEX)
         if outcome.text == text:
             return {**result, "fixes": {}}
         result["fixes"] = dict(outcome.fixed)
@@ -89,7 +97,7 @@ def check_file(item: tuple[str, float]) -> dict:
         added = undefined_names(outcome.text, path) - undefined_names(text, path)
         if added:
             return {**result, "status": "new-undefined", "detail": ", ".join(f"{kind} {name}" for (kind, name) in added)}
-        again = fix_source(outcome.text, path, _SETTINGS, unsafe=True)
+        again = fix_source(outcome.text, path, _SETTINGS, unsafe=True, project=_INDEX)
         if again.text != outcome.text:
             return {**result, "status": "unstable", "detail": f"a second fix applied {dict(again.fixed)}"}
         return result
@@ -107,13 +115,18 @@ def python_files(root: str) -> list[str]:
     return files
 
 
-def run(roots: list[str], all_rules: bool, jobs: int, timeout: float) -> dict:
+def run(roots: list[str], all_rules: bool, jobs: int, timeout: float, project: bool = True) -> dict:
+    global _INDEX
+    from gpulint.projects import load_project
+
     start = time.perf_counter()
     per_repo: dict[str, dict] = {}
     failures: list[dict] = []
-    with get_context("fork").Pool(jobs, initializer=_init, initargs=(all_rules,)) as pool:
-        for root in roots:
-            files = python_files(root)
+    for root in roots:
+        files = python_files(root)
+        settings = _settings(all_rules, root)
+        _INDEX = load_project([Path(f) for f in files], settings, use_cache=False) if project else None
+        with get_context("fork").Pool(jobs, initializer=_init, initargs=(settings,)) as pool:
             statuses: Counter = Counter()
             fixes: Counter = Counter()
             changed = 0
@@ -135,7 +148,8 @@ def run(roots: list[str], all_rules: bool, jobs: int, timeout: float) -> dict:
         totals.update({k: v for k, v in repo.items() if isinstance(v, int)})
         totals.update({f"status {k}": v for k, v in repo["statuses"].items()})
     return {
-        "mode": "every rule, preview included" if all_rules else "product: default rules, prefilter on",
+        "mode": ("every rule, preview included" if all_rules else "product: default rules, prefilter on")
+        + ("; each repository one project (its index)" if project else "; each file alone (no project index)"),
         "repositories": per_repo,
         "files": totals["files"],
         "files_compiling": totals["compiling"],
@@ -181,10 +195,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--all-rules", action="store_true", help="every rule, preview included (default: the product's default rules)")
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per file")
+    parser.add_argument("--no-project", action="store_true", help="fix each file alone, without the repository's project index")
     parser.add_argument("--json", dest="json_path", help="write the summary here")
     parser.add_argument("--markdown", dest="markdown_path", help="write the table here")
     args = parser.parse_args(argv)
-    summary = run(args.roots, args.all_rules, args.jobs, args.timeout)
+    summary = run(args.roots, args.all_rules, args.jobs, args.timeout, project=not args.no_project)
     if args.json_path:
         Path(args.json_path).write_text(json.dumps(summary, indent=2) + "\n")
     table = markdown(summary)
