@@ -88,8 +88,9 @@ class ModelSize:
         if isinstance(expr, (cst.Name, cst.Attribute)):
             key = dotted_name(expr)
             writes = m.dataflow.reaching_writes(key, expr) if key is not None else []
-            counts = [self.parameters(w.value, depth + 1) if w.value is not None else None for w in writes]
-            return max(counts) if counts and None not in counts else None  # type: ignore[type-var]
+            return _largest([self.parameters(w.value, depth + 1) if w.value is not None else None for w in writes])
+        if isinstance(expr, cst.IfExp):  # `nn.ReLU() if relu else nn.Tanh()`
+            return _largest([self.parameters(expr.body, depth + 1), self.parameters(expr.orelse, depth + 1)])
         return None
 
     def is_toy_model(self, expr: cst.BaseExpression) -> bool:
@@ -448,6 +449,10 @@ class _Arguments:
     def flag(self, keyword: str) -> bool:
         value = self.value(None, keyword)
         return value is not None and literal_value(value) != (True, False)
+
+
+def _largest(counts: list[Optional[int]]) -> Optional[int]:
+    return max(counts) if counts and None not in counts else None  # type: ignore[type-var]
 
 
 def _root(key: str) -> str:
