@@ -61,7 +61,8 @@ _TENSOR_FUNCTIONS = frozenset({
 
 class ModelSize:
     """`parameters(module)`: the estimated parameter count of a module expression, or None; `is_toy_model`;
-    `trains_few_tensors(params)` for an optimizer's parameter argument; `is_toy_tensor(expr)`."""
+    `trains_few_tensors(owners)` for the modules an optimizer's parameters come from; `is_toy_tensor(expr)`;
+    `toy_loop(loop)`."""
 
     def __init__(self, model: SemanticModel) -> None:
         self.m = model
@@ -104,8 +105,10 @@ class ModelSize:
             for arg in call.args:
                 if arg.star or arg.keyword is not None:
                     return None
-                value = arg.value
-                children.extend(e.value for e in value.elements) if isinstance(value, (cst.List, cst.Tuple)) else children.append(value)
+                if isinstance(arg.value, (cst.List, cst.Tuple)):  # `nn.ModuleList([...])`
+                    children.extend(e.value for e in arg.value.elements)
+                else:
+                    children.append(arg.value)
             counts = [self._child(child, env, depth + 1) for child in children]
             return None if None in counts else sum(counts)  # type: ignore[arg-type]
         if layer in _PARAMETER_FREE or layer.endswith("Loss"):
@@ -235,7 +238,7 @@ class ModelSize:
             values = {self.integer(w.value, env, depth + 1) for w in writes if w.value is not None}
             return values.pop() if len(writes) == 1 and len(values) == 1 else None
         if isinstance(expr, cst.Name):
-            if self.m.dataflow._is_parameter(expr.value, self.m.scope_of(expr)):
+            if any(isinstance(b, cst.Param) for b in self.m.bindings_of(expr.value, expr)):
                 return None  # a parameter not bound by the construction
             resolved = self.m.values.resolve(expr)
             value = resolved.value if resolved is not None else None
