@@ -318,12 +318,10 @@ class ModelSize:
         return None
 
     def trains_few_tensors(self, owners: list[cst.BaseExpression]) -> bool:
-        """An optimizer over the `.parameters()` of `owners` updates a handful of tensors:
-        a toy model's, a new head of a frozen model (`model.fc.parameters()`), or the trainable ones of a
-        frozen or PEFT model (`filter(lambda p: p.requires_grad, model.parameters())`, `model.parameters()`
-        after `model.requires_grad_(False)` / `get_peft_model(model, config)`)."""
-        if owners and all(self.is_toy_model(owner) for owner in owners):
-            return True
+        """An optimizer over the `.parameters()` of `owners` updates a handful of tensors: a new head of a
+        frozen model (`model.fc.parameters()`), or the trainable ones of a frozen or PEFT model
+        (`filter(lambda p: p.requires_grad, model.parameters())`, `model.parameters()` after
+        `model.requires_grad_(False)` / `get_peft_model(model, config)`)."""
         frozen = self.frozen_roots
         keys = [dotted_name(owner) for owner in owners]
         if not owners or not frozen or None in keys:

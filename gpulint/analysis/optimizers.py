@@ -27,7 +27,7 @@ class AdamCall:
     arguments: dict[str, cst.Arg]  # the implementation switches given: `fused`, `foreach`, `differentiable`
     on_gpu: bool  # its parameters are on a CUDA device when it steps
     on_gpu_when_built: bool  # ... already when it is constructed (older torch checks `fused` there)
-    few_tensors: bool  # it updates a handful of tensors: a toy model, a new head, adapters (`analysis/model_size.py`)
+    few_tensors: bool  # it updates a handful of tensors: a frozen model's new head, adapters (`analysis/model_size.py`)
 
 
 def adam_calls(model: SemanticModel) -> list[AdamCall]:

@@ -31,7 +31,7 @@ class OptimizerNotFused(Rule):
             if not adam.on_gpu or "fused" in adam.arguments or "differentiable" in adam.arguments:
                 continue  # `fused=` given (a choice, or a flag), or `differentiable=True`, which fused does not support
             if adam.few_tensors:
-                continue  # a toy model, a new head or adapters: the update is negligible next to the forward
+                continue  # a frozen model's new head or adapters: the update is negligible next to the forward
             foreach = adam.arguments.get("foreach")
             resolved = model.values.resolve(foreach.value) if foreach is not None else None
             if foreach is not None and (resolved is None or resolved.value is not False):
