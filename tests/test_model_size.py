@@ -194,6 +194,35 @@ def test_a_toy_model_on_loader_batches_keeps_the_per_step_sync():
     assert codes(source) == ["GPU303"]  # the model is toy (no GPU901/902), the data is not known to be (SGD: no GPU904)
 
 
+def test_a_model_of_unknown_size_called_through_forward_keeps_the_sync():
+    """The loss module is parameter-free (toy), the model is a pretrained one: not a toy loop."""
+    source = textwrap.dedent(
+        """\
+        import torch
+        import torchvision
+        from torch import nn
+
+        X = torch.rand(100, 3, 32, 32, device="cuda")
+        y = torch.randint(0, 2, (100,), device="cuda")
+        model = torchvision.models.densenet121(pretrained=True).cuda()
+        criterion = nn.NLLLoss()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+        for epoch in range(10):
+            loss = criterion(model.forward(X), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            print(loss.item())
+        """
+    )
+    assert "GPU303" in codes(source)
+
+
+def test_a_model_class_without_layers_is_a_stub_not_a_toy_model():
+    source = toy_script("class Stub(nn.Module):\n    def __init__(self):\n        super().__init__()\nmodel = Stub()")
+    assert {"GPU901", "GPU902"} <= set(codes(source))
+
+
 def test_a_toy_convolutional_model_keeps_gpu901_and_gpu902():
     """A convolution's work grows with the image, not with its parameters."""
     source = toy_script("model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.Flatten(), nn.LazyLinear(1))")

@@ -95,8 +95,9 @@ class ModelSize:
         return None
 
     def is_toy_model(self, expr: cst.BaseExpression) -> bool:
+        """At most `TOY_PARAMETERS` parameters; none at all is a stub to fill in (an exercise), not a model."""
         count = self.parameters(expr)
-        return count is not None and count <= TOY_PARAMETERS
+        return count is not None and 0 < count <= TOY_PARAMETERS
 
     def _layer(self, call: cst.Call, layer: str, env: dict[str, int], depth: int) -> Optional[int]:
         """A `torch.nn` layer's parameters (containers: their children's)."""
@@ -338,17 +339,21 @@ class ModelSize:
         return self._toy_loops[loop]
 
     def _runs_toy_models(self, loop: cst.CSTNode) -> bool:
-        m = self.m
-        residency = m.residency
-        runs = [c for c in m.calls_inside(loop) if residency.is_module(c.func) or residency.is_gpu_module(c.func)]
-        for call in runs:
-            count = self.parameters(call.func)
+        residency = self.m.residency
+        models = 0
+        for call in self.m.calls_inside(loop):
+            func = call.func
+            module = func.value if isinstance(func, cst.Attribute) and func.attr.value == "forward" else func
+            if not (residency.is_module(module) or residency.is_gpu_module(module)):
+                continue
+            count = self.parameters(module)
             if count is None or count > TOY_PARAMETERS:
                 return False
             inputs = [a.value for a in call.args if not a.star and a.keyword is None]
             if count and not (inputs and all(self.is_toy_tensor(i) for i in inputs)):
                 return False
-        return bool(runs)
+            models += count > 0
+        return models > 0  # a loss module alone is not a toy model
 
     def is_toy_tensor(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
         """A tensor written or generated in the code with at most `TOY_ELEMENTS` elements: `torch.rand(100, 2)`,
