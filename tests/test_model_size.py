@@ -125,6 +125,26 @@ model = Net()
     assert estimate(source) is None
 
 
+def test_a_subclass_of_another_model_class_has_no_estimate():
+    source = """\
+from torch import nn
+
+class Base(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Linear(4096, 4096)
+
+class Net(Base):
+    def __init__(self):
+        super().__init__()
+        self.head = nn.Linear(4096, 1)
+
+model = Net()
+"""
+    assert estimate(source) is None
+    assert estimate(source.replace("model = Net()", "model = Base()")) == 4096 * 4096 + 4096
+
+
 def test_a_method_that_builds_layers_called_twice_has_no_estimate():
     source = """\
 from torch import nn

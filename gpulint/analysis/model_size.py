@@ -159,6 +159,8 @@ class ModelSize:
         once; None when one of them builds anything else (a pretrained model, a class of another module) or
         builds layers in a loop."""
         m = self.m
+        if m.classes[node.name.value].bases != ["torch.nn.Module"]:
+            return None  # layers a base class builds are not read
         env = self._constructor_arguments(node, call)
         total = 0
         for statement in node.body.body if isinstance(node.body, cst.IndentedBlock) else ():
@@ -192,7 +194,7 @@ class ModelSize:
 
     def _constructor_arguments(self, node: cst.ClassDef, call: Optional[cst.Call]) -> dict[str, int]:
         """`__init__`'s integer parameters as this construction binds them (arguments, else defaults)."""
-        init = self.m.classes[node.name.value].methods.get("__init__") if node.name.value in self.m.classes else None
+        init = self.m.classes[node.name.value].methods.get("__init__")
         if init is None:
             return {}
         params = [p for p in init.params.params if p.name.value != "self"]
