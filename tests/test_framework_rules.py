@@ -386,7 +386,7 @@ def test_adam_on_cuda_parameters_without_fused():
         import torch
         from torch import nn
 
-        model = nn.Linear(512, 10).cuda()
+        model = nn.Linear(4096, 4096).cuda()
         optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
         slow = torch.optim.Adam(model.parameters(), lr=1e-3, foreach=False)
         """

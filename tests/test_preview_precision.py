@@ -80,7 +80,7 @@ def test_no_fix_when_torch_is_not_imported_at_the_top():
         sys.path.insert(0, ".")
         import torch
 
-        model = torch.nn.Linear(4, 1).cuda()
+        model = torch.nn.Linear(4096, 4096).cuda()
         for x in batches:
             model(x.cuda()).sum().backward()
         """
@@ -92,7 +92,7 @@ def test_module_level_training_loop_counts_as_a_script():
     source = """\
         import torch as th
 
-        model = th.nn.Sequential(th.nn.Linear(4, 4)).cuda()
+        model = th.nn.Sequential(th.nn.Linear(4096, 4096)).cuda()
         opt = th.optim.Adam(model.parameters())
         for x in batches:
             model(x.cuda()).sum().backward()

@@ -815,6 +815,12 @@ class SemanticModel:
         return StreamAnalysis(self)
 
     @cached_property
+    def model_size(self):
+        from gpulint.analysis.model_size import ModelSize
+
+        return ModelSize(self)
+
+    @cached_property
     def batch_cost(self):
         from gpulint.analysis.batch_cost import BatchCost
 

@@ -27,6 +27,7 @@ class AdamCall:
     arguments: dict[str, cst.Arg]  # the implementation switches given: `fused`, `foreach`, `differentiable`
     on_gpu: bool  # its parameters are on a CUDA device when it steps
     on_gpu_when_built: bool  # ... already when it is constructed (older torch checks `fused` there)
+    few_tensors: bool  # it updates a handful of tensors: a frozen model's new head, adapters (`analysis/model_size.py`)
 
 
 def adam_calls(model: SemanticModel) -> list[AdamCall]:
@@ -41,8 +42,10 @@ def adam_calls(model: SemanticModel) -> list[AdamCall]:
             continue
         switches = {a.keyword.value: a for a in call.args if a.keyword is not None and a.keyword.value in ("fused", "foreach", "differentiable")}
         params = next((a.value for a in call.args if a.keyword is None or a.keyword.value == "params"), None)
-        placement = [_placement(model, receiver, call) for receiver in _parameter_owners(model, params)] if params is not None else []
-        found.append(AdamCall(call, name, switches, bool(placement) and all(p is not None for p in placement), bool(placement) and all(placement)))
+        owners = _parameter_owners(model, params) if params is not None else []
+        placement = [_placement(model, receiver, call) for receiver in owners]
+        few = model.model_size.trains_few_tensors(owners)
+        found.append(AdamCall(call, name, switches, bool(placement) and all(p is not None for p in placement), bool(placement) and all(placement), few))
     return found
 
 

@@ -1020,7 +1020,9 @@ class Residency:
                 return ancestor
             if isinstance(ancestor, cst.Try) and child is not ancestor.body:
                 return ancestor
-            if isinstance(ancestor, (cst.If, cst.While)) and child is ancestor.body and self._rate_limiting(ancestor.test, loop_targets):
+            if isinstance(ancestor, (cst.If, cst.While)) and child is ancestor.body and (
+                self._rate_limiting(ancestor.test, loop_targets) or self._first_pass(ancestor.test, loop)
+            ):
                 return ancestor
             child = ancestor
         return None
@@ -1048,7 +1050,24 @@ class Residency:
         if not isinstance(guard, cst.If):
             return False
         loop_targets = {dotted_name(t) for t in _names_in(loop.target)} if isinstance(loop, cst.For) else set()
-        return self._once(guard.test, loop_targets)
+        return self._once(guard.test, loop_targets) or self._first_pass(guard.test, loop)
+
+    def _first_pass(self, test: cst.BaseExpression, loop: Loop) -> bool:
+        """`if preds is None:` where `preds = None` before the loop and the loop sets it to something else:
+        the branch runs on the first pass only (the first batch starts the result, later ones extend it)."""
+        if not (isinstance(test, cst.Comparison) and isinstance(test.left, cst.Name) and len(test.comparisons) == 1):
+            return False
+        comparison = test.comparisons[0]
+        if not (isinstance(comparison.operator, cst.Is) and literal_value(comparison.comparator) == (True, None)):
+            return False
+        flow = self.flow
+        writes = flow.writes_in_scope(test.left.value, self.model.scope_of(test))
+        inside = [w for w in writes if flow.inside(w.statement, loop)]
+        before = [w for w in writes if not flow.inside(w.statement, loop) and flow.before(w.statement, loop)]
+        return (
+            bool(inside) and any(w.value is not None and literal_value(w.value) == (True, None) for w in before)
+            and all(w.value is not None and literal_value(w.value) != (True, None) for w in inside)
+        )  # fmt: skip
 
     def _once(self, test: cst.BaseExpression, loop_targets: set) -> bool:
         model = self.model
@@ -1089,6 +1108,21 @@ class Residency:
                 return True
         return False
 
+    def measures_latency(self, loop: Loop) -> bool:
+        """The loop reads a clock before and after running a model (`t0 = time.perf_counter(); out = model(x);
+        times.append(time.perf_counter() - t0)`): it times each step, and waiting for the GPU is part of that."""
+        model, flow = self.model, self.flow
+        calls = model.calls_inside(loop)
+        clocks = [c for c in calls if self._reads_clock(c)]
+        runs = [c for c in calls if self.is_module(c.func) or self.is_gpu_module(c.func)]
+        return any(flow.before(a, run) and flow.before(run, b) for run in runs for a in clocks for b in clocks)
+
+    def _reads_clock(self, call: cst.Call) -> bool:
+        """`time.perf_counter()` and the like, or CUDA events' `elapsed_time`."""
+        if self.model.call_name(call) in _TIMERS:
+            return True
+        return isinstance(call.func, cst.Attribute) and call.func.attr.value == "elapsed_time"
+
     def frees_memory_beside(self, node: cst.CSTNode) -> bool:
         """A `del` or `gc.collect()` next to `node`'s statement (in its block, or around the `if` that holds
         it): `node` is part of releasing memory on purpose, as after `del pipeline` between phases."""
@@ -1117,12 +1151,7 @@ class Residency:
         model = self.model
         loops = model.enclosing_loops(node)
         region = loops[0] if loops else model.scope_of(node)
-        for call in model.calls_inside(region):
-            if model.call_name(call) in _TIMERS:
-                return True
-            if isinstance(call.func, cst.Attribute) and call.func.attr.value == "elapsed_time":
-                return True
-        return False
+        return any(self._reads_clock(call) for call in model.calls_inside(region))
 
 
 @dataclass(frozen=True)

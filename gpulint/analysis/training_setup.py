@@ -49,6 +49,7 @@ class TrainingSetup:
     tf32_configured: bool
     cudnn_configured: bool  # `cudnn.benchmark`, `cudnn.deterministic`, `use_deterministic_algorithms`
     convolutions: bool
+    toy_models: bool  # every model moved to CUDA is a toy model of linear layers (`analysis/model_size.py`)
 
     @property
     def cuda_training_script(self) -> bool:
@@ -135,6 +136,7 @@ def find_training_setup(model: SemanticModel) -> TrainingSetup:
     hot = [loop for loop in model.loops if is_hot(model, loop)]
     entry = model.has_main_guard or any(model.enclosing_function(loop) is None for loop in hot)
     backward = next((c for c in model.method_calls("backward")), None)
+    convolutions = any((model.call_name(c) or "").startswith(_CONVOLUTIONS + _CONV_NET_FACTORIES) for c in model.calls)
     return TrainingSetup(
         model_moves=moves,
         entry_script=entry,
@@ -144,5 +146,7 @@ def find_training_setup(model: SemanticModel) -> TrainingSetup:
         non_float32_parameters=_non_float32_parameters(model),
         tf32_configured=any(a.attr.value in _TF32_SETTINGS for a in model.attributes),
         cudnn_configured=any(model.qualified_name(a) in _CUDNN_SETTINGS for a in model.attributes),
-        convolutions=any((model.call_name(c) or "").startswith(_CONVOLUTIONS + _CONV_NET_FACTORIES) for c in model.calls),
+        convolutions=convolutions,
+        # A convolution's work grows with the image, not with its parameters: only linear toy models.
+        toy_models=bool(moves) and not convolutions and all(model.model_size.is_toy_model(m.func.value) for m in moves),
     )

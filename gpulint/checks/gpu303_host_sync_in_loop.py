@@ -30,6 +30,10 @@ class HostSyncInLoop(Rule):
             loop, role = residency.step_loop(sync.node)
             if role not in (TRAIN, EVAL) or residency.rate_limit_guard(sync.node, loop) is not None:
                 continue
+            if role == EVAL and residency.measures_latency(loop):
+                continue  # timing each prediction: the wait is part of the measurement
+            if model.model_size.toy_loop(loop):
+                continue  # a toy model on toy tensors: a step is microseconds, waiting costs nothing worth a report
             statements.setdefault(id(model.enclosing_statement(sync.node)), []).append((sync, loop, role))
         for found in statements.values():
             found.sort(key=lambda item: model.dataflow.order[item[0].node])

@@ -29,6 +29,8 @@ class NoMixedPrecision(Rule):
             return
         if setup.mixed_precision or setup.non_float32_parameters:
             return  # already mixed or reduced precision, or a framework decides, or float64 on purpose
+        if setup.toy_models:
+            return  # a few thousand parameters: launch-bound, the Tensor Cores change nothing
         message = (
             "this script trains on CUDA in float32 only: run the forward pass and the loss under "
             '`torch.autocast("cuda", dtype=torch.bfloat16)` (or float16 with `torch.amp.GradScaler("cuda")`) '

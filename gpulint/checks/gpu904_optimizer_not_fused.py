@@ -30,6 +30,8 @@ class OptimizerNotFused(Rule):
         for adam in adam_calls(model):
             if not adam.on_gpu or "fused" in adam.arguments or "differentiable" in adam.arguments:
                 continue  # `fused=` given (a choice, or a flag), or `differentiable=True`, which fused does not support
+            if adam.few_tensors:
+                continue  # a frozen model's new head or adapters: the update is negligible next to the forward
             foreach = adam.arguments.get("foreach")
             resolved = model.values.resolve(foreach.value) if foreach is not None else None
             if foreach is not None and (resolved is None or resolved.value is not False):

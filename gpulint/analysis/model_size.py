@@ -1,0 +1,536 @@
+"""Model size: how many parameters a model built in this module has, how many of them the code trains, and
+whether the tensors it trains on are toy data written in the code.
+
+Mixed precision, TF32 and a fused optimizer pay off with the work of the matrix multiplications and of the
+update; a model of a few thousand parameters (`nn.Linear(2, 10)`, `nn.Linear(10, 1)`) is bound by kernel
+launches, and an optimizer over a new head or LoRA adapters updates a handful of tensors. The sizes are read
+from literal constructor arguments only: a layer sized from a config, an argument of unknown value, a
+pretrained model (`from_pretrained`, `timm.create_model`, torchvision) or a class of another module has no
+estimate, and the rules keep reporting it.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import cached_property
+from typing import TYPE_CHECKING, Optional
+
+import libcst as cst
+
+from gpulint.analysis.imports import dotted_name
+from gpulint.analysis.value_resolution import literal_value
+
+if TYPE_CHECKING:
+    from gpulint.analysis.model import SemanticModel
+
+# At most this many parameters: each layer is a matmul of a few kilobytes, launch-bound on any GPU.
+TOY_PARAMETERS = 100_000
+# At most this many elements in a tensor written or generated in the code (`torch.rand(100, 2)`).
+TOY_ELEMENTS = 1_000_000
+_MAX_DEPTH = 8
+
+# torch.nn modules without parameters (activations, pooling, dropout, reshaping, losses).
+_PARAMETER_FREE = frozenset({
+    "ReLU", "ReLU6", "LeakyReLU", "Sigmoid", "Tanh", "Softmax", "LogSoftmax", "Softplus", "Softsign", "GELU", "ELU",
+    "SELU", "CELU", "SiLU", "Mish", "Hardtanh", "Hardswish", "Hardsigmoid", "Tanhshrink", "LogSigmoid", "Threshold",
+    "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "MaxPool1d", "MaxPool2d", "MaxPool3d",
+    "AvgPool1d", "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d",
+    "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "Flatten", "Unflatten", "Identity", "Upsample",
+    "PixelShuffle", "PixelUnshuffle", "ZeroPad2d", "ConstantPad1d", "ConstantPad2d", "ReflectionPad2d",
+    "ReplicationPad2d", "Sequential", "ModuleList",
+})  # fmt: skip
+_RECURRENT_GATES = {"RNN": 1, "GRU": 3, "LSTM": 4}
+_FREEZING_CALLS = ("get_peft_model", "prepare_model_for_kbit_training", "PeftModel", "mark_only_lora_as_trainable")
+_TOY_GENERATORS = frozenset({
+    "make_circles", "make_moons", "make_blobs", "make_classification", "make_regression", "make_swiss_roll",
+    "make_s_curve", "make_gaussian_quantiles", "make_friedman1",
+})  # fmt: skip
+_TORCH_FACTORIES = frozenset({"rand", "randn", "randint", "zeros", "ones", "empty", "full", "normal"})
+_RANGES = frozenset({"arange", "linspace", "logspace"})
+# What keeps a tensor toy data: conversions, reshaping and arithmetic of toy data.
+_TENSOR_METHODS = frozenset({
+    "float", "double", "long", "int", "to", "cuda", "view", "reshape", "unsqueeze", "squeeze", "t", "pow", "sin", "cos",
+    "exp", "abs", "clone", "detach", "type", "astype", "requires_grad_", "flatten", "numpy",
+})  # fmt: skip
+_TENSOR_FUNCTIONS = frozenset({
+    "torch.from_numpy", "torch.tensor", "torch.as_tensor", "torch.Tensor", "torch.FloatTensor", "torch.LongTensor",
+    "torch.unsqueeze", "torch.squeeze", "torch.sin", "torch.cos", "torch.exp", "torch.pow", "torch.cat", "torch.stack",
+    "numpy.array", "numpy.asarray", "torch.autograd.Variable",
+})  # fmt: skip
+
+
+class ModelSize:
+    """`parameters(module)`: the estimated parameter count of a module expression, or None; `is_toy_model`;
+    `trains_few_tensors(owners)` for the modules an optimizer's parameters come from; `is_toy_tensor(expr)`;
+    `toy_loop(loop)`."""
+
+    def __init__(self, model: SemanticModel) -> None:
+        self.m = model
+        self._toy_loops: dict[cst.CSTNode, bool] = {}
+
+    # ---- parameter counts ---------------------------------------------------------------------------
+
+    def parameters(self, expr: cst.BaseExpression, depth: int = 0) -> Optional[int]:
+        """The parameters of the module `expr` builds or names, from literal layer sizes; None when unknown."""
+        m = self.m
+        if depth > _MAX_DEPTH:
+            return None
+        if isinstance(expr, cst.Call):
+            func = expr.func
+            if isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda", "float", "train", "eval"):
+                return self.parameters(func.value, depth + 1)
+            name = m.call_name(expr) or ""
+            if name.startswith("torch.nn."):
+                return self._layer(expr, name.rsplit(".", 1)[1], {}, depth)
+            info = m.local_class_of(name)
+            if info is not None and m.is_subclass_of(info.node.name.value, "torch.nn.Module"):
+                return self._class(info.node, expr, depth + 1)
+            return None
+        if isinstance(expr, (cst.Name, cst.Attribute)):
+            key = dotted_name(expr)
+            writes = m.dataflow.reaching_writes(key, expr) if key is not None else []
+            return _largest([self.parameters(w.value, depth + 1) if w.value is not None else None for w in writes])
+        if isinstance(expr, cst.IfExp):  # `nn.ReLU() if relu else nn.Tanh()`
+            return _largest([self.parameters(expr.body, depth + 1), self.parameters(expr.orelse, depth + 1)])
+        return None
+
+    def is_toy_model(self, expr: cst.BaseExpression) -> bool:
+        """At most `TOY_PARAMETERS` parameters; none at all is a stub to fill in (an exercise), not a model."""
+        count = self.parameters(expr)
+        return count is not None and 0 < count <= TOY_PARAMETERS
+
+    def _layer(self, call: cst.Call, layer: str, env: dict[str, int], depth: int) -> Optional[int]:
+        """A `torch.nn` layer's parameters (containers: their children's)."""
+        if layer in ("Sequential", "ModuleList"):
+            children: list[cst.BaseExpression] = []
+            for arg in call.args:
+                if arg.star or arg.keyword is not None:
+                    return None
+                if isinstance(arg.value, (cst.List, cst.Tuple)):  # `nn.ModuleList([...])`
+                    children.extend(e.value for e in arg.value.elements)
+                else:
+                    children.append(arg.value)
+            counts = [self._child(child, env, depth + 1) for child in children]
+            return None if None in counts else sum(counts)  # type: ignore[arg-type]
+        if layer in _PARAMETER_FREE or layer.endswith("Loss"):
+            return 0
+        size = _Arguments(self, call, env)
+        if layer == "Linear":
+            n_in, n_out = size.int(0, "in_features"), size.int(1, "out_features")
+            return None if n_in is None or n_out is None else n_in * n_out + n_out
+        if layer.startswith(("Conv", "ConvTranspose")) and layer[-2:] in ("1d", "2d", "3d"):
+            n_in, n_out, kernel = size.int(0, "in_channels"), size.int(1, "out_channels"), size.kernel(2, int(layer[-2]))
+            groups = size.int(None, "groups", default=1)
+            if None in (n_in, n_out, kernel, groups) or not groups:
+                return None
+            return n_in * n_out * kernel // groups + n_out  # type: ignore[operator]
+        if layer == "Embedding":
+            rows, dim = size.int(0, "num_embeddings"), size.int(1, "embedding_dim")
+            return None if rows is None or dim is None else rows * dim
+        if layer.startswith(("BatchNorm", "InstanceNorm")) or layer == "LayerNorm":
+            features = size.int(0, "num_features" if layer != "LayerNorm" else "normalized_shape")
+            return None if features is None else 2 * features
+        if layer == "GroupNorm":
+            channels = size.int(1, "num_channels")
+            return None if channels is None else 2 * channels
+        if layer == "PReLU":
+            return size.int(0, "num_parameters", default=1)
+        if layer in _RECURRENT_GATES:
+            n_in, hidden = size.int(0, "input_size"), size.int(1, "hidden_size")
+            layers = size.int(2, "num_layers", default=1)
+            directions = 2 if size.flag("bidirectional") else 1
+            if None in (n_in, hidden, layers):
+                return None
+            gates = _RECURRENT_GATES[layer] * hidden  # type: ignore[operator]
+            first = gates * (n_in + hidden + 2)  # type: ignore[operator]
+            rest = gates * (hidden * directions + hidden + 2)  # type: ignore[operator]
+            return directions * (first + rest * (layers - 1))  # type: ignore[operator]
+        return None
+
+    def _child(self, expr: cst.BaseExpression, env: dict[str, int], depth: int) -> Optional[int]:
+        if isinstance(expr, cst.Call):
+            name = self.m.call_name(expr) or ""
+            if name.startswith("torch.nn."):
+                return self._layer(expr, name.rsplit(".", 1)[1], env, depth)
+        return self.parameters(expr, depth)
+
+    def _class(self, node: cst.ClassDef, call: Optional[cst.Call], depth: int) -> Optional[int]:
+        """A module class of this module: the sum of the layers its methods (but `forward`) build, each built
+        once; None when one of them builds anything else (a pretrained model, a class of another module) or
+        builds layers in a loop."""
+        m = self.m
+        if m.classes[node.name.value].bases != ["torch.nn.Module"]:
+            return None  # layers a base class builds are not read
+        env = self._constructor_arguments(node, call)
+        total = 0
+        for statement in node.body.body if isinstance(node.body, cst.IndentedBlock) else ():
+            if not isinstance(statement, cst.FunctionDef) or statement.name.value == "forward":
+                continue
+            for inner in m.calls_inside(statement):
+                if any(m.is_inside(loop, statement) for loop in m.enclosing_loops(inner)) or _in_comprehension(m, inner, statement):
+                    if _builds_module(m, inner):
+                        return None  # built once per iteration: no count
+                    continue
+                if _inside_container(m, inner):
+                    continue  # counted with its `nn.Sequential(...)` / `nn.ModuleList([...])`
+                if _calls_own_method(inner) and _called_again(m, inner, node):
+                    return None  # a method that builds layers, called more than once
+                name = m.call_name(inner) or ""
+                if name.startswith("torch.nn.") and name.rsplit(".", 1)[1][:1].isupper():
+                    if name == "torch.nn.Parameter":
+                        count = self._tensor_elements(inner.args[0].value, env) if inner.args else None
+                    else:
+                        count = self._layer(inner, name.rsplit(".", 1)[1], env, depth + 1)
+                elif (info := m.local_class_of(name)) is not None and m.is_subclass_of(info.node.name.value, "torch.nn.Module"):
+                    count = self._class(info.node, inner, depth + 1) if depth < _MAX_DEPTH else None
+                elif _harmless(m, inner):
+                    continue
+                else:
+                    return None
+                if count is None:
+                    return None
+                total += count
+        return total
+
+    def _constructor_arguments(self, node: cst.ClassDef, call: Optional[cst.Call]) -> dict[str, int]:
+        """`__init__`'s integer parameters as this construction binds them (arguments, else defaults)."""
+        init = self.m.classes[node.name.value].methods.get("__init__")
+        if init is None:
+            return {}
+        params = [p for p in init.params.params if p.name.value != "self"]
+        given: dict[str, cst.BaseExpression] = {}
+        for position, arg in enumerate(call.args if call is not None else ()):
+            if arg.star:
+                return {}
+            if arg.keyword is not None:
+                given[arg.keyword.value] = arg.value
+            elif position < len(params):
+                given[params[position].name.value] = arg.value
+        env: dict[str, int] = {}
+        for param in [*params, *init.params.kwonly_params]:
+            value = given.get(param.name.value, param.default)
+            number = self.integer(value, {}) if value is not None else None
+            if number is not None:
+                env[param.name.value] = number
+        return env
+
+    def integer(self, expr: cst.BaseExpression, env: dict[str, int], depth: int = 0) -> Optional[int]:
+        """An integer written in the code: a literal, a constant, a constructor argument, arithmetic of those."""
+        if depth > _MAX_DEPTH:
+            return None
+        ok, value = literal_value(expr)
+        if ok:
+            return value if isinstance(value, int) and not isinstance(value, bool) else None
+        if isinstance(expr, cst.Name) and expr.value in env:
+            return env[expr.value]
+        if isinstance(expr, cst.BinaryOperation):
+            left, right = self.integer(expr.left, env, depth + 1), self.integer(expr.right, env, depth + 1)
+            if left is None or right is None:
+                return None
+            if isinstance(expr.operator, cst.Add):
+                return left + right
+            if isinstance(expr.operator, cst.Subtract):
+                return left - right
+            if isinstance(expr.operator, cst.Multiply):
+                return left * right
+            if isinstance(expr.operator, cst.FloorDivide) and right:
+                return left // right
+            return None
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+            writes = self.m.dataflow.reaching_writes(f"self.{expr.attr.value}", expr)
+            values = {self.integer(w.value, env, depth + 1) for w in writes if w.value is not None}
+            return values.pop() if len(writes) == 1 and len(values) == 1 else None
+        if isinstance(expr, cst.Name):
+            if any(isinstance(b, cst.Param) for b in self.m.bindings_of(expr.value, expr)):
+                return None  # a parameter not bound by the construction
+            resolved = self.m.values.resolve(expr)
+            value = resolved.value if resolved is not None else None
+            return value if isinstance(value, int) and not isinstance(value, bool) else None
+        return None
+
+    def _tensor_elements(self, expr: cst.BaseExpression, env: dict[str, int]) -> Optional[int]:
+        """`torch.zeros(3, 4)` / `torch.randn((3, 4))`: the element count from literal sizes."""
+        if not isinstance(expr, cst.Call):
+            return None
+        name = self.m.call_name(expr) or ""
+        if not (name.startswith("torch.") and name.rsplit(".", 1)[1] in _TORCH_FACTORIES):
+            return None
+        sizes = [a.value for a in expr.args if a.keyword is None and not a.star]
+        if name.endswith(("randint", "full", "normal")):
+            return None  # the first arguments are values, not sizes
+        if len(sizes) == 1 and isinstance(sizes[0], (cst.Tuple, cst.List)):
+            sizes = [e.value for e in sizes[0].elements]
+        counts = [self.integer(s, env) for s in sizes]
+        return math.prod(counts) if sizes and None not in counts else None  # type: ignore[arg-type]
+
+    # ---- what an optimizer trains ----------------------------------------------------------------------
+
+    @cached_property
+    def frozen_roots(self) -> frozenset[str]:
+        """Models whose parameters (or a part of them) the module freezes and never unfreezes:
+        `for p in model.features.parameters(): p.requires_grad = False`, `model.requires_grad_(False)` ->
+        `model`. Empty when the module also sets `requires_grad = True` somewhere (a GAN toggling its nets)."""
+        m = self.m
+        roots = set()
+        for call in m.method_calls("requires_grad_"):
+            ok, value = literal_value(call.args[0].value) if call.args else (True, True)
+            if not ok or value is not False:
+                return frozenset()
+            key = dotted_name(call.func.value)  # type: ignore[attr-defined]
+            if key is not None:
+                roots.add(_root(key))
+        for attribute in m.attributes:
+            if attribute.attr.value != "requires_grad":
+                continue
+            assignment = m.parent.get(m.parent.get(attribute))
+            if not isinstance(assignment, cst.Assign):
+                continue
+            ok, value = literal_value(assignment.value)
+            if not ok or value is not False:
+                return frozenset()
+            root = self._iterated_root(attribute.value)
+            if root is not None:
+                roots.add(root)
+        for call in m.calls:
+            name = m.call_name(call) or dotted_name(call.func) or ""
+            if name.rsplit(".", 1)[-1] in _FREEZING_CALLS and call.args:
+                key = dotted_name(call.args[0].value)
+                if key is not None:
+                    roots.add(_root(key))
+                target = m.parent.get(call)
+                if isinstance(target, cst.Assign) and len(target.targets) == 1 and (key := dotted_name(target.targets[0].target)):
+                    roots.add(_root(key))
+        for call in m.method_calls("print_trainable_parameters"):
+            key = dotted_name(call.func.value)  # type: ignore[attr-defined]
+            if key is not None:
+                roots.add(_root(key))
+        return frozenset(roots)
+
+    def _iterated_root(self, param: cst.BaseExpression) -> Optional[str]:
+        """`model` for `p` in `for p in model.features.parameters():` (or `for name, p in model.named_parameters()`)."""
+        m = self.m
+        if not isinstance(param, cst.Name):
+            return None
+        for loop in m.enclosing_loops(param):
+            if not isinstance(loop, cst.For) or param.value not in {n.value for n in _names(loop.target)}:
+                continue
+            iterated = loop.iter
+            if isinstance(iterated, cst.Call) and isinstance(iterated.func, cst.Attribute) and iterated.func.attr.value in ("parameters", "named_parameters"):
+                key = dotted_name(iterated.func.value)
+                return _root(key) if key is not None else None
+        return None
+
+    def trains_few_tensors(self, owners: list[cst.BaseExpression]) -> bool:
+        """An optimizer over the `.parameters()` of `owners` updates a handful of tensors: a new head of a
+        frozen model (`model.fc.parameters()`), or the trainable ones of a frozen or PEFT model
+        (`filter(lambda p: p.requires_grad, model.parameters())`, `model.parameters()` after
+        `model.requires_grad_(False)` / `get_peft_model(model, config)`)."""
+        frozen = self.frozen_roots
+        keys = [dotted_name(owner) for owner in owners]
+        if not owners or not frozen or None in keys:
+            return False
+        return all(_root(key) in frozen for key in keys)  # type: ignore[arg-type]
+
+    # ---- toy data ---------------------------------------------------------------------------------------
+
+    def toy_loop(self, loop: cst.CSTNode) -> bool:
+        """Every model the loop runs is a toy model, and the ones with parameters run on toy tensors (the
+        whole toy data set each step, no DataLoader): a step costs microseconds whatever it waits for."""
+        if loop not in self._toy_loops:
+            self._toy_loops[loop] = self._runs_toy_models(loop)
+        return self._toy_loops[loop]
+
+    def _runs_toy_models(self, loop: cst.CSTNode) -> bool:
+        residency = self.m.residency
+        models = 0
+        for call in self.m.calls_inside(loop):
+            func = call.func
+            module = func.value if isinstance(func, cst.Attribute) and func.attr.value == "forward" else func
+            if not (residency.is_module(module) or residency.is_gpu_module(module)):
+                continue
+            count = self.parameters(module)
+            if count is None or count > TOY_PARAMETERS:
+                return False
+            inputs = [a.value for a in call.args if not a.star and a.keyword is None]
+            if count and not (inputs and all(self.is_toy_tensor(i) for i in inputs)):
+                return False
+            models += count > 0
+        return models > 0  # a loss module alone is not a toy model
+
+    def is_toy_tensor(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
+        """A tensor written or generated in the code with at most `TOY_ELEMENTS` elements: `torch.rand(100, 2)`,
+        `torch.arange(0, 1, 0.02)`, `make_moons(n_samples=1000)`, numbers written out, and what conversions,
+        reshapes, slices and arithmetic make of them."""
+        m = self.m
+        if depth > _MAX_DEPTH:
+            return False
+        if isinstance(expr, (cst.Integer, cst.Float)):
+            return True
+        if isinstance(expr, (cst.List, cst.Tuple)):
+            return bool(expr.elements) and all(self.is_toy_tensor(e.value, depth + 1) for e in expr.elements if not isinstance(e, cst.StarredElement))
+        if isinstance(expr, cst.Call):
+            name = m.call_name(expr) or ""
+            tail = name.rsplit(".", 1)[-1]
+            if name.startswith("sklearn.") and tail in _TOY_GENERATORS:
+                samples = next((a.value for a in expr.args if a.keyword is not None and a.keyword.value == "n_samples"), None)
+                if samples is None and expr.args and expr.args[0].keyword is None:
+                    samples = expr.args[0].value
+                count = self.integer(samples, {}) if samples is not None else 100
+                return count is not None and count * 100 <= TOY_ELEMENTS
+            if name.startswith("torch.") and tail in _TORCH_FACTORIES | _RANGES:
+                elements = self._range_elements(expr) if tail in _RANGES else self._tensor_elements(expr, {})
+                return elements is not None and elements <= TOY_ELEMENTS
+            if name in _TENSOR_FUNCTIONS:
+                return bool(expr.args) and all(self.is_toy_tensor(a.value, depth + 1) for a in expr.args if a.keyword is None and not a.star)
+            func = expr.func
+            if isinstance(func, cst.Attribute) and func.attr.value in _TENSOR_METHODS:
+                return self.is_toy_tensor(func.value, depth + 1)
+            if isinstance(func, cst.Attribute) and func.attr.value == "size" or name == "len":
+                return True  # a shape: a few integers
+            return False
+        if isinstance(expr, cst.BinaryOperation):
+            return self.is_toy_tensor(expr.left, depth + 1) and self.is_toy_tensor(expr.right, depth + 1)
+        if isinstance(expr, cst.UnaryOperation):
+            return self.is_toy_tensor(expr.expression, depth + 1)
+        if isinstance(expr, cst.Subscript):
+            return self.is_toy_tensor(expr.value, depth + 1)
+        if isinstance(expr, (cst.Name, cst.Attribute)):
+            key = dotted_name(expr)
+            writes = m.dataflow.reaching_writes(key, expr) if key is not None else []
+            return bool(writes) and all(self._toy_write(w, depth + 1) for w in writes)
+        return False
+
+    def _toy_write(self, write, depth: int) -> bool:
+        if write.value is not None:
+            return self.is_toy_tensor(write.value, depth)
+        source = write.source  # `X, y = make_moons(...)`: each part of toy data is toy data
+        return source is not None and self.is_toy_tensor(source, depth)
+
+    def _range_elements(self, call: cst.Call) -> Optional[int]:
+        values = []
+        for arg in call.args[:3]:
+            if arg.keyword is not None or arg.star:
+                break
+            ok, value = literal_value(arg.value)
+            if not ok or not isinstance(value, (int, float)) or isinstance(value, bool):
+                return None
+            values.append(value)
+        name = (self.m.call_name(call) or "").rsplit(".", 1)[-1]
+        if name != "arange":
+            steps = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "steps"), None)
+            count = values[2] if len(values) == 3 else self.integer(steps, {}) if steps is not None else None
+            return int(count) if count is not None else None
+        if len(values) == 1:
+            return int(values[0])
+        if len(values) >= 2:
+            step = values[2] if len(values) == 3 else 1
+            return int(abs((values[1] - values[0]) / step)) if step else None
+        return None
+
+
+class _Arguments:
+    """A layer call's arguments by position or keyword, as integers."""
+
+    def __init__(self, sizes: ModelSize, call: cst.Call, env: dict[str, int]) -> None:
+        self.sizes, self.call, self.env = sizes, call, env
+
+    def value(self, position: Optional[int], keyword: str) -> Optional[cst.BaseExpression]:
+        for index, arg in enumerate(self.call.args):
+            if arg.keyword is not None and arg.keyword.value == keyword:
+                return arg.value
+            if arg.keyword is None and not arg.star and index == position:
+                return arg.value
+        return None
+
+    def int(self, position: Optional[int], keyword: str, default: Optional[int] = None) -> Optional[int]:
+        value = self.value(position, keyword)
+        return default if value is None else self.sizes.integer(value, self.env)
+
+    def kernel(self, position: int, dims: int) -> Optional[int]:
+        value = self.value(position, "kernel_size")
+        if isinstance(value, (cst.Tuple, cst.List)):
+            sides = [self.sizes.integer(e.value, self.env) for e in value.elements]
+            return None if None in sides else math.prod(sides)  # type: ignore[arg-type]
+        side = self.sizes.integer(value, self.env) if value is not None else None
+        return None if side is None else side**dims
+
+    def flag(self, keyword: str) -> bool:
+        value = self.value(None, keyword)
+        return value is not None and literal_value(value) != (True, False)
+
+
+def _largest(counts: list[Optional[int]]) -> Optional[int]:
+    return max(counts) if counts and None not in counts else None  # type: ignore[type-var]
+
+
+def _root(key: str) -> str:
+    """The model a dotted name belongs to: `model` for `model.features`, `self.net` for `self.net.fc`."""
+    parts = key.split(".")
+    return ".".join(parts[:2]) if parts[0] == "self" else parts[0]
+
+
+def _names(target: cst.BaseExpression) -> list[cst.Name]:
+    if isinstance(target, cst.Name):
+        return [target]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _names(e.value)]
+    return []
+
+
+def _in_comprehension(model: SemanticModel, node: cst.CSTNode, stop: cst.CSTNode) -> bool:
+    for ancestor in model.ancestors(node):
+        if ancestor is stop:
+            return False
+        if isinstance(ancestor, (cst.ListComp, cst.GeneratorExp, cst.SetComp, cst.DictComp)):
+            return True
+    return False
+
+
+def _inside_container(model: SemanticModel, call: cst.Call) -> bool:
+    """`nn.Linear(...)` written inside `nn.Sequential(...)` / `nn.ModuleList([...])`: the container counts it."""
+    for ancestor in model.ancestors(call):
+        if isinstance(ancestor, cst.Call):
+            return (model.call_name(ancestor) or "") in ("torch.nn.Sequential", "torch.nn.ModuleList")
+        if isinstance(ancestor, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+            return False
+    return False
+
+
+def _builds_module(model: SemanticModel, call: cst.Call) -> bool:
+    name = model.call_name(call) or ""
+    if name.startswith("torch.nn.") and name.rsplit(".", 1)[1][:1].isupper():
+        layer = name.rsplit(".", 1)[1]
+        return layer not in _PARAMETER_FREE or layer in ("Sequential", "ModuleList")
+    return model.local_class_of(name) is not None or not _harmless(model, call)
+
+
+def _calls_own_method(call: cst.Call) -> bool:
+    func = call.func
+    return isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"
+
+
+def _called_again(model: SemanticModel, call: cst.Call, cls: cst.ClassDef) -> bool:
+    """`self.block(...)` is called more than once in the class: what it builds would count once only."""
+    method = call.func.attr.value  # type: ignore[attr-defined]
+    calls = [c for c in model.method_calls(method) if _calls_own_method(c) and model.is_inside(c, cls)]
+    return len(calls) > 1 or any(model.enclosing_loops(c) for c in calls)
+
+
+def _harmless(model: SemanticModel, call: cst.Call) -> bool:
+    """A call in a module's set-up that builds no parameters: `super().__init__()`, its own methods
+    (read with the class), builtins, `torch` functions (`nn.init.*`, `torch.zeros` for a buffer), math."""
+    func = call.func
+    name = model.call_name(call) or ""
+    if isinstance(func, cst.Attribute):
+        receiver = func.value
+        if isinstance(receiver, cst.Name) and receiver.value == "self":
+            return True
+        if isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Name) and receiver.func.value == "super":
+            return True
+    if isinstance(func, cst.Name) and func.value in ("super", "range", "len", "int", "float", "list", "tuple", "dict", "zip", "enumerate", "isinstance", "print", "min", "max", "round", "abs", "getattr", "setattr", "hasattr"):
+        return not model.bindings_of(func.value, call)
+    if name.startswith(("torch.nn.init.", "torch.nn.functional.", "math.")):
+        return True
+    if name.startswith("torch.") and not name.startswith(("torch.nn.", "torch.hub")):
+        return True
+    return False
