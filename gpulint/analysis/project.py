@@ -90,7 +90,7 @@ class ModuleContext:
         argument to the GPU), "loader-consumed" (its loaders are iterated elsewhere)."""
         found = set()
         for callee in self.callees.values():
-            if callee.syncs or any(e[0] == "sync" for effects in callee.effects.values() for e in effects):
+            if callee.syncs or any(e[0] in ("sync", "shape") for effects in callee.effects.values() for e in effects):
                 found.add("helper-syncs")
             if any(e[0] == "move" for effects in callee.effects.values() for e in effects):
                 found.add("helper-moves")
@@ -388,10 +388,10 @@ class ProjectIndex:
                 _, line, non_blocking, loop, guarded = effect
                 if not guarded and loop not in steps:
                     yield ("move", f"{record.shown}:{line}", non_blocking)
-            elif kind == "sync":
+            elif kind in ("sync", "shape"):
                 _, what, line, certain, loop, guarded = effect
                 if not guarded and loop not in steps:
-                    yield ("sync", what, f"{record.shown}:{line}", certain)
+                    yield (kind, what, f"{record.shown}:{line}", certain)
             elif kind == "iter":
                 yield ("iter", f"{record.shown}:{f.loops[effect[1]][0]}")
             elif kind == "device":
@@ -407,8 +407,8 @@ class ProjectIndex:
 
     def _internal_syncs(self, record: _Record, f: FunctionSummary, steps: set[int]) -> Iterator[tuple]:
         for effect in f.effects.get(INTERNAL, ()):
-            if effect[0] == "sync" and not effect[4] and effect[3] not in steps:
-                yield ("sync", effect[1], f"{record.shown}:{effect[2]}")
+            if effect[0] in ("sync", "shape") and not effect[4] and effect[3] not in steps:
+                yield (effect[0], effect[1], f"{record.shown}:{effect[2]}")
             elif effect[0] == "synchronize" and not effect[3] and effect[2] not in steps:
                 yield ("synchronize", f"{record.shown}:{effect[1]}")
         for call in f.calls:
@@ -424,8 +424,8 @@ class ProjectIndex:
                     continue
                 param = _param_for(callee, slot, call[0])
                 for effect in callee.effects.get(param, ()) if param else ():
-                    if effect[0] == "sync":
-                        yield ("sync", effect[1], effect[2])
+                    if effect[0] in ("sync", "shape"):
+                        yield (effect[0], effect[1], effect[2])
 
     def value(self, record: _Record, f: FunctionSummary, value: Any, depth: int = 0) -> Any:
         """A summary value with the calls it depends on resolved: ("loader", ...), ("gpu_module",), ..."""
@@ -464,6 +464,8 @@ class ProjectIndex:
             return ("gpu",)
         if kind == "tuple":
             return ("tuple", tuple(self.value(record, f, part, depth + 1) for part in value[1]))
+        if kind == "made":
+            return None  # an instance kept in `self.x`: it only names the class its methods are looked up in
         return value
 
     # ---- what callers do with what a module defines -------------------------------------------------
