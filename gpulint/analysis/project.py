@@ -438,6 +438,8 @@ class ProjectIndex:
                 return ("gpu",)  # tied to sources, but made from a GPU tensor of its own
             if len(sources) != 1:
                 parts = [self.value(record, f, ("src", s), depth + 1) for s in sources]
+                if all(p is not None and p[0] == "param" for p in parts):
+                    return ("params", tuple(p[1] for p in parts))  # `cross_entropy(logits[keep], labels[keep])`
                 return ("gpu",) if any(p in (("gpu",), ("gpu_module",)) for p in parts) else None
             source = sources[0]
             if source.startswith("c:"):

@@ -619,6 +619,8 @@ class Residency:
                 if given is not None:
                     # what a GPU module it is given computes (`return model(**batch).loss`) is on the GPU too
                     return LIKELY if self.is_gpu_module(given) else self.level(given)
+            if returned[0] == "params":  # tensor operations on several of its arguments: where the GPU one is
+                return max((self.level(arg.value) for arg, param in model.arguments_to(call, callee) if param in returned[1]), default=NONE)
         if isinstance(func, cst.Name) and not model.bindings_of(func.value, call) or (
             isinstance(func, cst.Name) and func.value in model.functions
         ):

@@ -707,7 +707,7 @@ class _Reader:
             base = self.expr(node.value)
             index = self.expr(node.slice)
             if base is not None and base[0] in ("src", "gpu") and self.is_mask(node.slice):
-                self.shape(index, "boolean-mask indexing", node.lineno, certain=True)  # `x[mask]` runs `nonzero(mask)`
+                self.shape(index, "boolean-mask indexing", node.lineno, certain=False)  # `x[mask]` runs `nonzero(mask)`
             if base is not None and base[0] == "tuple" and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, int):
                 parts = base[1]
                 return parts[node.slice.value] if -len(parts) <= node.slice.value < len(parts) else None
@@ -1002,7 +1002,8 @@ class _Reader:
             return None
         if any(k.arg == "device" for k in node.keywords):
             return None
-        return _merge_tensor(*[a for a in [*args, *kwargs.values()] if a is not None]) if qualified.count(".") == 1 else None
+        tensor_op = qualified.count(".") == 1 or qualified.startswith("torch.nn.functional.")
+        return _merge_tensor(*[a for a in [*args, *kwargs.values()] if a is not None]) if tensor_op else None
 
     def loader_facts(self, node: ast.Call) -> dict:
         facts: dict[str, Any] = {"line": node.lineno}
