@@ -21,6 +21,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
+from gpulint.analysis import settings_files
 from gpulint.analysis.devices import BASE_EVIDENCE, gpu_context_reason
 from gpulint.analysis.summary import INTERNAL, MODULE_BODY, FunctionSummary, ModuleSummary, deep_sources, sources_of
 
@@ -79,6 +80,7 @@ class ModuleContext:
     # A class of this module -> the library classes it derives from through project classes in other modules
     # (`LitModel(Base)`, `Base(L.LightningModule)` in base.py: ["lightning.LightningModule"]).
     inherited: dict[str, list[str]] = field(default_factory=dict)
+    settings: dict[str, str] = field(default_factory=dict)  # setting files it may read -> content hash
 
     def callee(self, ref: Optional[str]) -> Optional[Callee]:
         return self.callees.get(ref) if ref else None
@@ -114,6 +116,7 @@ class ModuleContext:
             sorted((k, [c.to_json() for c in v]) for k, v in self.consumers.items()),
             sorted(self.inputs.items()),
             sorted(self.inherited.items()),
+            sorted(self.settings.items()),
         ]
         return hashlib.sha256(json.dumps(data, default=str).encode()).hexdigest()[:16]
 
@@ -639,6 +642,8 @@ class ProjectIndex:
             inherited = self.inherited_bases(record, name)
             if inherited:
                 context.inherited[name] = inherited
+        if summary.settings:
+            context.settings = settings_files.digest(str(path), summary.settings)
         self._contexts[path] = context
         return context
 

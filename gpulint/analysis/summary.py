@@ -142,6 +142,8 @@ class ModuleSummary:
     values: dict[str, Any] = field(default_factory=dict)  # module-level names bound once, and their value
     evidence: list[tuple[str, int]] = field(default_factory=list)  # own GPU evidence: (what, line)
     ok: bool = True  # False: `ast` could not parse the file (nothing is known about it)
+    # setting files it names: ("file", "configs/x.yaml") or ("hydra", <config_path>) (analysis/settings_files.py)
+    settings: list[tuple[str, str]] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return {
@@ -152,6 +154,7 @@ class ModuleSummary:
             "values": self.values,
             "evidence": self.evidence,
             "ok": self.ok,
+            "settings": self.settings,
         }
 
     @classmethod
@@ -164,6 +167,7 @@ class ModuleSummary:
             {k: _value(v) for k, v in data["values"].items()},
             [tuple(e) for e in data["evidence"]],
             data["ok"],
+            [tuple(e) for e in data.get("settings", ())],
         )
 
 
@@ -291,6 +295,7 @@ class _Builder:
         self.summary = ModuleSummary()
         self.module_defs: set[str] = set()  # functions and classes defined at module level
         self.scan_evidence = any(marker in text for marker in GPU_TEXT_MARKERS)
+        self.text = text
 
     def build(self) -> ModuleSummary:
         s = self.summary
@@ -311,6 +316,8 @@ class _Builder:
                 s.functions[stmt.name] = _Reader(self, stmt.name, stmt, None).run(stmt.body)
             elif isinstance(stmt, ast.ClassDef):
                 self._class(stmt)
+        if "yaml" in self.text or "yml" in self.text or "hydra" in self.text:
+            s.settings = _setting_files(self.tree)
         if self.scan_evidence:
             for what, line in _nested_gpu_attributes(self.tree, self.qualify):
                 self.evidence(what, line)
@@ -1164,6 +1171,22 @@ def _device_kind_of(node: Optional[ast.AST], reader: _Reader, mark: bool = True)
         if _DEVICE_NAME.search(last):
             return "cuda"
     return None
+
+
+def _setting_files(tree: ast.AST) -> list[tuple[str, str]]:
+    """YAML paths written as literals, and Hydra's `config_path=` literals: the files a module's settings may
+    come from (their contents are part of its context's digest)."""
+    found: list[tuple[str, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.endswith((".yaml", ".yml")):
+            entry = ("file", node.value)
+        elif isinstance(node, ast.keyword) and node.arg == "config_path" and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            entry = ("hydra", node.value.value)
+        else:
+            continue
+        if entry not in found and len(found) < 16:
+            found.append(entry)
+    return found
 
 
 def _nested_gpu_attributes(tree: ast.AST, qualify) -> Iterable[tuple[str, int]]:
