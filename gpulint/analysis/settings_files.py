@@ -49,7 +49,10 @@ def _scalar(node: Any) -> tuple[bool, Any]:
 
     if not isinstance(node, yaml.ScalarNode):
         return False, None
-    value = yaml.SafeLoader("").construct_object(node)
+    try:
+        value = yaml.SafeLoader("").construct_object(node)
+    except yaml.YAMLError:  # a tag the safe loader refuses (`!!python/name:...`)
+        return False, None
     if isinstance(value, str) and "${" in value:
         return False, None  # an interpolation: resolved at run time
     if isinstance(value, (bool, int, float, str)) or value is None:
