@@ -294,16 +294,23 @@ class ValueResolver:
         if model.call_name(binder.value) not in _YAML_LOADERS:
             return None
         source = binder.value.args[0].value
-        written = _string_value(source)
+        written = self._path_written(source)
         if isinstance(source, cst.Name):  # `with open("configs/x.yaml") as f: cfg = yaml.safe_load(f)`
             items = [i for a in model.ancestors(binder) if isinstance(a, cst.With) for i in a.items]
             source = next((i.item for i in items if i.asname is not None and dotted_name(i.asname.name) == source.value), source)
         opens = isinstance(source, cst.Call) and isinstance(source.func, cst.Name) and source.func.value == "open"
         if written is None and opens and source.args and not model.bindings_of("open", source):
-            written = _string_value(source.args[0].value)
+            written = self._path_written(source.args[0].value)
         path = settings_files.existing(model.path, written) if written else None
         found = settings_files.lookup(path, keys) if path is not None else None
         return (*found, path) if found is not None else None
+
+    def _path_written(self, expr: cst.BaseExpression) -> str | None:
+        """A YAML path given as a literal, a constant or an argparse default (`open(args.config)`)."""
+        if isinstance(expr, cst.Call):
+            return None
+        found = self.resolve(expr)
+        return found.value if found is not None and isinstance(found.value, str) and found.value.endswith((".yaml", ".yml")) else None
 
     def _is_dict_entry(self, expr: cst.BaseExpression) -> bool:
         """A value written in a dict (`{"num_workers": 0}`, `dict(num_workers=0)`, `kwargs.update(num_workers=0)`)."""
