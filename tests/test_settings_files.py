@@ -170,3 +170,33 @@ def test_setting_files_are_read_safely_and_bounded(tmp_path):
     large = tmp_path / "large.yaml"
     large.write_text("num_workers: 0\n" + "# padding\n" * 40000, encoding="utf-8")
     assert settings_files.lookup(str(large), ["num_workers"]) is None
+
+
+def test_a_yaml_path_from_an_argparse_default(tmp_path, monkeypatch):
+    script = """
+        import argparse
+
+        import torch
+        import yaml
+        from torch.utils.data import DataLoader
+
+        from data import Folder
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--config", default="configs/caption.yaml")
+        args = parser.parse_args()
+        config = yaml.load(open(args.config, "r"), Loader=yaml.Loader)
+        device = torch.device("cuda")
+        model = torch.nn.Linear(3, 3).to(device)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        loader = DataLoader(Folder([]), batch_size=config["batch_size"], num_workers=4, pin_memory=True)
+        if __name__ == "__main__":
+            for x in loader:
+                model(x.to(device, non_blocking=True)).sum().backward()
+                optimizer.step()
+                optimizer.zero_grad()
+    """
+    root = write(tmp_path / "p", {"data.py": DATASET, "train.py": script, "configs/caption.yaml": "batch_size: 4\n"})
+    diagnostics = lint(root, monkeypatch)
+    assert found(diagnostics) == ["train.py:17 GPU103"]
+    assert "`batch_size=4` (YAML setting at configs/caption.yaml:1)" in diagnostics[0].message
