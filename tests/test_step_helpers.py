@@ -148,3 +148,9 @@ def test_a_method_of_an_instance_is_followed_only_when_the_instance_is_known(tmp
     # `either` may be an `Other`, whose update does not sync: its call is not claimed
     assert found(diagnostics) == ["train.py:17 GPU303"]
     assert diagnostics[0].message.startswith("`meter.update(loss)` (`float()` of a tensor at meters.py:4) waits")
+
+
+def test_a_receiver_rebound_from_itself_is_not_followed(tmp_path, monkeypatch):
+    # `x = x.next()` in a loop: the write that reaches `x.next()` is the call itself
+    root = write(tmp_path / "p", {"walk.py": "import torch\n\n\ndef walk(x, loader):\n    for batch in loader:\n        x = x.next()\n        x.cuda()\n"})
+    assert found(lint(root, monkeypatch)) == []

@@ -730,10 +730,15 @@ class SemanticModel:
         if receiver is None or receiver.count(".") > (1 if receiver.startswith("self.") else 0):
             return None
         writes = self.dataflow.reaching_writes(receiver, func.value)
-        made = {self.project_ref(w.value) if isinstance(w.value, cst.Call) else None for w in writes}
+        made = {dotted_name(w.value.func) if isinstance(w.value, cst.Call) else None for w in writes}
         if len(made) != 1 or None in made:
             return None
-        ref = f"{made.pop()}.{func.attr.value}"
+        factory = made.pop()
+        head = factory.split(".", 1)[0]
+        scope = self.scope_of(writes[0].value)
+        if head == "self" or (scope is not self.module and (id(scope), head) in self.bindings):
+            return None  # made by a callable bound locally (`x = x.next()`): not followed
+        ref = f"{factory}.{func.attr.value}"
         callee = self.project.callee(ref)
         return ref if callee is not None and callee.kind == "function" else None
 
