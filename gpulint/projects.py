@@ -119,6 +119,11 @@ class Project:
         self.digest = hashlib.sha256(listing.encode("utf-8", "surrogateescape")).hexdigest()  # undecodable names too
         contexts = state.get("contexts")
         modules = contexts.get("modules") if isinstance(contexts, dict) and contexts.get("project") == self.digest else None
+        # setting files (YAML) the contexts read, as they were: an edited one makes every context be recomputed
+        stored = contexts.get("settings") if isinstance(modules, dict) else None
+        self.setting_files: dict[str, list] = stored if isinstance(stored, dict) and _unchanged(stored) else {}
+        if self.setting_files is not stored:
+            modules = None
         self.contexts: dict[str, str] = {k: v for k, v in modules.items() if isinstance(v, str)} if isinstance(modules, dict) else {}
 
     def _hash(self, path: Path) -> str:
@@ -154,6 +159,10 @@ class Project:
         if self.contexts.get(str(path)) != context.digest:
             self.contexts[str(path)] = context.digest
             self.changed = True
+        for setting in context.settings:
+            if setting not in self.setting_files:
+                self.setting_files[setting] = _stat(setting)
+                self.changed = True
         return context
 
     @cached_property
@@ -191,7 +200,7 @@ class Project:
                 self.new_summaries = False
             if self.changed and self.state_path is not None:
                 files = {k: v for k, v in self.known.items() if os.path.exists(k)}
-                contexts = {"project": self.digest, "modules": self.contexts}
+                contexts = {"project": self.digest, "modules": self.contexts, "settings": self.setting_files}
                 write_signed(self.directory, self.state_path, {"format": SUMMARY_FORMAT, "files": files, "contexts": contexts}, self.secret)
                 self.changed = False
         except OSError:
@@ -213,6 +222,18 @@ class Project:
             self.changed = self.new_summaries = True
             return {}
         return data if isinstance(data, dict) and data.get("format") == SUMMARY_FORMAT else {}
+
+
+def _stat(path: str) -> list:
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return []
+    return [stat.st_mtime_ns, stat.st_size]
+
+
+def _unchanged(files: dict) -> bool:
+    return all(isinstance(v, list) and _stat(k) == v for k, v in files.items())
 
 
 def _is_file_state(entry: object) -> bool:

@@ -645,8 +645,9 @@ class LoaderFlow:
         if callee is None:
             return None
         for arg, param in self.m.arguments_to(call, callee):
-            if not _is_batch_part(arg.value, names):
-                continue
+            parts = arg.value.elements if isinstance(arg.value, (cst.Tuple, cst.List)) else ()
+            if not _is_batch_part(arg.value, names) and not (parts and all(_is_batch_part(e.value, names) for e in parts)):
+                continue  # neither a batch nor a display of its parts (`cuda_all((images, target))`)
             for effect in callee.effects.get(param, ()):
                 if effect[0] == "move":
                     whole = isinstance(arg.value, cst.Name) and arg.value.value == iteration.whole_batch

@@ -716,9 +716,31 @@ class SemanticModel:
             owner = next((a for a in self.ancestors(call) if isinstance(a, cst.ClassDef)), None)
             return f"{owner.name.value}.{rest}" if owner is not None else None
         scope = self.scope_of(call)
-        if scope is not self.module and (id(scope), head) in self.bindings:
-            return None
+        if scope is not self.module and (id(scope), head) in self.bindings or head == "self":
+            return self._instance_method_ref(call)
         return dotted
+
+    def _instance_method_ref(self, call: cst.Call) -> str | None:
+        """`AverageMeter.update` for `meter.update(...)` / `self.meter.update(...)` when every write that reaches
+        the receiver is a call of the same project class (`meter = AverageMeter()`), as the summary records it."""
+        func = call.func
+        if not isinstance(func, cst.Attribute):
+            return None
+        receiver = dotted_name(func.value)
+        if receiver is None or receiver.count(".") > (1 if receiver.startswith("self.") else 0):
+            return None
+        writes = self.dataflow.reaching_writes(receiver, func.value)
+        made = {dotted_name(w.value.func) if isinstance(w.value, cst.Call) else None for w in writes}
+        if len(made) != 1 or None in made:
+            return None
+        factory = made.pop()
+        head = factory.split(".", 1)[0]
+        scope = self.scope_of(writes[0].value)
+        if head == "self" or (scope is not self.module and (id(scope), head) in self.bindings):
+            return None  # made by a callable bound locally (`x = x.next()`): not followed
+        ref = f"{factory}.{func.attr.value}"
+        callee = self.project.callee(ref)
+        return ref if callee is not None and callee.kind == "function" else None
 
     def callee(self, call: cst.Call):
         """The composed facts of the project function or class `call` calls (`analysis/project.Callee`), or None."""

@@ -21,6 +21,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
+from gpulint.analysis import settings_files
 from gpulint.analysis.devices import BASE_EVIDENCE, gpu_context_reason
 from gpulint.analysis.summary import INTERNAL, MODULE_BODY, FunctionSummary, ModuleSummary, deep_sources, sources_of
 
@@ -79,6 +80,7 @@ class ModuleContext:
     # A class of this module -> the library classes it derives from through project classes in other modules
     # (`LitModel(Base)`, `Base(L.LightningModule)` in base.py: ["lightning.LightningModule"]).
     inherited: dict[str, list[str]] = field(default_factory=dict)
+    settings: dict[str, str] = field(default_factory=dict)  # setting files it may read -> content hash
 
     def callee(self, ref: Optional[str]) -> Optional[Callee]:
         return self.callees.get(ref) if ref else None
@@ -90,7 +92,7 @@ class ModuleContext:
         argument to the GPU), "loader-consumed" (its loaders are iterated elsewhere)."""
         found = set()
         for callee in self.callees.values():
-            if callee.syncs or any(e[0] == "sync" for effects in callee.effects.values() for e in effects):
+            if callee.syncs or any(e[0] in ("sync", "shape") for effects in callee.effects.values() for e in effects):
                 found.add("helper-syncs")
             if any(e[0] == "move" for effects in callee.effects.values() for e in effects):
                 found.add("helper-moves")
@@ -114,6 +116,7 @@ class ModuleContext:
             sorted((k, [c.to_json() for c in v]) for k, v in self.consumers.items()),
             sorted(self.inputs.items()),
             sorted(self.inherited.items()),
+            sorted(self.settings.items()),
         ]
         return hashlib.sha256(json.dumps(data, default=str).encode()).hexdigest()[:16]
 
@@ -388,10 +391,10 @@ class ProjectIndex:
                 _, line, non_blocking, loop, guarded = effect
                 if not guarded and loop not in steps:
                     yield ("move", f"{record.shown}:{line}", non_blocking)
-            elif kind == "sync":
+            elif kind in ("sync", "shape"):
                 _, what, line, certain, loop, guarded = effect
                 if not guarded and loop not in steps:
-                    yield ("sync", what, f"{record.shown}:{line}", certain)
+                    yield (kind, what, f"{record.shown}:{line}", certain)
             elif kind == "iter":
                 yield ("iter", f"{record.shown}:{f.loops[effect[1]][0]}")
             elif kind == "device":
@@ -407,8 +410,8 @@ class ProjectIndex:
 
     def _internal_syncs(self, record: _Record, f: FunctionSummary, steps: set[int]) -> Iterator[tuple]:
         for effect in f.effects.get(INTERNAL, ()):
-            if effect[0] == "sync" and not effect[4] and effect[3] not in steps:
-                yield ("sync", effect[1], f"{record.shown}:{effect[2]}")
+            if effect[0] in ("sync", "shape") and not effect[4] and effect[3] not in steps:
+                yield (effect[0], effect[1], f"{record.shown}:{effect[2]}")
             elif effect[0] == "synchronize" and not effect[3] and effect[2] not in steps:
                 yield ("synchronize", f"{record.shown}:{effect[1]}")
         for call in f.calls:
@@ -424,8 +427,8 @@ class ProjectIndex:
                     continue
                 param = _param_for(callee, slot, call[0])
                 for effect in callee.effects.get(param, ()) if param else ():
-                    if effect[0] == "sync":
-                        yield ("sync", effect[1], effect[2])
+                    if effect[0] in ("sync", "shape"):
+                        yield (effect[0], effect[1], effect[2])
 
     def value(self, record: _Record, f: FunctionSummary, value: Any, depth: int = 0) -> Any:
         """A summary value with the calls it depends on resolved: ("loader", ...), ("gpu_module",), ..."""
@@ -438,6 +441,8 @@ class ProjectIndex:
                 return ("gpu",)  # tied to sources, but made from a GPU tensor of its own
             if len(sources) != 1:
                 parts = [self.value(record, f, ("src", s), depth + 1) for s in sources]
+                if all(p is not None and p[0] == "param" for p in parts):
+                    return ("params", tuple(p[1] for p in parts))  # `cross_entropy(logits[keep], labels[keep])`
                 return ("gpu",) if any(p in (("gpu",), ("gpu_module",)) for p in parts) else None
             source = sources[0]
             if source.startswith("c:"):
@@ -464,6 +469,8 @@ class ProjectIndex:
             return ("gpu",)
         if kind == "tuple":
             return ("tuple", tuple(self.value(record, f, part, depth + 1) for part in value[1]))
+        if kind == "made":
+            return None  # an instance kept in `self.x`: it only names the class its methods are looked up in
         return value
 
     # ---- what callers do with what a module defines -------------------------------------------------
@@ -635,6 +642,8 @@ class ProjectIndex:
             inherited = self.inherited_bases(record, name)
             if inherited:
                 context.inherited[name] = inherited
+        if summary.settings:
+            context.settings = settings_files.digest(str(path), summary.settings)
         self._contexts[path] = context
         return context
 

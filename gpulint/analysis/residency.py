@@ -619,6 +619,8 @@ class Residency:
                 if given is not None:
                     # what a GPU module it is given computes (`return model(**batch).loss`) is on the GPU too
                     return LIKELY if self.is_gpu_module(given) else self.level(given)
+            if returned[0] == "params":  # tensor operations on several of its arguments: where the GPU one is
+                return max((self.level(arg.value) for arg, param in model.arguments_to(call, callee) if param in returned[1]), default=NONE)
         if isinstance(func, cst.Name) and not model.bindings_of(func.value, call) or (
             isinstance(func, cst.Name) and func.value in model.functions
         ):
@@ -741,19 +743,20 @@ class Residency:
         found.extend(self._helper_syncs())
         return found
 
-    def _helper_syncs(self) -> list[HostSync]:
+    def _helper_syncs(self, what: str = "sync") -> list[HostSync]:
         """Calls of project functions (this module's or another's) that wait for the GPU on every call: on a
-        value they make themselves, or on an argument that is a GPU tensor or a GPU module here."""
+        value they make themselves, or on an argument that is a GPU tensor or a GPU module here. `what`:
+        "sync" (`.item()`, `print`, ...) or "shape" (an op whose output size depends on the data)."""
         model = self.model
         found = []
         for call in model.calls:
             callee = model.callee(call)
             if callee is None:
                 continue
-            sync = next((HostSync(call, entry[1], call, via=entry[2]) for entry in callee.syncs if entry[0] == "sync"), None)
+            sync = next((HostSync(call, entry[1], call, via=entry[2]) for entry in callee.syncs if entry[0] == what), None)
             for arg, param in model.arguments_to(call, callee) if sync is None else ():
                 for effect in callee.effects.get(param, ()):
-                    if effect[0] == "sync" and (self.is_gpu(arg.value, certain=effect[3]) or self.is_gpu_module(arg.value)):
+                    if effect[0] == what and (self.is_gpu(arg.value, certain=effect[3]) or self.is_gpu_module(arg.value)):
                         sync = HostSync(call, effect[1], arg.value, via=effect[2])
                         break
                 if sync is not None:
@@ -832,6 +835,7 @@ class Residency:
             masks = [e.slice.value for e in subscript.slice if isinstance(e.slice, cst.Index) and self._is_mask(e.slice.value)]
             if any(self.is_gpu(m, certain=True) for m in masks) and self.is_gpu(subscript.value):
                 found.append(HostSync(subscript, f"boolean-mask indexing {_DATA_DEPENDENT}", subscript.value))
+        found.extend(self._helper_syncs("shape"))
         return found
 
     def _shape_sync(self, call: cst.Call) -> Optional[tuple[str, cst.BaseExpression]]:

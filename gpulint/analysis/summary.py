@@ -66,6 +66,8 @@ _HOST_METHODS = frozenset({
 _HOST_ATTRIBUTES = frozenset({"shape", "device", "dtype", "ndim", "is_cuda", "requires_grad", "training", "is_leaf"})
 _SYNC_METHODS = frozenset({"item", "tolist", "numpy", "cpu"})
 _SYNC_BUILTINS = frozenset({"float", "int", "bool", "print", "str", "repr"})
+# Ops whose output size depends on the data (residency._DATA_DEPENDENT_SHAPE: the host waits to learn it).
+_DATA_DEPENDENT_SHAPE = frozenset({"nonzero", "argwhere", "masked_select", "unique", "unique_consecutive"})
 _WRAPPERS = frozenset({"enumerate", "zip", "iter", "tqdm"})
 _FACTORIES = frozenset({
     "tensor", "as_tensor", "zeros", "ones", "empty", "full", "eye", "arange", "linspace", "logspace", "rand", "randn",
@@ -140,6 +142,8 @@ class ModuleSummary:
     values: dict[str, Any] = field(default_factory=dict)  # module-level names bound once, and their value
     evidence: list[tuple[str, int]] = field(default_factory=list)  # own GPU evidence: (what, line)
     ok: bool = True  # False: `ast` could not parse the file (nothing is known about it)
+    # setting files it names: ("file", "configs/x.yaml") or ("hydra", <config_path>) (analysis/settings_files.py)
+    settings: list[tuple[str, str]] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return {
@@ -150,6 +154,7 @@ class ModuleSummary:
             "values": self.values,
             "evidence": self.evidence,
             "ok": self.ok,
+            "settings": self.settings,
         }
 
     @classmethod
@@ -162,6 +167,7 @@ class ModuleSummary:
             {k: _value(v) for k, v in data["values"].items()},
             [tuple(e) for e in data["evidence"]],
             data["ok"],
+            [tuple(e) for e in data.get("settings", ())],
         )
 
 
@@ -289,6 +295,7 @@ class _Builder:
         self.summary = ModuleSummary()
         self.module_defs: set[str] = set()  # functions and classes defined at module level
         self.scan_evidence = any(marker in text for marker in GPU_TEXT_MARKERS)
+        self.text = text
 
     def build(self) -> ModuleSummary:
         s = self.summary
@@ -309,6 +316,8 @@ class _Builder:
                 s.functions[stmt.name] = _Reader(self, stmt.name, stmt, None).run(stmt.body)
             elif isinstance(stmt, ast.ClassDef):
                 self._class(stmt)
+        if "yaml" in self.text or "yml" in self.text or "hydra" in self.text:
+            s.settings = _setting_files(self.tree)
         if self.scan_evidence:
             for what, line in _nested_gpu_attributes(self.tree, self.qualify):
                 self.evidence(what, line)
@@ -437,6 +446,7 @@ class _Reader:
         self.guarded = False
         self.loop_targets: set[str] = set()
         self.loop_sources: dict[int, list[str]] = {}  # loop -> the sources whose elements it takes
+        self.masks: set[str] = set()  # names bound to a comparison (`keep = labels != -100`)
 
     def run(self, body: list[ast.stmt]) -> FunctionSummary:
         self.block(body)
@@ -456,6 +466,8 @@ class _Reader:
             value = self.expr(node.value)
             for target in node.targets:
                 self.bind(target, value)
+                if isinstance(target, ast.Name):
+                    (self.masks.add if self.is_mask(node.value) else self.masks.discard)(target.id)
         elif kind is ast.AnnAssign:
             if node.value is not None:
                 self.bind(node.target, self.expr(node.value))
@@ -542,6 +554,8 @@ class _Reader:
                     value = ("moved", None)
                 if value is not None and not deep_sources(value):
                     self.cls.attributes.setdefault(target.attr, value)
+                elif self.made(value) is not None:
+                    self.cls.attributes.setdefault(target.attr, ("made", self.made(value)))
         elif isinstance(target, ast.Subscript):
             self.expr(target.value)
             self.expr(target.slice)
@@ -633,6 +647,17 @@ class _Reader:
             if source != INTERNAL and not source.startswith("g:"):
                 self.effect(source, ("sync", kind, line, certain, self.loop, self.guarded))
 
+    def shape(self, value: Any, kind: str, line: int, certain: bool) -> None:
+        """An op on `value` whose output size depends on its data: the host waits for it (if it is a GPU tensor)."""
+        if value is None:
+            return
+        sources = sources_of(value)
+        if value[0] == "gpu" or INTERNAL in sources:
+            self.effect(INTERNAL, ("shape", kind, line, self.loop, self.guarded))
+        for source in sources:
+            if source != INTERNAL and not source.startswith("g:"):
+                self.effect(source, ("shape", kind, line, certain, self.loop, self.guarded))
+
     def mark_trains(self) -> None:
         self.f.trains = True
         if self.loop >= 0:
@@ -687,7 +712,9 @@ class _Reader:
             return None
         if kind is ast.Subscript:
             base = self.expr(node.value)
-            self.expr(node.slice)
+            index = self.expr(node.slice)
+            if base is not None and base[0] in ("src", "gpu") and self.is_mask(node.slice):
+                self.shape(index, "boolean-mask indexing", node.lineno, certain=False)  # `x[mask]` runs `nonzero(mask)`
             if base is not None and base[0] == "tuple" and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, int):
                 parts = base[1]
                 return parts[node.slice.value] if -len(parts) <= node.slice.value < len(parts) else None
@@ -702,7 +729,13 @@ class _Reader:
                 return None
             return ("tuple", parts) if any(p is not None for p in parts) else None
         if kind is ast.BinOp:
-            return _merge_tensor(self.expr(node.left), self.expr(node.right))
+            left, right = self.expr(node.left), self.expr(node.right)
+            if isinstance(node.op, ast.Mod) and isinstance(node.left, ast.Constant) and isinstance(node.left.value, str):
+                parts = right[1] if right is not None and right[0] == "tuple" else (right,)
+                for part in parts:
+                    self.sync(part, "`%` formatting of a tensor", node.lineno, certain=True)
+                return None  # a string
+            return _merge_tensor(left, right)
         if kind is ast.UnaryOp:
             value = self.expr(node.operand)
             return None if isinstance(node.op, ast.Not) else value
@@ -805,6 +838,14 @@ class _Reader:
             if method in _SYNC_METHODS and not (method == "cpu" and node.args):
                 self.sync(receiver, f"`.{method}()`", line, certain=False)
                 return ("host",)  # a Python number, a list, an array, a CPU tensor
+            if method in _DATA_DEPENDENT_SHAPE:
+                for value in (receiver, *args[:1]) if method == "masked_select" else (receiver,):
+                    self.shape(value, f"`.{method}()`", line, certain=True)
+            logged = _formatted_or_logged(node, args, kwargs)
+            if logged is not None:
+                for value in logged[1]:
+                    self.sync(value, logged[0], line, certain=True)
+                return None
             owner = (_dotted(func.value) or "").lower()
             if method == "backward" or (method == "step" and ("opt" in owner or "scaler" in owner)):
                 self.mark_trains()
@@ -820,6 +861,8 @@ class _Reader:
                 return ("args", options) if method == "parse_args" else ("tuple", (("args", options), None))
             if receiver == ("self",) and self.cls is not None and method in self.cls.methods:
                 return self.record(f"{self.class_name()}.{method}", node, args, kwargs)
+            if receiver is not None and receiver[0] == "made":
+                return self.record(f"{receiver[1]}.{method}", node, args, kwargs)  # `self.meter.update(loss)`
             instance = sources_of(receiver)
             if len(instance) == 1 and instance[0].startswith("c:") and "." not in instance[0]:
                 # `logger = utils.MetricLogger(); logger.log_every(loader)`: a method of a project class, if
@@ -867,6 +910,23 @@ class _Reader:
                 return _merge_tensor(inner, *args)
         return None
 
+    def is_mask(self, node: ast.AST) -> bool:
+        """A comparison of tensors (`labels != -100`), `~m`, `a & b`, or a name bound to one here."""
+        if isinstance(node, ast.Compare):
+            return not any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in node.ops)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Invert):
+            return self.is_mask(node.operand)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.BitAnd, ast.BitOr, ast.BitXor)):
+            return self.is_mask(node.left) or self.is_mask(node.right)
+        return isinstance(node, ast.Name) and node.id in self.masks
+
+    def made(self, value: Any) -> Optional[str]:
+        """The reference of the project call whose result `value` is (`AverageMeter` for `AverageMeter()`)."""
+        sources = sources_of(value)
+        if len(sources) == 1 and sources[0].startswith("c:") and "." not in sources[0]:
+            return self.f.calls[int(sources[0][2:])][0]
+        return None
+
     def class_name(self) -> str:
         return next(name for name, info in self.b.summary.classes.items() if info is self.cls)
 
@@ -911,6 +971,10 @@ class _Reader:
 
     def torch_call(self, node: ast.Call, qualified: str, args: list, kwargs: dict) -> Any:
         line = node.lineno
+        op = qualified[len("torch.") :]
+        if op in _DATA_DEPENDENT_SHAPE or (op == "where" and len(node.args) == 1 and not node.keywords):
+            for value in args[:2] if op == "masked_select" else args[:1]:
+                self.shape(value, f"`torch.{op}()`", line, certain=False)
         if qualified.startswith(("torch.cuda.", "torch.accelerator.")):
             self.mark_gpu(f"`{qualified}()`", line)
         if qualified == DATALOADER:
@@ -945,7 +1009,8 @@ class _Reader:
             return None
         if any(k.arg == "device" for k in node.keywords):
             return None
-        return _merge_tensor(*[a for a in [*args, *kwargs.values()] if a is not None]) if qualified.count(".") == 1 else None
+        tensor_op = qualified.count(".") == 1 or qualified.startswith("torch.nn.functional.")
+        return _merge_tensor(*[a for a in [*args, *kwargs.values()] if a is not None]) if tensor_op else None
 
     def loader_facts(self, node: ast.Call) -> dict:
         facts: dict[str, Any] = {"line": node.lineno}
@@ -971,6 +1036,19 @@ class _Reader:
         """`{dest: [default, line]}` of the module's `add_argument` calls (on any parser: helpers that add
         groups of options take the parser as an argument)."""
         return self.b.argparse_options
+
+
+def _formatted_or_logged(node: ast.Call, args: list, kwargs: dict) -> Optional[tuple[str, list]]:
+    """`"...".format(t)` and `writer.add_scalar(tag, t)` (TensorBoard copies the value to the host): how
+    they sync, and the values they turn into host numbers."""
+    func = node.func
+    assert isinstance(func, ast.Attribute)
+    if func.attr == "format" and isinstance(func.value, ast.Constant) and isinstance(func.value.value, str):
+        return "`str.format()` of a tensor", [*args, *kwargs.values()]
+    if func.attr == "add_scalar":
+        value = kwargs.get("scalar_value", args[1] if len(args) > 1 else None)
+        return "`add_scalar()` of a tensor", [value]
+    return None
 
 
 def _argparse_dest(node: ast.Call) -> Optional[str]:
@@ -1093,6 +1171,22 @@ def _device_kind_of(node: Optional[ast.AST], reader: _Reader, mark: bool = True)
         if _DEVICE_NAME.search(last):
             return "cuda"
     return None
+
+
+def _setting_files(tree: ast.AST) -> list[tuple[str, str]]:
+    """YAML paths written as literals, and Hydra's `config_path=` literals: the files a module's settings may
+    come from (their contents are part of its context's digest)."""
+    found: list[tuple[str, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.endswith((".yaml", ".yml")):
+            entry = ("file", node.value)
+        elif isinstance(node, ast.keyword) and node.arg == "config_path" and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            entry = ("hydra", node.value.value)
+        else:
+            continue
+        if entry not in found and len(found) < 16:
+            found.append(entry)
+    return found
 
 
 def _nested_gpu_attributes(tree: ast.AST, qualify) -> Iterable[tuple[str, int]]:

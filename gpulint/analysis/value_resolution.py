@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from gpulint.analysis.imports import dotted_name
+
 if TYPE_CHECKING:
     from gpulint.analysis.model import SemanticModel
 
@@ -19,6 +21,8 @@ LOCAL_VARIABLE = "local variable"
 FUNCTION_DEFAULT = "function default"
 ARGPARSE_DEFAULT = "argparse default"
 CONFIG_DICT = "config dict"
+SETTINGS_FILE = "YAML setting"  # a default in a YAML file of the repository (analysis/settings_files.py)
+_YAML_LOADERS = frozenset({"yaml.safe_load", "yaml.load", "yaml.full_load", "omegaconf.OmegaConf.load"})
 
 # Parameters that conventionally hold the parsed command line (`def main(args): ...`).
 ARGS_PARAMETER_NAMES = frozenset({"args", "opt", "opts", "options", "hparams", "flags", "hp"})
@@ -28,13 +32,16 @@ _MAX_DEPTH = 6
 @dataclass(frozen=True)
 class ResolvedValue:
     value: object
-    node: cst.BaseExpression  # the literal to edit when a fix changes this value
+    node: cst.BaseExpression  # the literal to edit when a fix changes this value (the read, for a setting file)
     origin: str
+    where: str = ""  # for a setting file: `configs/data/mnist.yaml:4`
 
     def describe(self, model: SemanticModel) -> str:
         """`argparse default at train.py:21`; empty for a literal written at the use site."""
         if self.origin == LITERAL:
             return ""
+        if self.where:
+            return f"{self.origin} at {self.where}"
         return f"{self.origin} at {model.path}:{model.line_of(self.node)}"
 
 
@@ -229,6 +236,81 @@ class ValueResolver:
         if isinstance(expr, cst.Subscript):
             return self._resolve_config_item(expr, depth)
         return None
+
+    def setting(self, expr: cst.BaseExpression, depth: int = 0) -> ResolvedValue | None:
+        """`resolve`, and else the default a YAML file of the repository gives `cfg.data.num_workers` (a config
+        loaded from a literal path, or Hydra's `config_path` / `config_name`); None when that file is not known."""
+        found = self.resolve(expr)
+        if found is not None or depth > _MAX_DEPTH:
+            return found
+        if isinstance(expr, cst.Name):
+            binder = self._single_binding(expr)
+            if isinstance(binder, cst.Assign) and len(binder.targets) == 1 and isinstance(binder.targets[0].target, cst.Name):
+                return self.setting(binder.value, depth + 1)
+            return None
+        keys: list = []
+        root = expr
+        while isinstance(root, (cst.Attribute, cst.Subscript)):
+            if isinstance(root, cst.Attribute):
+                keys.append(root.attr.value)
+            else:
+                index = root.slice[0].slice if len(root.slice) == 1 else None
+                ok, key = literal_value(index.value) if isinstance(index, cst.Index) else (False, None)
+                if not ok or not isinstance(key, (str, int)):
+                    return None
+                keys.append(key)
+            root = root.value
+        if not keys or not isinstance(root, cst.Name):
+            return None
+        keys.reverse()
+        found_in = self._settings_lookup(root, keys)
+        if found_in is None:
+            return None
+        value, line, path = found_in
+        if path not in self.model.project.settings:
+            return None  # not part of the module's context (so not of its cache key): unknown
+        from gpulint.linter import display_path
+
+        return ResolvedValue(value, expr, SETTINGS_FILE, f"{display_path(path)}:{line}")
+
+    def _settings_lookup(self, root: cst.Name, keys: list) -> tuple | None:
+        """(value, line, file) of `keys` in the YAML file `root` was loaded from."""
+        from gpulint.analysis import settings_files
+
+        model = self.model
+        binder = self._single_binding(root)
+        if isinstance(binder, cst.Param):
+            func = model.parent.get(model.parent.get(binder))
+            for decorator in func.decorators if isinstance(func, cst.FunctionDef) else ():
+                call = decorator.decorator
+                if isinstance(call, cst.Call) and model.call_name(call) == "hydra.main":
+                    given = {a.keyword.value: _string_value(a.value) for a in call.args if a.keyword is not None}
+                    if given.get("config_path") and given.get("config_name"):
+                        folder = settings_files.hydra_folder(model.path, given["config_path"])
+                        return settings_files.hydra_lookup(folder, given["config_name"], keys)
+            return None
+        if not (isinstance(binder, cst.Assign) and isinstance(binder.value, cst.Call) and binder.value.args):
+            return None
+        if model.call_name(binder.value) not in _YAML_LOADERS:
+            return None
+        source = binder.value.args[0].value
+        written = self._path_written(source)
+        if isinstance(source, cst.Name):  # `with open("configs/x.yaml") as f: cfg = yaml.safe_load(f)`
+            items = [i for a in model.ancestors(binder) if isinstance(a, cst.With) for i in a.items]
+            source = next((i.item for i in items if i.asname is not None and dotted_name(i.asname.name) == source.value), source)
+        opens = isinstance(source, cst.Call) and isinstance(source.func, cst.Name) and source.func.value == "open"
+        if written is None and opens and source.args and not model.bindings_of("open", source):
+            written = self._path_written(source.args[0].value)
+        path = settings_files.existing(model.path, written) if written else None
+        found = settings_files.lookup(path, keys) if path is not None else None
+        return (*found, path) if found is not None else None
+
+    def _path_written(self, expr: cst.BaseExpression) -> str | None:
+        """A YAML path given as a literal, a constant or an argparse default (`open(args.config)`)."""
+        if isinstance(expr, cst.Call):
+            return None
+        found = self.resolve(expr)
+        return found.value if found is not None and isinstance(found.value, str) and found.value.endswith((".yaml", ".yml")) else None
 
     def _is_dict_entry(self, expr: cst.BaseExpression) -> bool:
         """A value written in a dict (`{"num_workers": 0}`, `dict(num_workers=0)`, `kwargs.update(num_workers=0)`)."""

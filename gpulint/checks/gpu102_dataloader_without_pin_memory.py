@@ -36,7 +36,7 @@ class DataLoaderWithoutPinMemory(Rule):
             arg = loader.argument("pin_memory")
             resolved = None
             if arg is not None:
-                resolved = model.values.resolve(arg.value)
+                resolved = model.values.setting(arg.value)
                 if resolved is None or resolved.value is not False:
                     continue
             yield self._report(info, moves, resolved, feeds)

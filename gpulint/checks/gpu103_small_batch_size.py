@@ -76,7 +76,7 @@ class SmallBatchSize(Rule):
             if dataset is not None and model.is_subclass_of(dataset.node.name.value, ITERABLE_DATASET):
                 return False  # an IterableDataset may yield whole batches
             return None
-        resolved = model.values.resolve(arg.value)
+        resolved = model.values.setting(arg.value)
         if resolved is None or not isinstance(resolved.value, int) or isinstance(resolved.value, bool):
             return False
         if resolved.value >= self.settings["min-batch-size"] or resolved.value < 1:

@@ -22,6 +22,7 @@ class DynamicShapeSyncInLoop(Rule):
     name = "dynamic-shape-sync-in-loop"
     summary = "An op whose output size depends on GPU data (`nonzero`, `x[mask]`, `unique`) every loop iteration"
     requires = (r"nonzero|argwhere|masked_select|unique|repeat_interleave|where\(|tensor\(|max\(|min\(|\[",)
+    project_tags = ("helper-syncs",)
 
     def check(self) -> Iterator[Diagnostic]:
         model = self.model
@@ -36,7 +37,11 @@ class DynamicShapeSyncInLoop(Rule):
                 continue
             reported.add(id(statement))
             code = " ".join(model.code(sync.node).split())
-            subject = f"`{code}`: {sync.kind}" if len(code) <= 60 else sync.kind[0].upper() + sync.kind[1:]
+            if sync.via is not None:  # a project helper called every step
+                call = f"`{code}`" if len(code) <= 60 else "This call"
+                subject = f"{call} runs {sync.kind} at {sync.via}, an op whose output size depends on the data"
+            else:
+                subject = f"`{code}`: {sync.kind}" if len(code) <= 60 else sync.kind[0].upper() + sync.kind[1:]
             advice = next(text for key, text in _ADVICE if key in sync.kind)
             message = f"{subject}, so the host waits for the GPU {self.every_step(role, loop)}; {advice}"
             yield self.diagnostic(sync.node, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO)

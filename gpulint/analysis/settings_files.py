@@ -1,0 +1,169 @@
+"""Settings kept in YAML files of the repository: the defaults a training script reads from a config object.
+
+`cfg = yaml.safe_load(open("configs/train.yaml"))`, `cfg = OmegaConf.load("configs/train.yaml")` and Hydra's
+`@hydra.main(config_path="configs", config_name="train")` name their file statically; `cfg.data.num_workers`
+(or `cfg["data"]["num_workers"]`) then has the value written there, with its line. Hydra's defaults list
+(`defaults: [{data: mnist}]`) mounts `configs/data/mnist.yaml` at `data`; the primary file wins over it.
+Anything else (a path built at run time, an interpolation `${...}`, a value overridden on the command line
+by scripts gpulint does not read) stays unknown, never guessed.
+
+Files are read with PyYAML's safe loader, and only when small: a setting file is data, never code.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+from typing import Any, Iterable, Optional
+
+_MAX_BYTES = 256 * 1024
+_MAX_FILES = 64  # YAML files of one Hydra config folder that a module's results depend on
+_YAML = (".yaml", ".yml")
+
+
+def _compose(path: str) -> Any:
+    """The YAML node tree of `path` (None when it is missing, too large or not YAML)."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return _composed(path, stat.st_mtime_ns, stat.st_size) if stat.st_size <= _MAX_BYTES else None
+
+
+@functools.lru_cache(maxsize=64)
+def _composed(path: str, mtime: int, size: int) -> Any:
+    try:
+        import yaml
+    except ImportError:
+        return None
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return yaml.compose(handle, Loader=yaml.SafeLoader)
+    except (OSError, UnicodeError, RecursionError, yaml.YAMLError):
+        return None
+
+
+def _scalar(node: Any) -> tuple[bool, Any]:
+    import yaml
+
+    if not isinstance(node, yaml.ScalarNode):
+        return False, None
+    try:
+        value = yaml.SafeLoader("").construct_object(node)
+    except yaml.YAMLError:  # a tag the safe loader refuses (`!!python/name:...`)
+        return False, None
+    if isinstance(value, str) and "${" in value:
+        return False, None  # an interpolation: resolved at run time
+    if isinstance(value, (bool, int, float, str)) or value is None:
+        return True, value
+    return False, None
+
+
+def _child(node: Any, key: Any) -> Any:
+    import yaml
+
+    if isinstance(node, yaml.MappingNode):
+        for name, value in node.value:
+            if isinstance(name, yaml.ScalarNode) and name.value == str(key):
+                return value
+    return None
+
+
+def lookup(path: str, keys: list) -> Optional[tuple[Any, int]]:
+    """(value, 1-based line) of `keys` in the YAML file `path`; None when it is not there as a plain value."""
+    node = _compose(path)
+    for key in keys:
+        node = _child(node, key)
+        if node is None:
+            return None
+    ok, value = _scalar(node)
+    return (value, node.start_mark.line + 1) if ok else None
+
+
+def hydra_lookup(folder: str, name: str, keys: list) -> Optional[tuple[Any, int, str]]:
+    """`keys` in Hydra's primary config `folder/name.yaml`, else in the group file its defaults list mounts at
+    `keys[0]`: (value, line, file)."""
+    primary = _file_in(folder, name)
+    if primary is None or not keys:
+        return None
+    found = lookup(primary, keys)
+    if found is not None:
+        return (*found, primary)
+    option = _default_option(primary, keys[0])
+    if option is None:
+        return None
+    group = _file_in(os.path.join(folder, str(keys[0])), option)
+    found = lookup(group, keys[1:]) if group is not None and len(keys) > 1 else None
+    return (*found, group) if found is not None else None
+
+
+def _file_in(folder: str, name: str) -> Optional[str]:
+    for suffix in ("", *_YAML):
+        path = os.path.join(folder, name + suffix)
+        if path.endswith(_YAML) and os.path.isfile(path):
+            return path
+    return None
+
+
+def _default_option(primary: str, group: str) -> Optional[str]:
+    """The option the defaults list of `primary` chooses for `group` (`- data: mnist`)."""
+    import yaml
+
+    defaults = _child(_compose(primary), "defaults")
+    if not isinstance(defaults, yaml.SequenceNode):
+        return None
+    for entry in defaults.value:
+        chosen = _child(entry, group)
+        if chosen is not None:
+            ok, value = _scalar(chosen)
+            return value if ok and isinstance(value, str) else None
+    return None
+
+
+def candidate_paths(module_path: str, written: str) -> list[str]:
+    """Where a path written in a script may be: next to the script, or in one of its parent folders (scripts
+    are run from the repository's root or from their own folder)."""
+    folder = os.path.dirname(os.path.abspath(module_path))
+    found = []
+    for _ in range(4):
+        found.append(os.path.normpath(os.path.join(folder, written)))
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    return found
+
+
+def existing(module_path: str, written: str) -> Optional[str]:
+    return next((p for p in candidate_paths(module_path, written) if os.path.isfile(p)), None)
+
+
+def hydra_folder(module_path: str, config_path: str) -> str:
+    """Hydra resolves `config_path` against the folder of the script that declares it."""
+    return os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(module_path)), config_path))
+
+
+def digest(module_path: str, references: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """Content hashes of the setting files a module's results may depend on (`ModuleSummary.settings`): the
+    file of each literal path, every YAML file of each Hydra config folder. Part of the module's context, so
+    editing a YAML file re-checks the scripts that read it."""
+    found: dict[str, str] = {}
+    for kind, written in references:
+        if kind == "file":
+            paths = [p for p in candidate_paths(module_path, written) if os.path.isfile(p)][:1]
+        else:
+            folder = hydra_folder(module_path, written)
+            paths = []
+            for top, dirs, files in os.walk(folder):
+                dirs.sort()
+                paths.extend(os.path.join(top, f) for f in sorted(files) if f.endswith(_YAML))
+                if len(paths) >= _MAX_FILES:
+                    break
+        for path in paths[:_MAX_FILES]:
+            try:
+                with open(path, "rb") as handle:
+                    found[path] = hashlib.sha256(handle.read(_MAX_BYTES + 1)).hexdigest()[:16]
+            except OSError:
+                found[path] = "unreadable"
+    return found
