@@ -60,6 +60,11 @@ def test_gpu107_silent_for_a_chain_loaded_and_mapped_in_one_expression():
     assert findings(source, select=("GPU107",)) == []
 
 
+def test_gpu107_silent_for_a_lambda_that_hands_the_tokenizer_to_a_helper():
+    source = trainer(train='raw["train"].map(lambda ex: encode(ex, tokenizer, 512), batched=True)', evaluation="None")
+    assert findings(source, select=("GPU107",)) == []
+
+
 @pytest.mark.parametrize(
     "train, evaluation",
     [('raw["train"]', 'tokenized["test"]'), ('tokenized["train"]', 'raw["test"]')],
@@ -118,6 +123,16 @@ def main(args, pipeline):
 
 def test_gpu101_silent_for_prompt_strings_that_may_be_none():
     assert findings(PROMPTS.format(item="self.prompt"), select=("GPU101",)) == []
+
+
+def test_gpu101_silent_for_one_prompt_handed_out_whatever_its_source():
+    source = PROMPTS.format(item="self.prompt").replace("prompts[i]", "read_concept(i)")
+    assert findings(source, select=("GPU101",)) == []
+
+
+def test_gpu101_reports_items_indexed_out_of_data_it_cannot_follow():
+    source = PROMPTS.format(item="self.prompt[index]").replace("prompts[i]", "read_concept(i)")
+    assert findings(source, select=("GPU101",)) == ["21:18 GPU101"]
 
 
 def test_gpu101_reports_prompts_tokenized_per_item():

@@ -467,6 +467,8 @@ class BatchCost:
                 parent = m.parent.get(node)
                 if isinstance(parent, cst.Call) and parent.func is node:
                     continue  # `self.method(...)`: checked as a call
+                if _handed_out_whole(parent):
+                    continue  # `example["prompt"] = self.prompt`: the same object every item, whatever it is
                 if not self._in_memory(node):
                     return False
         return not _computes(func)
@@ -606,12 +608,21 @@ def _maps_tokenizer(model: SemanticModel, call: cst.Call) -> bool:
     if not (isinstance(func, cst.Attribute) and func.attr.value == "map" and call.args):
         return False
     mapped = call.args[0].value
-    if isinstance(mapped, cst.Lambda):
-        return any(_is_tokenizing(model, c) for c in model.calls_inside(mapped))
     if isinstance(mapped, cst.Name):
         functions = model.functions.get(mapped.value, [])
-        return len(functions) == 1 and any(_is_tokenizing(model, c) for c in model.calls_inside(functions[0]))
-    return False
+        mapped = functions[0] if len(functions) == 1 else None
+    if not isinstance(mapped, (cst.Lambda, cst.FunctionDef)):
+        return False
+    return any(  # `lambda ex: tokenize_fn(ex, tokenizer, ...)` hands the tokenizer to the function that uses it
+        _is_tokenizing(model, c) or any(_names_tokenizer(model, a.value) for a in c.args) for c in model.calls_inside(mapped)
+    )
+
+
+def _handed_out_whole(parent: Optional[cst.CSTNode]) -> bool:
+    """An attribute returned or put into the sample as it is: not indexed, called or converted per item."""
+    if isinstance(parent, (cst.Return, cst.DictElement, cst.Element)):
+        return True
+    return isinstance(parent, cst.Assign) and all(isinstance(t.target, cst.Subscript) for t in parent.targets)
 
 
 def _is_false(expr: cst.BaseExpression) -> bool:
