@@ -82,20 +82,24 @@ class BatchCost:
     def items_are_cheap(self, loader: DataLoaderCall) -> bool:
         """Every item is in-memory indexing and conversion, and so is the collate function: workers would
         have nothing to take off the training process."""
-        dataset = loader.value("dataset")
-        sources = self._sources(dataset) if dataset is not None else None
-        if not sources or not all(self._cheap_dataset(s) for s in sources):
-            return False
-        return self._cheap_collate(loader.value("collate_fn"))
+        return self._cheap_items(loader.value("dataset"), loader.value("collate_fn"))
+
+    def trainer_items_are_cheap(self, arguments: cst.Call) -> bool:
+        """Every HF Trainer of this module given these `TrainingArguments` reads rows made up front (a
+        dataset mapped with a tokenizer) through a collator that only pads or stacks (the Trainer's
+        default does): its loaders' workers would have nothing to take off the training process."""
+        inputs = self._trainer_inputs(arguments)
+        return bool(inputs) and all(self._cheap_items(dataset, collator) for dataset, collator in inputs)
+
+    def trainer_batches_are_small(self, arguments: cst.Call) -> bool:
+        """Every HF Trainer given these arguments trains on token ids: a few kilobytes a batch to pin."""
+        inputs = self._trainer_inputs(arguments)
+        return bool(inputs) and all(self._small(dataset) for dataset, _ in inputs)
 
     def batches_are_small(self, loader: DataLoaderCall) -> bool:
         """A batch is provably a few bytes per sample: token ids (with their masks and labels), or data
         written out in the code."""
-        if self.is_toy_data(loader):
-            return True
-        dataset = loader.value("dataset")
-        sources = self._sources(dataset) if dataset is not None else None
-        return bool(sources) and all(self._token_dataset(s) for s in sources)
+        return self.is_toy_data(loader) or self._small(loader.value("dataset"))
 
     def is_toy_data(self, loader: DataLoaderCall) -> bool:
         """The dataset holds only numbers written in the code (`torch.tensor([[-1.2, 3.1], ...])`)."""
@@ -160,6 +164,31 @@ class BatchCost:
                 return self._cuda_data(value, depth + 1) if isinstance(value, (cst.ListComp, cst.List)) else False
         return False
 
+    def _cheap_items(self, dataset: Optional[cst.BaseExpression], collate: Optional[cst.BaseExpression]) -> bool:
+        sources = self._sources(dataset) if dataset is not None else None
+        return bool(sources) and all(self._cheap_dataset(s) for s in sources) and self._cheap_collate(collate)
+
+    def _small(self, dataset: Optional[cst.BaseExpression]) -> bool:
+        sources = self._sources(dataset) if dataset is not None else None
+        return bool(sources) and all(self._token_dataset(s) for s in sources)
+
+    def _trainer_inputs(self, arguments: cst.Call) -> list[tuple[cst.BaseExpression, Optional[cst.BaseExpression]]]:
+        """(dataset, collator) of every loader the HF Trainers given `arguments` build; empty when one of
+        them cannot be followed (no such Trainer here, datasets passed by position, arguments chosen at run time)."""
+        found: list[tuple[cst.BaseExpression, Optional[cst.BaseExpression]]] = []
+        frameworks = self.m.frameworks
+        for trainer in frameworks.hf_trainers:
+            inputs = frameworks.hf_trainer_inputs(trainer)
+            if inputs is None:
+                return []  # a Trainer whose loaders cannot be followed may be the one given `arguments`
+            sources = self._sources(inputs.args) if inputs.args is not None else None
+            if sources is None or not any(s is arguments for s in sources):
+                continue
+            if len(sources) != 1:
+                return []
+            found.extend((dataset, inputs.collator) for dataset in inputs.datasets)
+        return found
+
     # ---- where a value comes from ----------------------------------------------------------------
 
     def _sources(self, expr: cst.BaseExpression, depth: int = 0) -> Optional[list[cst.BaseExpression]]:
@@ -169,6 +198,8 @@ class BatchCost:
         if depth > _MAX_DEPTH:
             return None
         m = self.m
+        if isinstance(expr, cst.Name) and expr.value in ("None", "True", "False"):
+            return [expr]
         if isinstance(expr, (cst.Name, cst.Attribute)):
             key = dotted_name(expr)
             if key is None:
@@ -436,6 +467,8 @@ class BatchCost:
                 parent = m.parent.get(node)
                 if isinstance(parent, cst.Call) and parent.func is node:
                     continue  # `self.method(...)`: checked as a call
+                if _handed_out_whole(parent):
+                    continue  # `example["prompt"] = self.prompt`: the same object every item, whatever it is
                 if not self._in_memory(node):
                     return False
         return not _computes(func)
@@ -575,12 +608,21 @@ def _maps_tokenizer(model: SemanticModel, call: cst.Call) -> bool:
     if not (isinstance(func, cst.Attribute) and func.attr.value == "map" and call.args):
         return False
     mapped = call.args[0].value
-    if isinstance(mapped, cst.Lambda):
-        return any(_is_tokenizing(model, c) for c in model.calls_inside(mapped))
     if isinstance(mapped, cst.Name):
         functions = model.functions.get(mapped.value, [])
-        return len(functions) == 1 and any(_is_tokenizing(model, c) for c in model.calls_inside(functions[0]))
-    return False
+        mapped = functions[0] if len(functions) == 1 else None
+    if not isinstance(mapped, (cst.Lambda, cst.FunctionDef)):
+        return False
+    return any(  # `lambda ex: tokenize_fn(ex, tokenizer, ...)` hands the tokenizer to the function that uses it
+        _is_tokenizing(model, c) or any(_names_tokenizer(model, a.value) for a in c.args) for c in model.calls_inside(mapped)
+    )
+
+
+def _handed_out_whole(parent: Optional[cst.CSTNode]) -> bool:
+    """An attribute returned or put into the sample as it is: not indexed, called or converted per item."""
+    if isinstance(parent, (cst.Return, cst.DictElement, cst.Element)):
+        return True
+    return isinstance(parent, cst.Assign) and all(isinstance(t.target, cst.Subscript) for t in parent.targets)
 
 
 def _is_false(expr: cst.BaseExpression) -> bool:

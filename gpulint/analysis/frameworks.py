@@ -185,6 +185,15 @@ class TrainerArguments:
         return any(v is not None and v.value is True for v in (self.values["use_cpu"], self.values["no_cuda"]))
 
 
+@dataclass(frozen=True)
+class HFTrainerInputs:
+    """`Trainer(args=..., train_dataset=..., eval_dataset=..., data_collator=...)`: the expressions given."""
+
+    args: Optional[cst.BaseExpression]
+    datasets: tuple[cst.BaseExpression, ...]
+    collator: Optional[cst.BaseExpression]  # None: the Trainer's default, which pads or stacks
+
+
 class Frameworks:
     """The framework facts of one module; computed only when a rule asks."""
 
@@ -620,6 +629,25 @@ class Frameworks:
                 short, overrides = base
             found.append(self._arguments(call, short, overrides))
         return found
+
+    @cached_property
+    def hf_trainers(self) -> list[cst.Call]:
+        """Every HF `Trainer(...)` (and TRL trainer) call of this module."""
+        return [c for c in self.m.calls if _is(self.m.call_name(c), HF, HF_TRAINER.names)]
+
+    @staticmethod
+    def hf_trainer_inputs(trainer: cst.Call) -> Optional[HFTrainerInputs]:
+        """What an HF Trainer call is given to build its loaders; None when they are passed by position (past
+        `model, args`) or unpacked, or no training dataset is given."""
+        if any(a.star for a in trainer.args) or sum(a.keyword is None for a in trainer.args) > 2:
+            return None
+        train = _argument(trainer, "train_dataset")
+        if train is None:
+            return None
+        evaluation = _argument(trainer, "eval_dataset")
+        given = evaluation is not None and not (isinstance(evaluation, cst.Name) and evaluation.value == "None")
+        datasets = (train, evaluation) if given else (train,)
+        return HFTrainerInputs(_argument(trainer, "args", 1), datasets, _argument(trainer, "data_collator"))
 
     def _training_arguments_base(self, class_name: str, _seen: frozenset[str] = frozenset()):
         """(the transformers class it derives from, the field defaults it and its local bases override)."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Iterator, Optional
 
 import libcst as cst
 
@@ -1131,24 +1131,36 @@ class Residency:
         """A `del` or `gc.collect()` next to `node`'s statement (in its block, or around the `if` that holds
         it): `node` is part of releasing memory on purpose, as after `del pipeline` between phases."""
         model = self.model
+        for sibling in self._statements_beside(node):
+            if any(isinstance(small, cst.Del) for small in sibling.body):
+                return True
+            if any(model.call_name(c) == "gc.collect" for c in model.calls_inside(sibling)):
+                return True
+        return False
+
+    def deletes_model_beside(self, node: cst.CSTNode) -> bool:
+        """A `del` of a model or pipeline next to `node`'s statement: `node` releases what that model held,
+        once per phase (a concept's class images sampled, a configuration benchmarked)."""
+        for sibling in self._statements_beside(node):
+            for small in sibling.body:
+                if isinstance(small, cst.Del) and any(self.is_module(target) for target in _names_in(small.target)):
+                    return True
+        return False
+
+    def _statements_beside(self, node: cst.CSTNode) -> Iterator[cst.SimpleStatementLine]:
+        """The simple statements in `node`'s block, and in the blocks of the `if`s that hold it (two levels)."""
+        model = self.model
         statement = model.enclosing_statement(node)
         for _ in range(2):
             block = model.parent.get(statement)
             siblings = block.body if isinstance(block, (cst.IndentedBlock, cst.Module)) else ()
-            for sibling in siblings:
-                if sibling is statement or not isinstance(sibling, cst.SimpleStatementLine):
-                    continue
-                if any(isinstance(small, cst.Del) for small in sibling.body):
-                    return True
-                if any(model.call_name(c) == "gc.collect" for c in model.calls_inside(sibling)):
-                    return True
+            yield from (s for s in siblings if s is not statement and isinstance(s, cst.SimpleStatementLine))
             holder = model.parent.get(block) if block is not None else None
             if not isinstance(holder, (cst.If, cst.Else)):
                 break
             statement = holder if isinstance(holder, cst.If) else model.parent.get(holder)
             if not isinstance(statement, cst.If):
                 break
-        return False
 
     def in_timing_code(self, node: cst.CSTNode) -> bool:
         """`node` sits in a loop body (or function) that reads a clock or CUDA event timings."""

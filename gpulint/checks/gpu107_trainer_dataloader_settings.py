@@ -43,6 +43,11 @@ class TrainerDataloaderSettings(Rule):
         problems = []
         workers, pinned, persistent = values[WORKERS], values[PINNED], values[PERSISTENT]
         restarts = _is(persistent, False) and self._several_epochs(arguments)
+        cost = self.model.batch_cost
+        if cost.trainer_items_are_cheap(arguments.call):
+            workers = persistent = None  # rows tokenized up front, a collator that pads: workers would idle
+        if _is(pinned, False) and cost.trainer_batches_are_small(arguments.call):
+            pinned = None  # token ids: pinning a few kilobytes a batch saves nothing measurable
         if _is(workers, 0):
             problems.append(
                 f"{self._setting(arguments, WORKERS)}: the HF Trainer loads every batch in the training process while "

@@ -35,6 +35,8 @@ class EmptyCacheInLoop(Rule):
                 continue  # recovering from an out-of-memory error, cleaning up, or once per pass
             if any(residency.measures_memory(outer) for outer in model.enclosing_loops(call)):
                 continue  # emptying the cache is part of measuring memory
+            if role == EVAL and residency.deletes_model_beside(call):
+                continue  # a loop over concepts or configurations, each with its own model: released per phase
             every_step = guard is None
             if not every_step and residency.frees_memory_beside(call):
                 continue  # `del pipeline; gc.collect()` at validation intervals: a deliberate release
