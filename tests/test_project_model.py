@@ -56,7 +56,8 @@ def test_research_layout_data_model_utils_train(tmp_path, monkeypatch):
     assert found(diagnostics) == ["data.py:20 GPU102", "train.py:20 GPU303"]
     pin, sync = diagnostics
     # data.py never names a device: its loader feeds the GPU loop of train.py through utils.to_device
-    assert "its batches reach the GPU (they are copied to the GPU at utils.py:6, in the loop at train.py:13)" in pin.message
+    assert pin.message.endswith("its batches reach the GPU")
+    assert "(they are copied to the GPU at utils.py:6, in the loop at train.py:13)" in pin.help
     assert pin.fix is not None and pin.fix.edits[0].content == ", pin_memory=torch.cuda.is_available()"
     # the helper syncs on the argument it is given: reported at the call, with where it syncs
     assert sync.message.startswith("`accuracy(output, labels)` (`.item()` at utils.py:10) waits for the GPU every training step (loop at line 13)")

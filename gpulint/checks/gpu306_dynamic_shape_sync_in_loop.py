@@ -36,7 +36,8 @@ class DynamicShapeSyncInLoop(Rule):
                 continue
             reported.add(id(statement))
             code = " ".join(model.code(sync.node).split())
-            subject = f"`{code}`: {sync.kind}" if len(code) <= 60 else sync.kind[0].upper() + sync.kind[1:]
+            subject = f"`{code}`" if len(code) <= 60 else "This"
             advice = next(text for key, text in _ADVICE if key in sync.kind)
-            message = f"{subject}, so the host waits for the GPU {self.every_step(role, loop)}; {advice}"
-            yield self.diagnostic(sync.node, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO)
+            message = f"{subject} makes the host wait for the GPU {self.every_step(role, loop)}"
+            help = f"{sync.kind[0].upper()}{sync.kind[1:]}; {advice}"
+            yield self.diagnostic(sync.node, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO, help=help)
