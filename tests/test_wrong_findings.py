@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import textwrap
-from pathlib import Path
 
 from gpulint.config import Settings
 from gpulint.linter import lint_files
-from tests.conftest import findings
+from gpulint.reporters import ReportContext, render
+from tests.conftest import findings, run_gpulint
+from tests.test_notebooks import check, concise, fixed, notebook
 
 # ---- GPU101: a collate function that moves batches to the device, chosen among several ----------------
 
@@ -75,3 +77,38 @@ def test_collate_that_moves_defined_in_another_module(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     results = lint_files([tmp_path / "collate.py", tmp_path / "train.py"], Settings(root=tmp_path), jobs=1, use_cache=False)
     assert [d.code or d.name for r in results for d in r.diagnostics] == []
+
+
+# ---- notebooks: a cell indented as a whole runs (IPython strips the first line's indentation) ---------
+
+INDENTED_CELL = ("code", ["    import torch\n", "\n", "    print(torch.cuda.memory_cached())\n", "    x = 1"])
+
+
+def test_an_indented_cell_is_checked_at_its_own_columns():
+    raw = notebook(INDENTED_CELL)
+    assert concise(raw) == [
+        "nb.ipynb:cell 1:3:11: GPU402 [*] `torch.cuda.memory_cached` is deprecated; use `torch.cuda.memory_reserved`"
+    ]
+    report = check(raw)
+    (record,) = json.loads(render("json", report.diagnostics, ReportContext(sources=report.sources)))
+    assert (record["cell"], record["location"], record["end_location"]) == (1, {"row": 3, "column": 11}, {"row": 3, "column": 35})
+    assert record["fix"]["edits"] == [{"content": "reserv", "location": {"row": 3, "column": 29}, "end_location": {"row": 3, "column": 33}}]
+
+
+def test_fixing_an_indented_cell_keeps_its_indentation_and_every_other_byte(tmp_path):
+    raw = notebook(INDENTED_CELL, "print(1)")
+    result = fixed(raw)
+    assert result.changed
+    assert result.document(result.fixed).raw == raw.replace("memory_cached", "memory_reserved")
+    path = tmp_path / "nb.ipynb"
+    path.write_text(raw, encoding="utf-8")
+    assert run_gpulint("fix", "--apply", str(path)).returncode == 0
+    assert path.read_text(encoding="utf-8") == raw.replace("memory_cached", "memory_reserved")
+
+
+def test_a_partly_indented_cell_stays_a_syntax_error():
+    raw = notebook(("code", ["import torch\n", "    print(torch.cuda.memory_cached())\n"]))
+    assert concise(raw) == ["nb.ipynb:cell 1:2:4: invalid-syntax: SyntaxError: unexpected indent"]
+    raw = notebook(("code", ["    import torch\n", "print(torch.cuda.memory_cached())\n"]))
+    assert [line.split(": ")[1] for line in concise(raw)] == ["invalid-syntax"]
+    assert not fixed(raw).changed
