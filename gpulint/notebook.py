@@ -571,7 +571,7 @@ class Notebook:
 
         def localized(d: Diagnostic) -> Diagnostic:
             fix = d.fix and replace(d.fix, message=text(d.fix.message))
-            return replace(d, message=text(d.message), fix=fix)
+            return replace(d, message=text(d.message), help=text(d.help), fix=fix)
 
         return [localized(d) for d in diagnostics]
 

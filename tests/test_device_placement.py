@@ -94,7 +94,8 @@ def test_gpu201_in_an_evaluation_loop_is_info():
     source = HEADER + "model = torch.nn.Linear(3, 3).cuda()\nwith torch.no_grad():\n    for x in loader:\n        y = model(x) + torch.ones(3).cuda()\n"
     [d] = diagnostics(source, select=("GPU201",))
     assert d.severity.value == "info"
-    assert d.message == "`torch.ones(...)` fills on the CPU, then `.cuda()` copies it to the GPU every evaluation step (loop at line 6); create it there with `device=`"
+    assert d.message == "`torch.ones(...)` fills on the CPU, then `.cuda()` copies it to the GPU every evaluation step (loop at line 6)"
+    assert d.help == "Create it there with `device=`"
 
 
 def test_gpu201_random_factory_fix_is_unsafe():

@@ -25,10 +25,10 @@ HF_SCRIPT = """\
 def test_default_workers_are_reported_with_a_fix_that_keeps_them():
     (found,) = diagnostics(HF_SCRIPT, **GPU107)
     assert (found.location.row, found.location.column, found.severity) == (4, 8, Severity.WARNING)
-    assert found.message == (
-        "`TrainingArguments` leaves `dataloader_num_workers` at its default 0: the HF Trainer loads every batch in the "
-        "training process while the GPU waits; set `dataloader_num_workers` to a worker count and "
-        "`dataloader_persistent_workers=True` to keep them between epochs"
+    assert found.message == "`TrainingArguments` leaves `dataloader_num_workers` at its default 0"
+    assert found.help == (
+        "The HF Trainer loads every batch in the training process while the GPU waits; set `dataloader_num_workers` "
+        "to a worker count and `dataloader_persistent_workers=True` to keep them between epochs"
     )
     assert found.fix.applicability == Applicability.UNSAFE
     assert "num_train_epochs=3, bf16=True, dataloader_num_workers=min(8, " in fixed(HF_SCRIPT, **GPU107)
@@ -210,10 +210,11 @@ DDP_ACCUMULATION = """\
 def test_ddp_accumulation_without_no_sync():
     (found,) = diagnostics(DDP_ACCUMULATION, **GPU406)
     assert (found.location.row, found.location.column, found.severity) == (12, 9, Severity.WARNING)
-    assert found.message == (
-        "`loss.backward()` all-reduces the gradients of the data-parallel model (`DDP(...)` at line 9) every "
-        "micro-step, but the optimizer steps only every few (`optimizer.step()` at line 14): run the backward of the "
-        "first k-1 micro-steps under `with model.no_sync():`, so only the last micro-step communicates"
+    assert found.message == "`loss.backward()` all-reduces gradients every micro-step of an accumulation"
+    assert found.help == (
+        "The data-parallel model (`DDP(...)` at line 9) communicates every micro-step, but the optimizer steps only "
+        "every few (`optimizer.step()` at line 14): run the backward of the first k-1 micro-steps under "
+        "`with model.no_sync():`, so only the last micro-step communicates"
     )
     assert found.fix is None
 
