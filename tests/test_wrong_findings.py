@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import textwrap
 
+import pytest
+
 from gpulint.config import Settings
 from gpulint.linter import lint_files
 from gpulint.reporters import ReportContext, render
@@ -112,3 +114,50 @@ def test_a_partly_indented_cell_stays_a_syntax_error():
     raw = notebook(("code", ["    import torch\n", "print(torch.cuda.memory_cached())\n"]))
     assert [line.split(": ")[1] for line in concise(raw)] == ["invalid-syntax"]
     assert not fixed(raw).changed
+
+
+# ---- GPU102: the tensor copied to the GPU is rebuilt on the CPU after the loader, not the batch ----------
+
+REBUILT = """\
+    import numpy as np
+    import torch
+    from torch.utils.data import DataLoader
+
+    def train(dataset, model, transform, processor, device):
+        loader = DataLoader(dataset, batch_size=32, num_workers=4)
+        model.to(device)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for batch in loader:
+            {copy}
+            loss = model(images)
+            loss.backward()
+            opt.step()
+
+    if __name__ == "__main__":
+        train(None, torch.nn.Linear(2, 2), None, None, torch.device("cuda"))
+"""
+
+
+@pytest.mark.parametrize(
+    "copy",
+    [
+        'images = torch.stack([transform(img) for img in batch["image"]]).to(device)',
+        'images = processor(images=batch["image"], return_tensors="pt").pixel_values.to(device)',
+        'array = np.asarray(batch["image"]); images = torch.tensor(array).to(device)',
+        'images = torch.stack([transform(img) for img in batch["image"]]); images = images.to(device)',
+    ],
+)
+def test_a_tensor_rebuilt_on_the_cpu_after_the_loader_is_no_pinning_finding(copy):
+    assert findings(REBUILT.replace("{copy}", copy), select=("GPU102",)) == []
+
+
+@pytest.mark.parametrize(
+    "copy",
+    [
+        "images = batch.image.float().to(device)",
+        "images = batch.image; images = images.to(device)",
+        'images = batch["image"].to(device)',
+    ],
+)
+def test_a_part_of_the_batch_itself_copied_is_still_reported(copy):
+    assert findings(REBUILT.replace("{copy}", copy), select=("GPU102",)) == ["6:14 GPU102"]
