@@ -142,7 +142,7 @@ def test_relative_imports_and_a_src_layout(tmp_path, monkeypatch):
     [pin] = lint(root, monkeypatch)
     assert found([pin]) == ["src/shop/data.py:4 GPU102"]
     assert "`helpers.to_gpu(batch, device)` at line 9" not in pin.message  # reported in data.py, names train.py
-    assert "copied to the GPU at src/shop/helpers.py:2, in the loop at src/shop/train.py:8" in pin.message
+    assert "copied to the GPU at src/shop/helpers.py:2, in the loop at src/shop/train.py:8" in pin.help
 
 
 def test_absolute_imports_of_the_package_from_a_script(tmp_path, monkeypatch):
@@ -178,7 +178,7 @@ def test_an_import_the_project_does_not_have_stays_unknown(tmp_path, monkeypatch
     )
     [pin] = lint(root, monkeypatch)
     assert found([pin]) == ["train.py:8 GPU102"]
-    assert "reach the GPU (they feed the training loop at line 8, which runs a GPU model)" in pin.message
+    assert pin.message.endswith("reach the GPU") and "(they feed the training loop at line 8, which runs a GPU model)" in pin.help
 
 
 # ---- GPU context from facts ------------------------------------------------------------------------------

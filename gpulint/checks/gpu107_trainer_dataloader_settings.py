@@ -34,7 +34,7 @@ class TrainerDataloaderSettings(Rule):
             problems = self._problems(arguments)
             if problems:
                 message = f"`{arguments.name}` " + "; ".join(what for what, _ in problems)
-                help = "; ".join(why[0].upper() + why[1:] for _, why in problems)
+                help = ". ".join(why[0].upper() + why[1:] for _, why in problems)
                 yield self.diagnostic(arguments.call, message, fix=self._fix(arguments), help=help)
 
     def _problems(self, arguments: TrainerArguments) -> list[tuple[str, str]]:

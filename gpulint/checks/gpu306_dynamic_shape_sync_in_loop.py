@@ -39,5 +39,5 @@ class DynamicShapeSyncInLoop(Rule):
             subject = f"`{code}`" if len(code) <= 60 else "This"
             advice = next(text for key, text in _ADVICE if key in sync.kind)
             message = f"{subject} makes the host wait for the GPU {self.every_step(role, loop)}"
-            help = f"{sync.kind[0].upper()}{sync.kind[1:]}; {advice}"
+            help = f"{sync.kind}; {advice}"
             yield self.diagnostic(sync.node, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO, help=help)
