@@ -61,6 +61,8 @@ class Diagnostic:
     noqa_row: int | None = None
     # Where a resolved value came from, e.g. "argparse default at train.py:21" (for messages and JSON).
     related: tuple[tuple[str, Location], ...] = field(default=())
+    # Why it matters and what to do: `message` says what and where in one short line, this the rest.
+    help: str = ""
 
     @property
     def is_fixable(self) -> bool:
@@ -96,6 +98,7 @@ class Diagnostic:
             "fix": fix,
             "noqa_row": self.noqa_row,
             "url": rule_url(self.code) if self.code else None,
+            "help": self.help or None,
         }
 
     @classmethod
@@ -125,6 +128,7 @@ class Diagnostic:
             severity=Severity(data["severity"]),
             fix=fix,
             noqa_row=data.get("noqa_row"),
+            help=data.get("help") or "",
         )
 
 

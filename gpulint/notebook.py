@@ -395,6 +395,17 @@ def _mask_cell(text: str, marker: str, next_id: int) -> tuple[str, list[Mask], t
     return "".join(out), masks, error
 
 
+def _dedent(text: str) -> tuple[str, str]:
+    """A cell indented as a whole, as IPython runs it: without the first line's leading whitespace, when every
+    line with code starts with it (a cell only partly indented stays as written: Python reports it).
+    Returns the text and the indentation removed."""
+    lines = lines_with_ends(text)
+    indent = _INDENT.match(lines[0]).group() if lines else ""
+    if not indent or any(line.strip() and not line.startswith(indent) for line in lines):
+        return text, ""
+    return "".join(line[len(indent) :] if line.startswith(indent) else line for line in lines), indent
+
+
 @dataclass
 class _Region:
     """An analysed code cell in the module: rows [start, start + rows), then its closing marker row."""
@@ -404,6 +415,7 @@ class _Region:
     rows: int
     masked: str
     masks: list[Mask]
+    indent: str = ""  # what `_dedent` removed from each line: columns in the cell are that much further right
 
     @property
     def marker_row(self) -> int:
@@ -483,9 +495,10 @@ class Notebook:
             if reason is not None:
                 skipped[cell.number] = reason
                 continue
-            masked, masks, error = _mask_cell(cell.source, self.marker, next_id)
+            dedented, indent = _dedent(cell.source)
+            masked, masks, error = _mask_cell(dedented, self.marker, next_id)
             next_id += len(masks)
-            region = _Region(cell, row, len(lines_with_ends(masked)), masked, masks)
+            region = _Region(cell, row, len(lines_with_ends(masked)), masked, masks, indent)
             if error is not None and syntax_error is None:
                 message, error_row, column = error
                 syntax_error = (message, Location(row + error_row - 1, column))
@@ -523,7 +536,8 @@ class Notebook:
         if region is None:
             return 1, location
         if location.row < region.marker_row:
-            return region.cell.number, Location(location.row - region.start + 1, location.column)
+            row = location.row - region.start + 1
+            return region.cell.number, Location(row, location.column + self._shift(region, row))
         source = region.cell.source
         lines = lines_with_ends(source)
         if not lines:
@@ -531,6 +545,14 @@ class Notebook:
         if source.endswith(("\n", "\r")):
             return region.cell.number, Location(len(lines) + 1, 1)
         return region.cell.number, Location(len(lines), len(lines[-1]) + 1)
+
+    @staticmethod
+    def _shift(region: _Region, row: int) -> int:
+        """How many columns `_dedent` removed from a row of the cell (none from a blank row without them)."""
+        if not region.indent:
+            return 0
+        lines = lines_with_ends(region.cell.source)
+        return len(region.indent) if row > len(lines) or lines[row - 1].startswith(region.indent) else 0
 
     def localize(self, path: str, diagnostics: list[Diagnostic]) -> list[Diagnostic]:
         """The diagnostics with the module rows their messages and fix messages mention (`line 12`, `path:12`)
@@ -549,7 +571,7 @@ class Notebook:
 
         def localized(d: Diagnostic) -> Diagnostic:
             fix = d.fix and replace(d.fix, message=text(d.fix.message))
-            return replace(d, message=text(d.message), fix=fix)
+            return replace(d, message=text(d.message), help=text(d.help), fix=fix)
 
         return [localized(d) for d in diagnostics]
 
@@ -606,6 +628,8 @@ class Notebook:
                 lines[index] = mask.original + line[len(body) :]
             if masks:
                 raise NotebookError("a fix removed an IPython line; the notebook was left as it was")
+            if region.indent:  # the cell was analysed dedented: written back as indented as it was
+                lines = [region.indent + line if line.strip() else line for line in lines]
             text = "".join(lines)
             if not region.cell.source.endswith(("\n", "\r")) and text.endswith(("\n", "\r")):
                 text = text[:-2] if text.endswith("\r\n") else text[:-1]  # the line break the module added

@@ -17,7 +17,7 @@ def test_data_parallel_over_every_visible_gpu():
         """
     assert findings(source, **GPU401) == ["4:9 GPU401"]
     (diagnostic,) = diagnostics(source, **GPU401)
-    assert "every visible GPU" in diagnostic.message and "DistributedDataParallel" in diagnostic.message
+    assert "every visible GPU" in diagnostic.message and "DistributedDataParallel" in diagnostic.help
     assert diagnostic.fix is None
     assert diagnostic.severity == Severity.INFO  # nothing is trained in this module
 

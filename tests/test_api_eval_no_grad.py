@@ -24,7 +24,7 @@ def test_evaluation_function_without_no_grad():
     assert findings(source, **GPU405) == ["8:18 GPU405"]
     (diagnostic,) = diagnostics(source, **GPU405)
     assert diagnostic.severity == Severity.INFO
-    assert "torch.no_grad()" in diagnostic.message and diagnostic.fix is None
+    assert "torch.no_grad()" in diagnostic.help and diagnostic.fix is None
 
 
 def test_validation_loop_inside_the_epoch_loop():

@@ -46,7 +46,7 @@ def test_concise_output_and_summary(gpulint, project):
     result = gpulint("check", "--output-format", "concise", "train.py", cwd=project)
     assert result.returncode == 1
     assert result.stdout.decode().splitlines() == [
-        "train.py:8:14: GPU101 `DataLoader` has no `num_workers`: batches are loaded in the training process while the GPU waits",
+        "train.py:8:14: GPU101 `DataLoader` has no `num_workers`: batches load in the training process",
         "train.py:9:11: GPU402 [*] `torch.cuda.memory_cached` is deprecated; use `torch.cuda.memory_reserved`",
         "Found 2 errors.",
         "[*] 1 fixable with the `gpulint fix --apply` command (1 hidden fix can be enabled with the `--unsafe-fixes` option).",

@@ -142,7 +142,7 @@ def test_stdin_filename_alone_reads_stdin(gpulint, tmp_path):
     result = gpulint("check", "--output-format", "concise", "--stdin-filename", "src/train.py", stdin=TRAIN, cwd=tmp_path)
     assert result.returncode == 1
     assert result.stdout.decode().splitlines()[:2] == [
-        "src/train.py:8:14: GPU101 `DataLoader` has no `num_workers`: batches are loaded in the training process while the GPU waits",
+        "src/train.py:8:14: GPU101 `DataLoader` has no `num_workers`: batches load in the training process",
         GPU402.replace("train.py", "src/train.py"),
     ]
     assert result.stderr.decode() == ""

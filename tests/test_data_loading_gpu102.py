@@ -86,7 +86,7 @@ def test_without_workers_the_fix_is_unsafe_and_the_message_says_why():
     """
     [d] = diagnostics(source, **ONLY)
     assert d.fix.applicability == Applicability.UNSAFE
-    assert "num_workers > 0" in d.message
+    assert "num_workers > 0" in d.help
     assert fixed(source, unsafe=False, **ONLY) == textwrap.dedent(source)
     assert "pin_memory=True)" in fixed(source, unsafe=True, **ONLY)
 

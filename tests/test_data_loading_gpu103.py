@@ -40,7 +40,7 @@ def test_missing_batch_size_is_batch_one():
 def test_literal_below_the_threshold():
     source = script("loader = DataLoader(ds, batch_size=4, shuffle=True)")
     [d] = diagnostics(source, **ONLY)
-    assert d.message.startswith("`DataLoader` uses `batch_size=4`, below 16:")
+    assert d.message == "`DataLoader` uses `batch_size=4`, below 16"
     assert "DataLoader(ds, batch_size=64, shuffle=True)" in fixed(source, **ONLY)
     assert fixed(source, unsafe=False, **ONLY) == source
 
@@ -83,9 +83,9 @@ def test_learning_rate_advice_follows_the_optimizer():
     sgd = script("loader = DataLoader(ds, batch_size=4, shuffle=True)", before="optimizer = torch.optim.SGD(params, lr=0.1)\n")
     adam = script("loader = DataLoader(ds, batch_size=4, shuffle=True)", before="optimizer = torch.optim.AdamW(params)\n")
     unknown = script("loader = DataLoader(ds, batch_size=4, shuffle=True)")
-    assert "linearly with it (SGD, with warm-up)" in diagnostics(sgd, **ONLY)[0].message
-    assert "square root of the factor (Adam)" in diagnostics(adam, **ONLY)[0].message
-    assert "(linearly for SGD, by the square root for Adam)" in diagnostics(unknown, **ONLY)[0].message
+    assert "linearly with it (SGD, with warm-up)" in diagnostics(sgd, **ONLY)[0].help
+    assert "square root of the factor (Adam)" in diagnostics(adam, **ONLY)[0].help
+    assert "(linearly for SGD, by the square root for Adam)" in diagnostics(unknown, **ONLY)[0].help
 
 
 def test_options_threshold_and_target():

@@ -94,14 +94,15 @@ def test_gpu201_in_an_evaluation_loop_is_info():
     source = HEADER + "model = torch.nn.Linear(3, 3).cuda()\nwith torch.no_grad():\n    for x in loader:\n        y = model(x) + torch.ones(3).cuda()\n"
     [d] = diagnostics(source, select=("GPU201",))
     assert d.severity.value == "info"
-    assert d.message == "`torch.ones(...)` fills on the CPU, then `.cuda()` copies it to the GPU every evaluation step (loop at line 6); create it there with `device=`"
+    assert d.message == "`torch.ones(...)` fills on the CPU, then `.cuda()` copies it to the GPU every evaluation step (loop at line 6)"
+    assert d.help == "Create it there with `device=`"
 
 
 def test_gpu201_random_factory_fix_is_unsafe():
     source = in_step("noise = torch.randn(4, 4).cuda()\n")
     assert only(source, "GPU201") == ["5:13 GPU201"]
     [d] = diagnostics(source, select=("GPU201",))
-    assert "different numbers" in d.message
+    assert "different numbers" in d.help
     assert fix(source, "GPU201", unsafe=False) == source
     assert fix(source, "GPU201") == in_step('noise = torch.randn(4, 4, device="cuda")\n')
 
@@ -259,7 +260,7 @@ def test_gpu203_repeated_move_is_deleted_safely():
     """)
     assert only(source, "GPU203") == ["6:5 GPU203"]
     [d] = diagnostics(source, select=("GPU203",))
-    assert "already moved at line 4" in d.message and d.severity.value == "warning"
+    assert "already moved at line 4" in d.help and d.severity.value == "warning"
     assert fix(source, "GPU203", unsafe=False) == source.replace("    model.to(device)\n", "")
 
 
@@ -276,14 +277,14 @@ def test_gpu203_module_moved_away_before_the_loop_is_not_deleted():
     """)
     assert only(source, "GPU203") == ["9:5 GPU203"]
     [d] = diagnostics(source, select=("GPU203",))
-    assert "already moved" not in d.message
+    assert "already moved" not in d.help
     assert fix(source, "GPU203", unsafe=False) == source  # deleting it would train on the CPU
 
 
 def test_gpu203_move_back_after_moving_away_is_the_earlier_move():
     source = HEADER + "model = torch.nn.Linear(3, 3)\nmodel.to(device)\nmodel.cpu()\nmodel.to(device)\nfor epoch in range(3):\n    model.to(device)\n"
     [d] = diagnostics(source, select=("GPU203",))
-    assert "already moved at line 7" in d.message
+    assert "already moved at line 7" in d.help
     assert fix(source, "GPU203", unsafe=False) == source.replace("for epoch in range(3):\n    model.to(device)\n", "for epoch in range(3):\n    pass\n")
 
 
@@ -366,7 +367,7 @@ def test_gpu204_invariant_copy_is_hoisted():
     """)
     assert only(source, "GPU204") == ["6:19 GPU204"]
     [d] = diagnostics(source, select=("GPU204",))
-    assert d.severity.value == "warning" and "`class_weights` does not change" in d.message
+    assert d.severity.value == "warning" and "`class_weights` does not change" in d.help
     assert fix(source, "GPU204") == HEADER + textwrap.dedent("""\
         def train(model, opt, loader, class_weights):
             weights = class_weights.to(device)

@@ -25,10 +25,10 @@ HF_SCRIPT = """\
 def test_default_workers_are_reported_with_a_fix_that_keeps_them():
     (found,) = diagnostics(HF_SCRIPT, **GPU107)
     assert (found.location.row, found.location.column, found.severity) == (4, 8, Severity.WARNING)
-    assert found.message == (
-        "`TrainingArguments` leaves `dataloader_num_workers` at its default 0: the HF Trainer loads every batch in the "
-        "training process while the GPU waits; set `dataloader_num_workers` to a worker count and "
-        "`dataloader_persistent_workers=True` to keep them between epochs"
+    assert found.message == "`TrainingArguments` leaves `dataloader_num_workers` at its default 0"
+    assert found.help == (
+        "The HF Trainer loads every batch in the training process while the GPU waits; set `dataloader_num_workers` "
+        "to a worker count and `dataloader_persistent_workers=True` to keep them between epochs"
     )
     assert found.fix.applicability == Applicability.UNSAFE
     assert "num_train_epochs=3, bf16=True, dataloader_num_workers=min(8, " in fixed(HF_SCRIPT, **GPU107)
@@ -38,7 +38,7 @@ def test_default_workers_are_reported_with_a_fix_that_keeps_them():
 def test_literal_zero_workers_is_replaced_in_the_call():
     source = 'from transformers import TrainingArguments\n\nargs = TrainingArguments("out", dataloader_num_workers=0, bf16=True)\n'
     (found,) = diagnostics(source, **GPU107)
-    assert "sets `dataloader_num_workers=0`:" in found.message
+    assert "sets `dataloader_num_workers=0`" in found.message
     result = fixed(source, **GPU107)
     assert 'TrainingArguments("out", dataloader_num_workers=min(8, ' in result
     assert result.endswith("- 1)), bf16=True, dataloader_persistent_workers=True)\n")
@@ -69,8 +69,8 @@ def test_pin_memory_off_and_workers_restarted_are_reported_without_a_fix():
         args = TrainingArguments("out", dataloader_num_workers=4, dataloader_pin_memory=False, bf16=True)
         """
     (found,) = diagnostics(source, **GPU107)
-    assert "sets `dataloader_pin_memory=False`: every batch is copied to the GPU from pageable memory" in found.message
-    assert "leaves `dataloader_persistent_workers` at its default False: the worker processes are started again" in found.message
+    assert "sets `dataloader_pin_memory=False`" in found.message and "Every batch is copied to the GPU from pageable memory" in found.help
+    assert "leaves `dataloader_persistent_workers` at its default False" in found.message and "The worker processes are started again" in found.help
     assert found.fix is None
 
 
@@ -210,10 +210,11 @@ DDP_ACCUMULATION = """\
 def test_ddp_accumulation_without_no_sync():
     (found,) = diagnostics(DDP_ACCUMULATION, **GPU406)
     assert (found.location.row, found.location.column, found.severity) == (12, 9, Severity.WARNING)
-    assert found.message == (
-        "`loss.backward()` all-reduces the gradients of the data-parallel model (`DDP(...)` at line 9) every "
-        "micro-step, but the optimizer steps only every few (`optimizer.step()` at line 14): run the backward of the "
-        "first k-1 micro-steps under `with model.no_sync():`, so only the last micro-step communicates"
+    assert found.message == "`loss.backward()` all-reduces gradients every micro-step of an accumulation"
+    assert found.help == (
+        "The data-parallel model (`DDP(...)` at line 9) communicates every micro-step, but the optimizer steps only "
+        "every few (`optimizer.step()` at line 14): run the backward of the first k-1 micro-steps under "
+        "`with model.no_sync():`, so only the last micro-step communicates"
     )
     assert found.fix is None
 
@@ -231,7 +232,7 @@ def test_micro_batch_loop_with_accelerate_suggests_accumulate():
             optimizer.zero_grad()
         """
     (found,) = diagnostics(source, **GPU406)
-    assert "`with accelerator.accumulate(model):`" in found.message
+    assert "`with accelerator.accumulate(model):`" in found.help
 
 
 @pytest.mark.parametrize(
@@ -327,7 +328,8 @@ def test_debug_switches_left_on_are_reported_and_statements_removed_by_the_unsaf
         """
     found = diagnostics(source, **GPU408)
     assert [(d.location.row, d.location.column) for d in found] == [(5, 1), (6, 1), (7, 1)]
-    assert found[0].message.startswith("`CUDA_LAUNCH_BLOCKING=1` is left on in training code: it makes every kernel launch wait")
+    assert found[0].message == "`CUDA_LAUNCH_BLOCKING=1` is left on in training code"
+    assert found[0].help.startswith("It makes every kernel launch wait")
     assert all(d.fix is not None and d.fix.applicability == Applicability.UNSAFE for d in found)
     result = fixed(source, **GPU408)
     assert "CUDA_LAUNCH_BLOCKING" not in result and "set_detect_anomaly" not in result and "set_sync_debug_mode" not in result
@@ -392,7 +394,7 @@ def test_adam_on_cuda_parameters_without_fused():
         """
     found = diagnostics(source, **GPU904)
     assert [(d.location.row, d.severity) for d in found] == [(5, Severity.INFO), (6, Severity.INFO)]
-    assert "with `foreach=False` it loops over the parameters in Python" in found[1].message
+    assert "With `foreach=False` it loops over the parameters in Python" in found[1].help
     result = fixed(source, **GPU904)
     assert "torch.optim.AdamW(model.parameters(), lr=1e-3, fused=True)" in result
     assert "torch.optim.Adam(model.parameters(), lr=1e-3, fused=True)" in result

@@ -265,7 +265,7 @@ def test_no_fix_for_unsharded_iterable_dataset_or_unguarded_script():
             return DataLoader(Stream(), batch_size=4)
         """
     [d] = diagnostics(iterable)
-    assert d.fix is None and "get_worker_info" in d.message
+    assert d.fix is None and "get_worker_info" in d.help
     unguarded = """\
         import torch
         from torch.utils.data import DataLoader
@@ -273,7 +273,7 @@ def test_no_fix_for_unsharded_iterable_dataset_or_unguarded_script():
         loader = DataLoader(ds, batch_size=4)
         """
     [d] = diagnostics(unguarded)
-    assert d.fix is None and "__main__" in d.message
+    assert d.fix is None and "__main__" in d.help
 
 
 def test_severity_warning_for_training_info_for_evaluation():

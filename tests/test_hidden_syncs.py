@@ -111,7 +111,7 @@ def test_gpu306_kinds(body, position, kind):
     source = step(body)
     assert only(source, "GPU306") == [f"{position} GPU306"]
     [d] = diagnostics(source, select=("GPU306",))
-    assert kind in d.message and "every training step (loop at line 11)" in d.message
+    assert kind in d.help and "every training step (loop at line 11)" in d.message
     assert d.severity.value == "warning" and d.fix is None
 
 

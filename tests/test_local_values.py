@@ -310,8 +310,8 @@ def test_a_cpu_only_alias_moves_nothing():
     for cpu in ("torch.FloatTensor", "torch.Tensor"):
         source = GAN.replace("torch.cuda.FloatTensor if cuda else torch.FloatTensor", cpu)
         # No copy is seen; the batches still reach the GPU model the loop trains, which is what is reported.
-        [message] = messages(source, "GPU102")
-        assert "imgs.type" not in message and "(they feed the training loop at line 11, which runs a GPU model)" in message
+        [d] = diagnostics(source, select=("GPU102",))
+        assert "imgs.type" not in d.message and "(they feed the training loop at line 11, which runs a GPU model)" in d.help
     torch_tensor_else = GAN.replace("else torch.FloatTensor", "else torch.Tensor")
     assert codes(torch_tensor_else, ("GPU102",)) == ["7:14 GPU102"]
 

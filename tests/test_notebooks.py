@@ -28,21 +28,16 @@ KAGGLE = NOTEBOOKS / "kaggle_tabular.ipynb"
 PYTHON_KERNEL = {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}, "language_info": {"name": "python"}}
 
 COLAB_FINDINGS = [
-    "colab.ipynb:cell 5:14:16: GPU101 `DataLoader` has no `num_workers`: batches are loaded in the training process"
-    " while the GPU waits; workers can use `NoisyShapes` (defined in the notebook) only when they start by `fork`"
-    " (Linux before Python 3.14): under `spawn` (macOS, Windows) move it into a module and import it",
+    "colab.ipynb:cell 5:14:16: GPU101 `DataLoader` has no `num_workers`: batches load in the training process",
     "colab.ipynb:cell 5:14:16: GPU102 `DataLoader` has no `pin_memory` but its batches are copied to the GPU"
-    " (`images.to(device)` at cell 9, line 4): pageable memory makes every copy block; pinning pays off with"
-    " `num_workers > 0` (GPU101)",
+    " (`images.to(device)` at cell 9, line 4)",
     "colab.ipynb:cell 11:1:10: GPU402 [*] `torch.cuda.memory_cached` is deprecated; use `torch.cuda.memory_reserved`",
 ]
 # No GPU101 on the Kaggle loader: indexing a `TensorDataset` leaves workers nothing to do (analysis/batch_cost.py).
 KAGGLE_FINDINGS = [
     "kaggle.ipynb:cell 4:11:10: GPU102 `DataLoader` has no `pin_memory` but its batches are copied to the GPU"
-    " (`x.to(device)` at cell 6, line 5): pageable memory makes every copy block; pinning pays off with"
-    " `num_workers > 0` (GPU101)",
-    "kaggle.ipynb:cell 6:10:20: GPU303 `loss.item()` waits for the GPU every training step (loop at cell 6, line 4);"
-    " accumulate on the GPU (`running += loss.detach()`) and convert once every N steps or after the loop",
+    " (`x.to(device)` at cell 6, line 5)",
+    "kaggle.ipynb:cell 6:10:20: GPU303 `loss.item()` waits for the GPU every training step (loop at cell 6, line 4)",
 ]
 
 
@@ -441,24 +436,25 @@ for batch in loader:
 
 def test_gpu101_in_a_script_without_a_main_guard_offers_no_fix():
     (d,) = [d for d in check(LOADER_AT_TOP.format(dataset="Squares()"), "train.py").diagnostics if d.code == "GPU101"]
-    assert d.message.endswith('; put the script under `if __name__ == "__main__":` before adding workers') and d.fix is None
+    assert d.help.endswith('; put the script under `if __name__ == "__main__":` before adding workers') and d.fix is None
 
 
 def test_gpu101_in_a_notebook_says_what_workers_need_and_fixes():
     raw = notebook(LOADER_AT_TOP.format(dataset="Squares()"))
     (d,) = [d for d in check(raw).diagnostics if d.code == "GPU101"]
-    assert d.message == (
-        "`DataLoader` has no `num_workers`: batches are loaded in the training process while the GPU waits; "
+    assert d.message == "`DataLoader` has no `num_workers`: batches load in the training process"
+    assert d.help == (
+        "The GPU waits while the training process loads each batch; "
         "workers can use `Squares` (defined in the notebook) only when they start by `fork` (Linux before "
         "Python 3.14): under `spawn` (macOS, Windows) move it into a module and import it"
     )
     assert d.fix is not None and d.fix.applicability.value == "unsafe"
     with_collate = notebook(LOADER_AT_TOP.format(dataset="Squares(), collate_fn=stack").replace("loader =", "def stack(b):\n    return b\n\nloader ="))
     (d,) = [d for d in check(with_collate).diagnostics if d.code == "GPU101"]
-    assert "workers can use `Squares` and `stack` (defined in the notebook)" in d.message
-    assert d.message.endswith("move them into a module and import them")
+    assert "workers can use `Squares` and `stack` (defined in the notebook)" in d.help
+    assert d.help.endswith("move them into a module and import them")
     (d,) = [d for d in check(notebook(LOADER_AT_TOP.format(dataset="ImageFolder('images')"))).diagnostics if d.code == "GPU101"]
-    assert d.message.endswith("while the GPU waits") and d.fix is not None  # nothing of the notebook's to unpickle
+    assert d.help == "The GPU waits while the training process loads each batch" and d.fix is not None  # nothing of the notebook's to unpickle
 
 
 # ---- suppression ---------------------------------------------------------------------------------

@@ -180,7 +180,8 @@ def test_gpu101_reports_real_work_in_getitem(getitem):
         """
     source = loader_source(dataset, "Work(texts, labels, tokenizer)", "from PIL import Image")
     [d] = diagnostics(source, select=("GPU101",))
-    assert d.message == "`DataLoader` has no `num_workers`: batches are loaded in the training process while the GPU waits"
+    assert d.message == "`DataLoader` has no `num_workers`: batches load in the training process"
+    assert d.help == "The GPU waits while the training process loads each batch"
 
 
 def test_gpu101_reports_a_dataset_it_cannot_follow():

@@ -56,7 +56,8 @@ def test_research_layout_data_model_utils_train(tmp_path, monkeypatch):
     assert found(diagnostics) == ["data.py:20 GPU102", "train.py:20 GPU303"]
     pin, sync = diagnostics
     # data.py never names a device: its loader feeds the GPU loop of train.py through utils.to_device
-    assert "its batches reach the GPU (they are copied to the GPU at utils.py:6, in the loop at train.py:13)" in pin.message
+    assert pin.message.endswith("its batches reach the GPU")
+    assert "(they are copied to the GPU at utils.py:6, in the loop at train.py:13)" in pin.help
     assert pin.fix is not None and pin.fix.edits[0].content == ", pin_memory=torch.cuda.is_available()"
     # the helper syncs on the argument it is given: reported at the call, with where it syncs
     assert sync.message.startswith("`accuracy(output, labels)` (`.item()` at utils.py:10) waits for the GPU every training step (loop at line 13)")
@@ -141,7 +142,7 @@ def test_relative_imports_and_a_src_layout(tmp_path, monkeypatch):
     [pin] = lint(root, monkeypatch)
     assert found([pin]) == ["src/shop/data.py:4 GPU102"]
     assert "`helpers.to_gpu(batch, device)` at line 9" not in pin.message  # reported in data.py, names train.py
-    assert "copied to the GPU at src/shop/helpers.py:2, in the loop at src/shop/train.py:8" in pin.message
+    assert "copied to the GPU at src/shop/helpers.py:2, in the loop at src/shop/train.py:8" in pin.help
 
 
 def test_absolute_imports_of_the_package_from_a_script(tmp_path, monkeypatch):
@@ -177,7 +178,7 @@ def test_an_import_the_project_does_not_have_stays_unknown(tmp_path, monkeypatch
     )
     [pin] = lint(root, monkeypatch)
     assert found([pin]) == ["train.py:8 GPU102"]
-    assert "reach the GPU (they feed the training loop at line 8, which runs a GPU model)" in pin.message
+    assert pin.message.endswith("reach the GPU") and "(they feed the training loop at line 8, which runs a GPU model)" in pin.help
 
 
 # ---- GPU context from facts ------------------------------------------------------------------------------

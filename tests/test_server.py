@@ -74,8 +74,9 @@ def test_a_session_diagnostics_code_actions_and_shutdown(client, project):
     related = {"uri": uri, "range": span(6, 51, 6, 51)}
     assert gpu101 == {
         "range": span(12, 13, 12, 90),
-        "message": "`DataLoader` uses `num_workers=0` (argparse default at train.py:7): batches are loaded in the "
-        "training process while the GPU waits",
+        # The short message, then the help on its own line: editors show both where the finding is hovered.
+        "message": "`DataLoader` uses `num_workers=0` (argparse default at train.py:7): batches load in the training process\n"
+        "The GPU waits while the training process loads each batch",
         "severity": 2,
         "code": "GPU101",
         "codeDescription": {"href": URL + "GPU101.md"},

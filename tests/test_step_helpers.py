@@ -36,8 +36,8 @@ def test_research_project_helpers_reached_every_step(tmp_path, monkeypatch):
         "(`%` formatting of a tensor at utils/meters.py:44) wait for the GPU every training step"
     )
     assert by_line[23].message.startswith(
-        "`masked_loss(logits, labels)` runs boolean-mask indexing at utils/tensors.py:18, an op whose output size depends on the data, "
-        "so the host waits for the GPU every training step (loop at line 20)"
+        "`masked_loss(logits, labels)` runs boolean-mask indexing at utils/tensors.py:18, which makes the host wait for the GPU "
+        "every training step (loop at line 20)"
     )
     assert by_line[48].message.startswith("`positives(logits)` runs `torch.nonzero()` at utils/tensors.py:13")
     assert "to the GPU at utils/tensors.py:9 without `non_blocking=True`" in by_line[21].message

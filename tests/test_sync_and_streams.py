@@ -68,7 +68,7 @@ def test_gpu301_fix_keeps_the_indentation_inside_a_function():
 def test_gpu301_a_wait_inside_the_block_does_nothing():
     source = CUDA_NOTES_EXAMPLE.replace("    B = ", "    s.wait_stream(torch.cuda.current_stream())\n    B = ")
     [d] = diagnostics(source, select=("GPU301",))
-    assert "inside the block" in d.message and "does nothing" in d.message
+    assert "inside the block" in d.help and "does nothing" in d.help
 
 
 def test_gpu301_with_stream_object_and_torch_alias():
@@ -131,7 +131,7 @@ OVERLAP = textwrap.dedent("""\
 def test_gpu302_result_read_without_wait():
     assert only(OVERLAP, "GPU302") == ["12:30 GPU302"]
     [d] = diagnostics(OVERLAP, select=("GPU302",))
-    assert d.severity.value == "error" and "record_stream" in d.message
+    assert d.severity.value == "error" and "record_stream" in d.help
 
 
 def test_gpu302_fix_waits_just_before_the_first_use():
@@ -286,7 +286,7 @@ def test_gpu303_item_under_a_logging_interval_is_fine():
 def test_gpu303_running_loss_names_the_gpu_accumulator():
     source = train_with("running_loss += loss.item() * x.size(0)\n")
     [d] = diagnostics(source, select=("GPU303",))
-    assert "`running_loss += loss.detach() * x.size(0)`" in d.message
+    assert "`running_loss += loss.detach() * x.size(0)`" in d.help
 
 
 @pytest.mark.parametrize(

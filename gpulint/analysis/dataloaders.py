@@ -130,8 +130,11 @@ def _collate_moves_to_cuda(model: SemanticModel, collate: cst.BaseExpression, de
         functions = model.functions.get(collate.value, [])
         if functions:
             return any(residency.contains_cuda_move(func) for func in functions)
+        # Any definition that may reach the loader counts (`if ...: collate = partial(f, device=d) else: ...`).
         binders = model.bindings_of(collate.value, collate)
-        return len(binders) == 1 and isinstance(binders[0], cst.Assign) and _collate_moves_to_cuda(model, binders[0].value, depth + 1)
+        return any(isinstance(b, cst.Assign) and _collate_moves_to_cuda(model, b.value, depth + 1) for b in binders)
+    if isinstance(collate, cst.IfExp):
+        return any(_collate_moves_to_cuda(model, branch, depth + 1) for branch in (collate.body, collate.orelse))
     if isinstance(collate, cst.Lambda):
         return residency.contains_cuda_move(collate) or any(_given_cuda_device(model, c) for c in model.calls_inside(collate))
     if isinstance(collate, cst.Call):

@@ -171,6 +171,8 @@ class LoaderFlow:
         for iteration in info.iterations:
             if iteration.loop is None or self.iteration_role(iteration) != TRAIN:
                 continue
+            if self.copies_rebuilt_batches(iteration):
+                continue  # what reaches the GPU is a new CPU tensor built from the batch: the loader's memory is never copied
             if any(residency.is_gpu_module(call.func) for call in self.m.calls_inside(iteration.loop)):
                 return f"they feed the training loop at line {self.m.line_of(iteration.loop)}, which runs a GPU model", True
         consumptions = [c for function, element in self.returned_by(info.loader.call) for c in project.consumed(function, element)]
@@ -183,6 +185,36 @@ class LoaderFlow:
             if consumption.trains:
                 return f"they feed the GPU training loop at {consumption.where}", True
         return None
+
+    def copies_rebuilt_batches(self, iteration: Iteration) -> bool:
+        """The loop copies to the GPU tensors it builds from the batch on the CPU (`torch.stack([transform(img)
+        for img in batch["image"]])`, `processor(images=..., return_tensors="pt")`, `torch.tensor(array)`), and
+        nothing selected from the batch itself (unpacking, indexing, attributes, `.float()`)."""
+        m = self.m
+        selected = set(iteration.batch_names)  # names holding parts of the batch itself
+        for region in iteration.regions:
+            selected = _BatchNames.collect(region, selected)
+        derived = set(selected)  # ... and names computed from it by any means
+        assignments = [a for region in iteration.regions for a in _Assignments.find(region)]
+        for _ in range(4):
+            before = (len(selected), len(derived))
+            for node in assignments:
+                if _reads_any(node.value, derived):
+                    targets = _names([t.target for t in node.targets])
+                    derived |= targets
+                    if _selection_of(node.value) in selected:
+                        selected |= targets
+            if (len(selected), len(derived)) == before:
+                break
+        rebuilt = False
+        for call in (c for region in iteration.regions for c in m.calls_inside(region)):
+            if not m.residency.moves_to_cuda(call):
+                continue
+            receiver = m.residency.unwrapped(call.func.value)
+            if _selection_of(receiver) in selected:
+                return False  # a part of the batch itself is copied
+            rebuilt = rebuilt or _reads_any(receiver, derived)
+        return rebuilt
 
     def _consumed_by_callees(self, value: cst.CSTNode) -> list:
         """Loops of project functions (of another module) that the loader is handed to, by name or directly:
@@ -762,6 +794,49 @@ def _is_batch_part(expr: cst.BaseExpression, names: set[str]) -> bool:
     while isinstance(expr, cst.Subscript):
         expr = expr.value
     return isinstance(expr, cst.Name) and expr.value in names
+
+
+# Tensor methods that view or convert in place of the copy: `batch["x"].float().to(device)` still copies the batch.
+_SELECTION_METHODS = frozenset({"float", "half", "double", "long", "int", "bool", "contiguous", "permute", "view", "reshape",
+                                "squeeze", "unsqueeze", "transpose", "flatten", "type", "to", "cuda"})  # fmt: skip
+
+
+def _selection_of(expr: cst.BaseExpression) -> Optional[str]:
+    """The name `expr` selects from (`x`, `batch["x"]`, `batch.image`, `inputs[0].float()`), or None when it
+    builds something new (a call of a constructor or a transform)."""
+    while True:
+        if isinstance(expr, (cst.Subscript, cst.Attribute)):
+            expr = expr.value
+        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _SELECTION_METHODS:
+            expr = expr.func.value
+        else:
+            return expr.value if isinstance(expr, cst.Name) else None
+
+
+class _Assignments(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.found: list[cst.Assign] = []
+
+    @classmethod
+    def find(cls, region: cst.CSTNode) -> list[cst.Assign]:
+        visitor = cls()
+        region.visit(visitor)
+        return visitor.found
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self.found.append(node)
+
+
+def _reads_any(expr: cst.CSTNode, names: set[str]) -> bool:
+    found = []
+
+    class _Reads(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            if node.value in names:
+                found.append(node)
+
+    expr.visit(_Reads())
+    return bool(found)
 
 
 def _contains_move_of(model: SemanticModel, value: cst.BaseExpression, name: str) -> bool:

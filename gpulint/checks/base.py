@@ -107,8 +107,10 @@ class Rule:
         severity: Severity | None = None,
         fix: Fix | None = None,
         related: Iterable[tuple[str, cst.CSTNode]] = (),
+        help: str = "",
     ) -> Diagnostic:
-        """A finding at `node`; `related` names the other places it is about (`("the training loop", loop)`)."""
+        """A finding at `node`; `message` says what and where in one short line, `help` why it costs and what to
+        do; `related` names the other places it is about (`("the training loop", loop)`)."""
         span = self.model.range(node)
         return Diagnostic(
             code=self.code,
@@ -120,6 +122,7 @@ class Rule:
             severity=severity or self.default_severity,
             fix=fix,
             related=tuple((text, self._start(place)) for text, place in related),
+            help=help,
         )
 
     def _start(self, node: cst.CSTNode) -> Location:

@@ -59,24 +59,25 @@ class DataLoaderWithoutWorkers(Rule):
             what = f"`DataLoader` uses `num_workers=0` ({where})"
         else:
             what = "`DataLoader` uses `num_workers=0`"
-        message = f"{what}: batches are loaded in the training process while the GPU waits"
+        what += ": batches load in the training process"
+        help = "The GPU waits while the training process loads each batch"
         fix = None
         if is_unsharded_iterable_dataset(model, loader):
-            message += "; shard the IterableDataset with `get_worker_info()` before adding workers"
+            help += "; shard the IterableDataset with `get_worker_info()` before adding workers"
         elif model.is_notebook:  # no `__main__` guard to add: a kernel never re-runs the notebook in a worker
             defined = defined_for_workers(model, loader)
             if defined:
                 names, them = " and ".join(f"`{name}`" for name in defined), "it" if len(defined) == 1 else "them"
-                message += (
+                help += (
                     f"; workers can use {names} (defined in the notebook) only when they start by `fork` (Linux before "
                     f"Python 3.14): under `spawn` (macOS, Windows) move {them} into a module and import {them}"
                 )
             fix = self._fix(loader, resolved, where)
         elif model.is_module_level_code(loader.call) and not model.has_main_guard:
-            message += '; put the script under `if __name__ == "__main__":` before adding workers'
+            help += '; put the script under `if __name__ == "__main__":` before adding workers'
         else:
             fix = self._fix(loader, resolved, where)
-        return self.diagnostic(loader.call, message, severity=self._severity(loader), fix=fix, related=value_origin(resolved))
+        return self.diagnostic(loader.call, what, severity=self._severity(loader), fix=fix, related=value_origin(resolved), help=help)
 
     def _fix(self, loader, resolved, where: str):
         model = self.model

@@ -53,20 +53,21 @@ class DataLoaderWithoutPinMemory(Rule):
         elif feeds is None:
             copied = f"its batches are copied to the GPU by {info.placed_by.describe(model)}"
         else:
-            copied = f"its batches reach the GPU ({feeds[0]})"
+            copied = "its batches reach the GPU"
         if resolved is None:
             what = "`DataLoader` has no `pin_memory`"
         elif resolved.origin == LITERAL:
             what = "`DataLoader` uses `pin_memory=False`"
         else:
             what = f"`DataLoader` uses `pin_memory=False` ({resolved.describe(model)})"
-        message = f"{what} but {copied}: pageable memory makes every copy block"
+        message = f"{what} but {copied}"
+        help = "Pageable memory makes every copy block" + (f" ({feeds[0]})" if feeds and not moves else "")
         workers_positive, _ = flow.workers(info.loader)
         if not workers_positive:
-            message += "; pinning pays off with `num_workers > 0` (GPU101)"
+            help += "; pinning pays off with `num_workers > 0` (GPU101)"
         severity = Severity.WARNING if (feeds[1] if feeds else flow.feeds_training(info)) else Severity.INFO
         fix = self._fix(moves, resolved, workers_positive, info.loader.call)
-        return self.diagnostic(info.loader.call, message, severity=severity, fix=fix, related=value_origin(resolved))
+        return self.diagnostic(info.loader.call, message, severity=severity, fix=fix, related=value_origin(resolved), help=help)
 
     def _fix(self, moves, resolved, workers_positive: bool, call: cst.Call):
         model = self.model

@@ -92,12 +92,12 @@ class SmallBatchSize(Rule):
             where = resolved.describe(model)
             what = f"`DataLoader` uses `batch_size={resolved.value}`" + (f" ({where})" if where else "")
             what += f", below {minimum}"
-        message = (
-            f"{what}: small batches leave the GPU idle between short kernels; raise it and "
+        help = (
+            f"Small batches leave the GPU idle between short kernels; raise it and "
             f"{self._lr_advice()}, or use `torch.compile(mode=\"reduce-overhead\")` for a small model"
         )
         severity = Severity.WARNING if info.role == TRAIN else Severity.INFO
-        return self.diagnostic(info.loader.call, message, severity=severity, fix=self._fix(info, resolved), related=value_origin(resolved))
+        return self.diagnostic(info.loader.call, what, severity=severity, fix=self._fix(info, resolved), related=value_origin(resolved), help=help)
 
     def _lr_advice(self) -> str:
         names = {self.model.call_name(c) for c in self.model.calls}

@@ -66,10 +66,8 @@ class DataLoaderWorkersNotPersistent(Rule):
     def _report(self, info, when: str, arg) -> Diagnostic:
         model = self.model
         flow = model.loader_flow
-        message = (
-            f"`DataLoader` workers are shut down and started again for {when}; "
-            "pass `persistent_workers=True` to keep them between epochs"
-        )
+        message = f"`DataLoader` workers are shut down and started again for {when}"
+        help = "Pass `persistent_workers=True` to keep them between epochs"
         if flow.workers_from_command_line(info.loader):
             value = f"{model.code(info.loader.value('num_workers'))} > 0"  # `--workers 0` must still work
         else:
@@ -81,4 +79,4 @@ class DataLoaderWorkersNotPersistent(Rule):
             edit = replace_node(model, arg.value, value)
         severity = Severity.WARNING if flow.feeds_training(info) else Severity.INFO
         fix = self.fix(f"Set `persistent_workers={value}`", [edit], Applicability.UNSAFE)
-        return self.diagnostic(call, message, severity=severity, fix=fix)
+        return self.diagnostic(call, message, severity=severity, fix=fix, help=help)

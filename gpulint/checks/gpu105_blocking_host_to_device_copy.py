@@ -48,8 +48,8 @@ class BlockingHostToDeviceCopy(Rule):
                 eval_only = flow.iteration_role(move.iteration) == EVAL
                 yield self.diagnostic(
                     call,
-                    f"`{model.code(call)}` copies a batch of a pinned `DataLoader` (line {model.line_of(loader.call)}) "
-                    "and blocks the host until the copy ends; pass `non_blocking=True` to overlap it with compute",
+                    f"`{model.code(call)}` copies a batch of a pinned `DataLoader` (line {model.line_of(loader.call)}) and blocks",
+                    help="The host waits until the copy ends; pass `non_blocking=True` to overlap it with compute",
                     severity=Severity.INFO if eval_only else Severity.WARNING,
                     fix=self.fix(
                         "Add `non_blocking=True`",
@@ -66,8 +66,8 @@ class BlockingHostToDeviceCopy(Rule):
         return self.diagnostic(
             move.call,
             f"`{model.code(move.call)}` copies a batch of a pinned `DataLoader` (line {model.line_of(loader.call)}) "
-            f"to the GPU at {move.via} without `non_blocking=True`, so the host waits for every copy; pass "
-            "`non_blocking=True` there to overlap it with compute",
+            f"at {move.via} without `non_blocking=True`",
+            help="The host waits for every copy; pass `non_blocking=True` there to overlap it with compute",
             severity=Severity.INFO if eval_only else Severity.WARNING,
         )
 

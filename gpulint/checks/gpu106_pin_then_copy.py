@@ -36,8 +36,8 @@ class PinThenCopy(Rule):
             plain = without_keyword_argument(call.with_changes(func=call.func.with_changes(value=inner.func.value)), "non_blocking")
             yield self.diagnostic(
                 call,
-                "`.pin_memory()` right before the copy pins on the critical path, usually slower than a plain "
-                "copy; pin in the `DataLoader` (`pin_memory=True`) instead",
+                "`.pin_memory()` right before the copy pins on the critical path",
+                help="Usually slower than a plain copy; pin in the `DataLoader` (`pin_memory=True`) instead",
                 severity=Severity.INFO if eval_only else Severity.WARNING,
                 fix=self.fix("Copy directly (drop `.pin_memory()` and `non_blocking=`)", [replace_node(model, call, plain)], Applicability.UNSAFE),
             )

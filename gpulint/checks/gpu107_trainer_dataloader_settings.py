@@ -33,10 +33,12 @@ class TrainerDataloaderSettings(Rule):
         for arguments in self.model.frameworks.trainer_arguments:
             problems = self._problems(arguments)
             if problems:
-                message = f"`{arguments.name}` " + "; ".join(problems)
-                yield self.diagnostic(arguments.call, message, fix=self._fix(arguments))
+                message = f"`{arguments.name}` " + "; ".join(what for what, _ in problems)
+                help = ". ".join(why[0].upper() + why[1:] for _, why in problems)
+                yield self.diagnostic(arguments.call, message, fix=self._fix(arguments), help=help)
 
-    def _problems(self, arguments: TrainerArguments) -> list[str]:
+    def _problems(self, arguments: TrainerArguments) -> list[tuple[str, str]]:
+        """(what a setting does, why it costs and what to do) for each setting that leaves the GPU waiting."""
         values = arguments.values
         if arguments.on_cpu:
             return []
@@ -49,22 +51,23 @@ class TrainerDataloaderSettings(Rule):
         if _is(pinned, False) and cost.trainer_batches_are_small(arguments.call):
             pinned = None  # token ids: pinning a few kilobytes a batch saves nothing measurable
         if _is(workers, 0):
-            problems.append(
-                f"{self._setting(arguments, WORKERS)}: the HF Trainer loads every batch in the training process while "
-                "the GPU waits; set `dataloader_num_workers` to a worker count"
-                + (" and `dataloader_persistent_workers=True` to keep them between epochs" if restarts else "")
-            )
+            problems.append((
+                self._setting(arguments, WORKERS),
+                "the HF Trainer loads every batch in the training process while the GPU waits; set "
+                "`dataloader_num_workers` to a worker count"
+                + (" and `dataloader_persistent_workers=True` to keep them between epochs" if restarts else ""),
+            ))
         if _is(pinned, False):
-            problems.append(
-                f"{self._setting(arguments, PINNED)}: every batch is copied to the GPU from pageable memory, a blocking "
-                "staged copy (the default, True, pins them)"
-            )
+            problems.append((
+                self._setting(arguments, PINNED),
+                "every batch is copied to the GPU from pageable memory, a blocking staged copy (the default, True, pins them)",
+            ))
         workers_positive = workers is not None and type(workers.value) is int and workers.value > 0
         if workers_positive and restarts:
-            problems.append(
-                f"{self._setting(arguments, PERSISTENT)}: the worker processes are started again every epoch; "
-                "set `dataloader_persistent_workers=True`"
-            )
+            problems.append((
+                self._setting(arguments, PERSISTENT),
+                "the worker processes are started again every epoch; set `dataloader_persistent_workers=True`",
+            ))
         return problems
 
     def _setting(self, arguments: TrainerArguments, name: str) -> str:

@@ -43,10 +43,11 @@ class TensorCreatedThenMoved(Rule):
             if role not in (TRAIN, EVAL):
                 continue  # one-time set-up: a copy before training costs nothing per step
             name = model.code(factory.func)
-            message = f"`{name}(...)` fills on the CPU, then `.{call.func.attr.value}()` copies it to the GPU {self.every_step(role, loop)}; create it there with `device=`"
+            message = f"`{name}(...)` fills on the CPU, then `.{call.func.attr.value}()` copies it to the GPU {self.every_step(role, loop)}"
+            help = "Create it there with `device=`"
             if short in RANDOM_FACTORIES:
-                message += " (the CUDA generator draws different numbers)"
-            yield self.diagnostic(call, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO, fix=self._fix(call, factory, move, short))
+                help += " (the CUDA generator draws different numbers)"
+            yield self.diagnostic(call, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO, fix=self._fix(call, factory, move, short), help=help)
 
     def _fix(self, call: cst.Call, factory: cst.Call, move, short: str):
         model = self.model

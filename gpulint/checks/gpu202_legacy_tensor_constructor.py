@@ -53,12 +53,13 @@ class LegacyTensorConstructor(Rule):
             _, role = residency.step_loop(reported)
             legacy = model.code(call.func)
             where = "the current CUDA device" if on_cuda else "the CPU, then copied to the GPU"
-            message = (
-                f"`{legacy}(...)` is a legacy constructor (a sequence is data, numbers are a shape; built on {where}); "
-                f"use `torch.tensor(data, dtype=torch.{dtype}, device=...)` or `torch.empty(size, ...)`"
+            message = f"`{legacy}(...)` is a legacy constructor, built on {where}"
+            help = (
+                f"A sequence is data, numbers are a shape; use `torch.tensor(data, dtype=torch.{dtype}, device=...)` "
+                "or `torch.empty(size, ...)`"
             )
             fix = self._fix(call, reported, dtype, on_cuda, device) if built is call else None  # the fix would drop the fill
-            yield self.diagnostic(reported, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO, fix=fix)
+            yield self.diagnostic(reported, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO, fix=fix, help=help)
 
     def _initialised(self, call: cst.Call) -> cst.Call:
         """The outermost call of `call.fill_(0).normal_()...`: in-place initialisers return the same tensor."""

@@ -44,13 +44,13 @@ class ModuleMovedInLoop(Rule):
             _, role = residency.step_loop(call)
             earlier = self._earlier_move(call, key, loop)
             where = f"; it is already moved at line {model.line_of(earlier)}" if earlier is not None else ""
-            message = (
-                f"`{model.code(call)}` moves the module again every iteration of the loop (line {model.line_of(loop)}): "
-                f"a module moves in place, so after the first iteration this only walks every parameter and buffer "
+            message = f"`{model.code(call)}` moves the module again every iteration of the loop (line {model.line_of(loop)})"
+            help = (
+                "A module moves in place, so after the first iteration this only walks every parameter and buffer "
                 f"in Python; move it once before the loop{where}"
             )
             fix = self._fix(call, statement, target, key, loop, earlier)
-            yield self.diagnostic(call, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO, fix=fix, related=[("the loop", loop)])
+            yield self.diagnostic(call, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO, fix=fix, related=[("the loop", loop)], help=help)
 
     def _varies(self, key: str, device, statement, call, loop) -> bool:
         """The module or the device changes in the loop, or the loop moves the module elsewhere too."""

@@ -44,13 +44,11 @@ class LoopInvariantTransfer(Rule):
             if not flow.reaching_writes(key, call) and not self._is_parameter(key, call):
                 continue  # where `source` comes from is unknown
             _, role = residency.step_loop(call)
-            message = (
-                f"`{model.code(call)}` copies `{key}` to the GPU every iteration of the loop (line {model.line_of(loop)}), "
-                f"but `{key}` does not change in the loop: copy it once before the loop"
-            )
+            message = f"`{model.code(call)}` copies `{key}` to the GPU every iteration of the loop (line {model.line_of(loop)})"
             yield self.diagnostic(
                 call,
                 message,
+                help=f"`{key}` does not change in the loop: copy it once before the loop",
                 severity=Severity.WARNING if role == TRAIN else Severity.INFO,
                 fix=self._fix(statement, target, loop),
                 related=[("the loop", loop)],

@@ -35,13 +35,13 @@ class NonBlockingDeviceToHost(Rule):
             if read is call:
                 where = "its result is used right away"
             else:
-                where = f"`{model.code(read)}` is read at line {model.line_of(read)} with no synchronize in between"
-            message = (
-                f"`{model.code(call)}` returns before the copy has finished, and {where}: the host may read "
-                "garbage. Call `torch.cuda.synchronize()` (or record an event after the copy and "
+                where = f"`{model.code(read)}` is read at line {model.line_of(read)} without a synchronize"
+            message = f"`{model.code(call)}` may not have finished when {where}"
+            help = (
+                "The host may read garbage. Call `torch.cuda.synchronize()` (or record an event after the copy and "
                 "`event.synchronize()`) before reading it, or drop `non_blocking=True`"
             )
-            yield self.diagnostic(call, message)
+            yield self.diagnostic(call, message, help=help)
 
     def _non_blocking(self, call: cst.Call) -> bool:
         for arg in call.args:

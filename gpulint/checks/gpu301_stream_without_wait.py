@@ -26,9 +26,10 @@ class StreamWithoutWait(Rule):
             stream = model.code(block.stream)
             names = ", ".join(f"`{i.key}`" for i in block.inputs[:3]) + (", ..." if len(block.inputs) > 3 else "")
             message = f"Stream `{stream}` reads {names} (written at line {model.line_of(block.inputs[0].write.statement)}) without waiting for the current stream"
+            help = f"The side stream may read them before the current stream has written them; call `{stream}.wait_stream(torch.cuda.current_stream())` before the block"
             if block.self_waits:
-                message += f"; the wait at line {model.line_of(block.self_waits[0])} is inside the block, where it does nothing"
-            yield self.diagnostic(block.context, message, fix=self._fix(block, stream))
+                help += f" (the wait at line {model.line_of(block.self_waits[0])} is inside the block, where it does nothing)"
+            yield self.diagnostic(block.context, message, fix=self._fix(block, stream), help=help)
 
     def _fix(self, block, stream: str):
         """`s.wait_stream(torch.cuda.current_stream())` before the block, or before the loops around it when

@@ -39,10 +39,11 @@ class StreamResultWithoutWait(Rule):
                 else:
                     what = f"The gradients of the `backward()` on stream `{stream}` (line {line}) are"
                 message = f"{what} and read here without waiting for `{stream}`"
+                help = f"The current stream may read them before `{stream}` has written them; call `torch.cuda.current_stream().wait_stream({stream})` before the read"
                 tensors = [o.key for o in values if o.write is None or o.write.value is None or not model.residency.is_module(o.write.value)]
                 if tensors and not block.records_streams:
-                    message += f"; also `{tensors[0]}.record_stream(torch.cuda.current_stream())`"
-                yield self.diagnostic(first.read, message, fix=self._fix(block, first.read, stream))
+                    help += f", and `{tensors[0]}.record_stream(torch.cuda.current_stream())` so its memory is not reused too early"
+                yield self.diagnostic(first.read, message, fix=self._fix(block, first.read, stream), help=help)
 
     def _fix(self, block, read: cst.CSTNode, stream: str):
         model = self.model

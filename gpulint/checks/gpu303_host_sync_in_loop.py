@@ -42,9 +42,11 @@ class HostSyncInLoop(Rule):
             subjects = [self._subject(s) for s in syncs]
             what = subjects[0] if len(subjects) == 1 else ", ".join(subjects[:-1]) + f" and {subjects[-1]}"
             verb = "waits" if len(syncs) == 1 else "wait"
-            message = f"{what} {verb} for the GPU {self.every_step(role, loop)}; {self._advice(syncs, loop)}"
+            message = f"{what} {verb} for the GPU {self.every_step(role, loop)}"
+            advice = self._advice(syncs, loop)
             yield self.diagnostic(
-                syncs[0].node, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO, related=[(f"the {role} loop", loop)]
+                syncs[0].node, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO, related=[(f"the {role} loop", loop)],
+                help=advice[0].upper() + advice[1:],
             )
 
     def _advice(self, syncs, loop) -> str:

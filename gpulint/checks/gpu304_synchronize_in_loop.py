@@ -34,11 +34,12 @@ class SynchronizeInLoop(Rule):
             if residency.in_timing_code(call) or self._reads_non_blocking_copy(call, loop):
                 continue
             what = f"`{model.code(call)}`" if via is None else f"`{model.code(call)}` (`torch.cuda.synchronize()` at {via})"
-            message = (
-                f"{what} blocks the CPU until the GPU is idle, {self.every_step(role, loop)}: the GPU then waits while the CPU queues the next step; remove it, "
-                "or use `wait_stream` / events to order streams and synchronize only where the host reads GPU results"
+            message = f"{what} blocks the CPU until the GPU is idle, {self.every_step(role, loop)}"
+            help = (
+                "The GPU then waits while the CPU queues the next step; remove it, or use `wait_stream` / events to "
+                "order streams and synchronize only where the host reads GPU results"
             )
-            yield self.diagnostic(call, message, related=[("the training loop", loop)])
+            yield self.diagnostic(call, message, related=[("the training loop", loop)], help=help)
 
     def _helper_sync(self, call: cst.Call) -> str | None:
         """Where a project function called here synchronizes the device on every call (`utils.py:9`)."""

@@ -41,14 +41,12 @@ class EmptyCacheInLoop(Rule):
             if not every_step and residency.frees_memory_beside(call):
                 continue  # `del pipeline; gc.collect()` at validation intervals: a deliberate release
             where = self.every_step(role, loop) if every_step else f"in the loop at line {model.line_of(loop)}"
-            message = (
-                f"`{model.code(call)}` {where} syncs the device and frees the cache that the next step "
-                "allocates again; remove it"
-            )
+            message = f"`{model.code(call)}` {where} syncs the device and empties the cache"
+            help = "The next step allocates the freed memory again, through the slower CUDA allocator; remove it"
             fix = None
             statement = model.parent.get(call)
             if isinstance(statement, cst.Expr):
                 fix = self.fix("Remove the `empty_cache()` call", [delete_statement(model, statement)], Applicability.UNSAFE)
             yield self.diagnostic(
-                call, message, severity=Severity.WARNING if every_step else Severity.INFO, fix=fix, related=[(f"the {role} loop", loop)]
+                call, message, severity=Severity.WARNING if every_step else Severity.INFO, fix=fix, related=[(f"the {role} loop", loop)], help=help
             )

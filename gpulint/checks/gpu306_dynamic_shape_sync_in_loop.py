@@ -39,9 +39,12 @@ class DynamicShapeSyncInLoop(Rule):
             code = " ".join(model.code(sync.node).split())
             if sync.via is not None:  # a project helper called every step
                 call = f"`{code}`" if len(code) <= 60 else "This call"
-                subject = f"{call} runs {sync.kind} at {sync.via}, an op whose output size depends on the data"
+                subject = f"{call} runs {sync.kind} at {sync.via}, which"
+                what = f"{sync.kind[0].upper()}{sync.kind[1:]} is an op whose output size depends on the data"
             else:
-                subject = f"`{code}`: {sync.kind}" if len(code) <= 60 else sync.kind[0].upper() + sync.kind[1:]
+                subject = f"`{code}`" if len(code) <= 60 else "This"
+                what = sync.kind
             advice = next(text for key, text in _ADVICE if key in sync.kind)
-            message = f"{subject}, so the host waits for the GPU {self.every_step(role, loop)}; {advice}"
-            yield self.diagnostic(sync.node, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO)
+            message = f"{subject} makes the host wait for the GPU {self.every_step(role, loop)}"
+            help = f"{what}; {advice}"
+            yield self.diagnostic(sync.node, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO, help=help)

@@ -30,12 +30,12 @@ class CheckpointEveryStep(Rule):
             loop, role = residency.step_loop(call)
             if role != TRAIN or residency.rate_limit_guard(call, loop) is not None or self._conditional(call, loop):
                 continue
-            message = (
-                f"`{model.code(call.func)}(...)` writes a checkpoint {self.every_step(role, loop)}: every tensor is "
-                "copied to the host and written to disk while the GPU waits; save every N steps (under "
+            message = f"`{model.code(call.func)}(...)` writes a checkpoint {self.every_step(role, loop)}"
+            help = (
+                "Every tensor is copied to the host and written to disk while the GPU waits; save every N steps (under "
                 "`if step % N == 0:`) or once per epoch"
             )
-            yield self.diagnostic(call, message, related=[("the training step", loop)])
+            yield self.diagnostic(call, message, related=[("the training step", loop)], help=help)
 
     def _conditional(self, call: cst.Call, loop: cst.CSTNode) -> bool:
         """Under a condition other than a rank check (`if loss < best:`, `if epoch_end:`): not every step."""

@@ -21,10 +21,10 @@ class DataParallel(Rule):
         for wrapper in model.data_parallel_calls:
             if not wrapper.several_gpus:
                 continue
-            message = (
-                f"`DataParallel` ({wrapper.why}) runs one process with a thread per GPU, copies the model to every "
-                "GPU and gathers outputs on GPU 0 each step; use `DistributedDataParallel` launched with `torchrun` "
-                "(one process per GPU), which PyTorch recommends even on a single machine"
+            message = f"`DataParallel` ({wrapper.why}) runs one process with a thread per GPU"
+            help = (
+                "It copies the model to every GPU and gathers outputs on GPU 0 each step; use `DistributedDataParallel` "
+                "launched with `torchrun` (one process per GPU), which PyTorch recommends even on a single machine"
             )
             # Training pays the gather and the replication every step; inference scripts use it for convenience.
-            yield self.diagnostic(wrapper.call, message, severity=Severity.WARNING if trains else Severity.INFO)
+            yield self.diagnostic(wrapper.call, message, severity=Severity.WARNING if trains else Severity.INFO, help=help)

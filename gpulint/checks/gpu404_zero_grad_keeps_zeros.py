@@ -53,11 +53,11 @@ class ZeroGradKeepsZeros(Rule):
         return Severity.WARNING if any(is_hot(self.model, loop) for loop in loops) else Severity.INFO
 
     def _report(self, zero_grad: ZeroGradCall, what: str) -> Diagnostic:
-        message = (
-            f"{what}: every step writes zeros into each gradient and backward then adds to them; "
+        help = (
+            "Every step writes zeros into each gradient and backward then adds to them; "
             "`None` gradients save that memory pass and the memory between steps"
         )
-        return self.diagnostic(zero_grad.call, message, severity=self._severity(zero_grad.call), fix=self._fix(zero_grad))
+        return self.diagnostic(zero_grad.call, what, severity=self._severity(zero_grad.call), fix=self._fix(zero_grad), help=help)
 
     def _fix(self, zero_grad: ZeroGradCall):
         call, arg = zero_grad.call, zero_grad.set_to_none

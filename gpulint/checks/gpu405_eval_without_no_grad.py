@@ -19,8 +19,9 @@ class EvalWithoutNoGrad(Rule):
         model = self.model
         for found in model.eval_forwards:
             name = model.code(found.eval_call.func.value)
-            message = (
-                f"`{name}` runs in a loop after `{name}.eval()` with autograd on: every forward records a graph "
-                "and keeps its activations; wrap the loop in `with torch.no_grad():` (or `torch.inference_mode()`)"
+            message = f"`{name}` runs in a loop after `{name}.eval()` with autograd on"
+            help = (
+                "Every forward records a graph and keeps its activations; wrap the loop in `with torch.no_grad():` "
+                "(or `torch.inference_mode()`)"
             )
-            yield self.diagnostic(found.forward, message)
+            yield self.diagnostic(found.forward, message, help=help)

@@ -25,10 +25,10 @@ class DdpAccumulationWithoutNoSync(Rule):
                 "accelerate": f"run the micro-steps under `with {owner}.accumulate(model):` (with `Accelerator(gradient_accumulation_steps=k)`)",
                 "Fabric": f"run the backward of the first k-1 micro-steps under `with {owner}.no_backward_sync(model):`",
             }.get(framework[0] if framework is not None else "", "run the backward of the first k-1 micro-steps under `with model.no_sync():`")
-            message = (
-                f"`{model.code(found.backward.func)}()` all-reduces the gradients of the data-parallel model "
-                f"(`{wrapper}(...)` at line {model.line_of(found.wrapper)}) every micro-step, but the optimizer steps "
-                f"only every few (`{model.code(found.step.func)}()` at line {model.line_of(found.step)}): {skip}, "
-                "so only the last micro-step communicates"
+            message = f"`{model.code(found.backward.func)}()` all-reduces gradients every micro-step of an accumulation"
+            help = (
+                f"The data-parallel model (`{wrapper}(...)` at line {model.line_of(found.wrapper)}) communicates every "
+                f"micro-step, but the optimizer steps only every few (`{model.code(found.step.func)}()` at line "
+                f"{model.line_of(found.step)}): {skip}, so only the last micro-step communicates"
             )
-            yield self.diagnostic(found.backward, message)
+            yield self.diagnostic(found.backward, message, help=help)

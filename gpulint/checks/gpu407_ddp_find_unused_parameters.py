@@ -26,10 +26,10 @@ class DdpFindUnusedParameters(Rule):
                 settings.append((value, "`DistributedDataParallel(find_unused_parameters=True)`" + (f" ({where})" if where else "")))
         settings.extend(model.frameworks.unused_parameter_searches)
         for node, what in settings:
-            message = (
-                f"{what} makes DDP traverse the autograd graph from the outputs after every forward pass to find "
-                "parameters that get no gradient, extra CPU work each step while the GPU waits; remove it unless the "
-                "model really skips parameters (DDP then names them in its error), or use `static_graph=True` when "
-                "the same ones are skipped every step"
+            message = f"{what} makes DDP walk the autograd graph after every forward pass"
+            help = (
+                "It looks for parameters that get no gradient, extra CPU work each step while the GPU waits; remove it "
+                "unless the model really skips parameters (DDP then names them in its error), or use "
+                "`static_graph=True` when the same ones are skipped every step"
             )
-            yield self.diagnostic(node, message)
+            yield self.diagnostic(node, message, help=help)

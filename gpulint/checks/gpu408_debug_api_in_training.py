@@ -31,11 +31,9 @@ class DebugApiInTraining(Rule):
         model = self.model
         for switch in debug_switches(model):
             cost = next(text for what, text in _COST.items() if switch.what.startswith(what))
-            message = (
-                f"{switch.what} is left on in training code: it {cost}; remove it, or turn it on only under a "
-                "debug flag (`if args.debug:`)"
-            )
+            message = f"{switch.what} is left on in training code"
+            help = f"It {cost}; remove it, or turn it on only under a debug flag (`if args.debug:`)"
             fix = None
             if switch.removable is not None:
                 fix = self.fix(f"Remove the line that turns on {switch.what}", [delete_statement(model, switch.removable)], Applicability.UNSAFE)
-            yield self.diagnostic(switch.node, message, fix=fix)
+            yield self.diagnostic(switch.node, message, fix=fix, help=help)

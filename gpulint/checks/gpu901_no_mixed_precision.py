@@ -20,20 +20,20 @@ class NoMixedPrecision(Rule):
         setup = self.model.training_setup
         for precision in self.model.frameworks.precision:
             if precision.float32 and not setup.non_float32_parameters:
-                message = (
-                    f"{precision.framework} trains in float32 ({precision.reason}): pass {precision.setting} to run the "
-                    "forward pass and the loss under autocast on the Tensor Cores and halve activation memory"
+                message = f"{precision.framework} trains in float32 ({precision.reason})"
+                help = (
+                    f"Pass {precision.setting} to run the forward pass and the loss under autocast on the Tensor Cores "
+                    "and halve activation memory"
                 )
-                yield self.diagnostic(precision.call, message)
+                yield self.diagnostic(precision.call, message, help=help)
         if not setup.cuda_training_script or setup.first_backward is None:
             return
         if setup.mixed_precision or setup.non_float32_parameters:
             return  # already mixed or reduced precision, or a framework decides, or float64 on purpose
         if setup.toy_models:
             return  # a few thousand parameters: launch-bound, the Tensor Cores change nothing
-        message = (
-            "this script trains on CUDA in float32 only: run the forward pass and the loss under "
-            '`torch.autocast("cuda", dtype=torch.bfloat16)` (or float16 with `torch.amp.GradScaler("cuda")`) '
-            "to use the Tensor Cores and halve activation memory"
+        help = (
+            'Run the forward pass and the loss under `torch.autocast("cuda", dtype=torch.bfloat16)` (or float16 with '
+            '`torch.amp.GradScaler("cuda")`) to use the Tensor Cores and halve activation memory'
         )
-        yield self.diagnostic(setup.first_backward, message)
+        yield self.diagnostic(setup.first_backward, "this script trains on CUDA in float32 only", help=help)

@@ -24,12 +24,12 @@ class NoTf32(Rule):
         setup = self.model.training_setup
         if not setup.cuda_training_script or setup.tf32_configured or setup.non_float32_parameters or setup.toy_models:
             return  # a toy model: its matmuls are too small for the Tensor Cores to matter
-        message = (
-            "float32 matrix multiplications on CUDA run without TF32 (off by default for matmuls since "
-            'torch 1.12): call `torch.set_float32_matmul_precision("high")` at start-up to use the Tensor '
-            "Cores of Ampere and newer GPUs"
+        message = "float32 matrix multiplications on CUDA run without TF32"
+        help = (
+            'TF32 is off by default for matmuls since torch 1.12; call `torch.set_float32_matmul_precision("high")` '
+            "at start-up to use the Tensor Cores of Ampere and newer GPUs"
         )
         edit = add_torch_setting(self.model, STATEMENT)
         fix = self.fix("Enable TF32 matmuls after the imports", [edit], Applicability.UNSAFE)
-        yield self.diagnostic(setup.model_moves[0], message, fix=fix)
+        yield self.diagnostic(setup.model_moves[0], message, fix=fix, help=help)
 

@@ -24,11 +24,11 @@ class NoCudnnBenchmark(Rule):
         setup = self.model.training_setup
         if not setup.cuda_training_script or not setup.convolutions or setup.cudnn_configured:
             return
-        message = (
-            "a convolutional model trains on CUDA with cuDNN's heuristic algorithm choice: set "
-            "`torch.backends.cudnn.benchmark = True` at start-up to time the algorithms once per input shape "
+        message = "a convolutional model trains on CUDA with cuDNN's heuristic algorithm choice"
+        help = (
+            "Set `torch.backends.cudnn.benchmark = True` at start-up to time the algorithms once per input shape "
             "and keep the fastest (for fixed input shapes)"
         )
         edit = add_torch_setting(self.model, STATEMENT)
         fix = self.fix("Enable the cuDNN autotuner after the imports", [edit], Applicability.UNSAFE)
-        yield self.diagnostic(setup.model_moves[0], message, fix=fix)
+        yield self.diagnostic(setup.model_moves[0], message, fix=fix, help=help)

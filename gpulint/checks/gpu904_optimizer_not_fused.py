@@ -40,12 +40,12 @@ class OptimizerNotFused(Rule):
                 "its default multi-tensor (`foreach`) implementation still launches several kernels per step for "
                 "each group of parameters"
             )
-            message = (
-                f"`{model.code(adam.call.func)}(...)` updates CUDA parameters: {how}; `fused=True` runs the whole "
-                "update (moments, weight decay, step) as fused kernels over all parameters at once (results differ from "
-                "the default in the last bits)"
+            message = f"`{model.code(adam.call.func)}(...)` updates CUDA parameters without `fused=True`"
+            help = (
+                f"{how[0].upper()}{how[1:]}; `fused=True` runs the whole update (moments, weight decay, step) as fused "
+                "kernels over all parameters at once (results differ from the default in the last bits)"
             )
-            yield self.diagnostic(adam.call, message, fix=self._fix(adam, foreach))
+            yield self.diagnostic(adam.call, message, fix=self._fix(adam, foreach), help=help)
 
     def _fix(self, adam, foreach: cst.Arg | None):
         if not adam.on_gpu_when_built and self.target_torch < _FUSED_CHECKED_AT_STEP:

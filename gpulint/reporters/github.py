@@ -37,6 +37,8 @@ def _line(d: Diagnostic, context: ReportContext) -> str:
     }
     props = ",".join(f"{key}={escape_property(str(value))}" for key, value in properties.items())
     message = f"{d.filename}:{context.position(d)}: {rule_id(d)} {d.message}"
+    if d.help:
+        message += f"\n  help: {d.help}"
     if d.fix is not None:
         message += f"\n  help: {d.fix.message}"
     return f"::{COMMANDS[severity_of(d)]} {props}::{escape_data(message)}\n"

@@ -104,6 +104,13 @@ def _fixes(d: Diagnostic, root: Path) -> list[dict]:
     ]
 
 
+def _message(d: Diagnostic) -> dict:
+    """The short message as text; with the help below it as markdown, which viewers such as GitHub show."""
+    if not d.help:
+        return {"text": d.message}
+    return {"text": d.message, "markdown": f"{d.message}\n\n{d.help}"}
+
+
 def sarif_log(diagnostics: list[Diagnostic], context: ReportContext) -> dict:
     root = Path(context.root)
     ids = sorted({rule_id(d) for d in diagnostics})
@@ -124,7 +131,7 @@ def sarif_log(diagnostics: list[Diagnostic], context: ReportContext) -> dict:
             "ruleId": rule_id(d),
             "ruleIndex": index[rule_id(d)],
             "level": LEVELS[severity_of(d)],
-            "message": {"text": d.message},
+            "message": _message(d),
             "locations": [location],
             "partialFingerprints": {"gpulint/v1": fingerprint},
         }

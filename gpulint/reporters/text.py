@@ -45,6 +45,8 @@ def render_full(diagnostics: list[Diagnostic], context: ReportContext) -> str:
                 f"{gutter} | {' ' * indent}{'^' * width}",
                 f"{gutter} |",
             ]
+        if d.help:
+            lines.append(printable(f"help: {d.help}"))
         if d.fix is not None:
             lines.append(printable(f"help: {d.fix.message}"))
             if d.fix.applicability == Applicability.UNSAFE:

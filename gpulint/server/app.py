@@ -230,7 +230,7 @@ class GpulintLanguageServer(LanguageServer):
             ]
         return types.Diagnostic(
             range=analysis.index.range(d.location, d.end_location),
-            message=d.message,
+            message=f"{d.message}\n{d.help}" if d.help else d.message,  # editors show the lines under each other
             severity=SEVERITIES[api.Severity(d.severity)],
             code=d.code or d.name,
             code_description=types.CodeDescription(href=rule_url(d.code)) if d.code else None,
