@@ -73,7 +73,8 @@ def test_gpu107_silent_for_a_lambda_that_hands_the_tokenizer_to_a_helper():
 def test_gpu107_reports_text_tokenized_per_batch(train, evaluation):
     [d] = diagnostics(trainer(train=train, evaluation=evaluation), select=("GPU107",))
     assert d.location.row == 13
-    assert d.message.startswith("`TrainingArguments` leaves `dataloader_num_workers` at its default 0: the HF Trainer loads")
+    assert d.message == "`TrainingArguments` leaves `dataloader_num_workers` at its default 0"
+    assert d.help.startswith("The HF Trainer loads every batch in the training process")
 
 
 def test_gpu107_reports_a_collator_that_does_real_work():
@@ -89,7 +90,8 @@ def test_gpu107_reports_arguments_of_a_trainer_it_cannot_follow():
 def test_gpu107_reports_unpinned_images():
     source = trainer(train='raw["train"]', settings=", dataloader_num_workers=4, dataloader_pin_memory=False")
     [d] = diagnostics(source, select=("GPU107",))
-    assert "sets `dataloader_pin_memory=False`: every batch is copied" in d.message
+    assert "sets `dataloader_pin_memory=False`" in d.message
+    assert d.help.startswith("Every batch is copied to the GPU from pageable memory")
 
 
 # ---- GPU101: a few prompt strings -------------------------------------------------------------------

@@ -40,7 +40,7 @@ def test_research_project_helpers_reached_every_step(tmp_path, monkeypatch):
         "every training step (loop at line 20)"
     )
     assert by_line[48].message.startswith("`positives(logits)` runs `torch.nonzero()` at utils/tensors.py:13")
-    assert "to the GPU at utils/tensors.py:9 without `non_blocking=True`" in by_line[21].message
+    assert "at utils/tensors.py:9 without `non_blocking=True`" in by_line[21].message
     assert by_line[21].fix is None  # the fix belongs in the helper, which other callers may use
     # Silent: self.smooth.update (AverageMeter keeps the tensor), report (syncs under its own `step % every`),
     # lr_text (CPU values), log_loss under `if step % 100 == 0:` and after the loop.
