@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Iterator, Optional
 
 from gpulint.analysis.devices import BASE_EVIDENCE, gpu_context_reason
+from gpulint.analysis.test_code import DEFAULT_TEST_PATHS
 from gpulint.analysis.summary import INTERNAL, MODULE_BODY, FunctionSummary, ModuleSummary, deep_sources, sources_of
 
 _MAX_DEPTH = 6  # calls followed through helpers, imports through re-exports
@@ -497,6 +498,8 @@ class ProjectIndex:
         for effect in f.effects.get(source, ()):
             if effect[0] == "iter":
                 yield self._consumption(record, key, f, effect[1])
+            elif effect[0] == "feed":  # handed to a framework that runs the loop and copies the batches
+                yield Consumption(f"{record.shown}:{effect[1]}", effect[2], f.gpu or self.gpu_reason(record) is not None)
             elif effect[0] == "pass" and depth < _MAX_DEPTH:
                 call = f.calls[effect[1]]
                 target = self.symbol(record, call[0])
@@ -536,6 +539,8 @@ class ProjectIndex:
         positional = f.params
         found: set[str] = set()
         for caller, caller_key, index in self.callers(record, key.split(".")[0] if key.endswith(".__init__") else key):
+            if self.is_test(caller):
+                continue  # a unit test that runs a helper on the GPU says nothing of where training runs it
             caller_f = caller.summary.functions[caller_key]
             call = caller_f.calls[index]
             offset = 1 if (positional[:1] == ("self",) and ("." in call[0] or key.endswith(".__init__"))) else 0
@@ -555,6 +560,14 @@ class ProjectIndex:
                 if source.startswith("p:"):
                     found |= self.inputs(caller, caller_key, source[2:], depth + 1)
         return found
+
+    def is_test(self, record: _Record) -> bool:
+        """A test module, by the default test paths or because it imports pytest (as `test_code.py` decides)."""
+        from gpulint.config import _glob_match  # config imports the rules, which import the analysis
+
+        rel = os.path.relpath(record.path, self.root).replace(os.sep, "/")
+        imports = record.summary.imports.values()
+        return any(_glob_match(rel, p) for p in DEFAULT_TEST_PATHS) or any(i[1].split(".")[0] in ("pytest", "_pytest") for i in imports)
 
     # ---- GPU context ------------------------------------------------------------------------------
 
@@ -689,6 +702,8 @@ def _agree(values: list) -> Any:
     if not known or len(known) != len(values):
         return None
     first = known[0]
+    if {v[0] for v in known} == {"device", "cpu"}:
+        return ("device",)  # `return torch.device("cuda")` when there is one, else the CPU: chosen at run time
     if all(v[0] == first[0] for v in known):
         if first[0] == "tuple" and any(len(v[1]) != len(first[1]) for v in known):
             return None

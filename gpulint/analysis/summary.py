@@ -49,6 +49,8 @@ DATALOADER = "torch.utils.data.DataLoader"
 # Kept in step with residency.py (the LibCST model): the same names mean the same things here.
 _DEVICE_NAME = re.compile(r"(^|_)(device|dev|cuda|gpu)$")
 # Integers that hold a device index by convention (`model.to(local_rank)`, `x.cuda(args.gpu_id)`).
+# Functions that return the device to use (`dist_util.dev()`, `utils.get_device()`).
+_DEVICE_GETTER = re.compile(r"^(get_|default_)?(device|dev)$")
 DEVICE_INDEX_NAME = re.compile(r"^(local_rank|rank|gpu|gpu_id|gpu_idx|device_id|device_ids?|local_device)$")
 _OPTIMIZER = re.compile(r"(self\.)?((\w*_)?optim(izer)?\w*|opt(_\w+|[A-Z]\w*)?)")
 _RATE_NAME = re.compile(
@@ -79,6 +81,18 @@ _LIBRARIES = frozenset(sys.stdlib_module_names) | {
     "matplotlib", "pandas", "sklearn", "scipy", "cv2", "wandb", "tensorboard", "tensorboardX", "yaml", "omegaconf",
     "hydra", "timm", "accelerate", "lightning", "pytorch_lightning", "einops", "apex", "deepspeed", "h5py",
 }  # fmt: skip
+
+# Framework calls that take a loader and run the loop over it, copying its batches to the device
+# (`analysis/frameworks.py` holds the details): method -> (the framework's packages, whether that loop trains).
+_FRAMEWORK_FEEDS = {
+    "prepare": (("accelerate",), True),
+    "prepare_data_loader": (("accelerate",), True),
+    "setup_dataloaders": (("lightning", "lightning_fabric"), True),
+    "fit": (("lightning", "pytorch_lightning"), True),
+    "validate": (("lightning", "pytorch_lightning"), False),
+    "test": (("lightning", "pytorch_lightning"), False),
+    "run": (("ignite",), True),
+}
 
 
 @dataclass
@@ -451,7 +465,8 @@ class _Reader:
     def stmt(self, node: ast.stmt) -> None:
         kind = type(node)
         if kind is ast.Expr:
-            self.expr(node.value)
+            value = self.expr(node.value)
+            self.moved_in_place(node.value, value)
         elif kind is ast.Assign:
             value = self.expr(node.value)
             for target in node.targets:
@@ -518,6 +533,19 @@ class _Reader:
             if not self.is_module:
                 self.env[node.name] = None  # a nested function: not followed
             return
+
+    def moved_in_place(self, node: ast.AST, value: Any) -> None:
+        """`model.to(device)` as a statement: a module (unlike a tensor) moves itself, so `model` is now on the GPU."""
+        if value is None or value[0] not in ("gpu_module", "moved") or not isinstance(node, ast.Call):
+            return
+        func = node.func
+        if not (isinstance(func, ast.Attribute) and func.attr in ("to", "cuda") and isinstance(func.value, ast.Name)):
+            return
+        held = self.env.get(func.value.id)
+        sources = sources_of(held)
+        built = len(sources) == 1 and sources[0].startswith("c:") and "." not in sources[0]
+        if held == ("module",) or (built and self.f.calls[int(sources[0][2:])][0].rsplit(".", 1)[-1][:1].isupper()):
+            self.env[func.value.id] = value  # a module or an instance of a project class (`Net()`)
 
     def bind(self, target: ast.AST, value: Any) -> None:
         if isinstance(target, ast.Name):
@@ -678,9 +706,9 @@ class _Reader:
                     self.mark_gpu(f"`{qualified}`", node.lineno)
             if base == ("self",) and self.cls is not None:
                 return self.cls.attributes.get(node.attr)
-            if node.attr in _HOST_ATTRIBUTES:
-                return None
             if base is not None and base[0] == "args":
+                return _option_device(base[1], node.attr)
+            if node.attr in _HOST_ATTRIBUTES:
                 return None
             if base is not None and base[0] in ("src", "gpu"):
                 return base
@@ -818,6 +846,8 @@ class _Reader:
             if method in ("parse_args", "parse_known_args"):
                 options = self.argparse_options(func.value)
                 return ("args", options) if method == "parse_args" else ("tuple", (("args", options), None))
+            if method in _FRAMEWORK_FEEDS:
+                self.framework_feed(method, line, [*args, *kwargs.values()])
             if receiver == ("self",) and self.cls is not None and method in self.cls.methods:
                 return self.record(f"{self.class_name()}.{method}", node, args, kwargs)
             instance = sources_of(receiver)
@@ -866,6 +896,16 @@ class _Reader:
             if sources_of(inner):
                 return _merge_tensor(inner, *args)
         return None
+
+    def framework_feed(self, method: str, line: int, values: list) -> None:
+        """`accelerator.prepare(model, opt, loader)`, `trainer.fit(model, loader)`: the framework iterates what it
+        is handed (the index keeps the loaders among it)."""
+        roots, trains = _FRAMEWORK_FEEDS[method]
+        if not any(imported[1].split(".", 1)[0] in roots for imported in self.b.summary.imports.values()):
+            return
+        for value in values:
+            for source in deep_sources(value):
+                self.effect(source, ("feed", line, trains))
 
     def class_name(self) -> str:
         return next(name for name, info in self.b.summary.classes.items() if info is self.cls)
@@ -920,7 +960,7 @@ class _Reader:
             if kind == "cuda":
                 self.mark_gpu("`torch.device(...)` chosen at run time" if not _literal(node.args[0])[0] else "`torch.device(\"cuda\")`", line)
                 return ("device",)
-            return None
+            return ("cpu",) if kind == "cpu" else None
         if qualified in ("torch.cuda.current_device", "torch.accelerator.current_accelerator", "torch.accelerator.current_device_index"):
             self.mark_gpu(f"`{qualified}()`", line)
             return ("device",)
@@ -971,6 +1011,14 @@ class _Reader:
         """`{dest: [default, line]}` of the module's `add_argument` calls (on any parser: helpers that add
         groups of options take the parser as an argument)."""
         return self.b.argparse_options
+
+
+def _option_device(options: dict, name: str) -> Any:
+    """`args.device` of an option whose default names a device (`default="cuda"`): that device; else unknown."""
+    default = options.get(name, [None])[0]
+    if isinstance(default, str) and default.split(":")[0] in ("cuda", "cpu"):
+        return ("device",) if default.startswith("cuda") else ("cpu",)
+    return None
 
 
 def _argparse_dest(node: ast.Call) -> Optional[str]:
@@ -1072,6 +1120,9 @@ def _device_kind_of(node: Optional[ast.AST], reader: _Reader, mark: bool = True)
             return kind
         if qualified in ("torch.cuda.current_device", "torch.accelerator.current_accelerator", "torch.accelerator.current_device_index"):
             return "cuda"
+        getter = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        if not qualified.startswith("torch.") and _DEVICE_GETTER.search(getter):
+            return "cuda"  # `dist_util.dev()`, `get_device()`: named like the device getter it is, as `device` names are
         return None
     if isinstance(node, ast.IfExp):
         kinds = {_device_kind_of(node.body, reader), _device_kind_of(node.orelse, reader)}
