@@ -252,3 +252,63 @@ def test_a_fit_method_of_a_library_that_is_no_training_framework_hands_over_noth
     """
     files = {"data.py": LOADERS.format(options=""), "train.py": train}
     assert lint(tmp_path, files, monkeypatch) == []
+
+
+TRAINER = """\
+    import torch
+
+
+    class Trainer:
+        def __init__(self, model, optimizer, args, device=None):
+            self.model = model
+            self.optimizer = optimizer
+            self.args = args
+            self.device = device
+
+        def train(self, loader):
+            for images, labels in loader:
+                images = images.to({device})
+                loss = torch.nn.functional.cross_entropy(self.model(images), labels.to({device}))
+                self.optimizer.zero_grad()
+                loss.backward()
+                self.optimizer.step()
+                print(loss.item())
+"""
+RUN = """\
+    import argparse
+    import torch
+    from torch.utils.data import DataLoader
+    from trainer import Trainer
+
+
+    def main(dataset, model):
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--epochs", default=10, type=int)
+        args = parser.parse_args()
+        loader = DataLoader(dataset, batch_size=256, shuffle=True, num_workers=4)
+        {choice}
+        optimizer = torch.optim.Adam(model.parameters(), 3e-4)
+        trainer = Trainer(model, optimizer, args=args, device={device})
+        trainer.train(loader)
+"""
+CHOSEN = """if torch.cuda.is_available():
+            args.device = torch.device("cuda")
+        else:
+            args.device = torch.device("cpu")"""
+ON_GPU = ["run.py:11 GPU102", "trainer.py:18 GPU303"]
+
+
+@pytest.mark.parametrize(
+    ("used", "choice", "given", "expected"),
+    [
+        # `self.device = device` in the constructor, the device given by the caller in another module
+        ("self.device", "", 'torch.device("cuda")', ON_GPU),
+        ("self.device", "", '"cpu"', []),
+        # `args.device` set in main.py, read as `self.args.device` in the trainer's module
+        ("self.args.device", CHOSEN, "None", ON_GPU),
+        ("self.args.device", 'args.device = "cpu"', "None", []),
+    ],
+)
+def test_a_device_the_constructor_keeps_from_a_caller_in_another_module(tmp_path, monkeypatch, used, choice, given, expected):
+    files = {"trainer.py": TRAINER.format(device=used), "run.py": RUN.format(choice=choice, device=given)}
+    assert lint(tmp_path, files, monkeypatch) == expected

@@ -555,7 +555,7 @@ class ProjectIndex:
             resolved = self.value(caller, caller_f, value)
             if resolved is not None:
                 kind = resolved[0]
-                found.add("cuda_device" if kind == "device" else kind)
+                found.add("cuda_device" if kind == "device" or _args_on_cuda(resolved) else kind)
             for source in sources_of(value):
                 if source.startswith("p:"):
                     found |= self.inputs(caller, caller_key, source[2:], depth + 1)
@@ -602,6 +602,8 @@ class ProjectIndex:
                     continue
                 if source.startswith("p:") and "cuda_device" in self.inputs(record, key, source[2:]):
                     yield f"callers give `{source[2:]}` of `{key}` a CUDA device"
+                elif source.startswith("i:") and "cuda_device" in self.inputs(record, f"{key.split('.')[0]}.__init__", source[2:]):
+                    yield f"callers give `{source[2:]}` of `{key.split('.')[0]}` a CUDA device"
                 elif source.startswith(("g:", "c:")) and self.value(record, f, ("src", source)) == ("device",):
                     yield f"a device from the project (`{_source_name(f, source)}`)"
         for key in (*summary.classes, *(k for k in summary.functions if "." not in k and k != MODULE_BODY)):
@@ -694,6 +696,12 @@ def _param_for(callee: Optional[Callee], slot: Any, ref: str) -> Optional[str]:
     if params[:1] == ("self",) and (callee.kind == "class" or "." in ref):
         params = params[1:]
     return params[slot] if 0 <= slot < len(params) else None
+
+
+def _args_on_cuda(value: Any) -> bool:
+    """Parsed options whose `device` is a CUDA device (`args.device = torch.device("cuda")`, `default="cuda"`)."""
+    device = value[1].get("device", [None])[0] if value[0] == "args" else None
+    return isinstance(device, str) and device.startswith("cuda")
 
 
 def _agree(values: list) -> Any:

@@ -9,6 +9,7 @@ statement, with an environment of what its names hold. What comes from outside t
 
     p:<name>   a parameter             c:<i>    the result of its i-th recorded call (c:<i>.<k>: element k)
     l:<j>      a batch of its j-th loop    g:<name> an imported name
+    i:<name>   in a method, an attribute the constructor set from its parameter (`self.device = device`)
 
 What the function does with a source is an *effect* (moved to the GPU, synchronised on, iterated, used as
 a device, passed to a call, returned), and what it does on its own (a training step, a host sync on a
@@ -430,6 +431,7 @@ class _Reader:
         self.b = builder
         self.cls = cls
         self.is_module = node is None
+        self.is_init = name.endswith(".__init__")
         params: list[str] = []
         kwonly: list[str] = []
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -534,6 +536,15 @@ class _Reader:
                 self.env[node.name] = None  # a nested function: not followed
             return
 
+    def set_args_device(self, name: str, value: Any) -> None:
+        """`args.device = torch.device("cuda")` (`else: args.device = "cpu"`): the options now hold a device; a CUDA
+        device in one branch is a device chosen at run time, so "cpu" never replaces it."""
+        held = self.env.get(name)
+        if held is None or held[0] != "args" or value not in (("device",), ("cpu",)):
+            return
+        if value == ("device",) or "device" not in held[1]:
+            self.env[name] = ("args", {**held[1], "device": ["cuda" if value == ("device",) else "cpu", None]})
+
     def moved_in_place(self, node: ast.AST, value: Any) -> None:
         """`model.to(device)` as a statement: a module (unlike a tensor) moves itself, so `model` is now on the GPU."""
         if value is None or value[0] not in ("gpu_module", "moved") or not isinstance(node, ast.Call):
@@ -568,8 +579,12 @@ class _Reader:
                 # Sources are this method's own (`c:0` is its first call): other methods keep only what is known.
                 if value is not None and value[0] == "moved":
                     value = ("moved", None)
+                if self.is_init and value is not None and value[0] == "src" and value[1].startswith("p:") and "|" not in value[1]:
+                    value = ("init", value[1][2:])  # `self.device = device`: what the constructor's callers give
                 if value is not None and not deep_sources(value):
                     self.cls.attributes.setdefault(target.attr, value)
+            elif isinstance(target.value, ast.Name) and target.attr == "device":
+                self.set_args_device(target.value.id, value)
         elif isinstance(target, ast.Subscript):
             self.expr(target.value)
             self.expr(target.slice)
@@ -705,7 +720,8 @@ class _Reader:
                 if qualified is not None and qualified.startswith(("torch.cuda.", "torch.accelerator.")) and qualified.count(".") == 2:
                     self.mark_gpu(f"`{qualified}`", node.lineno)
             if base == ("self",) and self.cls is not None:
-                return self.cls.attributes.get(node.attr)
+                held = self.cls.attributes.get(node.attr)
+                return ("src", f"i:{held[1]}") if held is not None and held[0] == "init" and not self.is_init else held
             if base is not None and base[0] == "args":
                 return _option_device(base[1], node.attr)
             if node.attr in _HOST_ATTRIBUTES:
@@ -940,7 +956,7 @@ class _Reader:
                 return None
         non_blocking = any(k.arg == "non_blocking" and _literal(k.value) == (True, True) for k in node.keywords)
         if device_arg is not None:
-            for source in sources_of(self.expr(device_arg)):
+            for source in self.device_sources(device_arg):
                 self.effect(source, ("device", node.lineno))
         for source in sources_of(receiver):
             if not source.startswith("g:"):
@@ -948,6 +964,14 @@ class _Reader:
         if receiver is not None and receiver[0] in ("module", "gpu_module"):
             return ("gpu_module",)
         return ("moved", receiver)
+
+    def device_sources(self, node: ast.AST) -> list[str]:
+        """The sources a device expression comes from; `args.device`, `self.args.device` come from `args`."""
+        if isinstance(node, ast.Attribute) and node.attr == "device":
+            held = self.expr(node.value)
+            if held is not None and held[0] == "src":
+                return sources_of(held)
+        return sources_of(self.expr(node))
 
     def torch_call(self, node: ast.Call, qualified: str, args: list, kwargs: dict) -> Any:
         line = node.lineno
@@ -970,7 +994,7 @@ class _Reader:
         device = next((k.value for k in node.keywords if k.arg == "device"), None)
         if device is not None:
             kind = _device_kind_of(device, self)
-            for source in sources_of(self.expr(device)):
+            for source in self.device_sources(device):
                 self.effect(source, ("device", line))
             if kind == "cuda":
                 self.mark_gpu("a tensor created with `device=`", line)
