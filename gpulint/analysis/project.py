@@ -539,8 +539,6 @@ class ProjectIndex:
         positional = f.params
         found: set[str] = set()
         for caller, caller_key, index in self.callers(record, key.split(".")[0] if key.endswith(".__init__") else key):
-            if self.is_test(caller):
-                continue  # a unit test that runs a helper on the GPU says nothing of where training runs it
             caller_f = caller.summary.functions[caller_key]
             call = caller_f.calls[index]
             offset = 1 if (positional[:1] == ("self",) and ("." in call[0] or key.endswith(".__init__"))) else 0
@@ -552,13 +550,18 @@ class ProjectIndex:
             value = values.get(param)
             if value is None:
                 continue
+            given: set[str] = set()
             resolved = self.value(caller, caller_f, value)
             if resolved is not None:
                 kind = resolved[0]
-                found.add("cuda_device" if kind == "device" or _args_on_cuda(resolved) else kind)
+                given.add("cuda_device" if kind == "device" else kind)
+                if _args_on_cuda(resolved):
+                    given.add("cuda_device")
             for source in sources_of(value):
                 if source.startswith("p:"):
-                    found |= self.inputs(caller, caller_key, source[2:], depth + 1)
+                    given |= self.inputs(caller, caller_key, source[2:], depth + 1)
+            # a unit test that runs a helper on the GPU says nothing of where training runs it
+            found |= given - _ON_GPU if self.is_test(caller) else given
         return found
 
     def is_test(self, record: _Record) -> bool:
@@ -696,6 +699,9 @@ def _param_for(callee: Optional[Callee], slot: Any, ref: str) -> Optional[str]:
     if params[:1] == ("self",) and (callee.kind == "class" or "." in ref):
         params = params[1:]
     return params[slot] if 0 <= slot < len(params) else None
+
+
+_ON_GPU = frozenset({"cuda_device", "gpu_module", "gpu"})  # what callers may give that puts a function on the GPU
 
 
 def _args_on_cuda(value: Any) -> bool:
