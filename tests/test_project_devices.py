@@ -312,3 +312,31 @@ ON_GPU = ["run.py:11 GPU102", "trainer.py:18 GPU303"]
 def test_a_device_the_constructor_keeps_from_a_caller_in_another_module(tmp_path, monkeypatch, used, choice, given, expected):
     files = {"trainer.py": TRAINER.format(device=used), "run.py": RUN.format(choice=choice, device=given)}
     assert lint(tmp_path, files, monkeypatch) == expected
+
+
+def test_a_model_handed_to_a_framework_is_no_loader(tmp_path, monkeypatch):
+    models = """\
+        import torch.nn as nn
+
+
+        def build_model(cfg):
+            return nn.Sequential(nn.Linear(cfg.width, 10))
+    """
+    train = """\
+        from accelerate import Accelerator
+        from models import build_model
+
+
+        def main(cfg, optimizer, train_loader):
+            accelerator = Accelerator()
+            model = build_model(cfg)
+            model, optimizer, train_loader = accelerator.prepare(model, optimizer, train_loader)
+    """
+    root = tmp_path
+    for name, text in {"models.py": models, "train.py": train}.items():
+        (root / name).write_text(textwrap.dedent(text), encoding="utf-8")
+    from gpulint.analysis.project import ProjectIndex
+    from gpulint.analysis.summary import summarize
+
+    index = ProjectIndex(root, {p: summarize(p.read_text()) for p in sorted(root.glob("*.py"))})
+    assert index.context(root / "models.py").gpu_reason is None  # not "the loader `build_model` builds feeds GPU code"

@@ -498,7 +498,8 @@ class ProjectIndex:
         for effect in f.effects.get(source, ()):
             if effect[0] == "iter":
                 yield self._consumption(record, key, f, effect[1])
-            elif effect[0] == "feed":  # handed to a framework that runs the loop and copies the batches
+            elif effect[0] == "feed" and _kind(self.value(record, f, ("src", source))) == "loader":
+                # handed to a framework that runs the loop over it and copies the batches
                 yield Consumption(f"{record.shown}:{effect[1]}", effect[2], f.gpu or self.gpu_reason(record) is not None)
             elif effect[0] == "pass" and depth < _MAX_DEPTH:
                 call = f.calls[effect[1]]
@@ -699,6 +700,10 @@ def _param_for(callee: Optional[Callee], slot: Any, ref: str) -> Optional[str]:
     if params[:1] == ("self",) and (callee.kind == "class" or "." in ref):
         params = params[1:]
     return params[slot] if 0 <= slot < len(params) else None
+
+
+def _kind(value: Any) -> Optional[str]:
+    return value[0] if value is not None else None
 
 
 _ON_GPU = frozenset({"cuda_device", "gpu_module", "gpu"})  # what callers may give that puts a function on the GPU
