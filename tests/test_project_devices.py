@@ -340,3 +340,37 @@ def test_a_model_handed_to_a_framework_is_no_loader(tmp_path, monkeypatch):
 
     index = ProjectIndex(root, {p: summarize(p.read_text()) for p in sorted(root.glob("*.py"))})
     assert index.context(root / "models.py").gpu_reason is None  # not "the loader `build_model` builds feeds GPU code"
+
+
+def test_a_device_helper_and_a_trainer_re_exported_by_star_imports(tmp_path, monkeypatch):
+    util = """\
+        import torch
+
+
+        def prepare_device(n_gpu_use):
+            n_gpu = torch.cuda.device_count()
+            device = torch.device("cuda:0" if n_gpu_use > 0 and n_gpu > 0 else "cpu")
+            return device, list(range(n_gpu_use))
+    """
+    train = """\
+        import torch
+        from torch.utils.data import DataLoader
+        from trainer import Trainer
+        from utils import prepare_device
+
+
+        def main(config, model, dataset):
+            device, device_ids = prepare_device(config["n_gpu"])
+            model = model.to(device)
+            loader = DataLoader(dataset, batch_size=128, num_workers=2)
+            trainer = Trainer(model, torch.optim.Adam(model.parameters()), config, device=device)
+            trainer.train(loader)
+    """
+    files = {
+        "utils/__init__.py": "from .util import *\n",
+        "utils/util.py": util,
+        "trainer/__init__.py": "from .trainer import *\n",
+        "trainer/trainer.py": TRAINER.format(device="self.device"),
+        "train.py": train,
+    }
+    assert lint(tmp_path, files, monkeypatch) == ["train.py:10 GPU102", "trainer/trainer.py:18 GPU303"]

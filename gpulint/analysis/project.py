@@ -252,6 +252,10 @@ class ProjectIndex:
             return ("value", record, head) if not tail else None
         if head in summary.imports:  # a re-export (`from .data import make_loaders` in `__init__.py`)
             return self.symbol(record, ".".join(names), depth + 1)
+        if summary.stars:  # ... or `from .util import *`
+            found = self.symbol(record, ".".join(names), depth + 1)
+            if found is not None:
+                return found
         if record.path.name == "__init__.py":
             sub = self._file(os.path.join(record.folder, head))
             if sub is not None:
