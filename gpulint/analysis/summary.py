@@ -49,9 +49,9 @@ DATALOADER = "torch.utils.data.DataLoader"
 
 # Kept in step with residency.py (the LibCST model): the same names mean the same things here.
 _DEVICE_NAME = re.compile(r"(^|_)(device|dev|cuda|gpu)$")
-# Integers that hold a device index by convention (`model.to(local_rank)`, `x.cuda(args.gpu_id)`).
 # Functions that return the device to use (`dist_util.dev()`, `utils.get_device()`).
 _DEVICE_GETTER = re.compile(r"^(get_|default_)?(device|dev)$")
+# Integers that hold a device index by convention (`model.to(local_rank)`, `x.cuda(args.gpu_id)`).
 DEVICE_INDEX_NAME = re.compile(r"^(local_rank|rank|gpu|gpu_id|gpu_idx|device_id|device_ids?|local_device)$")
 _OPTIMIZER = re.compile(r"(self\.)?((\w*_)?optim(izer)?\w*|opt(_\w+|[A-Z]\w*)?)")
 _RATE_NAME = re.compile(
@@ -721,7 +721,9 @@ class _Reader:
                     self.mark_gpu(f"`{qualified}`", node.lineno)
             if base == ("self",) and self.cls is not None:
                 held = self.cls.attributes.get(node.attr)
-                return ("src", f"i:{held[1]}") if held is not None and held[0] == "init" and not self.is_init else held
+                if held is not None and held[0] == "init":
+                    return ("src", f"{'p' if self.is_init else 'i'}:{held[1]}")
+                return held
             if base is not None and base[0] == "args":
                 return _option_device(base[1], node.attr)
             if node.attr in _HOST_ATTRIBUTES:
