@@ -374,3 +374,23 @@ def test_a_device_helper_and_a_trainer_re_exported_by_star_imports(tmp_path, mon
         "train.py": train,
     }
     assert lint(tmp_path, files, monkeypatch) == ["train.py:10 GPU102", "trainer/trainer.py:18 GPU303"]
+
+
+@pytest.mark.parametrize(("reduction", "expected"), [('"none"', []), ('"mean"', [])])
+def test_a_helper_that_syncs_only_for_one_value_of_an_option_is_not_a_per_step_sync(tmp_path, monkeypatch, reduction, expected):
+    # `.item()` only under `if reduction == "mean":`: whether a call syncs depends on what it passes, which the
+    # summary does not follow (precision first: neither call is reported)
+    metrics = """\
+        import torch
+
+
+        def compute_top_k(logits, labels, k, reduction="mean"):
+            _, top_ks = torch.topk(logits, k, dim=-1)
+            if reduction == "mean":
+                return (top_ks == labels[:, None]).float().sum(dim=-1).mean().item()
+            return (top_ks == labels[:, None]).float().sum(dim=-1)
+    """
+    files = {"metrics.py": metrics, "engine.py": ENGINE.replace("print(loss.item())", f"acc = compute_top_k(model(images), labels, 1, reduction={reduction})"), "data.py": DATA}
+    files["engine.py"] = "from metrics import compute_top_k\n" + textwrap.dedent(files["engine.py"])
+    files["train.py"] = train('torch.device("cuda")')
+    assert lint(tmp_path, files, monkeypatch) == ["data.py:5 GPU102", *expected]

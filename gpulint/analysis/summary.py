@@ -451,6 +451,7 @@ class _Reader:
             self.env[params[0]] = ("self",)
         self.loop = -1
         self.guarded = False
+        self.optional = False  # under `if reduction == "mean":`: syncs there depend on what the caller passes
         self.loop_targets: set[str] = set()
         self.loop_sources: dict[int, list[str]] = {}  # loop -> the sources whose elements it takes
 
@@ -496,9 +497,12 @@ class _Reader:
             guarded = self.guarded
             if self.loop >= 0 or not self.is_module:
                 self.guarded = guarded or _rate_limiting(node.test, self.loop_targets)
+            optional = self.optional
+            self.optional = optional or self.on_parameter_value(node.test)
             self.block(node.body)
             self.guarded = guarded
             self.block(node.orelse)
+            self.optional = optional
         elif kind in (ast.With, ast.AsyncWith):
             for item in node.items:
                 value = self.expr(item.context_expr)
@@ -671,10 +675,17 @@ class _Reader:
         sources = sources_of(value)
         moved = value[0] == "moved" and value[1] is not None and value[1][0] not in ("module", "gpu_module")
         if value[0] == "gpu" or moved or INTERNAL in sources:
-            self.effect(INTERNAL, ("sync", kind, line, self.loop, self.guarded))
+            self.effect(INTERNAL, ("sync", kind, line, self.loop, self.guarded or self.optional))
         for source in sources:
             if source != INTERNAL and not source.startswith("g:"):
-                self.effect(source, ("sync", kind, line, certain, self.loop, self.guarded))
+                self.effect(source, ("sync", kind, line, certain, self.loop, self.guarded or self.optional))
+
+    def on_parameter_value(self, test: ast.AST) -> bool:
+        """`if reduction == "mean":` / `if mode in ("a", "b"):`: a branch on an option a caller passes."""
+        if self.is_module or not isinstance(test, ast.Compare) or not isinstance(test.left, ast.Name):
+            return False
+        is_parameter = self.env.get(test.left.id) == ("src", f"p:{test.left.id}")
+        return is_parameter and all(_literal(c)[0] for c in test.comparators)
 
     def mark_trains(self) -> None:
         self.f.trains = True
