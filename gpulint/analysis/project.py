@@ -23,6 +23,7 @@ from typing import Any, Iterator, Optional
 
 from gpulint.analysis import settings_files
 from gpulint.analysis.devices import BASE_EVIDENCE, gpu_context_reason
+from gpulint.analysis.test_code import DEFAULT_TEST_PATHS
 from gpulint.analysis.summary import INTERNAL, MODULE_BODY, FunctionSummary, ModuleSummary, deep_sources, sources_of
 
 _MAX_DEPTH = 6  # calls followed through helpers, imports through re-exports
@@ -254,6 +255,10 @@ class ProjectIndex:
             return ("value", record, head) if not tail else None
         if head in summary.imports:  # a re-export (`from .data import make_loaders` in `__init__.py`)
             return self.symbol(record, ".".join(names), depth + 1)
+        if summary.stars:  # ... or `from .util import *`
+            found = self.symbol(record, ".".join(names), depth + 1)
+            if found is not None:
+                return found
         if record.path.name == "__init__.py":
             sub = self._file(os.path.join(record.folder, head))
             if sub is not None:
@@ -504,6 +509,9 @@ class ProjectIndex:
         for effect in f.effects.get(source, ()):
             if effect[0] == "iter":
                 yield self._consumption(record, key, f, effect[1])
+            elif effect[0] == "feed" and _kind(self.value(record, f, ("src", source))) == "loader":
+                # handed to a framework that runs the loop over it and copies the batches
+                yield Consumption(f"{record.shown}:{effect[1]}", effect[2], f.gpu or self.gpu_reason(record) is not None)
             elif effect[0] == "pass" and depth < _MAX_DEPTH:
                 call = f.calls[effect[1]]
                 target = self.symbol(record, call[0])
@@ -554,14 +562,27 @@ class ProjectIndex:
             value = values.get(param)
             if value is None:
                 continue
+            given: set[str] = set()
             resolved = self.value(caller, caller_f, value)
             if resolved is not None:
                 kind = resolved[0]
-                found.add("cuda_device" if kind == "device" else kind)
+                given.add("cuda_device" if kind == "device" else kind)
+                if _args_on_cuda(resolved):
+                    given.add("cuda_device")
             for source in sources_of(value):
                 if source.startswith("p:"):
-                    found |= self.inputs(caller, caller_key, source[2:], depth + 1)
+                    given |= self.inputs(caller, caller_key, source[2:], depth + 1)
+            # a unit test that runs a helper on the GPU says nothing of where training runs it
+            found |= given - _ON_GPU if self.is_test(caller) else given
         return found
+
+    def is_test(self, record: _Record) -> bool:
+        """A test module, by the default test paths or because it imports pytest (as `test_code.py` decides)."""
+        from gpulint.config import _glob_match  # config imports the rules, which import the analysis
+
+        rel = os.path.relpath(record.path, self.root).replace(os.sep, "/")
+        imports = record.summary.imports.values()
+        return any(_glob_match(rel, p) for p in DEFAULT_TEST_PATHS) or any(i[1].split(".")[0] in ("pytest", "_pytest") for i in imports)
 
     # ---- GPU context ------------------------------------------------------------------------------
 
@@ -596,6 +617,8 @@ class ProjectIndex:
                     continue
                 if source.startswith("p:") and "cuda_device" in self.inputs(record, key, source[2:]):
                     yield f"callers give `{source[2:]}` of `{key}` a CUDA device"
+                elif source.startswith("i:") and "cuda_device" in self.inputs(record, f"{key.split('.')[0]}.__init__", source[2:]):
+                    yield f"callers give `{source[2:]}` of `{key.split('.')[0]}` a CUDA device"
                 elif source.startswith(("g:", "c:")) and self.value(record, f, ("src", source)) == ("device",):
                     yield f"a device from the project (`{_source_name(f, source)}`)"
         for key in (*summary.classes, *(k for k in summary.functions if "." not in k and k != MODULE_BODY)):
@@ -692,12 +715,27 @@ def _param_for(callee: Optional[Callee], slot: Any, ref: str) -> Optional[str]:
     return params[slot] if 0 <= slot < len(params) else None
 
 
+def _kind(value: Any) -> Optional[str]:
+    return value[0] if value is not None else None
+
+
+_ON_GPU = frozenset({"cuda_device", "gpu_module", "gpu"})  # what callers may give that puts a function on the GPU
+
+
+def _args_on_cuda(value: Any) -> bool:
+    """Parsed options whose `device` is a CUDA device (`args.device = torch.device("cuda")`, `default="cuda"`)."""
+    device = value[1].get("device", [None])[0] if value[0] == "args" else None
+    return isinstance(device, str) and device.startswith("cuda")
+
+
 def _agree(values: list) -> Any:
     """What every `return` gives, when they agree on its kind (the first one's details); else unknown."""
     known = [v for v in values if v is not None]
     if not known or len(known) != len(values):
         return None
     first = known[0]
+    if {v[0] for v in known} == {"device", "cpu"}:
+        return ("device",)  # `return torch.device("cuda")` when there is one, else the CPU: chosen at run time
     if all(v[0] == first[0] for v in known):
         if first[0] == "tuple" and any(len(v[1]) != len(first[1]) for v in known):
             return None

@@ -9,6 +9,7 @@ statement, with an environment of what its names hold. What comes from outside t
 
     p:<name>   a parameter             c:<i>    the result of its i-th recorded call (c:<i>.<k>: element k)
     l:<j>      a batch of its j-th loop    g:<name> an imported name
+    i:<name>   in a method, an attribute the constructor set from its parameter (`self.device = device`)
 
 What the function does with a source is an *effect* (moved to the GPU, synchronised on, iterated, used as
 a device, passed to a call, returned), and what it does on its own (a training step, a host sync on a
@@ -48,6 +49,8 @@ DATALOADER = "torch.utils.data.DataLoader"
 
 # Kept in step with residency.py (the LibCST model): the same names mean the same things here.
 _DEVICE_NAME = re.compile(r"(^|_)(device|dev|cuda|gpu)$")
+# Functions that return the device to use (`dist_util.dev()`, `utils.get_device()`).
+_DEVICE_GETTER = re.compile(r"^(get_|default_)?(device|dev)$")
 # Integers that hold a device index by convention (`model.to(local_rank)`, `x.cuda(args.gpu_id)`).
 DEVICE_INDEX_NAME = re.compile(r"^(local_rank|rank|gpu|gpu_id|gpu_idx|device_id|device_ids?|local_device)$")
 _OPTIMIZER = re.compile(r"(self\.)?((\w*_)?optim(izer)?\w*|opt(_\w+|[A-Z]\w*)?)")
@@ -81,6 +84,18 @@ _LIBRARIES = frozenset(sys.stdlib_module_names) | {
     "matplotlib", "pandas", "sklearn", "scipy", "cv2", "wandb", "tensorboard", "tensorboardX", "yaml", "omegaconf",
     "hydra", "timm", "accelerate", "lightning", "pytorch_lightning", "einops", "apex", "deepspeed", "h5py",
 }  # fmt: skip
+
+# Framework calls that take a loader and run the loop over it, copying its batches to the device
+# (`analysis/frameworks.py` holds the details): method -> (the framework's packages, whether that loop trains).
+_FRAMEWORK_FEEDS = {
+    "prepare": (("accelerate",), True),
+    "prepare_data_loader": (("accelerate",), True),
+    "setup_dataloaders": (("lightning", "lightning_fabric"), True),
+    "fit": (("lightning", "pytorch_lightning"), True),
+    "validate": (("lightning", "pytorch_lightning"), False),
+    "test": (("lightning", "pytorch_lightning"), False),
+    "run": (("ignite",), True),
+}
 
 
 @dataclass
@@ -425,6 +440,7 @@ class _Reader:
         self.b = builder
         self.cls = cls
         self.is_module = node is None
+        self.is_init = name.endswith(".__init__")
         params: list[str] = []
         kwonly: list[str] = []
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -444,6 +460,7 @@ class _Reader:
             self.env[params[0]] = ("self",)
         self.loop = -1
         self.guarded = False
+        self.optional = False  # under `if reduction == "mean":`: syncs there depend on what the caller passes
         self.loop_targets: set[str] = set()
         self.loop_sources: dict[int, list[str]] = {}  # loop -> the sources whose elements it takes
         self.masks: set[str] = set()  # names bound to a comparison (`keep = labels != -100`)
@@ -461,7 +478,8 @@ class _Reader:
     def stmt(self, node: ast.stmt) -> None:
         kind = type(node)
         if kind is ast.Expr:
-            self.expr(node.value)
+            value = self.expr(node.value)
+            self.moved_in_place(node.value, value)
         elif kind is ast.Assign:
             value = self.expr(node.value)
             for target in node.targets:
@@ -491,9 +509,12 @@ class _Reader:
             guarded = self.guarded
             if self.loop >= 0 or not self.is_module:
                 self.guarded = guarded or _rate_limiting(node.test, self.loop_targets)
+            optional = self.optional
+            self.optional = optional or self.on_parameter_value(node.test)
             self.block(node.body)
             self.guarded = guarded
             self.block(node.orelse)
+            self.optional = optional
         elif kind in (ast.With, ast.AsyncWith):
             for item in node.items:
                 value = self.expr(item.context_expr)
@@ -531,6 +552,28 @@ class _Reader:
                 self.env[node.name] = None  # a nested function: not followed
             return
 
+    def set_args_device(self, name: str, value: Any) -> None:
+        """`args.device = torch.device("cuda")` (`else: args.device = "cpu"`): the options now hold a device; a CUDA
+        device in one branch is a device chosen at run time, so "cpu" never replaces it."""
+        held = self.env.get(name)
+        if held is None or held[0] != "args" or value not in (("device",), ("cpu",)):
+            return
+        if value == ("device",) or "device" not in held[1]:
+            self.env[name] = ("args", {**held[1], "device": ["cuda" if value == ("device",) else "cpu", None]})
+
+    def moved_in_place(self, node: ast.AST, value: Any) -> None:
+        """`model.to(device)` as a statement: a module (unlike a tensor) moves itself, so `model` is now on the GPU."""
+        if value is None or value[0] not in ("gpu_module", "moved") or not isinstance(node, ast.Call):
+            return
+        func = node.func
+        if not (isinstance(func, ast.Attribute) and func.attr in ("to", "cuda") and isinstance(func.value, ast.Name)):
+            return
+        held = self.env.get(func.value.id)
+        sources = sources_of(held)
+        built = len(sources) == 1 and sources[0].startswith("c:") and "." not in sources[0]
+        if held == ("module",) or (built and self.f.calls[int(sources[0][2:])][0].rsplit(".", 1)[-1][:1].isupper()):
+            self.env[func.value.id] = value  # a module or an instance of a project class (`Net()`)
+
     def bind(self, target: ast.AST, value: Any) -> None:
         if isinstance(target, ast.Name):
             if target.id in self.env and self.env[target.id] != value:
@@ -552,10 +595,14 @@ class _Reader:
                 # Sources are this method's own (`c:0` is its first call): other methods keep only what is known.
                 if value is not None and value[0] == "moved":
                     value = ("moved", None)
+                if self.is_init and value is not None and value[0] == "src" and value[1].startswith("p:") and "|" not in value[1]:
+                    value = ("init", value[1][2:])  # `self.device = device`: what the constructor's callers give
                 if value is not None and not deep_sources(value):
                     self.cls.attributes.setdefault(target.attr, value)
                 elif self.made(value) is not None:
                     self.cls.attributes.setdefault(target.attr, ("made", self.made(value)))
+            elif isinstance(target.value, ast.Name) and target.attr == "device":
+                self.set_args_device(target.value.id, value)
         elif isinstance(target, ast.Subscript):
             self.expr(target.value)
             self.expr(target.slice)
@@ -642,10 +689,17 @@ class _Reader:
         sources = sources_of(value)
         moved = value[0] == "moved" and value[1] is not None and value[1][0] not in ("module", "gpu_module")
         if value[0] == "gpu" or moved or INTERNAL in sources:
-            self.effect(INTERNAL, ("sync", kind, line, self.loop, self.guarded))
+            self.effect(INTERNAL, ("sync", kind, line, self.loop, self.guarded or self.optional))
         for source in sources:
             if source != INTERNAL and not source.startswith("g:"):
-                self.effect(source, ("sync", kind, line, certain, self.loop, self.guarded))
+                self.effect(source, ("sync", kind, line, certain, self.loop, self.guarded or self.optional))
+
+    def on_parameter_value(self, test: ast.AST) -> bool:
+        """`if reduction == "mean":` / `if mode in ("a", "b"):`: a branch on an option a caller passes."""
+        if self.is_module or not isinstance(test, ast.Compare) or not isinstance(test.left, ast.Name):
+            return False
+        is_parameter = self.env.get(test.left.id) == ("src", f"p:{test.left.id}")
+        return is_parameter and all(_literal(c)[0] for c in test.comparators)
 
     def shape(self, value: Any, kind: str, line: int, certain: bool) -> None:
         """An op on `value` whose output size depends on its data: the host waits for it (if it is a GPU tensor)."""
@@ -702,10 +756,13 @@ class _Reader:
                 if qualified is not None and qualified.startswith(("torch.cuda.", "torch.accelerator.")) and qualified.count(".") == 2:
                     self.mark_gpu(f"`{qualified}`", node.lineno)
             if base == ("self",) and self.cls is not None:
-                return self.cls.attributes.get(node.attr)
-            if node.attr in _HOST_ATTRIBUTES:
-                return None
+                held = self.cls.attributes.get(node.attr)
+                if held is not None and held[0] == "init":
+                    return ("src", f"{'p' if self.is_init else 'i'}:{held[1]}")
+                return held
             if base is not None and base[0] == "args":
+                return _option_device(base[1], node.attr)
+            if node.attr in _HOST_ATTRIBUTES:
                 return None
             if base is not None and base[0] in ("src", "gpu"):
                 return base
@@ -859,6 +916,8 @@ class _Reader:
             if method in ("parse_args", "parse_known_args"):
                 options = self.argparse_options(func.value)
                 return ("args", options) if method == "parse_args" else ("tuple", (("args", options), None))
+            if method in _FRAMEWORK_FEEDS:
+                self.framework_feed(method, line, [*args, *kwargs.values()])
             if receiver == ("self",) and self.cls is not None and method in self.cls.methods:
                 return self.record(f"{self.class_name()}.{method}", node, args, kwargs)
             if receiver is not None and receiver[0] == "made":
@@ -926,6 +985,15 @@ class _Reader:
         if len(sources) == 1 and sources[0].startswith("c:") and "." not in sources[0]:
             return self.f.calls[int(sources[0][2:])][0]
         return None
+    def framework_feed(self, method: str, line: int, values: list) -> None:
+        """`accelerator.prepare(model, opt, loader)`, `trainer.fit(model, loader)`: the framework iterates what it
+        is handed (the index keeps the loaders among it)."""
+        roots, trains = _FRAMEWORK_FEEDS[method]
+        if not any(imported[1].split(".", 1)[0] in roots for imported in self.b.summary.imports.values()):
+            return
+        for value in values:
+            for source in deep_sources(value):
+                self.effect(source, ("feed", line, trains))
 
     def class_name(self) -> str:
         return next(name for name, info in self.b.summary.classes.items() if info is self.cls)
@@ -960,7 +1028,7 @@ class _Reader:
                 return None
         non_blocking = any(k.arg == "non_blocking" and _literal(k.value) == (True, True) for k in node.keywords)
         if device_arg is not None:
-            for source in sources_of(self.expr(device_arg)):
+            for source in self.device_sources(device_arg):
                 self.effect(source, ("device", node.lineno))
         for source in sources_of(receiver):
             if not source.startswith("g:"):
@@ -968,6 +1036,14 @@ class _Reader:
         if receiver is not None and receiver[0] in ("module", "gpu_module"):
             return ("gpu_module",)
         return ("moved", receiver)
+
+    def device_sources(self, node: ast.AST) -> list[str]:
+        """The sources a device expression comes from; `args.device`, `self.args.device` come from `args`."""
+        if isinstance(node, ast.Attribute) and node.attr == "device":
+            held = self.expr(node.value)
+            if held is not None and held[0] == "src":
+                return sources_of(held)
+        return sources_of(self.expr(node))
 
     def torch_call(self, node: ast.Call, qualified: str, args: list, kwargs: dict) -> Any:
         line = node.lineno
@@ -984,7 +1060,7 @@ class _Reader:
             if kind == "cuda":
                 self.mark_gpu("`torch.device(...)` chosen at run time" if not _literal(node.args[0])[0] else "`torch.device(\"cuda\")`", line)
                 return ("device",)
-            return None
+            return ("cpu",) if kind == "cpu" else None
         if qualified in ("torch.cuda.current_device", "torch.accelerator.current_accelerator", "torch.accelerator.current_device_index"):
             self.mark_gpu(f"`{qualified}()`", line)
             return ("device",)
@@ -994,7 +1070,7 @@ class _Reader:
         device = next((k.value for k in node.keywords if k.arg == "device"), None)
         if device is not None:
             kind = _device_kind_of(device, self)
-            for source in sources_of(self.expr(device)):
+            for source in self.device_sources(device):
                 self.effect(source, ("device", line))
             if kind == "cuda":
                 self.mark_gpu("a tensor created with `device=`", line)
@@ -1048,6 +1124,14 @@ def _formatted_or_logged(node: ast.Call, args: list, kwargs: dict) -> Optional[t
     if func.attr == "add_scalar":
         value = kwargs.get("scalar_value", args[1] if len(args) > 1 else None)
         return "`add_scalar()` of a tensor", [value]
+    return None
+
+
+def _option_device(options: dict, name: str) -> Any:
+    """`args.device` of an option whose default names a device (`default="cuda"`): that device; else unknown."""
+    default = options.get(name, [None])[0]
+    if isinstance(default, str) and default.split(":")[0] in ("cuda", "cpu"):
+        return ("device",) if default.startswith("cuda") else ("cpu",)
     return None
 
 
@@ -1150,6 +1234,9 @@ def _device_kind_of(node: Optional[ast.AST], reader: _Reader, mark: bool = True)
             return kind
         if qualified in ("torch.cuda.current_device", "torch.accelerator.current_accelerator", "torch.accelerator.current_device_index"):
             return "cuda"
+        getter = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        if not qualified.startswith("torch.") and _DEVICE_GETTER.search(getter):
+            return "cuda"  # `dist_util.dev()`, `get_device()`: named like the device getter it is, as `device` names are
         return None
     if isinstance(node, ast.IfExp):
         kinds = {_device_kind_of(node.body, reader), _device_kind_of(node.orelse, reader)}
