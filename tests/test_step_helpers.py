@@ -154,3 +154,61 @@ def test_a_receiver_rebound_from_itself_is_not_followed(tmp_path, monkeypatch):
     # `x = x.next()` in a loop: the write that reaches `x.next()` is the call itself
     root = write(tmp_path / "p", {"walk.py": "import torch\n\n\ndef walk(x, loader):\n    for batch in loader:\n        x = x.next()\n        x.cuda()\n"})
     assert found(lint(root, monkeypatch)) == []
+
+
+TIMING_MONITOR = """\
+    import time
+
+    import torch
+
+
+    class Monitor:
+        def __init__(self):
+            self.times = {}
+
+        def start_timing(self, name):
+            torch.cuda.synchronize()
+            self.times[name] = time.time()
+
+        def end_timing(self, name):
+            torch.cuda.synchronize()
+            self.times[name] = time.time() - self.times[name]
+
+
+    def wait_for_gpu():
+        torch.cuda.synchronize()
+"""
+TIMED_TRAIN = """\
+    import torch
+    from monitor import Monitor, wait_for_gpu
+
+
+    def train(model, loader, optimizer):
+        monitor = Monitor()
+        model.cuda()
+        for x, y in loader:
+            x, y = x.cuda(non_blocking=True), y.cuda(non_blocking=True)
+            monitor.start_timing("forward")
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            monitor.end_timing("forward")
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            wait_for_gpu()
+"""
+
+
+def test_a_timing_helper_synchronizes_to_measure_and_is_not_reported(tmp_path, monkeypatch):
+    """`monitor.start_timing()` is `synchronize(); t = time.time()`: removing the sync breaks the timing it
+    exists for. A helper that only synchronizes is still reported at its call."""
+    import textwrap
+
+    from gpulint.config import Settings
+    from gpulint.linter import lint_files
+
+    for name, text in {"monitor.py": TIMING_MONITOR, "train.py": TIMED_TRAIN}.items():
+        (tmp_path / name).write_text(textwrap.dedent(text), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    results = lint_files(sorted(tmp_path.glob("*.py")), Settings(root=tmp_path), jobs=1, use_cache=False)
+    found = sorted(f"{d.filename}:{d.location.row} {d.code}" for r in results for d in r.diagnostics if d.code == "GPU304")
+    assert found == ["train.py:16 GPU304"]

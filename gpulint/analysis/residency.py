@@ -21,7 +21,7 @@ import libcst as cst
 from gpulint.analysis.dataflow import Write
 from gpulint.analysis.hot_loops import _is_training_step, element_targets, in_no_grad, trains
 from gpulint.analysis.imports import dotted_name
-from gpulint.analysis.summary import DEVICE_INDEX_NAME
+from gpulint.analysis.summary import CLOCKS, DEVICE_INDEX_NAME
 from gpulint.analysis.value_resolution import literal_value
 
 if TYPE_CHECKING:
@@ -79,10 +79,6 @@ _MASK_METHODS = frozenset({"eq", "ne", "gt", "ge", "lt", "le", "bool", "isnan", 
 _AVAILABILITY_CHECKS = frozenset({"torch.cuda.is_available", "torch.accelerator.is_available"})
 _MODULE_METHODS = frozenset({"parameters", "named_parameters", "buffers", "named_buffers", "modules", "named_modules", "children", "train", "eval", "apply"})
 _SELF_RETURNING_MODULE_METHODS = frozenset({"to", "cuda", "cpu", "half", "float", "double", "bfloat16", "train", "eval", "requires_grad_", "apply", "to_empty"})
-_TIMERS = frozenset({
-    "time.time", "time.perf_counter", "time.monotonic", "time.process_time", "time.perf_counter_ns", "time.time_ns",
-    "time.monotonic_ns", "timeit.default_timer",
-})  # fmt: skip
 _MEMORY_STATISTICS = frozenset({
     "memory_allocated", "memory_reserved", "max_memory_allocated", "max_memory_reserved", "memory_stats",
     "memory_summary", "reset_peak_memory_stats", "reset_max_memory_allocated", "mem_get_info", "memory_cached",
@@ -1123,7 +1119,7 @@ class Residency:
 
     def _reads_clock(self, call: cst.Call) -> bool:
         """`time.perf_counter()` and the like, or CUDA events' `elapsed_time`."""
-        if self.model.call_name(call) in _TIMERS:
+        if self.model.call_name(call) in CLOCKS:
             return True
         return isinstance(call.func, cst.Attribute) and call.func.attr.value == "elapsed_time"
 

@@ -52,6 +52,10 @@ _DEVICE_NAME = re.compile(r"(^|_)(device|dev|cuda|gpu)$")
 # Functions that return the device to use (`dist_util.dev()`, `utils.get_device()`).
 _DEVICE_GETTER = re.compile(r"^(get_|default_)?(device|dev)$")
 # Integers that hold a device index by convention (`model.to(local_rank)`, `x.cuda(args.gpu_id)`).
+CLOCKS = frozenset({
+    "time.time", "time.perf_counter", "time.monotonic", "time.process_time", "time.perf_counter_ns", "time.time_ns",
+    "time.monotonic_ns", "timeit.default_timer",
+})  # fmt: skip
 DEVICE_INDEX_NAME = re.compile(r"^(local_rank|rank|gpu|gpu_id|gpu_idx|device_id|device_ids?|local_device)$")
 _OPTIMIZER = re.compile(r"(self\.)?((\w*_)?optim(izer)?\w*|opt(_\w+|[A-Z]\w*)?)")
 _RATE_NAME = re.compile(
@@ -464,9 +468,13 @@ class _Reader:
         self.loop_targets: set[str] = set()
         self.loop_sources: dict[int, list[str]] = {}  # loop -> the sources whose elements it takes
         self.masks: set[str] = set()  # names bound to a comparison (`keep = labels != -100`)
+        self.reads_clock = False  # `time.perf_counter()`, an event's `elapsed_time()`
 
     def run(self, body: list[ast.stmt]) -> FunctionSummary:
         self.block(body)
+        if self.reads_clock and INTERNAL in self.f.effects:
+            # `torch.cuda.synchronize(); t = time.time()`: a timing helper, whose synchronize is the measurement
+            self.f.effects[INTERNAL] = [e for e in self.f.effects[INTERNAL] if e[0] != "synchronize"]
         return self.f
 
     # ---- statements -----------------------------------------------------------------------------
@@ -879,6 +887,8 @@ class _Reader:
         line = node.lineno
         b = self.b
         qualified = b.qualify(func)
+        if qualified in CLOCKS or (isinstance(func, ast.Attribute) and func.attr == "elapsed_time"):
+            self.reads_clock = True
         receiver = self.expr(func.value) if isinstance(func, ast.Attribute) else None
         args = [self.expr(a) for a in node.args]
         kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
