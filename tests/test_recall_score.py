@@ -204,3 +204,27 @@ def test_a_label_outside_the_scope_is_refused(tmp_path):
     manifest.write_text(json.dumps([{"repo": "o/r", "commit": "0" * 40, "kind": "k", "scope": ["a.py"]}]))
     with pytest.raises(SystemExit, match="not in the scope"):
         score.check_labels(score.load_corpus(manifest), [label("x", 1)])
+
+
+def test_preview_labels_are_off_by_default_under_the_default_selection():
+    labels = [label("fused", 1, "GPU904"), label("todo", 2, "GPU999")]
+    misses = score.miss_classes(labels, [], ["GPU303"], off=["GPU904"])
+    assert misses["rule off by default (preview)"] == 1
+    assert misses["rule not implemented yet"] == 1
+
+
+def test_the_default_selection_runs_what_plain_check_reports(tmp_path):
+    command = [sys.executable, "-m", "gpulint"]
+    rules, off = score.implemented_rules(command, "default")
+    assert off == ["GPU901", "GPU902", "GPU903", "GPU904"] and "GPU303" in rules and "GPU904" not in rules
+    assert score.implemented_rules(command, "all")[1] == []
+    (tmp_path / "o+r").mkdir()
+    (tmp_path / "o+r" / "train.py").write_text(
+        "import torch\nmodel = torch.nn.Linear(4, 4).cuda()\nopt = torch.optim.Adam(model.parameters())\n"
+        "for _ in range(3):\n    loss = model(torch.ones(4, 4, device='cuda')).sum()\n    loss.backward()\n"
+        "    opt.step()\n    print(loss.item())\n"
+    )
+    corpus = [{"repo": "o/r", "commit": "0" * 40, "kind": "k", "scope": ["train.py"]}]
+    codes = {f.code for f in score.run_gpulint(command, corpus, tmp_path, "default")}
+    assert "GPU303" in codes and not codes & {"GPU901", "GPU902", "GPU904"}
+    assert {"GPU303", "GPU901", "GPU904"} <= {f.code for f in score.run_gpulint(command, corpus, tmp_path, "all")}
