@@ -488,6 +488,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--judgements", type=Path, default=HERE / "judgments.jsonl")
     parser.add_argument("--manifest", type=Path, default=HERE / "corpus.json", help="the pinned corpus")
     parser.add_argument("--labels", type=Path, default=HERE / "labels", help="folder of labels/*.jsonl")
+    parser.add_argument("--repo", action="append", metavar="OWNER/NAME",
+                        help="score only these repositories of the corpus (repeat the option); the sample is drawn from them")
     parser.add_argument("--pending", type=Path, help="write the findings that need a judgement, ready to fill in")
     parser.add_argument("--markdown", action="store_true", help="print Markdown tables (for docs/precision.md)")
     parser.add_argument("--sample", type=int, default=100, help="size of the random sample read one by one")
@@ -496,6 +498,12 @@ def main(argv: list[str] | None = None) -> int:
 
     corpus, labels = load_corpus(args.manifest), load_labels(args.labels)
     check_labels(corpus, labels)
+    if args.repo:
+        unknown = set(args.repo) - {entry["repo"] for entry in corpus}
+        if unknown:
+            raise SystemExit(f"not in {args.manifest}: {', '.join(sorted(unknown))}")
+        corpus = [entry for entry in corpus if entry["repo"] in args.repo]
+        labels = [label for label in labels if label.repo in args.repo]
     if args.checkout_from:
         problems = [p for entry in corpus if (p := checkout(entry, args.checkout_from, args.corpus))]
         if problems:
@@ -521,6 +529,7 @@ def main(argv: list[str] | None = None) -> int:
                  "off_rules": off,
                  "findings": [f.to_json(message=False) for f in findings]}
         args.save_findings.write_text(json.dumps(saved, indent=0) + "\n", encoding="utf-8")
+    findings = [f for f in findings if not args.repo or f.repo in args.repo]
     scored, out_of_scope = in_scope(findings, corpus)
     match(labels, scored)
     judgements = load_judgements(args.judgements)
