@@ -228,3 +228,28 @@ def test_the_default_selection_runs_what_plain_check_reports(tmp_path):
     codes = {f.code for f in score.run_gpulint(command, corpus, tmp_path, "default")}
     assert "GPU303" in codes and not codes & {"GPU901", "GPU902", "GPU904"}
     assert {"GPU303", "GPU901", "GPU904"} <= {f.code for f in score.run_gpulint(command, corpus, tmp_path, "all")}
+
+
+def test_a_subset_of_the_corpus_is_scored_alone(tmp_path, capsys):
+    manifest = tmp_path / "corpus.json"
+    manifest.write_text(json.dumps([{"repo": r, "commit": "0" * 40, "kind": "k", "scope": ["train.py"]}
+                                    for r in ("o/a", "o/b")]))
+    labels = tmp_path / "labels"
+    labels.mkdir()
+    (labels / "o+a.jsonl").write_text(json.dumps({
+        "id": "a:1", "repo": "o/a", "commit": "0" * 40, "path": "train.py", "cell": None, "line": 3, "end_line": 3,
+        "code": "GPU303", "codes": ["GPU303"], "phase": "train", "debatable": False, "needs": [], "also": [],
+        "note": ""}) + "\n")
+    saved = tmp_path / "run.json"
+    saved.write_text(json.dumps({"rules": ["GPU303"], "findings": [
+        {"repo": "o/a", "path": "train.py", "cell": None, "line": 3, "code": "GPU303", "severity": "warning"},
+        {"repo": "o/b", "path": "other.py", "cell": None, "line": 9, "code": "GPU303", "severity": "warning"}]}))
+    common = [str(tmp_path), "--manifest", str(manifest), "--labels", str(labels), "--findings", str(saved),
+              "--judgements", str(tmp_path / "none.jsonl")]
+    assert score.main([*common, "--repo", "o/a"]) == 0  # o/b's unjudged finding is not drawn
+    out = capsys.readouterr().out
+    assert out.splitlines()[1].split()[:4] == ["GPU303", "1+0", "1", "1.00"]
+    assert "out-of-scope findings (not scored): 0" in out
+    assert score.main(common) == 2  # over both, o/b's finding waits for a judgement
+    with pytest.raises(SystemExit, match="not in"):
+        score.main([*common, "--repo", "o/c"])
