@@ -204,3 +204,52 @@ def test_a_label_outside_the_scope_is_refused(tmp_path):
     manifest.write_text(json.dumps([{"repo": "o/r", "commit": "0" * 40, "kind": "k", "scope": ["a.py"]}]))
     with pytest.raises(SystemExit, match="not in the scope"):
         score.check_labels(score.load_corpus(manifest), [label("x", 1)])
+
+
+def test_preview_labels_are_off_by_default_under_the_default_selection():
+    labels = [label("fused", 1, "GPU904"), label("todo", 2, "GPU999")]
+    misses = score.miss_classes(labels, [], ["GPU303"], off=["GPU904"])
+    assert misses["rule off by default (preview)"] == 1
+    assert misses["rule not implemented yet"] == 1
+
+
+def test_the_default_selection_runs_what_plain_check_reports(tmp_path):
+    command = [sys.executable, "-m", "gpulint"]
+    rules, off = score.implemented_rules(command, "default")
+    assert off == ["GPU901", "GPU902", "GPU903", "GPU904"] and "GPU303" in rules and "GPU904" not in rules
+    assert score.implemented_rules(command, "all")[1] == []
+    (tmp_path / "o+r").mkdir()
+    (tmp_path / "o+r" / "train.py").write_text(
+        "import torch\nmodel = torch.nn.Linear(4, 4).cuda()\nopt = torch.optim.Adam(model.parameters())\n"
+        "for _ in range(3):\n    loss = model(torch.ones(4, 4, device='cuda')).sum()\n    loss.backward()\n"
+        "    opt.step()\n    print(loss.item())\n"
+    )
+    corpus = [{"repo": "o/r", "commit": "0" * 40, "kind": "k", "scope": ["train.py"]}]
+    codes = {f.code for f in score.run_gpulint(command, corpus, tmp_path, "default")}
+    assert "GPU303" in codes and not codes & {"GPU901", "GPU902", "GPU904"}
+    assert {"GPU303", "GPU901", "GPU904"} <= {f.code for f in score.run_gpulint(command, corpus, tmp_path, "all")}
+
+
+def test_a_subset_of_the_corpus_is_scored_alone(tmp_path, capsys):
+    manifest = tmp_path / "corpus.json"
+    manifest.write_text(json.dumps([{"repo": r, "commit": "0" * 40, "kind": "k", "scope": ["train.py"]}
+                                    for r in ("o/a", "o/b")]))
+    labels = tmp_path / "labels"
+    labels.mkdir()
+    (labels / "o+a.jsonl").write_text(json.dumps({
+        "id": "a:1", "repo": "o/a", "commit": "0" * 40, "path": "train.py", "cell": None, "line": 3, "end_line": 3,
+        "code": "GPU303", "codes": ["GPU303"], "phase": "train", "debatable": False, "needs": [], "also": [],
+        "note": ""}) + "\n")
+    saved = tmp_path / "run.json"
+    saved.write_text(json.dumps({"rules": ["GPU303"], "findings": [
+        {"repo": "o/a", "path": "train.py", "cell": None, "line": 3, "code": "GPU303", "severity": "warning"},
+        {"repo": "o/b", "path": "other.py", "cell": None, "line": 9, "code": "GPU303", "severity": "warning"}]}))
+    common = [str(tmp_path), "--manifest", str(manifest), "--labels", str(labels), "--findings", str(saved),
+              "--judgements", str(tmp_path / "none.jsonl")]
+    assert score.main([*common, "--repo", "o/a"]) == 0  # o/b's unjudged finding is not drawn
+    out = capsys.readouterr().out
+    assert out.splitlines()[1].split()[:4] == ["GPU303", "1+0", "1", "1.00"]
+    assert "out-of-scope findings (not scored): 0" in out
+    assert score.main(common) == 2  # over both, o/b's finding waits for a judgement
+    with pytest.raises(SystemExit, match="not in"):
+        score.main([*common, "--repo", "o/c"])

@@ -10,9 +10,11 @@ tool gives its snapshots). `--checkout-from MIRROR` writes them from `MIRROR/own
 the pinned commits; a repository missing there is named with the ways to get it, and nothing is guessed.
 
 gpulint runs once per repository on the whole checkout (`check --output-format json --select ALL --preview
---no-cache`, so that project-wide analysis sees every module); only findings in the repository's `scope` files are
-scored. `--gpulint "CMD ..."` runs another build (another branch's venv). `--findings FILE` reuses a saved run
-(`--save-findings FILE` writes one) instead of running gpulint.
+--no-cache`, so that project-wide analysis sees every module; `--selection default` runs the rules a user of plain
+`gpulint check` gets instead); only findings in the repository's `scope` files are scored. `--manifest` and
+`--labels` name another corpus (the second one: `corpus-2026-11b.json`, `labels-2026-11b/`). `--gpulint "CMD ..."`
+runs another build (another branch's venv). `--findings FILE` reuses a saved run (`--save-findings FILE` writes one)
+instead of running gpulint.
 
 Matching (README.md in this folder has the rationale): a finding matches a label when the path (and notebook
 cell) is the same, its code is one of the label's codes, and its line lies within the label's line span widened
@@ -219,19 +221,25 @@ def normalise(raw: dict, repo: str, root: Path) -> Finding:
     return Finding(repo, relative, cell, line, code, raw["message"], raw.get("severity", ""))
 
 
-def implemented_rules(command: list[str]) -> list[str]:
+def implemented_rules(command: list[str], selection: str = "all") -> tuple[list[str], list[str]]:
+    """The rules the run reports, and the rules gpulint has that the selection leaves off (preview rules under
+    the default selection)."""
     result = subprocess.run([*command, "rule", "--all", "--output-format", "json"], capture_output=True, text=True,
                             check=True)
-    return sorted(rule["code"] for rule in json.loads(result.stdout))
+    rules = json.loads(result.stdout)
+    off = sorted(rule["code"] for rule in rules if selection == "default" and rule["preview"])
+    return sorted(rule["code"] for rule in rules if rule["code"] not in off), off
 
 
-def run_gpulint(command: list[str], corpus: list[dict], corpus_root: Path) -> list[Finding]:
+SELECTIONS = {"all": ["--select", "ALL", "--preview"], "default": []}  # default: what `gpulint check` reports
+
+
+def run_gpulint(command: list[str], corpus: list[dict], corpus_root: Path, selection: str = "all") -> list[Finding]:
     findings = []
     for entry in corpus:
         root = corpus_root / checkout_name(entry["repo"])
         result = subprocess.run(
-            [*command, "check", "--output-format", "json", "--select", "ALL", "--preview", "--no-cache",
-             "--exit-zero", "."],
+            [*command, "check", "--output-format", "json", *SELECTIONS[selection], "--no-cache", "--exit-zero", "."],
             cwd=root, capture_output=True, text=True, check=False,
         )
         if result.returncode:
@@ -347,7 +355,7 @@ def tally(labels: list[Label], findings: list[Finding], judgements: dict[str, di
     return rows
 
 
-def miss_classes(labels: list[Label], findings: list[Finding], rules: list[str]) -> Counter:
+def miss_classes(labels: list[Label], findings: list[Finding], rules: list[str], off: list[str] = ()) -> Counter:
     """Why the clear labels were missed: a rule gpulint does not have yet, a notebook it did not read, and
     otherwise what the label needs by the `needs` tags given when labelling (a label counts under each of
     its tags; "inline": nothing beyond the statement and its loop)."""
@@ -357,7 +365,9 @@ def miss_classes(labels: list[Label], findings: list[Finding], rules: list[str])
     for label in labels:
         if label.debatable or label.id in found_ids:
             continue
-        if label.code not in rules:
+        if label.code in off:
+            counts["rule off by default (preview)"] += 1
+        elif label.code not in rules:
             counts["rule not implemented yet"] += 1
         elif label.notebook and not reads_notebooks:
             counts["notebook not read"] += 1
@@ -471,11 +481,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("corpus", type=Path, help="folder holding one checkout per repository (owner+name)")
     parser.add_argument("--checkout-from", type=Path, metavar="MIRROR", help="write the checkouts from fetch snapshots")
     parser.add_argument("--gpulint", default=DEFAULT_GPULINT, help="command that runs gpulint (default: this Python's)")
+    parser.add_argument("--selection", choices=sorted(SELECTIONS), default="all",
+                        help="rules to run: every rule, preview included (per-rule recall), or gpulint's default")
     parser.add_argument("--findings", type=Path, help="score these saved findings instead of running gpulint")
     parser.add_argument("--save-findings", type=Path, help="write the run's findings (all, in and out of scope)")
     parser.add_argument("--judgements", type=Path, default=HERE / "judgments.jsonl")
     parser.add_argument("--manifest", type=Path, default=HERE / "corpus.json", help="the pinned corpus")
     parser.add_argument("--labels", type=Path, default=HERE / "labels", help="folder of labels/*.jsonl")
+    parser.add_argument("--repo", action="append", metavar="OWNER/NAME",
+                        help="score only these repositories of the corpus (repeat the option); the sample is drawn from them")
     parser.add_argument("--pending", type=Path, help="write the findings that need a judgement, ready to fill in")
     parser.add_argument("--markdown", action="store_true", help="print Markdown tables (for docs/precision.md)")
     parser.add_argument("--sample", type=int, default=100, help="size of the random sample read one by one")
@@ -484,6 +498,12 @@ def main(argv: list[str] | None = None) -> int:
 
     corpus, labels = load_corpus(args.manifest), load_labels(args.labels)
     check_labels(corpus, labels)
+    if args.repo:
+        unknown = set(args.repo) - {entry["repo"] for entry in corpus}
+        if unknown:
+            raise SystemExit(f"not in {args.manifest}: {', '.join(sorted(unknown))}")
+        corpus = [entry for entry in corpus if entry["repo"] in args.repo]
+        labels = [label for label in labels if label.repo in args.repo]
     if args.checkout_from:
         problems = [p for entry in corpus if (p := checkout(entry, args.checkout_from, args.corpus))]
         if problems:
@@ -494,22 +514,26 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.findings:
         saved = json.loads(args.findings.read_text(encoding="utf-8"))
-        rules, findings = saved["rules"], [Finding(**row) for row in saved["findings"]]
+        rules, off = saved["rules"], saved.get("off_rules", [])
+        findings = [Finding(**row) for row in saved["findings"]]
     else:
         command = [sys.executable, "-m", "gpulint"] if args.gpulint == DEFAULT_GPULINT else shlex.split(args.gpulint)
-        rules, findings = implemented_rules(command), run_gpulint(command, corpus, args.corpus)
+        (rules, off), findings = (implemented_rules(command, args.selection),
+                                  run_gpulint(command, corpus, args.corpus, args.selection))
     if args.save_findings:
         head = subprocess.run(["git", "-C", str(HERE), "rev-parse", "HEAD"], capture_output=True, text=True,
                               check=False).stdout
         # the command without this machine's folders: the build is named by the commit
         shown = " ".join(part.rsplit("/", 1)[-1] for part in shlex.split(args.gpulint))
-        saved = {"gpulint": shown, "checkout_commit": head.strip(), "rules": rules,
+        saved = {"gpulint": shown, "checkout_commit": head.strip(), "selection": args.selection, "rules": rules,
+                 "off_rules": off,
                  "findings": [f.to_json(message=False) for f in findings]}
         args.save_findings.write_text(json.dumps(saved, indent=0) + "\n", encoding="utf-8")
+    findings = [f for f in findings if not args.repo or f.repo in args.repo]
     scored, out_of_scope = in_scope(findings, corpus)
     match(labels, scored)
     judgements = load_judgements(args.judgements)
-    rows, misses = tally(labels, scored, judgements, rules), miss_classes(labels, scored, rules)
+    rows, misses = tally(labels, scored, judgements, rules), miss_classes(labels, scored, rules, off)
     needs = needs_recall(labels, scored)
     # The sample is drawn from everything a user of gpulint would see on these repositories, scope or not.
     sampled = sample(findings, args.sample, args.seed)
