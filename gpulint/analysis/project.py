@@ -58,7 +58,8 @@ class Callee:
     returns: Any = None  # ("loader", facts), ("module",), ("gpu_module",), ("gpu",), ("device",), ("args", options), ("tuple", ...)
     # parameter -> [("move", where, non_blocking), ("sync", kind, where, certain), ("iter", where), ("device", where)]
     effects: dict[str, list[tuple]] = field(default_factory=dict)
-    syncs: list[tuple] = field(default_factory=list)  # ("sync", kind, where) / ("synchronize", where): every call
+    # ("sync", kind, where) / ("synchronize", where): every call; ("clock", where): it reads a clock (times the GPU)
+    syncs: list[tuple] = field(default_factory=list)
     yields: tuple[str, ...] = ()  # parameters whose elements it yields (a generator over a loader)
     consumes: dict[str, list[Consumption]] = field(default_factory=dict)  # parameter -> the loops taking its batches
 
@@ -93,7 +94,7 @@ class ModuleContext:
         argument to the GPU), "loader-consumed" (its loaders are iterated elsewhere)."""
         found = set()
         for callee in self.callees.values():
-            if callee.syncs or any(e[0] in ("sync", "shape") for effects in callee.effects.values() for e in effects):
+            if any(e[0] != "clock" for e in callee.syncs) or any(e[0] in ("sync", "shape") for effects in callee.effects.values() for e in effects):
                 found.add("helper-syncs")
             if any(e[0] == "move" for effects in callee.effects.values() for e in effects):
                 found.add("helper-moves")
@@ -419,6 +420,8 @@ class ProjectIndex:
                 yield (effect[0], effect[1], f"{record.shown}:{effect[2]}")
             elif effect[0] == "synchronize" and not effect[3] and effect[2] not in steps:
                 yield ("synchronize", f"{record.shown}:{effect[1]}")
+            elif effect[0] == "clock":
+                yield ("clock", f"{record.shown}:{effect[1]}")  # it times what runs around its calls
         for call in f.calls:
             if call[5] or call[4] in steps:
                 continue

@@ -1118,10 +1118,14 @@ class Residency:
         return any(flow.before(a, run) and flow.before(run, b) for run in runs for a in clocks for b in clocks)
 
     def _reads_clock(self, call: cst.Call) -> bool:
-        """`time.perf_counter()` and the like, or CUDA events' `elapsed_time`."""
+        """`time.perf_counter()` and the like, CUDA events' `elapsed_time`, or a project helper that reads one
+        (`monitor.end_timing()`)."""
         if self.model.call_name(call) in CLOCKS:
             return True
-        return isinstance(call.func, cst.Attribute) and call.func.attr.value == "elapsed_time"
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value == "elapsed_time":
+            return True
+        callee = self.model.callee(call)
+        return callee is not None and any(entry[0] == "clock" for entry in callee.syncs)
 
     def frees_memory_beside(self, node: cst.CSTNode) -> bool:
         """A `del` or `gc.collect()` next to `node`'s statement (in its block, or around the `if` that holds

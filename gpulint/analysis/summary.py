@@ -468,13 +468,14 @@ class _Reader:
         self.loop_targets: set[str] = set()
         self.loop_sources: dict[int, list[str]] = {}  # loop -> the sources whose elements it takes
         self.masks: set[str] = set()  # names bound to a comparison (`keep = labels != -100`)
-        self.reads_clock = False  # `time.perf_counter()`, an event's `elapsed_time()`
+        self.reads_clock = 0  # the line of a `time.perf_counter()`, an event's `elapsed_time()`
 
     def run(self, body: list[ast.stmt]) -> FunctionSummary:
         self.block(body)
-        if self.reads_clock and INTERNAL in self.f.effects:
+        if self.reads_clock:
             # `torch.cuda.synchronize(); t = time.time()`: a timing helper, whose synchronize is the measurement
-            self.f.effects[INTERNAL] = [e for e in self.f.effects[INTERNAL] if e[0] != "synchronize"]
+            internal = [e for e in self.f.effects.get(INTERNAL, ()) if e[0] != "synchronize"]
+            self.f.effects[INTERNAL] = [("clock", self.reads_clock), *internal]
         return self.f
 
     # ---- statements -----------------------------------------------------------------------------
@@ -888,7 +889,7 @@ class _Reader:
         b = self.b
         qualified = b.qualify(func)
         if qualified in CLOCKS or (isinstance(func, ast.Attribute) and func.attr == "elapsed_time"):
-            self.reads_clock = True
+            self.reads_clock = self.reads_clock or line
         receiver = self.expr(func.value) if isinstance(func, ast.Attribute) else None
         args = [self.expr(a) for a in node.args]
         kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
