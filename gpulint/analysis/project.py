@@ -58,7 +58,7 @@ class Callee:
     returns: Any = None  # ("loader", facts), ("module",), ("gpu_module",), ("gpu",), ("device",), ("args", options), ("tuple", ...)
     # parameter -> [("move", where, non_blocking), ("sync", kind, where, certain), ("iter", where), ("device", where)]
     effects: dict[str, list[tuple]] = field(default_factory=dict)
-    # ("sync", kind, where) / ("synchronize", where): every call; ("clock", where): it reads a clock (times the GPU)
+    # ("sync", kind, where) / ("synchronize", where): every call; ("clock", where, drains): it reads a clock (times the GPU), and synchronizes on every call when drains
     syncs: list[tuple] = field(default_factory=list)
     yields: tuple[str, ...] = ()  # parameters whose elements it yields (a generator over a loader)
     consumes: dict[str, list[Consumption]] = field(default_factory=dict)  # parameter -> the loops taking its batches
@@ -421,7 +421,7 @@ class ProjectIndex:
             elif effect[0] == "synchronize" and not effect[3] and effect[2] not in steps:
                 yield ("synchronize", f"{record.shown}:{effect[1]}")
             elif effect[0] == "clock":
-                yield ("clock", f"{record.shown}:{effect[1]}")  # it times what runs around its calls
+                yield ("clock", f"{record.shown}:{effect[1]}", effect[2])  # it times what runs around its calls; [2]: synchronizes each call
         for call in f.calls:
             if call[5] or call[4] in steps:
                 continue

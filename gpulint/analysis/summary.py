@@ -475,7 +475,8 @@ class _Reader:
         if self.reads_clock:
             # `torch.cuda.synchronize(); t = time.time()`: a timing helper, whose synchronize is the measurement
             internal = [e for e in self.f.effects.get(INTERNAL, ()) if e[0] != "synchronize"]
-            self.f.effects[INTERNAL] = [("clock", self.reads_clock), *internal]
+            drains = any(e[0] == "synchronize" and e[2] == -1 and not e[3] for e in self.f.effects.get(INTERNAL, ()))
+            self.f.effects[INTERNAL] = [("clock", self.reads_clock, drains), *internal]  # drains: waits for the device on every call
         return self.f
 
     # ---- statements -----------------------------------------------------------------------------

@@ -6,6 +6,7 @@ from typing import Iterator
 
 import libcst as cst
 
+from gpulint.analysis import host_reads
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.residency import TRAIN, EVAL
 from gpulint.checks.base import Rule
@@ -26,6 +27,7 @@ class HostSyncInLoop(Rule):
         model = self.model
         residency = model.residency
         statements: dict[int, list] = {}
+        drivers: dict[int, list] = {}  # loop -> the reads it needs on the host to go on
         for sync in residency.host_syncs:
             loop, role = residency.step_loop(sync.node)
             if role not in (TRAIN, EVAL) or residency.rate_limit_guard(sync.node, loop) is not None:
@@ -34,6 +36,13 @@ class HostSyncInLoop(Rule):
                 continue  # timing each prediction: the wait is part of the measurement
             if model.model_size.toy_loop(loop):
                 continue  # a toy model on toy tensors: a step is microseconds, waiting costs nothing worth a report
+            if host_reads.queue_drained(model, sync, loop):
+                continue  # the iteration already waited for the device (a profiling harness): a finished value is copied
+            if role == EVAL and isinstance(loop, (cst.For, cst.While)):
+                if id(loop) not in drivers:
+                    drivers[id(loop)] = [s for s in residency.host_syncs if model.is_inside(s.node, loop) and host_reads.drives_loop(model, s, loop)]
+                if any(s is sync for s in drivers[id(loop)]) or host_reads.same_value_as_driver(model, sync, drivers[id(loop)]):
+                    continue  # decoding / generation: each iteration needs the value on the host to go on
             statements.setdefault(id(model.enclosing_statement(sync.node)), []).append((sync, loop, role))
         for found in statements.values():
             found.sort(key=lambda item: model.dataflow.order[item[0].node])
