@@ -27,7 +27,8 @@ if TYPE_CHECKING:
     from gpulint.analysis.residency import HostSync
 
 _MAX_HOPS = 4  # host values derived from the read (`w = x.cpu()`, `i = torch.multinomial(w, 1)[0]`, `t = tensor([[i]])`)
-_IN_PLACE_WRITES = frozenset({"fill_", "copy_", "index_fill_", "index_copy_", "scatter_", "masked_fill_"})
+# In-place writes that carry a host value into an object the next iteration reads (`input.fill_(idx)`, `tokens.append(tok)`).
+_IN_PLACE_WRITES = frozenset({"fill_", "copy_", "index_fill_", "index_copy_", "scatter_", "masked_fill_", "append", "extend", "insert"})
 # Calls that queue no GPU work when nothing they are given is a GPU tensor.
 _HOST_BUILTINS = frozenset({"sum", "len", "min", "max", "abs", "round", "float", "int", "str", "isinstance", "hasattr", "getattr", "dict", "list", "tuple", "range"})
 _HOST_METHODS = frozenset({"append", "extend", "values", "items", "keys", "get", "update", "format", "write", "copy", "setdefault"})
@@ -150,7 +151,7 @@ def _carried_to_next_iteration(model: SemanticModel, sync: HostSync, derived: se
     carried: set[str] = set()
     for key in derived:  # `x = torch.cat([x, tok_t])` rebuilds `x` from the host value
         carried.add(key)
-    for call in model.calls_inside(loop):  # `input.fill_(word_idx)`
+    for call in model.calls_inside(loop):  # `input.fill_(word_idx)`, `tokens.append(tok)`
         func = call.func
         if isinstance(func, cst.Attribute) and func.attr.value in _IN_PLACE_WRITES:
             if any(flow.reads_in(key, arg.value) for arg in call.args for key in derived):

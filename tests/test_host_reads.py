@@ -1,0 +1,297 @@
+"""GPU303 on reads that cost nothing a rewrite could save (`analysis/host_reads.py`): a decoding loop that
+needs each token on the host to go on, and a profiling loop that reads right after its own synchronize. The
+shapes come from real code (seq2seq tutorials, `word_language_model/generate.py`, AMD's profiling harnesses);
+the findings next to them stay."""
+
+from __future__ import annotations
+
+import textwrap
+
+from tests.conftest import diagnostics, findings
+
+DECODER = """\
+import time
+
+import torch
+from torch import nn
+
+device = torch.device("cuda")
+decoder = nn.GRU(1024, 1024).to(device)
+head = nn.Linear(1024, 30000).to(device)
+embed = nn.Embedding(30000, 1024).to(device)
+optimizer = torch.optim.AdamW([*decoder.parameters(), *head.parameters()])
+EOS = 2
+
+
+"""
+
+
+def gpu303(body: str, helpers: str = "") -> list[str]:
+    return findings(DECODER + helpers + textwrap.dedent(body), select=("GPU303",))
+
+
+def message(body: str) -> str:
+    [d] = diagnostics(DECODER + textwrap.dedent(body), select=("GPU303",))
+    return d.message
+
+
+# ---- the loop needs the value on the host to go on ----------------------------------------------------
+
+
+def test_greedy_decoding_that_stops_at_eos_is_not_reported():
+    # The EOS test decides the loop's exit; the word lookup reads the same token, already on the host.
+    assert gpu303("""\
+        def greedy(hidden, index2word, max_length=50):
+            decoder_input = torch.tensor([[0]], device=device)
+            words = []
+            with torch.no_grad():
+                for _ in range(max_length):
+                    output, hidden = decoder(embed(decoder_input), hidden)
+                    topv, topi = head(output).topk(1)
+                    if topi.item() == EOS:
+                        break
+                    words.append(index2word[topi.item()])
+                    decoder_input = topi.squeeze().detach()
+            return words
+    """) == []
+
+
+def test_a_while_loop_on_the_last_token_is_not_reported():
+    assert gpu303("""\
+        def greedy(hidden, x):
+            tok = 0
+            with torch.no_grad():
+                while tok != EOS:
+                    output, hidden = decoder(embed(x), hidden)
+                    x = head(output).argmax(-1)
+                    tok = x.item()
+            return hidden
+    """) == []
+
+
+def test_sampling_that_feeds_the_host_token_back_is_not_reported():
+    # pytorch/examples word_language_model/generate.py: the next input is filled from the host sample.
+    assert gpu303("""\
+        def sample(hidden, words, outf, n):
+            input = torch.randint(30000, (1, 1), dtype=torch.long).to(device)
+            with torch.no_grad():
+                for i in range(n):
+                    output, hidden = decoder(embed(input), hidden)
+                    word_weights = head(output).squeeze().exp().cpu()
+                    word_idx = torch.multinomial(word_weights, 1)[0]
+                    input.fill_(word_idx)
+                    outf.write(words[word_idx] + " ")
+    """) == []
+
+
+def test_generation_that_builds_the_next_input_from_host_tokens_is_not_reported():
+    assert gpu303("""\
+        def generate(hidden, n):
+            tokens = [0]
+            with torch.no_grad():
+                for i in range(n):
+                    x = torch.tensor([[tokens[-1]]], device=device)
+                    output, hidden = decoder(embed(x), hidden)
+                    tok = head(output).argmax(-1).item()
+                    tokens.append(tok)
+            return tokens
+    """) == []
+
+
+def test_decoding_that_only_collects_each_word_is_still_reported():
+    # The next input stays on the GPU and nothing stops early: the words can be looked up after the loop.
+    body = """\
+        def greedy(hidden, index2word, max_length=50):
+            decoder_input = torch.tensor([[0]], device=device)
+            words = []
+            with torch.no_grad():
+                for _ in range(max_length):
+                    output, hidden = decoder(embed(decoder_input), hidden)
+                    topv, topi = head(output).topk(1)
+                    words.append(index2word[topi.item()])
+                    decoder_input = topi.squeeze().detach()
+            return words
+    """
+    assert gpu303(body) == ["21:37 GPU303"]
+    assert message(body) == "`topi.item()` waits for the GPU every evaluation step (loop at line 18)"
+
+
+def test_an_inference_loop_that_collects_every_output_is_still_reported():
+    body = """\
+        def translate_all(loader):
+            out = []
+            with torch.no_grad():
+                for src in loader:
+                    output, _ = decoder(embed(src.to(device)))
+                    out.append(head(output).argmax(-1).cpu())
+            return out
+    """
+    [d] = diagnostics(DECODER + textwrap.dedent(body), select=("GPU303",))
+    assert (d.location.row, d.location.column) == (19, 24)
+    assert d.help == "Collect the tensors on the GPU and copy them to the host once, after the loop (`torch.cat(...).cpu()`)"
+
+
+def test_a_branch_that_does_not_leave_the_loop_is_still_reported():
+    assert gpu303("""\
+        def best_batch(loader):
+            best = 0.0
+            with torch.no_grad():
+                for src in loader:
+                    output, _ = decoder(embed(src.to(device)))
+                    score = head(output).max()
+                    if score.item() > best:
+                        best = score.item()
+            return best
+    """) == ["20:16 GPU303", "21:24 GPU303"]
+
+
+def test_an_early_stop_inside_a_training_step_is_still_reported():
+    # A training step that leaves on a loss threshold: checking every N steps would do.
+    assert gpu303("""\
+        def train(loader):
+            for src, tgt in loader:
+                output, _ = decoder(embed(src.to(device)))
+                loss = nn.functional.cross_entropy(head(output).flatten(0, 1), tgt.to(device).flatten())
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+                if loss.item() < 0.01:
+                    break
+    """) == ["21:12 GPU303"]
+
+
+# ---- the iteration already waited for the device ----------------------------------------------------
+
+
+MONITOR = """\
+class Monitor:
+    def start_timing(self):
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+        self.start = time.time()
+
+    def end_timing(self):
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+        return time.time() - self.start
+
+
+class Clock:
+    def start_timing(self):
+        self.start = time.time()
+
+    def end_timing(self):
+        return time.time() - self.start
+
+
+monitor = Monitor()
+clock = Clock()
+
+
+"""
+
+
+def test_a_read_right_after_the_harness_synchronize_is_not_reported():
+    assert gpu303("""\
+        def profile(loader):
+            losses, times = [], []
+            for src, tgt in loader:
+                start = time.time()
+                output, _ = decoder(embed(src.to(device)))
+                loss = nn.functional.cross_entropy(head(output).flatten(0, 1), tgt.to(device).flatten())
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+                if torch.cuda.is_available():
+                    torch.cuda.synchronize()
+                times.append(time.time() - start)
+                losses.append(loss.item())
+            return losses, times
+    """) == []
+
+
+def test_a_read_right_after_a_timing_helper_that_synchronizes_is_not_reported():
+    assert gpu303(helpers=MONITOR, body="""\
+        def profile(loader):
+            losses, timings = [], {}
+            for src, tgt in loader:
+                monitor.start_timing()
+                output, _ = decoder(embed(src.to(device)))
+                loss = nn.functional.cross_entropy(head(output).flatten(0, 1), tgt.to(device).flatten())
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+                timings["step"] = monitor.end_timing()
+                timings["total"] = sum(timings.values())
+                losses.append(loss.item())
+            return losses
+    """) == []
+
+
+def test_a_read_after_a_timing_helper_that_does_not_synchronize_is_still_reported():
+    assert gpu303(helpers=MONITOR, body="""\
+        def profile(loader):
+            losses, timings = [], {}
+            for src, tgt in loader:
+                clock.start_timing()
+                output, _ = decoder(embed(src.to(device)))
+                loss = nn.functional.cross_entropy(head(output).flatten(0, 1), tgt.to(device).flatten())
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+                timings["step"] = clock.end_timing()
+                losses.append(loss.item())
+            return losses
+    """) == ["48:23 GPU303"]
+
+
+def test_gpu_work_between_the_synchronize_and_the_read_is_still_reported():
+    # The read waits for the backward pass queued after the synchronize.
+    body = """\
+        def flops(loader):
+            results = []
+            for src, tgt in loader:
+                start = time.time()
+                output, _ = decoder(embed(src.to(device)))
+                loss = nn.functional.cross_entropy(head(output).flatten(0, 1), tgt.to(device).flatten())
+                torch.cuda.synchronize()
+                step_time = time.time() - start
+                loss.backward()
+                optimizer.step()
+                results.append({"loss": loss.item(), "time": step_time})
+            return results
+    """
+    assert gpu303(body) == ["24:33 GPU303"]
+    assert message(body) == "`loss.item()` waits for the GPU every training step (loop at line 16)"
+
+
+def test_a_synchronize_every_n_steps_does_not_drain_the_other_steps():
+    assert gpu303("""\
+        def train(loader):
+            losses = []
+            for step, (src, tgt) in enumerate(loader):
+                output, _ = decoder(embed(src.to(device)))
+                loss = nn.functional.cross_entropy(head(output).flatten(0, 1), tgt.to(device).flatten())
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+                if step % 10 == 0:
+                    torch.cuda.synchronize()
+                losses.append(loss.item())
+            return losses
+    """) == ["24:23 GPU303"]
+
+
+def test_a_plain_training_loop_still_reports_the_per_step_read():
+    assert gpu303("""\
+        def train(loader):
+            losses = []
+            for src, tgt in loader:
+                output, _ = decoder(embed(src.to(device)))
+                loss = nn.functional.cross_entropy(head(output).flatten(0, 1), tgt.to(device).flatten())
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+                losses.append(loss.item())
+            return losses
+    """) == ["22:23 GPU303"]
