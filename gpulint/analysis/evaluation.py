@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
 from gpulint.analysis.gradients import needs_gradients
 from gpulint.analysis.hot_loops import in_no_grad
+from gpulint.analysis.imports import dotted_name
+from gpulint.analysis.model_size import PARAMETER_FREE
 from gpulint.analysis.model import any_reachable
 from gpulint.analysis.value_resolution import literal_value
 
@@ -127,7 +129,81 @@ def find_eval_forwards(model: SemanticModel) -> list[EvalForward]:
                 forwards = [c for c in model.calls_inside(loop) if model.code(c.func) in (receiver_code, f"{receiver_code}.forward")]
                 forwards = [c for c in forwards if model.enclosing_function(c) is model.enclosing_function(loop)]
                 unguarded = [c for c in forwards if not _grad_mode_decided(model, c)]
+                if unguarded and _records_a_head_only(model, receiver, eval_call):
+                    continue  # a frozen backbone: autograd records only the few ops of the trainable head
                 if unguarded:
                     seen_loops.add(id(loop))
                     found.append(EvalForward(eval_call, loop, unguarded[0]))
     return found
+
+
+def _records_a_head_only(model: SemanticModel, receiver: cst.BaseExpression, at: cst.CSTNode) -> bool:
+    """The evaluated model (or, for a parameter, the model every caller in this module passes) had all of its
+    parameters frozen (`for p in model_vgg.parameters(): p.requires_grad = False`, `model.requires_grad_(False)`)
+    and nothing unfreezes them: what requires grad is a head assigned afterwards (`model_vgg.classifier[6] =
+    nn.Linear(4096, 2)`), and only the ops after it record a graph. Freezing a part (`model.features`) or a PEFT
+    model (adapters in every layer) does not count."""
+    key = dotted_name(receiver)
+    if key is None:
+        return False
+    wholly = _wholly_frozen(model)
+    if _part_of(key, wholly):
+        return True
+    function = model.enclosing_function(at)
+    if function is None or "." in key:
+        return False
+    params = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
+    if key not in params:
+        return False
+    position = params.index(key)
+    passed = []
+    for call in _callers(model, function):
+        arg = next((a for a in call.args if a.keyword is not None and a.keyword.value == key), None)
+        positional = [a for a in call.args if a.keyword is None]
+        if arg is None and any(a.star for a in positional[: position + 1]):
+            return False
+        if arg is None and position < len(positional):
+            arg = positional[position]
+        passed.append(dotted_name(arg.value) if arg is not None else None)
+    return bool(passed) and all(_part_of(name, wholly) for name in passed)
+
+
+def _part_of(key: Optional[str], models: frozenset[str]) -> bool:
+    """`key` is one of `models` or a submodule of one (`model_vgg.classifier`)."""
+    return key is not None and any(key == name or key.startswith(name + ".") for name in models)
+
+
+def _wholly_frozen(model: SemanticModel) -> frozenset[str]:
+    """Names whose every parameter the module freezes and never unfreezes (`model_size.frozen_roots`), by a
+    loop over `<name>.parameters()` or `<name>.requires_grad_(False)` on the name itself."""
+    roots = model.model_size.frozen_roots
+    found = set()
+    for call in model.method_calls("requires_grad_"):
+        key = dotted_name(call.func.value)  # type: ignore[attr-defined]
+        if key in roots:
+            found.add(key)
+    for loop in model.loops_inside(model.module):
+        iterated = loop.iter if isinstance(loop, cst.For) else None
+        if not (isinstance(iterated, cst.Call) and isinstance(iterated.func, cst.Attribute) and iterated.func.attr.value == "parameters"):
+            continue
+        key = dotted_name(iterated.func.value)
+        if key in roots and any(model.code(a).endswith(".requires_grad") for a in model.attributes_inside(loop.body)):
+            found.add(key)
+    # `model_lsm = nn.Sequential(model_resnet, nn.LogSoftmax(dim=1))`: a frozen model and parameter-free layers
+    for call in model.calls:
+        target = model.parent.get(call)
+        if model.call_name(call) != "torch.nn.Sequential" or not isinstance(target, cst.Assign) or len(target.targets) != 1:
+            continue
+        parts = [a.value for a in call.args]
+        if parts and all(_part_of(dotted_name(p), frozenset(found)) or _parameter_free(model, p) for p in parts):
+            key = dotted_name(target.targets[0].target)
+            others = [w for w in model.dataflow.writes.get(key or "", ()) if w.statement is not target]
+            # later writes only move it (`model_lsm = model_lsm.to(device)`)
+            if key is not None and all(w.value is not None and model.code(w.value).startswith(f"{key}.") for w in others):
+                found.add(key)
+    return frozenset(found)
+
+
+def _parameter_free(model: SemanticModel, expr: cst.BaseExpression) -> bool:
+    name = model.call_name(expr) if isinstance(expr, cst.Call) else None
+    return name is not None and name.startswith("torch.nn.") and name.rsplit(".", 1)[-1] in PARAMETER_FREE

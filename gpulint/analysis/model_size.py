@@ -39,6 +39,7 @@ _PARAMETER_FREE = frozenset({
     "PixelShuffle", "PixelUnshuffle", "ZeroPad2d", "ConstantPad1d", "ConstantPad2d", "ReflectionPad2d",
     "ReplicationPad2d", "Sequential", "ModuleList",
 })  # fmt: skip
+PARAMETER_FREE = _PARAMETER_FREE
 _RECURRENT_GATES = {"RNN": 1, "GRU": 3, "LSTM": 4}
 _FREEZING_CALLS = ("get_peft_model", "prepare_model_for_kbit_training", "PeftModel", "mark_only_lora_as_trainable")
 _TOY_GENERATORS = frozenset({
