@@ -98,6 +98,40 @@ def test_generation_that_builds_the_next_input_from_host_tokens_is_not_reported(
     """) == []
 
 
+def test_other_reads_of_a_loop_that_stops_at_eos_are_not_reported():
+    # spro/practical-pytorch: the attention of each step is copied out; the EOS test waits every step anyway.
+    assert gpu303("""\
+        def evaluate(decoder_input, hidden, index2word, max_length=50):
+            attentions = torch.zeros(max_length, max_length)
+            words = []
+            with torch.no_grad():
+                for di in range(max_length):
+                    output, hidden = decoder(embed(decoder_input), hidden)
+                    attentions[di] += output.squeeze(0).softmax(-1)[:max_length].cpu()
+                    topv, topi = head(output).topk(1)
+                    ni = topi[0][0]
+                    if ni == EOS:
+                        break
+                    words.append(index2word[ni])
+                    decoder_input = topi.squeeze().detach()
+            return words, attentions
+    """) == []
+
+
+def test_a_loop_that_stops_on_a_host_counter_still_reports_its_reads():
+    assert gpu303("""\
+        def translate_some(loader, limit):
+            out = []
+            with torch.no_grad():
+                for i, src in enumerate(loader):
+                    if i >= limit:
+                        break
+                    output, _ = decoder(embed(src.to(device)))
+                    out.append(head(output).argmax(-1).cpu())
+            return out
+    """) == ["21:24 GPU303"]
+
+
 def test_decoding_that_only_collects_each_word_is_still_reported():
     # The next input stays on the GPU and nothing stops early: the words can be looked up after the loop.
     body = """\

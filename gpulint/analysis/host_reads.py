@@ -1,8 +1,9 @@
 """Host reads inside a loop that cost nothing a rewrite could save.
 
-Two facts, each about one host sync (`residency.HostSync`) and the loop it runs in:
+Two facts about the host syncs (`residency.HostSync`) of a loop:
 
-- `drives_loop`: the loop needs the value on the host to go on. Greedy decoding stops at EOS
+- `needs_host_every_iteration`: the loop needs a GPU value on the host to go on (`drives_loop`), so each
+  iteration waits anyway and the other reads in it add a copy, not a stall. Greedy decoding stops at EOS
   (`if topi.item() == EOS: break`), autoregressive sampling builds the next step's input from the host value
   (`word_idx = torch.multinomial(logits.cpu(), 1)[0]; input.fill_(word_idx)`). The wait is the algorithm, not
   a habit: no GPU-side form exists while each iteration depends on the one before through the host. Only
@@ -44,11 +45,34 @@ def drives_loop(model: SemanticModel, sync: HostSync, loop: Loop) -> bool:
     return _carried_to_next_iteration(model, sync, derived, loop)
 
 
-def same_value_as_driver(model: SemanticModel, sync: HostSync, drivers: list[HostSync]) -> bool:
-    """`sync` reads the tensor a driving read of the same iteration already brought to the host
-    (`decoded.append(words[topi.item()])` after `if topi.item() == EOS: break`): a scalar copy, no wait."""
-    code = model.code(sync.value)
-    return any(model.code(driver.value) == code and driver.node is not sync.node for driver in drivers)
+def needs_host_every_iteration(model: SemanticModel, loop: Loop, syncs: list[HostSync]) -> bool:
+    """Every iteration of `loop` waits for a GPU value on the host to go on: one of `syncs` (the host reads
+    in the loop) `drives_loop` and runs every iteration, or the loop leaves on a test of a GPU value that
+    gpulint cannot tell for sure is one (`ni = topi[0][0]; if ni == EOS: break`). Each iteration waits for the
+    GPU anyway; the other reads in it add a copy, not a stall."""
+    residency = model.residency
+    for sync in syncs:
+        if model.is_inside(sync.node, loop) and residency.rate_limit_guard(sync.node, loop) is None and drives_loop(model, sync, loop):
+            return True
+    flow = model.dataflow
+    for condition in flow.conditions:
+        if not (isinstance(condition, cst.If) and flow.inside(condition, loop) and model.enclosing_loops(condition)[:1] == [loop]):
+            continue
+        if residency.rate_limit_guard(condition, loop) is None and _leaves_loop(model, condition, loop) and _tests_gpu_value(model, condition.test):
+            return True
+    return False
+
+
+def _tests_gpu_value(model: SemanticModel, test: cst.BaseExpression) -> bool:
+    if isinstance(test, cst.BooleanOperation):
+        return _tests_gpu_value(model, test.left) or _tests_gpu_value(model, test.right)
+    if isinstance(test, cst.UnaryOperation):
+        return _tests_gpu_value(model, test.expression)
+    if isinstance(test, cst.Comparison):
+        if any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in test.comparisons):
+            return False
+        return any(model.residency.is_gpu(side) for side in (test.left, *(c.comparator for c in test.comparisons)))
+    return model.residency.is_gpu(test)
 
 
 def _host_values(model: SemanticModel, sync: HostSync, loop: Loop) -> set[str]:

@@ -27,7 +27,7 @@ class HostSyncInLoop(Rule):
         model = self.model
         residency = model.residency
         statements: dict[int, list] = {}
-        drivers: dict[int, list] = {}  # loop -> the reads it needs on the host to go on
+        needs_host: dict[int, bool] = {}  # loop -> it waits for a GPU value every iteration to go on
         for sync in residency.host_syncs:
             loop, role = residency.step_loop(sync.node)
             if role not in (TRAIN, EVAL) or residency.rate_limit_guard(sync.node, loop) is not None:
@@ -39,10 +39,10 @@ class HostSyncInLoop(Rule):
             if host_reads.queue_drained(model, sync, loop):
                 continue  # the iteration already waited for the device (a profiling harness): a finished value is copied
             if role == EVAL and isinstance(loop, (cst.For, cst.While)):
-                if id(loop) not in drivers:
-                    drivers[id(loop)] = [s for s in residency.host_syncs if model.is_inside(s.node, loop) and host_reads.drives_loop(model, s, loop)]
-                if any(s is sync for s in drivers[id(loop)]) or host_reads.same_value_as_driver(model, sync, drivers[id(loop)]):
-                    continue  # decoding / generation: each iteration needs the value on the host to go on
+                if id(loop) not in needs_host:
+                    needs_host[id(loop)] = host_reads.needs_host_every_iteration(model, loop, residency.host_syncs)
+                if needs_host[id(loop)]:
+                    continue  # decoding / generation: each iteration waits for a value on the host to go on
             statements.setdefault(id(model.enclosing_statement(sync.node)), []).append((sync, loop, role))
         for found in statements.values():
             found.sort(key=lambda item: model.dataflow.order[item[0].node])
