@@ -215,7 +215,15 @@ def queue_drained(model: SemanticModel, sync: HostSync, loop: Loop) -> bool:
     flow = model.dataflow
     statement = model.enclosing_statement(sync.node)
     scope = model.scope_of(sync.node)
-    drains = [call for call in model.calls_inside(loop) if flow.before(call, statement) and _drains(model, call, loop)]
+    memo = model.memo(f"drains the device every iteration of loop {id(loop)}")
+    drains = []
+    for call in model.calls_inside(loop):
+        if not flow.before(call, statement):
+            break  # in source order: the rest come after the read
+        if call not in memo:
+            memo[call] = _drains(model, call, loop)
+        if memo[call]:
+            drains.append(call)
     if not drains:
         return False
     last = max(drains, key=lambda call: flow.order[call])
