@@ -153,6 +153,8 @@ def _records_a_head_only(model: SemanticModel, receiver: cst.BaseExpression, at:
     if function is None or "." in key:
         return False
     params = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
+    if params[:1] in (["self"], ["cls"]):
+        return False  # a method: its callers pass the receiver, positions shift; not followed
     if key not in params:
         return False
     position = params.index(key)

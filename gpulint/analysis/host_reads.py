@@ -27,13 +27,18 @@ if TYPE_CHECKING:
     from gpulint.analysis.model import Loop, SemanticModel
     from gpulint.analysis.residency import HostSync
 
-_MAX_HOPS = 4  # host values derived from the read (`w = x.cpu()`, `i = torch.multinomial(w, 1)[0]`, `t = tensor([[i]])`)
-# In-place writes that carry a host value into an object the next iteration reads (`input.fill_(idx)`, `tokens.append(tok)`).
-_IN_PLACE_WRITES = frozenset({"fill_", "copy_", "index_fill_", "index_copy_", "scatter_", "masked_fill_", "append", "extend", "insert"})
+# Hops from the read to the host values built from it (`w = x.cpu()`, `i = torch.multinomial(w, 1)[0]`, `t = tensor([[i]])`).
+_MAX_HOPS = 4
+# In-place writes that carry a host value into what the next iteration reads (`input.fill_(idx)`, `tokens.append(tok)`).
+_IN_PLACE_WRITES = frozenset({
+    "fill_", "copy_", "index_fill_", "index_copy_", "scatter_", "masked_fill_", "append", "extend", "insert",
+})  # fmt: skip
 # Calls that queue no GPU work when nothing they are given is a GPU tensor.
-_HOST_BUILTINS = frozenset({"sum", "len", "min", "max", "abs", "round", "float", "int", "str", "isinstance", "hasattr", "getattr", "dict", "list", "tuple", "range"})
+_HOST_BUILTINS = frozenset({
+    "sum", "len", "min", "max", "abs", "round", "float", "int", "str", "isinstance", "hasattr", "getattr", "dict",
+    "list", "tuple", "range",
+})  # fmt: skip
 _HOST_METHODS = frozenset({"append", "extend", "values", "items", "keys", "get", "update", "format", "write", "copy", "setdefault"})
-_DRAINS = frozenset({"torch.cuda.synchronize", "torch.cuda.current_stream.synchronize"})
 
 
 def drives_loop(model: SemanticModel, sync: HostSync, loop: Loop) -> bool:
@@ -58,7 +63,8 @@ def needs_host_every_iteration(model: SemanticModel, loop: Loop, syncs: list[Hos
     for condition in flow.conditions:
         if not (isinstance(condition, cst.If) and flow.inside(condition, loop) and model.enclosing_loops(condition)[:1] == [loop]):
             continue
-        if residency.rate_limit_guard(condition, loop) is None and _leaves_loop(model, condition, loop) and _tests_gpu_value(model, condition.test):
+        every_iteration = residency.rate_limit_guard(condition, loop) is None
+        if every_iteration and _leaves_loop(model, condition, loop) and _tests_gpu_value(model, condition.test):
             return True
     return False
 
@@ -167,30 +173,23 @@ def _leaves_loop(model: SemanticModel, branch: cst.If, loop: Loop) -> bool:
 
 def _carried_to_next_iteration(model: SemanticModel, sync: HostSync, derived: set[str], loop: Loop) -> bool:
     """A GPU input of the loop (read by a model or a GPU op before the read, in the iteration) is rebuilt
-    or filled in place from the host value: `input.fill_(word_idx)`, `x = torch.tensor([[tok]], device=d)`."""
+    from the host value (`x = torch.tensor([[tok]], device=d)`: a derived name) or filled with it in place
+    (`input.fill_(word_idx)`, `tokens.append(tok)`)."""
     if not derived:
         return False
-    flow, residency = model.dataflow, model.residency
+    flow = model.dataflow
     statement = model.enclosing_statement(sync.node)
-    carried: set[str] = set()
-    for key in derived:  # `x = torch.cat([x, tok_t])` rebuilds `x` from the host value
-        carried.add(key)
-    for call in model.calls_inside(loop):  # `input.fill_(word_idx)`, `tokens.append(tok)`
+    carried = set(derived)
+    for call in model.calls_inside(loop):
         func = call.func
         if isinstance(func, cst.Attribute) and func.attr.value in _IN_PLACE_WRITES:
             if any(flow.reads_in(key, arg.value) for arg in call.args for key in derived):
                 receiver = dotted_name(func.value)
                 if receiver is not None:
                     carried.add(receiver)
-    for key in list(carried):
-        for write in flow.writes_in(key, loop):
-            if write.value is not None and any(flow.reads_in(k, write.value) for k in derived):
-                carried.add(key)
     for key in carried:
         for read in flow.reads_in(key, loop):
-            if not flow.before(read, statement):
-                continue
-            if any(_runs_on_gpu(model, call) for call in _calls_given(model, read)):
+            if flow.before(read, statement) and any(_runs_on_gpu(model, call) for call in _calls_given(model, read)):
                 return True
     return False
 
@@ -241,7 +240,7 @@ def _drains(model: SemanticModel, call: cst.Call, loop: Loop) -> bool:
     no branch on the way to the loop but `if torch.cuda.is_available():` and `with` blocks."""
     name = model.call_name(call) or ""
     func = call.func
-    drains = name in _DRAINS or (
+    drains = name == "torch.cuda.synchronize" or (
         isinstance(func, cst.Attribute) and func.attr.value == "synchronize" and isinstance(func.value, cst.Call)
         and (model.call_name(func.value) or "") == "torch.cuda.current_stream"
     )  # fmt: skip
@@ -257,7 +256,8 @@ def _drains(model: SemanticModel, call: cst.Call, loop: Loop) -> bool:
             return True
         if isinstance(ancestor, cst.If) and "is_available" not in model.code(ancestor.test):
             return False
-        if isinstance(ancestor, (cst.Else, cst.Try, cst.ExceptHandler, cst.Finally, cst.For, cst.While, cst.FunctionDef, cst.Lambda, cst.IfExp)):
+        branches = (cst.Else, cst.Try, cst.ExceptHandler, cst.Finally, cst.For, cst.While, cst.FunctionDef, cst.Lambda, cst.IfExp)
+        if isinstance(ancestor, branches):
             return False
     return False
 
