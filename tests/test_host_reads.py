@@ -329,3 +329,18 @@ def test_a_plain_training_loop_still_reports_the_per_step_read():
                 losses.append(loss.item())
             return losses
     """) == ["22:23 GPU303"]
+
+
+def test_a_read_after_the_current_stream_synchronize_is_not_reported():
+    assert gpu303("""\
+        def profile(loader):
+            losses = []
+            for src, tgt in loader:
+                output, _ = decoder(embed(src.to(device)))
+                loss = nn.functional.cross_entropy(head(output).flatten(0, 1), tgt.to(device).flatten())
+                loss.backward()
+                optimizer.step()
+                torch.cuda.current_stream().synchronize()
+                losses.append(loss.item())
+            return losses
+    """) == []
