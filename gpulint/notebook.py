@@ -19,11 +19,13 @@ other cell magics, automagic cells (`pip install x` without `%`) and cells in an
 
 from __future__ import annotations
 
+import ast
 import bisect
 import difflib
 import json
 import os
 import re
+import warnings
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from json.decoder import scanstring
@@ -406,6 +408,111 @@ def _dedent(text: str) -> tuple[str, str]:
     return "".join(line[len(indent) :] if line.startswith(indent) else line for line in lines), indent
 
 
+# ---- cells that are not Python ----------------------------------------------------------------------
+
+# The value a broken cell's stub binds its names to: a name nothing defines, so nothing is known about them.
+SKIPPED_CELL_VALUE = "__gpulint_skipped_cell__"
+_STUB_LINE = re.compile(rf"^[A-Za-z_]\w* = {SKIPPED_CELL_VALUE}$", re.M)
+_NAME = re.compile(r"[A-Za-z_]\w*")
+_DEFINITION = re.compile(r"(?:async\s+)?(?P<kind>def|class)\s+(?P<name>[A-Za-z_]\w*)")
+_IMPORT = re.compile(r"import\s+(?P<names>.+)")
+_FROM_IMPORT = re.compile(r"from\s+[\w.]+\s+import\s+\(?(?P<names>[^)]*)\)?")
+_FOR = re.compile(r"(?:async\s+)?for\s+(?P<targets>.+?)\s+in\b")
+_AS = re.compile(r"\bas\s+(?P<name>[A-Za-z_]\w*)")
+_STRING = re.compile(r"""[rRbBuUfF]{0,2}(?:'[^'\\]*(?:\\.[^'\\]*)*'|"[^"\\]*(?:\\.[^"\\]*)*")""")
+_KEYWORDS = frozenset({"True", "False", "None"})
+
+
+def _python_error(text: str) -> tuple[str, int, int] | None:
+    """CPython's syntax error in `text`: (message, row, column), or None when it parses (or is too deep for
+    the parser to tell: the linter reports that for the whole file)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # `"\d"` and friends: not a syntax error
+            ast.parse(text)
+    except SyntaxError as error:
+        return str(error.msg), max(error.lineno or 1, 1), max(error.offset or 1, 1)
+    except ValueError as error:  # null bytes, before Python 3.12
+        return str(error), 1, 1
+    except (RecursionError, MemoryError):
+        return None
+    return None
+
+
+def _assigned_names(code: str) -> list[str]:
+    """The names a line's assignment binds (`a, b = ...`, `x += 1`, `y: int = 0`), read from its text: the
+    targets before each `=` outside brackets; attributes and subscripts (`m.fc = ...`) bind nothing."""
+    code = _STRING.sub('""', code)
+    depth, cut, segments = 0, 0, []
+    for i, char in enumerate(code):
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif char == "=" and depth == 0 and code[i - 1 : i] not in ("=", "!", "<", ">") and code[i + 1 : i + 2] != "=":
+            segments.append(code[cut:i])
+            cut = i + 1
+    names = []
+    for segment in segments:
+        target = segment.rstrip().rstrip("+-*/%&|^@<>").split(":")[0]  # `x +=`, `y: int =`
+        for element in target.split(","):
+            element = element.strip().lstrip("*([").rstrip(")]").strip()
+            if _NAME.fullmatch(element) and element not in _KEYWORDS:
+                names.append(element)
+    return names
+
+
+def _bound_names(text: str) -> list[str]:
+    """The module-level names a cell that does not parse may bind, read from its lines: assignment targets,
+    `def`/`class` names, imports, `for` targets and `as` names at the top level or in a top-level block (not
+    inside a function or class). A guess: its purpose is to make those names unknown, never to define them."""
+    names: list[str] = []
+    scan = _Scan()
+    bodies: list[int] = []  # indents of the `def`/`class` lines whose bodies we are in
+    for row, line in enumerate(lines_with_ends(text), 1):
+        starts = scan.at_statement_start
+        comment = scan.line(line, row)
+        body = line[:comment] if comment is not None else line.rstrip("\r\n")
+        content = body.strip()
+        if not starts or not content:
+            continue
+        indent = len(body) - len(body.lstrip())
+        while bodies and indent <= bodies[-1]:
+            bodies.pop()
+        if bodies:
+            continue
+        if (definition := _DEFINITION.match(content)) is not None:
+            names.append(definition.group("name"))
+            bodies.append(indent)
+            continue
+        imported = _FROM_IMPORT.match(content) or _IMPORT.match(content)
+        if imported is not None:
+            for part in imported.group("names").split(","):
+                words = part.split()
+                if words and words[0] != "*":
+                    names.append(words[-1] if len(words) == 3 and words[1] == "as" else words[0].split(".")[0])
+            continue
+        if (loop := _FOR.match(content)) is not None:
+            names += [n for n in _NAME.findall(loop.group("targets")) if n not in _KEYWORDS]
+        if content.startswith(("with ", "async with ", "except ", "except(")):
+            names += _AS.findall(content)
+            continue
+        names += _assigned_names(content)
+    return [n for n in dict.fromkeys(names) if _NAME.fullmatch(n)]
+
+
+def _stub(text: str) -> str:
+    """What the module holds for a cell that does not parse: each name it may bind, bound to nothing known, so
+    that the cells after it never read a value (or a device) from a cell before it that it may have changed."""
+    return "".join(f"{name} = {SKIPPED_CELL_VALUE}\n" for name in _bound_names(text))
+
+
+def without_stubs(module: str) -> str:
+    """The module with the stubs' lines left blank (same rows): what the names they bind are without the broken
+    cells. A fix must not insert a name only a broken cell binds (`fix_invariants` checks this text)."""
+    return _STUB_LINE.sub("", module) if SKIPPED_CELL_VALUE in module else module
+
+
 @dataclass
 class _Region:
     """An analysed code cell in the module: rows [start, start + rows), then its closing marker row."""
@@ -416,6 +523,7 @@ class _Region:
     masked: str
     masks: list[Mask]
     indent: str = ""  # what `_dedent` removed from each line: columns in the cell are that much further right
+    broken: bool = False  # not Python: the module holds its stub, not its code (`Notebook.broken` says why)
 
     @property
     def marker_row(self) -> int:
@@ -476,17 +584,26 @@ class Notebook:
         return self._module[2]
 
     @property
-    def syntax_error(self) -> tuple[str, Location] | None:
-        """The first cell that ends inside brackets or a string: (CPython's message, where, in the module)."""
+    def broken(self) -> dict[int, tuple[str, Location]]:
+        """Cell number -> CPython's syntax error in that code cell (message, position in the cell), for the cells
+        left out of the module because they are not Python (yet): an exercise's blanks, an unfinished edit."""
         return self._module[3]
 
+    @property
+    def no_cell_parses(self) -> bool:
+        """Some code cell is not Python, and no other cell is left to analyse."""
+        return bool(self.broken) and all(region.broken for region in self.regions)
+
+    def broken_label(self, number: int) -> str:
+        """`cell 3:2:5: SyntaxError: invalid syntax`, a broken cell's error as warnings name it."""
+        message, location = self.broken[number]
+        return f"cell {number}:{location.row}:{location.column}: SyntaxError: {message}"
+
     @cached_property
-    def _module(self) -> tuple[str, list[_Region], dict[int, str], tuple[str, Location] | None]:
-        parts: list[str] = []
-        regions: list[_Region] = []
+    def _module(self) -> tuple[str, list[_Region], dict[int, str], dict[int, tuple[str, Location]]]:
         skipped: dict[int, str] = {}
-        syntax_error = None
-        row = 1
+        cells: list[tuple[Cell, str, str, list[Mask]]] = []  # (cell, masked text, indent removed, masks)
+        broken: dict[int, tuple[str, Location]] = {}
         next_id = 0
         for cell in self.cells:
             if cell.kind != "code":
@@ -498,17 +615,50 @@ class Notebook:
             dedented, indent = _dedent(cell.source)
             masked, masks, error = _mask_cell(dedented, self.marker, next_id)
             next_id += len(masks)
-            region = _Region(cell, row, len(lines_with_ends(masked)), masked, masks, indent)
-            if error is not None and syntax_error is None:
+            cells.append((cell, masked, indent, masks))
+            if error is not None:  # it ends inside brackets or a string: it would swallow the cells after it
                 message, error_row, column = error
-                syntax_error = (message, Location(row + error_row - 1, column))
+                broken[cell.number] = (message, Location(error_row, column + len(indent)))
+        text, regions = self._assemble(cells, broken)
+        error = _python_error(text)
+        if error is not None:
+            # Which cells are not Python: each on its own (the module's error may show only in the next cell,
+            # after an empty block); then, for an error only the cells together make, the cell it is in.
+            for cell, masked, indent, _ in cells:
+                if cell.number not in broken and (own := _python_error(masked)) is not None:
+                    broken[cell.number] = (own[0], Location(own[1], own[2] + len(indent)))
+            text, regions = self._assemble(cells, broken)
+            while (error := _python_error(text)) is not None:
+                region = self._region_at(regions, error[1])
+                if region is None or region.broken:
+                    break  # the linter reports it as the module's syntax error
+                broken[region.cell.number] = (error[0], Location(error[1] - region.start + 1, error[2] + len(region.indent)))
+                text, regions = self._assemble(cells, broken)
+        ordered = {cell.number: broken[cell.number] for cell, *_ in cells if cell.number in broken}
+        return text, regions, skipped, ordered
+
+    def _assemble(self, cells: list[tuple[Cell, str, str, list[Mask]]], broken: dict) -> tuple[str, list[_Region]]:
+        """The module of the cells: each cell's masked text and its closing line; a broken cell's text is its
+        stub (`_stub`), so that what it would bind is unknown to the cells after it."""
+        parts: list[str] = []
+        regions: list[_Region] = []
+        row = 1
+        for cell, masked, indent, masks in cells:
+            is_broken = cell.number in broken
+            text = _stub(masked) if is_broken else masked
+            region = _Region(cell, row, len(lines_with_ends(text)), text, [] if is_broken else masks, indent, is_broken)
             regions.append(region)
-            parts.append(masked)
-            if masked and not masked.endswith(("\n", "\r")):
+            parts.append(text)
+            if text and not text.endswith(("\n", "\r")):
                 parts.append("\n")
             parts.append(self._closing_line(cell.number))
             row = region.marker_row + 1
-        return "".join(parts), regions, skipped, syntax_error
+        return "".join(parts), regions
+
+    @staticmethod
+    def _region_at(regions: list[_Region], row: int) -> _Region | None:
+        index = bisect.bisect_right([r.start for r in regions], row) - 1
+        return regions[index] if index >= 0 else None
 
     @cached_property
     def _starts(self) -> list[int]:
@@ -535,6 +685,8 @@ class Notebook:
         region = self._region_of(location.row)
         if region is None:
             return 1, location
+        if region.broken:  # its stub's rows stand for no row of the cell
+            return region.cell.number, Location(1, 1)
         if location.row < region.marker_row:
             row = location.row - region.start + 1
             return region.cell.number, Location(row, location.column + self._shift(region, row))
@@ -573,7 +725,12 @@ class Notebook:
             fix = d.fix and replace(d.fix, message=text(d.fix.message))
             return replace(d, message=text(d.message), help=text(d.help), fix=fix)
 
-        return [localized(d) for d in diagnostics]
+        # Nothing is reported in a broken cell (its stub is no code of the user's).
+        return [localized(d) for d in diagnostics if not self._in_broken_cell(d.location.row)]
+
+    def _in_broken_cell(self, row: int) -> bool:
+        region = self._region_of(row)
+        return region is not None and region.broken and row < region.marker_row
 
     def label(self, location: Location) -> str:
         """`cell 3:2:5`, the position as ruff prints it for notebooks."""
@@ -615,6 +772,10 @@ class Notebook:
         sources = {}
         tag = re.compile(rf"#{self.marker}(\d+)$")
         for region, text in zip(self.regions, pieces[0::2]):
+            if region.broken:
+                if text != region.masked:
+                    raise NotebookError(f"a fix changed cell {region.cell.number}, which was not analysed; the notebook was left as it was")
+                continue  # written back as it is stored, byte for byte
             masks = {m.id: m for m in region.masks}
             lines = lines_with_ends(text)
             for index, line in enumerate(lines):
@@ -693,6 +854,8 @@ class Notebook:
         the analysed cells in order; `%time STMT` (and `%timeit`, `%prun`) runs STMT; `%%time` cells run their
         body; other magics, shell escapes and help lines are left out. Raises NotebookError when a left-out line
         changes what later cells see (`%cd`, `%env`, `%run`, `%%writefile`, `x = !cmd`, ...)."""
+        for number in self.broken:
+            raise NotebookError(f"{self.broken_label(number)}; a script of the other cells is not the notebook")
         for number in self.skipped:
             magic = cell_magic(self.cells[number - 1].source)
             if magic in STATEFUL_MAGICS:
@@ -751,9 +914,6 @@ def script_of(path: str | os.PathLike) -> str:
     notebook = Notebook.parse(text.text, text.bom)
     if not notebook.is_python:
         raise NotebookError(f"the notebook's kernel runs {notebook.language}, not Python")
-    if notebook.syntax_error is not None:
-        message, location = notebook.syntax_error
-        raise NotebookError(f"{notebook.label(location)}: SyntaxError: {message}")
     folder = os.path.dirname(os.path.abspath(path))
     prologue = (
         f"__import__('sys').path.insert(0, {folder!r}); __import__('os').chdir({folder!r})  # as Jupyter runs it\n"
