@@ -75,7 +75,7 @@ def skipped(report) -> None:
     for path, reason in report.skipped:
         _err(f"gpulint: warning: {path}: skipped: {reason}")
     for path, _, reason in report.skipped_cells:
-        _err(f"gpulint: warning: {path}:{reason} (cell not checked; the other cells were)")
+        _err(f"gpulint: warning: {path}:{reason} (cell skipped; the other cells were checked)")
 
 
 def _where(path: str, location: Location, sources: dict) -> str:
