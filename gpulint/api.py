@@ -362,7 +362,7 @@ def _fix_notebook(source: Source, file: Path | None, settings: Settings, project
     # Cells that are not Python are left out of the module (their stubs stand for them) and never written.
     cells = {number: notebook.broken_label(number) for number in notebook.broken}
     outcome = fix_source(notebook.text, path, settings, project=project)
-    skipped = parser_limitation(outcome.remaining)
+    skipped = parser_limitation(notebook.localize(path, outcome.remaining))
     if skipped is not None:
         return FileFix(source, source.text, Counter(), [], [], file, skipped=skipped)
     broken = notebook.localize(path, outcome.broken)

@@ -387,12 +387,14 @@ def check_document(path: str, source: SourceText, settings: Settings, project: M
             first = next(iter(document.broken))
             return FileResult(path, [], None, skipped=f"no code cell is valid Python ({document.broken_label(first)})")
     diagnostics = check_source(document.text, path, settings, project=project)
+    if isinstance(document, Notebook):
+        diagnostics = document.localize(path, diagnostics)  # "line 12" of the module is "cell 3, line 2"
     skipped = parser_limitation(diagnostics)
     if skipped is not None:
         return FileResult(path, [], None, skipped=skipped)
     if isinstance(document, Notebook):
         cells = {number: document.broken_label(number) for number in document.broken}
-        return FileResult(path, document.localize(path, diagnostics), document, skipped_cells=cells)
+        return FileResult(path, diagnostics, document, skipped_cells=cells)
     return FileResult(path, diagnostics, document)
 
 

@@ -15,6 +15,10 @@ brackets): line magics (`%time f()`, `%matplotlib inline`), shell escapes (`!pip
 their backslash continuation lines. A cell whose first line is a cell magic is analysed only when its body is
 Python run in the notebook's namespace (`%%time`, `%%timeit`, `%%capture`, ...); `%%bash`, `%%writefile` and
 other cell magics, automagic cells (`pip install x` without `%`) and cells in another language are skipped.
+
+A code cell CPython cannot compile on its own (an exercise's `x = # your code here`) is left out (`broken`):
+the module holds a stub for it that binds each name it may bind to an unknown value, so that the cells after it
+never read a value it may have changed; its source is never written back.
 """
 
 from __future__ import annotations
@@ -725,8 +729,8 @@ class Notebook:
             fix = d.fix and replace(d.fix, message=text(d.fix.message))
             return replace(d, message=text(d.message), help=text(d.help), fix=fix)
 
-        # Nothing is reported in a broken cell (its stub is no code of the user's).
-        return [localized(d) for d in diagnostics if not self._in_broken_cell(d.location.row)]
+        # No finding is reported in a broken cell (its stub is no code of the user's); file-level errors stay.
+        return [localized(d) for d in diagnostics if d.code is None or not self._in_broken_cell(d.location.row)]
 
     def _in_broken_cell(self, row: int) -> bool:
         region = self._region_of(row)
