@@ -27,6 +27,7 @@ import ast
 import bisect
 import difflib
 import json
+import keyword
 import os
 import re
 import warnings
@@ -416,13 +417,13 @@ def _dedent(text: str) -> tuple[str, str]:
 
 # The value a broken cell's stub binds its names to: a name nothing defines, so nothing is known about them.
 SKIPPED_CELL_VALUE = "__gpulint_skipped_cell__"
-_STUB_LINE = re.compile(rf"^[A-Za-z_]\w* = {SKIPPED_CELL_VALUE}$", re.M)
-_NAME = re.compile(r"[A-Za-z_]\w*")
-_DEFINITION = re.compile(r"(?:async\s+)?(?P<kind>def|class)\s+(?P<name>[A-Za-z_]\w*)")
+_STUB_LINE = re.compile(rf"^(?!\d)\w+ = {SKIPPED_CELL_VALUE}$", re.M)
+_NAME = re.compile(r"(?!\d)\w+")
+_DEFINITION = re.compile(r"(?:async\s+)?(?P<kind>def|class)\s+(?P<name>(?!\d)\w+)")
 _IMPORT = re.compile(r"import\s+(?P<names>.+)")
 _FROM_IMPORT = re.compile(r"from\s+[\w.]+\s+import\s+\(?(?P<names>[^)]*)\)?")
 _FOR = re.compile(r"(?:async\s+)?for\s+(?P<targets>.+?)\s+in\b")
-_AS = re.compile(r"\bas\s+(?P<name>[A-Za-z_]\w*)")
+_AS = re.compile(r"\bas\s+(?P<name>(?!\d)\w+)")
 _STRING = re.compile(r"""[rRbBuUfF]{0,2}(?:'[^'\\]*(?:\\.[^'\\]*)*'|"[^"\\]*(?:\\.[^"\\]*)*")""")
 _KEYWORDS = frozenset({"True", "False", "None"})
 
@@ -458,7 +459,10 @@ def _assigned_names(code: str) -> list[str]:
             cut = i + 1
     names = []
     for segment in segments:
-        target = segment.rstrip().rstrip("+-*/%&|^@<>").split(":")[0]  # `x +=`, `y: int =`
+        target = segment.rstrip().rstrip("+-*/%&|^@<>")  # `x +=`
+        if ":" in target:  # `y: int =` annotates y; `else: y =` assigns it
+            head, tail = target.split(":", 1)
+            target = tail if keyword.iskeyword(head.split()[0] if head.split() else "") else head
         for element in target.split(","):
             element = element.strip().lstrip("*([").rstrip(")]").strip()
             if _NAME.fullmatch(element) and element not in _KEYWORDS:
@@ -502,7 +506,8 @@ def _bound_names(text: str) -> list[str]:
             names += _AS.findall(content)
             continue
         names += _assigned_names(content)
-    return [n for n in dict.fromkeys(names) if _NAME.fullmatch(n)]
+    # `else: y = 1` reads as a target `else`: only real names make a stub line that parses.
+    return [n for n in dict.fromkeys(names) if n.isidentifier() and not keyword.iskeyword(n)]
 
 
 def _stub(text: str) -> str:

@@ -183,10 +183,18 @@ def helper(a=1):
 class Net(nn.Module):
     layer = 1
 result = helper() == 2 and f(k=1)
+größe = 3
+if result: pass
+else: flag = 1
+try: value = 1
+except: pass
 """
     assert _bound_names(cell) == [
-        "np", "os", "nn", "o", "X_train", "y_train", "z", "lr", "n", "i", "batch", "step", "handle", "helper", "Net", "result",
+        "np", "os", "nn", "o", "X_train", "y_train", "z", "lr", "n", "i", "batch", "step", "handle", "helper", "Net", "result", "größe", "flag", "value",
     ]
+    # Whatever the cell holds, its stub parses: the module around it stays Python.
+    raw = notebook("import torch", cell + "x = # TODO", "print(torch.cuda.memory_cached())")
+    assert Notebook.parse(raw).broken and [line.split(" `")[0] for line in concise(raw)] == ["nb.ipynb:cell 3:1:7: GPU402 [*]"]
 
 
 def test_a_fix_never_inserts_a_name_only_an_unfinished_cell_binds():
