@@ -381,8 +381,10 @@ def check_document(path: str, source: SourceText, settings: Settings, project: M
     if isinstance(document, Notebook):
         if not document.is_python:
             return FileResult(path, [], None, skipped=f"the notebook's kernel runs {document.language}, not Python")
-        if not _NO_PREFILTER and not rules_for(document.code, path, settings):
-            return FileResult(path, [])  # what check_source's prefilter says, before the cells are masked
+        if not _NO_PREFILTER and not rules_for(document.code, path, settings, project):
+            # What check_source's prefilter says, before the cells are masked (and checked for cells that are
+            # not Python: a notebook nothing would be checked in gets no warning about them either).
+            return FileResult(path, [])
         if document.no_cell_parses:
             first = next(iter(document.broken))
             return FileResult(path, [], None, skipped=f"no code cell is valid Python ({document.broken_label(first)})")

@@ -242,3 +242,10 @@ def test_reporters_render_a_notebook_with_skipped_cells():
     report = check(EXERCISE, "ex.ipynb")
     full = render("full", report.diagnostics, ReportContext(sources=report.sources))
     assert " --> ex.ipynb:cell 4:2:7\n" in full and "print(torch.cuda.memory_cached())" in full
+
+
+def test_a_notebook_nothing_would_be_checked_in_gets_no_warning(tmp_path):
+    # A TensorFlow exercise: no rule applies, so its blanks are none of gpulint's business.
+    (tmp_path / "tf.ipynb").write_text(notebook("import tensorflow as tf", "model = # YOUR CODE HERE"), encoding="utf-8")
+    result = run_gpulint("check", "--no-cache", "tf.ipynb", cwd=tmp_path)
+    assert (result.returncode, result.stdout.decode(), result.stderr.decode()) == (0, "All checks passed!\n", "")
