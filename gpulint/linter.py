@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import os
-import re
 import sys
 import threading
 import warnings
@@ -27,7 +26,7 @@ from gpulint.piecewise import PIECEWISE_ABOVE, Layout, layout, parse_in_pieces
 from gpulint.diagnostics import INTERNAL_ERROR, INVALID_SYNTAX, IO_ERROR, PARSER_LIMITATION, Diagnostic, Location, Severity
 from gpulint.fix_invariants import enforce as enforce_fix_invariants
 from gpulint.notebook import Notebook, NotebookError, is_notebook_path, without_stubs
-from gpulint.source import SourceError, SourceText, read_source_bytes
+from gpulint.source import SourceError, SourceText, libcst_limitation, read_source_bytes
 from gpulint.suppression import parse_suppressions
 
 # GPULINT_NO_PREFILTER=1 parses every file: for benchmarks (the cost without the prefilter) and for
@@ -203,19 +202,9 @@ def _libcst_parse(text: str, path: str, python_error: SyntaxError | None, pieces
         return file_error(path, "too deeply nested for the parser; skipped")
 
 
-# An indent with a tab after spaces: CPython measures it (tab stops of 8), LibCST's tokenizer rejects it.
-_TAB_AFTER_SPACES = re.compile(r"^ +\t", re.M)
-
-
 def _parser_limitation(text: str, error: cst.ParserSyntaxError) -> str:
     """Why LibCST cannot read a file CPython compiles, for the warning that the file was not checked."""
-    mixed = _TAB_AFTER_SPACES.search(text)
-    if mixed is not None:
-        row = text.count("\n", 0, mixed.start()) + 1
-        reason = f"line {row} is indented with spaces, then a tab; indent it with spaces only to check the file"
-    else:
-        reason = (error.message or "a parser error").splitlines()[0]
-    return f"Python compiles it, but gpulint's parser (LibCST) cannot read it: {reason}"
+    return libcst_limitation((error.message or "a parser error").splitlines()[0], text)
 
 
 def _syntax_error(path: str, error: SyntaxError) -> Diagnostic:

@@ -38,7 +38,7 @@ from pathlib import Path
 
 from gpulint.diagnostics import Diagnostic, Location
 from gpulint.lines import line_starts, lines_with_ends
-from gpulint.source import SourceError
+from gpulint.source import SourceError, libcst_limitation, tab_after_spaces
 
 SUFFIX = ".ipynb"
 NBFORMAT = 4
@@ -444,6 +444,22 @@ def _python_error(text: str) -> tuple[str, int, int] | None:
     return None
 
 
+def _libcst_limitation(text: str) -> str | None:
+    """Why LibCST cannot parse a cell CPython compiles (an indent of spaces, then a tab), or None. Only such
+    cells are tried: LibCST parses the whole module later, and no other difference is known."""
+    if tab_after_spaces(text) is None or _python_error(text) is not None:
+        return None
+    import libcst as cst
+
+    try:
+        cst.parse_module(text)
+    except cst.ParserSyntaxError as error:
+        return libcst_limitation((error.message or "a parser error").splitlines()[0], text)
+    except RecursionError:
+        return None
+    return None
+
+
 def _assigned_names(code: str) -> list[str]:
     """The names a line's assignment binds (`a, b = ...`, `x += 1`, `y: int = 0`), read from its text: the
     targets before each `=` outside brackets; attributes and subscripts (`m.fc = ...`) bind nothing."""
@@ -594,8 +610,9 @@ class Notebook:
 
     @property
     def broken(self) -> dict[int, tuple[str, Location]]:
-        """Cell number -> CPython's syntax error in that code cell (message, position in the cell), for the cells
-        left out of the module because they are not Python (yet): an exercise's blanks, an unfinished edit."""
+        """Cell number -> why that code cell is left out of the module (CPython's `SyntaxError: ...`, or LibCST's
+        limitation on code CPython compiles) and where in the cell: cells that are not Python (yet), an
+        exercise's blanks, an unfinished edit."""
         return self._module[3]
 
     @property
@@ -606,7 +623,7 @@ class Notebook:
     def broken_label(self, number: int) -> str:
         """`cell 3:2:5: SyntaxError: invalid syntax`, a broken cell's error as warnings name it."""
         message, location = self.broken[number]
-        return f"cell {number}:{location.row}:{location.column}: SyntaxError: {message}"
+        return f"cell {number}:{location.row}:{location.column}: {message}"
 
     @cached_property
     def _module(self) -> tuple[str, list[_Region], dict[int, str], dict[int, tuple[str, Location]]]:
@@ -627,7 +644,9 @@ class Notebook:
             cells.append((cell, masked, indent, masks))
             if error is not None:  # it ends inside brackets or a string: it would swallow the cells after it
                 message, error_row, column = error
-                broken[cell.number] = (message, Location(error_row, column + len(indent)))
+                broken[cell.number] = ("SyntaxError: " + message, Location(error_row, column + len(indent)))
+            elif (limitation := _libcst_limitation(masked)) is not None:
+                broken[cell.number] = (limitation, Location(tab_after_spaces(masked) or 1, 1))
         text, regions = self._assemble(cells, broken)
         error = _python_error(text)
         if error is not None:
@@ -635,13 +654,14 @@ class Notebook:
             # after an empty block); then, for an error only the cells together make, the cell it is in.
             for cell, masked, indent, _ in cells:
                 if cell.number not in broken and (own := _python_error(masked)) is not None:
-                    broken[cell.number] = (own[0], Location(own[1], own[2] + len(indent)))
+                    broken[cell.number] = ("SyntaxError: " + own[0], Location(own[1], own[2] + len(indent)))
             text, regions = self._assemble(cells, broken)
             while (error := _python_error(text)) is not None:
                 region = self._region_at(regions, error[1])
                 if region is None or region.broken:
                     break  # the linter reports it as the module's syntax error
-                broken[region.cell.number] = (error[0], Location(error[1] - region.start + 1, error[2] + len(region.indent)))
+                where = Location(error[1] - region.start + 1, error[2] + len(region.indent))
+                broken[region.cell.number] = ("SyntaxError: " + error[0], where)
                 text, regions = self._assemble(cells, broken)
         ordered = {cell.number: broken[cell.number] for cell, *_ in cells if cell.number in broken}
         return text, regions, skipped, ordered

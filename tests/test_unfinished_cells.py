@@ -219,7 +219,7 @@ def test_a_file_cpython_compiles_but_libcst_cannot_parse_is_skipped_with_a_warni
     path.write_text(TAB_AFTER_SPACES, encoding="utf-8")
     warning = (
         "gpulint: warning: fp16util.py: skipped: Python compiles it, but gpulint's parser (LibCST) cannot read it: line 7 is "
-        "indented with spaces, then a tab; indent it with spaces only to check the file"
+        "indented with spaces, then a tab; indent it with spaces only to check it"
     )
     result = run_gpulint("check", "--no-cache", "fp16util.py", cwd=tmp_path)
     assert (result.returncode, result.stdout.decode(), result.stderr.decode().splitlines()) == (0, "All checks passed!\n", [warning])
@@ -249,3 +249,19 @@ def test_a_notebook_nothing_would_be_checked_in_gets_no_warning(tmp_path):
     (tmp_path / "tf.ipynb").write_text(notebook("import tensorflow as tf", "model = # YOUR CODE HERE"), encoding="utf-8")
     result = run_gpulint("check", "--no-cache", "tf.ipynb", cwd=tmp_path)
     assert (result.returncode, result.stdout.decode(), result.stderr.decode()) == (0, "All checks passed!\n", "")
+
+
+def test_a_notebook_cell_only_cpython_parses_is_left_out_like_a_blank_one():
+    tab_cell = "def to_float(module):\n    if module:\n        if module.training:\n    \t    module.float()"
+    raw = notebook("import torch", tab_cell, "print(torch.cuda.memory_cached())")
+    assert [line.split(" `")[0] for line in concise(raw)] == ["nb.ipynb:cell 3:1:7: GPU402 [*]"]
+    assert check(raw).skipped_cells == [
+        (
+            "nb.ipynb",
+            2,
+            "cell 2:4:1: Python compiles it, but gpulint's parser (LibCST) cannot read it: line 4 is indented with spaces, "
+            "then a tab; indent it with spaces only to check it",
+        )
+    ]
+    result = fixed(raw)
+    assert result.fixed == raw.replace("memory_cached", "memory_reserved")
