@@ -419,13 +419,12 @@ def _dedent(text: str) -> tuple[str, str]:
 SKIPPED_CELL_VALUE = "__gpulint_skipped_cell__"
 _STUB_LINE = re.compile(rf"^(?!\d)\w+ = {SKIPPED_CELL_VALUE}$", re.M)
 _NAME = re.compile(r"(?!\d)\w+")
-_DEFINITION = re.compile(r"(?:async\s+)?(?P<kind>def|class)\s+(?P<name>(?!\d)\w+)")
+_DEFINITION = re.compile(r"(?:async\s+)?(?:def|class)\s+(?P<name>(?!\d)\w+)")
 _IMPORT = re.compile(r"import\s+(?P<names>.+)")
 _FROM_IMPORT = re.compile(r"from\s+[\w.]+\s+import\s+\(?(?P<names>[^)]*)\)?")
 _FOR = re.compile(r"(?:async\s+)?for\s+(?P<targets>.+?)\s+in\b")
 _AS = re.compile(r"\bas\s+(?P<name>(?!\d)\w+)")
 _STRING = re.compile(r"""[rRbBuUfF]{0,2}(?:'[^'\\]*(?:\\.[^'\\]*)*'|"[^"\\]*(?:\\.[^"\\]*)*")""")
-_KEYWORDS = frozenset({"True", "False", "None"})
 
 
 def _python_error(text: str) -> tuple[str, int, int] | None:
@@ -463,16 +462,17 @@ def _libcst_limitation(text: str) -> str | None:
 def _assigned_names(code: str) -> list[str]:
     """The names a line's assignment binds (`a, b = ...`, `x += 1`, `y: int = 0`), read from its text: the
     targets before each `=` outside brackets; attributes and subscripts (`m.fc = ...`) bind nothing."""
-    code = _STRING.sub('""', code)
-    depth, cut, segments = 0, 0, []
-    for i, char in enumerate(code):
-        if char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth -= 1
-        elif char == "=" and depth == 0 and code[i - 1 : i] not in ("=", "!", "<", ">") and code[i + 1 : i + 2] != "=":
-            segments.append(code[cut:i])
-            cut = i + 1
+    segments = []
+    for statement in _STRING.sub('""', code).split(";"):  # `x = 1; y = 2`
+        depth, cut = 0, 0
+        for i, char in enumerate(statement):
+            if char in "([{":
+                depth += 1
+            elif char in ")]}":
+                depth -= 1
+            elif char == "=" and depth == 0 and statement[i - 1 : i] not in ("=", "!", "<", ">") and statement[i + 1 : i + 2] != "=":
+                segments.append(statement[cut:i])
+                cut = i + 1
     names = []
     for segment in segments:
         target = segment.rstrip().rstrip("+-*/%&|^@<>")  # `x +=`
@@ -481,7 +481,7 @@ def _assigned_names(code: str) -> list[str]:
             target = tail if keyword.iskeyword(head.split()[0] if head.split() else "") else head
         for element in target.split(","):
             element = element.strip().lstrip("*([").rstrip(")]").strip()
-            if _NAME.fullmatch(element) and element not in _KEYWORDS:
+            if _NAME.fullmatch(element):
                 names.append(element)
     return names
 
@@ -517,7 +517,7 @@ def _bound_names(text: str) -> list[str]:
                     names.append(words[-1] if len(words) == 3 and words[1] == "as" else words[0].split(".")[0])
             continue
         if (loop := _FOR.match(content)) is not None:
-            names += [n for n in _NAME.findall(loop.group("targets")) if n not in _KEYWORDS]
+            names += _NAME.findall(loop.group("targets"))
         if content.startswith(("with ", "async with ", "except ", "except(")):
             names += _AS.findall(content)
             continue

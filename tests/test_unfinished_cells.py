@@ -188,9 +188,10 @@ if result: pass
 else: flag = 1
 try: value = 1
 except: pass
+first = 1; second = 2
 """
     assert _bound_names(cell) == [
-        "np", "os", "nn", "o", "X_train", "y_train", "z", "lr", "n", "i", "batch", "step", "handle", "helper", "Net", "result", "größe", "flag", "value",
+        "np", "os", "nn", "o", "X_train", "y_train", "z", "lr", "n", "i", "batch", "step", "handle", "helper", "Net", "result", "größe", "flag", "value", "first", "second",
     ]
     # Whatever the cell holds, its stub parses: the module around it stays Python.
     raw = notebook("import torch", cell + "x = # TODO", "print(torch.cuda.memory_cached())")
