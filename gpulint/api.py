@@ -26,7 +26,7 @@ from typing import Iterable, Union
 from gpulint.analysis.project import ProjectIndex
 from gpulint.config import ConfigError, Settings, load_settings, with_overrides
 from gpulint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location, Severity, is_applicable, rule_url
-from gpulint.linter import FileResult, check_document, check_source, display_path, file_error, lint_files, map_files
+from gpulint.linter import FileResult, check_document, check_source, display_path, file_error, lint_files, map_files, parser_limitation
 from gpulint.notebook import Notebook, NotebookError, is_notebook_path
 from gpulint.source import SourceError, SourceText, decode_source, discover, force_excluded, read_source_bytes
 
@@ -122,8 +122,15 @@ class Report:
 
     @property
     def skipped(self) -> list[tuple[str, str]]:
-        """(path, why) for each file read but not checked (a notebook whose kernel is not Python)."""
+        """(path, why) for each file read but not checked (a notebook whose kernel is not Python, a file only
+        CPython's parser reads)."""
         return [(f.path, f.skipped) for f in self.files if f.skipped]
+
+    @property
+    def skipped_cells(self) -> list[tuple[str, int, str]]:
+        """(path, cell number, why) for each notebook code cell left out because it is not Python (yet): the
+        notebook's other cells were checked without it."""
+        return [(f.path, number, why) for f in self.files for number, why in f.skipped_cells.items()]
 
     def fixable(self) -> dict[str, Counter]:
         """Per file, the rule codes (with counts) whose fixes `fix` would apply under these settings."""
@@ -171,6 +178,7 @@ class FileFix:
     written: bool = False  # `write_fixes` wrote `fixed` to `file`
     write_error: str | None = None  # why `write_fixes` did not write it
     skipped: str | None = None  # why it was not fixed although it was read (a notebook whose kernel is not Python)
+    skipped_cells: dict[int, str] = field(default_factory=dict)  # a notebook's cells that are not Python, kept as they are
 
     @property
     def path(self) -> str:
@@ -266,8 +274,15 @@ class FixReport:
 
     @property
     def skipped(self) -> list[tuple[str, str]]:
-        """(path, why) for each file read but not fixed (a notebook whose kernel is not Python)."""
+        """(path, why) for each file read but not fixed (a notebook whose kernel is not Python, a file only
+        CPython's parser reads)."""
         return [(f.path, f.skipped) for f in self.files if f.skipped]
+
+    @property
+    def skipped_cells(self) -> list[tuple[str, int, str]]:
+        """(path, cell number, why) for each notebook code cell that is not Python: left byte for byte as it was,
+        the other cells fixed without it."""
+        return [(f.path, number, why) for f in self.files for number, why in f.skipped_cells.items()]
 
 
 def fix(inputs: Inputs, settings: Settings | None = None, *, unsafe: bool | None = None, jobs: int | None = None, cache: bool = True) -> FixReport:
@@ -329,6 +344,9 @@ def _fix_document(document: tuple[Source, Path | None], settings: Settings, proj
     if is_notebook_path(source.path):
         return _fix_notebook(source, file, settings, project)
     outcome = fix_source(source.text, source.path, settings, project=project)
+    skipped = parser_limitation(outcome.remaining)
+    if skipped is not None:
+        return FileFix(source, source.text, Counter(), [], [], file, skipped=skipped)
     return FileFix(source, outcome.text, outcome.fixed, outcome.remaining, outcome.broken, file)
 
 
@@ -337,14 +355,19 @@ def _fix_notebook(source: Source, file: Path | None, settings: Settings, project
     from gpulint.fixer import fix_source
 
     notebook = Notebook.parse(source.text, source.bom)
-    if not notebook.is_python or notebook.syntax_error is not None:
+    if not notebook.is_python or notebook.no_cell_parses:
         unchecked = check_document(source.path, SourceText(source.text, source.encoding, source.bom), settings)
         return FileFix(source, source.text, Counter(), unchecked.diagnostics, [], file, skipped=unchecked.skipped)
     path = source.path
+    # Cells that are not Python are left out of the module (their stubs stand for them) and never written.
+    cells = {number: notebook.broken_label(number) for number in notebook.broken}
     outcome = fix_source(notebook.text, path, settings, project=project)
+    skipped = parser_limitation(notebook.localize(path, outcome.remaining))
+    if skipped is not None:
+        return FileFix(source, source.text, Counter(), [], [], file, skipped=skipped)
     broken = notebook.localize(path, outcome.broken)
     if outcome.text == notebook.text:
-        return FileFix(source, source.text, outcome.fixed, notebook.localize(path, outcome.remaining), broken, file)
+        return FileFix(source, source.text, outcome.fixed, notebook.localize(path, outcome.remaining), broken, file, skipped_cells=cells)
     try:
         fixed = Notebook.parse(notebook.rewrite(outcome.text), source.bom)
         if fixed.text != outcome.text:
@@ -356,8 +379,8 @@ def _fix_notebook(source: Source, file: Path | None, settings: Settings, project
         context = context_for(project, Path(path), notebook.text) if project is not None else None
         remaining = notebook.localize(path, check_source(notebook.text, path, settings, project=context))
         dropped = [d for d in remaining if is_applicable(d, settings.unsafe_fixes)]
-        return FileFix(source, source.text, Counter(), remaining, dropped, file)
-    return FileFix(source, fixed.raw, outcome.fixed, fixed.localize(path, outcome.remaining), broken, file)
+        return FileFix(source, source.text, Counter(), remaining, dropped, file, skipped_cells=cells)
+    return FileFix(source, fixed.raw, outcome.fixed, fixed.localize(path, outcome.remaining), broken, file, skipped_cells=cells)
 
 
 def write_fixes(report: FixReport, cancel: Cancellation | None = None) -> FixReport:

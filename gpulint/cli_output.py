@@ -70,9 +70,12 @@ def render(diagnostics: list[Diagnostic], settings: Settings, opts: dict, source
     return text
 
 
-def skipped(files: list[tuple[str, str]]) -> None:
-    for path, reason in files:
+def skipped(report) -> None:
+    """Warnings for what was read but not checked: whole files, and notebook cells that are not Python (yet)."""
+    for path, reason in report.skipped:
         _err(f"gpulint: warning: {path}: skipped: {reason}")
+    for path, _, reason in report.skipped_cells:
+        _err(f"gpulint: warning: {path}:{reason} (cell skipped; the other cells were checked)")
 
 
 def _where(path: str, location: Location, sources: dict) -> str:
@@ -82,7 +85,7 @@ def _where(path: str, location: Location, sources: dict) -> str:
 
 def checked(report: api.Report, opts: dict) -> int:
     """`gpulint check`: the findings (and with `--show-fixes`, on stderr, what `fix --apply` would fix)."""
-    skipped(report.skipped)
+    skipped(report)
     if opts["show_fixes"]:
         text = fix_enumeration(report.fixable(), "Would fix {} with `gpulint fix --apply`:", "No errors would be fixed.")
         click.echo(text, nl=False, err=True)  # stderr: the report stays pure
@@ -125,7 +128,7 @@ def _fix_counts(files: list[api.FileFix]) -> dict[str, Counter]:
 
 def would_fix(report: api.FixReport, opts: dict) -> int:
     """`gpulint fix` without `--apply`: the diff on stdout, what it would fix on stderr."""
-    skipped(report.skipped)
+    skipped(report)
     emit("".join(_printable_diff(f.diff()) for f in report.changed), opts["output_file"])
     if opts["show_fixes"]:
         click.echo(fix_enumeration(_fix_counts(report.files), "Would fix {}:", "No errors would be fixed."), nl=False, err=True)
@@ -142,7 +145,7 @@ def would_fix(report: api.FixReport, opts: dict) -> int:
 
 def fixed(report: api.FixReport, opts: dict) -> int:
     """`gpulint fix --apply` after the writes: files not written, what was fixed, and the findings that remain."""
-    skipped(report.skipped)
+    skipped(report)
     not_written = [f for f in report.files if f.write_error is not None]
     for f in not_written:
         _err(f"gpulint: {f.path}: not written: {f.write_error}")
@@ -200,7 +203,7 @@ def stdin_fixed(data: bytes, name: str, settings: Settings, opts: dict) -> int:
         _err(f"gpulint: stdin: the fixed text cannot be encoded as {source.encoding}; written unchanged")
         return EXIT_ERROR
     _write_stdout(fixed_data)
-    skipped(report.skipped)
+    skipped(report)
     sources = {result.path: result.document(fixed=True)}  # what stdout now holds
     for d in result.remaining:
         _err(f"{_where(d.filename, d.location, sources)}: {d.code or d.name} {d.message}")

@@ -46,6 +46,9 @@ class Fix:
 INVALID_SYNTAX = "invalid-syntax"
 IO_ERROR = "io-error"
 INTERNAL_ERROR = "internal-error"  # a rule crashed on the file
+# CPython compiles the file but LibCST cannot parse it: the file is skipped with a warning, not reported (the API
+# turns it into `FileResult.skipped`; an editor or flake8 sees it as a note that the file was not checked).
+PARSER_LIMITATION = "parser-limitation"
 
 
 @dataclass(frozen=True)

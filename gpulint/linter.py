@@ -23,10 +23,10 @@ from gpulint.checks import Rule, all_rules
 from gpulint.checks.base import REGISTRY, text_matcher
 from gpulint.config import Settings
 from gpulint.piecewise import PIECEWISE_ABOVE, Layout, layout, parse_in_pieces
-from gpulint.diagnostics import INTERNAL_ERROR, INVALID_SYNTAX, IO_ERROR, Diagnostic, Location, Severity
+from gpulint.diagnostics import INTERNAL_ERROR, INVALID_SYNTAX, IO_ERROR, PARSER_LIMITATION, Diagnostic, Location, Severity
 from gpulint.fix_invariants import enforce as enforce_fix_invariants
-from gpulint.notebook import Notebook, NotebookError, is_notebook_path
-from gpulint.source import SourceError, SourceText, read_source_bytes
+from gpulint.notebook import Notebook, NotebookError, is_notebook_path, without_stubs
+from gpulint.source import SourceError, SourceText, libcst_limitation, read_source_bytes
 from gpulint.suppression import parse_suppressions
 
 # GPULINT_NO_PREFILTER=1 parses every file: for benchmarks (the cost without the prefilter) and for
@@ -43,6 +43,9 @@ class FileResult:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     source: SourceText | Notebook | None = None  # the text findings point into (a notebook's: its module)
     skipped: str | None = None  # why the file was not checked although it was read (a notebook in R)
+    # A notebook's code cells left out because they are not Python (yet): cell number -> why, e.g.
+    # "cell 3:2:9: SyntaxError: invalid syntax". The other cells were checked without them.
+    skipped_cells: dict[int, str] = field(default_factory=dict)
 
 
 def display_path(path: Path | str) -> str:
@@ -193,9 +196,15 @@ def _libcst_parse(text: str, path: str, python_error: SyntaxError | None, pieces
     except cst.ParserSyntaxError as error:
         if python_error is not None:
             return _syntax_error(path, python_error)  # CPython's location is the precise one
-        return file_error(path, f"SyntaxError: {error.message}", INVALID_SYNTAX, error.raw_line, error.raw_column + 1)
+        # CPython compiles it (a tab after spaces in an indent, ...): not the user's error, but nothing to analyse.
+        return file_error(path, _parser_limitation(text, error), PARSER_LIMITATION)
     except RecursionError:
         return file_error(path, "too deeply nested for the parser; skipped")
+
+
+def _parser_limitation(text: str, error: cst.ParserSyntaxError) -> str:
+    """Why LibCST cannot read a file CPython compiles, for the warning that the file was not checked."""
+    return libcst_limitation((error.message or "a parser error").splitlines()[0], text)
 
 
 def _syntax_error(path: str, error: SyntaxError) -> Diagnostic:
@@ -309,7 +318,7 @@ def _check_parsed(
             for d in diagnostics
             if not suppressions.suppresses(d)
         ]
-        diagnostics = enforce_fix_invariants(text, diagnostics)
+        diagnostics = enforce_fix_invariants(without_stubs(text), diagnostics)  # no name only a broken cell binds
         if settings.overrides_fixes:  # unfixable, extend-safe-fixes, extend-unsafe-fixes
             diagnostics = [settings.with_fix_policy(d) for d in diagnostics]
     return sorted(diagnostics, key=Diagnostic.sort_key)
@@ -361,15 +370,31 @@ def check_document(path: str, source: SourceText, settings: Settings, project: M
     if isinstance(document, Notebook):
         if not document.is_python:
             return FileResult(path, [], None, skipped=f"the notebook's kernel runs {document.language}, not Python")
-        if not _NO_PREFILTER and not rules_for(document.code, path, settings):
-            return FileResult(path, [])  # what check_source's prefilter says, before the cells are masked
-        if document.syntax_error is not None:
-            message, location = document.syntax_error
-            return FileResult(path, [file_error(path, f"SyntaxError: {message}", INVALID_SYNTAX, location.row, location.column)], document)
+        if not _NO_PREFILTER and not rules_for(document.code, path, settings, project):
+            # What check_source's prefilter says, before the cells are masked (and checked for cells that are
+            # not Python: a notebook nothing would be checked in gets no warning about them either).
+            return FileResult(path, [])
+        if document.no_cell_parses:
+            first = next(iter(document.broken))
+            return FileResult(path, [], None, skipped=f"no code cell is valid Python ({document.broken_label(first)})")
     diagnostics = check_source(document.text, path, settings, project=project)
     if isinstance(document, Notebook):
-        diagnostics = document.localize(path, diagnostics)
+        diagnostics = document.localize(path, diagnostics)  # "line 12" of the module is "cell 3, line 2"
+    skipped = parser_limitation(diagnostics)
+    if skipped is not None:
+        return FileResult(path, [], None, skipped=skipped)
+    if isinstance(document, Notebook):
+        cells = {number: document.broken_label(number) for number in document.broken}
+        return FileResult(path, diagnostics, document, skipped_cells=cells)
     return FileResult(path, diagnostics, document)
+
+
+def parser_limitation(diagnostics: list[Diagnostic]) -> str | None:
+    """Why a file is skipped when CPython compiles it but LibCST cannot parse it (`PARSER_LIMITATION`), else None."""
+    for d in diagnostics:
+        if d.name == PARSER_LIMITATION:
+            return d.message
+    return None
 
 
 def _check_bytes(shown: str, data: bytes, settings: Settings, project: ModuleContext | None = None) -> FileResult:
@@ -439,7 +464,7 @@ def _pool_context():
 def _cacheable(result: FileResult) -> bool:
     """Results that follow from the file's bytes alone; a crashed rule or an unreadable file is retried (and a
     skipped notebook is read again, so that the run says it was skipped)."""
-    return result.skipped is None and all(d.name not in (INTERNAL_ERROR, IO_ERROR) for d in result.diagnostics)
+    return result.skipped is None and not result.skipped_cells and all(d.name not in (INTERNAL_ERROR, IO_ERROR) for d in result.diagnostics)
 
 
 def map_files(task: Callable[..., R], items: list[T], settings: Settings, jobs: int | None = None, shared: Any = None) -> list[R]:

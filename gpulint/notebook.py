@@ -15,15 +15,22 @@ brackets): line magics (`%time f()`, `%matplotlib inline`), shell escapes (`!pip
 their backslash continuation lines. A cell whose first line is a cell magic is analysed only when its body is
 Python run in the notebook's namespace (`%%time`, `%%timeit`, `%%capture`, ...); `%%bash`, `%%writefile` and
 other cell magics, automagic cells (`pip install x` without `%`) and cells in another language are skipped.
+
+A code cell CPython cannot compile on its own (an exercise's `x = # your code here`) is left out (`broken`):
+the module holds a stub for it that binds each name it may bind to an unknown value, so that the cells after it
+never read a value it may have changed; its source is never written back.
 """
 
 from __future__ import annotations
 
+import ast
 import bisect
 import difflib
 import json
+import keyword
 import os
 import re
+import warnings
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from json.decoder import scanstring
@@ -31,7 +38,7 @@ from pathlib import Path
 
 from gpulint.diagnostics import Diagnostic, Location
 from gpulint.lines import line_starts, lines_with_ends
-from gpulint.source import SourceError
+from gpulint.source import SourceError, libcst_limitation, tab_after_spaces
 
 SUFFIX = ".ipynb"
 NBFORMAT = 4
@@ -406,6 +413,131 @@ def _dedent(text: str) -> tuple[str, str]:
     return "".join(line[len(indent) :] if line.startswith(indent) else line for line in lines), indent
 
 
+# ---- cells that are not Python ----------------------------------------------------------------------
+
+# The value a broken cell's stub binds its names to: a name nothing defines, so nothing is known about them.
+SKIPPED_CELL_VALUE = "__gpulint_skipped_cell__"
+_STUB_LINE = re.compile(rf"^(?!\d)\w+ = {SKIPPED_CELL_VALUE}$", re.M)
+_NAME = re.compile(r"(?!\d)\w+")
+_DEFINITION = re.compile(r"(?:async\s+)?(?:def|class)\s+(?P<name>(?!\d)\w+)")
+_IMPORT = re.compile(r"import\s+(?P<names>.+)")
+_FROM_IMPORT = re.compile(r"from\s+[\w.]+\s+import\s+\(?(?P<names>[^)]*)\)?")
+_FOR = re.compile(r"(?:async\s+)?for\s+(?P<targets>.+?)\s+in\b")
+_AS = re.compile(r"\bas\s+(?P<name>(?!\d)\w+)")
+_STRING = re.compile(r"""[rRbBuUfF]{0,2}(?:'[^'\\]*(?:\\.[^'\\]*)*'|"[^"\\]*(?:\\.[^"\\]*)*")""")
+
+
+def _python_error(text: str) -> tuple[str, int, int] | None:
+    """CPython's syntax error in `text`: (message, row, column), or None when it parses (or is too deep for
+    the parser to tell: the linter reports that for the whole file)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # `"\d"` and friends: not a syntax error
+            ast.parse(text)
+    except SyntaxError as error:
+        return str(error.msg), max(error.lineno or 1, 1), max(error.offset or 1, 1)
+    except ValueError as error:  # null bytes, before Python 3.12
+        return str(error), 1, 1
+    except (RecursionError, MemoryError):
+        return None
+    return None
+
+
+def _libcst_limitation(text: str) -> str | None:
+    """Why LibCST cannot parse a cell CPython compiles (an indent of spaces, then a tab), or None. Only such
+    cells are tried: LibCST parses the whole module later, and no other difference is known."""
+    if tab_after_spaces(text) is None or _python_error(text) is not None:
+        return None
+    import libcst as cst
+
+    try:
+        cst.parse_module(text)
+    except cst.ParserSyntaxError as error:
+        return libcst_limitation((error.message or "a parser error").splitlines()[0], text)
+    except RecursionError:
+        return None
+    return None
+
+
+def _assigned_names(code: str) -> list[str]:
+    """The names a line's assignment binds (`a, b = ...`, `x += 1`, `y: int = 0`), read from its text: the
+    targets before each `=` outside brackets; attributes and subscripts (`m.fc = ...`) bind nothing."""
+    segments = []
+    for statement in _STRING.sub('""', code).split(";"):  # `x = 1; y = 2`
+        depth, cut = 0, 0
+        for i, char in enumerate(statement):
+            if char in "([{":
+                depth += 1
+            elif char in ")]}":
+                depth -= 1
+            elif char == "=" and depth == 0 and statement[i - 1 : i] not in ("=", "!", "<", ">") and statement[i + 1 : i + 2] != "=":
+                segments.append(statement[cut:i])
+                cut = i + 1
+    names = []
+    for segment in segments:
+        target = segment.rstrip().rstrip("+-*/%&|^@<>")  # `x +=`
+        if ":" in target:  # `y: int =` annotates y; `else: y =` assigns it
+            head, tail = target.split(":", 1)
+            target = tail if keyword.iskeyword(head.split()[0] if head.split() else "") else head
+        for element in target.split(","):
+            element = element.strip().lstrip("*([").rstrip(")]").strip()
+            if _NAME.fullmatch(element):
+                names.append(element)
+    return names
+
+
+def _bound_names(text: str) -> list[str]:
+    """The module-level names a cell that does not parse may bind, read from its lines: assignment targets,
+    `def`/`class` names, imports, `for` targets and `as` names at the top level or in a top-level block (not
+    inside a function or class). A guess: its purpose is to make those names unknown, never to define them."""
+    names: list[str] = []
+    scan = _Scan()
+    bodies: list[int] = []  # indents of the `def`/`class` lines whose bodies we are in
+    for row, line in enumerate(lines_with_ends(text), 1):
+        starts = scan.at_statement_start
+        comment = scan.line(line, row)
+        body = line[:comment] if comment is not None else line.rstrip("\r\n")
+        content = body.strip()
+        if not starts or not content:
+            continue
+        indent = len(body) - len(body.lstrip())
+        while bodies and indent <= bodies[-1]:
+            bodies.pop()
+        if bodies:
+            continue
+        if (definition := _DEFINITION.match(content)) is not None:
+            names.append(definition.group("name"))
+            bodies.append(indent)
+            continue
+        imported = _FROM_IMPORT.match(content) or _IMPORT.match(content)
+        if imported is not None:
+            for part in imported.group("names").split(","):
+                words = part.split()
+                if words and words[0] != "*":
+                    names.append(words[-1] if len(words) == 3 and words[1] == "as" else words[0].split(".")[0])
+            continue
+        if (loop := _FOR.match(content)) is not None:
+            names += _NAME.findall(loop.group("targets"))
+        if content.startswith(("with ", "async with ", "except ", "except(")):
+            names += _AS.findall(content)
+            continue
+        names += _assigned_names(content)
+    # `else: y = 1` reads as a target `else`: only real names make a stub line that parses.
+    return [n for n in dict.fromkeys(names) if n.isidentifier() and not keyword.iskeyword(n)]
+
+
+def _stub(text: str) -> str:
+    """What the module holds for a cell that does not parse: each name it may bind, bound to nothing known, so
+    that the cells after it never read a value (or a device) from a cell before it that it may have changed."""
+    return "".join(f"{name} = {SKIPPED_CELL_VALUE}\n" for name in _bound_names(text))
+
+
+def without_stubs(module: str) -> str:
+    """The module with the stubs' lines left blank (same rows): what the names they bind are without the broken
+    cells. A fix must not insert a name only a broken cell binds (`fix_invariants` checks this text)."""
+    return _STUB_LINE.sub("", module) if SKIPPED_CELL_VALUE in module else module
+
+
 @dataclass
 class _Region:
     """An analysed code cell in the module: rows [start, start + rows), then its closing marker row."""
@@ -416,6 +548,7 @@ class _Region:
     masked: str
     masks: list[Mask]
     indent: str = ""  # what `_dedent` removed from each line: columns in the cell are that much further right
+    broken: bool = False  # not Python: the module holds its stub, not its code (`Notebook.broken` says why)
 
     @property
     def marker_row(self) -> int:
@@ -476,17 +609,27 @@ class Notebook:
         return self._module[2]
 
     @property
-    def syntax_error(self) -> tuple[str, Location] | None:
-        """The first cell that ends inside brackets or a string: (CPython's message, where, in the module)."""
+    def broken(self) -> dict[int, tuple[str, Location]]:
+        """Cell number -> why that code cell is left out of the module (CPython's `SyntaxError: ...`, or LibCST's
+        limitation on code CPython compiles) and where in the cell: cells that are not Python (yet), an
+        exercise's blanks, an unfinished edit."""
         return self._module[3]
 
+    @property
+    def no_cell_parses(self) -> bool:
+        """Some code cell is not Python, and no other cell is left to analyse."""
+        return bool(self.broken) and all(region.broken for region in self.regions)
+
+    def broken_label(self, number: int) -> str:
+        """`cell 3:2:5: SyntaxError: invalid syntax`, a broken cell's error as warnings name it."""
+        message, location = self.broken[number]
+        return f"cell {number}:{location.row}:{location.column}: {message}"
+
     @cached_property
-    def _module(self) -> tuple[str, list[_Region], dict[int, str], tuple[str, Location] | None]:
-        parts: list[str] = []
-        regions: list[_Region] = []
+    def _module(self) -> tuple[str, list[_Region], dict[int, str], dict[int, tuple[str, Location]]]:
         skipped: dict[int, str] = {}
-        syntax_error = None
-        row = 1
+        cells: list[tuple[Cell, str, str, list[Mask]]] = []  # (cell, masked text, indent removed, masks)
+        broken: dict[int, tuple[str, Location]] = {}
         next_id = 0
         for cell in self.cells:
             if cell.kind != "code":
@@ -498,17 +641,53 @@ class Notebook:
             dedented, indent = _dedent(cell.source)
             masked, masks, error = _mask_cell(dedented, self.marker, next_id)
             next_id += len(masks)
-            region = _Region(cell, row, len(lines_with_ends(masked)), masked, masks, indent)
-            if error is not None and syntax_error is None:
+            cells.append((cell, masked, indent, masks))
+            if error is not None:  # it ends inside brackets or a string: it would swallow the cells after it
                 message, error_row, column = error
-                syntax_error = (message, Location(row + error_row - 1, column))
+                broken[cell.number] = ("SyntaxError: " + message, Location(error_row, column + len(indent)))
+            elif (limitation := _libcst_limitation(masked)) is not None:
+                broken[cell.number] = (limitation, Location(tab_after_spaces(masked) or 1, 1))
+        text, regions = self._assemble(cells, broken)
+        error = _python_error(text)
+        if error is not None:
+            # Which cells are not Python: each on its own (the module's error may show only in the next cell,
+            # after an empty block); then, for an error only the cells together make, the cell it is in.
+            for cell, masked, indent, _ in cells:
+                if cell.number not in broken and (own := _python_error(masked)) is not None:
+                    broken[cell.number] = ("SyntaxError: " + own[0], Location(own[1], own[2] + len(indent)))
+            text, regions = self._assemble(cells, broken)
+            while (error := _python_error(text)) is not None:
+                region = self._region_at(regions, error[1])
+                if region is None or region.broken:
+                    break  # the linter reports it as the module's syntax error
+                where = Location(error[1] - region.start + 1, error[2] + len(region.indent))
+                broken[region.cell.number] = ("SyntaxError: " + error[0], where)
+                text, regions = self._assemble(cells, broken)
+        ordered = {cell.number: broken[cell.number] for cell, *_ in cells if cell.number in broken}
+        return text, regions, skipped, ordered
+
+    def _assemble(self, cells: list[tuple[Cell, str, str, list[Mask]]], broken: dict) -> tuple[str, list[_Region]]:
+        """The module of the cells: each cell's masked text and its closing line; a broken cell's text is its
+        stub (`_stub`), so that what it would bind is unknown to the cells after it."""
+        parts: list[str] = []
+        regions: list[_Region] = []
+        row = 1
+        for cell, masked, indent, masks in cells:
+            is_broken = cell.number in broken
+            text = _stub(masked) if is_broken else masked
+            region = _Region(cell, row, len(lines_with_ends(text)), text, [] if is_broken else masks, indent, is_broken)
             regions.append(region)
-            parts.append(masked)
-            if masked and not masked.endswith(("\n", "\r")):
+            parts.append(text)
+            if text and not text.endswith(("\n", "\r")):
                 parts.append("\n")
             parts.append(self._closing_line(cell.number))
             row = region.marker_row + 1
-        return "".join(parts), regions, skipped, syntax_error
+        return "".join(parts), regions
+
+    @staticmethod
+    def _region_at(regions: list[_Region], row: int) -> _Region | None:
+        index = bisect.bisect_right([r.start for r in regions], row) - 1
+        return regions[index] if index >= 0 else None
 
     @cached_property
     def _starts(self) -> list[int]:
@@ -535,6 +714,8 @@ class Notebook:
         region = self._region_of(location.row)
         if region is None:
             return 1, location
+        if region.broken:  # its stub's rows stand for no row of the cell
+            return region.cell.number, Location(1, 1)
         if location.row < region.marker_row:
             row = location.row - region.start + 1
             return region.cell.number, Location(row, location.column + self._shift(region, row))
@@ -573,7 +754,12 @@ class Notebook:
             fix = d.fix and replace(d.fix, message=text(d.fix.message))
             return replace(d, message=text(d.message), help=text(d.help), fix=fix)
 
-        return [localized(d) for d in diagnostics]
+        # No finding is reported in a broken cell (its stub is no code of the user's); file-level errors stay.
+        return [localized(d) for d in diagnostics if d.code is None or not self._in_broken_cell(d.location.row)]
+
+    def _in_broken_cell(self, row: int) -> bool:
+        region = self._region_of(row)
+        return region is not None and region.broken and row < region.marker_row
 
     def label(self, location: Location) -> str:
         """`cell 3:2:5`, the position as ruff prints it for notebooks."""
@@ -615,6 +801,10 @@ class Notebook:
         sources = {}
         tag = re.compile(rf"#{self.marker}(\d+)$")
         for region, text in zip(self.regions, pieces[0::2]):
+            if region.broken:
+                if text != region.masked:
+                    raise NotebookError(f"a fix changed cell {region.cell.number}, which was not analysed; the notebook was left as it was")
+                continue  # written back as it is stored, byte for byte
             masks = {m.id: m for m in region.masks}
             lines = lines_with_ends(text)
             for index, line in enumerate(lines):
@@ -693,6 +883,8 @@ class Notebook:
         the analysed cells in order; `%time STMT` (and `%timeit`, `%prun`) runs STMT; `%%time` cells run their
         body; other magics, shell escapes and help lines are left out. Raises NotebookError when a left-out line
         changes what later cells see (`%cd`, `%env`, `%run`, `%%writefile`, `x = !cmd`, ...)."""
+        for number in self.broken:
+            raise NotebookError(f"{self.broken_label(number)}; a script of the other cells is not the notebook")
         for number in self.skipped:
             magic = cell_magic(self.cells[number - 1].source)
             if magic in STATEFUL_MAGICS:
@@ -751,9 +943,6 @@ def script_of(path: str | os.PathLike) -> str:
     notebook = Notebook.parse(text.text, text.bom)
     if not notebook.is_python:
         raise NotebookError(f"the notebook's kernel runs {notebook.language}, not Python")
-    if notebook.syntax_error is not None:
-        message, location = notebook.syntax_error
-        raise NotebookError(f"{notebook.label(location)}: SyntaxError: {message}")
     folder = os.path.dirname(os.path.abspath(path))
     prologue = (
         f"__import__('sys').path.insert(0, {folder!r}); __import__('os').chdir({folder!r})  # as Jupyter runs it\n"

@@ -62,6 +62,25 @@ def decode_source(data: bytes) -> SourceText:
     return SourceText(text, encoding, bom)
 
 
+# An indent of spaces, then a tab: CPython measures it (tab stops of 8), LibCST's tokenizer may reject it.
+_TAB_AFTER_SPACES = re.compile(r"^ +\t", re.M)
+
+
+def tab_after_spaces(text: str) -> int | None:
+    """The first row whose indent has a tab after spaces, or None."""
+    found = _TAB_AFTER_SPACES.search(text)
+    return None if found is None else text.count("\n", 0, found.start()) + 1
+
+
+def libcst_limitation(reason: str, text: str) -> str:
+    """Why LibCST cannot read code CPython compiles, for a warning: the indent LibCST rejects, named, when there
+    is one (`reason` is LibCST's own message, the fallback)."""
+    row = tab_after_spaces(text)
+    if row is not None:
+        reason = f"line {row} is indented with spaces, then a tab; indent it with spaces only to check it"
+    return f"Python compiles it, but gpulint's parser (LibCST) cannot read it: {reason}"
+
+
 def read_source_bytes(path: Path) -> bytes:
     """A file's bytes, refusing what must not be read: directories, pipes and devices, oversized files."""
     try:

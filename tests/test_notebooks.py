@@ -186,15 +186,21 @@ def test_names_flow_between_cells_in_order():
     assert [line.split(" `")[0] for line in concise(raw)] == ["nb.ipynb:cell 2:1:10: GPU101", "nb.ipynb:cell 2:1:10: GPU102"]
 
 
-def test_a_cell_that_ends_inside_brackets_is_a_syntax_error_there():
-    raw = notebook("import torch\nx = torch.zeros((3,", "4)).cuda()", "print(torch.cuda.memory_cached())")
-    assert concise(raw) == ["nb.ipynb:cell 1:2:16: invalid-syntax: SyntaxError: '(' was never closed"]
-    assert not fixed(raw).changed
+def test_a_cell_that_ends_inside_brackets_is_skipped_without_swallowing_the_next_cells():
+    raw = notebook("import torch\nx = torch.zeros((3,", "4)).cuda()", "import torch\nprint(torch.cuda.memory_cached())")
+    report = check(raw)
+    assert [(path, cell, why) for path, cell, why in report.skipped_cells] == [
+        ("nb.ipynb", 1, "cell 1:2:16: SyntaxError: '(' was never closed"),
+        ("nb.ipynb", 2, "cell 2:1:2: SyntaxError: unmatched ')'"),
+    ]
+    assert concise(raw) == ["nb.ipynb:cell 3:2:7: GPU402 [*] `torch.cuda.memory_cached` is deprecated; use `torch.cuda.memory_reserved`"]
+    assert sources_of(fixed(raw).fixed)[:2] == sources_of(raw)[:2]
 
 
-def test_a_syntax_error_is_reported_in_its_cell():
+def test_a_syntax_error_skips_its_cell_only():
     raw = notebook("import torch\ntorch.cuda.memory_cached()", "%matplotlib inline\nx = = 1")
-    assert concise(raw) == ["nb.ipynb:cell 2:2:5: invalid-syntax: SyntaxError: invalid syntax"]
+    assert [line.split(" `")[0] for line in concise(raw)] == ["nb.ipynb:cell 1:2:1: GPU402 [*]"]
+    assert check(raw).skipped_cells == [("nb.ipynb", 2, "cell 2:2:5: SyntaxError: invalid syntax")]
 
 
 # ---- check: positions and every output format -------------------------------------------------------
