@@ -171,6 +171,11 @@ def test_gpu201_no_fix_with_out_or_memory_format():
 # ---- GPU202 legacy-tensor-constructor ---------------------------------------------------------------
 
 
+def in_step(code: str) -> str:
+    """`code` inside a training loop, its first line at line 5."""
+    return HEADER + "for x in loader:\n" + textwrap.indent(code, "    ") + "    model(x.to(device)).sum().backward()\n    opt.step()\n"
+
+
 @pytest.mark.parametrize(
     ("line", "expected"),
     [
@@ -183,9 +188,44 @@ def test_gpu201_no_fix_with_out_or_memory_format():
     ],
 )
 def test_gpu202_fixes(line, expected):
-    source = HEADER + line + "\n"
-    assert only(source, "GPU202") == ["4:5 GPU202"]
-    assert fix(source, "GPU202", unsafe=False) == HEADER + expected + "\n"
+    source = in_step(line + "\n")
+    assert only(source, "GPU202") == ["5:9 GPU202"]
+    assert fix(source, "GPU202", unsafe=False) == in_step(expected + "\n")
+
+
+def test_gpu202_message_and_severity_in_a_training_loop():
+    [diagnostic] = diagnostics(in_step("w = torch.FloatTensor([0.2, 0.8]).cuda()\n"), select=("GPU202",))
+    assert diagnostic.message == "`torch.FloatTensor(...)` is a legacy constructor, built on the CPU, then copied to the GPU"
+    assert diagnostic.severity.value == "warning"
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "class_weights = torch.FloatTensor([0.2, 0.8]).cuda()\n",  # module level: built once
+        "w = torch.cuda.LongTensor([1, 2])\n",
+        # SentEval: the whole dev set converted once before its evaluation loop
+        "def score(self, devX, devy):\n"
+        "    devX = torch.FloatTensor(devX).cuda()\n"
+        "    devy = torch.LongTensor(devy).cuda()\n"
+        "    for i in range(0, len(devX), 64):\n"
+        "        correct = self.model(devX[i:i + 64]).max(1)[1].eq(devy[i:i + 64]).sum()\n",
+        # a buffer built in `__init__`
+        "class Net(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.scale = torch.cuda.FloatTensor([0.5])\n",
+        # once per epoch, outside the step loop
+        "for epoch in range(90):\n"
+        "    idx = torch.cuda.LongTensor(range(0, 100, 5))\n"
+        "    for x in loader:\n"
+        "        model(x.to(device)).sum().backward()\n"
+        "        opt.step()\n",
+    ],
+)
+def test_gpu202_one_time_set_up_is_silent(code):
+    # As GPU201: a tensor built once before the step loop costs nothing per step.
+    assert only(HEADER + code, "GPU202") == []
 
 
 def test_gpu202_fixed_code_builds_the_same_tensor():
@@ -196,8 +236,8 @@ def test_gpu202_fixed_code_builds_the_same_tensor():
 
 
 def test_gpu202_variable_argument_is_reported_without_fix():
-    source = HEADER + "w = torch.FloatTensor(data).cuda()\n"
-    assert only(source, "GPU202") == ["4:5 GPU202"]
+    source = in_step("w = torch.FloatTensor(data).cuda()\n")
+    assert only(source, "GPU202") == ["5:9 GPU202"]
     assert fix(source, "GPU202") == source
 
 
@@ -212,13 +252,13 @@ def test_gpu202_variable_argument_is_reported_without_fix():
 def test_gpu202_in_place_initialisation_before_the_move_is_reported_without_fix(code):
     # `fill_`/`zero_`/`normal_` return the CPU tensor itself: it is still built on the CPU and copied. A fix
     # that rewrote the constructor would drop the initialisation, so none is offered.
-    source = HEADER + code
-    assert only(source, "GPU202") == ["4:5 GPU202"]
+    source = in_step(code)
+    assert only(source, "GPU202") == ["5:9 GPU202"]
     assert fix(source, "GPU202") == source
 
 
 def test_gpu202_in_place_initialisation_that_stays_on_the_cpu_is_silent():
-    assert only(HEADER + "counts = torch.LongTensor(10).zero_()\nprint(counts)\n", "GPU202") == []
+    assert only(in_step("counts = torch.LongTensor(10).zero_()\nprint(counts)\n"), "GPU202") == []
 
 
 @pytest.mark.parametrize(
@@ -230,7 +270,7 @@ def test_gpu202_in_place_initialisation_that_stays_on_the_cpu_is_silent():
     ],
 )
 def test_gpu202_cpu_constructor_that_stays_on_the_cpu_is_silent(code):
-    assert only(HEADER + code, "GPU202") == []
+    assert only(in_step(code), "GPU202") == []
 
 
 def test_gpu202_through_an_alias_imports_torch_names():
@@ -238,13 +278,16 @@ def test_gpu202_through_an_alias_imports_torch_names():
         import torch as th
         from torch import FloatTensor
 
-        w = FloatTensor([1.0]).cuda()
+        for x in loader:
+            w = FloatTensor([1.0]).cuda()
+            loss = model(x.cuda() * w).sum()
+            loss.backward()
     """)
     assert fix(source, "GPU202") == source.replace('FloatTensor([1.0]).cuda()', 'th.tensor([1.0], dtype=th.float32, device="cuda")')
 
 
 def test_gpu202_no_finding_for_other_tensor_types():
-    assert only(HEADER + "w = torch.Tensor.cuda(x)\nv = mylib.FloatTensor([1])\n", "GPU202") == []
+    assert only(in_step("w = torch.Tensor.cuda(x)\nv = mylib.FloatTensor([1])\n"), "GPU202") == []
 
 
 # ---- GPU203 module-moved-in-loop --------------------------------------------------------------------
