@@ -364,6 +364,12 @@ class LoaderFlow:
                 return outer
         return None
 
+    def epoch_count(self, iteration: Iteration, outer: Loop) -> Optional[int]:
+        """How many passes the epoch loop `outer` around `iteration` makes, when the code says so (analysis/epoch_count.py)."""
+        from gpulint.analysis.epoch_count import epoch_count
+
+        return epoch_count(self.m, outer, iteration.via)
+
     # ---- following the loader object -------------------------------------------------------------
 
     def _refs_from_value(self, value: cst.CSTNode, bound_at: tuple, via: tuple, hops: int) -> Iterator[_Ref]:
