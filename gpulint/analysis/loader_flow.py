@@ -341,6 +341,16 @@ class LoaderFlow:
         bound = _lower_bound(self.m, value)
         return bound is not None and bound > 0, None
 
+    def no_workers(self, loader: DataLoaderCall) -> bool:
+        """`num_workers` is certainly 0: left out (the default) or resolved to 0."""
+        if not loader.known("num_workers"):
+            return False
+        value = loader.value("num_workers")
+        if value is None:
+            return True
+        resolved = self.m.values.resolve(value)
+        return resolved is not None and resolved.value == 0 and not isinstance(resolved.value, bool)
+
     def workers_from_command_line(self, loader: DataLoaderCall) -> bool:
         _, resolved = self.workers(loader)
         return resolved is not None and resolved.origin == ARGPARSE_DEFAULT
