@@ -587,19 +587,32 @@ class BatchCost:
 
 
 def _is_tokenizing(model: SemanticModel, call: cst.Call) -> bool:
-    """`tokenizer(...)`, `tokenizer.encode(...)`, `self.tok.batch_encode_plus(...)`."""
+    """`tokenizer(...)`, `tokenizer.encode(...)`, `self.tok.batch_encode_plus(...)`, `t(...)` where
+    `t = GPT2TokenizerFast.from_pretrained(...)`."""
     func = call.func
     if isinstance(func, cst.Attribute) and func.attr.value in _TOKENIZING_METHODS:
         return True
     target = func.value if isinstance(func, cst.Attribute) and func.attr.value in ("__call__",) else func
-    key = dotted_name(target)
-    return key is not None and _TOKENIZER.search(key.rsplit(".", 1)[-1]) is not None
+    return _names_tokenizer(model, target)
 
 
 def _names_tokenizer(model: SemanticModel, expr: cst.BaseExpression) -> bool:
-    """The argument is a tokenizer (`convert_examples_to_features(examples, tokenizer, ...)`)."""
+    """The argument is a tokenizer (`convert_examples_to_features(examples, tokenizer, ...)`): named like
+    one, or a name bound once to a tokenizer class's instance (`t = AutoTokenizer.from_pretrained(...)`)."""
     key = dotted_name(expr)
-    return key is not None and _TOKENIZER.search(key.rsplit(".", 1)[-1]) is not None
+    if key is None:
+        return False
+    if _TOKENIZER.search(key.rsplit(".", 1)[-1]) is not None:
+        return True
+    if not isinstance(expr, cst.Name):
+        return False
+    binders = model.bindings_of(expr.value, expr)
+    if len(binders) != 1 or not isinstance(binders[0], cst.Assign) or not isinstance(binders[0].value, cst.Call):
+        return False
+    built = binders[0].value
+    owner = built.func.value if isinstance(built.func, cst.Attribute) and built.func.attr.value == "from_pretrained" else built.func
+    name = model.qualified_name(owner) if isinstance(owner, (cst.Name, cst.Attribute)) else None
+    return name is not None and _TOKENIZER.search(name.rsplit(".", 1)[-1]) is not None
 
 
 def _maps_tokenizer(model: SemanticModel, call: cst.Call) -> bool:
