@@ -168,12 +168,42 @@ def test_gpu201_no_fix_with_out_or_memory_format():
     assert fix(source, "GPU201") == source
 
 
+RNN = HEADER + textwrap.dedent("""\
+    class RNN(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm = torch.nn.LSTM(28, 128, 2, batch_first=True)
+            self.register_buffer("scale", self.make_scale())
+
+        def make_scale(self):
+            return torch.ones(128).to(device)
+
+        def forward(self, x):
+            h0 = torch.zeros(2, x.size(0), 128).to(device)
+            out, _ = self.lstm(x, (h0, h0))
+            return out * self.scale
+
+
+    class Sampler:
+        def draw(self, n):
+            return torch.zeros(n).to(device)
+""")
+
+
+def test_gpu201_in_a_models_forward():
+    # The model runs once per batch, whatever loop calls it (yunjey's RNN tutorial builds its h0 so).
+    [diagnostic] = diagnostics(RNN, select=("GPU201",))
+    assert (diagnostic.location.row, diagnostic.severity.value) == (14, "info")
+    assert diagnostic.message == "`torch.zeros(...)` fills on the CPU, then `.to()` copies it to the GPU on every call of the model (`forward` at line 13)"
+    assert "h0 = torch.zeros(2, x.size(0), 128, device=device)" in fix(RNN, "GPU201")
+
+
+def test_gpu201_set_up_methods_of_a_model_and_other_classes_are_silent():
+    # `make_scale` runs from `__init__` only; `Sampler` is not a module.
+    assert [f for f in only(RNN, "GPU201") if not f.startswith("14:")] == []
+
+
 # ---- GPU202 legacy-tensor-constructor ---------------------------------------------------------------
-
-
-def in_step(code: str) -> str:
-    """`code` inside a training loop, its first line at line 5."""
-    return HEADER + "for x in loader:\n" + textwrap.indent(code, "    ") + "    model(x.to(device)).sum().backward()\n    opt.step()\n"
 
 
 @pytest.mark.parametrize(
@@ -182,7 +212,7 @@ def in_step(code: str) -> str:
         ("w = torch.FloatTensor([0.2, 0.8]).cuda()", 'w = torch.tensor([0.2, 0.8], dtype=torch.float32, device="cuda")'),
         ("w = torch.cuda.LongTensor([1, 2])", 'w = torch.tensor([1, 2], dtype=torch.int64, device="cuda")'),
         ("w = torch.FloatTensor(2, 3)\nw = w.cuda()", "w = torch.empty(2, 3, dtype=torch.float32)\nw = w.cuda()"),
-        ("w = torch.ByteTensor()\nw = w.to(device)", "w = torch.empty(0, dtype=torch.uint8)\nw = w.to(device)"),
+        ("w = torch.ByteTensor(3)\nw = w.to(device)", "w = torch.empty(3, dtype=torch.uint8)\nw = w.to(device)"),
         ("w = torch.HalfTensor((1, 2)).to(device)", "w = torch.tensor((1, 2), dtype=torch.float16, device=device)"),
         ("w = torch.cuda.BoolTensor(4)", 'w = torch.empty(4, dtype=torch.bool, device="cuda")'),
     ],
@@ -215,6 +245,13 @@ def test_gpu202_message_and_severity_in_a_training_loop():
         "    def __init__(self):\n"
         "        super().__init__()\n"
         "        self.scale = torch.cuda.FloatTensor([0.5])\n",
+        # an empty tensor grown by `torch.cat` in a char-LSTM's forward: nothing to fill or copy
+        "class Tagger(torch.nn.Module):\n"
+        "    def forward(self, x, words):\n"
+        "        char = torch.FloatTensor()\n"
+        "        for word in words:\n"
+        "            char = torch.cat((char, self.char_lstm(word).cpu()), 0)\n"
+        "        return self.linear(torch.cat((x, char.cuda()), 1))\n",
         # once per epoch, outside the step loop
         "for epoch in range(90):\n"
         "    idx = torch.cuda.LongTensor(range(0, 100, 5))\n"
@@ -226,6 +263,26 @@ def test_gpu202_message_and_severity_in_a_training_loop():
 def test_gpu202_one_time_set_up_is_silent(code):
     # As GPU201: a tensor built once before the step loop costs nothing per step.
     assert only(HEADER + code, "GPU202") == []
+
+
+def test_gpu202_in_a_models_forward_and_the_methods_it_calls():
+    # The model runs once per batch whatever loop calls it: its `forward` (and `self.reparametrize`) is per step.
+    source = HEADER + textwrap.dedent("""\
+        class VAE(torch.nn.Module):
+            def reparametrize(self, mu, logvar):
+                std = logvar.mul(0.5).exp_()
+                eps = torch.cuda.FloatTensor(std.size()).normal_()
+                return eps.mul(std).add_(mu)
+
+            def forward(self, x):
+                return self.reparametrize(self.mu(x), self.logvar(x))
+
+            def init_weights(self):
+                self.scale = torch.cuda.FloatTensor([0.5])
+    """)
+    [diagnostic] = diagnostics(source, select=("GPU202",))
+    assert (diagnostic.location.row, diagnostic.severity.value) == (7, "info")
+    assert diagnostic.message == "`torch.cuda.FloatTensor(...)` is a legacy constructor, built on the current CUDA device"
 
 
 def test_gpu202_fixed_code_builds_the_same_tensor():

@@ -7,6 +7,7 @@ from typing import Iterator
 import libcst as cst
 
 from gpulint.analysis.residency import CPU, EVAL, RANDOM_FACTORIES, TRAIN
+from gpulint.analysis.step_code import forward_of
 from gpulint.checks.base import Rule
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
 from gpulint.edits import device_argument, replace_node, with_keyword_argument, with_keyword_value
@@ -40,10 +41,15 @@ class TensorCreatedThenMoved(Rule):
             if any(a.star for a in factory.args):
                 continue
             loop, role = residency.step_loop(call)
-            if role not in (TRAIN, EVAL):
+            forward = forward_of(model, call) if role not in (TRAIN, EVAL) else None
+            if role not in (TRAIN, EVAL) and forward is None:
                 continue  # one-time set-up: a copy before training costs nothing per step
+            if forward is not None:
+                when = f"on every call of the model (`forward` at line {model.line_of(forward)})"
+            else:
+                when = self.every_step(role, loop)
             name = model.code(factory.func)
-            message = f"`{name}(...)` fills on the CPU, then `.{call.func.attr.value}()` copies it to the GPU {self.every_step(role, loop)}"
+            message = f"`{name}(...)` fills on the CPU, then `.{call.func.attr.value}()` copies it to the GPU {when}"
             help = "Create it there with `device=`"
             if short in RANDOM_FACTORIES:
                 help += " (the CUDA generator draws different numbers)"

@@ -9,6 +9,7 @@ import libcst as cst
 
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.residency import CPU, EVAL, TRAIN
+from gpulint.analysis.step_code import forward_of
 from gpulint.checks.base import Rule
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
 from gpulint.edits import device_argument, module_alias, replace_node
@@ -37,6 +38,8 @@ class LegacyTensorConstructor(Rule):
             match = _LEGACY.match(model.call_name(call) or "")
             if match is None:
                 continue
+            if not call.args and call is self._initialised(call):
+                continue  # `torch.FloatTensor()`: an empty tensor, nothing to fill or copy (grown later by `torch.cat`)
             on_cuda = bool(match.group(1))
             dtype = DTYPES[match.group(2)]
             built = self._initialised(call)  # the constructor, or its in-place initialisation
@@ -51,7 +54,7 @@ class LegacyTensorConstructor(Rule):
             if not on_cuda and device is None and not self._moved_later(built):
                 continue  # CPU data that never reaches the GPU: not a GPU problem
             _, role = residency.step_loop(reported)
-            if role not in (TRAIN, EVAL):
+            if role not in (TRAIN, EVAL) and forward_of(model, reported) is None:
                 continue  # one-time set-up (a dev set converted before training, a buffer in `__init__`), as GPU201
             legacy = model.code(call.func)
             where = "the current CUDA device" if on_cuda else "the CPU, then copied to the GPU"
