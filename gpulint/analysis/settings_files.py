@@ -165,12 +165,27 @@ def digest(module_path: str, references: Iterable[tuple[str, str]]) -> dict[str,
                 if len(paths) >= _MAX_FILES:
                     break
         for path in paths[:_MAX_FILES]:
-            try:
-                with open(path, "rb") as handle:
-                    found[path] = hashlib.sha256(handle.read(_MAX_BYTES + 1)).hexdigest()[:16]
-            except OSError:
-                found[path] = "unreadable"
+            found[path] = _content_hash(path)
     return found
+
+
+def _content_hash(path: str) -> str:
+    """The file's content hash; read again only when its size or modification time changed (every script of a
+    folder shares the job files above it)."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return "unreadable"
+    return _hashed(path, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=256)
+def _hashed(path: str, mtime: int, size: int) -> str:
+    try:
+        with open(path, "rb") as handle:
+            return hashlib.sha256(handle.read(_MAX_BYTES + 1)).hexdigest()[:16]
+    except OSError:
+        return "unreadable"
 
 
 # ---- job files that launch a script ---------------------------------------------------------------
