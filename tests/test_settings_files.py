@@ -250,6 +250,12 @@ def test_a_job_file_that_runs_one_epoch(tmp_path, monkeypatch):
     assert settings_files.launch_values(str(root / "src/train.py"), ["--epochs"], [str(root / "job.yml")]) == [(1, 8, str(root / "job.yml"))]
 
 
+def test_a_job_that_starts_the_script_with_torchrun(tmp_path, monkeypatch):
+    job = JOB.replace("python train.py", "torchrun --nproc_per_node 2 train.py")
+    root = write(tmp_path / "p", {"src/data.py": DATASET, "src/train.py": LAUNCHED, "job.yml": job})
+    assert found(lint(root, monkeypatch)) == []
+
+
 def test_a_pipeline_step_with_a_literal_flag_and_many_epochs(tmp_path, monkeypatch):
     pipeline = "jobs:\n  train:\n    code: src/train-model\n    command: python train.py --epochs=90\n"
     files = {"src/train-model/data.py": DATASET, "src/train-model/train.py": LAUNCHED, "pipeline.yml": pipeline}

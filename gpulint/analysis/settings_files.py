@@ -251,16 +251,20 @@ def _commands(node: Any, depth: int = 0) -> Iterable[tuple[Any, Any]]:
             yield from _commands(item, depth + 1)
 
 
+_LAUNCHERS = ("python", "torchrun", "accelerate", "deepspeed", "mpirun", "srun")
+
+
 def _launch_index(tokens: list[str], folder: str, code: Any, script: str) -> Optional[int]:
-    """Where `python [path/]script.py` is in the command, the path read from the job's `code:` folder."""
+    """Where `[path/]script.py` is in a command that starts it (`python`, `torchrun --nproc_per_node 2`,
+    `accelerate launch`, ...), the path read from the job's `code:` folder."""
     ok, base = _scalar(code) if code is not None else (True, ".")
     if not ok or not isinstance(base, str):
         return None
-    for index, token in enumerate(tokens[:-1]):
-        if os.path.basename(token).startswith("python") and tokens[index + 1].endswith(".py"):
-            target = os.path.normcase(os.path.abspath(os.path.join(folder, base, tokens[index + 1])))
-            return index + 1 if target == script else None
-    return None
+    index = next((i for i, token in enumerate(tokens) if token.endswith(".py")), None)
+    if index is None or not any(os.path.basename(t).startswith(_LAUNCHERS) for t in tokens[:index]):
+        return None
+    target = os.path.normcase(os.path.abspath(os.path.join(folder, base, tokens[index])))
+    return index if target == script else None
 
 
 _UNREADABLE = ("unreadable", 0, "")
