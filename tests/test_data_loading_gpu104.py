@@ -259,3 +259,11 @@ def test_the_same_function_run_for_two_and_for_fifty_epochs():
 def test_the_epoch_threshold_is_an_option():
     source = EPOCHS.format(default=1, passed=2, constant=2)
     assert findings(source, select=("GPU104",), rule_options=(("GPU104", (("min-epochs", 2),)),)) == ["20:10 GPU104", "30:8 GPU104"]
+
+
+def test_a_progress_bar_over_the_epochs():
+    source = EPOCHS.format(default=1, passed=2, constant=2).replace("import argparse", "import argparse\n    from tqdm import tqdm, trange")
+    for loop, many in (("tqdm(range(num_epochs))", "tqdm(range(num_epochs + 8))"), ("trange(num_epochs)", "trange(num_epochs * 5)")):
+        assert findings(source.replace("range(num_epochs)", loop), **ONLY) == []
+        # `num_epochs * 5` is not read (only `+` and `-` are): unknown, reported like `+ 8` (10 epochs)
+        assert findings(source.replace("range(num_epochs)", many), **ONLY) == ["31:8 GPU104"]

@@ -1,4 +1,5 @@
-"""How many times an epoch loop runs, when the code says so: `for epoch in range(2)`, `range(num_epochs)` with
+"""How many times an epoch loop runs, when the code says so: `for epoch in range(2)` (or `tqdm(range(2))`,
+`trange(2)`), `range(num_epochs)` with
 `num_epochs = 1`, `range(epochs)` where the call that handed the loader in passes `epochs=2` (or the parameter's
 default), `range(args.epochs)` with the argparse default (or a YAML setting the script reads, through
 `values.setting`), `range(1, args.epochs + 1)`.
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from gpulint.analysis.model import SemanticModel
 
 _MAX_DEPTH = 6
+_TRANGE = frozenset({"tqdm.trange", "tqdm.auto.trange", "tqdm.notebook.trange", "tqdm.std.trange"})  # `range` with a bar
 
 
 def epoch_count(model: SemanticModel, loop: cst.CSTNode, via: tuple[cst.Call, ...] = ()) -> Optional[int]:
@@ -30,9 +32,10 @@ def epoch_count(model: SemanticModel, loop: cst.CSTNode, via: tuple[cst.Call, ..
     iterated = loop.iter
     while isinstance(iterated, cst.Call) and model.call_name(iterated) in _PASSTHROUGH_WRAPPERS and iterated.args:
         iterated = iterated.args[0].value  # `tqdm(range(n))`
-    if not (isinstance(iterated, cst.Call) and isinstance(iterated.func, cst.Name) and iterated.func.value == "range"):
+    if not isinstance(iterated, cst.Call) or any(a.star or a.keyword is not None for a in iterated.args):
         return None
-    if model.bindings_of("range", iterated) or any(a.star or a.keyword is not None for a in iterated.args):
+    builtin = isinstance(iterated.func, cst.Name) and iterated.func.value == "range" and not model.bindings_of("range", iterated)
+    if not builtin and model.call_name(iterated) not in _TRANGE:
         return None
     bounds = [_integer(model, a.value, via, 0) for a in iterated.args]
     if not bounds or any(b is None for b in bounds):
