@@ -1,8 +1,8 @@
-"""How many times an epoch loop runs, when the code says so: `for epoch in range(2)` (or `tqdm(range(2))`,
-`trange(2)`), `range(num_epochs)` with
-`num_epochs = 1`, `range(epochs)` where the call that handed the loader in passes `epochs=2` (or the parameter's
-default), `range(args.epochs)` with the argparse default (or a YAML setting the script reads, through
-`values.setting`), `range(1, args.epochs + 1)`.
+"""How many times an epoch loop runs, when the code says so: `for epoch in range(2)` (also `tqdm(range(2))`,
+`trange(2)`), `range(num_epochs)` with `num_epochs = 1`, `range(epochs)` where the call that handed the loader
+in passes `epochs=2` (or the parameter's default), `range(args.epochs)` with the value the repository's job
+files pass (`settings_files.launch_values`) or else the argparse default (or a YAML setting the script reads,
+through `values.setting`), `range(1, args.epochs + 1)`.
 
 Per-epoch costs (worker start-up, GPU104) only add up over many epochs; a run of one or two pays them once or
 twice. Anything else (a `while` loop, a count computed at run time, a loop over a list) is unknown: None, never
@@ -149,7 +149,10 @@ def _calls(call: cst.Call, func: cst.FunctionDef) -> bool:
     callee = call.func
     if isinstance(callee, cst.Name):
         return callee.value == func.name.value
-    return isinstance(callee, cst.Attribute) and callee.attr.value == func.name.value and isinstance(callee.value, cst.Name) and callee.value.value == "self"
+    return (
+        isinstance(callee, cst.Attribute) and callee.attr.value == func.name.value
+        and isinstance(callee.value, cst.Name) and callee.value.value == "self"
+    )  # fmt: skip
 
 
 def _argument(func: cst.FunctionDef, param: cst.Param, call: cst.Call) -> Optional[cst.BaseExpression]:

@@ -148,8 +148,8 @@ def hydra_folder(module_path: str, config_path: str) -> str:
 def digest(module_path: str, references: Iterable[tuple[str, str]]) -> dict[str, str]:
     """Content hashes of the setting files a module's results may depend on (`ModuleSummary.settings`): the
     file of each literal path, every YAML file of each Hydra config folder, the job files that may launch a
-    script with command-line flags (`launch_files`). Part of the module's context, so
-    editing a YAML file re-checks the scripts that read it."""
+    script with command-line flags (`launch_files`). Part of the module's context, so editing a YAML file
+    re-checks the scripts that read it."""
     found: dict[str, str] = {}
     for kind, written in references:
         if kind == "file":
