@@ -203,6 +203,38 @@ def test_gpu201_set_up_methods_of_a_model_and_other_classes_are_silent():
     assert [f for f in only(RNN, "GPU201") if not f.startswith("14:")] == []
 
 
+GENERATOR = HEADER + textwrap.dedent("""\
+    def run_trainer(model, opt, rank):
+        def get_next_batch(rank):
+            offsets = torch.zeros(2).to(device)
+            for _ in range(10):
+                n = random.randint(20, 50)
+                target = torch.LongTensor(n).random_(8).to(device)
+                noise = torch.zeros(n).to(device)
+                yield offsets, target, noise
+
+        for epoch in range(100):
+            for offsets, target, noise in get_next_batch(rank):
+                loss = criterion(model(offsets) + noise, target)
+                loss.backward()
+                opt.step()
+""")
+
+
+def test_gpu201_and_gpu202_in_a_generator_of_batches_that_a_training_loop_iterates():
+    # pytorch/examples' ddp_rpc builds each batch in a generator: the part of it that runs per item runs every
+    # step of the loop that iterates it; `offsets`, before its loop, is built once per pass.
+    assert only(GENERATOR, "GPU201") == ["10:21 GPU201"]
+    assert only(GENERATOR, "GPU202") == ["9:22 GPU202"]
+    [diagnostic] = diagnostics(GENERATOR, select=("GPU201",))
+    assert diagnostic.message == "`torch.zeros(...)` fills on the CPU, then `.to()` copies it to the GPU every training step (loop at line 14)"
+
+
+def test_gpu201_in_a_generator_nobody_trains_on_is_silent():
+    source = GENERATOR.replace("loss.backward()", "print(loss)").replace("opt.step()", "pass")
+    assert only(source, "GPU201") == []
+
+
 # ---- GPU202 legacy-tensor-constructor ---------------------------------------------------------------
 
 

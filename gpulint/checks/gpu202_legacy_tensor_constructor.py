@@ -8,8 +8,8 @@ from typing import Iterator
 import libcst as cst
 
 from gpulint.analysis.imports import dotted_name
-from gpulint.analysis.residency import CPU, EVAL, TRAIN
-from gpulint.analysis.step_code import forward_of
+from gpulint.analysis.residency import CPU, TRAIN
+from gpulint.analysis.step_code import per_step
 from gpulint.checks.base import Rule
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
 from gpulint.edits import device_argument, module_alias, replace_node
@@ -53,8 +53,8 @@ class LegacyTensorConstructor(Rule):
                     reported, device = grand, move
             if not on_cuda and device is None and not self._moved_later(built):
                 continue  # CPU data that never reaches the GPU: not a GPU problem
-            _, role = residency.step_loop(reported)
-            if role not in (TRAIN, EVAL) and forward_of(model, reported) is None:
+            _, role = per_step(model, reported)
+            if role is None:
                 continue  # one-time set-up (a dev set converted before training, a buffer in `__init__`), as GPU201
             legacy = model.code(call.func)
             where = "the current CUDA device" if on_cuda else "the CPU, then copied to the GPU"
