@@ -273,3 +273,55 @@ def test_noqa_is_honoured():
         for x in loader:
             model(x.cuda()).sum().backward()
     """, **ONLY) == []
+
+
+# ---- rows already in memory, no workers: pinning would run in the training process -------------------
+
+IN_MEMORY = """\
+    import torch
+    from torch.utils.data import DataLoader, Dataset, TensorDataset
+    from torchvision import datasets
+
+    device = torch.device("cuda")
+
+
+    class Windows(Dataset):
+        def __init__(self, X, Y):
+            self.X = torch.from_numpy(X).float()
+            self.Y = torch.from_numpy(Y).float()
+
+        def __len__(self):
+            return len(self.Y)
+
+        def __getitem__(self, idx):
+            return self.X[idx], self.Y[idx]
+
+
+    features = [[torch.from_numpy(f).float(), torch.tensor(l)] for (f, l) in zip(conv_feat, labels)]
+    a = DataLoader(features, batch_size=128, shuffle=True)
+    b = DataLoader(Windows(X_train, Y_train), batch_size=1024, shuffle=True{workers})
+    c = DataLoader(TensorDataset(X_train, Y_train), batch_size=64, shuffle=True{workers})
+    d = DataLoader(datasets.ImageFolder("data/train"), batch_size=64, shuffle=True{workers})
+    for x, y in a:
+        model(x.to(device)).sum().backward()
+    for x, y in b:
+        model(x.to(device)).sum().backward()
+    for x, y in c:
+        model(x.to(device)).sum().backward()
+    for x, y in d:
+        model(x.to(device)).sum().backward()
+"""
+
+
+def test_in_memory_rows_without_workers_are_silent():
+    # Precomputed features in a list, windows of a series held in tensors, a TensorDataset: nothing for workers
+    # to do (GPU101 is silent), so pinning would be a synchronous copy in the training process. Images read
+    # from disk without workers stay reported (and GPU101 asks for workers).
+    for workers in ("", ", num_workers=0"):
+        assert findings(IN_MEMORY.format(workers=workers), **ONLY) == ["24:5 GPU102"]
+    assert findings(IN_MEMORY.format(workers=""), select=("GPU101",)) == ["24:5 GPU101"]
+
+
+def test_in_memory_rows_with_workers_stay_reported():
+    # Workers pin in the background, off the training process: pinning pays whatever the dataset.
+    assert findings(IN_MEMORY.format(workers=", num_workers=4"), **ONLY) == ["22:5 GPU102", "23:5 GPU102", "24:5 GPU102"]

@@ -259,3 +259,44 @@ def test_volumetric_and_whole_slide_medical_imaging():
     assert findings(
         script("loader = DataLoader(ds, batch_size=2, shuffle=True)", before="net = torch.nn.Conv3d(1, 8, 3)\n"), **ONLY
     ) == []
+
+
+# ---- what one sample costs, and how many there are --------------------------------------------------
+
+FIELDS_LOOP = """
+for epoch in range(10):
+    for batch in loader:
+        optimizer.zero_grad()
+        x = batch["input_fields"].to(device)
+        x = torch.permute(x, {axes})
+        x = torch.flatten(x, start_dim=1, end_dim=2)
+        loss_fn(model(x), batch["output_fields"].to(device)).backward()
+        optimizer.step()
+"""
+
+
+def test_a_batch_of_space_time_fields_is_small_by_memory():
+    # A neural operator's reference setup: each sample is (time, x, y, fields), arranged into five axes.
+    source = script("loader = DataLoader(ds, batch_size=4, shuffle=True)", loop=FIELDS_LOOP.format(axes="(0, 1, 4, 2, 3)"))
+    assert findings(source, **ONLY) == []
+    video = script("loader = DataLoader(ds, batch_size=4, shuffle=True)", loop=FIELDS_LOOP.format(axes="(0, 1, 4, 2, 3)").replace(
+        "torch.permute(x, (0, 1, 4, 2, 3))", "x.view(x.shape[0], 16, 3, 112, 112)"))
+    assert findings(video, **ONLY) == []
+
+
+def test_a_batch_of_images_arranged_with_four_axes_stays_reported():
+    source = script("loader = DataLoader(ds, batch_size=4, shuffle=True)", loop=FIELDS_LOOP.format(axes="(0, 3, 1, 2)"))
+    assert findings(source, **ONLY) == ["6:10 GPU103"]
+
+
+def test_a_dataset_that_fits_in_one_batch():
+    # A toy seq2seq truncated to its first ten samples: batch 10 is the whole dataset.
+    before = "X_morse = X[indices[:TRUNCATE]]\ny_morse = y[indices[:TRUNCATE]]\n"
+    loader = "loader = DataLoader(TensorDataset(X_morse, y_morse), batch_size=BATCH_SIZE, shuffle=True)"
+    source = script(loader, before="from torch.utils.data import TensorDataset\nTRUNCATE = 10\nBATCH_SIZE = 10\n" + before)
+    assert findings(source, **ONLY) == []
+    assert findings(source.replace("TRUNCATE = 10", "TRUNCATE = 1000"), **ONLY) == ["11:10 GPU103"]
+    sliced = script("loader = DataLoader(TensorDataset(X[:8], y[:8]), batch_size=8, shuffle=True)", before="from torch.utils.data import TensorDataset\n")
+    assert findings(sliced, **ONLY) == []
+    unknown = script("loader = DataLoader(TensorDataset(X[idx], y[idx]), batch_size=8, shuffle=True)", before="from torch.utils.data import TensorDataset\n")
+    assert findings(unknown, **ONLY) == ["7:10 GPU103"]

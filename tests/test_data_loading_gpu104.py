@@ -195,3 +195,75 @@ def test_sampler_set_epoch_does_not_change_the_dataset():
                 x.cuda()
     """
     assert findings(source, **ONLY) == ["4:10 GPU104"]
+
+
+# ---- the epoch count: one or two epochs start the workers once or twice ------------------------------
+
+EPOCHS = """\
+    import argparse
+    import torch
+    from torch.utils.data import DataLoader
+
+    device = torch.device("cuda")
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--epochs", type=int, default={default})
+    args = parser.parse_args()
+
+
+    def train_model(model, dataloader, epochs=1, optimizer=None):
+        for epoch in range(epochs):
+            for inputs, classes in dataloader:
+                loss = model(inputs.to(device)).sum()
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+
+
+    loader = DataLoader(images, batch_size=64, shuffle=True, num_workers=6)
+    train_model(model, loader, epochs={passed}, optimizer=opt)
+    features = DataLoader(feats, batch_size=64, shuffle=True, num_workers=6)
+    train_model(model, features, optimizer=opt)
+    scripted = DataLoader(images, batch_size=64, shuffle=True, num_workers=4)
+    for epoch in range(1, args.epochs + 1):
+        for x, y in scripted:
+            model(x.to(device)).sum().backward()
+            opt.step()
+    num_epochs = {constant}
+    last = DataLoader(images, batch_size=64, shuffle=True, num_workers=4)
+    for epoch in range(num_epochs):
+        for x, y in last:
+            model(x.to(device)).sum().backward()
+            opt.step()
+"""
+
+
+def test_one_or_two_epochs_are_silent():
+    # The argument the call that hands the loader in passes (2), the parameter's default where it passes
+    # none (1), the argparse default (1 epoch: `range(1, 1 + 1)`), a constant (2).
+    assert findings(EPOCHS.format(default=1, passed=2, constant=2), **ONLY) == []
+
+
+def test_many_epochs_or_an_unknown_count_stay_reported():
+    source = EPOCHS.format(default=90, passed=50, constant="len(schedule)")
+    assert findings(source, **ONLY) == ["20:10 GPU104", "24:12 GPU104", "30:8 GPU104"]
+    [first, *_] = diagnostics(source, **ONLY)
+    assert first.message == "`DataLoader` workers are shut down and started again for every pass of the loop at line 12"
+
+
+def test_the_same_function_run_for_two_and_for_fifty_epochs():
+    # dataflowr's `train_model(..., epochs=2)` on images and `epochs=50` on features: each loader its own count.
+    source = EPOCHS.format(default=1, passed=2, constant=2).replace("train_model(model, features, optimizer=opt)", "train_model(model, features, epochs=50, optimizer=opt)")
+    assert findings(source, **ONLY) == ["22:12 GPU104"]
+
+
+def test_the_epoch_threshold_is_an_option():
+    source = EPOCHS.format(default=1, passed=2, constant=2)
+    assert findings(source, select=("GPU104",), rule_options=(("GPU104", (("min-epochs", 2),)),)) == ["20:10 GPU104", "30:8 GPU104"]
+
+
+def test_a_progress_bar_over_the_epochs():
+    source = EPOCHS.format(default=1, passed=2, constant=2).replace("import argparse", "import argparse\n    from tqdm import tqdm, trange")
+    for loop, many in (("tqdm(range(num_epochs))", "tqdm(range(num_epochs + 8))"), ("trange(num_epochs)", "trange(num_epochs * 5)")):
+        assert findings(source.replace("range(num_epochs)", loop), **ONLY) == []
+        # `num_epochs * 5` is not read (only `+` and `-` are): unknown, reported like `+ 8` (10 epochs)
+        assert findings(source.replace("range(num_epochs)", many), **ONLY) == ["31:8 GPU104"]

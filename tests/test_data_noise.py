@@ -65,6 +65,23 @@ def test_gpu107_silent_for_a_lambda_that_hands_the_tokenizer_to_a_helper():
     assert findings(source, select=("GPU107",)) == []
 
 
+def short_name(built: str) -> str:
+    """The tokenizer under a short name (`t`, as dataflowr's scaling demo writes it), built by `built`."""
+    source = trainer().replace('tokenizer = AutoTokenizer.from_pretrained("bert-base-uncased")', f"t = {built}")
+    source = source.replace("from transformers import AutoTokenizer,", "from transformers import AutoImageProcessor, AutoTokenizer, GPT2TokenizerFast,")
+    return source.replace("return tokenizer(", "return t(").replace("DataCollatorWithPadding(tokenizer)", "DataCollatorWithPadding(t)")
+
+
+def test_gpu107_silent_for_a_tokenizer_known_by_its_class_not_its_name():
+    assert findings(short_name('GPT2TokenizerFast.from_pretrained("distilgpt2")'), select=("GPU107",)) == []
+    assert findings(short_name('AutoTokenizer.from_pretrained("bert-base-uncased")'), select=("GPU107",)) == []
+
+
+def test_gpu107_reports_a_short_name_that_is_not_a_tokenizer():
+    # `t = AutoImageProcessor...`: the mapped function computes pixel values per row, not token ids.
+    assert findings(short_name('AutoImageProcessor.from_pretrained("vit")'), select=("GPU107",)) == ["13:8 GPU107"]
+
+
 @pytest.mark.parametrize(
     "train, evaluation",
     [('raw["train"]', 'tokenized["test"]'), ('tokenized["train"]', 'raw["test"]')],

@@ -168,6 +168,73 @@ def test_gpu201_no_fix_with_out_or_memory_format():
     assert fix(source, "GPU201") == source
 
 
+RNN = HEADER + textwrap.dedent("""\
+    class RNN(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm = torch.nn.LSTM(28, 128, 2, batch_first=True)
+            self.register_buffer("scale", self.make_scale())
+
+        def make_scale(self):
+            return torch.ones(128).to(device)
+
+        def forward(self, x):
+            h0 = torch.zeros(2, x.size(0), 128).to(device)
+            out, _ = self.lstm(x, (h0, h0))
+            return out * self.scale
+
+
+    class Sampler:
+        def draw(self, n):
+            return torch.zeros(n).to(device)
+""")
+
+
+def test_gpu201_in_a_models_forward():
+    # The model runs once per batch, whatever loop calls it (yunjey's RNN tutorial builds its h0 so).
+    [diagnostic] = diagnostics(RNN, select=("GPU201",))
+    assert (diagnostic.location.row, diagnostic.severity.value) == (14, "info")
+    assert diagnostic.message == "`torch.zeros(...)` fills on the CPU, then `.to()` copies it to the GPU on every call of the model (`forward` at line 13)"
+    assert "h0 = torch.zeros(2, x.size(0), 128, device=device)" in fix(RNN, "GPU201")
+
+
+def test_gpu201_set_up_methods_of_a_model_and_other_classes_are_silent():
+    # `make_scale` runs from `__init__` only; `Sampler` is not a module.
+    assert [f for f in only(RNN, "GPU201") if not f.startswith("14:")] == []
+
+
+GENERATOR = HEADER + textwrap.dedent("""\
+    def run_trainer(model, opt, rank):
+        def get_next_batch(rank):
+            offsets = torch.zeros(2).to(device)
+            for _ in range(10):
+                n = random.randint(20, 50)
+                target = torch.LongTensor(n).random_(8).to(device)
+                noise = torch.zeros(n).to(device)
+                yield offsets, target, noise
+
+        for epoch in range(100):
+            for offsets, target, noise in get_next_batch(rank):
+                loss = criterion(model(offsets) + noise, target)
+                loss.backward()
+                opt.step()
+""")
+
+
+def test_gpu201_and_gpu202_in_a_generator_of_batches_that_a_training_loop_iterates():
+    # pytorch/examples' ddp_rpc builds each batch in a generator: the part of it that runs per item runs every
+    # step of the loop that iterates it; `offsets`, before its loop, is built once per pass.
+    assert only(GENERATOR, "GPU201") == ["10:21 GPU201"]
+    assert only(GENERATOR, "GPU202") == ["9:22 GPU202"]
+    [diagnostic] = diagnostics(GENERATOR, select=("GPU201",))
+    assert diagnostic.message == "`torch.zeros(...)` fills on the CPU, then `.to()` copies it to the GPU every training step (loop at line 14)"
+
+
+def test_gpu201_in_a_generator_nobody_trains_on_is_silent():
+    source = GENERATOR.replace("loss.backward()", "print(loss)").replace("opt.step()", "pass")
+    assert only(source, "GPU201") == []
+
+
 # ---- GPU202 legacy-tensor-constructor ---------------------------------------------------------------
 
 
@@ -177,15 +244,77 @@ def test_gpu201_no_fix_with_out_or_memory_format():
         ("w = torch.FloatTensor([0.2, 0.8]).cuda()", 'w = torch.tensor([0.2, 0.8], dtype=torch.float32, device="cuda")'),
         ("w = torch.cuda.LongTensor([1, 2])", 'w = torch.tensor([1, 2], dtype=torch.int64, device="cuda")'),
         ("w = torch.FloatTensor(2, 3)\nw = w.cuda()", "w = torch.empty(2, 3, dtype=torch.float32)\nw = w.cuda()"),
-        ("w = torch.ByteTensor()\nw = w.to(device)", "w = torch.empty(0, dtype=torch.uint8)\nw = w.to(device)"),
+        ("w = torch.ByteTensor(3)\nw = w.to(device)", "w = torch.empty(3, dtype=torch.uint8)\nw = w.to(device)"),
         ("w = torch.HalfTensor((1, 2)).to(device)", "w = torch.tensor((1, 2), dtype=torch.float16, device=device)"),
         ("w = torch.cuda.BoolTensor(4)", 'w = torch.empty(4, dtype=torch.bool, device="cuda")'),
     ],
 )
 def test_gpu202_fixes(line, expected):
-    source = HEADER + line + "\n"
-    assert only(source, "GPU202") == ["4:5 GPU202"]
-    assert fix(source, "GPU202", unsafe=False) == HEADER + expected + "\n"
+    source = in_step(line + "\n")
+    assert only(source, "GPU202") == ["5:9 GPU202"]
+    assert fix(source, "GPU202", unsafe=False) == in_step(expected + "\n")
+
+
+def test_gpu202_message_and_severity_in_a_training_loop():
+    [diagnostic] = diagnostics(in_step("w = torch.FloatTensor([0.2, 0.8]).cuda()\n"), select=("GPU202",))
+    assert diagnostic.message == "`torch.FloatTensor(...)` is a legacy constructor, built on the CPU, then copied to the GPU"
+    assert diagnostic.severity.value == "warning"
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "class_weights = torch.FloatTensor([0.2, 0.8]).cuda()\n",  # module level: built once
+        "w = torch.cuda.LongTensor([1, 2])\n",
+        # SentEval: the whole dev set converted once before its evaluation loop
+        "def score(self, devX, devy):\n"
+        "    devX = torch.FloatTensor(devX).cuda()\n"
+        "    devy = torch.LongTensor(devy).cuda()\n"
+        "    for i in range(0, len(devX), 64):\n"
+        "        correct = self.model(devX[i:i + 64]).max(1)[1].eq(devy[i:i + 64]).sum()\n",
+        # a buffer built in `__init__`
+        "class Net(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.scale = torch.cuda.FloatTensor([0.5])\n",
+        # an empty tensor grown by `torch.cat` in a char-LSTM's forward: nothing to fill or copy
+        "class Tagger(torch.nn.Module):\n"
+        "    def forward(self, x, words):\n"
+        "        char = torch.FloatTensor()\n"
+        "        for word in words:\n"
+        "            char = torch.cat((char, self.char_lstm(word).cpu()), 0)\n"
+        "        return self.linear(torch.cat((x, char.cuda()), 1))\n",
+        # once per epoch, outside the step loop
+        "for epoch in range(90):\n"
+        "    idx = torch.cuda.LongTensor(range(0, 100, 5))\n"
+        "    for x in loader:\n"
+        "        model(x.to(device)).sum().backward()\n"
+        "        opt.step()\n",
+    ],
+)
+def test_gpu202_one_time_set_up_is_silent(code):
+    # As GPU201: a tensor built once before the step loop costs nothing per step.
+    assert only(HEADER + code, "GPU202") == []
+
+
+def test_gpu202_in_a_models_forward_and_the_methods_it_calls():
+    # The model runs once per batch whatever loop calls it: its `forward` (and `self.reparametrize`) is per step.
+    source = HEADER + textwrap.dedent("""\
+        class VAE(torch.nn.Module):
+            def reparametrize(self, mu, logvar):
+                std = logvar.mul(0.5).exp_()
+                eps = torch.cuda.FloatTensor(std.size()).normal_()
+                return eps.mul(std).add_(mu)
+
+            def forward(self, x):
+                return self.reparametrize(self.mu(x), self.logvar(x))
+
+            def init_weights(self):
+                self.scale = torch.cuda.FloatTensor([0.5])
+    """)
+    [diagnostic] = diagnostics(source, select=("GPU202",))
+    assert (diagnostic.location.row, diagnostic.severity.value) == (7, "info")
+    assert diagnostic.message == "`torch.cuda.FloatTensor(...)` is a legacy constructor, built on the current CUDA device"
 
 
 def test_gpu202_fixed_code_builds_the_same_tensor():
@@ -196,8 +325,8 @@ def test_gpu202_fixed_code_builds_the_same_tensor():
 
 
 def test_gpu202_variable_argument_is_reported_without_fix():
-    source = HEADER + "w = torch.FloatTensor(data).cuda()\n"
-    assert only(source, "GPU202") == ["4:5 GPU202"]
+    source = in_step("w = torch.FloatTensor(data).cuda()\n")
+    assert only(source, "GPU202") == ["5:9 GPU202"]
     assert fix(source, "GPU202") == source
 
 
@@ -212,13 +341,13 @@ def test_gpu202_variable_argument_is_reported_without_fix():
 def test_gpu202_in_place_initialisation_before_the_move_is_reported_without_fix(code):
     # `fill_`/`zero_`/`normal_` return the CPU tensor itself: it is still built on the CPU and copied. A fix
     # that rewrote the constructor would drop the initialisation, so none is offered.
-    source = HEADER + code
-    assert only(source, "GPU202") == ["4:5 GPU202"]
+    source = in_step(code)
+    assert only(source, "GPU202") == ["5:9 GPU202"]
     assert fix(source, "GPU202") == source
 
 
 def test_gpu202_in_place_initialisation_that_stays_on_the_cpu_is_silent():
-    assert only(HEADER + "counts = torch.LongTensor(10).zero_()\nprint(counts)\n", "GPU202") == []
+    assert only(in_step("counts = torch.LongTensor(10).zero_()\nprint(counts)\n"), "GPU202") == []
 
 
 @pytest.mark.parametrize(
@@ -230,7 +359,7 @@ def test_gpu202_in_place_initialisation_that_stays_on_the_cpu_is_silent():
     ],
 )
 def test_gpu202_cpu_constructor_that_stays_on_the_cpu_is_silent(code):
-    assert only(HEADER + code, "GPU202") == []
+    assert only(in_step(code), "GPU202") == []
 
 
 def test_gpu202_through_an_alias_imports_torch_names():
@@ -238,13 +367,16 @@ def test_gpu202_through_an_alias_imports_torch_names():
         import torch as th
         from torch import FloatTensor
 
-        w = FloatTensor([1.0]).cuda()
+        for x in loader:
+            w = FloatTensor([1.0]).cuda()
+            loss = model(x.cuda() * w).sum()
+            loss.backward()
     """)
     assert fix(source, "GPU202") == source.replace('FloatTensor([1.0]).cuda()', 'th.tensor([1.0], dtype=th.float32, device="cuda")')
 
 
 def test_gpu202_no_finding_for_other_tensor_types():
-    assert only(HEADER + "w = torch.Tensor.cuda(x)\nv = mylib.FloatTensor([1])\n", "GPU202") == []
+    assert only(in_step("w = torch.Tensor.cuda(x)\nv = mylib.FloatTensor([1])\n"), "GPU202") == []
 
 
 # ---- GPU203 module-moved-in-loop --------------------------------------------------------------------

@@ -368,12 +368,12 @@ def test_fixed_colab_cells():
     assert cells[4]["source"][13] == (
         "train_loader = DataLoader(train_set, batch_size=64, shuffle=True, num_workers=min(8, max(1, "
         '(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 2) - 1)), '
-        "pin_memory=torch.cuda.is_available(), persistent_workers=True)\n"
-    )
+        "pin_memory=torch.cuda.is_available())\n"
+    )  # no `persistent_workers`: the loop runs two epochs, so GPU104 is silent once the workers are there
     assert cells[8]["source"][0] == "%%time\n"
     assert cells[8]["source"][3] == "        images, labels = images.to(device, non_blocking=True), labels.to(device, non_blocking=True)\n"
     assert cells[10]["source"] == ['print(f"{torch.cuda.memory_reserved() / 2**20:.0f} MiB held by the caching allocator")']
-    assert dict(result.fixes) == {"GPU101": 1, "GPU102": 1, "GPU104": 1, "GPU105": 2, "GPU402": 1}
+    assert dict(result.fixes) == {"GPU101": 1, "GPU102": 1, "GPU105": 2, "GPU402": 1}
     assert result.remaining == []
 
 

@@ -200,3 +200,89 @@ def test_a_yaml_path_from_an_argparse_default(tmp_path, monkeypatch):
     diagnostics = lint(root, monkeypatch)
     assert found(diagnostics) == ["train.py:17 GPU103"]
     assert "`batch_size=4` (YAML setting at configs/caption.yaml:1)" in diagnostics[0].message
+
+
+# ---- job files that launch a script with flags (Azure ML jobs and pipeline steps) -------------------
+
+LAUNCHED = """
+import argparse
+
+import torch
+from torch.utils.data import DataLoader
+
+from data import Folder
+
+
+def main(args):
+    device = torch.device("cuda")
+    model = torch.nn.Linear(3, 3).to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    loader = DataLoader(Folder([]), batch_size=64, num_workers=4, pin_memory=True)
+    for epoch in range(args.epochs):
+        for x in loader:
+            model(x.to(device, non_blocking=True)).sum().backward()
+            optimizer.step()
+            optimizer.zero_grad()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--epochs", type=int, default=10)
+    main(parser.parse_args())
+"""
+
+JOB = """
+code: src
+command: >-
+  python train.py
+  --epochs ${{inputs.epochs}}
+  --data-dir ${{inputs.cifar}}
+inputs:
+  epochs: 1
+  cifar:
+    type: uri_folder
+"""
+
+
+def test_a_job_file_that_runs_one_epoch(tmp_path, monkeypatch):
+    root = write(tmp_path / "p", {"src/data.py": DATASET, "src/train.py": LAUNCHED, "job.yml": JOB})
+    assert found(lint(root, monkeypatch)) == []
+    assert settings_files.launch_values(str(root / "src/train.py"), ["--epochs"], [str(root / "job.yml")]) == [(1, 8, str(root / "job.yml"))]
+
+
+def test_a_job_that_starts_the_script_with_torchrun(tmp_path, monkeypatch):
+    job = JOB.replace("python train.py", "torchrun --nproc_per_node 2 train.py")
+    root = write(tmp_path / "p", {"src/data.py": DATASET, "src/train.py": LAUNCHED, "job.yml": job})
+    assert found(lint(root, monkeypatch)) == []
+
+
+def test_a_pipeline_step_with_a_literal_flag_and_many_epochs(tmp_path, monkeypatch):
+    pipeline = "jobs:\n  train:\n    code: src/train-model\n    command: python train.py --epochs=90\n"
+    files = {"src/train-model/data.py": DATASET, "src/train-model/train.py": LAUNCHED, "pipeline.yml": pipeline}
+    root = write(tmp_path / "p", files)
+    diagnostics = lint(root, monkeypatch)
+    assert found(diagnostics) == ["src/train-model/train.py:14 GPU104"]
+
+
+def test_without_a_value_written_in_the_job_file_the_count_is_unknown(tmp_path, monkeypatch):
+    # A component whose input has no default (the pipeline that uses it sets it): the argparse default (here 1)
+    # is not what runs, and nothing is guessed.
+    component = JOB.replace("  epochs: 1\n", "  epochs:\n    type: integer\n")
+    script = LAUNCHED.replace("default=10", "default=1")
+    root = write(tmp_path / "p", {"src/data.py": DATASET, "src/train.py": script, "job.yml": component})
+    assert found(lint(root, monkeypatch)) == ["src/train.py:14 GPU104"]
+
+
+def test_a_job_file_for_another_script_says_nothing_about_this_one(tmp_path, monkeypatch):
+    other = JOB.replace("python train.py", "python evaluate.py")
+    root = write(tmp_path / "p", {"src/data.py": DATASET, "src/train.py": LAUNCHED, "job.yml": other})
+    assert found(lint(root, monkeypatch)) == ["src/train.py:14 GPU104"]  # the argparse default: 10 epochs
+
+
+def test_editing_the_job_file_rechecks_the_script(tmp_path, monkeypatch):
+    root = write(tmp_path / "p", {"src/data.py": DATASET, "src/train.py": LAUNCHED, "job.yml": JOB})
+    assert found(lint(root, monkeypatch, use_cache=True)) == []
+    job = root / "job.yml"
+    job.write_text(JOB.replace("epochs: 1", "epochs: 30"), encoding="utf-8")
+    os.utime(job, ns=(job.stat().st_atime_ns, job.stat().st_mtime_ns + 10**9))
+    assert found(lint(root, monkeypatch, use_cache=True)) == ["src/train.py:14 GPU104"]

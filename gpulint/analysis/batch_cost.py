@@ -69,6 +69,14 @@ _MEDIA = re.compile(
 )
 
 
+# Tensor methods (and `torch.permute`) that arrange a tensor's axes: their axis count is the batch's rank.
+_ARRANGING = frozenset({"permute", "view", "reshape"})
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 class BatchCost:
     """Per-module answers: `items_are_cheap(loader)`, `batches_are_small(loader)`, `is_toy_data(loader)`,
     `iterated_once(info)`."""
@@ -123,6 +131,79 @@ class BatchCost:
             if m.enclosing_loops(anchor) or any(m.enclosing_loops(call) for call in iteration.via):
                 return False  # once per pass of an outer loop
         return True
+
+    def samples_are_volumes(self, info: LoaderInfo) -> bool:
+        """The loop that takes the batches arranges them with five axes or more (`torch.permute(x, (0, 1, 4, 2,
+        3))`, `x.view(b, t, c, h, w)`): one sample is a volume, a clip or a space-time field, large on its own
+        (a neural operator's 2-D fields over time, a video), so a small batch is the memory-bound choice."""
+        from gpulint.analysis.loader_flow import _Assignments, _names, _reads_any
+
+        m = self.m
+        for iteration in info.iterations:
+            if iteration.loop is None:
+                continue
+            derived = set(iteration.batch_names)  # and what is computed from them: `x = batch["fields"].to(device)`
+            assignments = _Assignments.find(iteration.loop)
+            for _ in range(4):
+                before = len(derived)
+                for assignment in assignments:
+                    if _reads_any(assignment.value, derived):
+                        derived |= _names([t.target for t in assignment.targets])
+                if len(derived) == before:
+                    break
+            for call in m.calls_inside(iteration.loop):
+                func = call.func
+                if not isinstance(func, cst.Attribute) or func.attr.value not in _ARRANGING:
+                    continue
+                if m.call_name(call) == "torch.permute" and len(call.args) == 2:
+                    tensor, axes = call.args[0].value, [call.args[1]]
+                elif isinstance(func.value, cst.Name) and func.value.value != "torch":
+                    tensor, axes = func.value, list(call.args)
+                else:
+                    continue
+                if len(axes) == 1 and isinstance(axes[0].value, (cst.Tuple, cst.List)):
+                    count = len(axes[0].value.elements)
+                else:
+                    count = len(axes) if not any(a.star for a in axes) else 0
+                if count >= 5 and _reads_any(tensor, derived):
+                    return True
+        return False
+
+    def dataset_length(self, loader: DataLoaderCall) -> Optional[int]:
+        """The number of samples, when the code shows it: a `TensorDataset` (or a list) of the first `n` rows
+        (`X[:n]`, `X[indices[:n]]`, with `n` a literal or a constant)."""
+        dataset = loader.value("dataset")
+        sources = self._sources(dataset) if dataset is not None else None
+        if not sources or len(sources) != 1:
+            return None
+        source = sources[0]
+        if isinstance(source, cst.Call) and self.m.call_name(source) == TENSOR_DATASET and source.args and not source.args[0].star:
+            source = source.args[0].value  # its tensors share their first dimension
+        return self._rows(source, 0)
+
+    def _rows(self, expr: cst.BaseExpression, depth: int) -> Optional[int]:
+        if depth > _MAX_DEPTH:
+            return None
+        if isinstance(expr, cst.Name):
+            writes = self.m.dataflow.reaching_writes(expr.value, expr)
+            if len(writes) == 1 and writes[0].value is not None and not writes[0].is_augmented:
+                return self._rows(writes[0].value, depth + 1)
+            return None
+        if not isinstance(expr, cst.Subscript) or len(expr.slice) != 1:
+            return None
+        index = expr.slice[0].slice
+        if isinstance(index, cst.Slice):
+            if index.step is not None or index.upper is None:
+                return None
+            lower = self.m.values.resolve(index.lower) if index.lower is not None else None
+            upper = self.m.values.resolve(index.upper)
+            start = lower.value if lower is not None else (0 if index.lower is None else None)
+            if upper is None or not _is_int(upper.value) or not _is_int(start) or start < 0 or upper.value < start:
+                return None
+            return upper.value - start
+        if isinstance(index, cst.Index):
+            return self._rows(index.value, depth + 1) if isinstance(index.value, (cst.Subscript, cst.Name)) else None  # `X[idx[:n]]`
+        return None
 
     def holds_cuda_tensors(self, loader: DataLoaderCall) -> bool:
         """The dataset is built from tensors already on the GPU (`TensorDataset(x.cuda())`, a dataset class
@@ -587,19 +668,32 @@ class BatchCost:
 
 
 def _is_tokenizing(model: SemanticModel, call: cst.Call) -> bool:
-    """`tokenizer(...)`, `tokenizer.encode(...)`, `self.tok.batch_encode_plus(...)`."""
+    """`tokenizer(...)`, `tokenizer.encode(...)`, `self.tok.batch_encode_plus(...)`, `t(...)` where
+    `t = GPT2TokenizerFast.from_pretrained(...)`."""
     func = call.func
     if isinstance(func, cst.Attribute) and func.attr.value in _TOKENIZING_METHODS:
         return True
     target = func.value if isinstance(func, cst.Attribute) and func.attr.value in ("__call__",) else func
-    key = dotted_name(target)
-    return key is not None and _TOKENIZER.search(key.rsplit(".", 1)[-1]) is not None
+    return _names_tokenizer(model, target)
 
 
 def _names_tokenizer(model: SemanticModel, expr: cst.BaseExpression) -> bool:
-    """The argument is a tokenizer (`convert_examples_to_features(examples, tokenizer, ...)`)."""
+    """The argument is a tokenizer (`convert_examples_to_features(examples, tokenizer, ...)`): named like
+    one, or a name bound once to a tokenizer class's instance (`t = AutoTokenizer.from_pretrained(...)`)."""
     key = dotted_name(expr)
-    return key is not None and _TOKENIZER.search(key.rsplit(".", 1)[-1]) is not None
+    if key is None:
+        return False
+    if _TOKENIZER.search(key.rsplit(".", 1)[-1]) is not None:
+        return True
+    if not isinstance(expr, cst.Name):
+        return False
+    binders = model.bindings_of(expr.value, expr)
+    if len(binders) != 1 or not isinstance(binders[0], cst.Assign) or not isinstance(binders[0].value, cst.Call):
+        return False
+    built = binders[0].value
+    owner = built.func.value if isinstance(built.func, cst.Attribute) and built.func.attr.value == "from_pretrained" else built.func
+    name = model.qualified_name(owner) if isinstance(owner, (cst.Name, cst.Attribute)) else None
+    return name is not None and _TOKENIZER.search(name.rsplit(".", 1)[-1]) is not None
 
 
 def _maps_tokenizer(model: SemanticModel, call: cst.Call) -> bool:

@@ -341,6 +341,16 @@ class LoaderFlow:
         bound = _lower_bound(self.m, value)
         return bound is not None and bound > 0, None
 
+    def no_workers(self, loader: DataLoaderCall) -> bool:
+        """`num_workers` is certainly 0: left out (the default) or resolved to 0."""
+        if not loader.known("num_workers"):
+            return False
+        value = loader.value("num_workers")
+        if value is None:
+            return True
+        resolved = self.m.values.resolve(value)
+        return resolved is not None and resolved.value == 0 and not isinstance(resolved.value, bool)
+
     def workers_from_command_line(self, loader: DataLoaderCall) -> bool:
         _, resolved = self.workers(loader)
         return resolved is not None and resolved.origin == ARGPARSE_DEFAULT
@@ -363,6 +373,12 @@ class LoaderFlow:
             if not any(self.m.is_inside(node, outer) for node in iteration.bound_at):
                 return outer
         return None
+
+    def epoch_count(self, iteration: Iteration, outer: Loop) -> Optional[int]:
+        """How many passes the epoch loop `outer` around `iteration` makes, when the code says so (analysis/epoch_count.py)."""
+        from gpulint.analysis.epoch_count import epoch_count
+
+        return epoch_count(self.m, outer, iteration.via)
 
     # ---- following the loader object -------------------------------------------------------------
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import re
 from typing import Any, Iterable, Optional
 
 _MAX_BYTES = 256 * 1024
@@ -146,12 +147,15 @@ def hydra_folder(module_path: str, config_path: str) -> str:
 
 def digest(module_path: str, references: Iterable[tuple[str, str]]) -> dict[str, str]:
     """Content hashes of the setting files a module's results may depend on (`ModuleSummary.settings`): the
-    file of each literal path, every YAML file of each Hydra config folder. Part of the module's context, so
-    editing a YAML file re-checks the scripts that read it."""
+    file of each literal path, every YAML file of each Hydra config folder, the job files that may launch a
+    script with command-line flags (`launch_files`). Part of the module's context, so editing a YAML file
+    re-checks the scripts that read it."""
     found: dict[str, str] = {}
     for kind, written in references:
         if kind == "file":
             paths = [p for p in candidate_paths(module_path, written) if os.path.isfile(p)][:1]
+        elif kind == "launch":
+            paths = launch_files(module_path)
         else:
             folder = hydra_folder(module_path, written)
             paths = []
@@ -161,9 +165,127 @@ def digest(module_path: str, references: Iterable[tuple[str, str]]) -> dict[str,
                 if len(paths) >= _MAX_FILES:
                     break
         for path in paths[:_MAX_FILES]:
-            try:
-                with open(path, "rb") as handle:
-                    found[path] = hashlib.sha256(handle.read(_MAX_BYTES + 1)).hexdigest()[:16]
-            except OSError:
-                found[path] = "unreadable"
+            found[path] = _content_hash(path)
     return found
+
+
+def _content_hash(path: str) -> str:
+    """The file's content hash; read again only when its size or modification time changed (every script of a
+    folder shares the job files above it)."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return "unreadable"
+    return _hashed(path, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=256)
+def _hashed(path: str, mtime: int, size: int) -> str:
+    try:
+        with open(path, "rb") as handle:
+            return hashlib.sha256(handle.read(_MAX_BYTES + 1)).hexdigest()[:16]
+    except OSError:
+        return "unreadable"
+
+
+# ---- job files that launch a script ---------------------------------------------------------------
+
+_LAUNCH_FOLDERS = 3  # the script's folder and the two above it (`job.yml` next to `src/`, a pipeline above)
+_INPUT = re.compile(r"^\$\{\{\s*inputs\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}$")
+
+
+def launch_files(module_path: str) -> list[str]:
+    """YAML files that may launch the script (`command: python train.py --epochs ...`): those directly in its
+    folder and the two above it, at most `_MAX_FILES`."""
+    folder = os.path.dirname(os.path.abspath(module_path))
+    found: list[str] = []
+    for _ in range(_LAUNCH_FOLDERS):
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError:
+            names = []
+        found.extend(os.path.join(folder, n) for n in names if n.endswith(_YAML) and os.path.isfile(os.path.join(folder, n)))
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    return found[:_MAX_FILES]
+
+
+def launch_values(module_path: str, flags: Iterable[str], files: Iterable[str]) -> Optional[list[Optional[tuple[Any, int, str]]]]:
+    """(value, line, file) that each command of `files` launching `module_path` passes for one of `flags`
+    (`--epochs 1`, or `--epochs ${{inputs.epochs}}` with `inputs: {epochs: 1}` beside the command, as Azure ML
+    jobs and pipeline steps write them), or None for a command that leaves the flag out (the script's default
+    applies there). Empty when no file launches the script; None when one passes a value that is not written
+    there (a parent pipeline's input, a shell variable)."""
+    wanted = set(flags)
+    script = os.path.normcase(os.path.abspath(module_path))
+    found: list[Optional[tuple[Any, int, str]]] = []
+    for path in files:
+        for command, owner in _commands(_compose(path)):
+            tokens = str(command.value).split()
+            index = _launch_index(tokens, os.path.dirname(path), _child(owner, "code"), script)
+            if index is None:
+                continue
+            value = _flag_value(tokens[index + 1 :], wanted, owner, command, path)
+            if value is _UNREADABLE:
+                return None
+            found.append(value)
+    return found
+
+
+def _commands(node: Any, depth: int = 0) -> Iterable[tuple[Any, Any]]:
+    """(`command:` scalar, the mapping that holds it) anywhere in the YAML tree."""
+    import yaml
+
+    if depth > 8:
+        return
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            if isinstance(key, yaml.ScalarNode) and key.value == "command" and isinstance(value, yaml.ScalarNode):
+                yield value, node
+            else:
+                yield from _commands(value, depth + 1)
+    elif isinstance(node, yaml.SequenceNode):
+        for item in node.value:
+            yield from _commands(item, depth + 1)
+
+
+_LAUNCHERS = ("python", "torchrun", "accelerate", "deepspeed", "mpirun", "srun")
+
+
+def _launch_index(tokens: list[str], folder: str, code: Any, script: str) -> Optional[int]:
+    """Where `[path/]script.py` is in a command that starts it (`python`, `torchrun --nproc_per_node 2`,
+    `accelerate launch`, ...), the path read from the job's `code:` folder."""
+    ok, base = _scalar(code) if code is not None else (True, ".")
+    if not ok or not isinstance(base, str):
+        return None
+    index = next((i for i, token in enumerate(tokens) if token.endswith(".py")), None)
+    if index is None or not any(os.path.basename(t).startswith(_LAUNCHERS) for t in tokens[:index]):
+        return None
+    target = os.path.normcase(os.path.abspath(os.path.join(folder, base, tokens[index])))
+    return index if target == script else None
+
+
+_UNREADABLE = ("unreadable", 0, "")
+
+
+def _flag_value(arguments: list[str], wanted: set[str], owner: Any, command: Any, path: str) -> Optional[tuple[Any, int, str]]:
+    import yaml
+
+    for index, token in enumerate(arguments[:-1]):
+        if token.split("=", 1)[0] not in wanted:
+            continue
+        given = token.split("=", 1)[1] if "=" in token else arguments[index + 1]
+        reference = _INPUT.match(given)
+        if reference is None:
+            node = yaml.ScalarNode("tag:yaml.org,2002:str", given, command.start_mark)
+            node.tag = yaml.resolver.Resolver().resolve(yaml.ScalarNode, given, (True, False))
+            ok, value = _scalar(node)
+            return (value, command.start_mark.line + 1, path) if ok else _UNREADABLE
+        node = _child(_child(owner, "inputs"), reference.group(1))
+        if node is not None and not isinstance(node, yaml.ScalarNode):
+            node = _child(node, "default")  # `epochs: {type: integer, default: 1}`
+        ok, value = _scalar(node) if node is not None else (False, None)
+        return (value, node.start_mark.line + 1, path) if ok else _UNREADABLE
+    return None  # the flag is not given: the script's own default applies

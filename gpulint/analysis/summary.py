@@ -161,7 +161,8 @@ class ModuleSummary:
     values: dict[str, Any] = field(default_factory=dict)  # module-level names bound once, and their value
     evidence: list[tuple[str, int]] = field(default_factory=list)  # own GPU evidence: (what, line)
     ok: bool = True  # False: `ast` could not parse the file (nothing is known about it)
-    # setting files it names: ("file", "configs/x.yaml") or ("hydra", <config_path>) (analysis/settings_files.py)
+    # setting files it names: ("file", "configs/x.yaml"), ("hydra", <config_path>), or ("launch", "") for a script
+    # with command-line flags that job files may launch (analysis/settings_files.py)
     settings: list[tuple[str, str]] = field(default_factory=list)
 
     def to_json(self) -> dict:
@@ -335,7 +336,7 @@ class _Builder:
                 s.functions[stmt.name] = _Reader(self, stmt.name, stmt, None).run(stmt.body)
             elif isinstance(stmt, ast.ClassDef):
                 self._class(stmt)
-        if "yaml" in self.text or "yml" in self.text or "hydra" in self.text:
+        if "yaml" in self.text or "yml" in self.text or "hydra" in self.text or "add_argument" in self.text:
             s.settings = _setting_files(self.tree)
         if self.scan_evidence:
             for what, line in _nested_gpu_attributes(self.tree, self.qualify):
@@ -1273,14 +1274,16 @@ def _device_kind_of(node: Optional[ast.AST], reader: _Reader, mark: bool = True)
 
 
 def _setting_files(tree: ast.AST) -> list[tuple[str, str]]:
-    """YAML paths written as literals, and Hydra's `config_path=` literals: the files a module's settings may
-    come from (their contents are part of its context's digest)."""
+    """YAML paths written as literals, Hydra's `config_path=` literals, and for a script with command-line flags
+    the job files that may launch it: the files a module's settings may come from (their contents are part of its context's digest)."""
     found: list[tuple[str, str]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.endswith((".yaml", ".yml")):
             entry = ("file", node.value)
         elif isinstance(node, ast.keyword) and node.arg == "config_path" and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
             entry = ("hydra", node.value.value)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
+            entry = ("launch", "")  # a command-line script: job files may launch it with flags
         else:
             continue
         if entry not in found and len(found) < 16:

@@ -33,6 +33,10 @@ class DataLoaderWithoutPinMemory(Rule):
                 continue
             if model.batch_cost.batches_are_small(loader):
                 continue  # token ids or toy data: pinning a few kilobytes saves nothing measurable
+            if flow.no_workers(loader) and model.batch_cost.items_are_cheap(loader):
+                # In-memory rows and no workers (nor any to add: GPU101 is silent): pinning would run in the
+                # training process, the same host copy the pageable transfer makes.
+                continue
             arg = loader.argument("pin_memory")
             resolved = None
             if arg is not None:

@@ -51,6 +51,11 @@ class SmallBatchSize(Rule):
             resolved = self._small_batch(info)
             if resolved is False:
                 continue
+            if model.batch_cost.samples_are_volumes(info):
+                continue  # one sample is a volume or a space-time field: the batch is small by memory
+            rows = model.batch_cost.dataset_length(info.loader)
+            if rows is not None and rows <= (resolved.value if resolved is not None else 1):
+                continue  # the whole dataset is one batch: a larger batch size changes nothing
             yield self._report(info, resolved)
 
     def _small_batch(self, info):

@@ -7,7 +7,7 @@ from typing import Iterator
 import libcst as cst
 
 from gpulint.analysis.value_resolution import LITERAL
-from gpulint.checks.base import Rule
+from gpulint.checks.base import Option, Rule
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
 from gpulint.edits import replace_node, with_keyword_argument
 
@@ -18,6 +18,12 @@ class DataLoaderWorkersNotPersistent(Rule):
     summary = "`DataLoader` with workers is iterated once per epoch without `persistent_workers=True`"
     fix_applicability = Applicability.UNSAFE
     requires = (r"DataLoader", r"num_workers")
+    options = (Option("min-epochs", 3, "Epoch loops that the code shows run fewer passes are not reported."),)
+
+    @classmethod
+    def validate_options(cls, values: dict) -> None:
+        if values.get("min-epochs", 3) < 1:
+            raise ValueError("`min-epochs` must be positive")
 
     def check(self) -> Iterator[Diagnostic]:
         model = self.model
@@ -38,9 +44,13 @@ class DataLoaderWorkersNotPersistent(Rule):
                 continue
             for iteration in info.iterations:
                 outer = flow.epoch_loop(info, iteration)
-                if outer is not None and not self._dataset_changes_in(info, outer):
-                    yield self._report(info, f"every pass of the loop at line {model.line_of(outer)}", arg)
-                    break
+                if outer is None or self._dataset_changes_in(info, outer):
+                    continue
+                epochs = flow.epoch_count(iteration, outer)
+                if epochs is not None and epochs < self.settings["min-epochs"]:
+                    continue  # one or two epochs: the workers start once or twice, whatever `persistent_workers` says
+                yield self._report(info, f"every pass of the loop at line {model.line_of(outer)}", arg)
+                break
 
     def _dataset_changes_in(self, info, outer: cst.CSTNode) -> bool:
         """A method call on the dataset (`set_epoch`, ...) or an attribute assignment to it inside the epoch

@@ -6,7 +6,8 @@ from typing import Iterator
 
 import libcst as cst
 
-from gpulint.analysis.residency import CPU, EVAL, RANDOM_FACTORIES, TRAIN
+from gpulint.analysis.residency import CPU, RANDOM_FACTORIES, TRAIN
+from gpulint.analysis.step_code import FORWARD, per_step
 from gpulint.checks.base import Rule
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
 from gpulint.edits import device_argument, replace_node, with_keyword_argument, with_keyword_value
@@ -39,11 +40,15 @@ class TensorCreatedThenMoved(Rule):
                 continue  # `torch.tensor(data, device=d)` builds on the CPU and copies just the same
             if any(a.star for a in factory.args):
                 continue
-            loop, role = residency.step_loop(call)
-            if role not in (TRAIN, EVAL):
+            loop, role = per_step(model, call)
+            if role is None:
                 continue  # one-time set-up: a copy before training costs nothing per step
+            if role == FORWARD:
+                when = f"on every call of the model (`forward` at line {model.line_of(loop)})"
+            else:
+                when = self.every_step(role, loop)
             name = model.code(factory.func)
-            message = f"`{name}(...)` fills on the CPU, then `.{call.func.attr.value}()` copies it to the GPU {self.every_step(role, loop)}"
+            message = f"`{name}(...)` fills on the CPU, then `.{call.func.attr.value}()` copies it to the GPU {when}"
             help = "Create it there with `device=`"
             if short in RANDOM_FACTORIES:
                 help += " (the CUDA generator draws different numbers)"

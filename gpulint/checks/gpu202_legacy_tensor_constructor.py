@@ -9,6 +9,7 @@ import libcst as cst
 
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.residency import CPU, TRAIN
+from gpulint.analysis.step_code import per_step
 from gpulint.checks.base import Rule
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
 from gpulint.edits import device_argument, module_alias, replace_node
@@ -37,6 +38,8 @@ class LegacyTensorConstructor(Rule):
             match = _LEGACY.match(model.call_name(call) or "")
             if match is None:
                 continue
+            if not call.args and call is self._initialised(call):
+                continue  # `torch.FloatTensor()`: an empty tensor, nothing to fill or copy (grown later by `torch.cat`)
             on_cuda = bool(match.group(1))
             dtype = DTYPES[match.group(2)]
             built = self._initialised(call)  # the constructor, or its in-place initialisation
@@ -50,7 +53,9 @@ class LegacyTensorConstructor(Rule):
                     reported, device = grand, move
             if not on_cuda and device is None and not self._moved_later(built):
                 continue  # CPU data that never reaches the GPU: not a GPU problem
-            _, role = residency.step_loop(reported)
+            _, role = per_step(model, reported)
+            if role is None:
+                continue  # one-time set-up (a dev set converted before training, a buffer in `__init__`), as GPU201
             legacy = model.code(call.func)
             where = "the current CUDA device" if on_cuda else "the CPU, then copied to the GPU"
             message = f"`{legacy}(...)` is a legacy constructor, built on {where}"

@@ -1,0 +1,171 @@
+"""How many times an epoch loop runs, when the code says so: `for epoch in range(2)` (also `tqdm(range(2))`,
+`trange(2)`), `range(num_epochs)` with `num_epochs = 1`, `range(epochs)` where the call that handed the loader
+in passes `epochs=2` (or the parameter's default), `range(args.epochs)` with the value the repository's job
+files pass (`settings_files.launch_values`) or else the argparse default (or a YAML setting the script reads,
+through `values.setting`), `range(1, args.epochs + 1)`.
+
+Per-epoch costs (worker start-up, GPU104) only add up over many epochs; a run of one or two pays them once or
+twice. Anything else (a `while` loop, a count computed at run time, a loop over a list) is unknown: None, never
+guessed.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+import libcst as cst
+
+from gpulint.analysis.hot_loops import _PASSTHROUGH_WRAPPERS
+
+if TYPE_CHECKING:
+    from gpulint.analysis.model import SemanticModel
+
+_MAX_DEPTH = 6
+_TRANGE = frozenset({"tqdm.trange", "tqdm.auto.trange", "tqdm.notebook.trange", "tqdm.std.trange"})  # `range` with a bar
+
+
+def epoch_count(model: SemanticModel, loop: cst.CSTNode, via: tuple[cst.Call, ...] = ()) -> Optional[int]:
+    """The number of passes of `loop` (a `for` over `range(...)`, maybe wrapped in `tqdm`), reading
+    parameters through `via`, the calls that passed the loader into the loop's function; None when unknown."""
+    if not isinstance(loop, cst.For):
+        return None
+    iterated = loop.iter
+    while isinstance(iterated, cst.Call) and model.call_name(iterated) in _PASSTHROUGH_WRAPPERS and iterated.args:
+        iterated = iterated.args[0].value  # `tqdm(range(n))`
+    if not isinstance(iterated, cst.Call) or any(a.star or a.keyword is not None for a in iterated.args):
+        return None
+    builtin = isinstance(iterated.func, cst.Name) and iterated.func.value == "range" and not model.bindings_of("range", iterated)
+    if not builtin and model.call_name(iterated) not in _TRANGE:
+        return None
+    bounds = [_integer(model, a.value, via, 0) for a in iterated.args]
+    if not bounds or any(b is None for b in bounds):
+        return None
+    if len(bounds) == 1:
+        return max(bounds[0], 0)
+    if len(bounds) == 2:
+        return max(bounds[1] - bounds[0], 0)
+    return None  # a step: rare for epochs
+
+
+def _integer(model: SemanticModel, expr: cst.BaseExpression, via: tuple[cst.Call, ...], depth: int) -> Optional[int]:
+    if depth > _MAX_DEPTH:
+        return None
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Subtract)):
+        left, right = _integer(model, expr.left, via, depth + 1), _integer(model, expr.right, via, depth + 1)
+        if left is None or right is None:
+            return None
+        return left + right if isinstance(expr.operator, cst.Add) else left - right
+    if isinstance(expr, cst.Name):
+        binders = model.bindings_of(expr.value, expr)
+        if len(binders) == 1 and isinstance(binders[0], cst.Param):
+            return _parameter(model, binders[0], via, depth)
+    launched = _launched(model, expr)
+    if launched is not _NOT_LAUNCHED:
+        return launched  # what the job files pass (None: a value they take from elsewhere)
+    resolved = model.values.setting(expr)
+    return _as_count(resolved.value) if resolved is not None else None
+
+
+def _as_count(value: object) -> Optional[int]:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+_NOT_LAUNCHED = object()
+
+
+def _launched(model: SemanticModel, expr: cst.BaseExpression) -> object:
+    """`args.epochs` where the repository's job files launch the script with `--epochs ...`: the largest value
+    they pass (the argparse default for a job that leaves the flag out), None when one passes a value not
+    written there; `_NOT_LAUNCHED` when no job file launches the script."""
+    from gpulint.analysis import settings_files
+
+    if not (isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and _command_line(model, expr.value)):
+        return _NOT_LAUNCHED
+    options = model.values.argparse_options.get(expr.attr.value, [])
+    if len(options) != 1:
+        return _NOT_LAUNCHED
+    flags = [v for a in options[0].call.args if a.keyword is None and isinstance(v := _string(a.value), str) and v.startswith("-")]
+    files = [p for p in settings_files.launch_files(model.path) if p in model.project.settings]
+    found = settings_files.launch_values(model.path, flags, files) if flags and files else []
+    if found is None:
+        return None
+    if not found:
+        return _NOT_LAUNCHED
+    counts = []
+    for entry in found:
+        if entry is None:
+            default = options[0].keyword("default")
+            resolved = model.values.resolve(default.value) if default is not None else None
+            entry = (resolved.value, 0, "") if resolved is not None else None
+        count = _as_count(entry[0]) if entry is not None else None
+        if count is None:
+            return None
+        counts.append(count)
+    return max(counts)
+
+
+def _command_line(model: SemanticModel, name: cst.Name) -> bool:
+    """`args` bound to `parser.parse_args()`, or a parameter named like the parsed command line (`def main(args)`)."""
+    from gpulint.analysis.value_resolution import ARGS_PARAMETER_NAMES
+
+    if name.value in model.values.parse_args_names:
+        return True
+    binders = model.bindings_of(name.value, name)
+    return name.value in ARGS_PARAMETER_NAMES and len(binders) == 1 and isinstance(binders[0], cst.Param)
+
+
+def _string(expr: cst.BaseExpression) -> Optional[str]:
+    from gpulint.analysis.value_resolution import literal_value
+
+    ok, value = literal_value(expr)
+    return value if ok and isinstance(value, str) else None
+
+
+def _parameter(model: SemanticModel, param: cst.Param, via: tuple[cst.Call, ...], depth: int) -> Optional[int]:
+    """What the call in `via` that runs the parameter's function passes for it (its default when it passes
+    nothing); without such a call, the largest of what every call of this module passes."""
+    func = model.parent.get(model.parent.get(param))
+    if not isinstance(func, cst.FunctionDef):
+        return None
+    calls = [c for c in via if _calls(c, func)]
+    if not calls:
+        calls = [c for c in model.calls if _calls(c, func)]
+    if not calls:
+        return None
+    found = []
+    for call in calls:
+        given = _argument(func, param, call)
+        if given is None:
+            return None
+        value = _integer(model, given, (), depth + 1)
+        if value is None:
+            return None
+        found.append(value)
+    return max(found)
+
+
+def _calls(call: cst.Call, func: cst.FunctionDef) -> bool:
+    """`train(...)` or `self.train(...)` of a function named like `func`."""
+    callee = call.func
+    if isinstance(callee, cst.Name):
+        return callee.value == func.name.value
+    return (
+        isinstance(callee, cst.Attribute) and callee.attr.value == func.name.value
+        and isinstance(callee.value, cst.Name) and callee.value.value == "self"
+    )  # fmt: skip
+
+
+def _argument(func: cst.FunctionDef, param: cst.Param, call: cst.Call) -> Optional[cst.BaseExpression]:
+    if any(a.star for a in call.args):
+        return None
+    name = param.name.value
+    given = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == name), None)
+    if given is not None:
+        return given
+    positional = [p.name.value for p in (*func.params.posonly_params, *func.params.params)]
+    if positional and positional[0] in ("self", "cls") and isinstance(call.func, cst.Attribute):
+        positional = positional[1:]
+    plain = [a for a in call.args if a.keyword is None]
+    if name in positional and positional.index(name) < len(plain):
+        return plain[positional.index(name)].value
+    return param.default

@@ -1,0 +1,121 @@
+"""Per-step code: what runs once per batch. `residency.step_loop` answers for code inside a step loop or a
+framework's step function; this module adds the code that runs per batch with no loop around it in sight:
+
+- a generator that a step loop iterates (`for indices, target in get_next_batch(rank):`): the part of its body
+  that runs again for each item it yields (inside a loop that contains the `yield`);
+- an `nn.Module`'s `forward`, which whatever loop runs the model calls once per batch, and the methods of its
+  class that `forward` calls on `self` (`self.reparametrize(mu, logvar)`). A method reached only from
+  `__init__` is set-up, run once.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+import libcst as cst
+
+from gpulint.analysis.hot_loops import _PASSTHROUGH_WRAPPERS
+from gpulint.analysis.residency import EVAL, TRAIN
+
+if TYPE_CHECKING:
+    from gpulint.analysis.model import SemanticModel
+
+FORWARD = "forward"  # the role of a model's `forward`: training or evaluation, out of sight
+_MAX_HOPS = 3
+_BUILTIN_WRAPPERS = frozenset({"enumerate", "zip", "iter"})
+
+
+def per_step(model: SemanticModel, node: cst.CSTNode) -> tuple[Optional[cst.CSTNode], Optional[str]]:
+    """(what runs `node` once per batch, its role): a step loop and TRAIN / EVAL (`residency.step_loop`, also
+    the loop that iterates a generator `node` is in), a framework step function, or a model's `forward` and
+    FORWARD; (None, None) for one-time code."""
+    loop, role = model.residency.step_loop(node)
+    if role in (TRAIN, EVAL):
+        return loop, role
+    consumer = _generator_consumer(model, node)
+    if consumer is not None:
+        return consumer
+    forward = forward_of(model, node)
+    return (forward, FORWARD) if forward is not None else (None, None)
+
+
+def _generator_consumer(model: SemanticModel, node: cst.CSTNode) -> Optional[tuple[cst.CSTNode, str]]:
+    """The step loop that iterates the generator `node` is in, when `node` runs once per item (it is in a loop
+    of the generator that yields)."""
+    func = model.enclosing_function(node)
+    yields = model.yields_of(func) if func is not None else []
+    if not yields:
+        return None
+    if not any(any(model.is_inside(y, loop) for y in yields) for loop in model.enclosing_loops(node) if model.is_inside(loop, func)):
+        return None  # before or after the per-item loop: once per pass over the generator
+    if model.functions.get(func.name.value) != [func]:
+        return None  # another function of the same name: which one a call runs is not known
+    for call in model.calls:
+        if not (isinstance(call.func, cst.Name) and call.func.value == func.name.value) or model.bindings_of(call.func.value, call):
+            continue
+        loop = _iterating_for(model, call)
+        if loop is not None:
+            role = model.residency.loop_role(loop)
+            if role in (TRAIN, EVAL):
+                return loop, role
+    return None
+
+
+def _iterating_for(model: SemanticModel, call: cst.Call) -> Optional[cst.For]:
+    """The `for` whose iterable is `call`, directly or through `enumerate` / `zip` / `tqdm`."""
+    node: cst.CSTNode = call
+    for _ in range(3):
+        parent = model.parent.get(node)
+        if isinstance(parent, cst.Arg):
+            wrapper = model.parent.get(parent)
+            name = model.call_name(wrapper) if isinstance(wrapper, cst.Call) else None
+            if not (name in _PASSTHROUGH_WRAPPERS or isinstance(wrapper.func, cst.Name) and wrapper.func.value in _BUILTIN_WRAPPERS):
+                return None
+            node = wrapper
+            continue
+        return parent if isinstance(parent, cst.For) and parent.iter is node else None
+    return None
+
+
+def forward_of(model: SemanticModel, node: cst.CSTNode) -> Optional[cst.FunctionDef]:
+    """The `forward` of an `nn.Module` subclass of this module that runs `node` on every call: `node` is in
+    it, or in a method of the same class that it calls through `self.name(...)` (up to three hops)."""
+    method = _method(model, node)
+    if method is None:
+        return None
+    owner = model.parent.get(model.parent.get(method))
+    if not isinstance(owner, cst.ClassDef) or not model.is_subclass_of(owner.name.value, "torch.nn.Module"):
+        return None
+    info = model.classes.get(owner.name.value)
+    if info is None:
+        return None
+    reached, frontier = {method.name.value}, [method.name.value]
+    for _ in range(_MAX_HOPS + 1):
+        if "forward" in reached:
+            forward = info.methods.get("forward")
+            return forward if isinstance(forward, cst.FunctionDef) else None
+        callers = []
+        for name, caller in info.methods.items():
+            if name not in reached and name != "__init__" and any(_calls_self(c, frontier) for c in model.calls_inside(caller)):
+                callers.append(name)
+        if not callers:
+            return None
+        reached.update(callers)
+        frontier = callers
+    return None
+
+
+def _method(model: SemanticModel, node: cst.CSTNode) -> Optional[cst.FunctionDef]:
+    """The method (a function defined directly in a class) around `node`."""
+    for ancestor in model.ancestors(node):
+        if isinstance(ancestor, cst.FunctionDef) and isinstance(model.parent.get(model.parent.get(ancestor)), cst.ClassDef):
+            return ancestor
+    return None
+
+
+def _calls_self(call: cst.Call, names: list[str]) -> bool:
+    func = call.func
+    return (
+        isinstance(func, cst.Attribute) and func.attr.value in names
+        and isinstance(func.value, cst.Name) and func.value.value == "self"
+    )  # fmt: skip
