@@ -8,44 +8,14 @@ from __future__ import annotations
 
 import ast
 import json
-import shutil
-import textwrap
-from pathlib import Path
 
 import pytest
 
 from gpulint.analysis.summary import ModuleSummary, summarize
-from gpulint.config import Settings, with_overrides
-from gpulint.linter import check_source, lint_files
-from tests.conftest import REPO, run_gpulint
-
-PROJECTS = REPO / "tests" / "projects"
-
-
-def write(root: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text), encoding="utf-8")
-    return root
-
-
-def copy_project(name: str, tmp_path: Path) -> Path:
-    target = tmp_path / name
-    shutil.copytree(PROJECTS / name, target)
-    return target
-
-
-def lint(root: Path, monkeypatch, files: list[str] | None = None, use_cache: bool = False, **overrides):
-    monkeypatch.chdir(root)
-    settings = with_overrides(Settings(root=root), **overrides)
-    paths = [root / f for f in files] if files else sorted(root.rglob("*.py"))
-    return [d for result in lint_files(paths, settings, jobs=1, use_cache=use_cache) for d in result.diagnostics]
-
-
-def found(diagnostics) -> list[str]:
-    return [f"{d.filename}:{d.location.row} {d.code or d.name}" for d in diagnostics]
-
+from gpulint.config import Settings
+from gpulint.linter import check_source
+from tests.conftest import run_gpulint
+from tests.projects_helper import PROJECTS, copy_project, found, lint, write
 
 # ---- the fixture projects ------------------------------------------------------------------------------
 
