@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import json
+import textwrap
 
 import pytest
 
@@ -433,3 +434,74 @@ def test_a_summary_holds_no_tree_and_round_trips_through_json():
 
 def test_a_file_python_cannot_parse_has_an_empty_summary():
     assert summarize("def broken(:\n").ok is False
+
+
+# ---- star imports of project modules --------------------------------------------------------------------
+
+STAR_MODEL = """\
+    import torch
+    import torch.nn as nn
+    {exports}
+
+    class DeepLab(nn.Module):
+        def __init__(self, num_classes=21):
+            super().__init__()
+            self.conv = nn.Conv2d(3, num_classes, 3)
+
+        def forward(self, x):
+            return self.conv(x)
+"""
+STAR_TRAIN = """\
+    from modeling.deeplab import *
+
+
+    class Trainer:
+        def __init__(self, loader):
+            self.loader = loader
+            model = DeepLab()
+            self.optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+            self.model = nn.DataParallel(model)
+            self.model = self.model.cuda()
+
+        def training(self):
+            for image, target in self.loader:
+                self.optimizer.zero_grad()
+                loss = torch.nn.functional.cross_entropy(self.model(image), target)
+                loss.backward()
+                self.optimizer.step()
+                print(loss.item())
+"""
+
+
+@pytest.mark.parametrize(
+    ("exports", "expected"),
+    [
+        ("", ["train.py:9 GPU401", "train.py:18 GPU303"]),  # `torch` and `nn` come in with the star import
+        ('__all__ = ["DeepLab"]', []),  # `__all__` limits the star import to DeepLab: `torch` is unknown here
+        ('__all__ = ["DeepLab", "nn"]', ["train.py:9 GPU401", "train.py:18 GPU303"]),
+    ],
+)
+def test_a_star_import_of_a_project_module_binds_the_modules_it_imported(tmp_path, monkeypatch, exports, expected):
+    files = {"modeling/__init__.py": "", "modeling/deeplab.py": STAR_MODEL.format(exports=exports), "train.py": STAR_TRAIN}
+    diagnostics = lint(write(tmp_path, files), monkeypatch)
+    assert found(diagnostics) == expected
+    if "train.py:9 GPU401" in expected:
+        assert diagnostics[0].message == "`DataParallel` (it spreads over every visible GPU) runs one process with a thread per GPU"
+
+
+def test_a_name_the_star_importing_module_binds_itself_is_its_own(tmp_path, monkeypatch):
+    # `nn` rebound after the star import to a project module: `nn.DataParallel` is that module's, not torch's
+    files = {
+        "modeling/__init__.py": "",
+        "modeling/deeplab.py": STAR_MODEL.format(exports=""),
+        "mynn.py": "class DataParallel:\n    def __init__(self, module):\n        self.module = module\n",
+        "train.py": textwrap.dedent(STAR_TRAIN).replace("*\n", "*\nimport mynn as nn\n", 1),
+    }
+    assert found(lint(write(tmp_path, files), monkeypatch)) == []  # no GPU401 (and a model of unknown kind)
+
+
+def test_a_star_import_records_the_exports_it_reads():
+    assert summarize("import torch\n").exports is None
+    assert summarize('import torch\n__all__ = ["A", "b"]\n').exports == ("A", "b")
+    assert summarize("__all__ = [n for n in dir()]\n").exports == ()
+    assert ModuleSummary.from_json(json.loads(json.dumps(summarize('__all__ = ("A",)\n').to_json()))).exports == ("A",)

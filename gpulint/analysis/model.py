@@ -374,6 +374,8 @@ class SemanticModel:
         self.source = source if source is not None else module.code
         self._project = project
         self.imports = ImportTable()
+        if project is not None:
+            self.imports.bindings.update(project.star_imports)  # `from models import *`: its `torch`, `nn`
         self.import_statements: list[cst.CSTNode] = []
         self.parent: dict[cst.CSTNode, cst.CSTNode] = {}
         self.calls: list[cst.Call] = []

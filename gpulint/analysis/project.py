@@ -83,6 +83,9 @@ class ModuleContext:
     # (`LitModel(Base)`, `Base(L.LightningModule)` in base.py: ["lightning.LightningModule"]).
     inherited: dict[str, list[str]] = field(default_factory=dict)
     settings: dict[str, str] = field(default_factory=dict)  # setting files it may read -> content hash
+    # names a `from <project module> import *` binds to library modules and objects that module imported
+    # (`torch`, `nn` -> `torch.nn`): local name -> qualified name
+    star_imports: dict[str, str] = field(default_factory=dict)
 
     def callee(self, ref: Optional[str]) -> Optional[Callee]:
         return self.callees.get(ref) if ref else None
@@ -119,6 +122,7 @@ class ModuleContext:
             sorted(self.inputs.items()),
             sorted(self.inherited.items()),
             sorted(self.settings.items()),
+            sorted(self.star_imports.items()),
         ]
         return hashlib.sha256(json.dumps(data, default=str).encode()).hexdigest()[:16]
 
@@ -265,6 +269,30 @@ class ProjectIndex:
             if sub is not None:
                 return self._attribute(sub, tail, depth + 1)
         return None
+
+    def star_imports(self, record: _Record, depth: int = 0) -> dict[str, str]:
+        """The library names `record`'s `from <project module> import *` statements bind: a star import takes
+        every public name of the module (its `__all__` when it has one), the ones it imported too."""
+        found: dict[str, str] = {}
+        for level, module in record.summary.stars:
+            source = self.module(record, level, module)
+            if source is None or source is record or depth > _MAX_DEPTH:
+                continue
+            exported = source.summary.exports
+            names = {**self.star_imports(source, depth + 1), **self._library_imports(source)}
+            for name, qualified in names.items():
+                if (name in exported) if exported is not None else not name.startswith("_"):
+                    found[name] = qualified
+        return found
+
+    def _library_imports(self, record: _Record) -> dict[str, str]:
+        """`nn` -> `torch.nn` for `import torch.nn as nn`: the module's imports that are not project modules."""
+        found = {}
+        for name, (level, module, imported) in record.summary.imports.items():
+            if level or self.symbol(record, name) is not None:
+                continue  # a project module or symbol: resolved through the index, not as a library name
+            found[name] = f"{module}.{imported}" if imported else module
+        return found
 
     # ---- composed facts ---------------------------------------------------------------------------
 
@@ -670,6 +698,8 @@ class ProjectIndex:
                 context.inherited[name] = inherited
         if summary.settings:
             context.settings = settings_files.digest(str(path), summary.settings)
+        own = {*summary.imports, *summary.functions, *summary.classes, *summary.values}
+        context.star_imports = {k: v for k, v in self.star_imports(record).items() if k not in own}
         self._contexts[path] = context
         return context
 

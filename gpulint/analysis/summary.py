@@ -163,6 +163,9 @@ class ModuleSummary:
     ok: bool = True  # False: `ast` could not parse the file (nothing is known about it)
     # setting files it names: ("file", "configs/x.yaml") or ("hydra", <config_path>) (analysis/settings_files.py)
     settings: list[tuple[str, str]] = field(default_factory=list)
+    # `__all__`: None when the module has none (a star import takes every public name), else its names as
+    # written (empty when not a literal list: a star import then binds nothing that is known)
+    exports: Optional[tuple[str, ...]] = None
 
     def to_json(self) -> dict:
         return {
@@ -174,6 +177,7 @@ class ModuleSummary:
             "evidence": self.evidence,
             "ok": self.ok,
             "settings": self.settings,
+            "exports": self.exports,
         }
 
     @classmethod
@@ -187,6 +191,7 @@ class ModuleSummary:
             [tuple(e) for e in data["evidence"]],
             data["ok"],
             [tuple(e) for e in data.get("settings", ())],
+            tuple(data["exports"]) if data.get("exports") is not None else None,
         )
 
 
@@ -250,6 +255,23 @@ def _dotted(node: ast.AST) -> Optional[str]:
         return None
     parts.append(node.id)
     return ".".join(reversed(parts))
+
+
+def _exports(body: list[ast.stmt]) -> Optional[tuple[str, ...]]:
+    """The names of a module-level `__all__ = [...]` (or `(...)`), () when it is built some other way."""
+    found = None
+    for stmt in _module_statements(body):
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(stmt, (ast.AugAssign, ast.AnnAssign)) else []
+        if not any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+            continue
+        value = stmt.value
+        if found is not None or not isinstance(stmt, ast.Assign) or not isinstance(value, (ast.List, ast.Tuple)):
+            return ()
+        names = [e.value for e in value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+        if len(names) != len(value.elts):
+            return ()
+        found = tuple(names)
+    return found
 
 
 def _literal(node: ast.AST) -> tuple[bool, Any]:
@@ -337,6 +359,8 @@ class _Builder:
                 self._class(stmt)
         if "yaml" in self.text or "yml" in self.text or "hydra" in self.text:
             s.settings = _setting_files(self.tree)
+        if "__all__" in self.text:
+            s.exports = _exports(body)
         if self.scan_evidence:
             for what, line in _nested_gpu_attributes(self.tree, self.qualify):
                 self.evidence(what, line)
