@@ -91,6 +91,18 @@ class LoaderInfo:
         return next((feed for feed in self.feeds if feed.places_on_device), None)
 
 
+@dataclass
+class ReturnedLoader:
+    """A loader built in another module and returned by the project function this module calls
+    (`train_loader, test_loader = get_loader(args)`), with where its batches are used here."""
+
+    call: cst.Call
+    where: str  # `utils/data_utils.py:51`: the `DataLoader(...)` call
+    facts: dict  # as the summary records the loader: `pin_memory`, `num_workers`, ... (`"?"`: not known)
+    iterations: list[Iteration]
+    moves: list[BatchMove]
+
+
 class LoaderFlow:
     """Per-module answers: `info(loader)`, `iterations_of(node)`, roles of loops."""
 
@@ -111,6 +123,53 @@ class LoaderFlow:
     @cached_property
     def infos(self) -> list[LoaderInfo]:
         return [self.info(loader) for loader in self.m.dataloaders]
+
+    @cached_property
+    def returned_loaders(self) -> list[ReturnedLoader]:
+        """Loaders that project functions of other modules build and return to this module's calls."""
+        found = []
+        m = self.m
+        for call in m.calls:
+            callee = m.callee(call)
+            if callee is None or callee.kind != "function" or not callee.returns or callee.where.rsplit(":", 1)[0] == m.project.path:
+                continue  # this module's own factories: their `DataLoader(...)` calls are followed from there
+            returned = callee.returns
+            elements = [(None, returned)] if returned[0] == "loader" else list(enumerate(returned[1])) if returned[0] == "tuple" else []
+            for index, value in elements:
+                if value is None or value[0] != "loader" or not isinstance(value[1], dict):
+                    continue
+                iterations = self._iterations_from(list(self._refs_of_result(call, index)))
+                where = f"{callee.where.rsplit(':', 1)[0]}:{value[1].get('line', '?')}"
+                found.append(ReturnedLoader(call, where, value[1], iterations, self._moves(iterations)))
+        return found
+
+    def _refs_of_result(self, call: cst.Call, index: Optional[int]) -> Iterator[_Ref]:
+        """The names the result of `call` (its element `index`) is given."""
+        if index is None:
+            yield from self._refs_from_value(call, (call,), (), 1)
+            return
+        parent = self.m.parent.get(call)
+        if isinstance(parent, cst.Assign) and parent.value is call and len(parent.targets) == 1:
+            target = parent.targets[0].target
+            if isinstance(target, (cst.Tuple, cst.List)):
+                if index < len(target.elements) and not any(isinstance(e, cst.StarredElement) for e in target.elements):
+                    yield from self._refs_for_target(target.elements[index].value, parent, (call, parent), ())
+            elif isinstance(target, cst.Name):  # `loaders = get_loaders()`, then `loaders[0]`
+                yield from self._refs_for_target(target, parent, (call, parent), (), index)
+
+    def _iterations_from(self, pending: list[_Ref]) -> list[Iteration]:
+        found: list[Iteration] = []
+        seen: set[tuple] = set()
+        while pending:
+            ref = pending.pop()
+            key = (id(ref.scope), ref.name, ref.key)
+            if key in seen:
+                continue
+            seen.add(key)
+            found.extend(self._iterations_of_ref(ref))
+            if len(ref.via) < _MAX_HOPS:
+                pending.extend(self._forwarded_refs(ref))
+        return found
 
     def iterations_of(self, value: cst.CSTNode) -> list[Iteration]:
         """Where the object built by the expression `value` is iterated."""

@@ -103,6 +103,8 @@ class ModuleContext:
                 found.add("helper-moves")
         if self.consumers:
             found.add("loader-consumed")
+        if any(_returns_pinned_loader(callee.returns) for callee in self.callees.values()):
+            found.add("pinned-loader-returned")
         return frozenset(found)
 
     def consumed(self, function: str, element: Optional[int] = None) -> list[Consumption]:
@@ -718,6 +720,15 @@ class ProjectIndex:
                 found.extend(self.consumptions(caller, caller_key, source))
             if found:
                 context.consumers[key if element is None else f"{key}.{element}"] = found[:8]
+
+
+def _returns_pinned_loader(returned: Any) -> bool:
+    """A loader built with `pin_memory=True`, or a tuple holding one, as a callee's summary returns it."""
+    if not returned:
+        return False
+    if returned[0] == "loader":
+        return isinstance(returned[1], dict) and returned[1].get("pin_memory") is True
+    return returned[0] == "tuple" and any(_returns_pinned_loader(r) for r in returned[1])
 
 
 def _parents(f: FunctionSummary, loop: int) -> set[int]:

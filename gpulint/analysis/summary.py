@@ -846,6 +846,9 @@ class _Reader:
                 if any(_literal(branch) == (True, "cuda") or isinstance(branch, ast.Call) for branch in (node.body, node.orelse)):
                     self.mark_gpu("a device chosen at run time", node.lineno)
                 return ("device",)
+            for value, other in ((body, node.orelse), (orelse, node.body)):
+                if value is not None and value[0] == "loader" and _literal(other) == (True, None):
+                    return value  # `DataLoader(...) if testset is not None else None`: where it is iterated, the loader
             return _merge(body, orelse)
         if kind is ast.JoinedStr:
             head = node.values[0] if node.values else None

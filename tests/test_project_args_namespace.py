@@ -1,0 +1,121 @@
+"""Research code that keeps its device on the argparse namespace (issue 14, shaped like ViT-pytorch):
+`args.device = torch.device("cuda" ...)` set in `main()`, loaders built and pinned in a data module and
+returned as a tuple, batches moved with `tuple(t.to(args.device) for t in batch)`, and the loss read under
+`if (step + 1) % args.gradient_accumulation_steps == 0:` (every optimizer step: the default is 1)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.projects_helper import found, lint, write
+
+DATA = """\
+    from torch.utils.data import DataLoader
+
+
+    def get_loader(args, trainset, testset):
+        train_loader = DataLoader(trainset, batch_size=args.train_batch_size, num_workers=4, pin_memory={pin})
+        test_loader = DataLoader(testset, batch_size=64, num_workers=4, pin_memory={pin}) if testset is not None else None
+        return train_loader, test_loader
+"""
+TRAIN = """\
+    import argparse
+
+    import numpy as np
+    import torch
+
+    from utils.data_utils import get_loader
+
+
+    def valid(args, model, test_loader):
+        model.eval()
+        all_preds = []
+        for step, batch in enumerate(test_loader):
+            batch = tuple(t.to(args.device) for t in batch)
+            x, y = batch
+            with torch.no_grad():
+                logits = model(x)
+                eval_loss = torch.nn.functional.cross_entropy(logits, y)
+                print(eval_loss.item())
+                preds = torch.argmax(logits, dim=-1)
+            if len(all_preds) == 0:
+                all_preds.append(preds.detach().cpu().numpy())
+            else:
+                all_preds[0] = np.append(all_preds[0], preds.detach().cpu().numpy(), axis=0)
+        return all_preds[0]
+
+
+    def train(args, model, trainset, testset):
+        train_loader, test_loader = get_loader(args, trainset, testset)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+        for step, batch in enumerate(train_loader):
+            batch = tuple(t.to(args.device) for t in batch)
+            x, y = batch
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            if (step + 1) % args.gradient_accumulation_steps == 0:
+                print(loss.item())
+                optimizer.step()
+                optimizer.zero_grad()
+                if step % 100 == 0:
+                    valid(args, model, test_loader)
+
+
+    def main(model, trainset, testset):
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--train_batch_size", default=512, type=int)
+        parser.add_argument("--gradient_accumulation_steps", type=int, default={accumulation})
+        args = parser.parse_args()
+        args.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        model.to(args.device)
+        train(args, model, trainset, testset)
+"""
+
+
+def project(tmp_path, pin="True", accumulation="1"):
+    return write(tmp_path, {"utils/__init__.py": "", "utils/data_utils.py": DATA.format(pin=pin), "train.py": TRAIN.format(accumulation=accumulation)})
+
+
+def test_the_device_on_the_argparse_namespace_reaches_the_callees(tmp_path, monkeypatch):
+    diagnostics = lint(project(tmp_path), monkeypatch)
+    assert found(diagnostics) == [
+        "train.py:13 GPU105",  # the test loader: `... if testset is not None else None` is the loader where iterated
+        "train.py:18 GPU303",
+        "train.py:23 GPU303",  # later steps append to the first copy; the first one (line 21) runs once
+        "train.py:31 GPU105",
+        "train.py:36 GPU303",  # every optimizer step: gradient_accumulation_steps is 1 by default
+    ]
+    by_line = {d.location.row: d for d in diagnostics}
+    assert by_line[31].message == "`t.to(args.device)` copies a batch of a pinned `DataLoader` (utils/data_utils.py:5) and blocks"
+    assert by_line[13].message == "`t.to(args.device)` copies a batch of a pinned `DataLoader` (utils/data_utils.py:6) and blocks"
+    assert by_line[31].fix.edits[0].content == ", non_blocking=True"
+    assert by_line[13].severity.value == "info"  # the evaluation loop
+
+
+def test_unpinned_loaders_and_a_real_accumulation_interval_are_silent(tmp_path, monkeypatch):
+    # no pin_memory: no blocking copy to report (GPU102 says to pin the training loader); accumulation 4 by
+    # default: the loss is read every fourth step
+    assert found(lint(project(tmp_path, pin="False", accumulation="4"), monkeypatch)) == [
+        "train.py:18 GPU303",
+        "train.py:23 GPU303",
+        "utils/data_utils.py:5 GPU102",
+    ]
+
+
+@pytest.mark.parametrize("pin", ["args.pin"])
+def test_a_loader_pinned_on_some_runs_only_is_not_known_to_be_pinned(tmp_path, monkeypatch, pin):
+    assert "train.py:31 GPU105" not in found(lint(project(tmp_path, pin=pin), monkeypatch))
+
+
+def test_a_sequence_built_from_moved_elements_is_on_the_gpu_only_when_they_are(tmp_path, monkeypatch):
+    train = TRAIN.format(accumulation="1").replace("tuple(t.to(args.device) for t in batch)", "[t.float() for t in batch]")
+    files = {"utils/__init__.py": "", "utils/data_utils.py": DATA.format(pin="True"), "train.py": train}
+    assert found(lint(write(tmp_path, files), monkeypatch)) == []
+
+
+def test_a_first_pass_test_on_a_list_the_loop_empties_again_is_no_first_pass(tmp_path, monkeypatch):
+    train = TRAIN.format(accumulation="1").replace(
+        "            if len(all_preds) == 0:", "            if step % 10 == 0:\n                all_preds = []\n            if len(all_preds) == 0:"
+    )
+    files = {"utils/__init__.py": "", "utils/data_utils.py": DATA.format(pin="False"), "train.py": train}
+    assert "train.py:23 GPU303" in found(lint(write(tmp_path, files), monkeypatch))  # `all_preds.append(preds...cpu())`
