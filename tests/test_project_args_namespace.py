@@ -77,6 +77,7 @@ def project(tmp_path, pin="True", accumulation="1"):
 
 
 def test_the_device_on_the_argparse_namespace_reaches_the_callees(tmp_path, monkeypatch):
+    # the train loader is iterated once (no epoch loop here): no GPU104 for it
     diagnostics = lint(project(tmp_path), monkeypatch)
     assert found(diagnostics) == [
         "train.py:13 GPU105",  # the test loader: `... if testset is not None else None` is the loader where iterated
@@ -84,12 +85,18 @@ def test_the_device_on_the_argparse_namespace_reaches_the_callees(tmp_path, monk
         "train.py:23 GPU303",  # later steps append to the first copy; the first one (line 21) runs once
         "train.py:31 GPU105",
         "train.py:36 GPU303",  # every optimizer step: gradient_accumulation_steps is 1 by default
+        "utils/data_utils.py:6 GPU104",  # the test loader's workers start again at every `valid(...)` in the loop
     ]
     by_line = {d.location.row: d for d in diagnostics}
     assert by_line[31].message == "`t.to(args.device)` copies a batch of a pinned `DataLoader` (utils/data_utils.py:5) and blocks"
     assert by_line[13].message == "`t.to(args.device)` copies a batch of a pinned `DataLoader` (utils/data_utils.py:6) and blocks"
     assert by_line[31].fix.edits[0].content == ", non_blocking=True"
     assert by_line[13].severity.value == "info"  # the evaluation loop
+    workers = diagnostics[-1]
+    assert workers.message == (
+        "`DataLoader` workers are shut down and started again for every pass of the loop at train.py:30 "
+        "(its batches are taken at train.py:12)"
+    )
 
 
 def test_unpinned_loaders_and_a_real_accumulation_interval_are_silent(tmp_path, monkeypatch):
@@ -99,6 +106,8 @@ def test_unpinned_loaders_and_a_real_accumulation_interval_are_silent(tmp_path, 
         "train.py:18 GPU303",
         "train.py:23 GPU303",
         "utils/data_utils.py:5 GPU102",
+        "utils/data_utils.py:6 GPU102",
+        "utils/data_utils.py:6 GPU104",
     ]
 
 
@@ -110,7 +119,7 @@ def test_a_loader_pinned_on_some_runs_only_is_not_known_to_be_pinned(tmp_path, m
 def test_a_sequence_built_from_moved_elements_is_on_the_gpu_only_when_they_are(tmp_path, monkeypatch):
     train = TRAIN.format(accumulation="1").replace("tuple(t.to(args.device) for t in batch)", "[t.float() for t in batch]")
     files = {"utils/__init__.py": "", "utils/data_utils.py": DATA.format(pin="True"), "train.py": train}
-    assert found(lint(write(tmp_path, files), monkeypatch)) == []
+    assert found(lint(write(tmp_path, files), monkeypatch)) == ["utils/data_utils.py:6 GPU104"]  # no GPU105, no GPU303
 
 
 def test_a_first_pass_test_on_a_list_the_loop_empties_again_is_no_first_pass(tmp_path, monkeypatch):
@@ -119,3 +128,28 @@ def test_a_first_pass_test_on_a_list_the_loop_empties_again_is_no_first_pass(tmp
     )
     files = {"utils/__init__.py": "", "utils/data_utils.py": DATA.format(pin="False"), "train.py": train}
     assert "train.py:23 GPU303" in found(lint(write(tmp_path, files), monkeypatch))  # `all_preds.append(preds...cpu())`
+
+
+@pytest.mark.parametrize(("persistent", "expected"), [("", ["utils/data_utils.py:5 GPU104"]), (", persistent_workers=True", [])])
+def test_a_loader_of_a_data_module_iterated_every_epoch_in_the_training_module(tmp_path, monkeypatch, persistent, expected):
+    train = """\
+        import torch
+
+        from utils.data_utils import get_loader
+
+
+        def train(args, model, trainset):
+            train_loader, _ = get_loader(args, trainset, None)
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+            while True:
+                for batch in train_loader:
+                    loss = model(batch[0].cuda(non_blocking=True)).sum()
+                    loss.backward()
+                    optimizer.step()
+    """
+    data = DATA.format(pin="True").replace("pin_memory=True)\n", f"pin_memory=True{persistent})\n", 1)
+    files = {"utils/__init__.py": "", "utils/data_utils.py": data, "train.py": train}
+    diagnostics = lint(write(tmp_path, files), monkeypatch)
+    assert [f for f in found(diagnostics) if "GPU104" in f] == expected
+    if expected:
+        assert diagnostics[-1].message.endswith("for every pass of the loop at train.py:9 (its batches are taken at train.py:10)")

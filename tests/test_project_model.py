@@ -24,8 +24,8 @@ from tests.projects_helper import PROJECTS, copy_project, found, lint, write
 def test_research_layout_data_model_utils_train(tmp_path, monkeypatch):
     root = copy_project("research", tmp_path)
     diagnostics = lint(root, monkeypatch)
-    assert found(diagnostics) == ["data.py:20 GPU102", "train.py:20 GPU303"]
-    pin, sync = diagnostics
+    assert found(diagnostics) == ["data.py:20 GPU102", "data.py:20 GPU104", "train.py:20 GPU303"]
+    pin, workers, sync = diagnostics
     # data.py never names a device: its loader feeds the GPU loop of train.py through utils.to_device
     assert pin.message.endswith("its batches reach the GPU")
     assert "(they are copied to the GPU at utils.py:6, in the loop at train.py:13)" in pin.help
@@ -33,6 +33,11 @@ def test_research_layout_data_model_utils_train(tmp_path, monkeypatch):
     # the helper syncs on the argument it is given: reported at the call, with where it syncs
     assert sync.message.startswith("`accuracy(output, labels)` (`.item()` at utils.py:10) waits for the GPU every training step (loop at line 13)")
     # `log_every(step, loss)` syncs only under `if step % every == 0:` inside the helper: not reported
+    # the loader's workers: train.py's `for epoch` loop runs `train_epoch`, whose loop takes its batches
+    assert workers.message == (
+        "`DataLoader` workers are shut down and started again for every pass of the loop at train.py:31 "
+        "(its batches are taken at train.py:13)"
+    )
 
 
 def test_a_module_alone_knows_nothing_of_its_project():
@@ -45,6 +50,7 @@ def test_vendor_example_with_packages_re_exports_and_an_engine(tmp_path, monkeyp
     diagnostics = lint(root, monkeypatch)
     assert found(diagnostics) == [
         "detection/datasets/shapes.py:27 GPU102",  # main -> build_loader (re-exported by datasets/__init__.py) -> engine's loop
+        "detection/datasets/shapes.py:27 GPU104",  # ... which main runs once per epoch
         "detection/engine.py:19 GPU303",  # loss_value(losses) calls `.item()` (util/misc.py)
         "detection/engine.py:20 GPU304",  # wait_for_gpu() synchronizes every step
         "detection/engine.py:30 GPU303",  # `if step_stats(outputs) > 0.5:` in the evaluation loop
@@ -382,11 +388,11 @@ def test_editing_a_helper_rechecks_its_importers_only(tmp_path, monkeypatch):
     import gpulint.linter
 
     root = copy_project("research", tmp_path)
-    assert found(lint(root, monkeypatch, use_cache=True)) == ["data.py:20 GPU102", "train.py:20 GPU303"]
+    assert found(lint(root, monkeypatch, use_cache=True)) == ["data.py:20 GPU102", "data.py:20 GPU104", "train.py:20 GPU303"]
     checked: list[str] = []
     original = gpulint.linter._check_bytes
     monkeypatch.setattr(gpulint.linter, "_check_bytes", lambda shown, *a, **k: checked.append(shown) or original(shown, *a, **k))
-    assert found(lint(root, monkeypatch, use_cache=True)) == ["data.py:20 GPU102", "train.py:20 GPU303"]
+    assert found(lint(root, monkeypatch, use_cache=True)) == ["data.py:20 GPU102", "data.py:20 GPU104", "train.py:20 GPU303"]
     assert checked == []  # warm: nothing re-checked
     utils = root / "utils.py"
     utils.write_text(utils.read_text() + "\n# a comment changes no summary\n")
@@ -394,7 +400,7 @@ def test_editing_a_helper_rechecks_its_importers_only(tmp_path, monkeypatch):
     assert checked == ["utils.py"]  # its own bytes changed; its importers' contexts did not
     checked.clear()
     utils.write_text(utils.read_text().replace(".mean().item()", ".mean()"))
-    assert found(lint(root, monkeypatch, use_cache=True)) == ["data.py:20 GPU102"]
+    assert found(lint(root, monkeypatch, use_cache=True)) == ["data.py:20 GPU102", "data.py:20 GPU104"]
     assert sorted(checked) == ["train.py", "utils.py"]  # train.py's context changed: `accuracy` no longer syncs
 
 

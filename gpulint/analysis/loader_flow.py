@@ -234,9 +234,7 @@ class LoaderFlow:
                 continue  # what reaches the GPU is a new CPU tensor built from the batch: the loader's memory is never copied
             if any(residency.is_gpu_module(call.func) for call in self.m.calls_inside(iteration.loop)):
                 return f"they feed the training loop at line {self.m.line_of(iteration.loop)}, which runs a GPU model", True
-        consumptions = [c for function, element in self.returned_by(info.loader.call) for c in project.consumed(function, element)]
-        consumptions += self._consumed_by_callees(info.loader.call)
-        for consumption in consumptions:
+        for consumption in self.consumed_elsewhere(info):
             if not consumption.gpu:
                 continue  # the copy may be to the CPU: that loop's module is no GPU code
             if consumption.moves:
@@ -244,6 +242,13 @@ class LoaderFlow:
             if consumption.trains:
                 return f"they feed the GPU training loop at {consumption.where}", True
         return None
+
+    def consumed_elsewhere(self, info: LoaderInfo) -> list:
+        """The loops of other modules (`project.Consumption`) that take the batches of a loader built here:
+        returned by a function they call, or handed to one of theirs."""
+        project = self.m.project
+        consumptions = [c for function, element in self.returned_by(info.loader.call) for c in project.consumed(function, element)]
+        return consumptions + self._consumed_by_callees(info.loader.call)
 
     def copies_rebuilt_batches(self, iteration: Iteration) -> bool:
         """The loop copies to the GPU tensors it builds from the batch on the CPU (`torch.stack([transform(img)
@@ -306,6 +311,8 @@ class LoaderFlow:
         m = self.m
         found: list[tuple[str, Optional[int]]] = []
         parent = m.parent.get(value)
+        if isinstance(parent, cst.IfExp) and parent.body is value and literal_value(parent.orelse) == (True, None):
+            value, parent = parent, m.parent.get(parent)  # `DataLoader(...) if testset is not None else None`
         names: list[str] = []
         if isinstance(parent, (cst.Return, cst.Element)):
             nodes = [value]

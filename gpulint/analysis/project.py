@@ -41,9 +41,12 @@ class Consumption:
     trains: bool
     gpu: bool  # the loop's function or module is GPU code
     moves: tuple[tuple[str, bool], ...] = ()  # (where the batch is copied to the GPU, non_blocking)
+    # the loop that runs this one again on each of its passes (`train.py:186`): an enclosing loop, or the loop
+    # a caller runs the loop's function in (`valid(...)` called in the training loop); None: runs it once
+    epoch: Optional[str] = None
 
     def to_json(self) -> list:
-        return [self.where, self.trains, self.gpu, self.moves]
+        return [self.where, self.trains, self.gpu, self.moves, self.epoch]
 
 
 @dataclass
@@ -567,7 +570,22 @@ class ProjectIndex:
         steps = self._training_loops(record, f)
         moves = tuple((e[1], e[2]) for e in self._source_effects(record, f, f"l:{loop}", steps - {loop} - _parents(f, loop), 0) if e[0] == "move")
         gpu = f.gpu or self.gpu_reason(record) is not None
-        return Consumption(f"{record.shown}:{f.loops[loop][0]}", loop in steps, gpu, moves)
+        return Consumption(f"{record.shown}:{f.loops[loop][0]}", loop in steps, gpu, moves, self._run_again_by(record, key, f, loop))
+
+    def _run_again_by(self, record: _Record, key: str, f: FunctionSummary, loop: int) -> Optional[str]:
+        """Where the loop that runs `loop` of function `key` again and again is: the loop around it, else the
+        loop a caller calls the function in."""
+        outer = f.loops[loop][2]
+        if outer >= 0:
+            return f"{record.shown}:{f.loops[outer][0]}"
+        if key == MODULE_BODY:
+            return None
+        for caller, caller_key, index in self.callers(record, key):
+            caller_f = caller.summary.functions[caller_key]
+            around = caller_f.calls[index][4]
+            if around >= 0:
+                return f"{caller.shown}:{caller_f.loops[around][0]}"
+        return None
 
     def inputs(self, record: _Record, key: str, param: str, depth: int = 0) -> set[str]:
         """What callers anywhere pass for `param` of function `key`: "cuda_device", "gpu_module", "gpu", "loader"."""

@@ -996,6 +996,8 @@ class _Reader:
                 return None
             if name in ("list", "tuple", "sum", "max", "min", "abs", "iter", "next") and args and sources_of(args[0]):
                 return args[0]
+            if name == "tqdm" and b.is_wrapper(func, name) and args and sources_of(args[0]):
+                return args[0]  # `epoch_iterator = tqdm(train_loader)`, then `for batch in epoch_iterator`
             if qualified is not None and qualified.startswith(("torchvision.models.", "timm.create_model")):
                 return ("module",)
             return None

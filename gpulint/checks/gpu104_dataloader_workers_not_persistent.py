@@ -41,6 +41,11 @@ class DataLoaderWorkersNotPersistent(Rule):
                 if outer is not None and not self._dataset_changes_in(info, outer):
                     yield self._report(info, f"every pass of the loop at line {model.line_of(outer)}", arg)
                     break
+            else:
+                # iterated in another module (`train_loader, _ = get_loader(args)` in train.py) inside a loop there
+                again = next((c for c in flow.consumed_elsewhere(info) if c.epoch is not None), None)
+                if again is not None and not info.iterations:
+                    yield self._report(info, f"every pass of the loop at {again.epoch} (its batches are taken at {again.where})", arg)
 
     def _dataset_changes_in(self, info, outer: cst.CSTNode) -> bool:
         """A method call on the dataset (`set_epoch`, ...) or an attribute assignment to it inside the epoch
