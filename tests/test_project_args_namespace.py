@@ -153,3 +153,56 @@ def test_a_loader_of_a_data_module_iterated_every_epoch_in_the_training_module(t
     assert [f for f in found(diagnostics) if "GPU104" in f] == expected
     if expected:
         assert diagnostics[-1].message.endswith("for every pass of the loop at train.py:9 (its batches are taken at train.py:10)")
+
+
+MODELING = """\
+    import torch.nn as nn
+
+
+    class VisionTransformer(nn.Module):
+        def __init__(self, dim=768):
+            super().__init__()
+            self.blocks = nn.Sequential(*[nn.Linear(dim, dim) for _ in range(12)])
+
+        def forward(self, x):
+            return self.blocks(x)
+
+
+    class Config:
+        def __init__(self):
+            self.hidden = 768
+
+        def to(self, device):
+            return self
+"""
+SETUP = """\
+    import torch
+
+    from models.modeling import {cls}
+
+
+    def setup(args):
+        model = {cls}()
+        model.to(args.device)
+        return model
+
+
+    def main(args, loader):
+        args.device = torch.device("cuda")
+        model = setup(args)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+        for x in loader:
+            model(x.to(args.device)).sum().backward()
+            optimizer.step()
+
+
+    if __name__ == "__main__":
+        main(None, [])
+"""
+
+
+@pytest.mark.parametrize(("cls", "expected"), [("VisionTransformer", ["train.py:8 GPU902"]), ("Config", [])])
+def test_a_model_class_of_another_module_moved_to_cuda_is_a_model(tmp_path, monkeypatch, cls, expected):
+    # an nn.Module of models/modeling.py moved to CUDA in float32: GPU902; a project class that is no module is not
+    files = {"models/__init__.py": "", "models/modeling.py": MODELING, "train.py": SETUP.format(cls=cls)}
+    assert found(lint(write(tmp_path, files), monkeypatch, select=("GPU902",), preview=True)) == expected

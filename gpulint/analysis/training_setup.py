@@ -75,6 +75,9 @@ def is_model_expression(model: SemanticModel, expr: cst.BaseExpression, depth: i
         info = model.local_class_of(qualified)
         if info is not None:
             return model.is_subclass_of(info.node.name.value, "torch.nn.Module")
+        callee = model.callee(expr)
+        if callee is not None and callee.kind == "class" and callee.returns == ("module",):
+            return True  # `VisionTransformer(config)` of models/modeling.py, an nn.Module of the project
         if isinstance(func, cst.Name) and not qualified:
             return any(
                 is_model_expression(model, value, depth + 1)
