@@ -34,6 +34,8 @@ TRAIN, EPOCH, EVAL = "training", "epoch", "evaluation"
 _OTHER_DEVICES = ("mps", "xpu", "meta", "npu", "hpu", "xla", "ipu", "privateuseone")
 # A name that says it holds a device (`device`, `dev`, `gpu`, `local_device`); not `gpu_ref` or `cuda_dtype`.
 _DEVICE_NAME = re.compile(r"(^|_)(device|dev|cuda|gpu)$")
+# Tensor methods that convert to a dtype and nothing else (`torch.arange(n).long()`).
+_CONVERSIONS = frozenset({"float", "half", "double", "long", "int", "bool", "bfloat16", "short", "byte", "char"})
 _DTYPES = frozenset({
     "float", "float16", "float32", "float64", "half", "double", "bfloat16", "int", "int8", "int16", "int32", "int64",
     "long", "short", "uint8", "bool", "complex64", "complex128", "cfloat", "cdouble", "float8_e4m3fn", "float8_e5m2",
@@ -313,6 +315,13 @@ class Residency:
         if short in DETERMINISTIC_FACTORIES or short in RANDOM_FACTORIES or short == "from_numpy":
             return short
         return None
+
+    def converted_factory(self, expr: cst.BaseExpression) -> Optional[cst.Call]:
+        """The factory call under dtype conversions: `torch.arange(n)` in `torch.arange(n).long()` (or the
+        factory `expr` is itself); None when `expr` is no tensor a factory just built."""
+        while isinstance(expr, cst.Call) and not expr.args and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _CONVERSIONS:
+            expr = expr.func.value
+        return expr if isinstance(expr, cst.Call) and self.factory(expr) is not None else None
 
     # ---- modules ------------------------------------------------------------------------------
 
