@@ -190,6 +190,20 @@ class Residency:
             )
         return False
 
+    def _runs_on_gpu_runs(self, statement: cst.CSTNode, at: cst.CSTNode) -> bool:
+        """`statement` runs before `at` whenever the code runs on a GPU: the only branches between them are
+        the bodies of `if` tests that hold on GPU runs (`if use_gpu:`, `if torch.cuda.is_available():`)."""
+        model = self.model
+        for ancestor in model.ancestors(statement):
+            if model.is_inside(at, ancestor):
+                return True
+            if isinstance(ancestor, cst.If):
+                if not (model.is_inside(statement, ancestor.body) and self.holds_on_gpu_runs(ancestor.test)):
+                    return False
+            elif isinstance(ancestor, (cst.Else, cst.Try, cst.ExceptHandler, cst.Finally, cst.For, cst.While, cst.Match)):
+                return False
+        return True
+
     def _not_a_device(self, value: cst.BaseExpression) -> bool:
         """A value that is clearly something other than a device: a tensor, a module, a dtype, a number."""
         ok, literal = literal_value(value)
@@ -499,6 +513,8 @@ class Residency:
                 return NONE
             key = dotted_name(expr)
             writes = self.flow.reaching_writes(key, expr) if key else []
+            if len(writes) > 1 and self._runs_on_gpu_runs(writes[0].statement, expr):
+                writes = writes[:1]  # `if use_gpu: img = img.cuda()`: on GPU runs the move is what reaches
             if writes:
                 return min(self._write_level(w) for w in writes)
             if isinstance(expr, cst.Attribute) and not self.is_module(expr.value):
@@ -571,6 +587,9 @@ class Residency:
     def _element_level(self, write: Write) -> int:
         """`for row in t:` over a GPU tensor (also through `enumerate`/`zip`): each element is on the GPU too."""
         loop = write.statement
+        params = self._parameters_of_gpu_module(loop)
+        if params is not None:
+            return LIKELY if write.target is params else NONE
         levels: list[int] = []
 
         def is_tensor(expr: cst.BaseExpression) -> bool:
@@ -583,6 +602,21 @@ class Residency:
         if not parts or not any(write.target is t or self.model.is_inside(write.target, t) for t in parts):
             return NONE
         return levels[-1]
+
+    def _parameters_of_gpu_module(self, loop: cst.For) -> Optional[cst.BaseExpression]:
+        """The target that takes each parameter in `for p in model.parameters()` / `for name, p in
+        model.named_parameters()` over a GPU module (its parameters and their `.grad` are on the GPU)."""
+        it = loop.iter
+        if not (isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) and it.func.attr.value in ("parameters", "named_parameters")):
+            return None
+        if not self.is_gpu_module(it.func.value):
+            return None
+        target = loop.target
+        if it.func.attr.value == "parameters":
+            return target if isinstance(target, cst.Name) else None
+        if isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2 and isinstance(target.elements[1].value, cst.Name):
+            return target.elements[1].value
+        return None
 
     def _call_level(self, call: cst.Call) -> int:
         model = self.model
