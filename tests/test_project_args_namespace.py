@@ -206,3 +206,44 @@ def test_a_model_class_of_another_module_moved_to_cuda_is_a_model(tmp_path, monk
     # an nn.Module of models/modeling.py moved to CUDA in float32: GPU902; a project class that is no module is not
     files = {"models/__init__.py": "", "models/modeling.py": MODELING, "train.py": SETUP.format(cls=cls)}
     assert found(lint(write(tmp_path, files), monkeypatch, select=("GPU902",), preview=True)) == expected
+
+
+ENGINE = """\
+    def train_one_epoch(model, criterion, data_loader, optimizer, device):
+        model.train()
+        for samples, targets in data_loader:
+            samples = samples.to(device, non_blocking=True)
+            loss = criterion(model(samples), targets.to(device, non_blocking=True))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+"""
+MAIN = """\
+    import torch
+
+    from engine import train_one_epoch
+
+
+    def main(args, dataset_train, model, criterion, optimizer):
+        device = torch.device("cuda")
+        data_loader_train = torch.utils.data.DataLoader(dataset_train, batch_size=64, num_workers=10, pin_memory=True)
+        for epoch in range(300):
+            {epoch_start}
+            train_one_epoch(model, criterion, data_loader_train, optimizer, device)
+"""
+
+
+@pytest.mark.parametrize(
+    ("epoch_start", "expected"),
+    [
+        ("data_loader_train.sampler.set_epoch(epoch)", ["main.py:8 GPU104"]),  # the sampler lives in the main process
+        ("data_loader_train.dataset.set_epoch(epoch)", []),  # persistent workers would keep a stale dataset
+    ],
+)
+def test_a_loader_handed_every_epoch_to_an_engine_in_another_module(tmp_path, monkeypatch, epoch_start, expected):
+    # shaped like deit: main.py builds the loader and runs the epochs, engine.py iterates it
+    files = {"engine.py": ENGINE, "main.py": MAIN.format(epoch_start=epoch_start)}
+    diagnostics = lint(write(tmp_path, files), monkeypatch, select=("GPU104",))
+    assert found(diagnostics) == expected
+    if expected:
+        assert diagnostics[0].message.endswith("for every pass of the loop at main.py:9 (its batches are taken at engine.py:3)")

@@ -45,7 +45,17 @@ class DataLoaderWorkersNotPersistent(Rule):
                 # iterated in another module (`train_loader, _ = get_loader(args)` in train.py) inside a loop there
                 again = next((c for c in flow.consumed_elsewhere(info) if c.epoch is not None), None)
                 if again is not None and not info.iterations:
-                    yield self._report(info, f"every pass of the loop at {again.epoch} (its batches are taken at {again.where})", arg)
+                    outer = self._loop_here(again.epoch)
+                    if outer is None or not self._dataset_changes_in(info, outer):
+                        yield self._report(info, f"every pass of the loop at {again.epoch} (its batches are taken at {again.where})", arg)
+
+    def _loop_here(self, where: str):
+        """The loop of this module at `where` (`main.py:420`), if it is in this module."""
+        model = self.model
+        path, _, line = where.rpartition(":")
+        if path != model.project.path or not line.isdigit():
+            return None
+        return next((loop for loop in model.loops if model.line_of(loop) == int(line)), None)
 
     def _dataset_changes_in(self, info, outer: cst.CSTNode) -> bool:
         """A method call on the dataset (`set_epoch`, ...) or an attribute assignment to it inside the epoch
