@@ -511,3 +511,41 @@ def test_a_star_import_records_the_exports_it_reads():
     assert summarize('import torch\n__all__ = ["A", "b"]\n').exports == ("A", "b")
     assert summarize("__all__ = [n for n in dir()]\n").exports == ()
     assert ModuleSummary.from_json(json.loads(json.dumps(summarize('__all__ = ("A",)\n').to_json()))).exports == ("A",)
+
+
+@pytest.mark.parametrize(
+    ("wrap", "expected"),
+    [
+        ("torch.nn.DataParallel(self.model, device_ids=self.args.gpu_ids)", ["train.py:13 GPU902"]),
+        ("self.build(self.model)", []),  # whatever `build` returns: not known to be a model
+    ],
+)
+def test_a_model_kept_on_self_and_moved_there(tmp_path, monkeypatch, wrap, expected):
+    # shaped like deeplab-xception's Trainer: `self.model, self.optimizer = model, optimizer`, wrapped, then moved
+    train = f"""\
+        from modeling.deeplab import *
+
+
+        class Trainer:
+            def __init__(self, args, loader):
+                self.args, self.loader = args, loader
+                model = DeepLab()
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+                self.model, self.optimizer = model, optimizer
+                if args.cuda:
+                    self.model = {wrap}
+                    patch_replication_callback(self.model)
+                    self.model = self.model.cuda()
+
+            def training(self):
+                for image, target in self.loader:
+                    self.optimizer.zero_grad()
+                    torch.nn.functional.cross_entropy(self.model(image.cuda()), target.cuda()).backward()
+                    self.optimizer.step()
+
+
+        if __name__ == "__main__":
+            Trainer(None, []).training()
+    """
+    files = {"modeling/__init__.py": "", "modeling/deeplab.py": STAR_MODEL.format(exports=""), "train.py": train}
+    assert found(lint(write(tmp_path, files), monkeypatch, select=("GPU902",), preview=True)) == expected

@@ -92,6 +92,10 @@ def is_model_expression(model: SemanticModel, expr: cst.BaseExpression, depth: i
             isinstance(binder, cst.Assign) and is_model_expression(model, binder.value, depth + 1)
             for binder in model.bindings_of(expr.value, expr)
         )
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+        # `self.model = torch.nn.DataParallel(self.model)` then `self.model = self.model.cuda()`
+        writes = model.dataflow.reaching_writes(f"self.{expr.attr.value}", expr)
+        return bool(writes) and all(w.value is not None and is_model_expression(model, w.value, depth + 1) for w in writes)
     return False
 
 
