@@ -10,7 +10,7 @@ from gpulint.analysis.project import lone_context
 from gpulint.analysis.summary import summarize
 from gpulint.config import Settings
 from gpulint.linter import lint_files
-from tests.test_project_model import write
+from tests.projects_helper import write
 
 BASE = """\
     import lightning as L

@@ -4,12 +4,10 @@ defaults and factories that move the model they build; unit tests are not caller
 from __future__ import annotations
 
 import textwrap
-from pathlib import Path
 
 import pytest
 
-from gpulint.config import Settings
-from gpulint.linter import lint_files
+from tests.projects_helper import lint_written
 
 ENGINE = """\
     import torch
@@ -33,17 +31,7 @@ DATA = """\
     def get_loader(ds):
         return DataLoader(ds, batch_size=64, shuffle=True, num_workers=4)
 """
-GPU_FINDINGS = ["data.py:5 GPU102", "engine.py:13 GPU303"]
-
-
-def lint(root: Path, files: dict[str, str], monkeypatch) -> list[str]:
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text), encoding="utf-8")
-    monkeypatch.chdir(root)
-    results = lint_files(sorted(root.rglob("*.py")), Settings(root=root), jobs=1, use_cache=False)
-    return sorted(f"{d.filename}:{d.location.row} {d.code}" for r in results for d in r.diagnostics)
+GPU_FINDINGS = ["data.py:5 GPU102", "data.py:5 GPU104", "engine.py:13 GPU303"]  # GPU104: iterated every epoch in train.py
 
 
 def train(device_expr: str, setup: str = "") -> str:
@@ -90,14 +78,14 @@ DEV_HELPER = """\
 def test_a_device_parameter_given_by_a_helper_or_an_option(tmp_path, monkeypatch, device_expr, expected):
     files = {"engine.py": ENGINE, "data.py": DATA, "utils/__init__.py": "", "utils/dist_util.py": DEV_HELPER}
     files["train.py"] = train(device_expr, "from utils import dist_util")
-    assert lint(tmp_path, files, monkeypatch) == expected
+    assert lint_written(tmp_path, files, monkeypatch) == expected
 
 
 def test_a_helper_that_only_ever_returns_the_cpu_is_not_a_gpu_device(tmp_path, monkeypatch):
     helper = "import torch\n\n\ndef dev():\n    return torch.device('cpu')\n"
     files = {"engine.py": ENGINE, "data.py": DATA, "utils/__init__.py": "", "utils/dist_util.py": helper}
     files["train.py"] = train("dist_util.dev()", "from utils import dist_util")
-    assert lint(tmp_path, files, monkeypatch) == []
+    assert lint_written(tmp_path, files, monkeypatch) == []
 
 
 @pytest.mark.parametrize("test_file", ["tests/test_engine.py", "check_engine.py"])
@@ -113,10 +101,10 @@ def test_a_unit_test_that_runs_the_engine_on_cuda_is_not_a_caller_that_decides_t
             train_one_epoch(model, get_loader(ds), torch.optim.SGD(model.parameters(), lr=0.1), torch.device("cuda"))
     """
     files = {"engine.py": ENGINE, "data.py": DATA, test_file: test, "train.py": train('"cpu"')}
-    assert lint(tmp_path, files, monkeypatch) == []
+    assert lint_written(tmp_path, files, monkeypatch) == []
     # the same call from training code makes the engine GPU code
     files["train.py"] = train('torch.device("cuda")')
-    assert lint(tmp_path, files, monkeypatch) == GPU_FINDINGS
+    assert lint_written(tmp_path, files, monkeypatch) == GPU_FINDINGS
 
 
 MODELS = """\
@@ -168,7 +156,7 @@ def test_a_factory_that_moves_the_model_it_builds_in_place(tmp_path, monkeypatch
             train(model, criterion, loader, torch.optim.SGD(model.parameters(), lr=0.1))
     """
     files = {"models.py": MODELS.replace("model.to(device)", move), "engine.py": LOOP, "main.py": main}
-    assert lint(tmp_path, files, monkeypatch) == expected
+    assert lint_written(tmp_path, files, monkeypatch) == expected
 
 
 LOADERS = """\
@@ -230,14 +218,14 @@ IGNITE = """\
 )
 def test_a_loader_built_in_one_module_and_handed_to_a_framework_in_another(tmp_path, monkeypatch, train, expected):
     files = {"data.py": LOADERS.format(options=""), "train.py": train}
-    assert lint(tmp_path, files, monkeypatch) == expected
+    assert lint_written(tmp_path, files, monkeypatch) == expected
 
 
 @pytest.mark.parametrize("train", [ACCELERATE, LIGHTNING.format(accelerator="gpu"), IGNITE])
 def test_pinned_loaders_with_workers_handed_to_a_framework_are_fine(tmp_path, monkeypatch, train):
     options = ", num_workers=8, pin_memory=True, persistent_workers=True"
     files = {"data.py": LOADERS.format(options=options), "train.py": train}
-    assert lint(tmp_path, files, monkeypatch) == []
+    assert lint_written(tmp_path, files, monkeypatch) == []
 
 
 def test_a_fit_method_of_a_library_that_is_no_training_framework_hands_over_nothing(tmp_path, monkeypatch):
@@ -251,7 +239,7 @@ def test_a_fit_method_of_a_library_that_is_no_training_framework_hands_over_noth
             LogisticRegression().fit(train_loader, None)
     """
     files = {"data.py": LOADERS.format(options=""), "train.py": train}
-    assert lint(tmp_path, files, monkeypatch) == []
+    assert lint_written(tmp_path, files, monkeypatch) == []
 
 
 TRAINER = """\
@@ -311,7 +299,7 @@ ON_GPU = ["run.py:11 GPU102", "trainer.py:18 GPU303"]
 )
 def test_a_device_the_constructor_keeps_from_a_caller_in_another_module(tmp_path, monkeypatch, used, choice, given, expected):
     files = {"trainer.py": TRAINER.format(device=used), "run.py": RUN.format(choice=choice, device=given)}
-    assert lint(tmp_path, files, monkeypatch) == expected
+    assert lint_written(tmp_path, files, monkeypatch) == expected
 
 
 def test_a_model_handed_to_a_framework_is_no_loader(tmp_path, monkeypatch):
@@ -373,7 +361,7 @@ def test_a_device_helper_and_a_trainer_re_exported_by_star_imports(tmp_path, mon
         "trainer/trainer.py": TRAINER.format(device="self.device"),
         "train.py": train,
     }
-    assert lint(tmp_path, files, monkeypatch) == ["train.py:10 GPU102", "trainer/trainer.py:18 GPU303"]
+    assert lint_written(tmp_path, files, monkeypatch) == ["train.py:10 GPU102", "trainer/trainer.py:18 GPU303"]
 
 
 @pytest.mark.parametrize(("reduction", "expected"), [('"none"', []), ('"mean"', [])])
@@ -393,4 +381,4 @@ def test_a_helper_that_syncs_only_for_one_value_of_an_option_is_not_a_per_step_s
     files = {"metrics.py": metrics, "engine.py": ENGINE.replace("print(loss.item())", f"acc = compute_top_k(model(images), labels, 1, reduction={reduction})"), "data.py": DATA}
     files["engine.py"] = "from metrics import compute_top_k\n" + textwrap.dedent(files["engine.py"])
     files["train.py"] = train('torch.device("cuda")')
-    assert lint(tmp_path, files, monkeypatch) == ["data.py:5 GPU102", *expected]
+    assert lint_written(tmp_path, files, monkeypatch) == ["data.py:5 GPU102", "data.py:5 GPU104", *expected]

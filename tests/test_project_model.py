@@ -8,44 +8,15 @@ from __future__ import annotations
 
 import ast
 import json
-import shutil
 import textwrap
-from pathlib import Path
 
 import pytest
 
 from gpulint.analysis.summary import ModuleSummary, summarize
-from gpulint.config import Settings, with_overrides
-from gpulint.linter import check_source, lint_files
-from tests.conftest import REPO, run_gpulint
-
-PROJECTS = REPO / "tests" / "projects"
-
-
-def write(root: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text), encoding="utf-8")
-    return root
-
-
-def copy_project(name: str, tmp_path: Path) -> Path:
-    target = tmp_path / name
-    shutil.copytree(PROJECTS / name, target)
-    return target
-
-
-def lint(root: Path, monkeypatch, files: list[str] | None = None, use_cache: bool = False, **overrides):
-    monkeypatch.chdir(root)
-    settings = with_overrides(Settings(root=root), **overrides)
-    paths = [root / f for f in files] if files else sorted(root.rglob("*.py"))
-    return [d for result in lint_files(paths, settings, jobs=1, use_cache=use_cache) for d in result.diagnostics]
-
-
-def found(diagnostics) -> list[str]:
-    return [f"{d.filename}:{d.location.row} {d.code or d.name}" for d in diagnostics]
-
+from gpulint.config import Settings
+from gpulint.linter import check_source
+from tests.conftest import run_gpulint
+from tests.projects_helper import PROJECTS, copy_project, found, lint, write
 
 # ---- the fixture projects ------------------------------------------------------------------------------
 
@@ -53,8 +24,8 @@ def found(diagnostics) -> list[str]:
 def test_research_layout_data_model_utils_train(tmp_path, monkeypatch):
     root = copy_project("research", tmp_path)
     diagnostics = lint(root, monkeypatch)
-    assert found(diagnostics) == ["data.py:20 GPU102", "train.py:20 GPU303"]
-    pin, sync = diagnostics
+    assert found(diagnostics) == ["data.py:20 GPU102", "data.py:20 GPU104", "train.py:20 GPU303"]
+    pin, workers, sync = diagnostics
     # data.py never names a device: its loader feeds the GPU loop of train.py through utils.to_device
     assert pin.message.endswith("its batches reach the GPU")
     assert "(they are copied to the GPU at utils.py:6, in the loop at train.py:13)" in pin.help
@@ -62,6 +33,11 @@ def test_research_layout_data_model_utils_train(tmp_path, monkeypatch):
     # the helper syncs on the argument it is given: reported at the call, with where it syncs
     assert sync.message.startswith("`accuracy(output, labels)` (`.item()` at utils.py:10) waits for the GPU every training step (loop at line 13)")
     # `log_every(step, loss)` syncs only under `if step % every == 0:` inside the helper: not reported
+    # the loader's workers: train.py's `for epoch` loop runs `train_epoch`, whose loop takes its batches
+    assert workers.message == (
+        "`DataLoader` workers are shut down and started again for every pass of the loop at train.py:31 "
+        "(its batches are taken at train.py:13)"
+    )
 
 
 def test_a_module_alone_knows_nothing_of_its_project():
@@ -74,6 +50,7 @@ def test_vendor_example_with_packages_re_exports_and_an_engine(tmp_path, monkeyp
     diagnostics = lint(root, monkeypatch)
     assert found(diagnostics) == [
         "detection/datasets/shapes.py:27 GPU102",  # main -> build_loader (re-exported by datasets/__init__.py) -> engine's loop
+        "detection/datasets/shapes.py:27 GPU104",  # ... which main runs once per epoch
         "detection/engine.py:19 GPU303",  # loss_value(losses) calls `.item()` (util/misc.py)
         "detection/engine.py:20 GPU304",  # wait_for_gpu() synchronizes every step
         "detection/engine.py:30 GPU303",  # `if step_stats(outputs) > 0.5:` in the evaluation loop
@@ -411,11 +388,11 @@ def test_editing_a_helper_rechecks_its_importers_only(tmp_path, monkeypatch):
     import gpulint.linter
 
     root = copy_project("research", tmp_path)
-    assert found(lint(root, monkeypatch, use_cache=True)) == ["data.py:20 GPU102", "train.py:20 GPU303"]
+    assert found(lint(root, monkeypatch, use_cache=True)) == ["data.py:20 GPU102", "data.py:20 GPU104", "train.py:20 GPU303"]
     checked: list[str] = []
     original = gpulint.linter._check_bytes
     monkeypatch.setattr(gpulint.linter, "_check_bytes", lambda shown, *a, **k: checked.append(shown) or original(shown, *a, **k))
-    assert found(lint(root, monkeypatch, use_cache=True)) == ["data.py:20 GPU102", "train.py:20 GPU303"]
+    assert found(lint(root, monkeypatch, use_cache=True)) == ["data.py:20 GPU102", "data.py:20 GPU104", "train.py:20 GPU303"]
     assert checked == []  # warm: nothing re-checked
     utils = root / "utils.py"
     utils.write_text(utils.read_text() + "\n# a comment changes no summary\n")
@@ -423,7 +400,7 @@ def test_editing_a_helper_rechecks_its_importers_only(tmp_path, monkeypatch):
     assert checked == ["utils.py"]  # its own bytes changed; its importers' contexts did not
     checked.clear()
     utils.write_text(utils.read_text().replace(".mean().item()", ".mean()"))
-    assert found(lint(root, monkeypatch, use_cache=True)) == ["data.py:20 GPU102"]
+    assert found(lint(root, monkeypatch, use_cache=True)) == ["data.py:20 GPU102", "data.py:20 GPU104"]
     assert sorted(checked) == ["train.py", "utils.py"]  # train.py's context changed: `accuracy` no longer syncs
 
 
@@ -463,3 +440,112 @@ def test_a_summary_holds_no_tree_and_round_trips_through_json():
 
 def test_a_file_python_cannot_parse_has_an_empty_summary():
     assert summarize("def broken(:\n").ok is False
+
+
+# ---- star imports of project modules --------------------------------------------------------------------
+
+STAR_MODEL = """\
+    import torch
+    import torch.nn as nn
+    {exports}
+
+    class DeepLab(nn.Module):
+        def __init__(self, num_classes=21):
+            super().__init__()
+            self.conv = nn.Conv2d(3, num_classes, 3)
+
+        def forward(self, x):
+            return self.conv(x)
+"""
+STAR_TRAIN = """\
+    from modeling.deeplab import *
+
+
+    class Trainer:
+        def __init__(self, loader):
+            self.loader = loader
+            model = DeepLab()
+            self.optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+            self.model = nn.DataParallel(model)
+            self.model = self.model.cuda()
+
+        def training(self):
+            for image, target in self.loader:
+                self.optimizer.zero_grad()
+                loss = torch.nn.functional.cross_entropy(self.model(image), target)
+                loss.backward()
+                self.optimizer.step()
+                print(loss.item())
+"""
+
+
+@pytest.mark.parametrize(
+    ("exports", "expected"),
+    [
+        ("", ["train.py:9 GPU401", "train.py:18 GPU303"]),  # `torch` and `nn` come in with the star import
+        ('__all__ = ["DeepLab"]', []),  # `__all__` limits the star import to DeepLab: `torch` is unknown here
+        ('__all__ = ["DeepLab", "nn"]', ["train.py:9 GPU401", "train.py:18 GPU303"]),
+    ],
+)
+def test_a_star_import_of_a_project_module_binds_the_modules_it_imported(tmp_path, monkeypatch, exports, expected):
+    files = {"modeling/__init__.py": "", "modeling/deeplab.py": STAR_MODEL.format(exports=exports), "train.py": STAR_TRAIN}
+    diagnostics = lint(write(tmp_path, files), monkeypatch)
+    assert found(diagnostics) == expected
+    if "train.py:9 GPU401" in expected:
+        assert diagnostics[0].message == "`DataParallel` (it spreads over every visible GPU) runs one process with a thread per GPU"
+
+
+def test_a_name_the_star_importing_module_binds_itself_is_its_own(tmp_path, monkeypatch):
+    # `nn` rebound after the star import to a project module: `nn.DataParallel` is that module's, not torch's
+    files = {
+        "modeling/__init__.py": "",
+        "modeling/deeplab.py": STAR_MODEL.format(exports=""),
+        "mynn.py": "class DataParallel:\n    def __init__(self, module):\n        self.module = module\n",
+        "train.py": textwrap.dedent(STAR_TRAIN).replace("*\n", "*\nimport mynn as nn\n", 1),
+    }
+    assert found(lint(write(tmp_path, files), monkeypatch)) == []  # no GPU401 (and a model of unknown kind)
+
+
+def test_a_star_import_records_the_exports_it_reads():
+    assert summarize("import torch\n").exports is None
+    assert summarize('import torch\n__all__ = ["A", "b"]\n').exports == ("A", "b")
+    assert summarize("__all__ = [n for n in dir()]\n").exports == ()
+    assert ModuleSummary.from_json(json.loads(json.dumps(summarize('__all__ = ("A",)\n').to_json()))).exports == ("A",)
+
+
+@pytest.mark.parametrize(
+    ("wrap", "expected"),
+    [
+        ("torch.nn.DataParallel(self.model, device_ids=self.args.gpu_ids)", ["train.py:13 GPU902"]),
+        ("self.build(self.model)", []),  # whatever `build` returns: not known to be a model
+    ],
+)
+def test_a_model_kept_on_self_and_moved_there(tmp_path, monkeypatch, wrap, expected):
+    # shaped like deeplab-xception's Trainer: `self.model, self.optimizer = model, optimizer`, wrapped, then moved
+    train = f"""\
+        from modeling.deeplab import *
+
+
+        class Trainer:
+            def __init__(self, args, loader):
+                self.args, self.loader = args, loader
+                model = DeepLab()
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+                self.model, self.optimizer = model, optimizer
+                if args.cuda:
+                    self.model = {wrap}
+                    patch_replication_callback(self.model)
+                    self.model = self.model.cuda()
+
+            def training(self):
+                for image, target in self.loader:
+                    self.optimizer.zero_grad()
+                    torch.nn.functional.cross_entropy(self.model(image.cuda()), target.cuda()).backward()
+                    self.optimizer.step()
+
+
+        if __name__ == "__main__":
+            Trainer(None, []).training()
+    """
+    files = {"modeling/__init__.py": "", "modeling/deeplab.py": STAR_MODEL.format(exports=""), "train.py": train}
+    assert found(lint(write(tmp_path, files), monkeypatch, select=("GPU902",), preview=True)) == expected

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 
 from gpulint.analysis import settings_files
-from tests.test_project_model import found, lint, write
+from tests.projects_helper import found, lint, write
 
 DATASET = """
 import torch

@@ -9,7 +9,7 @@ call under `if step % 100 == 0:` and one after the loop).
 
 from __future__ import annotations
 
-from tests.test_project_model import copy_project, found, lint, write
+from tests.projects_helper import copy_project, found, lint, write
 
 
 def test_research_project_helpers_reached_every_step(tmp_path, monkeypatch):

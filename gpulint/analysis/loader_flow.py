@@ -91,6 +91,18 @@ class LoaderInfo:
         return next((feed for feed in self.feeds if feed.places_on_device), None)
 
 
+@dataclass
+class ReturnedLoader:
+    """A loader built in another module and returned by the project function this module calls
+    (`train_loader, test_loader = get_loader(args)`), with where its batches are used here."""
+
+    call: cst.Call
+    where: str  # `utils/data_utils.py:51`: the `DataLoader(...)` call
+    facts: dict  # as the summary records the loader: `pin_memory`, `num_workers`, ... (`"?"`: not known)
+    iterations: list[Iteration]
+    moves: list[BatchMove]
+
+
 class LoaderFlow:
     """Per-module answers: `info(loader)`, `iterations_of(node)`, roles of loops."""
 
@@ -111,6 +123,53 @@ class LoaderFlow:
     @cached_property
     def infos(self) -> list[LoaderInfo]:
         return [self.info(loader) for loader in self.m.dataloaders]
+
+    @cached_property
+    def returned_loaders(self) -> list[ReturnedLoader]:
+        """Loaders that project functions of other modules build and return to this module's calls."""
+        found = []
+        m = self.m
+        for call in m.calls:
+            callee = m.callee(call)
+            if callee is None or callee.kind != "function" or not callee.returns or callee.where.rsplit(":", 1)[0] == m.project.path:
+                continue  # this module's own factories: their `DataLoader(...)` calls are followed from there
+            returned = callee.returns
+            elements = [(None, returned)] if returned[0] == "loader" else list(enumerate(returned[1])) if returned[0] == "tuple" else []
+            for index, value in elements:
+                if value is None or value[0] != "loader" or not isinstance(value[1], dict):
+                    continue
+                iterations = self._iterations_from(list(self._refs_of_result(call, index)))
+                where = f"{callee.where.rsplit(':', 1)[0]}:{value[1].get('line', '?')}"
+                found.append(ReturnedLoader(call, where, value[1], iterations, self._moves(iterations)))
+        return found
+
+    def _refs_of_result(self, call: cst.Call, index: Optional[int]) -> Iterator[_Ref]:
+        """The names the result of `call` (its element `index`) is given."""
+        if index is None:
+            yield from self._refs_from_value(call, (call,), (), 1)
+            return
+        parent = self.m.parent.get(call)
+        if isinstance(parent, cst.Assign) and parent.value is call and len(parent.targets) == 1:
+            target = parent.targets[0].target
+            if isinstance(target, (cst.Tuple, cst.List)):
+                if index < len(target.elements) and not any(isinstance(e, cst.StarredElement) for e in target.elements):
+                    yield from self._refs_for_target(target.elements[index].value, parent, (call, parent), ())
+            elif isinstance(target, cst.Name):  # `loaders = get_loaders()`, then `loaders[0]`
+                yield from self._refs_for_target(target, parent, (call, parent), (), index)
+
+    def _iterations_from(self, pending: list[_Ref]) -> list[Iteration]:
+        found: list[Iteration] = []
+        seen: set[tuple] = set()
+        while pending:
+            ref = pending.pop()
+            key = (id(ref.scope), ref.name, ref.key)
+            if key in seen:
+                continue
+            seen.add(key)
+            found.extend(self._iterations_of_ref(ref))
+            if len(ref.via) < _MAX_HOPS:
+                pending.extend(self._forwarded_refs(ref))
+        return found
 
     def iterations_of(self, value: cst.CSTNode) -> list[Iteration]:
         """Where the object built by the expression `value` is iterated."""
@@ -175,9 +234,7 @@ class LoaderFlow:
                 continue  # what reaches the GPU is a new CPU tensor built from the batch: the loader's memory is never copied
             if any(residency.is_gpu_module(call.func) for call in self.m.calls_inside(iteration.loop)):
                 return f"they feed the training loop at line {self.m.line_of(iteration.loop)}, which runs a GPU model", True
-        consumptions = [c for function, element in self.returned_by(info.loader.call) for c in project.consumed(function, element)]
-        consumptions += self._consumed_by_callees(info.loader.call)
-        for consumption in consumptions:
+        for consumption in self.consumed_elsewhere(info):
             if not consumption.gpu:
                 continue  # the copy may be to the CPU: that loop's module is no GPU code
             if consumption.moves:
@@ -185,6 +242,13 @@ class LoaderFlow:
             if consumption.trains:
                 return f"they feed the GPU training loop at {consumption.where}", True
         return None
+
+    def consumed_elsewhere(self, info: LoaderInfo) -> list:
+        """The loops of other modules (`project.Consumption`) that take the batches of a loader built here:
+        returned by a function they call, or handed to one of theirs."""
+        project = self.m.project
+        consumptions = [c for function, element in self.returned_by(info.loader.call) for c in project.consumed(function, element)]
+        return consumptions + self._consumed_by_callees(info.loader.call)
 
     def copies_rebuilt_batches(self, iteration: Iteration) -> bool:
         """The loop copies to the GPU tensors it builds from the batch on the CPU (`torch.stack([transform(img)
@@ -247,6 +311,8 @@ class LoaderFlow:
         m = self.m
         found: list[tuple[str, Optional[int]]] = []
         parent = m.parent.get(value)
+        if isinstance(parent, cst.IfExp) and parent.body is value and literal_value(parent.orelse) == (True, None):
+            value, parent = parent, m.parent.get(parent)  # `DataLoader(...) if testset is not None else None`
         names: list[str] = []
         if isinstance(parent, (cst.Return, cst.Element)):
             nodes = [value]

@@ -374,6 +374,8 @@ class SemanticModel:
         self.source = source if source is not None else module.code
         self._project = project
         self.imports = ImportTable()
+        if project is not None:
+            self.imports.bindings.update(project.star_imports)  # `from models import *`: its `torch`, `nn`
         self.import_statements: list[cst.CSTNode] = []
         self.parent: dict[cst.CSTNode, cst.CSTNode] = {}
         self.calls: list[cst.Call] = []
@@ -715,12 +717,13 @@ class SemanticModel:
         if head == "self" and rest and "." not in rest:
             owner = next((a for a in self.ancestors(call) if isinstance(a, cst.ClassDef)), None)
             return f"{owner.name.value}.{rest}" if owner is not None else None
-        instance = self._instance_class(head, call) if rest and "." not in rest else None
-        if instance is not None:
-            return f"{instance}.{rest}"  # `trainer = Trainer(...)` then `trainer.fit(loader)`: as the summary names it
         scope = self.scope_of(call)
-        if scope is not self.module and (id(scope), head) in self.bindings or head == "self":
-            return self._instance_method_ref(call)
+        local = scope is not self.module and (id(scope), head) in self.bindings or head == "self"
+        if local or (rest and "." not in rest):
+            # `trainer = Trainer(...)` then `trainer.fit(loader)`, the receiver bound here or at module level
+            instance = self._instance_method_ref(call)
+            if instance is not None or local:
+                return instance
         return dotted
 
     def _instance_method_ref(self, call: cst.Call) -> str | None:
@@ -744,15 +747,6 @@ class SemanticModel:
         ref = f"{factory}.{func.attr.value}"
         callee = self.project.callee(ref)
         return ref if callee is not None and callee.kind == "function" else None
-
-    def _instance_class(self, name: str, at: cst.CSTNode) -> str | None:
-        """`X` when `name` is bound once, to `X(...)` with a class-like name (`Trainer`, `models.Net`)."""
-        binders = self.bindings_of(name, at)
-        if len(binders) != 1 or not isinstance(binders[0], cst.Assign) or len(binders[0].targets) != 1:
-            return None
-        value = binders[0].value
-        built = dotted_name(value.func) if isinstance(value, cst.Call) else None
-        return built if built is not None and built.rsplit(".", 1)[-1][:1].isupper() else None
 
     def callee(self, call: cst.Call):
         """The composed facts of the project function or class `call` calls (`analysis/project.Callee`), or None."""

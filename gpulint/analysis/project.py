@@ -41,9 +41,12 @@ class Consumption:
     trains: bool
     gpu: bool  # the loop's function or module is GPU code
     moves: tuple[tuple[str, bool], ...] = ()  # (where the batch is copied to the GPU, non_blocking)
+    # the loop that runs this one again on each of its passes (`train.py:186`): an enclosing loop, or the loop
+    # a caller runs the loop's function in (`valid(...)` called in the training loop); None: runs it once
+    epoch: Optional[str] = None
 
     def to_json(self) -> list:
-        return [self.where, self.trains, self.gpu, self.moves]
+        return [self.where, self.trains, self.gpu, self.moves, self.epoch]
 
 
 @dataclass
@@ -83,6 +86,9 @@ class ModuleContext:
     # (`LitModel(Base)`, `Base(L.LightningModule)` in base.py: ["lightning.LightningModule"]).
     inherited: dict[str, list[str]] = field(default_factory=dict)
     settings: dict[str, str] = field(default_factory=dict)  # setting files it may read -> content hash
+    # names a `from <project module> import *` binds to library modules and objects that module imported
+    # (`torch`, `nn` -> `torch.nn`): local name -> qualified name
+    star_imports: dict[str, str] = field(default_factory=dict)
 
     def callee(self, ref: Optional[str]) -> Optional[Callee]:
         return self.callees.get(ref) if ref else None
@@ -100,6 +106,8 @@ class ModuleContext:
                 found.add("helper-moves")
         if self.consumers:
             found.add("loader-consumed")
+        if any(_returns_pinned_loader(callee.returns) for callee in self.callees.values()):
+            found.add("pinned-loader-returned")
         return frozenset(found)
 
     def consumed(self, function: str, element: Optional[int] = None) -> list[Consumption]:
@@ -119,6 +127,7 @@ class ModuleContext:
             sorted(self.inputs.items()),
             sorted(self.inherited.items()),
             sorted(self.settings.items()),
+            sorted(self.star_imports.items()),
         ]
         return hashlib.sha256(json.dumps(data, default=str).encode()).hexdigest()[:16]
 
@@ -265,6 +274,30 @@ class ProjectIndex:
             if sub is not None:
                 return self._attribute(sub, tail, depth + 1)
         return None
+
+    def star_imports(self, record: _Record, depth: int = 0) -> dict[str, str]:
+        """The library names `record`'s `from <project module> import *` statements bind: a star import takes
+        every public name of the module (its `__all__` when it has one), the ones it imported too."""
+        found: dict[str, str] = {}
+        for level, module in record.summary.stars:
+            source = self.module(record, level, module)
+            if source is None or source is record or depth > _MAX_DEPTH:
+                continue
+            exported = source.summary.exports
+            names = {**self.star_imports(source, depth + 1), **self._library_imports(source)}
+            for name, qualified in names.items():
+                if (name in exported) if exported is not None else not name.startswith("_"):
+                    found[name] = qualified
+        return found
+
+    def _library_imports(self, record: _Record) -> dict[str, str]:
+        """`nn` -> `torch.nn` for `import torch.nn as nn`: the module's imports that are not project modules."""
+        found = {}
+        for name, (level, module, imported) in record.summary.imports.items():
+            if level or self.symbol(record, name) is not None:
+                continue  # a project module or symbol: resolved through the index, not as a library name
+            found[name] = f"{module}.{imported}" if imported else module
+        return found
 
     # ---- composed facts ---------------------------------------------------------------------------
 
@@ -537,7 +570,22 @@ class ProjectIndex:
         steps = self._training_loops(record, f)
         moves = tuple((e[1], e[2]) for e in self._source_effects(record, f, f"l:{loop}", steps - {loop} - _parents(f, loop), 0) if e[0] == "move")
         gpu = f.gpu or self.gpu_reason(record) is not None
-        return Consumption(f"{record.shown}:{f.loops[loop][0]}", loop in steps, gpu, moves)
+        return Consumption(f"{record.shown}:{f.loops[loop][0]}", loop in steps, gpu, moves, self._run_again_by(record, key, f, loop))
+
+    def _run_again_by(self, record: _Record, key: str, f: FunctionSummary, loop: int) -> Optional[str]:
+        """Where the loop that runs `loop` of function `key` again and again is: the loop around it, else the
+        loop a caller calls the function in."""
+        outer = f.loops[loop][2]
+        if outer >= 0:
+            return f"{record.shown}:{f.loops[outer][0]}"
+        if key == MODULE_BODY:
+            return None
+        for caller, caller_key, index in self.callers(record, key):
+            caller_f = caller.summary.functions[caller_key]
+            around = caller_f.calls[index][4]
+            if around >= 0:
+                return f"{caller.shown}:{caller_f.loops[around][0]}"
+        return None
 
     def inputs(self, record: _Record, key: str, param: str, depth: int = 0) -> set[str]:
         """What callers anywhere pass for `param` of function `key`: "cuda_device", "gpu_module", "gpu", "loader"."""
@@ -670,6 +718,8 @@ class ProjectIndex:
                 context.inherited[name] = inherited
         if summary.settings:
             context.settings = settings_files.digest(str(path), summary.settings)
+        own = {*summary.imports, *summary.functions, *summary.classes, *summary.values}
+        context.star_imports = {k: v for k, v in self.star_imports(record).items() if k not in own}
         self._contexts[path] = context
         return context
 
@@ -688,6 +738,15 @@ class ProjectIndex:
                 found.extend(self.consumptions(caller, caller_key, source))
             if found:
                 context.consumers[key if element is None else f"{key}.{element}"] = found[:8]
+
+
+def _returns_pinned_loader(returned: Any) -> bool:
+    """A loader built with `pin_memory=True`, or a tuple holding one, as a callee's summary returns it."""
+    if not returned:
+        return False
+    if returned[0] == "loader":
+        return isinstance(returned[1], dict) and returned[1].get("pin_memory") is True
+    return returned[0] == "tuple" and any(_returns_pinned_loader(r) for r in returned[1])
 
 
 def _parents(f: FunctionSummary, loop: int) -> set[int]:

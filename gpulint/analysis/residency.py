@@ -34,6 +34,8 @@ TRAIN, EPOCH, EVAL = "training", "epoch", "evaluation"
 _OTHER_DEVICES = ("mps", "xpu", "meta", "npu", "hpu", "xla", "ipu", "privateuseone")
 # A name that says it holds a device (`device`, `dev`, `gpu`, `local_device`); not `gpu_ref` or `cuda_dtype`.
 _DEVICE_NAME = re.compile(r"(^|_)(device|dev|cuda|gpu)$")
+# Tensor methods that convert to a dtype and nothing else (`torch.arange(n).long()`).
+_CONVERSIONS = frozenset({"float", "half", "double", "long", "int", "bool", "bfloat16", "short", "byte", "char"})
 _DTYPES = frozenset({
     "float", "float16", "float32", "float64", "half", "double", "bfloat16", "int", "int8", "int16", "int32", "int64",
     "long", "short", "uint8", "bool", "complex64", "complex128", "cfloat", "cdouble", "float8_e4m3fn", "float8_e5m2",
@@ -188,6 +190,20 @@ class Residency:
             )
         return False
 
+    def _runs_on_gpu_runs(self, statement: cst.CSTNode, at: cst.CSTNode) -> bool:
+        """`statement` runs before `at` whenever the code runs on a GPU: the only branches between them are
+        the bodies of `if` tests that hold on GPU runs (`if use_gpu:`, `if torch.cuda.is_available():`)."""
+        model = self.model
+        for ancestor in model.ancestors(statement):
+            if model.is_inside(at, ancestor):
+                return True
+            if isinstance(ancestor, cst.If):
+                if not (model.is_inside(statement, ancestor.body) and self.holds_on_gpu_runs(ancestor.test)):
+                    return False
+            elif isinstance(ancestor, (cst.Else, cst.Try, cst.ExceptHandler, cst.Finally, cst.For, cst.While, cst.Match)):
+                return False
+        return True
+
     def _not_a_device(self, value: cst.BaseExpression) -> bool:
         """A value that is clearly something other than a device: a tensor, a module, a dtype, a number."""
         ok, literal = literal_value(value)
@@ -313,6 +329,13 @@ class Residency:
         if short in DETERMINISTIC_FACTORIES or short in RANDOM_FACTORIES or short == "from_numpy":
             return short
         return None
+
+    def converted_factory(self, expr: cst.BaseExpression) -> Optional[cst.Call]:
+        """The factory call under dtype conversions: `torch.arange(n)` in `torch.arange(n).long()` (or the
+        factory `expr` is itself); None when `expr` is no tensor a factory just built."""
+        while isinstance(expr, cst.Call) and not expr.args and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _CONVERSIONS:
+            expr = expr.func.value
+        return expr if isinstance(expr, cst.Call) and self.factory(expr) is not None else None
 
     # ---- modules ------------------------------------------------------------------------------
 
@@ -490,6 +513,8 @@ class Residency:
                 return NONE
             key = dotted_name(expr)
             writes = self.flow.reaching_writes(key, expr) if key else []
+            if len(writes) > 1 and self._runs_on_gpu_runs(writes[0].statement, expr):
+                writes = writes[:1]  # `if use_gpu: img = img.cuda()`: on GPU runs the move is what reaches
             if writes:
                 return min(self._write_level(w) for w in writes)
             if isinstance(expr, cst.Attribute) and not self.is_module(expr.value):
@@ -506,10 +531,31 @@ class Residency:
         if isinstance(expr, cst.UnaryOperation):
             return NONE if isinstance(expr.operator, cst.Not) else self.level(expr.expression)
         if isinstance(expr, cst.Subscript):
+            built = self._built_elements_level(expr.value)
+            if built is not None:
+                return built
             return NONE if self.is_module(expr.value) else self.level(expr.value)
         if isinstance(expr, cst.IfExp):
             return min(self.level(expr.body), self.level(expr.orelse))
         return NONE
+
+    def _built_elements_level(self, expr: cst.BaseExpression, depth: int = 0) -> Optional[int]:
+        """Where the elements of a sequence built by a comprehension are: `tuple(t.to(device) for t in batch)`,
+        `[t.cuda() for t in batch]` (or a name bound only to one), as its element expression says; None when
+        `expr` is no such sequence."""
+        if depth > 4:
+            return None
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value in ("tuple", "list"):
+            if len(expr.args) != 1 or expr.args[0].keyword is not None or expr.args[0].star or self.model.bindings_of(expr.func.value, expr):
+                return None
+            expr = expr.args[0].value
+        if isinstance(expr, (cst.GeneratorExp, cst.ListComp)):
+            return self.level(expr.elt)
+        if isinstance(expr, cst.Name):
+            writes = self.flow.reaching_writes(expr.value, expr)
+            levels = [self._built_elements_level(w.value, depth + 1) if w.value is not None and not w.is_augmented else None for w in writes]
+            return min(levels) if levels and None not in levels else None
+        return None
 
     def _write_level(self, write: Write) -> int:
         # Memoized: each `if c: t += x` reaches every earlier one, so unmemoized this costs 2^n.
@@ -526,7 +572,10 @@ class Residency:
             return self._element_level(write)
         if write.value is None:
             # `out, feats = model(x)`: the parts of what a GPU module returns are on the GPU too.
-            return min(self.level(write.source), LIKELY) if write.source is not None else NONE
+            if write.source is None:
+                return NONE
+            built = self._built_elements_level(write.source)
+            return built if built is not None else min(self.level(write.source), LIKELY)
         level = self.level(write.value)
         if write.is_augmented:
             # `total += loss`: a tensor if either side is (the earlier value of `total` is seen before it).
@@ -538,6 +587,9 @@ class Residency:
     def _element_level(self, write: Write) -> int:
         """`for row in t:` over a GPU tensor (also through `enumerate`/`zip`): each element is on the GPU too."""
         loop = write.statement
+        params = self._parameters_of_gpu_module(loop)
+        if params is not None:
+            return LIKELY if write.target is params else NONE
         levels: list[int] = []
 
         def is_tensor(expr: cst.BaseExpression) -> bool:
@@ -550,6 +602,21 @@ class Residency:
         if not parts or not any(write.target is t or self.model.is_inside(write.target, t) for t in parts):
             return NONE
         return levels[-1]
+
+    def _parameters_of_gpu_module(self, loop: cst.For) -> Optional[cst.BaseExpression]:
+        """The target that takes each parameter in `for p in model.parameters()` / `for name, p in
+        model.named_parameters()` over a GPU module (its parameters and their `.grad` are on the GPU)."""
+        it = loop.iter
+        if not (isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) and it.func.attr.value in ("parameters", "named_parameters")):
+            return None
+        if not self.is_gpu_module(it.func.value):
+            return None
+        target = loop.target
+        if it.func.attr.value == "parameters":
+            return target if isinstance(target, cst.Name) else None
+        if isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2 and isinstance(target.elements[1].value, cst.Name):
+            return target.elements[1].value
+        return None
 
     def _call_level(self, call: cst.Call) -> int:
         model = self.model
@@ -1029,11 +1096,12 @@ class Residency:
 
     def _rate_limiting(self, test: cst.BaseExpression, loop_targets: set) -> bool:
         found = self._once(test, loop_targets)
+        every = self._every_time
 
         class _Scan(cst.CSTVisitor):
             def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
                 nonlocal found
-                if isinstance(node.operator, cst.Modulo):
+                if isinstance(node.operator, cst.Modulo) and not every(node):
                     found = True
 
             def visit_Name(self, node: cst.Name) -> None:
@@ -1043,6 +1111,12 @@ class Residency:
 
         test.visit(_Scan())
         return found
+
+    def _every_time(self, modulo: cst.BinaryOperation) -> bool:
+        """`(step + 1) % args.gradient_accumulation_steps` where the divisor is 1 (its argparse default, a
+        constant): always 0, so its test passes every iteration (every optimizer step, no interval)."""
+        resolved = self.model.values.resolve(modulo.right)
+        return resolved is not None and type(resolved.value) is int and resolved.value == 1
 
     def runs_once(self, guard: Optional[cst.CSTNode], loop: Loop) -> bool:
         """A guard from `rate_limit_guard` that lets its body run once per pass of `loop` or only after an
@@ -1055,6 +1129,8 @@ class Residency:
     def _first_pass(self, test: cst.BaseExpression, loop: Loop) -> bool:
         """`if preds is None:` where `preds = None` before the loop and the loop sets it to something else:
         the branch runs on the first pass only (the first batch starts the result, later ones extend it)."""
+        if self._first_append(test, loop):
+            return True
         if not (isinstance(test, cst.Comparison) and isinstance(test.left, cst.Name) and len(test.comparisons) == 1):
             return False
         comparison = test.comparisons[0]
@@ -1068,6 +1144,33 @@ class Residency:
             bool(inside) and any(w.value is not None and literal_value(w.value) == (True, None) for w in before)
             and all(w.value is not None and literal_value(w.value) != (True, None) for w in inside)
         )  # fmt: skip
+
+    def _first_append(self, test: cst.BaseExpression, loop: Loop) -> bool:
+        """`if len(preds) == 0:` where `preds = []` before the loop, the branch appends to it and the loop never
+        rebinds it: true on the first pass only."""
+        if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.comparisons[0].operator, cst.Equal)):
+            return False
+        measured, zero = test.left, test.comparisons[0].comparator
+        if literal_value(zero) != (True, 0) or not (isinstance(measured, cst.Call) and self.model.call_name(measured) is None):
+            return False
+        if not (isinstance(measured.func, cst.Name) and measured.func.value == "len" and len(measured.args) == 1):
+            return False
+        listed = measured.args[0].value
+        if not isinstance(listed, cst.Name) or self.model.bindings_of("len", measured):
+            return False
+        flow = self.flow
+        writes = flow.writes_in_scope(listed.value, self.model.scope_of(test))
+        before = [w for w in writes if not flow.inside(w.statement, loop) and flow.before(w.statement, loop)]
+        after = [w for w in writes if w not in before]  # in the loop, or after it where an outer loop comes back
+        if not before or any(flow.inside(w.statement, loop) or self.model.enclosing_loops(w.statement) for w in after):
+            return False
+        if not all(isinstance(w.value, cst.List) and not w.value.elements for w in before):
+            return False
+        branch = self.model.parent.get(test)
+        return isinstance(branch, cst.If) and any(
+            isinstance(c.func, cst.Attribute) and c.func.attr.value == "append" and dotted_name(c.func.value) == listed.value
+            for c in self.model.calls_inside(branch.body)
+        )
 
     def _once(self, test: cst.BaseExpression, loop_targets: set) -> bool:
         model = self.model

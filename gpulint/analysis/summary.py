@@ -164,6 +164,9 @@ class ModuleSummary:
     # setting files it names: ("file", "configs/x.yaml"), ("hydra", <config_path>), or ("launch", "") for a script
     # with command-line flags that job files may launch (analysis/settings_files.py)
     settings: list[tuple[str, str]] = field(default_factory=list)
+    # `__all__`: None when the module has none (a star import takes every public name), else its names as
+    # written (empty when not a literal list: a star import then binds nothing that is known)
+    exports: Optional[tuple[str, ...]] = None
 
     def to_json(self) -> dict:
         return {
@@ -175,6 +178,7 @@ class ModuleSummary:
             "evidence": self.evidence,
             "ok": self.ok,
             "settings": self.settings,
+            "exports": self.exports,
         }
 
     @classmethod
@@ -188,6 +192,7 @@ class ModuleSummary:
             [tuple(e) for e in data["evidence"]],
             data["ok"],
             [tuple(e) for e in data.get("settings", ())],
+            tuple(data["exports"]) if data.get("exports") is not None else None,
         )
 
 
@@ -251,6 +256,23 @@ def _dotted(node: ast.AST) -> Optional[str]:
         return None
     parts.append(node.id)
     return ".".join(reversed(parts))
+
+
+def _exports(body: list[ast.stmt]) -> Optional[tuple[str, ...]]:
+    """The names of a module-level `__all__ = [...]` (or `(...)`), () when it is built some other way."""
+    found = None
+    for stmt in _module_statements(body):
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(stmt, (ast.AugAssign, ast.AnnAssign)) else []
+        if not any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+            continue
+        value = stmt.value
+        if found is not None or not isinstance(stmt, ast.Assign) or not isinstance(value, (ast.List, ast.Tuple)):
+            return ()
+        names = [e.value for e in value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+        if len(names) != len(value.elts):
+            return ()
+        found = tuple(names)
+    return found
 
 
 def _literal(node: ast.AST) -> tuple[bool, Any]:
@@ -338,6 +360,8 @@ class _Builder:
                 self._class(stmt)
         if "yaml" in self.text or "yml" in self.text or "hydra" in self.text or "add_argument" in self.text:
             s.settings = _setting_files(self.tree)
+        if "__all__" in self.text:
+            s.exports = _exports(body)
         if self.scan_evidence:
             for what, line in _nested_gpu_attributes(self.tree, self.qualify):
                 self.evidence(what, line)
@@ -824,6 +848,9 @@ class _Reader:
                 if any(_literal(branch) == (True, "cuda") or isinstance(branch, ast.Call) for branch in (node.body, node.orelse)):
                     self.mark_gpu("a device chosen at run time", node.lineno)
                 return ("device",)
+            for value, other in ((body, node.orelse), (orelse, node.body)):
+                if value is not None and value[0] == "loader" and _literal(other) == (True, None):
+                    return value  # `DataLoader(...) if testset is not None else None`: where it is iterated, the loader
             return _merge(body, orelse)
         if kind is ast.JoinedStr:
             head = node.values[0] if node.values else None
@@ -971,6 +998,8 @@ class _Reader:
                 return None
             if name in ("list", "tuple", "sum", "max", "min", "abs", "iter", "next") and args and sources_of(args[0]):
                 return args[0]
+            if name == "tqdm" and b.is_wrapper(func, name) and args and sources_of(args[0]):
+                return args[0]  # `epoch_iterator = tqdm(train_loader)`, then `for batch in epoch_iterator`
             if qualified is not None and qualified.startswith(("torchvision.models.", "timm.create_model")):
                 return ("module",)
             return None

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from gpulint.analysis.hot_loops import is_hot
+from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.value_resolution import literal_value
 
 if TYPE_CHECKING:
@@ -75,6 +76,9 @@ def is_model_expression(model: SemanticModel, expr: cst.BaseExpression, depth: i
         info = model.local_class_of(qualified)
         if info is not None:
             return model.is_subclass_of(info.node.name.value, "torch.nn.Module")
+        callee = model.callee(expr)
+        if callee is not None and callee.kind == "class" and callee.returns == ("module",):
+            return True  # `VisionTransformer(config)` of models/modeling.py, an nn.Module of the project
         if isinstance(func, cst.Name) and not qualified:
             return any(
                 is_model_expression(model, value, depth + 1)
@@ -88,6 +92,10 @@ def is_model_expression(model: SemanticModel, expr: cst.BaseExpression, depth: i
             isinstance(binder, cst.Assign) and is_model_expression(model, binder.value, depth + 1)
             for binder in model.bindings_of(expr.value, expr)
         )
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+        # `self.model = torch.nn.DataParallel(self.model)` then `self.model = self.model.cuda()`
+        writes = model.dataflow.reaching_writes(f"self.{expr.attr.value}", expr)
+        return bool(writes) and all(w.value is not None and is_model_expression(model, w.value, depth + 1) for w in writes)
     return False
 
 
@@ -96,9 +104,16 @@ def _keyword_names(model: SemanticModel) -> set[str]:
 
 
 def _mentions_mixed_precision(model: SemanticModel) -> bool:
-    for qualified in model.imports.bindings.values():
+    read = None
+    for local, qualified in model.imports.bindings.items():
         if qualified.startswith(PRECISION_FRAMEWORKS) or ".amp" in qualified or qualified.endswith("autocast"):
-            return True
+            if qualified == "apex" and _optional_import(model, local):  # ... nor `apex.parallel`: `apex.amp` would
+                if any(dotted_name(a.value) == local and a.attr.value in ("amp", "fp16_utils") for a in model.attributes):
+                    return True
+                continue
+            read = _names_read(model.module) if read is None else read
+            if local in read or not _optional_import(model, local):
+                return True  # `try: from apex import amp` that training never uses says nothing of its precision
     for attr in model.attributes:
         if attr.attr.value in ("autocast", "GradScaler", "amp"):
             return True
@@ -112,6 +127,46 @@ def _mentions_mixed_precision(model: SemanticModel) -> bool:
             if any(w in _MIXED_PRECISION_WORDS for w in words):
                 return True
     return False
+
+
+def _optional_import(model: SemanticModel, local: str) -> bool:
+    """`local` is bound only by imports inside `try:` blocks (an optional dependency: `except ImportError: pass`)."""
+    binders = []
+    for statement in model.import_statements:
+        names = statement.names if not isinstance(statement.names, cst.ImportStar) else ()
+        for alias in names:
+            bound = alias.asname.name if alias.asname is not None else alias.name
+            while isinstance(bound, cst.Attribute):
+                bound = bound.value
+            if isinstance(bound, cst.Name) and bound.value == local:
+                binders.append(statement)
+    return bool(binders) and all(any(isinstance(a, cst.Try) for a in model.ancestors(b)) for b in binders)
+
+
+def _names_read(module: cst.Module) -> set[str]:
+    """The names the module reads (its import statements left out)."""
+    found: set[str] = set()
+
+    class _Reads(cst.CSTVisitor):
+        def visit_Import(self, node: cst.Import) -> bool:
+            return False
+
+        def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+            return False
+
+        def visit_Attribute(self, node: cst.Attribute) -> bool:
+            node.value.visit(self)  # `x.amp` reads `x`, not a name `amp`
+            return False
+
+        def visit_Arg(self, node: cst.Arg) -> bool:
+            node.value.visit(self)  # `f(amp=True)`: a keyword, no name read
+            return False
+
+        def visit_Name(self, node: cst.Name) -> None:
+            found.add(node.value)
+
+    module.visit(_Reads())
+    return found
 
 
 def _in_autocast_call(model: SemanticModel, node: cst.CSTNode) -> bool:

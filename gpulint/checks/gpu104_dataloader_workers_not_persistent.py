@@ -6,6 +6,7 @@ from typing import Iterator
 
 import libcst as cst
 
+from gpulint.analysis.epoch_count import epoch_count
 from gpulint.analysis.value_resolution import LITERAL
 from gpulint.checks.base import Option, Rule
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
@@ -51,6 +52,24 @@ class DataLoaderWorkersNotPersistent(Rule):
                     continue  # one or two epochs: the workers start once or twice, whatever `persistent_workers` says
                 yield self._report(info, f"every pass of the loop at line {model.line_of(outer)}", arg)
                 break
+            else:
+                # iterated in another module (`train_loader, _ = get_loader(args)` in train.py) inside a loop there
+                again = next((c for c in flow.consumed_elsewhere(info) if c.epoch is not None), None)
+                if again is not None and not info.iterations:
+                    outer = self._loop_here(again.epoch)
+                    epochs = None if outer is None else epoch_count(model, outer)
+                    if epochs is not None and epochs < self.settings["min-epochs"]:
+                        continue
+                    if outer is None or not self._dataset_changes_in(info, outer):
+                        yield self._report(info, f"every pass of the loop at {again.epoch} (its batches are taken at {again.where})", arg)
+
+    def _loop_here(self, where: str):
+        """The loop of this module at `where` (`main.py:420`), if it is in this module."""
+        model = self.model
+        path, _, line = where.rpartition(":")
+        if path != model.project.path or not line.isdigit():
+            return None
+        return next((loop for loop in model.loops if model.line_of(loop) == int(line)), None)
 
     def _dataset_changes_in(self, info, outer: cst.CSTNode) -> bool:
         """A method call on the dataset (`set_epoch`, ...) or an attribute assignment to it inside the epoch

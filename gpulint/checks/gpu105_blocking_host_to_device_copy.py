@@ -23,6 +23,7 @@ class BlockingHostToDeviceCopy(Rule):
     fix_applicability = Applicability.SAFE
     fix_always = False  # not for a copy inside a project helper (`to_device(batch)`): the fix belongs there
     requires = (r"DataLoader", r"pin_memory")
+    project_tags = ("pinned-loader-returned",)  # `train_loader, _ = get_loader(args)` from a data module
 
     def check(self) -> Iterator[Diagnostic]:
         model = self.model
@@ -45,18 +46,31 @@ class BlockingHostToDeviceCopy(Rule):
                 if move.whole_batch and custom_collate:
                     continue  # a custom batch type's `.to()` may not accept `non_blocking`
                 reported.add(id(call))
-                eval_only = flow.iteration_role(move.iteration) == EVAL
-                yield self.diagnostic(
-                    call,
-                    f"`{model.code(call)}` copies a batch of a pinned `DataLoader` (line {model.line_of(loader.call)}) and blocks",
-                    help="The host waits until the copy ends; pass `non_blocking=True` to overlap it with compute",
-                    severity=Severity.INFO if eval_only else Severity.WARNING,
-                    fix=self.fix(
-                        "Add `non_blocking=True`",
-                        [replace_node(model, call, with_keyword_argument(call, "non_blocking", cst.Name("True")))],
-                        Applicability.SAFE,
-                    ),
-                )
+                yield self._blocking_copy(call, f"line {model.line_of(loader.call)}", flow.iteration_role(move.iteration) == EVAL)
+
+        for returned in flow.returned_loaders:
+            if returned.facts.get("pin_memory") is not True:
+                continue
+            for move in returned.moves:
+                call = move.call
+                # a whole batch may be a custom type whose `.to()` takes no `non_blocking` (its collate_fn is not known here)
+                if move.via is not None or move.whole_batch or id(call) in reported or move.iteration.loop is None or not self._can_add(call):
+                    continue
+                reported.add(id(call))
+                yield self._blocking_copy(call, returned.where, flow.iteration_role(move.iteration) == EVAL)
+
+    def _blocking_copy(self, call: cst.Call, where: str, eval_only: bool) -> Diagnostic:
+        return self.diagnostic(
+            call,
+            f"`{self.model.code(call)}` copies a batch of a pinned `DataLoader` ({where}) and blocks",
+            help="The host waits until the copy ends; pass `non_blocking=True` to overlap it with compute",
+            severity=Severity.INFO if eval_only else Severity.WARNING,
+            fix=self.fix(
+                "Add `non_blocking=True`",
+                [replace_node(self.model, call, with_keyword_argument(call, "non_blocking", cst.Name("True")))],
+                Applicability.SAFE,
+            ),
+        )
 
     def _through_helper(self, move, loader, flow) -> Diagnostic:
         """`to_device(batch, device)` whose copy (in the helper) blocks: reported at the call; the fix belongs

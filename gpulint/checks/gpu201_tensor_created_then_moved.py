@@ -32,8 +32,9 @@ class TensorCreatedThenMoved(Rule):
             move = residency.move(call)
             if move is None or move[0] == CPU:
                 continue
-            factory = call.func.value
-            if not isinstance(factory, cst.Call):
+            built = call.func.value  # the factory call, or a dtype conversion of it (`torch.arange(n).long()`)
+            factory = residency.converted_factory(built)
+            if factory is None:
                 continue
             short = residency.factory(factory)
             if short is None or short in _DATA_FACTORIES or (short == "normal" and not _normal_with_size(factory)):
@@ -52,12 +53,14 @@ class TensorCreatedThenMoved(Rule):
             help = "Create it there with `device=`"
             if short in RANDOM_FACTORIES:
                 help += " (the CUDA generator draws different numbers)"
-            yield self.diagnostic(call, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO, fix=self._fix(call, factory, move, short), help=help)
+            yield self.diagnostic(call, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO, fix=self._fix(call, factory, move, short, built), help=help)
 
-    def _fix(self, call: cst.Call, factory: cst.Call, move, short: str):
+    def _fix(self, call: cst.Call, factory: cst.Call, move, short: str, built: cst.BaseExpression):
         model = self.model
         if any(a.keyword is not None and a.keyword.value in _BLOCKING_MOVE_KEYWORDS for a in call.args):
             return None
+        if built is not factory and move[2] is not None:
+            return None  # `torch.arange(n).long().to(device, torch.float)`: two conversions to keep in order
         if any(a.keyword is not None and a.keyword.value in ("out", "device") for a in factory.args):
             return None
         _, device, dtype = move
@@ -74,6 +77,8 @@ class TensorCreatedThenMoved(Rule):
             message = f"Create the tensor on the device (unsafe: {why})"
         else:
             message = "Create the tensor on the device"
+        if built is not factory:
+            new = built.deep_replace(factory, new)  # `torch.arange(n, device=d).long()`: the conversion stays
         return self.fix(message, [replace_node(model, call, new)], Applicability.UNSAFE if unsafe else Applicability.SAFE)
 
 

@@ -44,9 +44,9 @@ def run_profile(command: list[str], options: ProfileOptions, *, out=None, err=No
             )
         finally:
             progress.clear()
-        result.new_files = watch.stop()
+        result.new_files, after = watch.stop()
         if options.isolate_runs:
-            result.isolate(*watch.set_aside(f"run {i + 1}"), watch.cwd)
+            result.isolate(*watch.set_aside(f"run {i + 1}", after), watch.cwd)
         runs.append(result)
         if not result.ok:
             break

@@ -242,9 +242,9 @@ def run_verify(
             )
         finally:
             progress.clear()
-        result.new_files = watch.stop()
+        result.new_files, after = watch.stop()
         if options.isolate_runs:
-            result.isolate(*watch.set_aside(label), watch.cwd)
+            result.isolate(*watch.set_aside(label, after), watch.cwd)
         return result
 
     keep = False

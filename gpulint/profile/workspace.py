@@ -85,18 +85,20 @@ class FolderWatch:
         self.folders_before = set()
         self.before = snapshot(self.roots, self.exclude, self.folders_before)
 
-    def stop(self) -> list[str]:
-        """The files the run created or changed (shown relative to the working folder)."""
-        self.after = snapshot(self.roots, self.exclude)
-        return changes(self.before, self.after, self.cwd)
+    def stop(self) -> tuple[list[str], Snapshot]:
+        """The files the run created or changed (shown relative to the working folder), and the folder's snapshot
+        after the run (what `set_aside` needs)."""
+        after = snapshot(self.roots, self.exclude)
+        return changes(self.before, after, self.cwd), after
 
-    def set_aside(self, label: str) -> tuple[pathlib.Path | None, list[str]]:
-        """Move the files the last run created into `.gpulint-runs/<time>/<label>/` (same relative paths) and remove
-        the folders it created that are left empty, so the next run starts from the folder the first one saw.
-        Returns that folder (None when nothing was created) and the files that existed before and were changed in
-        place (they cannot be put back: gpulint keeps no copy of the user's files)."""
-        created = [p for p in self.after if p not in self.before]
-        changed = changes({p: s for p, s in self.before.items() if p in self.after}, {p: s for p, s in self.after.items() if p in self.before}, self.cwd)
+    def set_aside(self, label: str, after: Snapshot) -> tuple[pathlib.Path | None, list[str]]:
+        """Move the files the last run created (in `after`, the snapshot `stop` took, not in the one `start` took)
+        into `.gpulint-runs/<time>/<label>/` (same relative paths) and remove the folders it created that are left
+        empty, so the next run starts from the folder the first one saw. Returns that folder (None when nothing
+        was created) and the files that existed before and were changed in place (they cannot be put back:
+        gpulint keeps no copy of the user's files)."""
+        created = [p for p in after if p not in self.before]
+        changed = changes({p: s for p, s in self.before.items() if p in after}, {p: s for p, s in after.items() if p in self.before}, self.cwd)
         if not created:
             return None, changed
         target = self.aside_root / (re.sub(r"[^A-Za-z0-9._-]+", "-", label).strip("-") or "run")
