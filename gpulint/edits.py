@@ -50,8 +50,12 @@ def replace_node(model: SemanticModel, old: cst.CSTNode, new: cst.CSTNode | str)
             return None
     if written == old_code:
         return _minimal_edit(start, written, model.code(new))
-    # LibCST renders a nested multi-line node without its block's indentation: regenerate in place.
-    return _minimal_edit(Location(1, 1), model.source, model.module.deep_replace(old, new).code)
+    # LibCST renders a nested multi-line node without its block's indentation: regenerate in place, diffing
+    # against LibCST's own rendering of the file, which can drop what follows the last line (a CR-only file's final `\r`).
+    rendered = model.module.code
+    if not model.source.startswith(rendered):
+        return None
+    return _minimal_edit(Location(1, 1), rendered, model.module.deep_replace(old, new).code)
 
 
 def _comma_like(arg: cst.Arg) -> cst.Comma | None:
