@@ -494,3 +494,44 @@ def test_a_list_that_grows_is_not_a_few_literals():
                     out = head(embed(tokenize(prompt).to(device)))
                 print("score:", out.mean().item())
     """) == ["20:25 GPU303"]
+
+
+# ---- the host needs the value to allocate or shape the next tensor ---------------------------------------
+
+
+def test_a_received_shape_that_sizes_the_next_buffer_is_not_reported():
+    # Megatron's pipeline p2p: the stage learns the next activation's shape, then allocates the receive buffer.
+    assert gpu303("""\
+        def train(loader, recv_shape):
+            for x in loader:
+                shape = recv_shape(x.to(device)).tolist()
+                buf = torch.empty(shape, device=device, requires_grad=True)
+                loss = head(embed(x.to(device)) + buf).mean()
+                loss.backward()
+                optimizer.step()
+    """) == []
+
+
+def test_a_count_that_shapes_a_view_is_not_reported():
+    assert gpu303("""\
+        def evaluate(loader):
+            outs = []
+            with torch.no_grad():
+                for x, lengths in loader:
+                    out = head(embed(x.to(device)))
+                    parts = torch.split(out, lengths.to(device).tolist())
+                    outs.append(parts[0].sum(0))
+            return outs
+    """) == []
+
+
+def test_a_read_beside_a_reshape_of_other_sizes_is_still_reported():
+    assert gpu303("""\
+        def train(loader):
+            for x in loader:
+                out = head(embed(x.to(device)))
+                loss = out.view(-1, 30000).mean()
+                loss.backward()
+                optimizer.step()
+                print(loss.item())
+    """) == ["20:15 GPU303"]

@@ -9,6 +9,9 @@ Two facts about the host syncs (`residency.HostSync`) of a loop:
   a habit: no GPU-side form exists while each iteration depends on the one before through the host. Only
   loops that do not train count: in a training step a branch on a GPU value has a branch-free form, and
   outputs merely collected each step (`preds.append(out.cpu())`) can be copied once after the loop.
+- `sizes_a_tensor`: the host value is a size the next allocation or reshape needs (`shape = t.tolist();
+  buf = torch.empty(shape, device=d)`, `x.view(n, -1)`, `torch.split(x, counts)`): the host genuinely needs
+  it (a pipeline stage receives the shape of what it receives next), so the wait is inherent.
 - `written_out`: in a loop that does not train, the read is the loop's product written out each batch
   (`np.save(path, feats.cpu().numpy())`, `f.write(...)`, `Image.fromarray(arr).save(p)`, a frame shown with
   `imshow`), or collected into a list that the loop itself empties once it has shipped it (`codes.extend(lab)`
@@ -42,6 +45,14 @@ _IN_PLACE_WRITES = frozenset({
 _HOST_BUILTINS = frozenset({
     "sum", "len", "min", "max", "abs", "round", "float", "int", "str", "isinstance", "hasattr", "getattr", "dict",
     "list", "tuple", "range",
+})  # fmt: skip
+# Torch factories and tensor methods whose arguments are sizes (all but the tensor `split` / `narrow` cut).
+_SIZED_FACTORIES = frozenset({
+    "torch.empty", "torch.zeros", "torch.ones", "torch.full", "torch.rand", "torch.randn", "torch.empty_strided",
+    "torch.split", "torch.narrow",
+})  # fmt: skip
+_SIZE_METHODS = frozenset({
+    "new_empty", "new_zeros", "new_ones", "new_full", "view", "reshape", "expand", "split", "narrow", "unflatten", "resize_",
 })  # fmt: skip
 # Calls that write their arguments out of the process: files, streams, serialized arrays and datasets, a display.
 _WRITE_FUNCTIONS = frozenset({
@@ -222,6 +233,25 @@ def _calls_given(model: SemanticModel, node: cst.CSTNode) -> Iterator[cst.Call]:
 def _runs_on_gpu(model: SemanticModel, call: cst.Call) -> bool:
     residency = model.residency
     return residency.is_module(call.func) or residency.is_gpu_module(call.func) or residency.is_gpu(call)
+
+
+def sizes_a_tensor(model: SemanticModel, sync: HostSync, loop: Loop) -> bool:
+    """The value `sync` reads (or a host value built from it) is a size argument of a tensor factory or a
+    reshape in the same iteration: the host must know it to allocate or lay out the next tensor."""
+    derived = _host_values(model, sync, loop)
+    for call in model.calls_inside(loop):
+        func = call.func
+        name = model.call_name(call) or ""
+        if name in _SIZED_FACTORIES:
+            sizes = [a for a in call.args if a.keyword is None or a.keyword.value == "size"]
+            sizes = sizes[1:] if name in ("torch.split", "torch.narrow") else sizes
+        elif isinstance(func, cst.Attribute) and func.attr.value in _SIZE_METHODS:
+            sizes = list(call.args)
+        else:
+            continue
+        if _carries(model, sync, derived, sizes):
+            return True
+    return False
 
 
 def written_out(model: SemanticModel, sync: HostSync, loop: Loop) -> bool:
