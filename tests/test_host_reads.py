@@ -535,3 +535,16 @@ def test_a_read_beside_a_reshape_of_other_sizes_is_still_reported():
                 optimizer.step()
                 print(loss.item())
     """) == ["20:15 GPU303"]
+
+
+def test_outputs_dropped_every_n_batches_are_still_reported():
+    # The list is emptied without being handed on: nothing is written out, the copies can still be deferred.
+    assert gpu303("""\
+        def encode(loader):
+            codes = []
+            with torch.no_grad():
+                for step, x in enumerate(loader):
+                    codes.append(head(embed(x.to(device))).cpu())
+                    if step % 10 == 0:
+                        codes = []
+    """) == ["18:26 GPU303"]

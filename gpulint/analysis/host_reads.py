@@ -293,18 +293,33 @@ def _carries(model: SemanticModel, sync: HostSync, derived: set[str], args) -> b
 
 
 def _emptied_in(model: SemanticModel, name: str, loop: Loop) -> bool:
-    """`codes = []` (or `codes.clear()`) inside the loop: the list holds a few batches at a time."""
-    for write in model.dataflow.writes_in(name, loop):
+    """The loop hands the list to a call and then empties it, in the same block (`ship(codes)`, then `codes = []`
+    or `codes.clear()`): it ships a few batches at a time. Emptied without being handed on, it is only dropped."""
+    flow = model.dataflow
+    emptied: list[cst.CSTNode] = []
+    for write in flow.writes_in(name, loop):
         value = write.value
-        if isinstance(value, (cst.List, cst.Dict)) and not value.elements:
-            return True
-        if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value in ("list", "dict") and not value.args:
-            return True
+        empty_call = isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value in ("list", "dict") and not value.args
+        if (isinstance(value, (cst.List, cst.Dict)) and not value.elements) or empty_call:
+            emptied.append(write.statement)
     for call in model.calls_inside(loop):
         func = call.func
         if isinstance(func, cst.Attribute) and func.attr.value == "clear" and dotted_name(func.value) == name:
-            return True
+            emptied.append(call)
+    for node in emptied:
+        line = model.enclosing_statement(node)
+        block = model.parent.get(line)
+        body = list(getattr(block, "body", ()))
+        index = next((i for i, statement in enumerate(body) if statement is line), 0)
+        for earlier in body[:index]:
+            for call in model.calls_inside(earlier):
+                if not _is_collecting(call) and any(flow.reads_in(name, arg.value) for arg in call.args):
+                    return True
     return False
+
+
+def _is_collecting(call: cst.Call) -> bool:
+    return isinstance(call.func, cst.Attribute) and call.func.attr.value in _COLLECTING
 
 
 def _writes_out(model: SemanticModel, call: cst.Call) -> bool:
