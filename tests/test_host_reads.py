@@ -392,9 +392,12 @@ def test_a_frame_shown_each_batch_is_not_reported():
         def show(loader):
             with torch.no_grad():
                 for x in loader:
-                    mask = head(embed(x.to(device))).ge(0.5).cpu().numpy()
+                    x = x.to(device)
+                    mask = head(embed(x)).ge(0.5).cpu().numpy()
+                    image = x.cpu().numpy()[0].transpose((1, 2, 0))
                     gray = mask.squeeze() * 255
-                    plt.imshow(gray, cmap="gray")
+                    plt.subplot(121).imshow(image)
+                    plt.subplot(122).imshow(gray, cmap="gray")
                     plt.show()
     """) == []
 

@@ -139,11 +139,12 @@ def _value_root(model: SemanticModel, node: cst.CSTNode) -> cst.CSTNode:
 
 
 def _assigned_name(model: SemanticModel, node: cst.CSTNode) -> Optional[str]:
-    """`v` in `v = <node>` (through calls chained after it: `x.cpu().numpy()`, `tensor(...).long().to(d)`)."""
+    """`v` in `v = <node>` (through calls chained after it and indexing: `x.cpu().numpy()[0].transpose(1, 2, 0)`,
+    `tensor(...).long().to(d)`)."""
     value = node
     while True:
         parent = model.parent.get(value)
-        if isinstance(parent, cst.Attribute) and parent.value is value:
+        if isinstance(parent, (cst.Attribute, cst.Subscript)) and parent.value is value:
             value = parent
         elif isinstance(parent, cst.Call) and parent.func is value:
             value = parent
