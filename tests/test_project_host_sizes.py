@@ -5,6 +5,8 @@ reported at its call in the training loop."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.projects_helper import found, lint, write
 
 P2P = """\
@@ -62,12 +64,22 @@ SCHEDULE = """\
 """
 
 
-def test_a_received_shape_that_sizes_the_receive_buffer_is_not_reported(tmp_path, monkeypatch):
-    diagnostics = lint(write(tmp_path, {"p2p.py": P2P, "schedule.py": SCHEDULE}), monkeypatch, select=("GPU303",))
+# Megatron-LM allocates in a nested function that the schedule calls later (`create_tensor_recv_prev`).
+IN_A_CLOSURE = (
+    "        buf = torch.empty(recv_shape, requires_grad=True,",
+    "        def create_recv():\n            return torch.empty(recv_shape, requires_grad=True, device=torch.cuda.current_device())\n"
+    "        buf = create_recv()\n        buf2 = torch.empty((4, 4), requires_grad=True,",
+)
+
+
+@pytest.mark.parametrize("where", ["in the caller", "in a closure of the caller"])
+def test_a_received_shape_that_sizes_the_receive_buffer_is_not_reported(tmp_path, monkeypatch, where):
+    p2p = P2P if where == "in the caller" else P2P.replace(*IN_A_CLOSURE)
+    diagnostics = lint(write(tmp_path, {"p2p.py": p2p, "schedule.py": SCHEDULE}), monkeypatch, select=("GPU303",))
     # Only the loss value read for printing is reported (through the helper that returns it).
     assert found(diagnostics) == ["schedule.py:15 GPU303"]
     assert diagnostics[0].message == (
-        "`p2p.loss_value(loss)` (`.item()` at p2p.py:33) waits for the GPU every training step (loop at line 10)"
+        f"`p2p.loss_value(loss)` (`.item()` at p2p.py:{33 if where == 'in the caller' else 36}) waits for the GPU every training step (loop at line 10)"
     )
 
 

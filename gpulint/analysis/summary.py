@@ -598,6 +598,7 @@ class _Reader:
         elif kind in (ast.FunctionDef, ast.AsyncFunctionDef):
             if not self.is_module:
                 self.env[node.name] = None  # a nested function: not followed
+                self.sized_in_closure(node)
             return
 
     def set_args_device(self, name: str, value: Any) -> None:
@@ -763,6 +764,18 @@ class _Reader:
                 if source.startswith("c:"):
                     index = int(source[2:].split(".")[0])
                     self.f.calls[index] = (*self.f.calls[index][:7], "sizes")
+
+    def sized_in_closure(self, node: ast.AST) -> None:
+        """`def create_recv(): return torch.empty(recv_shape, ...)`: a nested function that allocates with a
+        value of this one (Megatron's p2p receive buffers)."""
+        own = {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)}
+        for call in ast.walk(node):
+            qualified = self.b.qualify(call.func) if isinstance(call, ast.Call) else None
+            if qualified is None or not qualified.startswith("torch.") or qualified[len("torch.") :] not in _SIZED:
+                continue
+            sizes = [*call.args, *(k.value for k in call.keywords if k.arg == "size")]
+            sizes = [n for n in sizes if isinstance(n, ast.Name) and n.id not in own]
+            self.sized_with(sizes, [self.env.get(n.id) for n in sizes])
 
     def on_parameter_value(self, test: ast.AST) -> bool:
         """`if reduction == "mean":` / `if mode in ("a", "b"):`: a branch on an option a caller passes."""
