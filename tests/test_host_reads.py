@@ -551,3 +551,14 @@ def test_outputs_dropped_every_n_batches_are_still_reported():
                     if step % 10 == 0:
                         codes = []
     """) == ["18:26 GPU303"]
+
+
+def test_a_loss_written_to_a_log_each_batch_is_still_reported():
+    # A per-batch loss in a log file is bookkeeping, like printing it, not the loop's product.
+    assert gpu303("""\
+        def evaluate(loader, log):
+            with torch.no_grad():
+                for x in loader:
+                    val_loss = head(embed(x.to(device))).mean()
+                    log.write(f"{val_loss.item()}\\n")
+    """) == ["18:26 GPU303"]

@@ -259,6 +259,8 @@ def written_out(model: SemanticModel, sync: HostSync, loop: Loop) -> bool:
     """The value `sync` reads, or a host value built from it, is written out by the same iteration (a file,
     a stream, a serialized dataset, a display), or collected into a list that the loop empties (it ships
     the list every N batches): the read is the loop's output, not a habit to defer."""
+    if "loss" in model.code(sync.value).lower():
+        return False  # a loss written to a log each batch is bookkeeping, like printing it: not the loop's product
     flow = model.dataflow
     derived = _host_values(model, sync, loop)
     collected = set()
