@@ -562,3 +562,18 @@ def test_a_loss_written_to_a_log_each_batch_is_still_reported():
                     val_loss = head(embed(x.to(device))).mean()
                     log.write(f"{val_loss.item()}\\n")
     """) == ["18:26 GPU303"]
+
+
+def test_a_value_printed_through_a_progress_bar_or_a_log_file_is_still_reported():
+    # `pbar.write(...)` / `log_file.write(...)` print or log: the value can be kept on the GPU and written every N steps.
+    for receiver in ("pbar", "self.log_file", "sys.stdout"):
+        [found] = gpu303(f"""\
+            import sys
+
+            def evaluate(loader, pbar):
+                with torch.no_grad():
+                    for x in loader:
+                        acc = head(embed(x.to(device))).argmax(-1).float().mean()
+                        {receiver}.write(f"acc {{acc.item()}}")
+        """)
+        assert found == f"20:{len(receiver) + 27} GPU303", receiver

@@ -24,6 +24,7 @@ Two facts about the host syncs (`residency.HostSync`) of a loop:
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Iterator, Optional
 
 import libcst as cst
@@ -65,6 +66,8 @@ _WRITE_METHODS = frozenset({
     "savez", "dump", "tofile", "to_csv", "to_parquet", "save_to_disk",
 })  # fmt: skip
 _COLLECTING = frozenset({"append", "extend", "insert"})
+# Receivers of `.write(...)` that print or log rather than store the loop's product.
+_CONSOLE = re.compile(r"(^|[._])(sys\.std(out|err)|tqdm|p?bar|progress\w*|log\w*|console)$", re.IGNORECASE)
 _HOST_METHODS = frozenset({"append", "extend", "values", "items", "keys", "get", "update", "format", "write", "copy", "setdefault"})
 
 
@@ -329,7 +332,11 @@ def _writes_out(model: SemanticModel, call: cst.Call) -> bool:
     if (model.call_name(call) or "") in _WRITE_FUNCTIONS:
         return True
     func = call.func
-    return isinstance(func, cst.Attribute) and func.attr.value in _WRITE_METHODS and not model.residency.is_gpu(func.value)
+    if not isinstance(func, cst.Attribute) or func.attr.value not in _WRITE_METHODS or model.residency.is_gpu(func.value):
+        return False
+    return not _CONSOLE.search(model.code(func.value))  # `sys.stdout.write`, `pbar.write`, `log.write`: printing
+
+
 
 
 def queue_drained(model: SemanticModel, sync: HostSync, loop: Loop) -> bool:
