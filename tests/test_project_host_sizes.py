@@ -72,9 +72,16 @@ IN_A_CLOSURE = (
 )
 
 
-@pytest.mark.parametrize("where", ["in the caller", "in a closure of the caller"])
+# Megatron-LM exchanges shapes only with variable sequence lengths; the `else` branch, read last, takes a given shape.
+IN_ONE_BRANCH = (
+    "        recv_shape = _communicate_shapes(recv_prev)\n",
+    "        if recv_prev:\n            recv_shape = _communicate_shapes(recv_prev)\n        else:\n            recv_shape = (4, 4)\n",
+)
+
+
+@pytest.mark.parametrize("where", ["in the caller", "in a closure of the caller", "in one branch of the caller"])
 def test_a_received_shape_that_sizes_the_receive_buffer_is_not_reported(tmp_path, monkeypatch, where):
-    p2p = P2P if where == "in the caller" else P2P.replace(*IN_A_CLOSURE)
+    p2p = {"in the caller": P2P, "in a closure of the caller": P2P.replace(*IN_A_CLOSURE), "in one branch of the caller": P2P.replace(*IN_ONE_BRANCH)}[where]
     diagnostics = lint(write(tmp_path, {"p2p.py": p2p, "schedule.py": SCHEDULE}), monkeypatch, select=("GPU303",))
     # Only the loss value read for printing is reported (through the helper that returns it).
     assert found(diagnostics) == ["schedule.py:15 GPU303"]

@@ -498,6 +498,7 @@ class _Reader:
         self.loop_sources: dict[int, list[str]] = {}  # loop -> the sources whose elements it takes
         self.masks: set[str] = set()  # names bound to a comparison (`keep = labels != -100`)
         self.host_reads: dict[str, list[tuple]] = {}  # `shape = t.tolist()`: the name -> the sync effects of its read
+        self.call_results: dict[str, set[int]] = {}  # name -> the project calls whose result it held (any branch)
         self.reads_clock = 0  # the line of a `time.perf_counter()`, an event's `elapsed_time()`
 
     def run(self, body: list[ast.stmt]) -> FunctionSummary:
@@ -625,6 +626,9 @@ class _Reader:
 
     def bind(self, target: ast.AST, value: Any) -> None:
         if isinstance(target, ast.Name):
+            calls = {int(s[2:].split(".")[0]) for s in sources_of(value) if s.startswith("c:")}
+            if calls:
+                self.call_results.setdefault(target.id, set()).update(calls)
             if target.id in self.env and self.env[target.id] != value:
                 self.rebound.add(target.id)
             self.env[target.id] = value
@@ -758,12 +762,12 @@ class _Reader:
     def sized_with(self, sizes: list[ast.AST], values: list) -> None:
         """`torch.empty(shape, ...)`: a host value read here, or the result of a project call, sizes a tensor."""
         for node, value in zip(sizes, values):
+            calls = {int(s[2:].split(".")[0]) for s in sources_of(value) if s.startswith("c:")}
             if isinstance(node, ast.Name):
                 self.mark_host_reads(node.id, "sized")
-            for source in sources_of(value):
-                if source.startswith("c:"):
-                    index = int(source[2:].split(".")[0])
-                    self.f.calls[index] = (*self.f.calls[index][:7], "sizes")
+                calls |= self.call_results.get(node.id, set())  # `if var: shape = exchange() else: shape = given`
+            for index in calls:
+                self.f.calls[index] = (*self.f.calls[index][:7], "sizes")
 
     def sized_in_closure(self, node: ast.AST) -> None:
         """`def create_recv(): return torch.empty(recv_shape, ...)`: a nested function that allocates with a
