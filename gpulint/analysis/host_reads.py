@@ -1,6 +1,6 @@
 """Host reads inside a loop that cost nothing a rewrite could save.
 
-Two facts about the host syncs (`residency.HostSync`) of a loop:
+Facts about the host syncs (`residency.HostSync`) of a loop:
 
 - `needs_host_every_iteration`: the loop needs a GPU value on the host to go on (`drives_loop`), so each
   iteration waits anyway and the other reads in it add a copy, not a stall. Greedy decoding stops at EOS
@@ -305,8 +305,9 @@ def _emptied_in(model: SemanticModel, name: str, loop: Loop) -> bool:
     emptied: list[cst.CSTNode] = []
     for write in flow.writes_in(name, loop):
         value = write.value
-        empty_call = isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value in ("list", "dict") and not value.args
-        if (isinstance(value, (cst.List, cst.Dict)) and not value.elements) or empty_call:
+        empty_literal = isinstance(value, (cst.List, cst.Dict)) and not value.elements
+        empty_call = isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value in ("list", "dict")
+        if empty_literal or (empty_call and not value.args):
             emptied.append(write.statement)
     for call in model.calls_inside(loop):
         func = call.func
@@ -335,8 +336,6 @@ def _writes_out(model: SemanticModel, call: cst.Call) -> bool:
     if not isinstance(func, cst.Attribute) or func.attr.value not in _WRITE_METHODS or model.residency.is_gpu(func.value):
         return False
     return not _CONSOLE.search(model.code(func.value))  # `sys.stdout.write`, `pbar.write`, `log.write`: printing
-
-
 
 
 def queue_drained(model: SemanticModel, sync: HostSync, loop: Loop) -> bool:
