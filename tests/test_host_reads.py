@@ -344,3 +344,236 @@ def test_a_read_after_the_current_stream_synchronize_is_not_reported():
                 losses.append(loss.item())
             return losses
     """) == []
+
+
+def test_generation_that_appends_the_host_token_it_feeds_back_is_not_reported():
+    # d2l's predict_rnn: the read goes straight into the list the next input is built from.
+    assert gpu303("""\
+        def predict(prefix, num_chars, state):
+            output = [prefix[0]]
+            with torch.no_grad():
+                for t in range(num_chars):
+                    X = torch.tensor([output[-1]], device=device).view(1, 1)
+                    Y, state = decoder(embed(X), state)
+                    output.append(int(head(Y).argmax(dim=1).item()))
+            return output
+    """) == []
+
+
+# ---- the read is the loop's output, written out batch by batch ------------------------------------------
+
+
+def test_features_saved_to_a_file_each_batch_are_not_reported():
+    assert gpu303("""\
+        import numpy as np
+
+        def extract(loader, out_dir):
+            with torch.no_grad():
+                for i, x in enumerate(loader):
+                    feats = head(embed(x.to(device))).cpu().numpy()
+                    np.save(f"{out_dir}/{i}.npy", feats)
+    """) == []
+
+
+def test_predictions_written_line_by_line_are_not_reported():
+    assert gpu303("""\
+        def predict(loader, path):
+            with open(path, "w") as f, torch.no_grad():
+                for x in loader:
+                    label = head(embed(x.to(device))).argmax(-1).item()
+                    f.write(f"{label}\\n")
+    """) == []
+
+
+def test_a_frame_shown_each_batch_is_not_reported():
+    assert gpu303("""\
+        import matplotlib.pyplot as plt
+
+        def show(loader):
+            with torch.no_grad():
+                for x in loader:
+                    x = x.to(device)
+                    mask = head(embed(x)).ge(0.5).cpu().numpy()
+                    image = x.cpu().numpy()[0].transpose((1, 2, 0))
+                    gray = mask.squeeze() * 255
+                    plt.subplot(121).imshow(image)
+                    plt.subplot(122).imshow(gray, cmap="gray")
+                    plt.show()
+    """) == []
+
+
+def test_codes_flushed_to_a_dataset_every_n_batches_are_not_reported():
+    # parler-tts' encoding pass: the list is shipped and emptied every N batches, so memory stays bounded.
+    assert gpu303("""\
+        def encode(loader, save_every, ship):
+            codes = []
+            with torch.no_grad():
+                for step, x in enumerate(loader):
+                    lab = head(embed(x.to(device))).cpu().to(torch.int16)
+                    codes.extend(lab)
+                    if (step + 1) % save_every == 0:
+                        ship(codes)
+                        codes = []
+    """) == []
+
+
+def test_outputs_collected_in_memory_and_written_after_the_loop_are_still_reported():
+    body = """\
+        import numpy as np
+
+        def extract(loader, path):
+            feats = []
+            with torch.no_grad():
+                for x in loader:
+                    feats.append(head(embed(x.to(device))).cpu().numpy())
+            np.save(path, np.concatenate(feats))
+    """
+    [d] = diagnostics(DECODER + textwrap.dedent(body), select=("GPU303",))
+    assert (d.location.row, d.code) == (20, "GPU303")
+    assert d.help == "Collect the tensors on the GPU and copy them to the host once, after the loop (`torch.cat(...).cpu()`)"
+
+
+def test_a_write_that_does_not_take_the_read_keeps_the_finding():
+    # Only the log line is written; the loss read is per-batch bookkeeping.
+    assert gpu303("""\
+        def evaluate(loader, log):
+            total = 0.0
+            with torch.no_grad():
+                for x in loader:
+                    loss = head(embed(x.to(device))).mean()
+                    total += loss.item()
+                    log.write("batch done\\n")
+            return total
+    """) == ["19:22 GPU303"]
+
+
+def test_a_read_written_out_inside_a_training_step_is_still_reported():
+    assert gpu303("""\
+        def train(loader, f):
+            for x in loader:
+                loss = head(embed(x.to(device))).mean()
+                loss.backward()
+                optimizer.step()
+                f.write(f"{loss.item()}\\n")
+    """) == ["19:20 GPU303"]
+
+
+# ---- a loop over a few hand-written items is not a step loop --------------------------------------------
+
+
+def test_scores_of_a_few_hand_written_prompts_are_not_reported():
+    # DeepSpeed-Chat's rw_eval: two prompts, each scored once.
+    assert gpu303("""\
+        def score(tokenize):
+            prompts = ["Human: hi", "Human: tell me about the moon"]
+            answers = ["Hello.", "It is far."]
+            for prompt, answer in zip(prompts, answers):
+                with torch.no_grad():
+                    out = head(embed(tokenize(prompt, answer).to(device)))
+                print("score:", out.mean().item())
+    """) == []
+
+
+def test_a_literal_loop_inside_a_batch_loop_reports_for_the_batch_loop():
+    body = """\
+        def evaluate(loader):
+            with torch.no_grad():
+                for x in loader:
+                    for mode in ["mean", "max"]:
+                        out = head(embed(x.to(device)))
+                        print(mode, out.mean().item())
+    """
+    assert gpu303(body) == ["19:29 GPU303"]
+    assert message(body) == "`out.mean().item()` waits for the GPU every evaluation step (loop at line 16)"
+
+
+def test_a_list_that_grows_is_not_a_few_literals():
+    assert gpu303("""\
+        def score(tokenize, more):
+            prompts = ["Human: hi"]
+            prompts.extend(more)
+            for prompt in prompts:
+                with torch.no_grad():
+                    out = head(embed(tokenize(prompt).to(device)))
+                print("score:", out.mean().item())
+    """) == ["20:25 GPU303"]
+
+
+# ---- the host needs the value to allocate or shape the next tensor ---------------------------------------
+
+
+def test_a_received_shape_that_sizes_the_next_buffer_is_not_reported():
+    # Megatron's pipeline p2p: the stage learns the next activation's shape, then allocates the receive buffer.
+    assert gpu303("""\
+        def train(loader, recv_shape):
+            for x in loader:
+                shape = recv_shape(x.to(device)).tolist()
+                buf = torch.empty(shape, device=device, requires_grad=True)
+                loss = head(embed(x.to(device)) + buf).mean()
+                loss.backward()
+                optimizer.step()
+    """) == []
+
+
+def test_a_count_that_shapes_a_view_is_not_reported():
+    assert gpu303("""\
+        def evaluate(loader):
+            outs = []
+            with torch.no_grad():
+                for x, lengths in loader:
+                    out = head(embed(x.to(device)))
+                    parts = torch.split(out, lengths.to(device).tolist())
+                    outs.append(parts[0].sum(0))
+            return outs
+    """) == []
+
+
+def test_a_read_beside_a_reshape_of_other_sizes_is_still_reported():
+    assert gpu303("""\
+        def train(loader):
+            for x in loader:
+                out = head(embed(x.to(device)))
+                loss = out.view(-1, 30000).mean()
+                loss.backward()
+                optimizer.step()
+                print(loss.item())
+    """) == ["20:15 GPU303"]
+
+
+def test_outputs_dropped_every_n_batches_are_still_reported():
+    # The list is emptied without being handed on: nothing is written out, the copies can still be deferred.
+    assert gpu303("""\
+        def encode(loader):
+            codes = []
+            with torch.no_grad():
+                for step, x in enumerate(loader):
+                    codes.append(head(embed(x.to(device))).cpu())
+                    if step % 10 == 0:
+                        codes = []
+    """) == ["18:26 GPU303"]
+
+
+def test_a_loss_written_to_a_log_each_batch_is_still_reported():
+    # A per-batch loss in a log file is bookkeeping, like printing it, not the loop's product.
+    assert gpu303("""\
+        def evaluate(loader, log):
+            with torch.no_grad():
+                for x in loader:
+                    val_loss = head(embed(x.to(device))).mean()
+                    log.write(f"{val_loss.item()}\\n")
+    """) == ["18:26 GPU303"]
+
+
+def test_a_value_printed_through_a_progress_bar_or_a_log_file_is_still_reported():
+    # `pbar.write(...)` / `log_file.write(...)` print or log: the value can be kept on the GPU and written every N steps.
+    for receiver in ("pbar", "self.log_file", "sys.stdout"):
+        [found] = gpu303(f"""\
+            import sys
+
+            def evaluate(loader, pbar):
+                with torch.no_grad():
+                    for x in loader:
+                        acc = head(embed(x.to(device))).argmax(-1).float().mean()
+                        {receiver}.write(f"acc {{acc.item()}}")
+        """)
+        assert found == f"20:{len(receiver) + 27} GPU303", receiver

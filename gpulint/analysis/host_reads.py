@@ -1,6 +1,6 @@
 """Host reads inside a loop that cost nothing a rewrite could save.
 
-Two facts about the host syncs (`residency.HostSync`) of a loop:
+Facts about the host syncs (`residency.HostSync`) of a loop:
 
 - `needs_host_every_iteration`: the loop needs a GPU value on the host to go on (`drives_loop`), so each
   iteration waits anyway and the other reads in it add a copy, not a stall. Greedy decoding stops at EOS
@@ -9,6 +9,14 @@ Two facts about the host syncs (`residency.HostSync`) of a loop:
   a habit: no GPU-side form exists while each iteration depends on the one before through the host. Only
   loops that do not train count: in a training step a branch on a GPU value has a branch-free form, and
   outputs merely collected each step (`preds.append(out.cpu())`) can be copied once after the loop.
+- `sizes_a_tensor`: the host value is a size the next allocation or reshape needs (`shape = t.tolist();
+  buf = torch.empty(shape, device=d)`, `x.view(n, -1)`, `torch.split(x, counts)`): the host genuinely needs
+  it (a pipeline stage receives the shape of what it receives next), so the wait is inherent.
+- `written_out`: in a loop that does not train, the read is the loop's product written out each batch
+  (`np.save(path, feats.cpu().numpy())`, `f.write(...)`, `Image.fromarray(arr).save(p)`, a frame shown with
+  `imshow`), or collected into a list that the loop itself empties once it has shipped it (`codes.extend(lab)`
+  ... `codes = []` every N batches): the copy is the output, and writing per batch bounds the memory. Outputs
+  merely collected in memory (`preds.append(out.cpu())`) stay reported: they can be copied once after the loop.
 - `queue_drained`: the iteration has already waited for the GPU (`torch.cuda.synchronize()`, or a timing
   helper that synchronizes) and launched no GPU work since, so the read copies a finished value (profiling
   harnesses record `loss.item()` right after their own synchronize).
@@ -16,6 +24,7 @@ Two facts about the host syncs (`residency.HostSync`) of a loop:
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Iterator, Optional
 
 import libcst as cst
@@ -38,6 +47,27 @@ _HOST_BUILTINS = frozenset({
     "sum", "len", "min", "max", "abs", "round", "float", "int", "str", "isinstance", "hasattr", "getattr", "dict",
     "list", "tuple", "range",
 })  # fmt: skip
+# Torch factories and tensor methods whose arguments are sizes (all but the tensor `split` / `narrow` cut).
+_SIZED_FACTORIES = frozenset({
+    "torch.empty", "torch.zeros", "torch.ones", "torch.full", "torch.rand", "torch.randn", "torch.empty_strided",
+    "torch.split", "torch.narrow",
+})  # fmt: skip
+_SIZE_METHODS = frozenset({
+    "new_empty", "new_zeros", "new_ones", "new_full", "view", "reshape", "expand", "split", "narrow", "unflatten", "resize_",
+})  # fmt: skip
+# Calls that write their arguments out of the process: files, streams, serialized arrays and datasets, a display.
+_WRITE_FUNCTIONS = frozenset({
+    "numpy.save", "numpy.savez", "numpy.savez_compressed", "numpy.savetxt", "torch.save", "json.dump", "pickle.dump",
+    "imageio.imwrite", "imageio.imsave", "imageio.mimsave", "imageio.v2.imwrite", "imageio.v3.imwrite", "cv2.imwrite",
+    "cv2.imshow", "soundfile.write", "scipy.io.wavfile.write", "matplotlib.pyplot.imshow", "matplotlib.pyplot.imsave",
+})  # fmt: skip
+_WRITE_METHODS = frozenset({
+    "write", "writerow", "writerows", "writelines", "write_frame", "append_data", "imshow", "imsave", "imwrite", "save",
+    "savez", "dump", "tofile", "to_csv", "to_parquet", "save_to_disk",
+})  # fmt: skip
+_COLLECTING = frozenset({"append", "extend", "insert"})
+# Receivers of `.write(...)` that print or log rather than store the loop's product.
+_CONSOLE = re.compile(r"(^|[._])(sys\.std(out|err)|tqdm|p?bar|progress\w*|log\w*|console)$", re.IGNORECASE)
 _HOST_METHODS = frozenset({"append", "extend", "values", "items", "keys", "get", "update", "format", "write", "copy", "setdefault"})
 
 
@@ -112,11 +142,12 @@ def _value_root(model: SemanticModel, node: cst.CSTNode) -> cst.CSTNode:
 
 
 def _assigned_name(model: SemanticModel, node: cst.CSTNode) -> Optional[str]:
-    """`v` in `v = <node>` (through calls chained after it: `x.cpu().numpy()`, `tensor(...).long().to(d)`)."""
+    """`v` in `v = <node>` (through calls chained after it and indexing: `x.cpu().numpy()[0].transpose(1, 2, 0)`,
+    `tensor(...).long().to(d)`)."""
     value = node
     while True:
         parent = model.parent.get(value)
-        if isinstance(parent, cst.Attribute) and parent.value is value:
+        if isinstance(parent, (cst.Attribute, cst.Subscript)) and parent.value is value:
             value = parent
         elif isinstance(parent, cst.Call) and parent.func is value:
             value = parent
@@ -174,19 +205,19 @@ def _leaves_loop(model: SemanticModel, branch: cst.If, loop: Loop) -> bool:
 def _carried_to_next_iteration(model: SemanticModel, sync: HostSync, derived: set[str], loop: Loop) -> bool:
     """A GPU input of the loop (read by a model or a GPU op before the read, in the iteration) is rebuilt
     from the host value (`x = torch.tensor([[tok]], device=d)`: a derived name) or filled with it in place
-    (`input.fill_(word_idx)`, `tokens.append(tok)`)."""
-    if not derived:
-        return False
+    (`input.fill_(word_idx)`, `tokens.append(tok)`, `output.append(int(y.argmax(dim=1).item()))`)."""
     flow = model.dataflow
     statement = model.enclosing_statement(sync.node)
     carried = set(derived)
     for call in model.calls_inside(loop):
         func = call.func
         if isinstance(func, cst.Attribute) and func.attr.value in _IN_PLACE_WRITES:
-            if any(flow.reads_in(key, arg.value) for arg in call.args for key in derived):
+            if _carries(model, sync, derived, call.args):  # `output.append(int(y.argmax().item()))`, `input.fill_(idx)`
                 receiver = dotted_name(func.value)
                 if receiver is not None:
                     carried.add(receiver)
+    if not carried:
+        return False
     for key in carried:
         for read in flow.reads_in(key, loop):
             if flow.before(read, statement) and any(_runs_on_gpu(model, call) for call in _calls_given(model, read)):
@@ -206,6 +237,105 @@ def _calls_given(model: SemanticModel, node: cst.CSTNode) -> Iterator[cst.Call]:
 def _runs_on_gpu(model: SemanticModel, call: cst.Call) -> bool:
     residency = model.residency
     return residency.is_module(call.func) or residency.is_gpu_module(call.func) or residency.is_gpu(call)
+
+
+def sizes_a_tensor(model: SemanticModel, sync: HostSync, loop: Loop) -> bool:
+    """The value `sync` reads (or a host value built from it) is a size argument of a tensor factory or a
+    reshape in the same iteration: the host must know it to allocate or lay out the next tensor."""
+    derived = _host_values(model, sync, loop)
+    for call in model.calls_inside(loop):
+        func = call.func
+        name = model.call_name(call) or ""
+        if name in _SIZED_FACTORIES:
+            sizes = [a for a in call.args if a.keyword is None or a.keyword.value == "size"]
+            sizes = sizes[1:] if name in ("torch.split", "torch.narrow") else sizes
+        elif isinstance(func, cst.Attribute) and func.attr.value in _SIZE_METHODS:
+            sizes = list(call.args)
+        else:
+            continue
+        if _carries(model, sync, derived, sizes):
+            return True
+    return False
+
+
+def written_out(model: SemanticModel, sync: HostSync, loop: Loop) -> bool:
+    """The value `sync` reads, or a host value built from it, is written out by the same iteration (a file,
+    a stream, a serialized dataset, a display), or collected into a list that the loop empties (it ships
+    the list every N batches): the read is the loop's output, not a habit to defer."""
+    if "loss" in model.code(sync.value).lower():
+        return False  # a loss written to a log each batch is bookkeeping, like printing it: not the loop's product
+    flow = model.dataflow
+    derived = _host_values(model, sync, loop)
+    collected = set()
+    for call in model.calls_inside(loop):
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value in _COLLECTING and _carries(model, sync, derived, call.args):
+            receiver = dotted_name(func.value)
+            if receiver is not None:
+                collected.add(receiver)
+    if any(_emptied_in(model, name, loop) for name in collected):
+        return True
+    values = derived | collected
+    statement = model.enclosing_statement(sync.node)
+    for _ in range(_MAX_HOPS):  # `tmp = Dataset.from_dict({"labels": codes})`
+        added = {
+            target for key in values for read in flow.reads_in(key, loop)
+            if (target := _assigned_name(model, _value_root(model, read))) is not None and target not in values
+        }  # fmt: skip
+        if not added:
+            break
+        values |= added
+    for call in model.calls_inside(loop):
+        if not _writes_out(model, call) or not (model.is_inside(sync.node, call) or flow.before(statement, call)):
+            continue
+        if model.is_inside(sync.node, call) or any(flow.reads_in(key, call) for key in values):
+            return True
+    return False
+
+
+def _carries(model: SemanticModel, sync: HostSync, derived: set[str], args) -> bool:
+    flow = model.dataflow
+    return any(model.is_inside(sync.node, arg.value) or any(flow.reads_in(key, arg.value) for key in derived) for arg in args)
+
+
+def _emptied_in(model: SemanticModel, name: str, loop: Loop) -> bool:
+    """The loop hands the list to a call and then empties it, in the same block (`ship(codes)`, then `codes = []`
+    or `codes.clear()`): it ships a few batches at a time. Emptied without being handed on, it is only dropped."""
+    flow = model.dataflow
+    emptied: list[cst.CSTNode] = []
+    for write in flow.writes_in(name, loop):
+        value = write.value
+        empty_literal = isinstance(value, (cst.List, cst.Dict)) and not value.elements
+        empty_call = isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value in ("list", "dict")
+        if empty_literal or (empty_call and not value.args):
+            emptied.append(write.statement)
+    for call in model.calls_inside(loop):
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "clear" and dotted_name(func.value) == name:
+            emptied.append(call)
+    for node in emptied:
+        line = model.enclosing_statement(node)
+        block = model.parent.get(line)
+        body = list(getattr(block, "body", ()))
+        index = next((i for i, statement in enumerate(body) if statement is line), 0)
+        for earlier in body[:index]:
+            for call in model.calls_inside(earlier):
+                if not _is_collecting(call) and any(flow.reads_in(name, arg.value) for arg in call.args):
+                    return True
+    return False
+
+
+def _is_collecting(call: cst.Call) -> bool:
+    return isinstance(call.func, cst.Attribute) and call.func.attr.value in _COLLECTING
+
+
+def _writes_out(model: SemanticModel, call: cst.Call) -> bool:
+    if (model.call_name(call) or "") in _WRITE_FUNCTIONS:
+        return True
+    func = call.func
+    if not isinstance(func, cst.Attribute) or func.attr.value not in _WRITE_METHODS or model.residency.is_gpu(func.value):
+        return False
+    return not _CONSOLE.search(model.code(func.value))  # `sys.stdout.write`, `pbar.write`, `log.write`: printing
 
 
 def queue_drained(model: SemanticModel, sync: HostSync, loop: Loop) -> bool:

@@ -19,6 +19,9 @@ _PASSTHROUGH_WRAPPERS = frozenset({
 })  # fmt: skip
 _BUILTIN_WRAPPERS = {"enumerate": "enumerate", "zip": "zip", "iter": "passthrough"}
 _MAX_GENERATOR_DEPTH = 3
+# A loop over a literal of at most this many items runs a fixed handful of times (a few hand-written prompts).
+_FEW_ITEMS = 10
+_GROWING = frozenset({"append", "extend", "insert"})
 _NO_GRAD_CONTEXTS = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad"})
 
 
@@ -52,6 +55,39 @@ def _trains_here(model: SemanticModel, call: cst.Call) -> bool:
 
 def is_hot(model: SemanticModel, loop: Loop) -> bool:
     return trains(model, loop)
+
+
+def iterates_a_few_literals(model: SemanticModel, loop: Loop) -> bool:
+    """`for prompt in ["a", "b"]:`, or `zip(prompts, answers)` with `prompts = [...]` bound once and never grown:
+    the loop runs a handful of times written in the source, once each, not once per batch."""
+    if not isinstance(loop, cst.For):
+        return False
+    pending: list[cst.BaseExpression] = [loop.iter]
+    while pending:
+        expr = pending.pop()
+        if isinstance(expr, cst.Call):
+            kind = wrapper_kind(model, expr)
+            wrapped = _wrapped(model, expr, kind, 0) if kind is not None else []
+            if kind == "zip":
+                return any(_few_literal_items(model, arg, loop) for arg in wrapped)  # zip stops at its shortest argument
+            pending.extend(wrapped)
+            continue
+        return _few_literal_items(model, expr, loop)
+    return False
+
+
+def _few_literal_items(model: SemanticModel, expr: cst.BaseExpression, loop: Loop) -> bool:
+    if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
+        return len(expr.elements) <= _FEW_ITEMS and not any(isinstance(e, cst.StarredElement) for e in expr.elements)
+    if not isinstance(expr, cst.Name):
+        return False
+    flow = model.dataflow
+    scope = model.scope_of(loop)
+    writes = flow.writes_in_scope(expr.value, scope)
+    if len(writes) != 1 or writes[0].value is None or writes[0].value is expr:
+        return False
+    grown = any(isinstance(c.func, cst.Attribute) and c.func.attr.value in _GROWING for c in flow.method_calls_in(expr.value, scope))
+    return not grown and isinstance(writes[0].value, (cst.List, cst.Tuple)) and _few_literal_items(model, writes[0].value, loop)
 
 
 def iterated_expressions(model: SemanticModel, loop: cst.For) -> list[str]:

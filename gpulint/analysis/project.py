@@ -450,7 +450,7 @@ class ProjectIndex:
     def _internal_syncs(self, record: _Record, f: FunctionSummary, steps: set[int]) -> Iterator[tuple]:
         for effect in f.effects.get(INTERNAL, ()):
             if effect[0] in ("sync", "shape") and not effect[4] and effect[3] not in steps:
-                yield (effect[0], effect[1], f"{record.shown}:{effect[2]}")
+                yield (effect[0], effect[1], f"{record.shown}:{effect[2]}", *effect[5:])  # [3] "returned": a value it returns
             elif effect[0] == "synchronize" and not effect[3] and effect[2] not in steps:
                 yield ("synchronize", f"{record.shown}:{effect[1]}")
             elif effect[0] == "clock":
@@ -461,7 +461,8 @@ class ProjectIndex:
             callee = self.callee(record, call[0])
             if callee is None:
                 continue
-            yield from callee.syncs
+            sizes = tuple(call[7:]) == ("sizes",)  # the caller sizes a tensor with the result: a returned read is inherent
+            yield from (entry for entry in callee.syncs if not (sizes and tuple(entry[3:]) == ("returned",)))
             for slot, value in [*enumerate(call[2]), *call[3].items()]:
                 resolved = self.value(record, f, value)
                 if resolved is None or resolved[0] not in ("gpu", "gpu_module"):

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Iterator, Optional
 import libcst as cst
 
 from gpulint.analysis.dataflow import Write
-from gpulint.analysis.hot_loops import _is_training_step, element_targets, in_no_grad, trains
+from gpulint.analysis.hot_loops import _is_training_step, element_targets, in_no_grad, iterates_a_few_literals, trains
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.summary import CLOCKS, DEVICE_INDEX_NAME
 from gpulint.analysis.value_resolution import literal_value
@@ -1031,8 +1031,8 @@ class Residency:
             role: Optional[str] = TRAIN
         elif EPOCH in roles:
             role = EPOCH
-        elif self._runs_model(loop):
-            role = EVAL
+        elif self._runs_model(loop) and not iterates_a_few_literals(model, loop):
+            role = EVAL  # (a loop over a few hand-written items is no evaluation loop: the one around it decides)
         else:
             role = None
         self._roles[loop] = role

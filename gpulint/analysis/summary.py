@@ -75,6 +75,10 @@ _SYNC_METHODS = frozenset({"item", "tolist", "numpy", "cpu"})
 _SYNC_BUILTINS = frozenset({"float", "int", "bool", "print", "str", "repr"})
 # Ops whose output size depends on the data (residency._DATA_DEPENDENT_SHAPE: the host waits to learn it).
 _DATA_DEPENDENT_SHAPE = frozenset({"nonzero", "argwhere", "masked_select", "unique", "unique_consecutive"})
+# Factories whose positional arguments (or `size=`) are the size of the tensor they allocate.
+_SIZED = frozenset({"empty", "zeros", "ones", "full", "rand", "randn", "empty_strided"})
+# `shape = t.tolist()`, `n = t.item()`, `n = int(t)`: a read whose host value a later allocation may need.
+_HOST_READS = frozenset({"tolist", "item"})
 _WRAPPERS = frozenset({"enumerate", "zip", "iter", "tqdm"})
 _FACTORIES = frozenset({
     "tensor", "as_tensor", "zeros", "ones", "empty", "full", "eye", "arange", "linspace", "logspace", "rand", "randn",
@@ -493,6 +497,8 @@ class _Reader:
         self.loop_targets: set[str] = set()
         self.loop_sources: dict[int, list[str]] = {}  # loop -> the sources whose elements it takes
         self.masks: set[str] = set()  # names bound to a comparison (`keep = labels != -100`)
+        self.host_reads: dict[str, list[tuple]] = {}  # `shape = t.tolist()`: the name -> the sync effects of its read
+        self.call_results: dict[str, set[int]] = {}  # name -> the project calls whose result it held (any branch)
         self.reads_clock = 0  # the line of a `time.perf_counter()`, an event's `elapsed_time()`
 
     def run(self, body: list[ast.stmt]) -> FunctionSummary:
@@ -516,11 +522,15 @@ class _Reader:
             value = self.expr(node.value)
             self.moved_in_place(node.value, value)
         elif kind is ast.Assign:
+            recorded = len(self.f.effects.get(INTERNAL, ()))
             value = self.expr(node.value)
             for target in node.targets:
                 self.bind(target, value)
                 if isinstance(target, ast.Name):
                     (self.masks.add if self.is_mask(node.value) else self.masks.discard)(target.id)
+                    self.host_reads.pop(target.id, None)
+            if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and _is_host_read(node.value):
+                self.host_reads[node.targets[0].id] = [e for e in self.f.effects.get(INTERNAL, ())[recorded:] if e[0] == "sync"]
         elif kind is ast.AnnAssign:
             if node.value is not None:
                 self.bind(node.target, self.expr(node.value))
@@ -533,6 +543,10 @@ class _Reader:
                     self.env[node.target.id] = _merge(self.env.get(node.target.id), value)
         elif kind is ast.Return:
             self.f.returns.append(self.expr(node.value) if node.value is not None else None)
+            returned = node.value.elts if isinstance(node.value, (ast.Tuple, ast.List)) else [node.value]
+            for part in returned:
+                if isinstance(part, ast.Name):
+                    self.mark_host_reads(part.id, "returned")  # a caller may need it as a size
         elif kind in (ast.For, ast.AsyncFor):
             self.for_loop(node)
         elif kind is ast.While:
@@ -585,6 +599,7 @@ class _Reader:
         elif kind in (ast.FunctionDef, ast.AsyncFunctionDef):
             if not self.is_module:
                 self.env[node.name] = None  # a nested function: not followed
+                self.sized_in_closure(node)
             return
 
     def set_args_device(self, name: str, value: Any) -> None:
@@ -611,6 +626,9 @@ class _Reader:
 
     def bind(self, target: ast.AST, value: Any) -> None:
         if isinstance(target, ast.Name):
+            calls = {int(s[2:].split(".")[0]) for s in sources_of(value) if s.startswith("c:")}
+            if calls:
+                self.call_results.setdefault(target.id, set()).update(calls)
             if target.id in self.env and self.env[target.id] != value:
                 self.rebound.add(target.id)
             self.env[target.id] = value
@@ -728,6 +746,40 @@ class _Reader:
         for source in sources:
             if source != INTERNAL and not source.startswith("g:"):
                 self.effect(source, ("sync", kind, line, certain, self.loop, self.guarded or self.optional))
+
+    def mark_host_reads(self, name: str, use: str) -> None:
+        """The value read into `name` is a size this function allocates with ("sized": the wait is inherent,
+        the sync is dropped), or is returned ("returned": inherent only if the caller sizes a tensor with it)."""
+        internal = self.f.effects.get(INTERNAL, [])
+        for effect in self.host_reads.get(name, ()):
+            if effect in internal:
+                internal.remove(effect)
+                if use == "returned":
+                    internal.append((*effect, "returned"))
+        if use == "sized":
+            self.host_reads.pop(name, None)
+
+    def sized_with(self, sizes: list[ast.AST], values: list) -> None:
+        """`torch.empty(shape, ...)`: a host value read here, or the result of a project call, sizes a tensor."""
+        for node, value in zip(sizes, values):
+            calls = {int(s[2:].split(".")[0]) for s in sources_of(value) if s.startswith("c:")}
+            if isinstance(node, ast.Name):
+                self.mark_host_reads(node.id, "sized")
+                calls |= self.call_results.get(node.id, set())  # `if var: shape = exchange() else: shape = given`
+            for index in calls:
+                self.f.calls[index] = (*self.f.calls[index][:7], "sizes")
+
+    def sized_in_closure(self, node: ast.AST) -> None:
+        """`def create_recv(): return torch.empty(recv_shape, ...)`: a nested function that allocates with a
+        value of this one (Megatron's p2p receive buffers)."""
+        own = {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)}
+        for call in ast.walk(node):
+            qualified = self.b.qualify(call.func) if isinstance(call, ast.Call) else None
+            if qualified is None or not qualified.startswith("torch.") or qualified[len("torch.") :] not in _SIZED:
+                continue
+            sizes = [*call.args, *(k.value for k in call.keywords if k.arg == "size")]
+            sizes = [n for n in sizes if isinstance(n, ast.Name) and n.id not in own]
+            self.sized_with(sizes, [self.env.get(n.id) for n in sizes])
 
     def on_parameter_value(self, test: ast.AST) -> bool:
         """`if reduction == "mean":` / `if mode in ("a", "b"):`: a branch on an option a caller passes."""
@@ -1109,6 +1161,9 @@ class _Reader:
         if qualified == "torch.cuda.synchronize":
             self.effect(INTERNAL, ("synchronize", line, self.loop, self.guarded))
             return None
+        if op in _SIZED:
+            keyed = [k for k in node.keywords if k.arg == "size"]
+            self.sized_with([*node.args, *(k.value for k in keyed)], [*args, *(kwargs.get("size") for _ in keyed)])
         device = next((k.value for k in node.keywords if k.arg == "device"), None)
         if device is not None:
             kind = _device_kind_of(device, self)
@@ -1187,6 +1242,13 @@ def _argparse_dest(node: ast.Call) -> Optional[str]:
         return None
     long_flags = [f for f in flags if f.startswith("--")]
     return re.sub(r"^-+", "", (long_flags or flags)[0]).replace("-", "_")
+
+
+def _is_host_read(node: ast.AST) -> bool:
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    return (isinstance(func, ast.Attribute) and func.attr in _HOST_READS) or (isinstance(func, ast.Name) and func.id == "int")
 
 
 def _element(value: Any, index: int) -> Any:
