@@ -162,3 +162,28 @@ def test_a_tensor_rebuilt_on_the_cpu_after_the_loader_is_no_pinning_finding(copy
 )
 def test_a_part_of_the_batch_itself_copied_is_still_reported(copy):
     assert findings(REBUILT.replace("{copy}", copy), select=("GPU102",)) == ["6:14 GPU102"]
+
+
+# Megatron-LM's ViT evaluation: `for h, w in patch_hw.tolist():` reads the sizes once, before the first iteration of
+# that loop; the read runs as often as the code around the loop, not once per iteration of it.
+ITERABLE_READ = """
+import torch
+model = torch.nn.Linear(4, 4).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+{outer}
+    x = x.cuda()
+    loss = model(x).sum()
+    loss.backward()
+    opt.step()
+for h, w in sizes.cuda().tolist():
+    print(h, w)
+"""
+
+
+def test_a_read_in_the_iterable_of_a_loop_runs_once_not_per_iteration():
+    assert [f for f in findings(ITERABLE_READ.format(outer="for x in loader:")) if f.endswith("GPU303")] == []
+
+
+def test_a_read_in_the_iterable_of_an_inner_loop_runs_every_step_of_the_outer_one():
+    source = ITERABLE_READ.format(outer="for x in loader:").replace("for h, w in", "    for h, w in").replace("\n    print(h, w)", "\n        print(h, w)")
+    assert [f for f in findings(source) if f.endswith("GPU303")] == ["10:17 GPU303"]

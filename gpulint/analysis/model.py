@@ -487,6 +487,21 @@ class SemanticModel:
                 loops.append(ancestor)
         return loops
 
+    def repeating_loops(self, node: cst.CSTNode) -> list[Loop]:
+        """The loops that run `node` once per iteration, innermost first: `enclosing_loops` without a `for` whose
+        iterable (evaluated once, before the first iteration) or `else` holds `node`, nor a `while` whose `else` does."""
+        loops: list[Loop] = []
+        child = node
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                break
+            if isinstance(ancestor, cst.For) and child is not ancestor.iter and child is not ancestor.orelse:
+                loops.append(ancestor)
+            elif isinstance(ancestor, cst.While) and child is not ancestor.orelse:
+                loops.append(ancestor)
+            child = ancestor
+        return loops
+
     def enclosing_statement(self, node: cst.CSTNode) -> cst.CSTNode:
         for ancestor in (node, *self.ancestors(node)):
             if isinstance(ancestor, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):

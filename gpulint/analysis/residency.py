@@ -995,7 +995,7 @@ class Residency:
         function of this module), EPOCH (each iteration runs a whole training loop), EVAL (runs a GPU
         module or iterates a DataLoader without training), or (None, None). Outside such a loop, a function
         a framework runs once per batch (`training_step`, an ignite step) stands for the loop."""
-        for loop in self.model.enclosing_loops(node):
+        for loop in self.model.repeating_loops(node):
             role = self.loop_role(loop)
             if role is not None:
                 return loop, role
