@@ -312,3 +312,21 @@ def test_a_loader_a_function_builds_anew_at_each_call_keeps_nothing_alive(tmp_pa
             """,
     }
     assert [f for f in lint_written(tmp_path, files, monkeypatch) if "GPU104" in f] == ["data.py:7 GPU104"]
+
+
+def test_one_worker_over_an_in_memory_tensor_is_silent():
+    # Rows of a tensor already in memory: the worker has no work, so keeping it alive saves nothing.
+    source = """\
+        import numpy as np
+        import torch
+        from torch.utils.data import DataLoader
+
+        data = torch.from_numpy(np.load("poems.npz")["data"])
+        loader = DataLoader(data, batch_size=128, shuffle=True, num_workers=1)
+        for epoch in range(20):
+            for batch in loader:
+                model(batch.long().cuda()).sum().backward()
+        """
+    assert findings(source, select=("GPU104",)) == []
+    decoded = source.replace('torch.from_numpy(np.load("poems.npz")["data"])', 'ImageFolder("train", transform=augment)')
+    assert findings(decoded, select=("GPU104",)) == ["6:10 GPU104"]
