@@ -341,3 +341,24 @@ def test_suppressed_line_is_neither_reported_nor_fixed():
     out = fixed(source)
     assert "a = DataLoader(ds, batch_size=64)  # noqa: GPU101" in out
     assert "b = DataLoader(ds, batch_size=64)\n" in out
+
+
+def test_one_name_rebound_to_several_loaders_keeps_each_loaders_own_uses():
+    # A DataLoader lesson: `dataloader` is bound to a new loader cell after cell. The first one hands out
+    # one batch (`next(iter(...))`), the second is iterated for real: only the second is reported.
+    source = """\
+        from torch.utils.data import DataLoader
+        from torchvision.datasets import ImageFolder
+
+        dataset = ImageFolder("data/dogcat/", transform=transform)
+        dataloader = DataLoader(dataset, batch_size=3, shuffle=True, num_workers=0)
+        dataiter = iter(dataloader)
+        imgs, labels = next(dataiter)
+
+        dataloader = DataLoader(dataset, batch_size=64, shuffle=True)
+        for epoch in range(10):
+            for imgs, labels in dataloader:
+                loss = model(imgs.cuda(), labels.cuda())
+                loss.backward()
+        """
+    assert findings(source, select=("GPU101",)) == ["9:14 GPU101"]

@@ -654,6 +654,17 @@ class LoaderFlow:
         # A module-level loader read as a global inside a function that does not bind the name itself.
         return ref.scope is self.m.module and (id(scope), ref.name) not in self.m.bindings
 
+    def _bound_here(self, ref: _Ref, node: cst.CSTNode) -> bool:
+        """The name at `node` can still hold this loader: in its own scope, a later binding of the name to
+        another loader (`dataloader = DataLoader(...)` again, cell after cell of a notebook) hides it."""
+        m = self.m
+        if ref.is_attribute or ref.key is not None or m.scope_of(node) is not ref.scope:
+            return True
+        if len(m.bindings.get((id(ref.scope), ref.name), [])) <= 1:
+            return True
+        writes = m.dataflow.reaching_writes(ref.name, node)
+        return not writes or any(w.statement in ref.bound_at for w in writes)
+
     def _entry_calls(self, ref: _Ref, node: cst.CSTNode) -> tuple[cst.Call, ...]:
         """For a global read inside a function: the calls of that function (they run the loop)."""
         scope = self.m.scope_of(node)
@@ -666,7 +677,7 @@ class LoaderFlow:
         m = self.m
         for read in self._reads_near(ref):
             occurrence = m.parent.get(read) if ref.key is not None else read
-            if isinstance(occurrence, cst.BaseExpression) and self._in_ref_scope(ref, read) and self._matches(ref, occurrence):
+            if isinstance(occurrence, cst.BaseExpression) and self._in_ref_scope(ref, read) and self._matches(ref, occurrence) and self._bound_here(ref, read):
                 yield occurrence
 
     def _forwarded_refs(self, ref: _Ref) -> Iterator[_Ref]:
@@ -693,7 +704,7 @@ class LoaderFlow:
         found = []
         loops = m.loops if ref.scope is m.module and not ref.is_attribute else m.loops_inside(ref.scope)
         for loop in loops:
-            if not isinstance(loop, cst.For) or not self._in_ref_scope(ref, loop):
+            if not isinstance(loop, cst.For) or not self._in_ref_scope(ref, loop) or not self._bound_here(ref, loop):
                 continue
             targets = element_targets(self.m, loop.iter, loop.target, lambda e: self._matches(ref, e))
             if targets is not None:
@@ -702,7 +713,7 @@ class LoaderFlow:
         for call in self._calls_near(ref):
             if not (isinstance(call.func, cst.Name) and call.func.value == "next" and call.args):
                 continue
-            if not self._in_ref_scope(ref, call) or not self._iterator_of(ref, call.args[0].value):
+            if not self._in_ref_scope(ref, call) or not self._bound_here(ref, call) or not self._iterator_of(ref, call.args[0].value):
                 continue
             parent = m.parent.get(call)
             if not isinstance(parent, cst.Assign) or parent.value is not call:
