@@ -362,3 +362,40 @@ def test_one_name_rebound_to_several_loaders_keeps_each_loaders_own_uses():
                 loss.backward()
         """
     assert findings(source, select=("GPU101",)) == ["9:14 GPU101"]
+
+
+CPU_LESSON = """\
+    import torch
+    from torch.utils.data import DataLoader
+    from model.lenet import LeNet
+    from tools.my_dataset import RMBDataset
+
+    torch.cuda.manual_seed(1)
+    train_data = RMBDataset(data_dir="rmb/train", transform=train_transform)
+    train_loader = DataLoader(dataset=train_data, batch_size=16, shuffle=True)
+    net = LeNet(classes=2)
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.01)
+    for epoch in range(10):
+        for inputs, labels in train_loader:
+            loss = criterion(net(inputs), labels)
+            loss.backward()
+            optimizer.step()
+    """
+
+
+def test_a_lesson_trained_on_the_cpu_is_silent():
+    # Nothing in the module names a device (a CUDA seed is no GPU work): no GPU waits for the batches.
+    assert findings(CPU_LESSON, select=("GPU101", "GPU103", "GPU104")) == []
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        ("net = LeNet(classes=2)", "net = LeNet(classes=2).to(torch.device('cuda'))"),  # the model is moved
+        ("loss = criterion(net(inputs), labels)", "loss = criterion(net(inputs.cuda()), labels.cuda())"),  # the batches
+        ("net = LeNet(classes=2)", "net = LeNet(classes=2, device=device)"),  # a device handed over
+    ],
+)
+def test_the_same_lesson_on_the_gpu_is_reported(change):
+    source = CPU_LESSON.replace(*change)
+    assert findings(source, select=("GPU101",)) == ["8:16 GPU101"]

@@ -36,6 +36,12 @@ _ACCUMULATION_NAME = re.compile(r"accum", re.IGNORECASE)
 _EVAL_FUNCTION = re.compile(r"eval|valid|test|predict|infer", re.IGNORECASE)
 
 
+# What puts a module or a tensor on a device (any device: a CPU-only module names none of them).
+_DEVICE_METHODS = frozenset({"to", "cuda", "to_device", "prepare", "set_default_device", "setup", "setup_dataloaders"})
+_DEVICE_CALLS = frozenset({"torch.device", "torch.set_default_device", "torch.set_default_tensor_type", "torch.accelerator.current_accelerator"})
+_DEVICE_KEYWORDS = frozenset({"device", "device_map", "map_location", "device_ids", "accelerator", "gpus", "devices"})
+
+
 @dataclass(frozen=True)
 class _Ref:
     """How a loader is named somewhere: a local name in `scope`, or an attribute spelled `code`."""
@@ -242,6 +248,31 @@ class LoaderFlow:
             if consumption.trains:
                 return f"they feed the GPU training loop at {consumption.where}", True
         return None
+
+    def stays_on_cpu(self, info: LoaderInfo) -> bool:
+        """Nothing the loader's batches reach can be on a GPU: they are taken only by loops of this module,
+        which hands them to no framework, and the module moves nothing to any device (no `.to()`, `.cuda()`,
+        `device=`, `torch.device(...)`, no project helper that moves its argument): a CPU lesson, where
+        worker and batch-size advice about keeping a GPU busy has nothing to say."""
+        if not info.iterations or info.moves or info.feeds or self.consumed_elsewhere(info):
+            return False
+        return self._moves_nothing
+
+    @cached_property
+    def _moves_nothing(self) -> bool:
+        m = self.m
+        if "helper-moves" in m.project.tags or m.frameworks.hf_trainers:
+            return False
+        for call in m.calls:
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value in _DEVICE_METHODS:
+                return False
+            if (m.call_name(call) or "") in _DEVICE_CALLS:
+                return False
+            if any(a.keyword is not None and a.keyword.value in _DEVICE_KEYWORDS for a in call.args):
+                return False
+        residency = m.residency
+        return not any(residency.is_gpu_module(call.func) for call in m.calls)
 
     def consumed_elsewhere(self, info: LoaderInfo) -> list:
         """The loops of other modules (`project.Consumption`) that take the batches of a loader built here:
