@@ -399,3 +399,20 @@ def test_a_lesson_trained_on_the_cpu_is_silent():
 def test_the_same_lesson_on_the_gpu_is_reported(change):
     source = CPU_LESSON.replace(*change)
     assert findings(source, select=("GPU101",)) == ["8:16 GPU101"]
+
+
+def test_a_loader_lesson_that_only_prints_its_batches_is_silent():
+    # Samplers and collate functions shown by printing what the loader hands out: nothing is computed.
+    source = """\
+        import torch
+        from torch.utils.data import DataLoader, WeightedRandomSampler
+
+        x = torch.zeros(3).cuda()
+        sampler = WeightedRandomSampler(weights, num_samples=9, replacement=True)
+        dataloader = DataLoader(dataset, batch_size=3, sampler=sampler)
+        for datas, labels in dataloader:
+            print(labels.tolist(), datas.size())
+        """
+    assert findings(source, select=("GPU101",)) == []
+    computed = source.replace("print(labels.tolist(), datas.size())", "print(model(datas.cuda()).sum())")
+    assert findings(computed, select=("GPU101",)) == ["6:14 GPU101"]

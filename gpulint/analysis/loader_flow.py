@@ -36,6 +36,9 @@ _ACCUMULATION_NAME = re.compile(r"accum", re.IGNORECASE)
 _EVAL_FUNCTION = re.compile(r"eval|valid|test|predict|infer", re.IGNORECASE)
 
 
+# Calls that only look at a batch (print it, its size, its labels as a list).
+_INSPECTING_BUILTINS = frozenset({"print", "len", "str", "repr", "type"})
+_INSPECTING_METHODS = frozenset({"size", "tolist", "dim", "numel", "format", "keys"})
 # What puts a module or a tensor on a device (any device: a CPU-only module names none of them).
 _DEVICE_METHODS = frozenset({"to", "cuda", "to_device", "prepare", "set_default_device", "setup", "setup_dataloaders"})
 _DEVICE_CALLS = frozenset({"torch.device", "torch.set_default_device", "torch.set_default_tensor_type", "torch.accelerator.current_accelerator"})
@@ -257,6 +260,25 @@ class LoaderFlow:
         if not info.iterations or info.moves or info.feeds or self.consumed_elsewhere(info):
             return False
         return self._moves_nothing
+
+    def only_inspected(self, info: LoaderInfo) -> bool:
+        """Every loop over the loader only looks at its batches (`print(labels.tolist())`, `x.size()`): a
+        DataLoader API lesson (samplers, collate functions) where nothing is computed from them."""
+        if not info.iterations or info.feeds or self.consumed_elsewhere(info):
+            return False
+        m = self.m
+        for iteration in info.iterations:
+            loop = iteration.loop
+            if not isinstance(loop, cst.For) or iteration.via:
+                return False
+            for call in m.calls_inside(loop.body):
+                func = call.func
+                if isinstance(func, cst.Name) and func.value in _INSPECTING_BUILTINS and not m.module_bindings(func.value):
+                    continue
+                if isinstance(func, cst.Attribute) and func.attr.value in _INSPECTING_METHODS:
+                    continue
+                return False
+        return True
 
     @cached_property
     def _moves_nothing(self) -> bool:
