@@ -416,3 +416,28 @@ def test_a_loader_lesson_that_only_prints_its_batches_is_silent():
     assert findings(source, select=("GPU101",)) == []
     computed = source.replace("print(labels.tolist(), datas.size())", "print(model(datas.cuda()).sum())")
     assert findings(computed, select=("GPU101",)) == ["6:14 GPU101"]
+
+
+def test_a_dataset_returned_in_a_tuple_by_a_function_of_the_module():
+    # `in_vocab, out_vocab, dataset = read_data(n)`: a TensorDataset of padded ids, indexed in memory.
+    source = """\
+        import torch
+        import torch.utils.data as Data
+
+        def read_data(max_seq_len):
+            in_vocab, in_data = build(max_seq_len)
+            out_vocab, out_data = build(max_seq_len)
+            return in_vocab, out_vocab, Data.TensorDataset(in_data, out_data)
+
+        def train(model, dataset, batch_size, num_epochs):
+            data_iter = Data.DataLoader(dataset, batch_size, shuffle=True)
+            for epoch in range(num_epochs):
+                for X, Y in data_iter:
+                    model(X.cuda(), Y.cuda()).backward()
+
+        in_vocab, out_vocab, dataset = read_data(7)
+        train(model, dataset, 2, 50)
+        """
+    assert findings(source, select=("GPU101",)) == []
+    decoded = source.replace("Data.TensorDataset(in_data, out_data)", "ImageFolder(in_data, transform=augment)")
+    assert findings(decoded, select=("GPU101",)) == ["10:17 GPU101"]
