@@ -716,7 +716,10 @@ class LoaderFlow:
         if len(m.bindings.get((id(ref.scope), ref.name), [])) <= 1:
             return True
         writes = m.dataflow.reaching_writes(ref.name, node)
-        return not writes or any(w.statement in ref.bound_at for w in writes)
+        if not writes or any(w.statement in ref.bound_at for w in writes):
+            return True
+        # Hidden only by another loader's construction; a wrapper's result (`accelerator.prepare(...)`) is still it.
+        return not all(isinstance(w.value, cst.Call) and self._builds_loader(w.value) for w in writes)
 
     def _entry_calls(self, ref: _Ref, node: cst.CSTNode) -> tuple[cst.Call, ...]:
         """For a global read inside a function: the calls of that function (they run the loop)."""
