@@ -330,3 +330,4 @@ def test_one_worker_over_an_in_memory_tensor_is_silent():
     assert findings(source, select=("GPU104",)) == []
     decoded = source.replace('torch.from_numpy(np.load("poems.npz")["data"])', 'ImageFolder("train", transform=augment)')
     assert findings(decoded, select=("GPU104",)) == ["6:10 GPU104"]
+

@@ -570,7 +570,8 @@ class ProjectIndex:
         steps = self._training_loops(record, f)
         moves = tuple((e[1], e[2]) for e in self._source_effects(record, f, f"l:{loop}", steps - {loop} - _parents(f, loop), 0) if e[0] == "move")
         gpu = f.gpu or self.gpu_reason(record) is not None
-        again = None if _built_for_each_pass(f, loop, source) else self._run_again_by(record, key, f, loop)
+        built = _built_for_each_pass(f, loop, source) and _kind(self.value(record, f, ("src", source))) == "loader"
+        again = None if built else self._run_again_by(record, key, f, loop)  # not a generator over a loader given in
         return Consumption(f"{record.shown}:{f.loops[loop][0]}", loop in steps, gpu, moves, again)
 
     def _run_again_by(self, record: _Record, key: str, f: FunctionSummary, loop: int) -> Optional[str]:
