@@ -343,7 +343,9 @@ class BatchCost:
             return None
         found: list[cst.BaseExpression] = []
         for value in returns:
-            if not isinstance(value, cst.Tuple) or len(value.elements) != len(target.elements) or isinstance(value.elements[index], cst.StarredElement):
+            if not isinstance(value, cst.Tuple) or len(value.elements) != len(target.elements):
+                return None
+            if isinstance(value.elements[index], cst.StarredElement):
                 return None
             inner = self._sources(value.elements[index].value, depth + 1)
             if inner is None:

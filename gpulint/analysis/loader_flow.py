@@ -733,7 +733,9 @@ class LoaderFlow:
         m = self.m
         for read in self._reads_near(ref):
             occurrence = m.parent.get(read) if ref.key is not None else read
-            if isinstance(occurrence, cst.BaseExpression) and self._in_ref_scope(ref, read) and self._matches(ref, occurrence) and self._bound_here(ref, read):
+            if not isinstance(occurrence, cst.BaseExpression) or not self._in_ref_scope(ref, read):
+                continue
+            if self._matches(ref, occurrence) and self._bound_here(ref, read):
                 yield occurrence
 
     def _forwarded_refs(self, ref: _Ref) -> Iterator[_Ref]:
