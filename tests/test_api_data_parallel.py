@@ -13,7 +13,7 @@ def test_data_parallel_over_every_visible_gpu():
         import torch
         from torch import nn
 
-        model = nn.DataParallel(nn.Linear(8, 2)).cuda()
+        model = nn.DataParallel(nn.Linear(2048, 4096)).cuda()
         """
     assert findings(source, **GPU401) == ["4:9 GPU401"]
     (diagnostic,) = diagnostics(source, **GPU401)
@@ -107,3 +107,81 @@ def test_other_libraries_data_parallel_is_silent():
         model = DataParallel(model).cuda()
         """
     assert findings(source, **GPU401) == []
+
+
+def test_toy_model_state_dict_demo_is_silent():
+    # A 3-unit net (and `Linear(10, 1)`) wrapped only to show the `module.` prefix of its state_dict keys.
+    source = """\
+        import torch
+        from torch import nn
+
+        class FooNet(nn.Module):
+            def __init__(self, neural_num, layers=3):
+                super().__init__()
+                self.linears = nn.ModuleList([nn.Linear(neural_num, neural_num, bias=False) for i in range(layers)])
+
+            def forward(self, x):
+                for linear in self.linears:
+                    x = torch.relu(linear(x))
+                return x
+
+        net = nn.DataParallel(FooNet(neural_num=3, layers=3))
+        net.to(torch.device("cuda"))
+        small = torch.nn.Linear(10, 1).cuda()
+        small = torch.nn.DataParallel(small)
+        torch.save(small.state_dict(), "model.pt")
+        """
+    assert findings(source, **GPU401) == []
+
+
+def test_large_module_list_is_still_reported():
+    source = """\
+        import torch
+        from torch import nn
+
+        class Deep(nn.Module):
+            def __init__(self, width=1024, layers=24):
+                super().__init__()
+                self.linears = nn.ModuleList([nn.Linear(width, width) for _ in range(layers)])
+
+        model = nn.DataParallel(Deep()).cuda()
+        """
+    assert findings(source, **GPU401) == ["9:9 GPU401"]
+
+
+def test_switch_shipped_off_is_silent():
+    source = """\
+        import torch
+        from torch import nn
+
+        ngpu = 0  # Number of GPUs available. Use 0 for CPU mode.
+        IS_PARALLEL = True if ngpu > 1 else False
+
+        def build(net_g, net_d):
+            if IS_PARALLEL and torch.cuda.device_count() > 1:
+                net_g = nn.DataParallel(net_g)
+            if ngpu > 1:
+                net_d = nn.DataParallel(net_d)
+            return net_g, net_d
+        """
+    assert findings(source, **GPU401) == []
+
+
+def test_switch_from_the_command_line_or_the_hardware_is_reported():
+    # A command-line default is changed at launch; a device count is only known at run time.
+    source = """\
+        import argparse
+        import torch
+        from torch import nn
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--ngpu", type=int, default=1)
+        opt = parser.parse_args()
+        ngpu = 2
+        ngpu = torch.cuda.device_count()
+        if opt.ngpu > 1:
+            net_g = nn.DataParallel(net_g)
+        if ngpu > 1:
+            net_d = nn.DataParallel(net_d)
+        """
+    assert findings(source, **GPU401) == ["11:13 GPU401", "13:13 GPU401"]

@@ -267,3 +267,67 @@ def test_a_progress_bar_over_the_epochs():
         assert findings(source.replace("range(num_epochs)", loop), **ONLY) == []
         # `num_epochs * 5` is not read (only `+` and `-` are): unknown, reported like `+ 8` (10 epochs)
         assert findings(source.replace("range(num_epochs)", many), **ONLY) == ["31:8 GPU104"]
+
+
+def test_a_loader_a_function_builds_anew_at_each_call_keeps_nothing_alive(tmp_path, monkeypatch):
+    # The evaluation helper builds its loaders at every call (once per epoch): each one is iterated once,
+    # so persistent workers would outlive nothing. A loader built once and iterated every epoch is reported.
+    from tests.projects_helper import lint_written
+
+    files = {
+        "data.py": """\
+            from torch.utils.data import DataLoader
+
+            def get_eval_loader(root, num_workers=4):
+                return DataLoader(ImageFolder(root), batch_size=32, num_workers=num_workers)
+
+            def get_train_loader(root):
+                return DataLoader(ImageFolder(root), batch_size=32, num_workers=4, pin_memory=True)
+            """,
+        "fid.py": """\
+            from data import get_eval_loader
+
+            def fid(model, paths):
+                loaders = [get_eval_loader(p) for p in paths]
+                for loader in loaders:
+                    for x in loader:
+                        model(x.cuda(non_blocking=True))
+
+            def lpips(model, path):
+                loader = get_eval_loader(path)
+                for x in loader:
+                    model(x.cuda(non_blocking=True))
+            """,
+        "train.py": """\
+            from data import get_train_loader
+            from fid import fid, lpips
+
+            loader = get_train_loader("train")
+            for epoch in range(10):
+                for x in loader:
+                    model(x.cuda(non_blocking=True)).sum().backward()
+                    opt.step()
+                fid(model, ["a", "b"])
+                lpips(model, "a")
+            """,
+    }
+    assert [f for f in lint_written(tmp_path, files, monkeypatch) if "GPU104" in f] == ["data.py:7 GPU104"]
+
+
+def test_one_worker_over_an_in_memory_tensor_is_silent():
+    # Rows of a tensor already in memory: the worker has no work, so keeping it alive saves nothing.
+    source = """\
+        import numpy as np
+        import torch
+        from torch.utils.data import DataLoader
+
+        data = torch.from_numpy(np.load("poems.npz")["data"])
+        loader = DataLoader(data, batch_size=128, shuffle=True, num_workers=1)
+        for epoch in range(20):
+            for batch in loader:
+                model(batch.long().cuda()).sum().backward()
+        """
+    assert findings(source, select=("GPU104",)) == []
+    decoded = source.replace('torch.from_numpy(np.load("poems.npz")["data"])', 'ImageFolder("train", transform=augment)')
+    assert findings(decoded, select=("GPU104",)) == ["6:10 GPU104"]
+

@@ -341,3 +341,103 @@ def test_suppressed_line_is_neither_reported_nor_fixed():
     out = fixed(source)
     assert "a = DataLoader(ds, batch_size=64)  # noqa: GPU101" in out
     assert "b = DataLoader(ds, batch_size=64)\n" in out
+
+
+def test_one_name_rebound_to_several_loaders_keeps_each_loaders_own_uses():
+    # A DataLoader lesson: `dataloader` is bound to a new loader cell after cell. The first one hands out
+    # one batch (`next(iter(...))`), the second is iterated for real: only the second is reported.
+    source = """\
+        from torch.utils.data import DataLoader
+        from torchvision.datasets import ImageFolder
+
+        dataset = ImageFolder("data/dogcat/", transform=transform)
+        dataloader = DataLoader(dataset, batch_size=3, shuffle=True, num_workers=0)
+        dataiter = iter(dataloader)
+        imgs, labels = next(dataiter)
+
+        dataloader = DataLoader(dataset, batch_size=64, shuffle=True)
+        for epoch in range(10):
+            for imgs, labels in dataloader:
+                loss = model(imgs.cuda(), labels.cuda())
+                loss.backward()
+        """
+    assert findings(source, select=("GPU101",)) == ["9:14 GPU101"]
+
+
+CPU_LESSON = """\
+    import torch
+    from torch.utils.data import DataLoader
+    from model.lenet import LeNet
+    from tools.my_dataset import RMBDataset
+
+    torch.cuda.manual_seed(1)
+    train_data = RMBDataset(data_dir="rmb/train", transform=train_transform)
+    train_loader = DataLoader(dataset=train_data, batch_size=16, shuffle=True)
+    net = LeNet(classes=2)
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.01)
+    for epoch in range(10):
+        for inputs, labels in train_loader:
+            loss = criterion(net(inputs), labels)
+            loss.backward()
+            optimizer.step()
+    """
+
+
+def test_a_lesson_trained_on_the_cpu_is_silent():
+    # Nothing in the module names a device (a CUDA seed is no GPU work): no GPU waits for the batches.
+    assert findings(CPU_LESSON, select=("GPU101", "GPU103", "GPU104")) == []
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        ("net = LeNet(classes=2)", "net = LeNet(classes=2).to(torch.device('cuda'))"),  # the model is moved
+        ("loss = criterion(net(inputs), labels)", "loss = criterion(net(inputs.cuda()), labels.cuda())"),  # the batches
+        ("net = LeNet(classes=2)", "net = LeNet(classes=2, device=device)"),  # a device handed over
+    ],
+)
+def test_the_same_lesson_on_the_gpu_is_reported(change):
+    source = CPU_LESSON.replace(*change)
+    assert findings(source, select=("GPU101",)) == ["8:16 GPU101"]
+
+
+def test_a_loader_lesson_that_only_prints_its_batches_is_silent():
+    # Samplers and collate functions shown by printing what the loader hands out: nothing is computed.
+    source = """\
+        import torch
+        from torch.utils.data import DataLoader, WeightedRandomSampler
+
+        x = torch.zeros(3).cuda()
+        sampler = WeightedRandomSampler(weights, num_samples=9, replacement=True)
+        dataloader = DataLoader(dataset, batch_size=3, sampler=sampler)
+        for datas, labels in dataloader:
+            print(labels.tolist(), datas.size())
+        """
+    assert findings(source, select=("GPU101",)) == []
+    computed = source.replace("print(labels.tolist(), datas.size())", "print(model(datas.cuda()).sum())")
+    assert findings(computed, select=("GPU101",)) == ["6:14 GPU101"]
+
+
+def test_a_dataset_returned_in_a_tuple_by_a_function_of_the_module():
+    # `in_vocab, out_vocab, dataset = read_data(n)`: a TensorDataset of padded ids, indexed in memory.
+    source = """\
+        import torch
+        import torch.utils.data as Data
+
+        def read_data(max_seq_len):
+            in_vocab, in_data = build(max_seq_len)
+            out_vocab, out_data = build(max_seq_len)
+            return in_vocab, out_vocab, Data.TensorDataset(in_data, out_data)
+
+        def train(model, dataset, batch_size, num_epochs):
+            data_iter = Data.DataLoader(dataset, batch_size, shuffle=True)
+            for epoch in range(num_epochs):
+                for X, Y in data_iter:
+                    model(X.cuda(), Y.cuda()).backward()
+
+        in_vocab, out_vocab, dataset = read_data(7)
+        train(model, dataset, 2, 50)
+        """
+    assert findings(source, select=("GPU101",)) == []
+    decoded = source.replace("Data.TensorDataset(in_data, out_data)", "ImageFolder(in_data, transform=augment)")
+    assert findings(decoded, select=("GPU101",)) == ["10:17 GPU101"]

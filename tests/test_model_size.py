@@ -104,7 +104,8 @@ def test_a_module_class_counts_its_layers_with_the_constructor_arguments():
     "init",
     [
         "self.backbone = torchvision.models.resnet18(pretrained=True)",  # a pretrained model
-        "self.blocks = nn.ModuleList([nn.Linear(4, 4) for _ in range(depth)])",  # layers built in a loop
+        "self.blocks = nn.ModuleList([nn.Linear(4, 4) for _ in plan])",  # layers built over data it is given
+        "self.blocks = nn.ModuleList([nn.Linear(4, 4) for _ in range(depth) if _ % 2])",  # filtered
         "self.encoder = Encoder()",  # a class of another module
     ],
 )
@@ -115,7 +116,7 @@ from torch import nn
 from encoders import Encoder
 
 class Net(nn.Module):
-    def __init__(self, depth=2):
+    def __init__(self, depth=2, plan=(4, 4)):
         super().__init__()
         {init}
         self.head = nn.Linear(4, 1)
@@ -362,3 +363,18 @@ def test_a_none_test_that_stays_true_is_every_step():
             scores.append(out.cpu())"""
     source = INFERENCE.format(body=body).replace("preds = None", "mask = None")
     assert findings(source, select=("GPU303",)) == ["13:27 GPU303"]
+
+
+def test_a_module_list_of_k_copies_counts_each_copy():
+    source = """\
+from torch import nn
+
+class Net(nn.Module):
+    def __init__(self, depth=2):
+        super().__init__()
+        self.blocks = nn.ModuleList([nn.Linear(4, 4) for _ in range(depth)])
+        self.head = nn.Linear(4, 1)
+
+model = Net(depth=3)
+"""
+    assert estimate(source) == 3 * 20 + 5

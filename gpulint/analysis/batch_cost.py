@@ -295,6 +295,8 @@ class BatchCost:
                         inner = self._sources(write.value, depth + 1)
                     elif isinstance(write.source, cst.Call) and m.call_name(write.source) in _SUBSET and write.source.args:
                         inner = self._sources(write.source.args[0].value, depth + 1)  # `train, val = random_split(ds, ...)`
+                    elif isinstance(write.source, cst.Call) and (element := self._returned_element(write, depth)) is not None:
+                        inner = element  # `vocab, dataset = read_data(n)`: the matching part of what it returns
                     else:
                         return None
                     if inner is None:
@@ -324,6 +326,32 @@ class BatchCost:
                     found.extend(inner)
                 return found
         return [expr]
+
+    def _returned_element(self, write, depth: int) -> Optional[list[cst.BaseExpression]]:
+        """For `a, b = f(...)` with `f` a function of this module that returns tuples of that length: the
+        sources of the element `write` names in each of them; None otherwise."""
+        function = self._module_function(write.source)
+        statement = write.statement
+        if function is None or not isinstance(statement, cst.Assign) or len(statement.targets) != 1:
+            return None
+        target = statement.targets[0].target
+        if not isinstance(target, (cst.Tuple, cst.List)) or any(isinstance(e, cst.StarredElement) for e in target.elements):
+            return None
+        index = next((i for i, e in enumerate(target.elements) if e.value is write.target), None)
+        returns = [r.value for r in self.m.returns_of(function)]
+        if index is None or not returns:
+            return None
+        found: list[cst.BaseExpression] = []
+        for value in returns:
+            if not isinstance(value, cst.Tuple) or len(value.elements) != len(target.elements):
+                return None
+            if isinstance(value.elements[index], cst.StarredElement):
+                return None
+            inner = self._sources(value.elements[index].value, depth + 1)
+            if inner is None:
+                return None
+            found.extend(inner)
+        return found
 
     def _parameter_sources(self, param: cst.Param, depth: int) -> Optional[list[cst.BaseExpression]]:
         """What this module's calls pass for `param` (its default where a call leaves it out)."""

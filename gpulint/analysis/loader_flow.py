@@ -36,6 +36,15 @@ _ACCUMULATION_NAME = re.compile(r"accum", re.IGNORECASE)
 _EVAL_FUNCTION = re.compile(r"eval|valid|test|predict|infer", re.IGNORECASE)
 
 
+# Calls that only look at a batch (print it, its size, its labels as a list).
+_INSPECTING_BUILTINS = frozenset({"print", "len", "str", "repr", "type"})
+_INSPECTING_METHODS = frozenset({"size", "tolist", "dim", "numel", "format", "keys"})
+# What puts a module or a tensor on a device (any device: a CPU-only module names none of them).
+_DEVICE_METHODS = frozenset({"to", "cuda", "to_device", "prepare", "set_default_device", "setup", "setup_dataloaders"})
+_DEVICE_CALLS = frozenset({"torch.device", "torch.set_default_device", "torch.set_default_tensor_type", "torch.accelerator.current_accelerator"})
+_DEVICE_KEYWORDS = frozenset({"device", "device_map", "map_location", "device_ids", "accelerator", "gpus", "devices"})
+
+
 @dataclass(frozen=True)
 class _Ref:
     """How a loader is named somewhere: a local name in `scope`, or an attribute spelled `code`."""
@@ -242,6 +251,50 @@ class LoaderFlow:
             if consumption.trains:
                 return f"they feed the GPU training loop at {consumption.where}", True
         return None
+
+    def stays_on_cpu(self, info: LoaderInfo) -> bool:
+        """Nothing the loader's batches reach can be on a GPU: they are taken only by loops of this module,
+        which hands them to no framework, and the module moves nothing to any device (no `.to()`, `.cuda()`,
+        `device=`, `torch.device(...)`, no project helper that moves its argument): a CPU lesson, where
+        worker and batch-size advice about keeping a GPU busy has nothing to say."""
+        if not info.iterations or info.moves or info.feeds or self.consumed_elsewhere(info):
+            return False
+        return self._moves_nothing
+
+    def only_inspected(self, info: LoaderInfo) -> bool:
+        """Every loop over the loader only looks at its batches (`print(labels.tolist())`, `x.size()`): a
+        DataLoader API lesson (samplers, collate functions) where nothing is computed from them."""
+        if not info.iterations or info.feeds or self.consumed_elsewhere(info):
+            return False
+        m = self.m
+        for iteration in info.iterations:
+            loop = iteration.loop
+            if not isinstance(loop, cst.For) or iteration.via:
+                return False
+            for call in m.calls_inside(loop.body):
+                func = call.func
+                if isinstance(func, cst.Name) and func.value in _INSPECTING_BUILTINS and not m.module_bindings(func.value):
+                    continue
+                if isinstance(func, cst.Attribute) and func.attr.value in _INSPECTING_METHODS:
+                    continue
+                return False
+        return True
+
+    @cached_property
+    def _moves_nothing(self) -> bool:
+        m = self.m
+        if "helper-moves" in m.project.tags or m.frameworks.hf_trainers:
+            return False
+        for call in m.calls:
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value in _DEVICE_METHODS:
+                return False
+            if (m.call_name(call) or "") in _DEVICE_CALLS:
+                return False
+            if any(a.keyword is not None and a.keyword.value in _DEVICE_KEYWORDS for a in call.args):
+                return False
+        residency = m.residency
+        return not any(residency.is_gpu_module(call.func) for call in m.calls)
 
     def consumed_elsewhere(self, info: LoaderInfo) -> list:
         """The loops of other modules (`project.Consumption`) that take the batches of a loader built here:
@@ -654,6 +707,20 @@ class LoaderFlow:
         # A module-level loader read as a global inside a function that does not bind the name itself.
         return ref.scope is self.m.module and (id(scope), ref.name) not in self.m.bindings
 
+    def _bound_here(self, ref: _Ref, node: cst.CSTNode) -> bool:
+        """The name at `node` can still hold this loader: in its own scope, a later binding of the name to
+        another loader (`dataloader = DataLoader(...)` again, cell after cell of a notebook) hides it."""
+        m = self.m
+        if ref.is_attribute or ref.key is not None or m.scope_of(node) is not ref.scope:
+            return True
+        if len(m.bindings.get((id(ref.scope), ref.name), [])) <= 1:
+            return True
+        writes = m.dataflow.reaching_writes(ref.name, node)
+        if not writes or any(w.statement in ref.bound_at for w in writes):
+            return True
+        # Hidden only by another loader's construction; a wrapper's result (`accelerator.prepare(...)`) is still it.
+        return not all(isinstance(w.value, cst.Call) and self._builds_loader(w.value) for w in writes)
+
     def _entry_calls(self, ref: _Ref, node: cst.CSTNode) -> tuple[cst.Call, ...]:
         """For a global read inside a function: the calls of that function (they run the loop)."""
         scope = self.m.scope_of(node)
@@ -666,7 +733,9 @@ class LoaderFlow:
         m = self.m
         for read in self._reads_near(ref):
             occurrence = m.parent.get(read) if ref.key is not None else read
-            if isinstance(occurrence, cst.BaseExpression) and self._in_ref_scope(ref, read) and self._matches(ref, occurrence):
+            if not isinstance(occurrence, cst.BaseExpression) or not self._in_ref_scope(ref, read):
+                continue
+            if self._matches(ref, occurrence) and self._bound_here(ref, read):
                 yield occurrence
 
     def _forwarded_refs(self, ref: _Ref) -> Iterator[_Ref]:
@@ -693,7 +762,7 @@ class LoaderFlow:
         found = []
         loops = m.loops if ref.scope is m.module and not ref.is_attribute else m.loops_inside(ref.scope)
         for loop in loops:
-            if not isinstance(loop, cst.For) or not self._in_ref_scope(ref, loop):
+            if not isinstance(loop, cst.For) or not self._in_ref_scope(ref, loop) or not self._bound_here(ref, loop):
                 continue
             targets = element_targets(self.m, loop.iter, loop.target, lambda e: self._matches(ref, e))
             if targets is not None:
@@ -702,7 +771,7 @@ class LoaderFlow:
         for call in self._calls_near(ref):
             if not (isinstance(call.func, cst.Name) and call.func.value == "next" and call.args):
                 continue
-            if not self._in_ref_scope(ref, call) or not self._iterator_of(ref, call.args[0].value):
+            if not self._in_ref_scope(ref, call) or not self._bound_here(ref, call) or not self._iterator_of(ref, call.args[0].value):
                 continue
             parent = m.parent.get(call)
             if not isinstance(parent, cst.Assign) or parent.value is not call:

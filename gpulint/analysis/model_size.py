@@ -109,6 +109,11 @@ class ModelSize:
                     return None
                 if isinstance(arg.value, (cst.List, cst.Tuple)):  # `nn.ModuleList([...])`
                     children.extend(e.value for e in arg.value.elements)
+                elif isinstance(arg.value, (cst.ListComp, cst.GeneratorExp)):  # `[nn.Linear(n, n) for _ in range(k)]`
+                    copies = self._repeats(arg.value, env)
+                    if copies is None:
+                        return None
+                    children.extend([arg.value.elt] * copies)
                 else:
                     children.append(arg.value)
             counts = [self._child(child, env, depth + 1) for child in children]
@@ -148,6 +153,17 @@ class ModelSize:
             return directions * (first + rest * (layers - 1))  # type: ignore[operator]
         return None
 
+    def _repeats(self, comprehension: cst.ListComp | cst.GeneratorExp, env: dict[str, int]) -> Optional[int]:
+        """How many elements `[... for _ in range(k)]` makes, `k` known; None for any other comprehension."""
+        loop = comprehension.for_in
+        if loop.inner_for_in is not None or loop.ifs or not isinstance(loop.iter, cst.Call):
+            return None
+        iterated = loop.iter
+        if not (isinstance(iterated.func, cst.Name) and iterated.func.value == "range") or len(iterated.args) != 1 or iterated.args[0].keyword:
+            return None
+        count = self.integer(iterated.args[0].value, env)
+        return count if count is not None and 0 <= count <= 1000 else None
+
     def _child(self, expr: cst.BaseExpression, env: dict[str, int], depth: int) -> Optional[int]:
         if isinstance(expr, cst.Call):
             name = self.m.call_name(expr) or ""
@@ -168,12 +184,12 @@ class ModelSize:
             if not isinstance(statement, cst.FunctionDef) or statement.name.value == "forward":
                 continue
             for inner in m.calls_inside(statement):
+                if _inside_container(m, inner):
+                    continue  # counted with its `nn.Sequential(...)` / `nn.ModuleList([...])`, comprehension included
                 if any(m.is_inside(loop, statement) for loop in m.enclosing_loops(inner)) or _in_comprehension(m, inner, statement):
                     if _builds_module(m, inner):
                         return None  # built once per iteration: no count
                     continue
-                if _inside_container(m, inner):
-                    continue  # counted with its `nn.Sequential(...)` / `nn.ModuleList([...])`
                 if _calls_own_method(inner) and _called_again(m, inner, node):
                     return None  # a method that builds layers, called more than once
                 name = m.call_name(inner) or ""

@@ -545,7 +545,7 @@ class ProjectIndex:
         f = record.summary.functions[key]
         for effect in f.effects.get(source, ()):
             if effect[0] == "iter":
-                yield self._consumption(record, key, f, effect[1])
+                yield self._consumption(record, key, f, effect[1], source)
             elif effect[0] == "feed" and _kind(self.value(record, f, ("src", source))) == "loader":
                 # handed to a framework that runs the loop over it and copies the batches
                 yield Consumption(f"{record.shown}:{effect[1]}", effect[2], f.gpu or self.gpu_reason(record) is not None)
@@ -567,11 +567,13 @@ class ProjectIndex:
                     if result in caller_f.effects:
                         yield from self.consumptions(caller, caller_key, result, depth + 1)
 
-    def _consumption(self, record: _Record, key: str, f: FunctionSummary, loop: int) -> Consumption:
+    def _consumption(self, record: _Record, key: str, f: FunctionSummary, loop: int, source: str = "") -> Consumption:
         steps = self._training_loops(record, f)
         moves = tuple((e[1], e[2]) for e in self._source_effects(record, f, f"l:{loop}", steps - {loop} - _parents(f, loop), 0) if e[0] == "move")
         gpu = f.gpu or self.gpu_reason(record) is not None
-        return Consumption(f"{record.shown}:{f.loops[loop][0]}", loop in steps, gpu, moves, self._run_again_by(record, key, f, loop))
+        built = _built_for_each_pass(f, loop, source) and _kind(self.value(record, f, ("src", source))) == "loader"
+        again = None if built else self._run_again_by(record, key, f, loop)  # not a generator over a loader given in
+        return Consumption(f"{record.shown}:{f.loops[loop][0]}", loop in steps, gpu, moves, again)
 
     def _run_again_by(self, record: _Record, key: str, f: FunctionSummary, loop: int) -> Optional[str]:
         """Where the loop that runs `loop` of function `key` again and again is: the loop around it, else the
@@ -748,6 +750,22 @@ def _returns_pinned_loader(returned: Any) -> bool:
     if returned[0] == "loader":
         return isinstance(returned[1], dict) and returned[1].get("pin_memory") is True
     return returned[0] == "tuple" and any(_returns_pinned_loader(r) for r in returned[1])
+
+
+def _built_for_each_pass(f: FunctionSummary, loop: int, source: str) -> bool:
+    """The loader `loop` iterates is built by a call of the same function on each pass of what repeats the
+    loop (`loader = get_eval_loader(path)` in an evaluation helper called every epoch, or inside the loop
+    around it): a new loader every time, so no worker outlives its one pass whatever `persistent_workers` says."""
+    if not source.startswith("c:"):
+        return False
+    index = source[2:].split(".", 1)[0]
+    if not index.isdigit() or int(index) >= len(f.calls):
+        return False
+    outer = f.loops[loop][2]
+    if outer < 0:
+        return True  # repeated by a caller: each call of this function builds its own
+    around = f.calls[int(index)][4]
+    return around == outer or (around >= 0 and outer in _parents(f, around))
 
 
 def _parents(f: FunctionSummary, loop: int) -> set[int]:

@@ -36,8 +36,11 @@ class DataLoaderWithoutWorkers(Rule):
         for loader in model.dataloaders:
             if not loader.known("num_workers", "dataset", "collate_fn") or produces_cuda_batches(model, loader):
                 continue
-            if model.batch_cost.items_are_cheap(loader) or model.batch_cost.iterated_once(model.loader_flow.info(loader)):
+            info = model.loader_flow.info(loader)
+            if model.batch_cost.items_are_cheap(loader) or model.batch_cost.iterated_once(info):
                 continue  # nothing for workers to take off the training process, or one batch only
+            if model.loader_flow.stays_on_cpu(info) or model.loader_flow.only_inspected(info):
+                continue  # a CPU lesson, or a DataLoader API lesson that only prints its batches: no GPU waits
             arg = loader.argument("num_workers")
             resolved = None
             if arg is not None:

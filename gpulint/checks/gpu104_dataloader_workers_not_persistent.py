@@ -34,6 +34,8 @@ class DataLoaderWorkersNotPersistent(Rule):
             workers_positive, _ = flow.workers(loader)
             if not loader.known("num_workers", "persistent_workers") or not workers_positive:
                 continue
+            if model.batch_cost.items_are_cheap(loader) or flow.stays_on_cpu(info):
+                continue  # in-memory rows (the workers have no work to keep), or a CPU lesson (no GPU waits)
             arg = loader.argument("persistent_workers")
             if arg is not None:
                 resolved = model.values.resolve(arg.value)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterator, Optional
+
+import libcst as cst
 
 from gpulint.analysis.hot_loops import is_hot
+from gpulint.analysis.shipped_paths import never_runs
 from gpulint.checks.base import Rule
 from gpulint.diagnostics import Diagnostic, Severity
 
@@ -19,8 +22,11 @@ class DataParallel(Rule):
         model = self.model
         trains = any(is_hot(model, loop) for loop in model.loops)
         for wrapper in model.data_parallel_calls:
-            if not wrapper.several_gpus:
-                continue
+            if not wrapper.several_gpus or never_runs(model, wrapper.call):
+                continue  # one GPU, or a switch the code ships off (`if ngpu > 1:` with `ngpu = 0`)
+            wrapped = _wrapped_module(wrapper.call)
+            if wrapped is not None and model.model_size.is_toy_model(wrapped):
+                continue  # a toy net (a state_dict demo): there is no step worth spreading over GPUs
             message = f"`DataParallel` ({wrapper.why}) runs one process with a thread per GPU"
             help = (
                 "It copies the model to every GPU and gathers outputs on GPU 0 each step; use `DistributedDataParallel` "
@@ -28,3 +34,12 @@ class DataParallel(Rule):
             )
             # Training pays the gather and the replication every step; inference scripts use it for convenience.
             yield self.diagnostic(wrapper.call, message, severity=Severity.WARNING if trains else Severity.INFO, help=help)
+
+
+def _wrapped_module(call: cst.Call) -> Optional[cst.BaseExpression]:
+    """The module `DataParallel(module, ...)` / `data_parallel(module, inputs, ...)` replicates."""
+    keyword = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "module"), None)
+    if keyword is not None:
+        return keyword
+    first = call.args[0] if call.args else None
+    return first.value if first is not None and first.keyword is None and not first.star else None

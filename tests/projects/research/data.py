@@ -13,7 +13,7 @@ class RandomImages(Dataset):
         return len(self.labels)
 
     def __getitem__(self, index):
-        return self.images[index], self.labels[index]
+        return self.images[index].flip(-1) if torch.rand(()) < 0.5 else self.images[index], self.labels[index]  # a random flip
 
 
 def make_loaders(batch_size: int = 64, workers: int = 4):
