@@ -316,3 +316,20 @@ def test_a_notebook_that_trains_on_the_cpu_then_moves_the_net_in_a_later_cell():
     raw = notebook(CPU_TRAINING.split("for epoch")[0], "for epoch" + CPU_TRAINING.split("for epoch")[1], LATER_MOVE)
     report = api.check(api.Source(raw, "nb.ipynb"), settings(select=("GPU",), preview=True))
     assert render("concise", report.diagnostics, ReportContext(sources=report.sources)).splitlines() == []
+
+
+def test_an_optimizer_built_before_an_in_place_move_still_updates_cuda_parameters():
+    # Udacity's sentiment RNN: `Adam(net.parameters())` in one cell, `net.cuda()` then training in the next.
+    source = """\
+        import torch
+        from torch import nn
+
+        net = nn.LSTM(400, 256, 2)
+        optimizer = torch.optim.Adam(net.parameters(), lr=0.001)
+        net.cuda()
+        for inputs, labels in loader:
+            loss = nn.functional.mse_loss(net(inputs.cuda())[0], labels.cuda())
+            loss.backward()
+            optimizer.step()
+    """
+    assert findings(source, select=("GPU904",), preview=True) == ["5:13 GPU904"]

@@ -457,9 +457,15 @@ class Residency:
                     continue
                 if self.is_discarded_move(call):
                     m = self.move(call)
-                    if m is not None and m[0] == CUDA and not self.runs_after(call, expr):
+                    if m is not None and m[0] == CUDA and not self._loop_ran_before(call, expr):
                         return True
         return False
+
+    def _loop_ran_before(self, move: cst.Call, use: cst.CSTNode) -> bool:
+        """`use` sits in a module-level loop that has finished when the in-place `move` runs: the loop ran on the
+        CPU. A use outside loops keeps its answer (`Adam(net.parameters())` before `net.cuda()` still updates
+        the parameters the move moves in place, on CUDA)."""
+        return bool(self.model.enclosing_loops(use)) and self.runs_after(move, use)
 
     def runs_after(self, later: cst.CSTNode, node: cst.CSTNode) -> bool:
         """Module-level code runs once, top to bottom (a notebook's cells too): `later` comes after `node` there,
