@@ -69,7 +69,7 @@ def _exclusive(model: SemanticModel, a: cst.CSTNode, b: cst.CSTNode) -> bool:
     for child_b, ancestor in _pairs(model, b):
         child_a = above_a.get(id(ancestor))
         if child_a is not None:
-            return isinstance(ancestor, cst.If) and child_a is not child_b and ancestor.body in (child_a, child_b)
+            return isinstance(ancestor, cst.If) and child_a is not child_b and (ancestor.body is child_a or ancestor.body is child_b)
     return False
 
 

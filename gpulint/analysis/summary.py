@@ -35,6 +35,7 @@ from typing import Any, Iterable, Optional
 
 from gpulint.analysis.communication import starts_async_communication, waits_for_work
 from gpulint.analysis.devices import EVIDENCE_FINDERS, GPU_TEXT_MARKERS
+from gpulint.analysis.error_paths import EXITS
 from gpulint.analysis.imports import canonical
 
 FORMAT = 1
@@ -301,7 +302,7 @@ def _ends(body: list[ast.stmt], builder: Any) -> bool:
     if isinstance(last, ast.Raise):
         return True
     if isinstance(last, ast.Expr) and isinstance(last.value, ast.Call):
-        return builder.qualify(last.value.func) in ("sys.exit", "os._exit")
+        return builder.qualify(last.value.func) in EXITS
     if isinstance(last, ast.If):
         return bool(last.orelse) and _ends(last.body, builder) and _ends(last.orelse, builder)
     return False
