@@ -191,6 +191,27 @@ def test_a_training_loop_inside_a_branch_that_exits_afterwards_is_still_per_step
     """, "GPU303") == ["17 GPU303 `loss.item()` waits for the GPU every training step (loop at line 13)"]
 
 
+def test_a_batch_copied_on_the_way_to_a_raise_is_not_a_per_batch_copy():
+    source = """\
+        import torch
+        from torch import nn
+
+        model = nn.Linear(4, 2).cuda()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        loader = torch.utils.data.DataLoader(dataset, batch_size=64, num_workers=4, pin_memory=True, persistent_workers=True)
+
+        for x, y in loader:
+            if x.numel() == 0:
+                torch.save(x.cuda(), "bad.pt")
+                raise RuntimeError("empty batch")
+            loss = nn.functional.cross_entropy(model(x.cuda()), y.cuda(non_blocking=True))
+            loss.backward()
+            optimizer.step()
+    """
+    [d] = diagnostics(source, select=("GPU105",))
+    assert (d.location.row, d.message) == (12, "`x.cuda()` copies a batch of a pinned `DataLoader` (line 6) and blocks")
+
+
 # ---- 3. a synchronize after asynchronous communication is a barrier ----------------------------------------
 
 
