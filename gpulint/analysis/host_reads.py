@@ -377,7 +377,7 @@ def _drains(model: SemanticModel, call: cst.Call, loop: Loop) -> bool:
     if not drains:
         callee = model.callee(call)
         drains = callee is not None and any(
-            entry[0] == "synchronize" or (entry[0] == "clock" and len(entry) > 2 and entry[2]) for entry in callee.syncs
+            entry[0] in ("synchronize", "barrier") or (entry[0] == "clock" and len(entry) > 2 and entry[2]) for entry in callee.syncs
         )
     if not drains:
         return False

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Iterator, Optional
 import libcst as cst
 
 from gpulint.analysis.dataloaders import DATALOADER, DataLoaderCall
+from gpulint.analysis.error_paths import error_path
 from gpulint.analysis.hot_loops import element_targets, in_no_grad, trains, wrapped_arguments, wrapper_kind
 from gpulint.analysis.value_resolution import ARGPARSE_DEFAULT, ResolvedValue, literal_value
 
@@ -808,6 +809,8 @@ class LoaderFlow:
             for call in (c for region in iteration.regions for c in self.m.calls_inside(region)):
                 if id(call) in seen:
                     continue
+                if iteration.loop is not None and error_path(self.m, call, iteration.loop) is not None:
+                    continue  # a copy on the way to a `raise` runs at most once, not per batch
                 if not self.m.residency.moves_to_cuda(call):
                     helper = self._helper_move(call, names, iteration)
                     if helper is not None:

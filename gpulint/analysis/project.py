@@ -61,7 +61,7 @@ class Callee:
     returns: Any = None  # ("loader", facts), ("module",), ("gpu_module",), ("gpu",), ("device",), ("args", options), ("tuple", ...)
     # parameter -> [("move", where, non_blocking), ("sync", kind, where, certain), ("iter", where), ("device", where)]
     effects: dict[str, list[tuple]] = field(default_factory=dict)
-    # ("sync", kind, where) / ("synchronize", where): every call; ("clock", where, drains): it reads a clock (times the GPU), and synchronizes on every call when drains
+    # ("sync", kind, where) / ("synchronize", where) / ("barrier", where: one after async communication): every call; ("clock", where, drains): it reads a clock (times the GPU), and synchronizes on every call when drains
     syncs: list[tuple] = field(default_factory=list)
     yields: tuple[str, ...] = ()  # parameters whose elements it yields (a generator over a loader)
     consumes: dict[str, list[Consumption]] = field(default_factory=dict)  # parameter -> the loops taking its batches
@@ -451,8 +451,8 @@ class ProjectIndex:
         for effect in f.effects.get(INTERNAL, ()):
             if effect[0] in ("sync", "shape") and not effect[4] and effect[3] not in steps:
                 yield (effect[0], effect[1], f"{record.shown}:{effect[2]}", *effect[5:])  # [3] "returned": a value it returns
-            elif effect[0] == "synchronize" and not effect[3] and effect[2] not in steps:
-                yield ("synchronize", f"{record.shown}:{effect[1]}")
+            elif effect[0] in ("synchronize", "barrier") and not effect[3] and effect[2] not in steps:
+                yield (effect[0], f"{record.shown}:{effect[1]}")  # "barrier": after async communication, it must stay
             elif effect[0] == "clock":
                 yield ("clock", f"{record.shown}:{effect[1]}", effect[2])  # it times what runs around its calls; [2]: synchronizes each call
         for call in f.calls:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Iterator, Optional
 import libcst as cst
 
 from gpulint.analysis.dataflow import Write
+from gpulint.analysis.error_paths import error_path
 from gpulint.analysis.hot_loops import _is_training_step, element_targets, in_no_grad, iterates_a_few_literals, trains
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.summary import CLOCKS, DEVICE_INDEX_NAME
@@ -55,9 +56,14 @@ HOST_METHODS = frozenset({
     "is_complex", "storage_offset", "untyped_storage", "record_stream", "zero_grad", "step", "train", "eval",
     "pin_memory", "format", "join", "startswith", "append", "extend", "update", "add_scalar",
     "add_scalars", "log", "write", "info", "debug", "warning", "set_postfix", "synchronize", "wait_stream",
-    "wait_event", "record_event", "record", "elapsed_time", "query",
+    "wait_event", "record_event", "record", "elapsed_time", "query", "ndimension", "is_pinned", "is_shared",
+    "is_signed", "is_inference", "is_set_to",
 })  # fmt: skip
-HOST_ATTRIBUTES = frozenset({"shape", "device", "dtype", "ndim", "is_cuda", "requires_grad", "training", "is_leaf", "layout"})
+# Tensor metadata the host keeps: reading it waits for nothing on the GPU.
+HOST_ATTRIBUTES = frozenset({
+    "shape", "device", "dtype", "ndim", "is_cuda", "requires_grad", "training", "is_leaf", "layout", "is_sparse",
+    "is_quantized", "is_meta", "nbytes", "itemsize", "names", "grad_fn",
+})  # fmt: skip
 _HOST_BUILTINS = frozenset({
     "len", "int", "float", "bool", "str", "repr", "print", "range", "enumerate", "zip", "list", "tuple", "dict",
     "set", "isinstance", "hasattr", "getattr", "format", "type", "id", "iter", "sorted", "round", "open", "any", "all",
@@ -474,9 +480,26 @@ class Residency:
                     continue
                 if self.is_discarded_move(call):
                     m = self.move(call)
-                    if m is not None and m[0] == CUDA:
+                    if m is not None and m[0] == CUDA and not self._loop_ran_before(call, expr):
                         return True
         return False
+
+    def _loop_ran_before(self, move: cst.Call, use: cst.CSTNode) -> bool:
+        """`use` sits in a module-level loop that has finished when the in-place `move` runs: the loop ran on the
+        CPU. A use outside loops keeps its answer (`Adam(net.parameters())` before `net.cuda()` still updates
+        the parameters the move moves in place, on CUDA)."""
+        return bool(self.model.enclosing_loops(use)) and self.runs_after(move, use)
+
+    def runs_after(self, later: cst.CSTNode, node: cst.CSTNode) -> bool:
+        """Module-level code runs once, top to bottom (a notebook's cells too): `later` comes after `node` there,
+        outside any loop around both, so it has not run yet when `node` runs (a model moved to CUDA after the
+        loop that trained it on the CPU). False when unsure (either one in a function)."""
+        model = self.model
+        if model.scope_of(later) is not model.module or model.scope_of(node) is not model.module:
+            return False
+        if self.flow.before(later, node):
+            return False
+        return not any(model.is_inside(later, loop) for loop in model.enclosing_loops(node))
 
     def _moved_call(self, call: cst.Call) -> bool:
         while isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute):
@@ -653,7 +676,7 @@ class Residency:
                 return self._args_level(call)
         if isinstance(func, cst.Attribute):
             method = func.attr.value
-            if method in HOST_METHODS:
+            if method in HOST_METHODS or names_type(call):
                 return NONE
             receiver = func.value
             if self.is_module(receiver):
@@ -996,11 +1019,13 @@ class Residency:
         module or iterates a DataLoader without training), or (None, None). Outside such a loop, a function
         a framework runs once per batch (`training_step`, an ignite step) stands for the loop."""
         for loop in self.model.repeating_loops(node):
+            if error_path(self.model, node, loop) is not None:
+                return None, None  # it ends the run when it runs (`raise RuntimeError(loss.item())`): at most once
             role = self.loop_role(loop)
             if role is not None:
                 return loop, role
         step = self.model.frameworks.step_function(node)
-        if step is not None:
+        if step is not None and error_path(self.model, node, step.node) is None:
             return step.node, step.role
         return None, None
 
@@ -1071,8 +1096,11 @@ class Residency:
 
     def rate_limit_guard(self, node: cst.CSTNode, loop: Loop) -> Optional[cst.CSTNode]:
         """The `if step % N == 0:` (or `if is_logging_step:`, or an except/finally block) between `node`
-        and `loop` that keeps `node` from running every iteration."""
+        and `loop` that keeps `node` from running every iteration; or the `raise` / error branch it is on."""
         model = self.model
+        ended = error_path(model, node, loop)
+        if ended is not None:
+            return ended
         child = node
         loop_targets = {dotted_name(t) for t in _names_in(loop.target)} if isinstance(loop, cst.For) else set()
         if isinstance(loop, cst.FunctionDef):  # a framework step: `if batch_idx == 0:` runs once per epoch
@@ -1279,6 +1307,12 @@ class HostSync:
     kind: str  # how it syncs, for messages: "`.item()`", "a Python `if` on a GPU tensor"
     value: cst.BaseExpression  # the GPU tensor it reads
     via: Optional[str] = None  # a call of a project helper: where in it the sync is (`utils.py:14`)
+
+
+def names_type(call: cst.Call) -> bool:
+    """`t.type()` with no type to convert to: the tensor's type name (`"torch.cuda.FloatTensor"`), a Python string."""
+    func = call.func
+    return isinstance(func, cst.Attribute) and func.attr.value == "type" and not call.args
 
 
 def _single_index(subscript: cst.Subscript) -> Optional[cst.BaseExpression]:

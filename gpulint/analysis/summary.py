@@ -33,7 +33,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Iterable, Optional
 
+from gpulint.analysis.communication import starts_async_communication, waits_for_work
 from gpulint.analysis.devices import EVIDENCE_FINDERS, GPU_TEXT_MARKERS
+from gpulint.analysis.error_paths import EXITS
 from gpulint.analysis.imports import canonical
 
 FORMAT = 1
@@ -68,9 +70,13 @@ _HOST_METHODS = frozenset({
     "is_contiguous", "get_device", "backward", "register_hook", "state_dict", "parameters", "named_parameters",
     "buffers", "modules", "children", "named_modules", "keys", "__len__", "is_floating_point", "zero_grad", "step",
     "train", "eval", "format", "join", "startswith", "append", "extend", "update", "add_scalar",
-    "log", "write", "info", "debug", "warning", "synchronize", "record_stream",
+    "log", "write", "info", "debug", "warning", "synchronize", "record_stream", "ndimension", "is_pinned",
+    "is_shared", "is_signed", "is_inference",
 })  # fmt: skip
-_HOST_ATTRIBUTES = frozenset({"shape", "device", "dtype", "ndim", "is_cuda", "requires_grad", "training", "is_leaf"})
+_HOST_ATTRIBUTES = frozenset({
+    "shape", "device", "dtype", "ndim", "is_cuda", "requires_grad", "training", "is_leaf", "layout", "is_sparse",
+    "is_quantized", "is_meta", "nbytes", "itemsize", "names", "grad_fn",
+})  # fmt: skip
 _SYNC_METHODS = frozenset({"item", "tolist", "numpy", "cpu"})
 _SYNC_BUILTINS = frozenset({"float", "int", "bool", "print", "str", "repr"})
 # Ops whose output size depends on the data (residency._DATA_DEPENDENT_SHAPE: the host waits to learn it).
@@ -312,6 +318,36 @@ def _rate_limiting(test: ast.AST, loop_targets: set[str]) -> bool:
     return False
 
 
+def _always_ends(body: list[ast.stmt], builder: Any) -> bool:
+    """The last statement raises or exits (or is an `if` whose branches all do), and no `return`, `break` or
+    `continue` leaves `body` first (the same fact as analysis/error_paths.always_ends)."""
+    return bool(body) and _ends(body, builder) and not any(any(_exits(stmt, in_loop=False)) for stmt in body)
+
+
+def _ends(body: list[ast.stmt], builder: Any) -> bool:
+    last = body[-1]
+    if isinstance(last, ast.Raise):
+        return True
+    if isinstance(last, ast.Expr) and isinstance(last.value, ast.Call):
+        return builder.qualify(last.value.func) in EXITS
+    if isinstance(last, ast.If):
+        return bool(last.orelse) and _ends(last.body, builder) and _ends(last.orelse, builder)
+    return False
+
+
+def _exits(node: ast.AST, in_loop: bool) -> Iterable[ast.AST]:
+    """The `return`s, and the `break`s / `continue`s outside a loop of `node`, without entering nested functions."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+        return
+    if isinstance(node, ast.Return) or (isinstance(node, (ast.Break, ast.Continue)) and not in_loop):
+        yield node
+        return
+    looping = isinstance(node, (ast.For, ast.AsyncFor, ast.While))
+    for child in ast.iter_child_nodes(node):
+        inner = in_loop or (looping and child in getattr(node, "body", ()))
+        yield from _exits(child, inner)
+
+
 def _target_names(target: ast.AST) -> list[str]:
     if isinstance(target, ast.Name):
         return [target.id]
@@ -494,6 +530,8 @@ class _Reader:
         self.loop = -1
         self.guarded = False
         self.optional = False  # under `if reduction == "mean":`: syncs there depend on what the caller passes
+        self.communicated = False  # an async transfer (or a work handle's wait) ran earlier on this path
+        self.catching = 0  # inside this many `try` bodies with handlers: a raise there may be caught
         self.loop_targets: set[str] = set()
         self.loop_sources: dict[int, list[str]] = {}  # loop -> the sources whose elements it takes
         self.masks: set[str] = set()  # names bound to a comparison (`keep = labels != -100`)
@@ -560,9 +598,14 @@ class _Reader:
                 self.guarded = guarded or _rate_limiting(node.test, self.loop_targets)
             optional = self.optional
             self.optional = optional or self.on_parameter_value(node.test)
+            self.guarded = self.guarded or self.ends_run(node.body)
+            communicated = self.communicated
             self.block(node.body)
-            self.guarded = guarded
+            self.communicated, communicated = communicated, self.communicated
+            self.guarded = guarded or self.ends_run(node.orelse)
             self.block(node.orelse)
+            self.communicated = self.communicated or communicated
+            self.guarded = guarded
             self.optional = optional
         elif kind in (ast.With, ast.AsyncWith):
             for item in node.items:
@@ -571,7 +614,9 @@ class _Reader:
                     self.bind(item.optional_vars, value if sources_of(value) else None)
             self.block(node.body)
         elif kind is ast.Try or kind.__name__ == "TryStar":
+            self.catching += bool(node.handlers)
             self.block(node.body)
+            self.catching -= bool(node.handlers)
             guarded = self.guarded
             self.guarded = True  # an except or finally block does not run every step
             for handler in node.handlers:
@@ -585,7 +630,10 @@ class _Reader:
             self.b.add_import(node)
         elif kind is ast.Raise:
             if node.exc is not None:
+                guarded = self.guarded
+                self.guarded = guarded or not self.catching  # it ends the run: at most once (analysis/error_paths.py)
                 self.expr(node.exc)
+                self.guarded = guarded
         elif kind is ast.Delete:
             for target in node.targets:
                 if isinstance(target, ast.Name):
@@ -601,6 +649,17 @@ class _Reader:
                 self.env[node.name] = None  # a nested function: not followed
                 self.sized_in_closure(node)
             return
+
+    def synchronize_kind(self) -> str:
+        """"barrier" for a device synchronize after asynchronous communication on this path (a correctness
+        barrier: analysis/communication.py), else "synchronize"."""
+        kind = "barrier" if self.communicated else "synchronize"
+        self.communicated = False  # the next one guards nothing
+        return kind
+
+    def ends_run(self, body: list[ast.stmt]) -> bool:
+        """Every path through `body` raises or exits and nothing here catches it (analysis/error_paths.py)."""
+        return not self.catching and _always_ends(body, self.b)
 
     def set_args_device(self, name: str, value: Any) -> None:
         """`args.device = torch.device("cuda")` (`else: args.device = "cpu"`): the options now hold a device; a CUDA
@@ -976,6 +1035,11 @@ class _Reader:
         kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
         if any(_OPTIMIZER.fullmatch(_dotted(a) or "") for a in node.args):
             self.mark_trains()  # `loss_scaler(loss, optimizer)`, `amp.scale_loss(loss, optimizer)`
+        async_op = any(k.arg == "async_op" and _literal(k.value) != (True, False) for k in node.keywords)
+        if starts_async_communication(qualified or "", async_op) or (
+            isinstance(func, ast.Attribute) and waits_for_work(func.attr, _dotted(func.value) or "", bool(node.args or node.keywords))
+        ):
+            self.communicated = True
         if qualified is not None and qualified.startswith("torch."):
             return self.torch_call(node, qualified, args, kwargs)
         if isinstance(func, ast.Attribute):
@@ -984,6 +1048,8 @@ class _Reader:
                 moved = self.move(node, receiver)
                 if moved is not None:
                     return moved
+            if method == "type" and not node.args and not node.keywords:
+                return None  # the type's name, a Python string (`x.type(T)` converts)
             if method in _SYNC_METHODS and not (method == "cpu" and node.args):
                 self.sync(receiver, f"`.{method}()`", line, certain=False)
                 return ("host",)  # a Python number, a list, an array, a CPU tensor
@@ -1003,7 +1069,7 @@ class _Reader:
                 self.mark_trains()
                 return None
             if method == "synchronize" and isinstance(func.value, ast.Call) and (b.qualify(func.value.func) or "").startswith("torch.cuda."):
-                self.effect(INTERNAL, ("synchronize", line, self.loop, self.guarded))
+                self.effect(INTERNAL, (self.synchronize_kind(), line, self.loop, self.guarded))
                 return None
             if method in ("parse_args", "parse_known_args"):
                 options = self.argparse_options(func.value)
@@ -1159,7 +1225,7 @@ class _Reader:
             self.mark_gpu(f"`{qualified}()`", line)
             return ("device",)
         if qualified == "torch.cuda.synchronize":
-            self.effect(INTERNAL, ("synchronize", line, self.loop, self.guarded))
+            self.effect(INTERNAL, (self.synchronize_kind(), line, self.loop, self.guarded))
             return None
         if op in _SIZED:
             keyed = [k for k in node.keywords if k.arg == "size"]

@@ -186,9 +186,18 @@ def _non_float32_parameters(model: SemanticModel) -> bool:
     return False
 
 
+def _after_all_training(model: SemanticModel, move: cst.Call, hot: list) -> bool:
+    """`net.cuda()` for one forward after the module-level loops that trained it on the CPU (a notebook's
+    last cells): it runs after every training loop of this file, so no training runs on CUDA."""
+    return bool(hot) and all(model.residency.runs_after(move, loop) for loop in hot)
+
+
 def find_training_setup(model: SemanticModel) -> TrainingSetup:
-    moves = [call for call in model.calls if model.residency.moves_to_cuda(call) and is_model_expression(model, call.func.value)]
     hot = [loop for loop in model.loops if is_hot(model, loop)]
+    moves = [
+        call for call in model.calls
+        if model.residency.moves_to_cuda(call) and is_model_expression(model, call.func.value) and not _after_all_training(model, call, hot)
+    ]  # fmt: skip
     entry = model.has_main_guard or any(model.enclosing_function(loop) is None for loop in hot)
     backward = next((c for c in model.method_calls("backward")), None)
     convolutions = any((model.call_name(c) or "").startswith(_CONVOLUTIONS + _CONV_NET_FACTORIES) for c in model.calls)

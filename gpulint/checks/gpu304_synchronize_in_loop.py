@@ -6,6 +6,7 @@ from typing import Iterator
 
 import libcst as cst
 
+from gpulint.analysis.communication import guards_communication
 from gpulint.analysis.residency import CPU, TRAIN
 from gpulint.analysis.streams import CURRENT_STREAM
 from gpulint.checks.base import Rule
@@ -33,6 +34,8 @@ class SynchronizeInLoop(Rule):
                 continue
             if residency.in_timing_code(call) or self._reads_non_blocking_copy(call, loop):
                 continue
+            if via is None and guards_communication(model, call):
+                continue  # the barrier after `batch_isend_irecv` / a work handle's `wait()`: removing it races
             what = f"`{model.code(call)}`" if via is None else f"`{model.code(call)}` (`torch.cuda.synchronize()` at {via})"
             message = f"{what} blocks the CPU until the GPU is idle, {self.every_step(role, loop)}"
             help = (
