@@ -252,20 +252,8 @@ def test_fix_uses_the_configured_worker_expression_and_needs_unsafe():
     assert "import os" not in out
 
 
-def test_no_fix_for_unsharded_iterable_dataset_or_unguarded_script():
-    iterable = """\
-        import torch
-        from torch.utils.data import DataLoader, IterableDataset
-        device = torch.device("cuda")
-        class Stream(IterableDataset):
-            def __iter__(self):
-                yield from range(10)
-
-        def main():
-            return DataLoader(Stream(), batch_size=4)
-        """
-    [d] = diagnostics(iterable)
-    assert d.fix is None and "get_worker_info" in d.help
+def test_no_fix_for_an_unguarded_script():
+    # An unsharded IterableDataset is not reported at all (tests/test_data_loading_iterable_streams.py).
     unguarded = """\
         import torch
         from torch.utils.data import DataLoader

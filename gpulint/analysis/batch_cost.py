@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
-from gpulint.analysis.dataloaders import TENSOR_DATASET, DataLoaderCall
+from gpulint.analysis.dataloaders import ITERABLE_DATASET, TENSOR_DATASET, DataLoaderCall
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.value_resolution import ARGS_PARAMETER_NAMES
 
@@ -269,6 +269,35 @@ class BatchCost:
                 return []
             found.extend((dataset, inputs.collator) for dataset in inputs.datasets)
         return found
+
+    def streams_unsharded(self, dataset: Optional[cst.BaseExpression]) -> bool:
+        """The dataset is built by a class of this module deriving from `IterableDataset` whose code (and its
+        bases' in this module, and this module's functions they call) never asks `get_worker_info()`: every
+        worker would replay the whole stream, or read a stale copy of live state (a replay buffer, a policy)."""
+        if dataset is None:
+            return False
+        sources = self._sources(dataset) or [dataset]
+        return any(isinstance(s, cst.Call) and self._unsharded_stream_class(s) for s in sources)
+
+    def trainer_streams_unsharded(self, arguments: cst.Call) -> bool:
+        """An HF Trainer given these `TrainingArguments` reads an `IterableDataset` that does not shard by worker."""
+        return any(self.streams_unsharded(dataset) for dataset, _ in self._trainer_inputs(arguments))
+
+    def _unsharded_stream_class(self, call: cst.Call) -> bool:
+        m = self.m
+        info = m.local_class_of(m.call_name(call))
+        if info is None or not m.is_subclass_of(info.node.name.value, ITERABLE_DATASET):
+            return False  # a class gpulint cannot read (another module, a library) keeps today's findings
+        chain, seen = [info], set()
+        while chain:
+            current = chain.pop()
+            if current.node.name.value in seen:
+                continue
+            seen.add(current.node.name.value)
+            if m.through_calls("asks get_worker_info", current.node, lambda node: "get_worker_info" in m.code(node)):
+                return False
+            chain.extend(m.classes[b] for b in current.bases if b in m.classes)
+        return True
 
     # ---- where a value comes from ----------------------------------------------------------------
 

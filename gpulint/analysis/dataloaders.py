@@ -152,13 +152,11 @@ def _given_cuda_device(model: SemanticModel, call: cst.Call) -> bool:
 
 
 def is_unsharded_iterable_dataset(model: SemanticModel, loader: DataLoaderCall) -> bool:
-    """An IterableDataset that never asks `get_worker_info()`: each worker would yield the same data."""
-    info = dataset_class(model, loader)
-    if info is None or not model.is_subclass_of(info.node.name.value, ITERABLE_DATASET):
-        return False
+    """An IterableDataset that never asks `get_worker_info()` (see `BatchCost.streams_unsharded`): with workers
+    each would yield the same data, or act on a stale copy of the state it reads. A `worker_init_fn` may shard it."""
     if loader.argument("worker_init_fn") is not None:
         return False
-    return "get_worker_info" not in model.code(info.node)
+    return model.batch_cost.streams_unsharded(loader.value("dataset"))
 
 
 def defined_for_workers(model: SemanticModel, loader: DataLoaderCall) -> list[str]:

@@ -36,6 +36,8 @@ class DataLoaderWithoutWorkers(Rule):
         for loader in model.dataloaders:
             if not loader.known("num_workers", "dataset", "collate_fn") or produces_cuda_batches(model, loader):
                 continue
+            if is_unsharded_iterable_dataset(model, loader):
+                continue  # every worker would replay the whole stream, or read stale copies of live state
             info = model.loader_flow.info(loader)
             if model.batch_cost.items_are_cheap(loader) or model.batch_cost.iterated_once(info):
                 continue  # nothing for workers to take off the training process, or one batch only
@@ -65,9 +67,7 @@ class DataLoaderWithoutWorkers(Rule):
         what += ": batches load in the training process"
         help = "The GPU waits while the training process loads each batch"
         fix = None
-        if is_unsharded_iterable_dataset(model, loader):
-            help += "; shard the IterableDataset with `get_worker_info()` before adding workers"
-        elif model.is_notebook:  # no `__main__` guard to add: a kernel never re-runs the notebook in a worker
+        if model.is_notebook:  # no `__main__` guard to add: a kernel never re-runs the notebook in a worker
             defined = defined_for_workers(model, loader)
             if defined:
                 names, them = " and ".join(f"`{name}`" for name in defined), "it" if len(defined) == 1 else "them"

@@ -6,6 +6,7 @@ from typing import Iterator
 
 import libcst as cst
 
+from gpulint.analysis.dataloaders import is_unsharded_iterable_dataset
 from gpulint.analysis.epoch_count import epoch_count
 from gpulint.analysis.value_resolution import LITERAL
 from gpulint.checks.base import Option, Rule
@@ -36,6 +37,8 @@ class DataLoaderWorkersNotPersistent(Rule):
                 continue
             if model.batch_cost.items_are_cheap(loader) or flow.stays_on_cpu(info):
                 continue  # in-memory rows (the workers have no work to keep), or a CPU lesson (no GPU waits)
+            if is_unsharded_iterable_dataset(model, loader):
+                continue  # the workers replay one stream each: keeping them is not the advice to give
             arg = loader.argument("persistent_workers")
             if arg is not None:
                 resolved = model.values.resolve(arg.value)

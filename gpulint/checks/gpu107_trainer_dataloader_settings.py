@@ -48,6 +48,8 @@ class TrainerDataloaderSettings(Rule):
         cost = self.model.batch_cost
         if cost.trainer_items_are_cheap(arguments.call):
             workers = persistent = None  # rows tokenized up front, a collator that pads: workers would idle
+        if cost.trainer_streams_unsharded(arguments.call):
+            workers = persistent = None  # an IterableDataset that does not shard: each worker would replay it
         if _is(pinned, False) and cost.trainer_batches_are_small(arguments.call):
             pinned = None  # token ids: pinning a few kilobytes a batch saves nothing measurable
         if _is(workers, 0):
