@@ -3,7 +3,10 @@ would replay the whole stream in every worker, or hand each worker a stale copy 
 
 from __future__ import annotations
 
+import textwrap
+
 from tests.conftest import diagnostics, findings, fixed
+from tests.projects_helper import found, lint, write
 
 # A Lightning DQN: the dataset samples the replay buffer the training step fills.
 RL_DATASET = """\
@@ -180,3 +183,50 @@ def test_the_hf_trainer_on_a_sharded_stream_is_still_reported():
     [d] = diagnostics(sharded, select=("GPU107",))
     assert (d.location.row, d.code) == (11, "GPU107")
     assert d.message == "`TrainingArguments` leaves `dataloader_num_workers` at its default 0"
+
+
+# ---- a stream class of another project module ------------------------------------------------------------
+
+EXPERIENCE_SOURCE = """\
+    from torch.utils.data import IterableDataset
+
+    class ExperienceSourceDataset(IterableDataset):
+        def __init__(self, generate_batch):
+            self.generate_batch = generate_batch
+
+        def __iter__(self):
+            return self.generate_batch()
+    """
+
+DQN_MODEL = """\
+    import torch
+    from pytorch_lightning import LightningModule
+    from torch.utils.data import DataLoader
+
+    from rl.datamodules import ExperienceSourceDataset
+
+    class DQN(LightningModule):
+        def train_batch(self):
+            for _ in range(self.batches_per_epoch):
+                yield self.buffer.sample(self.batch_size)
+
+        def train_dataloader(self):
+            self.dataset = ExperienceSourceDataset(self.train_batch)
+            return DataLoader(dataset=self.dataset, batch_size=self.batch_size)
+
+        def training_step(self, batch, batch_idx):
+            return self.net(batch[0].cuda()).sum()
+    """
+
+
+def test_an_unsharded_stream_of_another_module_gets_no_workers_advice(tmp_path, monkeypatch):
+    files = {"rl/__init__.py": "", "rl/datamodules/__init__.py": "from rl.datamodules.experience import ExperienceSourceDataset\n",
+             "rl/datamodules/experience.py": EXPERIENCE_SOURCE, "rl/models/dqn.py": DQN_MODEL}
+    assert found(lint(write(tmp_path, files), monkeypatch, select=("GPU101",))) == []
+
+
+def test_a_stream_of_another_module_that_shards_by_worker_is_still_reported(tmp_path, monkeypatch):
+    sharded = EXPERIENCE_SOURCE.replace("            return self.generate_batch()", "            info = torch.utils.data.get_worker_info()\n            return self.generate_batch()")
+    files = {"rl/__init__.py": "", "rl/datamodules/__init__.py": "from rl.datamodules.experience import ExperienceSourceDataset\n",
+             "rl/datamodules/experience.py": "import torch\n" + textwrap.dedent(sharded), "rl/models/dqn.py": DQN_MODEL}
+    assert found(lint(write(tmp_path, files), monkeypatch, select=("GPU101",))) == ["rl/models/dqn.py:14 GPU101"]

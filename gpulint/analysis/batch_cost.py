@@ -271,9 +271,10 @@ class BatchCost:
         return found
 
     def streams_unsharded(self, dataset: Optional[cst.BaseExpression]) -> bool:
-        """The dataset is built by a class of this module deriving from `IterableDataset` whose code (and its
-        bases' in this module, and this module's functions they call) never asks `get_worker_info()`: every
-        worker would replay the whole stream, or read a stale copy of live state (a replay buffer, a policy)."""
+        """The dataset is built by a class deriving from `IterableDataset` whose code (and its bases' in this
+        module, and this module's functions they call) never asks `get_worker_info()`, or by such a class of
+        another project module (none of its modules mentions `get_worker_info`): every worker would replay the
+        whole stream, or read a stale copy of live state (a replay buffer, the policy network)."""
         if dataset is None:
             return False
         sources = self._sources(dataset) or [dataset]
@@ -286,8 +287,11 @@ class BatchCost:
     def _unsharded_stream_class(self, call: cst.Call) -> bool:
         m = self.m
         info = m.local_class_of(m.call_name(call))
-        if info is None or not m.is_subclass_of(info.node.name.value, ITERABLE_DATASET):
-            return False  # a class gpulint cannot read (another module, a library) keeps today's findings
+        if info is None:  # a class of another project module (analysis/project.py), never a library's
+            callee = m.callee(call)
+            return callee is not None and callee.kind == "class" and callee.returns == ("stream",)
+        if not m.is_subclass_of(info.node.name.value, ITERABLE_DATASET):
+            return False
         chain, seen = [info], set()
         while chain:
             current = chain.pop()

@@ -30,6 +30,7 @@ _MAX_DEPTH = 6  # calls followed through helpers, imports through re-exports
 # Facts composed through more functions (or modules) than this at once are unknown: a chain of thousands of
 # modules in a hostile repository must not exhaust the interpreter's recursion.
 _MAX_CHAIN = 40
+_ITERABLE_DATASETS = frozenset({"torch.utils.data.IterableDataset", "torch.utils.data.dataset.IterableDataset"})
 _NN_MODULE = "torch.nn.Module"
 
 
@@ -327,6 +328,8 @@ class ProjectIndex:
         facts = Callee("class", f"{record.shown}:{info.line}", init.params if init else ("self",))
         if self.is_module_class(record, name):
             facts.returns = ("module",)
+        elif self._unsharded_stream(record, name):
+            facts.returns = ("stream",)  # an IterableDataset that never shards by worker
         if init is not None:
             facts.effects = self._function_facts(record, f"{name}.__init__").effects
         return facts
@@ -344,6 +347,22 @@ class ProjectIndex:
             if found is not None and found[0] == "class" and self.is_module_class(found[1], found[2], depth + 1):
                 return True
         return False
+
+    def _unsharded_stream(self, record: _Record, name: str, depth: int = 0) -> bool:
+        """Class `name` derives from `IterableDataset` through project classes none of whose modules asks
+        `get_worker_info()`: every DataLoader worker would replay its whole stream."""
+        info = record.summary.classes.get(name)
+        if info is None or info.asks_worker_info or depth > _MAX_DEPTH:
+            return False
+        stream = False
+        for base in info.bases:
+            found = None if base in _ITERABLE_DATASETS else self.symbol(record, base)
+            if found is not None and found[0] == "class" and found[1].summary.classes[found[2]].asks_worker_info:
+                return False  # a project base (or a mixin) whose module shards by worker
+            stream = stream or base in _ITERABLE_DATASETS or (
+                found is not None and found[0] == "class" and self._unsharded_stream(found[1], found[2], depth + 1)
+            )
+        return stream
 
     def inherited_bases(self, record: _Record, name: str, depth: int = 0) -> list[str]:
         """The bases outside the project that class `name` of `record` derives from through project classes of

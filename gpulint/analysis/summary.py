@@ -152,14 +152,15 @@ class ClassSummary:
     bases: tuple[str, ...]  # as written, import-resolved where possible (`torch.nn.Module`, `models.Base`)
     methods: tuple[str, ...]
     attributes: dict[str, Any] = field(default_factory=dict)  # `self.x = <value>` in its methods
+    asks_worker_info: bool = False  # `get_worker_info` in the class or its module: it may shard a stream by worker
 
     def to_json(self) -> list:
-        return [self.line, self.bases, self.methods, self.attributes]
+        return [self.line, self.bases, self.methods, self.attributes, self.asks_worker_info]
 
     @classmethod
     def from_json(cls, data: list) -> ClassSummary:
-        line, bases, methods, attributes = data
-        return cls(line, tuple(bases), tuple(methods), {k: _value(v) for k, v in attributes.items()})
+        line, bases, methods, attributes, asks_worker_info = data
+        return cls(line, tuple(bases), tuple(methods), {k: _value(v) for k, v in attributes.items()}, asks_worker_info)
 
 
 @dataclass
@@ -413,7 +414,7 @@ class _Builder:
     def _class(self, node: ast.ClassDef) -> None:
         bases = tuple(b for b in (self.qualify(base) or _dotted(base) for base in node.bases) if b)
         methods = [m for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
-        info = ClassSummary(node.lineno, bases, tuple(m.name for m in methods))
+        info = ClassSummary(node.lineno, bases, tuple(m.name for m in methods), asks_worker_info="get_worker_info" in self.text)
         self.summary.classes[node.name] = info
         # `__init__` first: the attributes it sets are what the other methods see.
         for method in sorted(methods, key=lambda m: m.name != "__init__"):
