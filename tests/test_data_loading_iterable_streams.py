@@ -230,3 +230,31 @@ def test_a_stream_of_another_module_that_shards_by_worker_is_still_reported(tmp_
     files = {"rl/__init__.py": "", "rl/datamodules/__init__.py": "from rl.datamodules.experience import ExperienceSourceDataset\n",
              "rl/datamodules/experience.py": "import torch\n" + textwrap.dedent(sharded), "rl/models/dqn.py": DQN_MODEL}
     assert found(lint(write(tmp_path, files), monkeypatch, select=("GPU101",))) == ["rl/models/dqn.py:14 GPU101"]
+
+
+# ---- the whole dataset in one batch (GPU101) ---------------------------------------------------------------
+
+
+def test_a_loader_whose_batch_is_the_whole_dataset_gets_no_workers_advice():
+    source = """\
+        import torch
+        from torch.utils.data import DataLoader, Dataset, TensorDataset
+
+        class Files(Dataset):
+            def __getitem__(self, i):
+                return torch.load(self.files[i])
+
+        def main(model, opt, paths, load_images):
+            ds = Files()
+            whole = DataLoader(ds, batch_size=len(ds))
+            first = DataLoader(TensorDataset(paths[:64]), batch_size=64, collate_fn=load_images)
+            quarter = DataLoader(ds, batch_size=len(ds) // 4)
+            other = DataLoader(ds, batch_size=len(paths))
+            part = DataLoader(TensorDataset(paths[:64]), batch_size=32, collate_fn=load_images)
+            for epoch in range(100):
+                for loader in (whole, first, quarter, other, part):
+                    for x in loader:
+                        model(x.cuda()).sum().backward()
+                        opt.step()
+        """
+    assert findings(source, select=("GPU101",)) == ["12:15 GPU101", "13:13 GPU101", "14:12 GPU101"]

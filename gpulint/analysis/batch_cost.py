@@ -181,6 +181,19 @@ class BatchCost:
             source = source.args[0].value  # its tensors share their first dimension
         return self._rows(source, 0)
 
+    def one_batch_per_pass(self, loader: DataLoaderCall) -> bool:
+        """`batch_size` is the whole dataset (`DataLoader(ds, batch_size=len(ds))`, or a number at least the
+        rows `dataset_length` counts): each pass is one batch, loaded after `iter()` with nothing to overlap."""
+        if not loader.known("batch_size", "batch_sampler", "dataset") or loader.argument("batch_sampler") is not None:
+            return False
+        dataset, size = loader.value("dataset"), loader.value("batch_size")
+        if dataset is None or size is None:
+            return False
+        if isinstance(size, cst.Call) and isinstance(size.func, cst.Name) and size.func.value == "len":
+            return len(size.args) == 1 and not size.args[0].star and self.m.code(size.args[0].value) == self.m.code(dataset)
+        rows, resolved = self.dataset_length(loader), self.m.values.resolve(size)
+        return rows is not None and resolved is not None and _is_int(resolved.value) and resolved.value >= rows
+
     def _rows(self, expr: cst.BaseExpression, depth: int) -> Optional[int]:
         if depth > _MAX_DEPTH:
             return None

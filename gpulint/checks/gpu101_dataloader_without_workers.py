@@ -41,6 +41,8 @@ class DataLoaderWithoutWorkers(Rule):
             info = model.loader_flow.info(loader)
             if model.batch_cost.items_are_cheap(loader) or model.batch_cost.iterated_once(info):
                 continue  # nothing for workers to take off the training process, or one batch only
+            if model.batch_cost.one_batch_per_pass(loader):
+                continue  # the whole dataset in one batch: workers cannot split it, nor load it while the GPU works
             if model.loader_flow.stays_on_cpu(info) or model.loader_flow.only_inspected(info):
                 continue  # a CPU lesson, or a DataLoader API lesson that only prints its batches: no GPU waits
             arg = loader.argument("num_workers")
