@@ -258,3 +258,24 @@ def test_a_loader_whose_batch_is_the_whole_dataset_gets_no_workers_advice():
                         opt.step()
         """
     assert findings(source, select=("GPU101",)) == ["12:15 GPU101", "13:13 GPU101", "14:12 GPU101"]
+
+
+def test_a_module_class_on_an_unsharded_stream_base_of_another_module_gets_no_workers_advice(tmp_path, monkeypatch):
+    base = EXPERIENCE_SOURCE.replace("ExperienceSourceDataset", "StreamBase")
+    model = """\
+        import torch
+        from torch.utils.data import DataLoader
+
+        from rl.streams import StreamBase
+
+        class Replay(StreamBase):
+            pass
+
+        def main(net, buffer):
+            for batch in DataLoader(Replay(buffer.sample), batch_size=32):
+                net(batch.cuda()).sum().backward()
+        """
+    files = {"rl/__init__.py": "", "rl/streams.py": base, "rl/train.py": model}
+    assert found(lint(write(tmp_path, files), monkeypatch, select=("GPU101",))) == []
+    files["rl/streams.py"] = "import torch\n" + textwrap.dedent(base).replace("        return self.generate_batch()", "        torch.utils.data.get_worker_info()\n        return self.generate_batch()")
+    assert found(lint(write(tmp_path, files), monkeypatch, select=("GPU101",))) == ["rl/train.py:10 GPU101"]

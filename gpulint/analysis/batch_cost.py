@@ -300,11 +300,10 @@ class BatchCost:
     def _unsharded_stream_class(self, call: cst.Call) -> bool:
         m = self.m
         info = m.local_class_of(m.call_name(call))
-        if info is None:  # a class of another project module (analysis/project.py), never a library's
+        if info is None or not m.is_subclass_of(info.node.name.value, ITERABLE_DATASET):
+            # a class of another project module, or one whose stream base is there (analysis/project.py)
             callee = m.callee(call)
             return callee is not None and callee.kind == "class" and callee.returns == ("stream",)
-        if not m.is_subclass_of(info.node.name.value, ITERABLE_DATASET):
-            return False
         chain, seen = [info], set()
         while chain:
             current = chain.pop()

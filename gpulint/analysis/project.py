@@ -356,7 +356,7 @@ class ProjectIndex:
             return False
         stream = False
         for base in info.bases:
-            found = None if base in _ITERABLE_DATASETS else self.symbol(record, base)
+            found = None if base in _ITERABLE_DATASETS else self.symbol(record, base) or self._qualified_symbol(record, base)
             if found is not None and found[0] == "class" and found[1].summary.classes[found[2]].asks_worker_info:
                 return False  # a project base (or a mixin) whose module shards by worker
             stream = stream or base in _ITERABLE_DATASETS or (
