@@ -18,11 +18,12 @@ from typing import TYPE_CHECKING, Iterator, Optional
 
 import libcst as cst
 
+from gpulint.analysis.communication import chosen_by_backend
 from gpulint.analysis.dataflow import Write
 from gpulint.analysis.error_paths import error_path
 from gpulint.analysis.hot_loops import _is_training_step, element_targets, in_no_grad, iterates_a_few_literals, trains
 from gpulint.analysis.imports import dotted_name
-from gpulint.analysis.summary import CLOCKS, DEVICE_INDEX_NAME
+from gpulint.analysis.summary import CLOCKS, DEVICE_INDEX_NAME, times_a_step
 from gpulint.analysis.value_resolution import literal_value
 
 if TYPE_CHECKING:
@@ -146,6 +147,8 @@ class Residency:
                 return CUDA  # `device = get_device()`, a project function that returns one
             return None
         if isinstance(expr, cst.IfExp):
+            if chosen_by_backend(re.findall(r"[\'\"](\w+)[\'\"]", model.code(expr.test))):
+                return None  # `"cpu" if backend == "gloo" else "cuda"`: the process group decides
             kinds = {self.device_kind(expr.body, depth + 1), self.device_kind(expr.orelse, depth + 1)}
             return CUDA if CUDA in kinds and None not in kinds else None
         if isinstance(expr, (cst.Name, cst.Attribute)):
@@ -1249,12 +1252,14 @@ class Residency:
         return any(flow.before(a, run) and flow.before(run, b) for run in runs for a in clocks for b in clocks)
 
     def _reads_clock(self, call: cst.Call) -> bool:
-        """`time.perf_counter()` and the like, CUDA events' `elapsed_time`, or a project helper that reads one
-        (`monitor.end_timing()`)."""
+        """`time.perf_counter()` and the like, CUDA events' `elapsed_time`, a step timer (`meter.iter_toc()`,
+        `timer.pause()`), or a project helper or method that reads one (`monitor.end_timing()`)."""
         if self.model.call_name(call) in CLOCKS:
             return True
         if isinstance(call.func, cst.Attribute) and call.func.attr.value == "elapsed_time":
             return True
+        if isinstance(call.func, cst.Attribute) and times_a_step(call.func.attr.value, self.model.code(call.func.value)):
+            return True  # a step timer's `toc`, held in an object built elsewhere (`train_meter.iter_toc()`)
         callee = self.model.callee(call)
         return callee is not None and any(entry[0] == "clock" for entry in callee.syncs)
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Iterable, Optional
 
-from gpulint.analysis.communication import starts_async_communication, waits_for_work
+from gpulint.analysis.communication import chosen_by_backend, starts_async_communication, waits_for_work
 from gpulint.analysis.devices import EVIDENCE_FINDERS, GPU_TEXT_MARKERS
 from gpulint.analysis.error_paths import EXITS
 from gpulint.analysis.imports import canonical
@@ -58,6 +58,17 @@ CLOCKS = frozenset({
     "time.time", "time.perf_counter", "time.monotonic", "time.process_time", "time.perf_counter_ns", "time.time_ns",
     "time.monotonic_ns", "timeit.default_timer",
 })  # fmt: skip
+# A step timer's calls read a clock too: `tic`/`toc` by convention (`train_meter.iter_toc()`), and a timer
+# object's verbs (`self.iter_timer.pause()`, fvcore's `Timer`).
+_TIC_TOC = re.compile(r"(^|_)(tic|toc)$")
+_TIMER_VERBS = frozenset({"pause", "resume", "reset", "start", "stop", "tic", "toc", "lap", "seconds", "elapsed"})
+
+
+def times_a_step(method: str, receiver: str) -> bool:
+    """`meter.iter_toc()`, `timer.pause()`: a call that reads a clock, given its method and dotted receiver."""
+    return bool(_TIC_TOC.search(method)) or ("timer" in receiver.rsplit(".", 1)[-1].lower() and method in _TIMER_VERBS)
+
+
 DEVICE_INDEX_NAME = re.compile(r"^(local_rank|rank|gpu|gpu_id|gpu_idx|device_id|device_ids?|local_device)$")
 _OPTIMIZER = re.compile(r"(self\.)?((\w*_)?optim(izer)?\w*|opt(_\w+|[A-Z]\w*)?)")
 _RATE_NAME = re.compile(
@@ -955,7 +966,7 @@ class _Reader:
             self.expr(node.test)
             body, orelse = self.expr(node.body), self.expr(node.orelse)
             kinds = {_device_kind_of(node.body, self, mark=False), _device_kind_of(node.orelse, self, mark=False)}
-            if "cuda" in kinds and None not in kinds:
+            if "cuda" in kinds and None not in kinds and not _tests_backend(node.test):
                 if any(_literal(branch) == (True, "cuda") or isinstance(branch, ast.Call) for branch in (node.body, node.orelse)):
                     self.mark_gpu("a device chosen at run time", node.lineno)
                 return ("device",)
@@ -1028,7 +1039,7 @@ class _Reader:
         line = node.lineno
         b = self.b
         qualified = b.qualify(func)
-        if qualified in CLOCKS or (isinstance(func, ast.Attribute) and func.attr == "elapsed_time"):
+        if qualified in CLOCKS or (isinstance(func, ast.Attribute) and (func.attr == "elapsed_time" or times_a_step(func.attr, _dotted(func.value) or ""))):
             self.reads_clock = self.reads_clock or line
         receiver = self.expr(func.value) if isinstance(func, ast.Attribute) else None
         args = [self.expr(a) for a in node.args]
@@ -1409,8 +1420,14 @@ def _device_kind_of(node: Optional[ast.AST], reader: _Reader, mark: bool = True)
             return "cuda"  # `dist_util.dev()`, `get_device()`: named like the device getter it is, as `device` names are
         return None
     if isinstance(node, ast.IfExp):
+        if _tests_backend(node.test):
+            return None  # `"cpu" if backend == "gloo" else "cuda"`: the process group decides
         kinds = {_device_kind_of(node.body, reader), _device_kind_of(node.orelse, reader)}
         return "cuda" if "cuda" in kinds and None not in kinds else None
+
+
+def _tests_backend(test: ast.AST) -> bool:
+    return chosen_by_backend([n.value for n in ast.walk(test) if isinstance(n, ast.Constant)])
     if isinstance(node, (ast.Name, ast.Attribute)):
         value = reader.env.get(node.id) if isinstance(node, ast.Name) else None
         if isinstance(node, ast.Name) and node.id not in reader.env and not reader.is_module:
