@@ -14,7 +14,7 @@ The repros are minimal shapes of our own; the findings next to them stay.
 
 from __future__ import annotations
 
-from tests.conftest import findings
+from tests.conftest import diagnostics
 from tests.projects_helper import found, lint, write
 
 EVAL = """\
@@ -39,6 +39,11 @@ def evaluate(loader):
 """
 
 
+def findings(source: str, select: tuple[str, ...]) -> list[str]:
+    """`row:col CODE message` for each finding."""
+    return [f"{d.location.row}:{d.location.column} {d.code} {d.message}" for d in diagnostics(source, select=select)]
+
+
 def gpu405(setup: str, attack: str) -> list[str]:
     return findings(EVAL.format(setup=setup, attack=attack), select=("GPU405",))
 
@@ -50,7 +55,7 @@ def test_an_evaluation_under_attack_needs_autograd():
 
 
 def test_an_evaluation_beside_an_attack_is_still_reported():
-    message = "16:15: GPU405 `model` runs in a loop after `model.eval()` with autograd on"
+    message = "16:15 GPU405 `model` runs in a loop after `model.eval()` with autograd on"
     # the attack runs before the loop, and its object is not called in it
     assert [f for f in gpu405("adversary = LinfPGDAttack(model, eps=0.03)", "x = x.float()") if "GPU405" in f] == [
         f for f in gpu405("metric = Accuracy()", "metric.update(x, y)")
@@ -87,10 +92,10 @@ def test_an_attack_method_of_a_project_class_that_runs_backward(tmp_path, monkey
             from attacks import InputGradients
 
             model = nn.Linear(10, 2).cuda()
-            attacker = InputGradients(model)
 
 
             def robust(loader):
+                attacker = InputGradients(model)
                 model.eval()
                 for x, y in loader:
                     x = attacker.compute(x.cuda(), y.cuda())
@@ -98,13 +103,14 @@ def test_an_attack_method_of_a_project_class_that_runs_backward(tmp_path, monkey
 
 
             def clean(loader):
+                attacker = InputGradients(model)
                 model.eval()
                 for x, y in loader:
                     attacker.describe(x)
                     out = model(x.cuda())
             """,
     })  # fmt: skip
-    assert [f for f in found(lint(root, monkeypatch)) if "GPU405" in f] == ["evaluate.py:20 GPU405"]
+    assert [f for f in found(lint(root, monkeypatch)) if "GPU405" in f] == ["evaluate.py:22 GPU405"]
 
 
 DIST_UTIL = """\
@@ -138,6 +144,17 @@ def sizes_on_gpu(data):
 
 def read_loss(loss):
     return loss.item()
+
+
+def _serialize_where_available(data):
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    storage = torch.ByteStorage.from_buffer(pickle.dumps(data))
+    return torch.ByteTensor(storage).to(device=device)
+
+
+def gather_available(data, group=None):
+    tensor = _serialize_where_available(data)
+    return max(_sizes(tensor, group))
 """
 
 TRAIN = """\
@@ -161,32 +178,18 @@ def train(loader):
         du.all_gather_unaligned([1, 2])
         du.sizes_on_gpu([1, 2])
         du.read_loss(loss)
+        du.gather_available([1, 2])
 """
 
 
 def test_a_gather_helper_over_a_gloo_group_is_no_sync_at_its_calls(tmp_path, monkeypatch):
     root = write(tmp_path, {"dist_util.py": DIST_UTIL, "train.py": TRAIN})
     diagnostics = [d for d in lint(root, monkeypatch) if d.code == "GPU303" and d.filename.endswith("train.py")]
-    # line 17: the `.cpu()` of the predictions is the sync; the helper's size reads are not
-    assert [(d.location.row, d.location.column) for d in diagnostics] == [(17, 42), (19, 9), (20, 9)]
+    # line 17: the `.cpu()` of the predictions is the sync, the helper's size reads are not; a device chosen by
+    # CUDA's availability (line 21) stays the GPU
+    assert [(d.location.row, d.location.column) for d in diagnostics] == [(17, 33), (19, 9), (20, 9), (21, 9)]
     assert "`.item()` at" not in diagnostics[0].message
     assert "`du.sizes_on_gpu([1, 2])` (`.item()` at dist_util.py:26)" in diagnostics[1].message
-
-
-def test_a_device_chosen_by_cuda_availability_stays_the_gpu():
-    source = (
-        "import torch\nfrom torch import nn\n\nmodel = nn.Linear(10, 2).cuda()\noptimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
-        "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n\n\n"
-        "def sizes(data):\n    return torch.tensor([len(data)]).to(device).item()\n\n\n"
-        "def sizes_by_backend(data, backend):\n    where = torch.device('cpu' if backend == 'gloo' else 'cuda')\n"
-        "    return torch.tensor([len(data)]).to(where).item()\n\n\n"
-        "def train(loader):\n    for x, y in loader:\n        loss = nn.functional.cross_entropy(model(x.cuda()), y.cuda())\n"
-        "        optimizer.zero_grad()\n        loss.backward()\n        optimizer.step()\n"
-        "        sizes([1])\n        sizes_by_backend([1], 'gloo')\n"
-    )
-    assert [f.split(" waits")[0] for f in findings(source, select=("GPU303",))] == [
-        "train.py:24:9: GPU303 `sizes([1])` (`.item()` at train.py:10)"
-    ]
 
 
 TIMED = """\
@@ -219,7 +222,7 @@ def test_a_synchronize_that_closes_a_step_timer_is_timing_code():
 
 
 def test_a_synchronize_beside_other_meter_calls_is_still_reported():
-    message = "14:9: GPU304 `torch.cuda.synchronize()` blocks the CPU until the GPU is idle, every training step (loop at line 9)"
+    message = "14:9 GPU304 `torch.cuda.synchronize()` blocks the CPU until the GPU is idle, every training step (loop at line 9)"
     assert gpu304("train_meter.update_stats(loss)")[0].endswith(message)
     assert gpu304("train_meter.stop()")[0].endswith(message)  # `stop` of a meter, not of a timer
     assert gpu304("train_meter.protocol()")[0].endswith(message)  # `toc` only as a word of its own
@@ -275,3 +278,21 @@ def test_a_project_meter_whose_method_pauses_a_timer(tmp_path, monkeypatch):
             """,
     })  # fmt: skip
     assert [f for f in found(lint(root, monkeypatch)) if "GPU304" in f] == ["train.py:28 GPU304"]
+
+
+def test_a_tensor_on_a_device_the_process_group_picks_is_not_known_to_be_on_the_gpu():
+    source = (
+        "import torch\nimport torch.distributed as dist\nfrom torch import nn\n\n"
+        "model = nn.Linear(10, 2).cuda()\noptimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        'group_device = torch.device("cpu" if dist.get_backend() == "gloo" else "cuda")\n'
+        'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n\n\n'
+        "def train(loader):\n    for x, y in loader:\n"
+        "        loss = nn.functional.cross_entropy(model(x.cuda()), y.cuda())\n"
+        "        optimizer.zero_grad()\n        loss.backward()\n        optimizer.step()\n"
+        "        count = torch.tensor([len(x)], device=group_device)\n        dist.all_reduce(count)\n        total = count.item()\n"
+        "        on_gpu = torch.tensor([len(x)], device=device)\n        print(on_gpu.item())\n"
+    )
+    assert source.count("\n") == 21
+    assert findings(source, select=("GPU303",)) == [
+        "21:15 GPU303 `on_gpu.item()` waits for the GPU every training step (loop at line 12)"
+    ]

@@ -137,6 +137,8 @@ class Residency:
             if name == "torch.device":
                 if not expr.args:
                     return None
+                if _chosen_by_backend(model, expr.args[0].value):
+                    return None
                 kind = self.device_kind(expr.args[0].value, depth + 1)
                 # `torch.device(args.device)`: a device chosen at run time, an accelerator where there is one
                 return kind if kind is not None or literal_value(expr.args[0].value)[0] else CUDA
@@ -147,7 +149,7 @@ class Residency:
                 return CUDA  # `device = get_device()`, a project function that returns one
             return None
         if isinstance(expr, cst.IfExp):
-            if chosen_by_backend(re.findall(r"[\'\"](\w+)[\'\"]", model.code(expr.test))):
+            if _chosen_by_backend(model, expr):
                 return None  # `"cpu" if backend == "gloo" else "cuda"`: the process group decides
             kinds = {self.device_kind(expr.body, depth + 1), self.device_kind(expr.orelse, depth + 1)}
             return CUDA if CUDA in kinds and None not in kinds else None
@@ -161,6 +163,8 @@ class Residency:
                 kind = self.device_kind(writes[0].value, depth + 1)
                 if kind is not None:
                     return kind
+                if _chosen_by_backend(model, writes[0].value):
+                    return None  # not known to be the GPU, whatever the name says
             if writes and all(w.value is not None and not w.is_augmented and self._not_a_device(w.value) for w in writes):
                 return None  # `gpu = torch.ones(3, device="cuda")`: the name says device, the value says tensor
             resolved = model.values.resolve(expr)
@@ -1304,6 +1308,13 @@ class Residency:
         loops = model.enclosing_loops(node)
         region = loops[0] if loops else model.scope_of(node)
         return any(self._reads_clock(call) for call in model.calls_inside(region))
+
+
+def _chosen_by_backend(model: SemanticModel, expr: cst.BaseExpression) -> bool:
+    """`"cpu" if backend == "gloo" else "cuda"`, or `torch.device(...)` of it (`communication.chosen_by_backend`)."""
+    if isinstance(expr, cst.Call) and model.call_name(expr) == "torch.device" and expr.args:
+        expr = expr.args[0].value
+    return isinstance(expr, cst.IfExp) and chosen_by_backend(re.findall(r"[\'\"](\w+)[\'\"]", model.code(expr.test)))
 
 
 @dataclass(frozen=True)

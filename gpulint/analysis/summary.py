@@ -69,6 +69,8 @@ def times_a_step(method: str, receiver: str) -> bool:
     return bool(_TIC_TOC.search(method)) or ("timer" in receiver.rsplit(".", 1)[-1].lower() and method in _TIMER_VERBS)
 
 
+# `torch.device("cpu" if backend == "gloo" else "cuda")`: the process group decides (`communication.chosen_by_backend`).
+_GROUP_DEVICE = ("group_device",)
 DEVICE_INDEX_NAME = re.compile(r"^(local_rank|rank|gpu|gpu_id|gpu_idx|device_id|device_ids?|local_device)$")
 _OPTIMIZER = re.compile(r"(self\.)?((\w*_)?optim(izer)?\w*|opt(_\w+|[A-Z]\w*)?)")
 _RATE_NAME = re.compile(
@@ -966,7 +968,9 @@ class _Reader:
             self.expr(node.test)
             body, orelse = self.expr(node.body), self.expr(node.orelse)
             kinds = {_device_kind_of(node.body, self, mark=False), _device_kind_of(node.orelse, self, mark=False)}
-            if "cuda" in kinds and None not in kinds and not _tests_backend(node.test):
+            if "cuda" in kinds and _tests_backend(node.test):
+                return _GROUP_DEVICE
+            if "cuda" in kinds and None not in kinds:
                 if any(_literal(branch) == (True, "cuda") or isinstance(branch, ast.Call) for branch in (node.body, node.orelse)):
                     self.mark_gpu("a device chosen at run time", node.lineno)
                 return ("device",)
@@ -1227,6 +1231,8 @@ class _Reader:
         if qualified == DATALOADER:
             return ("loader", self.loader_facts(node))
         if qualified == "torch.device":
+            if node.args and isinstance(node.args[0], ast.IfExp) and _tests_backend(node.args[0].test):
+                return _GROUP_DEVICE
             kind = _device_kind_of(node, self)
             if kind == "cuda":
                 self.mark_gpu("`torch.device(...)` chosen at run time" if not _literal(node.args[0])[0] else "`torch.device(\"cuda\")`", line)
@@ -1244,8 +1250,12 @@ class _Reader:
         device = next((k.value for k in node.keywords if k.arg == "device"), None)
         if device is not None:
             kind = _device_kind_of(device, self)
-            for source in self.device_sources(device):
+            sources = self.device_sources(device)
+            for source in sources:
                 self.effect(source, ("device", line))
+            if isinstance(device, ast.Attribute) and device.attr == "device" and sources and not any(s.startswith("g:") for s in sources):
+                # `torch.zeros(1, device=tensor.device)`: where `tensor` lives, so a sync on it is one on `tensor`
+                return ("src", "|".join(sources))
             if kind == "cuda":
                 self.mark_gpu("a tensor created with `device=`", line)
                 return ("gpu",)
@@ -1409,7 +1419,7 @@ def _device_kind_of(node: Optional[ast.AST], reader: _Reader, mark: bool = True)
             inner = node.args[0]
             ok, _ = _literal(inner)
             kind = _device_kind_of(inner, reader)
-            if kind is None and not ok:
+            if kind is None and not ok and not (isinstance(inner, ast.IfExp) and _tests_backend(inner.test)):
                 reader.mark_gpu("`torch.device(...)` chosen at run time", node.lineno)
                 return "cuda"
             return kind
@@ -1424,10 +1434,6 @@ def _device_kind_of(node: Optional[ast.AST], reader: _Reader, mark: bool = True)
             return None  # `"cpu" if backend == "gloo" else "cuda"`: the process group decides
         kinds = {_device_kind_of(node.body, reader), _device_kind_of(node.orelse, reader)}
         return "cuda" if "cuda" in kinds and None not in kinds else None
-
-
-def _tests_backend(test: ast.AST) -> bool:
-    return chosen_by_backend([n.value for n in ast.walk(test) if isinstance(n, ast.Constant)])
     if isinstance(node, (ast.Name, ast.Attribute)):
         value = reader.env.get(node.id) if isinstance(node, ast.Name) else None
         if isinstance(node, ast.Name) and node.id not in reader.env and not reader.is_module:
@@ -1436,6 +1442,8 @@ def _tests_backend(test: ast.AST) -> bool:
             return "cuda"
         if value == ("cpu",):
             return "cpu"
+        if value == _GROUP_DEVICE:
+            return None  # not known to be the GPU, whatever the name says
         last = node.attr if isinstance(node, ast.Attribute) else node.id
         if isinstance(node, ast.Attribute) and last == "device":
             return "cuda"
@@ -1445,6 +1453,11 @@ def _tests_backend(test: ast.AST) -> bool:
         if _DEVICE_NAME.search(last):
             return "cuda"
     return None
+
+
+def _tests_backend(test: ast.AST) -> bool:
+    """A condition that names a host backend (`backend == "gloo"`): see `communication.chosen_by_backend`."""
+    return chosen_by_backend([n.value for n in ast.walk(test) if isinstance(n, ast.Constant)])
 
 
 def _setting_files(tree: ast.AST) -> list[tuple[str, str]]:
