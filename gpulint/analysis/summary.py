@@ -1253,7 +1253,7 @@ class _Reader:
             sources = self.device_sources(device)
             for source in sources:
                 self.effect(source, ("device", line))
-            if isinstance(device, ast.Attribute) and device.attr == "device" and sources and not any(s.startswith("g:") for s in sources):
+            if isinstance(device, ast.Attribute) and device.attr == "device" and sources and all(s.startswith(("p:", "i:", "*")) for s in sources):
                 # `torch.zeros(1, device=tensor.device)`: where `tensor` lives, so a sync on it is one on `tensor`
                 return ("src", "|".join(sources))
             if kind == "cuda":
