@@ -1043,7 +1043,8 @@ class _Reader:
         line = node.lineno
         b = self.b
         qualified = b.qualify(func)
-        if qualified in CLOCKS or (isinstance(func, ast.Attribute) and (func.attr == "elapsed_time" or times_a_step(func.attr, _dotted(func.value) or ""))):
+        timer = isinstance(func, ast.Attribute) and (func.attr == "elapsed_time" or times_a_step(func.attr, _dotted(func.value) or ""))
+        if qualified in CLOCKS or timer:
             self.reads_clock = self.reads_clock or line
         receiver = self.expr(func.value) if isinstance(func, ast.Attribute) else None
         args = [self.expr(a) for a in node.args]
