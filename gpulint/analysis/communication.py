@@ -26,6 +26,16 @@ SYNCHRONIZE = "torch.cuda.synchronize"
 NOT_A_WORK_HANDLE = re.compile(r"event|stream|thread|cond|barrier|lock", re.IGNORECASE)
 
 
+# Process-group backends that hold CPU tensors: a device chosen by testing for one is the host on that path.
+HOST_BACKENDS = frozenset({"gloo", "mpi"})
+
+
+def chosen_by_backend(literals: list) -> bool:
+    """A device condition that names a host backend (`"cpu" if dist.get_backend(group) == "gloo" else "cuda"`):
+    the group decides, and detectron2-style `all_gather` helpers pass a gloo group, so the GPU is not known."""
+    return any(isinstance(v, str) and v in HOST_BACKENDS for v in literals)
+
+
 def starts_async_communication(name: str, async_op: bool) -> bool:
     """`name` (a qualified call name) starts a transfer without waiting for it: a p2p call, or any
     `torch.distributed` collective given `async_op=True`."""

@@ -18,6 +18,10 @@ _OPTIMIZER_OR_MODULE_NAME = re.compile(
 )
 # In-place work on a gradient tensor: `p.grad += g`, `p.grad.add_(g)`, `p.grad.data.mul_(s)`, `p.grad[...] = ...`.
 _GRADIENT_TENSOR_METHODS = frozenset({"add_", "sub_", "mul_", "div_", "copy_", "zero_", "data", "clamp_", "addcmul_", "lerp_"})
+# Classes of adversarial-attack libraries and projects (`LinfPGDAttack`, `torchattacks.PGD`, `FGSM`): calling
+# one, or its `perturb`/`attack`, takes gradients with respect to the input.
+_ATTACK_CLASS = re.compile(r"attack|adversary|pgd|fgsm", re.I)  # not `Adversarial*` (a DANN model)
+_ATTACK_METHODS = frozenset({"perturb", "attack", "forward", "__call__"})
 _AUTOGRAD_CALLS = frozenset(
     {"torch.autograd.grad", "torch.autograd.backward", "torch.enable_grad", "torch.autograd.functional.jacobian"}
 )
@@ -78,7 +82,8 @@ def works_on_gradient_tensors(model: SemanticModel) -> bool:
 
 def needs_gradients(model: SemanticModel, node: cst.CSTNode) -> bool:
     """`node` runs autograd: `backward()`, `torch.autograd.grad`, `requires_grad_()`, `requires_grad = True`,
-    an optimizer step, directly or through a function of this module it calls."""
+    an optimizer step, directly or through a function of this module it calls, a project function or method
+    whose summary runs backward, or an adversarial attack (`adversary.perturb(x, y)`)."""
     return model.through_calls("needs gradients", node, lambda here: _runs_autograd(model, here))
 
 
@@ -91,12 +96,38 @@ def _runs_autograd(model: SemanticModel, node: cst.CSTNode) -> bool:
             return True
         if any(a.keyword is not None and a.keyword.value == "requires_grad" for a in call.args):
             return True
+        if not (isinstance(func, cst.Name) and func.value in model.functions):  # this module's own: followed by `through_calls`
+            callee = model.callee(call)
+            if callee is not None and callee.trains:
+                return True
+        if _calls_an_attack(model, call):
+            return True
     for attr in model.attributes_inside(node):
         if attr.attr.value == "requires_grad":
             parent = model.parent.get(model.parent.get(attr))
             if isinstance(parent, cst.Assign):
                 return True
     return False
+
+
+def _calls_an_attack(model: SemanticModel, call: cst.Call) -> bool:
+    """`adversary.perturb(x, y)` / `atk(images, labels)` on an object every reaching write built from a class
+    named like an attack (`LinfPGDAttack(...)`, `torchattacks.PGD(...)`): it differentiates the loss."""
+    func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value in _ATTACK_METHODS:
+        receiver = func.value
+    elif isinstance(func, (cst.Name, cst.Attribute)):
+        receiver = func
+    else:
+        return False
+    name = model.code(receiver)
+    if not isinstance(receiver, (cst.Name, cst.Attribute)) or name.count(".") > (1 if name.startswith("self.") else 0):
+        return False
+    writes = model.dataflow.reaching_writes(name, receiver)
+    built = [w.value.func for w in writes if isinstance(w.value, cst.Call)]
+    if not writes or len(built) != len(writes):
+        return False
+    return all(_ATTACK_CLASS.search(model.code(f).rsplit(".", 1)[-1]) and model.code(f).rsplit(".", 1)[-1][:1].isupper() for f in built)
 
 
 _CUDA_GRAPH_NAMES = frozenset({"torch.cuda.graph", "torch.cuda.CUDAGraph", "torch.cuda.make_graphed_callables"})

@@ -18,11 +18,12 @@ from typing import TYPE_CHECKING, Iterator, Optional
 
 import libcst as cst
 
+from gpulint.analysis.communication import chosen_by_backend
 from gpulint.analysis.dataflow import Write
 from gpulint.analysis.error_paths import error_path
 from gpulint.analysis.hot_loops import _is_training_step, element_targets, in_no_grad, iterates_a_few_literals, trains
 from gpulint.analysis.imports import dotted_name
-from gpulint.analysis.summary import CLOCKS, DEVICE_INDEX_NAME
+from gpulint.analysis.summary import CLOCKS, DEVICE_INDEX_NAME, times_a_step
 from gpulint.analysis.value_resolution import literal_value
 
 if TYPE_CHECKING:
@@ -136,6 +137,8 @@ class Residency:
             if name == "torch.device":
                 if not expr.args:
                     return None
+                if _chosen_by_backend(model, expr.args[0].value):
+                    return None
                 kind = self.device_kind(expr.args[0].value, depth + 1)
                 # `torch.device(args.device)`: a device chosen at run time, an accelerator where there is one
                 return kind if kind is not None or literal_value(expr.args[0].value)[0] else CUDA
@@ -146,6 +149,8 @@ class Residency:
                 return CUDA  # `device = get_device()`, a project function that returns one
             return None
         if isinstance(expr, cst.IfExp):
+            if _chosen_by_backend(model, expr):
+                return None  # `"cpu" if backend == "gloo" else "cuda"`: the process group decides
             kinds = {self.device_kind(expr.body, depth + 1), self.device_kind(expr.orelse, depth + 1)}
             return CUDA if CUDA in kinds and None not in kinds else None
         if isinstance(expr, (cst.Name, cst.Attribute)):
@@ -158,6 +163,8 @@ class Residency:
                 kind = self.device_kind(writes[0].value, depth + 1)
                 if kind is not None:
                     return kind
+                if _chosen_by_backend(model, writes[0].value):
+                    return None  # not known to be the GPU, whatever the name says
             if writes and all(w.value is not None and not w.is_augmented and self._not_a_device(w.value) for w in writes):
                 return None  # `gpu = torch.ones(3, device="cuda")`: the name says device, the value says tensor
             resolved = model.values.resolve(expr)
@@ -1249,12 +1256,14 @@ class Residency:
         return any(flow.before(a, run) and flow.before(run, b) for run in runs for a in clocks for b in clocks)
 
     def _reads_clock(self, call: cst.Call) -> bool:
-        """`time.perf_counter()` and the like, CUDA events' `elapsed_time`, or a project helper that reads one
-        (`monitor.end_timing()`)."""
+        """`time.perf_counter()` and the like, CUDA events' `elapsed_time`, a step timer (`meter.iter_toc()`,
+        `timer.pause()`), or a project helper or method that reads one (`monitor.end_timing()`)."""
         if self.model.call_name(call) in CLOCKS:
             return True
         if isinstance(call.func, cst.Attribute) and call.func.attr.value == "elapsed_time":
             return True
+        if isinstance(call.func, cst.Attribute) and times_a_step(call.func.attr.value, self.model.code(call.func.value)):
+            return True  # a step timer's `toc`, held in an object built elsewhere (`train_meter.iter_toc()`)
         callee = self.model.callee(call)
         return callee is not None and any(entry[0] == "clock" for entry in callee.syncs)
 
@@ -1299,6 +1308,13 @@ class Residency:
         loops = model.enclosing_loops(node)
         region = loops[0] if loops else model.scope_of(node)
         return any(self._reads_clock(call) for call in model.calls_inside(region))
+
+
+def _chosen_by_backend(model: SemanticModel, expr: cst.BaseExpression) -> bool:
+    """`"cpu" if backend == "gloo" else "cuda"`, or `torch.device(...)` of it (`communication.chosen_by_backend`)."""
+    if isinstance(expr, cst.Call) and model.call_name(expr) == "torch.device" and expr.args:
+        expr = expr.args[0].value
+    return isinstance(expr, cst.IfExp) and chosen_by_backend(re.findall(r"[\'\"](\w+)[\'\"]", model.code(expr.test)))
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Iterable, Optional
 
-from gpulint.analysis.communication import starts_async_communication, waits_for_work
+from gpulint.analysis.communication import chosen_by_backend, starts_async_communication, waits_for_work
 from gpulint.analysis.devices import EVIDENCE_FINDERS, GPU_TEXT_MARKERS
 from gpulint.analysis.error_paths import EXITS
 from gpulint.analysis.imports import canonical
@@ -58,6 +58,19 @@ CLOCKS = frozenset({
     "time.time", "time.perf_counter", "time.monotonic", "time.process_time", "time.perf_counter_ns", "time.time_ns",
     "time.monotonic_ns", "timeit.default_timer",
 })  # fmt: skip
+# A step timer's calls read a clock too: `tic`/`toc` by convention (`train_meter.iter_toc()`), and a timer
+# object's verbs (`self.iter_timer.pause()`, fvcore's `Timer`).
+_TIC_TOC = re.compile(r"(^|_)(tic|toc)$")
+_TIMER_VERBS = frozenset({"pause", "resume", "reset", "start", "stop", "tic", "toc", "lap", "seconds", "elapsed"})
+
+
+def times_a_step(method: str, receiver: str) -> bool:
+    """`meter.iter_toc()`, `timer.pause()`: a call that reads a clock, given its method and dotted receiver."""
+    return bool(_TIC_TOC.search(method)) or ("timer" in receiver.rsplit(".", 1)[-1].lower() and method in _TIMER_VERBS)
+
+
+# `torch.device("cpu" if backend == "gloo" else "cuda")`: the process group decides (`communication.chosen_by_backend`).
+_GROUP_DEVICE = ("group_device",)
 DEVICE_INDEX_NAME = re.compile(r"^(local_rank|rank|gpu|gpu_id|gpu_idx|device_id|device_ids?|local_device)$")
 _OPTIMIZER = re.compile(r"(self\.)?((\w*_)?optim(izer)?\w*|opt(_\w+|[A-Z]\w*)?)")
 _RATE_NAME = re.compile(
@@ -956,6 +969,8 @@ class _Reader:
             self.expr(node.test)
             body, orelse = self.expr(node.body), self.expr(node.orelse)
             kinds = {_device_kind_of(node.body, self, mark=False), _device_kind_of(node.orelse, self, mark=False)}
+            if "cuda" in kinds and _tests_backend(node.test):
+                return _GROUP_DEVICE
             if "cuda" in kinds and None not in kinds:
                 if any(_literal(branch) == (True, "cuda") or isinstance(branch, ast.Call) for branch in (node.body, node.orelse)):
                     self.mark_gpu("a device chosen at run time", node.lineno)
@@ -1029,7 +1044,8 @@ class _Reader:
         line = node.lineno
         b = self.b
         qualified = b.qualify(func)
-        if qualified in CLOCKS or (isinstance(func, ast.Attribute) and func.attr == "elapsed_time"):
+        timer = isinstance(func, ast.Attribute) and (func.attr == "elapsed_time" or times_a_step(func.attr, _dotted(func.value) or ""))
+        if qualified in CLOCKS or timer:
             self.reads_clock = self.reads_clock or line
         receiver = self.expr(func.value) if isinstance(func, ast.Attribute) else None
         args = [self.expr(a) for a in node.args]
@@ -1217,6 +1233,8 @@ class _Reader:
         if qualified == DATALOADER:
             return ("loader", self.loader_facts(node))
         if qualified == "torch.device":
+            if node.args and isinstance(node.args[0], ast.IfExp) and _tests_backend(node.args[0].test):
+                return _GROUP_DEVICE
             kind = _device_kind_of(node, self)
             if kind == "cuda":
                 self.mark_gpu("`torch.device(...)` chosen at run time" if not _literal(node.args[0])[0] else "`torch.device(\"cuda\")`", line)
@@ -1234,8 +1252,12 @@ class _Reader:
         device = next((k.value for k in node.keywords if k.arg == "device"), None)
         if device is not None:
             kind = _device_kind_of(device, self)
-            for source in self.device_sources(device):
+            sources = self.device_sources(device)
+            for source in sources:
                 self.effect(source, ("device", line))
+            if isinstance(device, ast.Attribute) and device.attr == "device" and sources and all(s.startswith(("p:", "i:", "*")) for s in sources):
+                # `torch.zeros(1, device=tensor.device)`: where `tensor` lives, so a sync on it is one on `tensor`
+                return ("src", "|".join(sources))
             if kind == "cuda":
                 self.mark_gpu("a tensor created with `device=`", line)
                 return ("gpu",)
@@ -1399,7 +1421,7 @@ def _device_kind_of(node: Optional[ast.AST], reader: _Reader, mark: bool = True)
             inner = node.args[0]
             ok, _ = _literal(inner)
             kind = _device_kind_of(inner, reader)
-            if kind is None and not ok:
+            if kind is None and not ok and not (isinstance(inner, ast.IfExp) and _tests_backend(inner.test)):
                 reader.mark_gpu("`torch.device(...)` chosen at run time", node.lineno)
                 return "cuda"
             return kind
@@ -1410,6 +1432,8 @@ def _device_kind_of(node: Optional[ast.AST], reader: _Reader, mark: bool = True)
             return "cuda"  # `dist_util.dev()`, `get_device()`: named like the device getter it is, as `device` names are
         return None
     if isinstance(node, ast.IfExp):
+        if _tests_backend(node.test):
+            return None  # `"cpu" if backend == "gloo" else "cuda"`: the process group decides
         kinds = {_device_kind_of(node.body, reader), _device_kind_of(node.orelse, reader)}
         return "cuda" if "cuda" in kinds and None not in kinds else None
     if isinstance(node, (ast.Name, ast.Attribute)):
@@ -1420,6 +1444,8 @@ def _device_kind_of(node: Optional[ast.AST], reader: _Reader, mark: bool = True)
             return "cuda"
         if value == ("cpu",):
             return "cpu"
+        if value == _GROUP_DEVICE:
+            return None  # not known to be the GPU, whatever the name says
         last = node.attr if isinstance(node, ast.Attribute) else node.id
         if isinstance(node, ast.Attribute) and last == "device":
             return "cuda"
@@ -1429,6 +1455,11 @@ def _device_kind_of(node: Optional[ast.AST], reader: _Reader, mark: bool = True)
         if _DEVICE_NAME.search(last):
             return "cuda"
     return None
+
+
+def _tests_backend(test: ast.AST) -> bool:
+    """A condition that names a host backend (`backend == "gloo"`): see `communication.chosen_by_backend`."""
+    return chosen_by_backend([n.value for n in ast.walk(test) if isinstance(n, ast.Constant)])
 
 
 def _setting_files(tree: ast.AST) -> list[tuple[str, str]]:
