@@ -81,8 +81,20 @@ def _if_ends(model: SemanticModel, branch: cst.If) -> bool:
 def _leaves(model: SemanticModel, suite: cst.BaseSuite) -> bool:
     """A `return` in `suite`, or a `break` / `continue` of a loop around it."""
 
-    class _Exits(cst.CSTVisitor):
-        found = False
+    def escapes(jump: cst.CSTNode) -> bool:
+        loops = model.enclosing_loops(jump)
+        return not loops or not model.is_inside(loops[0], suite)
+
+    return any(isinstance(jump, cst.Return) or escapes(jump) for jump in jumps(suite))
+
+
+def jumps(block: cst.CSTNode) -> list[cst.CSTNode]:
+    """The `return`, `break` and `continue` statements of `block`, outside the functions and classes it defines
+    (theirs leave another frame)."""
+
+    class _Jumps(cst.CSTVisitor):
+        def __init__(self) -> None:
+            self.found: list[cst.CSTNode] = []
 
         def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
             return False
@@ -94,18 +106,14 @@ def _leaves(model: SemanticModel, suite: cst.BaseSuite) -> bool:
             return False
 
         def visit_Return(self, node: cst.Return) -> None:
-            self.found = True
+            self.found.append(node)
 
         def visit_Break(self, node: cst.Break) -> None:
-            self.found = self.found or _escapes(node)
+            self.found.append(node)
 
         def visit_Continue(self, node: cst.Continue) -> None:
-            self.found = self.found or _escapes(node)
+            self.found.append(node)
 
-    def _escapes(node: cst.CSTNode) -> bool:
-        loops = model.enclosing_loops(node)
-        return not loops or not model.is_inside(loops[0], suite)
-
-    exits = _Exits()
-    suite.visit(exits)
-    return exits.found
+    collector = _Jumps()
+    block.visit(collector)
+    return collector.found

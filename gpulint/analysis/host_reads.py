@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Iterator, Optional
 
 import libcst as cst
 
+from gpulint.analysis.error_paths import jumps
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.summary import CLOCKS
 
@@ -178,28 +179,12 @@ def _decides_exit(model: SemanticModel, node: cst.CSTNode, derived: set[str], lo
 
 def _leaves_loop(model: SemanticModel, branch: cst.If, loop: Loop) -> bool:
     """A `break` of `loop` or a `return` in the `if`'s body or its `else`."""
-
-    class _Exits(cst.CSTVisitor):
-        found = False
-
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return False
-
-        def visit_Lambda(self, node: cst.Lambda) -> bool:
-            return False
-
-        def visit_Break(self, node: cst.Break) -> None:
-            if model.enclosing_loops(node)[:1] == [loop]:
-                self.found = True
-
-        def visit_Return(self, node: cst.Return) -> None:
-            self.found = True
-
-    exits = _Exits()
-    branch.body.visit(exits)
-    if branch.orelse is not None:
-        branch.orelse.visit(exits)
-    return exits.found
+    suites = [branch.body] + ([branch.orelse] if branch.orelse is not None else [])
+    return any(
+        isinstance(jump, cst.Return) or (isinstance(jump, cst.Break) and model.enclosing_loops(jump)[:1] == [loop])
+        for suite in suites
+        for jump in jumps(suite)
+    )
 
 
 def _carried_to_next_iteration(model: SemanticModel, sync: HostSync, derived: set[str], loop: Loop) -> bool:
