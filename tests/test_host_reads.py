@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
 from tests.conftest import diagnostics, findings
 
 DECODER = """\
@@ -299,8 +301,19 @@ def test_gpu_work_between_the_synchronize_and_the_read_is_still_reported():
     assert message(body) == "`loss.item()` waits for the GPU every training step (loop at line 16)"
 
 
-def test_a_synchronize_every_n_steps_does_not_drain_the_other_steps():
-    assert gpu303("""\
+# A synchronize drains the queue only on the steps it runs: every N steps leaves the other reads waiting.
+@pytest.mark.parametrize(
+    "before_read, expected",
+    [
+        ("if step % 10 == 0:\n    torch.cuda.synchronize()", ["24:23 GPU303"]),
+        ("pass", ["23:23 GPU303"]),
+        ("torch.cuda.current_stream().synchronize()", []),
+    ],
+    ids=["synchronize-every-n-steps", "no-synchronize", "current-stream-synchronize"],
+)
+def test_a_read_after_a_synchronize_is_reported_unless_it_runs_every_step(before_read, expected):
+    assert gpu303(
+        """\
         def train(loader):
             losses = []
             for step, (src, tgt) in enumerate(loader):
@@ -309,41 +322,11 @@ def test_a_synchronize_every_n_steps_does_not_drain_the_other_steps():
                 loss.backward()
                 optimizer.step()
                 optimizer.zero_grad()
-                if step % 10 == 0:
-                    torch.cuda.synchronize()
+{}
                 losses.append(loss.item())
             return losses
-    """) == ["24:23 GPU303"]
-
-
-def test_a_plain_training_loop_still_reports_the_per_step_read():
-    assert gpu303("""\
-        def train(loader):
-            losses = []
-            for src, tgt in loader:
-                output, _ = decoder(embed(src.to(device)))
-                loss = nn.functional.cross_entropy(head(output).flatten(0, 1), tgt.to(device).flatten())
-                loss.backward()
-                optimizer.step()
-                optimizer.zero_grad()
-                losses.append(loss.item())
-            return losses
-    """) == ["22:23 GPU303"]
-
-
-def test_a_read_after_the_current_stream_synchronize_is_not_reported():
-    assert gpu303("""\
-        def profile(loader):
-            losses = []
-            for src, tgt in loader:
-                output, _ = decoder(embed(src.to(device)))
-                loss = nn.functional.cross_entropy(head(output).flatten(0, 1), tgt.to(device).flatten())
-                loss.backward()
-                optimizer.step()
-                torch.cuda.current_stream().synchronize()
-                losses.append(loss.item())
-            return losses
-    """) == []
+    """.format(textwrap.indent(before_read, " " * 16))
+    ) == expected
 
 
 def test_generation_that_appends_the_host_token_it_feeds_back_is_not_reported():
