@@ -15,7 +15,7 @@ import dataclasses
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Iterator, Optional
+from typing import TYPE_CHECKING, Callable, Iterator, Optional
 
 import libcst as cst
 
@@ -167,7 +167,8 @@ class LoaderFlow:
             elif isinstance(target, cst.Name):  # `loaders = get_loaders()`, then `loaders[0]`
                 yield from self._refs_for_target(target, parent, (call, parent), (), index)
 
-    def _iterations_from(self, pending: list[_Ref]) -> list[Iteration]:
+    def _iterations_from(self, pending: list[_Ref], visit: Optional[Callable[[_Ref], None]] = None) -> list[Iteration]:
+        """Where the references in `pending`, and those they are forwarded to, are iterated; `visit` sees each."""
         found: list[Iteration] = []
         seen: set[tuple] = set()
         while pending:
@@ -177,6 +178,8 @@ class LoaderFlow:
                 continue
             seen.add(key)
             found.extend(self._iterations_of_ref(ref))
+            if visit is not None:
+                visit(ref)
             if len(ref.via) < _MAX_HOPS:
                 pending.extend(self._forwarded_refs(ref))
         return found
@@ -187,23 +190,15 @@ class LoaderFlow:
 
     def _follow(self, value: cst.CSTNode) -> tuple[list[Iteration], list]:
         """Where the object built by `value` is iterated, and the frameworks it is handed to (`frameworks.Feed`)."""
-        found: list[Iteration] = []
         frameworks = self.m.frameworks
         feeds = frameworks.feeds_at(value)
-        seen: set[tuple] = set()
-        pending = list(self._refs_from_value(value, (value,), (), 0))
-        found.extend(self._direct_iterations(value, (value,), ()))
-        while pending:
-            ref = pending.pop()
-            key = (id(ref.scope), ref.name, ref.key)
-            if key in seen:
-                continue
-            seen.add(key)
-            found.extend(self._iterations_of_ref(ref))
+
+        def handed_to_frameworks(ref: _Ref) -> None:
             for expr in self._handed_over(ref):
                 feeds.extend(frameworks.feeds_at(expr))
-            if len(ref.via) < _MAX_HOPS:
-                pending.extend(self._forwarded_refs(ref))
+
+        found = list(self._direct_iterations(value, (value,), ()))
+        found.extend(self._iterations_from(list(self._refs_from_value(value, (value,), (), 0)), handed_to_frameworks))
         return found, feeds
 
     def _handed_over(self, ref: _Ref) -> Iterator[cst.BaseExpression]:
