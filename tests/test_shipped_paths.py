@@ -1,0 +1,215 @@
+"""Code that never runs as shipped (`analysis/shipped_paths.py`): a tutorial that downloads its trained
+checkpoints first and trains only when the checkpoint file is missing (`if os.path.isfile(ckpt): load else:
+train`), and loaders whose only use is in such a branch, or that nothing reads at all in a notebook.
+
+The repros are minimal shapes of our own, after the fourth held-out corpus's notebooks; the same code without
+the download (or with `overwrite=True` at the call) keeps every finding.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+
+from gpulint.analysis import SemanticModel
+from gpulint.analysis.shipped_paths import never_runs, unshipped_rows
+from tests.conftest import diagnostics
+from tests.test_notebooks import concise, notebook
+
+DOWNLOAD = """\
+for file_name in pretrained_files:
+    file_path = os.path.join(CHECKPOINT_PATH, file_name)
+    if not os.path.isfile(file_path):
+        urllib.request.urlretrieve(base_url + file_name, file_path)
+"""
+
+PLAIN_LOOP = """\
+import os
+import urllib.request
+
+import torch
+from torch import nn, optim
+from torch.utils import data
+from torchvision import datasets, transforms
+
+CHECKPOINT_PATH = os.environ.get("PATH_CHECKPOINT", "saved_models/")
+device = torch.device("cuda")
+base_url = "https://example.org/models/"
+pretrained_files = ["net_relu.tar", "net_tanh.tar"]
+os.makedirs(CHECKPOINT_PATH, exist_ok=True)
+{download}
+train_set = datasets.FashionMNIST("data", train=True, transform=transforms.ToTensor(), download=True)
+val_loader = data.DataLoader(train_set, batch_size=1024, shuffle=False)
+
+
+def _model_file(model_path, model_name):
+    return os.path.join(model_path, model_name + ".tar")
+
+
+def evaluate(net, loader):
+    net.eval()
+    correct = 0
+    with torch.no_grad():
+        for imgs, labels in loader:
+            imgs, labels = imgs.to(device), labels.to(device)
+            correct += (net(imgs).argmax(-1) == labels).sum()
+    return correct
+
+
+def train_model(net, model_name, max_epochs=50, overwrite=False):
+    file_exists = os.path.isfile(_model_file(CHECKPOINT_PATH, model_name))
+    if file_exists and not overwrite:
+        print("Model file already exists. Skipping training...")
+    else:
+        optimizer = optim.SGD(net.parameters(), lr=1e-2)
+        loader = data.DataLoader(train_set, batch_size=256, shuffle=True, pin_memory=True)
+        for epoch in range(max_epochs):
+            for imgs, labels in loader:
+                imgs, labels = imgs.to(device), labels.to(device)
+                optimizer.zero_grad()
+                loss = nn.functional.cross_entropy(net(imgs), labels)
+                loss.backward()
+                optimizer.step()
+                print(loss.item())
+            evaluate(net, val_loader)
+        torch.save(net.state_dict(), _model_file(CHECKPOINT_PATH, model_name))
+    net.load_state_dict(torch.load(_model_file(CHECKPOINT_PATH, model_name)))
+
+
+for name in ["relu", "tanh"]:
+    net = nn.Sequential(nn.Linear(784, 10)).to(device)
+    train_model(net, f"net_{{name}}", overwrite={overwrite})
+"""
+
+LIGHTNING = """\
+import os
+import urllib.request
+
+import lightning as L
+import torch
+from torch.utils import data
+from torchvision import datasets, transforms
+
+CHECKPOINT_PATH = os.environ.get("PATH_CHECKPOINT", "saved_models/")
+base_url = "https://example.org/models/"
+pretrained_files = ["ResNet.ckpt"]
+{download}
+train_set = datasets.CIFAR10("data", train=True, transform=transforms.ToTensor(), download=True)
+train_loader = data.DataLoader(train_set, batch_size=128, shuffle=True, num_workers=4, pin_memory=True)
+val_loader = data.DataLoader(train_set, batch_size=128, num_workers=4, pin_memory=True)
+
+
+class CIFARModule(L.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.net = torch.nn.Linear(3072, 10)
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        return torch.nn.functional.cross_entropy(self.net(x.flatten(1)), y)
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+
+
+def train_model(save_name):
+    trainer = L.Trainer(default_root_dir=CHECKPOINT_PATH, accelerator="gpu", devices=1, max_epochs=180)
+    pretrained_filename = os.path.join(CHECKPOINT_PATH, save_name + ".ckpt")
+    if os.path.isfile(pretrained_filename):
+        model = CIFARModule.load_from_checkpoint(pretrained_filename)
+    else:
+        model = CIFARModule()
+        trainer.fit(model, train_loader, val_loader)
+    return model
+
+
+model = train_model("ResNet")
+"""
+
+
+def found(source: str, path: str = "tutorial.py") -> list[str]:
+    return [f"{d.location.row} {d.code}" for d in diagnostics(source, path) if d.code]
+
+
+def plain(download: str = DOWNLOAD, overwrite: str = "False") -> str:
+    return PLAIN_LOOP.format(download=download, overwrite=overwrite)
+
+
+def test_training_branch_after_the_checkpoints_are_downloaded_is_silent():
+    assert found(plain()) == []
+
+
+def test_same_tutorial_without_the_download_keeps_its_findings():
+    source = plain(download="")
+    assert found(source) == ["16 GPU101", "16 GPU102", "39 GPU101", "42 GPU105", "42 GPU105", "47 GPU303"]
+
+
+def test_overwrite_at_the_call_makes_the_training_branch_run():
+    assert found(plain(overwrite="True")) == ["20 GPU101", "20 GPU102", "43 GPU101", "46 GPU105", "46 GPU105", "51 GPU303"]
+
+
+def test_a_download_guard_is_not_a_branch_that_never_runs():
+    # `if not os.path.isfile(file_path): urlretrieve(...)` runs on a fresh machine: it is what makes the file exist
+    source = plain()
+    model = SemanticModel(cst.parse_module(source), "tutorial.py", source)
+    download = next(call for call in model.calls if model.qualified_name(call.func) == "urllib.request.urlretrieve")
+    assert not never_runs(model, download)
+    assert unshipped_rows(model) == [(42, 53)]  # the training branch of `train_model`, and nothing else
+
+
+def test_lightning_fit_in_the_training_branch_is_silent():
+    assert found(LIGHTNING.format(download=DOWNLOAD)) == []
+
+
+def test_lightning_fit_without_the_download_keeps_its_findings():
+    assert found(LIGHTNING.format(download="")) == ["14 GPU104", "15 GPU104"]
+
+
+def test_a_check_for_a_file_the_module_does_not_download_decides_nothing():
+    source = LIGHTNING.format(download=DOWNLOAD).replace(
+        'os.path.join(CHECKPOINT_PATH, save_name + ".ckpt")', 'os.path.join("other_models", save_name + ".ckpt")'
+    )
+    assert found(source) == ["18 GPU104", "19 GPU104"]
+
+
+NOTEBOOK_LOADERS = """\
+import torch
+from torch.utils import data
+from torchvision import datasets, transforms
+
+device = torch.device("cuda")
+model = torch.nn.Linear(784, 10).to(device)
+train_data = datasets.MNIST("data", train=True, transform=transforms.ToTensor(), download=True)
+test_data = datasets.MNIST("data", train=False, transform=transforms.ToTensor(), download=True)
+train_iterator = data.DataLoader(train_data, shuffle=True, batch_size=64)
+test_iterator = data.DataLoader(test_data, batch_size=64)
+"""
+
+NOTEBOOK_LOOP = """\
+opt = torch.optim.Adam(model.parameters())
+for epoch in range(10):
+    for x, y in train_iterator:
+        x, y = x.to(device).flatten(1), y.to(device)
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+"""
+
+
+def test_a_notebook_loader_nothing_reads_is_silent():
+    lines = concise(notebook(NOTEBOOK_LOADERS, NOTEBOOK_LOOP))
+    assert [line.split(" ", 2)[:2] for line in lines if "GPU101" in line] == [["nb.ipynb:cell", "1:9:18:"]]
+
+
+def test_a_notebook_loader_that_is_iterated_stays_found():
+    evaluation = "with torch.no_grad():\n    for x, y in test_iterator:\n        print(model(x.to(device).flatten(1)).argmax(1))\n"
+    lines = concise(notebook(NOTEBOOK_LOADERS, NOTEBOOK_LOOP, evaluation))
+    assert sum("GPU101" in line for line in lines) == 2
+
+
+def test_a_script_global_loader_nothing_reads_here_is_still_reported():
+    # another module may import it: only a notebook's (or a function's) unread loader is known to be unused
+    rows = found(textwrap.dedent(NOTEBOOK_LOADERS + NOTEBOOK_LOOP), path="lesson.py")
+    assert rows.count("10 GPU101") == 1
