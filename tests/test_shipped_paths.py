@@ -213,3 +213,43 @@ def test_a_script_global_loader_nothing_reads_here_is_still_reported():
     # another module may import it: only a notebook's (or a function's) unread loader is known to be unused
     rows = found(textwrap.dedent(NOTEBOOK_LOADERS + NOTEBOOK_LOOP), path="lesson.py")
     assert rows.count("10 GPU101") == 1
+
+
+HELPER = """\
+import os
+import urllib.request
+
+import torch
+from torch import nn
+
+# %%
+CHECKPOINT_PATH = "saved_models/"
+device = torch.device("cuda")
+urllib.request.urlretrieve("https://example.org/net.tar", os.path.join(CHECKPOINT_PATH, "net.tar"))
+
+
+# %%
+def train_epoch(net, optimizer, loader):
+    for imgs, labels in loader:
+        imgs, labels = imgs.to(device, non_blocking=True), labels.to(device, non_blocking=True)
+        optimizer.zero_grad()
+        loss = nn.functional.cross_entropy(net(imgs), labels)
+        loss.backward()
+        optimizer.step()
+        print(f"loss={loss.item():4.2f}")
+
+
+def train_model(net, loader, model_name):
+    if os.path.isfile(os.path.join(CHECKPOINT_PATH, model_name + ".tar")):
+        net.load_state_dict(torch.load(os.path.join(CHECKPOINT_PATH, model_name + ".tar")))
+    else:
+        train_epoch(net, torch.optim.SGD(net.parameters(), lr=0.1), loader)
+"""
+
+
+def test_a_notebook_helper_called_only_by_the_skipped_training_is_silent():
+    assert found(HELPER) == []
+
+
+def test_the_same_helper_in_an_importable_module_is_api_and_stays_found():
+    assert found(HELPER.replace("# %%\n", "")) == ["19 GPU303"]

@@ -68,6 +68,8 @@ def unshipped_rows(model: SemanticModel) -> list[tuple[int, int]]:
             if dead is not None:
                 first, last = model.range(dead).start.line, model.range(dead).end.line
                 spans.append((first + 1 if isinstance(dead, cst.Else) else first, last))
+        if spans and _runs_as_a_script(model):
+            spans += _functions_only_called_there(model, spans)
         memo[model.module] = spans  # type: ignore[assignment]
     return memo[model.module]  # type: ignore[return-value]
 
@@ -240,3 +242,32 @@ def _ifs(model: SemanticModel) -> list[cst.If]:
 
     model.module.visit(_Ifs())
     return found
+
+
+def _runs_as_a_script(model: SemanticModel) -> bool:
+    """A notebook, or a notebook kept as a script (`# %%` cells): run top to bottom, never imported, so its
+    functions are not API that other code may call."""
+    return model.is_notebook or any(line.startswith("# %%") for line in model.source.splitlines())
+
+
+def _functions_only_called_there(model: SemanticModel, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The spans of the module's functions that are named only by calls inside `spans` (transitively): the
+    `train_epoch(...)` that only the skipped training branch calls."""
+    dead = list(spans)
+    reads = model.dataflow.reads
+    changed = True
+    while changed:
+        changed = False
+        for name, funcs in model.functions.items():
+            if len(funcs) != 1 or any(isinstance(a, (cst.FunctionDef, cst.ClassDef)) for a in model.ancestors(funcs[0])):
+                continue  # methods and nested functions are reached in other ways
+            func = funcs[0]
+            here = model.range(func)
+            span = (here.start.line, here.end.line)
+            if span in dead:
+                continue
+            named = reads.get(name, [])
+            if named and all(any(first <= model.line_of(read) <= last for first, last in dead) for read in named):
+                dead.append(span)
+                changed = True
+    return dead[len(spans):]
