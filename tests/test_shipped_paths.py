@@ -253,3 +253,84 @@ def test_a_notebook_helper_called_only_by_the_skipped_training_is_silent():
 
 def test_the_same_helper_in_an_importable_module_is_api_and_stays_found():
     assert found(HELPER.replace("# %%\n", "")) == ["19 GPU303"]
+
+
+DATAMODULE = """\
+import lightning.pytorch as pl
+import torch
+from torch.utils.data import DataLoader
+from torchvision import datasets, transforms
+
+
+# %%
+class MNISTDataModule(pl.LightningDataModule):
+    def setup(self, stage=None):
+        self.train = datasets.MNIST("data", train=True, transform=transforms.ToTensor())
+        self.test = datasets.MNIST("data", train=False, transform=transforms.ToTensor())
+
+    def train_dataloader(self):
+        return DataLoader(self.train, batch_size=64, num_workers=4, pin_memory=True, persistent_workers=True)
+
+    def test_dataloader(self):
+        return DataLoader(self.test, batch_size=64)
+
+
+class LitModel(pl.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.net = torch.nn.Linear(784, 10)
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        return torch.nn.functional.cross_entropy(self.net(x.flatten(1)), y)
+
+    def test_step(self, batch, batch_idx):
+        x, y = batch
+        self.log("acc", (self.net(x.flatten(1)).argmax(1) == y).float().mean())
+
+    def configure_optimizers(self):
+        return torch.optim.Adam(self.parameters())
+
+
+# %%
+trainer = pl.Trainer(accelerator="gpu", devices=1, max_epochs=3)
+trainer.fit(LitModel(), MNISTDataModule())
+"""
+
+
+def test_a_notebook_test_dataloader_without_trainer_test_is_silent():
+    assert found(DATAMODULE) == []
+
+
+def test_trainer_test_runs_the_test_dataloader():
+    source = DATAMODULE + "trainer.test(datamodule=MNISTDataModule())\n"
+    assert found(source) == ["17 GPU101", "17 GPU102"]
+
+
+def test_a_cli_can_run_the_test_subcommand():
+    source = DATAMODULE.replace("import torch\n", "import torch\nfrom lightning.pytorch.cli import LightningCLI\n")
+    assert found(source) == ["18 GPU101", "18 GPU102"]
+
+
+def test_a_library_data_module_keeps_its_test_dataloader():
+    # an importable module: a training script elsewhere may call `trainer.test` with it
+    assert found(DATAMODULE.replace("# %%\n", "")) == ["16 GPU101", "16 GPU102"]
+
+
+def test_a_notebook_kept_as_script_with_its_fit_commented_out_has_an_unused_loader():
+    source = """\
+        import torch
+        from torch.utils.data import DataLoader
+        from torchvision import datasets, transforms
+
+        # %%
+        device = torch.device("cuda")
+        model = torch.nn.Linear(784, 10).to(device)
+        train_loader = DataLoader(datasets.MNIST("data", transform=transforms.ToTensor()), batch_size=64)
+
+        # %%
+        # trainer.fit(model, train_loader)
+        """
+    assert found(textwrap.dedent(source)) == []
+    library = textwrap.dedent(source).replace("# %%\n", "")
+    assert found(library) == ["7 GPU101"]

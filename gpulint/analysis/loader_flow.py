@@ -21,7 +21,7 @@ import libcst as cst
 
 from gpulint.analysis.dataloaders import DATALOADER, DataLoaderCall
 from gpulint.analysis.error_paths import error_path
-from gpulint.analysis.shipped_paths import never_runs
+from gpulint.analysis.shipped_paths import never_runs, runs_as_a_script
 from gpulint.analysis.hot_loops import element_targets, in_no_grad, trains, wrapped_arguments, wrapper_kind
 from gpulint.analysis.value_resolution import ARGPARSE_DEFAULT, ResolvedValue, literal_value
 
@@ -141,7 +141,8 @@ class LoaderFlow:
     def never_used(self, info: LoaderInfo) -> bool:
         """Nothing takes a batch of the loader as the code ships: no loop, framework or helper gets it, and its
         name is read only in branches the shipped settings never take (`val_loader` passed to the training
-        branch of `if os.path.isfile(ckpt): load else: train`), or, in a notebook or a function, not at all."""
+        branch of `if os.path.isfile(ckpt): load else: train`), or, in a notebook (also one kept as a `# %%`
+        script) or a function, not at all."""
         if info.iterations or info.feeds or self.consumed_elsewhere(info):
             return False
         m = self.m
@@ -155,7 +156,7 @@ class LoaderFlow:
         ref = _Ref(scope, target.value, False, (parent,), ())
         reads = [read for read in self._reads_near(ref) if self._in_ref_scope(ref, read)]
         if not reads:
-            return m.is_notebook or scope is not m.module  # a script's global may be imported elsewhere
+            return runs_as_a_script(m) or scope is not m.module  # a library's global may be imported elsewhere
         return all(never_runs(m, read) for read in reads)
 
     @cached_property

@@ -68,8 +68,10 @@ def unshipped_rows(model: SemanticModel) -> list[tuple[int, int]]:
             if dead is not None:
                 first, last = model.range(dead).start.line, model.range(dead).end.line
                 spans.append((first + 1 if isinstance(dead, cst.Else) else first, last))
-        if spans and _runs_as_a_script(model):
-            spans += _functions_only_called_there(model, spans)
+        if runs_as_a_script(model):
+            spans += _hooks_never_called(model)
+            if spans:
+                spans += _functions_only_called_there(model, spans)
         memo[model.module] = spans  # type: ignore[assignment]
     return memo[model.module]  # type: ignore[return-value]
 
@@ -244,7 +246,7 @@ def _ifs(model: SemanticModel) -> list[cst.If]:
     return found
 
 
-def _runs_as_a_script(model: SemanticModel) -> bool:
+def runs_as_a_script(model: SemanticModel) -> bool:
     """A notebook, or a notebook kept as a script (`# %%` cells): run top to bottom, never imported, so its
     functions are not API that other code may call."""
     return model.is_notebook or any(line.startswith("# %%") for line in model.source.splitlines())
@@ -271,3 +273,30 @@ def _functions_only_called_there(model: SemanticModel, spans: list[tuple[int, in
                 dead.append(span)
                 changed = True
     return dead[len(spans):]
+
+
+# Lightning hooks that only `trainer.test(...)` / `trainer.predict(...)` (or a CLI subcommand) run.
+_TEST_OR_PREDICT_HOOKS = frozenset({"test_dataloader", "test_step", "predict_dataloader", "predict_step"})
+_TEST_OR_PREDICT_CALLS = frozenset({"test", "predict"})
+
+
+def _hooks_never_called(model: SemanticModel) -> list[tuple[int, int]]:
+    """In a notebook that runs its own Lightning Trainer: the spans of `test_dataloader` / `test_step` (and
+    the `predict_` ones) when nothing in it calls `.test(...)` (`.predict(...)`), nor builds a `LightningCLI`,
+    whose subcommands can run them."""
+    frameworks = model.frameworks
+    if not frameworks.imported or "CLI" in model.source:
+        return []
+    called = {c.func.attr.value for c in model.calls if isinstance(c.func, cst.Attribute)} & _TEST_OR_PREDICT_CALLS
+    if not any(isinstance(c.func, cst.Attribute) and c.func.attr.value == "fit" for c in model.calls):
+        return []  # the Trainer runs elsewhere (or not here): what it runs is not known from this module
+    spans = []
+    for name, info in model.classes.items():
+        kind = frameworks.class_kind(name)
+        if kind is None or kind.framework != "Lightning":
+            continue
+        for method, func in info.methods.items():
+            if method in _TEST_OR_PREDICT_HOOKS and method.split("_")[0] not in called:
+                here = model.range(func)
+                spans.append((here.start.line, here.end.line))
+    return spans
