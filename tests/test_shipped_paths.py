@@ -33,6 +33,7 @@ from torch import nn, optim
 from torch.utils import data
 from torchvision import datasets, transforms
 
+# %%
 CHECKPOINT_PATH = os.environ.get("PATH_CHECKPOINT", "saved_models/")
 device = torch.device("cuda")
 base_url = "https://example.org/models/"
@@ -142,11 +143,17 @@ def test_training_branch_after_the_checkpoints_are_downloaded_is_silent():
 
 def test_same_tutorial_without_the_download_keeps_its_findings():
     source = plain(download="")
-    assert found(source) == ["16 GPU101", "16 GPU102", "39 GPU101", "42 GPU105", "42 GPU105", "47 GPU303"]
+    assert found(source) == ["17 GPU101", "17 GPU102", "40 GPU101", "43 GPU105", "43 GPU105", "48 GPU303"]
 
 
 def test_overwrite_at_the_call_makes_the_training_branch_run():
-    assert found(plain(overwrite="True")) == ["20 GPU101", "20 GPU102", "43 GPU101", "46 GPU105", "46 GPU105", "51 GPU303"]
+    assert found(plain(overwrite="True")) == ["21 GPU101", "21 GPU102", "44 GPU101", "47 GPU105", "47 GPU105", "52 GPU303"]
+
+
+def test_in_an_importable_module_a_parameter_stays_open():
+    # `train_model` of a library may be called elsewhere with `overwrite=True`: its training branch may run
+    source = plain().replace("# %%\n", "")
+    assert found(source) == ["20 GPU101", "20 GPU102", "43 GPU101", "46 GPU105", "46 GPU105", "51 GPU303"]
 
 
 def test_a_download_guard_is_not_a_branch_that_never_runs():
@@ -155,7 +162,7 @@ def test_a_download_guard_is_not_a_branch_that_never_runs():
     model = SemanticModel(cst.parse_module(source), "tutorial.py", source)
     download = next(call for call in model.calls if model.qualified_name(call.func) == "urllib.request.urlretrieve")
     assert not never_runs(model, download)
-    assert unshipped_rows(model) == [(42, 53)]  # the training branch of `train_model`, and nothing else
+    assert unshipped_rows(model) == [(43, 54), (28, 35)]  # the training branch, and `evaluate` it alone calls
 
 
 def test_lightning_fit_in_the_training_branch_is_silent():

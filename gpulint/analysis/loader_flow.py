@@ -142,7 +142,7 @@ class LoaderFlow:
         """Nothing takes a batch of the loader as the code ships: no loop, framework or helper gets it, and its
         name is read only in branches the shipped settings never take (`val_loader` passed to the training
         branch of `if os.path.isfile(ckpt): load else: train`), or, in a notebook (also one kept as a `# %%`
-        script) or a function, not at all."""
+        script), not at all."""
         if info.iterations or info.feeds or self.consumed_elsewhere(info):
             return False
         m = self.m
@@ -156,7 +156,7 @@ class LoaderFlow:
         ref = _Ref(scope, target.value, False, (parent,), ())
         reads = [read for read in self._reads_near(ref) if self._in_ref_scope(ref, read)]
         if not reads:
-            return runs_as_a_script(m) or scope is not m.module  # a library's global may be imported elsewhere
+            return runs_as_a_script(m)  # a library's loader may be returned, or its global imported, elsewhere
         return all(never_runs(m, read) for read in reads)
 
     @cached_property

@@ -128,11 +128,11 @@ def _number(value: object) -> bool:
 
 
 def _argument_value(model: SemanticModel, param: cst.Param) -> object:
-    """What every call of the function in this module gives `param` (a literal, or the literal default), when
+    """In a notebook, what every call of the function gives `param` (a literal, or the literal default), when
     they agree: `train_model(net, name, overwrite=False)` makes `overwrite` False in `train_model`."""
     func = model.parent.get(model.parent.get(param))
-    if not isinstance(func, cst.FunctionDef) or model.enclosing_function(func) is not None:
-        return _UNKNOWN
+    if not isinstance(func, cst.FunctionDef) or model.enclosing_function(func) is not None or not runs_as_a_script(model):
+        return _UNKNOWN  # a library's function is API: other modules may pass anything
     positional = [p.name.value for p in func.params.params]
     index = positional.index(param.name.value) if param.name.value in positional else None
     default = _literal(param.default) if param.default is not None else _UNKNOWN
