@@ -126,20 +126,22 @@ def _number(value: object) -> bool:
     return isinstance(value, (int, float))
 
 
-
 def _argument_value(model: SemanticModel, param: cst.Param) -> object:
     """In a notebook, what every call of the function gives `param` (a literal, or the literal default), when
     they agree: `train_model(net, name, overwrite=False)` makes `overwrite` False in `train_model`."""
     func = model.parent.get(model.parent.get(param))
-    if not isinstance(func, cst.FunctionDef) or model.enclosing_function(func) is not None or not runs_as_a_script(model):
+    if not isinstance(func, cst.FunctionDef) or not runs_as_a_script(model):
         return _UNKNOWN  # a library's function is API: other modules may pass anything
+    if any(isinstance(a, (cst.FunctionDef, cst.ClassDef)) for a in model.ancestors(func)):
+        return _UNKNOWN  # a method or a nested function: its calls are not all spelled `name(...)`
     positional = [p.name.value for p in func.params.params]
     index = positional.index(param.name.value) if param.name.value in positional else None
     default = _literal(param.default) if param.default is not None else _UNKNOWN
     values = set()
     calls = model.calls_of(func.name.value)
-    if not calls:
-        return _UNKNOWN
+    named = model.dataflow.reads.get(func.name.value, [])
+    if not calls or any(not isinstance(model.parent.get(read), cst.Call) for read in named):
+        return _UNKNOWN  # also passed around as a value (a callback): its other callers are out of sight
     for call in calls:
         if not isinstance(call.func, cst.Name) or any(arg.star for arg in call.args):
             return _UNKNOWN
@@ -162,14 +164,15 @@ def _literal(expr: cst.BaseExpression) -> object:
 
 def _file_downloaded(model: SemanticModel, call: cst.Call) -> bool:
     """`os.path.isfile(path)` where `path` lies in a folder the module's top level downloads files into, and
-    the check is not the download's own guard (`if not os.path.isfile(dst): urlretrieve(url, dst)`)."""
+    the check is not the download's own guard (`if not os.path.isfile(dst): urlretrieve(url, dst)`, or the
+    check in the block that downloads)."""
     if model.qualified_name(call.func) not in _FILE_CHECKS or len(call.args) != 1:
         return False
     folders = _download_folders(model)
     if not folders or _folder_of(model, call.args[0].value, 0) not in folders:
         return False
-    guarded = next((a for a in model.ancestors(call) if isinstance(a, cst.If)), None)
-    return guarded is None or not any(_destination(model, c) is not None for c in model.calls_inside(guarded))
+    block = next((a for a in model.ancestors(call) if isinstance(a, (cst.If, cst.For, cst.While, cst.FunctionDef))), model.module)
+    return not any(_destination(model, c) is not None for c in model.calls_inside(block))
 
 
 def _download_folders(model: SemanticModel) -> frozenset[str]:
