@@ -156,6 +156,11 @@ def test_in_an_importable_module_a_parameter_stays_open():
     assert found(source) == ["20 GPU101", "20 GPU102", "43 GPU101", "46 GPU105", "46 GPU105", "51 GPU303"]
 
 
+def test_a_function_passed_around_may_be_called_with_anything():
+    source = plain() + "runner = train_model\n"
+    assert "47 GPU105" in found(source)
+
+
 def test_a_download_guard_is_not_a_branch_that_never_runs():
     # `if not os.path.isfile(file_path): urlretrieve(...)` runs on a fresh machine: it is what makes the file exist
     source = plain()
