@@ -18,6 +18,7 @@ from gpulint.analysis import SemanticModel
 from gpulint.analysis.devices import may_have_own_evidence
 from gpulint.analysis.project import ModuleContext, lone_context
 from gpulint.analysis.summary import summarize
+from gpulint.analysis.shipped_paths import unshipped_rows
 from gpulint.budget import run_within, timeout_message
 from gpulint.checks import Rule, all_rules
 from gpulint.checks.base import REGISTRY, text_matcher
@@ -294,7 +295,7 @@ def _check_parsed(
             continue
         rule = rule_class(model, settings.options_for(rule_class.code), target_torch=settings.target_torch)
         try:
-            found = list(rule.check())
+            found = _where_shipped_code_runs(model, list(rule.check()))
             diagnostics.extend(found if rule_class.applies_to_tests else _outside_tests(model, found))
         except RecursionError:
             diagnostics.append(file_error(path, f"{rule_class.code}: too deeply nested to analyse; skipped"))
@@ -322,6 +323,17 @@ def _check_parsed(
         if settings.overrides_fixes:  # unfixable, extend-safe-fixes, extend-unsafe-fixes
             diagnostics = [settings.with_fix_policy(d) for d in diagnostics]
     return sorted(diagnostics, key=Diagnostic.sort_key)
+
+
+def _where_shipped_code_runs(model: SemanticModel, found: list[Diagnostic]) -> list[Diagnostic]:
+    """The findings outside branches that never run with the shipped settings (`if os.path.isfile(ckpt):
+    load else: train` after the module downloads `ckpt`; `if ngpu > 1:` with `ngpu = 0`)."""
+    if not found:
+        return found
+    spans = unshipped_rows(model)
+    if not spans:
+        return found
+    return [d for d in found if not any(first <= d.location.row <= last for first, last in spans)]
 
 
 def _outside_tests(model: SemanticModel, found: list[Diagnostic]) -> list[Diagnostic]:

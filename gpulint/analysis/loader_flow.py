@@ -21,6 +21,7 @@ import libcst as cst
 
 from gpulint.analysis.dataloaders import DATALOADER, DataLoaderCall
 from gpulint.analysis.error_paths import error_path
+from gpulint.analysis.shipped_paths import never_runs, runs_as_a_script
 from gpulint.analysis.hot_loops import element_targets, in_no_grad, trains, wrapped_arguments, wrapper_kind
 from gpulint.analysis.value_resolution import ARGPARSE_DEFAULT, ResolvedValue, literal_value
 
@@ -126,13 +127,37 @@ class LoaderFlow:
         key = id(loader.call)
         if key not in self._infos:
             iterations, feeds = self._follow(loader.call)
+            iterations = [it for it in iterations if self._runs_as_shipped(it)]
+            feeds = [feed for feed in feeds if not never_runs(self.m, feed.node)]
             moves = self._moves(iterations)
             self._infos[key] = LoaderInfo(loader, iterations, moves, self._loader_role(iterations, feeds), feeds)
         return self._infos[key]
 
     @cached_property
     def infos(self) -> list[LoaderInfo]:
-        return [self.info(loader) for loader in self.m.dataloaders]
+        """The loaders that may hand out batches as shipped (see `never_used`)."""
+        return [info for loader in self.m.dataloaders if not self.never_used(info := self.info(loader))]
+
+    def never_used(self, info: LoaderInfo) -> bool:
+        """Nothing takes a batch of the loader as the code ships: no loop, framework or helper gets it, and its
+        name is read only in branches the shipped settings never take (`val_loader` passed to the training
+        branch of `if os.path.isfile(ckpt): load else: train`), or, in a notebook (also one kept as a `# %%`
+        script), not at all."""
+        if info.iterations or info.feeds or self.consumed_elsewhere(info):
+            return False
+        m = self.m
+        parent = m.parent.get(info.loader.call)
+        if not (isinstance(parent, cst.Assign) and parent.value is info.loader.call and len(parent.targets) == 1):
+            return False
+        target = parent.targets[0].target
+        if not isinstance(target, cst.Name):
+            return False
+        scope = m.scope_of(parent)
+        ref = _Ref(scope, target.value, False, (parent,), ())
+        reads = [read for read in self._reads_near(ref) if self._in_ref_scope(ref, read)]
+        if not reads:
+            return runs_as_a_script(m)  # a library's loader may be returned, or its global imported, elsewhere
+        return all(never_runs(m, read) for read in reads)
 
     @cached_property
     def returned_loaders(self) -> list[ReturnedLoader]:
@@ -209,6 +234,13 @@ class LoaderFlow:
                 for ret in self.m.returns_of(hook):
                     if ret.value is not None and self._matches(ref, ret.value):
                         yield ret.value
+
+    def _runs_as_shipped(self, iteration: Iteration) -> bool:
+        """The loop (or `next`) and every call that passes the loader to it lie outside branches the shipped
+        settings never take: a validation loop reached only from the training branch of `if
+        os.path.isfile(ckpt): load else: train` does not use the loader."""
+        anchor = iteration.loop if iteration.loop is not None else iteration.regions[0]
+        return not any(never_runs(self.m, node) for node in (anchor, *iteration.via))
 
     def iteration_role(self, iteration: Iteration) -> str:
         """EVAL under no_grad / inference_mode / after `model.eval()`; TRAIN when it steps an optimizer."""
@@ -348,6 +380,8 @@ class LoaderFlow:
             arg, call = m.parent.get(occurrence), m.parent.get(m.parent.get(occurrence))
             if not (isinstance(arg, cst.Arg) and arg.value is occurrence and isinstance(call, cst.Call)):
                 continue
+            if never_runs(m, call):
+                continue  # handed over only in a branch the shipped settings never take
             callee = m.callee(call)
             if callee is None or not callee.consumes:
                 continue

@@ -1,5 +1,7 @@
 """Code that never runs with the settings the project ships: `if ngpu > 1:` with `ngpu = 0` written in the
-module, `if flag:` with `flag = 0`, `IS_PARALLEL = True if ngpu > 1 else False`.
+module, `if flag:` with `flag = 0`, `IS_PARALLEL = True if ngpu > 1 else False`, and the training branch of
+`if os.path.isfile(ckpt): load else: train` when the module's top level downloads the trained files into the
+folder `ckpt` lies in (the tutorial that ships its checkpoints).
 
 Only tests whose every input is written in the code count (a literal, a module constant, a local set once):
 a value chosen at run time (`torch.cuda.device_count()`) or meant to be changed at launch (a command-line
@@ -22,6 +24,15 @@ _MAX_DEPTH = 6
 # Values only an edit of the code changes (a command-line default is changed at launch).
 _WRITTEN_IN_CODE = frozenset({LITERAL, MODULE_CONSTANT, LOCAL_VARIABLE})
 _UNKNOWN = object()
+_FILE_CHECKS = frozenset({"os.path.isfile", "os.path.exists"})
+# Calls that write a downloaded file: (qualified name, position of the destination argument, its keyword).
+_DOWNLOADS = {
+    "urllib.request.urlretrieve": (1, "filename"),
+    "torch.hub.download_url_to_file": (1, "dst"),
+    "torchvision.datasets.utils.download_url": (1, "root"),
+    "wget.download": (1, "out"),
+    "gdown.download": (1, "output"),
+}
 _COMPARE = {
     cst.GreaterThan: operator.gt, cst.GreaterThanEqual: operator.ge, cst.LessThan: operator.lt,
     cst.LessThanEqual: operator.le, cst.Equal: operator.eq, cst.NotEqual: operator.ne,
@@ -44,10 +55,33 @@ def never_runs(model: SemanticModel, node: cst.CSTNode) -> bool:
     return False
 
 
+def unshipped_rows(model: SemanticModel) -> list[tuple[int, int]]:
+    """The line spans of the branches that never run with the shipped settings (findings there are dropped)."""
+    memo = model.memo("unshipped rows")
+    if model.module not in memo:
+        spans = []
+        for node in _ifs(model):
+            value = shipped_value(model, node.test)
+            if value is _UNKNOWN:
+                continue
+            dead = node.orelse if value else node.body
+            if dead is not None:
+                first, last = model.range(dead).start.line, model.range(dead).end.line
+                spans.append((first + 1 if isinstance(dead, cst.Else) else first, last))
+        if runs_as_a_script(model):
+            spans += _hooks_never_called(model)
+            if spans:
+                spans += _functions_only_called_there(model, spans)
+        memo[model.module] = spans  # type: ignore[assignment]
+    return memo[model.module]  # type: ignore[return-value]
+
+
 def shipped_value(model: SemanticModel, expr: cst.BaseExpression, depth: int = 0) -> object:
     """The value `expr` has with the shipped settings, or `_UNKNOWN`."""
     if depth > _MAX_DEPTH:
         return _UNKNOWN
+    if isinstance(expr, cst.Call):
+        return True if _file_downloaded(model, expr) else _UNKNOWN
     if isinstance(expr, (cst.Name, cst.Attribute, cst.Subscript, cst.BaseNumber, cst.SimpleString)):
         resolved = model.values.resolve(expr)
         if resolved is not None and resolved.origin in _WRITTEN_IN_CODE:
@@ -57,6 +91,8 @@ def shipped_value(model: SemanticModel, expr: cst.BaseExpression, depth: int = 0
             if len(binders) == 1 and isinstance(binders[0], cst.Assign) and len(binders[0].targets) == 1:
                 if isinstance(binders[0].targets[0].target, cst.Name):
                     return shipped_value(model, binders[0].value, depth + 1)
+            if len(binders) == 1 and isinstance(binders[0], cst.Param):
+                return _argument_value(model, binders[0])
         return _UNKNOWN
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
         inner = shipped_value(model, expr.expression, depth + 1)
@@ -89,3 +125,181 @@ def shipped_value(model: SemanticModel, expr: cst.BaseExpression, depth: int = 0
 def _number(value: object) -> bool:
     return isinstance(value, (int, float))
 
+
+def _argument_value(model: SemanticModel, param: cst.Param) -> object:
+    """In a notebook, what every call of the function gives `param` (a literal, or the literal default), when
+    they agree: `train_model(net, name, overwrite=False)` makes `overwrite` False in `train_model`."""
+    func = model.parent.get(model.parent.get(param))
+    if not isinstance(func, cst.FunctionDef) or not runs_as_a_script(model):
+        return _UNKNOWN  # a library's function is API: other modules may pass anything
+    if any(isinstance(a, (cst.FunctionDef, cst.ClassDef)) for a in model.ancestors(func)):
+        return _UNKNOWN  # a method or a nested function: its calls are not all spelled `name(...)`
+    positional = [p.name.value for p in func.params.params]
+    index = positional.index(param.name.value) if param.name.value in positional else None
+    default = _literal(param.default) if param.default is not None else _UNKNOWN
+    values = set()
+    calls = model.calls_of(func.name.value)
+    named = model.dataflow.reads.get(func.name.value, [])
+    if not calls or any(not isinstance(model.parent.get(read), cst.Call) for read in named):
+        return _UNKNOWN  # also passed around as a value (a callback): its other callers are out of sight
+    for call in calls:
+        if not isinstance(call.func, cst.Name) or any(arg.star for arg in call.args):
+            return _UNKNOWN
+        given = [a.value for i, a in enumerate(call.args) if (a.keyword is not None and a.keyword.value == param.name.value)
+                 or (a.keyword is None and i == index)]  # fmt: skip
+        value = _literal(given[0]) if given else default
+        if value is _UNKNOWN:
+            return _UNKNOWN
+        values.add(value)
+    return values.pop() if len(values) == 1 else _UNKNOWN
+
+
+def _literal(expr: cst.BaseExpression) -> object:
+    if isinstance(expr, cst.Name) and expr.value in ("True", "False", "None"):
+        return {"True": True, "False": False, "None": None}[expr.value]
+    if isinstance(expr, cst.Integer):
+        return int(expr.value)
+    return _UNKNOWN
+
+
+def _file_downloaded(model: SemanticModel, call: cst.Call) -> bool:
+    """`os.path.isfile(path)` where `path` lies in a folder the module's top level downloads files into, and
+    the check is not the download's own guard (`if not os.path.isfile(dst): urlretrieve(url, dst)`, or the
+    check in the block that downloads)."""
+    if model.qualified_name(call.func) not in _FILE_CHECKS or len(call.args) != 1:
+        return False
+    folders = _download_folders(model)
+    if not folders or _folder_of(model, call.args[0].value, 0) not in folders:
+        return False
+    block = next((a for a in model.ancestors(call) if isinstance(a, (cst.If, cst.For, cst.While, cst.FunctionDef))), model.module)
+    return not any(_destination(model, c) is not None for c in model.calls_inside(block))
+
+
+def _download_folders(model: SemanticModel) -> frozenset[str]:
+    """The module-level names of the folders that the module's top-level code downloads files into."""
+    memo = model.memo("download folders")
+    if model.module not in memo:
+        found = set()
+        for call in model.calls:
+            dst = _destination(model, call)
+            if dst is not None and model.enclosing_function(call) is None:
+                folder = _folder_of(model, dst, 0)
+                if folder is not None:
+                    found.add(folder)
+        memo[model.module] = frozenset(found)  # type: ignore[assignment]
+    return memo[model.module]  # type: ignore[return-value]
+
+
+def _destination(model: SemanticModel, call: cst.Call) -> Optional[cst.BaseExpression]:
+    spec = _DOWNLOADS.get(model.qualified_name(call.func) or "")
+    if spec is None:
+        return None
+    index, keyword = spec
+    for i, arg in enumerate(call.args):
+        if (arg.keyword is not None and arg.keyword.value == keyword) or (arg.keyword is None and not arg.star and i == index):
+            return arg.value
+    return None
+
+
+def _folder_of(model: SemanticModel, path: cst.BaseExpression, depth: int) -> Optional[str]:
+    """The module-level name of the folder `path` lies in: `os.path.join(CKPT, name)`, a name set once to
+    such a path, or a call of a function of the module that joins its argument (`model_file(CKPT, name)`)."""
+    if depth > _MAX_DEPTH:
+        return None
+    if isinstance(path, cst.Name):
+        binders = model.bindings_of(path.value, path)
+        if len(binders) != 1:
+            return None
+        binder = binders[0]
+        if isinstance(binder, cst.Assign) and len(binder.targets) == 1 and isinstance(binder.targets[0].target, cst.Name):
+            inner = _folder_of(model, binder.value, depth + 1)
+            if inner is not None:
+                return inner
+        return path.value if model.scope_of(binder) is model.module else None  # `CKPT = os.environ.get(...)`
+    if not isinstance(path, cst.Call) or not path.args or path.args[0].star:
+        return None
+    if model.qualified_name(path.func) == "os.path.join":
+        return _folder_of(model, path.args[0].value, depth + 1)
+    if isinstance(path.func, cst.Name) and len(model.functions.get(path.func.value, ())) == 1:
+        func = model.functions[path.func.value][0]
+        returns = model.returns_of(func)
+        params = [p.name.value for p in func.params.params]
+        if len(returns) != 1 or returns[0].value is None or not params:
+            return None
+        joined = returns[0].value
+        if not (isinstance(joined, cst.Call) and model.qualified_name(joined.func) == "os.path.join" and joined.args):
+            return None
+        first = joined.args[0].value
+        if isinstance(first, cst.Name) and first.value in params:
+            index = params.index(first.value)
+            given = [a.value for i, a in enumerate(path.args) if (a.keyword is None and i == index)
+                     or (a.keyword is not None and a.keyword.value == first.value)]  # fmt: skip
+            return _folder_of(model, given[0], depth + 1) if given else None
+    return None
+
+
+def _ifs(model: SemanticModel) -> list[cst.If]:
+    found: list[cst.If] = []
+
+    class _Ifs(cst.CSTVisitor):
+        def visit_If(self, node: cst.If) -> None:
+            found.append(node)
+
+    model.module.visit(_Ifs())
+    return found
+
+
+def runs_as_a_script(model: SemanticModel) -> bool:
+    """A notebook, or a notebook kept as a script (`# %%` cells): run top to bottom, never imported, so its
+    functions are not API that other code may call."""
+    return model.is_notebook or any(line.startswith("# %%") for line in model.source.splitlines())
+
+
+def _functions_only_called_there(model: SemanticModel, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The spans of the module's functions that are named only by calls inside `spans` (transitively): the
+    `train_epoch(...)` that only the skipped training branch calls."""
+    dead = list(spans)
+    reads = model.dataflow.reads
+    changed = True
+    while changed:
+        changed = False
+        for name, funcs in model.functions.items():
+            if len(funcs) != 1 or any(isinstance(a, (cst.FunctionDef, cst.ClassDef)) for a in model.ancestors(funcs[0])):
+                continue  # methods and nested functions are reached in other ways
+            func = funcs[0]
+            here = model.range(func)
+            span = (here.start.line, here.end.line)
+            if span in dead:
+                continue
+            named = reads.get(name, [])
+            if named and all(any(first <= model.line_of(read) <= last for first, last in dead) for read in named):
+                dead.append(span)
+                changed = True
+    return dead[len(spans):]
+
+
+# Lightning hooks that only `trainer.test(...)` / `trainer.predict(...)` (or a CLI subcommand) run.
+_TEST_OR_PREDICT_HOOKS = frozenset({"test_dataloader", "test_step", "predict_dataloader", "predict_step"})
+_TEST_OR_PREDICT_CALLS = frozenset({"test", "predict"})
+
+
+def _hooks_never_called(model: SemanticModel) -> list[tuple[int, int]]:
+    """In a notebook that runs its own Lightning Trainer: the spans of `test_dataloader` / `test_step` (and
+    the `predict_` ones) when nothing in it calls `.test(...)` (`.predict(...)`), nor builds a `LightningCLI`,
+    whose subcommands can run them."""
+    frameworks = model.frameworks
+    if not frameworks.imported or "CLI" in model.source:
+        return []
+    called = {c.func.attr.value for c in model.calls if isinstance(c.func, cst.Attribute)} & _TEST_OR_PREDICT_CALLS
+    if not any(isinstance(c.func, cst.Attribute) and c.func.attr.value == "fit" for c in model.calls):
+        return []  # the Trainer runs elsewhere (or not here): what it runs is not known from this module
+    spans = []
+    for name, info in model.classes.items():
+        kind = frameworks.class_kind(name)
+        if kind is None or kind.framework != "Lightning":
+            continue
+        for method, func in info.methods.items():
+            if method in _TEST_OR_PREDICT_HOOKS and method.split("_")[0] not in called:
+                here = model.range(func)
+                spans.append((here.start.line, here.end.line))
+    return spans

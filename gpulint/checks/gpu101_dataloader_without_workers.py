@@ -39,6 +39,8 @@ class DataLoaderWithoutWorkers(Rule):
             if is_unsharded_iterable_dataset(model, loader):
                 continue  # every worker would replay the whole stream, or read stale copies of live state
             info = model.loader_flow.info(loader)
+            if model.loader_flow.never_used(info):
+                continue  # no batch of it is ever taken as the code ships
             if model.batch_cost.items_are_cheap(loader) or model.batch_cost.iterated_once(info):
                 continue  # nothing for workers to take off the training process, or one batch only
             if model.batch_cost.one_batch_per_pass(loader):
