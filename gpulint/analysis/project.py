@@ -66,10 +66,14 @@ class Callee:
     syncs: list[tuple] = field(default_factory=list)
     yields: tuple[str, ...] = ()  # parameters whose elements it yields (a generator over a loader)
     consumes: dict[str, list[Consumption]] = field(default_factory=dict)  # parameter -> the loops taking its batches
+    convolutions: bool = False  # builds a convolution (itself, through the project code it calls, or a base class)
 
     def to_json(self) -> list:
         consumes = {k: [c.to_json() for c in v] for k, v in self.consumes.items()}
-        return [self.kind, self.where, self.params, self.trains, self.epoch, self.returns, self.effects, self.syncs, self.yields, consumes]
+        return [
+            self.kind, self.where, self.params, self.trains, self.epoch, self.returns, self.effects, self.syncs, self.yields,
+            consumes, self.convolutions,
+        ]  # fmt: skip
 
 
 @dataclass
@@ -98,7 +102,8 @@ class ModuleContext:
     def tags(self) -> frozenset[str]:
         """What this module reaches through the project, for the prefilter (`Rule.project_tags`):
         "helper-syncs" (it calls something that waits for the GPU), "helper-moves" (something that copies an
-        argument to the GPU), "loader-consumed" (its loaders are iterated elsewhere)."""
+        argument to the GPU), "loader-consumed" (its loaders are iterated elsewhere), "builds-convolutions" (it calls a project class or
+        factory that builds a convolutional network)."""
         found = set()
         for callee in self.callees.values():
             if any(e[0] != "clock" for e in callee.syncs) or any(e[0] in ("sync", "shape") for effects in callee.effects.values() for e in effects):
@@ -109,6 +114,8 @@ class ModuleContext:
             found.add("loader-consumed")
         if any(_returns_pinned_loader(callee.returns) for callee in self.callees.values()):
             found.add("pinned-loader-returned")
+        if any(callee.convolutions for callee in self.callees.values()):
+            found.add("builds-convolutions")
         return frozenset(found)
 
     def consumed(self, function: str, element: Optional[int] = None) -> list[Consumption]:
@@ -332,6 +339,11 @@ class ProjectIndex:
             facts.returns = ("stream",)  # an IterableDataset that never shards by worker
         if init is not None:
             facts.effects = self._function_facts(record, f"{name}.__init__").effects
+        facts.convolutions = (init is not None and self._builds_convolutions(record, init)) or any(
+            found[0] == "class" and (base_facts := self._callee(found[1], "class", found[2])) is not None and base_facts.convolutions
+            for base in info.bases
+            if (found := self.symbol(record, base) or self._qualified_symbol(record, base)) is not None
+        )  # a project base class that builds the layers
         return facts
 
     def is_module_class(self, record: _Record, name: str, depth: int = 0) -> bool:
@@ -413,6 +425,8 @@ class ProjectIndex:
         facts.syncs = list(self._internal_syncs(record, f, steps))[:8]
         returns = [self.value(record, f, value) for value in f.returns]
         facts.returns = _agree(returns)
+        # a factory of a convolutional network (not a function that only runs one, such as an FID helper)
+        facts.convolutions = facts.returns in (("module",), ("gpu_module",)) and self._builds_convolutions(record, f)
         facts.yields = tuple(p for p in f.params if any(e[0] == "yield" for e in f.effects.get(f"p:{p}", ())))
         for param in f.params:
             if any(e[0] in ("iter", "pass") for e in f.effects.get(f"p:{param}", ())):
@@ -420,6 +434,10 @@ class ProjectIndex:
                 if found:
                     facts.consumes[param] = found[:4]
         return facts
+
+    def _builds_convolutions(self, record: _Record, f: FunctionSummary) -> bool:
+        """`f` builds a convolution itself, or calls a project class or factory that builds one."""
+        return f.convolutions or any((callee := self.callee(record, call[0])) is not None and callee.convolutions for call in f.calls)
 
     def _call_trains(self, record: _Record, call: tuple) -> bool:
         callee = self.callee(record, call[0])
@@ -694,6 +712,8 @@ class ProjectIndex:
                     yield f"callers give `{source[2:]}` of `{key.split('.')[0]}` a CUDA device"
                 elif source.startswith(("g:", "c:")) and self.value(record, f, ("src", source)) == ("device",):
                     yield f"a device from the project (`{_source_name(f, source)}`)"
+                elif source.startswith("g:") and (settings := self._gpu_settings_object(record, source[2:])) is not None:
+                    yield f"a device from the project (`{source[2:]}` of {settings}, which chooses a CUDA device)"
         for key in (*summary.classes, *(k for k in summary.functions if "." not in k and k != MODULE_BODY)):
             for caller, caller_key, index in self.callers(record, key):
                 caller_f = caller.summary.functions[caller_key]
@@ -705,6 +725,15 @@ class ProjectIndex:
                     for consumption in self.consumptions(caller, caller_key, source):
                         if consumption.gpu and (consumption.moves or consumption.trains):
                             yield f"the loader `{key}` builds feeds GPU code at {consumption.where}"
+
+    def _gpu_settings_object(self, record: _Record, name: str) -> Optional[str]:
+        """The module that defines `name`, when it is a module-level object of the project (`opt = Config()`
+        in config.py) that is used as a device (`x.to(opt.device)`) and its module picks a CUDA device itself
+        (`opt.device = t.device("cuda") if opt.use_gpu else ...`): a settings object that carries the device."""
+        found = self.symbol(record, name)
+        if found is None or found[0] != "value" or found[1] is record or not found[1].summary.evidence:
+            return None
+        return found[1].shown
 
     # ---- one module's context ---------------------------------------------------------------------
 

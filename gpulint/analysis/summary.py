@@ -34,6 +34,7 @@ from functools import cached_property
 from typing import Any, Iterable, Optional
 
 from gpulint.analysis.communication import chosen_by_backend, starts_async_communication, waits_for_work
+from gpulint.analysis.convolutions import builds_convolution
 from gpulint.analysis.devices import EVIDENCE_FINDERS, GPU_TEXT_MARKERS
 from gpulint.analysis.error_paths import EXITS
 from gpulint.analysis.imports import canonical
@@ -136,16 +137,20 @@ class FunctionSummary:
     returns: list[Any] = field(default_factory=list)  # the value of each `return`
     trains: bool = False  # a backward pass or an optimizer step in this function itself
     gpu: bool = False  # GPU evidence in this function itself
+    convolutions: bool = False  # builds a convolution layer or network itself (`nn.Conv2d(...)`, `resnet18()`)
 
     def to_json(self) -> list:
-        full = [self.line, self.params, self.kwonly, self.calls, self.loops, self.effects, self.returns, self.trains, self.gpu]
+        full = [
+            self.line, self.params, self.kwonly, self.calls, self.loops, self.effects, self.returns, self.trains, self.gpu,
+            self.convolutions,
+        ]  # fmt: skip
         while len(full) > 2 and not full[-1]:
             full.pop()  # most functions call nothing the project defines: keep their summary short
         return full
 
     @classmethod
     def from_json(cls, data: list) -> FunctionSummary:
-        line, params, kwonly, calls, loops, effects, returns, trains, gpu = [*data, *([None] * (9 - len(data)))]
+        line, params, kwonly, calls, loops, effects, returns, trains, gpu, convolutions = [*data, *([None] * (10 - len(data)))]
         return cls(
             line,
             tuple(params),
@@ -156,6 +161,7 @@ class FunctionSummary:
             [_value(r) for r in returns or ()],
             bool(trains),
             bool(gpu),
+            bool(convolutions),
         )
 
 
@@ -1047,6 +1053,8 @@ class _Reader:
         timer = isinstance(func, ast.Attribute) and (func.attr == "elapsed_time" or times_a_step(func.attr, _dotted(func.value) or ""))
         if qualified in CLOCKS or timer:
             self.reads_clock = self.reads_clock or line
+        if qualified is not None and builds_convolution(qualified):
+            self.f.convolutions = True
         receiver = self.expr(func.value) if isinstance(func, ast.Attribute) else None
         args = [self.expr(a) for a in node.args]
         kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
@@ -1283,6 +1291,8 @@ class _Reader:
         for name, value in arguments.items():
             if name in _LOADER_FACTS:
                 facts[name] = self.constant(value)
+        if "collate_fn" in arguments:
+            facts["collate_fn"] = True  # batches of a custom type may be made (whose `.to()` may take no `non_blocking`)
         return facts
 
     def constant(self, node: ast.AST) -> Any:
