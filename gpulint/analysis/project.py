@@ -355,7 +355,7 @@ class ProjectIndex:
                 return True
             if base.startswith(("pytorch_lightning.", "lightning.", "transformers.")):
                 return True
-            found = self.symbol(record, base)
+            found = self.symbol(record, base) or self._qualified_symbol(record, base)  # `models.base.Base` as imported
             if found is not None and found[0] == "class" and self.is_module_class(found[1], found[2], depth + 1):
                 return True
         return False

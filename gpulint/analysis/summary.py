@@ -1055,6 +1055,8 @@ class _Reader:
             self.reads_clock = self.reads_clock or line
         if qualified is not None and builds_convolution(qualified):
             self.f.convolutions = True
+        if qualified is not None and _builds_library_model(qualified):
+            return ("module",)  # `torchvision.models.resnet18()`, `timm.create_model(...)`
         receiver = self.expr(func.value) if isinstance(func, ast.Attribute) else None
         args = [self.expr(a) for a in node.args]
         kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
@@ -1321,6 +1323,16 @@ def _formatted_or_logged(node: ast.Call, args: list, kwargs: dict) -> Optional[t
         value = kwargs.get("scalar_value", args[1] if len(args) > 1 else None)
         return "`add_scalar()` of a tensor", [value]
     return None
+
+
+def _builds_library_model(qualified: str) -> bool:
+    """A torchvision model builder (not a weights or registry helper) or `timm.create_model`."""
+    if qualified == "timm.create_model":
+        return True
+    return (
+        qualified.startswith("torchvision.models.") and "Weights" not in qualified
+        and not qualified.rsplit(".", 1)[-1].startswith(("get_", "list_", "_"))
+    )  # fmt: skip
 
 
 def _option_device(options: dict, name: str) -> Any:

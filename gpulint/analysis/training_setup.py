@@ -70,6 +70,8 @@ def is_model_expression(model: SemanticModel, expr: cst.BaseExpression, depth: i
         callee = model.callee(expr)
         if callee is not None and callee.kind == "class" and callee.returns == ("module",):
             return True  # `VisionTransformer(config)` of models/modeling.py, an nn.Module of the project
+        if callee is not None and callee.kind == "function" and callee.returns in (("module",), ("gpu_module",)):
+            return True  # `build_backbone()` of another module, a factory that returns a model
         if isinstance(func, cst.Name) and not qualified:
             return any(
                 is_model_expression(model, value, depth + 1)
