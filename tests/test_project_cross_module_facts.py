@@ -441,3 +441,87 @@ def test_adam_over_submodules_of_a_lightning_module_updates_cuda_parameters(tmp_
 
 def test_adam_over_submodules_of_a_plain_module_is_not_known_to_be_on_cuda(tmp_path, monkeypatch):
     assert codes(tmp_path, monkeypatch, {"model.py": PLAIN_MODEL}, "GPU904") == []
+
+
+# ---- a model placed by a helper of another module, or by DeepSpeed (GPU904, GPU902) ----------------------
+
+D2L_UTILS = """\
+    import torch
+
+
+    def train_ch5(net, train_iter, optimizer, device, num_epochs):
+        net = net.to(device)
+        loss = torch.nn.CrossEntropyLoss()
+        for epoch in range(num_epochs):
+            for X, y in train_iter:
+                l = loss(net(X.to(device)), y.to(device))
+                optimizer.zero_grad()
+                l.backward()
+                optimizer.step()
+
+
+    def evaluate(net, data_iter, optimizer):
+        for X, y in data_iter:
+            print(net(X).argmax(1).eq(y).float().mean())
+"""
+ALEXNET = """\
+    import torch
+    from torch import nn
+    import d2lzh as d2l
+
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    net = nn.Sequential(nn.Conv2d(1, 96, 11, 4), nn.ReLU(), nn.Flatten(), nn.LazyLinear(10))
+    optimizer = torch.optim.Adam(net.parameters(), lr=0.001)
+    d2l.{helper}(net, [], optimizer{rest})
+"""
+
+
+def test_adam_over_a_model_that_a_helper_of_another_module_moves_to_the_gpu(tmp_path, monkeypatch):
+    files = {
+        "d2lzh/__init__.py": "from .utils import *\n",
+        "d2lzh/utils.py": D2L_UTILS,
+        "alexnet.py": ALEXNET.format(helper="train_ch5", rest=", device, 5"),
+    }
+    assert codes(tmp_path, monkeypatch, files, "GPU904") == ["alexnet.py:7 GPU904"]
+
+
+def test_adam_over_a_model_given_to_a_helper_that_does_not_move_it_stays_unknown(tmp_path, monkeypatch):
+    files = {
+        "d2lzh/__init__.py": "from .utils import *\n",
+        "d2lzh/utils.py": D2L_UTILS,
+        "alexnet.py": ALEXNET.format(helper="evaluate", rest=""),
+    }
+    assert codes(tmp_path, monkeypatch, files, "GPU904") == []
+
+
+DEEPSPEED_TRAIN = """\
+    import argparse
+    import deepspeed
+    import torchvision.models as models
+
+
+    def main(args, loader, criterion):
+        model = models.resnet50()
+        model, optimizer, _, _ = deepspeed.initialize(model={given}, model_parameters=model.parameters(), args=args)
+        for images, target in loader:
+            loss = criterion(model(images.to(model.device)), target.to(model.device))
+            model.backward(loss)
+            model.step()
+
+
+    if __name__ == "__main__":
+        main(argparse.ArgumentParser().parse_args(), [], None)
+"""
+
+
+def test_a_model_handed_to_deepspeed_initialize_trains_on_the_gpu(tmp_path, monkeypatch):
+    files = {"main.py": DEEPSPEED_TRAIN.format(given="model")}
+    assert sorted(f for f in found(lint(write(tmp_path, files), monkeypatch, **ALL)) if f.split()[1] in ("GPU902", "GPU903")) == [
+        "main.py:8 GPU902",
+        "main.py:8 GPU903",
+    ]
+
+
+def test_deepspeed_initialize_given_no_model_we_know_says_nothing(tmp_path, monkeypatch):
+    files = {"main.py": DEEPSPEED_TRAIN.format(given="args.model")}
+    assert [f for f in found(lint(write(tmp_path, files), monkeypatch, **ALL)) if f.split()[1] in ("GPU902", "GPU903")] == []

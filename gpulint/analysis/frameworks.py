@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 # Words every module with framework GPU evidence contains (in its imports): `gpu_evidence` finds nothing
 # without one (devices.GPU_TEXT_MARKERS).
-CONTEXT_MARKERS = ("lightning", "accelerate", "transformers", "trl", "ignite")
+CONTEXT_MARKERS = ("lightning", "accelerate", "transformers", "trl", "ignite", "deepspeed")
 
 LIGHTNING = ("lightning", "pytorch_lightning", "lightning_fabric")
 HF = ("transformers", "trl")
@@ -868,7 +868,7 @@ def gpu_evidence(tree: ast.Module, qualify: Callable[[ast.AST], Optional[str]]) 
     """A framework set up to train on the GPU: a Lightning Trainer/Fabric whose accelerator may be a GPU (the
     default `auto` picks one), a Lightning module or data module with no Trainer here (it lives in another
     file, with that default), an `Accelerator` not forced onto the CPU, an HF Trainer (or a subclass), HF
-    TrainingArguments without `use_cpu` / `no_cuda`, ignite's `idist.device()`."""
+    TrainingArguments without `use_cpu` / `no_cuda`, ignite's `idist.device()`, `deepspeed.initialize()`."""
     classes = {node.name: node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)}
 
     answers: dict[str, Optional[str]] = {}  # once per class: bases shared by many descendants are not walked again
@@ -909,6 +909,8 @@ def gpu_evidence(tree: ast.Module, qualify: Callable[[ast.AST], Optional[str]]) 
                 yield f"`{name.rsplit('.', 1)[-1]}` without `use_cpu`", node.lineno
         elif name == "ignite.distributed.device":
             yield "`idist.device()`", node.lineno  # ignite/distributed/comp_models/base.py: CUDA when available
+        elif name == "deepspeed.initialize":
+            yield "`deepspeed.initialize()`", node.lineno  # the engine moves the model to this rank's accelerator
     for class_name, node in classes.items():
         base = framework_base(class_name)
         what = _gpu_base(base) if base is not None else None

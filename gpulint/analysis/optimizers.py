@@ -117,6 +117,14 @@ def _prepared_later(model: SemanticModel, module: cst.BaseExpression, optimizer:
         if wrapper is not None and wrapper[1] and model.dataflow.before(optimizer, call):
             if any(not a.star and dotted_name(a.value) == key for a in call.args):
                 return True
+        callee = model.callee(call) if wrapper is None else None
+        if callee is not None and callee.effects and model.dataflow.before(optimizer, call):
+            # `d2l.train_ch5(net, ..., optimizer, device)`: a project helper that moves the model it is given
+            if any(
+                dotted_name(arg.value) == key and any(e[0] == "move" for e in callee.effects.get(param, ()))
+                for arg, param in model.arguments_to(call, callee)
+            ):
+                return True
     return False
 
 

@@ -199,6 +199,17 @@ def _after_all_training(model: SemanticModel, move: cst.Call, hot: list) -> bool
     return bool(hot) and all(model.residency.runs_after(move, loop) for loop in hot)
 
 
+def _engine_places_model(model: SemanticModel, call: cst.Call) -> bool:
+    """`deepspeed.initialize(model=net, ...)`: the engine moves the model to this rank's GPU
+    (deepspeed/runtime/engine.py, `_configure_distributed_model`)."""
+    if model.call_name(call) != "deepspeed.initialize":
+        return False
+    given = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "model"), None)
+    if given is None and len(call.args) > 1 and all(a.keyword is None and not a.star for a in call.args[:2]):
+        given = call.args[1].value  # initialize(args, model, ...)
+    return given is not None and is_model_expression(model, given)
+
+
 def _project_convolutions(model: SemanticModel, call: cst.Call) -> bool:
     callee = model.callee(call)
     return callee is not None and callee.convolutions
@@ -208,7 +219,8 @@ def find_training_setup(model: SemanticModel) -> TrainingSetup:
     hot = [loop for loop in model.loops if is_hot(model, loop)]
     moves = [
         call for call in model.calls
-        if model.residency.moves_to_cuda(call) and is_model_expression(model, call.func.value) and not _after_all_training(model, call, hot)
+        if (model.residency.moves_to_cuda(call) and is_model_expression(model, call.func.value) or _engine_places_model(model, call))
+        and not _after_all_training(model, call, hot)
     ]  # fmt: skip
     entry = model.has_main_guard or any(model.enclosing_function(loop) is None for loop in hot)
     backward = next((c for c in model.method_calls("backward")), None)
