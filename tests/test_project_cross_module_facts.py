@@ -525,3 +525,13 @@ def test_a_model_handed_to_deepspeed_initialize_trains_on_the_gpu(tmp_path, monk
 def test_deepspeed_initialize_given_no_model_we_know_says_nothing(tmp_path, monkeypatch):
     files = {"main.py": DEEPSPEED_TRAIN.format(given="args.model")}
     assert [f for f in found(lint(write(tmp_path, files), monkeypatch, **ALL)) if f.split()[1] in ("GPU902", "GPU903")] == []
+
+
+def test_deepspeed_with_a_half_precision_config_named_in_the_script_needs_no_tf32(tmp_path, monkeypatch):
+    train = DEEPSPEED_TRAIN.format(given="model").replace(
+        "    main(argparse.ArgumentParser().parse_args(), [], None)",
+        '    parser = argparse.ArgumentParser()\n    parser.add_argument("--dtype", default="bf16", choices=["bf16", "fp16"])\n'
+        "    main(parser.parse_args(), [], None)",
+    )
+    findings = found(lint(write(tmp_path, {"main.py": train}), monkeypatch, **ALL))
+    assert "main.py:8 GPU903" in findings and "main.py:8 GPU902" not in findings

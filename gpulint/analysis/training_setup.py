@@ -42,6 +42,9 @@ class TrainingSetup:
     cudnn_configured: bool  # `cudnn.benchmark`, `cudnn.deterministic`, `use_deterministic_algorithms`
     convolutions: bool
     toy_models: bool  # every model moved to CUDA is a toy model of linear layers (`analysis/model_size.py`)
+    # every model is placed by DeepSpeed and the script names a half precision (`--dtype fp16`, `args.bf16`):
+    # its dtype is in the engine's config, most likely not float32
+    engine_half_precision: bool = False
 
     @property
     def cuda_training_script(self) -> bool:
@@ -210,6 +213,18 @@ def _engine_places_model(model: SemanticModel, call: cst.Call) -> bool:
     return given is not None and is_model_expression(model, given)
 
 
+_HALF_WORDS = frozenset({"fp16", "bf16", "float16", "bfloat16", "half"})
+
+
+def _names_half_precision(model: SemanticModel) -> bool:
+    """A string (`"fp16"`, `"--bf16"`, `"bf16": {...}`), attribute (`args.fp16`) or keyword naming a half precision."""
+    for string in model.strings:
+        ok, value = literal_value(string)
+        if ok and isinstance(value, str) and _HALF_WORDS.intersection(re.split(r"[-_ .]+", value.lower())):
+            return True
+    return any(a.attr.value in _HALF_WORDS for a in model.attributes) or bool(_HALF_WORDS & _keyword_names(model))
+
+
 def _project_convolutions(model: SemanticModel, call: cst.Call) -> bool:
     callee = model.callee(call)
     return callee is not None and callee.convolutions
@@ -238,4 +253,5 @@ def find_training_setup(model: SemanticModel) -> TrainingSetup:
         convolutions=convolutions,
         # A convolution's work grows with the image, not with its parameters: only linear toy models.
         toy_models=bool(moves) and not convolutions and all(model.model_size.is_toy_model(m.func.value) for m in moves),
+        engine_half_precision=bool(moves) and all(_engine_places_model(model, m) for m in moves) and _names_half_precision(model),
     )
