@@ -187,8 +187,9 @@ def test_a_factory_that_returns_a_conv_net_and_a_base_class_that_builds_one(tmp_
 
 
 def test_cudnn_benchmark_set_in_the_script_stays_silent(tmp_path, monkeypatch):
-    train = GAN_TRAIN.replace("import torch\n", "import torch\ntorch.backends.cudnn.benchmark = True\n", 1)
-    assert codes(tmp_path, monkeypatch, {"model.py": CONV_MODELS, "fid.py": FID, "train.py": train}, "GPU903") == []
+    train = GAN_TRAIN.replace("    import torch\n", "    import torch\n    torch.backends.cudnn.benchmark = True\n", 1)
+    findings = found(lint(write(tmp_path, {"model.py": CONV_MODELS, "fid.py": FID, "train.py": train}), monkeypatch, **ALL))
+    assert "train.py:10 GPU902" in findings and not [f for f in findings if "GPU903" in f]
 
 
 # ---- a settings object of another module that carries the device -----------------------------------------
@@ -422,7 +423,7 @@ VQGAN = """\
             opt_groups = torch.optim.AdamW(groups, lr=self.learning_rate)
             return [opt_ae, opt_groups], []
 """
-PLAIN_MODEL = VQGAN.replace("pl.LightningModule", "nn.Module").replace("import pytorch_lightning as pl\n", "")
+PLAIN_MODEL = VQGAN.replace("pl.LightningModule", "nn.Module").replace("    import pytorch_lightning as pl\n", "")
 
 
 def test_a_trainer_built_from_argparse_feeds_the_loaders_of_hooks_bound_in_init(tmp_path, monkeypatch):
@@ -440,7 +441,18 @@ def test_adam_over_submodules_of_a_lightning_module_updates_cuda_parameters(tmp_
 
 
 def test_adam_over_submodules_of_a_plain_module_is_not_known_to_be_on_cuda(tmp_path, monkeypatch):
-    assert codes(tmp_path, monkeypatch, {"model.py": PLAIN_MODEL}, "GPU904") == []
+    findings = found(lint(write(tmp_path, {"model.py": PLAIN_MODEL}), monkeypatch, **ALL))
+    assert findings == []  # (parses: no syntax error reported)
+
+
+def test_adam_over_a_submodule_a_plain_class_moves_to_cuda_itself(tmp_path, monkeypatch):
+    moved = PLAIN_MODEL.replace(
+        "            self.learning_rate = lr\n",
+        "            self.learning_rate = lr\n            if torch.cuda.is_available():\n                self.encoder = self.encoder.cuda()\n",
+    ).replace(
+        "list(self.encoder.parameters()) + list(self.decoder.parameters())", "self.encoder.parameters()"
+    ).replace("param_dict = {pn: p for pn, p in self.decoder.named_parameters()}", "param_dict = {}")
+    assert codes(tmp_path, monkeypatch, {"model.py": moved}, "GPU904") == ["model.py:15 GPU904"]
 
 
 # ---- a model placed by a helper of another module, or by DeepSpeed (GPU904, GPU902) ----------------------

@@ -95,7 +95,8 @@ def _placement(model: SemanticModel, module: cst.BaseExpression, optimizer: cst.
         # device before `configure_optimizers` runs.
         if owner is not None and frameworks.class_kind(owner.name.value) is LIGHTNING_MODULE and frameworks.lightning_places:
             return True
-        return None
+        if isinstance(module, cst.Name):
+            return None  # `self` of another class: where it lives is its callers' business
     if residency.is_gpu_module(module):
         key = dotted_name(module)
         flow = model.dataflow
