@@ -38,7 +38,10 @@ CONV_MODELS = """\
 
 
     def make_features(c):
-        return nn.Sequential(*[Block(c) for _ in range(4)])
+        layers = []
+        for _ in range(4):
+            layers.append(Block(c))
+        return nn.Sequential(*layers)
 
 
     class NetD(nn.Module):
@@ -136,6 +139,7 @@ def test_a_factory_that_returns_a_conv_net_and_a_base_class_that_builds_one(tmp_
                 def __init__(self):
                     super().__init__()
                     self.stem = nn.Conv2d(3, 16, 3)
+                    self.head = nn.Conv2d(16, 16, 1)
         """,
         "nets.py": """\
             from torch import nn
@@ -144,7 +148,7 @@ def test_a_factory_that_returns_a_conv_net_and_a_base_class_that_builds_one(tmp_
 
             class Classifier(Base):
                 def forward(self, x):
-                    return self.stem(x).mean()
+                    return self.head(self.stem(x)).mean()
         """,
         "train_a.py": """\
             import torch
@@ -184,6 +188,37 @@ def test_a_factory_that_returns_a_conv_net_and_a_base_class_that_builds_one(tmp_
         """,
     }
     assert codes(tmp_path, monkeypatch, files, "GPU903") == ["train_a.py:6 GPU903", "train_b.py:6 GPU903"]
+
+
+def test_a_transformer_whose_only_convolution_is_its_patch_embedding_is_not_a_conv_net(tmp_path, monkeypatch):
+    vit = """\
+        from torch import nn
+
+
+        class ResNetStem(nn.Module):
+            def __init__(self, width):
+                super().__init__()
+                self.body = nn.Sequential(*[nn.Conv2d(width, width, 3) for _ in range(8)])
+
+
+        class Embeddings(nn.Module):
+            def __init__(self, hidden, hybrid=False):
+                super().__init__()
+                if hybrid:  # the hybrid variant, for some settings only
+                    self.hybrid_model = ResNetStem(64)
+                self.patch_embeddings = nn.Conv2d(3, hidden, 16, stride=16)
+
+
+        class VisionTransformer(nn.Module):
+            def __init__(self, hidden, depth):
+                super().__init__()
+                self.embeddings = Embeddings(hidden)
+                self.blocks = nn.ModuleList([nn.TransformerEncoderLayer(hidden, 8) for _ in range(depth)])
+    """
+    train = GAN_TRAIN.replace("from model import NetG, NetD", "from vit import VisionTransformer").replace(
+        "netg, netd = NetG(100), NetD(64)", "netg, netd = VisionTransformer(768, 12), VisionTransformer(768, 12)"
+    )
+    assert codes(tmp_path, monkeypatch, {"vit.py": vit, "fid.py": FID, "train.py": train}, "GPU903") == []
 
 
 def test_cudnn_benchmark_set_in_the_script_stays_silent(tmp_path, monkeypatch):

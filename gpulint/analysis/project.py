@@ -66,7 +66,9 @@ class Callee:
     syncs: list[tuple] = field(default_factory=list)
     yields: tuple[str, ...] = ()  # parameters whose elements it yields (a generator over a loader)
     consumes: dict[str, list[Consumption]] = field(default_factory=dict)  # parameter -> the loops taking its batches
-    convolutions: bool = False  # builds a convolution (itself, through the project code it calls, or a base class)
+    # builds a convolutional network (two convolutions or more: itself, through the project code it calls, or a
+    # base class); one alone is a stem (a vision transformer's patch embedding), not a conv net
+    convolutions: bool = False
 
     def to_json(self) -> list:
         consumes = {k: [c.to_json() for c in v] for k, v in self.consumes.items()}
@@ -170,6 +172,7 @@ class ProjectIndex:
         self._modules: dict[tuple, Optional[_Record]] = {}
         self._symbols: dict[tuple[int, str], Optional[tuple[str, _Record, str]]] = {}
         self._callees: dict[tuple[int, str], Optional[Callee]] = {}
+        self._conv_counts: dict[tuple[int, str, str], int] = {}
         self._in_progress: set[tuple[int, str]] = set()
         self._inputs: dict[tuple[int, str, str], set[str]] = {}
         self._consumptions: dict[tuple[int, str, str], list[Consumption]] = {}
@@ -339,12 +342,41 @@ class ProjectIndex:
             facts.returns = ("stream",)  # an IterableDataset that never shards by worker
         if init is not None:
             facts.effects = self._function_facts(record, f"{name}.__init__").effects
-        facts.convolutions = (init is not None and self._builds_convolutions(record, init)) or any(
-            found[0] == "class" and (base_facts := self._callee(found[1], "class", found[2])) is not None and base_facts.convolutions
-            for base in info.bases
-            if (found := self.symbol(record, base) or self._qualified_symbol(record, base)) is not None
-        )  # a project base class that builds the layers
+        facts.convolutions = self.convolutions(record, name, "class") >= 2
         return facts
+
+    def convolutions(self, record: _Record, name: str, kind: str) -> int:
+        """How many convolutions a project class (its `__init__`, its project base classes) or function builds,
+        through the project code it calls: 0, 1, or 2 for several (a call in a loop builds several)."""
+        key = (id(record), name, kind)
+        if key in self._conv_counts:
+            return self._conv_counts[key]
+        self._conv_counts[key] = 0  # recursion adds nothing
+        count = 0
+        if kind == "class":
+            info = record.summary.classes[name]
+            for base in info.bases:
+                found = self.symbol(record, base) or self._qualified_symbol(record, base)
+                if found is not None and found[0] == "class" and (found[1], found[2]) != (record, name):
+                    count += self.convolutions(found[1], found[2], "class")
+            # the layers `__init__` builds, and a functional convolution in `forward` (`F.conv2d(x, self.weight)`)
+            for method in ("__init__", "forward"):
+                if f"{name}.{method}" in record.summary.functions:
+                    count += self.convolutions(record, f"{name}.{method}", "function")
+        else:
+            f = record.summary.functions[name]
+            count = f.convolutions
+            for index, call in enumerate(f.calls):
+                if count >= 2:
+                    break
+                if index in f.optional_parts:
+                    continue  # a part `__init__` builds for some settings only
+                found = self.symbol(record, call[0])
+                if found is not None and found[0] in ("function", "class"):
+                    inner = self.convolutions(found[1], found[2], found[0])
+                    count += 2 * inner if call[4] >= 0 else inner
+        self._conv_counts[key] = min(count, 2)
+        return self._conv_counts[key]
 
     def is_module_class(self, record: _Record, name: str, depth: int = 0) -> bool:
         info = record.summary.classes.get(name)
@@ -426,7 +458,7 @@ class ProjectIndex:
         returns = [self.value(record, f, value) for value in f.returns]
         facts.returns = _agree(returns)
         # a factory of a convolutional network (not a function that only runs one, such as an FID helper)
-        facts.convolutions = facts.returns in (("module",), ("gpu_module",)) and self._builds_convolutions(record, f)
+        facts.convolutions = facts.returns in (("module",), ("gpu_module",)) and self.convolutions(record, name, "function") >= 2
         facts.yields = tuple(p for p in f.params if any(e[0] == "yield" for e in f.effects.get(f"p:{p}", ())))
         for param in f.params:
             if any(e[0] in ("iter", "pass") for e in f.effects.get(f"p:{param}", ())):
@@ -434,10 +466,6 @@ class ProjectIndex:
                 if found:
                     facts.consumes[param] = found[:4]
         return facts
-
-    def _builds_convolutions(self, record: _Record, f: FunctionSummary) -> bool:
-        """`f` builds a convolution itself, or calls a project class or factory that builds one."""
-        return f.convolutions or any((callee := self.callee(record, call[0])) is not None and callee.convolutions for call in f.calls)
 
     def _call_trains(self, record: _Record, call: tuple) -> bool:
         callee = self.callee(record, call[0])
