@@ -139,6 +139,7 @@ def test_a_factory_that_returns_a_conv_net_and_a_base_class_that_builds_one(tmp_
                 def __init__(self):
                     super().__init__()
                     self.stem = nn.Conv2d(3, 16, 3)
+                    self.mid = nn.Conv2d(16, 16, 3)
                     self.head = nn.Conv2d(16, 16, 1)
         """,
         "nets.py": """\
@@ -148,7 +149,7 @@ def test_a_factory_that_returns_a_conv_net_and_a_base_class_that_builds_one(tmp_
 
             class Classifier(Base):
                 def forward(self, x):
-                    return self.head(self.stem(x)).mean()
+                    return self.head(self.mid(self.stem(x))).mean()
         """,
         "train_a.py": """\
             import torch
@@ -219,6 +220,25 @@ def test_a_transformer_whose_only_convolution_is_its_patch_embedding_is_not_a_co
         "netg, netd = NetG(100), NetD(64)", "netg, netd = VisionTransformer(768, 12), VisionTransformer(768, 12)"
     )
     assert codes(tmp_path, monkeypatch, {"vit.py": vit, "fid.py": FID, "train.py": train}, "GPU903") == []
+
+
+def test_a_two_convolution_toy_net_of_another_module_is_not_a_conv_net(tmp_path, monkeypatch):
+    # the CIFAR tutorial's net: two small convolutions, the autotuner buys next to nothing
+    toy = """\
+        from torch import nn
+
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv1 = nn.Conv2d(3, 6, 5)
+                self.conv2 = nn.Conv2d(6, 16, 5)
+                self.fc = nn.Linear(16 * 5 * 5, 10)
+    """
+    train = GAN_TRAIN.replace("from model import NetG, NetD", "from model import Net").replace(
+        "netg, netd = NetG(100), NetD(64)", "netg, netd = Net(), Net()"
+    )
+    assert codes(tmp_path, monkeypatch, {"model.py": toy, "fid.py": FID, "train.py": train}, "GPU903") == []
 
 
 def test_cudnn_benchmark_set_in_the_script_stays_silent(tmp_path, monkeypatch):

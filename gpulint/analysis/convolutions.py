@@ -1,8 +1,8 @@
 """Which calls build convolutional networks: a fact both models share (the `ast` summaries and training set-up).
 
-A model class or factory of another module counts through the project index: the summary marks each function
-(and each method, `Class.__init__` included) that builds a convolution itself, and the index composes that
-through the project classes and functions it calls (`project.Callee.convolutions`).
+A model class or factory of another module counts through the project index: the summary counts the convolutions
+each function (and each method, `Class.__init__` included) builds itself, and the index adds up those of the
+project classes and functions it calls (`project.ProjectIndex.convolutions`, `project.Callee.convolutions`).
 """
 
 from __future__ import annotations
@@ -19,6 +19,11 @@ CONV_NET_FACTORIES = (
     "torchvision.models.googlenet", "torchvision.models.inception", "torchvision.models.detection",
     "torchvision.models.segmentation",
 )  # fmt: skip
+
+
+# A convolutional network builds this many convolutions or more (one in a loop counts as many): one is a stem
+# (a vision transformer's patch embedding), two make a toy (the CIFAR tutorial's net, LeNet).
+CONV_NET = 3
 
 
 def builds_convolution(qualified: str) -> bool:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Iterator, Optional
 
 from gpulint.analysis import settings_files
+from gpulint.analysis.convolutions import CONV_NET
 from gpulint.analysis.devices import BASE_EVIDENCE, gpu_context_reason
 from gpulint.analysis.test_code import DEFAULT_TEST_PATHS
 from gpulint.analysis.summary import INTERNAL, MODULE_BODY, FunctionSummary, ModuleSummary, deep_sources, sources_of
@@ -66,8 +67,8 @@ class Callee:
     syncs: list[tuple] = field(default_factory=list)
     yields: tuple[str, ...] = ()  # parameters whose elements it yields (a generator over a loader)
     consumes: dict[str, list[Consumption]] = field(default_factory=dict)  # parameter -> the loops taking its batches
-    # builds a convolutional network (two convolutions or more: itself, through the project code it calls, or a
-    # base class); one alone is a stem (a vision transformer's patch embedding), not a conv net
+    # builds a convolutional network (`convolutions.CONV_NET` convolutions or more: itself, through the project code
+    # it calls, or a base class); one is a stem (a vision transformer's patch embedding), two a toy
     convolutions: bool = False
 
     def to_json(self) -> list:
@@ -342,12 +343,12 @@ class ProjectIndex:
             facts.returns = ("stream",)  # an IterableDataset that never shards by worker
         if init is not None:
             facts.effects = self._function_facts(record, f"{name}.__init__").effects
-        facts.convolutions = self.convolutions(record, name, "class") >= 2
+        facts.convolutions = self.convolutions(record, name, "class") >= CONV_NET
         return facts
 
     def convolutions(self, record: _Record, name: str, kind: str) -> int:
         """How many convolutions a project class (its `__init__`, its project base classes) or function builds,
-        through the project code it calls: 0, 1, or 2 for several (a call in a loop builds several)."""
+        through the project code it calls, up to `CONV_NET` (a call in a loop builds several)."""
         key = (id(record), name, kind)
         if key in self._conv_counts:
             return self._conv_counts[key]
@@ -367,15 +368,15 @@ class ProjectIndex:
             f = record.summary.functions[name]
             count = f.convolutions
             for index, call in enumerate(f.calls):
-                if count >= 2:
+                if count >= CONV_NET:
                     break
                 if index in f.optional_parts:
                     continue  # a part `__init__` builds for some settings only
                 found = self.symbol(record, call[0])
                 if found is not None and found[0] in ("function", "class"):
                     inner = self.convolutions(found[1], found[2], found[0])
-                    count += 2 * inner if call[4] >= 0 else inner
-        self._conv_counts[key] = min(count, 2)
+                    count += CONV_NET if call[4] >= 0 and inner else inner
+        self._conv_counts[key] = min(count, CONV_NET)
         return self._conv_counts[key]
 
     def is_module_class(self, record: _Record, name: str, depth: int = 0) -> bool:
@@ -458,7 +459,7 @@ class ProjectIndex:
         returns = [self.value(record, f, value) for value in f.returns]
         facts.returns = _agree(returns)
         # a factory of a convolutional network (not a function that only runs one, such as an FID helper)
-        facts.convolutions = facts.returns in (("module",), ("gpu_module",)) and self.convolutions(record, name, "function") >= 2
+        facts.convolutions = facts.returns in (("module",), ("gpu_module",)) and self.convolutions(record, name, "function") >= CONV_NET
         facts.yields = tuple(p for p in f.params if any(e[0] == "yield" for e in f.effects.get(f"p:{p}", ())))
         for param in f.params:
             if any(e[0] in ("iter", "pass") for e in f.effects.get(f"p:{param}", ())):

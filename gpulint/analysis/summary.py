@@ -34,7 +34,7 @@ from functools import cached_property
 from typing import Any, Iterable, Optional
 
 from gpulint.analysis.communication import chosen_by_backend, starts_async_communication, waits_for_work
-from gpulint.analysis.convolutions import CONV_NET_FACTORIES, builds_convolution
+from gpulint.analysis.convolutions import CONV_NET, CONV_NET_FACTORIES, builds_convolution
 from gpulint.analysis.devices import EVIDENCE_FINDERS, GPU_TEXT_MARKERS
 from gpulint.analysis.error_paths import EXITS
 from gpulint.analysis.imports import canonical
@@ -137,7 +137,7 @@ class FunctionSummary:
     returns: list[Any] = field(default_factory=list)  # the value of each `return`
     trains: bool = False  # a backward pass or an optimizer step in this function itself
     gpu: bool = False  # GPU evidence in this function itself
-    # the convolutions it builds itself (`nn.Conv2d(...)`, `resnet18()`): 1 for one, 2 for several or one in a loop
+    # the convolutions it builds itself (`nn.Conv2d(...)`, `resnet18()`), up to 3 (one in a loop counts as 3)
     convolutions: int = 0
     optional_parts: tuple[int, ...] = ()  # in `__init__`, the calls under an `if` (parts built for some settings only)
 
@@ -1069,7 +1069,7 @@ class _Reader:
             self.reads_clock = self.reads_clock or line
         if qualified is not None and builds_convolution(qualified) and not (self.is_init and self.branches):
             many = self.loop >= 0 or self.repeating or qualified.startswith(CONV_NET_FACTORIES)
-            self.f.convolutions = min(2, self.f.convolutions + (2 if many else 1))
+            self.f.convolutions = min(CONV_NET, self.f.convolutions + (CONV_NET if many else 1))
         if qualified is not None and _builds_library_model(qualified):
             return ("module",)  # `torchvision.models.resnet18()`, `timm.create_model(...)`
         receiver = self.expr(func.value) if isinstance(func, ast.Attribute) else None
