@@ -1070,11 +1070,11 @@ class _Reader:
         if qualified is not None and builds_convolution(qualified) and not (self.is_init and self.branches):
             many = self.loop >= 0 or self.repeating or qualified.startswith(CONV_NET_FACTORIES)
             self.f.convolutions = min(CONV_NET, self.f.convolutions + (CONV_NET if many else 1))
-        if qualified is not None and _builds_library_model(qualified):
-            return ("module",)  # `torchvision.models.resnet18()`, `timm.create_model(...)`
         receiver = self.expr(func.value) if isinstance(func, ast.Attribute) else None
         args = [self.expr(a) for a in node.args]
         kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
+        if qualified is not None and _builds_library_model(qualified):
+            return ("module",)  # `torchvision.models.resnet18()`, `timm.create_model(...)`
         if any(_OPTIMIZER.fullmatch(_dotted(a) or "") for a in node.args):
             self.mark_trains()  # `loss_scaler(loss, optimizer)`, `amp.scale_loss(loss, optimizer)`
         async_op = any(k.arg == "async_op" and _literal(k.value) != (True, False) for k in node.keywords)
