@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 # Words every module with framework GPU evidence contains (in its imports): `gpu_evidence` finds nothing
 # without one (devices.GPU_TEXT_MARKERS).
-CONTEXT_MARKERS = ("lightning", "accelerate", "transformers", "trl", "ignite")
+CONTEXT_MARKERS = ("lightning", "accelerate", "transformers", "trl", "ignite", "deepspeed")
 
 LIGHTNING = ("lightning", "pytorch_lightning", "lightning_fabric")
 HF = ("transformers", "trl")
@@ -372,6 +372,9 @@ class Frameworks:
                 for method, func in info.methods.items():
                     if method in kind.loaders:
                         found[func] = kind.loaders[method]
+                for hook, method in _hooks_bound_in_methods(info.methods.values()):
+                    if hook in kind.loaders and method in info.methods:
+                        found[info.methods[method]] = kind.loaders[hook]
         return found
 
     def feeds_at(self, expr: cst.BaseExpression) -> list[Feed]:
@@ -551,7 +554,7 @@ class Frameworks:
 
     @cached_property
     def lightning_trainers(self) -> list[cst.Call]:
-        return [c for c in self.m.calls if _is(self.m.call_name(c), LIGHTNING, {"Trainer"})]
+        return [c for c in self.m.calls if _is(_constructed(self.m.call_name(c)), LIGHTNING, {"Trainer"})]
 
     @cached_property
     def lightning_places(self) -> bool:
@@ -784,11 +787,48 @@ class Frameworks:
         return resolved is not None and resolved.value is False
 
 
+def _hooks_bound_in_methods(methods) -> Iterator[tuple[str, str]]:
+    """`self.train_dataloader = self._train_dataloader` in a method (usually `__init__`): an instance attribute
+    that the framework calls as its hook, (hook, method) pairs."""
+    for func in methods:
+        for statement in _simple_statements(func.body):
+            if not isinstance(statement, cst.Assign) or len(statement.targets) != 1:
+                continue
+            target, value = statement.targets[0].target, statement.value
+            if all(
+                isinstance(side, cst.Attribute) and isinstance(side.value, cst.Name) and side.value.value == "self"
+                for side in (target, value)
+            ):
+                yield target.attr.value, value.attr.value
+
+
+def _simple_statements(block: cst.BaseSuite) -> Iterator[cst.BaseSmallStatement]:
+    """The small statements of a function body, looking into `if` blocks (`if train is not None:`)."""
+    for statement in getattr(block, "body", ()):
+        if isinstance(statement, cst.SimpleStatementLine):
+            yield from statement.body
+        elif isinstance(statement, cst.If):
+            yield from _simple_statements(statement.body)
+            if isinstance(statement.orelse, cst.Else):
+                yield from _simple_statements(statement.orelse.body)
+
+
 def _is(qualified: Optional[str], roots: tuple[str, ...], names) -> bool:
     """`lightning.pytorch.Trainer`, `pytorch_lightning.Trainer`: a name under one of `roots` ending in one of `names`."""
     if not qualified:
         return False
     return qualified.split(".", 1)[0] in roots and qualified.rsplit(".", 1)[-1] in names
+
+
+# Lightning 1.x's classmethod constructors (`Trainer.from_argparse_args(opt, **kwargs)`): a Trainer too.
+_ALTERNATE_CONSTRUCTORS = (".from_argparse_args",)
+
+
+def _constructed(qualified: Optional[str]) -> Optional[str]:
+    """The class a call builds: `pytorch_lightning.Trainer` for `Trainer.from_argparse_args`, else the name itself."""
+    if qualified and qualified.endswith(_ALTERNATE_CONSTRUCTORS):
+        return qualified.rsplit(".", 1)[0]
+    return qualified
 
 
 def _argument(call: cst.Call, keyword: str, position: Optional[int] = None) -> Optional[cst.BaseExpression]:
@@ -828,7 +868,7 @@ def gpu_evidence(tree: ast.Module, qualify: Callable[[ast.AST], Optional[str]]) 
     """A framework set up to train on the GPU: a Lightning Trainer/Fabric whose accelerator may be a GPU (the
     default `auto` picks one), a Lightning module or data module with no Trainer here (it lives in another
     file, with that default), an `Accelerator` not forced onto the CPU, an HF Trainer (or a subclass), HF
-    TrainingArguments without `use_cpu` / `no_cuda`, ignite's `idist.device()`."""
+    TrainingArguments without `use_cpu` / `no_cuda`, ignite's `idist.device()`, `deepspeed.initialize()`."""
     classes = {node.name: node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)}
 
     answers: dict[str, Optional[str]] = {}  # once per class: bases shared by many descendants are not walked again
@@ -855,7 +895,7 @@ def gpu_evidence(tree: ast.Module, qualify: Callable[[ast.AST], Optional[str]]) 
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
-        name = qualify(node.func) or (framework_base(node.func.id) if isinstance(node.func, ast.Name) else None)
+        name = _constructed(qualify(node.func)) or (framework_base(node.func.id) if isinstance(node.func, ast.Name) else None)
         if _is(name, LIGHTNING, {"Trainer", "Fabric"}):
             lightning.append(node)
             if _keyword_literal(node, "accelerator") not in _NOT_GPU:
@@ -869,6 +909,8 @@ def gpu_evidence(tree: ast.Module, qualify: Callable[[ast.AST], Optional[str]]) 
                 yield f"`{name.rsplit('.', 1)[-1]}` without `use_cpu`", node.lineno
         elif name == "ignite.distributed.device":
             yield "`idist.device()`", node.lineno  # ignite/distributed/comp_models/base.py: CUDA when available
+        elif name == "deepspeed.initialize":
+            yield "`deepspeed.initialize()`", node.lineno  # the engine moves the model to this rank's accelerator
     for class_name, node in classes.items():
         base = framework_base(class_name)
         what = _gpu_base(base) if base is not None else None

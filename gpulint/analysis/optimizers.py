@@ -49,9 +49,10 @@ def adam_calls(model: SemanticModel) -> list[AdamCall]:
     return found
 
 
-def _parameter_owners(model: SemanticModel, params: cst.BaseExpression) -> list[cst.BaseExpression]:
+def _parameter_owners(model: SemanticModel, params: cst.BaseExpression, depth: int = 0) -> list[cst.BaseExpression]:
     """The modules whose `.parameters()` / `.named_parameters()` make up `params` (also through a name bound
-    once to a list of parameter groups)."""
+    once to a list of parameter groups, and, in the groups, through names bound once to parameters:
+    `param_dict = {pn: p for pn, p in self.transformer.named_parameters()}` then `param_dict[pn]`)."""
     if isinstance(params, cst.Name):
         binders = model.bindings_of(params.value, params)
         if len(binders) == 1 and isinstance(binders[0], cst.Assign):
@@ -61,7 +62,26 @@ def _parameter_owners(model: SemanticModel, params: cst.BaseExpression) -> list[
         func = call.func
         if isinstance(func, cst.Attribute) and func.attr.value in _PARAMETER_METHODS:
             owners.append(func.value)
+    if not owners and depth < 2 and isinstance(params, (cst.List, cst.Tuple)):
+        for name in _names_read(params):
+            owners.extend(_parameter_owners(model, name, depth + 1))
     return owners
+
+
+def _names_read(expr: cst.BaseExpression) -> list[cst.Name]:
+    """The names read in `expr`, in order, each once (attributes' roots, not their attribute names)."""
+    found: dict[str, cst.Name] = {}
+
+    class _Names(cst.CSTVisitor):
+        def visit_Attribute(self, node: cst.Attribute) -> bool:
+            node.value.visit(self)
+            return False
+
+        def visit_Name(self, node: cst.Name) -> None:
+            found.setdefault(node.value, node)
+
+    expr.visit(_Names())
+    return list(found.values())
 
 
 def _placement(model: SemanticModel, module: cst.BaseExpression, optimizer: cst.Call) -> Optional[bool]:
@@ -69,12 +89,14 @@ def _placement(model: SemanticModel, module: cst.BaseExpression, optimizer: cst.
     when the optimizer is built; False when they get there later (a framework, a later `.cuda()`)."""
     residency = model.residency
     frameworks = model.frameworks
-    if isinstance(module, cst.Name) and module.value == "self":
+    if (dotted_name(module) or "").split(".", 1)[0] == "self":
         owner = next((a for a in model.ancestors(optimizer) if isinstance(a, cst.ClassDef)), None)
-        # Lightning moves the module to the device before `configure_optimizers` runs.
+        # Lightning moves the module (its submodules `self.encoder`, `self.loss.discriminator` with it) to the
+        # device before `configure_optimizers` runs.
         if owner is not None and frameworks.class_kind(owner.name.value) is LIGHTNING_MODULE and frameworks.lightning_places:
             return True
-        return None
+        if isinstance(module, cst.Name):
+            return None  # `self` of another class: where it lives is its callers' business
     if residency.is_gpu_module(module):
         key = dotted_name(module)
         flow = model.dataflow
@@ -95,6 +117,14 @@ def _prepared_later(model: SemanticModel, module: cst.BaseExpression, optimizer:
         wrapper = model.frameworks.wrapper(call)
         if wrapper is not None and wrapper[1] and model.dataflow.before(optimizer, call):
             if any(not a.star and dotted_name(a.value) == key for a in call.args):
+                return True
+        callee = model.callee(call) if wrapper is None else None
+        if callee is not None and callee.effects and model.dataflow.before(optimizer, call):
+            # `d2l.train_ch5(net, ..., optimizer, device)`: a project helper that moves the model it is given
+            if any(
+                dotted_name(arg.value) == key and any(e[0] == "move" for e in callee.effects.get(param, ()))
+                for arg, param in model.arguments_to(call, callee)
+            ):
                 return True
     return False
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Iterator, Optional
 
 from gpulint.analysis import settings_files
+from gpulint.analysis.convolutions import CONV_NET
 from gpulint.analysis.devices import BASE_EVIDENCE, gpu_context_reason
 from gpulint.analysis.test_code import DEFAULT_TEST_PATHS
 from gpulint.analysis.summary import INTERNAL, MODULE_BODY, FunctionSummary, ModuleSummary, deep_sources, sources_of
@@ -66,10 +67,16 @@ class Callee:
     syncs: list[tuple] = field(default_factory=list)
     yields: tuple[str, ...] = ()  # parameters whose elements it yields (a generator over a loader)
     consumes: dict[str, list[Consumption]] = field(default_factory=dict)  # parameter -> the loops taking its batches
+    # builds a convolutional network (`convolutions.CONV_NET` convolutions or more: itself, through the project code
+    # it calls, or a base class); one is a stem (a vision transformer's patch embedding), two a toy
+    convolutions: bool = False
 
     def to_json(self) -> list:
         consumes = {k: [c.to_json() for c in v] for k, v in self.consumes.items()}
-        return [self.kind, self.where, self.params, self.trains, self.epoch, self.returns, self.effects, self.syncs, self.yields, consumes]
+        return [
+            self.kind, self.where, self.params, self.trains, self.epoch, self.returns, self.effects, self.syncs, self.yields,
+            consumes, self.convolutions,
+        ]  # fmt: skip
 
 
 @dataclass
@@ -98,7 +105,8 @@ class ModuleContext:
     def tags(self) -> frozenset[str]:
         """What this module reaches through the project, for the prefilter (`Rule.project_tags`):
         "helper-syncs" (it calls something that waits for the GPU), "helper-moves" (something that copies an
-        argument to the GPU), "loader-consumed" (its loaders are iterated elsewhere)."""
+        argument to the GPU), "loader-consumed" (its loaders are iterated elsewhere), "builds-convolutions" (it calls a project class or
+        factory that builds a convolutional network)."""
         found = set()
         for callee in self.callees.values():
             if any(e[0] != "clock" for e in callee.syncs) or any(e[0] in ("sync", "shape") for effects in callee.effects.values() for e in effects):
@@ -109,6 +117,8 @@ class ModuleContext:
             found.add("loader-consumed")
         if any(_returns_pinned_loader(callee.returns) for callee in self.callees.values()):
             found.add("pinned-loader-returned")
+        if any(callee.convolutions for callee in self.callees.values()):
+            found.add("builds-convolutions")
         return frozenset(found)
 
     def consumed(self, function: str, element: Optional[int] = None) -> list[Consumption]:
@@ -163,6 +173,7 @@ class ProjectIndex:
         self._modules: dict[tuple, Optional[_Record]] = {}
         self._symbols: dict[tuple[int, str], Optional[tuple[str, _Record, str]]] = {}
         self._callees: dict[tuple[int, str], Optional[Callee]] = {}
+        self._conv_counts: dict[tuple[int, str, str], int] = {}
         self._in_progress: set[tuple[int, str]] = set()
         self._inputs: dict[tuple[int, str, str], set[str]] = {}
         self._consumptions: dict[tuple[int, str, str], list[Consumption]] = {}
@@ -332,7 +343,41 @@ class ProjectIndex:
             facts.returns = ("stream",)  # an IterableDataset that never shards by worker
         if init is not None:
             facts.effects = self._function_facts(record, f"{name}.__init__").effects
+        facts.convolutions = self.convolutions(record, name, "class") >= CONV_NET
         return facts
+
+    def convolutions(self, record: _Record, name: str, kind: str) -> int:
+        """How many convolutions a project class (its `__init__`, its project base classes) or function builds,
+        through the project code it calls, up to `CONV_NET` (a call in a loop builds several)."""
+        key = (id(record), name, kind)
+        if key in self._conv_counts:
+            return self._conv_counts[key]
+        self._conv_counts[key] = 0  # recursion adds nothing
+        count = 0
+        if kind == "class":
+            info = record.summary.classes[name]
+            for base in info.bases:
+                found = self.symbol(record, base) or self._qualified_symbol(record, base)
+                if found is not None and found[0] == "class" and (found[1], found[2]) != (record, name):
+                    count += self.convolutions(found[1], found[2], "class")
+            # the layers `__init__` builds, and a functional convolution in `forward` (`F.conv2d(x, self.weight)`)
+            for method in ("__init__", "forward"):
+                if f"{name}.{method}" in record.summary.functions:
+                    count += self.convolutions(record, f"{name}.{method}", "function")
+        else:
+            f = record.summary.functions[name]
+            count = f.convolutions
+            for index, call in enumerate(f.calls):
+                if count >= CONV_NET:
+                    break
+                if index in f.optional_parts:
+                    continue  # a part `__init__` builds for some settings only
+                found = self.symbol(record, call[0])
+                if found is not None and found[0] in ("function", "class"):
+                    inner = self.convolutions(found[1], found[2], found[0])
+                    count += CONV_NET if call[4] >= 0 and inner else inner
+        self._conv_counts[key] = min(count, CONV_NET)
+        return self._conv_counts[key]
 
     def is_module_class(self, record: _Record, name: str, depth: int = 0) -> bool:
         info = record.summary.classes.get(name)
@@ -343,7 +388,7 @@ class ProjectIndex:
                 return True
             if base.startswith(("pytorch_lightning.", "lightning.", "transformers.")):
                 return True
-            found = self.symbol(record, base)
+            found = self.symbol(record, base) or self._qualified_symbol(record, base)  # `models.base.Base` as imported
             if found is not None and found[0] == "class" and self.is_module_class(found[1], found[2], depth + 1):
                 return True
         return False
@@ -413,6 +458,8 @@ class ProjectIndex:
         facts.syncs = list(self._internal_syncs(record, f, steps))[:8]
         returns = [self.value(record, f, value) for value in f.returns]
         facts.returns = _agree(returns)
+        # a factory of a convolutional network (not a function that only runs one, such as an FID helper)
+        facts.convolutions = facts.returns in (("module",), ("gpu_module",)) and self.convolutions(record, name, "function") >= CONV_NET
         facts.yields = tuple(p for p in f.params if any(e[0] == "yield" for e in f.effects.get(f"p:{p}", ())))
         for param in f.params:
             if any(e[0] in ("iter", "pass") for e in f.effects.get(f"p:{param}", ())):
@@ -694,6 +741,8 @@ class ProjectIndex:
                     yield f"callers give `{source[2:]}` of `{key.split('.')[0]}` a CUDA device"
                 elif source.startswith(("g:", "c:")) and self.value(record, f, ("src", source)) == ("device",):
                     yield f"a device from the project (`{_source_name(f, source)}`)"
+                elif source.startswith("g:") and (settings := self._gpu_settings_object(record, source[2:])) is not None:
+                    yield f"a device from the project (`{source[2:]}` of {settings}, which chooses a CUDA device)"
         for key in (*summary.classes, *(k for k in summary.functions if "." not in k and k != MODULE_BODY)):
             for caller, caller_key, index in self.callers(record, key):
                 caller_f = caller.summary.functions[caller_key]
@@ -705,6 +754,15 @@ class ProjectIndex:
                     for consumption in self.consumptions(caller, caller_key, source):
                         if consumption.gpu and (consumption.moves or consumption.trains):
                             yield f"the loader `{key}` builds feeds GPU code at {consumption.where}"
+
+    def _gpu_settings_object(self, record: _Record, name: str) -> Optional[str]:
+        """The module that defines `name`, when it is a module-level object of the project (`opt = Config()`
+        in config.py) that is used as a device (`x.to(opt.device)`) and its module picks a CUDA device itself
+        (`opt.device = t.device("cuda") if opt.use_gpu else ...`): a settings object that carries the device."""
+        found = self.symbol(record, name)
+        if found is None or found[0] != "value" or found[1] is record or not found[1].summary.evidence:
+            return None
+        return found[1].shown
 
     # ---- one module's context ---------------------------------------------------------------------
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Iterator, Optional
 
 import libcst as cst
 
@@ -109,6 +109,7 @@ class Residency:
         self.flow = model.dataflow
         self._levels: dict[cst.CSTNode, int] = {}
         self._write_levels: dict[Write, int] = {}
+        self._stores: dict[cst.CSTNode, dict] = {}  # scope -> the `d[k] = v` stores of each dict
         self._modules: dict[cst.CSTNode, bool] = {}
         self._roles: dict[cst.CSTNode, Optional[str]] = {}
 
@@ -545,6 +546,9 @@ class Residency:
             writes = self.flow.reaching_writes(key, expr) if key else []
             if len(writes) > 1 and self._runs_on_gpu_runs(writes[0].statement, expr):
                 writes = writes[:1]  # `if use_gpu: img = img.cuda()`: on GPU runs the move is what reaches
+            stored = self._stored_items_level(expr) if writes else None
+            if stored is not None:
+                return stored  # a dict of GPU tensors (`loss_dict`) is where its items are
             if writes:
                 return min(self._write_level(w) for w in writes)
             if isinstance(expr, cst.Attribute) and not self.is_module(expr.value):
@@ -564,6 +568,9 @@ class Residency:
             built = self._built_elements_level(expr.value)
             if built is not None:
                 return built
+            stored = self._stored_items_level(expr.value, _single_index(expr))
+            if stored is not None:
+                return stored
             return NONE if self.is_module(expr.value) else self.level(expr.value)
         if isinstance(expr, cst.IfExp):
             return min(self.level(expr.body), self.level(expr.orelse))
@@ -586,6 +593,37 @@ class Residency:
             levels = [self._built_elements_level(w.value, depth + 1) if w.value is not None and not w.is_augmented else None for w in writes]
             return min(levels) if levels and None not in levels else None
         return None
+
+    def _stored_items_level(self, expr: cst.BaseExpression, key: Optional[cst.BaseExpression] = None) -> Optional[int]:
+        """Where the items of a dict are that starts empty and is filled by `losses["d"] = d_loss` in the same
+        function (None when `expr` is no such dict): `losses["d"]` is where every value stored under "d" is,
+        the dict itself holds GPU tensors when one of its values is one."""
+        if not isinstance(expr, cst.Name):
+            return None
+        writes = self.flow.reaching_writes(expr.value, expr)
+        if not writes or not all(w.value is not None and not w.is_augmented and _empty_dict(self.model, w.value) for w in writes):
+            return None
+        scope = self.model.enclosing_function(expr) or self.model.module
+        stored = self._item_stores(scope).get(expr.value, [])
+        ok, wanted = literal_value(key) if key is not None else (False, None)
+        if ok:
+            same_key = [value for written, value in stored if written == (True, wanted)]
+            return min((self.level(value) for value in same_key), default=NONE)
+        return max((self.level(value) for _, value in stored), default=NONE)
+
+    def _item_stores(self, scope: cst.CSTNode) -> dict[str, list[tuple[tuple[bool, Any], cst.BaseExpression]]]:
+        """`name[key] = value` statements of one function (or the module), by name: (the literal key, value)."""
+        found = self._stores.get(scope)
+        if found is None:
+            found = self._stores[scope] = {}
+            for statement in _assignments(scope):
+                for target in statement.targets:
+                    node = target.target
+                    if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name):
+                        index = _single_index(node)
+                        written = literal_value(index) if index is not None else (False, None)
+                        found.setdefault(node.value.value, []).append((written, statement.value))
+        return found
 
     def _write_level(self, write: Write) -> int:
         # Memoized: each `if c: t += x` reaches every earlier one, so unmemoized this costs 2^n.
@@ -1329,6 +1367,33 @@ def names_type(call: cst.Call) -> bool:
     """`t.type()` with no type to convert to: the tensor's type name (`"torch.cuda.FloatTensor"`), a Python string."""
     func = call.func
     return isinstance(func, cst.Attribute) and func.attr.value == "type" and not call.args
+
+
+def _empty_dict(model, value: cst.BaseExpression) -> bool:
+    """`{}`, `dict()`, `OrderedDict()`: a dict that holds only what is stored into it later."""
+    if isinstance(value, cst.Dict):
+        return not value.elements
+    return isinstance(value, cst.Call) and not value.args and (model.call_name(value) or model.code(value.func)) in (
+        "dict", "collections.OrderedDict", "OrderedDict",
+    )  # fmt: skip
+
+
+def _assignments(scope: cst.CSTNode) -> list[cst.Assign]:
+    """The assignments in `scope`, not those of nested functions or classes."""
+    found: list[cst.Assign] = []
+
+    class _Visitor(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is scope
+
+        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+            return False
+
+        def visit_Assign(self, node: cst.Assign) -> None:
+            found.append(node)
+
+    scope.visit(_Visitor())
+    return found
 
 
 def _single_index(subscript: cst.Subscript) -> Optional[cst.BaseExpression]:

@@ -34,6 +34,7 @@ from functools import cached_property
 from typing import Any, Iterable, Optional
 
 from gpulint.analysis.communication import chosen_by_backend, starts_async_communication, waits_for_work
+from gpulint.analysis.convolutions import CONV_NET, CONV_NET_FACTORIES, builds_convolution
 from gpulint.analysis.devices import EVIDENCE_FINDERS, GPU_TEXT_MARKERS
 from gpulint.analysis.error_paths import EXITS
 from gpulint.analysis.imports import canonical
@@ -136,16 +137,22 @@ class FunctionSummary:
     returns: list[Any] = field(default_factory=list)  # the value of each `return`
     trains: bool = False  # a backward pass or an optimizer step in this function itself
     gpu: bool = False  # GPU evidence in this function itself
+    # the convolutions it builds itself (`nn.Conv2d(...)`, `resnet18()`), up to 3 (one in a loop counts as 3)
+    convolutions: int = 0
+    optional_parts: tuple[int, ...] = ()  # in `__init__`, the calls under an `if` (parts built for some settings only)
 
     def to_json(self) -> list:
-        full = [self.line, self.params, self.kwonly, self.calls, self.loops, self.effects, self.returns, self.trains, self.gpu]
+        full = [
+            self.line, self.params, self.kwonly, self.calls, self.loops, self.effects, self.returns, self.trains, self.gpu,
+            self.convolutions, self.optional_parts,
+        ]  # fmt: skip
         while len(full) > 2 and not full[-1]:
             full.pop()  # most functions call nothing the project defines: keep their summary short
         return full
 
     @classmethod
     def from_json(cls, data: list) -> FunctionSummary:
-        line, params, kwonly, calls, loops, effects, returns, trains, gpu = [*data, *([None] * (9 - len(data)))]
+        line, params, kwonly, calls, loops, effects, returns, trains, gpu, convolutions, optional = [*data, *([None] * (11 - len(data)))]
         return cls(
             line,
             tuple(params),
@@ -156,6 +163,8 @@ class FunctionSummary:
             [_value(r) for r in returns or ()],
             bool(trains),
             bool(gpu),
+            int(convolutions or 0),
+            tuple(optional or ()),
         )
 
 
@@ -552,6 +561,8 @@ class _Reader:
         self.host_reads: dict[str, list[tuple]] = {}  # `shape = t.tolist()`: the name -> the sync effects of its read
         self.call_results: dict[str, set[int]] = {}  # name -> the project calls whose result it held (any branch)
         self.reads_clock = 0  # the line of a `time.perf_counter()`, an event's `elapsed_time()`
+        self.repeating = 0  # inside this many comprehensions (what they build, they build many times)
+        self.branches = 0  # inside this many `if` blocks (in `__init__`, layers built there depend on the settings)
 
     def run(self, body: list[ast.stmt]) -> FunctionSummary:
         self.block(body)
@@ -614,10 +625,12 @@ class _Reader:
             self.optional = optional or self.on_parameter_value(node.test)
             self.guarded = self.guarded or self.ends_run(node.body)
             communicated = self.communicated
+            self.branches += 1
             self.block(node.body)
             self.communicated, communicated = communicated, self.communicated
             self.guarded = guarded or self.ends_run(node.orelse)
             self.block(node.orelse)
+            self.branches -= 1
             self.communicated = self.communicated or communicated
             self.guarded = guarded
             self.optional = optional
@@ -1024,6 +1037,13 @@ class _Reader:
         return None
 
     def comprehension(self, node: ast.AST) -> Any:
+        self.repeating += 1
+        try:
+            return self._comprehension(node)
+        finally:
+            self.repeating -= 1
+
+    def _comprehension(self, node: ast.AST) -> Any:
         saved = dict(self.env)
         for generator in node.generators:
             value = self.expr(generator.iter)
@@ -1047,9 +1067,14 @@ class _Reader:
         timer = isinstance(func, ast.Attribute) and (func.attr == "elapsed_time" or times_a_step(func.attr, _dotted(func.value) or ""))
         if qualified in CLOCKS or timer:
             self.reads_clock = self.reads_clock or line
+        if qualified is not None and builds_convolution(qualified) and not (self.is_init and self.branches):
+            many = self.loop >= 0 or self.repeating or qualified.startswith(CONV_NET_FACTORIES)
+            self.f.convolutions = min(CONV_NET, self.f.convolutions + (CONV_NET if many else 1))
         receiver = self.expr(func.value) if isinstance(func, ast.Attribute) else None
         args = [self.expr(a) for a in node.args]
         kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
+        if qualified is not None and _builds_library_model(qualified):
+            return ("module",)  # `torchvision.models.resnet18()`, `timm.create_model(...)`
         if any(_OPTIMIZER.fullmatch(_dotted(a) or "") for a in node.args):
             self.mark_trains()  # `loss_scaler(loss, optimizer)`, `amp.scale_loss(loss, optimizer)`
         async_op = any(k.arg == "async_op" and _literal(k.value) != (True, False) for k in node.keywords)
@@ -1180,6 +1205,8 @@ class _Reader:
         index = len(self.f.calls)
         star = any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords)
         self.f.calls.append((ref, node.lineno, tuple(args), {k: v for k, v in kwargs.items() if k}, self.loop, self.guarded, star))
+        if self.is_init and self.branches:
+            self.f.optional_parts += (index,)  # `if self.hybrid: self.backbone = ResNetV2(...)`: not always built
         for slot, value in [*enumerate(args), *kwargs.items()]:
             if slot is None:
                 continue
@@ -1283,6 +1310,8 @@ class _Reader:
         for name, value in arguments.items():
             if name in _LOADER_FACTS:
                 facts[name] = self.constant(value)
+        if "collate_fn" in arguments:
+            facts["collate_fn"] = True  # batches of a custom type may be made (whose `.to()` may take no `non_blocking`)
         return facts
 
     def constant(self, node: ast.AST) -> Any:
@@ -1311,6 +1340,16 @@ def _formatted_or_logged(node: ast.Call, args: list, kwargs: dict) -> Optional[t
         value = kwargs.get("scalar_value", args[1] if len(args) > 1 else None)
         return "`add_scalar()` of a tensor", [value]
     return None
+
+
+def _builds_library_model(qualified: str) -> bool:
+    """A torchvision model builder (not a weights or registry helper) or `timm.create_model`."""
+    if qualified == "timm.create_model":
+        return True
+    return (
+        qualified.startswith("torchvision.models.") and "Weights" not in qualified
+        and not qualified.rsplit(".", 1)[-1].startswith(("get_", "list_", "_"))
+    )  # fmt: skip
 
 
 def _option_device(options: dict, name: str) -> Any:

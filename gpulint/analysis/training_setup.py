@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from gpulint.analysis.convolutions import builds_convolution
 from gpulint.analysis.hot_loops import is_hot
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.value_resolution import literal_value
@@ -26,16 +27,6 @@ _TF32_SETTINGS = frozenset({"allow_tf32", "fp32_precision", "set_float32_matmul_
 _CUDNN_SETTINGS = frozenset(
     {"torch.backends.cudnn.benchmark", "torch.backends.cudnn.deterministic", "torch.use_deterministic_algorithms"}
 )
-_CONVOLUTIONS = ("torch.nn.Conv", "torch.nn.LazyConv", "torch.nn.ConvTranspose", "torch.nn.LazyConvTranspose")
-# torchvision models made of convolutions (the vision transformers have one conv stem only, so not those).
-_CONV_NET_FACTORIES = (
-    "torchvision.models.resnet", "torchvision.models.resnext", "torchvision.models.wide_resnet", "torchvision.models.vgg",
-    "torchvision.models.densenet", "torchvision.models.mobilenet", "torchvision.models.efficientnet",
-    "torchvision.models.regnet", "torchvision.models.convnext", "torchvision.models.alexnet",
-    "torchvision.models.squeezenet", "torchvision.models.shufflenet", "torchvision.models.mnasnet",
-    "torchvision.models.googlenet", "torchvision.models.inception", "torchvision.models.detection",
-    "torchvision.models.segmentation",
-)  # fmt: skip
 _MODEL_FACTORIES = ("torchvision.models.", "timm.create_model", "torch.hub.load")
 
 
@@ -51,6 +42,9 @@ class TrainingSetup:
     cudnn_configured: bool  # `cudnn.benchmark`, `cudnn.deterministic`, `use_deterministic_algorithms`
     convolutions: bool
     toy_models: bool  # every model moved to CUDA is a toy model of linear layers (`analysis/model_size.py`)
+    # every model is placed by DeepSpeed and the script names a half precision (`--dtype fp16`, `args.bf16`):
+    # its dtype is in the engine's config, most likely not float32
+    engine_half_precision: bool = False
 
     @property
     def cuda_training_script(self) -> bool:
@@ -79,6 +73,8 @@ def is_model_expression(model: SemanticModel, expr: cst.BaseExpression, depth: i
         callee = model.callee(expr)
         if callee is not None and callee.kind == "class" and callee.returns == ("module",):
             return True  # `VisionTransformer(config)` of models/modeling.py, an nn.Module of the project
+        if callee is not None and callee.kind == "function" and callee.returns in (("module",), ("gpu_module",)):
+            return True  # `build_backbone()` of another module, a factory that returns a model
         if isinstance(func, cst.Name) and not qualified:
             return any(
                 is_model_expression(model, value, depth + 1)
@@ -89,14 +85,28 @@ def is_model_expression(model: SemanticModel, expr: cst.BaseExpression, depth: i
         return False
     if isinstance(expr, cst.Name):
         return any(
-            isinstance(binder, cst.Assign) and is_model_expression(model, binder.value, depth + 1)
+            isinstance(binder, cst.Assign) and (value := _bound_value(binder, expr.value)) is not None
+            and is_model_expression(model, value, depth + 1)
             for binder in model.bindings_of(expr.value, expr)
-        )
+        )  # fmt: skip
     if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
         # `self.model = torch.nn.DataParallel(self.model)` then `self.model = self.model.cuda()`
         writes = model.dataflow.reaching_writes(f"self.{expr.attr.value}", expr)
         return bool(writes) and all(w.value is not None and is_model_expression(model, w.value, depth + 1) for w in writes)
     return False
+
+
+def _bound_value(binder: cst.Assign, name: str) -> cst.BaseExpression | None:
+    """What `binder` gives `name`: its value, or the matching element of `netg, netd = NetG(), NetD()`."""
+    value = binder.value
+    if not isinstance(value, cst.Tuple):
+        return value
+    for target in binder.targets:
+        if isinstance(target.target, cst.Tuple) and len(target.target.elements) == len(value.elements):
+            for element, part in zip(target.target.elements, value.elements):
+                if isinstance(element.value, cst.Name) and element.value.value == name and not isinstance(part, cst.StarredElement):
+                    return part.value
+    return value
 
 
 def _keyword_names(model: SemanticModel) -> set[str]:
@@ -192,15 +202,45 @@ def _after_all_training(model: SemanticModel, move: cst.Call, hot: list) -> bool
     return bool(hot) and all(model.residency.runs_after(move, loop) for loop in hot)
 
 
+def _engine_places_model(model: SemanticModel, call: cst.Call) -> bool:
+    """`deepspeed.initialize(model=net, ...)`: the engine moves the model to this rank's GPU
+    (deepspeed/runtime/engine.py, `_configure_distributed_model`)."""
+    if model.call_name(call) != "deepspeed.initialize":
+        return False
+    given = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "model"), None)
+    if given is None and len(call.args) > 1 and all(a.keyword is None and not a.star for a in call.args[:2]):
+        given = call.args[1].value  # initialize(args, model, ...)
+    return given is not None and is_model_expression(model, given)
+
+
+_HALF_WORDS = frozenset({"fp16", "bf16", "float16", "bfloat16", "half"})
+
+
+def _names_half_precision(model: SemanticModel) -> bool:
+    """A string (`"fp16"`, `"--bf16"`, `"bf16": {...}`), attribute (`args.fp16`) or keyword naming a half precision."""
+    for string in model.strings:
+        ok, value = literal_value(string)
+        if ok and isinstance(value, str) and _HALF_WORDS.intersection(re.split(r"[-_ .]+", value.lower())):
+            return True
+    return any(a.attr.value in _HALF_WORDS for a in model.attributes) or bool(_HALF_WORDS & _keyword_names(model))
+
+
+def _project_convolutions(model: SemanticModel, call: cst.Call) -> bool:
+    callee = model.callee(call)
+    return callee is not None and callee.convolutions
+
+
 def find_training_setup(model: SemanticModel) -> TrainingSetup:
     hot = [loop for loop in model.loops if is_hot(model, loop)]
     moves = [
         call for call in model.calls
-        if model.residency.moves_to_cuda(call) and is_model_expression(model, call.func.value) and not _after_all_training(model, call, hot)
+        if (model.residency.moves_to_cuda(call) and is_model_expression(model, call.func.value) or _engine_places_model(model, call))
+        and not _after_all_training(model, call, hot)
     ]  # fmt: skip
     entry = model.has_main_guard or any(model.enclosing_function(loop) is None for loop in hot)
     backward = next((c for c in model.method_calls("backward")), None)
-    convolutions = any((model.call_name(c) or "").startswith(_CONVOLUTIONS + _CONV_NET_FACTORIES) for c in model.calls)
+    # a convolution built here, or a project class or factory (of any module) that builds one
+    convolutions = any(builds_convolution(model.call_name(c) or "") or _project_convolutions(model, c) for c in model.calls)
     return TrainingSetup(
         model_moves=moves,
         entry_script=entry,
@@ -213,4 +253,5 @@ def find_training_setup(model: SemanticModel) -> TrainingSetup:
         convolutions=convolutions,
         # A convolution's work grows with the image, not with its parameters: only linear toy models.
         toy_models=bool(moves) and not convolutions and all(model.model_size.is_toy_model(m.func.value) for m in moves),
+        engine_half_precision=bool(moves) and all(_engine_places_model(model, m) for m in moves) and _names_half_precision(model),
     )

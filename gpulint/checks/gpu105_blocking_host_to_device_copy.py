@@ -51,10 +51,11 @@ class BlockingHostToDeviceCopy(Rule):
         for returned in flow.returned_loaders:
             if returned.facts.get("pin_memory") is not True:
                 continue
+            # with the default collate_fn a whole batch is a tensor; a custom one may make a type whose `.to()` takes no `non_blocking`
+            custom_batches = returned.facts.get("collate_fn") or returned.facts.get("unpacking")
             for move in returned.moves:
                 call = move.call
-                # a whole batch may be a custom type whose `.to()` takes no `non_blocking` (its collate_fn is not known here)
-                if move.via is not None or move.whole_batch or id(call) in reported or move.iteration.loop is None or not self._can_add(call):
+                if move.via is not None or (move.whole_batch and custom_batches) or id(call) in reported or move.iteration.loop is None or not self._can_add(call):
                     continue
                 reported.add(id(call))
                 yield self._blocking_copy(call, returned.where, flow.iteration_role(move.iteration) == EVAL)

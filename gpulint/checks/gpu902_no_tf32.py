@@ -24,6 +24,8 @@ class NoTf32(Rule):
         setup = self.model.training_setup
         if not setup.cuda_training_script or setup.tf32_configured or setup.non_float32_parameters or setup.toy_models:
             return  # a toy model: its matmuls are too small for the Tensor Cores to matter
+        if setup.engine_half_precision:
+            return  # DeepSpeed with an fp16/bf16 config: its matmuls run in half precision, not float32
         message = "float32 matrix multiplications on CUDA run without TF32"
         help = (
             'TF32 is off by default for matmuls since torch 1.12; call `torch.set_float32_matmul_precision("high")` '

@@ -18,6 +18,7 @@ class NoCudnnBenchmark(Rule):
     preview = True
     fix_applicability = Applicability.UNSAFE
     requires = (r"Conv|torchvision",)
+    project_tags = ("builds-convolutions",)  # a model class or factory of another module
     default_severity = Severity.INFO
 
     def check(self) -> Iterator[Diagnostic]:
