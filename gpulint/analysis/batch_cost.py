@@ -21,6 +21,7 @@ import libcst as cst
 
 from gpulint.analysis.dataloaders import ITERABLE_DATASET, TENSOR_DATASET, DataLoaderCall
 from gpulint.analysis.imports import dotted_name
+from gpulint.analysis.loop_bounds import FEW_ITERATIONS, break_bound
 from gpulint.analysis.value_resolution import ARGS_PARAMETER_NAMES
 
 if TYPE_CHECKING:
@@ -41,7 +42,7 @@ _CHEAP_BUILTINS = frozenset({"len", "int", "float", "bool", "range", "slice", "m
                              "dict", "zip", "enumerate", "isinstance", "sorted", "reversed"})  # fmt: skip
 _CHEAP_TORCH = frozenset({
     "tensor", "as_tensor", "from_numpy", "stack", "cat", "zeros", "ones", "full", "empty", "zeros_like", "ones_like",
-    "full_like", "LongTensor", "IntTensor", "FloatTensor", "BoolTensor", "ByteTensor", "DoubleTensor", "HalfTensor",
+    "full_like", "flip", "where", "LongTensor", "IntTensor", "FloatTensor", "BoolTensor", "ByteTensor", "DoubleTensor", "HalfTensor",
     "Tensor", "nn.utils.rnn.pad_sequence", "nn.functional.pad",
 })  # fmt: skip
 _CHEAP_NUMPY = frozenset({"array", "asarray", "stack", "concatenate", "int64", "int32", "float32", "float64", "zeros", "ones"})
@@ -50,6 +51,9 @@ _CHEAP_METHODS = frozenset({
     "reshape", "unsqueeze", "squeeze", "flatten", "permute", "transpose", "expand", "tolist", "numpy", "item",
     "astype", "copy", "items", "keys", "values", "get", "append", "extend", "size", "dim",
 })  # fmt: skip
+# Tensor methods that compute a new tensor from one held in memory (done once, when the dataset is built).
+_TENSOR_REDUCTIONS = frozenset({"sum", "mean", "std", "max", "min", "argmax", "argmin", "abs", "flip", "t", "squeeze",
+                                "unsqueeze", "repeat", "expand", "masked_fill", "where", "clamp", "round", "sort"})  # fmt: skip
 # Values that are loaded whole into memory (indexing them later reads no file).
 _IN_MEMORY_BUILTINS = frozenset({"list", "tuple", "dict", "set", "sorted", "len", "int", "float", "str", "range", "sum", "max", "min"})
 _IN_MEMORY_MODULES = ("torch.", "numpy.", "pandas.", "json.", "pickle.")
@@ -79,7 +83,7 @@ def _is_int(value: object) -> bool:
 
 class BatchCost:
     """Per-module answers: `items_are_cheap(loader)`, `batches_are_small(loader)`, `is_toy_data(loader)`,
-    `iterated_once(info)`."""
+    `reads_a_few_batches(info)`."""
 
     def __init__(self, model: SemanticModel) -> None:
         self.m = model
@@ -115,15 +119,17 @@ class BatchCost:
         sources = self._sources(dataset) if dataset is not None else None
         return bool(sources) and all(self._literal_dataset(s) for s in sources)
 
-    def iterated_once(self, info: LoaderInfo) -> bool:
-        """Every place the loader is read hands out one batch: `next(iter(loader))` outside a loop, or a
-        `for` over it whose body always ends in `break`. Worker start-up, pinning and batch-size advice are
-        about many batches."""
+    def reads_a_few_batches(self, info: LoaderInfo) -> bool:
+        """Every place the loader is read hands out one batch or a handful: `next(iter(loader))` outside a
+        loop, a `for` over it whose body always ends in `break`, or one that breaks by its counter after a few
+        batches (`if i > 5: break`, `analysis/loop_bounds.py`). Worker start-up, pinning and batch-size advice
+        are about many batches."""
         if not info.iterations:
             return False
         m = self.m
         for iteration in info.iterations:
-            if iteration.is_for and not (isinstance(iteration.loop, cst.For) and _always_breaks(iteration.loop)):
+            loop = iteration.loop
+            if iteration.is_for and not (isinstance(loop, cst.For) and (_always_breaks(loop) or _breaks_soon(m, loop))):
                 return False
             if not iteration.is_for and iteration.loop is not None:
                 return False
@@ -317,10 +323,12 @@ class BatchCost:
 
     # ---- where a value comes from ----------------------------------------------------------------
 
-    def _sources(self, expr: cst.BaseExpression, depth: int = 0) -> Optional[list[cst.BaseExpression]]:
+    def _sources(self, expr: cst.BaseExpression, depth: int = 0, updates: bool = False) -> Optional[list[cst.BaseExpression]]:
         """The expressions that build the value of `expr`, through names, `self.` attributes, parameters
         (the arguments this module's calls pass), this module's functions (their returns) and subsets
-        (`Subset`, `random_split`); None when one of them cannot be followed."""
+        (`Subset`, `random_split`); None when one of them cannot be followed. With `updates`, an augmented
+        write (`data += noise`) adds its operand to the sources of the value it updates (where the data
+        lives, not which object it is)."""
         if depth > _MAX_DEPTH:
             return None
         m = self.m
@@ -334,10 +342,14 @@ class BatchCost:
             if writes:
                 found: list[cst.BaseExpression] = []
                 for write in writes:
-                    if write.is_augmented:
+                    if write.is_augmented and not (updates and write.value is not None):
                         return None
-                    if write.value is not None:
-                        inner = self._sources(write.value, depth + 1)
+                    if write.is_augmented:
+                        earlier = self._sources_before(write, depth + 1)
+                        operand = self._sources(write.value, depth + 1, updates)  # type: ignore[arg-type]
+                        inner = None if earlier is None or operand is None else [*earlier, *operand]
+                    elif write.value is not None:
+                        inner = self._sources(write.value, depth + 1, updates)
                     elif isinstance(write.source, cst.Call) and m.call_name(write.source) in _SUBSET and write.source.args:
                         inner = self._sources(write.source.args[0].value, depth + 1)  # `train, val = random_split(ds, ...)`
                     elif isinstance(write.source, cst.Call) and (element := self._returned_element(write, depth)) is not None:
@@ -371,6 +383,21 @@ class BatchCost:
                     found.extend(inner)
                 return found
         return [expr]
+
+    def _sources_before(self, write, depth: int) -> Optional[list[cst.BaseExpression]]:
+        """The sources of the value an augmented write updates: the writes that reach it."""
+        earlier = self.m.dataflow.reaching_writes(write.key, write.statement)
+        if not earlier or write in earlier or depth > _MAX_DEPTH:
+            return None
+        found: list[cst.BaseExpression] = []
+        for previous in earlier:
+            if previous.value is None or previous.is_augmented:
+                return None
+            inner = self._sources(previous.value, depth + 1, True)
+            if inner is None:
+                return None
+            found.extend(inner)
+        return found
 
     def _returned_element(self, write, depth: int) -> Optional[list[cst.BaseExpression]]:
         """For `a, b = f(...)` with `f` a function of this module that returns tuples of that length: the
@@ -464,7 +491,7 @@ class BatchCost:
         if known is not None and known[0] is expr:
             return known[1]
         self._in_memory_cache[id(expr)] = (expr, False)  # a cycle proves nothing
-        sources = self._sources(expr, depth)
+        sources = self._sources(expr, depth, updates=True)
         result = sources is not None and all(self._in_memory_source(s, depth + 1) for s in sources)
         self._in_memory_cache[id(expr)] = (expr, result)
         return result
@@ -484,6 +511,8 @@ class BatchCost:
             return self._in_memory(expr.value, depth)
         if isinstance(expr, cst.BinaryOperation):
             return self._in_memory(expr.left, depth) and self._in_memory(expr.right, depth)
+        if isinstance(expr, cst.Comparison):  # `(data.sum(1) == 1)`: a mask computed from the data
+            return self._in_memory(expr.left, depth) and all(self._in_memory(c.comparator, depth) for c in expr.comparisons)
         if isinstance(expr, cst.UnaryOperation):
             return self._in_memory(expr.expression, depth)
         if isinstance(expr, cst.IfExp):
@@ -492,6 +521,11 @@ class BatchCost:
             return False
         func = expr.func
         name = m.call_name(expr) or ""
+        root = func
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        if root is not func and isinstance(root, cst.Name) and m.dataflow.reaching_writes(root.value, expr):
+            name = ""  # `data.sum(1)` with a local `data` that shadows `import torch.utils.data as data`
         if isinstance(func, cst.Name) and func.value in _IN_MEMORY_BUILTINS and not m.module_bindings(func.value):
             return True
         if _is_tokenizing(m, expr):
@@ -500,8 +534,11 @@ class BatchCost:
             if name in _LAZY or any(a.keyword is not None and a.keyword.value in ("mmap", "mmap_mode") for a in expr.args):
                 return False
             return name.startswith(_IN_MEMORY_MODULES) and not name.startswith("torch.utils.data.")
-        if isinstance(func, cst.Attribute) and func.attr.value in _MATERIALIZING_METHODS:
-            return func.attr.value in ("read", "readlines", "read_text") or self._in_memory(func.value, depth)
+        if isinstance(func, cst.Attribute) and func.attr.value in ("read", "readlines", "read_text"):
+            return True
+        if isinstance(func, cst.Attribute) and (func.attr.value in _MATERIALIZING_METHODS or func.attr.value in _CHEAP_METHODS
+                                                or func.attr.value in _TENSOR_REDUCTIONS):  # fmt: skip
+            return self._in_memory(func.value, depth)  # `(mask).to(torch.long)`, `data.sum(dim=1)`: derived in memory
         return False
 
     def _command_line(self, expr: cst.BaseExpression) -> bool:
@@ -535,9 +572,29 @@ class BatchCost:
         func = source.func
         if isinstance(func, cst.Attribute) and func.attr.value in _EAGER_DATASET_METHODS and depth < _MAX_DEPTH:
             return self._all_cheap(func.value, depth + 1)  # `.with_format("torch")` of cheap rows is cheap rows
-        info = m.local_class_of(name)
+        info = m.local_class_of(name) or self._partial_class(source)
         getitem = self._method(info, "__getitem__") if info is not None else None
         return getitem is not None and self._cheap_body(getitem, 0)
+
+    def _partial_class(self, call: cst.Call) -> Optional[ClassInfo]:
+        """The class of this module that `make(n)` builds, when every write of `make` is
+        `functools.partial(TheClass, ...)` (a dataset class with its first arguments bound)."""
+        m = self.m
+        if not isinstance(call.func, cst.Name):
+            return None
+        sources = self._sources(call.func)
+        if not sources or sources == [call.func]:
+            return None
+        found = set()
+        for source in sources:
+            if not (isinstance(source, cst.Call) and m.call_name(source) == "functools.partial" and source.args):
+                return None
+            target = source.args[0].value
+            info = m.local_class_of(m.qualified_name(target)) if isinstance(target, (cst.Name, cst.Attribute)) else None
+            if info is None:
+                return None
+            found.add(info.node.name.value)
+        return m.classes[found.pop()] if len(found) == 1 else None
 
     def _all_cheap(self, expr: cst.BaseExpression, depth: int) -> bool:
         if isinstance(expr, cst.Call):
@@ -651,8 +708,14 @@ class BatchCost:
             owner = next((a for a in m.ancestors(func) if isinstance(a, cst.ClassDef)), None)
             info = m.classes.get(owner.name.value) if owner is not None else None
             method = self._method(info, callee.attr.value) if info is not None else None
+            if method is None and self._always_none(callee):
+                return True  # `self.T(sample)` under `if self.T:` with every constructor call leaving `t=None`: never runs
             return method is not None and self._cheap_body(method, depth + 1)  # `self.transform(x)` is not a method
         return callee.attr.value in _CHEAP_METHODS
+
+    def _always_none(self, expr: cst.BaseExpression) -> bool:
+        sources = self._sources(expr)
+        return bool(sources) and all(isinstance(s, cst.Name) and s.value == "None" for s in sources)
 
     # ---- small batches ---------------------------------------------------------------------------
 
@@ -820,6 +883,11 @@ def _always_breaks(loop: cst.For) -> bool:
     if isinstance(loop.body, cst.SimpleStatementSuite):
         return any(isinstance(s, cst.Break) for s in loop.body.body)
     return False
+
+
+def _breaks_soon(model: SemanticModel, loop: cst.For) -> bool:
+    bound = break_bound(model, loop)
+    return bound is not None and bound <= FEW_ITERATIONS
 
 
 class _Finder(cst.CSTVisitor):
