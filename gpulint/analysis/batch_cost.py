@@ -49,7 +49,7 @@ _CHEAP_NUMPY = frozenset({"array", "asarray", "stack", "concatenate", "int64", "
 _CHEAP_METHODS = frozenset({
     "long", "int", "float", "half", "double", "bool", "byte", "to", "type", "clone", "detach", "contiguous", "view",
     "reshape", "unsqueeze", "squeeze", "flatten", "permute", "transpose", "expand", "tolist", "numpy", "item",
-    "astype", "copy", "items", "keys", "values", "get", "append", "extend", "size", "dim",
+    "astype", "copy", "items", "keys", "values", "get", "append", "extend", "size", "dim", "flip",
 })  # fmt: skip
 # Tensor methods that compute a new tensor from one held in memory (done once, when the dataset is built).
 _TENSOR_REDUCTIONS = frozenset({"sum", "mean", "std", "max", "min", "argmax", "argmin", "abs", "flip", "t", "squeeze",
@@ -88,6 +88,7 @@ class BatchCost:
     def __init__(self, model: SemanticModel) -> None:
         self.m = model
         self._in_memory_cache: dict[int, tuple[cst.CSTNode, bool]] = {}
+        self._held_calls: set[int] = set()  # calls that stand for one element of what they return
 
     # ---- public queries --------------------------------------------------------------------------
 
@@ -266,6 +267,8 @@ class BatchCost:
 
     def _cheap_items(self, dataset: Optional[cst.BaseExpression], collate: Optional[cst.BaseExpression]) -> bool:
         sources = self._sources(dataset) if dataset is not None else None
+        if sources:  # `ds = make() if enabled else None`: a loader of None is never built, the other source decides
+            sources = [s for s in sources if not (isinstance(s, cst.Name) and s.value == "None")] or sources
         return bool(sources) and all(self._cheap_dataset(s) for s in sources) and self._cheap_collate(collate)
 
     def _small(self, dataset: Optional[cst.BaseExpression]) -> bool:
@@ -354,6 +357,8 @@ class BatchCost:
                         inner = self._sources(write.source.args[0].value, depth + 1)  # `train, val = random_split(ds, ...)`
                     elif isinstance(write.source, cst.Call) and (element := self._returned_element(write, depth)) is not None:
                         inner = element  # `vocab, dataset = read_data(n)`: the matching part of what it returns
+                    elif isinstance(write.source, cst.Call) and self._held_element(write):
+                        inner = [write.source]  # `train, val = make_datasets(...)` of another module, each in memory
                     else:
                         return None
                     if inner is None:
@@ -383,6 +388,42 @@ class BatchCost:
                     found.extend(inner)
                 return found
         return [expr]
+
+    def _held_element(self, write) -> bool:
+        """For `a, b = f(...)` with `f` a project function of another module: its summary says the element
+        `write` names is a dataset held in memory (`analysis/held_data.py`); the call then stands for it."""
+        statement = write.statement
+        if not isinstance(statement, cst.Assign) or len(statement.targets) != 1:
+            return False
+        target = statement.targets[0].target
+        if not isinstance(target, (cst.Tuple, cst.List)) or any(isinstance(e, cst.StarredElement) for e in target.elements):
+            return False
+        index = next((i for i, e in enumerate(target.elements) if e.value is write.target), None)
+        callee = self.m.callee(write.source)
+        held = callee.held if callee is not None and callee.kind == "function" else None
+        if index is None or not (isinstance(held, (list, tuple)) and len(held) == 2 and held[0] == "tuple"):
+            return False
+        parts = held[1]
+        if len(parts) != len(target.elements) or parts[index] != "cheap":
+            return False
+        self._held_calls.add(id(write.source))
+        return True
+
+    def _held_dataset(self, call: cst.Call) -> bool:
+        """A project function or class of another module whose summary says it hands out a dataset held in
+        memory: a function returning one, or a dataset class given data in memory for what it holds."""
+        if id(call) in self._held_calls:
+            return True
+        callee = self.m.callee(call)
+        if callee is None or not callee.held:
+            return False
+        if callee.kind == "function":
+            return callee.held == "cheap"
+        needs = callee.held.get("items") if isinstance(callee.held, dict) else None
+        if needs is None:
+            return False
+        given = {name: arg.value for arg, name in self.m.arguments_to(call, callee)}
+        return all(name in given and self._in_memory(given[name]) for name in needs)
 
     def _sources_before(self, write, depth: int) -> Optional[list[cst.BaseExpression]]:
         """The sources of the value an augmented write updates: the writes that reach it."""
@@ -567,6 +608,8 @@ class BatchCost:
             return True
         if name.startswith("torch.") and not name.startswith("torch.utils."):
             return True  # a tensor: rows indexed in memory
+        if self._held_dataset(source):
+            return True  # built in another module from data held in memory (its summary says so)
         if _maps_tokenizer(m, source) and not self._streams and not self._datapipe(source.func.value):
             return True  # a Hugging Face dataset tokenized once by `.map(...)`: rows of token ids
         func = source.func
@@ -636,6 +679,8 @@ class BatchCost:
             collate = sources[0]
         if self._known_collate(collate):
             return True
+        if isinstance(collate, cst.Call) and self._cheap_collate_class(collate):
+            return True
         if isinstance(collate, cst.Call) and m.call_name(collate) == "functools.partial" and collate.args:
             collate = collate.args[0].value
         if isinstance(collate, cst.Lambda):
@@ -644,6 +689,17 @@ class BatchCost:
             functions = m.functions.get(collate.value, [])
             return len(functions) == 1 and self._cheap_body(functions[0], 0)
         return False
+
+    def _cheap_collate_class(self, call: cst.Call) -> bool:
+        """`collate_fn=Collator()`: an instance of a class whose `__call__` only stacks, pads or joins the
+        samples (this module's class, or another module's by its summary)."""
+        m = self.m
+        info = m.local_class_of(m.call_name(call))
+        if info is not None:
+            method = self._method(info, "__call__")
+            return method is not None and self._cheap_body(method, 0)
+        callee = m.callee(call)
+        return callee is not None and callee.kind == "class" and isinstance(callee.held, dict) and bool(callee.held.get("collate"))
 
     def _known_collate(self, collate: cst.BaseExpression) -> bool:
         target = collate.func if isinstance(collate, cst.Call) else collate

@@ -66,10 +66,13 @@ class Callee:
     syncs: list[tuple] = field(default_factory=list)
     yields: tuple[str, ...] = ()  # parameters whose elements it yields (a generator over a loader)
     consumes: dict[str, list[Consumption]] = field(default_factory=dict)  # parameter -> the loops taking its batches
+    # data it hands out from memory (`analysis/held_data.py`): a class's {"items": [...], "collate": True}, a
+    # function's "cheap" / ["tuple", [...]]; None: not known
+    held: Any = None
 
     def to_json(self) -> list:
         consumes = {k: [c.to_json() for c in v] for k, v in self.consumes.items()}
-        return [self.kind, self.where, self.params, self.trains, self.epoch, self.returns, self.effects, self.syncs, self.yields, consumes]
+        return [self.kind, self.where, self.params, self.trains, self.epoch, self.returns, self.effects, self.syncs, self.yields, consumes, self.held]
 
 
 @dataclass
@@ -332,6 +335,7 @@ class ProjectIndex:
             facts.returns = ("stream",)  # an IterableDataset that never shards by worker
         if init is not None:
             facts.effects = self._function_facts(record, f"{name}.__init__").effects
+        facts.held = record.summary.held.get(name)
         return facts
 
     def is_module_class(self, record: _Record, name: str, depth: int = 0) -> bool:
@@ -400,7 +404,7 @@ class ProjectIndex:
 
     def _function_facts(self, record: _Record, name: str) -> Callee:
         f = record.summary.functions[name]
-        facts = Callee("function", f"{record.shown}:{f.line}", f.params)
+        facts = Callee("function", f"{record.shown}:{f.line}", f.params, held=record.summary.held.get(name))
         steps = self._training_loops(record, f)
         facts.trains = f.trains or any(self._call_trains(record, call) for call in f.calls)
         facts.epoch = bool(steps) or any(

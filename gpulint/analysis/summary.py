@@ -36,6 +36,7 @@ from typing import Any, Iterable, Optional
 from gpulint.analysis.communication import chosen_by_backend, starts_async_communication, waits_for_work
 from gpulint.analysis.devices import EVIDENCE_FINDERS, GPU_TEXT_MARKERS
 from gpulint.analysis.error_paths import EXITS
+from gpulint.analysis.held_data import held_data
 from gpulint.analysis.imports import canonical
 
 FORMAT = 1
@@ -191,6 +192,8 @@ class ModuleSummary:
     # `__all__`: None when the module has none (a star import takes every public name), else its names as
     # written (empty when not a literal list: a star import then binds nothing that is known)
     exports: Optional[tuple[str, ...]] = None
+    # datasets and collate classes that hand out data held in memory (`analysis/held_data.py`)
+    held: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return {
@@ -203,6 +206,7 @@ class ModuleSummary:
             "ok": self.ok,
             "settings": self.settings,
             "exports": self.exports,
+            "held": self.held,
         }
 
     @classmethod
@@ -217,6 +221,7 @@ class ModuleSummary:
             data["ok"],
             [tuple(e) for e in data.get("settings", ())],
             tuple(data["exports"]) if data.get("exports") is not None else None,
+            data.get("held", {}),
         )
 
 
@@ -416,6 +421,8 @@ class _Builder:
             s.settings = _setting_files(self.tree)
         if "__all__" in self.text:
             s.exports = _exports(body)
+        if "__getitem__" in self.text or "__call__" in self.text or "TensorDataset" in self.text or ".load(" in self.text:
+            s.held = held_data(self.tree, self.qualify)
         if self.scan_evidence:
             for what, line in _nested_gpu_attributes(self.tree, self.qualify):
                 self.evidence(what, line)
