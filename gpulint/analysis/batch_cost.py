@@ -642,8 +642,36 @@ class BatchCost:
     def _all_cheap(self, expr: cst.BaseExpression, depth: int) -> bool:
         if isinstance(expr, cst.Call):
             return self._cheap_dataset(expr, depth)
+        if self._splits_replaced(expr, depth):
+            return True
         sources = self._sources(expr)
         return bool(sources) and all(s is not expr and self._cheap_dataset(s, depth) for s in sources)
+
+    def _splits_replaced(self, expr: cst.BaseExpression, depth: int) -> bool:
+        """`for split in ds.keys(): ds[split] = ds[split].map(tokenize, ...)`: every split of the dataset dict
+        is replaced by cheap rows (the Hugging Face idiom), whatever `ds` was loaded as."""
+        m = self.m
+        key = dotted_name(expr) if isinstance(expr, (cst.Name, cst.Attribute)) else None
+        statements = m.dataflow.item_writes.get(key, []) if key is not None else []
+        if not statements or depth >= _MAX_DEPTH:
+            return False
+        for statement in statements:
+            if not isinstance(statement, cst.Assign) or len(statement.targets) != 1:
+                return False
+            target = statement.targets[0].target
+            loop = next(iter(m.enclosing_loops(statement)), None)
+            if not (isinstance(target, cst.Subscript) and isinstance(loop, cst.For) and isinstance(loop.target, cst.Name)):
+                return False
+            index = target.slice[0].slice if len(target.slice) == 1 else None
+            iterated = loop.iter.func.value if isinstance(loop.iter, cst.Call) and isinstance(loop.iter.func, cst.Attribute) \
+                and loop.iter.func.attr.value == "keys" and not loop.iter.args else loop.iter
+            if not (isinstance(index, cst.Index) and isinstance(index.value, cst.Name) and index.value.value == loop.target.value):
+                return False
+            if dotted_name(iterated) != key if isinstance(iterated, (cst.Name, cst.Attribute)) else True:
+                return False
+            if not (isinstance(statement.value, cst.Call) and self._cheap_dataset(statement.value, depth + 1)):
+                return False
+        return True
 
     def _datapipe(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
         """A torchdata / `torch.utils.data` pipeline, whose `.map` runs per item as the loader reads it."""
@@ -897,6 +925,10 @@ def _maps_tokenizer(model: SemanticModel, call: cst.Call) -> bool:
     if isinstance(mapped, cst.Name):
         functions = model.functions.get(mapped.value, [])
         mapped = functions[0] if len(functions) == 1 else None
+    elif isinstance(mapped, cst.Attribute) and isinstance(mapped.value, cst.Name) and mapped.value.value == "self":
+        owner = next((a for a in model.ancestors(call) if isinstance(a, cst.ClassDef)), None)  # `self.convert_to_features`
+        info = model.classes.get(owner.name.value) if owner is not None else None
+        mapped = info.methods.get(mapped.attr.value) if info is not None else None
     if not isinstance(mapped, (cst.Lambda, cst.FunctionDef)):
         return False
     return any(  # `lambda ex: tokenize_fn(ex, tokenizer, ...)` hands the tokenizer to the function that uses it
