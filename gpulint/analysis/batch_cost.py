@@ -371,6 +371,9 @@ class BatchCost:
                     return self._parameter_sources(binders[0], depth)
                 return None
             return None if key.startswith("self.") else [expr]
+        if isinstance(expr, cst.IfExp):  # `make() if enabled else None`: one of the two
+            body, orelse = self._sources(expr.body, depth + 1, updates), self._sources(expr.orelse, depth + 1, updates)
+            return None if body is None or orelse is None else [*body, *orelse]
         if isinstance(expr, cst.Call):
             name = m.call_name(expr)
             if name in _SUBSET and expr.args:

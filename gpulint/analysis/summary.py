@@ -421,7 +421,7 @@ class _Builder:
             s.settings = _setting_files(self.tree)
         if "__all__" in self.text:
             s.exports = _exports(body)
-        if "__getitem__" in self.text or "__call__" in self.text or "TensorDataset" in self.text or ".load(" in self.text:
+        if any(marker in self.text for marker in ("__getitem__", "__call__", "TensorDataset", ".load(", ".map(")):
             s.held = held_data(self.tree, self.qualify)
         if self.scan_evidence:
             for what, line in _nested_gpu_attributes(self.tree, self.qualify):
