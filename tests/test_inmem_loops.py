@@ -469,3 +469,43 @@ def test_an_empty_start_tensor_copies_nothing():
 
 def test_a_filled_tensor_moved_per_batch_is_still_reported():
     assert codes(EMPTY.format(made="torch.zeros(8, 2)"), ("GPU201",)) == ["9 GPU201"]
+
+
+HANDED = """\
+import lightning as L
+import torch
+from torch.utils.data import DataLoader
+from torchvision import datasets
+
+
+
+class Classifier(L.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.net = torch.nn.Linear(10, 2)
+
+    def test_step(self, batch, batch_idx):
+        x, y = batch
+        return torch.nn.functional.cross_entropy(self.net(x), y)
+
+
+model = Classifier()
+test_loader = DataLoader(datasets.ImageFolder("test"), batch_size=64, num_workers=4)
+images, labels = next(iter(test_loader))
+trainer = L.Trainer(accelerator="gpu", devices=1)
+trainer.test(model, dataloaders=test_loader)
+"""
+
+
+def reads_a_few_batches(source: str) -> list[bool]:
+    import libcst as cst
+
+    from gpulint.analysis.model import SemanticModel
+
+    model = SemanticModel(cst.parse_module(source), "train.py", source)
+    return [model.batch_cost.reads_a_few_batches(info) for info in model.loader_flow.infos]
+
+
+def test_a_loader_read_once_and_handed_to_a_framework_is_read_in_full():
+    assert reads_a_few_batches(HANDED) == [False]  # `trainer.test` reads every batch (MHAttention's anomaly loaders)
+    assert reads_a_few_batches(HANDED.replace("trainer.test(model, dataloaders=test_loader)\n", "")) == [True]

@@ -125,8 +125,8 @@ class BatchCost:
         loop, a `for` over it whose body always ends in `break`, or one that breaks by its counter after a few
         batches (`if i > 5: break`, `analysis/loop_bounds.py`). Worker start-up, pinning and batch-size advice
         are about many batches."""
-        if not info.iterations:
-            return False
+        if not info.iterations or info.feeds:
+            return False  # (a loader handed to a framework, `trainer.test(dataloaders=loader)`, is read in full there)
         m = self.m
         for iteration in info.iterations:
             loop = iteration.loop
