@@ -509,3 +509,46 @@ def reads_a_few_batches(source: str) -> list[bool]:
 def test_a_loader_read_once_and_handed_to_a_framework_is_read_in_full():
     assert reads_a_few_batches(HANDED) == [False]  # `trainer.test` reads every batch (MHAttention's anomaly loaders)
     assert reads_a_few_batches(HANDED.replace("trainer.test(model, dataloaders=test_loader)\n", "")) == [True]
+
+
+COUNTED = """\
+import torch
+
+
+def smoke(model, loader, opt):
+    step = 0
+    for x, y in loader:
+        step += 1
+        loss = torch.nn.functional.cross_entropy(model(x.cuda()), y.cuda())
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        print(loss.item())
+        if step >= {limit}:
+            break
+
+
+def smoke_while(model, it, opt):
+    n = 0
+    while True:
+        x, y = next(it)
+        loss = torch.nn.functional.cross_entropy(model(x.cuda()), y.cuda())
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        print(loss.item())
+        n += 1
+        if n == {limit}:
+            break
+"""
+
+
+def test_a_counter_raised_every_iteration_bounds_a_smoke_run():
+    assert codes(COUNTED.format(limit="5"), ("GPU303",)) == []
+
+
+def test_a_counter_with_a_large_or_unknown_bound_is_still_per_step():
+    assert codes(COUNTED.format(limit="50"), ("GPU303",)) == ["12 GPU303", "25 GPU303"]
+    assert codes(COUNTED.format(limit="args.max_steps"), ("GPU303",)) == ["12 GPU303", "25 GPU303"]
+    reset = COUNTED.format(limit="5").replace("        print(loss.item())\n        if step", "        print(loss.item())\n        step = step % 3\n        if step")
+    assert codes(reset, ("GPU303",)) == ["12 GPU303"]  # `step` is also set in the loop: it no longer counts iterations

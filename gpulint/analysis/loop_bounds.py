@@ -27,20 +27,28 @@ FEW_ITERATIONS = _FEW_ITEMS
 def runs_a_handful(model: SemanticModel, loop: Loop) -> bool:
     """The loop's body runs at most a handful of times, as written: it iterates a few hand-written items, or
     it stops by its `enumerate` counter after a few iterations."""
-    if not isinstance(loop, cst.For):
+    if not isinstance(loop, (cst.For, cst.While)):
         return False
-    if iterates_a_few_literals(model, loop):
+    if isinstance(loop, cst.For) and iterates_a_few_literals(model, loop):
         return True
     bound = break_bound(model, loop)
     return bound is not None and bound <= FEW_ITERATIONS
 
 
-def break_bound(model: SemanticModel, loop: cst.For) -> Optional[int]:
-    """How many times at most the body of `for i, x in enumerate(it[, start]):` runs when one of its own
-    statements (every iteration reaches it: no `continue` in the body) is `if i > N: break` (`>=`, `==` too,
-    N a literal): N - start + 2 for `>`, N - start + 1 otherwise. None when the code does not say."""
-    counter, start = _enumerate_counter(model, loop)
-    if counter is None or not isinstance(loop.body, cst.IndentedBlock) or _continues(loop):
+def break_bound(model: SemanticModel, loop: cst.For | cst.While) -> Optional[int]:
+    """How many times at most the loop's body runs when one of its own statements (every iteration reaches
+    it: no `continue` in the body) is `if i > N: break` (`>=`, `==` too, N a literal) on a counter that counts
+    iterations: the `enumerate` index of a `for` (N - start + 2 for `>`, N - start + 1 otherwise), or a name
+    set to a literal before the loop and raised by one among the body's own statements (`step += 1`; one more
+    iteration allowed, whichever comes first). None when the code does not say."""
+    if not isinstance(loop.body, cst.IndentedBlock) or _continues(loop):
+        return None
+    counter, start = _enumerate_counter(model, loop) if isinstance(loop, cst.For) else (None, 0)
+    slack = 0
+    if counter is None:
+        counter, start = _raised_counter(model, loop)
+        slack = 1
+    if counter is None:
         return None
     bounds = []
     for statement in loop.body.body:
@@ -56,10 +64,33 @@ def break_bound(model: SemanticModel, loop: cst.For) -> Optional[int]:
         if limit is None:
             continue
         if isinstance(target.operator, cst.GreaterThan):
-            bounds.append(limit - start + 2)
+            bounds.append(limit - start + 2 + slack)
         elif isinstance(target.operator, (cst.GreaterThanEqual, cst.Equal)):
-            bounds.append(limit - start + 1)
+            bounds.append(limit - start + 1 + slack)
     return min(bounds) if bounds else None
+
+
+def _raised_counter(model: SemanticModel, loop: cst.For | cst.While) -> tuple[Optional[str], int]:
+    """`n` and its smallest start for `n = 0` (literals only) before the loop and `n += 1` among the body's own
+    statements, the only write of `n` in the loop."""
+    for statement in loop.body.body:  # type: ignore[union-attr]
+        if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+            continue
+        raised = statement.body[0]
+        if not (isinstance(raised, cst.AugAssign) and isinstance(raised.operator, cst.AddAssign) and isinstance(raised.target, cst.Name)):
+            continue
+        if _literal_int(raised.value) != 1:
+            continue
+        name = raised.target.value
+        flow = model.dataflow
+        if len(flow.writes_in(name, loop)) != 1:
+            continue  # reset or changed elsewhere in the loop
+        starts = [w for w in flow.reaching_writes(name, loop) if not model.is_inside(w.statement, loop)]
+        values = [_literal_int(w.value) if w.value is not None and not w.is_augmented else None for w in starts]
+        if not values or any(v is None for v in values):
+            continue
+        return name, min(values)  # type: ignore[type-var]
+    return None, 0
 
 
 def _enumerate_counter(model: SemanticModel, loop: cst.For) -> tuple[Optional[str], int]:
@@ -111,7 +142,7 @@ class _ContinueFinder(cst.CSTVisitor):
         return False
 
 
-def _continues(loop: cst.For) -> bool:
+def _continues(loop: cst.For | cst.While) -> bool:
     finder = _ContinueFinder()
     loop.body.visit(finder)
     return finder.found
