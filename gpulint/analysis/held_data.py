@@ -61,6 +61,22 @@ class _Reader:
         self.classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
         self.functions = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
         self.class_facts: dict[str, dict] = {}
+        self._verdicts: dict[tuple[int, str], Any] = {}  # (function, name) -> verdict; in progress: None
+        self._streams: dict[int, bool] = {}
+        self._locals: dict[int, set[str]] = {}
+        self._assignments: dict[int, dict[str, Optional[list[ast.AST]]]] = {}
+
+    def assigned(self, func: ast.FunctionDef, name: str) -> Optional[list[ast.AST]]:
+        """Every value `name` is given in `func`; None when one is not a plain assignment (a loop target, an
+        unpacking, `with ... as name`)."""
+        if id(func) not in self._assignments:
+            self._assignments[id(func)] = _assignments(func)
+        return self._assignments[id(func)].get(name, [])
+
+    def local(self, func: ast.FunctionDef) -> set[str]:
+        if id(func) not in self._locals:
+            self._locals[id(func)] = _local_names(func)
+        return self._locals[id(func)]
 
     def run(self) -> dict[str, Any]:
         found: dict[str, Any] = {}
@@ -137,7 +153,7 @@ class _Reader:
         """`func` only indexes and converts: no file, no `with`, no transform, no arithmetic on the sample."""
         if depth > _MAX_DEPTH:
             return False
-        local = _local_names(func)
+        local = self.local(func)
         for node in ast.walk(func):
             if isinstance(node, (ast.With, ast.AsyncWith, ast.Yield, ast.YieldFrom, ast.Await, ast.Global, ast.Nonlocal)):
                 return False
@@ -180,7 +196,7 @@ class _Reader:
             params = _params(func)
             if node.id in params:
                 return {node.id} if func.name == "__init__" and node.id != "self" else None
-            values = _assigned(func, node.id)
+            values = self.assigned(func, node.id)
             if not values:
                 return None
             return self._all(values, func, depth + 1)
@@ -203,7 +219,7 @@ class _Reader:
             return set()
         if _tokenizing(node):
             return set()  # token ids
-        qualified = None if _root(callee) in _local_names(func) else self.qualify(callee)
+        qualified = None if _root(callee) in self.local(func) else self.qualify(callee)
         if qualified is not None:
             lazy = qualified in _LAZY or any(k.arg in ("mmap", "mmap_mode") for k in node.keywords)
             known = qualified.startswith(_IN_MEMORY_MODULES) and not qualified.startswith("torch.utils.data.")
@@ -248,17 +264,21 @@ class _Reader:
         if isinstance(node, (ast.List, ast.ListComp)):
             return "cheap"  # a list of samples: indexing a Python list
         if isinstance(node, ast.Name):
-            values = _assigned(func, node.id)
-            if not values:
-                return None
-            verdicts = [self.dataset_verdict(v, func, depth + 1) for v in values]
-            return verdicts[0] if verdicts[0] is not None and all(v == verdicts[0] for v in verdicts) else None
+            key = (id(func), node.id)
+            if key in self._verdicts:
+                return self._verdicts[key]  # known, or being worked out (`ds = ds.map(...)`: a cycle proves nothing)
+            self._verdicts[key] = None
+            values = self.assigned(func, node.id)
+            verdicts = [self.dataset_verdict(v, func, depth + 1) for v in values or ()]
+            verdict = verdicts[0] if verdicts and verdicts[0] is not None and all(v == verdicts[0] for v in verdicts) else None
+            self._verdicts[key] = verdict
+            return verdict
         if isinstance(node, ast.Subscript):
             return self.dataset_verdict(node.value, func, depth + 1)  # `tokenized["train"]`: a split of it
         if not isinstance(node, ast.Call):
             return None
         callee = node.func
-        if isinstance(callee, ast.Attribute) and callee.attr in _EAGER_DATASET_METHODS and not _streams(func):
+        if isinstance(callee, ast.Attribute) and callee.attr in _EAGER_DATASET_METHODS and not self.streams(func):
             if callee.attr == "map" and self.maps_tokenizer(node, func):
                 return "cheap"  # a Hugging Face dataset tokenized once by `.map(...)`: rows of token ids
             inner = self.dataset_verdict(callee.value, func, depth + 1)
@@ -273,13 +293,18 @@ class _Reader:
             return "cheap"
         if isinstance(callee, ast.Name) and callee.id in ("list", "tuple") and callee.id not in self.functions:
             return "cheap"
-        qualified = None if _root(callee) in _local_names(func) else self.qualify(callee)
+        qualified = None if _root(callee) in self.local(func) else self.qualify(callee)
         if qualified == _TENSOR_DATASET:
             return "cheap" if all(self.in_memory(a, func, 0) is not None for a in node.args) else None
         if qualified == "torch.load":
             return "cheap"  # read back whole into memory (as `batch_cost` takes any `torch.` value to be)
         return None
 
+
+    def streams(self, func: ast.FunctionDef) -> bool:
+        if id(func) not in self._streams:
+            self._streams[id(func)] = _streams(func)
+        return self._streams[id(func)]
 
     def maps_tokenizer(self, call: ast.Call, func: ast.FunctionDef) -> bool:
         """`ds.map(tokenize, ...)` where `tokenize` (a function nested in `func` or of this module, or a
@@ -340,25 +365,36 @@ def _local_names(func: ast.FunctionDef) -> set[str]:
     return names
 
 
-def _assigned(func: ast.FunctionDef, name: str) -> Optional[list[ast.AST]]:
-    """Every value `name` is given in `func`; None when one is not a plain assignment (a loop target, an
-    unpacking, `with ... as name`)."""
-    values: list[ast.AST] = []
+def _assignments(func: ast.FunctionDef) -> dict[str, Optional[list[ast.AST]]]:
+    """Name -> the values plain assignments give it in `func`, or None when it is also bound otherwise."""
+    found: dict[str, Optional[list[ast.AST]]] = {}
+
+    def add(name: str, value: Optional[ast.AST]) -> None:
+        if value is None:
+            found[name] = None
+        elif found.get(name, []) is not None:
+            found.setdefault(name, []).append(value)  # type: ignore[union-attr]
+
+    def others(target: ast.AST) -> None:
+        for n in ast.walk(target):
+            if isinstance(n, ast.Name):
+                add(n.id, None)
+
     for node in _own_nodes(func):
         if isinstance(node, ast.Assign):
             for target in node.targets:
-                if isinstance(target, ast.Name) and target.id == name:
-                    values.append(node.value)
-                elif any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(target)) and not isinstance(target, ast.Subscript):
-                    return None
-        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and isinstance(node.target, ast.Name) and node.target.id == name:
+                if isinstance(target, ast.Name):
+                    add(target.id, node.value)
+                elif not isinstance(target, (ast.Subscript, ast.Attribute)):
+                    others(target)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and isinstance(node.target, ast.Name):
             if node.value is not None:
-                values.append(node.value)
-        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension, ast.withitem, ast.NamedExpr)):
-            target = getattr(node, "target", None) or getattr(node, "optional_vars", None)
-            if target is not None and any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(target)):
-                return None
-    return values
+                add(node.target.id, node.value)
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension, ast.NamedExpr)):
+            others(node.target)
+        elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+            others(node.optional_vars)
+    return found
 
 
 def _self_reads(func: ast.FunctionDef) -> set[str]:

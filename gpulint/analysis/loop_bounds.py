@@ -29,10 +29,14 @@ def runs_a_handful(model: SemanticModel, loop: Loop) -> bool:
     it stops by its `enumerate` counter after a few iterations."""
     if not isinstance(loop, (cst.For, cst.While)):
         return False
-    if isinstance(loop, cst.For) and iterates_a_few_literals(model, loop):
-        return True
-    bound = break_bound(model, loop)
-    return bound is not None and bound <= FEW_ITERATIONS
+    known = model.memo("runs a handful")  # asked for every node a per-step rule looks at: once per loop
+    if loop not in known:
+        if isinstance(loop, cst.For) and iterates_a_few_literals(model, loop):
+            known[loop] = True
+        else:
+            bound = break_bound(model, loop)
+            known[loop] = bound is not None and bound <= FEW_ITERATIONS
+    return known[loop]
 
 
 def break_bound(model: SemanticModel, loop: cst.For | cst.While) -> Optional[int]:
@@ -41,7 +45,7 @@ def break_bound(model: SemanticModel, loop: cst.For | cst.While) -> Optional[int
     iterations: the `enumerate` index of a `for` (N - start + 2 for `>`, N - start + 1 otherwise), or a name
     set to a literal before the loop and raised by one among the body's own statements (`step += 1`; one more
     iteration allowed, whichever comes first). None when the code does not say."""
-    if not isinstance(loop.body, cst.IndentedBlock) or _continues(loop):
+    if not isinstance(loop.body, cst.IndentedBlock) or _continues(model, loop):
         return None
     counter, start = _enumerate_counter(model, loop) if isinstance(loop, cst.For) else (None, 0)
     slack = 0
@@ -142,7 +146,10 @@ class _ContinueFinder(cst.CSTVisitor):
         return False
 
 
-def _continues(loop: cst.For | cst.While) -> bool:
+def _continues(model: SemanticModel, loop: cst.For | cst.While) -> bool:
+    span = model.range(loop)
+    if not any("continue" in line for line in model.lines[span.start.line - 1 : span.end.line]):
+        return False  # (most loops: no need to walk the body)
     finder = _ContinueFinder()
     loop.body.visit(finder)
     return finder.found
