@@ -22,8 +22,8 @@ from gpulint.analysis.communication import chosen_by_backend
 from gpulint.analysis.dataflow import Write
 from gpulint.analysis.error_paths import error_path
 from gpulint.analysis.hot_loops import _is_training_step, element_targets, in_no_grad, iterates_a_few_literals, trains
-from gpulint.analysis.loop_bounds import runs_a_handful
 from gpulint.analysis.imports import dotted_name
+from gpulint.analysis.loop_bounds import runs_a_handful
 from gpulint.analysis.summary import CLOCKS, DEVICE_INDEX_NAME, times_a_step
 from gpulint.analysis.value_resolution import literal_value
 
