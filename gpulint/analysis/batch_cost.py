@@ -21,6 +21,7 @@ import libcst as cst
 
 from gpulint.analysis.dataloaders import ITERABLE_DATASET, TENSOR_DATASET, DataLoaderCall
 from gpulint.analysis.imports import dotted_name
+from gpulint.analysis.loop_bounds import FEW_ITERATIONS, break_bound
 from gpulint.analysis.value_resolution import ARGS_PARAMETER_NAMES
 
 if TYPE_CHECKING:
@@ -41,15 +42,18 @@ _CHEAP_BUILTINS = frozenset({"len", "int", "float", "bool", "range", "slice", "m
                              "dict", "zip", "enumerate", "isinstance", "sorted", "reversed"})  # fmt: skip
 _CHEAP_TORCH = frozenset({
     "tensor", "as_tensor", "from_numpy", "stack", "cat", "zeros", "ones", "full", "empty", "zeros_like", "ones_like",
-    "full_like", "LongTensor", "IntTensor", "FloatTensor", "BoolTensor", "ByteTensor", "DoubleTensor", "HalfTensor",
+    "full_like", "flip", "where", "LongTensor", "IntTensor", "FloatTensor", "BoolTensor", "ByteTensor", "DoubleTensor", "HalfTensor",
     "Tensor", "nn.utils.rnn.pad_sequence", "nn.functional.pad",
 })  # fmt: skip
 _CHEAP_NUMPY = frozenset({"array", "asarray", "stack", "concatenate", "int64", "int32", "float32", "float64", "zeros", "ones"})
 _CHEAP_METHODS = frozenset({
     "long", "int", "float", "half", "double", "bool", "byte", "to", "type", "clone", "detach", "contiguous", "view",
     "reshape", "unsqueeze", "squeeze", "flatten", "permute", "transpose", "expand", "tolist", "numpy", "item",
-    "astype", "copy", "items", "keys", "values", "get", "append", "extend", "size", "dim",
+    "astype", "copy", "items", "keys", "values", "get", "append", "extend", "size", "dim", "flip",
 })  # fmt: skip
+# Tensor methods that compute a new tensor from one held in memory (done once, when the dataset is built).
+_TENSOR_REDUCTIONS = frozenset({"sum", "mean", "std", "max", "min", "argmax", "argmin", "abs", "flip", "t", "squeeze",
+                                "unsqueeze", "repeat", "expand", "masked_fill", "where", "clamp", "round", "sort"})  # fmt: skip
 # Values that are loaded whole into memory (indexing them later reads no file).
 _IN_MEMORY_BUILTINS = frozenset({"list", "tuple", "dict", "set", "sorted", "len", "int", "float", "str", "range", "sum", "max", "min"})
 _IN_MEMORY_MODULES = ("torch.", "numpy.", "pandas.", "json.", "pickle.")
@@ -79,11 +83,12 @@ def _is_int(value: object) -> bool:
 
 class BatchCost:
     """Per-module answers: `items_are_cheap(loader)`, `batches_are_small(loader)`, `is_toy_data(loader)`,
-    `iterated_once(info)`."""
+    `reads_a_few_batches(info)`."""
 
     def __init__(self, model: SemanticModel) -> None:
         self.m = model
         self._in_memory_cache: dict[int, tuple[cst.CSTNode, bool]] = {}
+        self._held_calls: set[int] = set()  # calls that stand for one element of what they return
 
     # ---- public queries --------------------------------------------------------------------------
 
@@ -115,15 +120,17 @@ class BatchCost:
         sources = self._sources(dataset) if dataset is not None else None
         return bool(sources) and all(self._literal_dataset(s) for s in sources)
 
-    def iterated_once(self, info: LoaderInfo) -> bool:
-        """Every place the loader is read hands out one batch: `next(iter(loader))` outside a loop, or a
-        `for` over it whose body always ends in `break`. Worker start-up, pinning and batch-size advice are
-        about many batches."""
-        if not info.iterations:
-            return False
+    def reads_a_few_batches(self, info: LoaderInfo) -> bool:
+        """Every place the loader is read hands out one batch or a handful: `next(iter(loader))` outside a
+        loop, a `for` over it whose body always ends in `break`, or one that breaks by its counter after a few
+        batches (`if i > 5: break`, `analysis/loop_bounds.py`). Worker start-up, pinning and batch-size advice
+        are about many batches."""
+        if not info.iterations or info.feeds:
+            return False  # (a loader handed to a framework, `trainer.test(dataloaders=loader)`, is read in full there)
         m = self.m
         for iteration in info.iterations:
-            if iteration.is_for and not (isinstance(iteration.loop, cst.For) and _always_breaks(iteration.loop)):
+            loop = iteration.loop
+            if iteration.is_for and not (isinstance(loop, cst.For) and (_always_breaks(loop) or _breaks_soon(m, loop))):
                 return False
             if not iteration.is_for and iteration.loop is not None:
                 return False
@@ -260,6 +267,8 @@ class BatchCost:
 
     def _cheap_items(self, dataset: Optional[cst.BaseExpression], collate: Optional[cst.BaseExpression]) -> bool:
         sources = self._sources(dataset) if dataset is not None else None
+        if sources:  # `ds = make() if enabled else None`: a loader of None is never built, the other source decides
+            sources = [s for s in sources if not (isinstance(s, cst.Name) and s.value == "None")] or sources
         return bool(sources) and all(self._cheap_dataset(s) for s in sources) and self._cheap_collate(collate)
 
     def _small(self, dataset: Optional[cst.BaseExpression]) -> bool:
@@ -317,10 +326,12 @@ class BatchCost:
 
     # ---- where a value comes from ----------------------------------------------------------------
 
-    def _sources(self, expr: cst.BaseExpression, depth: int = 0) -> Optional[list[cst.BaseExpression]]:
+    def _sources(self, expr: cst.BaseExpression, depth: int = 0, updates: bool = False) -> Optional[list[cst.BaseExpression]]:
         """The expressions that build the value of `expr`, through names, `self.` attributes, parameters
         (the arguments this module's calls pass), this module's functions (their returns) and subsets
-        (`Subset`, `random_split`); None when one of them cannot be followed."""
+        (`Subset`, `random_split`); None when one of them cannot be followed. With `updates`, an augmented
+        write (`data += noise`) adds its operand to the sources of the value it updates (where the data
+        lives, not which object it is)."""
         if depth > _MAX_DEPTH:
             return None
         m = self.m
@@ -334,14 +345,20 @@ class BatchCost:
             if writes:
                 found: list[cst.BaseExpression] = []
                 for write in writes:
-                    if write.is_augmented:
+                    if write.is_augmented and not (updates and write.value is not None):
                         return None
-                    if write.value is not None:
-                        inner = self._sources(write.value, depth + 1)
+                    if write.is_augmented:
+                        earlier = self._sources_before(write, depth + 1)
+                        operand = self._sources(write.value, depth + 1, updates)  # type: ignore[arg-type]
+                        inner = None if earlier is None or operand is None else [*earlier, *operand]
+                    elif write.value is not None:
+                        inner = self._sources(write.value, depth + 1, updates)
                     elif isinstance(write.source, cst.Call) and m.call_name(write.source) in _SUBSET and write.source.args:
                         inner = self._sources(write.source.args[0].value, depth + 1)  # `train, val = random_split(ds, ...)`
                     elif isinstance(write.source, cst.Call) and (element := self._returned_element(write, depth)) is not None:
                         inner = element  # `vocab, dataset = read_data(n)`: the matching part of what it returns
+                    elif isinstance(write.source, cst.Call) and self._held_element(write):
+                        inner = [write.source]  # `train, val = make_datasets(...)` of another module, each in memory
                     else:
                         return None
                     if inner is None:
@@ -354,6 +371,9 @@ class BatchCost:
                     return self._parameter_sources(binders[0], depth)
                 return None
             return None if key.startswith("self.") else [expr]
+        if isinstance(expr, cst.IfExp):  # `make() if enabled else None`: one of the two
+            body, orelse = self._sources(expr.body, depth + 1, updates), self._sources(expr.orelse, depth + 1, updates)
+            return None if body is None or orelse is None else [*body, *orelse]
         if isinstance(expr, cst.Call):
             name = m.call_name(expr)
             if name in _SUBSET and expr.args:
@@ -371,6 +391,57 @@ class BatchCost:
                     found.extend(inner)
                 return found
         return [expr]
+
+    def _held_element(self, write) -> bool:
+        """For `a, b = f(...)` with `f` a project function of another module: its summary says the element
+        `write` names is a dataset held in memory (`analysis/held_data.py`); the call then stands for it."""
+        statement = write.statement
+        if not isinstance(statement, cst.Assign) or len(statement.targets) != 1:
+            return False
+        target = statement.targets[0].target
+        if not isinstance(target, (cst.Tuple, cst.List)) or any(isinstance(e, cst.StarredElement) for e in target.elements):
+            return False
+        index = next((i for i, e in enumerate(target.elements) if e.value is write.target), None)
+        callee = self.m.callee(write.source)
+        held = callee.held if callee is not None and callee.kind == "function" else None
+        if index is None or not (isinstance(held, (list, tuple)) and len(held) == 2 and held[0] == "tuple"):
+            return False
+        parts = held[1]
+        if len(parts) != len(target.elements) or parts[index] != "cheap":
+            return False
+        self._held_calls.add(id(write.source))
+        return True
+
+    def _held_dataset(self, call: cst.Call) -> bool:
+        """A project function or class of another module whose summary says it hands out a dataset held in
+        memory: a function returning one, or a dataset class given data in memory for what it holds."""
+        if id(call) in self._held_calls:
+            return True
+        callee = self.m.callee(call)
+        if callee is None or not callee.held:
+            return False
+        if callee.kind == "function":
+            return callee.held == "cheap"
+        needs = callee.held.get("items") if isinstance(callee.held, dict) else None
+        if needs is None:
+            return False
+        given = {name: arg.value for arg, name in self.m.arguments_to(call, callee)}
+        return all(name in given and self._in_memory(given[name]) for name in needs)
+
+    def _sources_before(self, write, depth: int) -> Optional[list[cst.BaseExpression]]:
+        """The sources of the value an augmented write updates: the writes that reach it."""
+        earlier = self.m.dataflow.reaching_writes(write.key, write.statement)
+        if not earlier or write in earlier or depth > _MAX_DEPTH:
+            return None
+        found: list[cst.BaseExpression] = []
+        for previous in earlier:
+            if previous.value is None or previous.is_augmented:
+                return None
+            inner = self._sources(previous.value, depth + 1, True)
+            if inner is None:
+                return None
+            found.extend(inner)
+        return found
 
     def _returned_element(self, write, depth: int) -> Optional[list[cst.BaseExpression]]:
         """For `a, b = f(...)` with `f` a function of this module that returns tuples of that length: the
@@ -464,7 +535,7 @@ class BatchCost:
         if known is not None and known[0] is expr:
             return known[1]
         self._in_memory_cache[id(expr)] = (expr, False)  # a cycle proves nothing
-        sources = self._sources(expr, depth)
+        sources = self._sources(expr, depth, updates=True)
         result = sources is not None and all(self._in_memory_source(s, depth + 1) for s in sources)
         self._in_memory_cache[id(expr)] = (expr, result)
         return result
@@ -484,6 +555,8 @@ class BatchCost:
             return self._in_memory(expr.value, depth)
         if isinstance(expr, cst.BinaryOperation):
             return self._in_memory(expr.left, depth) and self._in_memory(expr.right, depth)
+        if isinstance(expr, cst.Comparison):  # `(data.sum(1) == 1)`: a mask computed from the data
+            return self._in_memory(expr.left, depth) and all(self._in_memory(c.comparator, depth) for c in expr.comparisons)
         if isinstance(expr, cst.UnaryOperation):
             return self._in_memory(expr.expression, depth)
         if isinstance(expr, cst.IfExp):
@@ -492,6 +565,11 @@ class BatchCost:
             return False
         func = expr.func
         name = m.call_name(expr) or ""
+        root = func
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        if root is not func and isinstance(root, cst.Name) and m.dataflow.reaching_writes(root.value, expr):
+            name = ""  # `data.sum(1)` with a local `data` that shadows `import torch.utils.data as data`
         if isinstance(func, cst.Name) and func.value in _IN_MEMORY_BUILTINS and not m.module_bindings(func.value):
             return True
         if _is_tokenizing(m, expr):
@@ -500,8 +578,11 @@ class BatchCost:
             if name in _LAZY or any(a.keyword is not None and a.keyword.value in ("mmap", "mmap_mode") for a in expr.args):
                 return False
             return name.startswith(_IN_MEMORY_MODULES) and not name.startswith("torch.utils.data.")
-        if isinstance(func, cst.Attribute) and func.attr.value in _MATERIALIZING_METHODS:
-            return func.attr.value in ("read", "readlines", "read_text") or self._in_memory(func.value, depth)
+        if isinstance(func, cst.Attribute) and func.attr.value in ("read", "readlines", "read_text"):
+            return True
+        if isinstance(func, cst.Attribute) and (func.attr.value in _MATERIALIZING_METHODS or func.attr.value in _CHEAP_METHODS
+                                                or func.attr.value in _TENSOR_REDUCTIONS):  # fmt: skip
+            return self._in_memory(func.value, depth)  # `(mask).to(torch.long)`, `data.sum(dim=1)`: derived in memory
         return False
 
     def _command_line(self, expr: cst.BaseExpression) -> bool:
@@ -530,20 +611,70 @@ class BatchCost:
             return True
         if name.startswith("torch.") and not name.startswith("torch.utils."):
             return True  # a tensor: rows indexed in memory
+        if self._held_dataset(source):
+            return True  # built in another module from data held in memory (its summary says so)
         if _maps_tokenizer(m, source) and not self._streams and not self._datapipe(source.func.value):
             return True  # a Hugging Face dataset tokenized once by `.map(...)`: rows of token ids
         func = source.func
         if isinstance(func, cst.Attribute) and func.attr.value in _EAGER_DATASET_METHODS and depth < _MAX_DEPTH:
             return self._all_cheap(func.value, depth + 1)  # `.with_format("torch")` of cheap rows is cheap rows
-        info = m.local_class_of(name)
+        info = m.local_class_of(name) or self._partial_class(source)
         getitem = self._method(info, "__getitem__") if info is not None else None
         return getitem is not None and self._cheap_body(getitem, 0)
+
+    def _partial_class(self, call: cst.Call) -> Optional[ClassInfo]:
+        """The class of this module that `make(n)` builds, when every write of `make` is
+        `functools.partial(TheClass, ...)` (a dataset class with its first arguments bound)."""
+        m = self.m
+        if not isinstance(call.func, cst.Name):
+            return None
+        sources = self._sources(call.func)
+        if not sources or sources == [call.func]:
+            return None
+        found = set()
+        for source in sources:
+            if not (isinstance(source, cst.Call) and m.call_name(source) == "functools.partial" and source.args):
+                return None
+            target = source.args[0].value
+            info = m.local_class_of(m.qualified_name(target)) if isinstance(target, (cst.Name, cst.Attribute)) else None
+            if info is None:
+                return None
+            found.add(info.node.name.value)
+        return m.classes[found.pop()] if len(found) == 1 else None
 
     def _all_cheap(self, expr: cst.BaseExpression, depth: int) -> bool:
         if isinstance(expr, cst.Call):
             return self._cheap_dataset(expr, depth)
+        if self._splits_replaced(expr, depth):
+            return True
         sources = self._sources(expr)
         return bool(sources) and all(s is not expr and self._cheap_dataset(s, depth) for s in sources)
+
+    def _splits_replaced(self, expr: cst.BaseExpression, depth: int) -> bool:
+        """`for split in ds.keys(): ds[split] = ds[split].map(tokenize, ...)`: every split of the dataset dict
+        is replaced by cheap rows (the Hugging Face idiom), whatever `ds` was loaded as."""
+        m = self.m
+        key = dotted_name(expr) if isinstance(expr, (cst.Name, cst.Attribute)) else None
+        statements = m.dataflow.item_writes.get(key, []) if key is not None else []
+        if not statements or depth >= _MAX_DEPTH:
+            return False
+        for statement in statements:
+            if not isinstance(statement, cst.Assign) or len(statement.targets) != 1:
+                return False
+            target = statement.targets[0].target
+            loop = next(iter(m.enclosing_loops(statement)), None)
+            if not (isinstance(target, cst.Subscript) and isinstance(loop, cst.For) and isinstance(loop.target, cst.Name)):
+                return False
+            index = target.slice[0].slice if len(target.slice) == 1 else None
+            iterated = loop.iter.func.value if isinstance(loop.iter, cst.Call) and isinstance(loop.iter.func, cst.Attribute) \
+                and loop.iter.func.attr.value == "keys" and not loop.iter.args else loop.iter
+            if not (isinstance(index, cst.Index) and isinstance(index.value, cst.Name) and index.value.value == loop.target.value):
+                return False
+            if dotted_name(iterated) != key if isinstance(iterated, (cst.Name, cst.Attribute)) else True:
+                return False
+            if not (isinstance(statement.value, cst.Call) and self._cheap_dataset(statement.value, depth + 1)):
+                return False
+        return True
 
     def _datapipe(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
         """A torchdata / `torch.utils.data` pipeline, whose `.map` runs per item as the loader reads it."""
@@ -579,6 +710,8 @@ class BatchCost:
             collate = sources[0]
         if self._known_collate(collate):
             return True
+        if isinstance(collate, cst.Call) and self._cheap_collate_class(collate):
+            return True
         if isinstance(collate, cst.Call) and m.call_name(collate) == "functools.partial" and collate.args:
             collate = collate.args[0].value
         if isinstance(collate, cst.Lambda):
@@ -587,6 +720,17 @@ class BatchCost:
             functions = m.functions.get(collate.value, [])
             return len(functions) == 1 and self._cheap_body(functions[0], 0)
         return False
+
+    def _cheap_collate_class(self, call: cst.Call) -> bool:
+        """`collate_fn=Collator()`: an instance of a class whose `__call__` only stacks, pads or joins the
+        samples (this module's class, or another module's by its summary)."""
+        m = self.m
+        info = m.local_class_of(m.call_name(call))
+        if info is not None:
+            method = self._method(info, "__call__")
+            return method is not None and self._cheap_body(method, 0)
+        callee = m.callee(call)
+        return callee is not None and callee.kind == "class" and isinstance(callee.held, dict) and bool(callee.held.get("collate"))
 
     def _known_collate(self, collate: cst.BaseExpression) -> bool:
         target = collate.func if isinstance(collate, cst.Call) else collate
@@ -651,8 +795,14 @@ class BatchCost:
             owner = next((a for a in m.ancestors(func) if isinstance(a, cst.ClassDef)), None)
             info = m.classes.get(owner.name.value) if owner is not None else None
             method = self._method(info, callee.attr.value) if info is not None else None
+            if method is None and self._always_none(callee):
+                return True  # `self.T(sample)` under `if self.T:` with every constructor call leaving `t=None`: never runs
             return method is not None and self._cheap_body(method, depth + 1)  # `self.transform(x)` is not a method
         return callee.attr.value in _CHEAP_METHODS
+
+    def _always_none(self, expr: cst.BaseExpression) -> bool:
+        sources = self._sources(expr)
+        return bool(sources) and all(isinstance(s, cst.Name) and s.value == "None" for s in sources)
 
     # ---- small batches ---------------------------------------------------------------------------
 
@@ -778,6 +928,10 @@ def _maps_tokenizer(model: SemanticModel, call: cst.Call) -> bool:
     if isinstance(mapped, cst.Name):
         functions = model.functions.get(mapped.value, [])
         mapped = functions[0] if len(functions) == 1 else None
+    elif isinstance(mapped, cst.Attribute) and isinstance(mapped.value, cst.Name) and mapped.value.value == "self":
+        owner = next((a for a in model.ancestors(call) if isinstance(a, cst.ClassDef)), None)  # `self.convert_to_features`
+        info = model.classes.get(owner.name.value) if owner is not None else None
+        mapped = info.methods.get(mapped.attr.value) if info is not None else None
     if not isinstance(mapped, (cst.Lambda, cst.FunctionDef)):
         return False
     return any(  # `lambda ex: tokenize_fn(ex, tokenizer, ...)` hands the tokenizer to the function that uses it
@@ -820,6 +974,11 @@ def _always_breaks(loop: cst.For) -> bool:
     if isinstance(loop.body, cst.SimpleStatementSuite):
         return any(isinstance(s, cst.Break) for s in loop.body.body)
     return False
+
+
+def _breaks_soon(model: SemanticModel, loop: cst.For) -> bool:
+    bound = break_bound(model, loop)
+    return bound is not None and bound <= FEW_ITERATIONS
 
 
 class _Finder(cst.CSTVisitor):

@@ -21,7 +21,7 @@ _BUILTIN_WRAPPERS = {"enumerate": "enumerate", "zip": "zip", "iter": "passthroug
 _MAX_GENERATOR_DEPTH = 3
 # A loop over a literal of at most this many items runs a fixed handful of times (a few hand-written prompts).
 _FEW_ITEMS = 10
-_GROWING = frozenset({"append", "extend", "insert"})
+_GROWING = frozenset({"append", "extend", "insert", "update", "setdefault"})
 _NO_GRAD_CONTEXTS = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad"})
 
 
@@ -79,6 +79,13 @@ def iterates_a_few_literals(model: SemanticModel, loop: Loop) -> bool:
 def _few_literal_items(model: SemanticModel, expr: cst.BaseExpression, loop: Loop) -> bool:
     if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
         return len(expr.elements) <= _FEW_ITEMS and not any(isinstance(e, cst.StarredElement) for e in expr.elements)
+    if isinstance(expr, cst.Dict):  # its keys (`{"relu": ReLU, "tanh": Tanh}`: one item per hand-written entry)
+        return len(expr.elements) <= _FEW_ITEMS and not any(isinstance(e, cst.StarredDictElement) for e in expr.elements)
+    if (
+        isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in ("keys", "values", "items")
+        and not expr.args
+    ):  # fmt: skip
+        return _few_literal_items(model, expr.func.value, loop)
     if not isinstance(expr, cst.Name):
         return False
     flow = model.dataflow
@@ -87,7 +94,8 @@ def _few_literal_items(model: SemanticModel, expr: cst.BaseExpression, loop: Loo
     if len(writes) != 1 or writes[0].value is None or writes[0].value is expr:
         return False
     grown = any(isinstance(c.func, cst.Attribute) and c.func.attr.value in _GROWING for c in flow.method_calls_in(expr.value, scope))
-    return not grown and isinstance(writes[0].value, (cst.List, cst.Tuple)) and _few_literal_items(model, writes[0].value, loop)
+    grown = grown or bool(flow.item_writes.get(expr.value))  # `d[key] = value` adds an entry
+    return not grown and isinstance(writes[0].value, (cst.List, cst.Tuple, cst.Dict)) and _few_literal_items(model, writes[0].value, loop)
 
 
 def iterated_expressions(model: SemanticModel, loop: cst.For) -> list[str]:

@@ -70,12 +70,15 @@ class Callee:
     # builds a convolutional network (`convolutions.CONV_NET` convolutions or more: itself, through the project code
     # it calls, or a base class); one is a stem (a vision transformer's patch embedding), two a toy
     convolutions: bool = False
+    # data it hands out from memory (`analysis/held_data.py`): a class's {"items": [...], "collate": True}, a
+    # function's "cheap" / ["tuple", [...]]; None: not known
+    held: Any = None
 
     def to_json(self) -> list:
         consumes = {k: [c.to_json() for c in v] for k, v in self.consumes.items()}
         return [
             self.kind, self.where, self.params, self.trains, self.epoch, self.returns, self.effects, self.syncs, self.yields,
-            consumes, self.convolutions,
+            consumes, self.convolutions, self.held,
         ]  # fmt: skip
 
 
@@ -344,6 +347,7 @@ class ProjectIndex:
         if init is not None:
             facts.effects = self._function_facts(record, f"{name}.__init__").effects
         facts.convolutions = self.convolutions(record, name, "class") >= CONV_NET
+        facts.held = record.summary.held.get(name)
         return facts
 
     def convolutions(self, record: _Record, name: str, kind: str) -> int:
@@ -445,7 +449,7 @@ class ProjectIndex:
 
     def _function_facts(self, record: _Record, name: str) -> Callee:
         f = record.summary.functions[name]
-        facts = Callee("function", f"{record.shown}:{f.line}", f.params)
+        facts = Callee("function", f"{record.shown}:{f.line}", f.params, held=record.summary.held.get(name))
         steps = self._training_loops(record, f)
         facts.trains = f.trains or any(self._call_trains(record, call) for call in f.calls)
         facts.epoch = bool(steps) or any(

@@ -37,6 +37,7 @@ from gpulint.analysis.communication import chosen_by_backend, starts_async_commu
 from gpulint.analysis.convolutions import CONV_NET, CONV_NET_FACTORIES, builds_convolution
 from gpulint.analysis.devices import EVIDENCE_FINDERS, GPU_TEXT_MARKERS
 from gpulint.analysis.error_paths import EXITS
+from gpulint.analysis.held_data import held_data
 from gpulint.analysis.imports import canonical
 
 FORMAT = 1
@@ -200,6 +201,8 @@ class ModuleSummary:
     # `__all__`: None when the module has none (a star import takes every public name), else its names as
     # written (empty when not a literal list: a star import then binds nothing that is known)
     exports: Optional[tuple[str, ...]] = None
+    # datasets and collate classes that hand out data held in memory (`analysis/held_data.py`)
+    held: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return {
@@ -212,6 +215,7 @@ class ModuleSummary:
             "ok": self.ok,
             "settings": self.settings,
             "exports": self.exports,
+            "held": self.held,
         }
 
     @classmethod
@@ -226,6 +230,7 @@ class ModuleSummary:
             data["ok"],
             [tuple(e) for e in data.get("settings", ())],
             tuple(data["exports"]) if data.get("exports") is not None else None,
+            data.get("held", {}),
         )
 
 
@@ -425,6 +430,8 @@ class _Builder:
             s.settings = _setting_files(self.tree)
         if "__all__" in self.text:
             s.exports = _exports(body)
+        if any(marker in self.text for marker in ("__getitem__", "__call__", "TensorDataset", ".load(", ".map(")):
+            s.held = held_data(self.tree, self.qualify)
         if self.scan_evidence:
             for what, line in _nested_gpu_attributes(self.tree, self.qualify):
                 self.evidence(what, line)

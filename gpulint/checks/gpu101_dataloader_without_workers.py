@@ -41,7 +41,7 @@ class DataLoaderWithoutWorkers(Rule):
             info = model.loader_flow.info(loader)
             if model.loader_flow.never_used(info):
                 continue  # no batch of it is ever taken as the code ships
-            if model.batch_cost.items_are_cheap(loader) or model.batch_cost.iterated_once(info):
+            if model.batch_cost.items_are_cheap(loader) or model.batch_cost.reads_a_few_batches(info):
                 continue  # nothing for workers to take off the training process, or one batch only
             if model.batch_cost.one_batch_per_pass(loader):
                 continue  # the whole dataset in one batch: workers cannot split it, nor load it while the GPU works

@@ -31,6 +31,8 @@ class DataLoaderWithoutPinMemory(Rule):
             feeds = None if moves or placed else flow.feeds_gpu_training(info)  # the copy is out of sight
             if not loader.known("pin_memory", "dataset", "collate_fn") or not (moves or placed or feeds) or produces_cuda_batches(model, loader):
                 continue
+            if model.batch_cost.reads_a_few_batches(info):
+                continue  # one batch or a handful (a check that breaks after a few): nothing to overlap
             if model.batch_cost.batches_are_small(loader):
                 continue  # token ids or toy data: pinning a few kilobytes saves nothing measurable
             if flow.no_workers(loader) and model.batch_cost.items_are_cheap(loader):

@@ -46,7 +46,7 @@ class SmallBatchSize(Rule):
         if _volumetric(model):
             return  # 3D / whole-slide medical imaging: one sample is a volume or a bag of tiles (nnU-Net uses 2)
         for info in model.loader_flow.infos:
-            if model.batch_cost.is_toy_data(info.loader) or model.batch_cost.iterated_once(info) or model.loader_flow.stays_on_cpu(info):
+            if model.batch_cost.is_toy_data(info.loader) or model.batch_cost.reads_a_few_batches(info) or model.loader_flow.stays_on_cpu(info):
                 continue  # a few rows written in the code, a single batch, or a CPU lesson: no GPU batch size to tune
             resolved = self._small_batch(info)
             if resolved is False:

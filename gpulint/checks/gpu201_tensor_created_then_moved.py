@@ -8,6 +8,7 @@ import libcst as cst
 
 from gpulint.analysis.residency import CPU, RANDOM_FACTORIES, TRAIN
 from gpulint.analysis.step_code import FORWARD, per_step
+from gpulint.analysis.tensor_size import makes_empty_tensor
 from gpulint.checks.base import Rule
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
 from gpulint.edits import device_argument, replace_node, with_keyword_argument, with_keyword_value
@@ -39,8 +40,8 @@ class TensorCreatedThenMoved(Rule):
             short = residency.factory(factory)
             if short is None or short in _DATA_FACTORIES or (short == "normal" and not _normal_with_size(factory)):
                 continue  # `torch.tensor(data, device=d)` builds on the CPU and copies just the same
-            if any(a.star for a in factory.args):
-                continue
+            if any(a.star for a in factory.args) or makes_empty_tensor(factory, short):
+                continue  # (an empty start value, grown later by `torch.cat`: the move copies nothing)
             loop, role = per_step(model, call)
             if role is None:
                 continue  # one-time set-up: a copy before training costs nothing per step
