@@ -562,7 +562,8 @@ def test_the_project_state_is_keyed_by_gpulints_code(tmp_path, monkeypatch):
     monkeypatch.chdir(root)
     files = sorted(root.rglob("*.py"))
     before = Project(files, Settings(root=root))
+    paths_before = (before.state_path, before.summaries_path)
     monkeypatch.setattr(gpulint.cache, "_code_fingerprint", lambda: "another-build")
     after = Project(files, Settings(root=root))
-    assert before.state_path != after.state_path and before.summaries_path != after.summaries_path
-    assert before.state_path.name.startswith("project-") and after.summaries_path.name.startswith("summaries-")
+    assert paths_before[0] != after.state_path and paths_before[1] != after.summaries_path
+    assert after.state_path.name.startswith("project-") and after.summaries_path.name.startswith("summaries-")
