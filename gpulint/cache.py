@@ -199,16 +199,12 @@ def read_signed(directory: Path, path: Path, secret: bytes) -> object:
 def write_signed(directory: Path, path: Path, data: object, secret: bytes) -> None:
     """Write `data` as compact JSON after its MAC line, atomically, creating the tagged cache folder; never
     through a symlinked folder. Raises OSError (a read-only or full disk)."""
-    write_signed_payload(directory, path, json.dumps(data, separators=(",", ":")).encode(), secret)
-
-
-def write_signed_payload(directory: Path, path: Path, payload: bytes, secret: bytes) -> None:
-    """`write_signed` for JSON already encoded (a large file is written without another copy of it)."""
+    payload = json.dumps(data, separators=(",", ":"))
     _prepare(directory)
     path.parent.mkdir(parents=True, exist_ok=True)
     if _through_symlink(directory, path.parent):
         return  # `<cache>/<version>` shipped as a symlink: never written through
-    _write_atomic(path, _mac(secret, payload).encode() + b"\n", payload)
+    _write_atomic(path, _mac(secret, payload.encode()) + "\n" + payload)
 
 
 def cache_key(settings: Settings) -> str:
@@ -358,12 +354,11 @@ def _prepare(directory: Path) -> None:
             _write_atomic(target, text)
 
 
-def _write_atomic(path: Path, *parts: str | bytes) -> None:
+def _write_atomic(path: Path, text: str) -> None:
     handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(handle, "wb") as out:
-            for part in parts:
-                out.write(part.encode("utf-8") if isinstance(part, str) else part)
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
         os.replace(temp, path)
     except BaseException:
         try:

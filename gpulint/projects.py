@@ -19,7 +19,6 @@ is a miss, never an error or a fact.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from functools import cached_property
 from pathlib import Path
@@ -206,14 +205,16 @@ class Project:
 
     def save(self) -> None:
         """Write what was learnt (hashes, context digests, summaries); a read-only disk only costs the cache."""
-        from gpulint.cache import write_signed, write_signed_payload
+        from gpulint.cache import write_signed
 
         try:
             if self.new_summaries and self.summaries_path is not None:
                 # the summaries of this project's files (another project's, sharing the cache folder, are dropped)
                 from gpulint.analysis.summary import FORMAT
 
-                write_signed_payload(self.directory, self.summaries_path, self._summaries_json(FORMAT), self.secret)
+                records = self.index.records
+                summaries = {digest: records[path].summary.to_json() for path, digest in self.hashes.items() if digest and path in records}
+                write_signed(self.directory, self.summaries_path, {"format": FORMAT, "summaries": summaries}, self.secret)
                 self.new_summaries = False
             if self.changed and self.state_path is not None:
                 files = {k: v for k, v in self.known.items() if os.path.exists(k)}
@@ -223,19 +224,6 @@ class Project:
         except OSError:
             return
 
-
-    def _summaries_json(self, form: int) -> bytes:
-        """`{"format": form, "summaries": {sha256: summary}}` for this project's files (another project's, sharing
-        the cache folder, are dropped), one summary at a time: the JSON objects of all of them at once were the
-        peak of a cold run over torch's source."""
-        records = self.index.records
-        parts: list[str] = []
-        seen: set[str] = set()
-        for path, digest in self.hashes.items():
-            if digest and path in records and digest not in seen:
-                seen.add(digest)
-                parts.append(f"{json.dumps(digest)}:{json.dumps(records[path].summary.to_json(), separators=(',', ':'))}")
-        return f'{{"format":{json.dumps(form)},"summaries":{{{",".join(parts)}}}}}'.encode()
 
     def _read(self, path: Optional[Path], form: int) -> dict:
         """A cache file's content, or {} (missing, unreadable, not signed by this user, or not of format `form`:
