@@ -21,14 +21,16 @@ import os
 from collections import Counter
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Iterable, Union
+from typing import TYPE_CHECKING, Iterable, Union
 
-from gpulint.analysis.project import ProjectIndex
 from gpulint.config import ConfigError, Settings, load_settings, with_overrides
 from gpulint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location, Severity, is_applicable, rule_url
 from gpulint.linter import FileResult, check_document, check_source, display_path, file_error, lint_files, map_files, parser_limitation
 from gpulint.notebook import Notebook, NotebookError, is_notebook_path
 from gpulint.source import SourceError, SourceText, decode_source, discover, force_excluded, read_source_bytes
+
+if TYPE_CHECKING:
+    from gpulint.analysis.project import ProjectIndex
 
 __all__ = [
     "Applicability", "Cancellation", "ConfigError", "Diagnostic", "Edit", "FileFix", "FileResult", "Fix",

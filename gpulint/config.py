@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+import functools
 import hashlib
 import json
 import os
@@ -10,17 +11,21 @@ import re
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
 
-from gpulint.analysis.test_code import DEFAULT_TEST_PATHS
 from gpulint.budget import DEFAULT_SECONDS as DEFAULT_ANALYSIS_SECONDS
-from gpulint.checks import Rule, all_rules
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
+
+if TYPE_CHECKING:
+    from gpulint.checks import Rule
+
+# The rules (and LibCST with them) are imported where a selector is resolved, not with the settings: a warm
+# run that reads every result from the cache never needs them.
 
 DEFAULT_EXCLUDE = (
     ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache", ".nox",
@@ -29,6 +34,7 @@ DEFAULT_EXCLUDE = (
 )  # fmt: skip
 DEFAULT_TARGET_TORCH = "2.3"
 DEFAULT_INCLUDE = ("*.py", "*.pyi", "*.ipynb")  # what a folder walk checks, as ruff
+DEFAULT_TEST_PATHS = ("test_*.py", "*_test.py", "conftest.py", "**/tests/**", "**/test/**")  # gpulint.analysis.test_code
 
 KNOWN_KEYS = {
     "select", "ignore", "extend-select", "preview", "exclude", "extend-exclude", "respect-gitignore",
@@ -85,6 +91,8 @@ class Settings:
         rel = _relative(path, self.root)
         for pattern, codes in self.per_file_ignores:
             if _glob_match(rel, pattern):
+                from gpulint.checks import all_rules
+
                 for code in all_rules():
                     if any(code.startswith(prefix) or prefix == "ALL" for prefix in codes):
                         ignored.add(code)
@@ -122,7 +130,9 @@ class Settings:
 
     def fingerprint(self) -> str:
         """A stable hash of everything that changes diagnostics, for the cache."""
-        data = [self.enabled_codes, self.per_file_ignores, self.target_torch, self.rule_options, self.unsafe_fixes]
+        # the selectors as written, not the codes they enable: the same registry (gpulint's code, in the cache
+        # key) resolves them the same way, and resolving them would import every rule
+        data = [self.select, self.extend_select, self.ignore, self.preview, self.per_file_ignores, self.target_torch, self.rule_options, self.unsafe_fixes]
         if self.overrides_fixes:  # only when set, so that existing caches stay valid
             data += [self.unfixable, self.extend_safe_fixes, self.extend_unsafe_fixes]
         if self.test_paths != DEFAULT_TEST_PATHS:
@@ -171,11 +181,28 @@ def parse_severity(value: Any, where: str) -> Severity:
 def check_selector(selector: str, where: str = "") -> None:
     if selector == "ALL":
         return
-    if not any(code.startswith(selector) for code in all_rules()):
+    if not any(code.startswith(selector) for code in rule_codes()):
         raise ConfigError(f"Unknown rule selector: `{selector}`{f' ({where})' if where else ''}")
 
 
+@functools.lru_cache(maxsize=1)
+def rule_codes() -> tuple[str, ...]:
+    """Every rule's code, from the names of the rule modules (`checks/gpu101_*.py` holds GPU101, as
+    `all_rules` imports them): a config's selectors are checked without importing the rules."""
+    import pkgutil
+
+    folder = os.path.join(os.path.dirname(__file__), "checks")
+    codes = sorted(info.name[:6].upper() for info in pkgutil.iter_modules([folder]) if re.fullmatch(r"gpu\d{3}_\w+", info.name))
+    if not codes:  # not laid out as files (a zip): ask the rules themselves
+        from gpulint.checks import all_rules
+
+        return tuple(all_rules())
+    return tuple(codes)
+
+
 def _enabled_codes(select, extend_select, ignore, preview) -> tuple[str, ...]:
+    from gpulint.checks import all_rules
+
     enabled = []
     for code, rule in all_rules().items():
         selectors = [s for s in (*select, *extend_select) if s == "ALL" or code.startswith(s)]
@@ -210,6 +237,8 @@ def _string_list(value: Any, key: str) -> tuple[str, ...]:
 
 
 def _rule_by_code_or_name(key: str, where: str) -> type[Rule]:
+    from gpulint.checks import all_rules
+
     for code, rule in all_rules().items():
         if key in (code, rule.name):
             return rule

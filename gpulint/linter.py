@@ -4,31 +4,32 @@ from __future__ import annotations
 
 import ast
 import os
+import pickle
 import sys
 import threading
 import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
-import libcst as cst
-
-from gpulint.analysis import SemanticModel
-from gpulint.analysis.devices import may_have_own_evidence
-from gpulint.analysis.project import ModuleContext, lone_context
-from gpulint.analysis.summary import summarize
-from gpulint.analysis.shipped_paths import unshipped_rows
 from gpulint.budget import run_within, timeout_message
-from gpulint.checks import Rule, all_rules
-from gpulint.checks.base import REGISTRY, text_matcher
 from gpulint.config import Settings
 from gpulint.piecewise import PIECEWISE_ABOVE, Layout, layout, parse_in_pieces
 from gpulint.diagnostics import INTERNAL_ERROR, INVALID_SYNTAX, IO_ERROR, PARSER_LIMITATION, Diagnostic, Location, Severity
-from gpulint.fix_invariants import enforce as enforce_fix_invariants
 from gpulint.notebook import Notebook, NotebookError, is_notebook_path, without_stubs
 from gpulint.source import SourceError, SourceText, libcst_limitation, read_source_bytes
 from gpulint.suppression import parse_suppressions
+
+if TYPE_CHECKING:
+    import libcst as cst
+
+    from gpulint.analysis import SemanticModel
+    from gpulint.analysis.project import ModuleContext
+    from gpulint.checks import Rule
+
+# LibCST, the analysis and the rules are imported where a file is checked, not with this module: a warm run
+# answers every file from the cache and never needs them (a third of its time was importing them).
 
 # GPULINT_NO_PREFILTER=1 parses every file: for benchmarks (the cost without the prefilter) and for
 # checking that the prefilter never hides a finding.
@@ -74,11 +75,13 @@ def file_error(path: str, message: str, name: str = IO_ERROR, row: int = 1, colu
 
 
 _ENABLED: dict[tuple, list[type[Rule]]] = {}
-_DEFAULT_APPLIES = Rule.applies_to_text.__func__
 
 
 def _enabled_rules(settings: Settings) -> list[type[Rule]]:
     """The rule classes `settings` enables, computed once per selection (not once per file)."""
+    from gpulint.checks import all_rules
+    from gpulint.checks.base import REGISTRY
+
     key = (settings.select, settings.extend_select, settings.ignore, settings.preview, len(REGISTRY))
     rules = _ENABLED.get(key)
     if rules is None:
@@ -95,6 +98,11 @@ def rules_for(text: str, path: str, settings: Settings, project: ModuleContext |
     the module has (it calls a helper that syncs, ...) is a candidate whatever its text says.
     Each distinct pattern is tested at most once per file, however many rules share it.
     """
+    from gpulint.analysis.devices import may_have_own_evidence
+    from gpulint.checks import Rule
+    from gpulint.checks.base import text_matcher
+
+    default_applies = Rule.applies_to_text.__func__
     ignored = _ignored_for(path, settings)
     seen: dict[str, bool] = {}
     # a file the project could not parse says only what its text says (and gets its syntax error reported)
@@ -107,7 +115,7 @@ def rules_for(text: str, path: str, settings: Settings, project: ModuleContext |
         if rule.project_tags and tags.intersection(rule.project_tags):
             candidates.append(rule)
             continue
-        if rule.applies_to_text.__func__ is not _DEFAULT_APPLIES:  # a rule with its own prefilter logic
+        if rule.applies_to_text.__func__ is not default_applies:  # a rule with its own prefilter logic
             if rule.applies_to_text(text):
                 candidates.append(rule)
             continue
@@ -126,6 +134,8 @@ def _ignored_for(path: str, settings: Settings) -> frozenset[str]:
     """Codes that do not run on `path`: `per-file-ignores`, and in test files the rules that skip tests."""
     ignored = settings.ignored_for(path) if settings.per_file_ignores else frozenset()
     if settings.test_paths and settings.is_test_path(path):
+        from gpulint.checks import all_rules
+
         ignored |= {code for code, rule in all_rules().items() if not rule.applies_to_tests}
     return ignored
 
@@ -188,6 +198,8 @@ def python_tree(text: str, path: str) -> ast.Module | SyntaxError | Diagnostic:
 
 
 def _libcst_parse(text: str, path: str, python_error: SyntaxError | None, pieces: Layout | None) -> cst.Module | Diagnostic:
+    import libcst as cst
+
     try:
         if pieces is not None:
             module = parse_in_pieces(text, pieces)  # a large file: LibCST's peak memory follows the largest piece
@@ -267,6 +279,11 @@ def timed_out(path: str, settings: Settings) -> Diagnostic:
 def _check_parsed(
     text: str, path: str, settings: Settings, rules: list[type[Rule]], module: cst.Module | None, project: ModuleContext | None
 ) -> list[Diagnostic]:
+    from gpulint.analysis import SemanticModel
+    from gpulint.analysis.project import lone_context
+    from gpulint.analysis.summary import summarize
+    from gpulint.fix_invariants import enforce as enforce_fix_invariants
+
     if module is None or project is None:
         tree = python_tree(text, path)
         if isinstance(tree, Diagnostic):
@@ -330,6 +347,8 @@ def _where_shipped_code_runs(model: SemanticModel, found: list[Diagnostic]) -> l
     load else: train` after the module downloads `ckpt`; `if ngpu > 1:` with `ngpu = 0`)."""
     if not found:
         return found
+    from gpulint.analysis.shipped_paths import unshipped_rows
+
     spans = unshipped_rows(model)
     if not spans:
         return found
@@ -456,9 +475,10 @@ def _run_task(task: Callable[..., R], item: T) -> R:
     return task(item, _worker_settings) if _worker_shared is None else task(item, _worker_settings, _worker_shared)
 
 
-def _check_item(item: tuple[str, bytes, ModuleContext | None], settings: Settings) -> FileResult:
-    """Check one file's bytes with its context in the project."""
-    result = _check_bytes(item[0], item[1], settings, item[2])
+def _check_item(item: tuple[str, bytes, bytes | ModuleContext | None], settings: Settings) -> FileResult:
+    """Check one file's bytes with its context in the project (pickled: `lint_files` keeps them so)."""
+    context = pickle.loads(item[2]) if isinstance(item[2], bytes) else item[2]
+    result = _check_bytes(item[0], item[1], settings, context)
     if not result.diagnostics:
         result.source = None  # nothing will show it; do not keep (or send back) the text
     return result
@@ -537,7 +557,8 @@ def lint_files(files: list[Path], settings: Settings, jobs: int | None = None, u
     project = Project([p for p, _, _ in readable], settings, use_cache, {p: data for p, _, data in readable})
     todo: list[tuple[Path, str, bytes, str]] = []
     for path, shown, data in readable:
-        digest = f"{content_hash(data)}:{project.context_digest(path)}" if cache is not None else ""
+        # the project hashed the bytes already (and a warm run needs nothing else from it)
+        digest = f"{project.hashes.get(path) or content_hash(data)}:{project.context_digest(path)}" if cache is not None else ""
         if cache is not None:
             cached = cache.get(path, shown, digest)
             if cached is not None:
@@ -545,11 +566,13 @@ def lint_files(files: list[Path], settings: Settings, jobs: int | None = None, u
                 results.append(FileResult(shown, cached, open_document(shown, decode_source(data)) if cached else None))
                 continue
         todo.append((path, shown, data, digest))
-    contexts = [project.context(path) for path, *_ in todo]
+    # Only the contexts are needed from here on, each until its file is checked. As objects they hold far more
+    # than they say (torch's 2,285: 170 MB, against 8 MB pickled), so they are kept pickled, as a process pool
+    # would send them anyway; the index goes before the files are parsed (and before workers start, so that
+    # they do not inherit it).
+    contexts = [pickle.dumps(project.context(path), pickle.HIGHEST_PROTOCOL) for path, *_ in todo]
     project.save()
     if "index" in project.__dict__:
-        # Only the contexts are needed from here on: the index goes before the files are parsed (and before
-        # workers start, so that they do not inherit it).
         del project
         release_memory()
     else:

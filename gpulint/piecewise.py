@@ -12,11 +12,10 @@ print back to exactly the original text; otherwise the caller parses the file wh
 from __future__ import annotations
 
 import ast
-import ctypes
-import ctypes.util
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
-import libcst as cst
+if TYPE_CHECKING:
+    import libcst as cst  # imported where a file is parsed: the sizes above are read by runs that parse nothing
 
 PIECE_BYTES = 64_000  # pieces are about this large (a statement larger than this is one piece, unless cut)
 PIECEWISE_ABOVE = 200_000  # files at least this large are parsed in pieces
@@ -59,6 +58,9 @@ def _trimmer():
     """glibc's `malloc_trim`: LibCST's parser frees its working memory, but glibc keeps it mapped and, with
     Python objects made in between, does not reuse it for the next piece; trimming returns it. A no-op
     elsewhere."""
+    import ctypes
+    import ctypes.util
+
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
         trim = libc.malloc_trim
@@ -68,12 +70,21 @@ def _trimmer():
     return lambda: trim(0)
 
 
-trim_heap = _trimmer()
+_trim = None
+
+
+def trim_heap() -> None:
+    global _trim
+    if _trim is None:  # ctypes and libc are loaded by the first run that parses a file, not by every run
+        _trim = _trimmer()
+    _trim()
 
 
 def parse_in_pieces(text: str, pieces: Layout) -> Optional[cst.Module]:
     """The module `cst.parse_module(text)` gives, built from the pieces of `layout`; None when they do not
     print back to `text` (the caller then parses it whole)."""
+    import libcst as cst
+
     lines = text.splitlines(keepends=True)
     modules: list[cst.Module] = []
     for index, (first, cuts) in enumerate(pieces):
@@ -134,6 +145,8 @@ def _display_cuts(piece_text: str, stmt: ast.stmt) -> Optional[tuple[str, list[i
 
 def _display_in_pieces(piece_text: str, kind: str, groups: list[int]) -> Optional[cst.Module]:
     """The piece holding one huge display, parsed a few thousand bytes of elements at a time."""
+    import libcst as cst
+
     open_, close = kind
     try:
         head = cst.parse_module(piece_text[: groups[1]] + close + "\n")
@@ -165,6 +178,8 @@ def _display_in_pieces(piece_text: str, kind: str, groups: list[int]) -> Optiona
 
 
 def _display(module: cst.Module):
+    import libcst as cst
+
     line = module.body[0] if len(module.body) == 1 else None
     if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1:
         value = getattr(line.body[0], "value", None)

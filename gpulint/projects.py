@@ -18,23 +18,29 @@ is a miss, never an error or a fact.
 
 from __future__ import annotations
 
-import fnmatch
 import hashlib
 import os
 from functools import cached_property
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
-from gpulint.analysis.project import ModuleContext, ProjectIndex
-from gpulint.analysis.summary import FORMAT as SUMMARY_FORMAT
-from gpulint.analysis.summary import ModuleSummary, summarize
 from gpulint.config import Settings, _glob_match
 from gpulint.notebook import Notebook, is_notebook_path
-from gpulint.source import SourceError, decode_source, read_source_bytes
+from gpulint.source import SourceError, decode_source, name_matcher, read_source_bytes
+
+if TYPE_CHECKING:
+    from gpulint.analysis.project import ModuleContext, ProjectIndex
+    from gpulint.analysis.summary import ModuleSummary
+
+# The analysis (and LibCST with it) is imported only when the index is built: a warm run whose project did
+# not change reads its context digests from `project-<key>.json` and never needs it.
 
 # A root with more Python files than this (a home folder, a whole monorepo checkout) is not indexed
 # beyond the files being checked: the index would cost more than it tells.
 MAX_PROJECT_FILES = 20_000
+# The layout of `project-<key>.json`. What its digests mean changes with gpulint's code, which is in the key
+# (`cache_key_parts`), so the summaries' FORMAT need not be (reading it would import the analysis).
+STATE_FORMAT = 1
 _SUFFIXES = (".py", ".pyi")
 
 
@@ -63,8 +69,8 @@ def _python_files(top: Path, settings: Settings) -> Optional[list[Path]]:
     `scandir` walk: the project's files are read for what they define, not reported, so .gitignore does not
     apply (an ignored module that others import still says what it does)."""
     patterns = (*settings.exclude, *settings.extend_exclude)
-    names = [p.rstrip("/") for p in patterns if "/" not in p.rstrip("/")]
     paths = [p for p in patterns if "/" in p.rstrip("/")]
+    excluded_name = name_matcher(patterns)  # the folder-less patterns, tested once per name
     found: list[Path] = []
     stack = [str(top)]
     while stack:
@@ -75,7 +81,7 @@ def _python_files(top: Path, settings: Settings) -> Optional[list[Path]]:
             continue
         for entry in entries:
             name = entry.name
-            if name.startswith(".") or any(fnmatch.fnmatchcase(name, p) for p in names):
+            if name.startswith(".") or (excluded_name is not None and excluded_name(name)):
                 continue
             if paths and any(_glob_match(os.path.relpath(entry.path, top).replace(os.sep, "/"), p) for p in paths):
                 continue
@@ -104,13 +110,11 @@ class Project:
         self.texts = texts or {}
         location = cache_location(settings) if use_cache else None
         self.directory, self.secret = location if location is not None else (None, b"")
-        folder = self.directory / __version__ if self.directory is not None else None
-        key = cache_key_parts(SUMMARY_FORMAT)
-        self.state_path = folder / f"project-{key}.json" if folder is not None else None
-        self.summaries_path = folder / f"summaries-{key}.json" if folder is not None else None
+        self.folder = self.directory / __version__ if self.directory is not None else None
+        self.state_path = self.folder / f"project-{cache_key_parts('state', STATE_FORMAT)}.json" if self.folder is not None else None
         self.changed = False  # the state (hashes, context digests) to write back
         self.new_summaries = False
-        state = self._read(self.state_path)
+        state = self._read(self.state_path, STATE_FORMAT)
         known = state.get("files")
         self.known: dict[str, list] = {k: v for k, v in known.items() if _is_file_state(v)} if isinstance(known, dict) else {}
         self.files = project_files(files, settings)
@@ -166,8 +170,18 @@ class Project:
         return context
 
     @cached_property
+    def summaries_path(self) -> Optional[Path]:
+        from gpulint.analysis.summary import FORMAT
+        from gpulint.cache import cache_key_parts
+
+        return self.folder / f"summaries-{cache_key_parts(FORMAT)}.json" if self.folder is not None else None
+
+    @cached_property
     def index(self) -> ProjectIndex:
-        stored = self._read(self.summaries_path).get("summaries")
+        from gpulint.analysis.project import ProjectIndex
+        from gpulint.analysis.summary import FORMAT
+
+        stored = self._read(self.summaries_path, FORMAT).get("summaries")
         summaries: dict = stored if isinstance(stored, dict) else {}
         found: dict[Path, ModuleSummary] = {}
         for path, digest in self.hashes.items():
@@ -180,6 +194,8 @@ class Project:
         return ProjectIndex(self.settings.root.resolve(), found)
 
     def _summarize(self, path: Path) -> ModuleSummary:
+        from gpulint.analysis.summary import ModuleSummary, summarize
+
         data = self.texts.get(path)
         try:
             text = decode_source(data if data is not None else read_source_bytes(path)).text
@@ -194,21 +210,23 @@ class Project:
         try:
             if self.new_summaries and self.summaries_path is not None:
                 # the summaries of this project's files (another project's, sharing the cache folder, are dropped)
+                from gpulint.analysis.summary import FORMAT
+
                 records = self.index.records
                 summaries = {digest: records[path].summary.to_json() for path, digest in self.hashes.items() if digest and path in records}
-                write_signed(self.directory, self.summaries_path, {"format": SUMMARY_FORMAT, "summaries": summaries}, self.secret)
+                write_signed(self.directory, self.summaries_path, {"format": FORMAT, "summaries": summaries}, self.secret)
                 self.new_summaries = False
             if self.changed and self.state_path is not None:
                 files = {k: v for k, v in self.known.items() if os.path.exists(k)}
                 contexts = {"project": self.digest, "modules": self.contexts, "settings": self.setting_files}
-                write_signed(self.directory, self.state_path, {"format": SUMMARY_FORMAT, "files": files, "contexts": contexts}, self.secret)
+                write_signed(self.directory, self.state_path, {"format": STATE_FORMAT, "files": files, "contexts": contexts}, self.secret)
                 self.changed = False
         except OSError:
             return
 
 
-    def _read(self, path: Optional[Path]) -> dict:
-        """A cache file's content, or {} (missing, unreadable, not signed by this user, or of another format:
+    def _read(self, path: Optional[Path], form: int) -> dict:
+        """A cache file's content, or {} (missing, unreadable, not signed by this user, or not of format `form`:
         never trusted); a damaged or forged file is rewritten with this run's results."""
         from gpulint.cache import read_signed
 
@@ -221,7 +239,7 @@ class Project:
         except ValueError:
             self.changed = self.new_summaries = True
             return {}
-        return data if isinstance(data, dict) and data.get("format") == SUMMARY_FORMAT else {}
+        return data if isinstance(data, dict) and data.get("format") == form else {}
 
 
 def _stat(path: str) -> list:
@@ -258,6 +276,8 @@ def _summary_from_json(data: object) -> Optional[ModuleSummary]:
     for record in data["classes"].values():
         if not (isinstance(record, list) and len(record) == 4 and type(record[0]) is int and _strings(record[1]) and _strings(record[2]) and isinstance(record[3], dict)):
             return None
+    from gpulint.analysis.summary import ModuleSummary
+
     try:
         return ModuleSummary.from_json(data)
     except Exception:  # noqa: BLE001 - a record of the right outline with a wrong part inside: a miss
@@ -280,6 +300,8 @@ def context_for(index: ProjectIndex, path: Path, text: str, tree=None) -> Module
     """The context of `path` in `index` for `text`, which may differ from what was indexed (a file being
     fixed, flake8's view of it): then that module is summarised again and the facts recomposed. `tree`:
     `text` already parsed by `ast` (flake8 has it)."""
+    from gpulint.analysis.summary import summarize
+
     absolute = Path(os.path.abspath(path))
     summary = summarize(text, tree)
     record = index.records.get(absolute)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import codecs
+import fnmatch
+import functools
 import io
 import os
 import re
@@ -178,17 +180,29 @@ class _Gitignore:
         return ignored
 
 
-def _from_root(path: Path, settings: Settings) -> str:
+def _from_root(path: Path, settings: Settings, root: Path | None = None) -> str:
     try:
-        return Path(os.path.abspath(path)).relative_to(settings.root.resolve()).as_posix()
+        return Path(os.path.abspath(path)).relative_to(root or settings.root.resolve()).as_posix()
     except ValueError:
         return path.as_posix()
 
 
-def _excluded(path: Path, settings: Settings) -> bool:
+@functools.lru_cache(maxsize=16)
+def name_matcher(patterns: tuple[str, ...]):
+    """One regex for the patterns without a folder (`fnmatch` each, as `_glob_match` does), so that a walk
+    tests a name once instead of once per pattern; None when there are none."""
+    names = [p.rstrip("/") for p in patterns if "/" not in p.rstrip("/")]
+    return re.compile("|".join(f"(?:{fnmatch.translate(n)})" for n in names)).match if names else None
+
+
+def _excluded(path: Path, settings: Settings, root: Path | None = None) -> bool:
     patterns = (*settings.exclude, *settings.extend_exclude)
-    rel = _from_root(path, settings)
-    return any(_glob_match(rel, p) or _glob_match(path.name, p) for p in patterns)
+    rel = _from_root(path, settings, root)
+    matches = name_matcher(patterns)
+    # `_glob_match(rel, p) or _glob_match(path.name, p)`, for the folder-less patterns at once
+    if matches is not None and (matches(rel.rsplit("/", 1)[-1]) or matches(rel) or matches(path.name)):
+        return True
+    return any(_glob_match(rel, p) or _glob_match(path.name, p) for p in patterns if "/" in p.rstrip("/"))
 
 
 def _included(path: Path, settings: Settings) -> bool:
@@ -257,6 +271,7 @@ def _walk(top: Path, settings: Settings, add, roots: tuple[str, ...]) -> None:
             if directory == git_root or git_root in directory.parents:
                 gitignore = gitignore.extended(directory, _rel(directory, base_dir))
     stack = [(top, gitignore)]
+    root = settings.root.resolve()  # once, not per entry
     while stack:
         directory, ignore = stack.pop()
         if settings.respect_gitignore:
@@ -272,7 +287,7 @@ def _walk(top: Path, settings: Settings, add, roots: tuple[str, ...]) -> None:
                 is_dir = entry.is_dir(follow_symlinks=False)
             except OSError:
                 continue
-            if _excluded(path, settings):
+            if _excluded(path, settings, root):
                 continue
             if settings.respect_gitignore and ignore.ignored(_rel(path, base_dir), is_dir):
                 continue

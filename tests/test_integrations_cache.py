@@ -427,3 +427,48 @@ def test_ctrl_c_stops_a_parallel_run_at_once(tmp_path):
     assert proc.returncode == 130
     assert b"Traceback" not in seen
     assert elapsed < 20  # the chunks already running finish (a few files each); 400 files take far longer
+
+
+# ---- a warm run does only what it must ------------------------------------------------------------------
+
+WARM_PROBE = """
+import json, sys
+from gpulint.cli import main
+try:
+    main(["check", "--output-format=concise", "src"])
+except SystemExit as exit:
+    code = exit.code
+heavy = sorted(m for m in sys.modules if m.split(".")[0] == "libcst" or m.startswith(("gpulint.analysis", "gpulint.checks")))
+print(json.dumps({"code": code, "heavy": heavy}), file=sys.stderr)
+"""
+
+
+def _probe(project: Path) -> tuple[str, dict]:
+    result = subprocess.run([sys.executable, "-c", WARM_PROBE], cwd=project, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=300)
+    return result.stdout, json.loads(result.stderr.strip().splitlines()[-1])
+
+
+def test_a_warm_run_imports_neither_libcst_nor_the_analysis_nor_the_rules(project):
+    cold = gpulint(project, "check", "--output-format=concise", "src")
+    output, warm = _probe(project)
+    assert (output, warm["code"]) == (cold.stdout.decode(), cold.returncode) and warm["heavy"] == []
+    (project / "src" / "train.py").write_text(TRAIN + "# edited\n", encoding="utf-8")
+    output, edited = _probe(project)
+    assert MESSAGE_1 in output and "libcst" in edited["heavy"]  # a changed file is parsed, so LibCST is loaded then
+
+
+@pytest.mark.parametrize(
+    "sequence",
+    [
+        [["--ignore=GPU402"], [], ["--ignore=GPU4"]],
+        [["--select=GPU1"], ["--select=GPU101,GPU102,GPU103,GPU104,GPU105,GPU106,GPU107"], ["--select=GPU101"]],
+        [[], ["--preview"], ["--extend-select=GPU9"], []],
+    ],
+)
+def test_the_key_follows_the_selectors_as_written(project, sequence):
+    """The settings' part of the key is the selectors as written (resolving them would import every rule):
+    whatever order selections come in, a cached run says what an uncached one says."""
+    for options in sequence:
+        cached = gpulint(project, "check", "--output-format=concise", *options, "src")
+        fresh = gpulint(project, "check", "--no-cache", "--output-format=concise", *options, "src")
+        assert (cached.stdout, cached.returncode) == (fresh.stdout, fresh.returncode), options

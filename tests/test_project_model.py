@@ -549,3 +549,21 @@ def test_a_model_kept_on_self_and_moved_there(tmp_path, monkeypatch, wrap, expec
     """
     files = {"modeling/__init__.py": "", "modeling/deeplab.py": STAR_MODEL.format(exports=""), "train.py": train}
     assert found(lint(write(tmp_path, files), monkeypatch, select=("GPU902",), preview=True)) == expected
+
+
+def test_the_project_state_is_keyed_by_gpulints_code(tmp_path, monkeypatch):
+    """`project-<key>.json` (hashes, context digests) is read without importing the analysis, so its key is
+    gpulint's code rather than the summaries' FORMAT: any change to the code that makes a context gives a
+    new key, and the digests of the old code are never trusted."""
+    import gpulint.cache
+    from gpulint.projects import Project
+
+    root = copy_project("research", tmp_path)
+    monkeypatch.chdir(root)
+    files = sorted(root.rglob("*.py"))
+    before = Project(files, Settings(root=root))
+    paths_before = (before.state_path, before.summaries_path)
+    monkeypatch.setattr(gpulint.cache, "_code_fingerprint", lambda: "another-build")
+    after = Project(files, Settings(root=root))
+    assert paths_before[0] != after.state_path and paths_before[1] != after.summaries_path
+    assert after.state_path.name.startswith("project-") and after.summaries_path.name.startswith("summaries-")

@@ -47,3 +47,11 @@ def test_importing_the_cli_and_checking_files_imports_no_torch_flake8_or_profile
     # The fixer and the JSON reporters are not needed to print a text report.
     assert "gpulint.fixer" not in modules["import"]
     assert "gpulint.reporters.json_formats" not in modules["check"]
+
+
+def test_the_rule_codes_read_from_module_names_are_the_registry():
+    """A config's selectors are checked against the rule modules' names, without importing the rules."""
+    from gpulint.checks import all_rules
+    from gpulint.config import rule_codes
+
+    assert rule_codes() == tuple(all_rules())

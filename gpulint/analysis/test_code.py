@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from gpulint.config import DEFAULT_TEST_PATHS  # noqa: F401 - the setting's default (relative to the root, `per-file-ignores` globs)
+
 if TYPE_CHECKING:
     from gpulint.analysis.model import SemanticModel
 
-# Relative to the project root, in the glob syntax of `per-file-ignores`.
-DEFAULT_TEST_PATHS = ("test_*.py", "*_test.py", "conftest.py", "**/tests/**", "**/test/**")
 _TEST_FRAMEWORKS = ("pytest", "_pytest")
 # `unittest.TestCase`, `IsolatedAsyncioTestCase`, torch's and transformers' `TestCase` / `TestCasePlus`.
 _TEST_CASE = re.compile(r"\w*TestCase\w*")
