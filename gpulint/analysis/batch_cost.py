@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Optional
 import libcst as cst
 
 from gpulint.analysis.dataloaders import ITERABLE_DATASET, TENSOR_DATASET, DataLoaderCall
+from gpulint.analysis.held_data import CHEAP_BUILTINS, CHEAP_METHODS, CHEAP_NUMPY, CHEAP_TORCH
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.loop_bounds import FEW_ITERATIONS, break_bound
 from gpulint.analysis.value_resolution import ARGS_PARAMETER_NAMES
@@ -36,20 +37,6 @@ _DEFAULT_COLLATE = frozenset({"torch.utils.data.default_collate", "torch.utils.d
 _TOKEN_COLLATORS = frozenset({
     "default_data_collator", "DefaultDataCollator", "DataCollatorWithPadding", "DataCollatorForSeq2Seq",
     "DataCollatorForLanguageModeling", "DataCollatorForTokenClassification",
-})  # fmt: skip
-# What `__getitem__` (or a collate function) may call and still only index and convert in-memory data.
-_CHEAP_BUILTINS = frozenset({"len", "int", "float", "bool", "range", "slice", "min", "max", "abs", "list", "tuple",
-                             "dict", "zip", "enumerate", "isinstance", "sorted", "reversed"})  # fmt: skip
-_CHEAP_TORCH = frozenset({
-    "tensor", "as_tensor", "from_numpy", "stack", "cat", "zeros", "ones", "full", "empty", "zeros_like", "ones_like",
-    "full_like", "flip", "where", "LongTensor", "IntTensor", "FloatTensor", "BoolTensor", "ByteTensor", "DoubleTensor", "HalfTensor",
-    "Tensor", "nn.utils.rnn.pad_sequence", "nn.functional.pad",
-})  # fmt: skip
-_CHEAP_NUMPY = frozenset({"array", "asarray", "stack", "concatenate", "int64", "int32", "float32", "float64", "zeros", "ones"})
-_CHEAP_METHODS = frozenset({
-    "long", "int", "float", "half", "double", "bool", "byte", "to", "type", "clone", "detach", "contiguous", "view",
-    "reshape", "unsqueeze", "squeeze", "flatten", "permute", "transpose", "expand", "tolist", "numpy", "item",
-    "astype", "copy", "items", "keys", "values", "get", "append", "extend", "size", "dim", "flip",
 })  # fmt: skip
 # Tensor methods that compute a new tensor from one held in memory (done once, when the dataset is built).
 _TENSOR_REDUCTIONS = frozenset({"sum", "mean", "std", "max", "min", "argmax", "argmin", "abs", "flip", "t", "squeeze",
@@ -580,7 +567,7 @@ class BatchCost:
             return name.startswith(_IN_MEMORY_MODULES) and not name.startswith("torch.utils.data.")
         if isinstance(func, cst.Attribute) and func.attr.value in ("read", "readlines", "read_text"):
             return True
-        if isinstance(func, cst.Attribute) and (func.attr.value in _MATERIALIZING_METHODS or func.attr.value in _CHEAP_METHODS
+        if isinstance(func, cst.Attribute) and (func.attr.value in _MATERIALIZING_METHODS or func.attr.value in CHEAP_METHODS
                                                 or func.attr.value in _TENSOR_REDUCTIONS):  # fmt: skip
             return self._in_memory(func.value, depth)  # `(mask).to(torch.long)`, `data.sum(dim=1)`: derived in memory
         return False
@@ -775,7 +762,7 @@ class BatchCost:
         m = self.m
         callee = call.func
         if isinstance(callee, cst.Name):
-            if callee.value in _CHEAP_BUILTINS and not m.module_bindings(callee.value):
+            if callee.value in CHEAP_BUILTINS and not m.module_bindings(callee.value):
                 return True
             local = self._module_function(call)
             if local is not None:
@@ -784,9 +771,9 @@ class BatchCost:
             return True  # `tokenizer.pad(examples)`: pads ids that are already tokens
         name = m.call_name(call) or ""
         if name.startswith("torch."):
-            return name[len("torch.") :] in _CHEAP_TORCH
+            return name[len("torch.") :] in CHEAP_TORCH
         if name.startswith("numpy."):
-            return name[len("numpy.") :] in _CHEAP_NUMPY
+            return name[len("numpy.") :] in CHEAP_NUMPY
         if name:
             return False
         if not isinstance(callee, cst.Attribute):
@@ -798,7 +785,7 @@ class BatchCost:
             if method is None and self._always_none(callee):
                 return True  # `self.T(sample)` under `if self.T:` with every constructor call leaving `t=None`: never runs
             return method is not None and self._cheap_body(method, depth + 1)  # `self.transform(x)` is not a method
-        return callee.attr.value in _CHEAP_METHODS
+        return callee.attr.value in CHEAP_METHODS
 
     def _always_none(self, expr: cst.BaseExpression) -> bool:
         sources = self._sources(expr)

@@ -21,16 +21,17 @@ import ast
 import re
 from typing import Any, Callable, Optional
 
-# Kept in step with `batch_cost.py` (the LibCST side of the same fact).
-_CHEAP_BUILTINS = frozenset({"len", "int", "float", "bool", "range", "slice", "min", "max", "abs", "list", "tuple",
-                             "dict", "zip", "enumerate", "isinstance", "sorted", "reversed"})  # fmt: skip
-_CHEAP_TORCH = frozenset({
+# What `__getitem__` (or a collate function) may call and still only index and convert in-memory data; `batch_cost.py`
+# (the LibCST side of the same fact) reads the same tables.
+CHEAP_BUILTINS = frozenset({"len", "int", "float", "bool", "range", "slice", "min", "max", "abs", "list", "tuple",
+                            "dict", "zip", "enumerate", "isinstance", "sorted", "reversed"})  # fmt: skip
+CHEAP_TORCH = frozenset({
     "tensor", "as_tensor", "from_numpy", "stack", "cat", "zeros", "ones", "full", "empty", "zeros_like", "ones_like",
     "full_like", "flip", "where", "LongTensor", "IntTensor", "FloatTensor", "BoolTensor", "ByteTensor", "DoubleTensor",
     "HalfTensor", "Tensor", "nn.utils.rnn.pad_sequence", "nn.functional.pad",
 })  # fmt: skip
-_CHEAP_NUMPY = frozenset({"array", "asarray", "stack", "concatenate", "int64", "int32", "float32", "float64", "zeros", "ones"})
-_CHEAP_METHODS = frozenset({
+CHEAP_NUMPY = frozenset({"array", "asarray", "stack", "concatenate", "int64", "int32", "float32", "float64", "zeros", "ones"})
+CHEAP_METHODS = frozenset({
     "long", "int", "float", "half", "double", "bool", "byte", "to", "type", "clone", "detach", "contiguous", "view",
     "reshape", "unsqueeze", "squeeze", "flatten", "permute", "transpose", "expand", "tolist", "numpy", "item",
     "astype", "copy", "items", "keys", "values", "get", "append", "extend", "size", "dim", "flip",
@@ -164,7 +165,7 @@ class _Reader:
     def call_cheap(self, call: ast.Call, cls: Optional[str], local: set[str], depth: int) -> bool:
         func = call.func
         if isinstance(func, ast.Name):
-            if func.id in _CHEAP_BUILTINS and func.id not in self.functions and func.id not in self.classes:
+            if func.id in CHEAP_BUILTINS and func.id not in self.functions and func.id not in self.classes:
                 return True
             target = self.functions.get(func.id)
             if target is not None or func.id in local:
@@ -177,11 +178,11 @@ class _Reader:
         qualified = None if _root(func) in local else self.qualify(func)
         if qualified is not None:
             if qualified.startswith("torch."):
-                return qualified[len("torch.") :] in _CHEAP_TORCH
+                return qualified[len("torch.") :] in CHEAP_TORCH
             if qualified.startswith("numpy."):
-                return qualified[len("numpy.") :] in _CHEAP_NUMPY
+                return qualified[len("numpy.") :] in CHEAP_NUMPY
             return False
-        return isinstance(func, ast.Attribute) and func.attr in _CHEAP_METHODS
+        return isinstance(func, ast.Attribute) and func.attr in CHEAP_METHODS
 
     # ---- data in memory --------------------------------------------------------------------------
 
