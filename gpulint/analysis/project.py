@@ -272,6 +272,8 @@ class ProjectIndex:
         if head in summary.classes:
             if not tail:
                 return ("class", record, head)
+            if len(tail) == 1 and tail[0] == "__call__":
+                return self.called_method(record, head)
             key = f"{head}.{tail[0]}"
             return ("function", record, key) if len(tail) == 1 and key in summary.functions else None
         if head in summary.functions and head != MODULE_BODY:
@@ -288,6 +290,21 @@ class ProjectIndex:
             sub = self._file(os.path.join(record.folder, head))
             if sub is not None:
                 return self._attribute(sub, tail, depth + 1)
+        return None
+
+    def called_method(self, record: _Record, name: str, depth: int = 0) -> Optional[tuple[str, _Record, str]]:
+        """What calling an instance of project class `name` runs: its `__call__`, or for an `nn.Module` its
+        `forward`, defined in it or in a project base class; None when a library class defines it (unknown)."""
+        info = record.summary.classes.get(name)
+        if info is None or depth > _MAX_DEPTH:
+            return None
+        for method in ("__call__", "forward") if self.is_module_class(record, name) else ("__call__",):
+            if f"{name}.{method}" in record.summary.functions:
+                return ("function", record, f"{name}.{method}")
+        for base in info.bases:
+            found = self.symbol(record, base) or self._qualified_symbol(record, base)
+            if found is not None and found[0] == "class" and (found[1], found[2]) != (record, name):
+                return self.called_method(found[1], found[2], depth + 1)
         return None
 
     def star_imports(self, record: _Record, depth: int = 0) -> dict[str, str]:
