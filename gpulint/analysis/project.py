@@ -100,6 +100,9 @@ class ModuleContext:
     # names a `from <project module> import *` binds to library modules and objects that module imported
     # (`torch`, `nn` -> `torch.nn`): local name -> qualified name
     star_imports: dict[str, str] = field(default_factory=dict)
+    # a method of a class of this module that runs on every step of a training loop: an instance called there
+    # (`crit(pred, y)` runs `ComputeLoss.__call__`), or a method those call on `self`: key -> the call, `train.py:363`
+    stepped: dict[str, str] = field(default_factory=dict)
 
     def callee(self, ref: Optional[str]) -> Optional[Callee]:
         return self.callees.get(ref) if ref else None
@@ -142,6 +145,7 @@ class ModuleContext:
             sorted(self.inherited.items()),
             sorted(self.settings.items()),
             sorted(self.star_imports.items()),
+            sorted(self.stepped.items()),
         ]
         return hashlib.sha256(json.dumps(data, default=str).encode()).hexdigest()[:16]
 
@@ -619,6 +623,35 @@ class ProjectIndex:
     def callers(self, record: _Record, name: str) -> list[tuple[_Record, str, int]]:
         return self._calls_to.get((id(record), name), [])
 
+    def stepped_methods(self, record: _Record) -> dict[str, str]:
+        """The methods of `record`'s classes that run on every step of a training loop somewhere in the project:
+        an instance called in the loop, unguarded (`loss = crit(pred, y)`: `__call__`, a module's `forward`), or
+        a method of the same class called on `self` from one of those, unguarded (up to three hops); -> where
+        the loop calls it. A method only reached from `__init__`, or under a `step % N` guard, is not."""
+        stepped: dict[str, str] = {}
+        for key in record.summary.functions:
+            owner, _, method = key.partition(".")
+            if method not in ("__call__", "forward") or owner not in record.summary.classes:
+                continue
+            for caller, caller_key, index in self.callers(record, key):
+                f = caller.summary.functions[caller_key]
+                call = f.calls[index]
+                if call[0].endswith(".__call__") and not call[5] and call[4] >= 0 and call[4] in self._training_loops(caller, f):
+                    stepped.setdefault(key, f"{caller.shown}:{call[1]}")
+        frontier = list(stepped)
+        for _ in range(3):
+            reached = []
+            for key in frontier:
+                owner = key.split(".", 1)[0]
+                for call in record.summary.functions[key].calls:
+                    inner = call[0]
+                    if inner.startswith(f"{owner}.") and inner in record.summary.functions and not call[5] and inner not in stepped:
+                        if not inner.endswith(".__init__"):
+                            stepped[inner] = stepped[key]
+                            reached.append(inner)
+            frontier = reached
+        return stepped
+
     def consumptions(self, record: _Record, key: str, source: str, depth: int = 0) -> list[Consumption]:
         """Loops that take batches of `source` (a call's result in function `key`), here or in the helpers it
         is passed to, and what they do with them."""
@@ -819,6 +852,8 @@ class ProjectIndex:
                 context.inherited[name] = inherited
         if summary.settings:
             context.settings = settings_files.digest(str(path), summary.settings)
+        if summary.classes:
+            context.stepped = self.stepped_methods(record)
         own = {*summary.imports, *summary.functions, *summary.classes, *summary.values}
         context.star_imports = {k: v for k, v in self.star_imports(record).items() if k not in own}
         self._contexts[path] = context

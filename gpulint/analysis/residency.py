@@ -25,6 +25,7 @@ from gpulint.analysis.hot_loops import _is_training_step, element_targets, in_no
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.loop_bounds import runs_a_handful
 from gpulint.analysis.summary import CLOCKS, DEVICE_INDEX_NAME, times_a_step
+from gpulint.analysis.tensor_size import makes_empty_tensor
 from gpulint.analysis.value_resolution import literal_value
 
 if TYPE_CHECKING:
@@ -988,6 +989,8 @@ class Residency:
             return None
         if op in ("tensor", "as_tensor") and name:
             device, data = keywords.get("device"), keywords.get("data", inputs[0] if inputs else None)
+            if makes_empty_tensor(call, op):
+                return None  # `torch.tensor([], device=d)`: a start value, no bytes to copy
             if device is not None and self.device_kind(device) == CUDA and data is not None and self._is_host_data(data):
                 return f"`torch.{op}()` copies host data to the GPU from pageable memory", data
             return None
@@ -1075,6 +1078,11 @@ class Residency:
         step = self.model.frameworks.step_function(node)
         if step is not None and error_path(self.model, node, step.node) is None:
             return step.node, step.role
+        from gpulint.analysis.step_code import called_per_step  # (it asks this module's roles)
+
+        called = called_per_step(self.model, node)  # a method a training loop runs through an instance of its class
+        if called is not None and error_path(self.model, node, called[0]) is None:
+            return called[0], TRAIN
         return None, None
 
     def loop_role(self, loop: Loop) -> Optional[str]:
