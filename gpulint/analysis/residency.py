@@ -873,18 +873,20 @@ class Residency:
             # `classes[pred]`: a Python list reads its index with `__index__`, which copies it to the host
             if index is not None and self.is_gpu(index, certain=True) and self._is_python_sequence(subscript.value):
                 found.append(HostSync(subscript, "indexing a Python list with a GPU tensor", index))
-        found.extend(self._helper_syncs())
+        found.extend(self._helper_syncs(own=found))
         return found
 
-    def _helper_syncs(self, what: str = "sync") -> list[HostSync]:
+    def _helper_syncs(self, what: str = "sync", own: Optional[list[HostSync]] = None) -> list[HostSync]:
         """Calls of project functions (this module's or another's) that wait for the GPU on every call: on a
         value they make themselves, or on an argument that is a GPU tensor or a GPU module here. `what`:
-        "sync" (`.item()`, `print`, ...) or "shape" (an op whose output size depends on the data)."""
+        "sync" (`.item()`, `print`, ...) or "shape" (an op whose output size depends on the data). A call of a
+        method of this module that is per-step code itself (`ModuleContext.stepped`) and holds one of `own`
+        (the syncs found in place) is left to those: the method reports them with the loop named."""
         model = self.model
         found = []
         for call in model.calls:
             callee = model.callee(call)
-            if callee is None:
+            if callee is None or self._reported_in_place(call, own or []):
                 continue
             sync = next((HostSync(call, entry[1], call, via=entry[2]) for entry in callee.syncs if entry[0] == what), None)
             for arg, param in model.arguments_to(call, callee) if sync is None else ():
@@ -897,6 +899,15 @@ class Residency:
             if sync is not None:
                 found.append(sync)
         return found
+
+    def _reported_in_place(self, call: cst.Call, own: list[HostSync]) -> bool:
+        ref = self.model.project_ref(call) if self.model.project.stepped else None
+        if ref is None or ref not in self.model.project.stepped:
+            return False
+        owner, _, method = ref.partition(".")
+        info = self.model.classes.get(owner)
+        body = info.methods.get(method) if info is not None else None
+        return body is not None and any(self.model.is_inside(sync.node, body) for sync in own)
 
     def _formatted_or_logged(self, call: cst.Call) -> Optional[cst.BaseExpression]:
         """The GPU tensor that `"...".format(t)`, `writer.add_scalar(tag, t)` or `writer.add_scalars(tag, {...: t})`
@@ -968,7 +979,7 @@ class Residency:
             masks = [e.slice.value for e in subscript.slice if isinstance(e.slice, cst.Index) and self._is_mask(e.slice.value)]
             if any(self.is_gpu(m, certain=True) for m in masks) and self.is_gpu(subscript.value):
                 found.append(HostSync(subscript, f"boolean-mask indexing {_DATA_DEPENDENT}", subscript.value))
-        found.extend(self._helper_syncs("shape"))
+        found.extend(self._helper_syncs("shape", own=found))
         return found
 
     def _shape_sync(self, call: cst.Call) -> Optional[tuple[str, cst.BaseExpression]]:
