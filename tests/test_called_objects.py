@@ -226,3 +226,49 @@ def test_a_method_no_training_loop_runs_is_not_per_step(tmp_path, monkeypatch):
     # AssignLoss.offsets builds on the CPU and copies, but only an evaluation helper over a list calls the
     # instance: nothing proves it runs on every training step.
     assert lint_written(tmp_path, {"losses.py": LOSSES, "evaluate.py": EVAL_ONLY}, monkeypatch) == []
+
+
+ENGINE = """
+import torch
+
+
+def fit_one_epoch(model, criterion, optimizer, loader, probe):
+    for step, (x, y) in enumerate(loader):
+        pred = model(x.cuda(non_blocking=True))
+        loss = criterion(pred, y.cuda(non_blocking=True))
+        if step % 100 == 0:
+            probe(pred, y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+"""
+
+HANDED = """
+import torch
+from torch.utils.data import DataLoader
+from engine import fit_one_epoch
+from losses import AssignLoss
+
+
+def main(dataset, other):
+    loader = DataLoader(dataset, batch_size=64, num_workers=4, pin_memory=True)
+    model = torch.nn.Linear(8, 1).cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    criterion = AssignLoss("cuda")
+    fit_one_epoch(model, criterion, opt, loader, other)
+"""
+
+HANDED_AS_PROBE = HANDED.replace("fit_one_epoch(model, criterion, opt, loader, other)", "fit_one_epoch(model, other, opt, loader, criterion)")
+
+
+def test_instance_handed_to_the_function_whose_loop_calls_it(tmp_path, monkeypatch):
+    # yolov4's shape: `yolo_loss = YOLOLoss(...)` in train.py, called as a parameter in utils_fit's step loop
+    root = write(tmp_path, {"losses.py": LOSSES, "engine.py": ENGINE, "train.py": HANDED})
+    diagnostics = [d for d in lint(root, monkeypatch) if d.filename == "losses.py"]
+    assert [(d.location.row, d.code) for d in diagnostics] == [(28, "GPU201")]
+    assert diagnostics[0].message.endswith("(`offsets` at line 27, run by the call at engine.py:8)")
+
+
+def test_instance_handed_on_but_called_under_an_interval_guard_is_silent(tmp_path, monkeypatch):
+    root = write(tmp_path, {"losses.py": LOSSES, "engine.py": ENGINE, "train.py": HANDED_AS_PROBE})
+    assert [d for d in lint(root, monkeypatch) if d.filename == "losses.py"] == []

@@ -623,6 +623,23 @@ class ProjectIndex:
     def callers(self, record: _Record, name: str) -> list[tuple[_Record, str, int]]:
         return self._calls_to.get((id(record), name), [])
 
+    def _called_where_handed(self, record: _Record, f: FunctionSummary, source: str) -> Optional[str]:
+        """Where a function that `source` (an instance built in `f`) is handed to calls it in a training loop,
+        unguarded: `fit_one_epoch(model, yolo_loss, ...)` whose loop runs `yolo_loss(l, out, targets)`."""
+        for effect in f.effects.get(source, ()):
+            if effect[0] != "pass":
+                continue
+            call = f.calls[effect[1]]
+            target = self.symbol(record, call[0])
+            param = _param_for(self.callee(record, call[0]), effect[2], call[0])
+            if target is None or target[0] != "function" or param is None:
+                continue
+            g = target[1].summary.functions[target[2]]
+            for used in g.effects.get(f"p:{param}", ()):
+                if used[0] == "call" and not used[3] and _in_loop_of(g, used[2], self._training_loops(target[1], g)):
+                    return f"{target[1].shown}:{used[1]}"
+        return None
+
     def stepped_methods(self, record: _Record) -> dict[str, str]:
         """The methods of `record`'s classes that run on every step of a training loop somewhere in the project:
         an instance called in the loop, unguarded (`loss = crit(pred, y)`: `__call__`, a module's `forward`), or
@@ -636,8 +653,12 @@ class ProjectIndex:
             for caller, caller_key, index in self.callers(record, key):
                 f = caller.summary.functions[caller_key]
                 call = f.calls[index]
-                if call[0].endswith(".__call__") and not call[5] and call[4] >= 0 and call[4] in self._training_loops(caller, f):
+                if call[0].endswith(".__call__") and not call[5] and _in_loop_of(f, call[4], self._training_loops(caller, f)):
                     stepped.setdefault(key, f"{caller.shown}:{call[1]}")
+            for caller, caller_key, index in self.callers(record, owner):
+                where = self._called_where_handed(caller, caller.summary.functions[caller_key], f"c:{index}")
+                if where is not None:
+                    stepped.setdefault(key, where)  # `fit_one_epoch(..., yolo_loss, ...)` calls it in its loop
         frontier = list(stepped)
         for _ in range(3):
             reached = []
@@ -899,6 +920,15 @@ def _built_for_each_pass(f: FunctionSummary, loop: int, source: str) -> bool:
         return True  # repeated by a caller: each call of this function builds its own
     around = f.calls[int(index)][4]
     return around == outer or (around >= 0 and outer in _parents(f, around))
+
+
+def _in_loop_of(f: FunctionSummary, loop: int, loops: set[int]) -> bool:
+    """`loop` of `f` is one of `loops` or inside one (a call in a per-level loop of a training step)."""
+    while loop >= 0:
+        if loop in loops:
+            return True
+        loop = f.loops[loop][2]
+    return False
 
 
 def _parents(f: FunctionSummary, loop: int) -> set[int]:

@@ -1159,6 +1159,9 @@ class _Reader:
                     # `crit = ComputeLoss(model); crit(pred, y)`: the instance's `__call__` (a module's `forward`), if
                     # that call built one of a project class (the index decides); the result stays what it was
                     self.record(f"{made}.__call__", node, args, kwargs)
+                elif target[0] == "src" and target[1].startswith("p:") and "|" not in target[1]:
+                    # `yolo_loss(l, out, targets)` with `yolo_loss` a parameter: what callers hand it runs here
+                    self.effect(target[1], ("call", line, self.loop, self.guarded))
                 if target[0] in ("gpu_module", "moved"):
                     return ("gpu",)  # only a module is called after a move
                 if sources_of(target):
