@@ -731,26 +731,35 @@ class SemanticModel:
         head, _, rest = dotted.partition(".")
         if head == "self" and rest and "." not in rest:
             owner = next((a for a in self.ancestors(call) if isinstance(a, cst.ClassDef)), None)
+            if owner is not None and rest not in self._methods_of(owner):
+                called = self._instance_method_ref(call)  # `self.criterion(out, y)`: an instance held in `self`
+                if called is not None:
+                    return called
             return f"{owner.name.value}.{rest}" if owner is not None else None
         scope = self.scope_of(call)
         local = scope is not self.module and (id(scope), head) in self.bindings or head == "self"
-        if local or (rest and "." not in rest):
-            # `trainer = Trainer(...)` then `trainer.fit(loader)`, the receiver bound here or at module level
+        called = not rest and (id(self.module), head) in self.bindings and head not in self.functions and head not in self.classes
+        if local or (rest and "." not in rest) or called:
+            # `trainer = Trainer(...)` then `trainer.fit(loader)`, the receiver bound here or at module level; `crit(...)`
             instance = self._instance_method_ref(call)
             if instance is not None or local:
                 return instance
         return dotted
 
     def _instance_method_ref(self, call: cst.Call) -> str | None:
-        """`AverageMeter.update` for `meter.update(...)` / `self.meter.update(...)` when every write that reaches
-        the receiver is a call of the same project class (`meter = AverageMeter()`), as the summary records it."""
+        """`AverageMeter.update` for `meter.update(...)` / `self.meter.update(...)`, and `ComputeLoss.__call__` for
+        `crit(pred, y)` / `self.crit(pred, y)` (a module's `forward`, as the index resolves it), when every write
+        that reaches the receiver is a call of the same project class (`meter = AverageMeter()`), as the summary
+        records it."""
         func = call.func
-        if not isinstance(func, cst.Attribute):
-            return None
-        receiver = dotted_name(func.value)
+        if isinstance(func, cst.Attribute) and not self._holds_instance(func):
+            receiver_node, method = func.value, func.attr.value
+        else:
+            receiver_node, method = func, "__call__"  # the instance itself is called
+        receiver = dotted_name(receiver_node)
         if receiver is None or receiver.count(".") > (1 if receiver.startswith("self.") else 0):
             return None
-        writes = self.dataflow.reaching_writes(receiver, func.value)
+        writes = self.dataflow.reaching_writes(receiver, receiver_node)
         made = {dotted_name(w.value.func) if isinstance(w.value, cst.Call) else None for w in writes}
         if len(made) != 1 or None in made:
             return None
@@ -759,9 +768,25 @@ class SemanticModel:
         scope = self.scope_of(writes[0].value)
         if head == "self" or (scope is not self.module and (id(scope), head) in self.bindings):
             return None  # made by a callable bound locally (`x = x.next()`): not followed
-        ref = f"{factory}.{func.attr.value}"
+        ref = f"{factory}.{method}"
         callee = self.project.callee(ref)
         return ref if callee is not None and callee.kind == "function" else None
+
+    def _holds_instance(self, func: cst.Attribute) -> bool:
+        """`self.criterion` (called as `self.criterion(...)`), not a method of the class around it."""
+        if not (isinstance(func.value, cst.Name) and func.value.value == "self"):
+            return False
+        owner = next((a for a in self.ancestors(func) if isinstance(a, cst.ClassDef)), None)
+        return owner is not None and func.attr.value not in self._methods_of(owner)
+
+    def _methods_of(self, owner: cst.ClassDef) -> dict:
+        info = self.classes.get(owner.name.value)
+        return info.methods if info is not None and info.node is owner else {}
+
+    def calls_instance(self, call: cst.Call) -> bool:
+        """`crit(pred, y)` / `self.crit(pred, y)`: the call runs an instance's `__call__` (or `forward`)."""
+        ref = self.project_ref(call)
+        return ref is not None and ref.endswith(".__call__")
 
     def callee(self, call: cst.Call):
         """The composed facts of the project function or class `call` calls (`analysis/project.Callee`), or None."""
@@ -771,7 +796,7 @@ class SemanticModel:
         """The arguments of `call` with the parameters of `callee` they land on (`self` skipped for methods
         and classes); none after a `*args` (positions unknown from there)."""
         params = list(callee.params)
-        if params[:1] == ["self"] and (callee.kind == "class" or isinstance(call.func, cst.Attribute)):
+        if params[:1] == ["self"] and (callee.kind == "class" or isinstance(call.func, cst.Attribute) or self.calls_instance(call)):
             params = params[1:]
         found = []
         for position, arg in enumerate(call.args):

@@ -100,6 +100,9 @@ class ModuleContext:
     # names a `from <project module> import *` binds to library modules and objects that module imported
     # (`torch`, `nn` -> `torch.nn`): local name -> qualified name
     star_imports: dict[str, str] = field(default_factory=dict)
+    # a method of a class of this module that runs on every step of a training loop: an instance called there
+    # (`crit(pred, y)` runs `ComputeLoss.__call__`), or a method those call on `self`: key -> the call, `train.py:363`
+    stepped: dict[str, str] = field(default_factory=dict)
 
     def callee(self, ref: Optional[str]) -> Optional[Callee]:
         return self.callees.get(ref) if ref else None
@@ -142,6 +145,7 @@ class ModuleContext:
             sorted(self.inherited.items()),
             sorted(self.settings.items()),
             sorted(self.star_imports.items()),
+            sorted(self.stepped.items()),
         ]
         return hashlib.sha256(json.dumps(data, default=str).encode()).hexdigest()[:16]
 
@@ -272,6 +276,8 @@ class ProjectIndex:
         if head in summary.classes:
             if not tail:
                 return ("class", record, head)
+            if len(tail) == 1 and tail[0] == "__call__":
+                return self.called_method(record, head)
             key = f"{head}.{tail[0]}"
             return ("function", record, key) if len(tail) == 1 and key in summary.functions else None
         if head in summary.functions and head != MODULE_BODY:
@@ -288,6 +294,21 @@ class ProjectIndex:
             sub = self._file(os.path.join(record.folder, head))
             if sub is not None:
                 return self._attribute(sub, tail, depth + 1)
+        return None
+
+    def called_method(self, record: _Record, name: str, depth: int = 0) -> Optional[tuple[str, _Record, str]]:
+        """What calling an instance of project class `name` runs: its `__call__`, or for an `nn.Module` its
+        `forward`, defined in it or in a project base class; None when a library class defines it (unknown)."""
+        info = record.summary.classes.get(name)
+        if info is None or depth > _MAX_DEPTH:
+            return None
+        for method in ("__call__", "forward") if self.is_module_class(record, name) else ("__call__",):
+            if f"{name}.{method}" in record.summary.functions:
+                return ("function", record, f"{name}.{method}")
+        for base in info.bases:
+            found = self.symbol(record, base) or self._qualified_symbol(record, base)
+            if found is not None and found[0] == "class" and (found[1], found[2]) != (record, name):
+                return self.called_method(found[1], found[2], depth + 1)
         return None
 
     def star_imports(self, record: _Record, depth: int = 0) -> dict[str, str]:
@@ -602,6 +623,56 @@ class ProjectIndex:
     def callers(self, record: _Record, name: str) -> list[tuple[_Record, str, int]]:
         return self._calls_to.get((id(record), name), [])
 
+    def _called_where_handed(self, record: _Record, f: FunctionSummary, source: str) -> Optional[str]:
+        """Where a function that `source` (an instance built in `f`) is handed to calls it in a training loop,
+        unguarded: `fit_one_epoch(model, yolo_loss, ...)` whose loop runs `yolo_loss(l, out, targets)`."""
+        for effect in f.effects.get(source, ()):
+            if effect[0] != "pass":
+                continue
+            call = f.calls[effect[1]]
+            target = self.symbol(record, call[0])
+            param = _param_for(self.callee(record, call[0]), effect[2], call[0])
+            if target is None or target[0] != "function" or param is None:
+                continue
+            g = target[1].summary.functions[target[2]]
+            for used in g.effects.get(f"p:{param}", ()):
+                if used[0] == "call" and not used[3] and _in_loop_of(g, used[2], self._training_loops(target[1], g)):
+                    return f"{target[1].shown}:{used[1]}"
+        return None
+
+    def stepped_methods(self, record: _Record) -> dict[str, str]:
+        """The methods of `record`'s classes that run on every step of a training loop somewhere in the project:
+        an instance called in the loop, unguarded (`loss = crit(pred, y)`: `__call__`, a module's `forward`), or
+        a method of the same class called on `self` from one of those, unguarded (up to three hops); -> where
+        the loop calls it. A method only reached from `__init__`, or under a `step % N` guard, is not."""
+        stepped: dict[str, str] = {}
+        for key in record.summary.functions:
+            owner, _, method = key.partition(".")
+            if method not in ("__call__", "forward") or owner not in record.summary.classes:
+                continue
+            for caller, caller_key, index in self.callers(record, key):
+                f = caller.summary.functions[caller_key]
+                call = f.calls[index]
+                if call[0].endswith(".__call__") and not call[5] and _in_loop_of(f, call[4], self._training_loops(caller, f)):
+                    stepped.setdefault(key, f"{caller.shown}:{call[1]}")
+            for caller, caller_key, index in self.callers(record, owner):
+                where = self._called_where_handed(caller, caller.summary.functions[caller_key], f"c:{index}")
+                if where is not None:
+                    stepped.setdefault(key, where)  # `fit_one_epoch(..., yolo_loss, ...)` calls it in its loop
+        frontier = list(stepped)
+        for _ in range(3):
+            reached = []
+            for key in frontier:
+                owner = key.split(".", 1)[0]
+                for call in record.summary.functions[key].calls:
+                    inner = call[0]
+                    if inner.startswith(f"{owner}.") and inner in record.summary.functions and not call[5] and inner not in stepped:
+                        if not inner.endswith(".__init__"):
+                            stepped[inner] = stepped[key]
+                            reached.append(inner)
+            frontier = reached
+        return stepped
+
     def consumptions(self, record: _Record, key: str, source: str, depth: int = 0) -> list[Consumption]:
         """Loops that take batches of `source` (a call's result in function `key`), here or in the helpers it
         is passed to, and what they do with them."""
@@ -802,6 +873,8 @@ class ProjectIndex:
                 context.inherited[name] = inherited
         if summary.settings:
             context.settings = settings_files.digest(str(path), summary.settings)
+        if summary.classes:
+            context.stepped = self.stepped_methods(record)
         own = {*summary.imports, *summary.functions, *summary.classes, *summary.values}
         context.star_imports = {k: v for k, v in self.star_imports(record).items() if k not in own}
         self._contexts[path] = context
@@ -847,6 +920,15 @@ def _built_for_each_pass(f: FunctionSummary, loop: int, source: str) -> bool:
         return True  # repeated by a caller: each call of this function builds its own
     around = f.calls[int(index)][4]
     return around == outer or (around >= 0 and outer in _parents(f, around))
+
+
+def _in_loop_of(f: FunctionSummary, loop: int, loops: set[int]) -> bool:
+    """`loop` of `f` is one of `loops` or inside one (a call in a per-level loop of a training step)."""
+    while loop >= 0:
+        if loop in loops:
+            return True
+        loop = f.loops[loop][2]
+    return False
 
 
 def _parents(f: FunctionSummary, loop: int) -> set[int]:

@@ -25,6 +25,7 @@ from gpulint.analysis.hot_loops import _is_training_step, element_targets, in_no
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.loop_bounds import runs_a_handful
 from gpulint.analysis.summary import CLOCKS, DEVICE_INDEX_NAME, times_a_step
+from gpulint.analysis.tensor_size import makes_empty_tensor
 from gpulint.analysis.value_resolution import literal_value
 
 if TYPE_CHECKING:
@@ -872,18 +873,20 @@ class Residency:
             # `classes[pred]`: a Python list reads its index with `__index__`, which copies it to the host
             if index is not None and self.is_gpu(index, certain=True) and self._is_python_sequence(subscript.value):
                 found.append(HostSync(subscript, "indexing a Python list with a GPU tensor", index))
-        found.extend(self._helper_syncs())
+        found.extend(self._helper_syncs(own=found))
         return found
 
-    def _helper_syncs(self, what: str = "sync") -> list[HostSync]:
+    def _helper_syncs(self, what: str = "sync", own: Optional[list[HostSync]] = None) -> list[HostSync]:
         """Calls of project functions (this module's or another's) that wait for the GPU on every call: on a
         value they make themselves, or on an argument that is a GPU tensor or a GPU module here. `what`:
-        "sync" (`.item()`, `print`, ...) or "shape" (an op whose output size depends on the data)."""
+        "sync" (`.item()`, `print`, ...) or "shape" (an op whose output size depends on the data). A call of a
+        method of this module that is per-step code itself (`ModuleContext.stepped`) and holds one of `own`
+        (the syncs found in place) is left to those: the method reports them with the loop named."""
         model = self.model
         found = []
         for call in model.calls:
             callee = model.callee(call)
-            if callee is None:
+            if callee is None or self._reported_in_place(call, own or []):
                 continue
             sync = next((HostSync(call, entry[1], call, via=entry[2]) for entry in callee.syncs if entry[0] == what), None)
             for arg, param in model.arguments_to(call, callee) if sync is None else ():
@@ -896,6 +899,15 @@ class Residency:
             if sync is not None:
                 found.append(sync)
         return found
+
+    def _reported_in_place(self, call: cst.Call, own: list[HostSync]) -> bool:
+        ref = self.model.project_ref(call) if self.model.project.stepped else None
+        if ref is None or ref not in self.model.project.stepped:
+            return False
+        owner, _, method = ref.partition(".")
+        info = self.model.classes.get(owner)
+        body = info.methods.get(method) if info is not None else None
+        return body is not None and any(self.model.is_inside(sync.node, body) for sync in own)
 
     def _formatted_or_logged(self, call: cst.Call) -> Optional[cst.BaseExpression]:
         """The GPU tensor that `"...".format(t)`, `writer.add_scalar(tag, t)` or `writer.add_scalars(tag, {...: t})`
@@ -967,7 +979,7 @@ class Residency:
             masks = [e.slice.value for e in subscript.slice if isinstance(e.slice, cst.Index) and self._is_mask(e.slice.value)]
             if any(self.is_gpu(m, certain=True) for m in masks) and self.is_gpu(subscript.value):
                 found.append(HostSync(subscript, f"boolean-mask indexing {_DATA_DEPENDENT}", subscript.value))
-        found.extend(self._helper_syncs("shape"))
+        found.extend(self._helper_syncs("shape", own=found))
         return found
 
     def _shape_sync(self, call: cst.Call) -> Optional[tuple[str, cst.BaseExpression]]:
@@ -988,6 +1000,8 @@ class Residency:
             return None
         if op in ("tensor", "as_tensor") and name:
             device, data = keywords.get("device"), keywords.get("data", inputs[0] if inputs else None)
+            if makes_empty_tensor(call, op):
+                return None  # `torch.tensor([], device=d)`: a start value, no bytes to copy
             if device is not None and self.device_kind(device) == CUDA and data is not None and self._is_host_data(data):
                 return f"`torch.{op}()` copies host data to the GPU from pageable memory", data
             return None
@@ -1075,6 +1089,11 @@ class Residency:
         step = self.model.frameworks.step_function(node)
         if step is not None and error_path(self.model, node, step.node) is None:
             return step.node, step.role
+        from gpulint.analysis.step_code import called_per_step  # (it asks this module's roles)
+
+        called = called_per_step(self.model, node)  # a method a training loop runs through an instance of its class
+        if called is not None and error_path(self.model, node, called[0]) is None:
+            return called[0], TRAIN
         return None, None
 
     def loop_role(self, loop: Loop) -> Optional[str]:

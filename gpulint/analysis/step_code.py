@@ -105,6 +105,22 @@ def forward_of(model: SemanticModel, node: cst.CSTNode) -> Optional[cst.Function
     return None
 
 
+def called_per_step(model: SemanticModel, node: cst.CSTNode) -> Optional[tuple[cst.FunctionDef, str]]:
+    """(the method around `node`, where a training loop runs it) when the project proves the method runs on
+    every step: an instance of its class called in a training loop here or in another module
+    (`crit = ComputeLoss(model)`, then `loss = crit(pred, y)` runs `ComputeLoss.__call__`), or a method that one
+    calls on `self` (`ModuleContext.stepped`)."""
+    stepped = model.project.stepped
+    method = None
+    if stepped:
+        method = node if isinstance(node, cst.FunctionDef) and isinstance(model.parent.get(model.parent.get(node)), cst.ClassDef) else _method(model, node)
+    if method is None:
+        return None
+    owner = model.parent.get(model.parent.get(method))
+    where = stepped.get(f"{owner.name.value}.{method.name.value}")
+    return (method, where) if where is not None else None
+
+
 def _method(model: SemanticModel, node: cst.CSTNode) -> Optional[cst.FunctionDef]:
     """The method (a function defined directly in a class) around `node`."""
     for ancestor in model.ancestors(node):

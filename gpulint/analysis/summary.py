@@ -1127,6 +1127,11 @@ class _Reader:
                 self.framework_feed(method, line, [*args, *kwargs.values()])
             if receiver == ("self",) and self.cls is not None and method in self.cls.methods:
                 return self.record(f"{self.class_name()}.{method}", node, args, kwargs)
+            if receiver == ("self",) and self.cls is not None:
+                held = self.cls.attributes.get(method)
+                if held is not None and held[0] == "made" and held[1]:
+                    # `self.criterion(out, y)`, the attribute an instance of a project class: its `__call__`
+                    return self.record(f"{held[1]}.__call__", node, args, kwargs)
             if receiver is not None and receiver[0] == "made":
                 return self.record(f"{receiver[1]}.{method}", node, args, kwargs)  # `self.meter.update(loss)`
             instance = sources_of(receiver)
@@ -1149,6 +1154,14 @@ class _Reader:
             name = func.id
             target = self.env.get(name)
             if target is not None:
+                made = self.made(target[1] if target[0] == "moved" else target)
+                if made is not None:
+                    # `crit = ComputeLoss(model); crit(pred, y)`: the instance's `__call__` (a module's `forward`), if
+                    # that call built one of a project class (the index decides); the result stays what it was
+                    self.record(f"{made}.__call__", node, args, kwargs)
+                elif target[0] == "src" and target[1].startswith("p:") and "|" not in target[1]:
+                    # `yolo_loss(l, out, targets)` with `yolo_loss` a parameter: what callers hand it runs here
+                    self.effect(target[1], ("call", line, self.loop, self.guarded))
                 if target[0] in ("gpu_module", "moved"):
                     return ("gpu",)  # only a module is called after a move
                 if sources_of(target):

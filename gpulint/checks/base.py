@@ -11,6 +11,7 @@ import libcst as cst
 
 from gpulint.analysis import SemanticModel
 from gpulint.analysis.residency import TRAIN
+from gpulint.analysis.step_code import called_per_step
 from gpulint.analysis.value_resolution import LITERAL, ResolvedValue
 from gpulint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location, Severity
 
@@ -134,6 +135,9 @@ class Rule:
         Lightning for each batch)` for a framework's step function: how often per-step code runs, for messages."""
         when = "every training step" if role == TRAIN else "every evaluation step"
         if isinstance(loop, cst.FunctionDef):
+            called = called_per_step(self.model, loop)
+            if called is not None:  # a method an instance of its class runs in a training loop
+                return f"{when} (`{loop.name.value}` at line {self.model.line_of(loop)}, run by the call at {called[1]})"
             step = self.model.frameworks.step_functions[loop]
             return f"{when} (`{loop.name.value}` at line {self.model.line_of(loop)}, run by {step.framework} for each batch)"
         return f"{when} (loop at line {self.model.line_of(loop)})"
