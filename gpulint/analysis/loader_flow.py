@@ -419,6 +419,22 @@ class LoaderFlow:
                     found.append((key, index if isinstance(result, cst.Tuple) else None))
         return found
 
+    def trains_on_first_sample(self, iteration: Iteration) -> bool:
+        """Every read of the batch is its element `[0]` (`train(lines[0])`, `train(srcs[0], targets[0])`): the
+        model is unbatched, so a larger batch size would silently drop the other samples."""
+        m = self.m
+        reads = [r for name in iteration.batch_names for region in iteration.regions for r in m.dataflow.reads_in(name, region)]
+        if not reads:
+            return False
+        for read in reads:
+            parent = m.parent.get(read)
+            if not (isinstance(parent, cst.Subscript) and parent.value is read and len(parent.slice) == 1):
+                return False
+            index = parent.slice[0].slice
+            if not (isinstance(index, cst.Index) and isinstance(index.value, cst.Integer) and index.value.value == "0"):
+                return False
+        return True
+
     def feeds_training(self, info: LoaderInfo) -> bool:
         """A training loader: its batches feed a training loop, or it shuffles and is not eval-only."""
         if info.role == TRAIN:
