@@ -285,9 +285,36 @@ class LoaderFlow:
         which hands them to no framework, and the module moves nothing to any device (no `.to()`, `.cuda()`,
         `device=`, `torch.device(...)`, no project helper that moves its argument): a CPU lesson, where
         worker and batch-size advice about keeping a GPU busy has nothing to say."""
+        if self.trained_on_cpu_by_switch(info):
+            return True
         if not info.iterations or info.moves or info.feeds or self.consumed_elsewhere(info):
             return False
         return self._moves_nothing
+
+    def trained_on_cpu_by_switch(self, info: LoaderInfo) -> bool:
+        """The loader is handed to a trainer told to run on the CPU (`model.fit(dl, cpu=True)`, accelerate's
+        `cpu=True`, `use_cpu=True`, `no_cuda=True`), this module copies none of its batches, and no loop of
+        its own runs a GPU module: a `device=x.device` factory in the model follows that CPU run."""
+        m = self.m
+        if info.moves:
+            return False
+        parent = m.parent.get(info.loader.call)
+        if not (isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name)):
+            return False
+        receivers = []
+        for read in m.dataflow.reads.get(parent.targets[0].target.value, ()):
+            arg = m.parent.get(read)
+            call = m.parent.get(arg) if isinstance(arg, cst.Arg) and arg.value is read else None
+            if isinstance(call, cst.Call) and any(a is arg for a in call.args):
+                receivers.append(call)
+        # An object told once (`model.fit(..., cpu=True)`) keeps its CPU run for its other methods (`model.evaluate(dl)`).
+        switched = {_root_name(c.func) for c in m.calls if isinstance(c.func, cst.Attribute) and _cpu_switch_on(c)} - {None}
+        if not receivers or not all(_cpu_switch_on(call) or _root_name(call.func) in switched for call in receivers):
+            return False
+        residency = m.residency
+        return not any(
+            residency.is_gpu_module(call.func) for it in info.iterations if it.loop is not None for call in m.calls_inside(it.loop)
+        )
 
     def only_inspected(self, info: LoaderInfo) -> bool:
         """Every loop over the loader only looks at its batches (`print(labels.tolist())`, `x.size()`): a
@@ -957,6 +984,26 @@ class LoaderFlow:
 
 
 # ---- small helpers ---------------------------------------------------------------------------------
+
+
+_CPU_SWITCHES = frozenset({"cpu", "use_cpu", "no_cuda"})
+
+
+def _cpu_switch_on(call: cst.Call) -> bool:
+    """`fit(..., cpu=True)`: a keyword that keeps the whole run on the CPU, set to a literal True."""
+    return any(
+        a.keyword is not None and a.keyword.value in _CPU_SWITCHES and isinstance(a.value, cst.Name) and a.value.value == "True"
+        for a in call.args
+    )
+
+
+def _root_name(expr: cst.BaseExpression) -> Optional[str]:
+    """`model` for `model.accelerator.prepare`; None for a plain name (a function, not an object's method)."""
+    if not isinstance(expr, cst.Attribute):
+        return None
+    while isinstance(expr, cst.Attribute):
+        expr = expr.value
+    return expr.value if isinstance(expr, cst.Name) else None
 
 
 def _statement_list(node: Optional[cst.CSTNode]) -> Optional[list[cst.CSTNode]]:
