@@ -455,6 +455,8 @@ class LoaderFlow:
             return False
         for read in reads:
             parent = m.parent.get(read)
+            if _counted(m, read):
+                continue  # `len(srcs)`: the batch's size, not its other samples
             if not (isinstance(parent, cst.Subscript) and parent.value is read and len(parent.slice) == 1):
                 return False
             index = parent.slice[0].slice
@@ -995,6 +997,12 @@ def _cpu_switch_on(call: cst.Call) -> bool:
         a.keyword is not None and a.keyword.value in _CPU_SWITCHES and isinstance(a.value, cst.Name) and a.value.value == "True"
         for a in call.args
     )
+
+
+def _counted(m: SemanticModel, read: cst.BaseExpression) -> bool:
+    arg = m.parent.get(read)
+    call = m.parent.get(arg) if isinstance(arg, cst.Arg) else None
+    return isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == "len" and not m.module_bindings("len")
 
 
 def _root_name(expr: cst.BaseExpression) -> Optional[str]:
