@@ -59,6 +59,10 @@ def test_the_moved_module_itself_stays_on_the_gpu():
     # Rebound, then moved again: the move after the rebinding places the new module.
     moved_again = CPU_SECTION.replace("net = nn.Linear(8, 2)\n", "net = nn.Linear(8, 2)\nnet.cuda()\n")
     assert findings(MOVED_CELL + moved_again, select=("GPU303",)) == ["15:11 GPU303"]
+    # Rebound to a wrapper of the moved module: still the module on the GPU.
+    for wrapped in ("net = torch.compile(net)\n", "net = nn.DataParallel(net)\n"):
+        section = CPU_SECTION.replace("net = nn.Linear(8, 2)\n", wrapped)
+        assert findings(MOVED_CELL + section, select=("GPU303",)) == ["14:11 GPU303"], wrapped
 
 
 # ---- 2. an unbatched model fed element [0] of each batch ---------------------------------------------
@@ -101,6 +105,9 @@ def test_a_loop_that_trains_on_the_whole_batch_is_still_told():
     # Element [0] for one thing, the whole batch for another: the batch is used.
     both = UNBATCHED.replace("print(i * len(lines), loss)", "print(lines, loss)")
     assert findings(both, select=("GPU103",)) == ["18:10 GPU103"]
+    # `batch[0]` of a batch not unpacked is the first field of a tuple batch (`TensorDataset(x)`), all samples.
+    fields = UNBATCHED.replace("for i, (lines, _) in enumerate(loader):", "for i, lines in enumerate(loader):")
+    assert findings(fields, select=("GPU103",)) == ["18:10 GPU103"]
 
 
 # ---- 3. a trainer run with cpu=True -----------------------------------------------------------------

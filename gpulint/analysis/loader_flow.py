@@ -447,9 +447,12 @@ class LoaderFlow:
         return found
 
     def trains_on_first_sample(self, iteration: Iteration) -> bool:
-        """Every read of the batch is its element `[0]` (`train(lines[0])`, `train(srcs[0], targets[0])`): the
-        model is unbatched, so a larger batch size would silently drop the other samples."""
+        """Every read of the unpacked batch is its element `[0]` (`for lines, _ in loader: train(lines[0])`,
+        `train(srcs[0], targets[0])`): the model is unbatched, so a larger batch size would silently drop the
+        other samples."""
         m = self.m
+        if iteration.whole_batch is not None:
+            return False  # `for batch in loader: batch[0]` is the first field of a tuple batch, not its first sample
         reads = [r for name in iteration.batch_names for region in iteration.regions for r in m.dataflow.reads_in(name, region)]
         if not reads:
             return False

@@ -502,8 +502,10 @@ class Residency:
             return False
         writes = self.flow.reaching_writes(key, use)
         return bool(writes) and all(
-            model.scope_of(w.statement) is model.module and self.flow.before(move, w.statement) for w in writes
-        )
+            model.scope_of(w.statement) is model.module and self.flow.before(move, w.statement)
+            and w.value is not None and not self.flow.reads_in(key, w.value)  # `net = DDP(net)` wraps the moved module
+            for w in writes
+        )  # fmt: skip
 
     def _loop_ran_before(self, move: cst.Call, use: cst.CSTNode) -> bool:
         """`use` sits in a module-level loop that has finished when the in-place `move` runs: the loop ran on the
