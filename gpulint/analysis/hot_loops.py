@@ -76,6 +76,35 @@ def iterates_a_few_literals(model: SemanticModel, loop: Loop) -> bool:
     return False
 
 
+def _typed_on_the_command_line(model: SemanticModel, expr: cst.BaseExpression, loop: Loop) -> bool:
+    """`opt.weights` of `add_argument("--weights", nargs="+", default="yolov7.pt")`: a list the user types at
+    launch, with a few items written as its default (a few weight files, a few sizes), not data (an option
+    without such a default may take a shell glob of thousands of files)."""
+    if not (isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value in model.values.parse_args_names):
+        return False
+    options = model.values.argparse_options.get(expr.attr.value, [])
+    return bool(options) and all(
+        any(a.keyword is not None and a.keyword.value == "nargs" and isinstance(a.value, cst.SimpleString)
+            and a.value.evaluated_value in ("+", "*") for a in o.call.args)
+        and _written_default(model, o.keyword("default"), loop)
+        for o in options
+    )  # fmt: skip
+
+
+def _written_default(model: SemanticModel, default, loop: Loop) -> bool:
+    if default is None:
+        return False
+    value = default.value
+    return isinstance(value, (cst.SimpleString, cst.BaseNumber)) or _few_literal_items(model, value, loop)
+
+
+def _one_of_the_items(expr: cst.BaseExpression, displays: list) -> bool:
+    """A name the other branch lists as one of its items (the fallback `(last)` of `(last, best)`)."""
+    return isinstance(expr, cst.Name) and any(
+        isinstance(e.value, cst.Name) and e.value.value == expr.value for d in displays for e in d.elements
+    )
+
+
 def _few_literal_items(model: SemanticModel, expr: cst.BaseExpression, loop: Loop) -> bool:
     if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
         return len(expr.elements) <= _FEW_ITEMS and not any(isinstance(e, cst.StarredElement) for e in expr.elements)
@@ -86,6 +115,13 @@ def _few_literal_items(model: SemanticModel, expr: cst.BaseExpression, loop: Loo
         and not expr.args
     ):  # fmt: skip
         return _few_literal_items(model, expr.func.value, loop)
+    if _typed_on_the_command_line(model, expr, loop):
+        return True
+    if isinstance(expr, cst.IfExp):  # `(last, best) if best.exists() else (last)`: a few items either way
+        displays = [b for b in (expr.body, expr.orelse) if isinstance(b, (cst.List, cst.Tuple, cst.Set))]
+        return bool(displays) and all(
+            _few_literal_items(model, b, loop) or _one_of_the_items(b, displays) for b in (expr.body, expr.orelse)
+        )
     if not isinstance(expr, cst.Name):
         return False
     flow = model.dataflow

@@ -285,9 +285,36 @@ class LoaderFlow:
         which hands them to no framework, and the module moves nothing to any device (no `.to()`, `.cuda()`,
         `device=`, `torch.device(...)`, no project helper that moves its argument): a CPU lesson, where
         worker and batch-size advice about keeping a GPU busy has nothing to say."""
+        if self.trained_on_cpu_by_switch(info):
+            return True
         if not info.iterations or info.moves or info.feeds or self.consumed_elsewhere(info):
             return False
         return self._moves_nothing
+
+    def trained_on_cpu_by_switch(self, info: LoaderInfo) -> bool:
+        """The loader is handed to a trainer told to run on the CPU (`model.fit(dl, cpu=True)`, accelerate's
+        `cpu=True`, `use_cpu=True`, `no_cuda=True`), this module copies none of its batches, and no loop of
+        its own runs a GPU module: a `device=x.device` factory in the model follows that CPU run."""
+        m = self.m
+        if info.moves:
+            return False
+        parent = m.parent.get(info.loader.call)
+        if not (isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name)):
+            return False
+        receivers = []
+        for read in m.dataflow.reads.get(parent.targets[0].target.value, ()):
+            arg = m.parent.get(read)
+            call = m.parent.get(arg) if isinstance(arg, cst.Arg) and arg.value is read else None
+            if isinstance(call, cst.Call) and any(a is arg for a in call.args):
+                receivers.append(call)
+        # An object told once (`model.fit(..., cpu=True)`) keeps its CPU run for its other methods (`model.evaluate(dl)`).
+        switched = {_root_name(c.func) for c in m.calls if isinstance(c.func, cst.Attribute) and _cpu_switch_on(c)} - {None}
+        if not receivers or not all(_cpu_switch_on(call) or _root_name(call.func) in switched for call in receivers):
+            return False
+        residency = m.residency
+        return not any(
+            residency.is_gpu_module(call.func) for it in info.iterations if it.loop is not None for call in m.calls_inside(it.loop)
+        )
 
     def only_inspected(self, info: LoaderInfo) -> bool:
         """Every loop over the loader only looks at its batches (`print(labels.tolist())`, `x.size()`): a
@@ -418,6 +445,27 @@ class LoaderFlow:
                 if any(part is node for node in nodes) or (isinstance(part, cst.Name) and part.value in names):
                     found.append((key, index if isinstance(result, cst.Tuple) else None))
         return found
+
+    def trains_on_first_sample(self, iteration: Iteration) -> bool:
+        """Every read of the unpacked batch is its element `[0]` (`for lines, _ in loader: train(lines[0])`,
+        `train(srcs[0], targets[0])`): the model is unbatched, so a larger batch size would silently drop the
+        other samples."""
+        m = self.m
+        if iteration.whole_batch is not None:
+            return False  # `for batch in loader: batch[0]` is the first field of a tuple batch, not its first sample
+        reads = [r for name in iteration.batch_names for region in iteration.regions for r in m.dataflow.reads_in(name, region)]
+        if not reads:
+            return False
+        for read in reads:
+            parent = m.parent.get(read)
+            if _counted(m, read):
+                continue  # `len(srcs)`: the batch's size, not its other samples
+            if not (isinstance(parent, cst.Subscript) and parent.value is read and len(parent.slice) == 1):
+                return False
+            index = parent.slice[0].slice
+            if not (isinstance(index, cst.Index) and isinstance(index.value, cst.Integer) and index.value.value == "0"):
+                return False
+        return True
 
     def feeds_training(self, info: LoaderInfo) -> bool:
         """A training loader: its batches feed a training loop, or it shuffles and is not eval-only."""
@@ -941,6 +989,32 @@ class LoaderFlow:
 
 
 # ---- small helpers ---------------------------------------------------------------------------------
+
+
+_CPU_SWITCHES = frozenset({"cpu", "use_cpu", "no_cuda"})
+
+
+def _cpu_switch_on(call: cst.Call) -> bool:
+    """`fit(..., cpu=True)`: a keyword that keeps the whole run on the CPU, set to a literal True."""
+    return any(
+        a.keyword is not None and a.keyword.value in _CPU_SWITCHES and isinstance(a.value, cst.Name) and a.value.value == "True"
+        for a in call.args
+    )
+
+
+def _counted(m: SemanticModel, read: cst.BaseExpression) -> bool:
+    arg = m.parent.get(read)
+    call = m.parent.get(arg) if isinstance(arg, cst.Arg) else None
+    return isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == "len" and not m.module_bindings("len")
+
+
+def _root_name(expr: cst.BaseExpression) -> Optional[str]:
+    """`model` for `model.accelerator.prepare`; None for a plain name (a function, not an object's method)."""
+    if not isinstance(expr, cst.Attribute):
+        return None
+    while isinstance(expr, cst.Attribute):
+        expr = expr.value
+    return expr.value if isinstance(expr, cst.Name) else None
 
 
 def _statement_list(node: Optional[cst.CSTNode]) -> Optional[list[cst.CSTNode]]:

@@ -199,9 +199,17 @@ def _under_modulo(model: SemanticModel, call: cst.Call, loop: cst.CSTNode) -> bo
 
 
 def _skips_sync(model: SemanticModel, region: cst.CSTNode) -> bool:
-    """`model.no_sync()`, also picked as a value (`ctx = model.no_sync if ... else nullcontext`), or a
-    `require_backward_grad_sync` switch, inside `region`."""
-    return any(
+    """`model.no_sync()`, also picked as a value (`ctx = model.no_sync if ... else nullcontext`), a
+    `require_backward_grad_sync` switch, or a project helper that enters `no_sync()` of the module it is given
+    (edm's `with misc.ddp_sync(ddp, sync):`), inside `region`."""
+    if any(
         (a.attr.value in _SYNC_SKIPS or a.attr.value == "require_backward_grad_sync") and model.is_inside(a, region)
         for a in model.attributes
-    )
+    ):
+        return True
+    return any(_enters_no_sync(model, call) for call in model.calls_inside(region))
+
+
+def _enters_no_sync(model: SemanticModel, call: cst.Call) -> bool:
+    callee = model.callee(call)
+    return callee is not None and any(e[0] == "no_sync" for effects in callee.effects.values() for e in effects)

@@ -61,7 +61,8 @@ class Callee:
     trains: bool = False  # runs a backward pass or an optimizer step (itself or through what it calls)
     epoch: bool = False  # ... inside a loop of its own: a whole epoch per call, not one step
     returns: Any = None  # ("loader", facts), ("module",), ("gpu_module",), ("gpu",), ("device",), ("args", options), ("tuple", ...)
-    # parameter -> [("move", where, non_blocking), ("sync", kind, where, certain), ("iter", where), ("device", where)]
+    # parameter -> [("move", where, non_blocking), ("sync", kind, where, certain), ("iter", where), ("device", where),
+    # ("no_sync", where): enters DDP's `no_sync()` of the module it is given]
     effects: dict[str, list[tuple]] = field(default_factory=dict)
     # ("sync", kind, where) / ("synchronize", where) / ("barrier", where: one after async communication): every call; ("clock", where, drains): it reads a clock (times the GPU), and synchronizes on every call when drains
     syncs: list[tuple] = field(default_factory=list)
@@ -529,6 +530,8 @@ class ProjectIndex:
                 yield ("iter", f"{record.shown}:{f.loops[effect[1]][0]}")
             elif kind == "device":
                 yield ("device", f"{record.shown}:{effect[1]}")
+            elif kind == "no_sync":
+                yield ("no_sync", f"{record.shown}:{effect[1]}")
             elif kind == "pass" and depth < _MAX_DEPTH:
                 call = f.calls[effect[1]]
                 if call[5] or call[4] in steps:

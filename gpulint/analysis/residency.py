@@ -490,9 +490,23 @@ class Residency:
                     continue
                 if self.is_discarded_move(call):
                     m = self.move(call)
-                    if m is not None and m[0] == CUDA and not self._loop_ran_before(call, expr):
+                    if m is not None and m[0] == CUDA and not self._loop_ran_before(call, expr) and not self._rebound_after(key, call, expr):
                         return True
         return False
+
+    def _rebound_after(self, key: str, move: cst.Call, use: cst.CSTNode) -> bool:
+        """Module-level code (a notebook's cells) rebinds `key` to a new module after the in-place `move` and
+        before `use`: the move placed the old object, not the one `use` reads (`net.to(dev)` in one cell,
+        `net = create_net()` in a later CPU section)."""
+        model = self.model
+        if model.scope_of(move) is not model.module or model.scope_of(use) is not model.module:
+            return False
+        writes = self.flow.reaching_writes(key, use)
+        return bool(writes) and all(
+            model.scope_of(w.statement) is model.module and self.flow.before(move, w.statement)
+            and w.value is not None and not self.flow.reads_in(key, w.value)  # `net = DDP(net)` wraps the moved module
+            for w in writes
+        )  # fmt: skip
 
     def _loop_ran_before(self, move: cst.Call, use: cst.CSTNode) -> bool:
         """`use` sits in a module-level loop that has finished when the in-place `move` runs: the loop ran on the

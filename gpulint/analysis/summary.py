@@ -1097,6 +1097,10 @@ class _Reader:
                 moved = self.move(node, receiver)
                 if moved is not None:
                     return moved
+            if method == "no_sync":
+                for source in sources_of(receiver):
+                    if source.startswith("p:"):
+                        self.effect(source, ("no_sync", line))  # a helper that skips DDP's all-reduce for the module it is given
             if method == "type" and not node.args and not node.keywords:
                 return None  # the type's name, a Python string (`x.type(T)` converts)
             if method in _SYNC_METHODS and not (method == "cpu" and node.args):
