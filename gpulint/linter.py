@@ -18,6 +18,7 @@ from gpulint.analysis import SemanticModel
 from gpulint.analysis.devices import may_have_own_evidence
 from gpulint.analysis.project import ModuleContext, lone_context
 from gpulint.analysis.summary import summarize
+from gpulint.analysis.test_code import DEFAULT_TEST_PATHS, script_named_like_a_test
 from gpulint.analysis.shipped_paths import unshipped_rows
 from gpulint.budget import run_within, timeout_message
 from gpulint.checks import Rule, all_rules
@@ -95,7 +96,7 @@ def rules_for(text: str, path: str, settings: Settings, project: ModuleContext |
     the module has (it calls a helper that syncs, ...) is a candidate whatever its text says.
     Each distinct pattern is tested at most once per file, however many rules share it.
     """
-    ignored = _ignored_for(path, settings)
+    ignored = _ignored_for(path, settings, text)
     seen: dict[str, bool] = {}
     # a file the project could not parse says only what its text says (and gets its syntax error reported)
     gpu = project.gpu if project is not None and project.parsed else may_have_own_evidence(text)
@@ -122,10 +123,14 @@ def rules_for(text: str, path: str, settings: Settings, project: ModuleContext |
     return candidates
 
 
-def _ignored_for(path: str, settings: Settings) -> frozenset[str]:
-    """Codes that do not run on `path`: `per-file-ignores`, and in test files the rules that skip tests."""
+def _ignored_for(path: str, settings: Settings, text: str) -> frozenset[str]:
+    """Codes that do not run on `path`: `per-file-ignores`, and in test files the rules that skip tests
+    (not in a script that only the default conventions take for a test: `copymem_test.py` that parses its
+    command line when it is imported is run, never collected)."""
     ignored = settings.ignored_for(path) if settings.per_file_ignores else frozenset()
-    if settings.test_paths and settings.is_test_path(path):
+    if settings.test_paths and settings.is_test_path(path) and not (
+        settings.test_paths == DEFAULT_TEST_PATHS and script_named_like_a_test(text)
+    ):
         ignored |= {code for code, rule in all_rules().items() if not rule.applies_to_tests}
     return ignored
 
@@ -247,7 +252,7 @@ def check_source(
     if prefilter and not _NO_PREFILTER:
         rules = rules_for(text, path, settings, project)
     else:
-        ignored = _ignored_for(path, settings)
+        ignored = _ignored_for(path, settings, text)
         rules = [rule for rule in _enabled_rules(settings) if rule.code not in ignored]
     if not rules:
         return []
@@ -307,7 +312,7 @@ def _check_parsed(
     if diagnostics or readers:
         suppressions = parse_suppressions(text)
         if readers:
-            ignored = _ignored_for(path, settings)
+            ignored = _ignored_for(path, settings, text)
             if model.test_code.whole_module:
                 ignored |= {rule.code for rule in rules if not rule.applies_to_tests}
             enabled = frozenset(settings.enabled_codes) - ignored
