@@ -1,0 +1,88 @@
+"""Step loops that are not DataLoader loops: a loop that runs a model's own methods (`encode` / `decode` /
+`project`) on GPU values runs the model every iteration, and what those methods return is on the GPU."""
+
+from __future__ import annotations
+
+from tests.conftest import diagnostics, findings
+
+DECODER = """\
+import torch
+import torch.nn as nn
+
+
+class Transformer(nn.Module):
+    def encode(self, src):
+        return src
+
+    def decode(self, memory, ys, mask):
+        return ys
+
+    def project(self, h):
+        return h
+
+    def num_layers(self):
+        return 6
+
+
+device = torch.device("cuda")
+model = Transformer().to(device)
+
+
+def translate(ids, sos, seq_len):
+    model.eval()
+    with torch.no_grad():
+        memory = model.encode(torch.tensor(ids).to(device))
+        ys = torch.full((1, 1), sos, device=device)
+        while ys.size(1) < seq_len:
+            out = model.decode(memory, ys, None)
+            prob = model.project(out[:, -1])
+            print(prob.max().item())
+            ys = torch.cat([ys, prob.argmax(dim=1, keepdim=True)], dim=1)
+    return ys
+"""
+
+
+def test_a_while_loop_running_a_models_own_methods_is_an_evaluation_loop():
+    found = diagnostics(DECODER)
+    assert [(d.location.row, d.code) for d in found] == [(31, "GPU303")]
+    assert found[0].message == "`prob.max().item()` waits for the GPU every evaluation step (loop at line 28)"
+
+
+def test_a_models_method_without_gpu_inputs_returns_no_gpu_value():
+    # `num_layers()` takes no tensor: its result is a Python value, reading it is no sync
+    source = DECODER.replace("print(prob.max().item())", "print(float(model.num_layers()))")
+    assert findings(source) == []
+
+
+def test_nn_module_bookkeeping_methods_do_not_make_a_step_loop():
+    source = """\
+        import torch
+
+        device = torch.device("cuda")
+        model = torch.nn.Linear(512, 512).to(device)
+        scores = torch.randn(4096, 512, device=device)
+
+
+        def report(names):
+            for name, p in model.named_parameters():
+                print(name, p.norm().item())
+            for key in model.state_dict(scores):
+                print(key, scores.sum().item())
+        """
+    assert findings(source) == []
+
+
+def test_a_decoding_loop_that_needs_the_token_on_the_host_stays_silent():
+    # greedy decoding that stops at EOS: each iteration waits for the token anyway (host_reads)
+    source = DECODER.replace(
+        "            print(prob.max().item())\n",
+        "            next_word = prob.argmax(dim=1)\n            if next_word.item() == 2:\n                break\n",
+    )
+    assert findings(source) == []
+
+
+def test_a_module_method_outside_any_loop_is_not_per_step():
+    source = DECODER.replace(
+        "        while ys.size(1) < seq_len:\n", "        if ys.size(1) < seq_len:\n"
+    )
+    assert findings(source) == []
