@@ -86,3 +86,31 @@ def test_a_module_method_outside_any_loop_is_not_per_step():
         "        while ys.size(1) < seq_len:\n", "        if ys.size(1) < seq_len:\n"
     )
     assert findings(source) == []
+
+
+OPTIMIZER_BY_NAME = """\
+import argparse
+
+import torch
+import torch.optim as optim
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--optim", type=str, default="Adam")
+args = parser.parse_args()
+model = torch.nn.Linear(1024, 1024).cuda()
+optimizer = getattr(optim, args.optim)(model.parameters(), lr=1e-3)
+"""
+
+
+def test_gpu904_an_optimizer_named_by_a_setting_that_defaults_to_adam():
+    found = diagnostics(OPTIMIZER_BY_NAME, select=("GPU904",), preview=True)
+    assert [(d.location.row, d.code, d.message) for d in found] == [
+        (10, "GPU904", "`getattr(optim, args.optim)(...)` updates CUDA parameters without `fused=True`")
+    ]
+    assert found[0].fix is None  # `--optim RMSprop` would get `fused=True` too
+
+
+def test_gpu904_silent_when_the_setting_defaults_to_another_optimizer_or_is_not_torch_optim():
+    assert findings(OPTIMIZER_BY_NAME.replace('default="Adam"', 'default="SGD"'), select=("GPU904",), preview=True) == []
+    other = OPTIMIZER_BY_NAME.replace("import torch.optim as optim", "import my_optimizers as optim")
+    assert findings(other, select=("GPU904",), preview=True) == []
