@@ -1136,8 +1136,8 @@ class Residency:
         )
 
     def runs_a_model_method(self, call: cst.Call) -> bool:
-        """`model.decode(memory, mask, ys)`: a model's own method (not `nn.Module`'s bookkeeping API) given a
-        GPU value: it computes on the GPU, as its forward does."""
+        """`model.decode(memory, mask, ys)`, `vgg.features(x)`: a model's own method or submodule (not
+        `nn.Module`'s bookkeeping API) given a GPU value: it computes on the GPU, as its forward does."""
         func = call.func
         return (
             isinstance(func, cst.Attribute) and func.attr.value not in _MODULE_API and not func.attr.value.startswith("_")
