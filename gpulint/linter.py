@@ -18,8 +18,8 @@ from gpulint.analysis import SemanticModel
 from gpulint.analysis.devices import may_have_own_evidence
 from gpulint.analysis.project import ModuleContext, lone_context
 from gpulint.analysis.summary import summarize
-from gpulint.analysis.test_code import DEFAULT_TEST_PATHS, script_named_like_a_test
 from gpulint.analysis.shipped_paths import unshipped_rows
+from gpulint.analysis.test_code import DEFAULT_TEST_PATHS, script_named_like_a_test
 from gpulint.budget import run_within, timeout_message
 from gpulint.checks import Rule, all_rules
 from gpulint.checks.base import REGISTRY, text_matcher

@@ -39,9 +39,9 @@ def adam_calls(model: SemanticModel) -> list[AdamCall]:
     found = []
     for call in model.calls:
         name = ADAM.get(model.call_name(call) or "")
-        by_setting = name is None and _named_by_setting(model, call)
+        by_setting = name is None
         if by_setting:
-            name = by_setting
+            name = _named_by_setting(model, call)
         if name is None or any(a.star for a in call.args):
             continue
         switches = {a.keyword.value: a for a in call.args if a.keyword is not None and a.keyword.value in ("fused", "foreach", "differentiable")}
@@ -51,12 +51,12 @@ def adam_calls(model: SemanticModel) -> list[AdamCall]:
         few = model.model_size.trains_few_tensors(owners)
         found.append(AdamCall(
             call, name, switches, bool(placement) and all(p is not None for p in placement), bool(placement) and all(placement), few,
-            by_setting=bool(by_setting),
+            by_setting=by_setting,
         ))  # fmt: skip
     return found
 
 
-def _named_by_setting(model: SemanticModel, call: cst.Call):
+def _named_by_setting(model: SemanticModel, call: cst.Call) -> Optional[str]:
     """`getattr(optim, args.optim)(...)` whose setting defaults to "Adam" / "AdamW": the class it builds as
     shipped (an argparse default, a config entry), or None."""
     func = call.func

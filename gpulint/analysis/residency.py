@@ -95,7 +95,7 @@ _MODULE_API = _MODULE_METHODS | _SELF_RETURNING_MODULE_METHODS | frozenset({
     "state_dict", "load_state_dict", "zero_grad", "register_buffer", "register_parameter", "register_module",
     "register_forward_hook", "register_forward_pre_hook", "register_full_backward_hook", "register_backward_hook",
     "add_module", "get_submodule", "get_parameter", "get_buffer", "named_children", "type", "share_memory",
-    "extra_repr", "requires_grad_", "ipu", "xpu", "mtia",
+    "extra_repr", "ipu", "xpu", "mtia",
 })  # fmt: skip
 _MEMORY_STATISTICS = frozenset({
     "memory_allocated", "memory_reserved", "max_memory_allocated", "max_memory_reserved", "memory_stats",
