@@ -114,3 +114,65 @@ def test_gpu904_silent_when_the_setting_defaults_to_another_optimizer_or_is_not_
     assert findings(OPTIMIZER_BY_NAME.replace('default="Adam"', 'default="SGD"'), select=("GPU904",), preview=True) == []
     other = OPTIMIZER_BY_NAME.replace("import torch.optim as optim", "import my_optimizers as optim")
     assert findings(other, select=("GPU904",), preview=True) == []
+
+
+SLICED = """\
+import torch
+import torch.nn.functional as F
+
+X = torch.randn(60000, 784).cuda()
+Y = torch.randint(0, 10, (60000,)).cuda()
+model = torch.nn.Sequential(torch.nn.Linear(784, 4096), torch.nn.ReLU(), torch.nn.Linear(4096, 10)).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for epoch in range(10):
+    for i in range(0, X.size(0), 128):
+        loss = F.cross_entropy(model(X[i:i + 128]), Y[i:i + 128])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        print(loss.item())
+"""
+
+
+def test_a_dataset_on_the_gpu_sliced_per_step_is_a_training_loop():
+    found = diagnostics(SLICED, select=("GPU303",))
+    assert [(d.location.row, d.message) for d in found] == [(14, "`loss.item()` waits for the GPU every training step (loop at line 9)")]
+
+
+def test_a_sliced_training_loop_that_logs_on_an_interval_or_once_per_epoch_is_silent():
+    interval = SLICED.replace("        print(loss.item())\n", "        if i % (100 * 128) == 0:\n            print(loss.item())\n")
+    assert findings(interval, select=("GPU303",)) == []
+    per_epoch = SLICED.replace("        print(loss.item())\n", "    print(loss.item())\n")  # after the step loop
+    assert findings(per_epoch, select=("GPU303",)) == []
+
+
+FULL_BATCH = """\
+import torch
+import torch.nn.functional as F
+from models import GAT
+
+device = torch.device("cuda")
+
+
+def main(features, labels, adj, epochs):
+    features, labels, adj = features.to(device), labels.to(device), adj.to(device)
+    model = GAT(1433, 64, 7).to(device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=5e-3)
+    for epoch in range(epochs):
+        out = model(features, adj)
+        loss = F.nll_loss(out, labels)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        print(epoch, loss.item())
+"""
+
+
+def test_full_batch_epochs_are_training_steps():
+    # one optimizer step per epoch: the epoch loop is the step loop
+    assert findings(FULL_BATCH, select=("GPU303",)) == ["18:22 GPU303"]
+
+
+def test_full_batch_one_time_setup_is_not_per_step():
+    setup = FULL_BATCH.replace("        print(epoch, loss.item())\n", "    print(loss.item())\n")
+    assert findings(setup, select=("GPU303",)) == []
