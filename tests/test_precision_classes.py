@@ -44,6 +44,47 @@ def test_files_that_only_look_like_tests_are_checked(path):
     assert findings(LOOP, path=path) == LOOP_FINDINGS
 
 
+SCRIPT = """\
+import argparse
+
+import torch
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--lr", type=float, default=0.1)
+args = parser.parse_args()
+device = torch.device("cuda")
+
+
+def train(model, optimizer, X, Y):
+    for i in range(0, X.size(0), 32):
+        loss = (model(X[i:i + 32].to(device)) - Y[i:i + 32].to(device)).pow(2).mean()
+        loss.backward()
+        optimizer.step()
+        print(loss.item())
+"""
+
+
+@pytest.mark.parametrize("path", ["TCN/copy_memory/copymem_test.py", "test_lm.py"])
+def test_a_script_named_like_a_test_that_parses_its_command_line_is_checked(path):
+    # TCN's `*_test.py` training scripts: importing them reads sys.argv, so no test runner collects them
+    assert findings(SCRIPT, path=path) == ["16:15 GPU303"]
+
+
+@pytest.mark.parametrize("path", ["copymem_test.py", "tests/test_train.py"])
+@pytest.mark.parametrize("change", [
+    lambda s: s.replace("args = parser.parse_args()", "def main():\n    args = parser.parse_args()"),  # parsed only when run
+    lambda s: "import pytest\n" + s,
+    lambda s: "import unittest\n" + s,
+    lambda s: s.replace("args = parser.parse_args()", "args = parser.parse_args([])"),  # fixed arguments: importable
+])  # fmt: skip
+def test_test_files_that_parse_no_command_line_at_import_stay_tests(path, change):
+    assert findings(change(SCRIPT), path=path) == []
+
+
+def test_an_explicit_test_paths_setting_is_kept_for_scripts_too():
+    assert findings(SCRIPT, path="qa/run_check.py", test_paths=("qa/**",)) == []
+
+
 def test_a_module_that_imports_pytest_is_test_code_wherever_it_lives():
     assert findings("import pytest\n" + LOOP, path="tools/check_loader.py") == []
 

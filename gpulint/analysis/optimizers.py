@@ -28,6 +28,7 @@ class AdamCall:
     on_gpu: bool  # its parameters are on a CUDA device when it steps
     on_gpu_when_built: bool  # ... already when it is constructed (older torch checks `fused` there)
     few_tensors: bool  # it updates a handful of tensors: a frozen model's new head, adapters (`analysis/model_size.py`)
+    by_setting: bool = False  # the class is named by a setting (`getattr(optim, args.optim)`): another run may pick another
 
 
 def adam_calls(model: SemanticModel) -> list[AdamCall]:
@@ -38,6 +39,9 @@ def adam_calls(model: SemanticModel) -> list[AdamCall]:
     found = []
     for call in model.calls:
         name = ADAM.get(model.call_name(call) or "")
+        by_setting = name is None
+        if by_setting:
+            name = _named_by_setting(model, call)
         if name is None or any(a.star for a in call.args):
             continue
         switches = {a.keyword.value: a for a in call.args if a.keyword is not None and a.keyword.value in ("fused", "foreach", "differentiable")}
@@ -45,8 +49,25 @@ def adam_calls(model: SemanticModel) -> list[AdamCall]:
         owners = _parameter_owners(model, params) if params is not None else []
         placement = [_placement(model, receiver, call) for receiver in owners]
         few = model.model_size.trains_few_tensors(owners)
-        found.append(AdamCall(call, name, switches, bool(placement) and all(p is not None for p in placement), bool(placement) and all(placement), few))
+        found.append(AdamCall(
+            call, name, switches, bool(placement) and all(p is not None for p in placement), bool(placement) and all(placement), few,
+            by_setting=by_setting,
+        ))  # fmt: skip
     return found
+
+
+def _named_by_setting(model: SemanticModel, call: cst.Call) -> Optional[str]:
+    """`getattr(optim, args.optim)(...)` whose setting defaults to "Adam" / "AdamW": the class it builds as
+    shipped (an argparse default, a config entry), or None."""
+    func = call.func
+    if not (isinstance(func, cst.Call) and isinstance(func.func, cst.Name) and func.func.value == "getattr" and len(func.args) == 2):
+        return None
+    if model.qualified_name(func.args[0].value) != "torch.optim":
+        return None
+    resolved = model.values.resolve(func.args[1].value)
+    if resolved is None or not isinstance(resolved.value, str):
+        return None
+    return ADAM.get(f"torch.optim.{resolved.value}")
 
 
 def _parameter_owners(model: SemanticModel, params: cst.BaseExpression, depth: int = 0) -> list[cst.BaseExpression]:

@@ -90,6 +90,14 @@ _MASK_METHODS = frozenset({"eq", "ne", "gt", "ge", "lt", "le", "bool", "isnan", 
 _AVAILABILITY_CHECKS = frozenset({"torch.cuda.is_available", "torch.accelerator.is_available"})
 _MODULE_METHODS = frozenset({"parameters", "named_parameters", "buffers", "named_buffers", "modules", "named_modules", "children", "train", "eval", "apply"})
 _SELF_RETURNING_MODULE_METHODS = frozenset({"to", "cuda", "cpu", "half", "float", "double", "bfloat16", "train", "eval", "requires_grad_", "apply", "to_empty"})
+# `nn.Module`'s own API: bookkeeping, not computation (any other method of a model is the model's own: `encode`,
+# `decode`, `project`, `generate`).
+_MODULE_API = _MODULE_METHODS | _SELF_RETURNING_MODULE_METHODS | frozenset({
+    "state_dict", "load_state_dict", "zero_grad", "register_buffer", "register_parameter", "register_module",
+    "register_forward_hook", "register_forward_pre_hook", "register_full_backward_hook", "register_backward_hook",
+    "add_module", "get_submodule", "get_parameter", "get_buffer", "named_children", "type", "share_memory",
+    "extra_repr", "ipu", "xpu", "mtia",
+})  # fmt: skip
 _MEMORY_STATISTICS = frozenset({
     "memory_allocated", "memory_reserved", "max_memory_allocated", "max_memory_reserved", "memory_stats",
     "memory_summary", "reset_peak_memory_stats", "reset_max_memory_allocated", "mem_get_info", "memory_cached",
@@ -743,6 +751,8 @@ class Residency:
             if self.is_module(receiver):
                 if method == "forward":
                     return CERTAIN if self.is_gpu_module(receiver) else self._args_level(call)
+                if self.runs_a_model_method(call):
+                    return self._args_level(call)  # `model.decode(memory, mask, ys)`: computed where its inputs are
                 return NONE
             receiver_level = self.level(receiver)
             if receiver_level:
@@ -1158,10 +1168,19 @@ class Residency:
             for a in call.args
         )
 
+    def runs_a_model_method(self, call: cst.Call) -> bool:
+        """`model.decode(memory, mask, ys)`, `vgg.features(x)`: a model's own method or submodule (not
+        `nn.Module`'s bookkeeping API) given a GPU value: it computes on the GPU, as its forward does."""
+        func = call.func
+        return (
+            isinstance(func, cst.Attribute) and func.attr.value not in _MODULE_API and not func.attr.value.startswith("_")
+            and self.is_gpu_module(func.value) and self._args_level(call) > NONE
+        )  # fmt: skip
+
     def _runs_model(self, loop: Loop) -> bool:
         model = self.model
         for call in model.calls_inside(loop):
-            if self.is_module(call.func) or self.is_gpu_module(call.func):
+            if self.is_module(call.func) or self.is_gpu_module(call.func) or self.runs_a_model_method(call):
                 return True
         if isinstance(loop, cst.For):
             from gpulint.analysis.hot_loops import iterated_expressions

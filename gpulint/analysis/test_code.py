@@ -22,6 +22,16 @@ if TYPE_CHECKING:
 _TEST_FRAMEWORKS = ("pytest", "_pytest")
 # `unittest.TestCase`, `IsolatedAsyncioTestCase`, torch's and transformers' `TestCase` / `TestCasePlus`.
 _TEST_CASE = re.compile(r"\w*TestCase\w*")
+# Module level (column 0) `args = parser.parse_args()`: importing the module reads the command line, which
+# under a test runner is the runner's own; only a script run from the shell does that.
+_PARSES_ARGV_AT_IMPORT = re.compile(r"^[^\s#@].*\bparse(?:_known)?_args\(\s*\)", re.MULTILINE)
+_TEST_IMPORT = re.compile(r"^\s*(?:import|from)\s+(?:pytest|_pytest|unittest)\b", re.MULTILINE)
+
+
+def script_named_like_a_test(text: str) -> bool:
+    """A file the default conventions take for a test (`copymem_test.py`) that is a command-line script: it
+    parses its command line when imported and imports no test framework, so it is run, never collected."""
+    return _PARSES_ARGV_AT_IMPORT.search(text) is not None and _TEST_IMPORT.search(text) is None
 
 
 class TestCode:

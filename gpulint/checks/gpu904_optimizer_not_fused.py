@@ -48,6 +48,8 @@ class OptimizerNotFused(Rule):
             yield self.diagnostic(adam.call, message, fix=self._fix(adam, foreach), help=help)
 
     def _fix(self, adam, foreach: cst.Arg | None):
+        if adam.by_setting:
+            return None  # `fused=True` would also reach the optimizers another `--optim` picks, some without it
         if not adam.on_gpu_when_built and self.target_torch < _FUSED_CHECKED_AT_STEP:
             return None  # parameters still on the CPU here: older torch raises in the constructor
         call = adam.call
