@@ -168,6 +168,8 @@ class Precision:
     float32: bool  # known to train in float32 (the default, or set so)
     reason: str  # why, for messages: "`precision` is not set", "`fp16` and `bf16` are False"
     setting: str  # how to ask for mixed precision there, for messages
+    # the framework leaves float32 matmuls at torch's default (no TF32) and has no setting of its own for it
+    leaves_tf32: bool = False
 
 
 @dataclass(frozen=True)
@@ -596,7 +598,8 @@ class Frameworks:
                 continue
             reason = "`precision` is not set" if value is None else f"`precision={self.m.code(value)}`"
             float32 = setting in _FLOAT32_PRECISION
-            found.append(Precision(call, "the Lightning Trainer", float32, reason, '`precision="bf16-mixed"` (or `"16-mixed"`)'))
+            # lightning/pytorch/accelerators/cuda.py only warns ("set torch.set_float32_matmul_precision") on Tensor Cores
+            found.append(Precision(call, "the Lightning Trainer", float32, reason, '`precision="bf16-mixed"` (or `"16-mixed"`)', leaves_tf32=True))
         for arguments in self.trainer_arguments:
             if arguments.name in TRL_CONFIGS or arguments.on_cpu:
                 continue
