@@ -622,7 +622,8 @@ class Frameworks:
 
     def _is_lightning_trainer(self, expr: cst.BaseExpression) -> bool:
         conventional = ("trainer",) if self.imported & set(LIGHTNING) else ()
-        return self._constructor(expr, lambda n: _is(n, LIGHTNING, {"Trainer"}), conventional) is not None
+        # `pl.Trainer.from_argparse_args(args)` (Lightning 1.x) builds one too, as in `lightning_trainers`
+        return self._constructor(expr, lambda n: _is(_constructed(n), LIGHTNING, {"Trainer"}), conventional) is not None
 
     # ---- precision -----------------------------------------------------------------------------------
 
