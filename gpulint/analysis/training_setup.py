@@ -217,7 +217,7 @@ def _ray_places_model(model: SemanticModel, call: cst.Call) -> bool:
     """`train.torch.prepare_model(net)` in a Ray Train run on GPUs: moved to the worker's GPU (and wrapped in DDP)."""
     wrapper = model.frameworks.wrapper(call)
     given = call.args[0].value if call.args and call.args[0].keyword is None and not call.args[0].star else None
-    return wrapper is not None and wrapper == ("Ray Train", True) and given is not None and is_model_expression(model, given)
+    return wrapper == ("Ray Train", True) and given is not None and is_model_expression(model, given)
 
 
 _HALF_WORDS = frozenset({"fp16", "bf16", "float16", "bfloat16", "half"})
