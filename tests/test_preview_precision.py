@@ -230,3 +230,36 @@ def test_flags_that_merely_contain_amp_do_not_silence_gpu901():
     # PyTorch-GAN: `--sample_interval` contains "amp" but is not a mixed-precision switch.
     source = script(setup='parser.add_argument("--sample_interval", type=int, default=400)')
     assert "GPU901" in codes(source)
+
+
+LIGHTNING_SCRIPT = """\
+    import lightning.pytorch as pl
+    from models import Classifier
+    {setup}
+
+    def main():
+        trainer = pl.Trainer(accelerator="auto", devices="auto", max_epochs=5{arguments})
+        trainer.fit(Classifier())
+
+
+    if __name__ == "__main__":
+        main()
+    """
+
+
+def test_a_lightning_trainer_on_the_gpu_in_float32_gets_gpu902_where_gpu901_is():
+    source = LIGHTNING_SCRIPT.format(setup="", arguments="")
+    [tf32] = [d for d in diagnostics(source, **PREVIEW) if d.code == "GPU902"]
+    assert (tf32.location.row, tf32.message) == (6, "the Lightning Trainer runs float32 matrix multiplications on CUDA without TF32")
+    assert codes(source) == ["GPU901", "GPU902"]
+    assert fixed(source, **PREVIEW) == textwrap.dedent(source)  # no `import torch` to set it with
+    with_torch = source.replace("import lightning.pytorch as pl", "import torch\n    import lightning.pytorch as pl")
+    assert "from models import Classifier\n\ntorch.set_float32_matmul_precision(\"high\")\n" in fixed(with_torch, **PREVIEW)
+
+
+def test_a_lightning_trainer_with_tf32_mixed_precision_or_on_the_cpu_has_no_gpu902():
+    tf32 = 'import torch\ntorch.set_float32_matmul_precision("medium")'
+    assert "GPU902" not in codes(LIGHTNING_SCRIPT.format(setup=tf32, arguments=""))
+    assert "GPU902" not in codes(LIGHTNING_SCRIPT.format(setup="", arguments=', precision="bf16-mixed"'))
+    assert "GPU902" not in codes(LIGHTNING_SCRIPT.format(setup="", arguments=', precision="64-true"'))
+    assert codes(LIGHTNING_SCRIPT.format(setup="", arguments="").replace('accelerator="auto"', 'accelerator="cpu"')) == []

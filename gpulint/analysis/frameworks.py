@@ -33,12 +33,17 @@ if TYPE_CHECKING:
 
 # Words every module with framework GPU evidence contains (in its imports): `gpu_evidence` finds nothing
 # without one (devices.GPU_TEXT_MARKERS).
-CONTEXT_MARKERS = ("lightning", "accelerate", "transformers", "trl", "ignite", "deepspeed")
+CONTEXT_MARKERS = ("lightning", "accelerate", "transformers", "trl", "ignite", "deepspeed", "ray.train")
 
 LIGHTNING = ("lightning", "pytorch_lightning", "lightning_fabric")
 HF = ("transformers", "trl")
 ACCELERATE = ("accelerate",)
 IGNITE = ("ignite",)
+RAY = ("ray",)
+# ray/train/torch/train_loop_utils.py (Ray 2.x): the calls that move a model or a loader's batches to the
+# worker's device (`get_device()`: its GPU when the run's ScalingConfig has `use_gpu=True`).
+RAY_PLACERS = frozenset({"ray.train.torch.prepare_model", "ray.train.torch.prepare_data_loader"})
+RAY_SCALING_CONFIGS = frozenset({"ray.train.ScalingConfig", "ray.air.ScalingConfig", "ray.air.config.ScalingConfig"})
 # Accelerator names that never run on a GPU (Lightning's `accelerator=`; `auto`, `gpu` and `cuda` do).
 _NOT_GPU = frozenset({"cpu", "mps", "tpu", "hpu", "xla", "ipu"})
 
@@ -168,6 +173,8 @@ class Precision:
     float32: bool  # known to train in float32 (the default, or set so)
     reason: str  # why, for messages: "`precision` is not set", "`fp16` and `bf16` are False"
     setting: str  # how to ask for mixed precision there, for messages
+    # the framework leaves float32 matmuls at torch's default (no TF32) and has no setting of its own for it
+    leaves_tf32: bool = False
 
 
 @dataclass(frozen=True)
@@ -208,7 +215,7 @@ class Frameworks:
         its classes inherit from other modules of the project."""
         inherited = (base for bases in self.m.project.inherited.values() for base in bases)
         roots = {q.split(".", 1)[0] for q in (*self.m.imports.bindings.values(), *inherited)}
-        return frozenset(roots & {*LIGHTNING, *HF, *ACCELERATE, *IGNITE})
+        return frozenset(roots & {*LIGHTNING, *HF, *ACCELERATE, *IGNITE, *RAY})
 
     def _cpu_only_lightning(self, call: cst.Call) -> bool:
         """A Lightning Trainer/Fabric given a non-GPU accelerator (`accelerator="cpu"`, `"mps"`, ...)."""
@@ -465,7 +472,12 @@ class Frameworks:
         """(framework, places on the device) for a call that returns its arguments wrapped, loaders included:
         `accelerator.prepare(model, optimizer, loader)`, `accelerator.prepare_data_loader(loader)`,
         `fabric.setup_dataloaders(loader)`, `fabric.setup(model, optimizer)`."""
-        if not self.imported or not isinstance(call.func, cst.Attribute):
+        if not self.imported:
+            return None
+        if "ray" in self.imported and self.m.call_name(call) in RAY_PLACERS:
+            # `move_to_device=True` by default; on a CPU run (`use_gpu` never asked for) the device is the CPU
+            return "Ray Train", self.ray_uses_gpu and not self._false(call, "move_to_device")
+        if not isinstance(call.func, cst.Attribute):
             return None
         method = call.func.attr.value
         receiver = call.func.value
@@ -524,7 +536,8 @@ class Frameworks:
 
     def placed_loop(self, loop: cst.For) -> bool:
         """A `for` over a loader that a wrapper places on the device: `for batch in train_dataloader:` after
-        `train_dataloader = accelerator.prepare(train_dataloader)` (also through enumerate/tqdm)."""
+        `train_dataloader = accelerator.prepare(train_dataloader)` (also through enumerate/tqdm), or over Ray
+        Data batches that land on the worker's GPU (`ds.iter_torch_batches(...)`)."""
         if not self.imported:
             return False
         m = self.m
@@ -533,6 +546,8 @@ class Frameworks:
             if (m.qualified_name(expr.func) or m.code(expr.func)).rsplit(".", 1)[-1] not in ("enumerate", "tqdm", "iter", "trange"):
                 break
             expr = expr.args[0].value
+        if isinstance(expr, cst.Call):
+            return self._ray_places_batches(expr, loop)
         key = dotted_name(expr)
         if key is None:
             return False
@@ -540,7 +555,39 @@ class Frameworks:
             wrapped = self.wrapped_argument(write.target)
             if wrapped is not None and self.wrapper(wrapped[0])[1]:
                 return True
+            if isinstance(write.value, cst.Call) and self._ray_places_batches(write.value, loop):
+                return True
         return False
+
+    @cached_property
+    def ray_uses_gpu(self) -> bool:
+        """A Ray Train run of this module may use GPUs: a `ScalingConfig(use_gpu=...)` not literally False
+        (ray/train/v2/api/config.py: `use_gpu=False` by default, so a config without it runs on CPUs)."""
+        if "ray" not in self.imported:
+            return False
+        for call in self.m.calls:
+            if self.m.call_name(call) in RAY_SCALING_CONFIGS:
+                value = _argument(call, "use_gpu")
+                resolved = self.m.values.resolve(value) if value is not None else None
+                if value is not None and (resolved is None or resolved.value is not False):
+                    return True
+        return False
+
+    def _ray_places_batches(self, call: cst.Call, loop: cst.For) -> bool:
+        """`ds.iter_torch_batches(batch_size=..., collate_fn=...)` of a Ray Train run on GPUs: with the default
+        `device="auto"` Ray moves the batches to the worker's device (ray/data/iterator.py); a `collate_fn`
+        then decides, and Ray's guide builds its tensors on `ray.train.torch.get_device()`: placed unless the
+        loop copies the batch itself (the collate left it on the host)."""
+        if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == "iter_torch_batches" and self.ray_uses_gpu):
+            return False
+        device = _argument(call, "device")
+        if device is not None:
+            resolved = self.m.values.resolve(device)
+            return resolved is not None and isinstance(resolved.value, str) and resolved.value.startswith("cuda")
+        collate = _argument(call, "collate_fn")
+        if collate is None:
+            return True
+        return not any(self.m.residency.moves_to_cuda(c) for c in self.m.calls_inside(loop.body))
 
     def placed_module(self, target: cst.BaseExpression) -> bool:
         """A model rebound to what a device-placing wrapper returns (`accelerator.prepare(model, ...)`)."""
@@ -575,7 +622,8 @@ class Frameworks:
 
     def _is_lightning_trainer(self, expr: cst.BaseExpression) -> bool:
         conventional = ("trainer",) if self.imported & set(LIGHTNING) else ()
-        return self._constructor(expr, lambda n: _is(n, LIGHTNING, {"Trainer"}), conventional) is not None
+        # `pl.Trainer.from_argparse_args(args)` (Lightning 1.x) builds one too, as in `lightning_trainers`
+        return self._constructor(expr, lambda n: _is(_constructed(n), LIGHTNING, {"Trainer"}), conventional) is not None
 
     # ---- precision -----------------------------------------------------------------------------------
 
@@ -596,7 +644,8 @@ class Frameworks:
                 continue
             reason = "`precision` is not set" if value is None else f"`precision={self.m.code(value)}`"
             float32 = setting in _FLOAT32_PRECISION
-            found.append(Precision(call, "the Lightning Trainer", float32, reason, '`precision="bf16-mixed"` (or `"16-mixed"`)'))
+            # lightning/pytorch/accelerators/cuda.py only warns ("set torch.set_float32_matmul_precision") on Tensor Cores
+            found.append(Precision(call, "the Lightning Trainer", float32, reason, '`precision="bf16-mixed"` (or `"16-mixed"`)', leaves_tf32=True))
         for arguments in self.trainer_arguments:
             if arguments.name in TRL_CONFIGS or arguments.on_cpu:
                 continue
@@ -911,6 +960,8 @@ def gpu_evidence(tree: ast.Module, qualify: Callable[[ast.AST], Optional[str]]) 
             yield "`idist.device()`", node.lineno  # ignite/distributed/comp_models/base.py: CUDA when available
         elif name == "deepspeed.initialize":
             yield "`deepspeed.initialize()`", node.lineno  # the engine moves the model to this rank's accelerator
+        elif name in RAY_SCALING_CONFIGS and any(k.arg == "use_gpu" for k in node.keywords) and _keyword_literal(node, "use_gpu") is not False:
+            yield "a Ray Train `ScalingConfig` that may use GPUs", node.lineno
     for class_name, node in classes.items():
         base = framework_base(class_name)
         what = _gpu_base(base) if base is not None else None

@@ -173,6 +173,14 @@ def element_targets(
     when the loop does not iterate it."""
     if is_source(iterable):
         return [target]
+    if isinstance(iterable, cst.Name) and _depth < 3:
+        # `pbar = enumerate(loader)` (then maybe `pbar = tqdm(pbar)`) and `for i, batch in pbar:`
+        for write in model.dataflow.reaching_writes(iterable.value, iterable):
+            if isinstance(write.value, cst.Call) and wrapper_kind(model, write.value, _depth) is not None:
+                inner = element_targets(model, write.value, target, is_source, _depth + 1)
+                if inner is not None:
+                    return inner
+        return None
     if not isinstance(iterable, cst.Call):
         return None
     kind = wrapper_kind(model, iterable, _depth)

@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 ADAM = {"torch.optim.Adam": "Adam", "torch.optim.AdamW": "AdamW", "torch.optim.adam.Adam": "Adam", "torch.optim.adamw.AdamW": "AdamW"}
 _PARAMETER_METHODS = ("parameters", "named_parameters")
 _ENGINE_NAME = re.compile(r"deepspeed|megatron|DummyOptim", re.IGNORECASE)
+# accelerate/state.py and accelerate/utils: the names code that runs under DeepSpeed or Megatron-LM reads
+_ACCELERATE_ENGINE_ATTRIBUTE = re.compile(r"deepspeed_plugin|megatron_lm_plugin|DummyOptim|deepspeed_config")
 
 
 @dataclass(frozen=True)
@@ -151,9 +153,12 @@ def _prepared_later(model: SemanticModel, module: cst.BaseExpression, optimizer:
 
 
 def _engine_owns_optimizer(model: SemanticModel) -> bool:
-    """The module uses DeepSpeed or Megatron-LM (an import, or accelerate's `deepspeed_plugin` / `DummyOptim` /
-    `megatron_lm` names)."""
+    """The module uses DeepSpeed or Megatron-LM: the library imported, or accelerate's `deepspeed_plugin` /
+    `DummyOptim` / `megatron_lm` names. A project's own wrapper module or switch named after DeepSpeed
+    (`from .utilities.deepspeed import ...`, `self.deepspeed_sharding = False`) is not the engine: off by
+    default, the optimizer built here is the one that steps."""
     for qualified in model.imports.bindings.values():
-        if qualified.split(".", 1)[0] == "deepspeed" or _ENGINE_NAME.search(qualified):
+        root = qualified.split(".", 1)[0]
+        if root in ("deepspeed", "megatron") or root == "accelerate" and _ENGINE_NAME.search(qualified):
             return True
-    return any(_ENGINE_NAME.search(attribute.attr.value) for attribute in model.attributes)
+    return any(_ACCELERATE_ENGINE_ATTRIBUTE.fullmatch(attribute.attr.value) for attribute in model.attributes)

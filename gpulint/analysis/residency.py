@@ -1182,6 +1182,8 @@ class Residency:
         for call in model.calls_inside(loop):
             if self.is_module(call.func) or self.is_gpu_module(call.func) or self.runs_a_model_method(call):
                 return True
+        if isinstance(loop, cst.For) and model.frameworks.placed_loop(loop):
+            return True  # batches a framework places on the GPU (an accelerate-prepared loader, Ray Data on a GPU run)
         if isinstance(loop, cst.For):
             from gpulint.analysis.hot_loops import iterated_expressions
 

@@ -31,7 +31,7 @@ import sys
 import warnings
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 from gpulint.analysis.communication import chosen_by_backend, starts_async_communication, waits_for_work
 from gpulint.analysis.convolutions import CONV_NET, CONV_NET_FACTORIES, builds_convolution
@@ -399,6 +399,34 @@ def _merge(a: Any, b: Any) -> Any:
     return None
 
 
+_LOADER_CLASS = ("loader_class",)  # a name bound to a DataLoader class: what calling it builds is a loader
+
+
+def _loader_classes(body: list, qualify: Callable[[ast.AST], Optional[str]]) -> frozenset[str]:
+    """Module-level subclasses of `DataLoader` called with its arguments: no `__init__`, or one that hands
+    `*args, **kwargs` on to `super().__init__` unchanged (yolov7's `InfiniteDataLoader`)."""
+    found = set()
+    for stmt in body:
+        if not isinstance(stmt, ast.ClassDef) or not any(qualify(base) == DATALOADER for base in stmt.bases):
+            continue
+        init = next((m for m in stmt.body if isinstance(m, ast.FunctionDef) and m.name == "__init__"), None)
+        if init is None:
+            found.add(stmt.name)
+            continue
+        a = init.args
+        if not (len(a.args) == 1 and a.vararg and a.kwarg and not a.kwonlyargs and not a.posonlyargs):
+            continue
+        for call in ast.walk(init):
+            if (
+                isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "__init__"
+                and isinstance(call.func.value, ast.Call) and getattr(call.func.value.func, "id", None) == "super"
+                and [type(x) for x in call.args] == [ast.Starred] and getattr(call.args[0].value, "id", None) == a.vararg.arg
+                and [k.arg for k in call.keywords] == [None] and getattr(call.keywords[0].value, "id", None) == a.kwarg.arg
+            ):
+                found.add(stmt.name)
+    return frozenset(found)
+
+
 class _Builder:
     def __init__(self, tree: ast.Module, text: str) -> None:
         self.tree = tree
@@ -416,6 +444,7 @@ class _Builder:
         for stmt in _module_statements(body):
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self.module_defs.add(stmt.name)
+        self.loader_classes = _loader_classes(body, self.qualify) if "DataLoader" in self.text else frozenset()
         reader = _Reader(self, MODULE_BODY, None, None)
         s.functions[MODULE_BODY] = reader.run(body)
         for name, value in reader.env.items():
@@ -449,6 +478,10 @@ class _Builder:
         for method in sorted(methods, key=lambda m: m.name != "__init__"):
             reader = _Reader(self, f"{node.name}.{method.name}", method, info)
             self.summary.functions[f"{node.name}.{method.name}"] = reader.run(method.body)
+
+    def names_loader_class(self, node: ast.AST) -> bool:
+        """`DataLoader`, or a class of this module that takes the same arguments (`InfiniteDataLoader`)."""
+        return self.qualify(node) == DATALOADER or isinstance(node, ast.Name) and node.id in self.loader_classes
 
     def qualify(self, node: ast.AST) -> Optional[str]:
         """The import-resolved dotted name (`torch.utils.data.DataLoader` for `DL`); None when not imported."""
@@ -987,6 +1020,8 @@ class _Reader:
             return None
         if kind is ast.IfExp:
             self.expr(node.test)
+            if self.b.names_loader_class(node.body) and self.b.names_loader_class(node.orelse):
+                return _LOADER_CLASS
             body, orelse = self.expr(node.body), self.expr(node.orelse)
             kinds = {_device_kind_of(node.body, self, mark=False), _device_kind_of(node.orelse, self, mark=False)}
             if "cuda" in kinds and _tests_backend(node.test):
@@ -1091,6 +1126,8 @@ class _Reader:
             self.communicated = True
         if qualified is not None and qualified.startswith("torch."):
             return self.torch_call(node, qualified, args, kwargs)
+        if isinstance(func, ast.Name) and (self.env.get(func.id) == _LOADER_CLASS or func.id not in self.env and self.b.names_loader_class(func)):
+            return ("loader", self.loader_facts(node))  # `loader = DataLoader if w else InfiniteDataLoader; loader(...)`
         if isinstance(func, ast.Attribute):
             method = func.attr
             if method in ("cuda", "to"):

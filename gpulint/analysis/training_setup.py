@@ -213,6 +213,13 @@ def _engine_places_model(model: SemanticModel, call: cst.Call) -> bool:
     return given is not None and is_model_expression(model, given)
 
 
+def _ray_places_model(model: SemanticModel, call: cst.Call) -> bool:
+    """`train.torch.prepare_model(net)` in a Ray Train run on GPUs: moved to the worker's GPU (and wrapped in DDP)."""
+    wrapper = model.frameworks.wrapper(call)
+    given = call.args[0].value if call.args and call.args[0].keyword is None and not call.args[0].star else None
+    return wrapper == ("Ray Train", True) and given is not None and is_model_expression(model, given)
+
+
 _HALF_WORDS = frozenset({"fp16", "bf16", "float16", "bfloat16", "half"})
 
 
@@ -234,7 +241,7 @@ def find_training_setup(model: SemanticModel) -> TrainingSetup:
     hot = [loop for loop in model.loops if is_hot(model, loop)]
     moves = [
         call for call in model.calls
-        if (model.residency.moves_to_cuda(call) and is_model_expression(model, call.func.value) or _engine_places_model(model, call))
+        if (model.residency.moves_to_cuda(call) and is_model_expression(model, call.func.value) or _engine_places_model(model, call) or _ray_places_model(model, call))
         and not _after_all_training(model, call, hot)
     ]  # fmt: skip
     entry = model.has_main_guard or any(model.enclosing_function(loop) is None for loop in hot)

@@ -9,6 +9,10 @@ from gpulint.diagnostics import Applicability, Diagnostic, Severity
 from gpulint.edits import add_torch_setting
 
 STATEMENT = '{torch}.set_float32_matmul_precision("high")'
+HELP = (
+    'TF32 is off by default for matmuls since torch 1.12; call `torch.set_float32_matmul_precision("high")` '
+    "at start-up to use the Tensor Cores of Ampere and newer GPUs"
+)
 
 
 class NoTf32(Rule):
@@ -17,21 +21,26 @@ class NoTf32(Rule):
     summary = "CUDA float32 training without TF32 (`torch.set_float32_matmul_precision`)"
     preview = True
     fix_applicability = Applicability.UNSAFE
-    requires = (r"backward|step\(",)
+    requires = (r"backward|step\(|Trainer",)
     default_severity = Severity.INFO
 
     def check(self) -> Iterator[Diagnostic]:
         setup = self.model.training_setup
-        if not setup.cuda_training_script or setup.tf32_configured or setup.non_float32_parameters or setup.toy_models:
+        if setup.tf32_configured or setup.non_float32_parameters:
+            return
+        trainers = [p for p in self.model.frameworks.precision if p.float32 and p.leaves_tf32]
+        for index, precision in enumerate(trainers):
+            # a framework's Trainer on the GPU in float32: it places the model, so no move is in this file
+            fix = self._fix() if index == 0 else None  # one setting at start-up serves every Trainer
+            message = f"{precision.framework} runs float32 matrix multiplications on CUDA without TF32"
+            yield self.diagnostic(precision.call, message, fix=fix, help=HELP)
+        if trainers or not setup.cuda_training_script or setup.toy_models:
             return  # a toy model: its matmuls are too small for the Tensor Cores to matter
         if setup.engine_half_precision:
             return  # DeepSpeed with an fp16/bf16 config: its matmuls run in half precision, not float32
         message = "float32 matrix multiplications on CUDA run without TF32"
-        help = (
-            'TF32 is off by default for matmuls since torch 1.12; call `torch.set_float32_matmul_precision("high")` '
-            "at start-up to use the Tensor Cores of Ampere and newer GPUs"
-        )
-        edit = add_torch_setting(self.model, STATEMENT)
-        fix = self.fix("Enable TF32 matmuls after the imports", [edit], Applicability.UNSAFE)
-        yield self.diagnostic(setup.model_moves[0], message, fix=fix, help=help)
+        yield self.diagnostic(setup.model_moves[0], message, fix=self._fix(), help=HELP)
+
+    def _fix(self):
+        return self.fix("Enable TF32 matmuls after the imports", [add_torch_setting(self.model, STATEMENT)], Applicability.UNSAFE)
 
