@@ -45,6 +45,23 @@ def test_gpu201_factory_then_to_device_in_training_loop():
     assert "pos = torch.arange(x.shape[1], device=device)" in fix(source, "GPU201", unsafe=False)
 
 
+@pytest.mark.parametrize("code", ["GPU201", "GPU202"])
+def test_a_factory_under_a_logging_interval_is_not_every_step(code):
+    # wgan-style: a noise batch for the logged images every 100 steps; the same line unguarded is reported.
+    factory = "torch.randn(64, 100).cuda()" if code == "GPU201" else "torch.FloatTensor(64, 100).normal_().cuda()"
+    guarded = HEADER + textwrap.dedent(f"""\
+        for i, (x, y) in enumerate(loader):
+            model(x.to(device)).sum().backward()
+            opt.step()
+            if (i + 1) % 100 == 0:
+                z = {factory}
+                log_images(generator(z))
+    """)
+    assert only(guarded, code) == []
+    every_step = guarded.replace("    if (i + 1) % 100 == 0:\n        z =", "    z =").replace("        log_images", "    log_images")
+    assert len(only(every_step, code)) == 1
+
+
 def in_step(code: str) -> str:
     """`code` in the body of a training loop (its first line is row 5, indented by 4)."""
     return HEADER + "for x in loader:\n" + textwrap.indent(textwrap.dedent(code), "    ") + "    model(x).sum().backward()\n"

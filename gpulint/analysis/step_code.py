@@ -31,6 +31,8 @@ def per_step(model: SemanticModel, node: cst.CSTNode) -> tuple[Optional[cst.CSTN
     FORWARD; (None, None) for one-time code."""
     loop, role = model.residency.step_loop(node)
     if role in (TRAIN, EVAL):
+        if model.residency.rate_limit_guard(node, loop) is not None:
+            return None, None  # under `if step % 100 == 0:` (or an except block): every N steps, not every step
         return loop, role
     consumer = _generator_consumer(model, node)
     if consumer is not None:
