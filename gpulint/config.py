@@ -185,10 +185,18 @@ def check_selector(selector: str, where: str = "") -> None:
         raise ConfigError(f"Unknown rule selector: `{selector}`{f' ({where})' if where else ''}")
 
 
-@functools.lru_cache(maxsize=1)
 def rule_codes() -> tuple[str, ...]:
     """Every rule's code, from the names of the rule modules (`checks/gpu101_*.py` holds GPU101, as
     `all_rules` imports them): a config's selectors are checked without importing the rules."""
+    codes = _rule_module_codes()
+    registry = sys.modules.get("gpulint.checks.base")
+    if registry is not None:  # rules registered in this process (an embedding program, a test) are rules too
+        return codes + tuple(sorted(set(registry.REGISTRY) - set(codes)))
+    return codes
+
+
+@functools.lru_cache(maxsize=1)
+def _rule_module_codes() -> tuple[str, ...]:
     import pkgutil
 
     folder = os.path.join(os.path.dirname(__file__), "checks")

@@ -258,3 +258,34 @@ for epoch in range(100):
 
 def test_a_loader_of_in_memory_strings_gets_no_pinning_or_worker_advice(tmp_path, monkeypatch):
     assert lint_written(tmp_path, {"names.py": NAMES, "train.py": TRAIN}, monkeypatch) == []
+
+
+# ---- 6. a device that is MPS or the CPU is never CUDA ------------------------------------------------
+
+MPS_OR_CPU = """\
+import torch
+from torch import nn
+from torch.utils.data import DataLoader
+
+device = torch.device("mps" if torch.backends.mps.is_available() else "cpu")
+net = nn.Sequential(nn.Conv2d(1, 64, 3), nn.Flatten(), nn.LazyLinear(10)).to(device)
+opt = torch.optim.Adam(net.parameters())
+loader = DataLoader(train_set, batch_size=128, shuffle=True, num_workers=2)
+for epoch in range(20):
+    for features, labels in loader:
+        loss = nn.functional.cross_entropy(net(features.to(device)), labels.to(device))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+"""
+
+
+def test_a_device_chosen_between_mps_and_the_cpu_gets_no_cuda_advice():
+    # the Mac M1 lesson: unified memory, so pinning buys nothing and TF32 / cuDNN / fused Adam do not apply;
+    # workers restarted every epoch cost the same on any device
+    assert findings(MPS_OR_CPU, select=("ALL",), preview=True) == ["8:10 GPU104"]
+
+
+def test_a_device_chosen_between_cuda_and_the_cpu_is_still_cuda():
+    cuda = MPS_OR_CPU.replace('"mps" if torch.backends.mps.is_available()', '"cuda" if torch.cuda.is_available()')
+    assert {f.split()[1] for f in findings(cuda, select=("ALL",), preview=True)} >= {"GPU102", "GPU104", "GPU901", "GPU904"}

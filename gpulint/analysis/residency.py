@@ -163,7 +163,10 @@ class Residency:
             if _chosen_by_backend(model, expr):
                 return None  # `"cpu" if backend == "gloo" else "cuda"`: the process group decides
             kinds = {self.device_kind(expr.body, depth + 1), self.device_kind(expr.orelse, depth + 1)}
-            return CUDA if CUDA in kinds and None not in kinds else None
+            if None in kinds:
+                return None
+            # `"mps" if torch.backends.mps.is_available() else "cpu"`: known, and never CUDA
+            return CUDA if CUDA in kinds else OTHER if OTHER in kinds else CPU
         if isinstance(expr, (cst.Name, cst.Attribute)):
             last = expr.attr.value if isinstance(expr, cst.Attribute) else expr.value
             if isinstance(expr, cst.Attribute) and last == "device":
