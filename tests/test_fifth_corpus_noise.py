@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import libcst as cst
 
-from gpulint.analysis.loop_bounds import runs_a_handful
+from gpulint.analysis.loop_bounds import runs_briefly
 from gpulint.analysis.model import SemanticModel
 
 
 def handful(source: str) -> list[bool]:
-    """`runs_a_handful` for each `for` loop of `source`, in order."""
+    """`runs_briefly` for each `for` loop of `source`, in order."""
     model = SemanticModel(cst.parse_module(source), "train.py", source)
-    return [runs_a_handful(model, loop) for loop in model.loops if isinstance(loop, cst.For)]
+    return [runs_briefly(model, loop) for loop in model.loops if isinstance(loop, cst.For)]
 
 
 

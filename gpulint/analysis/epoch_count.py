@@ -47,6 +47,12 @@ def epoch_count(model: SemanticModel, loop: cst.CSTNode, via: tuple[cst.Call, ..
     return None  # a step: rare for epochs
 
 
+def shipped_integer(model: SemanticModel, expr: cst.BaseExpression) -> Optional[int]:
+    """The integer `expr` has as shipped (a literal, a name bound once, a command-line option's value in the job
+    files or its default, a setting, a sum of such values); None when unknown."""
+    return _integer(model, expr, (), 0)
+
+
 def _integer(model: SemanticModel, expr: cst.BaseExpression, via: tuple[cst.Call, ...], depth: int) -> Optional[int]:
     if depth > _MAX_DEPTH:
         return None

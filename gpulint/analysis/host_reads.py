@@ -12,6 +12,10 @@ Facts about the host syncs (`residency.HostSync`) of a loop:
 - `sizes_a_tensor`: the host value is a size the next allocation or reshape needs (`shape = t.tolist();
   buf = torch.empty(shape, device=d)`, `x.view(n, -1)`, `torch.split(x, counts)`): the host genuinely needs
   it (a pipeline stage receives the shape of what it receives next), so the wait is inherent.
+- `needed_on_host`: `sizes_a_tensor`, or the host value is the action handed to an environment
+  (`action = policy(state).argmax().item(); obs, reward, done, _ = env.step(action)`): a simulator on the host
+  takes the action to produce the next observation, so every step of an RL loop waits for it whatever the
+  code does (the read is the algorithm's, in a training loop too).
 - `written_out`: in a loop that does not train, the read is the loop's product written out each batch
   (`np.save(path, feats.cpu().numpy())`, `f.write(...)`, `Image.fromarray(arr).save(p)`, a frame shown with
   `imshow`), or collected into a list that the loop itself empties once it has shipped it (`codes.extend(lab)`
@@ -31,7 +35,7 @@ import libcst as cst
 
 from gpulint.analysis.error_paths import jumps
 from gpulint.analysis.imports import dotted_name
-from gpulint.analysis.summary import CLOCKS
+from gpulint.analysis.summary import CLOCKS, ENVIRONMENT
 
 if TYPE_CHECKING:
     from gpulint.analysis.model import Loop, SemanticModel
@@ -69,6 +73,7 @@ _WRITE_METHODS = frozenset({
 _COLLECTING = frozenset({"append", "extend", "insert"})
 # Receivers of `.write(...)` that print or log rather than store the loop's product.
 _CONSOLE = re.compile(r"(^|[._])(sys\.std(out|err)|tqdm|p?bar|progress\w*|log\w*|console)$", re.IGNORECASE)
+_HOST_NUMBERS = frozenset({"int", "float", "bool"})
 _HOST_METHODS = frozenset({"append", "extend", "values", "items", "keys", "get", "update", "format", "write", "copy", "setdefault"})
 
 
@@ -241,6 +246,32 @@ def sizes_a_tensor(model: SemanticModel, sync: HostSync, loop: Loop) -> bool:
         if _carries(model, sync, derived, sizes):
             return True
     return False
+
+
+def needed_on_host(model: SemanticModel, sync: HostSync, loop: Loop) -> bool:
+    """The host needs the value to go on, and no rewrite avoids the wait: it sizes the next tensor
+    (`sizes_a_tensor`), or it is the action an environment on the host steps with (`steps_an_environment`)."""
+    return sizes_a_tensor(model, sync, loop) or steps_an_environment(model, sync, loop)
+
+
+def steps_an_environment(model: SemanticModel, sync: HostSync, loop: Loop) -> bool:
+    """The value `sync` reads (through `int(...)` too), or a host value built from it, is an argument of
+    `env.step(...)` in the same loop: a simulator on the host needs the action to produce the next state."""
+    steps = [
+        c for c in model.calls_inside(loop)
+        if isinstance(c.func, cst.Attribute) and c.func.attr.value == "step" and c.args and ENVIRONMENT.search(model.code(c.func.value))
+    ]  # fmt: skip
+    if not steps:
+        return False
+    derived = _host_values(model, sync, loop)
+    node = model.parent.get(sync.node)
+    if isinstance(node, cst.Arg):  # `action = int(q.argmax().item())`
+        call = model.parent.get(node)
+        if isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value in _HOST_NUMBERS:
+            name = _assigned_name(model, call)
+            if name is not None:
+                derived.add(name)
+    return any(_carries(model, sync, derived, step.args) for step in steps)
 
 
 def written_out(model: SemanticModel, sync: HostSync, loop: Loop) -> bool:

@@ -1,11 +1,13 @@
-"""Loops the code itself bounds to a handful of iterations.
+"""How many times a loop runs as shipped, when the code says.
 
 A per-step cost (a host read, a tensor made on the CPU, a blocking copy) matters because the loop around it
 runs once per batch, thousands of times. Some loops say in the source that they run only a few times: a
 robustness or smoke check that stops after a few batches (`for i, (x, y) in enumerate(loader): ... if i > 5:
 break`), a loop over a handful of hand-written items (`for name in ["relu", "tanh"]`, a dict literal of six
-activation functions). What such a loop repeats runs a handful of times in all: the loop around it, if any,
-decides how often.
+activation functions), a range of written or default size (`for i in range(1, number_int + 1)` with
+`number_int = 10`, eleven image sizes `list(range(256, 1536 + 128, 128))`), a learning-rate range test that
+stops after `--num_iter` (default 100) steps. What such a loop repeats runs a few times in all, too few for a
+per-iteration cost to add up: the loop around it, if any, decides how often.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
-from gpulint.analysis.hot_loops import _FEW_ITEMS, iterates_a_few_literals
+from gpulint.analysis.epoch_count import shipped_integer
+from gpulint.analysis.hot_loops import _FEW_ITEMS, _GROWING, iterates_a_few_literals, wrapper_kind
 from gpulint.analysis.model import Loop
 
 if TYPE_CHECKING:
@@ -22,21 +25,90 @@ if TYPE_CHECKING:
 
 # A loop that breaks by its counter within this many iterations runs "a handful" of times.
 FEW_ITERATIONS = _FEW_ITEMS
+# A cost paid once per iteration of a loop that runs at most this many times (a 100-step learning-rate range
+# test and the iteration its break test lets through, a dozen image sizes, a ten-image latent walk) adds up to
+# a few hundred milliseconds at most: no per-step cost worth a report.
+SHORT_LOOP = 128
+_COPIES = frozenset({"list", "tuple", "sorted", "reversed", "set"})  # builtins that keep the number of items
 
 
-def runs_a_handful(model: SemanticModel, loop: Loop) -> bool:
-    """The loop's body runs at most a handful of times, as written: it iterates a few hand-written items, or
-    it stops by its `enumerate` counter after a few iterations."""
+def runs_briefly(model: SemanticModel, loop: Loop) -> bool:
+    """The loop's body runs at most `SHORT_LOOP` times each time the loop is entered, as shipped: it iterates
+    a few hand-written items, a range or a list of known size, or stops by a counter after a known number of
+    iterations (`trip_count`)."""
     if not isinstance(loop, (cst.For, cst.While)):
         return False
-    known = model.memo("runs a handful")  # asked for every node a per-step rule looks at: once per loop
+    known = model.memo("runs briefly")  # asked for every node a per-step rule looks at: once per loop
     if loop not in known:
         if isinstance(loop, cst.For) and iterates_a_few_literals(model, loop):
             known[loop] = True
         else:
-            bound = break_bound(model, loop)
-            known[loop] = bound is not None and bound <= FEW_ITERATIONS
+            count = trip_count(model, loop)
+            known[loop] = count is not None and count <= SHORT_LOOP
     return known[loop]
+
+
+def trip_count(model: SemanticModel, loop: cst.For | cst.While) -> Optional[int]:
+    """At most how many times the loop's body runs each time the loop is entered, with the sizes and the
+    command-line defaults the code ships: the number of items it iterates (a literal display, a `range` of
+    resolvable bounds, a name bound once to one of these and never grown; through `enumerate`, `tqdm`, `zip`),
+    or the bound of a break test on its counter (`break_bound`), whichever is smaller. None when unknown."""
+    counts = [count for count in (_items(model, loop.iter, loop) if isinstance(loop, cst.For) else None, break_bound(model, loop)) if count is not None]
+    return min(counts) if counts else None
+
+
+def _items(model: SemanticModel, expr: cst.BaseExpression, loop: Loop, depth: int = 0) -> Optional[int]:
+    """How many items iterating `expr` hands out, when the source says."""
+    if depth > 4:
+        return None
+    if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
+        return None if any(isinstance(e, cst.StarredElement) for e in expr.elements) else len(expr.elements)
+    if isinstance(expr, cst.Dict):
+        return None if any(isinstance(e, cst.StarredDictElement) for e in expr.elements) else len(expr.elements)
+    if isinstance(expr, cst.Name):
+        return _bound_items(model, expr, loop, depth)
+    if not isinstance(expr, cst.Call):
+        return None
+    func = expr.func
+    positional = [a.value for a in expr.args if a.keyword is None and not a.star]
+    if any(a.star for a in expr.args):
+        return None
+    if isinstance(func, cst.Name) and not model.module_bindings(func.value):
+        if func.value == "range" and 1 <= len(positional) <= 3 and len(positional) == len(expr.args):
+            bounds = [int_value(model, a) for a in positional]
+            return None if any(b is None for b in bounds) or bounds[-1] == 0 and len(bounds) == 3 else len(range(*bounds))  # type: ignore[misc]
+        if func.value in _COPIES and len(positional) == 1:
+            return _items(model, positional[0], loop, depth + 1)
+    if isinstance(func, cst.Attribute) and func.attr.value in ("keys", "values", "items") and not expr.args:
+        return _items(model, func.value, loop, depth + 1)
+    kind = wrapper_kind(model, expr)
+    if kind in ("passthrough", "enumerate") and positional:
+        return _items(model, positional[0], loop, depth + 1)
+    if kind == "zip":
+        counts = [c for c in (_items(model, a, loop, depth + 1) for a in positional) if c is not None]
+        return min(counts) if counts else None  # zip stops at its shortest argument
+    return None
+
+
+def _bound_items(model: SemanticModel, name: cst.Name, loop: Loop, depth: int) -> Optional[int]:
+    """`sizes` bound once in the loop's scope to a display or a range, and never grown or changed in place."""
+    flow = model.dataflow
+    scope = model.scope_of(loop)
+    writes = flow.writes_in_scope(name.value, scope)
+    if len(writes) != 1 or writes[0].value is None or writes[0].is_augmented or writes[0].value is name:
+        return None
+    if any(isinstance(c.func, cst.Attribute) and c.func.attr.value in _GROWING for c in flow.method_calls_in(name.value, scope)):
+        return None
+    if flow.item_writes.get(name.value):
+        return None  # `d[key] = value` adds an entry
+    return _items(model, writes[0].value, loop, depth + 1)
+
+
+def int_value(model: SemanticModel, expr: cst.BaseExpression) -> Optional[int]:
+    """The integer `expr` has as shipped: a literal, a name bound once to one, what the job files or the
+    argparse default give a command-line option, a setting, `a + b` of such values (`epoch_count`'s reading)."""
+    literal = _literal_int(expr)
+    return literal if literal is not None else shipped_integer(model, expr)
 
 
 def break_bound(model: SemanticModel, loop: cst.For | cst.While) -> Optional[int]:
@@ -44,15 +116,18 @@ def break_bound(model: SemanticModel, loop: cst.For | cst.While) -> Optional[int
     it: no `continue` in the body) is `if i > N: break` (`>=`, `==` too, N a literal) on a counter that counts
     iterations: the `enumerate` index of a `for` (N - start + 2 for `>`, N - start + 1 otherwise), or a name
     set to a literal before the loop and raised by one among the body's own statements (`step += 1`; one more
-    iteration allowed, whichever comes first). None when the code does not say."""
+    iteration allowed, whichever comes first). N is a literal or a value known as shipped (`args.num_iter`
+    with its default: `int_value`). None when the code does not say."""
     if not isinstance(loop.body, cst.IndentedBlock) or _continues(model, loop):
         return None
+    counters = {}  # name -> (start, slack, jumps)
     counter, start = _enumerate_counter(model, loop) if isinstance(loop, cst.For) else (None, 0)
-    slack = 0
-    if counter is None:
-        counter, start = _raised_counter(model, loop)
-        slack = 1
-    if counter is None:
+    if counter is not None:
+        counters[counter] = (start, 0, False)
+    counter, start, jumps = _raised_counter(model, loop)
+    if counter is not None:
+        counters.setdefault(counter, (start, 1, jumps))
+    if not counters:
         return None
     bounds = []
     for statement in loop.body.body:
@@ -61,22 +136,24 @@ def break_bound(model: SemanticModel, loop: cst.For | cst.While) -> Optional[int
         test = statement.test
         if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
             continue
-        if not isinstance(test.left, cst.Name) or test.left.value != counter:
+        if not isinstance(test.left, cst.Name) or test.left.value not in counters:
             continue
+        start, slack, jumps = counters[test.left.value]
         target = test.comparisons[0]
-        limit = _literal_int(target.comparator)
+        limit = int_value(model, target.comparator)
         if limit is None:
             continue
         if isinstance(target.operator, cst.GreaterThan):
             bounds.append(limit - start + 2 + slack)
-        elif isinstance(target.operator, (cst.GreaterThanEqual, cst.Equal)):
+        elif isinstance(target.operator, cst.GreaterThanEqual) or isinstance(target.operator, cst.Equal) and not jumps:
             bounds.append(limit - start + 1 + slack)
     return min(bounds) if bounds else None
 
 
-def _raised_counter(model: SemanticModel, loop: cst.For | cst.While) -> tuple[Optional[str], int]:
+def _raised_counter(model: SemanticModel, loop: cst.For | cst.While) -> tuple[Optional[str], int, bool]:
     """`n` and its smallest start for `n = 0` (literals only) before the loop and `n += 1` among the body's own
-    statements, the only write of `n` in the loop."""
+    statements, the only write of `n` in the loop but raises by a positive literal (`n += 1e8` before a
+    `break`; then True: the counter may jump over a value, so `n == N` bounds nothing)."""
     for statement in loop.body.body:  # type: ignore[union-attr]
         if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
             continue
@@ -87,14 +164,23 @@ def _raised_counter(model: SemanticModel, loop: cst.For | cst.While) -> tuple[Op
             continue
         name = raised.target.value
         flow = model.dataflow
-        if len(flow.writes_in(name, loop)) != 1:
-            continue  # reset or changed elsewhere in the loop
+        if any(w.statement is not raised and not _raises(w) for w in flow.writes_in(name, loop)):
+            continue  # reset or lowered elsewhere in the loop (`n += 1e8; break` only brings the end nearer)
         starts = [w for w in flow.reaching_writes(name, loop) if not model.is_inside(w.statement, loop)]
         values = [_literal_int(w.value) if w.value is not None and not w.is_augmented else None for w in starts]
         if not values or any(v is None for v in values):
             continue
-        return name, min(values)  # type: ignore[type-var]
-    return None, 0
+        return name, min(values), len(flow.writes_in(name, loop)) > 1  # type: ignore[type-var]
+    return None, 0, False
+
+
+def _raises(write) -> bool:
+    """`n += 1e8`: a write that only raises the counter by a positive literal."""
+    statement = write.statement
+    if not (isinstance(statement, cst.AugAssign) and isinstance(statement.operator, cst.AddAssign)):
+        return False
+    value = statement.value
+    return isinstance(value, (cst.Integer, cst.Float)) and float(value.evaluated_value) > 0
 
 
 def _enumerate_counter(model: SemanticModel, loop: cst.For) -> tuple[Optional[str], int]:

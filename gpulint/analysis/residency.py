@@ -23,7 +23,7 @@ from gpulint.analysis.dataflow import Write
 from gpulint.analysis.error_paths import error_path
 from gpulint.analysis.hot_loops import _is_training_step, element_targets, in_no_grad, iterates_a_few_literals, trains
 from gpulint.analysis.imports import dotted_name
-from gpulint.analysis.loop_bounds import runs_a_handful
+from gpulint.analysis.loop_bounds import runs_briefly
 from gpulint.analysis.summary import CLOCKS, DEVICE_INDEX_NAME, times_a_step
 from gpulint.analysis.tensor_size import makes_empty_tensor
 from gpulint.analysis.value_resolution import literal_value
@@ -1108,8 +1108,8 @@ class Residency:
         for loop in self.model.repeating_loops(node):
             if error_path(self.model, node, loop) is not None:
                 return None, None  # it ends the run when it runs (`raise RuntimeError(loss.item())`): at most once
-            if runs_a_handful(self.model, loop):
-                continue  # a few hand-written items, or a check that breaks after a few batches: the loop around it decides
+            if runs_briefly(self.model, loop):
+                continue  # a few items, a short range, a check that breaks after a few batches: the loop around it decides
             role = self.loop_role(loop)
             if role is not None:
                 return loop, role

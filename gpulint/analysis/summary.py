@@ -97,6 +97,8 @@ _SYNC_BUILTINS = frozenset({"float", "int", "bool", "print", "str", "repr"})
 # Ops whose output size depends on the data (residency._DATA_DEPENDENT_SHAPE: the host waits to learn it).
 _DATA_DEPENDENT_SHAPE = frozenset({"nonzero", "argwhere", "masked_select", "unique", "unique_consecutive"})
 # Factories whose positional arguments (or `size=`) are the size of the tensor they allocate.
+# Receivers of `.step(action)` that are environments (`env`, `self.env`, `envs`, `train_env`, `environment`).
+ENVIRONMENT = re.compile(r"(^|[._])\w*env(s|ironment)?\w*$", re.IGNORECASE)
 _SIZED = frozenset({"empty", "zeros", "ones", "full", "rand", "randn", "empty_strided"})
 # `shape = t.tolist()`, `n = t.item()`, `n = int(t)`: a read whose host value a later allocation may need.
 _HOST_READS = frozenset({"tolist", "item"})
@@ -1138,6 +1140,8 @@ class _Reader:
                 for source in sources_of(receiver):
                     if source.startswith("p:"):
                         self.effect(source, ("no_sync", line))  # a helper that skips DDP's all-reduce for the module it is given
+            if method == "step" and node.args and ENVIRONMENT.search(_dotted(func.value) or ""):
+                self.sized_with(list(node.args), args)  # `env.step(action)`: the host needs the action, like a size
             if method == "type" and not node.args and not node.keywords:
                 return None  # the type's name, a Python string (`x.type(T)` converts)
             if method in _SYNC_METHODS and not (method == "cpu" and node.args):

@@ -38,8 +38,8 @@ class HostSyncInLoop(Rule):
                 continue  # a toy model on toy tensors: a step is microseconds, waiting costs nothing worth a report
             if host_reads.queue_drained(model, sync, loop):
                 continue  # the iteration already waited for the device (a profiling harness): a finished value is copied
-            if host_reads.sizes_a_tensor(model, sync, loop):
-                continue  # the host needs the value to allocate or shape the next tensor
+            if host_reads.needed_on_host(model, sync, loop):
+                continue  # the host needs the value to go on: to allocate the next tensor, to step an environment
             if role == EVAL and host_reads.written_out(model, sync, loop):
                 continue  # the read is the loop's output, written out (a file, a dataset, a display) batch by batch
             if role == EVAL and isinstance(loop, (cst.For, cst.While)):
