@@ -443,7 +443,7 @@ def test_a_loop_over_a_few_hand_written_entries_runs_a_handful_of_times():
 
 
 def test_a_loop_over_a_long_or_grown_dict_is_still_per_step():
-    many = "{" + ", ".join(f'"a{i}": nn.ReLU' for i in range(12)) + "}"
+    many = "{" + ", ".join(f'"a{i}": nn.ReLU' for i in range(200)) + "}"  # more than `loop_bounds.SHORT_LOOP`
     assert codes(ACTIVATIONS.format(entries=many), ("GPU303",)) == ["19 GPU303"]
     grown = ACTIVATIONS.format(entries='{"relu": nn.ReLU}').replace("\nx = torch", '\nact_fn_by_name["tanh"] = nn.Tanh\nx = torch')
     assert codes(grown, ("GPU303",)) == ["20 GPU303"]
@@ -548,7 +548,7 @@ def test_a_counter_raised_every_iteration_bounds_a_smoke_run():
 
 
 def test_a_counter_with_a_large_or_unknown_bound_is_still_per_step():
-    assert codes(COUNTED.format(limit="50"), ("GPU303",)) == ["12 GPU303", "25 GPU303"]
+    assert codes(COUNTED.format(limit="500"), ("GPU303",)) == ["12 GPU303", "25 GPU303"]  # above `SHORT_LOOP`
     assert codes(COUNTED.format(limit="args.max_steps"), ("GPU303",)) == ["12 GPU303", "25 GPU303"]
     reset = COUNTED.format(limit="5").replace("        print(loss.item())\n        if step", "        print(loss.item())\n        step = step % 3\n        if step")
     assert codes(reset, ("GPU303",)) == ["12 GPU303"]  # `step` is also set in the loop: it no longer counts iterations
