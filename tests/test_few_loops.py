@@ -72,3 +72,9 @@ def test_unknown_or_long_loops_have_no_short_count():
     assert trips("x = [1, 2]\nx.append(3)\nfor s in x:\n    pass\n") == [None]  # grown: unknown
     assert trips("n = 0\nfor x in loader:\n    if n == 5:\n        break\n    n += 1\n    n += 2\n") == [None]
     assert trips(ARGS.format(n=100000) + "for i in range(args.n):\n    pass\n")[0] > SHORT_LOOP
+
+
+def test_a_pass_over_a_loader_sampled_on_its_first_batches_stays_per_batch_beyond_a_handful():
+    # an evaluation over its first 52 batches (`if idx > 50: break`) is still judged per batch
+    assert trips("for idx, x in enumerate(loader):\n    if idx > 50:\n        break\n") == [None]
+    assert trips("for idx, x in enumerate(loader):\n    if idx > 5:\n        break\n") == [7]

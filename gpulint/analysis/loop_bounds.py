@@ -53,7 +53,11 @@ def trip_count(model: SemanticModel, loop: cst.For | cst.While) -> Optional[int]
     command-line defaults the code ships: the number of items it iterates (a literal display, a `range` of
     resolvable bounds, a name bound once to one of these and never grown; through `enumerate`, `tqdm`, `zip`),
     or the bound of a break test on its counter (`break_bound`), whichever is smaller. None when unknown."""
-    counts = [count for count in (_items(model, loop.iter, loop) if isinstance(loop, cst.For) else None, break_bound(model, loop)) if count is not None]
+    counts = [bound for bound, by_index in _break_bounds(model, loop) if not by_index or bound <= FEW_ITERATIONS]
+    # (an `enumerate` index bounds a pass over a loader sampled on its first N batches: an evaluation still
+    # judged per batch unless N is a handful)
+    items = _items(model, loop.iter, loop) if isinstance(loop, cst.For) else None
+    counts += [items] if items is not None else []
     return min(counts) if counts else None
 
 
@@ -118,8 +122,14 @@ def break_bound(model: SemanticModel, loop: cst.For | cst.While) -> Optional[int
     set to a literal before the loop and raised by one among the body's own statements (`step += 1`; one more
     iteration allowed, whichever comes first). N is a literal or a value known as shipped (`args.num_iter`
     with its default: `int_value`). None when the code does not say."""
+    bounds = [bound for bound, _ in _break_bounds(model, loop)]
+    return min(bounds) if bounds else None
+
+
+def _break_bounds(model: SemanticModel, loop: cst.For | cst.While) -> list[tuple[int, bool]]:
+    """`break_bound`'s bounds, each with whether it counts by the `enumerate` index."""
     if not isinstance(loop.body, cst.IndentedBlock) or _continues(model, loop):
-        return None
+        return []
     counters = {}  # name -> (start, slack, jumps)
     counter, start = _enumerate_counter(model, loop) if isinstance(loop, cst.For) else (None, 0)
     if counter is not None:
@@ -128,7 +138,7 @@ def break_bound(model: SemanticModel, loop: cst.For | cst.While) -> Optional[int
     if counter is not None:
         counters.setdefault(counter, (start, 1, jumps))
     if not counters:
-        return None
+        return []
     bounds = []
     for statement in loop.body.body:
         if not isinstance(statement, cst.If) or statement.orelse is not None or not _ends_in_break(statement.body):
@@ -139,15 +149,16 @@ def break_bound(model: SemanticModel, loop: cst.For | cst.While) -> Optional[int
         if not isinstance(test.left, cst.Name) or test.left.value not in counters:
             continue
         start, slack, jumps = counters[test.left.value]
+        by_index = slack == 0
         target = test.comparisons[0]
         limit = int_value(model, target.comparator)
         if limit is None:
             continue
         if isinstance(target.operator, cst.GreaterThan):
-            bounds.append(limit - start + 2 + slack)
+            bounds.append((limit - start + 2 + slack, by_index))
         elif isinstance(target.operator, cst.GreaterThanEqual) or isinstance(target.operator, cst.Equal) and not jumps:
-            bounds.append(limit - start + 1 + slack)
-    return min(bounds) if bounds else None
+            bounds.append((limit - start + 1 + slack, by_index))
+    return bounds
 
 
 def _raised_counter(model: SemanticModel, loop: cst.For | cst.While) -> tuple[Optional[str], int, bool]:
