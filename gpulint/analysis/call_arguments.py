@@ -3,10 +3,10 @@ leaves `autobalance=False` as it is, so `if self.autobalance:` never runs as the
 
 The project index composes this fact for the functions and classes a module defines (`agreed_arguments`) and
 hands it to the module's analysis in its `ModuleContext.arguments`; `shipped_paths` decides branches with it.
-A parameter counts only when the project calls the function (or builds the class) at least once, every call
+A parameter counts only when other modules of the project call the function (or build the class), every call
 is in sight (no `*args` / `**kwargs` at a call, the name never handed on as a value: `partial(Loss, ...)`, a
 registry dict, a subclass) and each call writes a literal for it or leaves it out. Anything else leaves the
-parameter open, as does a function nobody in the project calls (it is API).
+parameter open, as does a function only its own module calls (an importable module's API, as before).
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ def agreed_arguments(index: ProjectIndex, record: _Record) -> dict[str, list]:
             continue
         positional = list(f.params[1:] if is_class else f.params)
         callers = index.callers(record, name)
-        if not callers:
-            continue  # nothing in the project calls it: API, any value may come
+        if all(caller is record for caller, _, _ in callers):
+            continue  # nothing else in the project calls it: API of an importable module, any value may come
         ways: dict[str, list] = {p: [] for p in [*positional, *f.kwonly]}
         for caller, key, position in callers:
             call_summary = caller.summary.functions[key]
