@@ -261,3 +261,11 @@ def test_ddp_accumulation_with_a_default_of_four_is_found(tmp_path, monkeypatch)
 def test_ddp_accumulation_a_job_script_raises_is_found(tmp_path, monkeypatch):
     files = {"train.py": DDP.format(steps=1), "run_ddp.sh": "torchrun train.py --accumulation_steps 8\n"}
     assert "train.py:16 GPU406" in lint_written(tmp_path, files, monkeypatch)
+
+
+def test_a_decorated_function_may_be_called_with_other_arguments(tmp_path, monkeypatch):
+    decorated = EVAL_UTILS.replace("@torch.no_grad()", "@register_evaluator").replace(
+        "    import torch\n", "    import torch\n\n    from registry import register_evaluator\n"
+    )
+    files = {"eval/__init__.py": "", "eval/utils.py": decorated, "knn.py": KNN.format(extra=""), "registry.py": "def register_evaluator(f):\n    return f\n"}
+    assert "eval/utils.py:14 GPU303" in lint_written(tmp_path, files, monkeypatch)

@@ -64,7 +64,7 @@ def agreed_arguments(index: ProjectIndex, record: _Record) -> dict[str, list]:
     for name, info in summary.classes.items():
         init = summary.functions.get(f"{name}.__init__")
         for attribute in {*info.attributes, *(init.params if init else ()), *(init.kwonly if init else ())}:
-            if attribute in stored:
+            if attribute in stored or "*" in stored:
                 found[f"*.{attribute}"] = [["stored"]]  # `self.attribute` may be changed from outside its class
     return found
 

@@ -182,12 +182,19 @@ def _argument_value(model: SemanticModel, param: cst.Param) -> object:
     return values.pop() if len(values) == 1 else _UNKNOWN
 
 
+# Decorators that call the function with the arguments its callers give (`@torch.no_grad()` and the like).
+_TRANSPARENT_DECORATORS = frozenset({"torch.no_grad", "torch.inference_mode", "torch.enable_grad", "functools.cache", "functools.lru_cache"})
+
+
 def _agreed_in_project(model: SemanticModel, func: cst.FunctionDef, param: cst.Param) -> object:
     """The value every call in the project gives `param` of a module-level function or of a module-level class's
     `__init__`, when the project calls it and all calls agree; else `_UNKNOWN` (API: any value may come)."""
     from gpulint.analysis.call_arguments import LEFT_OUT
 
     owner = model.parent.get(model.parent.get(func))  # IndentedBlock -> ClassDef
+    decorators = [d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator for d in func.decorators]
+    if any(model.qualified_name(d) not in _TRANSPARENT_DECORATORS for d in decorators):
+        return _UNKNOWN  # a decorator may call it with other arguments (`@click.option`, a registry, a wrapper)
     if model.parent.get(func) is model.module:
         key = f"{func.name.value}.{param.name.value}"
     elif isinstance(owner, cst.ClassDef) and func.name.value == "__init__" and model.parent.get(owner) is model.module:
@@ -219,8 +226,8 @@ def _init_parameter_held(model: SemanticModel, attr: cst.Attribute) -> Optional[
     init = model.enclosing_function(where)
     if init is None or init.name.value != "__init__" or model.parent.get(model.parent.get(init)) is not owner:
         return None
-    if not isinstance(value, cst.Name):
-        return None
+    if not isinstance(value, cst.Name) or value.value != name:
+        return None  # `self.x = x`: the project fact lists outside stores by the parameter's name
     param = next((p for p in [*init.params.params, *init.params.kwonly_params] if p.name.value == value.value), None)
     if param is None or f"*.{param.name.value}" in model.project.arguments or len(model.bindings_of(value.value, value)) != 1:
         return None

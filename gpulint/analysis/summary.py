@@ -339,20 +339,20 @@ def handed_names(tree: ast.AST, known: set[str]) -> tuple[str, ...]:
     bases: set[int] = set()
     unread: set[int] = set()  # callees of calls the readers do not record
 
-    def hidden(node: ast.AST, depth: int, in_class: bool) -> None:
+    stack: list[tuple[ast.AST, int, bool]] = [(tree, 0, False)]
+    while stack:  # (node, functions around it, directly in a class body)
+        node, depth, in_class = stack.pop()
         for child in ast.iter_child_nodes(node):
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                hidden(child, depth + 1, False)
+                stack.append((child, depth + 1, False))
             elif isinstance(child, ast.ClassDef):
-                hidden(child, depth + (1 if depth else 0), True)
+                stack.append((child, depth + (1 if depth else 0), True))
             elif isinstance(child, ast.Lambda):
-                hidden(child, depth + 2, False)
+                stack.append((child, depth + 2, False))
             else:
                 if isinstance(child, ast.Call) and (depth > 1 or in_class):
                     unread.add(id(child.func))
-                hidden(child, depth, in_class)
-
-    hidden(tree, 0, False)
+                stack.append((child, depth, in_class))
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             called.add(id(node.func))
@@ -373,7 +373,10 @@ def handed_names(tree: ast.AST, known: set[str]) -> tuple[str, ...]:
         dotted = node.id if isinstance(node, ast.Name) else _dotted(node)
         if dotted is not None and dotted.split(".", 1)[0] in known:
             found.add(dotted)
-    return tuple(sorted(found)) if len(found) <= 256 else ("*",)  # "*": too many to list, any may be handed
+    names = sorted(n for n in found if not n.startswith("."))
+    stored = sorted(n for n in found if n.startswith("."))
+    # "*": too many names to list, any may be handed on; ".*": any attribute may be set from outside
+    return (*(names if len(names) <= 256 else ["*"]), *(stored if len(stored) <= 256 else [".*"]))
 
 
 def _literal_arguments(node: ast.Call) -> dict:
