@@ -269,3 +269,53 @@ def test_a_decorated_function_may_be_called_with_other_arguments(tmp_path, monke
     )
     files = {"eval/__init__.py": "", "eval/utils.py": decorated, "knn.py": KNN.format(extra=""), "registry.py": "def register_evaluator(f):\n    return f\n"}
     assert "eval/utils.py:14 GPU303" in lint_written(tmp_path, files, monkeypatch)
+
+
+COPIED = """\
+    import argparse
+
+    import torch
+    import torchvision
+
+
+    def get_main_loop(config, model, optimizer):
+        def main_loop(loader):
+            for x, y in loader:
+                loss = torch.nn.functional.cross_entropy(model(x.cuda()), y.cuda())
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                if config["enable_tensorboard"]:
+                    print(loss.item())
+        return main_loop
+
+
+    def get_training_args():
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--enable_tensorboard", action="store_true", help="enable tensorboard logging")
+        args = parser.parse_args()
+        training_config = dict()
+        for arg in vars(args):
+            training_config[arg] = getattr(args, arg)
+        {extra}
+        return training_config
+
+
+    if __name__ == "__main__":
+        model = torchvision.models.resnet50().cuda()
+        get_main_loop(get_training_args(), model, torch.optim.SGD(model.parameters(), lr=0.1))([])
+"""
+
+
+def test_a_switch_copied_into_a_config_dict_is_off_as_shipped(tmp_path, monkeypatch):
+    assert "train.py:15 GPU303" not in lint_written(tmp_path, {"train.py": COPIED.format(extra="")}, monkeypatch)
+
+
+def test_a_config_dict_that_turns_the_switch_on_keeps_the_finding(tmp_path, monkeypatch):
+    source = COPIED.format(extra='training_config["enable_tensorboard"] = True')
+    assert "train.py:15 GPU303" in lint_written(tmp_path, {"train.py": source}, monkeypatch)
+
+
+def test_a_dict_literal_that_sets_the_switch_keeps_the_finding(tmp_path, monkeypatch):
+    source = COPIED.format(extra='training_config.update({"enable_tensorboard": True})')
+    assert "train.py:15 GPU303" in lint_written(tmp_path, {"train.py": source}, monkeypatch)

@@ -87,6 +87,8 @@ def shipped_value(model: SemanticModel, expr: cst.BaseExpression, depth: int = 0
         resolved = model.values.resolve(expr)
         if resolved is not None and resolved.origin in _WRITTEN_IN_CODE:
             return resolved.value
+        if isinstance(expr, cst.Subscript):
+            return False if off_as_shipped(model, expr) is False else _UNKNOWN
         if isinstance(expr, cst.Attribute):
             param = _init_parameter_held(model, expr)
             if param is not None:
