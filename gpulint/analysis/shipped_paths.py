@@ -3,9 +3,11 @@ module, `if flag:` with `flag = 0`, `IS_PARALLEL = True if ngpu > 1 else False`,
 `if os.path.isfile(ckpt): load else: train` when the module's top level downloads the trained files into the
 folder `ckpt` lies in (the tutorial that ships its checkpoints).
 
-Only tests whose every input is written in the code count (a literal, a module constant, a local set once):
-a value chosen at run time (`torch.cuda.device_count()`) or meant to be changed at launch (a command-line
-option, whatever its default; a YAML setting) leaves the branch possible, and the code is reported as usual.
+Only tests whose every input is written in the code count (a literal, a module constant, a local set once,
+a parameter every call in the project leaves at the same literal: `analysis/call_arguments.py`): a value
+chosen at run time (`torch.cuda.device_count()`) or meant to be changed at launch (a command-line option,
+whatever its default, except a diagnostic switch off as shipped: `analysis/off_options.py`; a YAML setting)
+leaves the branch possible, and the code is reported as usual.
 """
 
 from __future__ import annotations
