@@ -334,45 +334,42 @@ def _literal(node: ast.AST) -> tuple[bool, Any]:
 def handed_names(tree: ast.AST, known: set[str]) -> tuple[str, ...]:
     """`known` names (and `module.name` of imported modules) read other than as the callee of a call, nor as the
     base of an attribute (handed on as values), or called where the summary's readers do not look (in a function
-    or class nested in a function, in a class body outside its methods, in a lambda): their calls are out of sight."""
-    called: set[int] = set()
-    bases: set[int] = set()
-    unread: set[int] = set()  # callees of calls the readers do not record
-
+    or class nested in a function, in a class body outside its methods, in a lambda): their calls are out of
+    sight. Also `.name` for attributes assigned on objects other than `self` (`loss.autobalance = True`)."""
+    skipped: set[int] = set()  # callees of recorded calls and bases of attributes: not handed on
+    found: set[str] = set()
     stack: list[tuple[ast.AST, int, bool]] = [(tree, 0, False)]
-    while stack:  # (node, functions around it, directly in a class body)
+    while stack:  # parents before children: (node, functions around it, directly in a class body)
         node, depth, in_class = stack.pop()
+        kind = type(node)
+        if kind is ast.Call:
+            if not (depth > 1 or in_class):
+                skipped.add(id(node.func))
+            func = node.func
+            if type(func) is ast.Name and func.id == "super" and node.args:
+                skipped.add(id(node.args[0]))  # `super(Loss, self).__init__()`: names its own class
+        elif kind is ast.Attribute:
+            skipped.add(id(node.value))
+            if type(node.ctx) is not ast.Load:
+                if not (type(node.value) is ast.Name and node.value.id == "self"):
+                    found.add(f".{node.attr}")
+            elif id(node) not in skipped:
+                dotted = _dotted(node)
+                if dotted is not None and dotted.split(".", 1)[0] in known:
+                    found.add(dotted)
+        elif kind is ast.Name:
+            if node.id in known and type(node.ctx) is ast.Load and id(node) not in skipped:
+                found.add(node.id)
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            child_kind = type(child)
+            if child_kind is ast.FunctionDef or child_kind is ast.AsyncFunctionDef:
                 stack.append((child, depth + 1, False))
-            elif isinstance(child, ast.ClassDef):
+            elif child_kind is ast.ClassDef:
                 stack.append((child, depth + (1 if depth else 0), True))
-            elif isinstance(child, ast.Lambda):
+            elif child_kind is ast.Lambda:
                 stack.append((child, depth + 2, False))
             else:
-                if isinstance(child, ast.Call) and (depth > 1 or in_class):
-                    unread.add(id(child.func))
                 stack.append((child, depth, in_class))
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            called.add(id(node.func))
-            if isinstance(node.func, ast.Name) and node.func.id == "super" and node.args:
-                bases.add(id(node.args[0]))  # `super(Loss, self).__init__()`: names its own class, hands nothing on
-        elif isinstance(node, ast.Attribute):
-            bases.add(id(node.value))
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load):
-            if not (isinstance(node.value, ast.Name) and node.value.id == "self"):
-                found.add(f".{node.attr}")  # `loss.autobalance = True`: set from outside its class
-            continue
-        if not isinstance(node, (ast.Name, ast.Attribute)) or not isinstance(node.ctx, ast.Load):
-            continue
-        if (id(node) in called and id(node) not in unread) or id(node) in bases:
-            continue
-        dotted = node.id if isinstance(node, ast.Name) else _dotted(node)
-        if dotted is not None and dotted.split(".", 1)[0] in known:
-            found.add(dotted)
     names = sorted(n for n in found if not n.startswith("."))
     stored = sorted(n for n in found if n.startswith("."))
     # "*": too many names to list, any may be handed on; ".*": any attribute may be set from outside
