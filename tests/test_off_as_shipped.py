@@ -319,3 +319,13 @@ def test_a_config_dict_that_turns_the_switch_on_keeps_the_finding(tmp_path, monk
 def test_a_dict_literal_that_sets_the_switch_keeps_the_finding(tmp_path, monkeypatch):
     source = COPIED.format(extra='training_config.update({"enable_tensorboard": True})')
     assert "train.py:15 GPU303" in lint_written(tmp_path, {"train.py": source}, monkeypatch)
+
+
+def test_a_command_file_edited_later_re_checks_the_module_that_reads_the_switch(tmp_path, monkeypatch):
+    from tests.projects_helper import found, lint, write
+
+    files = {"options.py": OPTIONS.format(flag="debug", default="", set_defaults=""), "main.py": MAIN.format(flag="debug")}
+    write(tmp_path, {**files, "run.sh": "python main.py --epochs 90\n"})
+    assert MAIN_FINDING not in found(lint(tmp_path, monkeypatch, use_cache=True))
+    write(tmp_path, {"run.sh": "python main.py --epochs 90 --debug\n"})
+    assert MAIN_FINDING in found(lint(tmp_path, monkeypatch, use_cache=True))

@@ -879,8 +879,11 @@ class ProjectIndex:
             inherited = self.inherited_bases(record, name)
             if inherited:
                 context.inherited[name] = inherited
-        if summary.settings:
-            context.settings = settings_files.digest(str(path), summary.settings)
+        settings = list(summary.settings)
+        if ("launch", "") not in settings and any(_returns_args(c.returns) for c in context.callees.values()):
+            settings.append(("launch", ""))  # `args = get_args()`: a job file near it may turn a switch on (off_options)
+        if settings:
+            context.settings = settings_files.digest(str(path), settings)
         if summary.classes:
             context.stepped = self.stepped_methods(record)
         context.arguments = agreed_arguments(self, record)
@@ -904,6 +907,10 @@ class ProjectIndex:
                 found.extend(self.consumptions(caller, caller_key, source))
             if found:
                 context.consumers[key if element is None else f"{key}.{element}"] = found[:8]
+
+
+def _returns_args(returned: Any) -> bool:
+    return isinstance(returned, tuple) and len(returned) == 2 and returned[0] == "args"
 
 
 def _returns_pinned_loader(returned: Any) -> bool:
