@@ -11,6 +11,7 @@ import libcst as cst
 
 from gpulint.analysis.hot_loops import _is_training_step
 from gpulint.analysis.imports import dotted_name
+from gpulint.analysis.shipped_paths import one_as_shipped
 
 if TYPE_CHECKING:
     from gpulint.analysis.model import SemanticModel
@@ -170,6 +171,8 @@ def unsynced_accumulation(model: SemanticModel) -> list[UnsyncedAccumulation]:
             region = inner
         elif len(loops) > 1:  # a micro-batch loop: `for micro in range(k): ... backward()`, then `optimizer.step()`
             region = loops[1]
+            if _runs_once(model, inner):
+                continue  # `for micro in range(accum)` with `accum` 1 as shipped: nothing is accumulated
             step = next((c for c in model.calls_inside(region) if _is_training_step(model, c) and c.func.attr.value == "step" and flow.before(inner, c)), None)
         else:
             step = None
@@ -177,6 +180,14 @@ def unsynced_accumulation(model: SemanticModel) -> list[UnsyncedAccumulation]:
             continue
         found.append(UnsyncedAccumulation(backward, step, wrappers[0]))
     return found
+
+
+def _runs_once(model: SemanticModel, loop: cst.CSTNode) -> bool:
+    """`for _ in range(k)` where `k` is 1 as shipped."""
+    if not isinstance(loop, cst.For) or not isinstance(loop.iter, cst.Call) or dotted_name(loop.iter.func) != "range":
+        return False
+    args = loop.iter.args
+    return len(args) == 1 and not args[0].star and one_as_shipped(model, args[0].value)
 
 
 def _is_model(model: SemanticModel, expr: cst.BaseExpression) -> bool:
@@ -192,9 +203,10 @@ def _under_modulo(model: SemanticModel, call: cst.Call, loop: cst.CSTNode) -> bo
         if ancestor is loop:
             return False
         if isinstance(ancestor, cst.If) and any(
-            isinstance(n, cst.BinaryOperation) and isinstance(n.operator, cst.Modulo) for n in _sub_expressions(ancestor.test)
+            isinstance(n, cst.BinaryOperation) and isinstance(n.operator, cst.Modulo) and not one_as_shipped(model, n.right)
+            for n in _sub_expressions(ancestor.test)
         ):
-            return True
+            return True  # `% args.accumulation_steps` where the count is 1 as shipped steps every iteration
     return False
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Iterator, Optional
 
 from gpulint.analysis import settings_files
+from gpulint.analysis.call_arguments import agreed_arguments
 from gpulint.analysis.convolutions import CONV_NET
 from gpulint.analysis.devices import BASE_EVIDENCE, gpu_context_reason
 from gpulint.analysis.test_code import DEFAULT_TEST_PATHS
@@ -104,6 +105,9 @@ class ModuleContext:
     # a method of a class of this module that runs on every step of a training loop: an instance called there
     # (`crit(pred, y)` runs `ComputeLoss.__call__`), or a method those call on `self`: key -> the call, `train.py:363`
     stepped: dict[str, str] = field(default_factory=dict)
+    # a parameter of a function or class of this module -> how every call in the project fills it, when all are
+    # in sight (`analysis/call_arguments.py`): `ComputeLoss.autobalance` -> [["left out"]]
+    arguments: dict[str, list] = field(default_factory=dict)
 
     def callee(self, ref: Optional[str]) -> Optional[Callee]:
         return self.callees.get(ref) if ref else None
@@ -147,6 +151,7 @@ class ModuleContext:
             sorted(self.settings.items()),
             sorted(self.star_imports.items()),
             sorted(self.stepped.items()),
+            sorted(self.arguments.items()),
         ]
         return hashlib.sha256(json.dumps(data, default=str).encode()).hexdigest()[:16]
 
@@ -874,10 +879,14 @@ class ProjectIndex:
             inherited = self.inherited_bases(record, name)
             if inherited:
                 context.inherited[name] = inherited
-        if summary.settings:
-            context.settings = settings_files.digest(str(path), summary.settings)
+        settings = list(summary.settings)
+        if ("launch", "") not in settings and any(_returns_args(c.returns) for c in context.callees.values()):
+            settings.append(("launch", ""))  # `args = get_args()`: a job file near it may turn a switch on (off_options)
+        if settings:
+            context.settings = settings_files.digest(str(path), settings)
         if summary.classes:
             context.stepped = self.stepped_methods(record)
+        context.arguments = agreed_arguments(self, record)
         own = {*summary.imports, *summary.functions, *summary.classes, *summary.values}
         context.star_imports = {k: v for k, v in self.star_imports(record).items() if k not in own}
         self._contexts[path] = context
@@ -898,6 +907,10 @@ class ProjectIndex:
                 found.extend(self.consumptions(caller, caller_key, source))
             if found:
                 context.consumers[key if element is None else f"{key}.{element}"] = found[:8]
+
+
+def _returns_args(returned: Any) -> bool:
+    return isinstance(returned, tuple) and len(returned) == 2 and returned[0] == "args"
 
 
 def _returns_pinned_loader(returned: Any) -> bool:

@@ -155,7 +155,10 @@ def digest(module_path: str, references: Iterable[tuple[str, str]]) -> dict[str,
         if kind == "file":
             paths = [p for p in candidate_paths(module_path, written) if os.path.isfile(p)][:1]
         elif kind == "launch":
+            from gpulint.analysis.off_options import command_files  # commands that may turn a switch on
+
             paths = launch_files(module_path)
+            paths += [p for p in command_files(os.path.dirname(os.path.abspath(module_path))) if p not in paths]
         else:
             folder = hydra_folder(module_path, written)
             paths = []

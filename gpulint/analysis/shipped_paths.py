@@ -3,9 +3,11 @@ module, `if flag:` with `flag = 0`, `IS_PARALLEL = True if ngpu > 1 else False`,
 `if os.path.isfile(ckpt): load else: train` when the module's top level downloads the trained files into the
 folder `ckpt` lies in (the tutorial that ships its checkpoints).
 
-Only tests whose every input is written in the code count (a literal, a module constant, a local set once):
-a value chosen at run time (`torch.cuda.device_count()`) or meant to be changed at launch (a command-line
-option, whatever its default; a YAML setting) leaves the branch possible, and the code is reported as usual.
+Only tests whose every input is written in the code count (a literal, a module constant, a local set once,
+a parameter every call in the project leaves at the same literal: `analysis/call_arguments.py`): a value
+chosen at run time (`torch.cuda.device_count()`) or meant to be changed at launch (a command-line option,
+whatever its default, except a diagnostic switch off as shipped: `analysis/off_options.py`; a YAML setting)
+leaves the branch possible, and the code is reported as usual.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
-from gpulint.analysis.value_resolution import LITERAL, LOCAL_VARIABLE, MODULE_CONSTANT
+from gpulint.analysis.off_options import flag_spelled_near, off_as_shipped
+from gpulint.analysis.value_resolution import ARGPARSE_DEFAULT, CONFIG_DICT, LITERAL, LOCAL_VARIABLE, MODULE_CONSTANT, SETTINGS_FILE
 
 if TYPE_CHECKING:
     from gpulint.analysis.model import SemanticModel
@@ -86,6 +89,13 @@ def shipped_value(model: SemanticModel, expr: cst.BaseExpression, depth: int = 0
         resolved = model.values.resolve(expr)
         if resolved is not None and resolved.origin in _WRITTEN_IN_CODE:
             return resolved.value
+        if isinstance(expr, cst.Subscript):
+            return False if off_as_shipped(model, expr) is False else _UNKNOWN
+        if isinstance(expr, cst.Attribute):
+            param = _init_parameter_held(model, expr)
+            if param is not None:
+                return _argument_value(model, param)
+            return False if off_as_shipped(model, expr) is False else _UNKNOWN
         if isinstance(expr, cst.Name):  # `IS_PARALLEL = True if ngpu > 1 else False`, set once
             binders = model.bindings_of(expr.value, expr)
             if len(binders) == 1 and isinstance(binders[0], cst.Assign) and len(binders[0].targets) == 1:
@@ -113,13 +123,32 @@ def shipped_value(model: SemanticModel, expr: cst.BaseExpression, depth: int = 0
             return _UNKNOWN
         return shipped_value(model, expr.body if test else expr.orelse, depth + 1)
     if isinstance(expr, cst.Comparison) and len(expr.comparisons) == 1:
-        compare = _COMPARE.get(type(expr.comparisons[0].operator))
+        operator_ = expr.comparisons[0].operator
         left = shipped_value(model, expr.left, depth + 1)
         right = shipped_value(model, expr.comparisons[0].comparator, depth + 1)
+        if isinstance(operator_, (cst.Is, cst.IsNot)) and None in (left, right) and _UNKNOWN not in (left, right):
+            return (left is right) == isinstance(operator_, cst.Is)  # `criterion is not None` with `criterion=None`
+        compare = _COMPARE.get(type(operator_))
         if compare is None or _UNKNOWN in (left, right) or not (_number(left) and _number(right)):
             return _UNKNOWN
         return compare(left, right)
     return _UNKNOWN
+
+
+# Where a count may come from and still be the count every run uses unless the command line changes it.
+_SHIPPED_SETTINGS = frozenset({ARGPARSE_DEFAULT, CONFIG_DICT, SETTINGS_FILE})
+
+
+def one_as_shipped(model: SemanticModel, expr: cst.BaseExpression) -> bool:
+    """`args.accumulation_steps` (or a constant, a config entry, a parameter every call leaves at 1) that is 1
+    as the project ships it: its default, and no command file near the script passes the flag."""
+    value = shipped_value(model, expr)
+    if value is not _UNKNOWN:
+        return type(value) is int and value == 1
+    resolved = model.values.resolve(expr)
+    if resolved is None or resolved.origin not in _SHIPPED_SETTINGS or type(resolved.value) is not int or resolved.value != 1:
+        return False
+    return not (isinstance(expr, cst.Attribute) and flag_spelled_near(model.path, expr.attr.value))
 
 
 def _number(value: object) -> bool:
@@ -127,11 +156,14 @@ def _number(value: object) -> bool:
 
 
 def _argument_value(model: SemanticModel, param: cst.Param) -> object:
-    """In a notebook, what every call of the function gives `param` (a literal, or the literal default), when
-    they agree: `train_model(net, name, overwrite=False)` makes `overwrite` False in `train_model`."""
+    """What every call of the function gives `param` (a literal, or the literal default), when they agree: in a
+    notebook `train_model(net, name, overwrite=False)` makes `overwrite` False in `train_model`; in a project,
+    `ComputeLoss(model)` at every construction leaves `autobalance=False` (`analysis/call_arguments.py`)."""
     func = model.parent.get(model.parent.get(param))
-    if not isinstance(func, cst.FunctionDef) or not runs_as_a_script(model):
-        return _UNKNOWN  # a library's function is API: other modules may pass anything
+    if not isinstance(func, cst.FunctionDef):
+        return _UNKNOWN
+    if not runs_as_a_script(model):
+        return _agreed_in_project(model, func, param)
     if any(isinstance(a, (cst.FunctionDef, cst.ClassDef)) for a in model.ancestors(func)):
         return _UNKNOWN  # a method or a nested function: its calls are not all spelled `name(...)`
     positional = [p.name.value for p in func.params.params]
@@ -152,6 +184,91 @@ def _argument_value(model: SemanticModel, param: cst.Param) -> object:
             return _UNKNOWN
         values.add(value)
     return values.pop() if len(values) == 1 else _UNKNOWN
+
+
+# Decorators that call the function with the arguments its callers give (`@torch.no_grad()` and the like).
+_TRANSPARENT_DECORATORS = frozenset({"torch.no_grad", "torch.inference_mode", "torch.enable_grad", "functools.cache", "functools.lru_cache"})
+
+
+def _agreed_in_project(model: SemanticModel, func: cst.FunctionDef, param: cst.Param) -> object:
+    """The value every call in the project gives `param` of a module-level function or of a module-level class's
+    `__init__`, when the project calls it and all calls agree; else `_UNKNOWN` (API: any value may come)."""
+    from gpulint.analysis.call_arguments import LEFT_OUT
+
+    owner = model.parent.get(model.parent.get(func))  # IndentedBlock -> ClassDef
+    decorators = [d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator for d in func.decorators]
+    if any(model.qualified_name(d) not in _TRANSPARENT_DECORATORS for d in decorators):
+        return _UNKNOWN  # a decorator may call it with other arguments (`@click.option`, a registry, a wrapper)
+    if model.parent.get(func) is model.module:
+        key = f"{func.name.value}.{param.name.value}"
+    elif isinstance(owner, cst.ClassDef) and func.name.value == "__init__" and model.parent.get(owner) is model.module:
+        key = f"{owner.name.value}.{param.name.value}"
+    else:
+        return _UNKNOWN
+    ways = model.project.arguments.get(key)
+    if not ways:
+        return _UNKNOWN
+    default = _literal(param.default) if param.default is not None else _UNKNOWN
+    values = {default if way[0] == LEFT_OUT else way[1] for way in ways}
+    return values.pop() if len(values) == 1 else _UNKNOWN
+
+
+def _init_parameter_held(model: SemanticModel, attr: cst.Attribute) -> Optional[cst.Param]:
+    """`self.autobalance` in a method, where the class's `__init__` sets it once from its own parameter
+    (`self.autobalance = autobalance`, or a tuple assignment) and nothing else in the module or the project
+    assigns that attribute: the parameter."""
+    if not (isinstance(attr.value, cst.Name) and attr.value.value == "self"):
+        return None
+    name = attr.attr.value
+    owner = next((a for a in model.ancestors(attr) if isinstance(a, cst.ClassDef)), None)
+    if owner is None or f"*.{name}" in model.project.arguments:
+        return None
+    stores = [s for s in _attribute_stores(model) if s[0] == name and (not s[3] or model.is_inside(s[2], owner))]
+    if len(stores) != 1:
+        return None  # set twice in the class, or on another object (`loss.autobalance = True`)
+    _, value, where, _ = stores[0]
+    init = model.enclosing_function(where)
+    if init is None or init.name.value != "__init__" or model.parent.get(model.parent.get(init)) is not owner:
+        return None
+    if not isinstance(value, cst.Name) or value.value != name:
+        return None  # `self.x = x`: the project fact lists outside stores by the parameter's name
+    param = next((p for p in [*init.params.params, *init.params.kwonly_params] if p.name.value == value.value), None)
+    if param is None or f"*.{param.name.value}" in model.project.arguments or len(model.bindings_of(value.value, value)) != 1:
+        return None
+    return param
+
+
+def _attribute_stores(model: SemanticModel) -> list[tuple[str, Optional[cst.BaseExpression], cst.CSTNode, bool]]:
+    """Every `x.name = value` of the module (tuple targets paired with tuple values): (name, value or None,
+    statement, whether `x` is `self`)."""
+    memo = model.memo("attribute stores")
+    if model.module not in memo:
+        found: list = []
+
+        class _Stores(cst.CSTVisitor):
+            def visit_Assign(self, node: cst.Assign) -> None:
+                for target in node.targets:
+                    _pair(target.target, node.value, node)
+
+            def visit_AugAssign(self, node: cst.AugAssign) -> None:
+                _pair(node.target, None, node)
+
+            def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+                _pair(node.target, node.value, node)
+
+        def _pair(target: cst.BaseExpression, value: Optional[cst.BaseExpression], statement: cst.CSTNode) -> None:
+            if isinstance(target, cst.Attribute):
+                on_self = isinstance(target.value, cst.Name) and target.value.value == "self"
+                found.append((target.attr.value, value, statement, on_self))
+            elif isinstance(target, (cst.Tuple, cst.List)):
+                values = value.elements if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(target.elements) else None
+                for i, element in enumerate(target.elements):
+                    inner = values[i].value if values is not None and not isinstance(values[i], cst.StarredElement) else None
+                    _pair(element.value, inner, statement)
+
+        model.module.visit(_Stores())
+        memo[model.module] = found  # type: ignore[assignment]
+    return memo[model.module]  # type: ignore[return-value]
 
 
 def _literal(expr: cst.BaseExpression) -> object:

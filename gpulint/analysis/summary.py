@@ -143,11 +143,13 @@ class FunctionSummary:
     # the convolutions it builds itself (`nn.Conv2d(...)`, `resnet18()`), up to 3 (one in a loop counts as 3)
     convolutions: int = 0
     optional_parts: tuple[int, ...] = ()  # in `__init__`, the calls under an `if` (parts built for some settings only)
+    # call index -> the arguments written as literals (position or keyword -> value: `ComputeLoss(model, False)`)
+    literals: dict[int, dict] = field(default_factory=dict)
 
     def to_json(self) -> list:
         full = [
             self.line, self.params, self.kwonly, self.calls, self.loops, self.effects, self.returns, self.trains, self.gpu,
-            self.convolutions, self.optional_parts,
+            self.convolutions, self.optional_parts, [[i, list(v.items())] for i, v in self.literals.items()],
         ]  # fmt: skip
         while len(full) > 2 and not full[-1]:
             full.pop()  # most functions call nothing the project defines: keep their summary short
@@ -155,7 +157,7 @@ class FunctionSummary:
 
     @classmethod
     def from_json(cls, data: list) -> FunctionSummary:
-        line, params, kwonly, calls, loops, effects, returns, trains, gpu, convolutions, optional = [*data, *([None] * (11 - len(data)))]
+        line, params, kwonly, calls, loops, effects, returns, trains, gpu, convolutions, optional, literals = [*data, *([None] * (12 - len(data)))]
         return cls(
             line,
             tuple(params),
@@ -168,6 +170,7 @@ class FunctionSummary:
             bool(gpu),
             int(convolutions or 0),
             tuple(optional or ()),
+            {i: dict(pairs) for i, pairs in literals or ()},
         )
 
 
@@ -205,6 +208,9 @@ class ModuleSummary:
     exports: Optional[tuple[str, ...]] = None
     # datasets and collate classes that hand out data held in memory (`analysis/held_data.py`)
     held: dict[str, Any] = field(default_factory=dict)
+    # names of the module's own or imported functions and classes read other than as a call's callee (handed on
+    # as values: `partial(Loss, ...)`, `{"focal": Loss}`): their calls are out of sight (`analysis/call_arguments.py`)
+    handed: tuple[str, ...] = ()
 
     def to_json(self) -> dict:
         return {
@@ -218,6 +224,7 @@ class ModuleSummary:
             "settings": self.settings,
             "exports": self.exports,
             "held": self.held,
+            "handed": self.handed,
         }
 
     @classmethod
@@ -233,6 +240,7 @@ class ModuleSummary:
             [tuple(e) for e in data.get("settings", ())],
             tuple(data["exports"]) if data.get("exports") is not None else None,
             data.get("held", {}),
+            tuple(data.get("handed", ())),
         )
 
 
@@ -323,6 +331,67 @@ def _literal(node: ast.AST) -> tuple[bool, Any]:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return True, -value
     return False, None
+
+
+def handed_names(tree: ast.AST, known: set[str]) -> tuple[str, ...]:
+    """`known` names (and `module.name` of imported modules) read other than as the callee of a call, nor as the
+    base of an attribute (handed on as values), or called where the summary's readers do not look (in a function
+    or class nested in a function, in a class body outside its methods, in a lambda): their calls are out of
+    sight. Also `.name` for attributes assigned on objects other than `self` (`loss.autobalance = True`)."""
+    skipped: set[int] = set()  # callees of recorded calls and bases of attributes: not handed on
+    found: set[str] = set()
+    stack: list[tuple[ast.AST, int, bool]] = [(tree, 0, False)]
+    while stack:  # parents before children: (node, functions around it, directly in a class body)
+        node, depth, in_class = stack.pop()
+        kind = type(node)
+        if kind is ast.Call:
+            if not (depth > 1 or in_class):
+                skipped.add(id(node.func))
+            func = node.func
+            if type(func) is ast.Name and func.id == "super" and node.args:
+                skipped.add(id(node.args[0]))  # `super(Loss, self).__init__()`: names its own class
+        elif kind is ast.Attribute:
+            skipped.add(id(node.value))
+            if type(node.ctx) is not ast.Load:
+                if not (type(node.value) is ast.Name and node.value.id == "self"):
+                    found.add(f".{node.attr}")
+            elif id(node) not in skipped:
+                dotted = _dotted(node)
+                if dotted is not None and dotted.split(".", 1)[0] in known:
+                    found.add(dotted)
+        elif kind is ast.Name:
+            if node.id in known and type(node.ctx) is ast.Load and id(node) not in skipped:
+                found.add(node.id)
+        for child in ast.iter_child_nodes(node):
+            child_kind = type(child)
+            if child_kind is ast.FunctionDef or child_kind is ast.AsyncFunctionDef:
+                stack.append((child, depth + 1, False))
+            elif child_kind is ast.ClassDef:
+                stack.append((child, depth + (1 if depth else 0), True))
+            elif child_kind is ast.Lambda:
+                stack.append((child, depth + 2, False))
+            else:
+                stack.append((child, depth, in_class))
+    names = sorted(n for n in found if not n.startswith("."))
+    stored = sorted(n for n in found if n.startswith("."))
+    # "*": too many names to list, any may be handed on; ".*": any attribute may be set from outside
+    return (*(names if len(names) <= 256 else ["*"]), *(stored if len(stored) <= 256 else [".*"]))
+
+
+def _literal_arguments(node: ast.Call) -> dict:
+    """The arguments of a call written as literals: position or keyword -> value (`analysis/call_arguments.py`)."""
+    found: dict = {}
+    for i, arg in enumerate(node.args):
+        if isinstance(arg, ast.Starred):
+            break
+        ok, value = _literal(arg)
+        if ok:
+            found[i] = value
+    for keyword in node.keywords:
+        ok, value = _literal(keyword.value) if keyword.arg else (False, None)
+        if ok:
+            found[keyword.arg] = value
+    return found
 
 
 def _rate_limiting(test: ast.AST, loop_targets: set[str]) -> bool:
@@ -463,6 +532,8 @@ class _Builder:
             s.exports = _exports(body)
         if any(marker in self.text for marker in ("__getitem__", "__call__", "TensorDataset", ".load(", ".map(")):
             s.held = held_data(self.tree, self.qualify)
+        own = {k for k, (level, module, _) in s.imports.items() if level or module.split(".", 1)[0] not in _LIBRARIES}
+        s.handed = handed_names(self.tree, {*self.module_defs, *own})
         if self.scan_evidence:
             for what, line in _nested_gpu_attributes(self.tree, self.qualify):
                 self.evidence(what, line)
@@ -540,7 +611,15 @@ class _Builder:
                 if dest is not None:
                     default = next((k.value for k in node.keywords if k.arg == "default"), None)
                     ok, value = _literal(default) if default is not None else (False, None)
+                    if default is None and any(k.arg == "action" and _literal(k.value) == (True, "store_true") for k in node.keywords):
+                        ok, value = True, False  # a switch: off unless the command line turns it on
                     options[dest] = [value if ok else "?", node.lineno]
+        for node in ast.walk(self.tree):  # `parser.set_defaults(debug=True)` wins over the option's own default
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "set_defaults":
+                for keyword in node.keywords:
+                    ok, value = _literal(keyword.value) if keyword.arg else (False, None)
+                    if keyword.arg:
+                        options[keyword.arg] = [value if ok else "?", node.lineno]
         return options
 
     def is_wrapper(self, func: ast.AST, name: str) -> bool:
@@ -1270,6 +1349,9 @@ class _Reader:
         index = len(self.f.calls)
         star = any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords)
         self.f.calls.append((ref, node.lineno, tuple(args), {k: v for k, v in kwargs.items() if k}, self.loop, self.guarded, star))
+        literals = _literal_arguments(node)
+        if literals:
+            self.f.literals[index] = literals
         if self.is_init and self.branches:
             self.f.optional_parts += (index,)  # `if self.hybrid: self.backbone = ResNetV2(...)`: not always built
         for slot, value in [*enumerate(args), *kwargs.items()]:
