@@ -18,6 +18,7 @@ from gpulint.config import Settings
 from gpulint.piecewise import PIECEWISE_ABOVE, Layout, layout, parse_in_pieces
 from gpulint.diagnostics import INTERNAL_ERROR, INVALID_SYNTAX, IO_ERROR, PARSER_LIMITATION, Diagnostic, Location, Severity
 from gpulint.notebook import Notebook, NotebookError, is_notebook_path, without_stubs
+from gpulint.recovery import recover
 from gpulint.source import SourceError, SourceText, libcst_limitation, read_source_bytes
 from gpulint.suppression import parse_suppressions
 
@@ -289,10 +290,15 @@ def _check_parsed(
     from gpulint.analysis.summary import summarize
     from gpulint.fix_invariants import enforce as enforce_fix_invariants
 
+    recovered = None
     if module is None or project is None:
         tree = python_tree(text, path)
         if isinstance(tree, Diagnostic):
             return [tree]
+        if isinstance(tree, SyntaxError):
+            recovered = recover(text, tree)  # Python 3.6 code: `x.cuda(async=True)`
+            if recovered is not None:
+                tree = recovered.tree
         if project is None:
             project = lone_context(summarize(text, tree if isinstance(tree, ast.Module) else None), path)
             if not project.gpu:
@@ -300,11 +306,16 @@ def _check_parsed(
                 if not rules:
                     return []
         if module is None:
-            plan = _plan(text, tree)
+            parsed = text if recovered is None else recovered.text  # same rows and columns
+            plan = _plan(parsed, tree)
             del tree  # CPython's tree goes before LibCST's is built: one large tree at a time
-            module = _libcst_parse(text, path, *plan)
+            module = _libcst_parse(parsed, path, *plan)
             if isinstance(module, Diagnostic):
                 return [module]
+            if recovered is not None:
+                module = recovered.restore(module)  # the user's names again: quotes and positions are theirs
+                if module is None:
+                    return [_syntax_error(path, recovered.error)]
     try:
         model = SemanticModel(module, path, text, project=project)
     except RecursionError:
@@ -344,6 +355,10 @@ def _check_parsed(
         diagnostics = enforce_fix_invariants(without_stubs(text), diagnostics)  # no name only a broken cell binds
         if settings.overrides_fixes:  # unfixable, extend-safe-fixes, extend-unsafe-fixes
             diagnostics = [settings.with_fix_policy(d) for d in diagnostics]
+    if recovered is not None:
+        # Still a syntax error where the user runs it; no fix, since no fixed text of it could be checked to parse.
+        error = replace(_syntax_error(path, recovered.error), help=recovered.explanation)
+        diagnostics = [error] + [replace(d, fix=None) for d in diagnostics]
     return sorted(diagnostics, key=Diagnostic.sort_key)
 
 
