@@ -145,3 +145,15 @@ def test_the_placeholder_is_a_name_the_file_does_not_contain():
 def test_the_summary_of_a_recovered_module_is_read():
     summary = summarize("import torch\n\n\ndef load(x, async=True):\n    return x.cuda(async=async)\n")
     assert summary.ok and "load" in summary.functions
+
+
+def test_a_recovered_module_the_project_knows_runs_on_the_cpu_keeps_its_syntax_error(tmp_path):
+    # Its text names CUDA, so the file was checked (and reported) before it could be read; read now, it is
+    # known to run on the CPU and no rule checks it, but it still does not run on Python 3.7+.
+    text = "import torch\n\nuse_cuda = False  # set to True for .cuda()\n\n\ndef load(x, async=False):\n    return x.float()\n"
+    (tmp_path / "cpu.py").write_text(text, encoding="utf-8")
+    (tmp_path / "other.py").write_text("import torch\n", encoding="utf-8")
+    expected = ["cpu.py:6:13: invalid-syntax: SyntaxError: invalid syntax"]
+    assert concise(tmp_path, "cpu.py", text) == (1, expected)
+    result = run_gpulint("check", "--no-cache", "--output-format", "concise", ".", cwd=tmp_path)
+    assert result.stdout.decode().splitlines()[:-1] == expected
