@@ -157,3 +157,36 @@ def test_a_recovered_module_the_project_knows_runs_on_the_cpu_keeps_its_syntax_e
     assert concise(tmp_path, "cpu.py", text) == (1, expected)
     result = run_gpulint("check", "--no-cache", "--output-format", "concise", ".", cwd=tmp_path)
     assert result.stdout.decode().splitlines()[:-1] == expected
+
+
+# ---- PyTorch 0.3's no-grad: `Variable(x, volatile=True)` in code written for it ------------------------------
+
+INFER = """\
+import torch
+from torch.autograd import Variable
+
+model = torch.nn.Linear(1, 1).cuda()
+
+
+def infer(valid_queue):
+    model.eval()
+    for step, (input, target) in enumerate(valid_queue):
+        input = Variable(input, volatile={volatile}).cuda()
+        target = Variable(target, volatile={volatile}).cuda({copy})
+        logits = model(input)
+"""
+
+
+def gpu405(volatile: str, copy: str) -> list[tuple[str, int, int]]:
+    return [c for c in codes(INFER.format(volatile=volatile, copy=copy)) if c[0] == "GPU405"]
+
+
+def test_volatile_inputs_in_pytorch_03_code_record_no_graph():
+    # `.cuda(async=True)`: written for PyTorch 0.3, where volatile inputs switch autograd off.
+    assert gpu405("True", "async=True") == []
+
+
+def test_volatile_inputs_on_pytorch_04_apis_still_run_with_autograd():
+    # `non_blocking=True` (0.4+): `volatile` is a no-op there, the loop records a graph.
+    assert gpu405("True", "non_blocking=True") == [("GPU405", 12, 18)]
+    assert gpu405("False", "async=True") == [("GPU405", 12, 18)]
