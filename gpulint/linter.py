@@ -18,6 +18,7 @@ from gpulint.config import Settings
 from gpulint.piecewise import PIECEWISE_ABOVE, Layout, layout, parse_in_pieces
 from gpulint.diagnostics import INTERNAL_ERROR, INVALID_SYNTAX, IO_ERROR, PARSER_LIMITATION, Diagnostic, Location, Severity
 from gpulint.notebook import Notebook, NotebookError, is_notebook_path, without_stubs
+from gpulint.recovery import Recovered, recover
 from gpulint.source import SourceError, SourceText, libcst_limitation, read_source_bytes
 from gpulint.suppression import parse_suppressions
 
@@ -225,6 +226,11 @@ def _parser_limitation(text: str, error: cst.ParserSyntaxError) -> str:
     return libcst_limitation((error.message or "a parser error").splitlines()[0], text)
 
 
+def _reported(path: str, recovered: Recovered) -> Diagnostic:
+    """A recovered file's `invalid-syntax` finding: CPython's error, and why the rest of the file was checked."""
+    return replace(_syntax_error(path, recovered.error), help=recovered.explanation)
+
+
 def _syntax_error(path: str, error: SyntaxError) -> Diagnostic:
     row = max(error.lineno or 1, 1)
     column = max(error.offset or 1, 1)
@@ -267,13 +273,24 @@ def check_source(
         ignored = _ignored_for(path, settings, text)
         rules = [rule for rule in _enabled_rules(settings) if rule.code not in ignored]
     if not rules:
-        return []
+        return _old_syntax_error(text, path, settings) if project is not None and project.parsed else []
     with _recursion_room():
         return run_within(
             settings.analysis_timeout,
             lambda: _check_parsed(text, path, settings, rules, module, project),
             lambda: [timed_out(path, settings)],
         )
+
+
+def _old_syntax_error(text: str, path: str, settings: Settings) -> list[Diagnostic]:
+    """The `invalid-syntax` finding of a Python 3.6 file no rule checks now that the project has read it (a
+    module it knows runs on the CPU): reported where it was before, when the file's text alone would have had a
+    rule check it, as for any file the project cannot parse."""
+    if not any(word in text for word in ("async", "await")) or not rules_for(text, path, settings):
+        return []
+    tree = python_tree(text, path)
+    recovered = recover(text, tree) if isinstance(tree, SyntaxError) else None
+    return [] if recovered is None else [_reported(path, recovered)]
 
 
 def timed_out(path: str, settings: Settings) -> Diagnostic:
@@ -289,10 +306,15 @@ def _check_parsed(
     from gpulint.analysis.summary import summarize
     from gpulint.fix_invariants import enforce as enforce_fix_invariants
 
+    recovered = None
     if module is None or project is None:
         tree = python_tree(text, path)
         if isinstance(tree, Diagnostic):
             return [tree]
+        if isinstance(tree, SyntaxError):
+            recovered = recover(text, tree)  # Python 3.6 code: `x.cuda(async=True)`
+            if recovered is not None:
+                tree = recovered.tree
         if project is None:
             project = lone_context(summarize(text, tree if isinstance(tree, ast.Module) else None), path)
             if not project.gpu:
@@ -300,11 +322,16 @@ def _check_parsed(
                 if not rules:
                     return []
         if module is None:
-            plan = _plan(text, tree)
+            parsed = text if recovered is None else recovered.text  # same rows and columns
+            plan = _plan(parsed, tree)
             del tree  # CPython's tree goes before LibCST's is built: one large tree at a time
-            module = _libcst_parse(text, path, *plan)
+            module = _libcst_parse(parsed, path, *plan)
             if isinstance(module, Diagnostic):
                 return [module]
+            if recovered is not None:
+                module = recovered.restore(module)  # the user's names again: quotes and positions are theirs
+                if module is None:
+                    return [_syntax_error(path, recovered.error)]  # never happens: LibCST prints what it parsed
     try:
         model = SemanticModel(module, path, text, project=project)
     except RecursionError:
@@ -344,6 +371,9 @@ def _check_parsed(
         diagnostics = enforce_fix_invariants(without_stubs(text), diagnostics)  # no name only a broken cell binds
         if settings.overrides_fixes:  # unfixable, extend-safe-fixes, extend-unsafe-fixes
             diagnostics = [settings.with_fix_policy(d) for d in diagnostics]
+    if recovered is not None:
+        # Still a syntax error where the user runs it; no fix, since no fixed text of it could be checked to parse.
+        diagnostics = [_reported(path, recovered)] + [replace(d, fix=None) for d in diagnostics]
     return sorted(diagnostics, key=Diagnostic.sort_key)
 
 

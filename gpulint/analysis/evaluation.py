@@ -10,6 +10,7 @@ import libcst as cst
 from gpulint.analysis.gradients import needs_gradients
 from gpulint.analysis.hot_loops import in_no_grad
 from gpulint.analysis.imports import dotted_name
+from gpulint.analysis.legacy_torch import volatile_inputs
 from gpulint.analysis.model_size import PARAMETER_FREE
 from gpulint.analysis.model import any_reachable
 from gpulint.analysis.value_resolution import literal_value
@@ -131,6 +132,8 @@ def find_eval_forwards(model: SemanticModel) -> list[EvalForward]:
                 unguarded = [c for c in forwards if not _grad_mode_decided(model, c)]
                 if unguarded and _records_a_head_only(model, receiver, eval_call):
                     continue  # a frozen backbone: autograd records only the few ops of the trainable head
+                if unguarded and volatile_inputs(model, loop):
+                    continue  # PyTorch 0.3 code: `Variable(x, volatile=True)` is its no-grad
                 if unguarded:
                     seen_loops.add(id(loop))
                     found.append(EvalForward(eval_call, loop, unguarded[0]))

@@ -277,7 +277,12 @@ def parse_for_summary(text: str) -> Optional[ast.Module]:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    except SyntaxError as error:
+        from gpulint.recovery import recover
+
+        recovered = recover(text, error)  # Python 3.6 code (`async=True`): other modules import it too
+        return recovered.tree if recovered is not None else None
+    except (ValueError, RecursionError, MemoryError):
         return None
 
 
