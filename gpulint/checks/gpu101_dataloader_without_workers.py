@@ -70,8 +70,17 @@ class DataLoaderWithoutWorkers(Rule):
             what = "`DataLoader` uses `num_workers=0`"
         what += ": batches load in the training process"
         help = "The GPU waits while the training process loads each batch"
+        restarted = model.loader_flow.restarted_each_step(model.loader_flow.info(loader))
         fix = None
-        if model.is_notebook:  # no `__main__` guard to add: a kernel never re-runs the notebook in a worker
+        if restarted is not None:
+            # Workers alone would make it slower: each `iter()` starts them again (or drains what they prefetched).
+            help += (
+                f"; the loop at {restarted} takes each batch from a new iterator (`next(iter(...))`), which would start "
+                "the workers again at every step (with `persistent_workers=True`, wait for the batches they prefetched "
+                "for the old one): keep one iterator across steps (`batches = iter(loader)` before the loop, `next(batches)` "
+                "in it, a new one on `StopIteration`), then set `num_workers`"
+            )
+        elif model.is_notebook:  # no `__main__` guard to add: a kernel never re-runs the notebook in a worker
             defined = defined_for_workers(model, loader)
             if defined:
                 names, them = " and ".join(f"`{name}`" for name in defined), "it" if len(defined) == 1 else "them"
