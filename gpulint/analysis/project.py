@@ -714,7 +714,9 @@ class ProjectIndex:
                     if result in caller_f.effects:
                         yield from self.consumptions(caller, caller_key, result, depth + 1)
 
-    def _consumption(self, record: _Record, key: str, f: FunctionSummary, loop: int, source: str = "", restarts: bool = False) -> Consumption:
+    def _consumption(
+        self, record: _Record, key: str, f: FunctionSummary, loop: int, source: str = "", restarts: bool = False
+    ) -> Consumption:
         steps = self._training_loops(record, f)
         moves = tuple((e[1], e[2]) for e in self._source_effects(record, f, f"l:{loop}", steps - {loop} - _parents(f, loop), 0) if e[0] == "move")
         gpu = f.gpu or self.gpu_reason(record) is not None
