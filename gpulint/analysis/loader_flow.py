@@ -70,6 +70,7 @@ class Iteration:
     is_for: bool  # a `for` statement that iterates the loader itself (not `next()`)
     bound_at: tuple[cst.CSTNode, ...]
     via: tuple[cst.Call, ...]
+    restarts: bool = False  # `next(iter(loader))` inside `loop`: a new iterator, for one batch, on every pass
 
 
 @dataclass(frozen=True)
@@ -353,10 +354,23 @@ class LoaderFlow:
 
     def consumed_elsewhere(self, info: LoaderInfo) -> list:
         """The loops of other modules (`project.Consumption`) that take the batches of a loader built here:
-        returned by a function they call, or handed to one of theirs."""
+        returned by a function they call, or handed to one of theirs (not those that only take one batch of a
+        new iterator on each pass: `restarted_each_step`)."""
+        return [c for c in self._consumptions_elsewhere(info) if not c.restarts]
+
+    def _consumptions_elsewhere(self, info: LoaderInfo) -> list:
         project = self.m.project
         consumptions = [c for function, element in self.returned_by(info.loader.call) for c in project.consumed(function, element)]
         return consumptions + self._consumed_by_callees(info.loader.call)
+
+    def restarted_each_step(self, info: LoaderInfo) -> Optional[str]:
+        """Where a loop takes each batch of the loader from a new iterator (`x, y = next(iter(loader))` on every
+        pass), here (`line 42`) or in another module (`train.py:42`): with workers, each `iter()` would start
+        them again, or, when they persist, first drain the batches they prefetched for the old iterator."""
+        for iteration in info.iterations:
+            if iteration.restarts:
+                return f"line {self.m.line_of(iteration.loop)}"
+        return next((c.where for c in self._consumptions_elsewhere(info) if c.restarts), None)
 
     def copies_rebuilt_batches(self, iteration: Iteration) -> bool:
         """The loop copies to the GPU tensors it builds from the batch on the CPU (`torch.stack([transform(img)
@@ -859,7 +873,8 @@ class LoaderFlow:
             targets = [t.target for t in parent.targets]
             regions = (loop,) if loop is not None else _statements_after(m, parent)
             via = ref.via + self._entry_calls(ref, call)
-            found.append(Iteration(loop, regions, _names(targets), _whole(targets), False, ref.bound_at, via))
+            restarts = loop is not None and isinstance(call.args[0].value, cst.Call)  # not a name kept across passes
+            found.append(Iteration(loop, regions, _names(targets), _whole(targets), False, ref.bound_at, via, restarts))
         return found
 
     def _iterator_of(self, ref: _Ref, expr: cst.BaseExpression) -> bool:

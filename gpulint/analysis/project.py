@@ -47,9 +47,10 @@ class Consumption:
     # the loop that runs this one again on each of its passes (`train.py:186`): an enclosing loop, or the loop
     # a caller runs the loop's function in (`valid(...)` called in the training loop); None: runs it once
     epoch: Optional[str] = None
+    restarts: bool = False  # takes one batch of a new iterator on each pass (`next(iter(loader))` in the loop)
 
     def to_json(self) -> list:
-        return [self.where, self.trains, self.gpu, self.moves, self.epoch]
+        return [self.where, self.trains, self.gpu, self.moves, self.epoch, self.restarts]
 
 
 @dataclass
@@ -493,7 +494,7 @@ class ProjectIndex:
         facts.convolutions = facts.returns in (("module",), ("gpu_module",)) and self.convolutions(record, name, "function") >= CONV_NET
         facts.yields = tuple(p for p in f.params if any(e[0] == "yield" for e in f.effects.get(f"p:{p}", ())))
         for param in f.params:
-            if any(e[0] in ("iter", "pass") for e in f.effects.get(f"p:{param}", ())):
+            if any(e[0] in ("iter", "restart", "pass") for e in f.effects.get(f"p:{param}", ())):
                 found = self.consumptions(record, name, f"p:{param}")
                 if found:
                     facts.consumes[param] = found[:4]
@@ -695,6 +696,8 @@ class ProjectIndex:
         for effect in f.effects.get(source, ()):
             if effect[0] == "iter":
                 yield self._consumption(record, key, f, effect[1], source)
+            elif effect[0] == "restart":
+                yield self._consumption(record, key, f, effect[1], source, restarts=True)
             elif effect[0] == "feed" and _kind(self.value(record, f, ("src", source))) == "loader":
                 # handed to a framework that runs the loop over it and copies the batches
                 yield Consumption(f"{record.shown}:{effect[1]}", effect[2], f.gpu or self.gpu_reason(record) is not None)
@@ -716,13 +719,15 @@ class ProjectIndex:
                     if result in caller_f.effects:
                         yield from self.consumptions(caller, caller_key, result, depth + 1)
 
-    def _consumption(self, record: _Record, key: str, f: FunctionSummary, loop: int, source: str = "") -> Consumption:
+    def _consumption(
+        self, record: _Record, key: str, f: FunctionSummary, loop: int, source: str = "", restarts: bool = False
+    ) -> Consumption:
         steps = self._training_loops(record, f)
         moves = tuple((e[1], e[2]) for e in self._source_effects(record, f, f"l:{loop}", steps - {loop} - _parents(f, loop), 0) if e[0] == "move")
         gpu = f.gpu or self.gpu_reason(record) is not None
         built = _built_for_each_pass(f, loop, source) and _kind(self.value(record, f, ("src", source))) == "loader"
         again = None if built else self._run_again_by(record, key, f, loop)  # not a generator over a loader given in
-        return Consumption(f"{record.shown}:{f.loops[loop][0]}", loop in steps, gpu, moves, again)
+        return Consumption(f"{record.shown}:{f.loops[loop][0]}", loop in steps, gpu, moves, again, restarts)
 
     def _run_again_by(self, record: _Record, key: str, f: FunctionSummary, loop: int) -> Optional[str]:
         """Where the loop that runs `loop` of function `key` again and again is: the loop around it, else the

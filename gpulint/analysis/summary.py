@@ -1305,6 +1305,10 @@ class _Reader:
                 for value in args:
                     self.sync(value, f"`{name}()` of a tensor", line, certain=True)
                 return None
+            fresh = node.args[0] if name == "next" and node.args and isinstance(node.args[0], ast.Call) else None
+            if fresh is not None and self.loop >= 0 and _dotted(fresh.func) == "iter" and b.is_wrapper(fresh.func, "iter"):
+                for source in sources_of(args[0]):  # `next(iter(loader))` in a loop: one batch of a new iterator per pass
+                    self.effect(source, ("restart", self.loop))
             if name in ("list", "tuple", "sum", "max", "min", "abs", "iter", "next") and args and sources_of(args[0]):
                 return args[0]
             if name == "tqdm" and b.is_wrapper(func, name) and args and sources_of(args[0]):

@@ -84,6 +84,16 @@ class DataLoaderWithoutWorkers(Rule):
             help += '; put the script under `if __name__ == "__main__":` before adding workers'
         else:
             fix = self._fix(loader, resolved, where)
+        restarted = model.loader_flow.restarted_each_step(model.loader_flow.info(loader))
+        if restarted is not None:
+            # Workers alone would make it slower: each `iter()` starts them again (or drains what they prefetched).
+            help += (
+                f"; the loop at {restarted} takes each batch from a new iterator (`next(iter(...))`): with workers, every "
+                "step would start them again (with `persistent_workers=True`, drain what they prefetched for the old "
+                "iterator and still wait for the new one's first batch); keep one iterator across steps (`batches = "
+                "iter(loader)` before the loop, `next(batches)` in it, a new one on `StopIteration`), then set `num_workers`"
+            )
+            fix = None
         return self.diagnostic(loader.call, what, severity=self._severity(loader), fix=fix, related=value_origin(resolved), help=help)
 
     def _fix(self, loader, resolved, where: str):
