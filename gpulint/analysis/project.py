@@ -24,6 +24,7 @@ from typing import Any, Iterator, Optional
 from gpulint.analysis import settings_files
 from gpulint.analysis.convolutions import CONV_NET
 from gpulint.analysis.devices import BASE_EVIDENCE, gpu_context_reason
+from gpulint.analysis.settings_defaults import ProjectSettings
 from gpulint.analysis.test_code import DEFAULT_TEST_PATHS
 from gpulint.analysis.summary import INTERNAL, MODULE_BODY, FunctionSummary, ModuleSummary, deep_sources, sources_of
 
@@ -104,6 +105,9 @@ class ModuleContext:
     # a method of a class of this module that runs on every step of a training loop: an instance called there
     # (`crit(pred, y)` runs `ComputeLoss.__call__`), or a method those call on `self`: key -> the call, `train.py:363`
     stepped: dict[str, str] = field(default_factory=dict)
+    # a yacs setting it reads (`config.DATA.NUM_WORKERS`) -> [its default, where, every value the project may
+    # give it] (`analysis/settings_defaults.py`)
+    config_defaults: dict[str, list] = field(default_factory=dict)
 
     def callee(self, ref: Optional[str]) -> Optional[Callee]:
         return self.callees.get(ref) if ref else None
@@ -147,6 +151,7 @@ class ModuleContext:
             sorted(self.settings.items()),
             sorted(self.star_imports.items()),
             sorted(self.stepped.items()),
+            sorted(self.config_defaults.items()),
         ]
         return hashlib.sha256(json.dumps(data, default=str).encode()).hexdigest()[:16]
 
@@ -189,6 +194,10 @@ class ProjectIndex:
         self._gpu: dict[int, Optional[str]] = {}
         self._gpu_in_progress = 0
         self._inherited: dict[tuple[int, str], list[str]] = {}
+
+    @cached_property
+    def settings_defaults(self) -> ProjectSettings:
+        return ProjectSettings(self._root, ((r.shown, r.summary.config_paths) for r in self.records.values()))
 
     def with_module(self, path: Path, summary: ModuleSummary) -> ProjectIndex:
         """The same project with one module's summary replaced (or added): a file being fixed."""
@@ -876,6 +885,10 @@ class ProjectIndex:
                 context.inherited[name] = inherited
         if summary.settings:
             context.settings = settings_files.digest(str(path), summary.settings)
+        if summary.config_paths.get("reads") and self.settings_defaults.defaults:
+            context.config_defaults = self.settings_defaults.for_reads(summary.config_paths["reads"])
+            if context.config_defaults:  # the YAML files any of which may override them: part of the digest
+                context.settings = {**context.settings, **settings_files.hashes(self.settings_defaults.yaml_files())}
         if summary.classes:
             context.stepped = self.stepped_methods(record)
         own = {*summary.imports, *summary.functions, *summary.classes, *summary.values}

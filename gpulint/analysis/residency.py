@@ -169,6 +169,11 @@ class Residency:
             return CUDA if CUDA in kinds else OTHER if OTHER in kinds else CPU
         if isinstance(expr, (cst.Name, cst.Attribute)):
             last = expr.attr.value if isinstance(expr, cst.Attribute) else expr.value
+            configured = model.values.agreed_setting(expr) if isinstance(expr, cst.Attribute) else None
+            if configured is not None and isinstance(configured.value, str):
+                # `cfg.MODEL.DEVICE`, `config.device`: what every settings file of the project says
+                kind = configured.value.split(":")[0]
+                return CUDA if kind == "cuda" else CPU if kind == "cpu" else OTHER if kind in _OTHER_DEVICES else None
             if isinstance(expr, cst.Attribute) and last == "device":
                 return CUDA if self.level(expr.value) else (CUDA if not self.is_module(expr.value) else None)
             key = dotted_name(expr)

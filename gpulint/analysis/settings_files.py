@@ -215,6 +215,11 @@ def digest(module_path: str, references: Iterable[tuple[str, str]]) -> dict[str,
     return found
 
 
+def hashes(paths: Iterable[str]) -> dict[str, str]:
+    """Content hashes of `paths` (for a module context's digest)."""
+    return {path: _content_hash(path) for path in paths}
+
+
 def _content_hash(path: str) -> str:
     """The file's content hash; read again only when its size or modification time changed (every script of a
     folder shares the job files above it)."""

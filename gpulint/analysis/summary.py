@@ -39,6 +39,7 @@ from gpulint.analysis.devices import EVIDENCE_FINDERS, GPU_TEXT_MARKERS
 from gpulint.analysis.error_paths import EXITS
 from gpulint.analysis.held_data import held_data
 from gpulint.analysis.imports import canonical
+from gpulint.analysis.settings_defaults import config_paths
 
 FORMAT = 1
 MODULE_BODY = "<module>"
@@ -203,6 +204,8 @@ class ModuleSummary:
     exports: Optional[tuple[str, ...]] = None
     # datasets and collate classes that hand out data held in memory (`analysis/held_data.py`)
     held: dict[str, Any] = field(default_factory=dict)
+    # yacs defaults it writes, dotted settings it writes elsewhere and reads (`analysis/settings_defaults.py`)
+    config_paths: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return {
@@ -216,6 +219,7 @@ class ModuleSummary:
             "settings": self.settings,
             "exports": self.exports,
             "held": self.held,
+            "config_paths": self.config_paths,
         }
 
     @classmethod
@@ -231,6 +235,7 @@ class ModuleSummary:
             [tuple(e) for e in data.get("settings", ())],
             tuple(data["exports"]) if data.get("exports") is not None else None,
             data.get("held", {}),
+            data.get("config_paths", {}),
         )
 
 
@@ -459,6 +464,7 @@ class _Builder:
             s.settings = _setting_files(self.tree)
         if "__all__" in self.text:
             s.exports = _exports(body)
+        s.config_paths = config_paths(self.tree, self.text, [k for k, v in s.imports.items() if v[2] is None])
         if any(marker in self.text for marker in ("__getitem__", "__call__", "TensorDataset", ".load(", ".map(")):
             s.held = held_data(self.tree, self.qualify)
         if self.scan_evidence:

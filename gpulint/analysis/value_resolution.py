@@ -22,11 +22,14 @@ FUNCTION_DEFAULT = "function default"
 ARGPARSE_DEFAULT = "argparse default"
 CONFIG_DICT = "config dict"
 SETTINGS_FILE = "YAML setting"  # a default in a YAML file of the repository (analysis/settings_files.py)
+SETTINGS_DEFAULT = "settings default"  # a yacs default in a module of the project (analysis/settings_defaults.py)
 _YAML_LOADERS = frozenset({"yaml.safe_load", "yaml.load", "yaml.full_load", "omegaconf.OmegaConf.load"})
 
 # Parameters that conventionally hold the parsed command line (`def main(args): ...`).
 ARGS_PARAMETER_NAMES = frozenset({"args", "opt", "opts", "options", "hparams", "flags", "hp"})
 _MAX_DEPTH = 6
+# names a settings object goes by (`config`, `cfg`, `_C`, `opt`, `hparams`): `config.device` is a setting
+_CONFIG_NAME = re.compile(r"(^|_)(cfg|conf|config|configs|settings|opts?|options|hparams|hp|_?C)$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -254,13 +257,52 @@ class ValueResolver:
         root, keys = read
         found_in = self._settings_lookup(root, keys)
         if found_in is None:
-            return None
+            candidates = self.settings_defaults(expr)
+            # the yacs default, when every value the project may give the setting is the same
+            return candidates[0] if candidates and all(c.value == candidates[0].value for c in candidates) else None
         value, line, path = found_in
         if path not in self.model.project.settings:
             return None  # not part of the module's context (so not of its cache key): unknown
         from gpulint.linter import display_path
 
         return ResolvedValue(value, expr, SETTINGS_FILE, f"{display_path(path)}:{line}")
+
+    def agreed_setting(self, expr: cst.BaseExpression) -> ResolvedValue | None:
+        """`setting`, for a value read from settings files: only when every YAML file shipped beside the one
+        loaded that has the setting agrees with it (a user may pass any of them); None otherwise."""
+        from gpulint.analysis import settings_files
+
+        found = self.setting(expr)
+        if found is None or found.origin != SETTINGS_FILE:
+            return found
+        read = _settings_read(expr)
+        path = self._settings_file(read[0]) if read is not None else None
+        if path is None:
+            return None  # Hydra's folders: the group options are not read here
+        for candidate in settings_files.shipped_alternatives(path):
+            other = settings_files.lookup(candidate, read[1])
+            if other is not None and other[0] != found.value or other is None and settings_files.has_entry(candidate, read[1]):
+                return None
+        return found
+
+    def settings_defaults(self, expr: cst.BaseExpression) -> list[ResolvedValue] | None:
+        """For `config.DATA.NUM_WORKERS` with a yacs default in the project: that default, then every other value
+        the project may give the setting (written by its code, or in one of its YAML files). None when the read
+        is not such a setting, or one of those values is not a literal."""
+        from gpulint.analysis.settings_defaults import UNKNOWN
+
+        read = _settings_read(expr)
+        if read is None or not all(isinstance(k, str) for k in read[1]) or read[0].value in ("self", "cls"):
+            return None
+        if len(read[1]) == 1 and not _CONFIG_NAME.search(read[0].value):
+            return None  # `x.device` of a tensor or a module, not `config.device`
+        known = self.model.project.config_defaults.get(".".join(read[1]))
+        if known is None or self.resolve(read[0]) is not None:
+            return None
+        default, where, values = known
+        if any(v == UNKNOWN for v in values):
+            return None
+        return [ResolvedValue(v, expr, SETTINGS_DEFAULT, where) for v in [default, *values[1:]]]
 
     def settings_mappings(self, expr: cst.BaseExpression) -> list[tuple[str, dict]] | None:
         """For `cfg["trainer_params"]` (a mapping of a YAML file loaded from a known path): (file, {key: (value,

@@ -1,0 +1,176 @@
+"""Settings defaults kept in a Python module of the project (yacs): `_C = CN()`, then `_C.DATA.NUM_WORKERS = 8`
+at module level in `config.py`, read elsewhere as `config.DATA.NUM_WORKERS` on the object `get_config()` clones.
+
+Pass one records, per module, the defaults it writes on such a node (`defaults`), the dotted settings it writes
+anywhere else (`writes`: `config.DATA.NUM_WORKERS = args.workers` in `update_config`), and the dotted settings
+it reads (`reads`). The index composes them with the YAML files of the project (any of which
+`merge_from_file(args.cfg)` may load): a read has the default's value, together with every other value the
+project may give that setting. A setting written with a value that is not a literal, or found in a YAML
+file as something other than a plain value, is unknown; rules then decide only on what every candidate says
+(`num_workers` is above 0 in all of them), never on a guess.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from typing import Any, Iterable, Optional
+
+# yacs' `CfgNode` (often imported as `CN`) and the project subclasses conventionally named after it
+_NODE_CLASSES = frozenset({"CN", "CfgNode", "ConfigNode"})
+_MARKERS = ("CN(", "CfgNode", "ConfigNode")
+_MAX_PATHS = 256  # dotted settings a module's summary keeps, of each kind
+_MAX_YAML_FILES = 64
+_MAX_YAML_DEPTH = 4  # folders below the project root searched for YAML files
+UNKNOWN = "?"  # a value written that is not a literal
+
+
+# settings read directly on the object (`config.device`); other reads are kept from two keys on
+# (`config.DATA.NUM_WORKERS`), so that `args.lr` and `x.shape` do not fill the summary
+_DEVICE_KEYS = frozenset({"device", "DEVICE", "gpu", "GPU", "gpus", "GPUS", "use_gpu", "USE_GPU", "cuda", "CUDA"})
+
+
+def _dotted(node: ast.AST, shallow: bool = False) -> Optional[tuple[str, list[str]]]:
+    """("config", ["DATA", "NUM_WORKERS"]) for `config.DATA.NUM_WORKERS`; one key only where `shallow` or
+    for a device setting."""
+    keys: list[str] = []
+    while isinstance(node, ast.Attribute):
+        keys.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name) or not keys or len(keys) < 2 and not (shallow or keys[0] in _DEVICE_KEYS):
+        return None
+    keys.reverse()
+    return node.id, keys
+
+
+def _literal(node: ast.AST) -> tuple[bool, Any]:
+    try:
+        value = ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False, None
+    return (True, value) if isinstance(value, (bool, int, float, str)) or value is None else (False, None)
+
+
+def _is_node_call(node: ast.AST) -> bool:
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    return name in _NODE_CLASSES
+
+
+def config_paths(tree: ast.Module, text: str, modules: Iterable[str]) -> dict[str, Any]:
+    """{"defaults": {path: [value, line]}, "writes": {path: value or UNKNOWN}, "reads": [path]} of one module
+    (empty parts left out); `modules`: the names it imports as modules (`torch`, `np`), never settings."""
+    found: dict[str, Any] = {}
+    nodes = set()
+    if any(marker in text for marker in _MARKERS):
+        defaults: dict[str, Any] = {}
+        for stmt in tree.body:
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and _is_node_call(stmt.value):
+                target = stmt.targets[0]
+                if isinstance(target, ast.Name):
+                    nodes.add(target.id)
+                continue
+            if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
+                continue
+            dotted = _dotted(stmt.targets[0], shallow=True) if isinstance(stmt.targets[0], ast.Attribute) else None
+            if dotted is None or dotted[0] not in nodes or _is_node_call(stmt.value):
+                continue
+            path = ".".join(dotted[1])
+            ok, value = _literal(stmt.value)
+            known = defaults.get(path)
+            # written twice (or not as a literal): what the module leaves there is not read here
+            defaults[path] = [value, stmt.lineno] if ok and known is None else [UNKNOWN, stmt.lineno]
+        if defaults:
+            found["defaults"] = dict(list(defaults.items())[:_MAX_PATHS * 4])
+    skip = {*modules, "self", "cls", *nodes}
+    writes: dict[str, Any] = {}
+    reads: dict[str, None] = {}
+    module_level = {id(s) for s in tree.body}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and id(node) not in module_level:
+            for target in node.targets:
+                dotted = _dotted(target) if isinstance(target, ast.Attribute) else None
+                if dotted is not None and dotted[0] not in skip and len(writes) < _MAX_PATHS:
+                    ok, value = _literal(node.value)
+                    path = ".".join(dotted[1])
+                    previous = writes.get(path, value if ok else UNKNOWN)
+                    writes[path] = value if ok and previous == value else UNKNOWN
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+            dotted = _dotted(node)
+            if dotted is not None and dotted[0] not in skip and len(reads) < _MAX_PATHS:
+                reads[".".join(dotted[1])] = None
+    if writes:
+        found["writes"] = writes
+    if reads:
+        found["reads"] = list(reads)
+    return found
+
+
+# ---- the index: the values a setting may have --------------------------------------------------------
+
+
+def project_yaml_files(root: str) -> list[str]:
+    """YAML files of the project (hidden folders left out), at most `_MAX_YAML_FILES`, at most
+    `_MAX_YAML_DEPTH` folders deep: the settings `merge_from_file(args.cfg)` may load."""
+    found: list[str] = []
+    base = root.rstrip(os.sep).count(os.sep)
+    for top, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in ("node_modules", "__pycache__"))
+        if top.count(os.sep) - base >= _MAX_YAML_DEPTH:
+            dirs[:] = []
+        found.extend(os.path.join(top, f) for f in sorted(files) if f.endswith((".yaml", ".yml")))
+        if len(found) >= _MAX_YAML_FILES:
+            break
+    return found[:_MAX_YAML_FILES]
+
+
+def candidate_values(path: str, default: list, writes: list[Any], yaml_files: list[str]) -> list[Any]:
+    """Every value the project may give the setting `path`: its default, then what code writes (UNKNOWN for a
+    value that is not a literal) and what each YAML file that has the setting writes (UNKNOWN where it is not
+    a plain value)."""
+    from gpulint.analysis import settings_files
+
+    values = [default[0], *writes]
+    keys = path.split(".")
+    for file in yaml_files:
+        found = settings_files.lookup(file, keys)
+        if found is not None:
+            values.append(found[0])
+        elif settings_files.has_entry(file, keys):
+            values.append(UNKNOWN)
+    return values
+
+
+class ProjectSettings:
+    """The yacs defaults of a project (its modules' `defaults`), what its code writes to the same settings, and
+    its YAML files, composed once per index."""
+
+    def __init__(self, root: str, modules: Iterable[tuple[str, dict[str, Any]]]) -> None:
+        self.root = root
+        self.defaults: dict[str, list] = {}  # path -> [value, "config.py:12"], value UNKNOWN when modules disagree
+        self.writes: dict[str, list] = {}
+        for shown, paths in modules:
+            for path, (value, line) in paths.get("defaults", {}).items():
+                known = self.defaults.get(path)
+                self.defaults[path] = [value, f"{shown}:{line}"] if known is None or known[0] == value else [UNKNOWN, known[1]]
+            for path, value in paths.get("writes", {}).items():
+                self.writes.setdefault(path, []).append(value)
+        self._yaml: Optional[list[str]] = None
+
+    def yaml_files(self) -> list[str]:
+        if self._yaml is None:
+            self._yaml = project_yaml_files(self.root) if self.defaults else []
+        return self._yaml
+
+    def for_reads(self, reads: Iterable[str]) -> dict[str, list]:
+        """path -> [default, where, every value the project may give it] for the settings a module reads that
+        have a default here."""
+        found = {}
+        for path in reads:
+            default = self.defaults.get(path)
+            if default is None or default[0] == UNKNOWN:
+                continue
+            found[path] = [default[0], default[1], candidate_values(path, default, self.writes.get(path, []), self.yaml_files())]
+        return found
