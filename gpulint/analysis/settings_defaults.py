@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 from typing import Any, Iterable, Optional
 
 # yacs' `CfgNode` (often imported as `CN`) and the project subclasses conventionally named after it
@@ -23,21 +24,23 @@ _MAX_PATHS = 256  # dotted settings a module's summary keeps, of each kind
 _MAX_YAML_FILES = 64
 _MAX_YAML_DEPTH = 4  # folders below the project root searched for YAML files
 UNKNOWN = "?"  # a value written that is not a literal
-
+# names a settings object goes by (`config`, `cfg`, `train_cfg`, `_C`, `opt`, `hparams`): only their settings are
+# read and written here (`x.shape`, `self.model.fc`, `args.lr` are not settings of a defaults module)
+_NAMES = r"(?:cfg|conf|config|configs|settings|opts?|options|hparams|hp|_?C)"
+CONFIG_NAME = re.compile(rf"(^|_){_NAMES}$", re.IGNORECASE)
 
 # settings read directly on the object (`config.device`); other reads are kept from two keys on
-# (`config.DATA.NUM_WORKERS`), so that `args.lr` and `x.shape` do not fill the summary
+# (`config.DATA.NUM_WORKERS`), so that `opt.lr` does not fill the summary
 _DEVICE_KEYS = frozenset({"device", "DEVICE", "gpu", "GPU", "gpus", "GPUS", "use_gpu", "USE_GPU", "cuda", "CUDA"})
 
 
-def _dotted(node: ast.AST, shallow: bool = False) -> Optional[tuple[str, list[str]]]:
-    """("config", ["DATA", "NUM_WORKERS"]) for `config.DATA.NUM_WORKERS`; one key only where `shallow` or
-    for a device setting."""
+def _dotted(node: ast.AST) -> Optional[tuple[str, list[str]]]:
+    """("_C", ["DATA", "NUM_WORKERS"]) for `_C.DATA.NUM_WORKERS`."""
     keys: list[str] = []
     while isinstance(node, ast.Attribute):
         keys.append(node.attr)
         node = node.value
-    if not isinstance(node, ast.Name) or not keys or len(keys) < 2 and not (shallow or keys[0] in _DEVICE_KEYS):
+    if not isinstance(node, ast.Name) or not keys:
         return None
     keys.reverse()
     return node.id, keys
@@ -49,6 +52,22 @@ def _literal(node: ast.AST) -> tuple[bool, Any]:
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return False, None
     return (True, value) if isinstance(value, (bool, int, float, str)) or value is None else (False, None)
+
+
+# `config.DATA.NUM_WORKERS` read, or written (`config.DATA.NUM_WORKERS = args.workers`, `self.cfg.X = 0`; the
+# defaults a module writes on its own node at its top level are read from the tree)
+_SETTING = re.compile(r"(?:cfg|conf|configs?|settings|opts?|options|hparams|hp|C|CFG|CONF|CONFIG)\.(\w+(?:\.\w+)*)")
+_ASSIGNED = re.compile(r"[ \t]*([-+*/%|&]?=)(?!=)[ \t]*(.*)")
+
+
+def _literal_text(text: str) -> tuple[bool, Any]:
+    """The literal a line's right-hand side is (a comment after it allowed)."""
+    for candidate in (text, text.split("#", 1)[0]):
+        try:
+            return _literal(ast.parse(candidate.strip(), mode="eval").body)
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            continue
+    return False, None
 
 
 def _is_node_call(node: ast.AST) -> bool:
@@ -74,7 +93,7 @@ def config_paths(tree: ast.Module, text: str, modules: Iterable[str]) -> dict[st
                 continue
             if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
                 continue
-            dotted = _dotted(stmt.targets[0], shallow=True) if isinstance(stmt.targets[0], ast.Attribute) else None
+            dotted = _dotted(stmt.targets[0]) if isinstance(stmt.targets[0], ast.Attribute) else None
             if dotted is None or dotted[0] not in nodes or _is_node_call(stmt.value):
                 continue
             path = ".".join(dotted[1])
@@ -84,23 +103,29 @@ def config_paths(tree: ast.Module, text: str, modules: Iterable[str]) -> dict[st
             defaults[path] = [value, stmt.lineno] if ok and known is None else [UNKNOWN, stmt.lineno]
         if defaults:
             found["defaults"] = dict(list(defaults.items())[:_MAX_PATHS * 4])
-    skip = {*modules, "self", "cls", *nodes}
+    # Text, not the tree: a second walk of every module would cost more than the summary gains (a path in a
+    # comment or a string only adds a setting the context carries unused). The pattern starts with the names'
+    # last letters, so the scan is a search for a few literals.
+    skip = {*modules, *nodes}
     writes: dict[str, Any] = {}
     reads: dict[str, None] = {}
-    module_level = {id(s) for s in tree.body}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and id(node) not in module_level:
-            for target in node.targets:
-                dotted = _dotted(target) if isinstance(target, ast.Attribute) else None
-                if dotted is not None and dotted[0] not in skip and len(writes) < _MAX_PATHS:
-                    ok, value = _literal(node.value)
-                    path = ".".join(dotted[1])
-                    previous = writes.get(path, value if ok else UNKNOWN)
-                    writes[path] = value if ok and previous == value else UNKNOWN
-        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
-            dotted = _dotted(node)
-            if dotted is not None and dotted[0] not in skip and len(reads) < _MAX_PATHS:
-                reads[".".join(dotted[1])] = None
+    for match in _SETTING.finditer(text):
+        begin = match.start()
+        while begin > 0 and (text[begin - 1].isalnum() or text[begin - 1] == "_"):
+            begin -= 1
+        root, path = text[begin : match.start(1) - 1], match.group(1)
+        if root in skip or not CONFIG_NAME.search(root) or len(reads) >= _MAX_PATHS:
+            continue
+        line_start = text.rfind("\n", 0, begin) + 1
+        indent = text[line_start:begin]
+        written = _ASSIGNED.match(text, match.end())
+        if written is not None and indent.strip() in ("", "self."):
+            operator, value = written.groups()
+            ok, literal = _literal_text(value) if operator == "=" else (False, None)
+            known = writes.get(path, literal if ok else UNKNOWN)
+            writes[path] = literal if ok and known == literal else UNKNOWN
+        elif text[begin - 1 : begin] != "." and ("." in path or path in _DEVICE_KEYS):
+            reads[path] = None
     if writes:
         found["writes"] = writes
     if reads:

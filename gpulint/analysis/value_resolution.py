@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from gpulint.analysis.imports import dotted_name
+from gpulint.analysis.settings_defaults import CONFIG_NAME
 
 if TYPE_CHECKING:
     from gpulint.analysis.model import SemanticModel
@@ -28,8 +29,6 @@ _YAML_LOADERS = frozenset({"yaml.safe_load", "yaml.load", "yaml.full_load", "ome
 # Parameters that conventionally hold the parsed command line (`def main(args): ...`).
 ARGS_PARAMETER_NAMES = frozenset({"args", "opt", "opts", "options", "hparams", "flags", "hp"})
 _MAX_DEPTH = 6
-# names a settings object goes by (`config`, `cfg`, `_C`, `opt`, `hparams`): `config.device` is a setting
-_CONFIG_NAME = re.compile(r"(^|_)(cfg|conf|config|configs|settings|opts?|options|hparams|hp|_?C)$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -294,7 +293,7 @@ class ValueResolver:
         read = _settings_read(expr)
         if read is None or not all(isinstance(k, str) for k in read[1]) or read[0].value in ("self", "cls"):
             return None
-        if len(read[1]) == 1 and not _CONFIG_NAME.search(read[0].value):
+        if not CONFIG_NAME.search(read[0].value):
             return None  # `x.device` of a tensor or a module, not `config.device`
         known = self.model.project.config_defaults.get(".".join(read[1]))
         if known is None or self.resolve(read[0]) is not None:
