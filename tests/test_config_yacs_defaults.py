@@ -150,3 +150,32 @@ def test_editing_a_yaml_file_rechecks_the_module_that_reads_the_setting(tmp_path
     yaml.write_text("DATA:\n  NUM_WORKERS: 8\n  PIN_MEMORY: true\n", encoding="utf-8")
     os.utime(yaml, ns=(yaml.stat().st_atime_ns, yaml.stat().st_mtime_ns + 10**9))
     assert found(check(root, monkeypatch, use_cache=True)) == ["data.py:18 GPU104"]
+
+
+YAML_SCRIPT = """
+import torch
+import yaml
+
+with open("configs/train.yaml") as f:
+    cfg = yaml.safe_load(f)
+device = torch.device(cfg["device"])
+model = torch.nn.Linear(8, 8).to(device)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(1000):
+    x = torch.randn(64, 8).to(device)
+    model(x).sum().backward()
+    optimizer.step()
+"""
+
+
+def test_a_device_in_the_yaml_file_a_script_loads(tmp_path, monkeypatch):
+    def run(**configs):
+        root = write(tmp_path / f"y{len(list(tmp_path.iterdir()))}", {"train.py": YAML_SCRIPT, **configs})
+        return found(lint(root, monkeypatch, select=("GPU201",)))
+
+    assert run(**{"configs/train.yaml": "device: cuda\n"}) == ["train.py:11 GPU201"]
+    assert run(**{"configs/train.yaml": "device: cpu\n", "configs/small.yaml": "device: cpu\n"}) == []
+    # the files shipped beside it disagree: unknown, so `torch.device(...)` is a device chosen at run time
+    assert run(**{"configs/train.yaml": "device: cpu\n", "configs/gpu.yaml": "device: cuda\n"}) == ["train.py:11 GPU201"]
+    # the key is absent: the same
+    assert run(**{"configs/train.yaml": "lr: 0.1\n"}) == ["train.py:11 GPU201"]

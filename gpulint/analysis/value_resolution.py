@@ -24,6 +24,7 @@ ARGPARSE_DEFAULT = "argparse default"
 CONFIG_DICT = "config dict"
 SETTINGS_FILE = "YAML setting"  # a default in a YAML file of the repository (analysis/settings_files.py)
 SETTINGS_DEFAULT = "settings default"  # a yacs default in a module of the project (analysis/settings_defaults.py)
+SETTINGS_ORIGINS = (SETTINGS_FILE, SETTINGS_DEFAULT)
 _YAML_LOADERS = frozenset({"yaml.safe_load", "yaml.load", "yaml.full_load", "omegaconf.OmegaConf.load"})
 
 # Parameters that conventionally hold the parsed command line (`def main(args): ...`).
