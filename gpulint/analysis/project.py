@@ -888,7 +888,7 @@ class ProjectIndex:
         if summary.config_paths.get("reads") and self.settings_defaults.defaults:
             context.config_defaults = self.settings_defaults.for_reads(summary.config_paths["reads"])
             if context.config_defaults:  # the YAML files any of which may override them: part of the digest
-                context.settings = {**context.settings, **settings_files.hashes(self.settings_defaults.yaml_files())}
+                context.settings = {**context.settings, **settings_files.hashes(self.settings_defaults.yaml_files() or ())}
         if summary.classes:
             context.stepped = self.stepped_methods(record)
         own = {*summary.imports, *summary.functions, *summary.classes, *summary.values}

@@ -21,7 +21,7 @@ from typing import Any, Iterable, Optional
 _NODE_CLASSES = frozenset({"CN", "CfgNode", "ConfigNode"})
 _MARKERS = ("CN(", "CfgNode", "ConfigNode")
 _MAX_PATHS = 256  # dotted settings a module's summary keeps, of each kind
-_MAX_YAML_FILES = 64
+_MAX_YAML_FILES = 256
 _MAX_YAML_DEPTH = 4  # folders below the project root searched for YAML files
 UNKNOWN = "?"  # a value written that is not a literal
 # names a settings object goes by (`config`, `cfg`, `train_cfg`, `_C`, `opt`, `hparams`): only their settings are
@@ -136,9 +136,10 @@ def config_paths(tree: ast.Module, text: str, modules: Iterable[str]) -> dict[st
 # ---- the index: the values a setting may have --------------------------------------------------------
 
 
-def project_yaml_files(root: str) -> list[str]:
-    """YAML files of the project (hidden folders left out), at most `_MAX_YAML_FILES`, at most
-    `_MAX_YAML_DEPTH` folders deep: the settings `merge_from_file(args.cfg)` may load."""
+def project_yaml_files(root: str) -> Optional[list[str]]:
+    """YAML files of the project (hidden folders left out, at most `_MAX_YAML_DEPTH` folders deep): the settings
+    `merge_from_file(args.cfg)` may load. None when there are more than `_MAX_YAML_FILES`: what they set is then
+    not read, and the settings stay unknown."""
     found: list[str] = []
     base = root.rstrip(os.sep).count(os.sep)
     for top, dirs, files in os.walk(root):
@@ -146,26 +147,9 @@ def project_yaml_files(root: str) -> list[str]:
         if top.count(os.sep) - base >= _MAX_YAML_DEPTH:
             dirs[:] = []
         found.extend(os.path.join(top, f) for f in sorted(files) if f.endswith((".yaml", ".yml")))
-        if len(found) >= _MAX_YAML_FILES:
-            break
-    return found[:_MAX_YAML_FILES]
-
-
-def candidate_values(path: str, default: list, writes: list[Any], yaml_files: list[str]) -> list[Any]:
-    """Every value the project may give the setting `path`: its default, then what code writes (UNKNOWN for a
-    value that is not a literal) and what each YAML file that has the setting writes (UNKNOWN where it is not
-    a plain value)."""
-    from gpulint.analysis import settings_files
-
-    values = [default[0], *writes]
-    keys = path.split(".")
-    for file in yaml_files:
-        found = settings_files.lookup(file, keys)
-        if found is not None:
-            values.append(found[0])
-        elif settings_files.has_entry(file, keys):
-            values.append(UNKNOWN)
-    return values
+        if len(found) > _MAX_YAML_FILES:
+            return None
+    return found
 
 
 class ProjectSettings:
@@ -183,19 +167,31 @@ class ProjectSettings:
             for path, value in paths.get("writes", {}).items():
                 self.writes.setdefault(path, []).append(value)
         self._yaml: Optional[list[str]] = None
+        self._yaml_settings: Optional[list[dict[str, Any]]] = None
 
-    def yaml_files(self) -> list[str]:
+    def yaml_files(self) -> Optional[list[str]]:
         if self._yaml is None:
             self._yaml = project_yaml_files(self.root) if self.defaults else []
         return self._yaml
 
     def for_reads(self, reads: Iterable[str]) -> dict[str, list]:
         """path -> [default, where, every value the project may give it] for the settings a module reads that
-        have a default here."""
+        have a default here (nothing when the project has too many YAML files to read)."""
+        from gpulint.analysis import settings_files
+
+        wanted = [p for p in reads if p in self.defaults and self.defaults[p][0] != UNKNOWN]
+        if not wanted or self.yaml_files() is None:
+            return {}
+        if self._yaml_settings is None:
+            self._yaml_settings = [settings_files.flat_settings(f) for f in self.yaml_files() or ()]
         found = {}
-        for path in reads:
-            default = self.defaults.get(path)
-            if default is None or default[0] == UNKNOWN:
-                continue
-            found[path] = [default[0], default[1], candidate_values(path, default, self.writes.get(path, []), self.yaml_files())]
+        for path in wanted:
+            value, where = self.defaults[path]
+            values = [value, *self.writes.get(path, [])]
+            values.extend(UNKNOWN if s[path] is settings_files.NOT_PLAIN else s[path] for s in self._yaml_settings if path in s)
+            distinct: list[Any] = []
+            for candidate in values:  # the default first; each other value once (`False` and `0` kept apart)
+                if not any(type(candidate) is type(d) and candidate == d for d in distinct):
+                    distinct.append(candidate)
+            found[path] = [value, where, distinct]
         return found

@@ -105,6 +105,32 @@ def mapping_keys(path: str, keys: list) -> Optional[dict[str, tuple[Any, int]]]:
     return found
 
 
+def flat_settings(path: str) -> dict[str, Any]:
+    """Every setting of the YAML file `path` by its dotted path (`DATA.NUM_WORKERS` -> 8), `NOT_PLAIN` where the
+    value is a list, an interpolation or a tag; a mapping's own path is `NOT_PLAIN` too. Empty when the file is
+    missing, too large or not YAML."""
+    import yaml
+
+    found: dict[str, Any] = {}
+
+    def walk(node: Any, prefix: str, depth: int) -> None:
+        for key, value in node.value:
+            if not isinstance(key, yaml.ScalarNode) or depth > 8:
+                continue
+            dotted = f"{prefix}{key.value}"
+            if isinstance(value, yaml.MappingNode):
+                found[dotted] = NOT_PLAIN
+                walk(value, dotted + ".", depth + 1)
+            else:
+                ok, plain = _scalar(value)
+                found[dotted] = plain if ok else NOT_PLAIN
+
+    root = _compose(path)
+    if isinstance(root, yaml.MappingNode):
+        walk(root, "", 0)
+    return found
+
+
 def has_entry(path: str, keys: list) -> bool:
     """Whether the YAML file `path` writes anything at `keys`, a plain value or not."""
     node = _compose(path)
