@@ -87,7 +87,8 @@ def test_trainer_settings_from_every_shipped_yaml_show_float32_training(tmp_path
     assert found(diagnostics) == FLOAT32
     amp, tf32 = diagnostics
     assert amp.message.startswith(
-        "the Lightning Trainer trains in float32 (`precision` is not set, nor in `configs/vae.yaml` and the 1 settings file beside it)"
+        "the Lightning Trainer trains in float32 "
+        "(`precision` is not set, nor in `configs/vae.yaml` and the 1 settings file beside it)"
     )
     assert tf32.message == "the Lightning Trainer runs float32 matrix multiplications on CUDA without TF32"
 

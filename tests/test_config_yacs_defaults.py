@@ -105,7 +105,10 @@ def test_yacs_defaults_are_the_settings_a_loader_reads(tmp_path, monkeypatch):
         "`DataLoader` uses `pin_memory=False` (settings default at config/defaults.py:8) but its batches reach the GPU"
     )
     assert pinned.fix is None  # the value is the defaults module's, not an edit of the read
-    assert workers.message.startswith("`DataLoader` workers are shut down and started again for every pass of the loop at train.py:")
+    assert workers.message.startswith(
+        "`DataLoader` workers are shut down and started again for every pass of the loop at train.py:21 "
+        "(its batches are taken at train.py:22)"
+    )
 
 
 def test_yaml_files_that_agree_keep_the_value_and_counts_above_zero_stay_above_zero(tmp_path, monkeypatch):
@@ -121,18 +124,21 @@ def test_settings_that_disagree_or_are_not_literals_stay_unknown(tmp_path, monke
     zero = project(tmp_path, **{"configs/debug.yaml": "DATA:\n  NUM_WORKERS: 0\n  PIN_MEMORY: false\n"})
     assert found(check(zero, monkeypatch)) == ["data.py:18 GPU102"]
     # the code sets them from the command line: unknown
-    source = TRAIN.replace("    device = torch", "    cfg.DATA.NUM_WORKERS = args.workers\n    cfg.DATA.PIN_MEMORY = args.pin\n    device = torch")
+    written = "    cfg.DATA.NUM_WORKERS = args.workers\n    cfg.DATA.PIN_MEMORY = args.pin\n"
+    source = TRAIN.replace("    device = torch", written + "    device = torch")
     assert found(check(project(tmp_path, **{"train.py": source}), monkeypatch)) == []
 
 
 def test_without_a_yacs_defaults_module_nothing_is_read(tmp_path, monkeypatch):
-    plain = DEFAULTS.replace("CN()", "Namespace()").replace("from yacs.config import CfgNode as CN", "from argparse import Namespace")
+    plain = DEFAULTS.replace("CN()", "Namespace()")
+    plain = plain.replace("from yacs.config import CfgNode as CN", "from argparse import Namespace")
     assert found(check(project(tmp_path, **{"config/defaults.py": plain}), monkeypatch)) == []
 
 
 def test_a_device_setting_every_file_agrees_on(tmp_path, monkeypatch):
     select = {"select": ("GPU201",)}
-    step = TRAIN.replace("loss = model(x.to(device)).sum()", "noise = torch.randn(8).to(device)\n            loss = model(x.to(device) + noise).sum()")
+    noisy = "noise = torch.randn(8).to(device)\n            loss = model(x.to(device) + noise).sum()"
+    step = TRAIN.replace("loss = model(x.to(device)).sum()", noisy)
     assert found(lint(project(tmp_path, **{"train.py": step}), monkeypatch, **select)) == ["train.py:23 GPU201"]
     # every settings file keeps the CPU: no GPU advice
     cpu = project(tmp_path, **{"train.py": step, "config/defaults.py": DEFAULTS.replace('"cuda"', '"cpu"')})
