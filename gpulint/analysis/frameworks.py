@@ -225,6 +225,21 @@ class Frameworks:
         resolved = self.m.values.resolve(accelerator)
         return resolved is not None and isinstance(resolved.value, str) and resolved.value in _NOT_GPU
 
+    def _unpacked_settings(self, call: cst.Call) -> Optional[list[tuple[str, dict]]]:
+        """The settings a call's `**cfg["trainer_params"]` arguments pass, one mapping per shipped YAML file
+        that may be loaded (`value_resolution.settings_mappings`); [] when nothing is unpacked, None when
+        something unpacked is not known (`*args`, `**kwargs`, a file not read)."""
+        found: list[tuple[str, dict]] = []
+        for arg in call.args:
+            if arg.star == "*":
+                return None
+            if arg.star == "**":
+                mappings = self.m.values.settings_mappings(arg.value)
+                if mappings is None:
+                    return None
+                found.extend(mappings)
+        return found
+
     def _true(self, call: cst.Call, keyword: str) -> bool:
         value = _argument(call, keyword)
         resolved = self.m.values.resolve(value) if value is not None else None
@@ -633,8 +648,11 @@ class Frameworks:
         HF `TrainingArguments(fp16=..., bf16=...)` (both False by default)."""
         found = []
         for call in self.lightning_trainers:
-            if any(a.star for a in call.args) or self._cpu_only_lightning(call):
+            if self._cpu_only_lightning(call):
                 continue
+            unpacked = self._unpacked_settings(call)
+            if unpacked is None or any("precision" in entries or _settings_say_cpu(entries) for _, entries in unpacked):
+                continue  # `Trainer(**kwargs)`, or a shipped YAML that sets the precision or keeps it on the CPU
             value = _argument(call, "precision")
             resolved = self.m.values.resolve(value) if value is not None else None
             if value is not None and resolved is None:
@@ -643,6 +661,8 @@ class Frameworks:
             if setting in _FLOAT64_PRECISION:
                 continue
             reason = "`precision` is not set" if value is None else f"`precision={self.m.code(value)}`"
+            if value is None and unpacked:
+                reason = f"`precision` is not set, nor in {_shipped_files(unpacked)}"
             float32 = setting in _FLOAT32_PRECISION
             # lightning/pytorch/accelerators/cuda.py only warns ("set torch.set_float32_matmul_precision") on Tensor Cores
             found.append(Precision(call, "the Lightning Trainer", float32, reason, '`precision="bf16-mixed"` (or `"16-mixed"`)', leaves_tf32=True))
@@ -878,6 +898,24 @@ def _constructed(qualified: Optional[str]) -> Optional[str]:
     if qualified and qualified.endswith(_ALTERNATE_CONSTRUCTORS):
         return qualified.rsplit(".", 1)[0]
     return qualified
+
+
+def _settings_say_cpu(entries: dict) -> bool:
+    """Trainer settings from a YAML file that keep it off the GPU: a CPU accelerator, or `gpus: 0` / `gpus: null`
+    (Lightning 1.x trains on the CPU unless `gpus` names some)."""
+    accelerator = entries.get("accelerator", (None, 0))[0]
+    if isinstance(accelerator, str) and accelerator in _NOT_GPU:
+        return True
+    return any(key in entries and entries[key][0] in (None, 0, "0", "", False) for key in ("gpus", "devices"))
+
+
+def _shipped_files(unpacked: list[tuple[str, dict]]) -> str:
+    """`configs/vae.yaml`, or `configs/vae.yaml and the 22 settings files beside it`."""
+    from gpulint.linter import display_path
+
+    first = f"`{display_path(unpacked[0][0])}`"
+    others = len({path for path, _ in unpacked}) - 1
+    return first if not others else f"{first} and the {others} settings file{'s' if others > 1 else ''} beside it"
 
 
 def _argument(call: cst.Call, keyword: str, position: Optional[int] = None) -> Optional[cst.BaseExpression]:

@@ -549,6 +549,10 @@ class LoaderFlow:
         if resolved is not None:
             ok = isinstance(resolved.value, int) and not isinstance(resolved.value, bool) and resolved.value > 0
             return ok, resolved
+        candidates = self.m.values.settings_defaults(value)
+        if candidates:  # a yacs setting: above 0 when every value the project may give it is (8, or 2 in a YAML)
+            ok = all(isinstance(c.value, int) and not isinstance(c.value, bool) and c.value > 0 for c in candidates)
+            return ok, candidates[0] if all(c.value == candidates[0].value for c in candidates) else None
         bound = _lower_bound(self.m, value)
         return bound is not None and bound > 0, None
 

@@ -25,6 +25,7 @@ from gpulint.analysis import settings_files
 from gpulint.analysis.call_arguments import agreed_arguments
 from gpulint.analysis.convolutions import CONV_NET
 from gpulint.analysis.devices import BASE_EVIDENCE, gpu_context_reason
+from gpulint.analysis.settings_defaults import ProjectSettings
 from gpulint.analysis.test_code import DEFAULT_TEST_PATHS
 from gpulint.analysis.summary import INTERNAL, MODULE_BODY, FunctionSummary, ModuleSummary, deep_sources, sources_of
 
@@ -109,6 +110,9 @@ class ModuleContext:
     # a parameter of a function or class of this module -> how every call in the project fills it, when all are
     # in sight (`analysis/call_arguments.py`): `ComputeLoss.autobalance` -> [["left out"]]
     arguments: dict[str, list] = field(default_factory=dict)
+    # a yacs setting it reads (`config.DATA.NUM_WORKERS`) -> [its default, where, every value the project may
+    # give it] (`analysis/settings_defaults.py`)
+    config_defaults: dict[str, list] = field(default_factory=dict)
 
     def callee(self, ref: Optional[str]) -> Optional[Callee]:
         return self.callees.get(ref) if ref else None
@@ -153,6 +157,7 @@ class ModuleContext:
             sorted(self.star_imports.items()),
             sorted(self.stepped.items()),
             sorted(self.arguments.items()),
+            sorted(self.config_defaults.items()),
         ]
         return hashlib.sha256(json.dumps(data, default=str).encode()).hexdigest()[:16]
 
@@ -195,6 +200,10 @@ class ProjectIndex:
         self._gpu: dict[int, Optional[str]] = {}
         self._gpu_in_progress = 0
         self._inherited: dict[tuple[int, str], list[str]] = {}
+
+    @cached_property
+    def settings_defaults(self) -> ProjectSettings:
+        return ProjectSettings(self._root, ((r.shown, r.summary.config_paths) for r in self.records.values()))
 
     def with_module(self, path: Path, summary: ModuleSummary) -> ProjectIndex:
         """The same project with one module's summary replaced (or added): a file being fixed."""
@@ -889,6 +898,10 @@ class ProjectIndex:
             settings.append(("launch", ""))  # `args = get_args()`: a job file near it may turn a switch on (off_options)
         if settings:
             context.settings = settings_files.digest(str(path), settings)
+        if summary.config_paths.get("reads") and self.settings_defaults.defaults:
+            context.config_defaults = self.settings_defaults.for_reads(summary.config_paths["reads"])
+            if context.config_defaults:  # the YAML files any of which may override them: part of the digest
+                context.settings = {**context.settings, **settings_files.hashes(self.settings_defaults.yaml_files() or ())}
         if summary.classes:
             context.stepped = self.stepped_methods(record)
         context.arguments = agreed_arguments(self, record)

@@ -26,7 +26,7 @@ from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.loop_bounds import runs_briefly
 from gpulint.analysis.summary import CLOCKS, DEVICE_INDEX_NAME, times_a_step
 from gpulint.analysis.tensor_size import makes_empty_tensor
-from gpulint.analysis.value_resolution import literal_value
+from gpulint.analysis.value_resolution import SETTINGS_ORIGINS, literal_value
 
 if TYPE_CHECKING:
     from gpulint.analysis.model import Loop, SemanticModel
@@ -167,6 +167,12 @@ class Residency:
                 return None
             # `"mps" if torch.backends.mps.is_available() else "cpu"`: known, and never CUDA
             return CUDA if CUDA in kinds else OTHER if OTHER in kinds else CPU
+        if isinstance(expr, (cst.Attribute, cst.Subscript)):
+            configured = model.values.agreed_setting(expr)
+            if configured is not None and configured.origin in SETTINGS_ORIGINS and isinstance(configured.value, str):
+                # `cfg.MODEL.DEVICE`, `config["device"]`: what every settings file of the project says
+                kind = configured.value.split(":")[0]
+                return CUDA if kind == "cuda" else CPU if kind == "cpu" else OTHER if kind in _OTHER_DEVICES else None
         if isinstance(expr, (cst.Name, cst.Attribute)):
             last = expr.attr.value if isinstance(expr, cst.Attribute) else expr.value
             if isinstance(expr, cst.Attribute) and last == "device":

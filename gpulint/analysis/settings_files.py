@@ -21,6 +21,7 @@ from typing import Any, Iterable, Optional
 _MAX_BYTES = 256 * 1024
 _MAX_FILES = 64  # YAML files of one Hydra config folder that a module's results depend on
 _YAML = (".yaml", ".yml")
+NOT_PLAIN = ...  # a YAML value that is not a plain scalar (`gpus: [1]`), as `mapping_keys` gives it
 
 
 def _compose(path: str) -> Any:
@@ -80,6 +81,76 @@ def lookup(path: str, keys: list) -> Optional[tuple[Any, int]]:
             return None
     ok, value = _scalar(node)
     return (value, node.start_mark.line + 1) if ok else None
+
+
+def mapping_keys(path: str, keys: list) -> Optional[dict[str, tuple[Any, int]]]:
+    """The entries of the mapping at `keys` in the YAML file `path` (`trainer_params:` -> {"gpus": ([1], 23)}):
+    each key with its plain value (`NOT_PLAIN` where it is a list, a mapping or an interpolation) and line; None
+    when there is no mapping there."""
+    import yaml
+
+    node = _compose(path)
+    for key in keys:
+        node = _child(node, key)
+        if node is None:
+            return None
+    if not isinstance(node, yaml.MappingNode):
+        return None
+    found: dict[str, tuple[Any, int]] = {}
+    for name, value in node.value:
+        if not isinstance(name, yaml.ScalarNode) or name.value == "<<":
+            return None  # a merge key or a complex key: what it adds is not read
+        ok, plain = _scalar(value)
+        found[str(name.value)] = (plain if ok else NOT_PLAIN, value.start_mark.line + 1)
+    return found
+
+
+def flat_settings(path: str) -> dict[str, Any]:
+    """Every setting of the YAML file `path` by its dotted path (`DATA.NUM_WORKERS` -> 8), `NOT_PLAIN` where the
+    value is a list, an interpolation or a tag; a mapping's own path is `NOT_PLAIN` too. Empty when the file is
+    missing, too large or not YAML."""
+    import yaml
+
+    found: dict[str, Any] = {}
+
+    def walk(node: Any, prefix: str, depth: int) -> None:
+        for key, value in node.value:
+            if not isinstance(key, yaml.ScalarNode) or depth > 8:
+                continue
+            dotted = f"{prefix}{key.value}"
+            if isinstance(value, yaml.MappingNode):
+                found[dotted] = NOT_PLAIN
+                walk(value, dotted + ".", depth + 1)
+            else:
+                ok, plain = _scalar(value)
+                found[dotted] = plain if ok else NOT_PLAIN
+
+    root = _compose(path)
+    if isinstance(root, yaml.MappingNode):
+        walk(root, "", 0)
+    return found
+
+
+def has_entry(path: str, keys: list) -> bool:
+    """Whether the YAML file `path` writes anything at `keys`, a plain value or not."""
+    node = _compose(path)
+    for key in keys:
+        node = _child(node, key)
+        if node is None:
+            return False
+    return True
+
+
+def shipped_alternatives(path: str) -> list[str]:
+    """The YAML files beside `path` (`configs/vae.yaml` and `configs/*.yaml`): the other settings the repository
+    ships for the same script, any of which a user may pass instead of the default one."""
+    folder = os.path.dirname(path)
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return [path]
+    found = [os.path.join(folder, n) for n in names if n.endswith(_YAML)]
+    return found[:_MAX_FILES] if path in found[:_MAX_FILES] else [path, *found[: _MAX_FILES - 1]]
 
 
 def hydra_lookup(folder: str, name: str, keys: list) -> Optional[tuple[Any, int, str]]:
@@ -154,6 +225,7 @@ def digest(module_path: str, references: Iterable[tuple[str, str]]) -> dict[str,
     for kind, written in references:
         if kind == "file":
             paths = [p for p in candidate_paths(module_path, written) if os.path.isfile(p)][:1]
+            paths = shipped_alternatives(paths[0]) if paths else paths  # `**cfg["trainer_params"]` reads them all
         elif kind == "launch":
             from gpulint.analysis.off_options import command_files  # commands that may turn a switch on
 
@@ -170,6 +242,11 @@ def digest(module_path: str, references: Iterable[tuple[str, str]]) -> dict[str,
         for path in paths[:_MAX_FILES]:
             found[path] = _content_hash(path)
     return found
+
+
+def hashes(paths: Iterable[str]) -> dict[str, str]:
+    """Content hashes of `paths` (for a module context's digest)."""
+    return {path: _content_hash(path) for path in paths}
 
 
 def _content_hash(path: str) -> str:

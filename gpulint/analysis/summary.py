@@ -39,6 +39,7 @@ from gpulint.analysis.devices import EVIDENCE_FINDERS, GPU_TEXT_MARKERS
 from gpulint.analysis.error_paths import EXITS
 from gpulint.analysis.held_data import held_data
 from gpulint.analysis.imports import canonical
+from gpulint.analysis.settings_defaults import config_paths
 
 FORMAT = 1
 MODULE_BODY = "<module>"
@@ -211,6 +212,8 @@ class ModuleSummary:
     # names of the module's own or imported functions and classes read other than as a call's callee (handed on
     # as values: `partial(Loss, ...)`, `{"focal": Loss}`): their calls are out of sight (`analysis/call_arguments.py`)
     handed: tuple[str, ...] = ()
+    # yacs defaults it writes, dotted settings it writes elsewhere and reads (`analysis/settings_defaults.py`)
+    config_paths: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return {
@@ -225,6 +228,7 @@ class ModuleSummary:
             "exports": self.exports,
             "held": self.held,
             "handed": self.handed,
+            "config_paths": self.config_paths,
         }
 
     @classmethod
@@ -241,6 +245,7 @@ class ModuleSummary:
             tuple(data["exports"]) if data.get("exports") is not None else None,
             data.get("held", {}),
             tuple(data.get("handed", ())),
+            data.get("config_paths", {}),
         )
 
 
@@ -535,6 +540,7 @@ class _Builder:
             s.settings = _setting_files(self.tree)
         if "__all__" in self.text:
             s.exports = _exports(body)
+        s.config_paths = config_paths(self.tree, self.text, [k for k, v in s.imports.items() if v[2] is None])
         if any(marker in self.text for marker in ("__getitem__", "__call__", "TensorDataset", ".load(", ".map(")):
             s.held = held_data(self.tree, self.qualify)
         own = {k for k, (level, module, _) in s.imports.items() if level or module.split(".", 1)[0] not in _LIBRARIES}

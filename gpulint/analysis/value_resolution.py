@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from gpulint.analysis.imports import dotted_name
+from gpulint.analysis.settings_defaults import CONFIG_NAME
 
 if TYPE_CHECKING:
     from gpulint.analysis.model import SemanticModel
@@ -22,6 +23,8 @@ FUNCTION_DEFAULT = "function default"
 ARGPARSE_DEFAULT = "argparse default"
 CONFIG_DICT = "config dict"
 SETTINGS_FILE = "YAML setting"  # a default in a YAML file of the repository (analysis/settings_files.py)
+SETTINGS_DEFAULT = "settings default"  # a yacs default in a module of the project (analysis/settings_defaults.py)
+SETTINGS_ORIGINS = (SETTINGS_FILE, SETTINGS_DEFAULT)
 _YAML_LOADERS = frozenset({"yaml.safe_load", "yaml.load", "yaml.full_load", "omegaconf.OmegaConf.load"})
 
 # Parameters that conventionally hold the parsed command line (`def main(args): ...`).
@@ -248,30 +251,82 @@ class ValueResolver:
             if isinstance(binder, cst.Assign) and len(binder.targets) == 1 and isinstance(binder.targets[0].target, cst.Name):
                 return self.setting(binder.value, depth + 1)
             return None
-        keys: list = []
-        root = expr
-        while isinstance(root, (cst.Attribute, cst.Subscript)):
-            if isinstance(root, cst.Attribute):
-                keys.append(root.attr.value)
-            else:
-                index = root.slice[0].slice if len(root.slice) == 1 else None
-                ok, key = literal_value(index.value) if isinstance(index, cst.Index) else (False, None)
-                if not ok or not isinstance(key, (str, int)):
-                    return None
-                keys.append(key)
-            root = root.value
-        if not keys or not isinstance(root, cst.Name):
+        read = _settings_read(expr)
+        if read is None:
             return None
-        keys.reverse()
+        root, keys = read
         found_in = self._settings_lookup(root, keys)
         if found_in is None:
-            return None
+            candidates = self.settings_defaults(expr)
+            # the yacs default, when every value the project may give the setting is the same
+            return candidates[0] if candidates and all(c.value == candidates[0].value for c in candidates) else None
         value, line, path = found_in
         if path not in self.model.project.settings:
             return None  # not part of the module's context (so not of its cache key): unknown
         from gpulint.linter import display_path
 
         return ResolvedValue(value, expr, SETTINGS_FILE, f"{display_path(path)}:{line}")
+
+    def agreed_setting(self, expr: cst.BaseExpression) -> ResolvedValue | None:
+        """`setting`, for a value read from settings files: only when every YAML file shipped beside the one
+        loaded that has the setting agrees with it (a user may pass any of them); None otherwise."""
+        from gpulint.analysis import settings_files
+
+        found = self.setting(expr)
+        if found is None or found.origin != SETTINGS_FILE:
+            return found
+        read = _settings_read(expr)
+        path = self._settings_file(read[0]) if read is not None else None
+        if path is None:
+            return None  # Hydra's folders: the group options are not read here
+        for candidate in settings_files.shipped_alternatives(path):
+            other = settings_files.lookup(candidate, read[1])
+            if other is not None and other[0] != found.value or other is None and settings_files.has_entry(candidate, read[1]):
+                return None
+        return found
+
+    def settings_defaults(self, expr: cst.BaseExpression) -> list[ResolvedValue] | None:
+        """For `config.DATA.NUM_WORKERS` with a yacs default in the project: that default, then every other value
+        the project may give the setting (written by its code, or in one of its YAML files). None when the read
+        is not such a setting, or one of those values is not a literal."""
+        from gpulint.analysis.settings_defaults import UNKNOWN
+
+        read = _settings_read(expr)
+        if read is None or not all(isinstance(k, str) for k in read[1]) or read[0].value in ("self", "cls"):
+            return None
+        if not CONFIG_NAME.search(read[0].value):
+            return None  # `x.device` of a tensor or a module, not `config.device`
+        known = self.model.project.config_defaults.get(".".join(read[1]))
+        if known is None or self.resolve(read[0]) is not None:
+            return None
+        default, where, values = known
+        if any(v == UNKNOWN for v in values):
+            return None
+        return [ResolvedValue(v, expr, SETTINGS_DEFAULT, where) for v in [default, *values[1:]]]
+
+    def settings_mappings(self, expr: cst.BaseExpression) -> list[tuple[str, dict]] | None:
+        """For `cfg["trainer_params"]` (a mapping of a YAML file loaded from a known path): (file, {key: (value,
+        line)}) in that file and in each file shipped beside it that has a mapping there too (a user may pass any
+        of them instead). None when the file is not known, is not part of the module's context, has no mapping
+        there, or a file beside it has something else there."""
+        from gpulint.analysis import settings_files
+
+        read = _settings_read(expr)
+        path = self._settings_file(read[0]) if read is not None else None
+        if path is None or path not in self.model.project.settings:
+            return None
+        found = []
+        alternatives = settings_files.shipped_alternatives(path)
+        for candidate in [path, *(p for p in alternatives if p != path)]:
+            entries = settings_files.mapping_keys(candidate, read[1])
+            if entries is None:
+                if candidate == path or settings_files.has_entry(candidate, read[1]):
+                    return None  # the default file has no mapping there, or another file has something else
+                continue  # a file for another script (or without these settings): not an alternative
+            if candidate not in self.model.project.settings:
+                return None  # not part of the module's context (so not of its cache key)
+            found.append((candidate, entries))
+        return found
 
     def _settings_lookup(self, root: cst.Name, keys: list) -> tuple | None:
         """(value, line, file) of `keys` in the YAML file `root` was loaded from."""
@@ -289,6 +344,16 @@ class ValueResolver:
                         folder = settings_files.hydra_folder(model.path, given["config_path"])
                         return settings_files.hydra_lookup(folder, given["config_name"], keys)
             return None
+        path = self._settings_file(root)
+        found = settings_files.lookup(path, keys) if path is not None else None
+        return (*found, path) if found is not None else None
+
+    def _settings_file(self, root: cst.Name) -> str | None:
+        """The YAML file `root` was loaded from (`cfg = yaml.safe_load(open("configs/x.yaml"))`), if known."""
+        from gpulint.analysis import settings_files
+
+        model = self.model
+        binder = self._single_binding(root)
         if not (isinstance(binder, cst.Assign) and isinstance(binder.value, cst.Call) and binder.value.args):
             return None
         if model.call_name(binder.value) not in _YAML_LOADERS:
@@ -301,9 +366,7 @@ class ValueResolver:
         opens = isinstance(source, cst.Call) and isinstance(source.func, cst.Name) and source.func.value == "open"
         if written is None and opens and source.args and not model.bindings_of("open", source):
             written = self._path_written(source.args[0].value)
-        path = settings_files.existing(model.path, written) if written else None
-        found = settings_files.lookup(path, keys) if path is not None else None
-        return (*found, path) if found is not None else None
+        return settings_files.existing(model.path, written) if written else None
 
     def _path_written(self, expr: cst.BaseExpression) -> str | None:
         """A YAML path given as a literal, a constant or an argparse default (`open(args.config)`)."""
@@ -581,3 +644,23 @@ class ValueResolver:
                 origin = CONFIG_DICT if inner.origin == LITERAL else inner.origin
                 return ResolvedValue(inner.value, inner.node, origin)
         return None
+
+
+def _settings_read(expr: cst.BaseExpression) -> tuple[cst.Name, list] | None:
+    """(`cfg`, ["data", "num_workers"]) for `cfg.data.num_workers` / `cfg["data"]["num_workers"]`."""
+    keys: list = []
+    root = expr
+    while isinstance(root, (cst.Attribute, cst.Subscript)):
+        if isinstance(root, cst.Attribute):
+            keys.append(root.attr.value)
+        else:
+            index = root.slice[0].slice if len(root.slice) == 1 else None
+            ok, key = literal_value(index.value) if isinstance(index, cst.Index) else (False, None)
+            if not ok or not isinstance(key, (str, int)):
+                return None
+            keys.append(key)
+        root = root.value
+    if not keys or not isinstance(root, cst.Name):
+        return None
+    keys.reverse()
+    return root, keys

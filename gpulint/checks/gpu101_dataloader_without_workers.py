@@ -7,7 +7,7 @@ from typing import Iterator
 import libcst as cst
 
 from gpulint.analysis.dataloaders import defined_for_workers, is_unsharded_iterable_dataset, produces_cuda_batches
-from gpulint.analysis.value_resolution import LITERAL, SETTINGS_FILE
+from gpulint.analysis.value_resolution import LITERAL, SETTINGS_ORIGINS
 from gpulint.checks.base import Option, Rule, value_origin
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
 from gpulint.edits import add_import, import_roots, replace_node, with_keyword_argument
@@ -98,8 +98,8 @@ class DataLoaderWithoutWorkers(Rule):
 
     def _fix(self, loader, resolved, where: str):
         model = self.model
-        if resolved is not None and resolved.origin == SETTINGS_FILE:
-            return None  # the value is a YAML file's: changing it there is the user's call, not a code edit
+        if resolved is not None and resolved.origin in SETTINGS_ORIGINS:
+            return None  # the value is a settings file's: changing it there is the user's call, not an edit here
         expression = self.settings["workers"]
         value = cst.parse_expression(expression)
         if resolved is None:
