@@ -759,6 +759,8 @@ class ProjectIndex:
                     values[param] = call[2][position]
             value = values.get(param)
             if value is None:
+                if not self.is_test(caller):
+                    found.add(UNPLACED)
                 continue
             given: set[str] = set()
             resolved = self.value(caller, caller_f, value)
@@ -771,7 +773,10 @@ class ProjectIndex:
                 if source.startswith("p:"):
                     given |= self.inputs(caller, caller_key, source[2:], depth + 1)
             # a unit test that runs a helper on the GPU says nothing of where training runs it
-            found |= given - _ON_GPU if self.is_test(caller) else given
+            if self.is_test(caller):
+                found |= given - _ON_GPU - {UNPLACED}
+            else:
+                found |= given if given & _ON_GPU else given | {UNPLACED}
         return found
 
     def is_test(self, record: _Record) -> bool:
@@ -868,7 +873,7 @@ class ProjectIndex:
                 self._add_consumers(context, record, key, returned)
             for param in f.params:
                 received = self.inputs(record, key, param)
-                if received:
+                if received - {UNPLACED}:
                     context.inputs[f"{key}.{param}"] = sorted(received)
         for name in summary.classes:
             inherited = self.inherited_bases(record, name)
@@ -967,6 +972,9 @@ def _kind(value: Any) -> Optional[str]:
 
 
 _ON_GPU = frozenset({"cuda_device", "gpu_module", "gpu"})  # what callers may give that puts a function on the GPU
+# What a caller gives that is not known to be on the GPU (a CPU tensor, an unmoved module, anything unknown):
+# a parameter is a GPU value only where no caller gives one (`Residency.received_by_self`).
+UNPLACED = "unplaced"
 
 
 def _args_on_cuda(value: Any) -> bool:
