@@ -98,6 +98,7 @@ _MODULE_API = _MODULE_METHODS | _SELF_RETURNING_MODULE_METHODS | frozenset({
     "add_module", "get_submodule", "get_parameter", "get_buffer", "named_children", "type", "share_memory",
     "extra_repr", "ipu", "xpu", "mtia",
 })  # fmt: skip
+_VARIABLE = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
 _MEMORY_STATISTICS = frozenset({
     "memory_allocated", "memory_reserved", "max_memory_allocated", "max_memory_reserved", "memory_stats",
     "memory_summary", "reset_peak_memory_stats", "reset_max_memory_allocated", "mem_get_info", "memory_cached",
@@ -359,11 +360,23 @@ class Residency:
             return short
         return None
 
+    def is_variable_wrapper(self, call: cst.Call) -> bool:
+        """`Variable(t)` with nothing else: returns `t` itself (autograd's old wrapper, a no-op since 0.4)."""
+        return (
+            len(call.args) == 1 and call.args[0].keyword is None and not call.args[0].star
+            and self.model.call_name(call) in _VARIABLE
+        )  # fmt: skip
+
     def converted_factory(self, expr: cst.BaseExpression) -> Optional[cst.Call]:
         """The factory call under dtype conversions: `torch.arange(n)` in `torch.arange(n).long()` (or the
         factory `expr` is itself); None when `expr` is no tensor a factory just built."""
-        while isinstance(expr, cst.Call) and not expr.args and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _CONVERSIONS:
-            expr = expr.func.value
+        while isinstance(expr, cst.Call):
+            if not expr.args and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _CONVERSIONS:
+                expr = expr.func.value
+            elif self.is_variable_wrapper(expr):
+                expr = expr.args[0].value  # `Variable(torch.randn(n))`: the same tensor since PyTorch 0.4
+            else:
+                break
         return expr if isinstance(expr, cst.Call) and self.factory(expr) is not None else None
 
     # ---- modules ------------------------------------------------------------------------------
