@@ -498,6 +498,16 @@ class ProjectIndex:
         callee = self.callee(record, call[0])
         return callee is not None and callee.trains
 
+    def _step_loops(self, record: _Record, f: FunctionSummary) -> set[int]:
+        """The loops of `f` that run one training step per iteration: a step in them, or a call of something
+        that runs one step (not an epoch of its own), with no such loop inside them (not the epoch loop around)."""
+        steps = {j for j, loop in enumerate(f.loops) if loop[1]}
+        for call in f.calls:
+            callee = self.callee(record, call[0]) if call[4] >= 0 else None
+            if callee is not None and callee.trains and not callee.epoch:
+                steps.add(call[4])
+        return _innermost(f, steps)
+
     def _training_loops(self, record: _Record, f: FunctionSummary) -> set[int]:
         """Loops of `f` that train (a step inside, or a call of something that trains): their effects happen
         per step of that loop, reported in that file, not per call of `f`."""
@@ -671,7 +681,7 @@ class ProjectIndex:
             for call in f.calls:
                 inner = call[0]
                 if inner.startswith(f"{owner}.") and inner in record.summary.functions and not inner.endswith(".__init__") and not call[5]:
-                    steps = self._training_loops(record, f) if steps is None else steps
+                    steps = self._step_loops(record, f) if steps is None else steps
                     if _in_loop_of(f, call[4], steps):
                         stepped.setdefault(inner, f"{record.shown}:{call[1]}")  # `self.compute_grad_pen(...)` in `update`'s loop
         frontier = list(stepped)
@@ -940,6 +950,17 @@ def _built_for_each_pass(f: FunctionSummary, loop: int, source: str) -> bool:
         return True  # repeated by a caller: each call of this function builds its own
     around = f.calls[int(index)][4]
     return around == outer or (around >= 0 and outer in _parents(f, around))
+
+
+def _innermost(f: FunctionSummary, loops: set[int]) -> set[int]:
+    """The loops of `loops` with none of the others inside them: the step loops, not the epoch loops around them."""
+    around = set()
+    for loop in loops:
+        parent = f.loops[loop][2]
+        while parent >= 0:
+            around.add(parent)
+            parent = f.loops[parent][2]
+    return loops - around
 
 
 def _in_loop_of(f: FunctionSummary, loop: int, loops: set[int]) -> bool:
