@@ -216,3 +216,58 @@ def test_variable_wrapped_factory_is_fixed_inside_the_wrapper(tmp_path, monkeypa
     # unsafe (the CUDA generator draws different numbers); `Variable(...)` stays, the tensor is made on the GPU
     assert fixed[17] == '                noise = Variable(torch.randn(64, 100, device="cuda"))'
     assert fixed[14] == "                z = torch.randn(64, 100)"  # moved later, under `if self.cuda:`: no fix
+
+
+A2C = """
+import torch.optim as optim
+
+
+class A2C:
+    def __init__(self, actor_critic, lr):
+        self.actor_critic = actor_critic
+        self.optimizer = optim.RMSprop(actor_critic.parameters(), lr=lr)
+
+    def update(self, rollouts):
+        obs, ret = rollouts
+        loss = (self.actor_critic.evaluate(obs) - ret).pow(2).mean()
+        self.optimizer.zero_grad()
+        loss.backward()
+        self.optimizer.step()
+        return loss.item()
+"""
+
+CHOSEN = """
+import torch
+from algo import PPO
+from a2c import A2C
+from model import Policy
+
+
+def main(rollouts, algo, use_cuda):
+    device = torch.device("cuda:0" if use_cuda else "cpu")
+    actor_critic = Policy()
+    actor_critic.to(device)
+    if algo == "ppo":
+        agent = PPO(actor_critic, lr=1e-3)
+    else:
+        agent = A2C(actor_critic, lr=1e-3)
+    for j in range(1000):
+        agent.update(rollouts)
+"""
+
+LOGGED = CHOSEN.replace("        agent.update(rollouts)", "        if j % 100 == 0:\n            agent.update(rollouts)")
+
+
+def test_a_method_of_an_instance_chosen_among_classes_runs_every_step_of_the_loop_that_calls_it(tmp_path, monkeypatch):
+    files = {"algo.py": PPO, "a2c.py": A2C, "model.py": MODEL, "main.py": CHOSEN}
+    diagnostics = lint(write(tmp_path, files), monkeypatch)
+    assert sorted(found(diagnostics)) == ["a2c.py:16 GPU303", "algo.py:19 GPU303"]
+    by_key = {(d.filename, d.location.row): d for d in diagnostics}
+    assert by_key[("a2c.py", 16)].message.startswith(
+        "`loss.item()` waits for the GPU every training step (`update` at line 10, run by the call at main.py:17)"
+    )
+
+
+def test_a_method_called_every_hundred_steps_is_not_per_step_code(tmp_path, monkeypatch):
+    files = {"algo.py": PPO, "a2c.py": A2C, "model.py": MODEL, "main.py": LOGGED}
+    assert lint_written(tmp_path, files, monkeypatch) == ["algo.py:19 GPU303"]  # PPO's own minibatch loop

@@ -655,35 +655,32 @@ class ProjectIndex:
 
     def stepped_methods(self, record: _Record) -> dict[str, str]:
         """The methods of `record`'s classes that run on every step of a training loop somewhere in the project:
-        an instance called in the loop, unguarded (`loss = crit(pred, y)`: `__call__`, a module's `forward`), a
-        method called on `self` in a training loop of another method (`self.compute_grad_pen(...)` in `update`'s
-        loop), or a method of the same class called on `self` from one of those, unguarded (up to three hops); -> where
+        an instance called in the loop, unguarded (`loss = crit(pred, y)`: `__call__`, a module's `forward`), any
+        other method called in a step loop, unguarded (`agent.update(rollouts)`, `self.compute_grad_pen(...)` in
+        `update`'s minibatch loop; not in the epoch loop around it), or a method of the same class called on `self`
+        from one of those, unguarded (up to three hops); -> where
         the loop calls it. A method only reached from `__init__`, or under a `step % N` guard, is not."""
         stepped: dict[str, str] = {}
         for key in record.summary.functions:
             owner, _, method = key.partition(".")
-            if method not in ("__call__", "forward") or owner not in record.summary.classes:
+            if owner not in record.summary.classes or not method or (method.startswith("__") and method != "__call__"):
                 continue
+            called = method in ("__call__", "forward")
             for caller, caller_key, index in self.callers(record, key):
                 f = caller.summary.functions[caller_key]
                 call = f.calls[index]
-                if call[0].endswith(".__call__") and not call[5] and _in_loop_of(f, call[4], self._training_loops(caller, f)):
+                if call[5]:
+                    continue
+                if called and call[0].endswith(".__call__") and _in_loop_of(f, call[4], self._training_loops(caller, f)):
                     stepped.setdefault(key, f"{caller.shown}:{call[1]}")
+                elif not called and call[0].endswith(f".{method}") and _in_loop_of(f, call[4], self._step_loops(caller, f)):
+                    stepped.setdefault(key, f"{caller.shown}:{call[1]}")  # `agent.update(rollouts)` in the step loop
+            if not called:
+                continue
             for caller, caller_key, index in self.callers(record, owner):
                 where = self._called_where_handed(caller, caller.summary.functions[caller_key], f"c:{index}")
                 if where is not None:
                     stepped.setdefault(key, where)  # `fit_one_epoch(..., yolo_loss, ...)` calls it in its loop
-        for key, f in record.summary.functions.items():
-            owner = key.split(".", 1)[0]
-            if owner not in record.summary.classes or "." not in key:
-                continue
-            steps = None
-            for call in f.calls:
-                inner = call[0]
-                if inner.startswith(f"{owner}.") and inner in record.summary.functions and not inner.endswith(".__init__") and not call[5]:
-                    steps = self._step_loops(record, f) if steps is None else steps
-                    if _in_loop_of(f, call[4], steps):
-                        stepped.setdefault(inner, f"{record.shown}:{call[1]}")  # `self.compute_grad_pen(...)` in `update`'s loop
         frontier = list(stepped)
         for _ in range(3):
             reached = []
