@@ -666,6 +666,8 @@ class ProjectIndex:
             if owner not in record.summary.classes or not method or (method.startswith("__") and method != "__call__"):
                 continue
             called = method in ("__call__", "forward")
+            facts = self.callee(record, key) if not called else None
+            reported_at_call = facts is not None and any(e[0] in ("sync", "shape", "synchronize") for e in facts.syncs)
             for caller, caller_key, index in self.callers(record, key):
                 f = caller.summary.functions[caller_key]
                 call = f.calls[index]
@@ -673,8 +675,10 @@ class ProjectIndex:
                     continue
                 if called and call[0].endswith(".__call__") and _in_loop_of(f, call[4], self._training_loops(caller, f)):
                     stepped.setdefault(key, f"{caller.shown}:{call[1]}")
-                elif not called and call[0].endswith(f".{method}") and _in_loop_of(f, call[4], self._step_loops(caller, f)):
-                    stepped.setdefault(key, f"{caller.shown}:{call[1]}")  # `agent.update(rollouts)` in the step loop
+                elif not called and (caller is record or not reported_at_call) and _in_loop_of(f, call[4], self._step_loops(caller, f)):
+                    # `self.compute_grad_pen(...)`, `agent.update(rollouts)` in the step loop; not `metrics.log()` of
+                    # another module when the call is where its syncs are reported (`Residency._helper_syncs`)
+                    stepped.setdefault(key, f"{caller.shown}:{call[1]}")
             if not called:
                 continue
             for caller, caller_key, index in self.callers(record, owner):

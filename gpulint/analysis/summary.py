@@ -1181,11 +1181,6 @@ class _Reader:
                 # that call built one (the index decides); the result stays tied to the receiver too
                 made = self.record(f"{self.f.calls[int(instance[0][2:])][0]}.{method}", node, args, kwargs)
                 return ("src", f"{made[1]}|{instance[0]}")
-            if len(instance) > 1 and all(s.startswith("c:") and "." not in s for s in instance):
-                # `agent = PPO(...)` or `A2C(...)` by a flag, then `agent.update(rollouts)`: a call of each
-                # class's method, one of which runs (the index keeps those that resolve)
-                made = [self.record(f"{self.f.calls[int(s[2:])][0]}.{method}", node, args, kwargs)[1] for s in instance]
-                return ("src", "|".join([*made, *instance]))
             dotted = _dotted(func)
             if dotted is not None and b.project_root(dotted.split(".", 1)[0], self.env):
                 return self.record(dotted, node, args, kwargs)
