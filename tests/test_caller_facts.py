@@ -258,7 +258,9 @@ def main(rollouts, algo, use_cuda):
 LOGGED = CHOSEN.replace("        agent.update(rollouts)", "        if j % 100 == 0:\n            agent.update(rollouts)")
 
 
-def test_a_method_of_an_instance_chosen_among_classes_runs_every_step_of_the_loop_that_calls_it(tmp_path, monkeypatch):
+def test_a_method_of_an_instance_called_in_the_step_loop_of_another_module_is_per_step_code(tmp_path, monkeypatch):
+    # `agent` is bound in two branches: the call does not resolve where it is (nothing reported there); the
+    # project's summary follows the instance bound last, so `A2C.update` reports its own `.item()`
     files = {"algo.py": PPO, "a2c.py": A2C, "model.py": MODEL, "main.py": CHOSEN}
     diagnostics = lint(write(tmp_path, files), monkeypatch)
     assert sorted(found(diagnostics)) == ["a2c.py:16 GPU303", "algo.py:19 GPU303"]
@@ -271,3 +273,36 @@ def test_a_method_of_an_instance_chosen_among_classes_runs_every_step_of_the_loo
 def test_a_method_called_every_hundred_steps_is_not_per_step_code(tmp_path, monkeypatch):
     files = {"algo.py": PPO, "a2c.py": A2C, "model.py": MODEL, "main.py": LOGGED}
     assert lint_written(tmp_path, files, monkeypatch) == ["algo.py:19 GPU303"]  # PPO's own minibatch loop
+
+
+METER = """
+import torch
+
+
+class Meter:
+    def __init__(self, device):
+        self.total = torch.zeros((), device=device)
+
+    def log(self, loss):
+        self.total += loss
+        print(f"loss {self.total}")
+"""
+
+ONE_METER = """
+import torch
+from meter import Meter
+
+
+def train(model, loader, opt):
+    meter = Meter("cuda")
+    for x, y in loader:
+        loss = (model(x.cuda()) - y.cuda()).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        meter.log(loss)
+"""
+
+
+def test_a_method_whose_syncs_are_reported_at_the_call_is_not_reported_again_in_place(tmp_path, monkeypatch):
+    assert lint_written(tmp_path, {"meter.py": METER, "train.py": ONE_METER}, monkeypatch) == ["train.py:13 GPU303"]
