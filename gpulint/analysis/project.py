@@ -502,11 +502,12 @@ class ProjectIndex:
         """The loops of `f` that run one training step per iteration: a step in them, or a call of something
         that runs one step (not an epoch of its own), with no such loop inside them (not the epoch loop around)."""
         steps = {j for j, loop in enumerate(f.loops) if loop[1]}
+        epochs: set[int] = set()  # loops that run a whole epoch per iteration (`train_one_epoch(...)` in them)
         for call in f.calls:
             callee = self.callee(record, call[0]) if call[4] >= 0 else None
-            if callee is not None and callee.trains and not callee.epoch:
-                steps.add(call[4])
-        return _innermost(f, steps)
+            if callee is not None and callee.trains:
+                (epochs if callee.epoch else steps).add(call[4])
+        return _innermost(f, steps) - epochs
 
     def _training_loops(self, record: _Record, f: FunctionSummary) -> set[int]:
         """Loops of `f` that train (a step inside, or a call of something that trains): their effects happen
