@@ -513,6 +513,17 @@ class ProjectIndex:
         callee = self.callee(record, call[0])
         return callee is not None and callee.trains
 
+    def _step_loops(self, record: _Record, f: FunctionSummary) -> set[int]:
+        """The loops of `f` that run one training step per iteration: a step in them, or a call of something
+        that runs one step (not an epoch of its own), with no such loop inside them (not the epoch loop around)."""
+        steps = {j for j, loop in enumerate(f.loops) if loop[1]}
+        epochs: set[int] = set()  # loops that run a whole epoch per iteration (`train_one_epoch(...)` in them)
+        for call in f.calls:
+            callee = self.callee(record, call[0]) if call[4] >= 0 else None
+            if callee is not None and callee.trains:
+                (epochs if callee.epoch else steps).add(call[4])
+        return _innermost(f, steps) - epochs
+
     def _training_loops(self, record: _Record, f: FunctionSummary) -> set[int]:
         """Loops of `f` that train (a step inside, or a call of something that trains): their effects happen
         per step of that loop, reported in that file, not per call of `f`."""
@@ -660,19 +671,32 @@ class ProjectIndex:
 
     def stepped_methods(self, record: _Record) -> dict[str, str]:
         """The methods of `record`'s classes that run on every step of a training loop somewhere in the project:
-        an instance called in the loop, unguarded (`loss = crit(pred, y)`: `__call__`, a module's `forward`), or
-        a method of the same class called on `self` from one of those, unguarded (up to three hops); -> where
+        an instance called in the loop, unguarded (`loss = crit(pred, y)`: `__call__`, a module's `forward`), any
+        other method called in a step loop, unguarded (`agent.update(rollouts)`, `self.compute_grad_pen(...)` in
+        `update`'s minibatch loop; not in the epoch loop around it), or a method of the same class called on `self`
+        from one of those, unguarded (up to three hops); -> where
         the loop calls it. A method only reached from `__init__`, or under a `step % N` guard, is not."""
         stepped: dict[str, str] = {}
         for key in record.summary.functions:
             owner, _, method = key.partition(".")
-            if method not in ("__call__", "forward") or owner not in record.summary.classes:
+            if owner not in record.summary.classes or not method or (method.startswith("__") and method != "__call__"):
                 continue
+            called = method in ("__call__", "forward")
+            facts = self.callee(record, key) if not called else None
+            reported_at_call = facts is not None and any(e[0] in ("sync", "shape", "synchronize") for e in facts.syncs)
             for caller, caller_key, index in self.callers(record, key):
                 f = caller.summary.functions[caller_key]
                 call = f.calls[index]
-                if call[0].endswith(".__call__") and not call[5] and _in_loop_of(f, call[4], self._training_loops(caller, f)):
+                if call[5]:
+                    continue
+                if called and call[0].endswith(".__call__") and _in_loop_of(f, call[4], self._training_loops(caller, f)):
                     stepped.setdefault(key, f"{caller.shown}:{call[1]}")
+                elif not called and (caller is record or not reported_at_call) and _in_loop_of(f, call[4], self._step_loops(caller, f)):
+                    # `self.compute_grad_pen(...)`, `agent.update(rollouts)` in the step loop; not `metrics.log()` of
+                    # another module when the call is where its syncs are reported (`Residency._helper_syncs`)
+                    stepped.setdefault(key, f"{caller.shown}:{call[1]}")
+            if not called:
+                continue
             for caller, caller_key, index in self.callers(record, owner):
                 where = self._called_where_handed(caller, caller.summary.functions[caller_key], f"c:{index}")
                 if where is not None:
@@ -778,6 +802,8 @@ class ProjectIndex:
                     values[param] = call[2][position]
             value = values.get(param)
             if value is None:
+                if not self.is_test(caller):
+                    found.add(UNPLACED)
                 continue
             given: set[str] = set()
             resolved = self.value(caller, caller_f, value)
@@ -790,7 +816,10 @@ class ProjectIndex:
                 if source.startswith("p:"):
                     given |= self.inputs(caller, caller_key, source[2:], depth + 1)
             # a unit test that runs a helper on the GPU says nothing of where training runs it
-            found |= given - _ON_GPU if self.is_test(caller) else given
+            if self.is_test(caller):
+                found |= given - _ON_GPU - {UNPLACED}
+            else:
+                found |= given if given & _ON_GPU else given | {UNPLACED}
         return found
 
     def is_test(self, record: _Record) -> bool:
@@ -887,7 +916,7 @@ class ProjectIndex:
                 self._add_consumers(context, record, key, returned)
             for param in f.params:
                 received = self.inputs(record, key, param)
-                if received:
+                if received - {UNPLACED}:
                     context.inputs[f"{key}.{param}"] = sorted(received)
         for name in summary.classes:
             inherited = self.inherited_bases(record, name)
@@ -956,6 +985,17 @@ def _built_for_each_pass(f: FunctionSummary, loop: int, source: str) -> bool:
     return around == outer or (around >= 0 and outer in _parents(f, around))
 
 
+def _innermost(f: FunctionSummary, loops: set[int]) -> set[int]:
+    """The loops of `loops` with none of the others inside them: the step loops, not the epoch loops around them."""
+    around = set()
+    for loop in loops:
+        parent = f.loops[loop][2]
+        while parent >= 0:
+            around.add(parent)
+            parent = f.loops[parent][2]
+    return loops - around
+
+
 def _in_loop_of(f: FunctionSummary, loop: int, loops: set[int]) -> bool:
     """`loop` of `f` is one of `loops` or inside one (a call in a per-level loop of a training step)."""
     while loop >= 0:
@@ -998,6 +1038,9 @@ def _kind(value: Any) -> Optional[str]:
 
 
 _ON_GPU = frozenset({"cuda_device", "gpu_module", "gpu"})  # what callers may give that puts a function on the GPU
+# What a caller gives that is not known to be on the GPU (a CPU tensor, an unmoved module, anything unknown):
+# a parameter is a GPU value only where no caller gives one (`Residency.received_by_self`).
+UNPLACED = "unplaced"
 
 
 def _args_on_cuda(value: Any) -> bool:

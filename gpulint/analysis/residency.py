@@ -98,6 +98,7 @@ _MODULE_API = _MODULE_METHODS | _SELF_RETURNING_MODULE_METHODS | frozenset({
     "add_module", "get_submodule", "get_parameter", "get_buffer", "named_children", "type", "share_memory",
     "extra_repr", "ipu", "xpu", "mtia",
 })  # fmt: skip
+_VARIABLE = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
 _MEMORY_STATISTICS = frozenset({
     "memory_allocated", "memory_reserved", "max_memory_allocated", "max_memory_reserved", "memory_stats",
     "memory_summary", "reset_peak_memory_stats", "reset_max_memory_allocated", "mem_get_info", "memory_cached",
@@ -175,6 +176,8 @@ class Residency:
                 return CUDA if kind == "cuda" else CPU if kind == "cpu" else OTHER if kind in _OTHER_DEVICES else None
         if isinstance(expr, (cst.Name, cst.Attribute)):
             last = expr.attr.value if isinstance(expr, cst.Attribute) else expr.value
+            if self.received_by_self(expr) == {"cuda_device"}:
+                return CUDA  # `self.device = device` in `__init__`, and every caller gives a CUDA device
             if isinstance(expr, cst.Attribute) and last == "device":
                 return CUDA if self.level(expr.value) else (CUDA if not self.is_module(expr.value) else None)
             key = dotted_name(expr)
@@ -363,11 +366,23 @@ class Residency:
             return short
         return None
 
+    def is_variable_wrapper(self, call: cst.Call) -> bool:
+        """`Variable(t)` with nothing else: returns `t` itself (autograd's old wrapper, a no-op since 0.4)."""
+        return (
+            len(call.args) == 1 and call.args[0].keyword is None and not call.args[0].star
+            and self.model.call_name(call) in _VARIABLE
+        )  # fmt: skip
+
     def converted_factory(self, expr: cst.BaseExpression) -> Optional[cst.Call]:
         """The factory call under dtype conversions: `torch.arange(n)` in `torch.arange(n).long()` (or the
         factory `expr` is itself); None when `expr` is no tensor a factory just built."""
-        while isinstance(expr, cst.Call) and not expr.args and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _CONVERSIONS:
-            expr = expr.func.value
+        while isinstance(expr, cst.Call):
+            if not expr.args and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _CONVERSIONS:
+                expr = expr.func.value
+            elif self.is_variable_wrapper(expr):
+                expr = expr.args[0].value  # `Variable(torch.randn(n))`: the same tensor since PyTorch 0.4
+            else:
+                break
         return expr if isinstance(expr, cst.Call) and self.factory(expr) is not None else None
 
     # ---- modules ------------------------------------------------------------------------------
@@ -476,6 +491,18 @@ class Residency:
         key = f"{owner.name.value}.{func.name.value}" if isinstance(owner, cst.ClassDef) else func.name.value
         return set(self.model.project.receives(key, expr.value))
 
+    def received_by_self(self, expr: cst.BaseExpression) -> set[str]:
+        """For `self.x` set only from a constructor parameter (`self.actor_critic = actor_critic`): what every
+        caller of the class gives for it, with "unplaced" when one gives something not known to be on the GPU."""
+        key = dotted_name(expr) if isinstance(expr, cst.Attribute) else None
+        if key is None or not key.startswith("self.") or key.count(".") != 1:
+            return set()
+        writes = self.flow.reaching_writes(key, expr)
+        if not writes or not all(isinstance(w.value, cst.Name) and not w.is_augmented for w in writes):
+            return set()
+        received = [self._received(w.value) for w in writes]
+        return set().union(*received) if all(received) else set()
+
     def is_gpu_module(self, expr: cst.BaseExpression) -> bool:
         """A module moved to CUDA: bound to `<module>.to(cuda)`, or moved in place in its scope, built by a
         project factory that moves it, or a parameter the project's callers give a GPU module."""
@@ -490,7 +517,7 @@ class Residency:
             return m[0] == CUDA
         if key is None:
             return False
-        if "gpu_module" in self._received(expr):
+        if "gpu_module" in self._received(expr) or self.received_by_self(expr) == {"gpu_module"}:
             return True
         for write in self.flow.reaching_writes(key, expr):
             if isinstance(write.value, cst.Call) and (self._moved_call(write.value) or self.is_gpu_module(write.value)):
@@ -762,6 +789,8 @@ class Residency:
                     return CERTAIN if self.is_gpu_module(receiver) else self._args_level(call)
                 if self.runs_a_model_method(call):
                     return self._args_level(call)  # `model.decode(memory, mask, ys)`: computed where its inputs are
+                if self._computes_on_gpu_module(call):
+                    return LIKELY  # `self.actor_critic.evaluate_actions(obs, ...)`: a GPU model's own method
                 return NONE
             receiver_level = self.level(receiver)
             if receiver_level:
@@ -1185,6 +1214,14 @@ class Residency:
             isinstance(func, cst.Attribute) and func.attr.value not in _MODULE_API and not func.attr.value.startswith("_")
             and self.is_gpu_module(func.value) and self._args_level(call) > NONE
         )  # fmt: skip
+
+    def _computes_on_gpu_module(self, call: cst.Call) -> bool:
+        """`policy.evaluate_actions(obs, masks)`: a GPU module's own method (not `nn.Module`'s API) given
+        arguments computes with the module's parameters, on the GPU, whatever it is given."""
+        func = call.func
+        if not (isinstance(func, cst.Attribute) and call.args and func.attr.value not in _MODULE_API and not func.attr.value.startswith("_")):
+            return False
+        return self.is_gpu_module(func.value)
 
     def _runs_model(self, loop: Loop) -> bool:
         model = self.model

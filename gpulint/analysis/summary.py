@@ -1451,6 +1451,8 @@ class _Reader:
                 self.mark_gpu("a tensor created with `device=`", line)
                 return ("gpu",)
             return None
+        if qualified in ("torch.autograd.Variable", "torch.autograd.variable.Variable") and len(args) == 1 and not kwargs:
+            return args[0]  # `Variable(t)`: `t` itself since PyTorch 0.4
         short = qualified.rsplit(".", 1)[-1]
         if qualified.startswith("torch.nn.") and short[:1].isupper() and short not in ("Parameter", "Buffer"):
             return ("module",)

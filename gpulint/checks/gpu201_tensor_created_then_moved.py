@@ -6,6 +6,7 @@ from typing import Iterator
 
 import libcst as cst
 
+from gpulint.analysis.later_moves import moved_later
 from gpulint.analysis.residency import CPU, RANDOM_FACTORIES, TRAIN
 from gpulint.analysis.step_code import FORWARD, per_step
 from gpulint.analysis.tensor_size import makes_empty_tensor
@@ -25,6 +26,7 @@ class TensorCreatedThenMoved(Rule):
     fix_applicability = Applicability.SAFE
     fix_sometimes_unsafe = True
     requires = (r"\.(cuda|to)\(",)
+    project_tags = ("helper-moves",)  # `to_gpu(torch.zeros(n))` with a project helper that moves its argument
 
     def check(self) -> Iterator[Diagnostic]:
         model = self.model
@@ -55,6 +57,38 @@ class TensorCreatedThenMoved(Rule):
             if short in RANDOM_FACTORIES:
                 help += " (the CUDA generator draws different numbers)"
             yield self.diagnostic(call, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO, fix=self._fix(call, factory, move, short, built), help=help)
+        yield from self._moved_later()
+
+    def _moved_later(self) -> Iterator[Diagnostic]:
+        """`z = torch.randn(n)` then `z = Variable(z).cuda()`, or `to_gpu(torch.zeros(n))` with a project helper
+        that moves its argument: reported at the factory, without a fix (the move may sit under `if cuda:`)."""
+        model = self.model
+        residency = model.residency
+        for factory in model.calls:
+            short = residency.factory(factory)
+            if short is None or short in _DATA_FACTORIES or (short == "normal" and not _normal_with_size(factory)):
+                continue
+            if any(a.star or (a.keyword is not None and a.keyword.value in ("device", "out")) for a in factory.args):
+                continue
+            if makes_empty_tensor(factory, short):
+                continue
+            later = moved_later(model, factory)
+            if later is None:
+                continue
+            loop, role = per_step(model, factory)
+            if role is None or per_step(model, later.call)[1] is None:
+                continue
+            if role == FORWARD:
+                when = f"on every call of the model (`forward` at line {model.line_of(loop)})"
+            else:
+                when = self.every_step(role, loop)
+            message = f"`{model.code(factory.func)}(...)` fills on the CPU, then {later.what} copies it to the GPU {when}"
+            if later.where:
+                message += f" (the move at {later.where})"
+            help = "Create it on the device with `device=`"
+            if short in RANDOM_FACTORIES:
+                help += " (the CUDA generator draws different numbers)"
+            yield self.diagnostic(factory, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO, help=help)
 
     def _fix(self, call: cst.Call, factory: cst.Call, move, short: str, built: cst.BaseExpression):
         model = self.model
