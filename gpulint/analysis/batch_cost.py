@@ -110,8 +110,8 @@ class BatchCost:
     def reads_a_few_batches(self, info: LoaderInfo) -> bool:
         """Every place the loader is read hands out one batch or a handful: `next(iter(loader))` outside a
         loop, a `for` over it whose body always ends in `break`, or one that breaks by its counter after a few
-        batches (`if i > 5: break`, `analysis/loop_bounds.py`). Worker start-up, pinning and batch-size advice
-        are about many batches."""
+        batches (`if i > 5: break`, `analysis/loop_bounds.py`), at most once per epoch. Worker start-up, pinning
+        and batch-size advice are about many batches."""
         if not info.iterations or info.feeds:
             return False  # (a loader handed to a framework, `trainer.test(dataloaders=loader)`, is read in full there)
         m = self.m
@@ -122,9 +122,17 @@ class BatchCost:
             if not iteration.is_for and iteration.loop is not None:
                 return False
             anchor = iteration.loop if iteration.loop is not None else iteration.regions[0]
-            if m.enclosing_loops(anchor) or any(m.enclosing_loops(call) for call in iteration.via):
-                return False  # once per pass of an outer loop
+            outer = m.enclosing_loops(anchor) or next((m.enclosing_loops(c) for c in iteration.via if m.enclosing_loops(c)), [])
+            if outer and not self._once_per_epoch(outer[0]):
+                return False  # once per pass of an outer loop that is no epoch loop (a training step's `next(iter(...))`)
         return True
+
+    def _once_per_epoch(self, loop: cst.CSTNode) -> bool:
+        """`loop` is an epoch loop (each iteration runs a whole training loop, `residency.loop_role`): a few
+        batches read once per epoch (a validation pass that shows two examples) are next to nothing beside it."""
+        from gpulint.analysis.residency import EPOCH  # (residency asks this module's facts)
+
+        return self.m.residency.loop_role(loop) == EPOCH
 
     def samples_are_volumes(self, info: LoaderInfo) -> bool:
         """The loop that takes the batches arranges them with five axes or more (`torch.permute(x, (0, 1, 4, 2,

@@ -15,7 +15,8 @@ Facts about the host syncs (`residency.HostSync`) of a loop:
 - `needed_on_host`: `sizes_a_tensor`, or the host value is the action handed to an environment
   (`action = policy(state).argmax().item(); obs, reward, done, _ = env.step(action)`): a simulator on the host
   takes the action to produce the next observation, so every step of an RL loop waits for it whatever the
-  code does (the read is the algorithm's, in a training loop too).
+  code does (the read is the algorithm's, in a training loop too), or it decides when the run stops
+  (`stops_the_run`: an early-stopping test that moves a patience counter a later test ends the run on).
 - `written_out`: in a loop that does not train, the read is the loop's product written out each batch
   (`np.save(path, feats.cpu().numpy())`, `f.write(...)`, `Image.fromarray(arr).save(p)`, a frame shown with
   `imshow`), or collected into a list that the loop itself empties once it has shipped it (`codes.extend(lab)`
@@ -33,7 +34,8 @@ from typing import TYPE_CHECKING, Iterator, Optional
 
 import libcst as cst
 
-from gpulint.analysis.error_paths import jumps
+from gpulint.analysis.error_paths import always_ends, jumps
+from gpulint.analysis.hot_loops import trains
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.summary import CLOCKS, ENVIRONMENT
 
@@ -250,8 +252,75 @@ def sizes_a_tensor(model: SemanticModel, sync: HostSync, loop: Loop) -> bool:
 
 def needed_on_host(model: SemanticModel, sync: HostSync, loop: Loop) -> bool:
     """The host needs the value to go on, and no rewrite avoids the wait: it sizes the next tensor
-    (`sizes_a_tensor`), or it is the action an environment on the host steps with (`steps_an_environment`)."""
-    return sizes_a_tensor(model, sync, loop) or steps_an_environment(model, sync, loop)
+    (`sizes_a_tensor`), it is the action an environment on the host steps with (`steps_an_environment`), or
+    it decides when the run stops (`stops_the_run`)."""
+    return sizes_a_tensor(model, sync, loop) or steps_an_environment(model, sync, loop) or stops_the_run(model, sync, loop)
+
+
+def stops_the_run(model: SemanticModel, sync: HostSync, loop: Loop) -> bool:
+    """Early stopping: the value read (or a host value built from it) is tested by an `if` in the loop whose
+    branches move a counter or a record (`bad_epochs = 0` / `bad_epochs += 1`) that another test in the loop
+    ends the run on (`if bad_epochs >= patience: raise` / `break` / `return` / `sys.exit()`). Whether the
+    run goes on depends on the value, so the host needs it; a best-so-far record only saved or printed
+    (`if loss.item() < best: best = ...; torch.save(...)`) ends nothing and stays reported."""
+    flow = model.dataflow
+    derived = _host_values(model, sync, loop)
+    record = _record_kept(model, sync.node)  # `best = min(loss.item(), best)`
+    if record is not None:
+        derived.add(record)
+    for condition in flow.conditions:
+        if not (isinstance(condition, cst.If) and flow.inside(condition, loop)) or not _runs_whenever(model, condition, sync.node, loop):
+            continue
+        if not _beside_training(model, condition, loop):
+            continue  # a stop test in the training step itself: testing every N steps would do
+        if not (flow.inside(sync.node, condition.test) or any(flow.reads_in(key, condition.test) for key in derived)):
+            continue
+        moved = {key for key in flow.writes if flow.writes_in(key, condition)}
+        for other in flow.conditions:
+            if other is condition or not (isinstance(other, cst.If) and flow.inside(other, loop)) or flow.inside(other, condition):
+                continue
+            if any(flow.reads_in(key, other.test) for key in moved) and _ends_loop_or_run(model, other, loop):
+                return True
+    return False
+
+
+def _record_kept(model: SemanticModel, node: cst.CSTNode) -> Optional[str]:
+    """`best` in `best = min(<node>, best)` / `max(...)`: a best-so-far record of the value."""
+    arg = model.parent.get(node)
+    call = model.parent.get(arg) if isinstance(arg, cst.Arg) else None
+    if isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value in ("min", "max"):
+        return _assigned_name(model, call)
+    return None
+
+
+def _beside_training(model: SemanticModel, node: cst.CSTNode, loop: Loop) -> bool:
+    """`node` runs in iterations that do not train: `loop` trains nowhere, or `node` lies in a branch that holds
+    no backward pass or optimizer step (`elif phase == VAL:` of a loop shared by the training and validation
+    phases)."""
+    if not trains(model, loop):
+        return True
+    for ancestor in model.ancestors(node):
+        if ancestor is loop:
+            return False
+        if isinstance(ancestor, (cst.If, cst.Else)) and model.is_inside(node, ancestor.body) and not trains(model, ancestor.body):
+            return True
+    return False
+
+
+def _runs_whenever(model: SemanticModel, condition: cst.If, node: cst.CSTNode, loop: Loop) -> bool:
+    """The `if` test runs in every iteration of `loop` that runs `node`: no branch or inner loop between them
+    holds the test but not `node` (a test under `elif phase == VAL:` does not decide a read made in every phase)."""
+    for ancestor in model.ancestors(condition):
+        if ancestor is loop:
+            return True
+        if isinstance(ancestor, (cst.If, cst.Else, cst.For, cst.While, cst.Try, cst.ExceptHandler, cst.Finally)) and not model.is_inside(node, ancestor):
+            return False
+    return False
+
+
+def _ends_loop_or_run(model: SemanticModel, branch: cst.If, loop: Loop) -> bool:
+    """The `if`'s body leaves `loop` (`break`, `return`) or ends the run (`raise`, `sys.exit()`)."""
+    return _leaves_loop(model, branch, loop) or always_ends(model, branch.body)
 
 
 def steps_an_environment(model: SemanticModel, sync: HostSync, loop: Loop) -> bool:

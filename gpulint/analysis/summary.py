@@ -103,6 +103,11 @@ ENVIRONMENT = re.compile(r"(^|[._])\w*env(s|ironment)?\w*$", re.IGNORECASE)
 _SIZED = frozenset({"empty", "zeros", "ones", "full", "rand", "randn", "empty_strided"})
 # `shape = t.tolist()`, `n = t.item()`, `n = int(t)`: a read whose host value a later allocation may need.
 _HOST_READS = frozenset({"tolist", "item"})
+# torchvision's non-maximum suppression: its output size depends on the data, and its CUDA kernel finishes the
+# suppression on the host (it copies the overlap mask back), so every call waits for the GPU. A function that runs
+# it returns a data-dependent number of detections by design: no fixed-shape form exists for its other
+# data-dependent ops (`x[conf > t]`, `nonzero()`), whose waits are the algorithm's (GPU306 is not reported at its calls).
+NMS_OPS = frozenset({"torchvision.ops.nms", "torchvision.ops.batched_nms", "torchvision.ops.boxes.nms", "torchvision.ops.boxes.batched_nms"})
 _WRAPPERS = frozenset({"enumerate", "zip", "iter", "tqdm"})
 _FACTORIES = frozenset({
     "tensor", "as_tensor", "zeros", "ones", "empty", "full", "eye", "arange", "linspace", "logspace", "rand", "randn",
@@ -695,9 +700,12 @@ class _Reader:
         self.reads_clock = 0  # the line of a `time.perf_counter()`, an event's `elapsed_time()`
         self.repeating = 0  # inside this many comprehensions (what they build, they build many times)
         self.branches = 0  # inside this many `if` blocks (in `__init__`, layers built there depend on the settings)
+        self.runs_nms = False  # it calls torchvision's NMS: see `NMS_OPS`
 
     def run(self, body: list[ast.stmt]) -> FunctionSummary:
         self.block(body)
+        if self.runs_nms:  # a data-dependent number of detections by design: its size syncs are the algorithm's
+            self.f.effects = {k: [e for e in v if e[0] != "shape"] for k, v in self.f.effects.items()}
         if self.reads_clock:
             # `torch.cuda.synchronize(); t = time.time()`: a timing helper, whose synchronize is the measurement
             internal = [e for e in self.f.effects.get(INTERNAL, ()) if e[0] != "synchronize"]
@@ -1198,6 +1206,7 @@ class _Reader:
         line = node.lineno
         b = self.b
         qualified = b.qualify(func)
+        self.runs_nms = self.runs_nms or qualified in NMS_OPS
         timer = isinstance(func, ast.Attribute) and (func.attr == "elapsed_time" or times_a_step(func.attr, _dotted(func.value) or ""))
         if qualified in CLOCKS or timer:
             self.reads_clock = self.reads_clock or line
