@@ -133,4 +133,5 @@ def number_read_help(kind: str) -> Optional[str]:
     code = kind[1 : -len(_ERA) - 2]
     receiver, _, index = code.rpartition(".data[")
     later = f"; from 0.4 on the same read is `{receiver}.item()`" if receiver and index in ("0]", "-1]") else ""
-    return f"`{code}` returns a Python number copied from the GPU on PyTorch before 0.4, which this code is written for (it copies with `async=`){later}"
+    era = "on PyTorch before 0.4, which this code is written for (it copies with `async=`)"
+    return f"`{code}` returns a Python number copied from the GPU {era}{later}"
