@@ -4,11 +4,19 @@ PyTorch 0.4 renamed the copy flag `async=` to `non_blocking=` (Python 3.7 then m
 `volatile` a no-op in favour of `torch.no_grad()`. A module that passes `async=` to a copy is written for the
 PyTorch before that, so its volatile inputs record no graph; a module on 0.4 APIs that still writes
 `volatile=True` runs with autograd on (a warning says so), and stays reported.
+
+Before 0.4 a tensor had no zero dimensions: a loss or an accuracy was a one-element tensor, and indexing a tensor
+(not a `Variable`) with an integer returned a Python number, copied from the GPU (`THCudaTensor_get1d`). So
+`objs.update(loss.data[0], n)` in such a module waits for the GPU like `loss.item()` does from 0.4 on. In 0.4 the
+same index of a 0-dim tensor returned the tensor itself (with a warning; `applySelect` returns an alias), and from
+0.5 on it raises: `x.data[0]` in a module not known to be older is a GPU index or an error, never a host read.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import ast
+import re
+from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
@@ -17,8 +25,14 @@ from gpulint.analysis.value_resolution import literal_value
 if TYPE_CHECKING:
     from gpulint.analysis.model import SemanticModel
 
+_ERA = "on PyTorch before 0.4"  # ends the kind of a `number_read` sync: `loss.data[0]` on PyTorch before 0.4
 _COPIES = frozenset({"cuda", "to", "cpu", "type"})
 _VARIABLE = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
+# Names of values that hold one number: a loss, an accuracy or another per-batch metric (`loss`, `d_loss`, `errD`,
+# `prec1`, `top5`, `train_acc`). A tensor of several numbers (`output.data[0]`: a row) is no host read.
+_ONE_NUMBER = re.compile(
+    r"(^|_)(?i:loss|err|error|acc|accuracy|prec|precision|top\d|correct|nll|ppl|perplexity|cost|kld?|mse|bce)(es|s)?(\d|[A-Z_]|$)"
+)
 
 
 def written_for_torch_before_0_4(model: SemanticModel) -> bool:
@@ -46,3 +60,78 @@ def volatile_inputs(model: SemanticModel, node: cst.CSTNode) -> bool:
             if arg.keyword is not None and arg.keyword.value == "volatile" and literal_value(arg.value) == (True, True):
                 return True
     return False
+
+
+def copies_with_async(tree: ast.Module) -> bool:
+    """`written_for_torch_before_0_4` on CPython's tree of a module (the project index reads modules that way)."""
+    return any(
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in _COPIES
+        and any(keyword.arg == "async" for keyword in node.keywords)
+        for node in ast.walk(tree)
+    )
+
+
+def holds_one_number(name: Optional[str]) -> bool:
+    """`loss`, `self.d_loss`, `prec1`: the name of a value that is one number (a loss, a metric)."""
+    return name is not None and _ONE_NUMBER.search(name.rsplit(".", 1)[-1]) is not None
+
+
+def number_read(model: SemanticModel, subscript: cst.Subscript) -> Optional[cst.BaseExpression]:
+    """The GPU value that `subscript` reads into a Python number: `loss.data[0]` (the tensor behind a `Variable`,
+    indexed with an integer) of a loss or a metric, in a module written for PyTorch before 0.4."""
+    if not written_for_torch_before_0_4(model):
+        return None
+    holder = subscript.value
+    if not (isinstance(holder, cst.Attribute) and holder.attr.value == "data") or len(subscript.slice) != 1:
+        return None
+    index = subscript.slice[0].slice
+    if not isinstance(index, cst.Index) or not _is_integer(index.value):
+        return None
+    parent = model.parent.get(subscript)
+    if isinstance(parent, (cst.AssignTarget, cst.Del)) or (isinstance(parent, cst.AugAssign) and parent.target is subscript):
+        return None  # `x.data[0] = v` writes into the tensor
+    value = holder.value
+    if not holds_one_number(model.code(value) if isinstance(value, (cst.Name, cst.Attribute)) else None):
+        return None
+    return value if model.residency.is_gpu(value) else None
+
+
+def _is_integer(expr: cst.BaseExpression) -> bool:
+    """`0`, `-1`: an integer literal."""
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+        expr = expr.expression
+    return isinstance(expr, cst.Integer)
+
+
+def number_read_in(tree_node: ast.Subscript) -> Optional[ast.AST]:
+    """`number_read` on CPython's tree, for the project index: the value whose `.data[<int>]` is read, when its
+    name says it holds one number (the caller checks the era and where the value lives)."""
+    holder, index = tree_node.value, tree_node.slice
+    if not (isinstance(holder, ast.Attribute) and holder.attr == "data" and isinstance(tree_node.ctx, ast.Load)):
+        return None
+    if isinstance(index, ast.UnaryOp) and isinstance(index.op, ast.USub):
+        index = index.operand  # `[-1]`
+    if not (isinstance(index, ast.Constant) and type(index.value) is int):
+        return None
+    value = holder.value
+    name = ast.unparse(value) if isinstance(value, (ast.Name, ast.Attribute)) else None
+    return value if holds_one_number(name) else None
+
+
+def number_read_kind(code: str) -> str:
+    """How a `number_read` syncs, for messages: "`loss.data[0]` on PyTorch before 0.4"."""
+    return f"`{code}` {_ERA}"
+
+
+def number_read_help(kind: str) -> Optional[str]:
+    """What a sync of `kind` is, when it is a `number_read`, and the same read from PyTorch 0.4 on: `X.item()`
+    for the first (or last) element of a value that holds one number; None for any other sync."""
+    if not kind.endswith(_ERA) or not kind.startswith("`"):
+        return None
+    code = kind[1 : -len(_ERA) - 2]
+    receiver, _, index = code.rpartition(".data[")
+    later = f"; from 0.4 on the same read is `{receiver}.item()`" if receiver and index in ("0]", "-1]") else ""
+    era = "on PyTorch before 0.4, which this code is written for (it copies with `async=`)"
+    return f"`{code}` returns a Python number copied from the GPU {era}{later}"

@@ -23,6 +23,7 @@ from gpulint.analysis.dataflow import Write
 from gpulint.analysis.error_paths import error_path
 from gpulint.analysis.hot_loops import _is_training_step, element_targets, in_no_grad, iterates_a_few_literals, trains
 from gpulint.analysis.imports import dotted_name
+from gpulint.analysis.legacy_torch import number_read, number_read_kind
 from gpulint.analysis.loop_bounds import runs_briefly
 from gpulint.analysis.summary import CLOCKS, DEVICE_INDEX_NAME, times_a_step
 from gpulint.analysis.tensor_size import makes_empty_tensor
@@ -625,6 +626,8 @@ class Residency:
         if isinstance(expr, cst.UnaryOperation):
             return NONE if isinstance(expr.operator, cst.Not) else self.level(expr.expression)
         if isinstance(expr, cst.Subscript):
+            if number_read(self.model, expr) is not None:
+                return NONE  # `loss.data[0]` before PyTorch 0.4: a Python number
             built = self._built_elements_level(expr.value)
             if built is not None:
                 return built
@@ -872,6 +875,8 @@ class Residency:
                 return True
         if isinstance(expr, cst.BinaryOperation):
             return self.is_host(expr.left) and self.is_host(expr.right)
+        if isinstance(expr, cst.Subscript):
+            return number_read(self.model, expr) is not None  # `loss.data[0]` before PyTorch 0.4
         return False
 
     # ---- host syncs ---------------------------------------------------------------------------
@@ -935,6 +940,9 @@ class Residency:
             # `classes[pred]`: a Python list reads its index with `__index__`, which copies it to the host
             if index is not None and self.is_gpu(index, certain=True) and self._is_python_sequence(subscript.value):
                 found.append(HostSync(subscript, "indexing a Python list with a GPU tensor", index))
+            read = number_read(model, subscript)
+            if read is not None:
+                found.append(HostSync(subscript, number_read_kind(model.code(subscript)), read))
         found.extend(self._helper_syncs(own=found))
         return found
 

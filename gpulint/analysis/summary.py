@@ -39,6 +39,7 @@ from gpulint.analysis.devices import EVIDENCE_FINDERS, GPU_TEXT_MARKERS
 from gpulint.analysis.error_paths import EXITS
 from gpulint.analysis.held_data import held_data
 from gpulint.analysis.imports import canonical
+from gpulint.analysis.legacy_torch import copies_with_async, number_read_in, number_read_kind
 from gpulint.analysis.settings_defaults import config_paths
 
 FORMAT = 1
@@ -520,6 +521,7 @@ class _Builder:
         self.module_defs: set[str] = set()  # functions and classes defined at module level
         self.scan_evidence = any(marker in text for marker in GPU_TEXT_MARKERS)
         self.text = text
+        self.before_torch_0_4 = "async" in text and copies_with_async(tree)  # `loss.data[0]` is a host read there
 
     def build(self) -> ModuleSummary:
         s = self.summary
@@ -1088,6 +1090,9 @@ class _Reader:
             if base is not None and base[0] == "tuple" and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, int):
                 parts = base[1]
                 return parts[node.slice.value] if -len(parts) <= node.slice.value < len(parts) else None
+            if base is not None and base[0] in ("src", "gpu") and self.b.before_torch_0_4 and number_read_in(node) is not None:
+                self.sync(base, number_read_kind(ast.unparse(node)), node.lineno, certain=False)
+                return ("host",)  # `loss.data[0]` before PyTorch 0.4: a Python number
             if base is not None and base[0] in ("src", "gpu"):
                 return base
             if base is not None and base[0] == "loader_dict":

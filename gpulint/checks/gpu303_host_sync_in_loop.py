@@ -6,7 +6,7 @@ from typing import Iterator
 
 import libcst as cst
 
-from gpulint.analysis import host_reads
+from gpulint.analysis import host_reads, legacy_torch
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.residency import TRAIN, EVAL
 from gpulint.checks.base import Rule
@@ -57,6 +57,9 @@ class HostSyncInLoop(Rule):
             verb = "waits" if len(syncs) == 1 else "wait"
             message = f"{what} {verb} for the GPU {self.every_step(role, loop)}"
             advice = self._advice(syncs, loop)
+            era = next(filter(None, (legacy_torch.number_read_help(s.kind) for s in syncs)), None)
+            if era is not None:  # `loss.data[0]` in PyTorch 0.3 code: say why it is a read, and its 0.4 spelling
+                advice = f"{advice}. {era[0].upper()}{era[1:]}"
             yield self.diagnostic(
                 syncs[0].node, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO, related=[(f"the {role} loop", loop)],
                 help=advice[0].upper() + advice[1:],
