@@ -21,7 +21,7 @@ import torch
 
 model = torch.nn.Linear(4, 4).cuda()
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
-for step in range(100):
+for step in range(10000):
     loss = model(torch.randn(8, 4, device="cuda")).sum()
     loss.backward()
     opt.step()
