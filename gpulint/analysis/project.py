@@ -499,6 +499,8 @@ class ProjectIndex:
         facts.syncs = list(self._internal_syncs(record, f, steps))[:8]
         returns = [self.value(record, f, value) for value in f.returns]
         facts.returns = _agree(returns)
+        if facts.returns is None and len(shapes := _loader_shapes(returns)) > 1:
+            facts.returns = ("shapes", tuple(shapes))  # loaders, one shape per branch: each call's unpacking picks one
         # a factory of a convolutional network (not a function that only runs one, such as an FID helper)
         facts.convolutions = facts.returns in (("module",), ("gpu_module",)) and self.convolutions(record, name, "function") >= CONV_NET
         facts.yields = tuple(p for p in f.params if any(e[0] == "yield" for e in f.effects.get(f"p:{p}", ())))
@@ -601,6 +603,10 @@ class ProjectIndex:
                 call = f.calls[int(index)]
                 callee = self.callee(record, call[0])
                 result = callee.returns if callee is not None else None
+                if result is not None and result[0] == "shapes":
+                    # `train, val = create_dataloader(cfg, True)`: the one tuple that long (a whole result: unknown)
+                    fits = [r for r in result[1] if element and r[0] == "tuple" and int(element) < len(r[1])]
+                    result = fits[0] if len(fits) == 1 else None
                 if element and result is not None:
                     return result[1][int(element)] if result[0] == "tuple" and int(element) < len(result[1]) else None
                 return result
@@ -882,8 +888,7 @@ class ProjectIndex:
         for key, f in summary.functions.items():
             if key == MODULE_BODY:
                 continue
-            returned = _agree([r for r in f.returns])
-            if returned is not None:
+            for returned in _loader_shapes(f.returns):
                 self._add_consumers(context, record, key, returned)
             for param in f.params:
                 received = self.inputs(record, key, param)
@@ -923,8 +928,10 @@ class ProjectIndex:
             for caller, caller_key, index in self.callers(record, key):
                 source = f"c:{index}" if element is None else f"c:{index}.{element}"
                 found.extend(self.consumptions(caller, caller_key, source))
-            if found:
-                context.consumers[key if element is None else f"{key}.{element}"] = found[:8]
+            if found:  # a factory with two shapes of result may give one key twice (`_loader_shapes`)
+                kept = context.consumers.setdefault(key if element is None else f"{key}.{element}", [])
+                kept.extend(c for c in found if c not in kept)
+                del kept[8:]
 
 
 def _returns_args(returned: Any) -> bool:
@@ -937,7 +944,7 @@ def _returns_pinned_loader(returned: Any) -> bool:
         return False
     if returned[0] == "loader":
         return isinstance(returned[1], dict) and returned[1].get("pin_memory") is True
-    return returned[0] == "tuple" and any(_returns_pinned_loader(r) for r in returned[1])
+    return returned[0] in ("tuple", "shapes") and any(_returns_pinned_loader(r) for r in returned[1])
 
 
 def _built_for_each_pass(f: FunctionSummary, loop: int, source: str) -> bool:
@@ -1004,6 +1011,19 @@ def _args_on_cuda(value: Any) -> bool:
     """Parsed options whose `device` is a CUDA device (`args.device = torch.device("cuda")`, `default="cuda"`)."""
     device = value[1].get("device", [None])[0] if value[0] == "args" else None
     return isinstance(device, str) and device.startswith("cuda")
+
+
+def _loader_shapes(values: list) -> list:
+    """The results a function's callers may unpack: what every `return` agrees on, or, for a factory whose result
+    depends on an argument (`return train_loader, val_loader` if `is_train` else `return test_loader`), each
+    return when every one is a loader or a tuple of loaders (a caller's unpacking then picks the shape)."""
+    agreed = _agree(values)
+    if agreed is not None:
+        return [agreed]
+    if not values or not all(v is not None and (v[0] == "loader" or v[0] == "tuple" and v[1] and all(
+        e is not None and e[0] == "loader" for e in v[1])) for v in values):
+        return []
+    return values
 
 
 def _agree(values: list) -> Any:

@@ -1,0 +1,94 @@
+"""Loaders built in one module and consumed in another (issue 14, sixth corpus): a factory whose result depends
+on an argument, a loader handed to a training function of another module whose batches are moved in place."""
+
+from __future__ import annotations
+
+from tests.projects_helper import found, lint, lint_written, write
+
+_TRAIN_LOOP = """
+    import torch
+    from data import create_dataloader
+
+
+    def train(model, optimizer, loader):
+        for x, y in loader:
+            x, y = x.to("cuda"), y.to("cuda")
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+
+
+    def main(model, optimizer):
+        model.cuda()
+        train_loader, val_loader = create_dataloader(is_train=True)
+        for epoch in range(90):
+            train(model, optimizer, train_loader)
+"""
+
+# `return train_loader, val_loader` when is_train, else one test loader: each caller's unpacking picks the result
+_FACTORY_BY_ARGUMENT = """
+    from torch.utils.data import DataLoader
+
+
+    def create_dataloader(is_train, dataset=None):
+        if is_train:
+            train_loader = DataLoader(dataset, batch_size=64, num_workers=4, pin_memory=True)
+            val_loader = DataLoader(dataset, batch_size=64, num_workers=4, pin_memory=True)
+            return train_loader, val_loader
+        test_loader = DataLoader(dataset, batch_size=64, num_workers=4)
+        return test_loader
+"""
+
+
+def test_factory_whose_result_depends_on_an_argument_links_each_unpacked_loader(tmp_path, monkeypatch):
+    diagnostics = lint(write(tmp_path, {"data.py": _FACTORY_BY_ARGUMENT, "train.py": _TRAIN_LOOP}), monkeypatch)
+    assert found(diagnostics) == ["data.py:7 GPU104", "train.py:8 GPU105", "train.py:8 GPU105"]
+    workers, pinned = diagnostics[0], diagnostics[1]
+    assert workers.message == (
+        "`DataLoader` workers are shut down and started again for every pass of the loop at train.py:18 "
+        "(its batches are taken at train.py:7)"
+    )
+    # the unpacking takes the tuple branch: the pinned training loader (data.py:7), not the test loader
+    assert pinned.message == '`x.to("cuda")` copies a batch of a pinned `DataLoader` (data.py:7) and blocks'
+
+
+def test_the_other_branch_of_the_factory_is_linked_only_where_a_caller_takes_it(tmp_path, monkeypatch):
+    # evaluate.py takes the single test loader: its batches reach the GPU without pinned memory (GPU102)
+    evaluate = """
+        import torch
+        from data import create_dataloader
+
+
+        def evaluate(model):
+            model.cuda().eval()
+            test_loader = create_dataloader(is_train=False)
+            with torch.no_grad():
+                for x, y in test_loader:
+                    print(model(x.to("cuda")).argmax(1).eq(y.to("cuda")).sum().item())
+    """
+    assert lint_written(tmp_path, {"data.py": _FACTORY_BY_ARGUMENT, "train.py": _TRAIN_LOOP, "evaluate.py": evaluate}, monkeypatch) == [
+        "data.py:10 GPU102", "data.py:7 GPU104", "evaluate.py:11 GPU303", "train.py:8 GPU105", "train.py:8 GPU105",
+    ]  # fmt: skip
+
+
+def test_a_test_branch_taken_only_by_a_cpu_loop_stays_silent(tmp_path, monkeypatch):
+    # the single (unpinned) test loader feeds a CPU evaluation: no GPU102; the unpacking caller is unchanged
+    evaluate = """
+        from data import create_dataloader
+
+
+        def evaluate(model):
+            test_loader = create_dataloader(is_train=False)
+            for x, y in test_loader:
+                print(model(x).argmax(1).eq(y).sum())
+    """
+    assert lint_written(tmp_path, {"data.py": _FACTORY_BY_ARGUMENT, "train.py": _TRAIN_LOOP, "evaluate.py": evaluate}, monkeypatch) == [
+        "data.py:7 GPU104", "train.py:8 GPU105", "train.py:8 GPU105",
+    ]  # fmt: skip
+
+
+def test_a_factory_that_returns_a_loader_or_something_else_stays_unknown(tmp_path, monkeypatch):
+    # one branch returns a loader and a model: not every return is loaders, so nothing is linked
+    data = _FACTORY_BY_ARGUMENT.replace("return train_loader, val_loader", "return train_loader, object()")
+    assert lint_written(tmp_path, {"data.py": data, "train.py": _TRAIN_LOOP}, monkeypatch) == []
