@@ -92,3 +92,72 @@ def test_a_factory_that_returns_a_loader_or_something_else_stays_unknown(tmp_pat
     # one branch returns a loader and a model: not every return is loaders, so nothing is linked
     data = _FACTORY_BY_ARGUMENT.replace("return train_loader, val_loader", "return train_loader, object()")
     assert lint_written(tmp_path, {"data.py": data, "train.py": _TRAIN_LOOP}, monkeypatch) == []
+
+
+# ---- a loader handed to a training function of another module ----------------------------------------------
+
+_FINETUNING = """
+    import torch
+    from torch.utils.data import DataLoader
+    from train_utils import train
+
+
+    def main(model, dataset, dl_kwargs):
+        train_dataloader = DataLoader(dataset, num_workers=2, pin_memory=True, persistent_workers=True, **dl_kwargs)
+        model.to("cuda")
+        train(model, train_dataloader, torch.optim.AdamW(model.parameters()))
+"""
+
+# the batch is a dict whose fields are replaced, in place, by their copies on the GPU
+_TRAIN_UTILS = """
+    def train(model, train_dataloader, optimizer):
+        for epoch in range(3):
+            for step, batch in enumerate(train_dataloader):
+                for key in batch.keys():
+                    batch[key] = batch[key].to("cuda:0")
+                loss = model(**batch).loss
+                loss.backward()
+                optimizer.step()
+"""
+
+
+def test_a_pinned_loader_handed_to_another_modules_loop_reports_its_blocking_copies(tmp_path, monkeypatch):
+    diagnostics = lint(write(tmp_path, {"finetuning.py": _FINETUNING, "train_utils.py": _TRAIN_UTILS}), monkeypatch)
+    assert found(diagnostics) == ["train_utils.py:6 GPU105"]
+    copy = diagnostics[0]
+    # `pin_memory=True` is written out: `**dl_kwargs` cannot set it again, so the loader is pinned
+    assert copy.message == '`batch[key].to("cuda:0")` copies a batch of a pinned `DataLoader` (finetuning.py:8) and blocks'
+    # the safe fix adds `non_blocking=True` to that copy: `batch[key].to("cuda:0", non_blocking=True)`
+    assert [(e.location.row, e.location.column, e.content) for e in copy.fix.edits] == [(6, 52, ", non_blocking=True")]
+
+
+def test_a_unit_test_that_hands_the_function_a_mock_changes_nothing(tmp_path, monkeypatch):
+    test = """
+        import pytest
+        from unittest.mock import MagicMock
+        from train_utils import train
+
+
+        def test_train():
+            train(MagicMock(), [{"x": MagicMock()}], MagicMock())
+    """
+    files = {"finetuning.py": _FINETUNING, "train_utils.py": _TRAIN_UTILS, "tests/test_train.py": test}
+    assert lint_written(tmp_path, files, monkeypatch) == ["train_utils.py:6 GPU105"]
+
+
+def test_a_function_also_given_something_else_than_a_loader_stays_silent(tmp_path, monkeypatch):
+    # another script hands it a list of batches: which one the parameter holds is not known
+    other = """
+        from train_utils import train
+
+
+        def replay(model, optimizer, batches):
+            train(model.cuda(), list(batches), optimizer)
+    """
+    files = {"finetuning.py": _FINETUNING, "train_utils.py": _TRAIN_UTILS, "replay.py": other}
+    assert lint_written(tmp_path, files, monkeypatch) == []
+
+
+def test_an_unpinned_loader_handed_over_stays_silent(tmp_path, monkeypatch):
+    finetuning = _FINETUNING.replace("pin_memory=True", "pin_memory=False")
+    assert lint_written(tmp_path, {"finetuning.py": finetuning, "train_utils.py": _TRAIN_UTILS}, monkeypatch) == []

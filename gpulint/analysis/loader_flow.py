@@ -108,7 +108,7 @@ class ReturnedLoader:
     """A loader built in another module and returned by the project function this module calls
     (`train_loader, test_loader = get_loader(args)`), with where its batches are used here."""
 
-    call: cst.Call
+    call: Optional[cst.Call]  # None: handed to a parameter of this module's function (`received_loaders`)
     where: str  # `utils/data_utils.py:51`: the `DataLoader(...)` call
     facts: dict  # as the summary records the loader: `pin_memory`, `num_workers`, ... (`"?"`: not known)
     iterations: list[Iteration]
@@ -181,6 +181,25 @@ class LoaderFlow:
                 iterations = self._iterations_from(list(self._refs_of_result(call, index)))
                 where = f"{callee.where.rsplit(':', 1)[0]}:{value[1].get('line', '?')}"
                 found.append(ReturnedLoader(call, where, value[1], iterations, self._moves(iterations)))
+        return found
+
+    @cached_property
+    def received_loaders(self) -> list[ReturnedLoader]:
+        """Loaders other modules build and hand to this module's functions (`train(model, train_dataloader)` in
+        `finetuning.py`), with where the parameter's batches are used here (`project.loaders_in`)."""
+        found = []
+        m = self.m
+        for key, loaders in m.project.loaders_in.items():
+            name, _, param = key.partition(".")
+            for func in m.functions.get(name, []):
+                if m.enclosing_function(func) is not None or isinstance(m.parent.get(m.parent.get(func)), cst.ClassDef):
+                    continue  # a nested function or a method of the same name
+                binders = m.bindings.get((id(func), param), [])
+                if not (len(binders) == 1 and isinstance(binders[0], cst.Param)):
+                    continue  # the parameter is bound again in the function
+                iterations = self._iterations_from([_Ref(func, param, False, (), ())])
+                moves = self._moves(iterations)
+                found.extend(ReturnedLoader(None, where, facts, iterations, moves) for where, facts in loaders)
         return found
 
     def _shape_taken(self, call: cst.Call, shapes: tuple) -> Optional[tuple]:

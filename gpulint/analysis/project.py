@@ -24,6 +24,7 @@ from typing import Any, Iterator, Optional
 from gpulint.analysis import settings_files
 from gpulint.analysis.call_arguments import agreed_arguments
 from gpulint.analysis.convolutions import CONV_NET
+from gpulint.analysis.loader_links import loaders_in
 from gpulint.analysis.devices import BASE_EVIDENCE, gpu_context_reason
 from gpulint.analysis.settings_defaults import ProjectSettings
 from gpulint.analysis.test_code import DEFAULT_TEST_PATHS
@@ -113,6 +114,8 @@ class ModuleContext:
     # a yacs setting it reads (`config.DATA.NUM_WORKERS`) -> [its default, where, every value the project may
     # give it] (`analysis/settings_defaults.py`)
     config_defaults: dict[str, list] = field(default_factory=dict)
+    # a parameter of a function of this module -> the loaders every call passes it (`analysis/loader_links.py`)
+    loaders_in: dict[str, list] = field(default_factory=dict)
 
     def callee(self, ref: Optional[str]) -> Optional[Callee]:
         return self.callees.get(ref) if ref else None
@@ -133,6 +136,8 @@ class ModuleContext:
             found.add("loader-consumed")
         if any(_returns_pinned_loader(callee.returns) for callee in self.callees.values()):
             found.add("pinned-loader-returned")
+        if any(facts.get("pin_memory") is True for loaders in self.loaders_in.values() for _, facts in loaders):
+            found.add("pinned-loader-received")
         if any(callee.convolutions for callee in self.callees.values()):
             found.add("builds-convolutions")
         return frozenset(found)
@@ -158,6 +163,7 @@ class ModuleContext:
             sorted(self.stepped.items()),
             sorted(self.arguments.items()),
             sorted(self.config_defaults.items()),
+            sorted(self.loaders_in.items()),
         ]
         return hashlib.sha256(json.dumps(data, default=str).encode()).hexdigest()[:16]
 
@@ -910,6 +916,7 @@ class ProjectIndex:
         if summary.classes:
             context.stepped = self.stepped_methods(record)
         context.arguments = agreed_arguments(self, record)
+        context.loaders_in = loaders_in(self, record)
         own = {*summary.imports, *summary.functions, *summary.classes, *summary.values}
         context.star_imports = {k: v for k, v in self.star_imports(record).items() if k not in own}
         self._contexts[path] = context
