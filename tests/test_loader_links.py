@@ -161,3 +161,52 @@ def test_a_function_also_given_something_else_than_a_loader_stays_silent(tmp_pat
 def test_an_unpinned_loader_handed_over_stays_silent(tmp_path, monkeypatch):
     finetuning = _FINETUNING.replace("pin_memory=True", "pin_memory=False")
     assert lint_written(tmp_path, {"finetuning.py": finetuning, "train_utils.py": _TRAIN_UTILS}, monkeypatch) == []
+
+
+# ---- a loader bound at module level, iterated as a global ----------------------------------------------------
+
+_UTILS = """
+    from torch.utils.data import DataLoader
+
+
+    def get_test_dataloader(dataset, batch_size=16, num_workers=2):
+        test_loader = DataLoader(dataset, batch_size=batch_size, num_workers=num_workers)
+        return test_loader
+"""
+
+_SCRIPT = """
+    import torch
+    from utils import get_test_dataloader
+
+
+    @torch.no_grad()
+    def eval_training(epoch=0):
+        net.eval()
+        correct = 0
+        for images, labels in test_loader:
+            correct += net(images.cuda()).argmax(1).eq(labels.cuda()).sum()
+        return correct
+
+
+    if __name__ == "__main__":
+        net = torch.nn.Linear(4, 2).cuda()
+        test_loader = get_test_dataloader(None)
+        for epoch in range(1, 200):
+            acc = eval_training(epoch)
+"""
+
+
+def test_a_module_level_loader_iterated_as_a_global_in_a_per_epoch_function(tmp_path, monkeypatch):
+    diagnostics = lint(write(tmp_path, {"utils.py": _UTILS, "train.py": _SCRIPT}), monkeypatch)
+    assert [d for d in found(diagnostics) if d.startswith("utils.py")] == ["utils.py:6 GPU102", "utils.py:6 GPU104"]
+    workers = next(d for d in diagnostics if d.code == "GPU104")
+    assert workers.message == (
+        "`DataLoader` workers are shut down and started again for every pass of the loop at train.py:18 "
+        "(its batches are taken at train.py:10)"
+    )
+
+
+def test_a_global_loader_iterated_once_outside_any_loop_keeps_its_workers(tmp_path, monkeypatch):
+    script = _SCRIPT.replace("        for epoch in range(1, 200):\n            acc = eval_training(epoch)", "        acc = eval_training()")
+    assert "for epoch" not in script
+    assert [d for d in lint_written(tmp_path, {"utils.py": _UTILS, "train.py": script}, monkeypatch) if "GPU104" in d] == []

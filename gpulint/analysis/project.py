@@ -732,6 +732,12 @@ class ProjectIndex:
                     yield from self.consumptions(record, key, f"c:{effect[1]}", depth + 1)
                 elif target is not None and target[0] == "function" and param is not None:
                     yield from self.consumptions(target[1], target[2], f"p:{param}", depth + 1)
+        if key == MODULE_BODY and depth < _MAX_DEPTH:
+            # `test_loader = get_test_dataloader(...)` at module level, iterated as a global by `eval_training()`
+            for name in (n for n, v in record.summary.values.items() if v == ("src", source)):
+                for other, g in record.summary.functions.items():
+                    if other != MODULE_BODY and f"g:{name}" in g.effects:
+                        yield from self.consumptions(record, other, f"g:{name}", depth + 1)
         if depth < _MAX_DEPTH and any(source in deep_sources(r) for r in f.returns) and key != MODULE_BODY:
             # handed on by a factory that wraps this one: its callers iterate it
             for caller, caller_key, index in self.callers(record, key):
