@@ -158,6 +158,12 @@ def test_a_function_also_given_something_else_than_a_loader_stays_silent(tmp_pat
     assert lint_written(tmp_path, files, monkeypatch) == []
 
 
+def test_a_function_handed_a_pinned_loader_by_one_script_and_an_unpinned_one_by_another_stays_silent(tmp_path, monkeypatch):
+    other = _FINETUNING.replace("pin_memory=True", "pin_memory=False")
+    files = {"finetuning.py": _FINETUNING, "finetuning_unpinned.py": other, "train_utils.py": _TRAIN_UTILS}
+    assert lint_written(tmp_path, files, monkeypatch) == []
+
+
 def test_an_unpinned_loader_handed_over_stays_silent(tmp_path, monkeypatch):
     finetuning = _FINETUNING.replace("pin_memory=True", "pin_memory=False")
     assert lint_written(tmp_path, {"finetuning.py": finetuning, "train_utils.py": _TRAIN_UTILS}, monkeypatch) == []

@@ -53,7 +53,8 @@ class BlockingHostToDeviceCopy(Rule):
         for returned in flow.returned_loaders + received:
             if returned.facts.get("pin_memory") is not True:
                 continue
-            if returned in received and any(other.facts.get("pin_memory") is not True for other in received if other.iterations == returned.iterations):
+            same_parameter = [other for other in received if other.iterations == returned.iterations]
+            if returned in received and any(other.facts.get("pin_memory") is not True for other in same_parameter):
                 continue  # another call hands the same parameter an unpinned loader
             # with the default collate_fn a whole batch is a tensor; a custom one may make a type whose `.to()` takes no `non_blocking`
             custom_batches = returned.facts.get("collate_fn") or returned.facts.get("unpacking")
