@@ -108,7 +108,7 @@ class ReturnedLoader:
     """A loader built in another module and returned by the project function this module calls
     (`train_loader, test_loader = get_loader(args)`), with where its batches are used here."""
 
-    call: cst.Call
+    call: Optional[cst.Call]  # None: handed to a parameter of this module's function (`received_loaders`)
     where: str  # `utils/data_utils.py:51`: the `DataLoader(...)` call
     facts: dict  # as the summary records the loader: `pin_memory`, `num_workers`, ... (`"?"`: not known)
     iterations: list[Iteration]
@@ -170,6 +170,10 @@ class LoaderFlow:
             if callee is None or callee.kind != "function" or not callee.returns or callee.where.rsplit(":", 1)[0] == m.project.path:
                 continue  # this module's own factories: their `DataLoader(...)` calls are followed from there
             returned = callee.returns
+            if returned[0] == "shapes":
+                returned = self._shape_taken(call, returned[1])
+                if returned is None:
+                    continue
             elements = [(None, returned)] if returned[0] == "loader" else list(enumerate(returned[1])) if returned[0] == "tuple" else []
             for index, value in elements:
                 if value is None or value[0] != "loader" or not isinstance(value[1], dict):
@@ -178,6 +182,38 @@ class LoaderFlow:
                 where = f"{callee.where.rsplit(':', 1)[0]}:{value[1].get('line', '?')}"
                 found.append(ReturnedLoader(call, where, value[1], iterations, self._moves(iterations)))
         return found
+
+    @cached_property
+    def received_loaders(self) -> list[ReturnedLoader]:
+        """Loaders other modules build and hand to this module's functions (`train(model, train_dataloader)` in
+        `finetuning.py`), with where the parameter's batches are used here (`project.loaders_in`)."""
+        found = []
+        m = self.m
+        for key, loaders in m.project.loaders_in.items():
+            name, _, param = key.partition(".")
+            for func in m.functions.get(name, []):
+                if m.enclosing_function(func) is not None or isinstance(m.parent.get(m.parent.get(func)), cst.ClassDef):
+                    continue  # a nested function or a method of the same name
+                binders = m.bindings.get((id(func), param), [])
+                if not (len(binders) == 1 and isinstance(binders[0], cst.Param)):
+                    continue  # the parameter is bound again in the function
+                iterations = self._iterations_from([_Ref(func, param, False, (), ())])
+                moves = self._moves(iterations)
+                found.extend(ReturnedLoader(None, where, facts, iterations, moves) for where, facts in loaders)
+        return found
+
+    def _shape_taken(self, call: cst.Call, shapes: tuple) -> Optional[tuple]:
+        """Of a factory's results, one per branch (`return train, val` / `return test`), the one this call's
+        assignment takes: the tuple as long as its unpacking, or the lone loader bound to one name."""
+        parent = self.m.parent.get(call)
+        if not (isinstance(parent, cst.Assign) and parent.value is call and len(parent.targets) == 1):
+            return None
+        target = parent.targets[0].target
+        if isinstance(target, (cst.Tuple, cst.List)):
+            fits = [s for s in shapes if s[0] == "tuple" and len(s[1]) == len(target.elements)]
+        else:
+            fits = [s for s in shapes if s[0] == "loader"] if isinstance(target, cst.Name) else []
+        return fits[0] if len(fits) == 1 else None
 
     def _refs_of_result(self, call: cst.Call, index: Optional[int]) -> Iterator[_Ref]:
         """The names the result of `call` (its element `index`) is given."""

@@ -25,6 +25,7 @@ from gpulint.analysis import settings_files
 from gpulint.analysis.call_arguments import agreed_arguments
 from gpulint.analysis.convolutions import CONV_NET
 from gpulint.analysis.devices import BASE_EVIDENCE, gpu_context_reason
+from gpulint.analysis.loader_links import loaders_in
 from gpulint.analysis.settings_defaults import ProjectSettings
 from gpulint.analysis.test_code import DEFAULT_TEST_PATHS
 from gpulint.analysis.summary import INTERNAL, MODULE_BODY, FunctionSummary, ModuleSummary, deep_sources, sources_of
@@ -113,6 +114,8 @@ class ModuleContext:
     # a yacs setting it reads (`config.DATA.NUM_WORKERS`) -> [its default, where, every value the project may
     # give it] (`analysis/settings_defaults.py`)
     config_defaults: dict[str, list] = field(default_factory=dict)
+    # a parameter of a function of this module -> the loaders every call passes it (`analysis/loader_links.py`)
+    loaders_in: dict[str, list] = field(default_factory=dict)
 
     def callee(self, ref: Optional[str]) -> Optional[Callee]:
         return self.callees.get(ref) if ref else None
@@ -133,6 +136,8 @@ class ModuleContext:
             found.add("loader-consumed")
         if any(_returns_pinned_loader(callee.returns) for callee in self.callees.values()):
             found.add("pinned-loader-returned")
+        if any(facts.get("pin_memory") is True for loaders in self.loaders_in.values() for _, facts in loaders):
+            found.add("pinned-loader-received")
         if any(callee.convolutions for callee in self.callees.values()):
             found.add("builds-convolutions")
         return frozenset(found)
@@ -158,6 +163,7 @@ class ModuleContext:
             sorted(self.stepped.items()),
             sorted(self.arguments.items()),
             sorted(self.config_defaults.items()),
+            sorted(self.loaders_in.items()),
         ]
         return hashlib.sha256(json.dumps(data, default=str).encode()).hexdigest()[:16]
 
@@ -499,6 +505,8 @@ class ProjectIndex:
         facts.syncs = list(self._internal_syncs(record, f, steps))[:8]
         returns = [self.value(record, f, value) for value in f.returns]
         facts.returns = _agree(returns)
+        if facts.returns is None and len(shapes := _loader_shapes(returns)) > 1:
+            facts.returns = ("shapes", tuple(shapes))  # loaders, one shape per branch: each call's unpacking picks one
         # a factory of a convolutional network (not a function that only runs one, such as an FID helper)
         facts.convolutions = facts.returns in (("module",), ("gpu_module",)) and self.convolutions(record, name, "function") >= CONV_NET
         facts.yields = tuple(p for p in f.params if any(e[0] == "yield" for e in f.effects.get(f"p:{p}", ())))
@@ -612,6 +620,10 @@ class ProjectIndex:
                 call = f.calls[int(index)]
                 callee = self.callee(record, call[0])
                 result = callee.returns if callee is not None else None
+                if result is not None and result[0] == "shapes":
+                    # `train, val = create_dataloader(cfg, True)`: the one tuple that long (a whole result: unknown)
+                    fits = [r for r in result[1] if element and r[0] == "tuple" and int(element) < len(r[1])]
+                    result = fits[0] if len(fits) == 1 else None
                 if element and result is not None:
                     return result[1][int(element)] if result[0] == "tuple" and int(element) < len(result[1]) else None
                 return result
@@ -744,6 +756,12 @@ class ProjectIndex:
                     yield from self.consumptions(record, key, f"c:{effect[1]}", depth + 1)
                 elif target is not None and target[0] == "function" and param is not None:
                     yield from self.consumptions(target[1], target[2], f"p:{param}", depth + 1)
+        if key == MODULE_BODY and depth < _MAX_DEPTH:
+            # `test_loader = get_test_dataloader(...)` at module level, iterated as a global by `eval_training()`
+            for name in (n for n, v in record.summary.values.items() if v == ("src", source)):
+                for other, g in record.summary.functions.items():
+                    if other != MODULE_BODY and f"g:{name}" in g.effects:
+                        yield from self.consumptions(record, other, f"g:{name}", depth + 1)
         if depth < _MAX_DEPTH and any(source in deep_sources(r) for r in f.returns) and key != MODULE_BODY:
             # handed on by a factory that wraps this one: its callers iterate it
             for caller, caller_key, index in self.callers(record, key):
@@ -911,8 +929,7 @@ class ProjectIndex:
         for key, f in summary.functions.items():
             if key == MODULE_BODY:
                 continue
-            returned = _agree([r for r in f.returns])
-            if returned is not None:
+            for returned in _loader_shapes(f.returns):
                 self._add_consumers(context, record, key, returned)
             for param in f.params:
                 received = self.inputs(record, key, param)
@@ -934,6 +951,7 @@ class ProjectIndex:
         if summary.classes:
             context.stepped = self.stepped_methods(record)
         context.arguments = agreed_arguments(self, record)
+        context.loaders_in = loaders_in(self, record)
         own = {*summary.imports, *summary.functions, *summary.classes, *summary.values}
         context.star_imports = {k: v for k, v in self.star_imports(record).items() if k not in own}
         self._contexts[path] = context
@@ -952,8 +970,10 @@ class ProjectIndex:
             for caller, caller_key, index in self.callers(record, key):
                 source = f"c:{index}" if element is None else f"c:{index}.{element}"
                 found.extend(self.consumptions(caller, caller_key, source))
-            if found:
-                context.consumers[key if element is None else f"{key}.{element}"] = found[:8]
+            if found:  # a factory with two shapes of result may give one key twice (`_loader_shapes`)
+                kept = context.consumers.setdefault(key if element is None else f"{key}.{element}", [])
+                kept.extend(c for c in found if c not in kept)
+                del kept[8:]
 
 
 def _returns_args(returned: Any) -> bool:
@@ -966,7 +986,7 @@ def _returns_pinned_loader(returned: Any) -> bool:
         return False
     if returned[0] == "loader":
         return isinstance(returned[1], dict) and returned[1].get("pin_memory") is True
-    return returned[0] == "tuple" and any(_returns_pinned_loader(r) for r in returned[1])
+    return returned[0] in ("tuple", "shapes") and any(_returns_pinned_loader(r) for r in returned[1])
 
 
 def _built_for_each_pass(f: FunctionSummary, loop: int, source: str) -> bool:
@@ -1047,6 +1067,19 @@ def _args_on_cuda(value: Any) -> bool:
     """Parsed options whose `device` is a CUDA device (`args.device = torch.device("cuda")`, `default="cuda"`)."""
     device = value[1].get("device", [None])[0] if value[0] == "args" else None
     return isinstance(device, str) and device.startswith("cuda")
+
+
+def _loader_shapes(values: list) -> list:
+    """The results a function's callers may unpack: what every `return` agrees on, or, for a factory whose result
+    depends on an argument (`return train_loader, val_loader` if `is_train` else `return test_loader`), each
+    return when every one is a loader or a tuple of loaders (a caller's unpacking then picks the shape)."""
+    agreed = _agree(values)
+    if agreed is not None:
+        return [agreed]
+    if not values or not all(v is not None and (v[0] == "loader" or v[0] == "tuple" and v[1] and all(
+        e is not None and e[0] == "loader" for e in v[1])) for v in values):
+        return []
+    return values
 
 
 def _agree(values: list) -> Any:

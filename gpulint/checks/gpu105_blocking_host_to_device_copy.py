@@ -23,7 +23,8 @@ class BlockingHostToDeviceCopy(Rule):
     fix_applicability = Applicability.SAFE
     fix_always = False  # not for a copy inside a project helper (`to_device(batch)`): the fix belongs there
     requires = (r"DataLoader", r"pin_memory")
-    project_tags = ("pinned-loader-returned",)  # `train_loader, _ = get_loader(args)` from a data module
+    # `train_loader, _ = get_loader(args)` from a data module; `train(model, loader)` called from another module
+    project_tags = ("pinned-loader-returned", "pinned-loader-received")
 
     def check(self) -> Iterator[Diagnostic]:
         model = self.model
@@ -48,9 +49,13 @@ class BlockingHostToDeviceCopy(Rule):
                 reported.add(id(call))
                 yield self._blocking_copy(call, f"line {model.line_of(loader.call)}", flow.iteration_role(move.iteration) == EVAL)
 
-        for returned in flow.returned_loaders:
+        received = flow.received_loaders
+        for returned in flow.returned_loaders + received:
             if returned.facts.get("pin_memory") is not True:
                 continue
+            same_parameter = [other for other in received if other.iterations == returned.iterations]
+            if returned in received and any(other.facts.get("pin_memory") is not True for other in same_parameter):
+                continue  # another call hands the same parameter an unpinned loader
             # with the default collate_fn a whole batch is a tensor; a custom one may make a type whose `.to()` takes no `non_blocking`
             custom_batches = returned.facts.get("collate_fn") or returned.facts.get("unpacking")
             for move in returned.moves:

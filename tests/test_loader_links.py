@@ -1,0 +1,218 @@
+"""Loaders built in one module and consumed in another (issue 14, sixth corpus): a factory whose result depends
+on an argument, a loader handed to a training function of another module whose batches are moved in place."""
+
+from __future__ import annotations
+
+from tests.projects_helper import found, lint, lint_written, write
+
+_TRAIN_LOOP = """
+    import torch
+    from data import create_dataloader
+
+
+    def train(model, optimizer, loader):
+        for x, y in loader:
+            x, y = x.to("cuda"), y.to("cuda")
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+
+
+    def main(model, optimizer):
+        model.cuda()
+        train_loader, val_loader = create_dataloader(is_train=True)
+        for epoch in range(90):
+            train(model, optimizer, train_loader)
+"""
+
+# `return train_loader, val_loader` when is_train, else one test loader: each caller's unpacking picks the result
+_FACTORY_BY_ARGUMENT = """
+    from torch.utils.data import DataLoader
+
+
+    def create_dataloader(is_train, dataset=None):
+        if is_train:
+            train_loader = DataLoader(dataset, batch_size=64, num_workers=4, pin_memory=True)
+            val_loader = DataLoader(dataset, batch_size=64, num_workers=4, pin_memory=True)
+            return train_loader, val_loader
+        test_loader = DataLoader(dataset, batch_size=64, num_workers=4)
+        return test_loader
+"""
+
+
+def test_factory_whose_result_depends_on_an_argument_links_each_unpacked_loader(tmp_path, monkeypatch):
+    diagnostics = lint(write(tmp_path, {"data.py": _FACTORY_BY_ARGUMENT, "train.py": _TRAIN_LOOP}), monkeypatch)
+    assert found(diagnostics) == ["data.py:7 GPU104", "train.py:8 GPU105", "train.py:8 GPU105"]
+    workers, pinned = diagnostics[0], diagnostics[1]
+    assert workers.message == (
+        "`DataLoader` workers are shut down and started again for every pass of the loop at train.py:18 "
+        "(its batches are taken at train.py:7)"
+    )
+    # the unpacking takes the tuple branch: the pinned training loader (data.py:7), not the test loader
+    assert pinned.message == '`x.to("cuda")` copies a batch of a pinned `DataLoader` (data.py:7) and blocks'
+
+
+def test_the_other_branch_of_the_factory_is_linked_only_where_a_caller_takes_it(tmp_path, monkeypatch):
+    # evaluate.py takes the single test loader: its batches reach the GPU without pinned memory (GPU102)
+    evaluate = """
+        import torch
+        from data import create_dataloader
+
+
+        def evaluate(model):
+            model.cuda().eval()
+            test_loader = create_dataloader(is_train=False)
+            with torch.no_grad():
+                for x, y in test_loader:
+                    print(model(x.to("cuda")).argmax(1).eq(y.to("cuda")).sum().item())
+    """
+    assert lint_written(tmp_path, {"data.py": _FACTORY_BY_ARGUMENT, "train.py": _TRAIN_LOOP, "evaluate.py": evaluate}, monkeypatch) == [
+        "data.py:10 GPU102", "data.py:7 GPU104", "evaluate.py:11 GPU303", "train.py:8 GPU105", "train.py:8 GPU105",
+    ]  # fmt: skip
+
+
+def test_a_test_branch_taken_only_by_a_cpu_loop_stays_silent(tmp_path, monkeypatch):
+    # the single (unpinned) test loader feeds a CPU evaluation: no GPU102; the unpacking caller is unchanged
+    evaluate = """
+        from data import create_dataloader
+
+
+        def evaluate(model):
+            test_loader = create_dataloader(is_train=False)
+            for x, y in test_loader:
+                print(model(x).argmax(1).eq(y).sum())
+    """
+    assert lint_written(tmp_path, {"data.py": _FACTORY_BY_ARGUMENT, "train.py": _TRAIN_LOOP, "evaluate.py": evaluate}, monkeypatch) == [
+        "data.py:7 GPU104", "train.py:8 GPU105", "train.py:8 GPU105",
+    ]  # fmt: skip
+
+
+def test_a_factory_that_returns_a_loader_or_something_else_stays_unknown(tmp_path, monkeypatch):
+    # one branch returns a loader and a model: not every return is loaders, so nothing is linked
+    data = _FACTORY_BY_ARGUMENT.replace("return train_loader, val_loader", "return train_loader, object()")
+    assert lint_written(tmp_path, {"data.py": data, "train.py": _TRAIN_LOOP}, monkeypatch) == []
+
+
+# ---- a loader handed to a training function of another module ----------------------------------------------
+
+_FINETUNING = """
+    import torch
+    from torch.utils.data import DataLoader
+    from train_utils import train
+
+
+    def main(model, dataset, dl_kwargs):
+        train_dataloader = DataLoader(dataset, num_workers=2, pin_memory=True, persistent_workers=True, **dl_kwargs)
+        model.to("cuda")
+        train(model, train_dataloader, torch.optim.AdamW(model.parameters()))
+"""
+
+# the batch is a dict whose fields are replaced, in place, by their copies on the GPU
+_TRAIN_UTILS = """
+    def train(model, train_dataloader, optimizer):
+        for epoch in range(3):
+            for step, batch in enumerate(train_dataloader):
+                for key in batch.keys():
+                    batch[key] = batch[key].to("cuda:0")
+                loss = model(**batch).loss
+                loss.backward()
+                optimizer.step()
+"""
+
+
+def test_a_pinned_loader_handed_to_another_modules_loop_reports_its_blocking_copies(tmp_path, monkeypatch):
+    diagnostics = lint(write(tmp_path, {"finetuning.py": _FINETUNING, "train_utils.py": _TRAIN_UTILS}), monkeypatch)
+    assert found(diagnostics) == ["train_utils.py:6 GPU105"]
+    copy = diagnostics[0]
+    # `pin_memory=True` is written out: `**dl_kwargs` cannot set it again, so the loader is pinned
+    assert copy.message == '`batch[key].to("cuda:0")` copies a batch of a pinned `DataLoader` (finetuning.py:8) and blocks'
+    # the safe fix adds `non_blocking=True` to that copy: `batch[key].to("cuda:0", non_blocking=True)`
+    assert [(e.location.row, e.location.column, e.content) for e in copy.fix.edits] == [(6, 52, ", non_blocking=True")]
+
+
+def test_a_unit_test_that_hands_the_function_a_mock_changes_nothing(tmp_path, monkeypatch):
+    test = """
+        import pytest
+        from unittest.mock import MagicMock
+        from train_utils import train
+
+
+        def test_train():
+            train(MagicMock(), [{"x": MagicMock()}], MagicMock())
+    """
+    files = {"finetuning.py": _FINETUNING, "train_utils.py": _TRAIN_UTILS, "tests/test_train.py": test}
+    assert lint_written(tmp_path, files, monkeypatch) == ["train_utils.py:6 GPU105"]
+
+
+def test_a_function_also_given_something_else_than_a_loader_stays_silent(tmp_path, monkeypatch):
+    # another script hands it a list of batches: which one the parameter holds is not known
+    other = """
+        from train_utils import train
+
+
+        def replay(model, optimizer, batches):
+            train(model.cuda(), list(batches), optimizer)
+    """
+    files = {"finetuning.py": _FINETUNING, "train_utils.py": _TRAIN_UTILS, "replay.py": other}
+    assert lint_written(tmp_path, files, monkeypatch) == []
+
+
+def test_a_function_handed_a_pinned_loader_by_one_script_and_an_unpinned_one_by_another_stays_silent(tmp_path, monkeypatch):
+    other = _FINETUNING.replace("pin_memory=True", "pin_memory=False")
+    files = {"finetuning.py": _FINETUNING, "finetuning_unpinned.py": other, "train_utils.py": _TRAIN_UTILS}
+    assert lint_written(tmp_path, files, monkeypatch) == []
+
+
+def test_an_unpinned_loader_handed_over_stays_silent(tmp_path, monkeypatch):
+    finetuning = _FINETUNING.replace("pin_memory=True", "pin_memory=False")
+    assert lint_written(tmp_path, {"finetuning.py": finetuning, "train_utils.py": _TRAIN_UTILS}, monkeypatch) == []
+
+
+# ---- a loader bound at module level, iterated as a global ----------------------------------------------------
+
+_UTILS = """
+    from torch.utils.data import DataLoader
+
+
+    def get_test_dataloader(dataset, batch_size=16, num_workers=2):
+        test_loader = DataLoader(dataset, batch_size=batch_size, num_workers=num_workers)
+        return test_loader
+"""
+
+_SCRIPT = """
+    import torch
+    from utils import get_test_dataloader
+
+
+    @torch.no_grad()
+    def eval_training(epoch=0):
+        net.eval()
+        correct = 0
+        for images, labels in test_loader:
+            correct += net(images.cuda()).argmax(1).eq(labels.cuda()).sum()
+        return correct
+
+
+    if __name__ == "__main__":
+        net = torch.nn.Linear(4, 2).cuda()
+        test_loader = get_test_dataloader(None)
+        for epoch in range(1, 200):
+            acc = eval_training(epoch)
+"""
+
+
+def test_a_module_level_loader_iterated_as_a_global_in_a_per_epoch_function(tmp_path, monkeypatch):
+    diagnostics = lint(write(tmp_path, {"utils.py": _UTILS, "train.py": _SCRIPT}), monkeypatch)
+    assert [d for d in found(diagnostics) if d.startswith("utils.py")] == ["utils.py:6 GPU102", "utils.py:6 GPU104"]
+    workers = next(d for d in diagnostics if d.code == "GPU104")
+    assert workers.message == (
+        "`DataLoader` workers are shut down and started again for every pass of the loop at train.py:18 "
+        "(its batches are taken at train.py:10)"
+    )
+
+
+def test_a_global_loader_iterated_once_outside_any_loop_keeps_its_workers(tmp_path, monkeypatch):
+    script = _SCRIPT.replace("        for epoch in range(1, 200):\n            acc = eval_training(epoch)", "        acc = eval_training()")
+    assert "for epoch" not in script
+    assert [d for d in lint_written(tmp_path, {"utils.py": _UTILS, "train.py": script}, monkeypatch) if "GPU104" in d] == []
