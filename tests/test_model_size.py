@@ -228,7 +228,7 @@ def test_a_model_of_unknown_size_called_through_forward_keeps_the_sync():
         model = torchvision.models.densenet121(pretrained=True).cuda()
         criterion = nn.NLLLoss()
         optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-        for epoch in range(10):
+        for epoch in range(1000):
             loss = criterion(model.forward(X), y)
             optimizer.zero_grad()
             loss.backward()
