@@ -18,7 +18,7 @@ import re
 from typing import NamedTuple, Optional
 
 _MAX_BYTES = 256 * 1024
-_FOLDERS = 4  # the module's folder and the three above it
+_FOLDERS = 8  # the module's folder and those above it, up to the project's own (`dinov2/eval/segmentation_m2f/ops/modules`)
 _MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 ANY_MINOR = 99  # `<2.0`: some 1.x, whichever minor
 
@@ -39,8 +39,9 @@ def metadata_files(module_path: str) -> list[str]:
     folder = os.path.dirname(os.path.abspath(module_path))
     found: list[str] = []
     for _ in range(_FOLDERS):
-        found.extend(_files_in(folder))
-        if any(os.path.exists(os.path.join(folder, m)) for m in _MARKERS):
+        package = os.path.isfile(os.path.join(folder, "__init__.py"))  # its `setup.py` is a module, not metadata
+        found.extend(f for f in _files_in(folder) if not (package and os.path.basename(f) == "setup.py"))
+        if not package and any(os.path.exists(os.path.join(folder, m)) for m in _MARKERS):
             break
         parent = os.path.dirname(folder)
         if parent == folder:
