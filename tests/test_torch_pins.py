@@ -22,6 +22,27 @@ with autocast():
     y = torch.ones(2).cuda()
 """
 GPU403 = {"select": ("GPU403",)}
+CUSTOM_FWD = """\
+import torch
+from torch.cuda.amp import custom_fwd
+
+
+class F(torch.autograd.Function):
+    @staticmethod
+    @custom_fwd
+    def forward(ctx, x):
+        return x
+"""
+ZERO_GRAD = """\
+import torch
+
+model = torch.nn.Linear(8, 1).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for x in batches:
+    opt.zero_grad(set_to_none=False)
+    model(x).sum().backward()
+    opt.step()
+"""
 
 
 @pytest.mark.parametrize(
@@ -58,6 +79,7 @@ def test_upper_bound_of_a_specifier(spec, newest):
         ("pyproject.toml", '[tool.poetry.dependencies]\npython = "^3.8"\ntorch = "1.6.0"\n'),
         ("environment.yml", "dependencies:\n  - python=3.8\n  - pytorch=1.6.0=py3.8_cuda10.1\n"),
         ("requirements/base.txt", "torch==1.6.0\n"),
+        ("requirements.txt", "torch==1.6.0+cu101 -f https://download.pytorch.org/whl/torch_stable.html\n"),
     ],
 )
 def test_pin_is_read_from_each_kind_of_metadata(tmp_path, name, text):
@@ -79,7 +101,8 @@ def test_the_tightest_pin_wins_and_says_where(tmp_path):
 
 def test_a_package_setup_module_is_not_the_projects_top(tmp_path):
     # `eval/setup.py` inside a package is a module: the pin at the repository's top still applies
-    write(tmp_path, {"setup.py": "", "conda.yaml": "dependencies:\n  - pytorch=2.0.0\n", "pkg/__init__.py": "", "pkg/eval/__init__.py": "", "pkg/eval/setup.py": "def setup(): ...\n"})
+    files = {"setup.py": "", "conda.yaml": "dependencies:\n  - pytorch=2.0.0\n", "pkg/__init__.py": "", "pkg/eval/__init__.py": ""}
+    write(tmp_path, {**files, "pkg/eval/setup.py": "def setup(): ...\n"})
     assert torch_pin(str(tmp_path / "pkg/eval/ops/attn.py")).newest == (2, 0)
 
 
@@ -115,8 +138,7 @@ def test_gpu403_finds_and_fixes_as_before_without_an_old_pin(tmp_path, monkeypat
 
 
 def test_gpu403_custom_fwd_silent_below_2_4(tmp_path, monkeypatch):
-    source = "import torch\nfrom torch.cuda.amp import custom_fwd\n\n\nclass F(torch.autograd.Function):\n    @staticmethod\n    @custom_fwd\n    def forward(ctx, x):\n        return x\n"
-    root = write(tmp_path / "p", {"pyproject.toml": '[project]\nname = "x"\ndependencies = ["torch<2.4"]\n', "ops.py": source})
+    root = write(tmp_path / "p", {"pyproject.toml": '[project]\nname = "x"\ndependencies = ["torch<2.4"]\n', "ops.py": CUSTOM_FWD})
     assert found(lint(root, monkeypatch, **GPU403)) == []
 
 
@@ -144,7 +166,9 @@ for x in range(10):
 """
 
 
-@pytest.mark.parametrize("pin, expected", [("torch==1.7.0\n", []), ("torch==1.13.1\n", ["train.py:4 GPU904"]), (None, ["train.py:4 GPU904"])])
+@pytest.mark.parametrize(
+    "pin, expected", [("torch==1.7.0\n", []), ("torch==1.13.1\n", ["train.py:4 GPU904"]), (None, ["train.py:4 GPU904"])]
+)
 def test_gpu904_fused_adam_needs_torch_1_13(tmp_path, monkeypatch, pin, expected):
     root = write(tmp_path / "p", {"train.py": ADAM, **({"requirements.txt": pin} if pin else {})})
     assert found(lint(root, monkeypatch, select=("GPU904",), preview=True)) == expected
@@ -176,19 +200,17 @@ def test_gpu104_persistent_workers_needs_torch_1_7(tmp_path, monkeypatch, pin, e
 
 
 def test_gpu404_fix_spells_set_to_none_when_the_pin_predates_its_default(tmp_path):
-    source = "import torch\n\nmodel = torch.nn.Linear(8, 1).cuda()\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\nfor x in batches:\n    opt.zero_grad(set_to_none=False)\n    model(x).sum().backward()\n    opt.step()\n"
     write(tmp_path, {"requirements.txt": "torch==1.13.1\n"})
     # on torch 1.13 dropping the argument would keep the zeros: the fix says `True`
-    result = fix_source(source, str(tmp_path / "train.py"), settings(select=("GPU404",)), unsafe=True).text
+    result = fix_source(ZERO_GRAD, str(tmp_path / "train.py"), settings(select=("GPU404",)), unsafe=True).text
     assert "opt.zero_grad(set_to_none=True)" in result
     write(tmp_path, {"requirements.txt": "torch==2.1.0\n"})
-    result = fix_source(source, str(tmp_path / "train.py"), settings(select=("GPU404",)), unsafe=True).text
+    result = fix_source(ZERO_GRAD, str(tmp_path / "train.py"), settings(select=("GPU404",)), unsafe=True).text
     assert "opt.zero_grad()" in result
 
 
 def test_gpu404_silent_when_the_pin_predates_set_to_none(tmp_path, monkeypatch):
-    source = "import torch\n\nmodel = torch.nn.Linear(8, 1).cuda()\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\nfor x in batches:\n    opt.zero_grad(set_to_none=False)\n    model(x).sum().backward()\n    opt.step()\n"
-    root = write(tmp_path / "p", {"train.py": source, "requirements.txt": "torch==1.6.0\n"})
+    root = write(tmp_path / "p", {"train.py": ZERO_GRAD, "requirements.txt": "torch==1.6.0\n"})
     assert found(lint(root, monkeypatch, select=("GPU404",))) == []
     (root / "requirements.txt").write_text("torch==1.7.1\n", encoding="utf-8")
     assert found(lint(root, monkeypatch, select=("GPU404",))) == ["train.py:6 GPU404"]

@@ -52,9 +52,23 @@ def metadata_files(module_path: str) -> list[str]:
 
 def _files_in(folder: str) -> list[str]:
     try:
-        names = sorted(os.listdir(folder))
+        stat = os.stat(folder)
     except OSError:
         return []
+    try:
+        nested = os.stat(os.path.join(folder, "requirements")).st_mtime_ns
+    except OSError:
+        nested = 0
+    return list(_listed(folder, stat.st_mtime_ns, nested))
+
+
+@functools.lru_cache(maxsize=256)
+def _listed(folder: str, mtime: int, nested_mtime: int) -> tuple[str, ...]:
+    """The metadata files of `folder` (listed again only when its entries change: every module of it asks)."""
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return ()
     found = [os.path.join(folder, n) for n in names if _is_metadata(n)]
     nested = os.path.join(folder, "requirements")
     if os.path.isdir(nested):
@@ -62,7 +76,7 @@ def _files_in(folder: str) -> list[str]:
             found.extend(os.path.join(nested, n) for n in sorted(os.listdir(nested)) if n.endswith(".txt"))
         except OSError:
             pass
-    return [f for f in found if os.path.isfile(f)]
+    return tuple(f for f in found if os.path.isfile(f))
 
 
 def _is_metadata(name: str) -> bool:
@@ -117,8 +131,9 @@ def _pins_in(path: str, mtime: int, size: int) -> tuple[tuple[tuple[int, int], i
             match = _REQUIREMENT.search(line)
             if match is None or (match["name"] and not conda):
                 continue  # `pytorch` on PyPI is a placeholder; conda names the package so
-            spec = f"{'py' if match['name'] else ''}torch{match['spec'].strip()}"
-            newest = upper_bound(match["spec"], bare="==", conda=conda)
+            written = re.split(r"\s+--?[A-Za-z]", match["spec"])[0].strip()  # `torch==1.6.0 -f https://...`
+            spec = f"{'py' if match['name'] else ''}torch{written}"
+            newest = upper_bound(written, bare="==", conda=conda)
         if newest is not None:
             found.append((newest, number, spec))
     return tuple(found)
