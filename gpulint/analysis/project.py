@@ -21,7 +21,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
-from gpulint.analysis import settings_files
+from gpulint.analysis import settings_files, torch_pins
 from gpulint.analysis.call_arguments import agreed_arguments
 from gpulint.analysis.convolutions import CONV_NET
 from gpulint.analysis.devices import BASE_EVIDENCE, gpu_context_reason
@@ -116,6 +116,8 @@ class ModuleContext:
     config_defaults: dict[str, list] = field(default_factory=dict)
     # a parameter of a function of this module -> the loaders every call passes it (`analysis/loader_links.py`)
     loaders_in: dict[str, list] = field(default_factory=dict)
+    # the newest torch the project's metadata allows (`analysis/torch_pins.py`): [major, minor, where, spec]
+    torch_pin: Optional[list] = None
 
     def callee(self, ref: Optional[str]) -> Optional[Callee]:
         return self.callees.get(ref) if ref else None
@@ -164,6 +166,7 @@ class ModuleContext:
             sorted(self.arguments.items()),
             sorted(self.config_defaults.items()),
             sorted(self.loaders_in.items()),
+            self.torch_pin,
         ]
         return hashlib.sha256(json.dumps(data, default=str).encode()).hexdigest()[:16]
 
@@ -948,6 +951,10 @@ class ProjectIndex:
             context.config_defaults = self.settings_defaults.for_reads(summary.config_paths["reads"])
             if context.config_defaults:  # the YAML files any of which may override them: part of the digest
                 context.settings = {**context.settings, **settings_files.hashes(self.settings_defaults.yaml_files() or ())}
+        pinned = torch_pins.for_module(str(path))
+        if pinned is not None:  # the metadata files are part of the digest: an edited pin re-checks the module
+            context.torch_pin, files = pinned
+            context.settings = {**context.settings, **settings_files.hashes(files)}
         if summary.classes:
             context.stepped = self.stepped_methods(record)
         context.arguments = agreed_arguments(self, record)

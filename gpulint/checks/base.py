@@ -12,6 +12,7 @@ import libcst as cst
 from gpulint.analysis import SemanticModel
 from gpulint.analysis.residency import TRAIN
 from gpulint.analysis.step_code import called_per_step
+from gpulint.analysis.torch_pins import TorchPin
 from gpulint.analysis.value_resolution import LITERAL, ResolvedValue
 from gpulint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location, Severity
 
@@ -99,6 +100,23 @@ class Rule:
         raise NotImplementedError
 
     # ---- helpers for subclasses -------------------------------------------------------------
+
+    @functools.cached_property
+    def torch_pin(self) -> TorchPin | None:
+        """The newest torch the project's own metadata allows (`torch==1.6.0` in requirements.txt), or None."""
+        pin = getattr(self.model.project, "torch_pin", None)
+        return TorchPin((pin[0], pin[1]), pin[2], pin[3]) if pin else None
+
+    def pinned_below(self, needed: tuple[int, int]) -> TorchPin | None:
+        """The project's pin when it allows no torch as new as `needed`: advice that needs it cannot be followed."""
+        pin = self.torch_pin
+        return pin if pin is not None and pin.newest < needed else None
+
+    @property
+    def oldest_torch(self) -> tuple[int, int]:
+        """The oldest torch a fix must work on: `target-torch`, or older when the project pins an older one."""
+        pin = self.torch_pin
+        return min(self.target_torch, pin.newest) if pin is not None else self.target_torch
 
     def diagnostic(
         self,

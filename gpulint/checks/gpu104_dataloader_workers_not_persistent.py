@@ -13,6 +13,9 @@ from gpulint.checks.base import Option, Rule
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
 from gpulint.edits import replace_node, with_keyword_argument
 
+# `persistent_workers` appeared in torch 1.7.
+PERSISTENT_WORKERS_SINCE = (1, 7)
+
 
 class DataLoaderWorkersNotPersistent(Rule):
     code = "GPU104"
@@ -28,6 +31,8 @@ class DataLoaderWorkersNotPersistent(Rule):
             raise ValueError("`min-epochs` must be positive")
 
     def check(self) -> Iterator[Diagnostic]:
+        if self.pinned_below(PERSISTENT_WORKERS_SINCE):
+            return  # the project's torch has no `persistent_workers`
         model = self.model
         flow = model.loader_flow
         for info in flow.infos:

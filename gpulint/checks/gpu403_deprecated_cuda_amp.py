@@ -42,6 +42,8 @@ class DeprecatedCudaAmp(Rule):
         for use in amp.uses:
             if use.qualified not in DEPRECATED_AMP or use.usage == ANNOTATION or use.compatibility:
                 continue  # compatibility code keeps the old API on purpose, for old torch
+            if self.pinned_below(MINIMUM_TORCH[use.member]):
+                continue  # the project's torch has no replacement: the old API is the right one there
             if use.via_import is not None:
                 record = amp.imports[use.via_import]
                 if id(record) not in group_fixes:
@@ -75,6 +77,9 @@ class DeprecatedCudaAmp(Rule):
     def _blocker(self, uses: list[AmpUse]) -> str | None:
         """Why no fix is offered, when the reason is one the user can act on."""
         needed = max((MINIMUM_TORCH.get(u.member, (0, 0)) for u in uses if u.qualified in DEPRECATED_AMP), default=(0, 0))
+        pin = self.pinned_below(needed)
+        if pin is not None:
+            return f"no fix: needs torch >= {_version(needed)}, {pin.describe()}"
         if self.target_torch < needed:
             return f"no fix: needs torch >= {_version(needed)}, `target-torch` is {_version(self.target_torch)}"
         passed = next((u for u in uses if u.usage == VALUE), None)
@@ -105,7 +110,7 @@ class DeprecatedCudaAmp(Rule):
     def _use_edits(self, use: AmpUse, rewrite_name: bool) -> list[Edit] | None:
         """Edits for one use; `rewrite_name` also spells the callee `torch.amp.X` (for attribute chains)."""
         member = use.member
-        if self.target_torch < MINIMUM_TORCH[member]:
+        if self.oldest_torch < MINIMUM_TORCH[member]:
             return None
         if member == "autocast" and any(a.attr.value.startswith("set_autocast") for a in self.model.attributes):
             return None  # the program changes autocast defaults: the implicit float16 would no longer hold

@@ -20,6 +20,8 @@ from gpulint.edits import replace_node, with_keyword_argument
 
 # `set_to_none` defaults to True since torch 2.0 (pytorch/pytorch#92731); before, a bare call kept zeros.
 SET_TO_NONE_DEFAULT_SINCE = (2, 0)
+# `zero_grad(set_to_none=...)` itself appeared in torch 1.7 (pytorch/pytorch#42754).
+SET_TO_NONE_SINCE = (1, 7)
 
 
 class ZeroGradKeepsZeros(Rule):
@@ -33,6 +35,8 @@ class ZeroGradKeepsZeros(Rule):
         model = self.model
         if works_on_gradient_tensors(model) or uses_cuda_graphs(model):
             return  # gradient surgery by hand, or CUDA graphs that replay into fixed gradient buffers
+        if self.pinned_below(SET_TO_NONE_SINCE):
+            return  # the project's torch has no `set_to_none`: zeros are all it can do
         old_default = self.target_torch < SET_TO_NONE_DEFAULT_SINCE
         for zero_grad in zero_grad_calls(model):
             receiver = zero_grad.call.func.value  # method_calls guarantees an attribute
@@ -63,7 +67,9 @@ class ZeroGradKeepsZeros(Rule):
         call, arg = zero_grad.call, zero_grad.set_to_none
         if arg is not None and not (isinstance(arg.value, cst.Name) and arg.value.value == "False"):
             return None  # the False comes from elsewhere (a flag, a constant): the user decides there
-        if self.target_torch < SET_TO_NONE_DEFAULT_SINCE:
+        if self.oldest_torch < SET_TO_NONE_SINCE:
+            return None  # `target-torch` below 1.7: the argument does not exist there
+        if self.oldest_torch < SET_TO_NONE_DEFAULT_SINCE:
             # The default still keeps zeros there: say `set_to_none=True` explicitly.
             if arg is None:
                 new = with_keyword_argument(call, "set_to_none", cst.Name("True"))

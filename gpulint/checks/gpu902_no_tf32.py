@@ -8,6 +8,8 @@ from gpulint.checks.base import Rule
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
 from gpulint.edits import add_torch_setting
 
+# Matmuls stopped using TF32 by default, and `torch.set_float32_matmul_precision` appeared, in torch 1.12.
+TF32_OFF_SINCE = (1, 12)
 STATEMENT = '{torch}.set_float32_matmul_precision("high")'
 HELP = (
     'TF32 is off by default for matmuls since torch 1.12; call `torch.set_float32_matmul_precision("high")` '
@@ -25,6 +27,8 @@ class NoTf32(Rule):
     default_severity = Severity.INFO
 
     def check(self) -> Iterator[Diagnostic]:
+        if self.pinned_below(TF32_OFF_SINCE):
+            return  # before torch 1.12 matmuls use TF32 by default, and `set_float32_matmul_precision` does not exist
         setup = self.model.training_setup
         if setup.tf32_configured or setup.non_float32_parameters:
             return

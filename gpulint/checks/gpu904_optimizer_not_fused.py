@@ -14,6 +14,8 @@ from gpulint.edits import replace_node, with_keyword_argument
 # `fused=True` is checked when the optimizer is built before torch 2.4 (CUDA parameters only); since 2.4 it is
 # checked when it steps, and CPU parameters are allowed.
 _FUSED_CHECKED_AT_STEP = (2, 4)
+# `fused=` appeared in torch 1.13 for Adam and in 2.0 for AdamW (pytorch/pytorch#88015).
+FUSED_SINCE = {"Adam": (1, 13), "AdamW": (2, 0)}
 
 
 class OptimizerNotFused(Rule):
@@ -30,6 +32,8 @@ class OptimizerNotFused(Rule):
         for adam in adam_calls(model):
             if not adam.on_gpu or "fused" in adam.arguments or "differentiable" in adam.arguments:
                 continue  # `fused=` given (a choice, or a flag), or `differentiable=True`, which fused does not support
+            if self.pinned_below(FUSED_SINCE[adam.name]):
+                continue  # the project's torch has no `fused=` for this optimizer
             if adam.few_tensors:
                 continue  # a frozen model's new head or adapters: the update is negligible next to the forward
             foreach = adam.arguments.get("foreach")
@@ -50,7 +54,7 @@ class OptimizerNotFused(Rule):
     def _fix(self, adam, foreach: cst.Arg | None):
         if adam.by_setting:
             return None  # `fused=True` would also reach the optimizers another `--optim` picks, some without it
-        if not adam.on_gpu_when_built and self.target_torch < _FUSED_CHECKED_AT_STEP:
+        if not adam.on_gpu_when_built and self.oldest_torch < _FUSED_CHECKED_AT_STEP:
             return None  # parameters still on the CPU here: older torch raises in the constructor
         call = adam.call
         if foreach is not None:

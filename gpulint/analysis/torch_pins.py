@@ -1,0 +1,216 @@
+"""The newest torch a project allows, read from its own metadata: `torch==1.6.0` in requirements.txt.
+
+A pin is an upper bound on the torch the code runs on: a fix or an advice that needs a newer torch cannot be
+followed there (`torch.amp.GradScaler("cuda")` does not exist in torch 1.6). Read next to the module and in
+the folders above it, up to the first that holds the project's own metadata (`pyproject.toml`, `setup.py`,
+`setup.cfg` or `.git`): `requirements*.txt` (and `requirements/*.txt`), `setup.py` / `setup.cfg` (the
+requirement strings they hold), `pyproject.toml` (PEP 621 dependencies and Poetry's `torch = "^1.6"`),
+`environment*.yml` (`pytorch=1.6.0`, `torch==1.6.0` under `pip:`). `==`, `<`, `<=`, `~=` (and Poetry's `^`,
+`~`, conda's `=`) bound it; `>=`, `>`, `!=` do not. Several files: the smallest bound wins (the code must
+work on each). No bound anywhere: unknown, never guessed. Files are read as text, only when small.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+from typing import NamedTuple, Optional
+
+_MAX_BYTES = 256 * 1024
+_FOLDERS = 8  # the module's folder and those above it, up to the project's own (`dinov2/eval/segmentation_m2f/ops/modules`)
+_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+ANY_MINOR = 99  # `<2.0`: some 1.x, whichever minor
+
+
+class TorchPin(NamedTuple):
+    """The newest (major, minor) torch the project allows, and where it says so (`requirements.txt:3`)."""
+
+    newest: tuple[int, int]
+    where: str
+    spec: str  # as written: `torch==1.6.0`
+
+    def describe(self) -> str:
+        return f"the project pins `{self.spec}` ({self.where})"
+
+
+def metadata_files(module_path: str) -> list[str]:
+    """The metadata files that may pin torch for `module_path` (those that exist)."""
+    folder = os.path.dirname(os.path.abspath(module_path))
+    found: list[str] = []
+    for _ in range(_FOLDERS):
+        package = os.path.isfile(os.path.join(folder, "__init__.py"))  # its `setup.py` is a module, not metadata
+        found.extend(f for f in _files_in(folder) if not (package and os.path.basename(f) == "setup.py"))
+        if not package and any(os.path.exists(os.path.join(folder, m)) for m in _MARKERS):
+            break
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    return found
+
+
+def _files_in(folder: str) -> list[str]:
+    try:
+        stat = os.stat(folder)
+    except OSError:
+        return []
+    try:
+        nested = os.stat(os.path.join(folder, "requirements")).st_mtime_ns
+    except OSError:
+        nested = 0
+    return list(_listed(folder, stat.st_mtime_ns, nested))
+
+
+@functools.lru_cache(maxsize=256)
+def _listed(folder: str, mtime: int, nested_mtime: int) -> tuple[str, ...]:
+    """The metadata files of `folder` (listed again only when its entries change: every module of it asks)."""
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return ()
+    found = [os.path.join(folder, n) for n in names if _is_metadata(n)]
+    nested = os.path.join(folder, "requirements")
+    if os.path.isdir(nested):
+        try:
+            found.extend(os.path.join(nested, n) for n in sorted(os.listdir(nested)) if n.endswith(".txt"))
+        except OSError:
+            pass
+    return tuple(f for f in found if os.path.isfile(f))
+
+
+def _is_metadata(name: str) -> bool:
+    lowered = name.lower()
+    if lowered.startswith("requirements") and lowered.endswith(".txt"):
+        return True
+    if lowered.startswith(("environment", "conda", "env")) and lowered.endswith((".yml", ".yaml")):
+        return True
+    return lowered in ("setup.py", "setup.cfg", "pyproject.toml")
+
+
+def torch_pin(module_path: str) -> Optional[TorchPin]:
+    """The tightest upper bound on torch that the metadata around `module_path` sets, or None."""
+    pins = [pin for path in metadata_files(module_path) for pin in _file_pins(path, module_path)]
+    return min(pins, key=lambda p: p.newest) if pins else None
+
+
+def _file_pins(path: str, module_path: str) -> list[TorchPin]:
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return []
+    if stat.st_size > _MAX_BYTES:
+        return []
+    shown = os.path.relpath(path, os.path.dirname(os.path.abspath(module_path)))
+    return [TorchPin(newest, f"{shown}:{line}", spec) for newest, line, spec in _pins_in(path, stat.st_mtime_ns, stat.st_size)]
+
+
+# `torch==1.6.0`, `torch[extra] >= 1.6, < 2`, `"torch<=1.13"` inside a string, `pytorch=1.6.0=py3.7_cuda10.1`
+_REQUIREMENT = re.compile(r"(?<![\w.\-/])(?P<name>py)?torch(?![\w.\-])\s*(?:\[[^\]]*\])?\s*(?P<spec>(?:[<>=!~]=?=?|\^)\s*[0-9][^;#\"'\n]*)")
+# Poetry: `torch = "^1.6"`, `torch = { version = "1.6.0", ... }`
+_POETRY = re.compile(r"^\s*torch\s*=\s*(?:\{[^}]*?version\s*=\s*)?[\"'](?P<spec>[^\"']+)[\"']")
+
+
+@functools.lru_cache(maxsize=64)
+def _pins_in(path: str, mtime: int, size: int) -> tuple[tuple[tuple[int, int], int, str], ...]:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            text = handle.read(_MAX_BYTES)
+    except OSError:
+        return ()
+    conda = path.endswith((".yml", ".yaml"))
+    toml = path.endswith(".toml")
+    found = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if path.endswith(".txt") or conda:
+            line = line.split("#", 1)[0]  # a comment
+        match = _POETRY.match(line) if toml else None
+        if match is not None:
+            spec, newest = f"torch = \"{match['spec']}\"", upper_bound(match["spec"], bare="==")
+        else:
+            match = _REQUIREMENT.search(line)
+            if match is None or (match["name"] and not conda):
+                continue  # `pytorch` on PyPI is a placeholder; conda names the package so
+            written = re.split(r"\s+--?[A-Za-z]", match["spec"])[0].strip()  # `torch==1.6.0 -f https://...`
+            spec = f"{'py' if match['name'] else ''}torch{written}"
+            newest = upper_bound(written, bare="==", conda=conda)
+        if newest is not None:
+            found.append((newest, number, spec))
+    return tuple(found)
+
+
+_CLAUSE = re.compile(r"^\s*(?P<op>===|==|<=|>=|~=|!=|<|>|\^|~|=)?\s*(?P<version>[0-9][0-9A-Za-z.*+!_-]*)\s*$")
+
+
+def upper_bound(spec: str, bare: str = "==", conda: bool = False) -> Optional[tuple[int, int]]:
+    """The newest (major, minor) a version specifier allows, or None when it sets no upper bound.
+    `==1.6.0` -> (1, 6); `<2.0` -> (1, ANY_MINOR); `~=1.6` -> (1, ANY_MINOR); `>=1.6` -> None."""
+    bounds = []
+    for clause in re.split(r"[,|]", spec) if "|" not in spec else []:
+        if not clause.strip():
+            continue
+        match = _CLAUSE.match(clause.split("=py", 1)[0] if conda else clause)
+        if match is None:
+            return None  # a URL, a marker we do not read: unknown
+        op = match["op"] or bare
+        if conda and op == "=":
+            op = "==" if "*" in match["version"] else "=prefix"
+        bound = _clause_bound(op, match["version"])
+        if bound is not None:
+            bounds.append(bound)
+    return min(bounds) if bounds else None
+
+
+def _numbers(version: str) -> tuple[list[int], bool]:
+    """The release numbers of `version` (`1.6.0+cu101` -> [1, 6, 0]), and whether it ends in `.*`."""
+    release = re.split(r"[+!]", version)[0]
+    wildcard = release.endswith(".*")
+    numbers = []
+    for part in release.rstrip(".*").split("."):
+        digits = re.match(r"\d+", part)
+        if digits is None:
+            break
+        numbers.append(int(digits.group()))
+        if digits.group() != part:
+            break  # `0rc1`: a pre-release of this number
+    return numbers, wildcard
+
+
+def _clause_bound(op: str, version: str) -> Optional[tuple[int, int]]:
+    numbers, wildcard = _numbers(version)
+    if not numbers:
+        return None
+    major, minor = numbers[0], numbers[1] if len(numbers) > 1 else None
+    if op in ("==", "==="):
+        if minor is None:
+            return (major, ANY_MINOR) if wildcard else (major, 0)
+        return (major, minor)
+    if op == "=prefix":  # conda `pytorch=1.6`: any 1.6.x
+        return (major, ANY_MINOR if minor is None else minor)
+    if op == "<=":
+        return (major, minor or 0)
+    if op == "<":
+        rest = numbers[2:]
+        if minor is not None and any(rest):
+            return (major, minor)  # `<2.3.1`: 2.3.0 is allowed
+        if minor:
+            return (major, minor - 1)
+        return (major - 1, ANY_MINOR) if major else None
+    if op in ("~=", "~"):  # `~=1.6` -> 1.*, `~=1.6.0` -> 1.6.*; Poetry's `~1.6` -> 1.6.*
+        if op == "~=" and len(numbers) <= 2:
+            return (major, ANY_MINOR)
+        return (major, minor) if minor is not None else (major, ANY_MINOR)
+    if op == "^":  # Poetry: `^1.6` -> <2.0, `^0.4` -> <0.5
+        return (major, ANY_MINOR) if major else (0, minor or 0)
+    return None  # `>=`, `>`, `!=`: no upper bound
+
+
+def for_module(module_path: str) -> Optional[tuple[Optional[list], list[str]]]:
+    """(the pin as `ModuleContext.torch_pin` keeps it, the metadata files read), or None when there are none."""
+    if not module_path or module_path.startswith("<"):
+        return None  # standard input without a file name: no folder to read
+    files = metadata_files(module_path)
+    if not files:
+        return None
+    pin = torch_pin(module_path)
+    return ([*pin.newest, pin.where, pin.spec] if pin is not None else None), files

@@ -1,0 +1,216 @@
+"""The newest torch a project's own metadata allows (`analysis/torch_pins.py`), and the rules whose advice or fix
+needs a newer one: GPU403, GPU404, GPU104, GPU902, GPU904."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from gpulint.analysis.torch_pins import ANY_MINOR, torch_pin, upper_bound
+from gpulint.fixer import fix_source
+from tests.conftest import settings
+from tests.projects_helper import found, lint, write
+
+AMP = """\
+import torch
+from torch.cuda.amp import autocast, GradScaler
+
+scaler = GradScaler()
+with autocast():
+    y = torch.ones(2).cuda()
+"""
+GPU403 = {"select": ("GPU403",)}
+CUSTOM_FWD = """\
+import torch
+from torch.cuda.amp import custom_fwd
+
+
+class F(torch.autograd.Function):
+    @staticmethod
+    @custom_fwd
+    def forward(ctx, x):
+        return x
+"""
+ZERO_GRAD = """\
+import torch
+
+model = torch.nn.Linear(8, 1).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for x in batches:
+    opt.zero_grad(set_to_none=False)
+    model(x).sum().backward()
+    opt.step()
+"""
+
+
+@pytest.mark.parametrize(
+    "spec, newest",
+    [
+        ("==1.6.0", (1, 6)),
+        ("==1.13.1+cu117", (1, 13)),
+        ("<=1.6", (1, 6)),
+        ("<2.3", (2, 2)),
+        ("<2.3.1", (2, 3)),
+        ("<2.0", (1, ANY_MINOR)),
+        ("~=1.6", (1, ANY_MINOR)),
+        ("~=1.6.0", (1, 6)),
+        (">=1.6,<2.3", (2, 2)),
+        ("==1.6.*", (1, 6)),
+        ("^1.6", (1, ANY_MINOR)),  # Poetry
+        ("~1.6", (1, 6)),  # Poetry
+        (">=1.6", None),
+        ("!=1.7", None),
+        (">1.6", None),
+    ],
+)
+def test_upper_bound_of_a_specifier(spec, newest):
+    assert upper_bound(spec) == newest
+
+
+@pytest.mark.parametrize(
+    "name, text",
+    [
+        ("requirements.txt", "numpy\ntorch==1.6.0  # the cluster's CUDA 10.1\n"),
+        ("setup.py", 'from setuptools import setup\nsetup(name="x", install_requires=["numpy", "torch==1.6.0"])\n'),
+        ("setup.cfg", "[options]\ninstall_requires =\n    torch==1.6.0\n"),
+        ("pyproject.toml", '[project]\nname = "x"\ndependencies = ["torch==1.6.0"]\n'),
+        ("pyproject.toml", '[tool.poetry.dependencies]\npython = "^3.8"\ntorch = "1.6.0"\n'),
+        ("environment.yml", "dependencies:\n  - python=3.8\n  - pytorch=1.6.0=py3.8_cuda10.1\n"),
+        ("requirements/base.txt", "torch==1.6.0\n"),
+        ("requirements.txt", "torch==1.6.0+cu101 -f https://download.pytorch.org/whl/torch_stable.html\n"),
+    ],
+)
+def test_pin_is_read_from_each_kind_of_metadata(tmp_path, name, text):
+    write(tmp_path, {name: text, "src/train.py": AMP})
+    assert torch_pin(str(tmp_path / "src/train.py")).newest == (1, 6)
+    assert fix_source(AMP, str(tmp_path / "src/train.py"), settings(**GPU403), unsafe=True).text == AMP
+
+
+def test_lower_bound_only_and_other_packages_are_not_pins(tmp_path):
+    write(tmp_path, {"requirements.txt": "torch>=1.6\ntorchvision==0.7.0\npytorch-lightning==1.0.0\n# torch==1.4\n"})
+    assert torch_pin(str(tmp_path / "train.py")) is None
+
+
+def test_the_tightest_pin_wins_and_says_where(tmp_path):
+    write(tmp_path, {"requirements.txt": "torch<2.5\n", "environment.yml": "dependencies:\n  - pytorch==2.0.1\n"})
+    pin = torch_pin(str(tmp_path / "train.py"))
+    assert (pin.newest, pin.where, pin.spec) == ((2, 0), "environment.yml:2", "pytorch==2.0.1")
+
+
+def test_a_package_setup_module_is_not_the_projects_top(tmp_path):
+    # `eval/setup.py` inside a package is a module: the pin at the repository's top still applies
+    files = {"setup.py": "", "conda.yaml": "dependencies:\n  - pytorch=2.0.0\n", "pkg/__init__.py": "", "pkg/eval/__init__.py": ""}
+    write(tmp_path, {**files, "pkg/eval/setup.py": "def setup(): ...\n"})
+    assert torch_pin(str(tmp_path / "pkg/eval/ops/attn.py")).newest == (2, 0)
+
+
+# ---- GPU403 ---------------------------------------------------------------------------------------
+
+
+def test_gpu403_silent_when_the_project_pins_torch_1_6(tmp_path, monkeypatch):
+    root = write(tmp_path / "p", {"requirements.txt": "torch==1.6.0\n", "train.py": AMP})
+    assert found(lint(root, monkeypatch, **GPU403)) == []
+
+
+def test_gpu403_pin_below_grad_scaler_keeps_autocast_without_a_fix(tmp_path, monkeypatch):
+    # torch 2.0 has `torch.amp.autocast` but not `torch.amp.GradScaler`: one import rewrite cannot do half
+    root = write(tmp_path / "p", {"requirements.txt": "torch==2.0.1\n", "train.py": AMP})
+    (diagnostic,) = lint(root, monkeypatch, **GPU403)
+    assert diagnostic.location.row == 5
+    assert diagnostic.message == (
+        '`torch.cuda.amp.autocast` is deprecated; use `torch.amp.autocast("cuda", ...)` '
+        "(no fix: needs torch >= 2.3, the project pins `torch==2.0.1` (requirements.txt:1))"
+    )
+    assert diagnostic.fix is None
+
+
+@pytest.mark.parametrize("requirements", [None, "torch>=1.6\n", "torch==2.5.1\n"])
+def test_gpu403_finds_and_fixes_as_before_without_an_old_pin(tmp_path, monkeypatch, requirements):
+    files = {"train.py": AMP, **({"requirements.txt": requirements} if requirements else {})}
+    root = write(tmp_path / "p", files)
+    assert found(lint(root, monkeypatch, **GPU403)) == ["train.py:4 GPU403", "train.py:5 GPU403"]
+    fixed = fix_source(AMP, str(root / "train.py"), settings(**GPU403), unsafe=False).text
+    assert fixed == AMP.replace("torch.cuda.amp import", "torch.amp import").replace("GradScaler()", 'GradScaler("cuda")').replace(
+        "autocast():", 'autocast("cuda"):'
+    )
+
+
+def test_gpu403_custom_fwd_silent_below_2_4(tmp_path, monkeypatch):
+    root = write(tmp_path / "p", {"pyproject.toml": '[project]\nname = "x"\ndependencies = ["torch<2.4"]\n', "ops.py": CUSTOM_FWD})
+    assert found(lint(root, monkeypatch, **GPU403)) == []
+
+
+def test_editing_requirements_rechecks_the_module(tmp_path, monkeypatch):
+    root = write(tmp_path / "p", {"requirements.txt": "torch==2.5.1\n", "train.py": AMP})
+    assert found(lint(root, monkeypatch, use_cache=True, **GPU403)) == ["train.py:4 GPU403", "train.py:5 GPU403"]
+    assert found(lint(root, monkeypatch, use_cache=True, **GPU403)) == ["train.py:4 GPU403", "train.py:5 GPU403"]  # warm
+    requirements = root / "requirements.txt"
+    requirements.write_text("torch==1.6.0\n", encoding="utf-8")
+    os.utime(requirements, ns=(requirements.stat().st_atime_ns, requirements.stat().st_mtime_ns + 10**9))
+    assert found(lint(root, monkeypatch, use_cache=True, **GPU403)) == []
+
+
+# ---- other rules whose advice needs a newer torch --------------------------------------------------
+
+ADAM = """\
+import torch
+
+model = torch.nn.Linear(2, 2).cuda()
+opt = torch.optim.Adam(model.parameters())
+for x in range(10):
+    loss = model(torch.ones(2, 2).cuda()).sum()
+    loss.backward()
+    opt.step()
+"""
+
+
+@pytest.mark.parametrize(
+    "pin, expected", [("torch==1.7.0\n", []), ("torch==1.13.1\n", ["train.py:4 GPU904"]), (None, ["train.py:4 GPU904"])]
+)
+def test_gpu904_fused_adam_needs_torch_1_13(tmp_path, monkeypatch, pin, expected):
+    root = write(tmp_path / "p", {"train.py": ADAM, **({"requirements.txt": pin} if pin else {})})
+    assert found(lint(root, monkeypatch, select=("GPU904",), preview=True)) == expected
+
+
+@pytest.mark.parametrize("pin, expected", [("torch==1.7.0\n", []), ("torch==1.12.1\n", ["train.py:41 GPU902"])])
+def test_gpu902_tf32_advice_needs_torch_1_12(tmp_path, monkeypatch, pin, expected):
+    # before 1.12 matmuls ran TF32 by default, and `set_float32_matmul_precision` did not exist
+    script = (Path(__file__).parent.parent / "fixtures/train_classifier.py").read_text(encoding="utf-8")
+    root = write(tmp_path / "p", {"train.py": script, "requirements.txt": pin})
+    assert found(lint(root, monkeypatch, select=("GPU902",), preview=True)) == expected
+
+
+LOADER = """\
+import torch
+from torch.utils.data import DataLoader
+
+loader = DataLoader(range(100), batch_size=64, num_workers=4)
+for epoch in range(10):
+    for batch in loader:
+        batch.cuda()
+"""
+
+
+@pytest.mark.parametrize("pin, expected", [("torch==1.6.0\n", []), ("torch==1.7.1\n", ["train.py:4 GPU104"])])
+def test_gpu104_persistent_workers_needs_torch_1_7(tmp_path, monkeypatch, pin, expected):
+    root = write(tmp_path / "p", {"train.py": LOADER, "requirements.txt": pin})
+    assert found(lint(root, monkeypatch, select=("GPU104",))) == expected
+
+
+def test_gpu404_fix_spells_set_to_none_when_the_pin_predates_its_default(tmp_path):
+    write(tmp_path, {"requirements.txt": "torch==1.13.1\n"})
+    # on torch 1.13 dropping the argument would keep the zeros: the fix says `True`
+    result = fix_source(ZERO_GRAD, str(tmp_path / "train.py"), settings(select=("GPU404",)), unsafe=True).text
+    assert "opt.zero_grad(set_to_none=True)" in result
+    write(tmp_path, {"requirements.txt": "torch==2.1.0\n"})
+    result = fix_source(ZERO_GRAD, str(tmp_path / "train.py"), settings(select=("GPU404",)), unsafe=True).text
+    assert "opt.zero_grad()" in result
+
+
+def test_gpu404_silent_when_the_pin_predates_set_to_none(tmp_path, monkeypatch):
+    root = write(tmp_path / "p", {"train.py": ZERO_GRAD, "requirements.txt": "torch==1.6.0\n"})
+    assert found(lint(root, monkeypatch, select=("GPU404",))) == []
+    (root / "requirements.txt").write_text("torch==1.7.1\n", encoding="utf-8")
+    assert found(lint(root, monkeypatch, select=("GPU404",))) == ["train.py:6 GPU404"]
