@@ -72,6 +72,25 @@ def test_a_device_set_only_to_cuda_or_cpu_is_the_cpu_when_it_is_not_cuda():
     assert found(source) == ["13 GPU401"]
 
 
+def test_an_attribute_set_to_is_available_in_init_is_the_same_test():
+    source = """\
+    import torch
+    from torch import nn
+
+    class Trainer:
+        def __init__(self, model):
+            self.use_cuda = torch.cuda.is_available()
+            self.model = model
+
+        def wrap(self):
+            if self.use_cuda:
+                self.model = nn.DataParallel(self.model).cuda()
+            else:
+                self.model = nn.DataParallel(self.model)
+    """
+    assert found(source) == ["11 GPU401"]
+
+
 def test_a_notebook_cell_with_the_cpu_branch_is_silent():
     cells = (
         "import torch\nimport torchvision\nfrom torch import nn\nmodel = torchvision.models.resnet50()",
@@ -161,4 +180,6 @@ def test_what_each_test_means():
     assert not means("torch.cuda.is_available() and args.cuda", False)
     assert means("not torch.cuda.is_available() and args.warn", True)
     assert not means("args.cuda", False) and not means('args.device == "cuda"', False)
+    assert means("cuda", False, "cuda = True if torch.cuda.is_available() else False\n")
+    assert not means("cuda", False, "cuda = True if torch.cuda.device_count() > 1 else False\n")
     assert means('args.device == "cpu"', True) and means('self.device != "cpu"', False)

@@ -66,6 +66,11 @@ def means_no_gpu(model: SemanticModel, test: cst.BaseExpression, when: bool, dep
         sides = (means_no_gpu(model, test.left, when, depth + 1), means_no_gpu(model, test.right, when, depth + 1))
         # `a and b` true needs both true (one side is enough); false may come from either side (both must say so)
         return any(sides) if isinstance(test.operator, cst.And) == when else all(sides)
+    if isinstance(test, cst.IfExp):  # `cuda = True if torch.cuda.is_available() else False`
+        arms = (literal_value(test.body), literal_value(test.orelse))
+        if all(ok and isinstance(value, bool) for ok, value in arms) and arms[0][1] != arms[1][1]:
+            return means_no_gpu(model, test.test, when == arms[0][1], depth + 1)
+        return False
     if isinstance(test, cst.Call):
         name = model.call_name(test)
         return (name in _AVAILABILITY or name in _COUNTS) and not when  # `if torch.cuda.device_count():`
