@@ -49,12 +49,16 @@ def test_a_name_bound_to_is_available_is_the_same_test():
     assert found(source) == ["13 GPU401"]
 
 
+# The CPU arm first: `if <no GPU>: model = nn.DataParallel(model)` / `else: ... .cuda()`.
+CPU_FIRST = {"gpu": "model = nn.DataParallel(model)", "other": "model = nn.DataParallel(model).cuda()"}
+
+
 def test_the_body_of_not_is_available_is_silent():
-    assert found(wrapped("not torch.cuda.is_available()", gpu="model = nn.DataParallel(model)", other="model = nn.DataParallel(model).cuda()")) == ["14 GPU401"]
+    assert found(wrapped("not torch.cuda.is_available()", **CPU_FIRST)) == ["14 GPU401"]
 
 
 def test_a_device_count_of_zero_is_no_gpu():
-    assert found(wrapped("torch.cuda.device_count() == 0", gpu="model = nn.DataParallel(model)", other="model = nn.DataParallel(model).cuda()")) == ["14 GPU401"]
+    assert found(wrapped("torch.cuda.device_count() == 0", **CPU_FIRST)) == ["14 GPU401"]
     assert found(wrapped("torch.cuda.device_count() > 0")) == ["12 GPU401"]
 
 
