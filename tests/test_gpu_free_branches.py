@@ -186,4 +186,6 @@ def test_what_each_test_means():
     assert not means("args.cuda", False) and not means('args.device == "cuda"', False)
     assert means("cuda", False, "cuda = True if torch.cuda.is_available() else False\n")
     assert not means("cuda", False, "cuda = True if torch.cuda.device_count() > 1 else False\n")
+    assert means('cfg.MODEL.DEVICE == "cpu"', True) and means('self.args.device.type == "cpu"', True)
+    assert not means('self.weights.device.type == "cpu"', True) and not means('x.device == "cpu"', True)
     assert means('args.device == "cpu"', True) and means('self.device != "cpu"', False)

@@ -36,6 +36,7 @@ _SETTINGS_ROOTS = frozenset({
     "self", "args", "opt", "opts", "cfg", "config", "conf", "hparams", "params", "options", "flags", "hp",
     "training_args", "train_args", "accelerator", "trainer",
 })  # fmt: skip
+_DEVICE_ATTRIBUTE = re.compile(r"(^|_)(device|dev)$", re.IGNORECASE)
 
 
 def gpu_free_rows(model: SemanticModel) -> list[tuple[int, int]]:
@@ -150,10 +151,11 @@ def _run_device(model: SemanticModel, expr: cst.BaseExpression) -> bool:
     expr = _unwrapped(expr)
     if isinstance(expr, cst.Name):
         return True
-    root = expr
-    while isinstance(root, cst.Attribute):
-        root = root.value
-    return isinstance(expr, cst.Attribute) and isinstance(root, cst.Name) and root.value.lower() in _SETTINGS_ROOTS
+    if not (isinstance(expr, cst.Attribute) and _DEVICE_ATTRIBUTE.search(expr.attr.value)):
+        return False
+    owner = expr.value  # `args`, `self`, `cfg.MODEL`; not `self.weights` (a tensor held on `self`)
+    name = owner.value if isinstance(owner, cst.Name) else owner.attr.value if isinstance(owner, cst.Attribute) else ""
+    return name.lower() in _SETTINGS_ROOTS or (isinstance(owner, cst.Attribute) and name.isupper())
 
 
 def _device_strings(model: SemanticModel, expr: cst.BaseExpression, depth: int) -> Optional[set[str]]:
