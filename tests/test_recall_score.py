@@ -253,3 +253,24 @@ def test_a_subset_of_the_corpus_is_scored_alone(tmp_path, capsys):
     assert score.main(common) == 2  # over both, o/b's finding waits for a judgement
     with pytest.raises(SystemExit, match="not in"):
         score.main([*common, "--repo", "o/c"])
+
+
+def test_a_checkout_keeps_the_project_metadata_gpulint_reads_but_no_large_text(tmp_path):
+    source = tmp_path / "mirror" / "o+r" / "repo"
+    (source / "data").mkdir(parents=True)
+    (source / "train.py").write_text(TRAIN)
+    (source / "requirements.txt").write_text("torch==1.6.0\n")
+    (source / "run.sh").write_text("python train.py --debug\n")
+    (source / "README.md").write_text("python train.py\n")
+    (source / "data" / "corpus.txt").write_text("word " * 60_000)  # 300 KB of data, not metadata
+    (source / "model.bin").write_bytes(b"\0" * 10)
+    git(source, "init", "-q")
+    git(source, "add", ".")
+    git(source, "commit", "-q", "-m", "c")
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=source, capture_output=True, text=True).stdout.strip()
+    entry = {"repo": "o/r", "commit": commit, "kind": "synthetic", "scope": ["train.py"]}
+
+    assert score.checkout(entry, tmp_path / "mirror", tmp_path / "corpus") is None
+    written = sorted(p.relative_to(tmp_path / "corpus" / "o+r").as_posix()
+                     for p in (tmp_path / "corpus" / "o+r").rglob("*") if p.is_file())
+    assert written == [".eval-commit", "README.md", "requirements.txt", "run.sh", "train.py"]

@@ -45,6 +45,10 @@ LINE_TOLERANCE = 2
 CLASSES = ("right", "wrong", "noise")
 # Files a checkout needs: what gpulint reads (sources, notebooks) and the settings it may resolve.
 CHECKOUT_SUFFIXES = (".py", ".ipynb", ".toml", ".cfg", ".yaml", ".yml", ".json")
+# Project metadata gpulint also reads (torch pins in requirements files, flags a job script or README passes);
+# small files only, as a repository's `.txt` may be a dataset.
+METADATA_SUFFIXES = (".txt", ".sh", ".md")
+METADATA_LIMIT = 256 * 1024
 DEFAULT_GPULINT = "python -m gpulint"  # run with sys.executable, so the scorer's own environment's gpulint
 
 
@@ -168,9 +172,11 @@ def checkout(entry: dict, mirror: Path, corpus_root: Path) -> str | None:
     missing_scope = []
     for row in filter(None, listing):
         meta, path = row.split("\t", 1)
-        if not path.endswith(CHECKOUT_SUFFIXES):
+        if not path.endswith(CHECKOUT_SUFFIXES + METADATA_SUFFIXES):
             continue
         blob = git(git_dir, "cat-file", "blob", meta.split()[2])
+        if path.endswith(METADATA_SUFFIXES) and (blob.returncode or len(blob.stdout) > METADATA_LIMIT):
+            continue
         if blob.returncode:  # snapshots may leave large blobs out
             if path in entry["scope"]:
                 missing_scope.append(path)
