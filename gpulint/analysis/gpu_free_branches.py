@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Optional
 import libcst as cst
 
 from gpulint.analysis.imports import dotted_name
+from gpulint.analysis.shipped_paths import if_statements
 from gpulint.analysis.value_resolution import literal_value
 
 if TYPE_CHECKING:
@@ -45,7 +46,7 @@ def gpu_free_rows(model: SemanticModel) -> list[tuple[int, int]]:
     if model.module not in memo:
         spans: list[tuple[int, int]] = []
         kept: list[tuple[int, int]] = []
-        for node in _ifs(model):
+        for node in if_statements(model):
             if _names_other_accelerator(model, node.test):
                 kept.append(_rows(model, node.body))  # `elif torch.backends.mps.is_available():`: an Apple GPU
             if means_no_gpu(model, node.test, when=True):
@@ -214,13 +215,3 @@ def _subtract(spans: list[tuple[int, int]], kept: list[tuple[int, int]]) -> list
         spans = pieces
     return spans
 
-
-def _ifs(model: SemanticModel) -> list[cst.If]:
-    found: list[cst.If] = []
-
-    class _Ifs(cst.CSTVisitor):
-        def visit_If(self, node: cst.If) -> None:
-            found.append(node)
-
-    model.module.visit(_Ifs())
-    return found

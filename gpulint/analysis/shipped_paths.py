@@ -63,7 +63,7 @@ def unshipped_rows(model: SemanticModel) -> list[tuple[int, int]]:
     memo = model.memo("unshipped rows")
     if model.module not in memo:
         spans = []
-        for node in _ifs(model):
+        for node in if_statements(model):
             value = shipped_value(model, node.test)
             if value is _UNKNOWN:
                 continue
@@ -355,7 +355,8 @@ def _folder_of(model: SemanticModel, path: cst.BaseExpression, depth: int) -> Op
     return None
 
 
-def _ifs(model: SemanticModel) -> list[cst.If]:
+def if_statements(model: SemanticModel) -> list[cst.If]:
+    """Every `if` statement of the module, outermost first."""
     found: list[cst.If] = []
 
     class _Ifs(cst.CSTVisitor):
