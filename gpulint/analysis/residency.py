@@ -25,6 +25,7 @@ from gpulint.analysis.hot_loops import _is_training_step, element_targets, in_no
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.legacy_torch import number_read, number_read_kind
 from gpulint.analysis.loop_bounds import runs_briefly
+from gpulint.analysis.step_cadence import runs_own_backward
 from gpulint.analysis.summary import CLOCKS, DEVICE_INDEX_NAME, times_a_step
 from gpulint.analysis.tensor_size import makes_empty_tensor
 from gpulint.analysis.value_resolution import SETTINGS_ORIGINS, literal_value
@@ -1274,6 +1275,9 @@ class Residency:
             if isinstance(ancestor, (cst.If, cst.While)) and child is ancestor.body and (
                 self._rate_limiting(ancestor.test, loop_targets) or self._first_pass(ancestor.test, loop)
             ):
+                if isinstance(ancestor, cst.If) and self._rate_limiting(ancestor.test, loop_targets) and runs_own_backward(model, ancestor):
+                    child = ancestor
+                    continue  # `if (i + 1) % n_critic == 0:` around the generator's step: its cadence, not a log interval
                 return ancestor
             child = ancestor
         return None
