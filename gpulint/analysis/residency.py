@@ -26,6 +26,7 @@ from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.legacy_torch import number_read, number_read_kind
 from gpulint.analysis.loop_bounds import runs_briefly
 from gpulint.analysis.step_cadence import runs_own_backward
+from gpulint.analysis.stored_steps import calls_training_closure, stored_step
 from gpulint.analysis.summary import CLOCKS, DEVICE_INDEX_NAME, times_a_step
 from gpulint.analysis.tensor_size import makes_empty_tensor
 from gpulint.analysis.value_resolution import SETTINGS_ORIGINS, literal_value
@@ -1165,6 +1166,9 @@ class Residency:
         called = called_per_step(self.model, node)  # a method a training loop runs through an instance of its class
         if called is not None and error_path(self.model, node, called[0]) is None:
             return called[0], TRAIN
+        stored = stored_step(self.model, node)  # a closure kept in an attribute that a step loop calls
+        if stored is not None and error_path(self.model, node, stored[0]) is None:
+            return stored[0], stored[1]
         return None, None
 
     def loop_role(self, loop: Loop) -> Optional[str]:
@@ -1188,6 +1192,8 @@ class Residency:
                     if trains(model, func):
                         has_loop = any(trains(model, inner) for inner in model.loops_inside(func))
                         roles.add(EPOCH if nested or has_loop else TRAIN)
+            elif calls_training_closure(model, call):  # `step_fn(x, y)`, a training step kept in `self.train_step_fn`
+                roles.add(EPOCH if nested else TRAIN)
         if EPOCH in roles and not steps_here:
             roles.discard(TRAIN)  # an epoch loop that also zeroes gradients or hands the optimizer to a helper
         if TRAIN in roles and not in_no_grad(model, loop):
