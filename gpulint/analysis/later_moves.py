@@ -26,6 +26,12 @@ from gpulint.analysis.residency import CPU
 _VIEWS = frozenset({
     "expand", "expand_as", "view", "view_as", "reshape", "unsqueeze", "squeeze", "permute", "transpose", "flatten", "contiguous",
 })  # fmt: skip
+# In-place writes that return the tensor they write (`torch.zeros(n, k).scatter_(1, y, 1)`, a one-hot): the CPU
+# tensor the factory filled, written on the CPU too.
+_IN_PLACE_FILLS = frozenset({
+    "scatter_", "scatter_add_", "index_fill_", "index_put_", "masked_fill_", "fill_", "zero_", "uniform_", "normal_",
+    "bernoulli_", "random_", "exponential_",
+})  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -86,7 +92,7 @@ def _outermost_conversion(model: SemanticModel, node: cst.BaseExpression) -> cst
         if isinstance(parent, cst.Attribute) and parent.value is node:
             call = model.parent.get(parent)
             if isinstance(call, cst.Call) and call.func is parent and (
-                parent.attr.value in _VIEWS or (not call.args and residency.converted_factory(call) is not None)
+                parent.attr.value in _VIEWS or parent.attr.value in _IN_PLACE_FILLS or (not call.args and residency.converted_factory(call) is not None)
             ):
                 node = call  # `alpha.expand_as(x)`, `t.long()`: still the CPU tensor the factory filled
                 continue
