@@ -18,10 +18,13 @@ DTYPES = {
     "Float": "float32", "Double": "float64", "Half": "float16", "BFloat16": "bfloat16", "Long": "int64",
     "Int": "int32", "Short": "int16", "Char": "int8", "Byte": "uint8", "Bool": "bool",
 }  # fmt: skip
-_LEGACY = re.compile(r"^torch\.(cuda\.)?(" + "|".join(DTYPES) + r")Tensor$")
+# `torch.Tensor(...)` is the same legacy constructor with the default dtype (float32 unless the program changes it)
+_LEGACY = re.compile(r"^torch\.(cuda\.)?(" + "|".join(DTYPES) + r"|)Tensor$")
 # In-place initialisers that return the tensor itself: `torch.FloatTensor(b, n).fill_(0).to(device)` still
 # builds on the CPU and copies.
 _IN_PLACE_INIT = frozenset({"fill_", "zero_", "normal_", "uniform_", "random_", "bernoulli_", "exponential_", "geometric_", "cauchy_", "log_normal_"})
+
+_CONVERSIONS = frozenset({"long", "int", "float", "double", "half", "bool", "byte", "short", "char", "bfloat16"})
 
 
 class LegacyTensorConstructor(Rule):
@@ -41,7 +44,9 @@ class LegacyTensorConstructor(Rule):
             if not call.args and call is self._initialised(call):
                 continue  # `torch.FloatTensor()`: an empty tensor, nothing to fill or copy (grown later by `torch.cat`)
             on_cuda = bool(match.group(1))
-            dtype = DTYPES[match.group(2)]
+            if not match.group(2) and on_cuda:
+                continue  # `torch.cuda.Tensor` is no constructor
+            dtype = DTYPES.get(match.group(2), "float32")
             built = self._initialised(call)  # the constructor, or its in-place initialisation
             reported: cst.Call = built
             device = None
@@ -63,7 +68,8 @@ class LegacyTensorConstructor(Rule):
                 f"A sequence is data, numbers are a shape; use `torch.tensor(data, dtype=torch.{dtype}, device=...)` "
                 "or `torch.empty(size, ...)`"
             )
-            fix = self._fix(call, reported, dtype, on_cuda, device) if built is call else None  # the fix would drop the fill
+            # (no fix when the fill would be dropped, or for `torch.Tensor(...)`: its dtype is whatever default the program set)
+            fix = self._fix(call, reported, dtype, on_cuda, device) if built is call and match.group(2) else None
             yield self.diagnostic(reported, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO, fix=fix, help=help)
 
     def _initialised(self, call: cst.Call) -> cst.Call:
@@ -80,6 +86,9 @@ class LegacyTensorConstructor(Rule):
         """`w = torch.FloatTensor(...)` and later `w.cuda()` / `w.to(device)` of that same value."""
         model, flow = self.model, self.model.dataflow
         assignment = model.parent.get(call)
+        converted = model.parent.get(assignment) if isinstance(assignment, cst.Attribute) and assignment.attr.value in _CONVERSIONS else None
+        if isinstance(converted, cst.Call) and converted.func is assignment and not converted.args:
+            assignment = model.parent.get(converted)  # `torch.Tensor([]).long()`: the same CPU tensor, converted
         if not isinstance(assignment, cst.Assign) or len(assignment.targets) != 1:
             return False
         key = dotted_name(assignment.targets[0].target)
