@@ -25,6 +25,7 @@ from gpulint.analysis import settings_files, torch_pins
 from gpulint.analysis.call_arguments import agreed_arguments
 from gpulint.analysis.convolutions import CONV_NET
 from gpulint.analysis.devices import BASE_EVIDENCE, gpu_context_reason
+from gpulint.analysis.forward_helpers import forward_called
 from gpulint.analysis.loader_links import loaders_in
 from gpulint.analysis.settings_defaults import ProjectSettings
 from gpulint.analysis.test_code import DEFAULT_TEST_PATHS
@@ -108,6 +109,9 @@ class ModuleContext:
     # a method of a class of this module that runs on every step of a training loop: an instance called there
     # (`crit(pred, y)` runs `ComputeLoss.__call__`), or a method those call on `self`: key -> the call, `train.py:363`
     stepped: dict[str, str] = field(default_factory=dict)
+    # a function (not a method) of this module that a model's `forward` calls every time, here or in another
+    # module (`analysis/forward_helpers.py`): name -> the call, `models.py:512`
+    forward_called: dict[str, str] = field(default_factory=dict)
     # a parameter of a function or class of this module -> how every call in the project fills it, when all are
     # in sight (`analysis/call_arguments.py`): `ComputeLoss.autobalance` -> [["left out"]]
     arguments: dict[str, list] = field(default_factory=dict)
@@ -163,6 +167,7 @@ class ModuleContext:
             sorted(self.settings.items()),
             sorted(self.star_imports.items()),
             sorted(self.stepped.items()),
+            sorted(self.forward_called.items()),
             sorted(self.arguments.items()),
             sorted(self.config_defaults.items()),
             sorted(self.loaders_in.items()),
@@ -957,6 +962,7 @@ class ProjectIndex:
             context.settings = {**context.settings, **settings_files.hashes(files)}
         if summary.classes:
             context.stepped = self.stepped_methods(record)
+        context.forward_called = forward_called(self, record)
         context.arguments = agreed_arguments(self, record)
         context.loaders_in = loaders_in(self, record)
         own = {*summary.imports, *summary.functions, *summary.classes, *summary.values}

@@ -38,7 +38,31 @@ def per_step(model: SemanticModel, node: cst.CSTNode) -> tuple[Optional[cst.CSTN
     if consumer is not None:
         return consumer
     forward = forward_of(model, node)
-    return (forward, FORWARD) if forward is not None else (None, None)
+    if forward is not None:
+        return forward, FORWARD
+    helper = forward_helper(model, node)
+    return (helper[0], FORWARD) if helper is not None else (None, None)
+
+
+def forward_helper(model: SemanticModel, node: cst.CSTNode) -> Optional[tuple[cst.FunctionDef, str]]:
+    """(the module-level function around `node`, where a model's `forward` calls it) when a `forward` of
+    this project calls it on every call (`analysis/forward_helpers.py`)."""
+    called = model.project.forward_called
+    func = model.enclosing_function(node) if called else None
+    if func is None or model.parent.get(func) is not model.module or model.functions.get(func.name.value) != [func]:
+        return None
+    where = called.get(func.name.value)
+    return (func, where) if where is not None else None
+
+
+def forward_when(model: SemanticModel, function: cst.FunctionDef) -> str:
+    """How often per-step code of the FORWARD role runs, for messages: `on every call of the model (`forward`
+    at line 12)`, or, for a helper a `forward` calls, `(`rand_slice_segments` at line 58, called by the
+    `forward` at models.py:512)`."""
+    helper = forward_helper(model, function.body)
+    if helper is not None and helper[0] is function:
+        return f"on every call of the model (`{function.name.value}` at line {model.line_of(function)}, called by the `forward` at {helper[1]})"
+    return f"on every call of the model (`forward` at line {model.line_of(function)})"
 
 
 def _generator_consumer(model: SemanticModel, node: cst.CSTNode) -> Optional[tuple[cst.CSTNode, str]]:

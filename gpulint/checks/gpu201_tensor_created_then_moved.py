@@ -8,7 +8,7 @@ import libcst as cst
 
 from gpulint.analysis.later_moves import moved_later
 from gpulint.analysis.residency import CPU, RANDOM_FACTORIES, TRAIN
-from gpulint.analysis.step_code import FORWARD, per_step
+from gpulint.analysis.step_code import FORWARD, forward_when, per_step
 from gpulint.analysis.tensor_size import makes_empty_tensor
 from gpulint.checks.base import Rule
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
@@ -48,7 +48,7 @@ class TensorCreatedThenMoved(Rule):
             if role is None:
                 continue  # one-time set-up: a copy before training costs nothing per step
             if role == FORWARD:
-                when = f"on every call of the model (`forward` at line {model.line_of(loop)})"
+                when = forward_when(model, loop)
             else:
                 when = self.every_step(role, loop)
             name = model.code(factory.func)
@@ -79,7 +79,7 @@ class TensorCreatedThenMoved(Rule):
             if role is None or per_step(model, later.call)[1] is None:
                 continue
             if role == FORWARD:
-                when = f"on every call of the model (`forward` at line {model.line_of(loop)})"
+                when = forward_when(model, loop)
             else:
                 when = self.every_step(role, loop)
             message = f"`{model.code(factory.func)}(...)` fills on the CPU, then {later.what} copies it to the GPU {when}"
