@@ -267,3 +267,24 @@ def test_a_helper_of_another_module_that_forward_calls_is_per_step_code(tmp_path
         "`torch.rand(...)` fills on the CPU, then `.to()` copies it to the GPU on every call of the model "
         "(`rand_slice_segments` at line 5, called by the `forward` at models.py:13)"
     )
+
+
+OBSERVATIONS = """
+import torch
+
+
+def run(envs, q_network, optimizer, device, steps):
+    q_network.to(device)
+    obs = envs.reset()
+    for step in range(steps):
+        q_values = q_network(torch.Tensor(obs).to(device))
+        obs, reward, done, info = envs.step(q_values.argmax(1).cpu().numpy())
+        loss = q_values.mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+"""
+
+
+def test_host_data_through_torch_tensor_is_the_copy_torch_tensor_would_make(tmp_path, monkeypatch):
+    assert "GPU202" not in " ".join(lint_written(tmp_path, {"dqn.py": OBSERVATIONS}, monkeypatch))

@@ -44,8 +44,8 @@ class LegacyTensorConstructor(Rule):
             if not call.args and call is self._initialised(call):
                 continue  # `torch.FloatTensor()`: an empty tensor, nothing to fill or copy (grown later by `torch.cat`)
             on_cuda = bool(match.group(1))
-            if not match.group(2) and on_cuda:
-                continue  # `torch.cuda.Tensor` is no constructor
+            if not match.group(2) and (on_cuda or not all(_constant(a.value) for a in call.args if a.keyword is None)):
+                continue  # `torch.Tensor(obs).to(device)`: host data copied as `torch.tensor` would; a constant is rebuilt each step
             dtype = DTYPES.get(match.group(2), "float32")
             built = self._initialised(call)  # the constructor, or its in-place initialisation
             reported: cst.Call = built
@@ -125,3 +125,12 @@ class LegacyTensorConstructor(Rule):
         new = f"{torch}.{factory}({first}, dtype={torch}.{dtype}{device_part})"
         what = "torch.tensor(data, ...)" if factory == "tensor" else "torch.empty(size, ...)"
         return self.fix(f"Use `{what}`", [replace_node(model, reported, new), *([import_edit] if import_edit else [])], Applicability.SAFE)
+
+
+def _constant(expr: cst.BaseExpression) -> bool:
+    """A number, or a list / tuple display of constants (`[[0.1, 0.1, 0.2, 0.2]]`, `[]`)."""
+    if isinstance(expr, (cst.Integer, cst.Float)):
+        return True
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+        return _constant(expr.expression)
+    return isinstance(expr, (cst.List, cst.Tuple)) and all(isinstance(e, cst.Element) and _constant(e.value) for e in expr.elements)
