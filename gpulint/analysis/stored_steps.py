@@ -133,19 +133,20 @@ def stored_step(model: SemanticModel, node: cst.CSTNode) -> Optional[tuple[cst.F
     closure = model.enclosing_function(node)
     if closure is None or not any(closure in closures for closures in _stored(model).values()):
         return None
-    busy = model.memo("stored_steps_busy")
-    if busy.get(closure):
-        return None  # a closure that reaches itself: no loop found this way
-    busy[closure] = True
-    try:
-        for call in model.calls:
-            if closure not in stored_closures(model, call):
-                continue
-            _, role = model.residency.step_loop(call)
-            if role in (_TRAIN, _EVAL):
-                return closure, _TRAIN if trains(model, closure) else _EVAL, model.line_of(call)
-    finally:
-        busy[closure] = False
+    answers = model.memo("stored_step")  # the same answer for every node of the closure: asked once
+    if closure not in answers:
+        answers[closure] = None  # (also what a closure that reaches itself finds this way)
+        answers[closure] = _calling_step_loop(model, closure)  # type: ignore[assignment]
+    return answers[closure]  # type: ignore[return-value]
+
+
+def _calling_step_loop(model: SemanticModel, closure: cst.FunctionDef) -> Optional[tuple[cst.FunctionDef, str, int]]:
+    for call in model.calls:
+        if closure not in stored_closures(model, call):
+            continue
+        _, role = model.residency.step_loop(call)
+        if role in (_TRAIN, _EVAL):
+            return closure, _TRAIN if trains(model, closure) else _EVAL, model.line_of(call)
     return None
 
 
