@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Optional
 import libcst as cst
 
 from gpulint.analysis.hot_loops import trains
-from gpulint.analysis.imports import dotted_name
 
 if TYPE_CHECKING:
     from gpulint.analysis.model import SemanticModel
