@@ -105,6 +105,12 @@ def test_a_step_closure_called_once_or_through_a_name_bound_to_something_else_is
     other = TRAINER.replace("            step_fn = self.train_step_fn\n", "            step_fn = self.user_step\n")
     other = other.replace("    def set_loaders(self", "    def user_step(self, x, y):\n        return 0.0\n\n    def set_loaders(self")
     assert lint_written(tmp_path / "other", {"stepbystep.py": other}, monkeypatch) == []
+    # the attribute may be replaced by a user's step function: which body runs is not known either (and the loop
+    # that calls `step_fn` is then no known training loop)
+    replaced = TRAINER.replace(
+        "    def set_loaders(self", "    def set_train_step(self, fn):\n        self.train_step_fn = fn\n\n    def set_loaders(self"
+    )
+    assert lint_written(tmp_path / "replaced", {"stepbystep.py": replaced}, monkeypatch) == []
 
 
 WGAN = """

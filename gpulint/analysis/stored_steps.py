@@ -46,15 +46,34 @@ def _find_stored(model: SemanticModel) -> dict[tuple[str, str], list[cst.Functio
         builders = {name: closures for name, method in info.methods.items() if (closures := _returned_closures(method))}
         if not builders:
             continue
+        other: set[str] = set()  # attributes also bound to something else: which function they hold is not known
         for method in info.methods.values():
             for statement in _statements(method):
-                if not (isinstance(statement, cst.Assign) and len(statement.targets) == 1 and isinstance(statement.value, cst.Call)):
+                if not isinstance(statement, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
                     continue
-                target, func = statement.targets[0].target, statement.value.func
-                if _self_attribute(target) is None or _self_attribute(func) not in builders or statement.value.args:
-                    continue
-                found.setdefault((class_name, _self_attribute(target)), []).extend(builders[_self_attribute(func)])
+                targets = [t.target for t in statement.targets] if isinstance(statement, cst.Assign) else [statement.target]
+                attributes = [a for t in targets for a in _assigned_attributes(t)]
+                value = statement.value
+                built = (
+                    isinstance(statement, cst.Assign) and len(targets) == 1 and len(attributes) == 1
+                    and isinstance(targets[0], cst.Attribute) and isinstance(value, cst.Call) and not value.args
+                    and _self_attribute(value.func) in builders
+                )  # fmt: skip
+                if built:
+                    found.setdefault((class_name, attributes[0]), []).extend(builders[_self_attribute(value.func)])
+                else:
+                    other.update(attributes)
+        for attribute in other:
+            found.pop((class_name, attribute), None)
     return found
+
+
+def _assigned_attributes(target: cst.BaseExpression) -> list[str]:
+    """The `self.<name>` attributes an assignment target writes (through tuples and lists)."""
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [a for e in target.elements for a in _assigned_attributes(e.value)]
+    name = _self_attribute(target)
+    return [name] if name is not None else []
 
 
 def _returned_closures(method: cst.FunctionDef) -> list[cst.FunctionDef]:
