@@ -581,7 +581,7 @@ class LoaderFlow:
         value = loader.value("num_workers")
         if value is None:
             return False, None
-        resolved = self.m.values.resolve(value)
+        resolved = self.m.values.resolve(value) or _divided(self.m, value)
         if resolved is not None:
             ok = isinstance(resolved.value, int) and not isinstance(resolved.value, bool) and resolved.value > 0
             return ok, resolved
@@ -603,8 +603,9 @@ class LoaderFlow:
         return resolved is not None and resolved.value == 0 and not isinstance(resolved.value, bool)
 
     def workers_from_command_line(self, loader: DataLoaderCall) -> bool:
+        """The count may be 0 at run time (`--workers 0`, or half of one worker): a fix must keep that working."""
         _, resolved = self.workers(loader)
-        return resolved is not None and resolved.origin == ARGPARSE_DEFAULT
+        return resolved is not None and (resolved.origin == ARGPARSE_DEFAULT or _divided(self.m, loader.value("num_workers")) is not None)
 
     def device_chosen_at_run_time(self, moves: list[BatchMove]) -> bool:
         """True unless every move targets a literal CUDA device (`.cuda()`, `"cuda"`, `torch.device("cuda")`)."""
@@ -1171,6 +1172,23 @@ def _has_modulo(expr: cst.CSTNode) -> bool:
     finder = _Finder()
     expr.visit(finder)
     return finder.found
+
+
+def _divided(model: SemanticModel, expr: cst.BaseExpression) -> Optional[ResolvedValue]:
+    """`int(num_workers / 2)` or `num_workers // 2` of a known count (the test loader's half of the workers):
+    the quotient, from where the count comes (an argparse default stays one, so a fix keeps `--workers 1` working)."""
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "int" and len(expr.args) == 1:
+        if model.module_bindings("int") or expr.args[0].keyword or expr.args[0].star:
+            return None
+        expr = expr.args[0].value
+        if not isinstance(expr, cst.BinaryOperation) or not isinstance(expr.operator, (cst.Divide, cst.FloorDivide)):
+            return None
+    elif not isinstance(expr, cst.BinaryOperation) or not isinstance(expr.operator, cst.FloorDivide):
+        return None
+    count, (known, divisor) = model.values.resolve(expr.left), literal_value(expr.right)
+    if count is None or type(count.value) is not int or not known or type(divisor) is not int or divisor <= 0:
+        return None
+    return dataclasses.replace(count, value=count.value // divisor)
 
 
 def _lower_bound(model: SemanticModel, expr: cst.BaseExpression) -> Optional[int]:

@@ -1083,10 +1083,14 @@ def _loader_shapes(values: list) -> list:
     agreed = _agree(values)
     if agreed is not None:
         return [agreed]
-    if not values or not all(v is not None and (v[0] == "loader" or v[0] == "tuple" and v[1] and all(
-        e is not None and e[0] == "loader" for e in v[1])) for v in values):
+    if not values or not all(v is not None and (v[0] == "loader" or v[0] == "tuple" and _holds_loaders(v[1])) for v in values):
         return []
     return values
+
+
+def _holds_loaders(elements: tuple) -> bool:
+    """Loaders, and perhaps values of no known kind beside them (`return train_loader, test_loader, n_data`)."""
+    return any(e is not None and e[0] == "loader" for e in elements) and all(e is None or e[0] == "loader" for e in elements)
 
 
 def _agree(values: list) -> Any:
