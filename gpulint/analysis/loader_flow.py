@@ -462,8 +462,19 @@ class LoaderFlow:
             callee = m.callee(call)
             if callee is None or not callee.consumes:
                 continue
-            found.extend(kept for a, param in m.arguments_to(call, callee) if a is arg for kept in callee.consumes.get(param, ()))
+            found.extend(
+                self._again_here(kept, call, value) if kept.by_caller else kept
+                for a, param in m.arguments_to(call, callee) if a is arg for kept in callee.consumes.get(param, ())
+            )
         return found
+
+    def _again_here(self, consumption, call: cst.Call, loader: cst.CSTNode):
+        """The helper's loop runs again by the loop around this call (not by one another caller runs it in), when
+        the loader is built outside that loop; handed over once, it runs once."""
+        m = self.m
+        outer = next((loop for loop in m.enclosing_loops(call) if not m.is_inside(loader, loop)), None)
+        again = None if outer is None else f"{m.project.path}:{m.line_of(outer)}"
+        return dataclasses.replace(consumption, epoch=again, by_caller=False)
 
     def returned_by(self, value: cst.CSTNode) -> list[tuple[str, Optional[int]]]:
         """(function, element) for each function of this module that returns the object `value` builds:
