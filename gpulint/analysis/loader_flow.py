@@ -690,6 +690,11 @@ class LoaderFlow:
             return
         if isinstance(holder, cst.Return) and isinstance(container, cst.Tuple):
             yield from self._refs_from_factory(holder, key, bound_at, via, hops)
+        elif isinstance(holder, cst.Arg) and holder.value is container and not holder.star and isinstance(key, int):
+            # `train_and_evaluate(..., [train_loader, eval_loader], ...)`: the parameter holds it at that index
+            call = m.parent.get(holder)
+            if isinstance(call, cst.Call) and len(via) < _MAX_HOPS:
+                yield from self._refs_into_function(call, holder, bound_at, via, key)
         elif isinstance(holder, cst.Assign) and holder.value is container:
             for target in holder.targets:
                 target = target.target
@@ -787,7 +792,7 @@ class LoaderFlow:
             if isinstance(target, (cst.Tuple, cst.List)) and index < len(target.elements):
                 yield from self._refs_for_target(target.elements[index].value, parent, bound_at + (call, parent), via)
 
-    def _refs_into_function(self, call: cst.Call, arg: cst.Arg, bound_at, via) -> Iterator[_Ref]:
+    def _refs_into_function(self, call: cst.Call, arg: cst.Arg, bound_at, via, key: object = None) -> Iterator[_Ref]:
         """`train(model, loader)`: the parameter of this module's `train` that receives the loader."""
         m = self.m
         for func in self._callees(call):
@@ -803,7 +808,7 @@ class LoaderFlow:
                 param = positional[index]
             binders = m.bindings.get((id(func), param), [])
             if len(binders) == 1 and isinstance(binders[0], cst.Param):
-                yield _Ref(func, param, False, bound_at, via + (call,))
+                yield _Ref(func, param, False, bound_at, via + (call,), key)
 
     def _callees(self, call: cst.Call) -> list[cst.FunctionDef]:
         """This module's functions that `call` runs: by name, `self.method(...)`, or a class's `__init__`."""
@@ -887,6 +892,24 @@ class LoaderFlow:
         or back to the caller."""
         for occurrence in self._ref_occurrences(ref):
             yield from self._refs_from_value(occurrence, ref.bound_at, ref.via, len(ref.via))
+        if isinstance(ref.key, int) and not ref.is_attribute:
+            yield from self._unpacked(ref)
+
+    def _unpacked(self, ref: _Ref) -> Iterator[_Ref]:
+        """`train_loader, eval_loader = loaders` where `loaders` holds the loader at index `ref.key`."""
+        m = self.m
+        plain = dataclasses.replace(ref, key=None)
+        for read in self._reads_near(ref):
+            parent = m.parent.get(read)
+            if not (isinstance(parent, cst.Assign) and parent.value is read and len(parent.targets) == 1):
+                continue
+            target = parent.targets[0].target
+            if not (isinstance(target, (cst.Tuple, cst.List)) and ref.key < len(target.elements)):
+                continue
+            if any(isinstance(e, cst.StarredElement) for e in target.elements) or not self._matches(plain, read):
+                continue
+            if self._in_ref_scope(ref, read) and self._bound_here(plain, read):
+                yield from self._refs_for_target(target.elements[ref.key].value, parent, ref.bound_at + (parent,), ref.via)
 
     # ---- iterations ------------------------------------------------------------------------------
 
