@@ -730,11 +730,26 @@ class LoaderFlow:
                 return False
         return True
 
-    def _builds_loader(self, call: cst.Call) -> bool:
+    def _builds_loader(self, call: cst.Call, depth: int = 0) -> bool:
         if self.m.call_name(call) == DATALOADER or self.m.frameworks.wrapper(call) is not None:
             return True  # `loader = accelerator.prepare(loader)` rebinds the same loader
+        if depth == 0 and self._iterator_of_loader(call):
+            return True  # `train_iter = iter(train_loader)` again at the end of each epoch
         name = call.func.value if isinstance(call.func, cst.Name) else None
         return name is not None and any(self._returns_loader(f) for f in self.m.functions.get(name, []))
+
+    def _iterator_of_loader(self, call: cst.Call) -> bool:
+        """`iter(train_loader)` where every binding of `train_loader` in its scope builds a loader."""
+        m = self.m
+        if not (isinstance(call.func, cst.Name) and call.func.value == "iter" and not m.module_bindings("iter")):
+            return False
+        if len(call.args) != 1 or call.args[0].keyword or call.args[0].star or not isinstance(call.args[0].value, cst.Name):
+            return False
+        name = call.args[0].value.value
+        binders = m.bindings.get((id(m.scope_of(call)), name), [])
+        return bool(binders) and all(
+            isinstance(b, cst.Assign) and isinstance(b.value, cst.Call) and self._builds_loader(b.value, 1) for b in binders
+        )
 
     def _returns_loader(self, func: cst.FunctionDef) -> bool:
         return any(self.m.call_name(c) == DATALOADER for c in self.m.calls_inside(func))
