@@ -626,16 +626,21 @@ class LoaderFlow:
 
     def epoch_loop(self, info: LoaderInfo, iteration: Iteration) -> Optional[Loop]:
         """A loop around `iteration` (or around a call passing the loader in) that re-iterates the same
-        loader object: the loader is built outside it."""
+        loader object: the loader is built outside it (a new `iter(loader)` inside it is the same loader)."""
         if not iteration.is_for or iteration.loop is None:
             return None
         candidates = self.m.enclosing_loops(iteration.loop)
         for call in iteration.via:
             candidates.extend(self.m.enclosing_loops(call))
+        built_at = [node for node in iteration.bound_at if not self._new_iterator(node)]
         for outer in candidates:
-            if not any(self.m.is_inside(node, outer) for node in iteration.bound_at):
+            if not any(self.m.is_inside(node, outer) for node in built_at):
                 return outer
         return None
+
+    def _new_iterator(self, node: cst.CSTNode) -> bool:
+        """`train_iter = iter(train_loader)`: a binding that starts a new pass over the loader, not a new loader."""
+        return isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) and self._iterator_of_loader(node.value)
 
     def epoch_count(self, iteration: Iteration, outer: Loop) -> Optional[int]:
         """How many passes the epoch loop `outer` around `iteration` makes, when the code says so (analysis/epoch_count.py)."""
@@ -1000,11 +1005,25 @@ class LoaderFlow:
                         moves.append(helper)
                     continue
                 receiver = self.m.residency.unwrapped(call.func.value)  # a move is a method call; `Variable(x).cuda()` moves `x`
-                if _is_batch_part(receiver, names) and not self._already_moved(receiver, call, iteration.regions):
+                if _is_batch_part(receiver, names) and not self._already_moved(receiver, call, iteration.regions) and not self._shadowed(receiver, call, iteration):
                     seen.add(id(call))
                     whole = isinstance(receiver, cst.Name) and receiver.value == iteration.whole_batch
                     moves.append(BatchMove(call, receiver, iteration, whole))
         return moves
+
+    def _shadowed(self, receiver: cst.BaseExpression, call: cst.Call, iteration: Iteration) -> bool:
+        """`for batch in val_loader:` inside the training loop over `batch`: there the name holds another loader's batches."""
+        m = self.m
+        while isinstance(receiver, (cst.Subscript, cst.Attribute)):
+            receiver = receiver.value
+        if not isinstance(receiver, cst.Name):
+            return False
+        for ancestor in m.ancestors(call):
+            if ancestor is iteration.loop:
+                return False
+            if isinstance(ancestor, cst.For) and receiver.value in _names([ancestor.target]):
+                return True
+        return False
 
     def _helper_move(self, call: cst.Call, names: set[str], iteration: Iteration) -> Optional[BatchMove]:
         """`to_device(batch, device)`: a project function (of this module or another) that copies the
