@@ -244,3 +244,32 @@ def test_a_dataset_method_called_for_its_effect_in_the_epoch_loop_stays_silent(t
     # persistent workers would keep their stale copy of the dataset that `set_epoch` changes
     source = _WHILE_TRUE.format(epoch_call="train_dst.set_epoch(cur_itrs)")
     assert lint_written(tmp_path, {"main.py": source}, monkeypatch) == []
+
+
+# ---- half of a known worker count ---------------------------------------------------------------------------
+
+_HALVED = """
+    import torch
+    from torch.utils.data import DataLoader
+
+    WORKERS = {workers}
+
+
+    def main(model, dataset, epochs):
+        test_loader = DataLoader(dataset, batch_size=32, num_workers=WORKERS // 2, pin_memory=True)
+        for epoch in range(epochs):
+            with torch.no_grad():
+                for x, y in test_loader:
+                    model(x.cuda(non_blocking=True))
+"""
+
+
+def test_half_of_a_known_worker_count_is_that_many_workers(tmp_path, monkeypatch):
+    diagnostics = lint(write(tmp_path, {"train.py": _HALVED.format(workers=8)}), monkeypatch)
+    assert found(diagnostics) == ["train.py:9 GPU104"]
+    assert [e.content for e in diagnostics[0].fix.edits] == [", persistent_workers=WORKERS // 2 > 0"]
+
+
+def test_half_of_one_worker_is_none(tmp_path, monkeypatch):
+    # `1 // 2` is 0: no workers to keep
+    assert lint_written(tmp_path, {"train.py": _HALVED.format(workers=1)}, monkeypatch) == []
