@@ -89,9 +89,56 @@ def test_a_test_branch_taken_only_by_a_cpu_loop_stays_silent(tmp_path, monkeypat
 
 
 def test_a_factory_that_returns_a_loader_or_something_else_stays_unknown(tmp_path, monkeypatch):
-    # one branch returns a loader and a model: not every return is loaders, so nothing is linked
-    data = _FACTORY_BY_ARGUMENT.replace("return train_loader, val_loader", "return train_loader, object()")
+    # one branch returns no loader at all (two values of unknown kind): not every return holds loaders, so nothing is linked
+    data = _FACTORY_BY_ARGUMENT.replace("return train_loader, val_loader", "return object(), object()")
     assert lint_written(tmp_path, {"data.py": data, "train.py": _TRAIN_LOOP}, monkeypatch) == []
+
+
+def test_a_count_returned_beside_the_loaders_keeps_them_linked(tmp_path, monkeypatch):
+    # RepDistiller's `return train_loader, test_loader, n_data` (or the pair): the unpacking of three takes the
+    # loaders at 0 and 1; the count at 2 is of no known kind and says nothing
+    data = """
+        from torch.utils.data import DataLoader
+
+
+        def get_dataloaders(dataset, num_workers=8, is_instance=False):
+            train_loader = DataLoader(dataset, batch_size=64, shuffle=True, num_workers=num_workers)
+            test_loader = DataLoader(dataset, batch_size=32, shuffle=False, num_workers=int(num_workers / 2))
+            if is_instance:
+                return train_loader, test_loader, len(dataset)
+            return train_loader, test_loader
+    """
+    train = """
+        import torch
+        from data import get_dataloaders
+
+
+        def validate(loader, model):
+            with torch.no_grad():
+                for x, y in loader:
+                    print(model(x.cuda()).argmax(1).eq(y.cuda()).sum().item())
+
+
+        def main(model, optimizer, dataset):
+            model.cuda()
+            train_loader, val_loader, n_data = get_dataloaders(dataset, is_instance=True)
+            for epoch in range(240):
+                for x, y in train_loader:
+                    loss = torch.nn.functional.cross_entropy(model(x.cuda()), y.cuda())
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+                validate(val_loader, model)
+    """
+    diagnostics = lint(write(tmp_path, {"data.py": data, "train.py": train}), monkeypatch)
+    assert found(diagnostics) == ["data.py:6 GPU102", "data.py:6 GPU104", "data.py:7 GPU102", "data.py:7 GPU104"]
+    test_workers = diagnostics[3]
+    assert test_workers.message == (
+        "`DataLoader` workers are shut down and started again for every pass of the loop at train.py:15 "
+        "(its batches are taken at train.py:8)"
+    )
+    # half of the workers is 0 when the caller asks for one: the fix keeps that run working
+    assert [e.content for e in test_workers.fix.edits] == [", persistent_workers=int(num_workers / 2) > 0"]
 
 
 # ---- a loader handed to a training function of another module ----------------------------------------------

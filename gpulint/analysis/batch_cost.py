@@ -127,6 +127,11 @@ class BatchCost:
                 return False  # once per pass of an outer loop that is no epoch loop (a training step's `next(iter(...))`)
         return True
 
+    def takes_one_batch(self, iteration) -> bool:
+        """The loop over the loader always breaks after its first batch (a validation pass that shows one
+        example): a copy there runs once per pass, with nothing to overlap it with."""
+        return isinstance(iteration.loop, cst.For) and iteration.is_for and _always_breaks(iteration.loop)
+
     def _once_per_epoch(self, loop: cst.CSTNode) -> bool:
         """`loop` is an epoch loop (each iteration runs a whole training loop, `residency.loop_role`): a few
         batches read once per epoch (a validation pass that shows two examples) are next to nothing beside it."""

@@ -223,9 +223,11 @@ def _wrapped(model: SemanticModel, call: cst.Call, kind: str, depth: int) -> lis
 def _reyielded_argument(model: SemanticModel, call: cst.Call, depth: int) -> Optional[cst.BaseExpression]:
     """`infinite(loader)` where `def infinite(data): while True: yield from data` (or `for b in data: yield b`,
     or a part of `b`): the argument whose elements the generator hands out."""
-    if depth > _MAX_GENERATOR_DEPTH or not isinstance(call.func, cst.Name) or any(a.star for a in call.args):
+    if depth > _MAX_GENERATOR_DEPTH or not isinstance(call.func, (cst.Name, cst.Attribute)) or any(a.star for a in call.args):
         return None
-    functions = model.functions.get(call.func.value, [])
+    functions = model.functions.get(call.func.value, []) if isinstance(call.func, cst.Name) else []
+    if not functions:
+        return _reyielded_elsewhere(model, call)
     if len(functions) != 1 or isinstance(model.parent.get(model.parent.get(functions[0])), cst.ClassDef):
         return None
     func = functions[0]
@@ -239,6 +241,15 @@ def _reyielded_argument(model: SemanticModel, call: cst.Call, depth: int) -> Opt
         ):
             return arg.value
     return None
+
+
+def _reyielded_elsewhere(model: SemanticModel, call: cst.Call) -> Optional[cst.BaseExpression]:
+    """`synchronized_dataloader_step(train_iter, ...)` of another module of the project, a generator that yields
+    the elements of one parameter (the index's `Callee.yields`): the argument given for it."""
+    callee = model.callee(call)
+    if callee is None or callee.kind != "function" or len(callee.yields) != 1:
+        return None
+    return next((arg.value for arg, param in model.arguments_to(call, callee) if param == callee.yields[0]), None)
 
 
 def _reyielded_parameter(model: SemanticModel, func: cst.FunctionDef, depth: int) -> Optional[str]:

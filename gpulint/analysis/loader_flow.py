@@ -462,8 +462,19 @@ class LoaderFlow:
             callee = m.callee(call)
             if callee is None or not callee.consumes:
                 continue
-            found.extend(kept for a, param in m.arguments_to(call, callee) if a is arg for kept in callee.consumes.get(param, ()))
+            found.extend(
+                self._again_here(kept, call, value) if kept.by_caller else kept
+                for a, param in m.arguments_to(call, callee) if a is arg for kept in callee.consumes.get(param, ())
+            )
         return found
+
+    def _again_here(self, consumption, call: cst.Call, loader: cst.CSTNode):
+        """The helper's loop runs again by the loop around this call (not by one another caller runs it in), when
+        the loader is built outside that loop; handed over once, it runs once."""
+        m = self.m
+        outer = next((loop for loop in m.enclosing_loops(call) if not m.is_inside(loader, loop)), None)
+        again = None if outer is None else f"{m.project.path}:{m.line_of(outer)}"
+        return dataclasses.replace(consumption, epoch=again, by_caller=False)
 
     def returned_by(self, value: cst.CSTNode) -> list[tuple[str, Optional[int]]]:
         """(function, element) for each function of this module that returns the object `value` builds:
@@ -581,7 +592,7 @@ class LoaderFlow:
         value = loader.value("num_workers")
         if value is None:
             return False, None
-        resolved = self.m.values.resolve(value)
+        resolved = self.m.values.resolve(value) or _divided(self.m, value)
         if resolved is not None:
             ok = isinstance(resolved.value, int) and not isinstance(resolved.value, bool) and resolved.value > 0
             return ok, resolved
@@ -603,8 +614,9 @@ class LoaderFlow:
         return resolved is not None and resolved.value == 0 and not isinstance(resolved.value, bool)
 
     def workers_from_command_line(self, loader: DataLoaderCall) -> bool:
+        """The count may be 0 at run time (`--workers 0`, or half of one worker): a fix must keep that working."""
         _, resolved = self.workers(loader)
-        return resolved is not None and resolved.origin == ARGPARSE_DEFAULT
+        return resolved is not None and (resolved.origin == ARGPARSE_DEFAULT or _divided(self.m, loader.value("num_workers")) is not None)
 
     def device_chosen_at_run_time(self, moves: list[BatchMove]) -> bool:
         """True unless every move targets a literal CUDA device (`.cuda()`, `"cuda"`, `torch.device("cuda")`)."""
@@ -614,16 +626,21 @@ class LoaderFlow:
 
     def epoch_loop(self, info: LoaderInfo, iteration: Iteration) -> Optional[Loop]:
         """A loop around `iteration` (or around a call passing the loader in) that re-iterates the same
-        loader object: the loader is built outside it."""
+        loader object: the loader is built outside it (a new `iter(loader)` inside it is the same loader)."""
         if not iteration.is_for or iteration.loop is None:
             return None
         candidates = self.m.enclosing_loops(iteration.loop)
         for call in iteration.via:
             candidates.extend(self.m.enclosing_loops(call))
+        built_at = [node for node in iteration.bound_at if not self._new_iterator(node)]
         for outer in candidates:
-            if not any(self.m.is_inside(node, outer) for node in iteration.bound_at):
+            if not any(self.m.is_inside(node, outer) for node in built_at):
                 return outer
         return None
+
+    def _new_iterator(self, node: cst.CSTNode) -> bool:
+        """`train_iter = iter(train_loader)`: a binding that starts a new pass over the loader, not a new loader."""
+        return isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) and self._iterator_of_loader(node.value)
 
     def epoch_count(self, iteration: Iteration, outer: Loop) -> Optional[int]:
         """How many passes the epoch loop `outer` around `iteration` makes, when the code says so (analysis/epoch_count.py)."""
@@ -678,6 +695,11 @@ class LoaderFlow:
             return
         if isinstance(holder, cst.Return) and isinstance(container, cst.Tuple):
             yield from self._refs_from_factory(holder, key, bound_at, via, hops)
+        elif isinstance(holder, cst.Arg) and holder.value is container and not holder.star and isinstance(key, int):
+            # `train_and_evaluate(..., [train_loader, eval_loader], ...)`: the parameter holds it at that index
+            call = m.parent.get(holder)
+            if isinstance(call, cst.Call) and len(via) < _MAX_HOPS:
+                yield from self._refs_into_function(call, holder, bound_at, via, key)
         elif isinstance(holder, cst.Assign) and holder.value is container:
             for target in holder.targets:
                 target = target.target
@@ -713,11 +735,26 @@ class LoaderFlow:
                 return False
         return True
 
-    def _builds_loader(self, call: cst.Call) -> bool:
+    def _builds_loader(self, call: cst.Call, depth: int = 0) -> bool:
         if self.m.call_name(call) == DATALOADER or self.m.frameworks.wrapper(call) is not None:
             return True  # `loader = accelerator.prepare(loader)` rebinds the same loader
+        if depth == 0 and self._iterator_of_loader(call):
+            return True  # `train_iter = iter(train_loader)` again at the end of each epoch
         name = call.func.value if isinstance(call.func, cst.Name) else None
         return name is not None and any(self._returns_loader(f) for f in self.m.functions.get(name, []))
+
+    def _iterator_of_loader(self, call: cst.Call) -> bool:
+        """`iter(train_loader)` where every binding of `train_loader` in its scope builds a loader."""
+        m = self.m
+        if not (isinstance(call.func, cst.Name) and call.func.value == "iter" and not m.module_bindings("iter")):
+            return False
+        if len(call.args) != 1 or call.args[0].keyword or call.args[0].star or not isinstance(call.args[0].value, cst.Name):
+            return False
+        name = call.args[0].value.value
+        binders = m.bindings.get((id(m.scope_of(call)), name), [])
+        return bool(binders) and all(
+            isinstance(b, cst.Assign) and isinstance(b.value, cst.Call) and self._builds_loader(b.value, 1) for b in binders
+        )
 
     def _returns_loader(self, func: cst.FunctionDef) -> bool:
         return any(self.m.call_name(c) == DATALOADER for c in self.m.calls_inside(func))
@@ -775,7 +812,7 @@ class LoaderFlow:
             if isinstance(target, (cst.Tuple, cst.List)) and index < len(target.elements):
                 yield from self._refs_for_target(target.elements[index].value, parent, bound_at + (call, parent), via)
 
-    def _refs_into_function(self, call: cst.Call, arg: cst.Arg, bound_at, via) -> Iterator[_Ref]:
+    def _refs_into_function(self, call: cst.Call, arg: cst.Arg, bound_at, via, key: object = None) -> Iterator[_Ref]:
         """`train(model, loader)`: the parameter of this module's `train` that receives the loader."""
         m = self.m
         for func in self._callees(call):
@@ -791,7 +828,7 @@ class LoaderFlow:
                 param = positional[index]
             binders = m.bindings.get((id(func), param), [])
             if len(binders) == 1 and isinstance(binders[0], cst.Param):
-                yield _Ref(func, param, False, bound_at, via + (call,))
+                yield _Ref(func, param, False, bound_at, via + (call,), key)
 
     def _callees(self, call: cst.Call) -> list[cst.FunctionDef]:
         """This module's functions that `call` runs: by name, `self.method(...)`, or a class's `__init__`."""
@@ -875,6 +912,24 @@ class LoaderFlow:
         or back to the caller."""
         for occurrence in self._ref_occurrences(ref):
             yield from self._refs_from_value(occurrence, ref.bound_at, ref.via, len(ref.via))
+        if isinstance(ref.key, int) and not ref.is_attribute:
+            yield from self._unpacked(ref)
+
+    def _unpacked(self, ref: _Ref) -> Iterator[_Ref]:
+        """`train_loader, eval_loader = loaders` where `loaders` holds the loader at index `ref.key`."""
+        m = self.m
+        plain = dataclasses.replace(ref, key=None)
+        for read in self._reads_near(ref):
+            parent = m.parent.get(read)
+            if not (isinstance(parent, cst.Assign) and parent.value is read and len(parent.targets) == 1):
+                continue
+            target = parent.targets[0].target
+            if not (isinstance(target, (cst.Tuple, cst.List)) and ref.key < len(target.elements)):
+                continue
+            if any(isinstance(e, cst.StarredElement) for e in target.elements) or not self._matches(plain, read):
+                continue
+            if self._in_ref_scope(ref, read) and self._bound_here(plain, read):
+                yield from self._refs_for_target(target.elements[ref.key].value, parent, ref.bound_at + (parent,), ref.via)
 
     # ---- iterations ------------------------------------------------------------------------------
 
@@ -950,11 +1005,25 @@ class LoaderFlow:
                         moves.append(helper)
                     continue
                 receiver = self.m.residency.unwrapped(call.func.value)  # a move is a method call; `Variable(x).cuda()` moves `x`
-                if _is_batch_part(receiver, names) and not self._already_moved(receiver, call, iteration.regions):
+                if _is_batch_part(receiver, names) and not self._already_moved(receiver, call, iteration.regions) and not self._shadowed(receiver, call, iteration):
                     seen.add(id(call))
                     whole = isinstance(receiver, cst.Name) and receiver.value == iteration.whole_batch
                     moves.append(BatchMove(call, receiver, iteration, whole))
         return moves
+
+    def _shadowed(self, receiver: cst.BaseExpression, call: cst.Call, iteration: Iteration) -> bool:
+        """`for batch in val_loader:` inside the training loop over `batch`: there the name holds another loader's batches."""
+        m = self.m
+        while isinstance(receiver, (cst.Subscript, cst.Attribute)):
+            receiver = receiver.value
+        if not isinstance(receiver, cst.Name):
+            return False
+        for ancestor in m.ancestors(call):
+            if ancestor is iteration.loop:
+                return False
+            if isinstance(ancestor, cst.For) and receiver.value in _names([ancestor.target]):
+                return True
+        return False
 
     def _helper_move(self, call: cst.Call, names: set[str], iteration: Iteration) -> Optional[BatchMove]:
         """`to_device(batch, device)`: a project function (of this module or another) that copies the
@@ -1171,6 +1240,23 @@ def _has_modulo(expr: cst.CSTNode) -> bool:
     finder = _Finder()
     expr.visit(finder)
     return finder.found
+
+
+def _divided(model: SemanticModel, expr: cst.BaseExpression) -> Optional[ResolvedValue]:
+    """`int(num_workers / 2)` or `num_workers // 2` of a known count (the test loader's half of the workers):
+    the quotient, from where the count comes (an argparse default stays one, so a fix keeps `--workers 1` working)."""
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "int" and len(expr.args) == 1:
+        if model.module_bindings("int") or expr.args[0].keyword or expr.args[0].star:
+            return None
+        expr = expr.args[0].value
+        if not isinstance(expr, cst.BinaryOperation) or not isinstance(expr.operator, (cst.Divide, cst.FloorDivide)):
+            return None
+    elif not isinstance(expr, cst.BinaryOperation) or not isinstance(expr.operator, cst.FloorDivide):
+        return None
+    count, (known, divisor) = model.values.resolve(expr.left), literal_value(expr.right)
+    if count is None or type(count.value) is not int or not known or type(divisor) is not int or divisor <= 0:
+        return None
+    return dataclasses.replace(count, value=count.value // divisor)
 
 
 def _lower_bound(model: SemanticModel, expr: cst.BaseExpression) -> Optional[int]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterator, Optional
@@ -51,9 +51,10 @@ class Consumption:
     # a caller runs the loop's function in (`valid(...)` called in the training loop); None: runs it once
     epoch: Optional[str] = None
     restarts: bool = False  # takes one batch of a new iterator on each pass (`next(iter(loader))` in the loop)
+    by_caller: bool = False  # `epoch` is the loop some caller calls the loop's function in, not one around the loop
 
     def to_json(self) -> list:
-        return [self.where, self.trains, self.gpu, self.moves, self.epoch, self.restarts]
+        return [self.where, self.trains, self.gpu, self.moves, self.epoch, self.restarts, self.by_caller]
 
 
 @dataclass
@@ -250,8 +251,8 @@ class ProjectIndex:
                 if found is not None or folder == self._root or not folder.startswith(self._root + os.sep):
                     break
                 folder = os.path.dirname(folder)
-            if found is None:
-                found = self._file(os.path.join(self._root, "src", *parts))
+            for source_root in ("src", "lib"):  # `lib/` is what an `_init_paths.py` puts on `sys.path`
+                found = found or self._file(os.path.join(self._root, source_root, *parts))
         self._modules[key] = found
         return found
 
@@ -763,7 +764,8 @@ class ProjectIndex:
                     # a generator over it (`metric_logger.log_every(loader)`): the loops over the generator
                     yield from self.consumptions(record, key, f"c:{effect[1]}", depth + 1)
                 elif target is not None and target[0] == "function" and param is not None:
-                    yield from self.consumptions(target[1], target[2], f"p:{param}", depth + 1)
+                    for found in self.consumptions(target[1], target[2], f"p:{param}", depth + 1):
+                        yield self._again_through(record, f, effect[1], source, target, found)
         if key == MODULE_BODY and depth < _MAX_DEPTH:
             # `test_loader = get_test_dataloader(...)` at module level, iterated as a global by `eval_training()`
             for name in (n for n, v in record.summary.values.items() if v == ("src", source)):
@@ -778,6 +780,19 @@ class ProjectIndex:
                     if result in caller_f.effects:
                         yield from self.consumptions(caller, caller_key, result, depth + 1)
 
+    def _again_through(
+        self, record: _Record, f: FunctionSummary, index: int, source: str, target: tuple, found: Consumption
+    ) -> Consumption:
+        """A loop of a helper this call hands the loader to runs again by the loop around this call, not by the
+        loop another caller calls the helper in (`validate(loader)` once in test.py, every epoch in train.py)."""
+        if not found.by_caller:
+            return found
+        around = f.calls[index][4]
+        made = f.calls[int(source[2:].split(".")[0])][4] if source.startswith("c:") else -1
+        built = made >= 0 and (made == around or around in _parents(f, made))  # a new loader on each pass
+        again = f"{record.shown}:{f.loops[around][0]}" if around >= 0 and not built else None
+        return replace(found, epoch=again, by_caller=False)
+
     def _consumption(
         self, record: _Record, key: str, f: FunctionSummary, loop: int, source: str = "", restarts: bool = False
     ) -> Consumption:
@@ -786,7 +801,8 @@ class ProjectIndex:
         gpu = f.gpu or self.gpu_reason(record) is not None
         built = _built_for_each_pass(f, loop, source) and _kind(self.value(record, f, ("src", source))) == "loader"
         again = None if built else self._run_again_by(record, key, f, loop)  # not a generator over a loader given in
-        return Consumption(f"{record.shown}:{f.loops[loop][0]}", loop in steps, gpu, moves, again, restarts)
+        by_caller = again is not None and f.loops[loop][2] < 0
+        return Consumption(f"{record.shown}:{f.loops[loop][0]}", loop in steps, gpu, moves, again, restarts, by_caller)
 
     def _run_again_by(self, record: _Record, key: str, f: FunctionSummary, loop: int) -> Optional[str]:
         """Where the loop that runs `loop` of function `key` again and again is: the loop around it, else the
@@ -1089,10 +1105,14 @@ def _loader_shapes(values: list) -> list:
     agreed = _agree(values)
     if agreed is not None:
         return [agreed]
-    if not values or not all(v is not None and (v[0] == "loader" or v[0] == "tuple" and v[1] and all(
-        e is not None and e[0] == "loader" for e in v[1])) for v in values):
+    if not values or not all(v is not None and (v[0] == "loader" or v[0] == "tuple" and _holds_loaders(v[1])) for v in values):
         return []
     return values
+
+
+def _holds_loaders(elements: tuple) -> bool:
+    """Loaders, and perhaps values of no known kind beside them (`return train_loader, test_loader, n_data`)."""
+    return any(e is not None and e[0] == "loader" for e in elements) and all(e is None or e[0] == "loader" for e in elements)
 
 
 def _agree(values: list) -> Any:

@@ -32,6 +32,8 @@ CONFIG_NAME = re.compile(rf"(^|_){_NAMES}$", re.IGNORECASE)
 # settings read directly on the object (`config.device`); other reads are kept from two keys on
 # (`config.DATA.NUM_WORKERS`), so that `opt.lr` does not fill the summary
 _DEVICE_KEYS = frozenset({"device", "DEVICE", "gpu", "GPU", "gpus", "GPUS", "use_gpu", "USE_GPU", "cuda", "CUDA"})
+# a worker count kept at the top of the node (`_C.WORKERS = 4`, read as `cfg.WORKERS`, 24 in the shipped YAML files)
+_WORKER_KEYS = frozenset({"WORKERS", "NUM_WORKERS", "workers", "num_workers"})
 
 
 def _dotted(node: ast.AST) -> Optional[tuple[str, list[str]]]:
@@ -124,7 +126,7 @@ def config_paths(tree: ast.Module, text: str, modules: Iterable[str]) -> dict[st
             ok, literal = _literal_text(value) if operator == "=" else (False, None)
             known = writes.get(path, literal if ok else UNKNOWN)
             writes[path] = literal if ok and known == literal else UNKNOWN
-        elif text[begin - 1 : begin] != "." and ("." in path or path in _DEVICE_KEYS):
+        elif text[begin - 1 : begin] != "." and ("." in path or path in _DEVICE_KEYS or path in _WORKER_KEYS):
             reads[path] = None
     if writes:
         found["writes"] = writes

@@ -82,14 +82,15 @@ class DataLoaderWorkersNotPersistent(Rule):
         return next((loop for loop in model.loops if model.line_of(loop) == int(line)), None)
 
     def _dataset_changes_in(self, info, outer: cst.CSTNode) -> bool:
-        """A method call on the dataset (`set_epoch`, ...) or an attribute assignment to it inside the epoch
-        loop: persistent workers would keep their stale copy of the dataset."""
+        """A method call on the dataset whose result is dropped (`set_epoch(epoch)`: called for its effect, not a
+        query such as `decode_target(pred)`) or an attribute assignment to it inside the epoch loop: persistent
+        workers would keep their stale copy of the dataset."""
         model = self.model
         dataset = info.loader.value("dataset")
         names = {model.code(dataset)} if isinstance(dataset, (cst.Name, cst.Attribute)) else set()
         for call in model.calls:
             func = call.func
-            if isinstance(func, cst.Attribute) and model.is_inside(call, outer):
+            if isinstance(func, cst.Attribute) and isinstance(model.parent.get(call), cst.Expr) and model.is_inside(call, outer):
                 receiver = model.code(func.value)
                 if receiver in names or receiver.endswith(".dataset"):
                     return True

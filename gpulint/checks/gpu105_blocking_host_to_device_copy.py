@@ -44,6 +44,8 @@ class BlockingHostToDeviceCopy(Rule):
                     continue
                 if id(call) in reported or move.iteration.loop is None or not self._can_add(call):
                     continue
+                if model.batch_cost.takes_one_batch(move.iteration):
+                    continue  # one batch per pass: nothing to overlap the copy with
                 if move.whole_batch and custom_collate:
                     continue  # a custom batch type's `.to()` may not accept `non_blocking`
                 reported.add(id(call))
@@ -61,6 +63,8 @@ class BlockingHostToDeviceCopy(Rule):
             for move in returned.moves:
                 call = move.call
                 if move.via is not None or (move.whole_batch and custom_batches) or id(call) in reported or move.iteration.loop is None or not self._can_add(call):
+                    continue
+                if model.batch_cost.takes_one_batch(move.iteration):
                     continue
                 reported.add(id(call))
                 yield self._blocking_copy(call, returned.where, flow.iteration_role(move.iteration) == EVAL)
