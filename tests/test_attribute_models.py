@@ -288,3 +288,24 @@ def test_a_module_level_function_that_trains_stays_as_before():
     """
     )
     assert findings(source, **PREVIEW) == []
+
+
+def test_a_loss_kept_on_the_gpu_is_no_model_to_train():
+    # only the parameter-free criterion is moved; the network the loop trains stays where it was built
+    source = _gan_with_init(
+        """\
+        self.G = Generator()
+        self.D = Discriminator()
+        self.criterion = nn.BCELoss().cuda()
+        """,
+        """\
+        def train(self):
+            for x_, y_ in self.data_loader:
+                D_loss = self.criterion(self.D(x_), y_)
+                self.D_optimizer.zero_grad()
+                D_loss.backward()
+                self.D_optimizer.step()
+    """,
+    )
+    assert findings(source, **PREVIEW) == []
+    assert len(findings(source.replace("self.D = Discriminator()", "self.D = Discriminator().cuda()"), **PREVIEW)) == 3

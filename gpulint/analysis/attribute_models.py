@@ -105,7 +105,7 @@ def resident_attributes(model: SemanticModel, cls: cst.ClassDef) -> frozenset[st
 
 def trains_resident_attribute(model: SemanticModel, loop: Loop) -> bool:
     """`loop` sits in a method of a class, trains (backward / optimizer step), and runs one of the class's
-    GPU-resident module attributes (`self.D(x)`): a GPU training loop of a model kept on `self`."""
+    GPU-resident module attributes that has parameters (`self.D(x)`): a GPU training loop of a model kept on `self`."""
     from gpulint.analysis.hot_loops import is_hot
 
     cls = model.dataflow.enclosing_class(loop)
@@ -114,5 +114,8 @@ def trains_resident_attribute(model: SemanticModel, loop: Loop) -> bool:
     resident = resident_attributes(model, cls)
     if not resident:
         return False
-    runs = any(_attribute_key(c.func) in resident for c in model.calls_inside(loop))
+    # a parameter-free module (`self.loss_fn = nn.MSELoss().cuda()`) is no model to train
+    runs = any(
+        _attribute_key(c.func) in resident and model.model_size.parameters(c.func) != 0 for c in model.calls_inside(loop)
+    )
     return runs and is_hot(model, loop)
