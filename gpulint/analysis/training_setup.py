@@ -34,7 +34,7 @@ _MODEL_FACTORIES = ("torchvision.models.", "timm.create_model", "torch.hub.load"
 @dataclass
 class TrainingSetup:
     model_moves: list[cst.Call]  # `model.to(device)` / `Net().cuda()`: a model moved to CUDA, in source order
-    entry_script: bool  # runs training itself: a `__main__` guard, a module-level training loop, a class training its `self` GPU model
+    entry_script: bool  # runs training itself: a `__main__` guard, a module-level loop, a class training its `self` model
     trains: bool  # has a training loop (backward or optimizer step)
     first_backward: cst.Call | None
     mixed_precision: bool  # autocast, GradScaler, an `--amp` flag, a framework that owns precision
