@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from gpulint.analysis.attribute_models import trains_resident_attribute
 from gpulint.analysis.convolutions import builds_convolution
 from gpulint.analysis.hot_loops import is_hot
 from gpulint.analysis.imports import dotted_name
@@ -33,7 +34,7 @@ _MODEL_FACTORIES = ("torchvision.models.", "timm.create_model", "torch.hub.load"
 @dataclass
 class TrainingSetup:
     model_moves: list[cst.Call]  # `model.to(device)` / `Net().cuda()`: a model moved to CUDA, in source order
-    entry_script: bool  # runs training itself: a `__main__` guard, or a training loop at module level
+    entry_script: bool  # runs training itself: a `__main__` guard, a module-level loop, a class training its `self` model
     trains: bool  # has a training loop (backward or optimizer step)
     first_backward: cst.Call | None
     mixed_precision: bool  # autocast, GradScaler, an `--amp` flag, a framework that owns precision
@@ -244,7 +245,13 @@ def find_training_setup(model: SemanticModel) -> TrainingSetup:
         if (model.residency.moves_to_cuda(call) and is_model_expression(model, call.func.value) or _engine_places_model(model, call) or _ray_places_model(model, call))
         and not _after_all_training(model, call, hot)
     ]  # fmt: skip
-    entry = model.has_main_guard or any(model.enclosing_function(loop) is None for loop in hot)
+    # runs training itself: a `__main__` guard, a module-level training loop, or a class that trains the model
+    # it keeps on the GPU in `self` (`gan = GAN(args); gan.train()` elsewhere runs it as it is)
+    entry = (
+        model.has_main_guard
+        or any(model.enclosing_function(loop) is None for loop in hot)
+        or any(trains_resident_attribute(model, loop) for loop in hot)
+    )
     backward = next((c for c in model.method_calls("backward")), None)
     # a convolution built here, or a project class or factory (of any module) that builds one
     convolutions = any(builds_convolution(model.call_name(c) or "") or _project_convolutions(model, c) for c in model.calls)
