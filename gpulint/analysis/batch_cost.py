@@ -30,7 +30,8 @@ if TYPE_CHECKING:
     from gpulint.analysis.model import ClassInfo, SemanticModel
 
 _MAX_DEPTH = 8
-_SUBSET = frozenset({"torch.utils.data.Subset", "torch.utils.data.dataset.Subset", "torch.utils.data.random_split"})
+_SUBSET = frozenset({"torch.utils.data.Subset", "torch.utils.data.dataset.Subset", "torch.utils.data.random_split",
+                     "torch.utils.data.dataset.random_split"})  # fmt: skip
 _DEFAULT_COLLATE = frozenset({"torch.utils.data.default_collate", "torch.utils.data.dataloader.default_collate",
                               "torch.utils.data._utils.collate.default_collate"})  # fmt: skip
 # Hugging Face collators that stack or pad token ids (the batch work of pre-tokenized text).
@@ -712,8 +713,8 @@ class BatchCost:
         if isinstance(collate, cst.Lambda):
             return self._cheap_body(collate, 0)
         if isinstance(collate, cst.Name):
-            functions = m.functions.get(collate.value, [])
-            return len(functions) == 1 and self._cheap_body(functions[0], 0)
+            functions = m.functions.get(collate.value, [])  # (a notebook may define it again: each must be cheap)
+            return bool(functions) and all(self._cheap_body(f, 0) for f in functions)
         return False
 
     def _cheap_collate_class(self, call: cst.Call) -> bool:
