@@ -48,6 +48,8 @@ _IN_MEMORY_MODULES = ("torch.", "numpy.", "pandas.", "json.", "pickle.")
 _LAZY = frozenset({"numpy.memmap", "numpy.lib.format.open_memmap", "torch.utils.data.DataLoader"})
 _MATERIALIZING_METHODS = frozenset({"read", "readlines", "read_text", "tolist", "to_numpy", "numpy", "split", "splitlines",
                                     "values", "keys", "items", "copy", "long", "float", "int", "view", "reshape"})  # fmt: skip
+# pandas methods that return a new table computed from one in memory.
+_TABLE_METHODS = frozenset({"drop", "dropna", "fillna", "rename", "sample", "sort_values", "reset_index", "set_index"})
 # Hugging Face `datasets` methods that build a new table once (not per item, unlike `set_transform`).
 _EAGER_DATASET_METHODS = frozenset({"map", "filter", "with_format", "set_format", "select", "shuffle", "remove_columns",
                                     "rename_column", "rename_columns", "select_columns", "sort", "flatten_indices"})  # fmt: skip
@@ -576,7 +578,10 @@ class BatchCost:
             return name.startswith(_IN_MEMORY_MODULES) and not name.startswith("torch.utils.data.")
         if isinstance(func, cst.Attribute) and func.attr.value in ("read", "readlines", "read_text"):
             return True
+        if isinstance(func, cst.Attribute) and func.attr.value in ("fit_transform", "transform") and len(expr.args) == 1:
+            return self._in_memory(expr.args[0].value, depth)  # a fitted encoder or scaler returns an array
         if isinstance(func, cst.Attribute) and (func.attr.value in _MATERIALIZING_METHODS or func.attr.value in CHEAP_METHODS
+                                                or func.attr.value in _TABLE_METHODS
                                                 or func.attr.value in _TENSOR_REDUCTIONS):  # fmt: skip
             return self._in_memory(func.value, depth)  # `(mask).to(torch.long)`, `data.sum(dim=1)`: derived in memory
         return False

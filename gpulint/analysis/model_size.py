@@ -27,8 +27,8 @@ if TYPE_CHECKING:
 TOY_PARAMETERS = 100_000
 # At most this many elements in a tensor written or generated in the code (`torch.rand(100, 2)`).
 TOY_ELEMENTS = 1_000_000
-# At most this many rows per batch of a toy dense model fed from memory: under a GFLOP a step, well under a millisecond.
-TOY_BATCH = 1024
+# At most this many rows per batch of a toy dense model fed from memory: ~150 MFLOP a step at most, microseconds.
+TOY_BATCH = 256
 _MAX_DEPTH = 8
 
 # torch.nn modules without parameters (activations, pooling, dropout, reshaping, losses).
@@ -290,8 +290,10 @@ class ModelSize:
             positional = [a.value for a in expr.args if a.keyword is None and not a.star]
             if name in _TENSOR_FUNCTIONS and positional:
                 return self.columns(positional[0], depth + 1)
-            if isinstance(func, cst.Attribute) and func.attr.value in _SHAPE_KEEPING and (func.attr.value in _TENSOR_METHODS or positional):
-                return self.columns(positional[0] if func.attr.value in ("fit_transform", "transform") else func.value, depth + 1)
+            if isinstance(func, cst.Attribute) and func.attr.value in ("fit_transform", "transform"):
+                return self.columns(positional[0], depth + 1) if len(positional) == 1 else None  # a scaler
+            if isinstance(func, cst.Attribute) and func.attr.value in _SHAPE_KEEPING:
+                return self.columns(func.value, depth + 1)
             return None
         if isinstance(expr, cst.Name):
             writes = m.dataflow.reaching_writes(expr.value, expr)
@@ -602,7 +604,7 @@ class _Arguments:
 
 # Calls whose result has the columns of their input (a conversion, a scaler).
 _SHAPE_KEEPING = frozenset({"float", "double", "long", "to", "cuda", "clone", "detach", "type", "astype", "numpy",
-                            "to_numpy", "fit_transform", "transform"})  # fmt: skip
+                            "to_numpy"})  # fmt: skip
 
 
 def _width_of(expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
