@@ -202,3 +202,36 @@ def test_rows_of_a_table_read_whole_are_in_memory():
 def test_rows_of_an_unknown_table_stay_reported():
     source = TABLE_DATASET.format(table='open_table("adult").drop(columns="salary")')
     assert [f.split()[1] for f in findings(source, select=("GPU101",))] == ["GPU101"]
+
+
+HF_TRAINER = """\
+from datasets import load_dataset
+from transformers import AutoTokenizer, Trainer, TrainingArguments
+
+tokenizer = AutoTokenizer.from_pretrained("bert-base-uncased")
+raw = load_dataset("imdb")
+
+def tokenize(row):
+    return tokenizer(row["text"], truncation=True, padding="max_length", max_length=30)
+
+first = raw["train"].map(tokenize, batched=True)
+
+def tokenize(row):
+    return {second}
+
+tokenized = raw["train"].map(tokenize, batched=True)
+tokenized.set_format(type="torch")
+args = TrainingArguments("out", per_device_train_batch_size=1)
+trainer = Trainer(model=model, args=args, train_dataset=tokenized)
+trainer.train()
+"""
+
+
+def test_a_tokenizing_map_function_a_notebook_defines_twice_is_tokens():
+    source = HF_TRAINER.format(second='tokenizer(row["text"])')
+    assert findings(source, select=("GPU107",)) == []
+
+
+def test_a_second_definition_that_decodes_images_keeps_gpu107():
+    source = HF_TRAINER.format(second='{"pixels": [load_image(p) for p in row["path"]]}')
+    assert [f.split()[1] for f in findings(source, select=("GPU107",))] == ["GPU107"]

@@ -926,15 +926,17 @@ def _maps_tokenizer(model: SemanticModel, call: cst.Call) -> bool:
     if not (isinstance(func, cst.Attribute) and func.attr.value == "map" and call.args):
         return False
     mapped = call.args[0].value
-    if isinstance(mapped, cst.Name):
+    if isinstance(mapped, cst.Name):  # (a notebook may define it again: each definition must tokenize)
         functions = model.functions.get(mapped.value, [])
-        mapped = functions[0] if len(functions) == 1 else None
+        return bool(functions) and all(_tokenizes_rows(model, f) for f in functions)
     elif isinstance(mapped, cst.Attribute) and isinstance(mapped.value, cst.Name) and mapped.value.value == "self":
         owner = next((a for a in model.ancestors(call) if isinstance(a, cst.ClassDef)), None)  # `self.convert_to_features`
         info = model.classes.get(owner.name.value) if owner is not None else None
         mapped = info.methods.get(mapped.attr.value) if info is not None else None
-    if not isinstance(mapped, (cst.Lambda, cst.FunctionDef)):
-        return False
+    return isinstance(mapped, (cst.Lambda, cst.FunctionDef)) and _tokenizes_rows(model, mapped)
+
+
+def _tokenizes_rows(model: SemanticModel, mapped: cst.Lambda | cst.FunctionDef) -> bool:
     return any(  # `lambda ex: tokenize_fn(ex, tokenizer, ...)` hands the tokenizer to the function that uses it
         _is_tokenizing(model, c) or any(_names_tokenizer(model, a.value) for a in c.args) for c in model.calls_inside(mapped)
     )
