@@ -235,3 +235,48 @@ def test_a_tokenizing_map_function_a_notebook_defines_twice_is_tokens():
 def test_a_second_definition_that_decodes_images_keeps_gpu107():
     source = HF_TRAINER.format(second='{"pixels": [load_image(p) for p in row["path"]]}')
     assert [f.split()[1] for f in findings(source, select=("GPU107",))] == ["GPU107"]
+
+
+TRANSLATION = """\
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, Dataset
+
+def encode(text, stoi):
+    ids = [1]
+    for token in text.split():
+        ids.append(stoi.get(token, 0))
+    ids.append(2)
+    return ids
+
+class Pairs(Dataset):
+    def __init__(self, pairs):
+        self.pairs = pairs
+
+    def __len__(self):
+        return len(self.pairs)
+
+    def __getitem__(self, idx):
+        en, fr = self.pairs[idx]
+        return torch.tensor(encode(en, {vocabulary}), dtype=torch.long), torch.tensor(encode(fr, {vocabulary}), dtype=torch.long)
+
+def collate(batch):
+    src, tgt = zip(*batch)
+    return nn.utils.rnn.pad_sequence(src, batch_first=True), nn.utils.rnn.pad_sequence(tgt, batch_first=True)
+
+loader = DataLoader(Pairs(pairs), batch_size=64, shuffle=True, collate_fn=collate)
+model = nn.Transformer(d_model=512).cuda()
+for epoch in range(10):
+    for src, tgt in loader:
+        out = model(src.cuda(), tgt.cuda())
+"""
+
+
+def test_ids_looked_up_in_a_vocabulary_are_small_batches_but_still_work_for_workers():
+    codes = [f.split()[1] for f in findings(TRANSLATION.format(vocabulary="src_stoi"), select=("GPU101", "GPU102"))]
+    assert codes == ["GPU101"]  # encoding each pair in process is work; pinning a few KB of ids is not
+
+
+def test_a_lookup_in_another_table_keeps_gpu102():
+    codes = [f.split()[1] for f in findings(TRANSLATION.format(vocabulary="feature_table"), select=("GPU101", "GPU102"))]
+    assert codes == ["GPU101", "GPU102"]

@@ -55,6 +55,8 @@ _EAGER_DATASET_METHODS = frozenset({"map", "filter", "with_format", "set_format"
                                     "rename_column", "rename_columns", "select_columns", "sort", "flatten_indices"})  # fmt: skip
 _DATAPIPES = ("torchdata.", "torch.utils.data.datapipes.", "torch.utils.data.IterDataPipe", "torch.utils.data.MapDataPipe")
 _TOKENIZER = re.compile(r"tokeni[sz]er|(^|_)tok($|_)", re.IGNORECASE)
+# A token-to-id table handed to an encoding function: its output is ids.
+_VOCABULARY = re.compile(r"(^|[._])(\w+_)?(stoi|vocab|vocabulary|word2idx|word2index|word_to_ix|token2id|tok2id|char2idx)$", re.IGNORECASE)
 _TOKENIZING_METHODS = frozenset({"encode", "encode_plus", "batch_encode_plus", "convert_tokens_to_ids", "encode_batch"})
 # Words that mark image, audio or video data: a dataset that holds them is not token data.
 _MEDIA = re.compile(
@@ -855,7 +857,11 @@ class BatchCost:
         return False
 
     def _tokenizes(self, node: cst.CSTNode) -> bool:
-        return any(_is_tokenizing(self.m, c) for c in self.m.calls_inside(node))
+        """A call in `node` tokenizes: a tokenizer, or a function given a vocabulary (`encode(text, src_stoi)`)."""
+        m = self.m
+        return any(
+            _is_tokenizing(m, c) or any(_VOCABULARY.search(dotted_name(a.value) or "") for a in c.args) for c in m.calls_inside(node)
+        )
 
     # ---- toy data --------------------------------------------------------------------------------
 
