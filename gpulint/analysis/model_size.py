@@ -30,6 +30,8 @@ TOY_ELEMENTS = 1_000_000
 # At most this many rows per batch of a toy dense model fed from memory: ~150 MFLOP a step at most, microseconds.
 TOY_BATCH = 256
 _MAX_DEPTH = 8
+# Toy data goes through more names (generated, split, scaled, converted, sliced per batch) than a model's layers.
+_TOY_TENSOR_DEPTH = 12
 
 # torch.nn modules without parameters (activations, pooling, dropout, reshaping, losses).
 _PARAMETER_FREE = frozenset({
@@ -503,7 +505,7 @@ class ModelSize:
         `torch.arange(0, 1, 0.02)`, `make_moons(n_samples=1000)`, numbers written out, and what conversions,
         reshapes, slices and arithmetic make of them."""
         m = self.m
-        if depth > _MAX_DEPTH:
+        if depth > _TOY_TENSOR_DEPTH:
             return False
         if isinstance(expr, (cst.Integer, cst.Float)):
             return True
