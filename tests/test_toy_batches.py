@@ -280,3 +280,42 @@ def test_ids_looked_up_in_a_vocabulary_are_small_batches_but_still_work_for_work
 def test_a_lookup_in_another_table_keeps_gpu102():
     codes = [f.split()[1] for f in findings(TRANSLATION.format(vocabulary="feature_table"), select=("GPU101", "GPU102"))]
     assert codes == ["GPU101", "GPU102"]
+
+
+GENERATED = """\
+import torch
+from torch import nn
+from sklearn.datasets import make_classification
+from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import StandardScaler
+
+device = "cuda"
+{data}
+X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.2)
+scaler = StandardScaler()
+X_train = scaler.fit_transform(X_train)
+X_train_t = torch.tensor(X_train, dtype=torch.float32, device=device)
+y_train_t = torch.tensor(y_train, dtype=torch.long, device=device)
+model = nn.Sequential(nn.Linear(X_train.shape[1], 64), nn.ReLU(), nn.Linear(64, 2)).to(device)
+optimizer = torch.optim.Adam(model.parameters())
+for epoch in range(50):
+    perm = torch.randperm(X_train_t.size(0))
+    for i in range(0, X_train_t.size(0), 64):
+        idx = perm[i:i + 64]
+        xb, yb = X_train_t[idx], y_train_t[idx]
+        loss = nn.functional.cross_entropy(model(xb), yb)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        print(loss.item())
+"""
+
+
+def test_toy_model_on_generated_data_split_scaled_and_sliced_is_silent():
+    source = GENERATED.format(data="X, y = make_classification(n_samples=2000, n_features=20)")
+    assert [f for f in findings(source, select=("GPU303",))] == []
+
+
+def test_the_same_model_on_a_file_stays_reported():
+    source = GENERATED.format(data='X, y = load_svmlight_file("train.svm")').replace("X_train.shape[1]", "20")  # (sizes known)
+    assert [f.split()[1] for f in findings(source, select=("GPU303",))] == ["GPU303"]
