@@ -857,11 +857,21 @@ class BatchCost:
         return False
 
     def _tokenizes(self, node: cst.CSTNode) -> bool:
-        """A call in `node` tokenizes: a tokenizer, or a function given a vocabulary (`encode(text, src_stoi)`)."""
+        """A call in `node` tokenizes: a tokenizer, or a function of this module that looks tokens up in the
+        vocabulary it is given (`encode(text, src_stoi)` with `stoi.get(token, UNK)` in its body)."""
         m = self.m
-        return any(
-            _is_tokenizing(m, c) or any(_VOCABULARY.search(dotted_name(a.value) or "") for a in c.args) for c in m.calls_inside(node)
-        )
+        return any(_is_tokenizing(m, c) or self._looks_up_vocabulary(c) for c in m.calls_inside(node))
+
+    def _looks_up_vocabulary(self, call: cst.Call) -> bool:
+        function = self._module_function(call)
+        if function is None or not any(_VOCABULARY.search(dotted_name(a.value) or "") for a in call.args):
+            return False
+        given = {name for arg, name in zip(call.args, [p.name.value for p in function.params.params]) if _VOCABULARY.search(dotted_name(arg.value) or "")}
+        for inner in self.m.calls_inside(function):  # `stoi.get(token, UNK)`
+            func = inner.func
+            if isinstance(func, cst.Attribute) and func.attr.value == "get" and isinstance(func.value, cst.Name) and func.value.value in given:
+                return True
+        return _subscripts_any(function, given)  # `stoi[token]`
 
     # ---- toy data --------------------------------------------------------------------------------
 
@@ -999,6 +1009,21 @@ class _Finder(cst.CSTVisitor):
         if isinstance(node, self.kinds):
             self.found = True
         return not self.found
+
+
+def _subscripts_any(node: cst.CSTNode, names: set[str]) -> bool:
+    """`node` indexes one of `names` (`stoi[token]`)."""
+
+    class Lookups(cst.CSTVisitor):
+        found = False
+
+        def visit_Subscript(self, sub: cst.Subscript) -> None:
+            if isinstance(sub.value, cst.Name) and sub.value.value in names:
+                self.found = True
+
+    visitor = Lookups()
+    node.visit(visitor)
+    return visitor.found
 
 
 def _has_io_statement(func: cst.CSTNode) -> bool:
