@@ -30,7 +30,8 @@ if TYPE_CHECKING:
     from gpulint.analysis.model import ClassInfo, SemanticModel
 
 _MAX_DEPTH = 8
-_SUBSET = frozenset({"torch.utils.data.Subset", "torch.utils.data.dataset.Subset", "torch.utils.data.random_split"})
+_SUBSET = frozenset({"torch.utils.data.Subset", "torch.utils.data.dataset.Subset", "torch.utils.data.random_split",
+                     "torch.utils.data.dataset.random_split"})  # fmt: skip
 _DEFAULT_COLLATE = frozenset({"torch.utils.data.default_collate", "torch.utils.data.dataloader.default_collate",
                               "torch.utils.data._utils.collate.default_collate"})  # fmt: skip
 # Hugging Face collators that stack or pad token ids (the batch work of pre-tokenized text).
@@ -47,11 +48,15 @@ _IN_MEMORY_MODULES = ("torch.", "numpy.", "pandas.", "json.", "pickle.")
 _LAZY = frozenset({"numpy.memmap", "numpy.lib.format.open_memmap", "torch.utils.data.DataLoader"})
 _MATERIALIZING_METHODS = frozenset({"read", "readlines", "read_text", "tolist", "to_numpy", "numpy", "split", "splitlines",
                                     "values", "keys", "items", "copy", "long", "float", "int", "view", "reshape"})  # fmt: skip
+# pandas methods that return a new table computed from one in memory.
+_TABLE_METHODS = frozenset({"drop", "dropna", "fillna", "rename", "sample", "sort_values", "reset_index", "set_index"})
 # Hugging Face `datasets` methods that build a new table once (not per item, unlike `set_transform`).
 _EAGER_DATASET_METHODS = frozenset({"map", "filter", "with_format", "set_format", "select", "shuffle", "remove_columns",
                                     "rename_column", "rename_columns", "select_columns", "sort", "flatten_indices"})  # fmt: skip
 _DATAPIPES = ("torchdata.", "torch.utils.data.datapipes.", "torch.utils.data.IterDataPipe", "torch.utils.data.MapDataPipe")
 _TOKENIZER = re.compile(r"tokeni[sz]er|(^|_)tok($|_)", re.IGNORECASE)
+# A token-to-id table handed to an encoding function: its output is ids.
+_VOCABULARY = re.compile(r"(^|[._])(\w+_)?(stoi|vocab|vocabulary|word2idx|word2index|word_to_ix|token2id|tok2id|char2idx)$", re.IGNORECASE)
 _TOKENIZING_METHODS = frozenset({"encode", "encode_plus", "batch_encode_plus", "convert_tokens_to_ids", "encode_batch"})
 # Words that mark image, audio or video data: a dataset that holds them is not token data.
 _MEDIA = re.compile(
@@ -580,7 +585,10 @@ class BatchCost:
             return name.startswith(_IN_MEMORY_MODULES) and not name.startswith("torch.utils.data.")
         if isinstance(func, cst.Attribute) and func.attr.value in ("read", "readlines", "read_text"):
             return True
+        if isinstance(func, cst.Attribute) and func.attr.value in ("fit_transform", "transform") and len(expr.args) == 1:
+            return self._in_memory(expr.args[0].value, depth)  # a fitted encoder or scaler returns an array
         if isinstance(func, cst.Attribute) and (func.attr.value in _MATERIALIZING_METHODS or func.attr.value in CHEAP_METHODS
+                                                or func.attr.value in _TABLE_METHODS
                                                 or func.attr.value in _TENSOR_REDUCTIONS):  # fmt: skip
             return self._in_memory(func.value, depth)  # `(mask).to(torch.long)`, `data.sum(dim=1)`: derived in memory
         return False
@@ -717,8 +725,8 @@ class BatchCost:
         if isinstance(collate, cst.Lambda):
             return self._cheap_body(collate, 0)
         if isinstance(collate, cst.Name):
-            functions = m.functions.get(collate.value, [])
-            return len(functions) == 1 and self._cheap_body(functions[0], 0)
+            functions = m.functions.get(collate.value, [])  # (a notebook may define it again: each must be cheap)
+            return bool(functions) and all(self._cheap_body(f, 0) for f in functions)
         return False
 
     def _cheap_collate_class(self, call: cst.Call) -> bool:
@@ -854,7 +862,21 @@ class BatchCost:
         return False
 
     def _tokenizes(self, node: cst.CSTNode) -> bool:
-        return any(_is_tokenizing(self.m, c) for c in self.m.calls_inside(node))
+        """A call in `node` tokenizes: a tokenizer, or a function of this module that looks tokens up in the
+        vocabulary it is given (`encode(text, src_stoi)` with `stoi.get(token, UNK)` in its body)."""
+        m = self.m
+        return any(_is_tokenizing(m, c) or self._looks_up_vocabulary(c) for c in m.calls_inside(node))
+
+    def _looks_up_vocabulary(self, call: cst.Call) -> bool:
+        function = self._module_function(call)
+        if function is None or not any(_VOCABULARY.search(dotted_name(a.value) or "") for a in call.args):
+            return False
+        given = {name for arg, name in zip(call.args, [p.name.value for p in function.params.params]) if _VOCABULARY.search(dotted_name(arg.value) or "")}
+        for inner in self.m.calls_inside(function):  # `stoi.get(token, UNK)`
+            func = inner.func
+            if isinstance(func, cst.Attribute) and func.attr.value == "get" and isinstance(func.value, cst.Name) and func.value.value in given:
+                return True
+        return _subscripts_any(function, given)  # `stoi[token]`
 
     # ---- toy data --------------------------------------------------------------------------------
 
@@ -925,15 +947,17 @@ def _maps_tokenizer(model: SemanticModel, call: cst.Call) -> bool:
     if not (isinstance(func, cst.Attribute) and func.attr.value == "map" and call.args):
         return False
     mapped = call.args[0].value
-    if isinstance(mapped, cst.Name):
+    if isinstance(mapped, cst.Name):  # (a notebook may define it again: each definition must tokenize)
         functions = model.functions.get(mapped.value, [])
-        mapped = functions[0] if len(functions) == 1 else None
+        return bool(functions) and all(_tokenizes_rows(model, f) for f in functions)
     elif isinstance(mapped, cst.Attribute) and isinstance(mapped.value, cst.Name) and mapped.value.value == "self":
         owner = next((a for a in model.ancestors(call) if isinstance(a, cst.ClassDef)), None)  # `self.convert_to_features`
         info = model.classes.get(owner.name.value) if owner is not None else None
         mapped = info.methods.get(mapped.attr.value) if info is not None else None
-    if not isinstance(mapped, (cst.Lambda, cst.FunctionDef)):
-        return False
+    return isinstance(mapped, (cst.Lambda, cst.FunctionDef)) and _tokenizes_rows(model, mapped)
+
+
+def _tokenizes_rows(model: SemanticModel, mapped: cst.Lambda | cst.FunctionDef) -> bool:
     return any(  # `lambda ex: tokenize_fn(ex, tokenizer, ...)` hands the tokenizer to the function that uses it
         _is_tokenizing(model, c) or any(_names_tokenizer(model, a.value) for a in c.args) for c in model.calls_inside(mapped)
     )
@@ -990,6 +1014,21 @@ class _Finder(cst.CSTVisitor):
         if isinstance(node, self.kinds):
             self.found = True
         return not self.found
+
+
+def _subscripts_any(node: cst.CSTNode, names: set[str]) -> bool:
+    """`node` indexes one of `names` (`stoi[token]`)."""
+
+    class Lookups(cst.CSTVisitor):
+        found = False
+
+        def visit_Subscript(self, sub: cst.Subscript) -> None:
+            if isinstance(sub.value, cst.Name) and sub.value.value in names:
+                self.found = True
+
+    visitor = Lookups()
+    node.visit(visitor)
+    return visitor.found
 
 
 def _has_io_statement(func: cst.CSTNode) -> bool:

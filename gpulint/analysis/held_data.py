@@ -29,6 +29,8 @@ CHEAP_TORCH = frozenset({
     "tensor", "as_tensor", "from_numpy", "stack", "cat", "zeros", "ones", "full", "empty", "zeros_like", "ones_like",
     "full_like", "flip", "where", "LongTensor", "IntTensor", "FloatTensor", "BoolTensor", "ByteTensor", "DoubleTensor",
     "HalfTensor", "Tensor", "nn.utils.rnn.pad_sequence", "nn.functional.pad",
+    # packing joins the samples like padding does (a sort by length and a copy)
+    "nn.utils.rnn.pack_sequence", "nn.utils.rnn.pack_padded_sequence",
 })  # fmt: skip
 CHEAP_NUMPY = frozenset({"array", "asarray", "stack", "concatenate", "int64", "int32", "float32", "float64", "zeros", "ones"})
 CHEAP_METHODS = frozenset({

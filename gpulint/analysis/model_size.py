@@ -27,7 +27,11 @@ if TYPE_CHECKING:
 TOY_PARAMETERS = 100_000
 # At most this many elements in a tensor written or generated in the code (`torch.rand(100, 2)`).
 TOY_ELEMENTS = 1_000_000
+# At most this many rows per batch of a toy dense model fed from memory: ~150 MFLOP a step at most, microseconds.
+TOY_BATCH = 256
 _MAX_DEPTH = 8
+# Toy data goes through more names (generated, split, scaled, converted, sliced per batch) than a model's layers.
+_TOY_TENSOR_DEPTH = 12
 
 # torch.nn modules without parameters (activations, pooling, dropout, reshaping, losses).
 _PARAMETER_FREE = frozenset({
@@ -81,6 +85,8 @@ class ModelSize:
             if isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda", "float", "train", "eval"):
                 return self.parameters(func.value, depth + 1)
             name = m.call_name(expr) or ""
+            if name == "torch.compile" and expr.args and expr.args[0].keyword is None:
+                return self.parameters(expr.args[0].value, depth + 1)  # compiling keeps the parameters
             if name.startswith("torch.nn."):
                 return self._layer(expr, name.rsplit(".", 1)[1], {}, depth)
             info = m.local_class_of(name)
@@ -253,6 +259,9 @@ class ModelSize:
             if isinstance(expr.operator, cst.FloorDivide) and right:
                 return left // right
             return None
+        width = _width_of(expr)
+        if width is not None:
+            return self.columns(width)
         if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
             writes = self.m.dataflow.reaching_writes(f"self.{expr.attr.value}", expr)
             values = {self.integer(w.value, env, depth + 1) for w in writes if w.value is not None}
@@ -263,6 +272,52 @@ class ModelSize:
             resolved = self.m.values.resolve(expr)
             value = resolved.value if resolved is not None else None
             return value if isinstance(value, int) and not isinstance(value, bool) else None
+        return None
+
+    def columns(self, expr: cst.BaseExpression, depth: int = 0) -> Optional[int]:
+        """The column count of a table the code selects by name or generates: `df[["a", "b"]].values` -> 2,
+        `make_classification(n_features=8)` -> 8, through conversions, scalers and `train_test_split`."""
+        m = self.m
+        if depth > _MAX_DEPTH:
+            return None
+        if isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index):
+            names = expr.slice[0].slice.value
+            if isinstance(names, cst.List) and names.elements and all(isinstance(e.value, cst.SimpleString) for e in names.elements):
+                return len(names.elements)  # `df[["sepal_l", "sepal_w"]]`: the columns it names
+            return None
+        if isinstance(expr, cst.Attribute) and expr.attr.value == "values":
+            return self.columns(expr.value, depth + 1)
+        if isinstance(expr, cst.Call):
+            func, name = expr.func, m.call_name(expr) or ""
+            positional = [a.value for a in expr.args if a.keyword is None and not a.star]
+            if name in _TENSOR_FUNCTIONS and positional:
+                return self.columns(positional[0], depth + 1)
+            if isinstance(func, cst.Attribute) and func.attr.value in ("fit_transform", "transform"):
+                return self.columns(positional[0], depth + 1) if len(positional) == 1 else None  # a scaler
+            if isinstance(func, cst.Attribute) and func.attr.value in _SHAPE_KEEPING:
+                return self.columns(func.value, depth + 1)
+            return None
+        if isinstance(expr, cst.Name):
+            writes = m.dataflow.reaching_writes(expr.value, expr)
+            counts = {self._written_columns(w, depth + 1) for w in writes}
+            return counts.pop() if writes and len(counts) == 1 else None
+        return None
+
+    def _written_columns(self, write, depth: int) -> Optional[int]:
+        if write.is_augmented:
+            return None
+        if write.value is not None:
+            return self.columns(write.value, depth)
+        source, index = write.source, _element_index(write)
+        if not isinstance(source, cst.Call) or index is None:
+            return None
+        name = self.m.call_name(source) or ""
+        positional = [a.value for a in source.args if a.keyword is None and not a.star]
+        if name.endswith("train_test_split") and name.startswith("sklearn.") and index // 2 < len(positional):
+            return self.columns(positional[index // 2], depth)  # `x_train, x_test, y_train, y_test`: x's columns
+        if name.startswith("sklearn.") and name.rsplit(".", 1)[-1] in ("make_classification", "make_regression") and index == 0:
+            features = next((a.value for a in source.args if a.keyword is not None and a.keyword.value == "n_features"), None)
+            return 20 if features is None else self.integer(features, {})  # (the default)
         return None
 
     def _tensor_elements(self, expr: cst.BaseExpression, env: dict[str, int]) -> Optional[int]:
@@ -370,16 +425,87 @@ class ModelSize:
                 return False
             inputs = [a.value for a in call.args if not a.star and a.keyword is None]
             if count and not (inputs and all(self.is_toy_tensor(i) for i in inputs)):
-                return False
+                if self.builds_convolutions(module) or not self._small_batches_from_memory(loop):
+                    return False
             models += count > 0
         return models > 0  # a loss module alone is not a toy model
+
+    def _small_batches_from_memory(self, loop: cst.CSTNode) -> bool:
+        """The loop iterates a DataLoader (through `enumerate`, `tqdm`, `list`) whose items are rows held in memory
+        (`batch_cost.items_are_cheap`: a `TensorDataset`, a table indexed in `__getitem__`) in batches of at most
+        `TOY_BATCH` rows: with a toy dense model the GPU's work per step is done before the host has the next batch."""
+        if not isinstance(loop, cst.For):
+            return False
+        loader = self._iterated_loader(loop.iter, 0)
+        if loader is None or not loader.known("batch_size", "batch_sampler", "dataset", "collate_fn"):
+            return False
+        if loader.argument("batch_sampler") is not None or not self.m.batch_cost.items_are_cheap(loader):
+            return False
+        size = loader.value("batch_size")
+        rows = 1 if size is None else self._largest_integer(size)
+        return rows is not None and 0 < rows <= TOY_BATCH
+
+    def _largest_integer(self, expr: cst.BaseExpression) -> Optional[int]:
+        """The integer `expr` holds, or the largest of those the writes reaching it hold (`BATCH_SIZE = 16` in a
+        notebook cell that an earlier cell also set)."""
+        number = self.integer(expr, {})
+        if number is not None or not isinstance(expr, cst.Name):
+            return number
+        writes = self.m.dataflow.reaching_writes(expr.value, expr)
+        numbers = [self.integer(w.value, {}) if w.value is not None and not w.is_augmented else None for w in writes]
+        return max(numbers) if numbers and None not in numbers else None  # type: ignore[type-var]
+
+    def _iterated_loader(self, expr: cst.BaseExpression, depth: int):
+        """The DataLoader call `expr` iterates: `loader`, `enumerate(loader)`, `tqdm(list(enumerate(loader)))`."""
+        m = self.m
+        if depth > _MAX_DEPTH:
+            return None
+        if isinstance(expr, cst.Call):
+            loader = next((d for d in m.dataloaders if d.call is expr), None)
+            if loader is not None:
+                return loader
+            name = m.call_name(expr) or dotted_name(expr.func) or ""
+            if name.rsplit(".", 1)[-1] in ("enumerate", "list", "iter", "tqdm", "tqdm_notebook", "trange") and expr.args:
+                return self._iterated_loader(expr.args[0].value, depth + 1)
+            return None
+        if isinstance(expr, cst.Name):
+            writes = m.dataflow.reaching_writes(expr.value, expr)
+            if len(writes) == 1 and writes[0].value is not None and not writes[0].is_augmented:
+                return self._iterated_loader(writes[0].value, depth + 1)
+        return None
+
+    def builds_convolutions(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
+        """The module `expr` builds or names has a convolution (work that grows with the image, not the parameters);
+        True when unknown."""
+        m = self.m
+        if depth > _MAX_DEPTH:
+            return True
+        if isinstance(expr, cst.Call):
+            func = expr.func
+            if isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda", "float", "train", "eval"):
+                return self.builds_convolutions(func.value, depth + 1)
+            if m.call_name(expr) == "torch.compile" and expr.args:
+                return self.builds_convolutions(expr.args[0].value, depth + 1)
+            info = m.local_class_of(m.call_name(expr) or "")
+            scope: cst.CSTNode = info.node if info is not None else expr
+            for call in m.calls_inside(scope):
+                name = m.call_name(call) or ""
+                inner = m.local_class_of(name) if call is not expr else None
+                if _convolution(name) or (inner is not None and inner is not info and self.builds_convolutions(call, depth + 1)):
+                    return True
+            return False
+        if isinstance(expr, (cst.Name, cst.Attribute)):
+            key = dotted_name(expr)
+            writes = m.dataflow.reaching_writes(key, expr) if key is not None else []
+            return not writes or any(w.value is None or self.builds_convolutions(w.value, depth + 1) for w in writes)
+        return True
 
     def is_toy_tensor(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
         """A tensor written or generated in the code with at most `TOY_ELEMENTS` elements: `torch.rand(100, 2)`,
         `torch.arange(0, 1, 0.02)`, `make_moons(n_samples=1000)`, numbers written out, and what conversions,
         reshapes, slices and arithmetic make of them."""
         m = self.m
-        if depth > _MAX_DEPTH:
+        if depth > _TOY_TENSOR_DEPTH:
             return False
         if isinstance(expr, (cst.Integer, cst.Float)):
             return True
@@ -397,9 +523,11 @@ class ModelSize:
             if name.startswith("torch.") and tail in _TORCH_FACTORIES | _RANGES:
                 elements = self._range_elements(expr) if tail in _RANGES else self._tensor_elements(expr, {})
                 return elements is not None and elements <= TOY_ELEMENTS
-            if name in _TENSOR_FUNCTIONS:
+            if name in _TENSOR_FUNCTIONS or (name.startswith("sklearn.") and tail == "train_test_split"):
                 return bool(expr.args) and all(self.is_toy_tensor(a.value, depth + 1) for a in expr.args if a.keyword is None and not a.star)
             func = expr.func
+            if isinstance(func, cst.Attribute) and func.attr.value in ("fit_transform", "transform") and len(expr.args) == 1:
+                return self.is_toy_tensor(expr.args[0].value, depth + 1)  # a scaler keeps the shape
             if isinstance(func, cst.Attribute) and func.attr.value in _TENSOR_METHODS:
                 return self.is_toy_tensor(func.value, depth + 1)
             if isinstance(func, cst.Attribute) and func.attr.value == "size" or name == "len":
@@ -474,6 +602,38 @@ class _Arguments:
     def flag(self, keyword: str) -> bool:
         value = self.value(None, keyword)
         return value is not None and literal_value(value) != (True, False)
+
+
+# Calls whose result has the columns of their input (a conversion, a scaler).
+_SHAPE_KEEPING = frozenset({"float", "double", "long", "to", "cuda", "clone", "detach", "type", "astype", "numpy",
+                            "to_numpy"})  # fmt: skip
+
+
+def _width_of(expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """`X` in `X.shape[1]` / `X.size(1)`: the table whose column count the expression reads."""
+    if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Attribute) and expr.value.attr.value == "shape":
+        if len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index):
+            if literal_value(expr.slice[0].slice.value) == (True, 1):
+                return expr.value.value
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "size" and len(expr.args) == 1:
+        if literal_value(expr.args[0].value) == (True, 1):
+            return expr.func.value
+    return None
+
+
+def _element_index(write) -> Optional[int]:
+    """The position of `write`'s target in the tuple it unpacks (`a, b = f()` -> 0 for `a`)."""
+    statement = write.statement
+    if not isinstance(statement, cst.Assign) or len(statement.targets) != 1:
+        return None
+    target = statement.targets[0].target
+    if not isinstance(target, (cst.Tuple, cst.List)) or any(isinstance(e, cst.StarredElement) for e in target.elements):
+        return None
+    return next((i for i, e in enumerate(target.elements) if e.value is write.target), None)
+
+
+def _convolution(name: str) -> bool:
+    return name.startswith("torch.nn.") and name.rsplit(".", 1)[-1].startswith(("Conv", "LazyConv"))
 
 
 def _largest(counts: list[Optional[int]]) -> Optional[int]:
