@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
-from gpulint.analysis.epoch_count import shipped_integer
+from gpulint.analysis.epoch_count import _argument, shipped_integer
 from gpulint.analysis.hot_loops import _FEW_ITEMS, _GROWING, iterates_a_few_literals, wrapper_kind
 from gpulint.analysis.model import Loop
 
@@ -151,7 +151,7 @@ def _break_bounds(model: SemanticModel, loop: cst.For | cst.While) -> list[tuple
         start, slack, jumps = counters[test.left.value]
         by_index = slack == 0
         target = test.comparisons[0]
-        limit = int_value(model, target.comparator)
+        limit = _limit(model, target.comparator)
         if limit is None:
             continue
         if isinstance(target.operator, cst.GreaterThan):
@@ -159,6 +159,31 @@ def _break_bounds(model: SemanticModel, loop: cst.For | cst.While) -> list[tuple
         elif isinstance(target.operator, cst.GreaterThanEqual) or isinstance(target.operator, cst.Equal) and not jumps:
             bounds.append((limit - start + 1 + slack, by_index))
     return bounds
+
+
+def _limit(model: SemanticModel, expr: cst.BaseExpression) -> Optional[int]:
+    """A break test's bound as shipped (`int_value`), or a parameter's literal default (`num_iter=100` of a
+    learning-rate range test in a library its notebooks call): the largest of what the calls of this module pass
+    (`sbs.lr_range_test(loader, num_iter=100)`, `self.run(...)`, the default where one passes nothing), the
+    default where none calls it here; None when a call passes a value not known."""
+    value = int_value(model, expr)
+    if value is not None or not isinstance(expr, cst.Name):
+        return value
+    binders = model.bindings_of(expr.value, expr)
+    param = binders[0] if len(binders) == 1 and isinstance(binders[0], cst.Param) else None
+    func = model.parent.get(model.parent.get(param)) if param is not None else None
+    if not isinstance(func, cst.FunctionDef) or param.default is None or _literal_int(param.default) is None:
+        return None
+    name = func.name.value
+    calls = [c for c in model.calls if (c.func.value if isinstance(c.func, cst.Name) else c.func.attr.value if isinstance(c.func, cst.Attribute) else None) == name]
+    found = [_literal_int(param.default)]
+    for call in calls:
+        given = _argument(func, param, call)
+        value = int_value(model, given) if given is not None and given is not param.default else found[0]
+        if value is None:
+            return None
+        found.append(value)
+    return max(found)  # type: ignore[type-var]
 
 
 def _raised_counter(model: SemanticModel, loop: cst.For | cst.While) -> tuple[Optional[str], int, bool]:

@@ -225,3 +225,74 @@ def _skips_sync(model: SemanticModel, region: cst.CSTNode) -> bool:
 def _enters_no_sync(model: SemanticModel, call: cst.Call) -> bool:
     callee = model.callee(call)
     return callee is not None and any(e[0] == "no_sync" for effects in callee.effects.values() for e in effects)
+
+
+# ---- what a DataParallel wrapper is given ----------------------------------------------------------------
+
+# Chained calls that return the wrapper itself (`DataParallel(m).cuda()`) or keep a tensor's batch (`x.to(dev)`).
+_SAME_OBJECT = frozenset({"cuda", "to", "eval", "train", "float", "half", "cpu", "detach", "contiguous"})
+
+
+def forwards_single_items(model: SemanticModel, wrapper: cst.Call) -> bool:
+    """Every forward of the `DataParallel` wrapper in this module feeds a batch of one (`img.unsqueeze(0)`,
+    `x[None]`, or a name bound to one and moved): `DataParallel` splits the batch's first dimension, so there is
+    nothing to spread (a predictor over single images). False when the wrapper leaves the function (passed to a
+    call, returned, stored on an object) or is never called here: who runs it is not known."""
+    name = _bound_name(model, wrapper)
+    if name is None:
+        return False
+    scope = model.scope_of(wrapper)
+    start = model.line_of(wrapper)
+    forwards = 0
+    for node in model.dataflow.reads.get(name, ()):
+        if not isinstance(node, cst.Name) or model.scope_of(node) is not scope:
+            continue
+        if model.line_of(node) < start or any(model.is_inside(node, w.call) for w in model.data_parallel_calls):
+            continue  # the module it wraps (here or in the other branch), before it is wrapped
+        parent = model.parent.get(node)
+        if isinstance(parent, cst.Call) and parent.func is node:
+            first = next((a.value for a in parent.args if a.keyword is None and not a.star), None)
+            if first is None or not _single_item(model, first, 0):
+                return False
+            forwards += 1
+        elif isinstance(parent, cst.Attribute) and parent.value is node:
+            continue  # `model.eval()`, `model.module.freeze_bn()`
+        elif isinstance(parent, (cst.Arg, cst.Return, cst.Element, cst.DictElement)):
+            return False  # handed to code that may batch
+    return forwards > 0
+
+
+def _bound_name(model: SemanticModel, wrapper: cst.Call) -> str | None:
+    """`model` in `model = nn.DataParallel(net)` (also `.cuda()` / `.to(device)` on the wrapper)."""
+    node: cst.CSTNode = wrapper
+    while True:
+        parent = model.parent.get(node)
+        grand = model.parent.get(parent) if isinstance(parent, cst.Attribute) else None
+        if isinstance(grand, cst.Call) and grand.func is parent and parent.attr.value in _SAME_OBJECT:
+            node = grand
+            continue
+        break
+    assign = model.parent.get(node)
+    if isinstance(assign, cst.Assign) and len(assign.targets) == 1 and isinstance(assign.targets[0].target, cst.Name):
+        return assign.targets[0].target.value
+    return None
+
+
+def _single_item(model: SemanticModel, expr: cst.BaseExpression, depth: int) -> bool:
+    if depth > 4:
+        return False
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+        method = expr.func.attr.value
+        if method == "unsqueeze":
+            dim = next((a.value for a in expr.args), None)
+            return isinstance(dim, cst.Integer) and dim.value == "0"
+        if method in _SAME_OBJECT:
+            return _single_item(model, expr.func.value, depth + 1)
+        return False
+    if isinstance(expr, cst.Subscript):  # `x[None]`, `x[None, ...]`
+        first = expr.slice[0].slice if expr.slice else None
+        return isinstance(first, cst.Index) and isinstance(first.value, cst.Name) and first.value.value == "None"
+    if isinstance(expr, cst.Name):
+        writes = model.dataflow.reaching_writes(expr.value, expr)
+        return bool(writes) and all(w.value is not None and w.source is None and _single_item(model, w.value, depth + 1) for w in writes)
+    return False

@@ -7,6 +7,7 @@ from typing import Iterator
 
 import libcst as cst
 
+from gpulint.analysis.host_arrays import is_host_array
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.residency import CPU, TRAIN
 from gpulint.analysis.step_code import per_step
@@ -48,6 +49,8 @@ class LegacyTensorConstructor(Rule):
                 continue  # `torch.Tensor(obs).to(device)`: host data copied as `torch.tensor` would; a constant is rebuilt each step
             dtype = DTYPES.get(match.group(2), "float32")
             built = self._initialised(call)  # the constructor, or its in-place initialisation
+            if built is call and self._converts_host_array(call):
+                continue  # NumPy data (a replay batch, an observation) crosses anyway: `torch.tensor(..., device=)` copies the same
             reported: cst.Call = built
             device = None
             parent = model.parent.get(built)
@@ -71,6 +74,11 @@ class LegacyTensorConstructor(Rule):
             # (no fix when the fill would be dropped, or for `torch.Tensor(...)`: its dtype is whatever default the program set)
             fix = self._fix(call, reported, dtype, on_cuda, device) if built is call and match.group(2) else None
             yield self.diagnostic(reported, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO, fix=fix, help=help)
+
+    def _converts_host_array(self, call: cst.Call) -> bool:
+        """`torch.FloatTensor(state_batch)`: one argument that is host array data, not a size or a constant."""
+        args = [a for a in call.args if not a.star]
+        return len(args) == 1 == len(call.args) and args[0].keyword is None and is_host_array(self.model, args[0].value)
 
     def _initialised(self, call: cst.Call) -> cst.Call:
         """The outermost call of `call.fill_(0).normal_()...`: in-place initialisers return the same tensor."""

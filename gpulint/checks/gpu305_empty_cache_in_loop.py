@@ -6,6 +6,7 @@ from typing import Iterator
 
 import libcst as cst
 
+from gpulint.analysis.phases import starts_evaluation_beside
 from gpulint.analysis.residency import EVAL, TRAIN
 from gpulint.checks.base import Rule
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
@@ -40,6 +41,8 @@ class EmptyCacheInLoop(Rule):
             every_step = guard is None
             if not every_step and residency.frees_memory_beside(call):
                 continue  # `del pipeline; gc.collect()` at validation intervals: a deliberate release
+            if not every_step and role == TRAIN and starts_evaluation_beside(model, call):
+                continue  # released once per evaluation, as the training phase hands over to the evaluation pass
             where = self.every_step(role, loop) if every_step else f"in the loop at line {model.line_of(loop)}"
             message = f"`{model.code(call)}` {where} syncs the device and empties the cache"
             help = "The next step allocates the freed memory again, through the slower CUDA allocator; remove it"

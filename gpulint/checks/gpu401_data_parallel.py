@@ -7,6 +7,7 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from gpulint.analysis.hot_loops import is_hot
+from gpulint.analysis.parallel import forwards_single_items
 from gpulint.analysis.shipped_paths import never_runs
 from gpulint.checks.base import Rule
 from gpulint.diagnostics import Diagnostic, Severity
@@ -24,6 +25,8 @@ class DataParallel(Rule):
         for wrapper in model.data_parallel_calls:
             if not wrapper.several_gpus or never_runs(model, wrapper.call):
                 continue  # one GPU, or a switch the code ships off (`if ngpu > 1:` with `ngpu = 0`)
+            if forwards_single_items(model, wrapper.call):
+                continue  # a predictor fed one image at a time: a batch of one has nothing to split over GPUs
             wrapped = _wrapped_module(wrapper.call)
             if wrapped is not None and model.model_size.is_toy_model(wrapped):
                 continue  # a toy net (a state_dict demo): there is no step worth spreading over GPUs
