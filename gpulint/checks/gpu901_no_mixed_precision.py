@@ -14,7 +14,6 @@ class NoMixedPrecision(Rule):
     summary = "CUDA training in float32 only: no `torch.autocast` in the training script"
     preview = True
     requires = (r"backward|Trainer|TrainingArguments",)
-    project_tags = ("helper-trains",)  # the training step is a project function of another module
     default_severity = Severity.INFO
 
     def check(self) -> Iterator[Diagnostic]:
