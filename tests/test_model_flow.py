@@ -52,6 +52,21 @@ def test_a_device_switched_to_cuda_when_a_gpu_is_there_is_the_gpu():
     assert found[1].message.startswith("`loss.cpu()` waits for the GPU every training step (loop at line 13)")
 
 
+def test_a_function_reading_the_modules_device_gets_the_gpu_too():
+    # a function reads the module's writes in source order: the last one is still what reaches on GPU runs
+    source = DEVICE_IN_IF.split("losses = []")[0] + """\
+def fit(train_loader):
+    for images, labels in train_loader:
+        images = images.float().to(DEVICE)
+        optimizer.zero_grad()
+        loss = criterion(cnn(images), labels.to(DEVICE))
+        loss.backward()
+        optimizer.step()
+        print(loss.item())
+"""
+    assert findings(source, select=("GPU303",)) == ["18:15 GPU303"]
+
+
 def test_a_device_the_user_must_switch_on_stays_unknown():
     # `if args.cuda:` is the user's choice, not "whenever a GPU is there"
     assert findings(DEVICE_IN_IF.replace("if torch.cuda.is_available():", "if args.cuda:"), select=("GPU303", "GPU904")) == []

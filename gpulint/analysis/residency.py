@@ -183,10 +183,12 @@ class Residency:
                 return CUDA if self.level(expr.value) else (CUDA if not self.is_module(expr.value) else None)
             key = dotted_name(expr)
             writes = self.flow.reaching_writes(key, expr) if key else []
-            if len(writes) > 1 and self._runs_on_gpu_runs(writes[0].statement, expr):
+            latest = max(writes, key=lambda w: self.flow.order[w.statement]) if len(writes) > 1 else None
+            if latest is not None and self._runs_on_gpu_runs(latest.statement, expr):
                 # `DEVICE = torch.device("cpu")`, then `if torch.cuda.is_available(): DEVICE = torch.device("cuda")`:
-                # on a machine with a GPU the last write is the one that reaches
-                writes = writes[:1]
+                # on a machine with a GPU the last write is the one that reaches (a function reading the module's
+                # `DEVICE` gets the module's writes in source order)
+                writes = [latest]
             if len(writes) == 1 and writes[0].value is not None and not writes[0].is_augmented:
                 kind = self.device_kind(writes[0].value, depth + 1)
                 if kind is not None:
