@@ -132,7 +132,7 @@ class ModuleContext:
         """What this module reaches through the project, for the prefilter (`Rule.project_tags`):
         "helper-syncs" (it calls something that waits for the GPU), "helper-moves" (something that copies an
         argument to the GPU), "loader-consumed" (its loaders are iterated elsewhere), "builds-convolutions" (it calls a project class or
-        factory that builds a convolutional network)."""
+        factory that builds a convolutional network), "helper-trains" (it calls something that runs a training step)."""
         found = set()
         for callee in self.callees.values():
             if any(e[0] != "clock" for e in callee.syncs) or any(e[0] in ("sync", "shape") for effects in callee.effects.values() for e in effects):
@@ -147,6 +147,8 @@ class ModuleContext:
             found.add("pinned-loader-received")
         if any(callee.convolutions for callee in self.callees.values()):
             found.add("builds-convolutions")
+        if any(callee.trains for callee in self.callees.values()):
+            found.add("helper-trains")  # `train(epoch, train_loader, model, ...)` of `helper/loops.py`
         return frozenset(found)
 
     def consumed(self, function: str, element: Optional[int] = None) -> list[Consumption]:

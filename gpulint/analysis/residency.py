@@ -185,6 +185,12 @@ class Residency:
                 return CUDA if self.level(expr.value) else (CUDA if not self.is_module(expr.value) else None)
             key = dotted_name(expr)
             writes = self.flow.reaching_writes(key, expr) if key else []
+            latest = max(writes, key=lambda w: self.flow.order[w.statement]) if len(writes) > 1 else None
+            if latest is not None and self._runs_on_gpu_runs(latest.statement, expr):
+                # `DEVICE = torch.device("cpu")`, then `if torch.cuda.is_available(): DEVICE = torch.device("cuda")`:
+                # on a machine with a GPU the last write is the one that reaches (a function reading the module's
+                # `DEVICE` gets the module's writes in source order)
+                writes = [latest]
             if len(writes) == 1 and writes[0].value is not None and not writes[0].is_augmented:
                 kind = self.device_kind(writes[0].value, depth + 1)
                 if kind is not None:
@@ -613,7 +619,8 @@ class Residency:
             if stored is not None:
                 return stored  # a dict of GPU tensors (`loss_dict`) is where its items are
             if writes:
-                return min(self._write_level(w) for w in writes)
+                level = min(self._write_level(w) for w in writes)
+                return CERTAIN if level == LIKELY and self._backpropagated(key, expr, writes) else level
             if isinstance(expr, cst.Attribute) and not self.is_module(expr.value):
                 return self.level(expr.value)  # `out.logits`, `x.grad`, `x.T`
             if isinstance(expr, cst.Name) and self.model.frameworks.placed_parameter(expr):
@@ -640,6 +647,17 @@ class Residency:
         if isinstance(expr, cst.IfExp):
             return min(self.level(expr.body), self.level(expr.orelse))
         return NONE
+
+    def _backpropagated(self, key: str, at: cst.CSTNode, writes: list[Write]) -> bool:
+        """`loss.backward()` on the value `at` reads (the same writes reach it): a tensor for sure, so where its
+        inputs likely are (`cls_loss, reg_loss = model(x)` of a GPU model, then `loss = cls_loss + reg_loss`) it is."""
+        scope = self.model.scope_of(at)
+        reached = {id(w) for w in writes}
+        return any(
+            call.func.attr.value == "backward" and self.model.scope_of(call) is scope
+            and {id(w) for w in self.flow.reaching_writes(key, call.func.value)} == reached
+            for call in self.flow.method_calls_in(key, scope)
+        )  # fmt: skip
 
     def _built_elements_level(self, expr: cst.BaseExpression, depth: int = 0) -> Optional[int]:
         """Where the elements of a sequence built by a comprehension are: `tuple(t.to(device) for t in batch)`,

@@ -728,7 +728,7 @@ class _Reader:
             self.moved_in_place(node.value, value)
         elif kind is ast.Assign:
             recorded = len(self.f.effects.get(INTERNAL, ()))
-            value = self.expr(node.value)
+            value = self.rewrapped(node, self.expr(node.value))
             for target in node.targets:
                 self.bind(target, value)
                 if isinstance(target, ast.Name):
@@ -1353,6 +1353,23 @@ class _Reader:
         if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.BitAnd, ast.BitOr, ast.BitXor)):
             return self.is_mask(node.left) or self.is_mask(node.right)
         return isinstance(node, ast.Name) and node.id in self.masks
+
+    def rewrapped(self, node: ast.Assign, value: Any) -> Any:
+        """`model = apply_gradient_allreduce(model)`, `model = load_weights(model, path)`: a project helper handed a
+        module whose result takes the module's own name gives back that module (hooked, wrapped or loaded),
+        placed where it was; what the helper returns is not known here, a module under that name is."""
+        if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name) or not isinstance(node.value, ast.Call):
+            return value
+        name = node.targets[0].id
+        held = self.env.get(name)
+        # a module: built by torch or a library, or an instance of a project class (`Net().cuda()`)
+        module = held in (("module",), ("gpu_module",)) or (
+            held is not None and held[0] == "moved" and (self.made(held[1]) or ".").rsplit(".", 1)[-1][:1].isupper()
+        )
+        if not module or self.made(value) is None:
+            return value
+        given = [*node.value.args, *(k.value for k in node.value.keywords)]
+        return held if any(isinstance(a, ast.Name) and a.id == name for a in given) else value
 
     def made(self, value: Any) -> Optional[str]:
         """The reference of the project call whose result `value` is (`AverageMeter` for `AverageMeter()`)."""

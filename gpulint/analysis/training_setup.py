@@ -87,7 +87,7 @@ def is_model_expression(model: SemanticModel, expr: cst.BaseExpression, depth: i
     if isinstance(expr, cst.Name):
         return any(
             isinstance(binder, cst.Assign) and (value := _bound_value(binder, expr.value)) is not None
-            and is_model_expression(model, value, depth + 1)
+            and (is_model_expression(model, value, depth + 1) or _from_registry(model, value, expr))
             for binder in model.bindings_of(expr.value, expr)
         )  # fmt: skip
     if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
@@ -95,6 +95,12 @@ def is_model_expression(model: SemanticModel, expr: cst.BaseExpression, depth: i
         writes = model.dataflow.reaching_writes(f"self.{expr.attr.value}", expr)
         return bool(writes) and all(w.value is not None and is_model_expression(model, w.value, depth + 1) for w in writes)
     return False
+
+
+def _from_registry(model: SemanticModel, value: cst.BaseExpression, name: cst.Name) -> bool:
+    """`model = model_dict[opt.model](num_classes=100)`: a class looked up in a registry, and the name used as a
+    module (`.parameters()`, `.train()`)."""
+    return isinstance(value, cst.Call) and isinstance(value.func, cst.Subscript) and model.residency.is_module(name)
 
 
 def _bound_value(binder: cst.Assign, name: str) -> cst.BaseExpression | None:

@@ -24,6 +24,7 @@ class NoTf32(Rule):
     preview = True
     fix_applicability = Applicability.UNSAFE
     requires = (r"backward|step\(|Trainer",)
+    project_tags = ("helper-trains",)  # the training step is a project function of another module
     default_severity = Severity.INFO
 
     def check(self) -> Iterator[Diagnostic]:
