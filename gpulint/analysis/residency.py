@@ -21,6 +21,7 @@ import libcst as cst
 from gpulint.analysis.communication import chosen_by_backend
 from gpulint.analysis.dataflow import Write
 from gpulint.analysis.error_paths import error_path
+from gpulint.analysis.handed_elements import received_part
 from gpulint.analysis.hot_loops import _is_training_step, element_targets, in_no_grad, iterates_a_few_literals, trains
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.legacy_torch import number_read, number_read_kind
@@ -439,6 +440,9 @@ class Residency:
     def _write_is_module(self, write: Write, depth: int) -> bool:
         if write.value is not None and self.is_module(write.value, depth + 1):
             return True
+        handed = received_part(self.model, write) - {"unplaced"}  # `net_g, net_d = nets`: modules every caller hands in
+        if handed and handed <= {"module", "gpu_module"}:
+            return True
         wrapped = self.model.frameworks.wrapped_argument(write.target)  # `model = accelerator.prepare(model)`
         return wrapped is not None and self.is_module(wrapped[1], depth + 1)
 
@@ -527,6 +531,8 @@ class Residency:
                 return True
             if self.model.frameworks.placed_module(write.target):
                 return True
+            if received_part(self.model, write) == {"gpu_module"}:
+                return True  # `net_g, net_d = nets`, every caller handing GPU modules in that place
         # Moved in place where it is used, or where it is defined (a module-level `model.to(device)` of a
         # model that functions use).
         scopes = {self.model.scope_of(expr)} | {self.model.scope_of(w.statement) for w in self.flow.reaching_writes(key, expr)}
@@ -618,6 +624,8 @@ class Residency:
                 return self.level(expr.value)  # `out.logits`, `x.grad`, `x.T`
             if isinstance(expr, cst.Name) and self.model.frameworks.placed_parameter(expr):
                 return LIKELY  # `batch` of `training_step`: the framework copied it to the device
+            if isinstance(expr, cst.Name) and self._received(expr) == {"gpu"}:
+                return LIKELY  # a parameter every caller in the project gives a GPU tensor
             return NONE
         if isinstance(expr, cst.BinaryOperation):
             if isinstance(expr.operator, cst.Modulo) and isinstance(expr.left, (cst.SimpleString, cst.ConcatenatedString)):
@@ -707,6 +715,8 @@ class Residency:
             # `out, feats = model(x)`: the parts of what a GPU module returns are on the GPU too.
             if write.source is None:
                 return NONE
+            if received_part(self.model, write) == {"gpu"}:
+                return LIKELY  # `x, y = batch`, every caller handing GPU tensors in that place
             built = self._built_elements_level(write.source)
             return built if built is not None else min(self.level(write.source), LIKELY)
         level = self.level(write.value)
