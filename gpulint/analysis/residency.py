@@ -624,8 +624,6 @@ class Residency:
                 return self.level(expr.value)  # `out.logits`, `x.grad`, `x.T`
             if isinstance(expr, cst.Name) and self.model.frameworks.placed_parameter(expr):
                 return LIKELY  # `batch` of `training_step`: the framework copied it to the device
-            if isinstance(expr, cst.Name) and self._received(expr) == {"gpu"}:
-                return LIKELY  # a parameter every caller in the project gives a GPU tensor
             return NONE
         if isinstance(expr, cst.BinaryOperation):
             if isinstance(expr.operator, cst.Modulo) and isinstance(expr.left, (cst.SimpleString, cst.ConcatenatedString)):
@@ -715,8 +713,6 @@ class Residency:
             # `out, feats = model(x)`: the parts of what a GPU module returns are on the GPU too.
             if write.source is None:
                 return NONE
-            if received_part(self.model, write) == {"gpu"}:
-                return LIKELY  # `x, y = batch`, every caller handing GPU tensors in that place
             built = self._built_elements_level(write.source)
             return built if built is not None else min(self.level(write.source), LIKELY)
         level = self.level(write.value)

@@ -1468,8 +1468,6 @@ class _Reader:
         if qualified in ("torch.autograd.Variable", "torch.autograd.variable.Variable") and len(args) == 1 and not kwargs:
             return args[0]  # `Variable(t)`: `t` itself since PyTorch 0.4
         short = qualified.rsplit(".", 1)[-1]
-        if short in ("DataParallel", "DistributedDataParallel") and args and args[0] is not None and args[0][0] in ("gpu_module", "moved"):
-            return args[0]  # `DDP(net.cuda(rank))`: the wrap runs where the module it wraps was moved
         if qualified.startswith("torch.nn.") and short[:1].isupper() and short not in ("Parameter", "Buffer"):
             return ("module",)
         if qualified in ("torch.compile", "torch.jit.script") and args:
