@@ -47,6 +47,21 @@ def _outermost_call(model: SemanticModel, call: cst.Call) -> cst.BaseExpression:
         return node
 
 
+def _tuple_part_target(model: SemanticModel, value: cst.BaseExpression) -> str | None:
+    """`self.D` for `D().cuda()` in `self.G, self.D = G().cuda(), D().cuda()`: the attribute at its place."""
+    element = model.parent.get(value)
+    values = model.parent.get(element) if isinstance(element, cst.Element) else None
+    statement = model.parent.get(values) if isinstance(values, cst.Tuple) else None
+    if not isinstance(statement, cst.Assign) or len(statement.targets) != 1 or statement.value is not values:
+        return None
+    targets = statement.targets[0].target
+    if not isinstance(targets, (cst.Tuple, cst.List)) or len(targets.elements) != len(values.elements):
+        return None
+    if any(isinstance(e, cst.StarredElement) for e in (*targets.elements, *values.elements)):
+        return None
+    return _attribute_key(targets.elements[values.elements.index(element)].value)
+
+
 def _moved_attributes(model: SemanticModel) -> dict[str, list[cst.Call]]:
     """For each `self.x`: the CUDA moves that place it, outside branches that run without a GPU."""
     memo = model.memo("gpu-moved attributes")
@@ -60,9 +75,13 @@ def _moved_attributes(model: SemanticModel) -> dict[str, list[cst.Call]]:
         receiver = _attribute_key(call.func.value)
         if receiver is not None and model.residency.is_discarded_move(call):
             keys.add(receiver)  # `self.G.cuda()`: a module moves in place
-        statement = model.parent.get(_outermost_call(model, call))
+        outer = _outermost_call(model, call)
+        statement = model.parent.get(outer)
         if isinstance(statement, cst.Assign):
             keys.update(k for t in statement.targets if (k := _attribute_key(t.target)) is not None)  # `self.G = G().cuda()`
+        key = _tuple_part_target(model, outer)
+        if key is not None:
+            keys.add(key)  # `self.G, self.D = G().cuda(), D().cuda()`
         for key in keys:
             if not _in_gpu_free_branch(model, call):
                 moves.setdefault(key, []).append(call)
@@ -83,9 +102,19 @@ def _placed(model: SemanticModel, write: Write, moves: list[cst.Call]) -> bool:
         return is_model_expression(model, value)
     scope = model.scope_of(write.statement)
     own = [m for m in moves if model.scope_of(m) is scope]
+    if any(flow.before(write.statement, m) and model.residency.is_discarded_move(m) for m in own) and _is_parameter(model, value):
+        return True  # `self.model = model; self.model.to(self.device)`: only a module moves in place
     if any(flow.before(write.statement, m) for m in own):
         return is_model_expression(model, value)
     return bool(flow.reads_in(write.key, value)) and any(flow.before(m, write.statement) for m in own)
+
+
+def _is_parameter(model: SemanticModel, value: cst.BaseExpression) -> bool:
+    """`model` in `self.model = model`: a parameter of the method, never rebound there (a constructor argument)."""
+    if not isinstance(value, cst.Name):
+        return False
+    binders = model.bindings_of(value.value, value)
+    return len(binders) == 1 and isinstance(binders[0], cst.Param)
 
 
 def resident_attributes(model: SemanticModel, cls: cst.ClassDef) -> frozenset[str]:
@@ -119,3 +148,13 @@ def trains_resident_attribute(model: SemanticModel, loop: Loop) -> bool:
         _attribute_key(c.func) in resident and model.model_size.parameters(c.func) != 0 for c in model.calls_inside(loop)
     )
     return runs and is_hot(model, loop)
+
+
+def moves_resident_attribute(model: SemanticModel, call: cst.Call) -> bool:
+    """`self.model.to(self.device)` of an attribute resident in its class: a model move, though the module came
+    in as a constructor argument (`self.model = model`) and nothing here says what it is built from."""
+    if not isinstance(call.func, cst.Attribute) or not model.residency.moves_to_cuda(call):
+        return False
+    key = _attribute_key(call.func.value)
+    cls = model.dataflow.enclosing_class(call)
+    return key is not None and cls is not None and key in resident_attributes(model, cls)

@@ -26,6 +26,7 @@ from gpulint.analysis.call_arguments import agreed_arguments
 from gpulint.analysis.convolutions import CONV_NET
 from gpulint.analysis.devices import BASE_EVIDENCE, gpu_context_reason
 from gpulint.analysis.forward_helpers import forward_called
+from gpulint.analysis.handed_elements import handed_elements
 from gpulint.analysis.loader_links import loaders_in
 from gpulint.analysis.settings_defaults import ProjectSettings
 from gpulint.analysis.test_code import DEFAULT_TEST_PATHS
@@ -961,6 +962,8 @@ class ProjectIndex:
                 received = self.inputs(record, key, param)
                 if received - {UNPLACED}:
                     context.inputs[f"{key}.{param}"] = sorted(received)
+                for element, kinds in handed_elements(self, record, key, param).items():
+                    context.inputs[f"{key}.{element}"] = kinds  # `net_g, net_d = nets`: each element's kinds
         for name in summary.classes:
             inherited = self.inherited_bases(record, name)
             if inherited:

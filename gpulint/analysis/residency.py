@@ -21,6 +21,7 @@ import libcst as cst
 from gpulint.analysis.communication import chosen_by_backend
 from gpulint.analysis.dataflow import Write
 from gpulint.analysis.error_paths import error_path
+from gpulint.analysis.handed_elements import received_part
 from gpulint.analysis.hot_loops import _is_training_step, element_targets, in_no_grad, iterates_a_few_literals, trains
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.legacy_torch import number_read, number_read_kind
@@ -445,6 +446,9 @@ class Residency:
     def _write_is_module(self, write: Write, depth: int) -> bool:
         if write.value is not None and self.is_module(write.value, depth + 1):
             return True
+        handed = received_part(self.model, write) - {"unplaced"}  # `net_g, net_d = nets`: modules every caller hands in
+        if handed and handed <= {"module", "gpu_module"}:
+            return True
         wrapped = self.model.frameworks.wrapped_argument(write.target)  # `model = accelerator.prepare(model)`
         return wrapped is not None and self.is_module(wrapped[1], depth + 1)
 
@@ -533,6 +537,8 @@ class Residency:
                 return True
             if self.model.frameworks.placed_module(write.target):
                 return True
+            if received_part(self.model, write) == {"gpu_module"}:
+                return True  # `net_g, net_d = nets`, every caller handing GPU modules in that place
         # Moved in place where it is used, or where it is defined (a module-level `model.to(device)` of a
         # model that functions use).
         scopes = {self.model.scope_of(expr)} | {self.model.scope_of(w.statement) for w in self.flow.reaching_writes(key, expr)}

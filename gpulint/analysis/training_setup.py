@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from gpulint.analysis.attribute_models import trains_resident_attribute
+from gpulint.analysis.attribute_models import moves_resident_attribute, trains_resident_attribute
 from gpulint.analysis.convolutions import builds_convolution
 from gpulint.analysis.hot_loops import is_hot
 from gpulint.analysis.imports import dotted_name
@@ -248,7 +248,8 @@ def find_training_setup(model: SemanticModel) -> TrainingSetup:
     hot = [loop for loop in model.loops if is_hot(model, loop)]
     moves = [
         call for call in model.calls
-        if (model.residency.moves_to_cuda(call) and is_model_expression(model, call.func.value) or _engine_places_model(model, call) or _ray_places_model(model, call))
+        if (model.residency.moves_to_cuda(call) and is_model_expression(model, call.func.value) or _engine_places_model(model, call) or _ray_places_model(model, call)
+            or moves_resident_attribute(model, call))
         and not _after_all_training(model, call, hot)
     ]  # fmt: skip
     # runs training itself: a `__main__` guard, a module-level training loop, or a class that trains the model
