@@ -291,8 +291,13 @@ def parse_for_summary(text: str) -> Optional[ast.Module]:
     except SyntaxError as error:
         from gpulint.recovery import recover
 
+        from gpulint.databricks import read_export
+
         recovered = recover(text, error)  # Python 3.6 code (`async=True`): other modules import it too
-        return recovered.tree if recovered is not None else None
+        if recovered is None:
+            export = read_export(text)  # a Databricks notebook with a `!cmd` escape
+            return export.tree if export is not None else None
+        return recovered.tree
     except (ValueError, RecursionError, MemoryError):
         return None
 
