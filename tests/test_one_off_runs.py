@@ -1,0 +1,91 @@
+"""Issue 13, the seventh corpus's one-off noise left by noiseoneoff: a probe that runs a few batches for each
+of a few batch sizes, once (nanoVLM's `measure_vram.py`), copies a handful of batches in all
+(`loop_bounds.runs_a_few_times`): GPU105's blocking copy costs nothing there. The same copies stay found in a
+training loop over the whole loader, in a probe of many steps, and in a probe an epoch loop runs each epoch.
+A list the user types as one string (`--batch_sizes "1 2 4 8"`, split into words) has as many items as its
+default has words (`loop_bounds.trip_count`).
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from gpulint.analysis.loop_bounds import trip_count
+from gpulint.analysis.model import SemanticModel
+from tests.conftest import findings
+
+PROBE = """\
+import argparse
+
+import torch
+from torch.utils.data import DataLoader
+
+from data import ImageSet
+
+
+def measure(args, model, dataset):
+    sizes = [int(b) for b in args.batch_sizes.split()]
+    for bs in sizes:
+        loader = DataLoader(dataset, batch_size=bs, num_workers=4, pin_memory=True)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5)
+        torch.cuda.reset_peak_memory_stats()
+        for i, (x, y) in enumerate(loader):
+            if i >= args.num_iterations:
+                break
+            x = x.to("cuda")
+            y = y.to("cuda")
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            optimizer.step()
+        print(bs, torch.cuda.max_memory_allocated())
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--batch_sizes", type=str, default="1 2 4 8 16 32 64 128 256 512")
+    parser.add_argument("--num_iterations", type=int, default=2)
+    args = parser.parse_args()
+    model = torch.hub.load("pytorch/vision", "resnet50").cuda()
+    measure(args, model, ImageSet("data/"))
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+COPIES = ["18:17 GPU105", "19:17 GPU105"]  # `x.to("cuda")`, `y.to("cuda")`
+
+
+def gpu105(source: str) -> list[str]:
+    return findings(source, select=("GPU105",))
+
+
+def test_a_list_typed_as_one_string_has_as_many_items_as_its_default_has_words():
+    model = SemanticModel(cst.parse_module(PROBE), "probe.py", PROBE)
+    outer = next(loop for loop in model.loops if isinstance(loop, cst.For) and model.code(loop.iter) == "sizes")
+    assert trip_count(model, outer) == 10
+
+
+def test_a_probe_of_two_batches_per_batch_size_run_once_is_silent():
+    assert gpu105(PROBE) == []
+
+
+def test_the_same_copies_in_a_training_loop_over_the_whole_loader_stay():
+    training = PROBE.replace("            if i >= args.num_iterations:\n                break\n", "")
+    assert gpu105(training) == ["16:17 GPU105", "17:17 GPU105"]
+
+
+def test_a_probe_of_many_steps_per_size_stays():
+    assert gpu105(PROBE.replace("default=2)", "default=100)")) == COPIES
+
+
+def test_a_probe_run_every_epoch_stays():
+    per_epoch = PROBE.replace(
+        '    measure(args, model, ImageSet("data/"))\n',
+        '    for epoch in range(100):\n        measure(args, model, ImageSet("data/"))\n',
+    )
+    assert gpu105(per_epoch) == COPIES
+
+
+def test_a_probe_only_another_module_calls_stays():
+    assert gpu105(PROBE.replace('    measure(args, model, ImageSet("data/"))\n', "    return args, model\n")) == COPIES
