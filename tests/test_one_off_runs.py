@@ -13,6 +13,7 @@ import libcst as cst
 from gpulint.analysis.loop_bounds import trip_count
 from gpulint.analysis.model import SemanticModel
 from tests.conftest import findings
+from tests.projects_helper import found, lint, write
 
 PROBE = """\
 import argparse
@@ -89,3 +90,72 @@ def test_a_probe_run_every_epoch_stays():
 
 def test_a_probe_only_another_module_calls_stays():
     assert gpu105(PROBE.replace('    measure(args, model, ImageSet("data/"))\n', "    return args, model\n")) == COPIES
+
+
+# ---- DataParallel handed to an evaluation function of another module that feeds one image at a time ----------
+
+EVAL_TOOL = """\
+import torch
+
+
+def _detections(dataset, net):
+    found = []
+    for index in range(len(dataset)):
+        img = dataset[index]["img"]
+        with torch.no_grad():
+            scores = net(img.permute(2, 0, 1).cuda().float().unsqueeze(dim=0))
+        found.append(scores.cpu())
+    return found
+
+
+def evaluate(dataset, model, threshold=0.05):
+    model.eval()
+    return _detections(dataset, model)
+"""
+
+VALIDATE = """\
+import torch
+
+from data import CocoDataset
+from tools import eval_tool
+from models import resnet50
+
+dataset = CocoDataset("coco/", set_name="val2017")
+net = resnet50(num_classes=80).cuda()
+net = torch.nn.DataParallel(net).cuda()
+net.eval()
+eval_tool.evaluate(dataset, net)
+"""
+
+
+def dp_findings(tmp_path, monkeypatch, files: dict[str, str]) -> list[str]:
+    return sorted(f for f in found(lint(write(tmp_path, files), monkeypatch, select=("GPU401",))))
+
+
+def test_data_parallel_handed_to_a_function_of_another_module_that_feeds_one_image_is_silent(tmp_path, monkeypatch):
+    assert dp_findings(tmp_path, monkeypatch, {"tools/__init__.py": "", "tools/eval_tool.py": EVAL_TOOL, "validate.py": VALIDATE}) == []
+
+
+def test_data_parallel_handed_to_a_function_that_feeds_batches_stays(tmp_path, monkeypatch):
+    batched = EVAL_TOOL.replace('img.permute(2, 0, 1).cuda().float().unsqueeze(dim=0)', 'img.cuda().float()')
+    files = {"tools/__init__.py": "", "tools/eval_tool.py": batched, "validate.py": VALIDATE}
+    assert dp_findings(tmp_path, monkeypatch, files) == ["validate.py:9 GPU401"]
+    # one forward of a batch beside the single image
+    mixed = EVAL_TOOL + "\n\ndef score_all(model, batch):\n    return _detections([], model), model(batch.cuda())\n"
+    files = {"tools/__init__.py": "", "tools/eval_tool.py": mixed, "validate.py": VALIDATE + "eval_tool.score_all(net, None)\n"}
+    assert dp_findings(tmp_path, monkeypatch, files) == ["validate.py:9 GPU401"]
+
+
+def test_data_parallel_handed_to_an_unknown_function_or_trained_stays(tmp_path, monkeypatch):
+    files = {"tools/__init__.py": "", "tools/eval_tool.py": EVAL_TOOL, "validate.py": VALIDATE + "trainer.fit(net)\n"}
+    assert dp_findings(tmp_path, monkeypatch, files) == ["validate.py:9 GPU401"]
+    training = VALIDATE + (
+        "opt = torch.optim.SGD(net.parameters(), lr=0.01)\n"
+        "for epoch in range(10):\n"
+        "    for x, y in loader:\n"
+        "        loss = net(x.cuda()).sum()\n"
+        "        loss.backward()\n"
+        "        opt.step()\n"
+    )
+    files = {"tools/__init__.py": "", "tools/eval_tool.py": EVAL_TOOL, "validate.py": training}
+    assert dp_findings(tmp_path, monkeypatch, files) == ["validate.py:9 GPU401"]
