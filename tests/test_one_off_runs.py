@@ -159,3 +159,38 @@ def test_data_parallel_handed_to_an_unknown_function_or_trained_stays(tmp_path, 
     )
     files = {"tools/__init__.py": "", "tools/eval_tool.py": EVAL_TOOL, "validate.py": training}
     assert dp_findings(tmp_path, monkeypatch, files) == ["validate.py:9 GPU401"]
+
+
+# ---- a CPU lesson that only prints the device it would use ---------------------------------------------------
+
+CPU_LESSON = """\
+import torch
+import torchvision
+import torchvision.transforms as transforms
+
+transform = transforms.Compose([transforms.ToTensor(), transforms.Normalize((0.5, 0.5, 0.5), (0.5, 0.5, 0.5))])
+trainset = torchvision.datasets.CIFAR10(root="./data", train=True, download=True, transform=transform)
+trainloader = torch.utils.data.DataLoader(trainset, batch_size=4, shuffle=True, num_workers=2)
+net = Net()
+optimizer = torch.optim.SGD(net.parameters(), lr=0.001, momentum=0.9)
+for epoch in range(2):
+    for inputs, labels in trainloader:
+        optimizer.zero_grad()
+        loss = criterion(net(inputs), labels)
+        loss.backward()
+        optimizer.step()
+
+device = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
+print(device)
+"""
+
+
+def test_a_lesson_that_only_prints_its_cuda_device_trains_on_the_cpu():
+    assert findings(CPU_LESSON, select=("GPU103",)) == []
+
+
+def test_a_device_used_for_anything_but_printing_is_a_gpu_run():
+    moved = CPU_LESSON.replace("print(device)\n", "print(device)\nnet.to(device)\n")
+    assert findings(moved, select=("GPU103",)) == ["7:15 GPU103"]
+    formatted = CPU_LESSON.replace("print(device)\n", "print(device)\nrun(net, device)\n")
+    assert findings(formatted, select=("GPU103",)) == ["7:15 GPU103"]
