@@ -303,13 +303,17 @@ def _literal_int(expr: cst.BaseExpression) -> Optional[int]:
 
 
 def runs_a_few_times(model: SemanticModel, node: cst.CSTNode) -> bool:
-    """`node` runs at most `SHORT_LOOP` times in all, as shipped: every loop around it in its function runs
-    briefly (together at most `SHORT_LOOP` iterations: two batches for each of ten batch sizes, a VRAM probe),
+    """`node` runs at most `SHORT_LOOP` times in all, as shipped: the loop around it breaks after a handful of
+    iterations, every loop around it in its function runs briefly (together at most `SHORT_LOOP` iterations:
+    two batches for each of ten batch sizes, a VRAM probe),
     and that function runs once: module-level code, or a function every call of which in this module sits
     outside any loop (none called from elsewhere only, nor a method an instance may run per step)."""
     loops = model.repeating_loops(node)
     if not loops:
         return False  # how often code outside a loop runs is its caller's business
+    stop = break_bound(model, loops[0]) if isinstance(loops[0], (cst.For, cst.While)) else None
+    if stop is None or stop > FEW_ITERATIONS:
+        return False  # a probe stops after a handful of batches; a short step loop (`--steps 30`) is a trainer's default
     total = 1
     for loop in loops:
         if not runs_briefly(model, loop):
