@@ -1,9 +1,14 @@
-"""Issue 13, the seventh corpus's one-off noise left by noiseoneoff: a probe that runs a few batches for each
-of a few batch sizes, once (nanoVLM's `measure_vram.py`), copies a handful of batches in all
-(`loop_bounds.runs_a_few_times`): GPU105's blocking copy costs nothing there. The same copies stay found in a
-training loop over the whole loader, in a probe of many steps, and in a probe an epoch loop runs each epoch.
-A list the user types as one string (`--batch_sizes "1 2 4 8"`, split into words) has as many items as its
-default has words (`loop_bounds.trip_count`).
+"""Issue 13, the seventh corpus's one-off noise left by noiseoneoff (docs/precision.md, section oneoff2):
+
+- a probe that runs a few batches for each of a few batch sizes, once (nanoVLM's `measure_vram.py`), copies a
+  handful of batches in all (`loop_bounds.runs_a_few_times`): GPU105's blocking copy costs nothing there; a list
+  the user types as one string (`--batch_sizes "1 2 4 8"`) has as many items as its default has words;
+- a `DataParallel` wrapper handed to a project function that feeds it one image per forward, in another module
+  (RetinaNet's `evaluate_coco`), spreads nothing (`parallel._forwards_of_callee`);
+- a lesson whose CUDA device is only printed trains on the CPU as shipped (`loader_flow._only_printed`);
+- a notebook cell stops at a name nothing binds: the rest of it never runs (`unbound_names`).
+
+Next to each, the same code in real work stays found.
 """
 
 from __future__ import annotations
