@@ -18,6 +18,7 @@ from gpulint.config import Settings
 from gpulint.piecewise import PIECEWISE_ABOVE, Layout, layout, parse_in_pieces
 from gpulint.diagnostics import INTERNAL_ERROR, INVALID_SYNTAX, IO_ERROR, PARSER_LIMITATION, Diagnostic, Location, Severity
 from gpulint.notebook import Notebook, NotebookError, is_notebook_path, without_stubs
+from gpulint.databricks import read_export
 from gpulint.recovery import Recovered, recover
 from gpulint.source import SourceError, SourceText, libcst_limitation, read_source_bytes
 from gpulint.suppression import parse_suppressions
@@ -306,7 +307,7 @@ def _check_parsed(
     from gpulint.analysis.summary import summarize
     from gpulint.fix_invariants import enforce as enforce_fix_invariants
 
-    recovered = None
+    recovered = export = None
     if module is None or project is None:
         tree = python_tree(text, path)
         if isinstance(tree, Diagnostic):
@@ -315,6 +316,10 @@ def _check_parsed(
             recovered = recover(text, tree)  # Python 3.6 code: `x.cuda(async=True)`
             if recovered is not None:
                 tree = recovered.tree
+            else:
+                export = read_export(text)  # a Databricks notebook's `!cmd`: valid where it runs
+                if export is not None:
+                    tree = export.tree
         if project is None:
             project = lone_context(summarize(text, tree if isinstance(tree, ast.Module) else None), path)
             if not project.gpu:
@@ -322,7 +327,7 @@ def _check_parsed(
                 if not rules:
                     return []
         if module is None:
-            parsed = text if recovered is None else recovered.text  # same rows and columns
+            parsed = recovered.text if recovered is not None else export.text if export is not None else text  # same rows
             plan = _plan(parsed, tree)
             del tree  # CPython's tree goes before LibCST's is built: one large tree at a time
             module = _libcst_parse(parsed, path, *plan)
@@ -374,19 +379,24 @@ def _check_parsed(
     if recovered is not None:
         # Still a syntax error where the user runs it; no fix, since no fixed text of it could be checked to parse.
         diagnostics = [_reported(path, recovered)] + [replace(d, fix=None) for d in diagnostics]
+    elif export is not None:
+        # No fix: the fixed text could not be written back around the masked escape lines.
+        diagnostics = [replace(d, fix=None) for d in diagnostics]
     return sorted(diagnostics, key=Diagnostic.sort_key)
 
 
 def _where_shipped_code_runs(model: SemanticModel, found: list[Diagnostic]) -> list[Diagnostic]:
     """The findings outside branches that never run with the shipped settings (`if os.path.isfile(ckpt):
     load else: train` after the module downloads `ckpt`; `if ngpu > 1:` with `ngpu = 0`) and outside branches
-    that run only without a GPU (the `else:` of `if torch.cuda.is_available():`)."""
+    that run only without a GPU (the `else:` of `if torch.cuda.is_available():`), nor in a notebook cell past a
+    statement that stops at a name nothing binds."""
     if not found:
         return found
     from gpulint.analysis.gpu_free_branches import gpu_free_rows
     from gpulint.analysis.shipped_paths import unshipped_rows
+    from gpulint.analysis.unbound_names import rows_after_name_errors
 
-    spans = unshipped_rows(model) + gpu_free_rows(model)
+    spans = unshipped_rows(model) + gpu_free_rows(model) + rows_after_name_errors(model)
     if not spans:
         return found
     return [d for d in found if not any(first <= d.location.row <= last for first, last in spans)]

@@ -381,7 +381,7 @@ class LoaderFlow:
             func = call.func
             if isinstance(func, cst.Attribute) and func.attr.value in _DEVICE_METHODS:
                 return False
-            if (m.call_name(call) or "") in _DEVICE_CALLS:
+            if (m.call_name(call) or "") in _DEVICE_CALLS and not _only_printed(m, call):
                 return False
             if any(a.keyword is not None and a.keyword.value in _DEVICE_KEYWORDS for a in call.args):
                 return False
@@ -1346,3 +1346,19 @@ class _DivisionByAccumulation(cst.CSTVisitor):
 
 
 __all__ = ["EVAL", "TRAIN", "UNKNOWN", "BatchMove", "Iteration", "LoaderFlow", "LoaderInfo"]
+
+
+def _only_printed(m: SemanticModel, call: cst.Call) -> bool:
+    """`device = torch.device("cuda:0" if ... else "cpu")` read only by `print(device)`: a lesson shows which
+    device it would use and moves nothing there (the move is left to the reader)."""
+    if m.call_name(call) != "torch.device":
+        return False
+    parent = m.parent.get(call)
+    if not (isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name)):
+        return False
+    for read in m.dataflow.reads.get(parent.targets[0].target.value, ()):
+        arg = m.parent.get(read)
+        printer = m.parent.get(arg) if isinstance(arg, cst.Arg) and arg.value is read else None
+        if not (isinstance(printer, cst.Call) and isinstance(printer.func, cst.Name) and printer.func.value == "print"):
+            return False
+    return True

@@ -71,6 +71,11 @@ def _items(model: SemanticModel, expr: cst.BaseExpression, loop: Loop, depth: in
         return None if any(isinstance(e, cst.StarredDictElement) for e in expr.elements) else len(expr.elements)
     if isinstance(expr, cst.Name):
         return _bound_items(model, expr, loop, depth)
+    if isinstance(expr, (cst.ListComp, cst.GeneratorExp)) and expr.for_in.inner_for_in is None and not expr.for_in.ifs:
+        return _items(model, expr.for_in.iter, loop, depth + 1)  # `[int(b) for b in sizes]`: one item per item
+    words = _split_words(model, expr)
+    if words is not None:
+        return words
     if not isinstance(expr, cst.Call):
         return None
     func = expr.func
@@ -92,6 +97,20 @@ def _items(model: SemanticModel, expr: cst.BaseExpression, loop: Loop, depth: in
         counts = [c for c in (_items(model, a, loop, depth + 1) for a in positional) if c is not None]
         return min(counts) if counts else None  # zip stops at its shortest argument
     return None
+
+
+def _split_words(model: SemanticModel, expr: cst.BaseExpression) -> Optional[int]:
+    """The number of words of `text.split()` when `text` is a string as shipped: a literal, or a command-line
+    option's default (`--batch_sizes "1 2 4 8 16"`, a list the user types as one string)."""
+    if not (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "split" and not expr.args):
+        return None
+    text = expr.func.value
+    if isinstance(text, cst.SimpleString):
+        value = text.evaluated_value
+    else:
+        resolved = model.values.setting(text)
+        value = resolved.value if resolved is not None else None
+    return len(value.split()) if isinstance(value, str) else None
 
 
 def _bound_items(model: SemanticModel, name: cst.Name, loop: Loop, depth: int) -> Optional[int]:
@@ -281,3 +300,39 @@ def _literal_int(expr: cst.BaseExpression) -> Optional[int]:
     if isinstance(expr, cst.Integer):
         return int(expr.evaluated_value)
     return None
+
+
+def runs_a_few_times(model: SemanticModel, node: cst.CSTNode) -> bool:
+    """`node` runs at most `SHORT_LOOP` times in all, as shipped: the loop around it breaks after a handful of
+    iterations, every loop around it in its function runs briefly (together at most `SHORT_LOOP` iterations:
+    two batches for each of ten batch sizes, a VRAM probe),
+    and that function runs once: module-level code, or a function every call of which in this module sits
+    outside any loop (none called from elsewhere only, nor a method an instance may run per step)."""
+    loops = model.repeating_loops(node)
+    if not loops:
+        return False  # how often code outside a loop runs is its caller's business
+    stop = break_bound(model, loops[0]) if isinstance(loops[0], (cst.For, cst.While)) else None
+    if stop is None or stop > FEW_ITERATIONS:
+        return False  # a probe stops after a handful of batches; a short step loop (`--steps 30`) is a trainer's default
+    total = 1
+    for loop in loops:
+        if not runs_briefly(model, loop):
+            return False
+        count = trip_count(model, loop) if isinstance(loop, (cst.For, cst.While)) else None
+        total *= count if count is not None else FEW_ITERATIONS
+    if total > SHORT_LOOP:
+        return False
+    return _runs_once(model, model.enclosing_function(node))
+
+
+def _runs_once(model: SemanticModel, func: Optional[cst.FunctionDef], depth: int = 0) -> bool:
+    if func is None:
+        return True  # module-level code runs once
+    if depth > 3 or model.enclosing_function(func) is not None or any(isinstance(a, cst.ClassDef) for a in model.ancestors(func)):
+        return False  # a closure or a method: whoever holds it may call it per step
+    calls = model.calls_of(func.name.value)
+    return bool(calls) and all(
+        not model.repeating_loops(call) and model.enclosing_function(call) is not func
+        and _runs_once(model, model.enclosing_function(call), depth + 1)
+        for call in calls
+    )  # fmt: skip

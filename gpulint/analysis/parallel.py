@@ -257,9 +257,30 @@ def forwards_single_items(model: SemanticModel, wrapper: cst.Call) -> bool:
             forwards += 1
         elif isinstance(parent, cst.Attribute) and parent.value is node:
             continue  # `model.eval()`, `model.module.freeze_bn()`
-        elif isinstance(parent, (cst.Arg, cst.Return, cst.Element, cst.DictElement)):
+        elif isinstance(parent, cst.Arg):
+            handed = _forwards_of_callee(model, parent)
+            if handed is None:
+                return False  # handed to code that may batch
+            forwards += handed
+        elif isinstance(parent, (cst.Return, cst.Element, cst.DictElement)):
             return False  # handed to code that may batch
     return forwards > 0
+
+
+def _forwards_of_callee(model: SemanticModel, arg: cst.Arg) -> int | None:
+    """How many forwards a project function the wrapper is handed to runs on it, when each feeds a batch of one
+    (`evaluate_coco(dataset, model)` calling `model(img.unsqueeze(dim=0))` per image, in this module or another,
+    through the helpers it hands it to); None when it may batch, or is not known to run it."""
+    call = model.parent.get(arg)
+    callee = model.callee(call) if isinstance(call, cst.Call) and arg in call.args else None
+    if callee is None or callee.kind != "function":
+        return None
+    param = next((name for given, name in model.arguments_to(call, callee) if given is arg), None)
+    effects = callee.effects.get(param, ()) if param is not None else ()
+    forwards = [e for e in effects if e[0] == "forward"]
+    if not forwards or not all(e[2] for e in forwards):
+        return None  # (its other effects are its outputs': read on the host, moved)
+    return len(forwards)
 
 
 def _bound_name(model: SemanticModel, wrapper: cst.Call) -> str | None:

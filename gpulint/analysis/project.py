@@ -69,7 +69,8 @@ class Callee:
     epoch: bool = False  # ... inside a loop of its own: a whole epoch per call, not one step
     returns: Any = None  # ("loader", facts), ("module",), ("gpu_module",), ("gpu",), ("device",), ("args", options), ("tuple", ...)
     # parameter -> [("move", where, non_blocking), ("sync", kind, where, certain), ("iter", where), ("device", where),
-    # ("no_sync", where): enters DDP's `no_sync()` of the module it is given]
+    # ("no_sync", where): enters DDP's `no_sync()` of the module it is given, ("forward", where, one): calls it, on a
+    # batch of one (`img.unsqueeze(0)`) when `one`]
     effects: dict[str, list[tuple]] = field(default_factory=dict)
     # ("sync", kind, where) / ("synchronize", where) / ("barrier", where: one after async communication): every call; ("clock", where, drains): it reads a clock (times the GPU), and synchronizes on every call when drains
     syncs: list[tuple] = field(default_factory=list)
@@ -512,6 +513,9 @@ class ProjectIndex:
         )
         for param in f.params:
             found = list(self._source_effects(record, f, f"p:{param}", steps, 0))
+            forwards = {e[2]: e for e in reversed(found) if e[0] == "forward"}  # one each: a batch, a batch of one
+            # last, a batch before a batch of one: a cut list never hides that one forward takes a batch
+            found = [e for e in found if e[0] != "forward"] + [forwards[single] for single in (False, True) if single in forwards]
             if found:
                 facts.effects[param] = found[:16]
         facts.syncs = list(self._internal_syncs(record, f, steps))[:8]
@@ -578,6 +582,8 @@ class ProjectIndex:
                 yield ("device", f"{record.shown}:{effect[1]}")
             elif kind == "no_sync":
                 yield ("no_sync", f"{record.shown}:{effect[1]}")
+            elif kind == "call" and len(effect) > 4:
+                yield ("forward", f"{record.shown}:{effect[1]}", effect[4])  # [2]: a batch of one (`img.unsqueeze(0)`)
             elif kind == "pass" and depth < _MAX_DEPTH:
                 call = f.calls[effect[1]]
                 if call[5] or call[4] in steps:

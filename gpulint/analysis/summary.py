@@ -291,8 +291,13 @@ def parse_for_summary(text: str) -> Optional[ast.Module]:
     except SyntaxError as error:
         from gpulint.recovery import recover
 
+        from gpulint.databricks import read_export
+
         recovered = recover(text, error)  # Python 3.6 code (`async=True`): other modules import it too
-        return recovered.tree if recovered is not None else None
+        if recovered is None:
+            export = read_export(text)  # a Databricks notebook with a `!cmd` escape
+            return export.tree if export is not None else None
+        return recovered.tree
     except (ValueError, RecursionError, MemoryError):
         return None
 
@@ -337,6 +342,22 @@ def _exports(body: list[ast.stmt]) -> Optional[tuple[str, ...]]:
             return ()
         found = tuple(names)
     return found
+
+
+def _batch_of_one(call: ast.Call) -> bool:
+    """`model(img.unsqueeze(0))`, `model(x[None].cuda())`: the call's first argument is one item made a batch."""
+    expr = call.args[0] if call.args and not isinstance(call.args[0], ast.Starred) else None
+    while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+        if expr.func.attr == "unsqueeze":
+            dim = expr.args[0] if expr.args else next((k.value for k in expr.keywords if k.arg == "dim"), None)
+            return isinstance(dim, ast.Constant) and dim.value == 0
+        if expr.func.attr not in ("cuda", "to", "float", "half", "contiguous", "detach"):
+            return False
+        expr = expr.func.value
+    if isinstance(expr, ast.Subscript):
+        first = expr.slice.elts[0] if isinstance(expr.slice, ast.Tuple) and expr.slice.elts else expr.slice
+        return isinstance(first, ast.Constant) and first.value is None
+    return False
 
 
 def _literal(node: ast.AST) -> tuple[bool, Any]:
@@ -1310,7 +1331,7 @@ class _Reader:
                     self.record(f"{made}.__call__", node, args, kwargs)
                 elif target[0] == "src" and target[1].startswith("p:") and "|" not in target[1]:
                     # `yolo_loss(l, out, targets)` with `yolo_loss` a parameter: what callers hand it runs here
-                    self.effect(target[1], ("call", line, self.loop, self.guarded))
+                    self.effect(target[1], ("call", line, self.loop, self.guarded, _batch_of_one(node)))
                 if target[0] in ("gpu_module", "moved"):
                     return ("gpu",)  # only a module is called after a move
                 if sources_of(target):

@@ -8,6 +8,7 @@ import libcst as cst
 
 from gpulint.analysis.dataloaders import produces_cuda_batches
 from gpulint.analysis.loader_flow import EVAL
+from gpulint.analysis.loop_bounds import runs_a_few_times
 from gpulint.checks.base import Rule
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
 from gpulint.edits import replace_node, with_keyword_argument
@@ -46,6 +47,8 @@ class BlockingHostToDeviceCopy(Rule):
                     continue
                 if model.batch_cost.takes_one_batch(move.iteration):
                     continue  # one batch per pass: nothing to overlap the copy with
+                if runs_a_few_times(model, call):
+                    continue  # a probe of a few batches, run once: the copies add up to nothing
                 if move.whole_batch and custom_collate:
                     continue  # a custom batch type's `.to()` may not accept `non_blocking`
                 reported.add(id(call))
@@ -64,7 +67,7 @@ class BlockingHostToDeviceCopy(Rule):
                 call = move.call
                 if move.via is not None or (move.whole_batch and custom_batches) or id(call) in reported or move.iteration.loop is None or not self._can_add(call):
                     continue
-                if model.batch_cost.takes_one_batch(move.iteration):
+                if model.batch_cost.takes_one_batch(move.iteration) or runs_a_few_times(model, call):
                     continue
                 reported.add(id(call))
                 yield self._blocking_copy(call, returned.where, flow.iteration_role(move.iteration) == EVAL)
