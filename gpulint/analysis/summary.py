@@ -486,6 +486,57 @@ def _merge(a: Any, b: Any) -> Any:
     return None
 
 
+def _join(a: Any, b: Any) -> Any:
+    """The value of a name bound to `a` in one branch and `b` in the other: what both say (a device in one and
+    the CPU in the other is a device chosen at run time), else what `_merge` keeps, else unknown."""
+    if a is None or b is None:
+        return None
+    if {a[0], b[0]} == {"device", "cpu"}:
+        return ("device",)
+    if a[0] == b[0] == "args":
+        options = {}
+        for key in a[1].keys() & b[1].keys():
+            mine, theirs = a[1][key], b[1][key]
+            if key == "device" and mine != theirs and str(theirs[0]).startswith("cuda"):
+                mine, theirs = theirs, mine
+            if key == "device" and str(mine[0]).startswith("cuda"):
+                theirs = mine  # a CUDA device in one branch: chosen at run time
+            options[key] = mine if mine == theirs else ["?", mine[1]]
+        return ("args", options)
+    if a[0] == b[0] == "tuple" and len(a[1]) == len(b[1]):
+        return ("tuple", tuple(x if x == y else _join(x, y) for x, y in zip(a[1], b[1])))
+    return _merge(a, b)
+
+
+def _falls_through(body: list[ast.stmt], builder: Any) -> bool:
+    """Control may go on past `body` (its last statement does not return, leave the loop, raise or exit)."""
+    return not body or not (isinstance(body[-1], (ast.Return, ast.Break, ast.Continue)) or _ends(body, builder))
+
+
+_AVAILABILITY = frozenset({"torch.cuda.is_available", "torch.accelerator.is_available"})
+_COUNTS = frozenset({"torch.cuda.device_count", "torch.accelerator.device_count"})
+
+
+def _gpu_free_branch(test: ast.AST, qualify: Callable[[ast.AST], Optional[str]]) -> Optional[bool]:
+    """True when the body of `if <test>:` runs only without a GPU, False when its `else:` does, else None: the
+    direct tests of `analysis/gpu_free_branches.py` (`torch.cuda.is_available()`, `device_count() > 0`)."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = _gpu_free_branch(test.operand, qualify)
+        return None if inner is None else not inner
+    if isinstance(test, ast.Call) and not test.args and qualify(test.func) in _AVAILABILITY:
+        return False
+    if (
+        isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, ast.Call)
+        and qualify(test.left.func) in _COUNTS and _literal(test.comparators[0]) in ((True, 0), (True, 1))
+    ):  # fmt: skip
+        op, bound = type(test.ops[0]), _literal(test.comparators[0])[1]
+        if (op, bound) in ((ast.Gt, 0), (ast.GtE, 1), (ast.NotEq, 0)):
+            return False
+        if (op, bound) in ((ast.Eq, 0), (ast.Lt, 1), (ast.LtE, 0)):
+            return True
+    return None
+
+
 _LOADER_CLASS = ("loader_class",)  # a name bound to a DataLoader class: what calling it builds is a loader
 
 
@@ -768,10 +819,13 @@ class _Reader:
             self.guarded = self.guarded or self.ends_run(node.body)
             communicated = self.communicated
             self.branches += 1
+            before = dict(self.env)
             self.block(node.body)
             self.communicated, communicated = communicated, self.communicated
             self.guarded = guarded or self.ends_run(node.orelse)
+            after_body, self.env = self.env, dict(before)
             self.block(node.orelse)
+            self.join_branches(node, before, after_body)
             self.branches -= 1
             self.communicated = self.communicated or communicated
             self.guarded = guarded
@@ -818,6 +872,26 @@ class _Reader:
                 self.env[node.name] = None  # a nested function: not followed
                 self.sized_in_closure(node)
             return
+
+    def join_branches(self, node: ast.If, before: dict, after_body: dict) -> None:
+        """What names hold after an `if`: the join of every branch that goes on past it (one that ends the run,
+        returns, or runs only without a GPU is left out), not the branch read last."""
+        gpu_free = _gpu_free_branch(node.test, self.b.qualify)
+        taken = [env for env, body, free in ((after_body, node.body, gpu_free is True), (self.env, node.orelse, gpu_free is False))
+                 if not free and _falls_through(body, self.b)]  # fmt: skip
+        if not taken:
+            taken = [after_body, self.env]
+        if len(taken) == 1:
+            self.env = taken[0]
+            return
+        joined = dict(after_body)
+        for name, value in self.env.items():
+            if name not in joined:
+                joined[name] = value  # bound in one branch only: where it is read, that branch ran
+            elif joined[name] != value:
+                joined[name] = _join(joined[name], value)
+                self.rebound.add(name)  # not one value: other modules do not take it as bound once
+        self.env = joined
 
     def synchronize_kind(self) -> str:
         """"barrier" for a device synchronize after asynchronous communication on this path (a correctness
@@ -1289,6 +1363,10 @@ class _Reader:
                 # that call built one (the index decides); the result stays tied to the receiver too
                 made = self.record(f"{self.f.calls[int(instance[0][2:])][0]}.{method}", node, args, kwargs)
                 return ("src", f"{made[1]}|{instance[0]}")
+            if len(instance) > 1 and all(s.startswith("c:") and "." not in s for s in instance):
+                # `agent = PPO(...)` in one branch, `A2C(...)` in the other: the method of each class it may be
+                made = [self.record(f"{self.f.calls[int(s[2:])][0]}.{method}", node, args, kwargs)[1] for s in instance]
+                return ("src", "|".join([*made, *instance]))
             dotted = _dotted(func)
             if dotted is not None and b.project_root(dotted.split(".", 1)[0], self.env):
                 return self.record(dotted, node, args, kwargs)
