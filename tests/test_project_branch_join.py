@@ -76,15 +76,15 @@ def test_a_module_is_on_the_gpu_only_when_every_branch_puts_it_there():
         import torch
         from torchvision.models import resnet18
 
-        def both(gpu):
-            if gpu:
+        def both(args):
+            if args.pretrained:
                 model = resnet18().cuda()
             else:
                 model = resnet18().to("cuda")
             return model
 
-        def one_cpu(gpu):
-            if gpu:
+        def one_cpu(args):
+            if args.pretrained:
                 model = resnet18().cuda()
             else:
                 model = resnet18()
@@ -159,3 +159,30 @@ def test_a_name_both_branches_bind_alike_keeps_its_value():
             net = torch.nn.Linear(2, 2).cuda()
     """))
     assert summary.values["net"] == ("gpu_module",)
+
+
+def test_a_model_placed_on_the_gpu_by_a_gpu_switch_is_on_the_gpu():
+    # a test that picks the GPU: a GPU run takes the branch that moves the model (a device chosen at run time)
+    assert returns("""\
+        import torch
+        from torchvision.models import resnet18
+        from nets import Net
+
+        def flag(args):
+            model = resnet18()
+            if args.cuda:
+                model = model.cuda()
+            return model
+
+        def project_class(use_gpu):
+            model = Net()
+            if use_gpu:
+                model.cuda()
+            return model
+
+        def other_switch(args):
+            model = resnet18()
+            if args.pretrained:
+                model = model.cuda()
+            return model
+    """) == {"flag": [("gpu_module",)], "project_class": [("moved", ("src", "c:0"))], "other_switch": [("module",)]}

@@ -508,6 +508,33 @@ def _join(a: Any, b: Any) -> Any:
     return _merge(a, b)
 
 
+# Names of a test that picks the GPU (`if args.cuda:`, `if use_gpu:`, `if opt.ngpu > 0:`, `if device == "cuda":`).
+_GPU_CHOICE = re.compile(r"(^|_)(cuda|gpus?|n_?gpus?|ngpu|device|dev)($|_)", re.IGNORECASE)
+
+
+def _chooses_gpu(test: ast.AST, qualify: Callable[[ast.AST], Optional[str]]) -> bool:
+    """The test decides whether the run uses the GPU: a GPU run takes the branch that places the model there."""
+    for node in ast.walk(test):
+        if isinstance(node, ast.Name) and _GPU_CHOICE.search(node.id) or isinstance(node, ast.Attribute) and _GPU_CHOICE.search(node.attr):
+            return True
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("cuda"):
+            return True
+        if isinstance(node, ast.Call) and (qualify(node.func) or "").startswith("torch.cuda."):
+            return True
+    return False
+
+
+def _placed(a: Any, b: Any) -> Any:
+    """Of a model on the GPU in one branch and the same model (or a module) left in place in the other, the placed one:
+    `model = Net(); if args.cuda: model.cuda()` is on the GPU in a GPU run (a device chosen at run time)."""
+    for x, y in ((a, b), (b, a)):
+        if x is None or y is None:
+            continue
+        if x[0] == "gpu_module" and y[0] == "module" or x[0] == "moved" and (x[1] == y or y[0] == "module"):
+            return x
+    return None
+
+
 def _falls_through(body: list[ast.stmt], builder: Any) -> bool:
     """Control may go on past `body` (its last statement does not return, leave the loop, raise or exit)."""
     return not body or not (isinstance(body[-1], (ast.Return, ast.Break, ast.Continue)) or _ends(body, builder))
@@ -885,11 +912,12 @@ class _Reader:
             self.env = taken[0]
             return
         joined = dict(after_body)
+        chooses_gpu = _chooses_gpu(node.test, self.b.qualify)
         for name, value in self.env.items():
             if name not in joined:
                 joined[name] = value  # bound in one branch only: where it is read, that branch ran
             elif joined[name] != value:
-                joined[name] = _join(joined[name], value)
+                joined[name] = (chooses_gpu and _placed(joined[name], value)) or _join(joined[name], value)
                 self.rebound.add(name)  # not one value: other modules do not take it as bound once
         self.env = joined
 
