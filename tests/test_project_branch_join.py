@@ -186,3 +186,72 @@ def test_a_model_placed_on_the_gpu_by_a_gpu_switch_is_on_the_gpu():
                 model = model.cuda()
             return model
     """) == {"flag": [("gpu_module",)], "project_class": [("moved", ("src", "c:0"))], "other_switch": [("module",)]}
+
+
+def test_none_in_one_branch_is_not_what_the_loops_take():
+    # `eval_loader = None`, then `if run_validation: eval_loader = DataLoader(...)`: where a loop takes it, it is the loader
+    assert returns("""\
+        from torch.utils.data import DataLoader
+
+        def make(cfg, data):
+            eval_loader = None
+            if cfg.run_validation:
+                eval_loader = DataLoader(data, pin_memory=True)
+            return eval_loader
+    """) == {"make": [("loader", {"line": 6, "pin_memory": True})]}
+
+
+AGENTS = """\
+    import torch
+
+
+    class PPO:
+        def __init__(self, net):
+            self.net = net
+            self.opt = torch.optim.Adam(net.parameters())
+
+        def update(self, batch):
+            for _ in range(4):  # an epoch of its own per call
+                loss = self.net(batch).mean()
+                self.opt.zero_grad()
+                loss.backward()
+                self.opt.step()
+
+
+    class A2C:
+        def __init__(self, net):
+            self.net = net
+            self.opt = torch.optim.Adam(net.parameters())
+
+        def update(self, batch):
+            loss = self.net(batch).mean()
+            self.opt.zero_grad()
+            loss.backward()
+            self.opt.step()
+            return loss.item()
+"""
+MAIN = """\
+    import torch
+    from agents import PPO, A2C
+
+
+    def main(algo, batches):
+        net = torch.nn.Linear(4, 1).cuda()
+        if algo == "a2c":
+            agent = A2C(net)
+        else:
+            agent = PPO(net)
+        for batch in batches:
+            agent.update(batch.cuda())
+
+
+    if __name__ == "__main__":
+        main("a2c", [])
+"""
+
+
+def test_a_step_of_one_candidate_class_is_per_step_code(tmp_path, monkeypatch):
+    # PPO's `update` runs an epoch of its own, A2C's one step: with `agent` an A2C the loop is a step loop
+    # (before: only PPO, the class bound last, was followed, and A2C's `loss.item()` was not found)
+    findings = found(lint(write(tmp_path, {"agents.py": AGENTS, "main.py": MAIN}), monkeypatch))
+    assert "agents.py:27 GPU303" in findings

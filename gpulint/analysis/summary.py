@@ -759,6 +759,7 @@ class _Reader:
         self.f = FunctionSummary(getattr(node, "lineno", 1), tuple(params), tuple(kwonly))
         self.env: dict[str, Any] = {}
         self.rebound: set[str] = set()
+        self.none_bound: set[str] = set()  # names whose last binding is the literal `None` (`loader = None`)
         for param in (*params, *kwonly):
             self.env[param] = ("src", f"p:{param}")
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -809,6 +810,8 @@ class _Reader:
             value = self.expr(node.value)
             for target in node.targets:
                 self.bind(target, value)
+                if isinstance(target, ast.Name) and isinstance(node.value, ast.Constant) and node.value.value is None:
+                    self.none_bound.add(target.id)
                 if isinstance(target, ast.Name):
                     (self.masks.add if self.is_mask(node.value) else self.masks.discard)(target.id)
                     self.host_reads.pop(target.id, None)
@@ -846,13 +849,14 @@ class _Reader:
             self.guarded = self.guarded or self.ends_run(node.body)
             communicated = self.communicated
             self.branches += 1
-            before = dict(self.env)
+            before, nones = dict(self.env), set(self.none_bound)
             self.block(node.body)
             self.communicated, communicated = communicated, self.communicated
             self.guarded = guarded or self.ends_run(node.orelse)
             after_body, self.env = self.env, dict(before)
+            body_nones, self.none_bound = self.none_bound, set(nones)
             self.block(node.orelse)
-            self.join_branches(node, before, after_body)
+            self.join_branches(node, after_body, body_nones)
             self.branches -= 1
             self.communicated = self.communicated or communicated
             self.guarded = guarded
@@ -900,9 +904,10 @@ class _Reader:
                 self.sized_in_closure(node)
             return
 
-    def join_branches(self, node: ast.If, before: dict, after_body: dict) -> None:
+    def join_branches(self, node: ast.If, after_body: dict, body_nones: set[str]) -> None:
         """What names hold after an `if`: the join of every branch that goes on past it (one that ends the run,
-        returns, or runs only without a GPU is left out), not the branch read last."""
+        returns, or runs only without a GPU is left out), not the branch read last. `None` in one branch
+        (`eval_loader = None`, then `if run_validation: eval_loader = DataLoader(...)`) is not what loops take."""
         gpu_free = _gpu_free_branch(node.test, self.b.qualify)
         taken = [env for env, body, free in ((after_body, node.body, gpu_free is True), (self.env, node.orelse, gpu_free is False))
                  if not free and _falls_through(body, self.b)]  # fmt: skip
@@ -910,16 +915,22 @@ class _Reader:
             taken = [after_body, self.env]
         if len(taken) == 1:
             self.env = taken[0]
+            self.none_bound = body_nones if taken[0] is after_body else self.none_bound
             return
         joined = dict(after_body)
         chooses_gpu = _chooses_gpu(node.test, self.b.qualify)
         for name, value in self.env.items():
             if name not in joined:
                 joined[name] = value  # bound in one branch only: where it is read, that branch ran
+            elif name in body_nones and name not in self.none_bound:
+                joined[name] = value
+            elif name in self.none_bound and name not in body_nones:
+                pass  # the body's value
             elif joined[name] != value:
                 joined[name] = (chooses_gpu and _placed(joined[name], value)) or _join(joined[name], value)
                 self.rebound.add(name)  # not one value: other modules do not take it as bound once
         self.env = joined
+        self.none_bound &= body_nones
 
     def synchronize_kind(self) -> str:
         """"barrier" for a device synchronize after asynchronous communication on this path (a correctness
@@ -961,6 +972,7 @@ class _Reader:
                 self.call_results.setdefault(target.id, set()).update(calls)
             if target.id in self.env and self.env[target.id] != value:
                 self.rebound.add(target.id)
+            self.none_bound.discard(target.id)
             self.env[target.id] = value
         elif isinstance(target, (ast.Tuple, ast.List)):
             elements = target.elts
