@@ -255,3 +255,22 @@ def test_a_step_of_one_candidate_class_is_per_step_code(tmp_path, monkeypatch):
     # (before: only PPO, the class bound last, was followed, and A2C's `loss.item()` was not found)
     findings = found(lint(write(tmp_path, {"agents.py": AGENTS, "main.py": MAIN}), monkeypatch))
     assert "agents.py:27 GPU303" in findings
+
+
+def test_a_cuda_device_set_in_one_branch_of_the_options_wins():
+    returned = returns("""\
+        import argparse
+        import torch
+
+        def options():
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--cuda", action="store_true")
+            parser.add_argument("--lr", default=0.1)
+            args = parser.parse_args()
+            if args.cuda:
+                args.device = torch.device("cuda")
+            else:
+                args.device = torch.device("cpu")
+            return args
+    """)["options"]
+    assert returned[0][0] == "args" and returned[0][1]["device"][0] == "cuda" and returned[0][1]["lr"][0] == 0.1
