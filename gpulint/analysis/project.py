@@ -542,10 +542,19 @@ class ProjectIndex:
         that runs one step (not an epoch of its own), with no such loop inside them (not the epoch loop around)."""
         steps = {j for j, loop in enumerate(f.loops) if loop[1]}
         epochs: set[int] = set()  # loops that run a whole epoch per iteration (`train_one_epoch(...)` in them)
+        stepping: set[tuple] = set()  # (line, loop) of calls that run one step
+        trainers = []
         for call in f.calls:
             callee = self.callee(record, call[0]) if call[4] >= 0 else None
             if callee is not None and callee.trains:
-                (epochs if callee.epoch else steps).add(call[4])
+                trainers.append((call, callee.epoch))
+                if not callee.epoch:
+                    steps.add(call[4])
+                    stepping.add((call[1], call[4]))
+        for call, epoch in trainers:
+            # `agent.update()` with `agent` a PPO (an epoch of its own) or an A2C (one step) by a flag: a step loop for A2C
+            if epoch and (call[1], call[4]) not in stepping:
+                epochs.add(call[4])
         return _innermost(f, steps) - epochs
 
     def _training_loops(self, record: _Record, f: FunctionSummary) -> set[int]:
@@ -631,6 +640,9 @@ class ProjectIndex:
                 parts = [self.value(record, f, ("src", s), depth + 1) for s in sources]
                 if all(p is not None and p[0] == "param" for p in parts):
                     return ("params", tuple(p[1] for p in parts))  # `cross_entropy(logits[keep], labels[keep])`
+                if all(p is not None and p[0] in ("module", "gpu_module") for p in parts):
+                    # `net = vgg16_bn()` in one branch, `resnet18()` in another: a module, on the GPU if every one is
+                    return ("gpu_module",) if all(p[0] == "gpu_module" for p in parts) else ("module",)
                 return ("gpu",) if any(p in (("gpu",), ("gpu_module",)) for p in parts) else None
             source = sources[0]
             if source.startswith("c:"):

@@ -507,6 +507,84 @@ def _merge(a: Any, b: Any) -> Any:
     return None
 
 
+def _join(a: Any, b: Any) -> Any:
+    """The value of a name bound to `a` in one branch and `b` in the other: what both say (a device in one and
+    the CPU in the other is a device chosen at run time), else what `_merge` keeps, else unknown."""
+    if a is None or b is None:
+        return None
+    if {a[0], b[0]} == {"device", "cpu"}:
+        return ("device",)
+    if a[0] == b[0] == "args":
+        options = {}
+        for key in a[1].keys() & b[1].keys():
+            mine, theirs = a[1][key], b[1][key]
+            if key == "device" and mine != theirs and str(theirs[0]).startswith("cuda"):
+                mine, theirs = theirs, mine
+            if key == "device" and str(mine[0]).startswith("cuda"):
+                theirs = mine  # a CUDA device in one branch: chosen at run time
+            options[key] = mine if mine == theirs else ["?", mine[1]]
+        return ("args", options)
+    if a[0] == b[0] == "tuple" and len(a[1]) == len(b[1]):
+        return ("tuple", tuple(x if x == y else _join(x, y) for x, y in zip(a[1], b[1])))
+    return _merge(a, b)
+
+
+# Names of a test that picks the GPU (`if args.cuda:`, `if use_gpu:`, `if opt.ngpu > 0:`, `if device == "cuda":`).
+_GPU_CHOICE = re.compile(r"(^|_)(cuda|gpus?|n_?gpus?|ngpu|device|dev)($|_)", re.IGNORECASE)
+
+
+def _chooses_gpu(test: ast.AST, qualify: Callable[[ast.AST], Optional[str]]) -> bool:
+    """The test decides whether the run uses the GPU: a GPU run takes the branch that places the model there."""
+    for node in ast.walk(test):
+        if isinstance(node, ast.Name) and _GPU_CHOICE.search(node.id) or isinstance(node, ast.Attribute) and _GPU_CHOICE.search(node.attr):
+            return True
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("cuda"):
+            return True
+        if isinstance(node, ast.Call) and (qualify(node.func) or "").startswith("torch.cuda."):
+            return True
+    return False
+
+
+def _placed(a: Any, b: Any) -> Any:
+    """Of a model on the GPU in one branch and the same model (or a module) left in place in the other, the placed one:
+    `model = Net(); if args.cuda: model.cuda()` is on the GPU in a GPU run (a device chosen at run time)."""
+    for x, y in ((a, b), (b, a)):
+        if x is None or y is None:
+            continue
+        if x[0] == "gpu_module" and y[0] == "module" or x[0] == "moved" and (x[1] == y or y[0] == "module"):
+            return x
+    return None
+
+
+def _falls_through(body: list[ast.stmt], builder: Any) -> bool:
+    """Control may go on past `body` (its last statement does not return, leave the loop, raise or exit)."""
+    return not body or not (isinstance(body[-1], (ast.Return, ast.Break, ast.Continue)) or _ends(body, builder))
+
+
+_AVAILABILITY = frozenset({"torch.cuda.is_available", "torch.accelerator.is_available"})
+_COUNTS = frozenset({"torch.cuda.device_count", "torch.accelerator.device_count"})
+
+
+def _gpu_free_branch(test: ast.AST, qualify: Callable[[ast.AST], Optional[str]]) -> Optional[bool]:
+    """True when the body of `if <test>:` runs only without a GPU, False when its `else:` does, else None: the
+    direct tests of `analysis/gpu_free_branches.py` (`torch.cuda.is_available()`, `device_count() > 0`)."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = _gpu_free_branch(test.operand, qualify)
+        return None if inner is None else not inner
+    if isinstance(test, ast.Call) and not test.args and qualify(test.func) in _AVAILABILITY:
+        return False
+    if (
+        isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, ast.Call)
+        and qualify(test.left.func) in _COUNTS and _literal(test.comparators[0]) in ((True, 0), (True, 1))
+    ):  # fmt: skip
+        op, bound = type(test.ops[0]), _literal(test.comparators[0])[1]
+        if (op, bound) in ((ast.Gt, 0), (ast.GtE, 1), (ast.NotEq, 0)):
+            return False
+        if (op, bound) in ((ast.Eq, 0), (ast.Lt, 1), (ast.LtE, 0)):
+            return True
+    return None
+
+
 _LOADER_CLASS = ("loader_class",)  # a name bound to a DataLoader class: what calling it builds is a loader
 
 
@@ -702,6 +780,7 @@ class _Reader:
         self.f = FunctionSummary(getattr(node, "lineno", 1), tuple(params), tuple(kwonly))
         self.env: dict[str, Any] = {}
         self.rebound: set[str] = set()
+        self.none_bound: set[str] = set()  # names whose last binding is the literal `None` (`loader = None`)
         for param in (*params, *kwonly):
             self.env[param] = ("src", f"p:{param}")
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -752,6 +831,8 @@ class _Reader:
             value = self.rewrapped(node, self.expr(node.value))
             for target in node.targets:
                 self.bind(target, value)
+                if isinstance(target, ast.Name) and isinstance(node.value, ast.Constant) and node.value.value is None:
+                    self.none_bound.add(target.id)
                 if isinstance(target, ast.Name):
                     (self.masks.add if self.is_mask(node.value) else self.masks.discard)(target.id)
                     self.host_reads.pop(target.id, None)
@@ -789,10 +870,14 @@ class _Reader:
             self.guarded = self.guarded or self.ends_run(node.body)
             communicated = self.communicated
             self.branches += 1
+            before, nones = dict(self.env), set(self.none_bound)
             self.block(node.body)
             self.communicated, communicated = communicated, self.communicated
             self.guarded = guarded or self.ends_run(node.orelse)
+            after_body, self.env = self.env, dict(before)
+            body_nones, self.none_bound = self.none_bound, set(nones)
             self.block(node.orelse)
+            self.join_branches(node, after_body, body_nones)
             self.branches -= 1
             self.communicated = self.communicated or communicated
             self.guarded = guarded
@@ -840,6 +925,34 @@ class _Reader:
                 self.sized_in_closure(node)
             return
 
+    def join_branches(self, node: ast.If, after_body: dict, body_nones: set[str]) -> None:
+        """What names hold after an `if`: the join of every branch that goes on past it (one that ends the run,
+        returns, or runs only without a GPU is left out), not the branch read last. `None` in one branch
+        (`eval_loader = None`, then `if run_validation: eval_loader = DataLoader(...)`) is not what loops take."""
+        gpu_free = _gpu_free_branch(node.test, self.b.qualify)
+        taken = [env for env, body, free in ((after_body, node.body, gpu_free is True), (self.env, node.orelse, gpu_free is False))
+                 if not free and _falls_through(body, self.b)]  # fmt: skip
+        if not taken:
+            taken = [after_body, self.env]
+        if len(taken) == 1:
+            self.env = taken[0]
+            self.none_bound = body_nones if taken[0] is after_body else self.none_bound
+            return
+        joined = dict(after_body)
+        chooses_gpu = _chooses_gpu(node.test, self.b.qualify)
+        for name, value in self.env.items():
+            if name not in joined:
+                joined[name] = value  # bound in one branch only: where it is read, that branch ran
+            elif name in body_nones and name not in self.none_bound:
+                joined[name] = value
+            elif name in self.none_bound and name not in body_nones:
+                pass  # the body's value
+            elif joined[name] != value:
+                joined[name] = (chooses_gpu and _placed(joined[name], value)) or _join(joined[name], value)
+                self.rebound.add(name)  # not one value: other modules do not take it as bound once
+        self.env = joined
+        self.none_bound &= body_nones
+
     def synchronize_kind(self) -> str:
         """"barrier" for a device synchronize after asynchronous communication on this path (a correctness
         barrier: analysis/communication.py), else "synchronize"."""
@@ -880,6 +993,7 @@ class _Reader:
                 self.call_results.setdefault(target.id, set()).update(calls)
             if target.id in self.env and self.env[target.id] != value:
                 self.rebound.add(target.id)
+            self.none_bound.discard(target.id)
             self.env[target.id] = value
         elif isinstance(target, (ast.Tuple, ast.List)):
             elements = target.elts
@@ -1310,6 +1424,10 @@ class _Reader:
                 # that call built one (the index decides); the result stays tied to the receiver too
                 made = self.record(f"{self.f.calls[int(instance[0][2:])][0]}.{method}", node, args, kwargs)
                 return ("src", f"{made[1]}|{instance[0]}")
+            if len(instance) > 1 and all(s.startswith("c:") and "." not in s for s in instance):
+                # `agent = PPO(...)` in one branch, `A2C(...)` in the other: the method of each class it may be
+                made = [self.record(f"{self.f.calls[int(s[2:])][0]}.{method}", node, args, kwargs)[1] for s in instance]
+                return ("src", "|".join([*made, *instance]))
             dotted = _dotted(func)
             if dotted is not None and b.project_root(dotted.split(".", 1)[0], self.env):
                 return self.record(dotted, node, args, kwargs)
