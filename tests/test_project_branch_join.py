@@ -328,6 +328,7 @@ def test_a_loader_built_in_both_branches_keeps_its_consumer_loops(tmp_path, monk
 def test_a_loader_pinned_in_both_branches_stays_silent(tmp_path, monkeypatch):
     findings = split_findings(tmp_path, monkeypatch, train=", pin_memory=True", valid=", pin_memory=True")
     assert not [f for f in findings if f.endswith("GPU102")]
+    assert "train.py:10 GPU105" in findings  # pinned in either branch: the caller's blocking copy is found
 
 
 def test_loaders_of_two_branches_are_a_loader_with_what_both_say():
@@ -344,7 +345,8 @@ def test_loaders_of_two_branches_are_a_loader_with_what_both_say():
 
 def test_a_pinned_loader_in_one_branch_only_is_not_known_pinned(tmp_path, monkeypatch):
     # one `train_loader` pinned, the other not: the caller's copies are not known to come from pinned memory (GPU105)
-    files = {"helper.py": SPLIT_HELPER.replace("{valid}", "").replace("drop_last=True{train}", "drop_last=True, pin_memory=True").replace("{train}", ""), "train.py": SPLIT_TRAIN}
+    helper = SPLIT_HELPER.replace("drop_last=True{train}", "drop_last=True, pin_memory=True")
+    files = {"helper.py": helper.replace("{valid}", "").replace("{train}", ""), "train.py": SPLIT_TRAIN}
     findings = found(lint(write(tmp_path, files), monkeypatch))
     assert not [f for f in findings if f.startswith("train.py:10") and f.endswith("GPU105")]
 
