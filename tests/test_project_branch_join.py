@@ -274,3 +274,85 @@ def test_a_cuda_device_set_in_one_branch_of_the_options_wins():
             return args
     """)["options"]
     assert returned[0][0] == "args" and returned[0][1]["device"][0] == "cuda" and returned[0][1]["lr"][0] == 0.1
+
+
+# joinfix: a factory that builds its training loader in both branches of `if validation_fraction is not None:`
+# and returns one tuple or another by the same test (rasbt/stat453-deep-learning-ss21's helpers)
+SPLIT_HELPER = """\
+    from torch.utils.data import DataLoader
+
+
+    def get_loaders(train_set, valid_set, test_set, validation_fraction=None):
+        if validation_fraction is not None:
+            valid_loader = DataLoader(valid_set, batch_size=64{valid})
+            train_loader = DataLoader(train_set, batch_size=64, drop_last=True{train})
+        else:
+            train_loader = DataLoader(train_set, batch_size=64, shuffle=True{train})
+        test_loader = DataLoader(test_set, batch_size=64, pin_memory=True)
+        if validation_fraction is None:
+            return train_loader, test_loader
+        else:
+            return train_loader, valid_loader, test_loader
+"""
+SPLIT_TRAIN = """\
+    import torch
+    from helper import get_loaders
+
+    device = torch.device("cuda")
+    model = torch.nn.Linear(3, 3).to(device)
+    opt = torch.optim.SGD(model.parameters(), 0.1)
+    train_loader, valid_loader, test_loader = get_loaders(None, None, None, validation_fraction=0.1)
+    for epoch in range(10):
+        for x, y in train_loader:
+            x, y = x.to(device), y.to(device)
+            loss = model(x).sum()
+            loss.backward()
+            opt.step()
+        with torch.no_grad():
+            for x, y in valid_loader:
+                model(x.to(device))
+"""
+
+
+def split_findings(tmp_path, monkeypatch, train: str = "", valid: str = "") -> list[str]:
+    files = {"helper.py": SPLIT_HELPER.replace("{train}", train).replace("{valid}", valid), "train.py": SPLIT_TRAIN}
+    return sorted(f for f in found(lint(write(tmp_path, files), monkeypatch)) if f.endswith(("GPU102", "GPU105")))
+
+
+def test_a_loader_built_in_both_branches_keeps_its_consumer_loops(tmp_path, monkeypatch):
+    # before: the two `train_loader`s joined to unknown, so neither was tied to the loop that copies its batches
+    # (the caller unpacks three loaders: the `train_loader` of the `else:` is never the one it takes)
+    assert split_findings(tmp_path, monkeypatch) == ["helper.py:6 GPU102", "helper.py:7 GPU102"]
+
+
+def test_a_loader_pinned_in_both_branches_stays_silent(tmp_path, monkeypatch):
+    findings = split_findings(tmp_path, monkeypatch, train=", pin_memory=True", valid=", pin_memory=True")
+    assert not [f for f in findings if f.endswith("GPU102")]
+    assert "train.py:10 GPU105" in findings  # pinned in either branch: the caller's blocking copy is found
+
+
+def test_loaders_of_two_branches_are_a_loader_with_what_both_say():
+    returned = returns(SPLIT_HELPER.replace("{valid}", "").replace("{train}", ", num_workers=4"))["get_loaders"]
+    assert returned[1] == (
+        "tuple",
+        (
+            ("loader", {"line": 7, "batch_size": 64, "num_workers": 4, "shuffle": "?"}),
+            ("loader", {"line": 6, "batch_size": 64}),
+            ("loader", {"line": 10, "batch_size": 64, "pin_memory": True}),
+        ),
+    )
+
+
+def test_a_pinned_loader_in_one_branch_only_is_not_known_pinned(tmp_path, monkeypatch):
+    # one `train_loader` pinned, the other not: the caller's copies are not known to come from pinned memory (GPU105)
+    helper = SPLIT_HELPER.replace("drop_last=True{train}", "drop_last=True, pin_memory=True")
+    files = {"helper.py": helper.replace("{valid}", "").replace("{train}", ""), "train.py": SPLIT_TRAIN}
+    findings = found(lint(write(tmp_path, files), monkeypatch))
+    assert not [f for f in findings if f.startswith("train.py:10") and f.endswith("GPU105")]
+
+
+def test_a_caller_that_takes_the_pair_reaches_the_loader_of_the_else(tmp_path, monkeypatch):
+    train = SPLIT_TRAIN.replace("train_loader, valid_loader, test_loader = get_loaders(None, None, None, validation_fraction=0.1)",
+                                "train_loader, test_loader = get_loaders(None, None, None)\n    valid_loader = test_loader")  # fmt: skip
+    files = {"helper.py": SPLIT_HELPER.replace("{train}", "").replace("{valid}", ""), "train.py": train}
+    assert sorted(f for f in found(lint(write(tmp_path, files), monkeypatch)) if f.endswith("GPU102")) == ["helper.py:9 GPU102"]

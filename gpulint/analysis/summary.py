@@ -526,7 +526,17 @@ def _join(a: Any, b: Any) -> Any:
         return ("args", options)
     if a[0] == b[0] == "tuple" and len(a[1]) == len(b[1]):
         return ("tuple", tuple(x if x == y else _join(x, y) for x, y in zip(a[1], b[1])))
+    if a[0] == b[0] == "loader" and isinstance(a[1], dict) and isinstance(b[1], dict):
+        return ("loader", _joined_loader_facts(a[1], b[1]))
     return _merge(a, b)
+
+
+def _joined_loader_facts(a: dict, b: dict) -> dict:
+    """A loader built in either branch is still a loader (its loops stay tied to both `DataLoader` calls): what
+    both calls say, "?" where they differ (never pinned, never the default collate, unless both are), and the
+    line of the first."""
+    facts = {key: a.get(key) if a.get(key) == b.get(key) else "?" for key in (*a, *(k for k in b if k not in a)) if key != "line"}
+    return {"line": a.get("line", b.get("line")), **facts}
 
 
 # Names of a test that picks the GPU (`if args.cuda:`, `if use_gpu:`, `if opt.ngpu > 0:`, `if device == "cuda":`).
