@@ -52,3 +52,21 @@ def test_a_caller_that_passes_zero_keeps_the_finding(tmp_path, monkeypatch):
 def test_a_caller_passing_a_run_time_value_keeps_the_finding(tmp_path, monkeypatch):
     assert FINDING in _project(tmp_path, monkeypatch, "256, num_workers=len([1, 2])")
 
+
+
+def _notebook(source: str) -> str:
+    import json
+
+    return json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": source}],
+                       "metadata": {}, "nbformat": 4, "nbformat_minor": 5})  # fmt: skip
+
+
+def test_notebook_callers_are_read_too(tmp_path, monkeypatch):
+    from tests.projects_helper import found, lint, write
+
+    lesson = "from helper_data import get_loaders\ntrain_loader = get_loaders(256, num_workers={workers})\n"
+    for workers, expected in (("2", False), ("0", True)):
+        root = tmp_path / workers
+        write(root, {"helper_data.py": HELPER, "train0.py": TRAIN.format(args="64, 4")})
+        (root / "lesson.ipynb").write_text(_notebook(lesson.format(workers=workers)), encoding="utf-8")
+        assert (FINDING in found(lint(root, monkeypatch, ["helper_data.py", "train0.py", "lesson.ipynb"]))) is expected
