@@ -331,3 +331,27 @@ def test_one_worker_over_an_in_memory_tensor_is_silent():
     decoded = source.replace('torch.from_numpy(np.load("poems.npz")["data"])', 'ImageFolder("train", transform=augment)')
     assert findings(decoded, select=("GPU104",)) == ["6:10 GPU104"]
 
+
+
+LIGHTNING_LOADERS = """\
+    import lightning as L
+    from torch.utils.data import DataLoader
+
+
+    class LitModel(L.LightningModule):
+        def training_step(self, batch, batch_idx):
+            return self.net(batch[0]).sum()
+
+        def {hook}(self):
+            return DataLoader(ds, batch_size=32, num_workers=4)
+"""
+
+
+def test_a_lightning_train_loader_with_workers_is_found():
+    assert findings(LIGHTNING_LOADERS.format(hook="train_dataloader"), **ONLY) == ["10:16 GPU104"]
+
+
+def test_a_lightning_test_loader_read_once_by_trainer_test_is_silent():
+    # trainer.test() asks for test_dataloader once per call; no epoch restarts its workers (eighth corpus W3)
+    assert findings(LIGHTNING_LOADERS.format(hook="test_dataloader"), **ONLY) == []
+    assert findings(LIGHTNING_LOADERS.format(hook="predict_dataloader"), **ONLY) == []

@@ -78,6 +78,9 @@ LIGHTNING_MODULE = FrameworkClass(
     },
     loaders={"train_dataloader": TRAIN_LOADER, "val_dataloader": EVAL_LOADER, "test_dataloader": EVAL_LOADER, "predict_dataloader": EVAL_LOADER},
 )  # fmt: skip
+# lightning/pytorch/trainer/connectors/data_connector.py: the test and predict loaders are requested by `trainer.test()` /
+# `trainer.predict()` once per call, never by the fit loop's epochs.
+_ONCE_READ_HOOKS = frozenset({"test_dataloader", "predict_dataloader"})
 LIGHTNING_DATAMODULE = FrameworkClass("Lightning", LIGHTNING, frozenset({"LightningDataModule"}), loaders=LIGHTNING_MODULE.loaders)
 # lightning/pytorch/callbacks/callback.py: the same per-batch hooks, given (trainer, pl_module, ...).
 LIGHTNING_CALLBACK = FrameworkClass(
@@ -399,6 +402,17 @@ class Frameworks:
                         found[info.methods[method]] = kind.loaders[hook]
         return found
 
+    @cached_property
+    def once_read_hooks(self) -> set[cst.FunctionDef]:
+        """`test_dataloader` / `predict_dataloader`: read once per `trainer.test()` / `.predict()`, not every epoch."""
+        found = set()
+        for name, info in self.m.classes.items():
+            kind = self.class_kind(name)
+            if kind is not None and kind.loaders:
+                found.update(func for method, func in info.methods.items() if method in _ONCE_READ_HOOKS)
+                found.update(info.methods[m] for hook, m in _hooks_bound_in_methods(info.methods.values()) if hook in _ONCE_READ_HOOKS and m in info.methods)
+        return found
+
     def feeds_at(self, expr: cst.BaseExpression) -> list[Feed]:
         """Where the loader `expr` is handed to a framework: returned by a loader hook, passed to
         `trainer.fit` / `engine.run` / `accelerator.prepare` / `fabric.setup_dataloaders`."""
@@ -411,7 +425,8 @@ class Frameworks:
             role = self.loader_hooks.get(func) if func is not None else None
             if role is None:
                 return []
-            return [Feed(func, "the Lightning Trainer", role, self.lightning_places, True, self._lightning_accumulates)]
+            per_epoch = func not in self.once_read_hooks
+            return [Feed(func, "the Lightning Trainer", role, self.lightning_places, per_epoch, self._lightning_accumulates)]
         if isinstance(parent, cst.Element) and isinstance(m.parent.get(parent), (cst.List, cst.Tuple)):
             return self.feeds_at(m.parent.get(parent))  # `return [loader_a, loader_b]`, `fit(model, [a, b])`
         if not (isinstance(parent, cst.Arg) and not parent.star):

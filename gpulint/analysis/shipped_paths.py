@@ -193,24 +193,31 @@ _TRANSPARENT_DECORATORS = frozenset({"torch.no_grad", "torch.inference_mode", "t
 def _agreed_in_project(model: SemanticModel, func: cst.FunctionDef, param: cst.Param) -> object:
     """The value every call in the project gives `param` of a module-level function or of a module-level class's
     `__init__`, when the project calls it and all calls agree; else `_UNKNOWN` (API: any value may come)."""
+    values = project_values(model, func, param)
+    return values.pop() if values is not None and len(values) == 1 else _UNKNOWN
+
+
+def project_values(model: SemanticModel, func: cst.FunctionDef, param: cst.Param) -> Optional[set]:
+    """The values the project's calls give `param` (the literal default where a call leaves it out) of a
+    module-level function or class `__init__` that other modules call, every call in sight; None: not known."""
     from gpulint.analysis.call_arguments import LEFT_OUT
 
     owner = model.parent.get(model.parent.get(func))  # IndentedBlock -> ClassDef
     decorators = [d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator for d in func.decorators]
     if any(model.qualified_name(d) not in _TRANSPARENT_DECORATORS for d in decorators):
-        return _UNKNOWN  # a decorator may call it with other arguments (`@click.option`, a registry, a wrapper)
+        return None  # a decorator may call it with other arguments (`@click.option`, a registry, a wrapper)
     if model.parent.get(func) is model.module:
         key = f"{func.name.value}.{param.name.value}"
     elif isinstance(owner, cst.ClassDef) and func.name.value == "__init__" and model.parent.get(owner) is model.module:
         key = f"{owner.name.value}.{param.name.value}"
     else:
-        return _UNKNOWN
+        return None
     ways = model.project.arguments.get(key)
     if not ways:
-        return _UNKNOWN
+        return None
     default = _literal(param.default) if param.default is not None else _UNKNOWN
     values = {default if way[0] == LEFT_OUT else way[1] for way in ways}
-    return values.pop() if len(values) == 1 else _UNKNOWN
+    return None if _UNKNOWN in values else values
 
 
 def _init_parameter_held(model: SemanticModel, attr: cst.Attribute) -> Optional[cst.Param]:

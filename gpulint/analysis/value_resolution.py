@@ -577,11 +577,20 @@ class ValueResolver:
             if self._callers_pass(binder):
                 return None
             inner = self.resolve(binder.default, depth + 1)
-            if inner is None:
+            if inner is None or self._default_overridden(binder, inner.value):
                 return None
             origin = inner.origin if inner.origin != LITERAL else FUNCTION_DEFAULT
             return ResolvedValue(inner.value, inner.node, origin)
         return None
+
+    def _default_overridden(self, param: cst.Param, default: object) -> bool:
+        """True when every call in the project, all in sight, gives `param` a value other than its default:
+        `get_loaders(256, num_workers=2)` at each caller, so `num_workers=0` never ships."""
+        from gpulint.analysis.shipped_paths import project_values
+
+        func = self.model.parent.get(self.model.parent.get(param))
+        values = project_values(self.model, func, param) if isinstance(func, cst.FunctionDef) else None
+        return values is not None and not any(type(v) is type(default) and v == default for v in values)
 
     def _callers_pass(self, param: cst.Param) -> bool:
         """True when some call in the module passes this parameter, so its default may not apply."""
