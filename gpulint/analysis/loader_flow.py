@@ -1356,7 +1356,10 @@ def _only_printed(m: SemanticModel, call: cst.Call) -> bool:
     parent = m.parent.get(call)
     if not (isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name)):
         return False
-    for read in m.dataflow.reads.get(parent.targets[0].target.value, ()):
+    reads = m.dataflow.reads.get(parent.targets[0].target.value, ())
+    if not reads:
+        return False  # chosen and not read here: the script's GPU choice all the same
+    for read in reads:
         arg = m.parent.get(read)
         printer = m.parent.get(arg) if isinstance(arg, cst.Arg) and arg.value is read else None
         if not (isinstance(printer, cst.Call) and isinstance(printer.func, cst.Name) and printer.func.value == "print"):
