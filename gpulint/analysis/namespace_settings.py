@@ -8,6 +8,7 @@ on whatever object) writes the same literal; no `setattr`, `vars(args)` or `args
 
 from __future__ import annotations
 
+import ast
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -87,3 +88,67 @@ def _sets_indirectly(model: SemanticModel, name: str) -> bool:
             if isinstance(func.value, cst.Name) and func.value.value == name:
                 return True
     return f"{name}.__dict__" in model.source
+
+
+def namespace_flags(tree: ast.Module) -> dict[str, object]:
+    """The same fact for the module summary (`ast`): {"args.cuda": False} for every setting of a namespace bound
+    once in the module whose every store writes the literal it was built with (for reads in the module body: a
+    function's parameter `args` is another variable)."""
+    bound: dict[str, list[ast.AST]] = {}
+    stores: dict[str, list] = {}
+    indirect: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            bound.setdefault(node.id, []).append(node)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.setdefault(node.name, []).append(node)
+        elif isinstance(node, ast.alias):
+            bound.setdefault((node.asname or node.name).split(".")[0], []).append(node)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            indirect.update(node.names)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            stores.setdefault(node.attr, []).append(node)
+        elif isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Name) and func.id in _INDIRECT_SETTERS and node.args and isinstance(node.args[0], ast.Name):
+                indirect.add(node.args[0].id)
+            if isinstance(func, ast.Attribute) and func.attr in ("update", "__setattr__", "setdefault") and isinstance(func.value, ast.Name):
+                indirect.add(func.value.id)
+        if isinstance(node, ast.Attribute) and node.attr == "__dict__" and isinstance(node.value, ast.Name):
+            indirect.add(node.value.id)
+    values: dict[int, object] = {}  # id of a store target -> its literal (or UNKNOWN)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Attribute) and node.value is not None:
+                    values[id(target)] = _ast_literal(node.value)
+    found: dict[str, object] = {}
+    for node in tree.body:
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
+            continue
+        name, call = node.targets[0].id, node.value
+        if len(bound.get(name, [])) != 1 or name in indirect or not isinstance(call, ast.Call):
+            continue
+        func = ast.unparse(call.func)
+        if func not in _AST_NAMESPACES or any(k.arg is None for k in call.keywords):
+            continue
+        for keyword in call.keywords:
+            value = _ast_literal(keyword.value)
+            if value is UNKNOWN or not isinstance(value, (bool, int, float, str, type(None))):
+                continue
+            written = [values.get(id(s), UNKNOWN) for s in stores.get(keyword.arg, [])]
+            if all(w is not UNKNOWN and w == value and type(w) is type(value) for w in written):
+                found[f"{name}.{keyword.arg}"] = value
+    return found
+
+
+# How the namespace classes are spelled where the summary cannot qualify a name (`from argparse import Namespace`).
+_AST_NAMESPACES = frozenset({"Namespace", "argparse.Namespace", "SimpleNamespace", "types.SimpleNamespace", "EasyDict", "edict"})
+
+
+def _ast_literal(node: ast.AST) -> object:
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return UNKNOWN

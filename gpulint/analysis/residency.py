@@ -212,6 +212,8 @@ class Residency:
             if resolved is not None and isinstance(resolved.value, str):
                 kind = resolved.value.split(":")[0]
                 return CUDA if kind == "cuda" else CPU if kind == "cpu" else OTHER
+            if isinstance(expr, cst.Name) and self._received(expr) == {"cpu"}:
+                return CPU  # `def generate_batches(..., device="cpu")`, every caller passing a CPU device
             if _DEVICE_NAME.search(last) or DEVICE_INDEX_NAME.match(last):
                 return CUDA
         return None
