@@ -72,3 +72,49 @@ def test_cuda_on_or_unknown_keeps_gpu_claims(cuda: str, extra: str) -> None:
 def test_message_of_kept_claim() -> None:
     messages = [d.message for d in diagnostics(LESSON.format(cuda="True", extra=""), "lesson.py") if d.code == "GPU102"]
     assert messages == ["`DataLoader` has no `pin_memory` but its batches are copied to the GPU (`x.to(args.device)` at line 21)"]
+
+
+HELPER = """\
+from argparse import Namespace
+
+import torch
+from torch.utils.data import DataLoader
+
+args = Namespace(batch_size=64, cuda={cuda})
+if not torch.cuda.is_available():
+    args.cuda = False
+args.device = torch.device("cuda" if args.cuda else "cpu")
+
+
+def generate_batches(dataset, batch_size, shuffle=True, drop_last=True, device="cpu"):
+    dataloader = DataLoader(dataset=dataset, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last)
+    for data_dict in dataloader:
+        out_data_dict = {{}}
+        for name, tensor in data_dict.items():
+            out_data_dict[name] = data_dict[name].to(device)
+        yield out_data_dict
+
+
+def train(model, dataset, optimizer):
+    for epoch in range(100):
+        for batch in generate_batches(dataset, batch_size=args.batch_size, device=args.device):
+            loss = model(batch["x"]).sum()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+
+
+for batch in generate_batches(None, batch_size=args.batch_size, device=args.device):
+    pass
+"""
+
+
+def test_helper_given_the_cpu_device_copies_nothing_to_a_gpu() -> None:
+    # The NLP book's `generate_batches(..., device=args.device)`: every caller gives the CPU device as shipped.
+    found = [f"{d.location.row} {d.code}" for d in diagnostics(HELPER.format(cuda="False"), "lesson.py")]
+    assert not any(c.endswith("GPU102") for c in found)
+
+
+def test_helper_given_a_cuda_device_keeps_gpu102() -> None:
+    found = [f"{d.location.row} {d.code}" for d in diagnostics(HELPER.format(cuda="True"), "lesson.py")]
+    assert "13 GPU102" in found
