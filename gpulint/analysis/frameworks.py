@@ -221,10 +221,11 @@ class Frameworks:
         return frozenset(roots & {*LIGHTNING, *HF, *ACCELERATE, *IGNITE, *RAY})
 
     def _cpu_only_lightning(self, call: cst.Call) -> bool:
-        """A Lightning Trainer/Fabric given a non-GPU accelerator (`accelerator="cpu"`, `"mps"`, ...)."""
+        """A Lightning Trainer/Fabric given a non-GPU accelerator (`accelerator="cpu"`, `"mps"`, ...), or a
+        Lightning 1.x Trainer asked for no device at all (1.x runs on the CPU unless asked; 2.x picks "auto")."""
         accelerator = _argument(call, "accelerator")
         if accelerator is None:
-            return False
+            return _cpu_by_default_lightning_1(call)
         resolved = self.m.values.resolve(accelerator)
         return resolved is not None and isinstance(resolved.value, str) and resolved.value in _NOT_GPU
 
@@ -931,6 +932,25 @@ def _shipped_files(unpacked: list[tuple[str, dict]]) -> str:
     first = f"`{display_path(unpacked[0][0])}`"
     others = len({path for path, _ in unpacked}) - 1
     return first if not others else f"{first} and the {others} settings file{'s' if others > 1 else ''} beside it"
+
+
+# Trainer arguments that exist only in Lightning 1.x (removed by 2.0): a Trainer built with one is a 1.x Trainer.
+_LIGHTNING_1_ONLY = frozenset({
+    "progress_bar_refresh_rate", "weights_summary", "checkpoint_callback", "flush_logs_every_n_steps",
+    "terminate_on_nan", "prepare_data_per_node", "resume_from_checkpoint", "stochastic_weight_avg",
+    "auto_select_gpus", "distributed_backend", "track_grad_norm", "weights_save_path", "truncated_bptt_steps",
+})  # fmt: skip
+# Trainer arguments that ask Lightning 1.x for a device (`gpus=1`, `devices=1` with its "auto" accelerator, ...).
+_LIGHTNING_DEVICE_ARGUMENTS = frozenset({"gpus", "devices", "tpu_cores", "ipus", "hpus", "auto_select_gpus", "num_processes", "strategy", "plugins"})
+
+
+def _cpu_by_default_lightning_1(call: cst.Call) -> bool:
+    """`pl.Trainer(progress_bar_refresh_rate=20, max_epochs=10)`: a 1.x Trainer (an argument 2.0 removed) with
+    no device argument and nothing unpacked, which 1.x runs on the CPU (its `accelerator` default is None)."""
+    if any(a.star for a in call.args) or any(a.keyword is None for a in call.args):
+        return False  # `Trainer(**cfg)`, or positional arguments whose names are not written
+    given = {a.keyword.value for a in call.args if a.keyword is not None}
+    return bool(given & _LIGHTNING_1_ONLY) and not given & _LIGHTNING_DEVICE_ARGUMENTS
 
 
 def _argument(call: cst.Call, keyword: str, position: Optional[int] = None) -> Optional[cst.BaseExpression]:

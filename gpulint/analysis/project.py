@@ -882,7 +882,8 @@ class ProjectIndex:
             if self.is_test(caller):
                 found |= given - _ON_GPU - {UNPLACED}
             else:
-                found |= given if given & _ON_GPU else given | {UNPLACED}
+                # a CPU device (`device=args.device` with `Namespace(cuda=False)`) is placed: on the CPU
+                found |= given if given & _ON_GPU or given == {"cpu"} else given | {UNPLACED}
         return found
 
     def is_test(self, record: _Record) -> bool:

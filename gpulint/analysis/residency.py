@@ -26,6 +26,8 @@ from gpulint.analysis.hot_loops import _is_training_step, element_targets, in_no
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.legacy_torch import number_read, number_read_kind
 from gpulint.analysis.loop_bounds import runs_briefly
+from gpulint.analysis.shipped_paths import UNKNOWN as SHIPPED_UNKNOWN
+from gpulint.analysis.shipped_paths import shipped_value
 from gpulint.analysis.step_cadence import runs_own_backward
 from gpulint.analysis.stored_steps import calls_training_closure, stored_step
 from gpulint.analysis.summary import CLOCKS, DEVICE_INDEX_NAME, times_a_step
@@ -167,6 +169,9 @@ class Residency:
         if isinstance(expr, cst.IfExp):
             if _chosen_by_backend(model, expr):
                 return None  # `"cpu" if backend == "gloo" else "cuda"`: the process group decides
+            chosen = shipped_value(model, expr.test)
+            if chosen is not SHIPPED_UNKNOWN:  # `"cuda" if args.cuda else "cpu"` with `Namespace(cuda=False)`
+                return self.device_kind(expr.body if chosen else expr.orelse, depth + 1)
             kinds = {self.device_kind(expr.body, depth + 1), self.device_kind(expr.orelse, depth + 1)}
             if None in kinds:
                 return None
@@ -183,6 +188,9 @@ class Residency:
             if self.received_by_self(expr) == {"cuda_device"}:
                 return CUDA  # `self.device = device` in `__init__`, and every caller gives a CUDA device
             if isinstance(expr, cst.Attribute) and last == "device":
+                written = self._written_device(expr, depth)
+                if written is not None:
+                    return written  # `args.device = torch.device("cuda" if args.cuda else "cpu")`
                 return CUDA if self.level(expr.value) else (CUDA if not self.is_module(expr.value) else None)
             key = dotted_name(expr)
             writes = self.flow.reaching_writes(key, expr) if key else []
@@ -204,9 +212,49 @@ class Residency:
             if resolved is not None and isinstance(resolved.value, str):
                 kind = resolved.value.split(":")[0]
                 return CUDA if kind == "cuda" else CPU if kind == "cpu" else OTHER
+            if isinstance(expr, cst.Name) and self._received(expr) == {"cpu"}:
+                return CPU  # `def generate_batches(..., device="cpu")`, every caller passing a CPU device
             if _DEVICE_NAME.search(last) or DEVICE_INDEX_NAME.match(last):
                 return CUDA
         return None
+
+    def _written_device(self, attr: cst.Attribute, depth: int) -> Optional[str]:
+        """The device a settings object's `device` holds when one write of it reaches here and names the CPU
+        (`args.device = torch.device("cuda" if args.cuda else "cpu")` with `args.cuda` False as shipped)."""
+        key = dotted_name(attr)
+        writes = self.flow.reaching_writes(key, attr) if key else []
+        if writes:
+            values = [w.value for w in writes] if len(writes) == 1 and not writes[0].is_augmented else [None]
+        else:  # read in a function: every store of the module's `args.device`
+            own = isinstance(attr.value, cst.Name) and attr.value.value != "self"  # not an instance's, set per object
+            values = self._attribute_stores().get(key, []) if key and own else []
+        if not values or any(v is None for v in values):
+            return None
+        return CPU if all(self.device_kind(v, depth + 1) == CPU for v in values) else None
+
+    def _attribute_stores(self) -> dict[str, list]:
+        """`args.device = value` anywhere in the module: dotted target -> values (None when not a plain store)."""
+        memo = self.model.memo("dotted attribute stores")
+        if self.model.module not in memo:
+            found: dict[str, list] = {}
+
+            class _Stores(cst.CSTVisitor):
+                def visit_Assign(self, node: cst.Assign) -> None:
+                    for target in node.targets:
+                        if isinstance(target.target, cst.Attribute) and dotted_name(target.target):
+                            found.setdefault(dotted_name(target.target), []).append(node.value)
+
+                def visit_AugAssign(self, node: cst.AugAssign) -> None:
+                    if isinstance(node.target, cst.Attribute) and dotted_name(node.target):
+                        found.setdefault(dotted_name(node.target), []).append(None)
+
+                def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+                    if isinstance(node.target, cst.Attribute) and dotted_name(node.target):
+                        found.setdefault(dotted_name(node.target), []).append(node.value)
+
+            self.model.module.visit(_Stores())
+            memo[self.model.module] = found  # type: ignore[assignment]
+        return memo[self.model.module]  # type: ignore[return-value]
 
     def holds_on_gpu_runs(self, test: cst.BaseExpression, depth: int = 0) -> bool:
         """A condition that is true whenever the code runs on a GPU: `torch.cuda.is_available()`, a name bound to

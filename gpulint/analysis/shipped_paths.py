@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
+from gpulint.analysis.namespace_settings import UNKNOWN as NAMESPACE_UNKNOWN
+from gpulint.analysis.namespace_settings import namespace_value
 from gpulint.analysis.off_options import flag_spelled_near, off_as_shipped
 from gpulint.analysis.value_resolution import ARGPARSE_DEFAULT, CONFIG_DICT, LITERAL, LOCAL_VARIABLE, MODULE_CONSTANT, SETTINGS_FILE
 
@@ -27,6 +29,7 @@ _MAX_DEPTH = 6
 # Values only an edit of the code changes (a command-line default is changed at launch).
 _WRITTEN_IN_CODE = frozenset({LITERAL, MODULE_CONSTANT, LOCAL_VARIABLE})
 _UNKNOWN = object()
+UNKNOWN = _UNKNOWN  # what `shipped_value` returns for a value not known as shipped
 _FILE_CHECKS = frozenset({"os.path.isfile", "os.path.exists"})
 # Calls that write a downloaded file: (qualified name, position of the destination argument, its keyword).
 _DOWNLOADS = {
@@ -95,6 +98,9 @@ def shipped_value(model: SemanticModel, expr: cst.BaseExpression, depth: int = 0
             param = _init_parameter_held(model, expr)
             if param is not None:
                 return _argument_value(model, param)
+            written = namespace_value(model, expr)  # `args = Namespace(cuda=False)` in a notebook
+            if written is not NAMESPACE_UNKNOWN:
+                return written
             return False if off_as_shipped(model, expr) is False else _UNKNOWN
         if isinstance(expr, cst.Name):  # `IS_PARALLEL = True if ngpu > 1 else False`, set once
             binders = model.bindings_of(expr.value, expr)

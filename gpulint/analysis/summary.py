@@ -40,6 +40,8 @@ from gpulint.analysis.error_paths import EXITS
 from gpulint.analysis.held_data import held_data
 from gpulint.analysis.imports import canonical
 from gpulint.analysis.legacy_torch import copies_with_async, number_read_in, number_read_kind
+from gpulint.analysis.namespace_settings import UNKNOWN as UNKNOWN_FLAG
+from gpulint.analysis.namespace_settings import namespace_flags
 from gpulint.analysis.settings_defaults import config_paths
 
 FORMAT = 1
@@ -631,6 +633,8 @@ class _Builder:
         self.scan_evidence = any(marker in text for marker in GPU_TEXT_MARKERS)
         self.text = text
         self.before_torch_0_4 = "async" in text and copies_with_async(tree)  # `loss.data[0]` is a host read there
+        # `args = Namespace(cuda=False)`: settings written in the code (analysis/namespace_settings.py)
+        self.namespace_flags = namespace_flags(tree) if "Namespace" in text or "EasyDict" in text or "edict" in text else {}
 
     def build(self) -> ModuleSummary:
         s = self.summary
@@ -978,6 +982,8 @@ class _Reader:
         """`args.device = torch.device("cuda")` (`else: args.device = "cpu"`): the options now hold a device; a CUDA
         device in one branch is a device chosen at run time, so "cpu" never replaces it."""
         held = self.env.get(name)
+        if held is None and value == ("cpu",) and any(k.startswith(f"{name}.") for k in self.b.namespace_flags):
+            held = ("args", {})  # `args.device = torch.device("cpu")` on a namespace written in the module
         if held is None or held[0] != "args" or value not in (("device",), ("cpu",)):
             return
         if value == ("device",) or "device" not in held[1]:
@@ -1270,6 +1276,9 @@ class _Reader:
             return None
         if kind is ast.IfExp:
             self.expr(node.test)
+            chosen = _shipped_flag(self, node.test)
+            if chosen is not UNKNOWN_FLAG:  # `"cuda" if args.cuda else "cpu"` with `Namespace(cuda=False)`
+                return self.expr(node.body if chosen else node.orelse)
             if self.b.names_loader_class(node.body) and self.b.names_loader_class(node.orelse):
                 return _LOADER_CLASS
             body, orelse = self.expr(node.body), self.expr(node.orelse)
@@ -1817,6 +1826,9 @@ def _device_kind_of(node: Optional[ast.AST], reader: _Reader, mark: bool = True)
     if isinstance(node, ast.IfExp):
         if _tests_backend(node.test):
             return None  # `"cpu" if backend == "gloo" else "cuda"`: the process group decides
+        chosen = _shipped_flag(reader, node.test)
+        if chosen is not UNKNOWN_FLAG:  # `"cuda" if args.cuda else "cpu"` with `Namespace(cuda=False)`
+            return _device_kind_of(node.body if chosen else node.orelse, reader)
         kinds = {_device_kind_of(node.body, reader), _device_kind_of(node.orelse, reader)}
         return "cuda" if "cuda" in kinds and None not in kinds else None
     if isinstance(node, (ast.Name, ast.Attribute)):
@@ -1838,6 +1850,13 @@ def _device_kind_of(node: Optional[ast.AST], reader: _Reader, mark: bool = True)
         if _DEVICE_NAME.search(last):
             return "cuda"
     return None
+
+
+def _shipped_flag(reader: Any, test: ast.AST) -> object:
+    """`args.cuda` of a namespace written in the module (`Namespace(cuda=False)`), read in the module body."""
+    if not reader.is_module or not isinstance(test, ast.Attribute) or not isinstance(test.value, ast.Name):
+        return UNKNOWN_FLAG
+    return reader.b.namespace_flags.get(f"{test.value.id}.{test.attr}", UNKNOWN_FLAG)
 
 
 def _tests_backend(test: ast.AST) -> bool:
