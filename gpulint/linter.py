@@ -388,15 +388,13 @@ def _check_parsed(
 def _where_shipped_code_runs(model: SemanticModel, found: list[Diagnostic]) -> list[Diagnostic]:
     """The findings outside branches that never run with the shipped settings (`if os.path.isfile(ckpt):
     load else: train` after the module downloads `ckpt`; `if ngpu > 1:` with `ngpu = 0`) and outside branches
-    that run only without a GPU (the `else:` of `if torch.cuda.is_available():`), nor in a notebook cell past a
-    statement that stops at a name nothing binds."""
+    that run only without a GPU (the `else:` of `if torch.cuda.is_available():`)."""
     if not found:
         return found
     from gpulint.analysis.gpu_free_branches import gpu_free_rows
     from gpulint.analysis.shipped_paths import unshipped_rows
-    from gpulint.analysis.unbound_names import rows_after_name_errors
 
-    spans = unshipped_rows(model) + gpu_free_rows(model) + rows_after_name_errors(model)
+    spans = unshipped_rows(model) + gpu_free_rows(model)
     if not spans:
         return found
     return [d for d in found if not any(first <= d.location.row <= last for first, last in spans)]

@@ -5,8 +5,7 @@
   the user types as one string (`--batch_sizes "1 2 4 8"`) has as many items as its default has words;
 - a `DataParallel` wrapper handed to a project function that feeds it one image per forward, in another module
   (RetinaNet's `evaluate_coco`), spreads nothing (`parallel._forwards_of_callee`);
-- a lesson whose CUDA device is only printed trains on the CPU as shipped (`loader_flow._only_printed`);
-- a notebook cell stops at a name nothing binds: the rest of it never runs (`unbound_names`).
+- a lesson whose CUDA device is only printed trains on the CPU as shipped (`loader_flow._only_printed`).
 
 Next to each, the same code in real work stays found.
 """
@@ -199,50 +198,3 @@ def test_a_device_used_for_anything_but_printing_is_a_gpu_run():
     assert findings(moved, select=("GPU103",)) == ["7:15 GPU103"]
     formatted = CPU_LESSON.replace("print(device)\n", "print(device)\nrun(net, device)\n")
     assert findings(formatted, select=("GPU103",)) == ["7:15 GPU103"]
-
-
-# ---- a notebook cell past a name nothing binds -----------------------------------------------------------------
-
-SETUP = """\
-import torch
-import torchvision
-model = torchvision.models.resnet50()
-"""
-
-SNIPPET = """\
-# save this as a .py file: it will not run in the notebook
-import argparse
-from torch.utils.data import DataLoader
-parser = argparse.ArgumentParser()
-parser.add_argument("--local_rank", type=int)
-args = parser.parse_args()
-torch.distributed.init_process_group(backend="nccl")
-device = torch.device("cuda", arg.local_rank)
-model = model.to(device)
-train_loader = DataLoader(dataset, batch_size=256)
-for inputs, labels in train_loader:
-    outputs = model(inputs.to(device))
-    loss = loss_fn(outputs, labels.to(device))
-    loss.backward()
-"""
-
-
-def nb_findings(*cells: str) -> list[str]:
-    from tests.test_notebooks import concise, notebook
-
-    return [line.split(": ", 1)[0] + " " + line.split(": ", 2)[1].split(" ", 1)[0] for line in concise(notebook(*cells))[:-1]]
-
-
-def test_a_cell_past_a_name_nothing_binds_does_not_run():
-    assert nb_findings(SETUP, SNIPPET) == []
-
-
-def test_the_same_cell_with_its_names_bound_is_checked():
-    bound = SETUP + "dataset = make_dataset()\nloss_fn = torch.nn.CrossEntropyLoss()\n"
-    found = nb_findings(bound, SNIPPET.replace("arg.local_rank", "args.local_rank"))
-    assert found == ["nb.ipynb:cell 2:10:16 GPU101"]
-    # a name bound in a later cell, or behind a star import, may be there when the cell runs
-    later = nb_findings(SETUP, SNIPPET, "arg = dataset = loss_fn = None\n")
-    assert later == ["nb.ipynb:cell 2:10:16 GPU101"]
-    starred = nb_findings(SETUP + "from helpers import *\n", SNIPPET)
-    assert starred == ["nb.ipynb:cell 2:10:16 GPU101"]
