@@ -199,16 +199,7 @@ def read_signed(directory: Path, path: Path, secret: bytes) -> object:
 def write_signed(directory: Path, path: Path, data: object, secret: bytes) -> None:
     """Write `data` as compact JSON after its MAC line, atomically, creating the tagged cache folder; never
     through a symlinked folder. Raises OSError (a read-only or full disk)."""
-    write_signed_text(directory, path, json.dumps(data, separators=(",", ":")), secret)
-
-
-def compact_json(data: object) -> str:
-    """`data` as the compact JSON `write_signed` writes: for callers that encode a large object piece by piece."""
-    return json.dumps(data, separators=(",", ":"))
-
-
-def write_signed_text(directory: Path, path: Path, payload: str, secret: bytes) -> None:
-    """`write_signed` for a payload that is already JSON text."""
+    payload = json.dumps(data, separators=(",", ":"))
     _prepare(directory)
     path.parent.mkdir(parents=True, exist_ok=True)
     if _through_symlink(directory, path.parent):

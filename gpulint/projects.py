@@ -205,7 +205,7 @@ class Project:
 
     def save(self) -> None:
         """Write what was learnt (hashes, context digests, summaries); a read-only disk only costs the cache."""
-        from gpulint.cache import compact_json, write_signed, write_signed_text
+        from gpulint.cache import write_signed
 
         try:
             if self.new_summaries and self.summaries_path is not None:
@@ -213,13 +213,8 @@ class Project:
                 from gpulint.analysis.summary import FORMAT
 
                 records = self.index.records
-                # encoded one module at a time: all of torch's summaries as JSON objects at once cost ~60 MB of peak
-                summaries = ",".join(
-                    f"{compact_json(digest)}:{compact_json(records[path].summary.to_json())}"
-                    for path, digest in self.hashes.items() if digest and path in records
-                )  # fmt: skip
-                payload = f'{{"format":{compact_json(FORMAT)},"summaries":{{{summaries}}}}}'
-                write_signed_text(self.directory, self.summaries_path, payload, self.secret)
+                summaries = {digest: records[path].summary.to_json() for path, digest in self.hashes.items() if digest and path in records}
+                write_signed(self.directory, self.summaries_path, {"format": FORMAT, "summaries": summaries}, self.secret)
                 self.new_summaries = False
             if self.changed and self.state_path is not None:
                 files = {k: v for k, v in self.known.items() if os.path.exists(k)}
