@@ -199,43 +199,12 @@ def read_signed(directory: Path, path: Path, secret: bytes) -> object:
 def write_signed(directory: Path, path: Path, data: object, secret: bytes) -> None:
     """Write `data` as compact JSON after its MAC line, atomically, creating the tagged cache folder; never
     through a symlinked folder. Raises OSError (a read-only or full disk)."""
+    payload = json.dumps(data, separators=(",", ":"))
     _prepare(directory)
     path.parent.mkdir(parents=True, exist_ok=True)
     if _through_symlink(directory, path.parent):
         return  # `<cache>/<version>` shipped as a symlink: never written through
-    # Encoded and signed piece by piece: torch's summaries as one string (and its bytes, and MAC + text) raised a
-    # cold run's peak memory by some 50 MB.
-    signer = hmac.new(secret, digestmod=hashlib.sha256)
-    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(b" " * signer.digest_size * 2 + b"\n")  # the MAC's place, filled in once it is known
-            for chunk in _json_pieces(data):
-                piece = chunk.encode()
-                signer.update(piece)
-                out.write(piece)
-            out.seek(0)
-            out.write(signer.hexdigest().encode())
-        os.replace(temp, path)
-    except BaseException:
-        try:
-            os.unlink(temp)
-        except OSError:
-            pass
-        raise
-
-
-def _json_pieces(data: object, depth: int = 2):
-    """Compact JSON of `data` in pieces: the items of its dicts down to `depth`, each by the C encoder (the
-    pure-Python `iterencode` is many times slower)."""
-    if depth == 0 or not isinstance(data, dict):
-        yield json.dumps(data, separators=(",", ":"))
-        return
-    yield "{"
-    for n, (key, value) in enumerate(data.items()):
-        yield ("," if n else "") + json.dumps(str(key)) + ":"
-        yield from _json_pieces(value, depth - 1)
-    yield "}"
+    _write_atomic(path, _mac(secret, payload.encode()) + "\n" + payload)
 
 
 def cache_key(settings: Settings) -> str:
