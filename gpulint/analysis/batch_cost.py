@@ -400,19 +400,13 @@ class BatchCost:
     def _held_element(self, write) -> bool:
         """For `a, b = f(...)` with `f` a project function of another module: its summary says the element
         `write` names is a dataset held in memory (`analysis/held_data.py`); the call then stands for it."""
-        statement = write.statement
-        if not isinstance(statement, cst.Assign) or len(statement.targets) != 1:
-            return False
-        target = statement.targets[0].target
-        if not isinstance(target, (cst.Tuple, cst.List)) or any(isinstance(e, cst.StarredElement) for e in target.elements):
-            return False
-        index = next((i for i, e in enumerate(target.elements) if e.value is write.target), None)
+        index = write.unpacked_position
         callee = self.m.callee(write.source)
         held = callee.held if callee is not None and callee.kind == "function" else None
         if index is None or not (isinstance(held, (list, tuple)) and len(held) == 2 and held[0] == "tuple"):
             return False
         parts = held[1]
-        if len(parts) != len(target.elements) or parts[index] != "cheap":
+        if len(parts) != len(write.statement.targets[0].target.elements) or parts[index] != "cheap":
             return False
         self._held_calls.add(id(write.source))
         return True

@@ -32,6 +32,18 @@ class Write:
     def is_augmented(self) -> bool:
         return isinstance(self.statement, cst.AugAssign)
 
+    @property
+    def unpacked_position(self) -> Optional[int]:
+        """The place of this target in the tuple its one-target assignment unpacks (`a, b = f()` -> 0 for `a`);
+        None for any other write, or an unpacking with a starred target."""
+        statement = self.statement
+        if not isinstance(statement, cst.Assign) or len(statement.targets) != 1:
+            return None
+        target = statement.targets[0].target
+        if not isinstance(target, (cst.Tuple, cst.List)) or any(isinstance(e, cst.StarredElement) for e in target.elements):
+            return None
+        return next((i for i, e in enumerate(target.elements) if e.value is self.target), None)
+
 
 def _key(node: cst.BaseExpression) -> str | None:
     return dotted_name(node)

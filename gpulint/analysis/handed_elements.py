@@ -55,13 +55,9 @@ def handed_elements(index: ProjectIndex, record: _Record, key: str, param: str) 
 def received_part(model: SemanticModel, write: Write) -> frozenset[str]:
     """For `net_g, net_d = nets` with `nets` a parameter of the function (never rebound there): what the
     project's callers put at this target's place of the sequence they hand in; empty when not known."""
-    statement, source = write.statement, write.source
-    if not isinstance(statement, cst.Assign) or len(statement.targets) != 1 or not isinstance(source, cst.Name):
+    source, position = write.source, write.unpacked_position
+    if not isinstance(source, cst.Name):
         return frozenset()
-    target = statement.targets[0].target
-    if not isinstance(target, (cst.Tuple, cst.List)) or any(isinstance(e, cst.StarredElement) for e in target.elements):
-        return frozenset()
-    position = next((i for i, e in enumerate(target.elements) if e.value is write.target), None)
     binders = model.bindings_of(source.value, source)
     if position is None or len(binders) != 1 or not isinstance(binders[0], cst.Param):
         return frozenset()

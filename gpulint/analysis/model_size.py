@@ -308,7 +308,7 @@ class ModelSize:
             return None
         if write.value is not None:
             return self.columns(write.value, depth)
-        source, index = write.source, _element_index(write)
+        source, index = write.source, write.unpacked_position
         if not isinstance(source, cst.Call) or index is None:
             return None
         name = self.m.call_name(source) or ""
@@ -619,17 +619,6 @@ def _width_of(expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
         if literal_value(expr.args[0].value) == (True, 1):
             return expr.func.value
     return None
-
-
-def _element_index(write) -> Optional[int]:
-    """The position of `write`'s target in the tuple it unpacks (`a, b = f()` -> 0 for `a`)."""
-    statement = write.statement
-    if not isinstance(statement, cst.Assign) or len(statement.targets) != 1:
-        return None
-    target = statement.targets[0].target
-    if not isinstance(target, (cst.Tuple, cst.List)) or any(isinstance(e, cst.StarredElement) for e in target.elements):
-        return None
-    return next((i for i, e in enumerate(target.elements) if e.value is write.target), None)
 
 
 def _convolution(name: str) -> bool:
