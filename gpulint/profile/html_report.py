@@ -366,7 +366,7 @@ def _mechanism_table(doc: dict) -> str:
         f"<td class='num'>{e(f(cmp.get('after')))} {e(cmp.get('unit'))}</td><td>{e(cmp.get('verdict'))}</td><td>–</td></tr>"
     ]
     for m in cmp.get("mechanisms") or []:
-        mark = "improved" if m["improved"] else ("worse" if m["worse"] else "same")
+        mark = "improved" if m["improved"] else ("worse" if m["worse"] else (m.get("note") or "same"))
         rows.append(
             f"<tr><td>{e(m['name'])}</td><td class='num'>{m['before']:.1f} {e(m['unit'])}</td>"
             f"<td class='num'>{m['after']:.1f} {e(m['unit'])}</td><td><span class='tag {mark}'>{mark}</span></td>"

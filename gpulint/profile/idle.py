@@ -49,11 +49,16 @@ class IdleExplanation:
     def ceiling_for(self, rules) -> float | None:
         """Most the throughput could grow if everything these rules address went away (None: nothing does)."""
         rules = set(rules)
+        if rules & KERNEL_SPEED_RULES:
+            return None  # these fixes make the work itself faster: idle time does not bound their speedup
         share = sum(c.share_pct for c in self.causes if c.ceiling is not None and rules & set(c.rules))
         return _ceiling(share) if share > 0 else None
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+KERNEL_SPEED_RULES = {"GPU901", "GPU902", "GPU903"}  # mixed precision, TF32, cuDNN autotuning
 
 
 def _ceiling(share_pct: float) -> float | None:

@@ -367,7 +367,7 @@ def comparison_text(cmp: Comparison, a_runs: list[RunResult], b_runs: list[RunRe
         rel = (b_stats.step_ms_median / a_stats.step_ms_median - 1) * 100
         rows.append(("step time (median)", f"{a_stats.step_ms_median:.1f} ms", f"{b_stats.step_ms_median:.1f} ms", f"{rel:+.1f} %", ""))
     for m in cmp.mechanisms:
-        mark = "improved" if m.improved else ("worse" if m.worse else "same")
+        mark = "improved" if m.improved else ("worse" if m.worse else (m.note or "same"))
         rows.append((m.name, f"{m.before:.1f} {m.unit}", f"{m.after:.1f} {m.unit}", mark, ", ".join(m.rules)))
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
     lines = ["  " + "  ".join(c.ljust(widths[i]) for i, c in enumerate(r)).rstrip() for r in rows]

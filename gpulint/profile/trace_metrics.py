@@ -35,6 +35,7 @@ SYNC_RUNTIME_CALLS = {
 SCALAR_READ = "aten::_local_scalar_dense"  # under every .item(), float(t), bool(t), int(t)
 ITEM = "aten::item"
 STEP_NAME = re.compile(r"^ProfilerStep#(\d+)$")
+GPU_ANNOTATION_CATS = {"gpu_user_annotation"}
 OPTIMIZER_STEP = re.compile(r"^Optimizer\.step#")  # torch.optim wraps every step in record_function
 COMM_KERNEL = re.compile(r"nccl|hccl|rccl", re.IGNORECASE)
 KERNEL_WAIT_US = 30.0  # HTA's consecutive_kernel_delay (its docstring says ns; its data are µs)
@@ -121,6 +122,8 @@ def profiler_steps(events: Iterable[dict]) -> list[tuple[int, float, float]]:
     """(step number, start µs, end µs) of every ProfilerStep#N annotation, in order."""
     steps = []
     for e in _complete(events):
+        if e.get("cat") in GPU_ANNOTATION_CATS:
+            continue  # the GPU-side copy of an annotation spans the GPU work of several steps (seen on an H100)
         m = STEP_NAME.match(str(e.get("name", "")))
         if m:
             lo, hi = _span(e)

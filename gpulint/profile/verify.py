@@ -399,9 +399,12 @@ def _compare(a_runs: list[RunResult], b_runs: list[RunResult], planned: list[Pla
         b_runs[0].raw.get("losses"),
         seed=options.seed,
     )
+    applied = {code for p in planned for code in p.rules}
+    for m in cmp.mechanisms:  # "moved by": the applied fixes that act on this number, not every rule that could
+        m.rules = tuple(code for code in m.rules if code in applied)
     exp = explain(timing_stats([s for r in a_runs for s in r.steps]), a_runs[0].attribution)
     if exp is not None:
-        cmp.ceiling = exp.ceiling_for({code for p in planned for code in p.rules})
+        cmp.ceiling = exp.ceiling_for(applied)
     shared = [r.label for r in _interleave(a_runs, b_runs) if (r.nvml or {}).get("unreliable")]
     if shared:
         cmp.mark_unreliable(shared)

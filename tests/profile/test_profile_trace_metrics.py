@@ -202,3 +202,27 @@ def test_load_trace_gz_and_bare_list(tmp_path):
     bare = tmp_path / "t.json"
     bare.write_text(json.dumps(events))
     assert len(tm.load_trace(bare)) == len(events)
+
+
+def test_the_gpu_side_step_annotation_is_not_a_step():
+    """Seen on an H100 (torch 2.11): besides the host's ProfilerStep#1..#6 the trace holds a GPU-side
+    `gpu_user_annotation` ProfilerStep#1 spanning the GPU work of all six steps. Taken as a step it stretched the
+    window over an extra step and miscounted: 2.4 copies and 3.4 syncs per step where the script makes 2 and 3."""
+    events = [step(n, 100 * n, 100) for n in range(1, 7)]
+    events.append(ev("gpu_user_annotation", "ProfilerStep#1", 110, 590, tid=7, pid=0))
+    for n in range(1, 7):  # two pageable copies and one .item() (a stream sync) per step
+        events += [
+            ev("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", 100 * n + 10, 5, tid=7, pid=0, bytes=1000),
+            ev("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", 100 * n + 20, 5, tid=7, pid=0, bytes=1000),
+            ev("cuda_runtime", "cudaStreamSynchronize", 100 * n + 30, 2),
+            ev("cuda_runtime", "cudaStreamSynchronize", 100 * n + 40, 2),
+            ev("cpu_op", "aten::item", 100 * n + 50, 10),
+            ev("cpu_op", "aten::_local_scalar_dense", 100 * n + 51, 8),
+            ev("cuda_runtime", "cudaStreamSynchronize", 100 * n + 52, 2),
+        ]
+    steps = tm.profiler_steps(events)
+    assert [n for n, _, _ in steps] == [1, 2, 3, 4, 5, 6]
+    lo, hi, n = tm.analysis_window(steps)
+    assert (lo, hi, n) == (200, 600, 4)
+    assert tm.h2d_copies(events, lo, hi, n)["pageable"] == {"count_per_step": 2.0, "bytes_per_step": 2000.0}
+    assert tm.sync_counts(events, lo, hi, n)["syncs_per_step"] == 3.0

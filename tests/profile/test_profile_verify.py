@@ -470,6 +470,32 @@ def test_the_verdict_shows_the_speedup_ceiling(tmp_path):
     assert verdict.startswith("faster: samples/s +100.") and "(2.00x of a possible 2.50x)" in verdict
 
 
+def test_compute_fixes_have_no_idle_time_ceiling_and_moved_by_names_only_applied_fixes(tmp_path):
+    """H100: TF32 + fused AdamW made a nanoGPT-style step 2.17x faster; the idle-time ceiling said "of a possible
+    1.02x" and every metric listed all ten rules that could move it, applied or not."""
+    def fix(path):
+        def plan():
+            original = path.read_bytes()
+            return [PlannedFix(path, original, original + b"torch.backends.cuda.matmul.allow_tf32 = True\n", {"GPU902": 1})]
+        return plan
+
+    def with_attr(result, busy, step_ms):
+        result.attribution = {"kernel_busy_pct": busy, "profiled_step_ms_median": step_ms, "syncs_per_step": 1.0,
+                              "h2d": {"pageable": {"count_per_step": 2.0}, "pinned": {"count_per_step": 0.0}}}
+        return result
+
+    script = tmp_path / "train.py"
+    script.write_bytes(ORIGINAL)
+    code, _, _, out, _ = verify(tmp_path, lambda i: with_attr(ok_result(0.0435, i), 84.5, 43.5),
+                                lambda i: with_attr(ok_result(0.0193, 10 + i), 55.7, 19.3), fix=fix(script))
+    assert code == 0
+    verdict = out.split("verdict: ")[1].split("\n")[0]
+    assert verdict.startswith("faster") and "possible" not in verdict and "estimated" not in verdict
+    busy = next(line for line in out.splitlines() if line.strip().startswith("kernel busy"))
+    assert busy.split()[-1] == "GPU902" and "lower: kernels" in busy and "worse" not in busy
+    assert "GPU101" not in busy
+
+
 def test_files_a_run_writes_in_the_working_folder_are_reported(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
 
