@@ -150,6 +150,7 @@ class Recorder:
         self.prof = None
         self.prof_steps = 0
         self.sync_sites = None
+        self.sync_site_steps = None
         self._last_progress = 0.0
 
     # ---- claims: which process measures ------------------------------------------------------------
@@ -601,6 +602,7 @@ class Recorder:
         import warnings
 
         self._sync_restore = None
+        self.sync_site_steps = self.prof_steps  # the sites were counted over the warm-up and active profiler steps
         try:
             self.torch.cuda.set_sync_debug_mode(0)
         except Exception:
@@ -640,6 +642,7 @@ class Recorder:
             "losses": [x for x in self.losses if x is not None],
             "attribution": self.attribution,
             "sync_sites": self.sync_sites,
+            "sync_site_steps": self.sync_site_steps,
             "torch_version": getattr(torch, "__version__", None),
             "python_version": sys.version.split()[0],
             "rank": int(os.environ.get("RANK", "0") or 0),

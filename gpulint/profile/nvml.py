@@ -212,17 +212,28 @@ class NvmlSampler:
         out = dict(self._facts)
         nvml = self._nvml
         samples = self._samples
+        utilization_samples = samples
         if window is not None and window[1] is not None:
             inside = [s for s in samples if window[0] <= s[0] <= window[1]]
-            samples = inside or samples  # a window shorter than one poll: keep the nearest picture
+            samples = inside or samples  # memory and clocks: a window shorter than one poll keeps the whole run's
+            # utilization of the whole run (start-up included) is not the window's: an H100 showed 2 % beside 62 % kernel busy
+            utilization_samples = inside
+            if not inside:
+                out["utilization_unavailable"] = (
+                    f"unavailable: the measured window ({window[1] - window[0]:.2f} s) fell between two NVML polls "
+                    f"({self.poll_s:g} s apart)"
+                )
             gpm = [m for t0, t1, m in self._gpm if t0 >= window[0] - GPM_INTERVAL_S and t1 <= window[1] + GPM_INTERVAL_S]
+            if not gpm and self._gpm and "gpm_unavailable" not in out:
+                out["gpm_unavailable"] = f"unavailable: the measured window is shorter than one GPM sample ({GPM_INTERVAL_S:g} s)"
         else:
             gpm = [m for _, _, m in self._gpm]
-        if samples:
-            utils = [s[1] for s in samples]
+        if utilization_samples:
+            utils = [s[1] for s in utilization_samples]
             out["utilization_gpu_mean_pct"] = sum(utils) / len(utils)
             out["utilization_gpu_samples"] = len(utils)
             out["utilization_gpu_ge90_fraction"] = sum(u >= 90 for u in utils) / len(utils)
+        if samples:
             out["memory_used_max"] = max(s[2] for s in samples)
             clocks = sorted(s[3] for s in samples if s[3] is not None)
             if clocks:

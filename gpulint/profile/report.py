@@ -164,6 +164,8 @@ def nvml_rows(nv: dict) -> list[tuple[str, str]]:
                 "(share of time >= 1 kernel ran; not SM activity)",
             )
         )
+    elif nv.get("utilization_unavailable"):
+        rows.append(("NVML utilization", nv["utilization_unavailable"]))
     if nv.get("gpm"):
         g = nv["gpm"]
         rows.append(("SM activity (GPM)", ", ".join(f"{k.replace('_pct', '')} {v:.0f} %" for k, v in g.items())))
@@ -291,7 +293,8 @@ def profile_text(command_text: str, runs: list[RunResult], options: ProfileOptio
         lines.append("  Attribution (torch.profiler, separate window)")
         attr = ok[0].attribution
         rows = attribution_rows(attr, loader=stats.data_wait_pct is not None)
-        lines += _rows(rows + sync_site_rows(ok[0].raw, (attr or {}).get("profiled_steps") or 1))
+        site_steps = ok[0].raw.get("sync_site_steps") or (attr or {}).get("profiled_steps") or 1
+        lines += _rows(rows + sync_site_rows(ok[0].raw, site_steps))
         missing = gpu_missing(ok)
         if missing:
             lines.append("")

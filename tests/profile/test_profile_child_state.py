@@ -311,8 +311,10 @@ def test_sync_sites_are_the_users_lines_most_frequent_first(tmp_path):
 
     for _ in range(3):
         item()
+    rec.prof_steps = 3  # three attribution steps ran while the sites were counted
     rec._stop_sync_sites()
     assert modes == ["warn", 0]
+    assert rec.sync_site_steps == 3  # the denominator of "per step": the steps the sites were counted in
     inside = f"{__file__}:{item.__code__.co_firstlineno + 1}"
     assert rec.sync_sites == {inside: 3}  # the first frame outside torch/warnings: here the helper's line
     assert sync_site_rows({"sync_sites": {"train.py:12": 8, "train.py:40": 2}}, steps=2) == [

@@ -164,6 +164,25 @@ def test_clock_and_throttle_are_read_while_the_run_is_busy(monkeypatch):
     assert rows["SM clock"] == "1400 MHz median in the window (min 1400)"
 
 
+def test_a_window_between_two_polls_reports_no_utilization(monkeypatch):
+    """H100: a 0.14 s window of 4.5 ms steps fell between two polls, and the summary averaged the whole run's
+    samples (start-up included): "2 % mean over 54 samples" beside 62 % kernel busy. The window had no sample."""
+    fake = fake_pynvml()
+    monkeypatch.setattr(nvml, "_nvml", lambda: fake)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    sampler = nvml.NvmlSampler(poll_s=0.05)
+    sampler.start()
+    time.sleep(0.3)
+    now = time.time()
+    summary = sampler.stop((now - 0.001, now - 0.0005))  # between two polls
+    assert "utilization_gpu_mean_pct" not in summary
+    assert summary["utilization_unavailable"] == (
+        "unavailable: the measured window (0.00 s) fell between two NVML polls (0.05 s apart)"
+    )
+    assert summary["memory_used_max"] == 10 << 30  # memory and clocks still come from the nearest samples
+    assert dict(nvml_rows(summary))["NVML utilization"] == summary["utilization_unavailable"]
+
+
 def test_sampling_another_gpu_than_the_script_used_is_flagged(monkeypatch):
     from gpulint.profile.report import run_notes
     from gpulint.profile.runner import OK, RunResult

@@ -49,3 +49,14 @@ def test_cpu_run_says_where_the_step_goes_and_why_gpu_numbers_are_missing_once()
     assert exp.kind == "cpu" and abs(sum(c.share_pct for c in exp.causes) - 100) < 1e-6
     assert exp.ceiling_for({"GPU101"}) == pytest.approx(1 / (1 - 0.4))
     assert exp.ceiling_for({"GPU303"}) is None  # nothing this run spends time on
+
+
+def test_sync_sites_per_step_divide_by_the_steps_they_were_counted_in():
+    """H100: the sites are counted over the attribution pass (1 warm-up + 6 active steps = 7) but were divided by
+    the profiled steps: 2 copies and 1 .item() per step read "2.8" and "1.4 per step"."""
+    from test_profile_trace_metrics import correlated_trace
+
+    result = run(trace_metrics.attribution_metrics(correlated_trace()), True)
+    result.raw.update(sync_sites={"train.py:31": 14, "train.py:36": 7}, sync_site_steps=7)
+    text = squeeze(profile_text("python train.py", [result], fast_options()))
+    assert "sync at train.py:31 2.0 per step" in text and "sync at train.py:36 1.0 per step" in text
