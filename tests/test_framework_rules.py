@@ -373,6 +373,36 @@ def test_debug_flags_and_switches_turned_off_are_silent(switch):
     assert findings(source, **GPU408) == []
 
 
+def test_a_switch_the_same_function_turns_off_again_is_a_scoped_region_not_left_on():
+    """Seen writing the GPU ground-truth script: sync debug mode on for 20 measured steps, then back to default."""
+    source = """\
+        import torch
+
+
+        def train(model, loader, optimizer):
+            torch.cuda.set_sync_debug_mode("warn")
+            torch.autograd.set_detect_anomaly(True)
+            for x in loader:
+                model(x.cuda()).sum().backward()
+                optimizer.step()
+            torch.cuda.set_sync_debug_mode("default")
+            torch.autograd.set_detect_anomaly(False)
+
+
+        def train_again(model, loader, optimizer):
+            torch.cuda.set_sync_debug_mode("warn")
+            for x in loader:
+                model(x.cuda()).sum().backward()
+                optimizer.step()
+
+
+        def reset():
+            torch.cuda.set_sync_debug_mode(0)
+        """
+    # turned off in another function (or only before it) is not scoped: that switch is still reported
+    assert findings(source, **GPU408) == ["15:5 GPU408"]
+
+
 def test_a_module_that_does_not_train_is_silent():
     source = "import torch\n\ntorch.autograd.set_detect_anomaly(True)\n\n\ndef check(model, x):\n    return model(x.cuda())\n"
     assert findings(source, **GPU408) == []

@@ -38,7 +38,10 @@ def debug_switches(model: SemanticModel) -> list[DebugSwitch]:
     """The debugging switches turned on in training code (a module with a training loop, or one a framework
     trains), not under a debug flag (`if args.debug:`, `set_detect_anomaly(args.detect_anomaly)`, a function
     named `debug_*`)."""
-    found = [switch for switch in _switches(model) if not _under_debug_flag(model, switch.node)]
+    found = [
+        switch for switch in _switches(model)
+        if not _under_debug_flag(model, switch.node) and not _turned_off_later(model, switch.node)
+    ]
     if not found or not (any(is_hot(model, loop) for loop in model.loops) or model.frameworks.drives_training):
         return []
     return sorted(found, key=lambda s: (model.line_of(s.node), model.range(s.node).start.column))
@@ -69,6 +72,30 @@ def _switches(model: SemanticModel) -> Iterator[DebugSwitch]:
                 yield DebugSwitch(assign, f"`{LAUNCH_BLOCKING}=1`", assign)
     for value, what in model.frameworks.debug_settings:
         yield DebugSwitch(value, what, None)
+
+
+_OFF = {SYNC_DEBUG_MODE: (0, "default")} | {name: (False,) for name in ANOMALY_SWITCH}
+
+
+def _turned_off_later(model: SemanticModel, node: cst.CSTNode) -> bool:
+    """`set_sync_debug_mode("warn")` ... `set_sync_debug_mode("default")` in the same function: a region the
+    author scoped on purpose (a measurement), not a switch left on."""
+    name = model.call_name(node) if isinstance(node, cst.Call) else None
+    if name not in _OFF:
+        return False
+    keyword = "debug_mode" if name == SYNC_DEBUG_MODE else "mode"
+    scope = _enclosing_function(model, node)
+    return any(
+        model.call_name(other) == name
+        and model.line_of(other) > model.line_of(node)
+        and _enclosing_function(model, other) is scope
+        and _turned_on(model, _first(other, keyword), on=_OFF[name])
+        for other in model.calls
+    )
+
+
+def _enclosing_function(model: SemanticModel, node: cst.CSTNode) -> Optional[cst.FunctionDef]:
+    return next((a for a in model.ancestors(node) if isinstance(a, cst.FunctionDef)), None)
 
 
 def _first(call: cst.Call, keyword: str) -> Optional[cst.BaseExpression]:
