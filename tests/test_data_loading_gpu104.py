@@ -30,6 +30,30 @@ def test_loader_with_workers_iterated_in_an_epoch_loop():
     )
 
 
+def test_a_worker_option_whose_default_is_only_bounded_counts_and_keeps_workers_0_working():
+    """Seen on an H100 (bench/results/gpu_verify.md): GPU101's own fix sets `--workers` to
+    `min(8, max(1, ...))`; the loader, re-iterated every epoch, then restarted its workers each epoch (a timm
+    script with 8 batches an epoch stalled at every boundary) and GPU104 stayed silent."""
+    source = """\
+        import argparse
+        import os
+
+        from torch.utils.data import DataLoader
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--workers", type=int, default=min(8, max(1, (os.cpu_count() or 2) - 1)))
+        args = parser.parse_args()
+        loader = DataLoader(ds, batch_size=64, num_workers=args.workers)
+        for epoch in range(100):
+            for x in loader:
+                model(x.cuda()).sum().backward()
+    """
+    assert findings(source, **ONLY) == ["9:10 GPU104"]
+    assert "num_workers=args.workers, persistent_workers=args.workers > 0)" in fixed(source, **ONLY)
+    # no proven lower bound above 0: nothing to say
+    assert findings(source.replace("max(1, (os.cpu_count() or 2) - 1)", "(os.cpu_count() or 2) - 1"), **ONLY) == []
+
+
 def test_epoch_loop_around_the_call_that_passes_the_loader():
     source = """\
         import argparse

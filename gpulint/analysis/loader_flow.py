@@ -616,7 +616,10 @@ class LoaderFlow:
     def workers_from_command_line(self, loader: DataLoaderCall) -> bool:
         """The count may be 0 at run time (`--workers 0`, or half of one worker): a fix must keep that working."""
         _, resolved = self.workers(loader)
-        return resolved is not None and (resolved.origin == ARGPARSE_DEFAULT or _divided(self.m, loader.value("num_workers")) is not None)
+        value = loader.value("num_workers")
+        if value is not None and self.m.values.argparse_default(value) is not None:
+            return True  # `--workers` with any default, also one only bounded (`min(8, max(1, ...))`)
+        return resolved is not None and (resolved.origin == ARGPARSE_DEFAULT or _divided(self.m, value) is not None)
 
     def device_chosen_at_run_time(self, moves: list[BatchMove]) -> bool:
         """True unless every move targets a literal CUDA device (`.cuda()`, `"cuda"`, `torch.device("cuda")`)."""
@@ -1259,16 +1262,22 @@ def _divided(model: SemanticModel, expr: cst.BaseExpression) -> Optional[Resolve
     return dataclasses.replace(count, value=count.value // divisor)
 
 
-def _lower_bound(model: SemanticModel, expr: cst.BaseExpression) -> Optional[int]:
-    """A proven lower bound of an int expression built from literals, `min(...)` and `max(...)`."""
+def _lower_bound(model: SemanticModel, expr: cst.BaseExpression, depth: int = 0) -> Optional[int]:
+    """A proven lower bound of an int expression built from literals, `min(...)` and `max(...)`, also behind an
+    argparse default (`--workers` defaulting to `min(8, max(1, os.cpu_count() - 1))`, GPU101's own fix)."""
+    if depth > 8:
+        return None
     resolved = model.values.resolve(expr)
     if resolved is not None:
         value = resolved.value
         return value if isinstance(value, int) and not isinstance(value, bool) else None
+    default = model.values.argparse_default(expr)
+    if default is not None:
+        return _lower_bound(model, default, depth + 1)
     if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value in ("min", "max"):
         if model.module_bindings(expr.func.value) or any(a.keyword or a.star for a in expr.args) or not expr.args:
             return None
-        bounds = [_lower_bound(model, a.value) for a in expr.args]
+        bounds = [_lower_bound(model, a.value, depth + 1) for a in expr.args]
         if expr.func.value == "min":
             return None if any(b is None for b in bounds) else min(bounds)  # type: ignore[type-var]
         known = [b for b in bounds if b is not None]

@@ -615,9 +615,11 @@ class ValueResolver:
                     return True
         return False
 
-    def _resolve_argparse(self, attr: cst.Attribute, depth: int) -> ResolvedValue | None:
+    def argparse_default(self, attr: cst.BaseExpression) -> cst.BaseExpression | None:
+        """The `default=` expression of the one option `args.<attr>` reads, whatever it is (`min(8, ...)` too)."""
+        if not isinstance(attr, cst.Attribute) or not isinstance(attr.value, cst.Name):
+            return None
         base = attr.value
-        assert isinstance(base, cst.Name)
         if base.value not in self.parse_args_names:
             binder = self._single_binding(base)
             if not (isinstance(binder, cst.Param) and base.value in ARGS_PARAMETER_NAMES):
@@ -626,9 +628,13 @@ class ValueResolver:
         if len(options) != 1:
             return None
         default = options[0].keyword("default")
+        return default.value if default is not None else None
+
+    def _resolve_argparse(self, attr: cst.Attribute, depth: int) -> ResolvedValue | None:
+        default = self.argparse_default(attr)
         if default is None:
             return None
-        inner = self.resolve(default.value, depth + 1)
+        inner = self.resolve(default, depth + 1)
         if inner is None:
             return None
         origin = ARGPARSE_DEFAULT if inner.origin == LITERAL else inner.origin

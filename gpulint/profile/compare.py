@@ -177,8 +177,8 @@ def _mean(values):
     return sum(values) / len(values) if values else None
 
 
-DATA_RULES = ("GPU101", "GPU104")
-COPY_RULES = ("GPU102", "GPU105", "GPU106")
+DATA_RULES = ("GPU101", "GPU104", "GPU107")  # GPU107: a Trainer's dataloader_num_workers / persistent workers
+COPY_RULES = ("GPU102", "GPU105", "GPU106", "GPU107", "GPU201", "GPU202", "GPU204")  # fewer or pinned H2D copies
 SYNC_RULES = ("GPU303", "GPU304", "GPU305", "GPU306")
 MECHANISM_RULES = {
     "data wait": DATA_RULES,
