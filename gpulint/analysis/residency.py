@@ -165,6 +165,8 @@ class Residency:
             callee = model.callee(expr)
             if callee is not None and callee.returns == ("device",):
                 return CUDA  # `device = get_device()`, a project function that returns one
+            if callee is None and _is_get_device(expr) and not self.is_module(expr.func.value):
+                return CUDA  # `z.get_device()`: the index of z's GPU, as `z.device` is its device
             return None
         if isinstance(expr, cst.IfExp):
             if _chosen_by_backend(model, expr):
@@ -1539,6 +1541,10 @@ class Residency:
         loops = model.enclosing_loops(node)
         region = loops[0] if loops else model.scope_of(node)
         return any(self._reads_clock(call) for call in model.calls_inside(region))
+
+
+def _is_get_device(call: cst.Call) -> bool:
+    return isinstance(call.func, cst.Attribute) and call.func.attr.value == "get_device" and not call.args
 
 
 def _chosen_by_backend(model: SemanticModel, expr: cst.BaseExpression) -> bool:
