@@ -134,14 +134,14 @@ def test_factories_moved_after_host_work_are_reported_at_the_factory(tmp_path, m
     ]  # silent: set-up in __init__ and before the loop, torch.tensor(data), a helper kept on the CPU, a dtype, .cpu()
     by_key = {(d.filename, d.location.row): d for d in diagnostics}
     assert by_key[("train.py", 11)].message == (
-        "`torch.ones(...)` fills on the CPU, then `.to()` at line 11 copies it to the GPU every evaluation step (loop at line 10)"
+        "`torch.ones(...)` fills on the CPU, then `.to()` copies it to the GPU every evaluation step (loop at line 10)"
     )
     assert by_key[("models.py", 26)].message == (
         "`torch.ones(...)` fills on the CPU, then `.to()` at line 43 (of what `self._init_indices()` returns at line 42)"
         " copies it to the GPU every training step (`forward` at line 38, run by the call at train.py:23)"
     )
     assert by_key[("models.py", 46)].message == (
-        "`torch.zeros(...)` fills on the CPU, then `.type_as()` at line 46 copies it to the GPU every training step"
+        "`torch.zeros(...)` fills on the CPU, then `.type_as()` copies it to the GPU every training step"
         " (`forward` at line 38, run by the call at train.py:23)"
     )
     assert by_key[("models.py", 12)].message == (
@@ -149,7 +149,7 @@ def test_factories_moved_after_host_work_are_reported_at_the_factory(tmp_path, m
         " (`timestep_embedding` at line 10, called by the `forward` at models.py:41)"
     )
     assert by_key[("utils.py", 8)].message == (
-        "`torch.arange(...)` fills on the CPU, then `.to()` at line 8 copies it to the GPU on every call of the model"
+        "`torch.arange(...)` fills on the CPU, then `.to()` copies it to the GPU on every call of the model"
         " (`get_mask_from_lengths` at line 7, called by the `forward` at models.py:39)"
     )
     # no fix: the views' copy is contiguous, `type_as` casts and picks the current device, the move is elsewhere

@@ -68,7 +68,7 @@ def _moved_from(model: SemanticModel, built: cst.BaseExpression, same_expression
         if isinstance(call, cst.Call) and call.func is parent:
             move = residency.move(call)
             if copies_to_other_device(model, call) or (same_expression and move is not None and move[0] != CPU):
-                return LaterMove(call, f"`.{parent.attr.value}()` at line {model.line_of(call)}")
+                return LaterMove(call, f"`.{parent.attr.value}()`")  # the same expression: named as the direct shape is
         return None
     if not (isinstance(parent, cst.Assign) and parent.value is built and len(parent.targets) == 1):
         return None
