@@ -202,3 +202,25 @@ def test_the_same_shapes_in_set_up_only_stay_silent(tmp_path, monkeypatch):
         return consts
     """
     assert found(lint(write(tmp_path, {"setup_only.py": setup}), monkeypatch, select=("GPU201",))) == []
+
+
+def test_to_a_gpu_tensor_is_a_move_and_to_a_host_tensor_is_not(tmp_path, monkeypatch):
+    loop = """
+    import torch
+
+
+    def main(loader, model, opt):
+        model.cuda()
+        for x, lens in loader:
+            x = x.cuda()
+            pad = torch.zeros(4).to(x)
+            mask = torch.ones(4).to(lens)
+            loss = model(x + pad).sum() + mask.sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    """
+    diagnostics = lint(write(tmp_path, {"loop.py": loop}), monkeypatch, select=("GPU201",))
+    assert found(diagnostics) == ["loop.py:9 GPU201"]  # `.to(lens)`: lens stays on the CPU, nothing copied to the GPU
+    assert diagnostics[0].message == "`torch.zeros(...)` fills on the CPU, then `.to()` copies it to the GPU every training step (loop at line 7)"
+    assert diagnostics[0].fix is None  # `.to(x)` also takes x's dtype
