@@ -22,6 +22,7 @@ from gpulint.analysis.communication import chosen_by_backend
 from gpulint.analysis.dataflow import Write
 from gpulint.analysis.error_paths import error_path
 from gpulint.analysis.handed_elements import received_part
+from gpulint.analysis.handed_loaders import placed_by_callers
 from gpulint.analysis.hot_loops import _is_training_step, element_targets, in_no_grad, iterates_a_few_literals, trains
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.legacy_torch import number_read, number_read_kind
@@ -774,8 +775,8 @@ class Residency:
 
     def _compute_write_level(self, write: Write) -> int:
         if write.value is None and isinstance(write.statement, cst.For):
-            if self.model.frameworks.placed_loop(write.statement):
-                return LIKELY  # a batch of a loader that accelerate / Fabric places on the device
+            if self.model.frameworks.placed_loop(write.statement) or placed_by_callers(self.model, write.statement):
+                return LIKELY  # a batch of a loader that accelerate / Fabric places on the device (here or in the callers)
             return self._element_level(write)
         if write.value is None:
             # `out, feats = model(x)`: the parts of what a GPU module returns are on the GPU too.
