@@ -57,7 +57,9 @@ TRAIN = """\
         ),
         ("torch.arange(len(logits), device=logits.device).long()", [], None),  # made on the GPU already
         ("torch.arange(len(logits)).long().to(logits.device, torch.int32)", ["models/wrapper.py:14 GPU201"], None),
-        ("torch.arange(len(logits)).view(-1, 1).to(logits.device)", [], None),  # a view: not followed
+        # a view: the same CPU data copied, reported without a fix (the copy is contiguous, a view on the device may not be)
+        ("torch.arange(len(logits)).view(-1, 1).to(logits.device)", ["models/wrapper.py:14 GPU201"], None),
+        ("torch.tensor(list(range(len(logits)))).view(-1, 1).to(logits.device)", [], None),  # data: GPU202's
     ],
 )
 def test_a_factory_converted_then_moved_every_lightning_step(tmp_path, monkeypatch, labels, expected, fixed):

@@ -4,11 +4,15 @@
     if self.cuda:
         z = Variable(z).cuda()                   # ... and copied by this move, two lines later
     x = self.to_gpu(torch.zeros(n))              # ... or by a project helper that moves its argument
+    t = (torch.ones(n) * i).to(x.device)         # ... or by its own move after host arithmetic (`host_computed.py`)
+    s = torch.zeros(1, n).fill_(k).type_as(x)    # ... or by `type_as(x)`, a copy to x's device
+    def _init_context(self, b): return torch.zeros(b, h)   # ... or by the caller that moves what a helper returns
 
 `moved_later(model, factory)` answers where the tensor a fill factory builds is copied to the GPU, when that is
 not the factory's own `.cuda()` / `.to(device)` (GPU201 reports those directly): the first move of the name
 it is bound to that this binding alone reaches, or the project helper (`model.callee`) it is handed to whose
-summary moves that parameter to the GPU. `Variable(t)` and dtype conversions in between are the same tensor.
+summary moves that parameter to the GPU, or, when the factory is what a function of this module returns, the move
+of that result in a caller (`returned_by`). Conversions, views and host arithmetic in between are the same CPU work.
 """
 
 from __future__ import annotations
@@ -18,20 +22,9 @@ from typing import Optional
 
 import libcst as cst
 
+from gpulint.analysis.host_computed import copies_to_other_device, host_computed
 from gpulint.analysis.model import SemanticModel
 from gpulint.analysis.residency import CPU
-
-
-# Views of a tensor: moving one copies the CPU tensor's data just the same.
-_VIEWS = frozenset({
-    "expand", "expand_as", "view", "view_as", "reshape", "unsqueeze", "squeeze", "permute", "transpose", "flatten", "contiguous",
-})  # fmt: skip
-# In-place writes that return the tensor they write (`torch.zeros(n, k).scatter_(1, y, 1)`, a one-hot): the CPU
-# tensor the factory filled, written on the CPU too.
-_IN_PLACE_FILLS = frozenset({
-    "scatter_", "scatter_add_", "index_fill_", "index_put_", "masked_fill_", "fill_", "zero_", "uniform_", "normal_",
-    "bernoulli_", "random_", "exponential_",
-})  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -39,16 +32,43 @@ class LaterMove:
     call: cst.Call  # the move (`z.cuda()`) or the helper call (`self.to_gpu(z)`) that copies it
     what: str  # how the message names it: "`.cuda()` at line 134", "`self.to_gpu()`"
     where: str = ""  # a helper's move: `utils.py:12`
+    returned_by: Optional[cst.Call] = None  # the factory is what this call's function returns; the caller moves it
 
 
 def moved_later(model: SemanticModel, factory: cst.Call) -> Optional[LaterMove]:
+    built = host_computed(model, factory)
+    found = _moved_from(model, built.node, same_expression=built.computed)
+    if found is not None:
+        return found
+    returned = model.parent.get(built.node)
+    func = model.enclosing_function(returned) if isinstance(returned, cst.Return) else None
+    if func is None:
+        return None
+    for call in _calls_of(model, func):  # `return torch.zeros(b, k)` in a helper whose caller moves the result
+        found = _moved_from(model, host_computed(model, call).node, same_expression=True)
+        if found is not None:
+            how = f"{found.what} (of what `{model.code(call.func)}()` returns at line {model.line_of(call)})"
+            return LaterMove(found.call, how, found.where, returned_by=call)
+    return None
+
+
+def _moved_from(model: SemanticModel, built: cst.BaseExpression, same_expression: bool) -> Optional[LaterMove]:
+    """The move that copies the CPU tensor `built` to the GPU: its own `.to(...)` when `same_expression` (arithmetic
+    or a view in between, which the direct GPU201 shape does not cover) or `.type_as(x)`, the argument of a project
+    helper that moves it, or a later move of the one name it is bound to."""
     residency = model.residency
-    built = _outermost_conversion(model, factory)
     parent = model.parent.get(built)
     if isinstance(parent, cst.Arg):
         call = model.parent.get(parent)
         if isinstance(call, cst.Call):
             return _helper_move(model, call, parent)
+        return None
+    if isinstance(parent, cst.Attribute) and parent.value is built:
+        call = model.parent.get(parent)
+        if isinstance(call, cst.Call) and call.func is parent:
+            move = residency.move(call)
+            if copies_to_other_device(model, call) or (same_expression and move is not None and move[0] != CPU):
+                return LaterMove(call, f"`.{parent.attr.value}()`")  # the same expression: named as the direct shape is
         return None
     if not (isinstance(parent, cst.Assign) and parent.value is built and len(parent.targets) == 1):
         return None
@@ -62,13 +82,13 @@ def moved_later(model: SemanticModel, factory: cst.Call) -> Optional[LaterMove]:
         writes = flow.reaching_writes(target.value, name)
         if len(writes) != 1 or writes[0].statement is not parent:
             continue
-        read = _outermost_conversion(model, name)
+        read = host_computed(model, name).node
         above = model.parent.get(read)
         if isinstance(above, cst.Attribute) and above.value is read:
             call = model.parent.get(above)
             if isinstance(call, cst.Call) and call.func is above:
                 move = residency.move(call)
-                if move is not None and move[0] != CPU:
+                if (move is not None and move[0] != CPU) or copies_to_other_device(model, call):
                     return LaterMove(call, f"`.{above.attr.value}()` at line {model.line_of(call)}")
         elif isinstance(above, cst.Arg):
             call = model.parent.get(above)
@@ -79,24 +99,18 @@ def moved_later(model: SemanticModel, factory: cst.Call) -> Optional[LaterMove]:
     return None
 
 
-def _outermost_conversion(model: SemanticModel, node: cst.BaseExpression) -> cst.BaseExpression:
-    """`Variable(torch.randn(n))`, `torch.arange(n).long()`: the outermost expression that is still `node`'s tensor."""
-    residency = model.residency
-    while True:
-        parent = model.parent.get(node)
-        if isinstance(parent, cst.Arg):
-            call = model.parent.get(parent)
-            if isinstance(call, cst.Call) and residency.is_variable_wrapper(call):
-                node = call
-                continue
-        if isinstance(parent, cst.Attribute) and parent.value is node:
-            call = model.parent.get(parent)
-            if isinstance(call, cst.Call) and call.func is parent and (
-                parent.attr.value in _VIEWS or parent.attr.value in _IN_PLACE_FILLS or (not call.args and residency.converted_factory(call) is not None)
-            ):
-                node = call  # `alpha.expand_as(x)`, `t.long()`: still the CPU tensor the factory filled
-                continue
-        return node
+def _calls_of(model: SemanticModel, func: cst.FunctionDef) -> list[cst.Call]:
+    """The calls of this module that run `func`: `name(...)` of a module-level function, `self.name(...)` of a method."""
+    name = func.name.value
+    owner = model.parent.get(model.parent.get(func))
+    if model.parent.get(func) is model.module:
+        return list(model.calls_of(name)) if model.functions.get(name) == [func] else []
+    if not isinstance(owner, cst.ClassDef):
+        return []
+    return [
+        call for call in model.method_calls(name)
+        if isinstance(call.func.value, cst.Name) and call.func.value.value == "self" and model.is_inside(call, owner)
+    ]  # fmt: skip
 
 
 def _helper_move(model: SemanticModel, call: cst.Call, arg: cst.Arg) -> Optional[LaterMove]:

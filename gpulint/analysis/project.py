@@ -918,9 +918,9 @@ class ProjectIndex:
                         yield f"`{name}` derives from {what} (through its bases in the project)"
         for key, f in summary.functions.items():
             for param in f.params:
-                given = self.inputs(record, key, param) & {"gpu_module", "gpu"}
+                given = self.inputs(record, key, param) & {"gpu_module", "gpu", "placed_loader"}
                 if given:
-                    what = "a GPU module" if "gpu_module" in given else "a GPU tensor"
+                    what = "a GPU module" if "gpu_module" in given else "a GPU tensor" if "gpu" in given else "a loader a framework places on the device"
                     yield f"callers give `{param}` of `{key}` {what}"
             for source, effects in f.effects.items():
                 if not any(e[0] == "device" for e in effects):
@@ -1110,7 +1110,7 @@ def _kind(value: Any) -> Optional[str]:
     return value[0] if value is not None else None
 
 
-_ON_GPU = frozenset({"cuda_device", "gpu_module", "gpu"})  # what callers may give that puts a function on the GPU
+_ON_GPU = frozenset({"cuda_device", "gpu_module", "gpu", "placed_loader"})  # what callers may give that puts a function on the GPU
 # What a caller gives that is not known to be on the GPU (a CPU tensor, an unmoved module, anything unknown):
 # a parameter is a GPU value only where no caller gives one (`Residency.received_by_self`).
 UNPLACED = "unplaced"

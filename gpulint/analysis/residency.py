@@ -22,6 +22,7 @@ from gpulint.analysis.communication import chosen_by_backend
 from gpulint.analysis.dataflow import Write
 from gpulint.analysis.error_paths import error_path
 from gpulint.analysis.handed_elements import received_part
+from gpulint.analysis.handed_loaders import placed_by_callers
 from gpulint.analysis.hot_loops import _is_training_step, element_targets, in_no_grad, iterates_a_few_literals, trains
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.legacy_torch import number_read, number_read_kind
@@ -165,6 +166,8 @@ class Residency:
             callee = model.callee(expr)
             if callee is not None and callee.returns == ("device",):
                 return CUDA  # `device = get_device()`, a project function that returns one
+            if callee is None and _is_get_device(expr) and not self.is_module(expr.func.value):
+                return CUDA  # `z.get_device()`: the index of z's GPU, as `z.device` is its device
             return None
         if isinstance(expr, cst.IfExp):
             if _chosen_by_backend(model, expr):
@@ -772,8 +775,8 @@ class Residency:
 
     def _compute_write_level(self, write: Write) -> int:
         if write.value is None and isinstance(write.statement, cst.For):
-            if self.model.frameworks.placed_loop(write.statement):
-                return LIKELY  # a batch of a loader that accelerate / Fabric places on the device
+            if self.model.frameworks.placed_loop(write.statement) or placed_by_callers(self.model, write.statement):
+                return LIKELY  # a batch of a loader that accelerate / Fabric places on the device (here or in the callers)
             return self._element_level(write)
         if write.value is None:
             # `out, feats = model(x)`: the parts of what a GPU module returns are on the GPU too.
@@ -1539,6 +1542,10 @@ class Residency:
         loops = model.enclosing_loops(node)
         region = loops[0] if loops else model.scope_of(node)
         return any(self._reads_clock(call) for call in model.calls_inside(region))
+
+
+def _is_get_device(call: cst.Call) -> bool:
+    return isinstance(call.func, cst.Attribute) and call.func.attr.value == "get_device" and not call.args
 
 
 def _chosen_by_backend(model: SemanticModel, expr: cst.BaseExpression) -> bool:

@@ -125,6 +125,10 @@ _LIBRARIES = frozenset(sys.stdlib_module_names) | {
     "hydra", "timm", "accelerate", "lightning", "pytorch_lightning", "einops", "apex", "deepspeed", "h5py",
 }  # fmt: skip
 
+# What `fabric.setup_dataloaders(loader)` / `accelerator.prepare_data_loader(loader)` return: a loader whose batches the
+# framework places on its device; a function whose callers all hand it one iterates device batches (`handed_loaders.py`).
+PLACED_LOADER = "placed_loader"
+_PLACING_FEEDS = frozenset({"setup_dataloaders", "prepare_data_loader"})
 # Framework calls that take a loader and run the loop over it, copying its batches to the device
 # (`analysis/frameworks.py` holds the details): method -> (the framework's packages, whether that loop trains).
 _FRAMEWORK_FEEDS = {
@@ -1428,6 +1432,9 @@ class _Reader:
                 return ("args", options) if method == "parse_args" else ("tuple", (("args", options), None))
             if method in _FRAMEWORK_FEEDS:
                 self.framework_feed(method, line, [*args, *kwargs.values()])
+                placed = self.placed_loaders(method, node)
+                if placed is not None:
+                    return placed
             if receiver == ("self",) and self.cls is not None and method in self.cls.methods:
                 return self.record(f"{self.class_name()}.{method}", node, args, kwargs)
             if receiver == ("self",) and self.cls is not None:
@@ -1544,6 +1551,16 @@ class _Reader:
         for value in values:
             for source in deep_sources(value):
                 self.effect(source, ("feed", line, trains))
+
+    def placed_loaders(self, method: str, node: ast.Call) -> Any:
+        """`fabric.setup_dataloaders(train, val)`, `accelerator.prepare_data_loader(dl)`: loaders whose batches the
+        framework moves to its device (`move_to_device=True` and `device_placement=True` by default), one value each."""
+        if method not in _PLACING_FEEDS or node.keywords or not node.args or any(isinstance(a, ast.Starred) for a in node.args):
+            return None
+        if not any(imported[1].split(".", 1)[0] in _FRAMEWORK_FEEDS[method][0] for imported in self.b.summary.imports.values()):
+            return None
+        placed = (PLACED_LOADER,)
+        return placed if len(node.args) == 1 else ("tuple", tuple(placed for _ in node.args))
 
     def class_name(self) -> str:
         return next(name for name, info in self.b.summary.classes.items() if info is self.cls)

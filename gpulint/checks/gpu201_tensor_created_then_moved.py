@@ -75,9 +75,9 @@ class TensorCreatedThenMoved(Rule):
             later = moved_later(model, factory)
             if later is None:
                 continue
-            loop, role = per_step(model, factory)
+            loop, role = per_step(model, later.call if later.returned_by is not None else factory)
             if role is None or per_step(model, later.call)[1] is None:
-                continue
+                continue  # (a helper's return runs as often as the caller that moves it)
             if role == FORWARD:
                 when = forward_when(model, loop)
             else:
