@@ -97,6 +97,11 @@ def test_training_arguments_that_leave_tf32_unset_get_gpu902_at_the_call_or_at_t
     ]
 
 
+def test_a_move_for_inference_after_the_trainer_is_not_where_gpu902_is_placed():
+    after = HF.format(setup="", move="", arguments="") + 'model.to(torch.device("cuda"))\n'
+    assert _by_code(after, "GPU902") == [(6, "`TrainingArguments` runs float32 matrix multiplications on CUDA without TF32")]
+
+
 @pytest.mark.parametrize("setup, arguments", [
     ("", ",\n    tf32=True"),
     ("", ",\n    tf32=False"),

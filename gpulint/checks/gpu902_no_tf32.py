@@ -38,7 +38,9 @@ class NoTf32(Rule):
             # a framework's Trainer on the GPU in float32: it places the model, so a move is rarely in this file
             fix = self._fix() if index == 0 else None  # one setting at start-up serves every Trainer
             message = f"{precision.framework} runs float32 matrix multiplications on CUDA without TF32"
-            anchor = setup.model_moves[0] if setup.model_moves and index == 0 else precision.call
+            # the model's own move to CUDA before the framework takes it (not one for inference after training)
+            before = [m for m in setup.model_moves if self.model.line_of(m) < self.model.line_of(precision.call)]
+            anchor = before[0] if before and index == 0 else precision.call
             if anchor is not precision.call:  # the model's move here, the framework's settings elsewhere
                 message = f"{message} (`{self.model.code(precision.call.func)}(...)` at line {self.model.line_of(precision.call)})"
             yield self.diagnostic(anchor, message, fix=fix, help=HELP)
