@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import diagnostics
+from tests.conftest import diagnostics, fixed
 
 PREVIEW = {"select": ("GPU9",)}
 
@@ -50,6 +50,16 @@ def test_a_lightning_trainer_that_leaves_benchmark_unset_for_a_conv_model_gets_g
     assert _by_code(LIGHTNING.format(setup="", arguments=""), "GPU903") == [
         (21, "a convolutional model trains on CUDA with cuDNN's heuristic algorithm choice (the Lightning Trainer leaves `benchmark` unset)")
     ]
+
+
+def test_the_start_up_fix_is_offered_for_lightning_2_and_not_for_a_lightning_1_trainer():
+    source = LIGHTNING.format(setup="", arguments="")
+    assert "torch.backends.cudnn.benchmark = True" in fixed(source, **PREVIEW)
+    old = source.replace('accelerator="gpu", devices="auto"', "gpus=1")
+    assert _by_code(old, "GPU903") == [
+        (21, "a convolutional model trains on CUDA with cuDNN's heuristic algorithm choice (the Lightning Trainer leaves `benchmark` unset)")
+    ]
+    assert "cudnn.benchmark" not in fixed(old, **PREVIEW)
 
 
 @pytest.mark.parametrize("setup, arguments", [

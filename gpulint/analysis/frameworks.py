@@ -965,6 +965,13 @@ _LIGHTNING_1_ONLY = frozenset({
 _LIGHTNING_DEVICE_ARGUMENTS = frozenset({"gpus", "devices", "tpu_cores", "ipus", "hpus", "auto_select_gpus", "num_processes", "strategy", "plugins"})
 
 
+def lightning_1_trainer(call: cst.Call) -> bool:
+    """A Trainer built with an argument only Lightning 1.x has (`gpus=` included): before 1.6 its `benchmark`
+    default is False, which it writes to `torch.backends.cudnn.benchmark` over a start-up setting."""
+    given = {a.keyword.value for a in call.args if a.keyword is not None}
+    return bool(given & (_LIGHTNING_1_ONLY | {"gpus"}))
+
+
 def _cpu_by_default_lightning_1(call: cst.Call) -> bool:
     """`pl.Trainer(progress_bar_refresh_rate=20, max_epochs=10)`: a 1.x Trainer (an argument 2.0 removed) with
     no device argument and nothing unpacked, which 1.x runs on the CPU (its `accelerator` default is None)."""
