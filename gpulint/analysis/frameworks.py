@@ -123,6 +123,7 @@ TRAINING_ARGUMENT_DEFAULTS: Mapping[str, object] = {
     "num_train_epochs": 3.0,
     "fp16": False,
     "bf16": False,
+    "tf32": None,  # None: torch's own default (TF32 off for matmuls since torch 1.12)
     "use_cpu": False,
     "no_cuda": False,
     "ddp_find_unused_parameters": None,
@@ -691,7 +692,27 @@ class Frameworks:
             float32 = fp16.value is False and bf16.value is False
             given = [name for name in ("fp16", "bf16") if name in arguments.explicit]
             reason = "`fp16` and `bf16` are not set" if not given else "`fp16` and `bf16` are False"
-            found.append(Precision(arguments.call, f"`{arguments.name}`", float32, reason, "`bf16=True` (Ampere or newer) or `fp16=True`"))
+            # transformers/training_args.py: `tf32=None` leaves `torch.backends.cuda.matmul.allow_tf32` as torch set it
+            tf32 = arguments.values.get("tf32")
+            leaves_tf32 = tf32 is not None and tf32.value is None and "tf32" not in arguments.explicit
+            setting = "`bf16=True` (Ampere or newer) or `fp16=True`"
+            found.append(Precision(arguments.call, f"`{arguments.name}`", float32, reason, setting, leaves_tf32=leaves_tf32))
+        return found
+
+    @cached_property
+    def cudnn_heuristics(self) -> list[cst.Call]:
+        """Lightning Trainers on the GPU that leave `benchmark` and `deterministic` unset (in the call and in the
+        YAML it unpacks): lightning/pytorch/trainer/connectors/accelerator_connector.py then keeps
+        `torch.backends.cudnn.benchmark` as torch set it, off."""
+        found = []
+        for call in self.lightning_trainers:
+            if self._cpu_only_lightning(call):
+                continue
+            unpacked = self._unpacked_settings(call)
+            if unpacked is None or any({"benchmark", "deterministic"} & set(entries) for _, entries in unpacked):
+                continue  # `Trainer(**kwargs)`, or a shipped YAML that decides
+            if _argument(call, "benchmark") is None and _argument(call, "deterministic") is None:
+                found.append(call)
         return found
 
     # ---- HF TrainingArguments ------------------------------------------------------------------------
@@ -942,6 +963,13 @@ _LIGHTNING_1_ONLY = frozenset({
 })  # fmt: skip
 # Trainer arguments that ask Lightning 1.x for a device (`gpus=1`, `devices=1` with its "auto" accelerator, ...).
 _LIGHTNING_DEVICE_ARGUMENTS = frozenset({"gpus", "devices", "tpu_cores", "ipus", "hpus", "auto_select_gpus", "num_processes", "strategy", "plugins"})
+
+
+def lightning_1_trainer(call: cst.Call) -> bool:
+    """A Trainer built with an argument only Lightning 1.x has (`gpus=` included): before 1.6 its `benchmark`
+    default is False, which it writes to `torch.backends.cudnn.benchmark` over a start-up setting."""
+    given = {a.keyword.value for a in call.args if a.keyword is not None}
+    return bool(given & (_LIGHTNING_1_ONLY | {"gpus"}))
 
 
 def _cpu_by_default_lightning_1(call: cst.Call) -> bool:

@@ -28,6 +28,7 @@ from gpulint.analysis.devices import BASE_EVIDENCE, gpu_context_reason
 from gpulint.analysis.forward_helpers import forward_called
 from gpulint.analysis.handed_elements import handed_elements
 from gpulint.analysis.loader_links import loaders_in
+from gpulint.analysis.returned_views import returned_views
 from gpulint.analysis.settings_defaults import ProjectSettings
 from gpulint.analysis.test_code import DEFAULT_TEST_PATHS
 from gpulint.analysis.summary import INTERNAL, MODULE_BODY, FunctionSummary, ModuleSummary, deep_sources, sources_of
@@ -601,6 +602,9 @@ class ProjectIndex:
                 param = _param_for(callee, effect[2], call[0])
                 if callee is not None and param is not None:
                     yield from (e for e in callee.effects.get(param, ()) if e[0] != "iter")
+                    for result in returned_views(callee.returns, param, effect[1]):
+                        # `y_pred, y_true = normalize_sizes(y_pred, y_true)`: what happens to the reshaped result
+                        yield from (e for e in self._source_effects(record, f, result, steps, depth + 1) if e[0] in ("sync", "shape"))
 
     def _internal_syncs(self, record: _Record, f: FunctionSummary, steps: set[int]) -> Iterator[tuple]:
         for effect in f.effects.get(INTERNAL, ()):

@@ -23,6 +23,7 @@ _MIXED_PRECISION_WORDS = ("amp", "autocast", "fp16", "bf16", "mixed_precision", 
 _REDUCED_OR_DOUBLE_DTYPES = frozenset(
     {"torch.float16", "torch.half", "torch.bfloat16", "torch.float64", "torch.double", "torch.set_default_dtype"}
 )  # fmt: skip
+_APEX_PRECISION = ("amp", "fp16_utils")  # the apex packages that train in mixed precision
 _PARAMETER_CASTS = frozenset({"half", "bfloat16", "double"})
 _TF32_SETTINGS = frozenset({"allow_tf32", "fp32_precision", "set_float32_matmul_precision"})
 _CUDNN_SETTINGS = frozenset(
@@ -124,10 +125,12 @@ def _mentions_mixed_precision(model: SemanticModel) -> bool:
     read = None
     for local, qualified in model.imports.bindings.items():
         if qualified.startswith(PRECISION_FRAMEWORKS) or ".amp" in qualified or qualified.endswith("autocast"):
-            if qualified == "apex" and _optional_import(model, local):  # ... nor `apex.parallel`: `apex.amp` would
-                if any(dotted_name(a.value) == local and a.attr.value in ("amp", "fp16_utils") for a in model.attributes):
+            if qualified == "apex":  # `import apex` for `apex.parallel` (SyncBN, LARC) says nothing: `apex.amp` would
+                if any(dotted_name(a.value) == local and a.attr.value in _APEX_PRECISION for a in model.attributes):
                     return True
                 continue
+            if qualified.startswith("apex.") and qualified.split(".")[1] not in _APEX_PRECISION:
+                continue  # `from apex.parallel.LARC import LARC`, `apex.optimizers.FusedAdam`: not its precision
             read = _names_read(model.module) if read is None else read
             if local in read or not _optional_import(model, local):
                 return True  # `try: from apex import amp` that training never uses says nothing of its precision

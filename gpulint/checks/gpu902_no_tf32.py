@@ -35,10 +35,15 @@ class NoTf32(Rule):
             return
         trainers = [p for p in self.model.frameworks.precision if p.float32 and p.leaves_tf32]
         for index, precision in enumerate(trainers):
-            # a framework's Trainer on the GPU in float32: it places the model, so no move is in this file
+            # a framework's Trainer on the GPU in float32: it places the model, so a move is rarely in this file
             fix = self._fix() if index == 0 else None  # one setting at start-up serves every Trainer
             message = f"{precision.framework} runs float32 matrix multiplications on CUDA without TF32"
-            yield self.diagnostic(precision.call, message, fix=fix, help=HELP)
+            # the model's own move to CUDA before the framework takes it (not one for inference after training)
+            before = [m for m in setup.model_moves if self.model.line_of(m) < self.model.line_of(precision.call)]
+            anchor = before[0] if before and index == 0 else precision.call
+            if anchor is not precision.call:  # the model's move here, the framework's settings elsewhere
+                message = f"{message} (`{self.model.code(precision.call.func)}(...)` at line {self.model.line_of(precision.call)})"
+            yield self.diagnostic(anchor, message, fix=fix, help=HELP)
         if trainers or not setup.cuda_training_script or setup.toy_models:
             return  # a toy model: its matmuls are too small for the Tensor Cores to matter
         if setup.engine_half_precision:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from gpulint.analysis.frameworks import lightning_1_trainer
 from gpulint.checks.base import Rule
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
 from gpulint.edits import add_torch_setting
@@ -17,19 +18,29 @@ class NoCudnnBenchmark(Rule):
     summary = "Convolutional model trained on CUDA without `torch.backends.cudnn.benchmark = True`"
     preview = True
     fix_applicability = Applicability.UNSAFE
-    requires = (r"Conv|torchvision",)
+    requires = (r"Conv|torchvision|Trainer",)
     project_tags = ("builds-convolutions",)  # a model class or factory of another module
     default_severity = Severity.INFO
 
     def check(self) -> Iterator[Diagnostic]:
         setup = self.model.training_setup
-        if not setup.cuda_training_script or not setup.convolutions or setup.cudnn_configured:
+        if not setup.convolutions or setup.cudnn_configured:
             return
-        message = "a convolutional model trains on CUDA with cuDNN's heuristic algorithm choice"
-        help = (
-            "Set `torch.backends.cudnn.benchmark = True` at start-up to time the algorithms once per input shape "
-            "and keep the fastest (for fixed input shapes)"
-        )
-        edit = add_torch_setting(self.model, STATEMENT)
-        fix = self.fix("Enable the cuDNN autotuner after the imports", [edit], Applicability.UNSAFE)
-        yield self.diagnostic(setup.model_moves[0], message, fix=fix, help=help)
+        if setup.cuda_training_script:
+            anchors = [setup.model_moves[0]]
+        else:  # Lightning places the model itself: its Trainer is where the run is configured
+            anchors = self.model.frameworks.cudnn_heuristics[:1]
+        for anchor in anchors:
+            message = "a convolutional model trains on CUDA with cuDNN's heuristic algorithm choice"
+            help = (
+                "Set `torch.backends.cudnn.benchmark = True` at start-up to time the algorithms once per input shape "
+                "and keep the fastest (for fixed input shapes)"
+            )
+            edit = add_torch_setting(self.model, STATEMENT)
+            fix = self.fix("Enable the cuDNN autotuner after the imports", [edit], Applicability.UNSAFE)
+            if anchor not in setup.model_moves:
+                message = f"{message} (the Lightning Trainer leaves `benchmark` unset)"
+                help = f"Pass `benchmark=True` to the Trainer, or s{help[1:]} (Lightning 1.6 and later keep it)"
+                if lightning_1_trainer(anchor):
+                    fix = None  # Lightning before 1.6 writes its own `benchmark=False` over a start-up setting
+            yield self.diagnostic(anchor, message, fix=fix, help=help)
