@@ -355,7 +355,7 @@ def _check_parsed(
             diagnostics.append(file_error(path, f"{rule_class.code}: too deeply nested to analyse; skipped"))
         except Exception as error:  # noqa: BLE001 - one broken rule must not stop the others
             diagnostics.append(
-                file_error(path, f"{rule_class.code} failed on this file ({type(error).__name__}: {error}); please report it", INTERNAL_ERROR)
+                file_error(path, f"{rule_class.code} failed on this file ({_error_text(error)}); please report it", INTERNAL_ERROR)
             )
     readers = [r for r in rules if r.reads_findings]
     if diagnostics or readers:
@@ -631,3 +631,9 @@ def lint_files(files: list[Path], settings: Settings, jobs: int | None = None, u
         cache.save()
     results.extend(checked)
     return sorted(results, key=lambda r: r.path)
+
+
+def _error_text(error: BaseException, limit: int = 160) -> str:
+    """`KeyError: ...` on one short line: an error holding a syntax tree printed it whole (hundreds of lines)."""
+    text = " ".join(f"{type(error).__name__}: {error}".split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -292,3 +292,20 @@ def test_python_warnings_about_the_checked_code_do_not_leak(tmp_path):
         result = run_gpulint(*command, cwd=tmp_path, env={"PYTHONWARNINGS": "default"})
         assert result.returncode == 1
         assert "Warning" not in result.stderr.decode(), result.stderr.decode()
+
+
+def test_a_rule_that_crashes_reports_one_short_line(monkeypatch):
+    """A KeyError keyed by a syntax tree printed the whole tree (hundreds of lines) into the finding."""
+    import libcst as cst
+
+    from gpulint.checks.gpu303_host_sync_in_loop import HostSyncInLoop
+
+    def crash(self):
+        raise KeyError(cst.parse_module("def step(i):\n    return i\n").body[0])
+        yield
+
+    monkeypatch.setattr(HostSyncInLoop, "check", crash)
+    source = "import torch\nfor x in loader:\n    print(model(x.cuda()).sum().item())\n"
+    [error] = [d for d in check_source(source, "t.py", Settings()) if d.name == "internal-error"]
+    assert error.message.startswith("GPU303 failed on this file (KeyError: FunctionDef( name=Name( value='step',")
+    assert error.message.endswith("…); please report it") and "\n" not in error.message and len(error.message) < 220

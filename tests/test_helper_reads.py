@@ -294,3 +294,44 @@ def run(envs, q_network, optimizer, device, steps):
 
 def test_host_data_through_torch_tensor_is_the_copy_torch_tensor_would_make(tmp_path, monkeypatch):
     assert "GPU202" not in " ".join(lint_written(tmp_path, {"dqn.py": OBSERVATIONS}, monkeypatch))
+
+
+LOCAL_STEP = """
+import torch
+from torch import nn
+
+
+def main():
+    device = torch.device("cuda")
+    model = nn.Linear(10, 10).to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    batches = [torch.randn(64, 10) for _ in range(8)]
+
+    def step(i):
+        x = batches[i % 8].to(device)
+        loss = model(x).sum()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        return loss.item()
+
+    for i in range(1000):
+        step(i)
+"""
+
+
+def test_a_step_function_defined_in_main_and_called_by_its_loop_is_per_step_code(tmp_path, monkeypatch):
+    """Seen writing the GPU ground-truth script (bench/gpu_verify/gt_loop.py): `def step(i)` inside `main`, called
+    by main's loop, reads `loss.item()` every step; the closure has no loop of its own around the read."""
+    diagnostics = lint(write(tmp_path, {"train.py": LOCAL_STEP}), monkeypatch)
+    assert found(diagnostics) == ["train.py:18 GPU303"]
+    assert diagnostics[0].message == (
+        "`loss.item()` waits for the GPU every training step (`step` at line 12, run by the call at line 21)"
+    )
+
+
+def test_a_local_step_called_once_or_rebound_is_silent(tmp_path, monkeypatch):
+    once = LOCAL_STEP.replace("    for i in range(1000):\n        step(i)\n", "    step(0)\n")
+    assert lint_written(tmp_path / "once", {"train.py": once}, monkeypatch) == []
+    rebound = LOCAL_STEP.replace("    for i in range(1000):\n", "    step = print\n    for i in range(1000):\n")
+    assert lint_written(tmp_path / "rebound", {"train.py": rebound}, monkeypatch) == []

@@ -30,7 +30,7 @@ from gpulint.analysis.loop_bounds import runs_briefly
 from gpulint.analysis.shipped_paths import UNKNOWN as SHIPPED_UNKNOWN
 from gpulint.analysis.shipped_paths import shipped_value
 from gpulint.analysis.step_cadence import runs_own_backward
-from gpulint.analysis.stored_steps import calls_training_closure, stored_step
+from gpulint.analysis.stored_steps import calls_training_closure, local_step, stored_step
 from gpulint.analysis.summary import CLOCKS, DEVICE_INDEX_NAME, times_a_step
 from gpulint.analysis.tensor_size import makes_empty_tensor
 from gpulint.analysis.value_resolution import SETTINGS_ORIGINS, literal_value
@@ -1244,6 +1244,9 @@ class Residency:
         stored = stored_step(self.model, node)  # a closure kept in an attribute that a step loop calls
         if stored is not None and error_path(self.model, node, stored[0]) is None:
             return stored[0], stored[1]
+        local = local_step(self.model, node)  # a `def step(...)` of the enclosing function that its step loop calls
+        if local is not None and error_path(self.model, node, local[0]) is None:
+            return local[0], local[1]
         return None, None
 
     def loop_role(self, loop: Loop) -> Optional[str]:

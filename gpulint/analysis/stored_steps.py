@@ -171,3 +171,43 @@ def _calling_step_loop(model: SemanticModel, closure: cst.FunctionDef) -> Option
 def calls_training_closure(model: SemanticModel, call: cst.Call) -> bool:
     """`call` runs a stored closure that trains (a backward pass or an optimizer step)."""
     return any(trains(model, closure) for closure in stored_closures(model, call))
+
+
+def local_step(model: SemanticModel, node: cst.CSTNode) -> Optional[tuple[cst.FunctionDef, str, int]]:
+    """(the local closure around `node`, its role, the line of the call that runs it per step) when `node` is in
+    the body of a function defined in another function's body and called by name from a step loop there:
+
+        def main():
+            def step(x):                   # <- per-step code, though no loop is around it
+                loss = model(x).sum(); loss.backward(); optimizer.step()
+                return loss.item()
+            for x in loader:
+                step(x.to(device))
+
+    Only a name the enclosing function binds once, to this `def`, counts (a name rebound is out of sight)."""
+    closure = model.enclosing_function(node)
+    if closure is None:
+        return None
+    answers = model.memo("local_step")
+    if closure not in answers:
+        answers[closure] = None  # (also what a closure that calls itself finds this way)
+        answers[closure] = _local_calling_loop(model, closure)  # type: ignore[assignment]
+    return answers[closure]  # type: ignore[return-value]
+
+
+def _local_calling_loop(model: SemanticModel, closure: cst.FunctionDef) -> Optional[tuple[cst.FunctionDef, str, int]]:
+    outer = model.enclosing_function(closure)
+    if outer is None or not isinstance(outer.body, cst.IndentedBlock) or closure not in outer.body.body:
+        return None
+    name = closure.name.value
+    if sum(1 for s in outer.body.body if isinstance(s, cst.FunctionDef) and s.name.value == name) != 1:
+        return None
+    for call in model.calls_inside(outer):
+        if not (isinstance(call.func, cst.Name) and call.func.value == name) or model.enclosing_function(call) is not outer:
+            continue
+        if model.dataflow.reaching_writes(name, call):
+            return None  # an assignment binds the name as well (a `def` is no write there)
+        _, role = model.residency.step_loop(call)
+        if role in (_TRAIN, _EVAL):
+            return closure, _TRAIN if trains(model, closure) else _EVAL, model.line_of(call)
+    return None
