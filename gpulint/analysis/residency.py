@@ -684,7 +684,7 @@ class Residency:
             if isinstance(expr, cst.Name) and self.model.frameworks.placed_parameter(expr):
                 return LIKELY  # `batch` of `training_step`: the framework copied it to the device
             if isinstance(expr, cst.Name):
-                return _received_tensor_level(self._received(expr))  # a parameter: where the project's calls fill it
+                return received_tensor_level(self._received(expr))  # a parameter: where the project's calls fill it
             return NONE
         if isinstance(expr, cst.BinaryOperation):
             if isinstance(expr.operator, cst.Modulo) and isinstance(expr.left, (cst.SimpleString, cst.ConcatenatedString)):
@@ -1039,8 +1039,11 @@ class Residency:
             if callee is None or self._reported_in_place(call, own or []):
                 continue
             sync = next((HostSync(call, entry[1], call, via=entry[2]) for entry in callee.syncs if entry[0] == what), None)
+            in_callee = model.project.reported_in_callee.get(model.project_ref(call) or "", {})
             for arg, param in model.arguments_to(call, callee) if sync is None else ():
                 for effect in callee.effects.get(param, ()):
+                    if in_callee.get(param) in (("certain", "likely") if not effect[3] else ("certain",)):
+                        continue  # the per-step method reports it at its line (`analysis/stepped_inputs.py`)
                     if effect[0] == what and (self.is_gpu(arg.value, certain=effect[3]) or self.is_gpu_module(arg.value)):
                         sync = HostSync(call, effect[1], arg.value, via=effect[2])
                         break
@@ -1556,7 +1559,7 @@ def _chosen_by_backend(model: SemanticModel, expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.IfExp) and chosen_by_backend(re.findall(r"[\'\"](\w+)[\'\"]", model.code(expr.test)))
 
 
-def _received_tensor_level(received: set[str]) -> int:
+def received_tensor_level(received: set[str]) -> int:
     """How surely a parameter is a GPU tensor by what the project's calls pass for it (`ProjectIndex.inputs`):
     CERTAIN when every call passes a GPU tensor; LIKELY when one does and no call passes a CPU value or a
     device (the others pass what is not known here: a batch a helper returned, a model's output)."""
