@@ -1042,9 +1042,9 @@ class Residency:
             in_callee = model.project.reported_in_callee.get(model.project_ref(call) or "", {})
             for arg, param in model.arguments_to(call, callee) if sync is None else ():
                 for effect in callee.effects.get(param, ()):
-                    if in_callee.get(param) in (("certain", "likely") if not effect[3] else ("certain",)):
-                        continue  # the per-step method reports it at its line (`analysis/stepped_inputs.py`)
-                    if effect[0] == what and (self.is_gpu(arg.value, certain=effect[3]) or self.is_gpu_module(arg.value)):
+                    if effect[0] != what or in_callee.get(param) in (("certain", "likely") if not effect[3] else ("certain",)):
+                        continue  # (not this kind, or the per-step method reports it at its line: `analysis/stepped_inputs.py`)
+                    if self.is_gpu(arg.value, certain=effect[3]) or self.is_gpu_module(arg.value):
                         sync = HostSync(call, effect[1], arg.value, via=effect[2])
                         break
                 if sync is not None:
