@@ -147,3 +147,23 @@ def evaluate(model, loader, device):
 """
     found = _found(tmp_path, monkeypatch, {"losses.py": LOSS, "train.py": TRAIN, "evaluate.py": evaluate})
     assert [(f, row, code) for f, row, code, _ in found][:2] == [("losses.py", 15, "GPU306"), ("losses.py", 16, "GPU306")]
+
+
+def test_helpers_with_effects_that_are_no_syncs_are_followed_as_before(tmp_path, monkeypatch):
+    """A helper handed a loader to iterate and a device to build on, called in the loop: its effects on those
+    parameters are no syncs (a regression: they were read as syncs and the analysis failed)."""
+    helpers = """
+import torch
+
+
+def first_batch(loader, device):
+    for x, y in loader:
+        return x.to(device), torch.ones(1, device=device)
+"""
+    train = TRAIN.replace("from losses import MaskedLoss, PositiveLoss", "from losses import MaskedLoss, PositiveLoss\nfrom helpers import first_batch")
+    train = train.replace("            output = model(x)\n", "            output = model(x)\n            probe, scale = first_batch(loader, device)\n")
+    diagnostics = lint(write(tmp_path, {"losses.py": LOSS, "train.py": train, "helpers.py": helpers}), monkeypatch)
+    assert [d.name for d in diagnostics if d.code is None] == []
+    assert sorted((d.filename, d.location.row, d.code) for d in diagnostics if d.code in ("GPU303", "GPU306")) == [
+        ("losses.py", 15, "GPU306"), ("losses.py", 16, "GPU306"), ("losses.py", 23, "GPU303"), ("losses.py", 24, "GPU306"),
+    ]
