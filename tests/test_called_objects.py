@@ -1,7 +1,8 @@
 """Per-step code in called objects (issue 14, point 6): an instance of a project class called in the step loop
 runs its `__call__` (an `nn.Module`'s `forward`) every step. The call resolves to that method, in this module and
-across modules through the project index, so the per-step rules report at the call in the loop with the method's
-line, and in the method with the loop that runs it named. Shapes after yolov7's `ComputeLossOTA`, yolov4's
+across modules through the project index, so the per-step rules report in the method with the loop that runs it
+named (syncs on what the loop hands it too: its parameters take the residency of the project's calls), or at the
+call in the loop with the method's line where the method's module cannot see them. Shapes after yolov7's `ComputeLossOTA`, yolov4's
 `YOLOLoss.forward` and d2l's `SSDLoss`; negatives beside each positive (a loss called only under a
 `step % N` guard, once after the loop, in set-up; a library class; a method only `__init__` calls).
 """
@@ -79,18 +80,22 @@ def train(dataset):
 def test_instance_called_in_the_loop_reports_at_the_call_and_in_the_method(tmp_path, monkeypatch):
     root = write(tmp_path, {"losses.py": LOSSES, "train.py": TRAIN})
     diagnostics = lint(root, monkeypatch)
+    # The syncs on the GPU tensors the loop hands the losses are reported once, at their line in the method
+    # (its parameters take the residency of the project's calls), with the call that runs it named.
     assert sorted(f"{d.filename}:{d.location.row} {d.code}" for d in diagnostics) == [
+        "losses.py:11 GPU303",  # `.item()` in MaskedLoss.__call__, run by crit(pred, target)
+        "losses.py:12 GPU306",  # ... and boolean-mask indexing there
         "losses.py:28 GPU201",  # AssignLoss.offsets, called on `self` from `__call__`: torch.arange(8).cuda()
-        "train.py:18 GPU303",  # crit(pred, target): `.item()` in MaskedLoss.__call__
-        "train.py:18 GPU306",  # ... and boolean-mask indexing there
-        "train.py:19 GPU306",  # masked(pred, target): an nn.Module's forward, boolean-mask indexing
+        "losses.py:39 GPU306",  # ModuleLoss.forward, run by masked(pred, target): boolean-mask indexing
     ]
     by_key = {(d.filename, d.location.row, d.code): d for d in diagnostics}
-    assert by_key[("train.py", 18, "GPU303")].message.startswith(
-        "`crit(pred, target)` (`.item()` at losses.py:11) waits for the GPU every training step (loop at line 15)"
+    assert by_key[("losses.py", 11, "GPU303")].message == (
+        "`keep.sum().item()` waits for the GPU every training step (`__call__` at line 9, run by the call at train.py:18)"
     )
-    assert by_key[("train.py", 18, "GPU306")].message.startswith("`crit(pred, target)` runs boolean-mask indexing at losses.py:12")
-    assert by_key[("train.py", 19, "GPU306")].message.startswith("`masked(pred, target)` runs boolean-mask indexing at losses.py:39")
+    assert by_key[("losses.py", 12, "GPU306")].message.startswith("`pred[keep]` makes the host wait for the GPU every training step")
+    assert by_key[("losses.py", 39, "GPU306")].message.startswith(
+        "`pred[target > 0]` makes the host wait for the GPU every training step (`forward` at line 38, run by the call at train.py:19)"
+    )
     assert by_key[("losses.py", 28, "GPU201")].message == (
         "`torch.arange(...)` fills on the CPU, then `.cuda()` copies it to the GPU every training step "
         "(`offsets` at line 27, run by the call at train.py:19)"
@@ -142,7 +147,7 @@ class Trainer:
 def test_instance_held_in_self_and_a_module_of_the_same_file(tmp_path, monkeypatch):
     assert lint_written(tmp_path, {"train.py": SAME_MODULE}, monkeypatch) == [
         "train.py:18 GPU201",  # Decoder.init_hidden, called from forward: torch.zeros(...).cuda() every call
-        "train.py:35 GPU306",  # self.criterion(...): Criterion.__call__ indexes with a mask
+        "train.py:9 GPU306",  # Criterion.__call__, run by self.criterion(...) every step, indexes with a mask
     ]
 
 

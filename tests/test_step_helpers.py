@@ -145,9 +145,10 @@ def test_a_method_of_an_instance_is_followed_only_when_the_instance_is_known(tmp
         },
     )
     diagnostics = lint(root, monkeypatch)
-    # `either` may be an `Other`, whose update does not sync: its call is not claimed
-    assert found(diagnostics) == ["train.py:17 GPU303"]
-    assert diagnostics[0].message.startswith("`meter.update(loss)` (`float()` of a tensor at meters.py:4) waits")
+    # `either` may be an `Other`, whose update does not sync: its call is not claimed. `Meter.update` runs every
+    # step with the GPU loss (its `val` takes the residency of the project's calls): reported at its line, once
+    assert found(diagnostics) == ["meters.py:4 GPU303"]
+    assert diagnostics[0].message.startswith("`float(val)` waits for the GPU every training step (`update` at line 3, run by the call at train.py:17)")
 
 
 def test_a_receiver_rebound_from_itself_is_not_followed(tmp_path, monkeypatch):

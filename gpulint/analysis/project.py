@@ -30,6 +30,7 @@ from gpulint.analysis.handed_elements import handed_elements
 from gpulint.analysis.loader_links import loaders_in
 from gpulint.analysis.returned_views import returned_views
 from gpulint.analysis.settings_defaults import ProjectSettings
+from gpulint.analysis.stepped_inputs import reported_in_callee
 from gpulint.analysis.test_code import DEFAULT_TEST_PATHS
 from gpulint.analysis.summary import INTERNAL, MODULE_BODY, FunctionSummary, ModuleSummary, deep_sources, sources_of
 
@@ -116,6 +117,9 @@ class ModuleContext:
     # a function (not a method) of this module that a model's `forward` calls every time, here or in another
     # module (`analysis/forward_helpers.py`): name -> the call, `models.py:512`
     forward_called: dict[str, str] = field(default_factory=dict)
+    # a call reference of this module that runs a per-step method of another module -> the parameters whose syncs
+    # that method reports itself, "certain" / "likely" GPU tensors (`analysis/stepped_inputs.py`)
+    reported_in_callee: dict[str, dict[str, str]] = field(default_factory=dict)
     # a parameter of a function or class of this module -> how every call in the project fills it, when all are
     # in sight (`analysis/call_arguments.py`): `ComputeLoss.autobalance` -> [["left out"]]
     arguments: dict[str, list] = field(default_factory=dict)
@@ -174,6 +178,7 @@ class ModuleContext:
             sorted(self.star_imports.items()),
             sorted(self.stepped.items()),
             sorted(self.forward_called.items()),
+            sorted(self.reported_in_callee.items()),
             sorted(self.arguments.items()),
             sorted(self.config_defaults.items()),
             sorted(self.loaders_in.items()),
@@ -220,6 +225,7 @@ class ProjectIndex:
         self._gpu: dict[int, Optional[str]] = {}
         self._gpu_in_progress = 0
         self._inherited: dict[tuple[int, str], list[str]] = {}
+        self._stepped: dict[int, dict[str, str]] = {}
 
     @cached_property
     def settings_defaults(self) -> ProjectSettings:
@@ -715,6 +721,12 @@ class ProjectIndex:
                     return f"{target[1].shown}:{used[1]}"
         return None
 
+    def stepped_of(self, record: _Record) -> dict[str, str]:
+        """`stepped_methods`, computed once per module."""
+        if id(record) not in self._stepped:
+            self._stepped[id(record)] = self.stepped_methods(record) if record.summary.classes else {}
+        return self._stepped[id(record)]
+
     def stepped_methods(self, record: _Record) -> dict[str, str]:
         """The methods of `record`'s classes that run on every step of a training loop somewhere in the project:
         an instance called in the loop, unguarded (`loss = crit(pred, y)`: `__call__`, a module's `forward`), any
@@ -1005,7 +1017,8 @@ class ProjectIndex:
             context.torch_pin, files = pinned
             context.settings = {**context.settings, **settings_files.hashes(files)}
         if summary.classes:
-            context.stepped = self.stepped_methods(record)
+            context.stepped = self.stepped_of(record)
+        context.reported_in_callee = reported_in_callee(self, record, sorted(context.callees))
         context.forward_called = forward_called(self, record)
         context.arguments = agreed_arguments(self, record)
         context.loaders_in = loaders_in(self, record)

@@ -91,6 +91,10 @@ VARIABLE = "torch.autograd.Variable"
 # Ops whose output size depends on the data: the host reads the size from the GPU before it can go on.
 _DATA_DEPENDENT_SHAPE = frozenset({"nonzero", "argwhere", "masked_select", "unique", "unique_consecutive"})
 _DATA_DEPENDENT = "has an output size that depends on the data"
+# Data-dependent ops that NumPy arrays have no method of the name for: on a likely tensor, a tensor's.
+# What a call may pass for a parameter (`ProjectIndex.inputs`) that is no GPU tensor.
+_NOT_GPU_TENSOR = frozenset({"cpu", "cuda_device", "loader", "stream"})
+_TENSOR_ONLY_METHODS = frozenset({"masked_select", "repeat_interleave", "unique_consecutive"})
 # Methods and functions that turn a tensor into a boolean mask.
 _MASK_METHODS = frozenset({"eq", "ne", "gt", "ge", "lt", "le", "bool", "isnan", "isinf", "isfinite", "logical_not", "logical_and", "logical_or", "logical_xor"})
 # Tests that are true on every run that has a GPU to use.
@@ -488,7 +492,7 @@ class Residency:
             key = dotted_name(expr)
             if key is None:
                 return False
-            if self._used_as_module(key, expr) or self._received(expr) & {"module", "gpu_module"}:
+            if self._used_as_module(key, expr) or _received_module(self._received(expr)):
                 return True
             writes = self.flow.reaching_writes(key, expr)
             return bool(writes) and all(self._write_is_module(w, depth) for w in writes)
@@ -682,6 +686,8 @@ class Residency:
                 return self.level(expr.value)  # `out.logits`, `x.grad`, `x.T`
             if isinstance(expr, cst.Name) and self.model.frameworks.placed_parameter(expr):
                 return LIKELY  # `batch` of `training_step`: the framework copied it to the device
+            if isinstance(expr, cst.Name):
+                return received_tensor_level(self._received(expr))  # a parameter: where the project's calls fill it
             return NONE
         if isinstance(expr, cst.BinaryOperation):
             if isinstance(expr.operator, cst.Modulo) and isinstance(expr.left, (cst.SimpleString, cst.ConcatenatedString)):
@@ -1036,9 +1042,12 @@ class Residency:
             if callee is None or self._reported_in_place(call, own or []):
                 continue
             sync = next((HostSync(call, entry[1], call, via=entry[2]) for entry in callee.syncs if entry[0] == what), None)
+            in_callee = model.project.reported_in_callee.get(model.project_ref(call) or "", {})
             for arg, param in model.arguments_to(call, callee) if sync is None else ():
                 for effect in callee.effects.get(param, ()):
-                    if effect[0] == what and (self.is_gpu(arg.value, certain=effect[3]) or self.is_gpu_module(arg.value)):
+                    if effect[0] != what or in_callee.get(param) in (("certain", "likely") if not effect[3] else ("certain",)):
+                        continue  # (not this kind, or the per-step method reports it at its line: `analysis/stepped_inputs.py`)
+                    if self.is_gpu(arg.value, certain=effect[3]) or self.is_gpu_module(arg.value):
                         sync = HostSync(call, effect[1], arg.value, via=effect[2])
                         break
                 if sync is not None:
@@ -1162,8 +1171,10 @@ class Residency:
             kind, checked = f"`repeat_interleave()` without `output_size` {_DATA_DEPENDENT}", [repeats] if repeats is not None else []
         else:
             return None
-        # `torch.nonzero(x)` needs a tensor, so "likely on the GPU" is enough; `x.nonzero()` may be NumPy's.
-        value = next((v for v in checked if self.is_gpu(v, certain=not name)), None)
+        # `torch.nonzero(x)` needs a tensor, so "likely on the GPU" is enough; `x.nonzero()` may be NumPy's
+        # (`x.masked_select(m)`, `x.repeat_interleave(r)` are tensor methods only).
+        tensor_only = bool(name) or op in _TENSOR_ONLY_METHODS
+        value = next((v for v in checked if self.is_gpu(v, certain=not tensor_only)), None)
         return (kind, value) if value is not None else None
 
     def _is_host_data(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
@@ -1556,6 +1567,23 @@ def _chosen_by_backend(model: SemanticModel, expr: cst.BaseExpression) -> bool:
     if isinstance(expr, cst.Call) and model.call_name(expr) == "torch.device" and expr.args:
         expr = expr.args[0].value
     return isinstance(expr, cst.IfExp) and chosen_by_backend(re.findall(r"[\'\"](\w+)[\'\"]", model.code(expr.test)))
+
+
+def received_tensor_level(received: set[str]) -> int:
+    """How surely a parameter is a GPU tensor by what the project's calls pass for it (`ProjectIndex.inputs`):
+    CERTAIN when every call passes a GPU tensor; LIKELY when one does and no call passes a CPU value or a
+    device (the others pass what is not known here: a batch a helper returned, a model's output)."""
+    if received == {"gpu"}:
+        return CERTAIN
+    if "gpu" in received and not received & _NOT_GPU_TENSOR:
+        return LIKELY
+    return NONE
+
+
+def _received_module(received: set[str]) -> bool:
+    """A parameter some call fills with a module, and none with a GPU tensor: a tensor that one call gives
+    (`crit(batch, model(x))`) says the module another names is only the model whose output it is."""
+    return bool(received & {"module", "gpu_module"}) and "gpu" not in received
 
 
 @dataclass(frozen=True)
