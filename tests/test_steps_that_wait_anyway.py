@@ -222,3 +222,60 @@ def test_data_parallel_that_is_trained_returned_or_handed_to_unknown_code_is_sti
             nn.functional.cross_entropy(model(x.cuda()), y.cuda()).backward()
             optimizer.step()
     """) == ["20:9 GPU401"]
+
+
+# ---- a read that runs on the first few iterations only (`analysis/first_iterations.py`) ----------------
+
+
+def test_a_debug_print_of_the_first_examples_is_not_reported():
+    # llm.c's hellaswag / mmlu evaluation: `if num_total < 10:` prints the first examples' losses.
+    assert gpu303("""\
+        def evaluate(examples):
+            num_total = 0
+            with torch.no_grad():
+                for tokens in examples:
+                    losses = model(tokens.to(device)).mean(-1)
+                    num_total += 1
+                    if num_total < 10:
+                        for i in range(4):
+                            print(f"{i} (loss: {losses[i].item():.4f})")
+    """) == []
+    assert gpu303("""\
+        def train(loader):
+            for i, (x, y) in enumerate(loader):
+                loss = nn.functional.mse_loss(model(x.to(device)), y.to(device))
+                loss.backward()
+                optimizer.step()
+                if 3 > i:
+                    print("first steps", loss.item())
+    """) == []
+
+
+def test_a_read_past_the_first_iterations_or_under_an_unknown_bound_is_still_reported():
+    body = """\
+        def train(loader, n_show):
+            count = 0
+            for i, (x, y) in enumerate(loader):
+                loss = nn.functional.mse_loss(model(x.to(device)), y.to(device))
+                loss.backward()
+                optimizer.step()
+                count += 1
+                if {test}:
+                    print("loss", loss.item())
+    """
+    for test in ("i > 10", "i < n_show", "i < 100000", "i >= 10", "count <= 1000"):
+        assert gpu303(body.replace("{test}", test)) == ["19:27 GPU303"], test
+    reset = """\
+        def train(loader):
+            shown = 0
+            for x, y in loader:
+                loss = nn.functional.mse_loss(model(x.to(device)), y.to(device))
+                loss.backward()
+                optimizer.step()
+                shown += 1
+                if shown < 10:
+                    print("loss", loss.item())
+                else:
+                    shown = 0
+    """
+    assert gpu303(reset) == ["19:27 GPU303"]
