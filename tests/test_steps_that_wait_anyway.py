@@ -279,3 +279,41 @@ def test_a_read_past_the_first_iterations_or_under_an_unknown_bound_is_still_rep
                     shown = 0
     """
     assert gpu303(reset) == ["19:27 GPU303"]
+
+
+# ---- the same facts for GPU306 (an op whose output size depends on GPU data) -----------------------------
+
+
+def gpu306(body: str) -> list[str]:
+    return findings(HEADER + textwrap.dedent(body), select=("GPU306",))
+
+
+def test_a_mask_in_the_logging_block_after_the_timer_synchronize_is_not_reported():
+    body = """\
+        def train(loader):
+            for step, (x, y) in enumerate(loader):
+                out = model(x.to(device))
+                loss = nn.functional.mse_loss(out, y.to(device))
+                loss.backward()
+                optimizer.step()
+                {sync}
+                errors = out[out.isnan()]
+                log(step, errors)
+    """
+    assert gpu306(body.replace("{sync}", "torch.cuda.synchronize()")) == []
+    assert gpu306(body.replace("{sync}", "pass")) == ["18:18 GPU306"]
+
+
+def test_a_mask_on_the_first_few_steps_only_is_not_reported():
+    body = """\
+        def train(loader):
+            for step, (x, y) in enumerate(loader):
+                out = model(x.to(device))
+                loss = nn.functional.mse_loss(out, y.to(device))
+                loss.backward()
+                optimizer.step()
+                if {test}:
+                    log(step, out[out.isnan()])
+    """
+    assert gpu306(body.replace("{test}", "step < 5")) == []
+    assert gpu306(body.replace("{test}", "step > 5")) == ["18:23 GPU306"]
