@@ -5,9 +5,10 @@ drops the per-step replication of a training step. A script that loads a checkpo
 and evaluates or samples (`model = nn.DataParallel(model); validate(loader, model)`) has no gradients to
 all-reduce; spreading its batches over the visible GPUs is what it wants, and DDP would not do it.
 
-`only_runs_inference(model, wrapper)`: the function (or script) that wraps the model trains nothing from the wrap on,
-directly or through the functions it calls, and the wrapper never leaves it for code that might train it: it is not returned,
-stored on an object or in a container, and the calls it is handed to are project functions that do not train.
+`only_runs_inference(model, wrapper)`: the function (or script) that wraps the model trains nothing from the wrap
+on, directly or through the functions it calls, and the wrapper never leaves it for code that might train it: it
+is not returned, stored on an object or in a container, and the calls it is handed to are project functions that
+do not train.
 Unknown callees (a framework's `fit(model)`, a method gpulint cannot see) keep the finding.
 """
 
@@ -54,13 +55,15 @@ def only_runs_inference(model: SemanticModel, wrapper: cst.Call) -> bool:
 
 
 def _handed_to_inference(model: SemanticModel, arg: cst.Arg) -> bool:
-    """The call `arg` is given to is a project function (this module's or another's) that trains nothing."""
+    """The call `arg` is given to is a project function (this module's or another's) that trains nothing, or a
+    builtin that only looks at it."""
     call = model.parent.get(arg)
     if not isinstance(call, cst.Call) or arg not in call.args:
         return False
-    if isinstance(call.func, cst.Name) and call.func.value in _INSPECTING_BUILTINS and not model.bindings_of(call.func.value, call):
+    name = call.func.value if isinstance(call.func, cst.Name) else None
+    if name in _INSPECTING_BUILTINS and not model.bindings_of(name, call):
         return True
-    if isinstance(call.func, cst.Name) and call.func.value in model.functions:
-        return not any(trains(model, function) for function in model.functions[call.func.value])
+    if name in model.functions:
+        return not any(trains(model, function) for function in model.functions[name])
     callee = model.callee(call)
     return callee is not None and callee.kind == "function" and not callee.trains

@@ -63,7 +63,8 @@ def _queues_step_work(model: SemanticModel, call: cst.Call) -> bool:
     func = call.func
     if residency.is_module(func):
         return True  # `model(x)`
-    if isinstance(func, cst.Attribute) and residency.is_module(func.value) and func.attr.value not in _MODULE_BOOKKEEPING:
+    method = func.attr.value if isinstance(func, cst.Attribute) else None
+    if method is not None and method not in _MODULE_BOOKKEEPING and residency.is_module(func.value):
         return not _host_number(model, call)  # `model.generate(...)`, `model.module(x)`
     if any(not arg.star and residency.is_module(arg.value) for arg in call.args):
         return True  # `evaluate(model, loader)`
@@ -89,5 +90,7 @@ def _runs_step_work(model: SemanticModel, function: cst.FunctionDef) -> bool:
     """A function of this module that trains or runs a module (followed through the ones it calls)."""
     return model.through_calls(
         "queues step work", function,
-        lambda here: any(_is_training_step(model, c) or model.residency.is_module(c.func) for c in model.calls_inside(here)),
+        lambda here: any(
+            _is_training_step(model, c) or model.residency.is_module(c.func) for c in model.calls_inside(here)
+        ),
     )  # fmt: skip
