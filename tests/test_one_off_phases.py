@@ -183,14 +183,20 @@ def test_data_parallel_fed_one_image_at_a_time_is_silent():
     assert findings(PREDICT.replace("img = img.to(device)", "img = img[None].to(device)").replace(".unsqueeze(0)", ""), select=("GPU401",)) == []
 
 
+# The script goes on to fine-tune the wrapper: a prediction-only script is silent whatever it feeds
+# (`inference_tools.only_runs_inference`, tests/test_steps_that_wait_anyway.py).
+FINE_TUNE = "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\nmodel(img).sum().backward()\noptimizer.step()\n"
+
+
 def test_data_parallel_fed_batches_or_handed_elsewhere_stays():
     batched = PREDICT.replace("for path in sys.argv[1:]:", "for batch in loader:").replace(
         "img = transform(Image.open(path)).unsqueeze(0)", "img = batch[0]"
     )
-    assert findings(batched, select=("GPU401",)) == ["11:13 GPU401", "14:13 GPU401"]
+    assert findings(batched, select=("GPU401",)) == []  # batched prediction only: nothing to all-reduce
+    assert findings(batched + FINE_TUNE, select=("GPU401",)) == ["11:13 GPU401", "14:13 GPU401"]
     # an evaluation helper elsewhere decides what it feeds
     handed = PREDICT + "evaluate(model, loader)\n"
     assert findings(handed, select=("GPU401",)) == ["11:13 GPU401", "14:13 GPU401"]
     # one forward of a batch next to the single image
-    mixed = PREDICT + "        out = model(torch.stack(images).to(device))\n"
+    mixed = PREDICT + "        out = model(torch.stack(images).to(device))\n" + FINE_TUNE
     assert findings(mixed, select=("GPU401",)) == ["11:13 GPU401", "14:13 GPU401"]

@@ -140,13 +140,20 @@ def test_data_parallel_handed_to_a_function_of_another_module_that_feeds_one_ima
     assert dp_findings(tmp_path, monkeypatch, {"tools/__init__.py": "", "tools/eval_tool.py": EVAL_TOOL, "validate.py": VALIDATE}) == []
 
 
+# The script goes on to fine-tune the wrapper: an evaluation-only script is silent whatever it feeds
+# (`inference_tools.only_runs_inference`, tests/test_steps_that_wait_anyway.py).
+FINE_TUNE = "optimizer = torch.optim.SGD(net.parameters(), lr=0.1)\nnet(images).sum().backward()\noptimizer.step()\n"
+
+
 def test_data_parallel_handed_to_a_function_that_feeds_batches_stays(tmp_path, monkeypatch):
     batched = EVAL_TOOL.replace('img.permute(2, 0, 1).cuda().float().unsqueeze(dim=0)', 'img.cuda().float()')
-    files = {"tools/__init__.py": "", "tools/eval_tool.py": batched, "validate.py": VALIDATE}
+    files = {"tools/__init__.py": "", "tools/eval_tool.py": batched, "validate.py": VALIDATE + FINE_TUNE}
     assert dp_findings(tmp_path, monkeypatch, files) == ["validate.py:9 GPU401"]
+    files["validate.py"] = VALIDATE
+    assert dp_findings(tmp_path, monkeypatch, files) == []  # an evaluation tool: nothing to all-reduce
     # one forward of a batch beside the single image
     mixed = EVAL_TOOL + "\n\ndef score_all(model, batch):\n    return _detections([], model), model(batch.cuda())\n"
-    files = {"tools/__init__.py": "", "tools/eval_tool.py": mixed, "validate.py": VALIDATE + "eval_tool.score_all(net, None)\n"}
+    files = {"tools/__init__.py": "", "tools/eval_tool.py": mixed, "validate.py": VALIDATE + "eval_tool.score_all(net, None)\n" + FINE_TUNE}
     assert dp_findings(tmp_path, monkeypatch, files) == ["validate.py:9 GPU401"]
 
 

@@ -7,6 +7,8 @@ from typing import Iterator
 import libcst as cst
 
 from gpulint.analysis import host_reads, legacy_torch
+from gpulint.analysis.first_iterations import first_few_iterations
+from gpulint.analysis.step_waits import waited_before
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.residency import TRAIN, EVAL
 from gpulint.checks.base import Rule
@@ -38,6 +40,10 @@ class HostSyncInLoop(Rule):
                 continue  # a toy model on toy tensors: a step is microseconds, waiting costs nothing worth a report
             if host_reads.queue_drained(model, sync, loop):
                 continue  # the iteration already waited for the device (a profiling harness): a finished value is copied
+            if first_few_iterations(model, sync.node, loop) is not None:
+                continue  # `if n < 10: print(...)`: a debug print of the first examples, a handful of waits in the run
+            if waited_before(model, sync, loop) is not None:
+                continue  # the step synchronizes every iteration (a per-step timer) and queued no step work since
             if host_reads.needed_on_host(model, sync, loop):
                 continue  # the host needs the value to go on: to allocate the next tensor, to step an environment
             if role == EVAL and host_reads.written_out(model, sync, loop):

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from gpulint.analysis.first_iterations import first_few_iterations
 from gpulint.analysis.residency import EVAL, TRAIN
+from gpulint.analysis.step_waits import waited_before
 from gpulint.checks.base import Rule
 from gpulint.diagnostics import Diagnostic, Severity
 
@@ -35,6 +37,10 @@ class DynamicShapeSyncInLoop(Rule):
             loop, role = residency.step_loop(sync.node)
             if role not in (TRAIN, EVAL) or residency.rate_limit_guard(sync.node, loop) is not None:
                 continue
+            if first_few_iterations(model, sync.node, loop) is not None:
+                continue  # `if n < 10:`: the first examples only, a handful of waits in the run
+            if waited_before(model, sync, loop) is not None:
+                continue  # the step synchronizes every iteration (a per-step timer) and queued no step work since
             reported.add(id(statement))
             code = " ".join(model.code(sync.node).split())
             if sync.via is not None:  # a project helper called every step

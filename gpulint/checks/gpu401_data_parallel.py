@@ -7,6 +7,7 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from gpulint.analysis.hot_loops import is_hot
+from gpulint.analysis.inference_tools import only_runs_inference
 from gpulint.analysis.parallel import forwards_single_items
 from gpulint.analysis.shipped_paths import never_runs
 from gpulint.checks.base import Rule
@@ -27,6 +28,8 @@ class DataParallel(Rule):
                 continue  # one GPU, or a switch the code ships off (`if ngpu > 1:` with `ngpu = 0`)
             if forwards_single_items(model, wrapper.call):
                 continue  # a predictor fed one image at a time: a batch of one has nothing to split over GPUs
+            if only_runs_inference(model, wrapper.call):
+                continue  # an evaluation or sampling tool: no gradients to all-reduce, DDP is not what it wants
             wrapped = _wrapped_module(wrapper.call)
             if wrapped is not None and model.model_size.is_toy_model(wrapped):
                 continue  # a toy net (a state_dict demo): there is no step worth spreading over GPUs

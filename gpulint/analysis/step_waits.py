@@ -1,0 +1,96 @@
+"""Steps that already wait for the GPU every iteration, before a host read: the read adds no stall of its own.
+
+`waited_before(model, sync, loop)`: the node, earlier in the same iteration of `loop`, where the host waits for
+the whole device every iteration (`torch.cuda.synchronize()` for a per-step timer, or a project helper that
+synchronizes on every call), when no step work has been queued between it and the read: no forward of a
+module, no backward pass or optimizer step, no project function that trains or is handed a module. The read
+then waits only for the bookkeeping launched since the drain (a metric all-reduce, a loss scaled for logging),
+microseconds, whatever the logging block around it does (`lingua`'s loop synchronizes for its iteration timer
+and then logs `loss.item()`).
+
+Why only then: with one full drain per iteration, a second read at R costs
+`max(A, G1) + max(B, G2) - max(A + B, G1 + G2)`, where G1 / A are the GPU / host work queued between the drain
+and R, and G2 / B the rest of the iteration. With no step work in G1 that is at most G1, a few small kernels.
+Once G1 holds a forward or a backward pass (a drain at the top of the step, the read at its end) the read can
+cost up to the host work after it (loading the next batch in process) and it stays reported.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+import libcst as cst
+
+from gpulint.analysis.host_reads import _drains as drains_every_iteration
+from gpulint.analysis.hot_loops import _is_training_step
+
+if TYPE_CHECKING:
+    from gpulint.analysis.model import Loop, SemanticModel
+    from gpulint.analysis.residency import HostSync
+
+# Methods of a module that queue no forward (`model.parameters()` for a FLOP count, `model.train()`).
+_MODULE_BOOKKEEPING = frozenset({
+    "eval", "train", "parameters", "named_parameters", "buffers", "named_buffers", "modules", "named_modules",
+    "children", "named_children", "state_dict", "requires_grad_", "zero_grad", "get_submodule",
+})  # fmt: skip
+
+
+def waited_before(model: SemanticModel, sync: HostSync, loop: Loop) -> Optional[cst.Call]:
+    flow = model.dataflow
+    statement = model.enclosing_statement(sync.node)
+    memo = model.memo(f"drains the device every iteration of loop {id(loop)}")
+    last = None
+    for call in model.calls_inside(loop):
+        if not flow.before(call, statement):
+            break  # in source order: the rest come after the read
+        if call not in memo:
+            memo[call] = drains_every_iteration(model, call, loop)
+        if memo[call]:
+            last = call
+    if last is None or model.enclosing_loops(last)[:1] != [loop]:
+        return None  # (a read in a loop nested in the step, after the drain, counts: `for t in counts: t.item()`)
+    between = [call for call in model.calls_inside(loop) if flow.before(last, call) and flow.before(call, sync.node)]
+    between += [call for call in model.calls_inside(statement) if call not in between and flow.before(call, sync.node)]
+    return None if any(_queues_step_work(model, call) for call in between) else last
+
+
+def _queues_step_work(model: SemanticModel, call: cst.Call) -> bool:
+    """A forward, a backward pass, an optimizer step, or a call that may run one (a project function that
+    trains, any call handed a module)."""
+    residency = model.residency
+    if _is_training_step(model, call):
+        return True
+    func = call.func
+    if residency.is_module(func):
+        return True  # `model(x)`
+    method = func.attr.value if isinstance(func, cst.Attribute) else None
+    if method is not None and method not in _MODULE_BOOKKEEPING and residency.is_module(func.value):
+        return not _host_number(model, call)  # `model.generate(...)`, `model.module(x)`
+    if any(not arg.star and residency.is_module(arg.value) for arg in call.args):
+        return True  # `evaluate(model, loader)`
+    callee = model.callee(call)
+    if callee is not None and callee.trains:
+        return True
+    if isinstance(func, cst.Name) and func.value in model.functions:
+        return any(_runs_step_work(model, function) for function in model.functions[func.value])
+    return False
+
+
+def _host_number(model: SemanticModel, call: cst.Call) -> bool:
+    """`wps * model.flops_per_token()`: a method given nothing, whose value is an operand of arithmetic with a
+    value not on the GPU: a count the module computes from its configuration, not a forward (which takes inputs)."""
+    parent = model.parent.get(call)
+    if call.args or not isinstance(parent, cst.BinaryOperation):
+        return False
+    other = parent.right if parent.left is call else parent.left
+    return not model.residency.is_gpu(other)  # (`is_host` knows literals and clocks, not `wps = words / seconds`)
+
+
+def _runs_step_work(model: SemanticModel, function: cst.FunctionDef) -> bool:
+    """A function of this module that trains or runs a module (followed through the ones it calls)."""
+    return model.through_calls(
+        "queues step work", function,
+        lambda here: any(
+            _is_training_step(model, c) or model.residency.is_module(c.func) for c in model.calls_inside(here)
+        ),
+    )  # fmt: skip

@@ -1,0 +1,319 @@
+"""The eighth corpus's "steps that wait anyway" and "DataParallel in an evaluation or sampling tool" noise classes
+(`analysis/step_waits.py`, `analysis/inference_tools.py`). Minimal shapes of our own after lingua's training loops
+(a per-step `torch.cuda.synchronize()` for the iteration timer, then a logging block that reads the loss) and
+ddim's / CutMix's evaluation and sampling scripts; the findings next to them stay."""
+
+from __future__ import annotations
+
+import textwrap
+
+from tests.conftest import diagnostics, findings
+
+HEADER = """\
+import time
+
+import torch
+from torch import nn
+
+device = torch.device("cuda")
+model = nn.TransformerEncoder(nn.TransformerEncoderLayer(1024, 16), 24).to(device)
+optimizer = torch.optim.AdamW(model.parameters())
+
+
+"""
+
+
+def gpu303(body: str) -> list[str]:
+    return findings(HEADER + textwrap.dedent(body), select=("GPU303",))
+
+
+# ---- the step synchronizes every iteration, and the read comes after it with no step work between --------
+
+
+def test_reads_in_the_logging_block_after_the_timer_synchronize_are_not_reported():
+    # lingua: `end_timer.record(); torch.cuda.synchronize()` every step, then metrics (helpers of unknown
+    # modules, a FLOP count from the model's configuration, an all-reduce of a dict) and `loss.item()`.
+    assert gpu303("""\
+        def train(loader, log_freq, world):
+            start_timer = torch.cuda.Event(enable_timing=True)
+            end_timer = torch.cuda.Event(enable_timing=True)
+            for step, (x, y) in enumerate(loader):
+                start_timer.record()
+                loss = nn.functional.mse_loss(model(x.to(device)), y.to(device))
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+                end_timer.record()
+                torch.cuda.synchronize()
+                iter_time = start_timer.elapsed_time(end_timer) * 1e-3
+                if every_n_steps(step, log_freq):
+                    wps = x.numel() / iter_time
+                    flops = wps * model.flops_per_token()
+                    metrics = flatten_dict({"speed": {"wps": wps, "flops": flops}})
+                    to_sync = {"loss": loss.item()}
+                    metrics.update(dist_mean_dict(to_sync))
+                    print(f"step {step} loss {round(loss.item(), 4)}")
+                    for i in range(len(counts)):
+                        counts[i] = counts[i].item()
+    """) == []
+
+
+def test_a_per_step_read_in_a_loop_that_does_not_otherwise_wait_is_still_reported():
+    body = """\
+        def train(loader):
+            for x, y in loader:
+                loss = nn.functional.mse_loss(model(x.to(device)), y.to(device))
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+                print(f"loss {loss.item()}")
+    """
+    assert gpu303(body) == ["17:23 GPU303"]
+    [d] = diagnostics(HEADER + textwrap.dedent(body), select=("GPU303",))
+    assert d.message == "`loss.item()` waits for the GPU every training step (loop at line 12)"
+
+
+def test_a_read_after_a_synchronize_at_the_top_of_the_step_is_still_reported():
+    # The read waits for the forward, backward and update queued since: up to the host work after it.
+    assert gpu303("""\
+        def train(loader):
+            for x, y in loader:
+                torch.cuda.synchronize()
+                start = time.time()
+                loss = nn.functional.mse_loss(model(x.to(device)), y.to(device))
+                loss.backward()
+                optimizer.step()
+                print(f"loss {loss.item()} in {time.time() - start:.3f}s")
+    """) == ["18:23 GPU303"]
+
+
+def test_a_read_before_the_synchronize_is_still_reported():
+    assert gpu303("""\
+        def train(loader):
+            for x, y in loader:
+                loss = nn.functional.mse_loss(model(x.to(device)), y.to(device))
+                loss.backward()
+                optimizer.step()
+                losses.append(loss.item())
+                torch.cuda.synchronize()
+    """) == ["16:23 GPU303"]
+
+
+def test_an_evaluation_or_a_forward_between_the_synchronize_and_the_read_is_still_reported():
+    assert gpu303("""\
+        def train(loader, probe):
+            for x, y in loader:
+                loss = nn.functional.mse_loss(model(x.to(device)), y.to(device))
+                loss.backward()
+                optimizer.step()
+                torch.cuda.synchronize()
+                score = evaluate(model, probe)
+                print(loss.item(), score)
+    """) == ["18:15 GPU303"]
+    assert gpu303("""\
+        def train(loader, probe):
+            for x, y in loader:
+                loss = nn.functional.mse_loss(model(x.to(device)), y.to(device))
+                loss.backward()
+                optimizer.step()
+                torch.cuda.synchronize()
+                probe_loss = model(probe).mean()
+                print(loss.item(), probe_loss)
+    """) == ["18:9 GPU303"]  # (`print` of the tensor: the statement's first wait)
+
+
+def test_a_synchronize_on_some_steps_only_does_not_count():
+    assert gpu303("""\
+        def train(loader):
+            for step, (x, y) in enumerate(loader):
+                loss = nn.functional.mse_loss(model(x.to(device)), y.to(device))
+                loss.backward()
+                optimizer.step()
+                if step % 100 == 0:
+                    torch.cuda.synchronize()
+                print(loss.item())
+    """) == ["18:15 GPU303"]
+
+
+# ---- DataParallel in a tool that only evaluates or samples ----------------------------------------------
+
+EVALUATE = """\
+import torch
+from torch import nn
+
+
+def validate(loader, model):
+    model.eval()
+    correct = 0
+    with torch.no_grad():
+        for x, y in loader:
+            correct += (model(x.cuda()).argmax(1) == y.cuda()).sum()
+    return correct
+
+
+def train(loader, model, optimizer):
+    for x, y in loader:
+        nn.functional.cross_entropy(model(x.cuda()), y.cuda()).backward()
+        optimizer.step()
+
+
+"""
+
+
+def gpu401(body: str) -> list[str]:
+    return findings(EVALUATE + textwrap.dedent(body), select=("GPU401",))
+
+
+def test_data_parallel_in_an_evaluation_script_is_not_reported():
+    assert gpu401("""\
+        def main(args, loader):
+            model = build(args)
+            model = torch.nn.DataParallel(model).cuda()
+            model.load_state_dict(torch.load(args.pretrained)["state_dict"])
+            print(model)
+            print(sum(p.numel() for p in model.parameters()))
+            print(validate(loader, model))
+    """) == []
+
+
+def test_data_parallel_in_a_sampling_method_of_a_class_that_also_trains_is_not_reported():
+    assert gpu401("""\
+        class Runner:
+            def train(self, loader):
+                model = torch.nn.DataParallel(build()).cuda()
+                optimizer = torch.optim.Adam(model.parameters())
+                for x in loader:
+                    model(x.cuda()).mean().backward()
+                    optimizer.step()
+
+            def sample(self, n):
+                model = build().cuda()
+                model = torch.nn.DataParallel(model)
+                model.eval()
+                self.sample_images(model, n)
+
+            def sample_images(self, model, n):
+                with torch.no_grad():
+                    for _ in range(n):
+                        save(model(torch.randn(64, 3, 32, 32, device="cuda")))
+    """) == ["22:17 GPU401"]
+
+
+def test_data_parallel_that_is_trained_returned_or_handed_to_unknown_code_is_still_reported():
+    assert gpu401("""\
+        def main(args, loader):
+            model = torch.nn.DataParallel(build(args)).cuda()
+            train(loader, model, torch.optim.SGD(model.parameters(), lr=0.1))
+    """) == ["21:13 GPU401"]
+    assert gpu401("""\
+        def build_parallel(args):
+            model = torch.nn.DataParallel(build(args)).cuda()
+            return model
+    """) == ["21:13 GPU401"]
+    assert gpu401("""\
+        def main(args, trainer):
+            model = torch.nn.DataParallel(build(args)).cuda()
+            trainer.fit(model)
+    """) == ["21:13 GPU401"]
+    assert gpu401("""\
+        model = torch.nn.DataParallel(build()).cuda()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        for x, y in loader:
+            nn.functional.cross_entropy(model(x.cuda()), y.cuda()).backward()
+            optimizer.step()
+    """) == ["20:9 GPU401"]
+
+
+# ---- a read that runs on the first few iterations only (`analysis/first_iterations.py`) ----------------
+
+
+def test_a_debug_print_of_the_first_examples_is_not_reported():
+    # llm.c's hellaswag / mmlu evaluation: `if num_total < 10:` prints the first examples' losses.
+    assert gpu303("""\
+        def evaluate(examples):
+            num_total = 0
+            with torch.no_grad():
+                for tokens in examples:
+                    losses = model(tokens.to(device)).mean(-1)
+                    num_total += 1
+                    if num_total < 10:
+                        for i in range(4):
+                            print(f"{i} (loss: {losses[i].item():.4f})")
+    """) == []
+    assert gpu303("""\
+        def train(loader):
+            for i, (x, y) in enumerate(loader):
+                loss = nn.functional.mse_loss(model(x.to(device)), y.to(device))
+                loss.backward()
+                optimizer.step()
+                if 3 > i:
+                    print("first steps", loss.item())
+    """) == []
+
+
+def test_a_read_past_the_first_iterations_or_under_an_unknown_bound_is_still_reported():
+    body = """\
+        def train(loader, n_show):
+            count = 0
+            for i, (x, y) in enumerate(loader):
+                loss = nn.functional.mse_loss(model(x.to(device)), y.to(device))
+                loss.backward()
+                optimizer.step()
+                count += 1
+                if {test}:
+                    print("loss", loss.item())
+    """
+    for test in ("i > 10", "i < n_show", "i < 100000", "i >= 10", "count <= 1000"):
+        assert gpu303(body.replace("{test}", test)) == ["19:27 GPU303"], test
+    reset = """\
+        def train(loader):
+            shown = 0
+            for x, y in loader:
+                loss = nn.functional.mse_loss(model(x.to(device)), y.to(device))
+                loss.backward()
+                optimizer.step()
+                shown += 1
+                if shown < 10:
+                    print("loss", loss.item())
+                else:
+                    shown = 0
+    """
+    assert gpu303(reset) == ["19:27 GPU303"]
+
+
+# ---- the same facts for GPU306 (an op whose output size depends on GPU data) -----------------------------
+
+
+def gpu306(body: str) -> list[str]:
+    return findings(HEADER + textwrap.dedent(body), select=("GPU306",))
+
+
+def test_a_mask_in_the_logging_block_after_the_timer_synchronize_is_not_reported():
+    body = """\
+        def train(loader):
+            for step, (x, y) in enumerate(loader):
+                out = model(x.to(device))
+                loss = nn.functional.mse_loss(out, y.to(device))
+                loss.backward()
+                optimizer.step()
+                {sync}
+                errors = out[out.isnan()]
+                log(step, errors)
+    """
+    assert gpu306(body.replace("{sync}", "torch.cuda.synchronize()")) == []
+    assert gpu306(body.replace("{sync}", "pass")) == ["18:18 GPU306"]
+
+
+def test_a_mask_on_the_first_few_steps_only_is_not_reported():
+    body = """\
+        def train(loader):
+            for step, (x, y) in enumerate(loader):
+                out = model(x.to(device))
+                loss = nn.functional.mse_loss(out, y.to(device))
+                loss.backward()
+                optimizer.step()
+                if {test}:
+                    log(step, out[out.isnan()])
+    """
+    assert gpu306(body.replace("{test}", "step < 5")) == []
+    assert gpu306(body.replace("{test}", "step > 5")) == ["18:23 GPU306"]
