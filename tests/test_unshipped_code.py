@@ -194,3 +194,12 @@ def test_a_main_block_that_trains_is_reported(tmp_path, monkeypatch):
 def test_a_main_block_that_loads_weights_is_a_tool(tmp_path, monkeypatch):
     body = "net = torch.nn.Linear(80, 1).cuda()\n        net.load_state_dict(torch.load('net.pt'))\n        " + SELF_TEST
     assert "dataset.py:21 GPU101" in _dataset_project(tmp_path, monkeypatch, body)
+
+
+def test_a_module_that_evaluates_names_keeps_its_functions_and_model_eval_is_no_such_call(tmp_path, monkeypatch):
+    evaluated = HELPERS + """
+    def by_name(name):
+        return eval("get_" + name)(64)
+"""
+    assert CELEBA in _project(tmp_path / "a", monkeypatch, evaluated)
+    assert CELEBA not in _project(tmp_path / "b", monkeypatch, HELPERS + "\n    def switch(model):\n        model.eval()\n")

@@ -392,7 +392,7 @@ def _uncalled_functions(model: SemanticModel) -> list[tuple[int, int]]:
     """The spans of the module-level functions nothing in the project runs (`analysis/uncalled.py`), except
     decorated ones (a registry, a command, a hook calls them) and all of them in a module that looks names up
     in its own namespace (`globals()[name]`)."""
-    if not model.project.uncalled or any(marker in model.source for marker in _OWN_NAMESPACE):
+    if not model.project.uncalled or _reads_own_namespace(model):
         return []
     spans = []
     for name in model.project.uncalled:
@@ -407,8 +407,15 @@ def _uncalled_functions(model: SemanticModel) -> list[tuple[int, int]]:
     return spans
 
 
-# Spellings that reach a module's functions by a name computed at run time.
-_OWN_NAMESPACE = ("globals()", "vars()", "locals()", "eval(", "exec(", "sys.modules[__name__]")
+# Builtins that reach a module's functions by a name computed at run time (`vars()` without an argument).
+_OWN_NAMESPACE = frozenset({"globals", "locals", "eval", "exec"})
+
+
+def _reads_own_namespace(model: SemanticModel) -> bool:
+    """`globals()[name]`, `eval(expr)`, `vars()`, `getattr(sys.modules[__name__], name)` in the module."""
+    if "sys.modules[__name__]" in model.source:
+        return True
+    return any(isinstance(c.func, cst.Name) and (c.func.value in _OWN_NAMESPACE or (c.func.value == "vars" and not c.args)) for c in model.calls)
 
 
 def _functions_only_called_there(model: SemanticModel, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
