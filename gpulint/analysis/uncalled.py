@@ -46,7 +46,8 @@ def _dead_functions(index: ProjectIndex) -> set[tuple[int, str]]:
         return index._uncalled_memo  # type: ignore[attr-defined,no-any-return]
     found: set[tuple[int, str]] = set()
     index._uncalled_memo = found  # type: ignore[attr-defined]
-    candidates = [r for r in index.records.values() if imported_elsewhere(index, r) and _script_module(index, r)]
+    packaged: dict[str, bool] = {}
+    candidates = [r for r in index.records.values() if imported_elsewhere(index, r) and _script_module(index, r, packaged)]
     if not candidates or _calls_by_name(index) or not _whole_project_indexed(index):
         return found
     reached = _reached_by_name(index)
@@ -75,20 +76,23 @@ def _dead_functions(index: ProjectIndex) -> set[tuple[int, str]]:
     return found
 
 
-def _script_module(index: ProjectIndex, record: _Record) -> bool:
+def _script_module(index: ProjectIndex, record: _Record, packaged: dict[str, bool]) -> bool:
     """A module of a project that ships no package: nothing outside the project imports it."""
     if record.path.name in ("__init__.py", "hubconf.py") or not record.summary.ok:
         return False
     root = str(index.root)
-    folder = record.folder
-    if not (folder == root or folder.startswith(root + os.sep)):
+    if not (record.folder == root or record.folder.startswith(root + os.sep)):
         return False  # a file outside the root brings its package: not all of its project is in sight
-    while True:
-        if any(os.path.isfile(os.path.join(folder, name)) for name in _PACKAGING):
-            return False
-        if folder == root or os.path.dirname(folder) == folder:
-            return True
-        folder = os.path.dirname(folder)
+    return not _packaged(record.folder, root, packaged)
+
+
+def _packaged(folder: str, root: str, packaged: dict[str, bool]) -> bool:
+    """Packaging metadata in `folder` or a folder above it, up to `root` (answers kept per folder)."""
+    if folder not in packaged:
+        here = any(os.path.isfile(os.path.join(folder, name)) for name in _PACKAGING)
+        above = folder != root and os.path.dirname(folder) != folder
+        packaged[folder] = here or (above and _packaged(os.path.dirname(folder), root, packaged))
+    return packaged[folder]
 
 
 def _calls_by_name(index: ProjectIndex) -> bool:
