@@ -203,3 +203,9 @@ def test_a_module_that_evaluates_names_keeps_its_functions_and_model_eval_is_no_
 """
     assert CELEBA in _project(tmp_path / "a", monkeypatch, evaluated)
     assert CELEBA not in _project(tmp_path / "b", monkeypatch, HELPERS + "\n    def switch(model):\n        model.eval()\n")
+
+
+def test_a_module_that_imports_itself_in_its_self_test_is_still_imported_by_others(tmp_path, monkeypatch):
+    body = "from dataset import Frames as Again\n        " + SELF_TEST
+    assert not [f for f in _dataset_project(tmp_path / "a", monkeypatch, body) if f.startswith("dataset.py")]
+    assert "dataset.py:20 GPU101" in _dataset_project(tmp_path / "b", monkeypatch, body, imported=False)

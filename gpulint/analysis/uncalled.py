@@ -157,18 +157,13 @@ def imported_elsewhere(index: ProjectIndex, record: _Record) -> bool:
     if not hasattr(index, "_imported_memo"):
         found: set[int] = set()
         for importer in index.records.values():
+            sources = []
             for level, module, name in importer.summary.imports.values():
-                source = index.module(importer, level, module) if module or level else None
-                if source is not None:
-                    found.add(id(source))
+                sources.append(index.module(importer, level, module) if module or level else None)
                 if name is not None:
-                    sub = index.module(importer, level, f"{module}.{name}" if module else name)
-                    if sub is not None:
-                        found.add(id(sub))
-            for level, module in importer.summary.stars:
-                source = index.module(importer, level, module)
-                if source is not None:
-                    found.add(id(source))
-            found.discard(id(importer))  # `from . import x` in a package's own `__init__` names itself
+                    sources.append(index.module(importer, level, f"{module}.{name}" if module else name))
+            sources += [index.module(importer, level, module) for level, module in importer.summary.stars]
+            # a module's import of itself (`from weight_drop import WeightDrop` in its own `__main__`) is no user
+            found.update(id(source) for source in sources if source is not None and source is not importer)
         index._imported_memo = found  # type: ignore[attr-defined]
     return id(record) in index._imported_memo  # type: ignore[attr-defined]
