@@ -209,3 +209,9 @@ def test_a_module_that_imports_itself_in_its_self_test_is_still_imported_by_othe
     body = "from dataset import Frames as Again\n        " + SELF_TEST
     assert not [f for f in _dataset_project(tmp_path / "a", monkeypatch, body) if f.startswith("dataset.py")]
     assert "dataset.py:20 GPU101" in _dataset_project(tmp_path / "b", monkeypatch, body, imported=False)
+
+
+def test_checked_from_a_folder_inside_a_project_the_callers_above_may_call(tmp_path, monkeypatch):
+    write(tmp_path, {"run.py": "from lib.helper_data import get_celeba\nget_celeba(64)\n"})
+    findings = _project(tmp_path / "lib", monkeypatch)
+    assert CIFAR in findings and CELEBA in findings  # the root is `lib/`: run.py above it is out of sight

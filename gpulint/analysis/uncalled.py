@@ -125,7 +125,13 @@ def _reached_by_name(index: ProjectIndex) -> set[tuple[int, str]] | None:
 
 
 def _whole_project_indexed(index: ProjectIndex) -> bool:
-    """Every Python file and notebook under the root is in the index (walked once per index)."""
+    """Every Python file and notebook under the root is in the index (walked once per index), and the root is
+    not a folder inside a project (a package, or Python files next to it: gpulint run in `lib/` of a repository
+    whose scripts above it may call anything)."""
+    root = str(index.root)
+    parent = os.path.dirname(root)
+    if os.path.isfile(os.path.join(root, "__init__.py")) or _holds_python(parent):
+        return False
     known = {str(path) for path in index.records}
     stack = [str(index.root)]
     seen = 0
@@ -167,3 +173,10 @@ def imported_elsewhere(index: ProjectIndex, record: _Record) -> bool:
             found.update(id(source) for source in sources if source is not None and source is not importer)
         index._imported_memo = found  # type: ignore[attr-defined]
     return id(record) in index._imported_memo  # type: ignore[attr-defined]
+
+
+def _holds_python(folder: str) -> bool:
+    try:
+        return any(entry.name.endswith((".py", ".ipynb")) for entry in os.scandir(folder))
+    except OSError:
+        return True
