@@ -93,7 +93,8 @@ def test_a_module_whose_functions_are_looked_up_by_name_keeps_them(tmp_path, mon
 
 
 def test_a_decorated_function_is_called_by_its_decorator(tmp_path, monkeypatch):
-    helpers = HELPERS.replace("    def get_cifar", "    @register\n    def get_cifar").replace("from torchvision.transforms", "from registry import register\n    from torchvision.transforms")
+    helpers = HELPERS.replace("    def get_cifar", "    @register\n    def get_cifar")
+    helpers = helpers.replace("from torchvision.transforms", "from registry import register\n    from torchvision.transforms")
     findings = _project(tmp_path, monkeypatch, helpers, **{"registry.py": "def register(f):\n    return f\n"})
     assert "helper_data.py:17 GPU101" in findings and "helper_data.py:21 GPU101" not in findings
 
@@ -186,7 +187,8 @@ def test_the_main_block_of_a_module_nothing_imports_is_the_script(tmp_path, monk
 
 
 def test_a_main_block_that_trains_is_reported(tmp_path, monkeypatch):
-    body = SELF_TEST.replace("batch = batch.to(device)", "loss = net(batch.to(device)).sum()\n            loss.backward()\n            opt.step()")
+    step = "loss = net(batch.to(device)).sum()\n            loss.backward()\n            opt.step()"
+    body = SELF_TEST.replace("batch = batch.to(device)", step)
     body = "net = torch.nn.Linear(80, 1).cuda()\n        opt = torch.optim.SGD(net.parameters(), lr=0.1)\n        " + body
     assert "dataset.py:21 GPU101" in _dataset_project(tmp_path, monkeypatch, body)
 
