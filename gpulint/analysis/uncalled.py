@@ -7,10 +7,11 @@ it by name:
 - the project ships no packaging metadata (`pyproject.toml`, `setup.py`, `setup.cfg` in the module's folder or
   above it, up to the project root): an installable package's functions are API that users call;
 - the module is not a package's `__init__.py`, not a `hubconf.py`, lists no `__all__` naming the function, and
-  no module of the project imports `importlib`, `fire`, `hydra` (functions named by strings, config files or
-  the command line);
+  no module of the project imports `importlib`, `fire`, `hydra`, `click` and the like (functions named by
+  strings, config files or the command line);
 - every `.py` file and notebook under the project root is in the index (a notebook that is not checked, or an
-  excluded folder, may be the caller);
+  excluded folder, may be the caller), and the root is not a folder inside a project (a package, or a folder
+  next to Python files, whose scripts may call anything);
 - no call of it anywhere in the project, except from other such functions, and it is never handed on as a
   value (`Pool.map(fn, ...)`, `{"cifar": fn}`), nor is its module (`getattr(helpers, name)`,
   `models.__dict__[arch]`).
