@@ -260,6 +260,9 @@ def test_a_model_module_is_gpu_context_when_its_class_is_moved_to_the_gpu_elsewh
                 noise = torch.randn(x.shape).to(x.device)
                 net(x + noise).sum().backward()
                 optimizer.step()
+
+
+        __all__ = ["Net", "fit"]  # API: `fit` is called by users, not by this project (analysis/uncalled.py)
         """
     root = write(tmp_path, {"models.py": model, "train.py": "from models import Net\n\nnet = Net().cuda()\n"})
     assert found(lint(root, monkeypatch)) == ["models.py:16 GPU201"]

@@ -32,6 +32,7 @@ from gpulint.analysis.returned_views import returned_views
 from gpulint.analysis.settings_defaults import ProjectSettings
 from gpulint.analysis.stepped_inputs import reported_in_callee
 from gpulint.analysis.test_code import DEFAULT_TEST_PATHS
+from gpulint.analysis.uncalled import imported_elsewhere, uncalled_functions
 from gpulint.analysis.summary import INTERNAL, MODULE_BODY, FunctionSummary, ModuleSummary, deep_sources, sources_of
 
 _MAX_DEPTH = 6  # calls followed through helpers, imports through re-exports
@@ -130,6 +131,10 @@ class ModuleContext:
     loaders_in: dict[str, list] = field(default_factory=dict)
     # the newest torch the project's metadata allows (`analysis/torch_pins.py`): [major, minor, where, spec]
     torch_pin: Optional[list] = None
+    # module-level functions nothing in the project runs, and whether other modules import this one
+    # (`analysis/uncalled.py`): a `__main__` block of an imported module is its self-test
+    uncalled: list[str] = field(default_factory=list)
+    imported: bool = False
 
     def callee(self, ref: Optional[str]) -> Optional[Callee]:
         return self.callees.get(ref) if ref else None
@@ -183,6 +188,8 @@ class ModuleContext:
             sorted(self.config_defaults.items()),
             sorted(self.loaders_in.items()),
             self.torch_pin,
+            self.uncalled,
+            self.imported,
         ]
         return hashlib.sha256(json.dumps(data, default=str).encode()).hexdigest()[:16]
 
@@ -1022,6 +1029,8 @@ class ProjectIndex:
         context.forward_called = forward_called(self, record)
         context.arguments = agreed_arguments(self, record)
         context.loaders_in = loaders_in(self, record)
+        context.uncalled = uncalled_functions(self, record)
+        context.imported = imported_elsewhere(self, record)
         own = {*summary.imports, *summary.functions, *summary.classes, *summary.values}
         context.star_imports = {k: v for k, v in self.star_imports(record).items() if k not in own}
         self._contexts[path] = context

@@ -20,6 +20,7 @@ import libcst as cst
 from gpulint.analysis.namespace_settings import UNKNOWN as NAMESPACE_UNKNOWN
 from gpulint.analysis.namespace_settings import namespace_value
 from gpulint.analysis.off_options import flag_spelled_near, off_as_shipped
+from gpulint.analysis.self_tests import self_test_rows
 from gpulint.analysis.value_resolution import ARGPARSE_DEFAULT, CONFIG_DICT, LITERAL, LOCAL_VARIABLE, MODULE_CONSTANT, SETTINGS_FILE
 
 if TYPE_CHECKING:
@@ -78,6 +79,7 @@ def unshipped_rows(model: SemanticModel) -> list[tuple[int, int]]:
             spans += _hooks_never_called(model)
             if spans:
                 spans += _functions_only_called_there(model, spans)
+        spans += _uncalled_functions(model) + self_test_rows(model)
         memo[model.module] = spans  # type: ignore[assignment]
     return memo[model.module]  # type: ignore[return-value]
 
@@ -384,6 +386,36 @@ def runs_as_a_script(model: SemanticModel) -> bool:
     """A notebook, or a notebook kept as a script (`# %%` cells): run top to bottom, never imported, so its
     functions are not API that other code may call."""
     return model.is_notebook or any(line.startswith("# %%") for line in model.source.splitlines())
+
+
+def _uncalled_functions(model: SemanticModel) -> list[tuple[int, int]]:
+    """The spans of the module-level functions nothing in the project runs (`analysis/uncalled.py`), except
+    decorated ones (a registry, a command, a hook calls them) and all of them in a module that looks names up
+    in its own namespace (`globals()[name]`)."""
+    if not model.project.uncalled or _reads_own_namespace(model):
+        return []
+    spans = []
+    for name in model.project.uncalled:
+        funcs = [f for f in model.functions.get(name, ()) if model.parent.get(f) is model.module]
+        if len(funcs) != 1:
+            continue
+        decorators = [d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator for d in funcs[0].decorators]
+        if any(model.qualified_name(d) not in _TRANSPARENT_DECORATORS for d in decorators):
+            continue
+        here = model.range(funcs[0])
+        spans.append((here.start.line, here.end.line))
+    return spans
+
+
+# Builtins that reach a module's functions by a name computed at run time (`vars()` without an argument).
+_OWN_NAMESPACE = frozenset({"globals", "locals", "eval", "exec"})
+
+
+def _reads_own_namespace(model: SemanticModel) -> bool:
+    """`globals()[name]`, `eval(expr)`, `vars()`, `getattr(sys.modules[__name__], name)` in the module."""
+    if "sys.modules[__name__]" in model.source:
+        return True
+    return any(isinstance(c.func, cst.Name) and (c.func.value in _OWN_NAMESPACE or (c.func.value == "vars" and not c.args)) for c in model.calls)
 
 
 def _functions_only_called_there(model: SemanticModel, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
