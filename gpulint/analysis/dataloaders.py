@@ -13,6 +13,13 @@ if TYPE_CHECKING:
     from gpulint.analysis.model import ClassInfo, SemanticModel
 
 DATALOADER = "torch.utils.data.DataLoader"
+# ignite/distributed/auto.py (0.4-0.5): `auto_dataloader(dataset, **kwargs)` returns `DataLoader(dataset, **kwargs)`,
+# after dividing `batch_size` (and `num_workers`) among the processes of a distributed run and, when `pin_memory`
+# is not given, setting it to whether the device is CUDA: those two values depend on the run.
+LOADER_FACTORIES = {
+    "ignite.distributed.auto_dataloader": frozenset({"batch_size", "pin_memory"}),
+    "ignite.distributed.auto.auto_dataloader": frozenset({"batch_size", "pin_memory"}),
+}
 TENSOR_DATASET = "torch.utils.data.TensorDataset"
 ITERABLE_DATASET = "torch.utils.data.IterableDataset"
 
@@ -60,11 +67,12 @@ def _is_dataloader_class(model: SemanticModel, qualified: str | None) -> bool:
 def find_dataloaders(model: SemanticModel) -> list[DataLoaderCall]:
     found = []
     for call in model.calls:
-        if not _is_dataloader_class(model, model.call_name(call)):
+        name = model.call_name(call)
+        if not _is_dataloader_class(model, name) and name not in LOADER_FACTORIES:
             continue
         arguments: dict[str, cst.Arg | PackedArgument] = {}
         opaque = False
-        maybe: frozenset[str] = frozenset()
+        maybe: frozenset[str] = LOADER_FACTORIES.get(name, frozenset())
         position = 0
         for arg in call.args:
             if arg.star == "**":

@@ -29,6 +29,10 @@ if TYPE_CHECKING:
 # Every module with GPU evidence of its own contains one of these words.
 GPU_TEXT_MARKERS: list[str] = ["cuda", "device", "accelerator", "rank", "gpu"]
 
+# Library calls that return the model they are given moved to the GPU (where there is one): ignite/distributed/auto.py
+# (0.4-0.5) `auto_model(model)` runs `model.to(idist.device())`, then wraps it for the run's processes.
+MODEL_PLACERS = frozenset({"ignite.distributed.auto_model", "ignite.distributed.auto.auto_model"})
+
 # `finder(tree, qualify) -> [(what, line), ...]`: extra evidence of GPU use in one module's own code.
 # `qualify(node)` is the import-resolved dotted name of a Name/Attribute (`torch.cuda.is_available`), or None.
 EvidenceFinder = Callable[[ast.Module, Callable[[ast.AST], Optional[str]]], Iterable[tuple[str, int]]]

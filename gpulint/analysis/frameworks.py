@@ -25,7 +25,7 @@ from gpulint.analysis.loader_flow import EVAL as EVAL_LOADER
 from gpulint.analysis.loader_flow import TRAIN as TRAIN_LOADER
 from gpulint.analysis.loader_flow import UNKNOWN
 from gpulint.analysis.residency import CUDA, EVAL, TRAIN
-from gpulint.analysis.devices import BASE_EVIDENCE, EVIDENCE_FINDERS, GPU_TEXT_MARKERS
+from gpulint.analysis.devices import BASE_EVIDENCE, EVIDENCE_FINDERS, GPU_TEXT_MARKERS, MODEL_PLACERS
 from gpulint.analysis.value_resolution import ResolvedValue
 
 if TYPE_CHECKING:
@@ -305,6 +305,10 @@ class Frameworks:
         """`batch` in `def training_step(self, batch, batch_idx)`: the framework copied it to the device."""
         if not self.step_functions:
             return False
+        for func, (_, places) in self._output_transforms.items():
+            # `loss` in `output_transform=lambda x, y, y_pred, loss: ...` (lambda parameters have no binding)
+            if self.m.is_inside(name, func) and name.value in {p.name.value for p in func.params.params}:
+                return places
         for binder in self.m.bindings_of(name.value, name):
             if isinstance(binder, cst.Param):
                 func = self.m.parent.get(self.m.parent.get(binder))
@@ -331,6 +335,25 @@ class Frameworks:
                 if role is not None:
                     for func in self._callables(target):
                         yield func, role
+        for func, (role, _) in self._output_transforms.items():
+            yield func, role
+
+    @cached_property
+    def _output_transforms(self) -> dict[cst.CSTNode, tuple[str, bool]]:
+        """`create_supervised_trainer(..., output_transform=lambda x, y, y_pred, loss: ...)` -> (role, whether its
+        arguments are on the device): ignite/engine/__init__.py (0.4-0.5) ends the step it builds with `return
+        output_transform(x, y, y_pred, loss)` (the evaluator's with `(x, y, y_pred)`), after `convert_tensor` moved
+        the batch to `device`."""
+        found: dict[cst.CSTNode, tuple[str, bool]] = {}
+        for call in self.m.calls:
+            name = self.m.call_name(call)
+            if not _is(name, IGNITE, {"create_supervised_trainer", "create_supervised_evaluator"}):
+                continue
+            transform = _argument(call, "output_transform")
+            role = TRAIN if name.endswith("trainer") else EVAL
+            for func in self._callables(transform) if transform is not None else ():
+                found[func] = (role, self._engine_places(call))
+        return found
 
     def _iteration_handler(self, call: cst.Call) -> Optional[tuple[cst.BaseExpression, cst.BaseExpression]]:
         """(engine, handler) for `engine.add_event_handler(Events.ITERATION_COMPLETED, fn)` and the decorator
@@ -509,6 +532,8 @@ class Frameworks:
         if "ray" in self.imported and self.m.call_name(call) in RAY_PLACERS:
             # `move_to_device=True` by default; on a CPU run (`use_gpu` never asked for) the device is the CPU
             return "Ray Train", self.ray_uses_gpu and not self._false(call, "move_to_device")
+        if "ignite" in self.imported and self.m.call_name(call) in MODEL_PLACERS:
+            return "ignite", True  # `model.to(idist.device())`: the GPU wherever there is one (as `_device_is_cuda`)
         if not isinstance(call.func, cst.Attribute):
             return None
         method = call.func.attr.value
@@ -1057,8 +1082,8 @@ def gpu_evidence(tree: ast.Module, qualify: Callable[[ast.AST], Optional[str]]) 
         elif _is(name, ("transformers",), TRAINING_ARGUMENTS) or _is(name, ("trl",), TRL_CONFIGS):
             if _keyword_literal(node, "use_cpu") is not True and _keyword_literal(node, "no_cuda") is not True:
                 yield f"`{name.rsplit('.', 1)[-1]}` without `use_cpu`", node.lineno
-        elif name == "ignite.distributed.device":
-            yield "`idist.device()`", node.lineno  # ignite/distributed/comp_models/base.py: CUDA when available
+        elif name == "ignite.distributed.device" or name in MODEL_PLACERS:
+            yield f"`{name.rsplit('.', 1)[-1]}()`", node.lineno  # ignite/distributed/comp_models/base.py: CUDA when available
         elif name == "deepspeed.initialize":
             yield "`deepspeed.initialize()`", node.lineno  # the engine moves the model to this rank's accelerator
         elif name in RAY_SCALING_CONFIGS and any(k.arg == "use_gpu" for k in node.keywords) and _keyword_literal(node, "use_gpu") is not False:

@@ -549,7 +549,7 @@ class Residency:
         """For a parameter: what the project's callers pass for it ("gpu_module", "cuda_device", ...)."""
         if not isinstance(expr, cst.Name):
             return set()
-        binders = self.model.bindings_of(expr.value, expr)
+        binders = self.model.bindings_of(expr.value, expr) or self._closure_binders(expr)
         if len(binders) != 1 or not isinstance(binders[0], cst.Param):
             return set()
         func = self.model.enclosing_function(binders[0])
@@ -558,6 +558,18 @@ class Residency:
         owner = self.model.parent.get(self.model.parent.get(func))
         key = f"{owner.name.value}.{func.name.value}" if isinstance(owner, cst.ClassDef) else func.name.value
         return set(self.model.project.receives(key, expr.value))
+
+    def _closure_binders(self, name: cst.Name) -> list[cst.CSTNode]:
+        """The binders of a free name in a nested function, from the nearest enclosing function that binds it
+        (`model` in `def train_step(engine, batch)` defined inside `def create_trainer(model, ...)`)."""
+        m = self.model
+        scope = m.scope_of(name)
+        while scope is not m.module:
+            scope = m.scope_of(scope)
+            found = m.bindings.get((id(scope), name.value)) if scope is not m.module else None
+            if found:
+                return found
+        return []
 
     def received_by_self(self, expr: cst.BaseExpression) -> set[str]:
         """For `self.x` set only from a constructor parameter (`self.actor_critic = actor_critic`): what every
@@ -587,6 +599,8 @@ class Residency:
             return False
         if "gpu_module" in self._received(expr) or self.received_by_self(expr) == {"gpu_module"}:
             return True
+        if self._received(expr) == {"gpu"}:
+            return True  # a module (see above) every caller hands as a GPU value: the summaries' word for a moved model
         for write in self.flow.reaching_writes(key, expr):
             if isinstance(write.value, cst.Call) and (self._moved_call(write.value) or self.is_gpu_module(write.value)):
                 return True

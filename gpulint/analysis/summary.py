@@ -35,7 +35,7 @@ from typing import Any, Callable, Iterable, Optional
 
 from gpulint.analysis.communication import chosen_by_backend, starts_async_communication, waits_for_work
 from gpulint.analysis.convolutions import CONV_NET, CONV_NET_FACTORIES, builds_convolution
-from gpulint.analysis.devices import EVIDENCE_FINDERS, GPU_TEXT_MARKERS
+from gpulint.analysis.devices import EVIDENCE_FINDERS, GPU_TEXT_MARKERS, MODEL_PLACERS
 from gpulint.analysis.error_paths import EXITS
 from gpulint.analysis.held_data import held_data
 from gpulint.analysis.imports import canonical
@@ -1381,6 +1381,8 @@ class _Reader:
         kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
         if qualified is not None and _builds_library_model(qualified):
             return ("module",)  # `torchvision.models.resnet18()`, `timm.create_model(...)`
+        if qualified in MODEL_PLACERS:
+            return ("gpu_module",)  # `idist.auto_model(model)`
         if any(_OPTIMIZER.fullmatch(_dotted(a) or "") for a in node.args):
             self.mark_trains()  # `loss_scaler(loss, optimizer)`, `amp.scale_loss(loss, optimizer)`
         async_op = any(k.arg == "async_op" and _literal(k.value) != (True, False) for k in node.keywords)

@@ -165,6 +165,9 @@ class Rule:
                 return f"{when} (`{loop.name.value}` at line {self.model.line_of(loop)}, run by the call at {called[1]})"
             step = self.model.frameworks.step_functions[loop]
             return f"{when} (`{loop.name.value}` at line {self.model.line_of(loop)}, run by {step.framework} for each batch)"
+        step = self.model.frameworks.step_functions.get(loop) if isinstance(loop, cst.Lambda) else None
+        if step is not None:  # `Engine(lambda engine, batch: ...)`, `output_transform=lambda x, y, y_pred, loss: ...`
+            return f"{when} (the lambda at line {self.model.line_of(loop)}, run by {step.framework} for each batch)"
         return f"{when} (loop at line {self.model.line_of(loop)})"
 
     def fix(self, message: str, edits: list[Edit | None], applicability: Applicability) -> Fix | None:
