@@ -1432,6 +1432,10 @@ class _Reader:
             if method in ("parse_args", "parse_known_args"):
                 options = self.argparse_options(func.value)
                 return ("args", options) if method == "parse_args" else ("tuple", (("args", options), None))
+            if method == "setup" and self.fabric_setup(func, node):
+                # lightning/fabric/fabric.py (2.x): `setup(module, *optimizers, move_to_device=True)` returns the module
+                # on the device, alone or first of a tuple with the optimizers
+                return ("gpu_module",) if len(node.args) == 1 else ("tuple", (("gpu_module",), *(None for _ in node.args[1:])))
             if method in _FRAMEWORK_FEEDS:
                 self.framework_feed(method, line, [*args, *kwargs.values()])
                 placed = self.placed_loaders(method, node)
@@ -1553,6 +1557,15 @@ class _Reader:
         for value in values:
             for source in deep_sources(value):
                 self.effect(source, ("feed", line, trains))
+
+    def fabric_setup(self, func: ast.Attribute, node: ast.Call) -> bool:
+        """`fabric.setup(model, optimizer)`: a receiver named `fabric` in a module that imports Lightning, the
+        model's device placement left on."""
+        if (_dotted(func.value) or "").rsplit(".", 1)[-1] != "fabric" or not node.args or any(isinstance(a, ast.Starred) for a in node.args):
+            return False
+        if any(k.arg in ("move_to_device", None) for k in node.keywords):
+            return False
+        return any(imported[1].split(".", 1)[0] in ("lightning", "lightning_fabric") for imported in self.b.summary.imports.values())
 
     def placed_loaders(self, method: str, node: ast.Call) -> Any:
         """`fabric.setup_dataloaders(train, val)`, `accelerator.prepare_data_loader(dl)`: loaders whose batches the
