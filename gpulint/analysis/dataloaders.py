@@ -22,6 +22,8 @@ LOADER_FACTORIES = {
 }
 TENSOR_DATASET = "torch.utils.data.TensorDataset"
 ITERABLE_DATASET = "torch.utils.data.IterableDataset"
+# Text every module that builds a loader contains (the rules' prefilter).
+LOADER_TEXT = "DataLoader|auto_dataloader"
 
 # torch.utils.data.DataLoader.__init__, in order; the rest are keyword-only.
 POSITIONAL_PARAMETERS = (

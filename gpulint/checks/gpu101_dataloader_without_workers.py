@@ -6,7 +6,7 @@ from typing import Iterator
 
 import libcst as cst
 
-from gpulint.analysis.dataloaders import defined_for_workers, is_unsharded_iterable_dataset, produces_cuda_batches
+from gpulint.analysis.dataloaders import LOADER_TEXT, defined_for_workers, is_unsharded_iterable_dataset, produces_cuda_batches
 from gpulint.analysis.value_resolution import LITERAL, SETTINGS_ORIGINS
 from gpulint.checks.base import Option, Rule, value_origin
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
@@ -24,7 +24,7 @@ class DataLoaderWithoutWorkers(Rule):
     name = "dataloader-without-workers"
     summary = "`DataLoader` loads batches in the training process (`num_workers` missing or 0)"
     fix_applicability = Applicability.UNSAFE
-    requires = (r"DataLoader",)
+    requires = (LOADER_TEXT,)
     options = (Option("workers", DEFAULT_WORKERS, "The expression the fix inserts as `num_workers`."),)
 
     @classmethod

@@ -6,7 +6,7 @@ from typing import Iterator
 
 import libcst as cst
 
-from gpulint.analysis.dataloaders import produces_cuda_batches
+from gpulint.analysis.dataloaders import LOADER_TEXT, produces_cuda_batches
 from gpulint.analysis.value_resolution import LITERAL
 from gpulint.checks.base import Rule, value_origin
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
@@ -19,7 +19,7 @@ class DataLoaderWithoutPinMemory(Rule):
     summary = "`DataLoader` batches are moved to CUDA (or feed GPU training) but `pin_memory` is missing or False"
     fix_applicability = Applicability.SAFE
     fix_sometimes_unsafe = True
-    requires = (r"DataLoader",)
+    requires = (LOADER_TEXT,)
 
     def check(self) -> Iterator[Diagnostic]:
         model = self.model

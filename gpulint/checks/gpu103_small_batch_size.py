@@ -6,7 +6,7 @@ from typing import Iterator
 
 import libcst as cst
 
-from gpulint.analysis.dataloaders import ITERABLE_DATASET, dataset_class
+from gpulint.analysis.dataloaders import ITERABLE_DATASET, LOADER_TEXT, dataset_class
 from gpulint.analysis.loader_flow import EVAL, TRAIN
 from gpulint.analysis.value_resolution import LITERAL
 from gpulint.checks.base import Option, Rule, value_origin
@@ -23,7 +23,7 @@ class SmallBatchSize(Rule):
     name = "small-batch-size"
     summary = "Training `DataLoader` uses a small batch size (or the default of 1)"
     fix_applicability = Applicability.UNSAFE
-    requires = (r"DataLoader",)
+    requires = (LOADER_TEXT,)
     options = (
         Option("min-batch-size", 16, "Batch sizes below this are reported."),
         Option("target-batch-size", 64, "The batch size the fix sets."),

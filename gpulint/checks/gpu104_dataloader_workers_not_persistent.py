@@ -6,7 +6,7 @@ from typing import Iterator
 
 import libcst as cst
 
-from gpulint.analysis.dataloaders import is_unsharded_iterable_dataset
+from gpulint.analysis.dataloaders import LOADER_TEXT, is_unsharded_iterable_dataset
 from gpulint.analysis.epoch_count import epoch_count
 from gpulint.analysis.value_resolution import LITERAL
 from gpulint.checks.base import Option, Rule
@@ -22,7 +22,7 @@ class DataLoaderWorkersNotPersistent(Rule):
     name = "dataloader-workers-not-persistent"
     summary = "`DataLoader` with workers is iterated once per epoch without `persistent_workers=True`"
     fix_applicability = Applicability.UNSAFE
-    requires = (r"DataLoader", r"num_workers")
+    requires = (LOADER_TEXT, r"num_workers")
     options = (Option("min-epochs", 3, "Epoch loops that the code shows run fewer passes are not reported."),)
 
     @classmethod

@@ -6,7 +6,7 @@ from typing import Iterator
 
 import libcst as cst
 
-from gpulint.analysis.dataloaders import produces_cuda_batches
+from gpulint.analysis.dataloaders import LOADER_TEXT, produces_cuda_batches
 from gpulint.analysis.loader_flow import EVAL
 from gpulint.analysis.loop_bounds import runs_a_few_times
 from gpulint.checks.base import Rule
@@ -23,7 +23,7 @@ class BlockingHostToDeviceCopy(Rule):
     summary = "A batch from a pinned `DataLoader` is copied to CUDA without `non_blocking=True`"
     fix_applicability = Applicability.SAFE
     fix_always = False  # not for a copy inside a project helper (`to_device(batch)`): the fix belongs there
-    requires = (r"DataLoader", r"pin_memory")
+    requires = (LOADER_TEXT, r"pin_memory")
     # `train_loader, _ = get_loader(args)` from a data module; `train(model, loader)` called from another module
     project_tags = ("pinned-loader-returned", "pinned-loader-received")
 
