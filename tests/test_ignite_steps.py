@@ -150,3 +150,31 @@ def test_auto_dataloader_workers_restart_every_epoch_of_an_ignite_run():
 def test_auto_dataloader_with_persistent_workers_is_silent():
     source = AUTO_DATALOADER.replace("shuffle=True)", "shuffle=True, persistent_workers=True)")
     assert findings(source) == []
+
+
+def test_a_closure_that_no_framework_runs_keeps_its_old_reading():
+    # Only a framework's step function reads its factory's parameters as the callers give them: an evaluation
+    # helper nested in `test(predictor, ...)` (OGB's `test_split`) is judged as before.
+    source = """\
+        import torch
+        from torch import nn
+        import lightning as L
+        from torch.utils.data import DataLoader
+
+
+        @torch.no_grad()
+        def test(predictor, h, n):
+            def test_split():
+                preds = []
+                for perm in DataLoader(range(n), 65536):
+                    preds += [predictor(h[perm]).squeeze().cpu()]
+                return torch.cat(preds)
+
+            return test_split()
+
+
+        predictor = nn.Linear(8, 1).cuda()
+        for epoch in range(10):
+            print(test(predictor, torch.randn(100, 8).cuda(), 100))
+        """
+    assert findings(source, select=("GPU303",)) == []

@@ -549,7 +549,7 @@ class Residency:
         """For a parameter: what the project's callers pass for it ("gpu_module", "cuda_device", ...)."""
         if not isinstance(expr, cst.Name):
             return set()
-        binders = self.model.bindings_of(expr.value, expr) or self._closure_binders(expr)
+        binders = self.model.bindings_of(expr.value, expr) or self._step_closure_binders(expr)
         if len(binders) != 1 or not isinstance(binders[0], cst.Param):
             return set()
         func = self.model.enclosing_function(binders[0])
@@ -559,10 +559,14 @@ class Residency:
         key = f"{owner.name.value}.{func.name.value}" if isinstance(owner, cst.ClassDef) else func.name.value
         return set(self.model.project.receives(key, expr.value))
 
-    def _closure_binders(self, name: cst.Name) -> list[cst.CSTNode]:
-        """The binders of a free name in a nested function, from the nearest enclosing function that binds it
-        (`model` in `def train_step(engine, batch)` defined inside `def create_trainer(model, ...)`)."""
+    def _step_closure_binders(self, name: cst.Name) -> list[cst.CSTNode]:
+        """The binders of a free name in a framework's step function defined inside another function, from the
+        nearest enclosing function that binds it (`model` in `def train_step(engine, batch)` defined inside
+        `def create_trainer(model, ...)`). Other closures keep their old reading (an evaluation helper nested in
+        `test(model, ...)` is judged on its own loop)."""
         m = self.model
+        if not m.frameworks.imported or m.frameworks.step_function(name) is None:
+            return []
         scope = m.scope_of(name)
         while scope is not m.module:
             scope = m.scope_of(scope)
