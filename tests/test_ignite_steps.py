@@ -5,6 +5,11 @@ a step function defined inside a factory sees the factory's parameters as its ca
 
 from __future__ import annotations
 
+import textwrap
+
+import libcst as cst
+
+from gpulint.analysis import SemanticModel
 from tests.conftest import diagnostics, findings, fixed
 
 TRAINER_FACTORY = """\
@@ -152,29 +157,34 @@ def test_auto_dataloader_with_persistent_workers_is_silent():
     assert findings(source) == []
 
 
+
 def test_a_closure_that_no_framework_runs_keeps_its_old_reading():
-    # Only a framework's step function reads its factory's parameters as the callers give them: an evaluation
-    # helper nested in `test(predictor, ...)` (OGB's `test_split`) is judged as before.
-    source = """\
+    # Only a framework's step function reads its factory's parameters as the callers give them: a helper nested
+    # in `test(predictor, ...)` (OGB's `test_split`) reads `predictor` as before (not known to be a GPU model).
+    source = textwrap.dedent("""\
         import torch
         from torch import nn
-        import lightning as L
-        from torch.utils.data import DataLoader
+        from ignite.engine import Engine
 
 
-        @torch.no_grad()
-        def test(predictor, h, n):
+        def test(predictor, x):
             def test_split():
-                preds = []
-                for perm in DataLoader(range(n), 65536):
-                    preds += [predictor(h[perm]).squeeze().cpu()]
-                return torch.cat(preds)
+                return predictor(x)
 
             return test_split()
 
 
-        predictor = nn.Linear(8, 1).cuda()
-        for epoch in range(10):
-            print(test(predictor, torch.randn(100, 8).cuda(), 100))
-        """
-    assert findings(source, select=("GPU303",)) == []
+        def create_trainer(model):
+            def train_step(engine, batch):
+                return model(batch)
+
+            return Engine(train_step)
+
+
+        test(nn.Linear(8, 1).cuda(), torch.randn(4, 8).cuda())
+        create_trainer(nn.Linear(8, 1).cuda())
+        """)
+    model = SemanticModel(cst.parse_module(source), "train.py", source)
+    called = {model.code(call.func): call.func for call in model.calls if model.code(call.func) in ("predictor", "model")}
+    assert not model.residency.is_gpu_module(called["predictor"])
+    assert model.residency.is_gpu_module(called["model"])
