@@ -103,8 +103,13 @@ class BatchCost:
 
     def batches_are_small(self, loader: DataLoaderCall) -> bool:
         """A batch is provably a few bytes per sample: token ids (with their masks and labels), or data
-        written out in the code."""
-        return self.is_toy_data(loader) or self._small(loader.value("dataset"))
+        written out in the code; or its size is known and at most `SMALL_BATCH_BYTES` (`analysis/batch_bytes.py`)."""
+        from gpulint.analysis.batch_bytes import SMALL_BATCH_BYTES, batch_bytes
+
+        if self.is_toy_data(loader) or self._small(loader.value("dataset")):
+            return True
+        size = batch_bytes(self.m, loader)
+        return size is not None and size <= SMALL_BATCH_BYTES
 
     def is_toy_data(self, loader: DataLoaderCall) -> bool:
         """The dataset holds only numbers written in the code (`torch.tensor([[-1.2, 3.1], ...])`)."""
