@@ -131,3 +131,43 @@ def test_index_batch_bytes_take_the_largest_size_callers_pass():
     source = source.replace("1 << 20", "100000")
     assert loader_bytes(source) == [800000]
     assert gpu102(source) == ["8:17 GPU102"]
+
+
+WRAPPED_TOKENS = """\
+import torch
+from datasets import load_dataset
+from torch.utils.data import DataLoader, Dataset
+from transformers import AutoTokenizer
+
+tokenizer = AutoTokenizer.from_pretrained("distilbert-base-uncased")
+raw = load_dataset("imdb")
+tokenized = raw.map(lambda batch: tokenizer(batch["text"], truncation=True, padding=True), batched=True)
+features = torch.load("features.pt")
+
+
+class WrappedDataset(Dataset):
+    def __init__(self, dataset_dict, partition_key="train", extra=None):
+        self.partition = dataset_dict[partition_key]
+        self.extra = extra
+
+    def __getitem__(self, index):
+        return self.partition[index]
+
+    def __len__(self):
+        return len(self.partition)
+
+
+train_dataset = WrappedDataset({arguments})
+loader = DataLoader(train_dataset, batch_size=12, shuffle=True, num_workers=4)
+model = torch.nn.Linear(512, 2).cuda()
+for batch in loader:
+    model(batch["input_ids"].cuda().float()).sum().backward()
+"""
+
+
+def test_a_dataset_class_given_only_tokenizer_output_is_silent():
+    assert gpu102(WRAPPED_TOKENS.format(arguments='tokenized, partition_key="train"')) == []
+
+
+def test_a_dataset_class_given_tokens_and_other_data_is_still_found():
+    assert gpu102(WRAPPED_TOKENS.format(arguments='tokenized, partition_key="train", extra=features')) == ["25:10 GPU102"]
