@@ -124,9 +124,9 @@ def test_large_or_unknown_index_batches_are_still_found(dataset, batch):
 
 
 def test_index_batch_bytes_take_the_largest_size_callers_pass():
-    source = INDICES.format(dataset="range(edges.size(0))", batch="64 * 1024").replace(
-        "    train(model, optimizer, edges, x, args.batch_size)\n", "    train(model, optimizer, edges, x, args.batch_size)\n    train(model, optimizer, edges, x, 1 << 20)\n"
-    )
+    call = "    train(model, optimizer, edges, x, args.batch_size)\n"
+    source = INDICES.format(dataset="range(edges.size(0))", batch="64 * 1024")
+    source = source.replace(call, call + call.replace("args.batch_size", "1 << 20"))
     assert loader_bytes(source) == [None]  # `1 << 20` is no int gpulint evaluates: unknown
     source = source.replace("1 << 20", "100000")
     assert loader_bytes(source) == [800000]

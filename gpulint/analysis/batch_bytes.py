@@ -101,9 +101,10 @@ def _sample_bytes(model: SemanticModel, source: cst.BaseExpression) -> Optional[
     name = model.call_name(source) or ""
     if name in _INDEX_FACTORIES and not any(a.keyword is not None and a.keyword.value == "dtype" for a in source.args):
         return _INT64
-    if isinstance(source.func, cst.Name) and source.func.value == "range" and not model.module_bindings("range"):
+    builtin = source.func.value if isinstance(source.func, cst.Name) and not model.module_bindings(source.func.value) else None
+    if builtin == "range":
         return _INT64  # the default collate stacks Python ints into an int64 tensor
-    if isinstance(source.func, cst.Name) and source.func.value == "list" and len(source.args) == 1 and not model.module_bindings("list"):
+    if builtin == "list" and len(source.args) == 1:
         return _sample_bytes(model, source.args[0].value)  # `list(range(n))`
     short = name.rsplit(".", 1)[-1]
     if not name.startswith("torchvision.datasets.") or short not in _SAMPLE_SHAPES:
