@@ -1,0 +1,53 @@
+"""Evaluation passes that run once as shipped, beside training: a final test pass after the epochs, a feature
+extraction, `trainer.test(model, test_loader)`. Each is one pass over its data in a run of many training
+passes, so worker start-up, pinning and per-batch waits there cost next to nothing in the run."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from gpulint.analysis.evaluation import _grad_mode_decided
+from gpulint.analysis.hot_loops import trains
+from gpulint.analysis.loop_bounds import _runs_once
+
+if TYPE_CHECKING:
+    from gpulint.analysis.loader_flow import LoaderInfo
+    from gpulint.analysis.model import SemanticModel
+    from gpulint.analysis.residency import Loop
+
+
+def one_off_pass(model: SemanticModel, loop: Loop) -> bool:
+    """`loop` is a `for` with autograd off that trains nothing, inside no other loop, in code that runs once
+    (module level, a notebook cell, a plain function every call of which in the module sits outside any loop),
+    in a module that trains in another loop or through a framework's fit."""
+    if not isinstance(loop, cst.For) or model.repeating_loops(loop):
+        return False  # once per pass of an outer loop: a per-epoch evaluation
+    if trains(model, loop) or not _grad_mode_decided(model, loop):
+        return False  # a training loop, or a loop whose gradient mode its callers decide
+    return _runs_once(model, model.enclosing_function(loop)) and _trains_elsewhere(model, loop)
+
+
+def read_once(model: SemanticModel, info: LoaderInfo) -> bool:
+    """Every read of the loader is such a pass, or a framework's one-off `trainer.test(model, loader)` /
+    `.predict` (not per epoch) called outside any loop in code that runs once, beside training."""
+    if not (info.iterations or info.feeds) or model.loader_flow.consumed_elsewhere(info):
+        return False
+    for iteration in info.iterations:
+        if iteration.loop is None or not iteration.is_for or not one_off_pass(model, iteration.loop):
+            return False
+    for feed in info.feeds:
+        call = feed.node
+        if feed.per_epoch or not isinstance(call, cst.Call) or model.repeating_loops(call):
+            return False
+        if not _runs_once(model, model.enclosing_function(call)) or not _trains_elsewhere(model, call):
+            return False
+    return True
+
+
+def _trains_elsewhere(model: SemanticModel, node: cst.CSTNode) -> bool:
+    """A loop of the module outside `node` trains, or a framework trains in the module: the pass is one of many."""
+    if model.frameworks.drives_training:
+        return True
+    return any(not model.is_inside(node, loop) and not model.is_inside(loop, node) and trains(model, loop) for loop in model.loops)
