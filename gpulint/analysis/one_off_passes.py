@@ -4,6 +4,7 @@ passes, so worker start-up, pinning and per-batch waits there cost next to nothi
 
 from __future__ import annotations
 
+from pathlib import PurePath
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -32,8 +33,11 @@ def one_off_pass(model: SemanticModel, loop: Loop) -> bool:
 def read_once(model: SemanticModel, info: LoaderInfo) -> bool:
     """Every read of the loader is such a pass, or a framework's one-off `trainer.test(model, loader)` /
     `.predict` (not per epoch) called outside any loop in code that runs once, beside training."""
-    if not (info.iterations or info.feeds) or model.loader_flow.consumed_elsewhere(info):
+    if not (info.iterations or info.feeds):
         return False
+    here = {f"{PurePath(str(model.path)).name}:{model.line_of(i.loop)}" for i in info.iterations if i.loop is not None}
+    if any(f"{PurePath(c.where.rsplit(':', 1)[0]).name}:{c.where.rsplit(':', 1)[-1]}" not in here for c in model.loader_flow.consumed_elsewhere(info)):
+        return False  # a loop of another module takes its batches too (this module's own helpers are its iterations)
     for iteration in info.iterations:
         if iteration.loop is None or not iteration.is_for or not one_off_pass(model, iteration.loop):
             return False
