@@ -12,6 +12,7 @@ import libcst as cst
 from gpulint.analysis.evaluation import _grad_mode_decided
 from gpulint.analysis.hot_loops import trains
 from gpulint.analysis.loop_bounds import _runs_once
+from gpulint.analysis.residency import EPOCH
 
 if TYPE_CHECKING:
     from gpulint.analysis.loader_flow import LoaderInfo
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 def one_off_pass(model: SemanticModel, loop: Loop) -> bool:
     """`loop` is a `for` with autograd off that trains nothing, inside no other loop, in code that runs once
     (module level, a notebook cell, a plain function every call of which in the module sits outside any loop),
-    in a module that trains in another loop or through a framework's fit."""
+    in a module that trains for several epochs in another loop or through a framework's fit."""
     if not isinstance(loop, cst.For) or model.repeating_loops(loop):
         return False  # once per pass of an outer loop: a per-epoch evaluation
     if trains(model, loop) or not _grad_mode_decided(model, loop):
@@ -51,7 +52,9 @@ def read_once(model: SemanticModel, info: LoaderInfo) -> bool:
 
 
 def _trains_elsewhere(model: SemanticModel, node: cst.CSTNode) -> bool:
-    """A loop of the module outside `node` trains, or a framework trains in the module: the pass is one of many."""
+    """The module trains for several passes elsewhere: an epoch loop (each iteration runs a training loop,
+    `residency.loop_role`) outside `node`, or a framework's fit. One pass beside a single training pass (a
+    smoke test's `--steps` loop) is no small share of the run."""
     if model.frameworks.drives_training:
         return True
-    return any(not model.is_inside(node, loop) and not model.is_inside(loop, node) and trains(model, loop) for loop in model.loops)
+    return any(not model.is_inside(node, loop) and model.residency.loop_role(loop) == EPOCH for loop in model.loops)
