@@ -95,3 +95,57 @@ def test_a_training_pass_run_once_stays():
     source = HEAD + "for x, y in test_dl:\n    x = x.to(device)\n    y = y.to(device)\n    loss = torch.nn.functional.cross_entropy(model(x), y)\n    opt.zero_grad()\n    loss.backward()\n    opt.step()\n    print(loss.item())\n"
     found = findings(source, select=RULES)
     assert set(TEST_LOADER) <= set(found) and any(f.endswith("GPU303") for f in found)
+
+
+LIGHTNING = """\
+import lightning.pytorch as pl
+import torch
+import torchvision
+from torch.utils.data import DataLoader
+
+train_set = torchvision.datasets.CIFAR10(".", train=True, transform=torchvision.transforms.ToTensor())
+val_set = torchvision.datasets.CIFAR10(".", train=False, transform=torchvision.transforms.ToTensor())
+val_loader = DataLoader(val_set, batch_size=64, num_workers=4)
+test_loader = DataLoader(val_set, batch_size=64, num_workers=4)
+
+
+class Net(pl.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.net = torchvision.models.resnet50()
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        return torch.nn.functional.cross_entropy(self.net(x), y)
+
+    def validation_step(self, batch, batch_idx):
+        x, y = batch
+        self.log("val_loss", torch.nn.functional.cross_entropy(self.net(x), y))
+
+    def test_step(self, batch, batch_idx):
+        x, y = batch
+        self.log("test_loss", torch.nn.functional.cross_entropy(self.net(x), y))
+
+    def configure_optimizers(self):
+        return torch.optim.Adam(self.parameters())
+
+
+def train_model(name):
+    trainer = pl.Trainer(accelerator="gpu", devices=1, max_epochs=100)
+    model = Net()
+    train_loader = DataLoader(train_set, batch_size=64, shuffle=True, num_workers=4, pin_memory=True)
+    trainer.fit(model, train_loader, val_loader)
+    return trainer.test(model, test_loader)
+
+
+resnet = train_model("resnet")
+"""
+
+
+def test_a_lightning_test_loader_read_once_after_fit_is_silent():
+    assert findings(LIGHTNING, select=("GPU102",)) == ["8:14 GPU102"]  # the validation loader, read every epoch, stays
+
+
+def test_a_lightning_test_loader_tested_per_model_in_a_loop_stays():
+    source = LIGHTNING.replace('resnet = train_model("resnet")\n', 'for name in ["a", "b", "c"]:\n    train_model(name)\n')
+    assert findings(source, select=("GPU102",)) == ["8:14 GPU102", "9:15 GPU102"]
