@@ -32,17 +32,18 @@ def one_off_pass(model: SemanticModel, loop: Loop) -> bool:
 
 
 def read_once(model: SemanticModel, info: LoaderInfo) -> bool:
-    """Every read of the loader is such a pass, or a framework's one-off `trainer.test(model, loader)` /
+    """Every read of the loader, shipped or not, is such a pass, or a framework's one-off `trainer.test(model, loader)` /
     `.predict` (not per epoch) called outside any loop in code that runs once, beside training."""
-    if not (info.iterations or info.feeds):
+    iterations, feeds = model.loader_flow.every_use(info.loader)  # a fit behind a checkpoint test still trains with it
+    if not (iterations or feeds):
         return False
-    here = {f"{PurePath(str(model.path)).name}:{model.line_of(i.loop)}" for i in info.iterations if i.loop is not None}
+    here = {f"{PurePath(str(model.path)).name}:{model.line_of(i.loop)}" for i in iterations if i.loop is not None}
     if any(f"{PurePath(c.where.rsplit(':', 1)[0]).name}:{c.where.rsplit(':', 1)[-1]}" not in here for c in model.loader_flow.consumed_elsewhere(info)):
         return False  # a loop of another module takes its batches too (this module's own helpers are its iterations)
-    for iteration in info.iterations:
+    for iteration in iterations:
         if iteration.loop is None or not iteration.is_for or not one_off_pass(model, iteration.loop):
             return False
-    for feed in info.feeds:
+    for feed in feeds:
         call = feed.node
         if feed.per_epoch or not isinstance(call, cst.Call) or model.repeating_loops(call):
             return False
