@@ -149,3 +149,23 @@ def test_a_lightning_test_loader_read_once_after_fit_is_silent():
 def test_a_lightning_test_loader_tested_per_model_in_a_loop_stays():
     source = LIGHTNING.replace('resnet = train_model("resnet")\n', 'for name in ["a", "b", "c"]:\n    train_model(name)\n')
     assert findings(source, select=("GPU102",)) == ["8:14 GPU102", "9:15 GPU102"]
+
+
+def test_a_loader_also_fit_in_a_branch_the_shipped_settings_skip_stays():
+    """Training behind a flag off by default still runs for whoever trains: the loader it validates with is
+    read every epoch there, so testing with it once elsewhere does not make it a one-off loader."""
+    source = LIGHTNING.replace("import lightning.pytorch as pl\n", "import argparse\nimport lightning.pytorch as pl\n")
+    source = source.replace("    trainer.fit(model, train_loader, val_loader)\n    return trainer.test(model, test_loader)\n",
+                            "    if args.train:\n        trainer.fit(model, train_loader, val_loader)\n    trainer.test(model, test_loader)\n    return trainer.test(model, val_loader)\n")
+    source = source.replace('resnet = train_model("resnet")\n', 'parser = argparse.ArgumentParser()\nparser.add_argument("--train", action="store_true")\nargs = parser.parse_args()\nresnet = train_model("resnet")\n')
+    assert "9:14 GPU102" in findings(source, select=("GPU102",))
+
+
+def test_a_loader_also_fit_behind_a_downloaded_checkpoint_stays():
+    """The lessons download pretrained checkpoints and fit only when none is there (the shipped run skips
+    the fit): the validation loader handed to that fit is still read every epoch by whoever trains."""
+    source = LIGHTNING.replace("import lightning.pytorch as pl\n", "import os\nimport urllib.request\nimport lightning.pytorch as pl\n")
+    source = source.replace("    trainer.fit(model, train_loader, val_loader)\n    return trainer.test(model, test_loader)\n",
+                            "    path = os.path.join(CHECKPOINT_PATH, name + \".ckpt\")\n    if os.path.isfile(path):\n        model = Net.load_from_checkpoint(path)\n    else:\n        trainer.fit(model, train_loader, val_loader)\n    trainer.test(model, test_loader)\n    return trainer.test(model, val_loader)\n")
+    source = source.replace('resnet = train_model("resnet")\n', 'CHECKPOINT_PATH = "saved_models"\nfor file_name in ["resnet.ckpt"]:\n    file_path = os.path.join(CHECKPOINT_PATH, file_name)\n    if not os.path.isfile(file_path):\n        urllib.request.urlretrieve("https://example.org/" + file_name, file_path)\nresnet = train_model("resnet")\n')
+    assert findings(source, select=("GPU102",)) == ["10:14 GPU102"]
