@@ -37,8 +37,8 @@ def read_once(model: SemanticModel, info: LoaderInfo) -> bool:
     iterations, feeds = model.loader_flow.every_use(info.loader)  # a fit behind a checkpoint test still trains with it
     if not (iterations or feeds):
         return False
-    here = {f"{PurePath(str(model.path)).name}:{model.line_of(i.loop)}" for i in iterations if i.loop is not None}
-    if any(f"{PurePath(c.where.rsplit(':', 1)[0]).name}:{c.where.rsplit(':', 1)[-1]}" not in here for c in model.loader_flow.consumed_elsewhere(info)):
+    here = {_place(f"{model.path}:{model.line_of(i.loop)}") for i in iterations if i.loop is not None}
+    if any(_place(c.where) not in here for c in model.loader_flow.consumed_elsewhere(info)):
         return False  # a loop of another module takes its batches too (this module's own helpers are its iterations)
     for iteration in iterations:
         if iteration.loop is None or not iteration.is_for or not one_off_pass(model, iteration.loop):
@@ -50,6 +50,12 @@ def read_once(model: SemanticModel, info: LoaderInfo) -> bool:
         if not _runs_once(model, model.enclosing_function(call)) or not _trains_elsewhere(model, call):
             return False
     return True
+
+
+def _place(where: str) -> str:
+    """`file.py:LINE` of a consumption's `path:line` (the project shows paths relative to its root)."""
+    path, _, line = where.rpartition(":")
+    return f"{PurePath(path).name}:{line}"
 
 
 def _trains_elsewhere(model: SemanticModel, node: cst.CSTNode) -> bool:
