@@ -134,6 +134,11 @@ class LoaderFlow:
             self._infos[key] = LoaderInfo(loader, iterations, moves, self._loader_role(iterations, feeds), feeds)
         return self._infos[key]
 
+    def every_use(self, loader: DataLoaderCall) -> tuple[list[Iteration], list]:
+        """The loader's iterations and framework hand-overs, also those in branches the shipped settings never
+        take (training behind a "checkpoint exists" test runs for whoever trains)."""
+        return self._follow(loader.call)
+
     @cached_property
     def infos(self) -> list[LoaderInfo]:
         """The loaders that may hand out batches as shipped (see `never_used`)."""

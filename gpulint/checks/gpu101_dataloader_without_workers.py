@@ -7,6 +7,9 @@ from typing import Iterator
 import libcst as cst
 
 from gpulint.analysis.dataloaders import LOADER_TEXT, defined_for_workers, is_unsharded_iterable_dataset, produces_cuda_batches
+
+from gpulint.analysis.dataloaders import defined_for_workers, is_unsharded_iterable_dataset, produces_cuda_batches
+from gpulint.analysis.one_off_passes import read_once
 from gpulint.analysis.value_resolution import LITERAL, SETTINGS_ORIGINS
 from gpulint.checks.base import Option, Rule, value_origin
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
@@ -43,6 +46,8 @@ class DataLoaderWithoutWorkers(Rule):
                 continue  # no batch of it is ever taken as the code ships
             if model.batch_cost.items_are_cheap(loader) or model.batch_cost.reads_a_few_batches(info):
                 continue  # nothing for workers to take off the training process, or one batch only
+            if read_once(model, info):
+                continue  # one evaluation pass in the run, beside training: workers would save next to nothing
             if model.batch_cost.one_batch_per_pass(loader):
                 continue  # the whole dataset in one batch: workers cannot split it, nor load it while the GPU works
             if model.loader_flow.stays_on_cpu(info) or model.loader_flow.only_inspected(info):

@@ -7,6 +7,9 @@ from typing import Iterator
 import libcst as cst
 
 from gpulint.analysis.dataloaders import LOADER_TEXT, produces_cuda_batches
+
+from gpulint.analysis.dataloaders import produces_cuda_batches
+from gpulint.analysis.one_off_passes import read_once
 from gpulint.analysis.value_resolution import LITERAL
 from gpulint.checks.base import Rule, value_origin
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
@@ -33,6 +36,8 @@ class DataLoaderWithoutPinMemory(Rule):
                 continue
             if model.batch_cost.reads_a_few_batches(info):
                 continue  # one batch or a handful (a check that breaks after a few): nothing to overlap
+            if read_once(model, info):
+                continue  # one evaluation pass in the run, beside training: pinning would save next to nothing
             if model.batch_cost.batches_are_small(loader):
                 continue  # token ids or toy data: pinning a few kilobytes saves nothing measurable
             if flow.no_workers(loader) and model.batch_cost.items_are_cheap(loader):

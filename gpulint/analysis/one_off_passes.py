@@ -1,0 +1,67 @@
+"""Evaluation passes that run once as shipped, beside training: a final test pass after the epochs, a feature
+extraction, `trainer.test(model, test_loader)`. Each is one pass over its data in a run of many training
+passes, so worker start-up, pinning and per-batch waits there cost next to nothing in the run."""
+
+from __future__ import annotations
+
+from pathlib import PurePath
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from gpulint.analysis.evaluation import _grad_mode_decided
+from gpulint.analysis.hot_loops import trains
+from gpulint.analysis.loop_bounds import _runs_once
+from gpulint.analysis.residency import EPOCH
+
+if TYPE_CHECKING:
+    from gpulint.analysis.loader_flow import LoaderInfo
+    from gpulint.analysis.model import SemanticModel
+    from gpulint.analysis.residency import Loop
+
+
+def one_off_pass(model: SemanticModel, loop: Loop) -> bool:
+    """`loop` is a `for` with autograd off that trains nothing, inside no other loop, in code that runs once
+    (module level, a notebook cell, a plain function every call of which in the module sits outside any loop),
+    in a module that trains for several epochs in another loop or through a framework's fit."""
+    if not isinstance(loop, cst.For) or model.repeating_loops(loop):
+        return False  # once per pass of an outer loop: a per-epoch evaluation
+    if trains(model, loop) or not _grad_mode_decided(model, loop):
+        return False  # a training loop, or a loop whose gradient mode its callers decide
+    return _runs_once(model, model.enclosing_function(loop)) and _trains_elsewhere(model, loop)
+
+
+def read_once(model: SemanticModel, info: LoaderInfo) -> bool:
+    """Every read of the loader, shipped or not, is such a pass, or a framework's one-off `trainer.test(model, loader)` /
+    `.predict` (not per epoch) called outside any loop in code that runs once, beside training."""
+    iterations, feeds = model.loader_flow.every_use(info.loader)  # a fit behind a checkpoint test still trains with it
+    if not (iterations or feeds):
+        return False
+    here = {_place(f"{model.path}:{model.line_of(i.loop)}") for i in iterations if i.loop is not None}
+    if any(_place(c.where) not in here for c in model.loader_flow.consumed_elsewhere(info)):
+        return False  # a loop of another module takes its batches too (this module's own helpers are its iterations)
+    for iteration in iterations:
+        if iteration.loop is None or not iteration.is_for or not one_off_pass(model, iteration.loop):
+            return False
+    for feed in feeds:
+        call = feed.node
+        if feed.per_epoch or not isinstance(call, cst.Call) or model.repeating_loops(call):
+            return False
+        if not _runs_once(model, model.enclosing_function(call)) or not _trains_elsewhere(model, call):
+            return False
+    return True
+
+
+def _place(where: str) -> str:
+    """`file.py:LINE` of a consumption's `path:line` (the project shows paths relative to its root)."""
+    path, _, line = where.rpartition(":")
+    return f"{PurePath(path).name}:{line}"
+
+
+def _trains_elsewhere(model: SemanticModel, node: cst.CSTNode) -> bool:
+    """The module trains for several passes elsewhere: an epoch loop (each iteration runs a training loop,
+    `residency.loop_role`) outside `node`, or a framework's fit. One pass beside a single training pass (a
+    smoke test's `--steps` loop) is no small share of the run."""
+    if model.frameworks.drives_training:
+        return True
+    return any(not model.is_inside(node, loop) and model.residency.loop_role(loop) == EPOCH for loop in model.loops)
