@@ -6,6 +6,8 @@ framework's step function; this module adds the code that runs per batch with no
 - an `nn.Module`'s `forward`, which whatever loop runs the model calls once per batch, and the methods of its
   class that `forward` calls on `self` (`self.reparametrize(mu, logvar)`). A method reached only from
   `__init__` is set-up, run once.
+
+Code under `if self.pos is None: self.pos = ...` runs on the first call only (`analysis/cached_values.py`): never per step.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
+from gpulint.analysis.cached_values import cached_on_first_use
 from gpulint.analysis.hot_loops import _PASSTHROUGH_WRAPPERS
 from gpulint.analysis.residency import EVAL, TRAIN
 
@@ -29,6 +32,8 @@ def per_step(model: SemanticModel, node: cst.CSTNode) -> tuple[Optional[cst.CSTN
     """(what runs `node` once per batch, its role): a step loop and TRAIN / EVAL (`residency.step_loop`, also
     the loop that iterates a generator `node` is in), a framework step function, or a model's `forward` and
     FORWARD; (None, None) for one-time code."""
+    if cached_on_first_use(model, node) is not None:
+        return None, None  # built on the first call and kept on the object
     loop, role = model.residency.step_loop(node)
     if role in (TRAIN, EVAL):
         if model.residency.rate_limit_guard(node, loop) is not None:

@@ -38,6 +38,7 @@ from gpulint.analysis.convolutions import CONV_NET, CONV_NET_FACTORIES, builds_c
 from gpulint.analysis.devices import EVIDENCE_FINDERS, GPU_TEXT_MARKERS, MODEL_PLACERS
 from gpulint.analysis.error_paths import EXITS
 from gpulint.analysis.held_data import held_data
+from gpulint.analysis.host_objects import names_a_tokenizer
 from gpulint.analysis.imports import canonical
 from gpulint.analysis.legacy_torch import copies_with_async, number_read_in, number_read_kind
 from gpulint.analysis.namespace_settings import UNKNOWN as UNKNOWN_FLAG
@@ -1232,8 +1233,8 @@ class _Reader:
                 return held
             if base is not None and base[0] == "args":
                 return _option_device(base[1], node.attr)
-            if node.attr in _HOST_ATTRIBUTES:
-                return None
+            if node.attr in _HOST_ATTRIBUTES or names_a_tokenizer(node.attr):
+                return None  # (a tokenizer stays on the host when its pipeline is moved)
             if base is not None and base[0] in ("src", "gpu"):
                 return base
             return None
@@ -1463,8 +1464,8 @@ class _Reader:
             dotted = _dotted(func)
             if dotted is not None and b.project_root(dotted.split(".", 1)[0], self.env):
                 return self.record(dotted, node, args, kwargs)
-            if receiver is None:
-                return None
+            if receiver is None or names_a_tokenizer(_dotted(func.value)):
+                return None  # (a tokenizer's ids and counts are host values)
             if receiver[0] in ("module", "gpu_module") and method in _MODULE_METHODS_RETURNING_SELF:
                 return receiver
             if receiver[0] in ("src", "gpu") and method not in _HOST_METHODS:
