@@ -298,6 +298,8 @@ def _in_child(work: Callable[[], T]) -> Optional[T]:
     import pickle
     import signal
 
+    sys.stdout.flush()  # or the child's copy of a buffered line would be written twice
+    sys.stderr.flush()
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: never returns
