@@ -600,32 +600,40 @@ def lint_files(files: list[Path], settings: Settings, jobs: int | None = None, u
         except SourceError as error:
             results.append(FileResult(shown, [file_error(shown, str(error))]))
     project = Project([p for p, _, _ in readable], settings, use_cache, {p: data for p, _, data in readable})
-    todo: list[tuple[Path, str, bytes, str]] = []
+    # the project hashed the bytes already (and a warm run needs nothing else from it)
+    pending: list[tuple[Path, str, bytes, str | None]] = []  # digest None: its context is not known yet
     for path, shown, data in readable:
-        # the project hashed the bytes already (and a warm run needs nothing else from it)
-        digest = f"{project.hashes.get(path) or content_hash(data)}:{project.context_digest(path)}" if cache is not None else ""
-        if cache is not None:
+        known = project.known_context_digest(path) if cache is not None else ""
+        digest = f"{project.hashes.get(path) or content_hash(data)}:{known}" if known else known
+        if digest:
             cached = cache.get(path, shown, digest)
             if cached is not None:
                 # The text is kept only where there is something to show (snippets, --add-noqa).
                 results.append(FileResult(shown, cached, open_document(shown, decode_source(data)) if cached else None))
                 continue
-        todo.append((path, shown, data, digest))
+        pending.append((path, shown, data, digest))
     # Only the contexts are needed from here on, each until its file is checked. As objects they hold far more
     # than they say (torch's 2,285: 170 MB, against 8 MB pickled), so they are kept pickled, as a process pool
     # would send them anyway; the index goes before the files are parsed (and before workers start, so that
     # they do not inherit it).
-    contexts = [pickle.dumps(project.context(path), pickle.HIGHEST_PROTOCOL) for path, *_ in todo]
-    project.save()
-    if "index" in project.__dict__:
-        del project
+    contexts = project.pickled_contexts([path for path, *_ in pending])
+    built = "index" in project.__dict__
+    todo: list[tuple[Path, str, bytes, str, bytes]] = []
+    for (path, shown, data, digest), (context_digest, context) in zip(pending, contexts):
+        if digest is None:
+            digest = f"{project.hashes.get(path) or content_hash(data)}:{context_digest}"
+            cached = cache.get(path, shown, digest)
+            if cached is not None:
+                results.append(FileResult(shown, cached, open_document(shown, decode_source(data)) if cached else None))
+                continue
+        todo.append((path, shown, data, digest, context))
+    del project, pending, contexts
+    if built:
         release_memory()
-    else:
-        del project
-    checked = map_files(_check_item, [(shown, data, context) for (_, shown, data, _), context in zip(todo, contexts)], settings, jobs)
+    checked = map_files(_check_item, [(shown, data, context) for _, shown, data, _, context in todo], settings, jobs)
 
     if cache is not None:
-        for (path, shown, _, digest), result in zip(todo, checked):
+        for (path, shown, _, digest, _), result in zip(todo, checked):
             if _cacheable(result):
                 cache.put(path, shown, digest, result.diagnostics)
         cache.save()
