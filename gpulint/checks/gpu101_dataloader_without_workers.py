@@ -7,8 +7,6 @@ from typing import Iterator
 import libcst as cst
 
 from gpulint.analysis.dataloaders import LOADER_TEXT, defined_for_workers, is_unsharded_iterable_dataset, produces_cuda_batches
-
-from gpulint.analysis.dataloaders import defined_for_workers, is_unsharded_iterable_dataset, produces_cuda_batches
 from gpulint.analysis.one_off_passes import read_once
 from gpulint.analysis.value_resolution import LITERAL, SETTINGS_ORIGINS
 from gpulint.checks.base import Option, Rule, value_origin

@@ -7,8 +7,6 @@ from typing import Iterator
 import libcst as cst
 
 from gpulint.analysis.dataloaders import LOADER_TEXT, produces_cuda_batches
-
-from gpulint.analysis.dataloaders import produces_cuda_batches
 from gpulint.analysis.one_off_passes import read_once
 from gpulint.analysis.value_resolution import LITERAL
 from gpulint.checks.base import Rule, value_origin
