@@ -8,7 +8,6 @@ import libcst as cst
 
 from gpulint.analysis import host_reads, legacy_torch
 from gpulint.analysis.first_iterations import first_few_iterations
-from gpulint.analysis.one_off_passes import one_off_pass
 from gpulint.analysis.step_waits import waited_before
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.residency import TRAIN, EVAL
@@ -47,8 +46,6 @@ class HostSyncInLoop(Rule):
                 continue  # the step synchronizes every iteration (a per-step timer) and queued no step work since
             if host_reads.needed_on_host(model, sync, loop):
                 continue  # the host needs the value to go on: to allocate the next tensor, to step an environment
-            if role == EVAL and one_off_pass(model, loop):
-                continue  # one evaluation pass in the run, beside training (a final test pass): a handful of waits
             if role == EVAL and host_reads.written_out(model, sync, loop):
                 continue  # the read is the loop's output, written out (a file, a dataset, a display) batch by batch
             if role == EVAL and isinstance(loop, (cst.For, cst.While)):
