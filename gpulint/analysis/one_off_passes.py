@@ -1,6 +1,7 @@
 """Evaluation passes that run once as shipped, beside training: a final test pass after the epochs, a feature
 extraction, `trainer.test(model, test_loader)`. Each is one pass over its data in a run of many training
-passes, so worker start-up, pinning and per-batch waits there cost next to nothing in the run."""
+passes, so worker start-up and pinning for its loader cost next to nothing in the run (GPU101, GPU102). Its
+per-batch reads stay GPU303's: issue 13 asks for the accumulate-on-the-GPU advice in such loops."""
 
 from __future__ import annotations
 
