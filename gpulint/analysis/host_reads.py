@@ -429,15 +429,7 @@ def queue_drained(model: SemanticModel, sync: HostSync, loop: Loop) -> bool:
     flow = model.dataflow
     statement = model.enclosing_statement(sync.node)
     scope = model.scope_of(sync.node)
-    memo = model.memo(f"drains the device every iteration of loop {id(loop)}")
-    drains = []
-    for call in model.calls_inside(loop):
-        if not flow.before(call, statement):
-            break  # in source order: the rest come after the read
-        if call not in memo:
-            memo[call] = _drains(model, call, loop)
-        if memo[call]:
-            drains.append(call)
+    drains = drains_before(model, statement, loop)
     if not drains:
         return False
     last = max(drains, key=lambda call: flow.order[call])
@@ -448,6 +440,21 @@ def queue_drained(model: SemanticModel, sync: HostSync, loop: Loop) -> bool:
     if any(_queues_gpu_work(model, call) for call in between):
         return False
     return not _gpu_arithmetic_between(model, last, statement, loop)
+
+
+def drains_before(model: SemanticModel, statement: cst.CSTNode, loop: Loop) -> list[cst.Call]:
+    """The calls of `loop` before `statement`, in source order, that wait for the whole device every iteration."""
+    flow = model.dataflow
+    memo = model.memo(f"drains the device every iteration of loop {id(loop)}")
+    drains = []
+    for call in model.calls_inside(loop):
+        if not flow.before(call, statement):
+            break  # in source order: the rest come after the read
+        if call not in memo:
+            memo[call] = _drains(model, call, loop)
+        if memo[call]:
+            drains.append(call)
+    return drains
 
 
 def _drains(model: SemanticModel, call: cst.Call, loop: Loop) -> bool:

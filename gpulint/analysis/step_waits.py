@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
-from gpulint.analysis.host_reads import _drains as drains_every_iteration
+from gpulint.analysis.host_reads import drains_before
 from gpulint.analysis.hot_loops import _is_training_step
 
 if TYPE_CHECKING:
@@ -38,15 +38,8 @@ _MODULE_BOOKKEEPING = frozenset({
 def waited_before(model: SemanticModel, sync: HostSync, loop: Loop) -> Optional[cst.Call]:
     flow = model.dataflow
     statement = model.enclosing_statement(sync.node)
-    memo = model.memo(f"drains the device every iteration of loop {id(loop)}")
-    last = None
-    for call in model.calls_inside(loop):
-        if not flow.before(call, statement):
-            break  # in source order: the rest come after the read
-        if call not in memo:
-            memo[call] = drains_every_iteration(model, call, loop)
-        if memo[call]:
-            last = call
+    drains = drains_before(model, statement, loop)
+    last = drains[-1] if drains else None
     if last is None or model.enclosing_loops(last)[:1] != [loop]:
         return None  # (a read in a loop nested in the step, after the drain, counts: `for t in counts: t.item()`)
     between = [call for call in model.calls_inside(loop) if flow.before(last, call) and flow.before(call, sync.node)]
