@@ -30,6 +30,7 @@ from gpulint.analysis.loop_bounds import runs_briefly
 from gpulint.analysis.shipped_paths import UNKNOWN as SHIPPED_UNKNOWN
 from gpulint.analysis.shipped_paths import shipped_value
 from gpulint.analysis.step_cadence import runs_own_backward
+from gpulint.analysis.helper_steps import helper_step
 from gpulint.analysis.stored_steps import calls_training_closure, local_step, stored_step
 from gpulint.analysis.summary import CLOCKS, DEVICE_INDEX_NAME, times_a_step
 from gpulint.analysis.tensor_size import makes_empty_tensor
@@ -719,6 +720,8 @@ class Residency:
             if number_read(self.model, expr) is not None:
                 return NONE  # `loss.data[0]` before PyTorch 0.4: a Python number
             built = self._built_elements_level(expr.value)
+            if built is None:
+                built = self._built_values_level(expr.value)
             if built is not None:
                 return built
             stored = self._stored_items_level(expr.value, _single_index(expr))
@@ -757,6 +760,18 @@ class Residency:
             levels = [self._built_elements_level(w.value, depth + 1) if w.value is not None and not w.is_augmented else None for w in writes]
             return min(levels) if levels and None not in levels else None
         return None
+
+    def _built_values_level(self, expr: cst.BaseExpression) -> Optional[int]:
+        """Where the values of a dict built by a comprehension are (`batch = {k: v.to(device) for k, v in
+        batch.items()}`, then `batch["input_ids"]`), for a name bound only to such dicts; None otherwise."""
+        if isinstance(expr, cst.DictComp):
+            return self.level(expr.value)
+        if not isinstance(expr, cst.Name):
+            return None
+        writes = self.flow.reaching_writes(expr.value, expr)
+        if not writes or not all(isinstance(w.value, cst.DictComp) and not w.is_augmented for w in writes):
+            return None
+        return min(self.level(w.value.value) for w in writes)
 
     def _stored_items_level(self, expr: cst.BaseExpression, key: Optional[cst.BaseExpression] = None) -> Optional[int]:
         """Where the items of a dict are that starts empty and is filled by `losses["d"] = d_loss` in the same
@@ -1075,6 +1090,9 @@ class Residency:
         return found
 
     def _reported_in_place(self, call: cst.Call, own: list[HostSync]) -> bool:
+        helper = self._per_step_helper(call)
+        if helper is not None:  # a function of this module that runs per step reports its syncs at their lines
+            return any(self.model.is_inside(sync.node, helper) for sync in own)
         ref = self.model.project_ref(call) if self.model.project.stepped else None
         if ref is None or ref not in self.model.project.stepped:
             return False
@@ -1082,6 +1100,14 @@ class Residency:
         info = self.model.classes.get(owner)
         body = info.methods.get(method) if info is not None else None
         return body is not None and any(self.model.is_inside(sync.node, body) for sync in own)
+
+    def _per_step_helper(self, call: cst.Call) -> Optional[cst.FunctionDef]:
+        """The module-level function of this module `call` runs by name, when it is per-step code (`helper_steps`)."""
+        func = call.func
+        functions = self.model.functions.get(func.value, []) if isinstance(func, cst.Name) else []
+        if len(functions) != 1 or helper_step(self.model, functions[0].body) is None:
+            return None
+        return functions[0]
 
     def _formatted_or_logged(self, call: cst.Call) -> Optional[cst.BaseExpression]:
         """The GPU tensor that `"...".format(t)`, `writer.add_scalar(tag, t)` or `writer.add_scalars(tag, {...: t})`
@@ -1276,6 +1302,9 @@ class Residency:
         local = local_step(self.model, node)  # a `def step(...)` of the enclosing function that its step loop calls
         if local is not None and error_path(self.model, node, local[0]) is None:
             return local[0], local[1]
+        helper = helper_step(self.model, node)  # a function of this module that a step loop here calls by name
+        if helper is not None and error_path(self.model, node, helper[0]) is None:
+            return helper[0], helper[1]
         return None, None
 
     def loop_role(self, loop: Loop) -> Optional[str]:
@@ -1285,7 +1314,9 @@ class Residency:
         roles = set()
         steps_here = False  # a backward pass or an optimizer step in this loop's own body
         for call in model.calls_inside(loop):
-            nested = model.enclosing_loops(call)[:1] != [loop]
+            around = model.enclosing_loops(call)
+            # in a loop of its own, unless that loop makes a few passes (`for _ in range(n_critic):` around the critic's step)
+            nested = loop not in around or any(not runs_briefly(model, inner) for inner in around[: around.index(loop)])
             callee = model.callee(call)  # a function of this module or another: a training step, or a whole epoch
             if callee is not None:
                 if callee.trains:

@@ -12,6 +12,7 @@ import libcst as cst
 from gpulint.analysis import SemanticModel
 from gpulint.analysis.residency import TRAIN
 from gpulint.analysis.step_code import called_per_step
+from gpulint.analysis.helper_steps import helper_step
 from gpulint.analysis.stored_steps import local_step, stored_step
 from gpulint.analysis.torch_pins import TorchPin
 from gpulint.analysis.value_resolution import LITERAL, ResolvedValue
@@ -160,6 +161,9 @@ class Rule:
             local = local_step(self.model, loop.body)
             if local is not None and local[0] is loop:  # a `def step(...)` its enclosing function's loop calls
                 return f"{when} (`{loop.name.value}` at line {self.model.line_of(loop)}, run by the call at line {local[2]})"
+            helper = helper_step(self.model, loop.body)
+            if helper is not None and helper[0] is loop:  # a function of this module that a step loop calls by name
+                return f"{when} (`{loop.name.value}` at line {self.model.line_of(loop)}, run by the call at line {helper[2]})"
             called = called_per_step(self.model, loop)
             if called is not None:  # a method an instance of its class runs in a training loop
                 return f"{when} (`{loop.name.value}` at line {self.model.line_of(loop)}, run by the call at {called[1]})"
