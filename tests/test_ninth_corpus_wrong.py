@@ -152,5 +152,6 @@ def test_a_condition_on_a_gpu_count_is_still_a_wait(tmp_path, monkeypatch):
     one_file = GPU_COUNT + UTILS.replace("from lora import patch_pipe\n", "").replace("import torch\n", "", 1)
     found = diagnostics(one_file, select=("GPU303",))
     assert [(d.location.row, d.message) for d in found] == [
-        (22, "`patch_pipe(pipe, path)` (a Python condition on a tensor at train.py:7) waits for the GPU every evaluation step (loop at line 21)")
+        # `patch_pipe` runs per evaluation step (`analysis/helper_steps.py`): the call in its body reports the wait
+        (13, "this call (a Python condition on a tensor at train.py:7) waits for the GPU every evaluation step (`patch_pipe` at line 12, run by the call at line 22)")
     ]

@@ -1060,7 +1060,16 @@ class Residency:
             if read is not None:
                 found.append(HostSync(subscript, number_read_kind(model.code(subscript)), read))
         found.extend(self._helper_syncs(own=found))
-        return found
+        return self._left_to_helpers(found)
+
+    def _left_to_helpers(self, found: list[HostSync]) -> list[HostSync]:
+        """`found` less the calls of per-step helpers of this module that report their waits at their own lines."""
+        kept = []
+        for sync in found:
+            helper = self._per_step_helper(sync.node) if sync.via is not None and isinstance(sync.node, cst.Call) else None
+            if helper is None or not any(other is not sync and self.model.is_inside(other.node, helper) for other in found):
+                kept.append(sync)
+        return kept
 
     def _helper_syncs(self, what: str = "sync", own: Optional[list[HostSync]] = None) -> list[HostSync]:
         """Calls of project functions (this module's or another's) that wait for the GPU on every call: on a
@@ -1080,7 +1089,7 @@ class Residency:
                 for effect in callee.effects.get(param, ()):
                     if effect[0] != what or in_callee.get(param) in (("certain", "likely") if not effect[3] else ("certain",)):
                         continue  # (not this kind, or the per-step method reports it at its line: `analysis/stepped_inputs.py`)
-                    if self.is_gpu(arg.value, certain=effect[3]) or self.is_gpu_module(arg.value):
+                    if self.is_gpu(arg.value, certain=effect[3]) or self.is_gpu_module(arg.value) or self._gpu_parameters(arg.value):
                         sync = HostSync(call, effect[1], arg.value, via=effect[2])
                         break
                 if sync is not None:
@@ -1089,10 +1098,14 @@ class Residency:
                 found.append(sync)
         return found
 
+    def _gpu_parameters(self, expr: cst.BaseExpression) -> bool:
+        """`model.parameters()` / `model.named_parameters()` of a GPU module: its parameters and their grads are GPU tensors."""
+        return (
+            isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute)
+            and expr.func.attr.value in ("parameters", "named_parameters") and self.is_gpu_module(expr.func.value)
+        )  # fmt: skip
+
     def _reported_in_place(self, call: cst.Call, own: list[HostSync]) -> bool:
-        helper = self._per_step_helper(call)
-        if helper is not None:  # a function of this module that runs per step reports its syncs at their lines
-            return any(self.model.is_inside(sync.node, helper) for sync in own)
         ref = self.model.project_ref(call) if self.model.project.stepped else None
         if ref is None or ref not in self.model.project.stepped:
             return False
@@ -1180,7 +1193,7 @@ class Residency:
             if any(self.is_gpu(m, certain=True) for m in masks) and self.is_gpu(subscript.value):
                 found.append(HostSync(subscript, f"boolean-mask indexing {_DATA_DEPENDENT}", subscript.value))
         found.extend(self._helper_syncs("shape", own=found))
-        return found
+        return self._left_to_helpers(found)
 
     def _shape_sync(self, call: cst.Call) -> Optional[tuple[str, cst.BaseExpression]]:
         """(kind, GPU value) when `call` makes the host wait for a data-dependent size, a copy or a comparison."""
@@ -1315,8 +1328,8 @@ class Residency:
         steps_here = False  # a backward pass or an optimizer step in this loop's own body
         for call in model.calls_inside(loop):
             around = model.enclosing_loops(call)
-            # in a loop of its own, unless that loop makes a few passes (`for _ in range(n_critic):` around the critic's step)
-            nested = loop not in around or any(not runs_briefly(model, inner) for inner in around[: around.index(loop)])
+            # in a loop of its own, unless that loop repeats the step a few times (`for _ in range(n_critic):`)
+            nested = loop not in around or any(not _repeats_briefly(model, inner) for inner in around[: around.index(loop)])
             callee = model.callee(call)  # a function of this module or another: a training step, or a whole epoch
             if callee is not None:
                 if callee.trains:
@@ -1605,6 +1618,15 @@ class Residency:
         loops = model.enclosing_loops(node)
         region = loops[0] if loops else model.scope_of(node)
         return any(self._reads_clock(call) for call in model.calls_inside(region))
+
+
+def _repeats_briefly(model: SemanticModel, loop: Loop) -> bool:
+    """`for _ in range(n_critic):` with a few passes: the same step repeated, not a pass over data (a loader
+    cut short by a `break` stays a loop of its own)."""
+    return (
+        isinstance(loop, cst.For) and isinstance(loop.iter, cst.Call) and isinstance(loop.iter.func, cst.Name)
+        and loop.iter.func.value == "range" and runs_briefly(model, loop)
+    )  # fmt: skip
 
 
 def _is_get_device(call: cst.Call) -> bool:

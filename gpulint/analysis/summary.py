@@ -85,6 +85,7 @@ _RATE_NAME = re.compile(
     r"|should_(log|print|report|eval|save)|is_(log|logging|print|report|eval|last)\w*|^(log|logging|verbose)_?now$",
     re.IGNORECASE,
 )
+_PARAMETER_LISTS = frozenset({"parameters", "named_parameters"})
 _HOST_METHODS = frozenset({
     "item", "tolist", "numpy", "cpu", "size", "dim", "numel", "nelement", "element_size", "data_ptr", "stride",
     "is_contiguous", "get_device", "backward", "register_hook", "state_dict", "parameters", "named_parameters",
@@ -815,6 +816,7 @@ class _Reader:
         self.catching = 0  # inside this many `try` bodies with handlers: a raise there may be caught
         self.loop_targets: set[str] = set()
         self.loop_sources: dict[int, list[str]] = {}  # loop -> the sources whose elements it takes
+        self.parameter_lists: set[str] = set()  # sources whose parameters a loop takes (`for p in model.parameters()`)
         self.masks: set[str] = set()  # names bound to a comparison (`keep = labels != -100`)
         self.host_reads: dict[str, list[tuple]] = {}  # `shape = t.tolist()`: the name -> the sync effects of its read
         self.call_results: dict[str, set[int]] = {}  # name -> the project calls whose result it held (any branch)
@@ -1050,7 +1052,8 @@ class _Reader:
         self.f.loops.append((node.lineno, False, self.loop))
         self.loop_sources[index] = batches
         for source in batches:
-            self.effect(source, ("iter", index))
+            if source not in self.parameter_lists:
+                self.effect(source, ("iter", index))  # (a module's parameters are no batches)
         self.in_loop(node, node.body, set(_target_names(node.target)), index, node.target, bindings)
         self.block(node.orelse)
 
@@ -1081,8 +1084,12 @@ class _Reader:
                     for extra in rest:
                         self.expr(extra)
                     return
-            value = self.expr(e)
+            parameters = isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr in _PARAMETER_LISTS
+            # `model.parameters()`: each parameter (and its `.grad`) lives where the module does
+            value = self.expr(e.func.value if parameters else e)
             for source in sources_of(value):
+                if parameters:
+                    self.parameter_lists.add(source)
                 if source not in found:
                     found.append(source)
                 if t is not None:
@@ -1130,6 +1137,10 @@ class _Reader:
         for source in sources:
             if source != INTERNAL and not source.startswith("g:"):
                 self.effect(source, ("sync", kind, line, certain, self.loop, self.guarded or self.optional))
+            if source.startswith("l:"):  # on an element of what a parameter gives (`for p in model.parameters()`)
+                for origin in self.loop_sources.get(int(source[2:]), ()):
+                    if origin.startswith("p:"):
+                        self.effect(origin, ("sync", kind, line, certain, self.loop, self.guarded or self.optional))
 
     def mark_host_reads(self, name: str, use: str) -> None:
         """The value read into `name` is a size this function allocates with ("sized": the wait is inherent,
