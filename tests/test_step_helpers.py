@@ -1,11 +1,14 @@
 """Per-step host reads in functions a step loop calls (issue 14, ninth corpus classes A/B): a module-level helper
 of the same file called by name on every iteration is per-step code, reported at its own line with the call
 named (`analysis/helper_steps.py`); a few inner passes (`for _ in range(n_critic):`) keep the outer loop a
-training loop; a batch rebuilt as `{k: v.to(device) for k, v in batch.items()}` holds GPU tensors.
+training loop; a batch rebuilt as `{k: v.to(device) for k, v in batch.items()}` holds GPU tensors; a helper of
+another module that reads every parameter's grad (`for p in model.parameters(): ... .item()`) waits at each call
+given a GPU module or its `named_parameters()`.
 
 Shapes after the Machine Learning with PyTorch book's GAN lessons (`d_train` / `g_train`, WGAN's five critic
-passes) and GaLore's token count. Negatives: a helper called under `if step % log_every == 0:`, a helper called
-once after training, a helper whose value is a Python number, a dict comprehension that moves nothing.
+passes), GaLore's token count and Amber's / I-JEPA's gradient-norm loggers. Negatives: a helper called under
+`if step % log_every == 0:`, a helper called once after training, a helper whose value is a Python number, a dict
+comprehension that moves nothing, a grad logger under a log interval or given a CPU model.
 """
 
 from __future__ import annotations
@@ -173,3 +176,66 @@ def test_a_dict_comprehension_that_moves_nothing_keeps_its_values_on_the_host(tm
     kept = TOKENS.replace("batch = {k: v.to(device) for k, v in batch.items()}", "batch = {k: v for k, v in batch.items()}")
     kept = kept.replace('loss = model(**batch, labels=batch["input_ids"]).loss', 'loss = model(**{k: v.to(device) for k, v in batch.items()}).loss')
     assert found(lint(write(tmp_path, {"train.py": kept}), monkeypatch, select=("GPU303",))) == []
+
+
+GRAD_UTILS = """
+def get_grad_norm(model):
+    square_sum = 0.0
+    for param in model.parameters():
+        if param.grad is not None:
+            square_sum += param.grad.detach().norm(2).item() ** 2
+    return square_sum ** 0.5
+
+
+def grad_logger(named_params):
+    norms = []
+    for n, p in named_params:
+        if p.grad is not None and not n.endswith(".bias"):
+            norms.append(float(p.grad.norm()))
+    return norms
+
+
+def count_parameters(model):
+    return sum(p.numel() for p in model.parameters())
+"""
+
+GRAD_TRAIN = """
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
+
+from grad_utils import count_parameters, get_grad_norm, grad_logger
+
+device = torch.device("cuda")
+model = nn.Sequential(nn.Linear(4096, 4096), nn.ReLU(), nn.Linear(4096, 10)).to(device)
+optimizer = torch.optim.AdamW(model.parameters(), fused=True)
+loader = DataLoader(TensorDataset(torch.randn(100000, 4096), torch.randint(0, 10, (100000,))), batch_size=256,
+                    num_workers=4, pin_memory=True, persistent_workers=True)
+print(count_parameters(model))
+for step, (x, y) in enumerate(loader):
+    loss = nn.functional.cross_entropy(model(x.to(device, non_blocking=True)), y.to(device, non_blocking=True))
+    loss.backward()
+    grad_norm = get_grad_norm(model)
+    stats = grad_logger(model.named_parameters())
+    optimizer.step()
+    optimizer.zero_grad()
+"""
+
+
+def test_grad_norm_helpers_of_another_module_read_every_parameter_each_step(tmp_path, monkeypatch):
+    diagnostics = lint(write(tmp_path, {"grad_utils.py": GRAD_UTILS, "train.py": GRAD_TRAIN}), monkeypatch, select=("GPU303",))
+    assert found(diagnostics) == ["train.py:17 GPU303", "train.py:18 GPU303"]
+    assert [d.message for d in diagnostics] == [
+        "`get_grad_norm(model)` (`.item()` at grad_utils.py:6) waits for the GPU every training step (loop at line 14)",
+        "`grad_logger(model.named_parameters())` (`float()` of a tensor at grad_utils.py:14) waits for the GPU every training step (loop at line 14)",
+    ]
+
+
+def test_grad_norm_helpers_under_a_log_interval_or_on_a_cpu_model_are_silent(tmp_path, monkeypatch):
+    logged = GRAD_TRAIN.replace(
+        "    grad_norm = get_grad_norm(model)\n    stats = grad_logger(model.named_parameters())\n",
+        "    if step % 100 == 0:\n        grad_norm = get_grad_norm(model)\n        stats = grad_logger(model.named_parameters())\n",
+    )
+    assert found(lint(write(tmp_path / "logged", {"grad_utils.py": GRAD_UTILS, "train.py": logged}), monkeypatch, select=("GPU303",))) == []
+    on_cpu = GRAD_TRAIN.replace('device = torch.device("cuda")', 'device = torch.device("cpu")')
+    assert found(lint(write(tmp_path / "cpu", {"grad_utils.py": GRAD_UTILS, "train.py": on_cpu}), monkeypatch, select=("GPU303",))) == []
