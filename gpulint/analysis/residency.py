@@ -1394,6 +1394,8 @@ class Residency:
         for call in model.calls_inside(loop):
             if self.is_module(call.func) or self.is_gpu_module(call.func) or self.runs_a_model_method(call):
                 return True
+            if self._received(call.func) == {"gpu"}:
+                return True  # a parameter every caller fills with a moved value, called: a model on the GPU
         if isinstance(loop, cst.For) and model.frameworks.placed_loop(loop):
             return True  # batches a framework places on the GPU (an accelerate-prepared loader, Ray Data on a GPU run)
         if isinstance(loop, cst.For):
