@@ -239,3 +239,45 @@ def test_grad_norm_helpers_under_a_log_interval_or_on_a_cpu_model_are_silent(tmp
     assert found(lint(write(tmp_path / "logged", {"grad_utils.py": GRAD_UTILS, "train.py": logged}), monkeypatch, select=("GPU303",))) == []
     on_cpu = GRAD_TRAIN.replace('device = torch.device("cuda")', 'device = torch.device("cpu")')
     assert found(lint(write(tmp_path / "cpu", {"grad_utils.py": GRAD_UTILS, "train.py": on_cpu}), monkeypatch, select=("GPU303",))) == []
+
+
+EVALUATE = """
+import torch
+from torch.utils.data import DataLoader
+
+
+def evaluate_model(model, dataset, pad_idx, device):
+    tokens, total_loss = 0, torch.tensor(0.0, device=device)
+    with torch.no_grad():
+        for batch in DataLoader(dataset, batch_size=16, num_workers=4, pin_memory=True):
+            batch = {k: v.to(device) for k, v in batch.items()}
+            total_loss += model(**batch).loss.detach()
+            tokens += (batch["input_ids"] != pad_idx).sum().item()
+    return total_loss, tokens
+"""
+
+EVALUATE_MAIN = """
+import torch
+from transformers import AutoModelForCausalLM
+
+from evaluation import evaluate_model
+
+
+def main(dataset, device="cuda"):
+    model = AutoModelForCausalLM.from_pretrained("gpt2")
+    model = model.to(device=device)
+    print(evaluate_model(model, dataset, 0, device))
+"""
+
+
+def test_an_evaluation_helper_handed_a_moved_model_reads_a_token_count_every_batch(tmp_path, monkeypatch):
+    diagnostics = lint(write(tmp_path, {"evaluation.py": EVALUATE, "main.py": EVALUATE_MAIN}), monkeypatch, select=("GPU303",))
+    assert found(diagnostics) == ["evaluation.py:12 GPU303"]
+    assert diagnostics[0].message == (
+        '`(batch["input_ids"] != pad_idx).sum().item()` waits for the GPU every evaluation step (loop at line 9)'
+    )
+
+
+def test_an_evaluation_helper_handed_a_model_left_on_the_cpu_is_silent(tmp_path, monkeypatch):
+    on_cpu = EVALUATE_MAIN.replace('def main(dataset, device="cuda"):', 'def main(dataset):\n    device = "cpu"')
+    assert found(lint(write(tmp_path, {"evaluation.py": EVALUATE, "main.py": on_cpu}), monkeypatch, select=("GPU303",))) == []
