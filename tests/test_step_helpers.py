@@ -281,3 +281,43 @@ def test_an_evaluation_helper_handed_a_moved_model_reads_a_token_count_every_bat
 def test_an_evaluation_helper_handed_a_model_left_on_the_cpu_is_silent(tmp_path, monkeypatch):
     on_cpu = EVALUATE_MAIN.replace('def main(dataset, device="cuda"):', 'def main(dataset):\n    device = "cpu"')
     assert found(lint(write(tmp_path, {"evaluation.py": EVALUATE, "main.py": on_cpu}), monkeypatch, select=("GPU303",))) == []
+
+
+SHARED = """
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
+
+device = torch.device("cuda")
+model = nn.Sequential(nn.Linear(4096, 4096), nn.ReLU(), nn.Linear(4096, 10)).to(device)
+optimizer = torch.optim.AdamW(model.parameters(), fused=True)
+data = TensorDataset(torch.randn(100000, 4096), torch.randint(0, 10, (100000,)))
+train_loader = DataLoader(data, batch_size=256, num_workers=4, pin_memory=True, persistent_workers=True)
+val_loader = DataLoader(data, batch_size=256, num_workers=4, pin_memory=True, persistent_workers=True)
+
+
+def accuracy(out, y):
+    return (out.argmax(1) == y).float().mean().item()
+
+
+for epoch in range(10):
+    for x, y in train_loader:
+        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+        out = model(x)
+        nn.functional.cross_entropy(out, y).backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        train_acc = accuracy(out, y)
+    with torch.no_grad():
+        for x, y in val_loader:
+            x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+            val_acc = accuracy(model(x), y)
+"""
+
+
+def test_a_helper_the_training_and_validation_loops_share_waits_at_each_call(tmp_path, monkeypatch):
+    diagnostics = lint(write(tmp_path, {"train.py": SHARED}), monkeypatch, select=("GPU303",))
+    assert found(diagnostics) == ["train.py:25 GPU303", "train.py:29 GPU303"]
+    assert diagnostics[0].message == (
+        "`accuracy(out, y)` (`.item()` at train.py:15) waits for the GPU every training step (loop at line 19)"
+    )

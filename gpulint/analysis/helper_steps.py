@@ -13,8 +13,10 @@ The loop that calls the helper by name, on every iteration (no `if step % N == 0
 body once per iteration, so what the body reads on the host is read every step, and is reported at its own line
 (the call in the loop then stays quiet: `Residency._helper_syncs`). The role is the calling loop's (a helper
 that logs a training loss runs per training step); a helper called from another helper that is per-step code
-is per-step code too (up to a few hops). Only a `def` at module level that is the one binding of its name
-counts, called by that name; a helper called only outside step loops (once after training) is not per-step code.
+is per-step code too. Only a `def` at module level that is the one binding of its name counts, called by that
+name from one place: a helper several loops share (`compute_accuracy` in the training, validation and test loops)
+waits at each of its calls and is reported there (`Residency._helper_syncs`), and a helper called only outside
+step loops (once after training) is not per-step code.
 """
 
 from __future__ import annotations
@@ -58,11 +60,10 @@ def _top_level_function(model: SemanticModel, node: cst.CSTNode) -> Optional[cst
 
 def _calling_step(model: SemanticModel, func: cst.FunctionDef) -> Optional[tuple[cst.FunctionDef, str, int]]:
     name = func.name.value
-    residency = model.residency
-    for call in model.calls_of(name):
-        if not isinstance(call.func, cst.Name) or model.is_inside(call, func) or model.bindings_of(name, call) not in ([], [func]):
-            continue
-        loop, role = residency.step_loop(call)
-        if role in (_TRAIN, _EVAL) and residency.rate_limit_guard(call, loop) is None:
-            return func, role, model.line_of(call)
+    calls = [c for c in model.calls_of(name) if isinstance(c.func, cst.Name) and not model.is_inside(c, func)]
+    if len(calls) != 1 or model.bindings_of(name, calls[0]) not in ([], [func]):
+        return None  # a helper several loops share (train, validation, test) waits at each call: reported there
+    loop, role = model.residency.step_loop(calls[0])
+    if role in (_TRAIN, _EVAL) and model.residency.rate_limit_guard(calls[0], loop) is None:
+        return func, role, model.line_of(calls[0])
     return None
