@@ -3,25 +3,29 @@
 Tutorials and research scripts split a step into functions of the same file and call them per batch:
 
     def d_train(x):                        # <- per-step code, though no loop is around it
+        z = create_noise(x.size(0)).to(device)
         d_loss = loss_fn(disc_model(x.to(device)), real)
         d_loss.backward(); d_optimizer.step()
         return d_loss.item()               # read on the host every step
     for x, _ in loader:
         d_losses.append(d_train(x))
 
-The loop that calls the helper by name, on every iteration (no `if step % N == 0:` around the call), runs its
-body once per iteration, so what the body reads on the host is read every step, and is reported at its own line
-(the call in the loop then stays quiet: `Residency._helper_syncs`). The role is the calling loop's (a helper
-that logs a training loss runs per training step); a helper called from another helper that is per-step code
-is per-step code too. Only a `def` at module level that is the one binding of its name counts, called by that
-name from one place: a helper several loops share (`compute_accuracy` in the training, validation and test loops)
-waits at each of its calls and is reported there (`Residency._helper_syncs`), and a helper called only outside
-step loops (once after training) is not per-step code.
+A call by name in a step loop, on every iteration (no `if step % N == 0:` around it), runs the body once per
+iteration; a helper called from another helper that is per-step code is per-step code too. Only a `def` at module
+level that is the one binding of its name counts (a closure or method inside it is not), and a name bound locally
+where it is called is out of sight. Two views of that one fact:
+
+- `helper_step`: the helper's only call runs per step, so its host reads wait every step and are reported at their
+  own line (the call in the loop then stays quiet: `Residency._per_step_helper`). A helper several loops share
+  (`compute_accuracy` in the training, validation and test loops) waits at each call and is reported there.
+- `step_helper`: at least one call runs per step (a training call before an evaluation one), so a CPU tensor its
+  body makes and moves is made every step (GPU201/GPU202, through `step_code.per_step`). Code under
+  `if self.x is None:` is answered by `per_step` before this (`analysis/cached_values.py`): made once.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, NamedTuple, Optional
 
 import libcst as cst
 
@@ -31,25 +35,36 @@ if TYPE_CHECKING:
 _TRAIN, _EVAL = "training", "evaluation"  # residency.TRAIN / EVAL (not imported: residency imports this module)
 
 
+class _Calls(NamedTuple):
+    count: int  # calls of the helper by its name, outside its own body
+    per_step: list[tuple[cst.Call, cst.CSTNode, str]]  # (call, loop, role) of those that run on every iteration
+
+
 def helper_step(model: SemanticModel, node: cst.CSTNode) -> Optional[tuple[cst.FunctionDef, str, int]]:
-    """(the module-level function around `node`, the role of the loop that calls it on every iteration, the
-    line of that call), or None."""
-    func = _top_level_function(model, node)
-    if func is None:
+    """(the module-level function around `node`, the role of the loop of its only call, the line of that call)
+    when that call runs on every iteration of a step loop, or None."""
+    func = _helper_around(model, node)
+    calls = _calls(model, func) if func is not None else None
+    if calls is None or calls.count != 1 or not calls.per_step:
         return None
-    answers = model.memo("helper_step")
-    if func not in answers:
-        answers[func] = None  # (also what a helper that calls itself, directly or in a cycle, finds this way)
-        answers[func] = _calling_step(model, func)  # type: ignore[assignment]
-    return answers[func]  # type: ignore[return-value]
+    call, _, role = calls.per_step[0]
+    return func, role, model.line_of(call)  # type: ignore[return-value]
 
 
-def _top_level_function(model: SemanticModel, node: cst.CSTNode) -> Optional[cst.FunctionDef]:
-    """The outermost function around `node` when it is defined at module level (a method or closure: None)."""
-    func = None
-    for ancestor in model.ancestors(node):
-        if isinstance(ancestor, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
-            func = ancestor
+def step_helper(model: SemanticModel, node: cst.CSTNode) -> Optional[tuple[cst.CSTNode, str, cst.FunctionDef]]:
+    """(the step loop, its role, the module-level function around `node`) when at least one call of the function
+    runs on every iteration of a step loop (a training loop before an evaluation one), or None."""
+    func = _helper_around(model, node)
+    calls = _calls(model, func) if func is not None else None
+    if calls is None or not calls.per_step:
+        return None
+    _, loop, role = next((c for c in calls.per_step if c[2] == _TRAIN), calls.per_step[0])
+    return loop, role, func  # type: ignore[return-value]
+
+
+def _helper_around(model: SemanticModel, node: cst.CSTNode) -> Optional[cst.FunctionDef]:
+    """The function around `node` when it is a `def` at module level that is the one binding of its name."""
+    func = next((a for a in model.ancestors(node) if isinstance(a, (cst.FunctionDef, cst.Lambda, cst.ClassDef))), None)
     if not isinstance(func, cst.FunctionDef) or model.parent.get(func) is not model.module:
         return None
     name = func.name.value
@@ -58,12 +73,21 @@ def _top_level_function(model: SemanticModel, node: cst.CSTNode) -> Optional[cst
     return func
 
 
-def _calling_step(model: SemanticModel, func: cst.FunctionDef) -> Optional[tuple[cst.FunctionDef, str, int]]:
+def _calls(model: SemanticModel, func: cst.FunctionDef) -> Optional[_Calls]:
+    answers = model.memo("helper_step_calls")
+    if func not in answers:
+        answers[func] = None  # (also what a helper that calls itself, directly or in a cycle, finds this way)
+        answers[func] = _find_calls(model, func)
+    return answers[func]  # type: ignore[return-value]
+
+
+def _find_calls(model: SemanticModel, func: cst.FunctionDef) -> _Calls:
     name = func.name.value
     calls = [c for c in model.calls_of(name) if isinstance(c.func, cst.Name) and not model.is_inside(c, func)]
-    if len(calls) != 1 or model.bindings_of(name, calls[0]) not in ([], [func]):
-        return None  # a helper several loops share (train, validation, test) waits at each call: reported there
-    loop, role = model.residency.step_loop(calls[0])
-    if role in (_TRAIN, _EVAL) and model.residency.rate_limit_guard(calls[0], loop) is None:
-        return func, role, model.line_of(calls[0])
-    return None
+    calls = [c for c in calls if model.bindings_of(name, c) in ([], [func])]  # a local name shadowing it is not it
+    per_step = []
+    for call in calls:
+        loop, role = model.residency.step_loop(call)
+        if role in (_TRAIN, _EVAL) and model.residency.rate_limit_guard(call, loop) is None:
+            per_step.append((call, loop, role))
+    return _Calls(len(calls), per_step)

@@ -12,13 +12,14 @@
 not the factory's own `.cuda()` / `.to(device)` (GPU201 reports those directly): the first move of the name
 it is bound to that this binding alone reaches, or the project helper (`model.callee`) it is handed to whose
 summary moves that parameter to the GPU, or, when the factory is what a function of this module returns, the move
-of that result in a caller (`returned_by`). Conversions, views and host arithmetic in between are the same CPU work.
+of that result in a caller (`returned_by`; also a name bound to the factory's tensor and returned:
+`input_z = torch.rand(n, k) * 2 - 1; return input_z`). Conversions, views and host arithmetic in between are the same CPU work.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 import libcst as cst
 
@@ -35,21 +36,43 @@ class LaterMove:
     returned_by: Optional[cst.Call] = None  # the factory is what this call's function returns; the caller moves it
 
 
-def moved_later(model: SemanticModel, factory: cst.Call) -> Optional[LaterMove]:
+def moved_later(model: SemanticModel, factory: cst.Call, per_step: Optional[Callable[[cst.Call], bool]] = None) -> Optional[LaterMove]:
+    """`per_step(move)` prefers, among the callers that move what a helper returns, one that moves it every step."""
     built = host_computed(model, factory)
     found = _moved_from(model, built.node, same_expression=built.computed)
     if found is not None:
         return found
     returned = model.parent.get(built.node)
-    func = model.enclosing_function(returned) if isinstance(returned, cst.Return) else None
+    func = model.enclosing_function(returned) if isinstance(returned, cst.Return) or _returned_name(model, returned) else None
     if func is None:
         return None
+    first = None
     for call in _calls_of(model, func):  # `return torch.zeros(b, k)` in a helper whose caller moves the result
         found = _moved_from(model, host_computed(model, call).node, same_expression=True)
         if found is not None:
             how = f"{found.what} (of what `{model.code(call.func)}()` returns at line {model.line_of(call)})"
-            return LaterMove(found.call, how, found.where, returned_by=call)
-    return None
+            moved = LaterMove(found.call, how, found.where, returned_by=call)
+            if per_step is None or per_step(moved.call):
+                return moved  # (a caller that moves it every step before one that moves it once)
+            first = first or moved
+    return first
+
+
+def _returned_name(model: SemanticModel, statement: cst.CSTNode) -> bool:
+    """`input_z = torch.rand(n, k) * 2 - 1` (in one branch or all), then `return input_z`: what this binding holds
+    is what the function returns."""
+    if not (isinstance(statement, cst.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0].target, cst.Name)):
+        return False
+    func = model.enclosing_function(statement)
+    if func is None:
+        return False
+    name = statement.targets[0].target.value
+    flow = model.residency.flow
+    return any(
+        isinstance(r.value, cst.Name) and r.value.value == name
+        and any(w.statement is statement for w in flow.reaching_writes(name, r.value))
+        for r in model.returns_of(func)
+    )  # fmt: skip
 
 
 def _moved_from(model: SemanticModel, built: cst.BaseExpression, same_expression: bool) -> Optional[LaterMove]:

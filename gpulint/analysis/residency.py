@@ -699,7 +699,7 @@ class Residency:
             if stored is not None:
                 return stored  # a dict of GPU tensors (`loss_dict`) is where its items are
             if writes:
-                level = min(self._write_level(w) for w in writes)
+                level = min(self._write_level(w) for w in _past_number_start(writes))
                 return CERTAIN if level == LIKELY and self._backpropagated(key, expr, writes) else level
             if isinstance(expr, cst.Attribute) and not self.is_module(expr.value):
                 return self.level(expr.value)  # `out.logits`, `x.grad`, `x.T`
@@ -827,7 +827,7 @@ class Residency:
         if write.is_augmented:
             # `total += loss`: a tensor if either side is (the earlier value of `total` is seen before it).
             earlier = self.flow.reaching_writes(write.key, write.statement)
-            previous = min((self._write_level(w) for w in earlier if w is not write), default=NONE)
+            previous = min((self._write_level(w) for w in _past_number_start([w for w in earlier if w is not write])), default=NONE)
             level = max(level, previous)
         return level
 
@@ -1671,6 +1671,15 @@ def names_type(call: cst.Call) -> bool:
     """`t.type()` with no type to convert to: the tensor's type name (`"torch.cuda.FloatTensor"`), a Python string."""
     func = call.func
     return isinstance(func, cst.Attribute) and func.attr.value == "type" and not call.args
+
+
+def _past_number_start(writes: list[Write]) -> list[Write]:
+    """`loss = 0`, then `loss += crit(out, y)` in a loop: the number is only the start value of a sum that the loop
+    turns into what it adds (a read after a loop that never ran sees 0, and training code counts on the loop)."""
+    numbers = [w for w in writes if not w.is_augmented and isinstance(w.value, (cst.Integer, cst.Float))]
+    if not numbers or len(numbers) == len(writes) or not all(w.is_augmented for w in writes if w not in numbers):
+        return writes
+    return [w for w in writes if w not in numbers]
 
 
 def _empty_dict(model, value: cst.BaseExpression) -> bool:

@@ -19,6 +19,7 @@ import libcst as cst
 from gpulint.analysis.cached_values import cached_on_first_use
 from gpulint.analysis.hot_loops import _PASSTHROUGH_WRAPPERS
 from gpulint.analysis.residency import EVAL, TRAIN
+from gpulint.analysis.helper_steps import step_helper
 
 if TYPE_CHECKING:
     from gpulint.analysis.model import SemanticModel
@@ -30,8 +31,9 @@ _BUILTIN_WRAPPERS = frozenset({"enumerate", "zip", "iter"})
 
 def per_step(model: SemanticModel, node: cst.CSTNode) -> tuple[Optional[cst.CSTNode], Optional[str]]:
     """(what runs `node` once per batch, its role): a step loop and TRAIN / EVAL (`residency.step_loop`, also
-    the loop that iterates a generator `node` is in), a framework step function, or a model's `forward` and
-    FORWARD; (None, None) for one-time code."""
+    the loop that iterates a generator `node` is in), a framework step function, a model's `forward` and
+    FORWARD, or a function of this module that a step loop calls (`analysis/helper_steps.py`) and the loop's
+    role; (None, None) for one-time code."""
     if cached_on_first_use(model, node) is not None:
         return None, None  # built on the first call and kept on the object
     loop, role = model.residency.step_loop(node)
@@ -46,7 +48,10 @@ def per_step(model: SemanticModel, node: cst.CSTNode) -> tuple[Optional[cst.CSTN
     if forward is not None:
         return forward, FORWARD
     helper = forward_helper(model, node)
-    return (helper[0], FORWARD) if helper is not None else (None, None)
+    if helper is not None:
+        return helper[0], FORWARD
+    stepped = step_helper(model, node)  # a function of this module that a step loop calls by name
+    return (stepped[2], stepped[1]) if stepped is not None else (None, None)
 
 
 def forward_helper(model: SemanticModel, node: cst.CSTNode) -> Optional[tuple[cst.FunctionDef, str]]:

@@ -1462,6 +1462,10 @@ class _Reader:
                     return self.record(f"{held[1]}.__call__", node, args, kwargs)
             if receiver is not None and receiver[0] == "made":
                 return self.record(f"{receiver[1]}.{method}", node, args, kwargs)  # `self.meter.update(loss)`
+            moved_instance = self.made(receiver[1]) if receiver is not None and receiver[0] == "moved" else None
+            if moved_instance is not None:
+                # `model = RNN(...).to(device); model.init_hidden(b)`: a method of the project instance, moved or not
+                return self.record(f"{moved_instance}.{method}", node, args, kwargs)
             instance = sources_of(receiver)
             if len(instance) == 1 and instance[0].startswith("c:") and "." not in instance[0]:
                 # `logger = utils.MetricLogger(); logger.log_every(loader)`: a method of a project class, if

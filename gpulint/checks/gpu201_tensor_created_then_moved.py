@@ -72,7 +72,7 @@ class TensorCreatedThenMoved(Rule):
                 continue
             if makes_empty_tensor(factory, short):
                 continue
-            later = moved_later(model, factory)
+            later = moved_later(model, factory, lambda move: per_step(model, move)[1] is not None)
             if later is None:
                 continue
             loop, role = per_step(model, later.call if later.returned_by is not None else factory)
