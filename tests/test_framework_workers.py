@@ -155,3 +155,28 @@ def test_ignite_negative_shapes():
     assert "9:20 GPU104" not in findings(ignite(epochs="2"), **ONLY)  # two starts of the training workers either way
     # a function handed on as a value (a registry) may be called with any settings: the workers are not known
     assert findings(ignite(launch="RUNNERS = {'train': training}\n"), **ONLY) == []
+
+
+EPOCHS_FROM_STEPS = """\
+import argparse
+import math
+
+import torch
+from torch.utils.data import DataLoader
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--num_train_epochs", type=int, default=1)
+parser.add_argument("--max_train_steps", type=int, default=None)
+args = parser.parse_args()
+loader = DataLoader(dataset, batch_size=1, shuffle=True, num_workers=1)
+{recompute}for epoch in range(args.num_train_epochs):
+    for batch in loader:
+        model(batch.cuda()).sum().backward()
+"""
+
+
+def test_an_epoch_count_the_script_recomputes_is_not_its_option_default():
+    # the DreamBooth shape: `--max_train_steps` decides the epochs, `--num_train_epochs` defaults to 1
+    recompute = "if args.max_train_steps is not None:\n    args.num_train_epochs = math.ceil(args.max_train_steps / len(loader))\n"
+    assert findings(EPOCHS_FROM_STEPS.format(recompute=recompute), **ONLY) == ["11:10 GPU104"]
+    assert findings(EPOCHS_FROM_STEPS.format(recompute=""), **ONLY) == []  # one epoch, as the option says
