@@ -136,7 +136,7 @@ class LoaderFlow:
 
     def every_use(self, loader: DataLoaderCall) -> tuple[list[Iteration], list]:
         """The loader's iterations and framework hand-overs, also those in branches the shipped settings never
-        take (training behind a "checkpoint exists" test runs for whoever trains)."""
+        take (training a flag turns off as shipped still runs for whoever turns it on)."""
         return self._follow(loader.call)
 
     @cached_property
@@ -147,8 +147,8 @@ class LoaderFlow:
     def never_used(self, info: LoaderInfo) -> bool:
         """Nothing takes a batch of the loader as the code ships: no loop, framework or helper gets it, and its
         name is read only in branches the shipped settings never take (`val_loader` passed to the training
-        branch of `if os.path.isfile(ckpt): load else: train`), or, in a notebook (also one kept as a `# %%`
-        script), not at all."""
+        branch of `if skip_training: load else: train` that every call skips), or, in a notebook (also one kept
+        as a `# %%` script), not at all."""
         if info.iterations or info.feeds or self.consumed_elsewhere(info):
             return False
         m = self.m
@@ -279,8 +279,8 @@ class LoaderFlow:
 
     def _runs_as_shipped(self, iteration: Iteration) -> bool:
         """The loop (or `next`) and every call that passes the loader to it lie outside branches the shipped
-        settings never take: a validation loop reached only from the training branch of `if
-        os.path.isfile(ckpt): load else: train` does not use the loader."""
+        settings never take: a validation loop reached only from a training branch that every call skips
+        (`train_model(..., skip_training=True)` in a notebook) does not use the loader."""
         anchor = iteration.loop if iteration.loop is not None else iteration.regions[0]
         return not any(never_runs(self.m, node) for node in (anchor, *iteration.via))
 
