@@ -386,8 +386,8 @@ def _check_parsed(
 
 
 def _where_shipped_code_runs(model: SemanticModel, found: list[Diagnostic]) -> list[Diagnostic]:
-    """The findings outside branches that never run with the shipped settings (`if os.path.isfile(ckpt):
-    load else: train` after the module downloads `ckpt`; `if ngpu > 1:` with `ngpu = 0`) and outside branches
+    """The findings outside branches that never run with the shipped settings (`if ngpu > 1:` with `ngpu = 0`,
+    a training branch every call of a notebook function skips) and outside branches
     that run only without a GPU (the `else:` of `if torch.cuda.is_available():`)."""
     if not found:
         return found

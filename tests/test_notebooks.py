@@ -35,7 +35,7 @@ COLAB_FINDINGS = [
 ]
 # No GPU101 on the Kaggle loader: indexing a `TensorDataset` leaves workers nothing to do (analysis/batch_cost.py).
 KAGGLE_FINDINGS = [
-    "kaggle.ipynb:cell 4:11:10: GPU102 `DataLoader` has no `pin_memory` but its batches are copied to the GPU"
+    "kaggle.ipynb:cell 4:11:10: GPU102 [*] `DataLoader` has no `pin_memory` but its batches are copied to the GPU"
     " (`x.to(device)` at cell 6, line 5)",
     "kaggle.ipynb:cell 6:10:20: GPU303 `loss.item()` waits for the GPU every training step (loop at cell 6, line 4)",
 ]
@@ -215,7 +215,7 @@ def test_check_colab_and_kaggle_notebooks(tmp_path):
         *COLAB_FINDINGS,
         *KAGGLE_FINDINGS,
         "Found 5 errors.",
-        "[*] 1 fixable with the `gpulint fix --apply` command (3 hidden fixes can be enabled with the `--unsafe-fixes` option).",
+        "[*] 2 fixable with the `gpulint fix --apply` command (2 hidden fixes can be enabled with the `--unsafe-fixes` option).",
     ]
 
 
@@ -244,7 +244,7 @@ def test_grouped_and_pylint_formats_name_the_cell():
         "kaggle.ipynb:cell 6:10: [GPU303] " + report.diagnostics[1].message,
     ]
     grouped = render("grouped", report.diagnostics, context).splitlines()
-    assert grouped[:2] == ["kaggle.ipynb:", "  cell 4:11:10 GPU102 " + report.diagnostics[0].message]
+    assert grouped[:2] == ["kaggle.ipynb:", "  cell 4:11:10 GPU102 [*] " + report.diagnostics[0].message]
     assert grouped[2] == "  cell 6:10:20 GPU303 " + report.diagnostics[1].message
 
 

@@ -65,11 +65,24 @@ def _integer(model: SemanticModel, expr: cst.BaseExpression, via: tuple[cst.Call
         binders = model.bindings_of(expr.value, expr)
         if len(binders) == 1 and isinstance(binders[0], cst.Param):
             return _parameter(model, binders[0], via, depth)
+    if isinstance(expr, cst.Attribute) and _stored_in_module(model, expr):
+        return None  # `args.num_train_epochs = ceil(args.max_train_steps / steps_per_epoch)`: computed at run time
     launched = _launched(model, expr)
     if launched is not _NOT_LAUNCHED:
         return launched  # what the job files pass (None: a value they take from elsewhere)
     resolved = model.values.setting(expr)
     return _as_count(resolved.value) if resolved is not None else None
+
+
+def _stored_in_module(model: SemanticModel, expr: cst.Attribute) -> bool:
+    """The module assigns `args.epochs` (as spelled at `expr`) somewhere: its option default is not the count."""
+    spelled = model.code(expr)
+    for node in model.attributes:
+        parent = model.parent.get(node)
+        stored = isinstance(parent, cst.AssignTarget) or (isinstance(parent, (cst.AugAssign, cst.AnnAssign)) and parent.target is node)
+        if stored and node is not expr and model.code(node) == spelled:
+            return True
+    return False
 
 
 def _as_count(value: object) -> Optional[int]:

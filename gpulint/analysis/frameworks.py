@@ -158,6 +158,7 @@ class Feed:
     places_on_device: bool  # the framework copies each batch to the GPU
     per_epoch: bool  # the framework iterates it again every epoch
     accumulates: bool = False  # the framework accumulates gradients over several batches
+    epochs: Optional[int] = None  # how many epochs the framework runs, when the code says so (`max_epochs=1`)
 
     def describe(self, model: SemanticModel) -> str:
         """Where the hand-over is, for messages: the hook method or the call."""
@@ -492,7 +493,19 @@ class Frameworks:
             role, per_epoch = EVAL_LOADER, False
         else:
             return None
-        return Feed(call, "the Lightning Trainer", role, self.lightning_places, per_epoch, self._lightning_accumulates)
+        epochs = self._max_epochs(call.func.value) if method == "fit" else None
+        return Feed(call, "the Lightning Trainer", role, self.lightning_places, per_epoch, self._lightning_accumulates, epochs)
+
+    def _max_epochs(self, trainer: cst.BaseExpression) -> Optional[int]:
+        """The `max_epochs` a Lightning Trainer is built with, when the code says so (a literal, a parameter every
+        call gives, an argparse default: `epoch_count.shipped_integer`); None when not written or not known."""
+        from gpulint.analysis.epoch_count import shipped_integer
+
+        call = self._constructor(trainer, lambda n: _is(_constructed(n), LIGHTNING, {"Trainer"}))
+        if not isinstance(call, cst.Call) or any(a.star for a in call.args):
+            return None
+        value = _argument(call, "max_epochs")
+        return shipped_integer(self.m, value) if value is not None else None
 
     def _ignite_feed(self, call: cst.Call, arg: cst.Arg) -> Optional[Feed]:
         """`engine.run(loader, max_epochs=N)`: ignite iterates the loader once per epoch."""
@@ -512,7 +525,8 @@ class Frameworks:
         accumulated = self.m.values.resolve(accumulation) if accumulation is not None else None
         accumulates = accumulation is not None and (accumulated is None or accumulated.value != 1)
         loader_role = TRAIN_LOADER if role == TRAIN else EVAL_LOADER
-        return Feed(call, "ignite", loader_role, self._engine_places(engine), per_epoch, accumulates)
+        count = resolved.value if resolved is not None and type(resolved.value) is int and role == TRAIN else None
+        return Feed(call, "ignite", loader_role, self._engine_places(engine), per_epoch, accumulates, count)
 
     def _wrapper_feed(self, call: cst.Call) -> Optional[Feed]:
         wrapper = self.wrapper(call)
@@ -902,13 +916,46 @@ class Frameworks:
         if key is None:
             return None
         writes = m.dataflow.reaching_writes(key, expr)
+        closure = m.enclosing_function(expr)
+        if not writes and isinstance(expr, cst.Name) and closure is not None and (id(closure), key) not in m.bindings:
+            outer = m.enclosing_function(closure)
+            if outer is not None:  # `evaluator.run(loader)` in a handler defined where `evaluator` is built
+                writes = m.dataflow.reaching_writes(key, closure)
         calls = [w.value for w in writes if isinstance(w.value, cst.Call)]
         for call in calls:
             if is_class(m.call_name(call)):
                 return call
+        for call in calls:
+            built = self._built_by_factory(call, is_class)
+            if built is not None:
+                return built
         if not writes and key.rsplit(".", 1)[-1] in conventional:
             return True
         return None
+
+    def _built_by_factory(self, call: cst.Call, is_class, depth: int = 0) -> Optional[cst.Call]:
+        """`trainer = create_trainer(...)`, a function of this module whose every return is such a construction
+        (`trainer = create_supervised_trainer(...); ...; return trainer`): that constructor call."""
+        m = self.m
+        if depth > 1 or not isinstance(call.func, cst.Name) or len(m.functions.get(call.func.value, ())) != 1:
+            return None
+        func = m.functions[call.func.value][0]
+        returns = [r.value for r in m.returns_of(func)]
+        if not returns or any(r is None for r in returns):
+            return None
+        built = []
+        for value in returns:
+            if isinstance(value, cst.Call):
+                found = value if is_class(m.call_name(value)) else self._built_by_factory(value, is_class, depth + 1)
+            elif isinstance(value, cst.Name):
+                writes = [w.value for w in m.dataflow.reaching_writes(value.value, value) if isinstance(w.value, cst.Call)]
+                found = next((w for w in writes if is_class(m.call_name(w))), None)
+            else:
+                found = None
+            if found is None:
+                return None
+            built.append(found)
+        return built[0]
 
     def _false(self, call, keyword: str) -> bool:
         if call is True:

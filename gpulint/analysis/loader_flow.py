@@ -136,7 +136,7 @@ class LoaderFlow:
 
     def every_use(self, loader: DataLoaderCall) -> tuple[list[Iteration], list]:
         """The loader's iterations and framework hand-overs, also those in branches the shipped settings never
-        take (training behind a "checkpoint exists" test runs for whoever trains)."""
+        take (training a flag turns off as shipped still runs for whoever turns it on)."""
         return self._follow(loader.call)
 
     @cached_property
@@ -147,8 +147,8 @@ class LoaderFlow:
     def never_used(self, info: LoaderInfo) -> bool:
         """Nothing takes a batch of the loader as the code ships: no loop, framework or helper gets it, and its
         name is read only in branches the shipped settings never take (`val_loader` passed to the training
-        branch of `if os.path.isfile(ckpt): load else: train`), or, in a notebook (also one kept as a `# %%`
-        script), not at all."""
+        branch of `if skip_training: load else: train` that every call skips), or, in a notebook (also one kept
+        as a `# %%` script), not at all."""
         if info.iterations or info.feeds or self.consumed_elsewhere(info):
             return False
         m = self.m
@@ -279,8 +279,8 @@ class LoaderFlow:
 
     def _runs_as_shipped(self, iteration: Iteration) -> bool:
         """The loop (or `next`) and every call that passes the loader to it lie outside branches the shipped
-        settings never take: a validation loop reached only from the training branch of `if
-        os.path.isfile(ckpt): load else: train` does not use the loader."""
+        settings never take: a validation loop reached only from a training branch that every call skips
+        (`train_model(..., skip_training=True)` in a notebook) does not use the loader."""
         anchor = iteration.loop if iteration.loop is not None else iteration.regions[0]
         return not any(never_runs(self.m, node) for node in (anchor, *iteration.via))
 
@@ -882,7 +882,15 @@ class LoaderFlow:
         if scope is ref.scope:
             return True
         # A module-level loader read as a global inside a function that does not bind the name itself.
-        return ref.scope is self.m.module and (id(scope), ref.name) not in self.m.bindings
+        if ref.scope is self.m.module:
+            return (id(scope), ref.name) not in self.m.bindings
+        # A function's loader read in a closure it defines (`def run_validation(engine): evaluator.run(val_loader)`)
+        # where no function in between binds the name.
+        while scope is not self.m.module and scope is not ref.scope:
+            if (id(scope), ref.name) in self.m.bindings:
+                return False
+            scope = self.m.scope_of(scope)
+        return scope is ref.scope
 
     def _bound_here(self, ref: _Ref, node: cst.CSTNode) -> bool:
         """The name at `node` can still hold this loader: in its own scope, a later binding of the name to
@@ -1267,9 +1275,14 @@ def _divided(model: SemanticModel, expr: cst.BaseExpression) -> Optional[Resolve
     return dataclasses.replace(count, value=count.value // divisor)
 
 
+# The machine's CPU count: at least 1 wherever the process runs.
+_CPU_COUNTS = frozenset({"os.cpu_count", "multiprocessing.cpu_count"})
+
+
 def _lower_bound(model: SemanticModel, expr: cst.BaseExpression, depth: int = 0) -> Optional[int]:
-    """A proven lower bound of an int expression built from literals, `min(...)` and `max(...)`, also behind an
-    argparse default (`--workers` defaulting to `min(8, max(1, os.cpu_count() - 1))`, GPU101's own fix)."""
+    """A proven lower bound of an int expression built from literals, `min(...)`, `max(...)` and the CPU count
+    (`NUM_WORKERS = os.cpu_count()`), also behind an argparse default (`--workers` defaulting to
+    `min(8, max(1, os.cpu_count() - 1))`, GPU101's own fix) or a name bound once."""
     if depth > 8:
         return None
     resolved = model.values.resolve(expr)
@@ -1279,6 +1292,12 @@ def _lower_bound(model: SemanticModel, expr: cst.BaseExpression, depth: int = 0)
     default = model.values.argparse_default(expr)
     if default is not None:
         return _lower_bound(model, default, depth + 1)
+    if isinstance(expr, cst.Name):  # `NUM_WORKERS = os.cpu_count()`, bound once
+        binders = model.bindings_of(expr.value, expr)
+        if len(binders) == 1 and isinstance(binders[0], cst.Assign) and len(binders[0].targets) == 1:
+            return _lower_bound(model, binders[0].value, depth + 1) if isinstance(binders[0].targets[0].target, cst.Name) else None
+    if isinstance(expr, cst.Call) and not expr.args and model.call_name(expr) in _CPU_COUNTS:
+        return 1  # the process runs on at least one CPU
     if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value in ("min", "max"):
         if model.module_bindings(expr.func.value) or any(a.keyword or a.star for a in expr.args) or not expr.args:
             return None

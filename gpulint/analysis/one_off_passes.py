@@ -35,7 +35,7 @@ def one_off_pass(model: SemanticModel, loop: Loop) -> bool:
 def read_once(model: SemanticModel, info: LoaderInfo) -> bool:
     """Every read of the loader, shipped or not, is such a pass, or a framework's one-off `trainer.test(model, loader)` /
     `.predict` (not per epoch) called outside any loop in code that runs once, beside training."""
-    iterations, feeds = model.loader_flow.every_use(info.loader)  # a fit behind a checkpoint test still trains with it
+    iterations, feeds = model.loader_flow.every_use(info.loader)  # a fit behind a flag off as shipped still trains with it
     if not (iterations or feeds):
         return False
     here = {_place(f"{model.path}:{model.line_of(i.loop)}") for i in iterations if i.loop is not None}

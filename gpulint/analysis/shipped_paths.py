@@ -1,7 +1,8 @@
 """Code that never runs with the settings the project ships: `if ngpu > 1:` with `ngpu = 0` written in the
-module, `if flag:` with `flag = 0`, `IS_PARALLEL = True if ngpu > 1 else False`, and the training branch of
-`if os.path.isfile(ckpt): load else: train` when the module's top level downloads the trained files into the
-folder `ckpt` lies in (the tutorial that ships its checkpoints).
+module, `if flag:` with `flag = 0`, `IS_PARALLEL = True if ngpu > 1 else False`.
+
+A file test decides nothing: the training branch of `if os.path.isfile(ckpt): load else: train` runs for whoever
+trains, even in a tutorial that downloads its trained checkpoints first (the lesson is that training).
 
 Only tests whose every input is written in the code count (a literal, a module constant, a local set once,
 a parameter every call in the project leaves at the same literal: `analysis/call_arguments.py`): a value
@@ -31,15 +32,6 @@ _MAX_DEPTH = 6
 _WRITTEN_IN_CODE = frozenset({LITERAL, MODULE_CONSTANT, LOCAL_VARIABLE})
 _UNKNOWN = object()
 UNKNOWN = _UNKNOWN  # what `shipped_value` returns for a value not known as shipped
-_FILE_CHECKS = frozenset({"os.path.isfile", "os.path.exists"})
-# Calls that write a downloaded file: (qualified name, position of the destination argument, its keyword).
-_DOWNLOADS = {
-    "urllib.request.urlretrieve": (1, "filename"),
-    "torch.hub.download_url_to_file": (1, "dst"),
-    "torchvision.datasets.utils.download_url": (1, "root"),
-    "wget.download": (1, "out"),
-    "gdown.download": (1, "output"),
-}
 _COMPARE = {
     cst.GreaterThan: operator.gt, cst.GreaterThanEqual: operator.ge, cst.LessThan: operator.lt,
     cst.LessThanEqual: operator.le, cst.Equal: operator.eq, cst.NotEqual: operator.ne,
@@ -89,7 +81,7 @@ def shipped_value(model: SemanticModel, expr: cst.BaseExpression, depth: int = 0
     if depth > _MAX_DEPTH:
         return _UNKNOWN
     if isinstance(expr, cst.Call):
-        return True if _file_downloaded(model, expr) else _UNKNOWN
+        return _UNKNOWN  # `os.path.isfile(ckpt)`: the file may be missing (see the module's docstring)
     if isinstance(expr, (cst.Name, cst.Attribute, cst.Subscript, cst.BaseNumber, cst.SimpleString)):
         resolved = model.values.resolve(expr)
         if resolved is not None and resolved.origin in _WRITTEN_IN_CODE:
@@ -292,82 +284,6 @@ def _literal(expr: cst.BaseExpression) -> object:
     if isinstance(expr, cst.Integer):
         return int(expr.value)
     return _UNKNOWN
-
-
-def _file_downloaded(model: SemanticModel, call: cst.Call) -> bool:
-    """`os.path.isfile(path)` where `path` lies in a folder the module's top level downloads files into, and
-    the check is not the download's own guard (`if not os.path.isfile(dst): urlretrieve(url, dst)`, or the
-    check in the block that downloads)."""
-    if model.qualified_name(call.func) not in _FILE_CHECKS or len(call.args) != 1:
-        return False
-    folders = _download_folders(model)
-    if not folders or _folder_of(model, call.args[0].value, 0) not in folders:
-        return False
-    block = next((a for a in model.ancestors(call) if isinstance(a, (cst.If, cst.For, cst.While, cst.FunctionDef))), model.module)
-    return not any(_destination(model, c) is not None for c in model.calls_inside(block))
-
-
-def _download_folders(model: SemanticModel) -> frozenset[str]:
-    """The module-level names of the folders that the module's top-level code downloads files into."""
-    memo = model.memo("download folders")
-    if model.module not in memo:
-        found = set()
-        for call in model.calls:
-            dst = _destination(model, call)
-            if dst is not None and model.enclosing_function(call) is None:
-                folder = _folder_of(model, dst, 0)
-                if folder is not None:
-                    found.add(folder)
-        memo[model.module] = frozenset(found)  # type: ignore[assignment]
-    return memo[model.module]  # type: ignore[return-value]
-
-
-def _destination(model: SemanticModel, call: cst.Call) -> Optional[cst.BaseExpression]:
-    spec = _DOWNLOADS.get(model.qualified_name(call.func) or "")
-    if spec is None:
-        return None
-    index, keyword = spec
-    for i, arg in enumerate(call.args):
-        if (arg.keyword is not None and arg.keyword.value == keyword) or (arg.keyword is None and not arg.star and i == index):
-            return arg.value
-    return None
-
-
-def _folder_of(model: SemanticModel, path: cst.BaseExpression, depth: int) -> Optional[str]:
-    """The module-level name of the folder `path` lies in: `os.path.join(CKPT, name)`, a name set once to
-    such a path, or a call of a function of the module that joins its argument (`model_file(CKPT, name)`)."""
-    if depth > _MAX_DEPTH:
-        return None
-    if isinstance(path, cst.Name):
-        binders = model.bindings_of(path.value, path)
-        if len(binders) != 1:
-            return None
-        binder = binders[0]
-        if isinstance(binder, cst.Assign) and len(binder.targets) == 1 and isinstance(binder.targets[0].target, cst.Name):
-            inner = _folder_of(model, binder.value, depth + 1)
-            if inner is not None:
-                return inner
-        return path.value if model.scope_of(binder) is model.module else None  # `CKPT = os.environ.get(...)`
-    if not isinstance(path, cst.Call) or not path.args or path.args[0].star:
-        return None
-    if model.qualified_name(path.func) == "os.path.join":
-        return _folder_of(model, path.args[0].value, depth + 1)
-    if isinstance(path.func, cst.Name) and len(model.functions.get(path.func.value, ())) == 1:
-        func = model.functions[path.func.value][0]
-        returns = model.returns_of(func)
-        params = [p.name.value for p in func.params.params]
-        if len(returns) != 1 or returns[0].value is None or not params:
-            return None
-        joined = returns[0].value
-        if not (isinstance(joined, cst.Call) and model.qualified_name(joined.func) == "os.path.join" and joined.args):
-            return None
-        first = joined.args[0].value
-        if isinstance(first, cst.Name) and first.value in params:
-            index = params.index(first.value)
-            given = [a.value for i, a in enumerate(path.args) if (a.keyword is None and i == index)
-                     or (a.keyword is not None and a.keyword.value == first.value)]  # fmt: skip
-            return _folder_of(model, given[0], depth + 1) if given else None
-    return None
 
 
 def if_statements(model: SemanticModel) -> list[cst.If]:

@@ -649,6 +649,10 @@ class ValueResolver:
             return None
         key = _string_value(index.value)
         binder = self._single_binding(sub.value)
+        if isinstance(binder, cst.Param):  # `def get_dataflow(config)`, every call handing it the module's dict
+            from gpulint.analysis.handed_dicts import dict_handed_in
+
+            binder = dict_handed_in(self.model, binder)
         if key is None or not isinstance(binder, cst.Assign) or not isinstance(binder.value, cst.Dict):
             return None
         for element in binder.value.elements:

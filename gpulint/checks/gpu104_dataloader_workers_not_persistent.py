@@ -8,6 +8,7 @@ import libcst as cst
 
 from gpulint.analysis.dataloaders import LOADER_TEXT, is_unsharded_iterable_dataset
 from gpulint.analysis.epoch_count import epoch_count
+from gpulint.analysis.loader_flow import TRAIN
 from gpulint.analysis.value_resolution import LITERAL
 from gpulint.checks.base import Option, Rule
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
@@ -49,7 +50,9 @@ class DataLoaderWorkersNotPersistent(Rule):
                 resolved = model.values.resolve(arg.value)
                 if resolved is None or resolved.value is not False or resolved.origin != LITERAL:
                     continue
-            feed = next((f for f in info.feeds if f.per_epoch), None)
+            # a framework that iterates it every epoch of a run long enough to count (the training hand-over first)
+            every_epoch = [f for f in info.feeds if f.per_epoch and (f.epochs is None or f.epochs >= self.settings["min-epochs"])]
+            feed = min(every_epoch, key=lambda f: f.role != TRAIN, default=None)
             if feed is not None:
                 yield self._report(info, f"every epoch ({feed.describe(model)} iterates it once per epoch)", arg)
                 continue
