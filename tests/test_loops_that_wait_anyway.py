@@ -1,0 +1,183 @@
+"""Issue 13's N5 noise on the ninth corpus (`bench/results/recall_i.md`): GPU303 reads in loops that wait anyway.
+Minimal shapes of our own after OGB's node-property scripts: full-batch training, one step an epoch (`for epoch in
+range(500): loss = train(model, x, y, idx, optimizer)`, `analysis/full_batch.py`): no batch to load while the step
+runs, the read costs the next kernels' launches. What stays: steps given data made in the loop (`get_batch()`, a
+GAN's noise, batches drawn from a loader in a `range` loop). Evaluations that collect every output (`preds +=
+[out.cpu()]`, like `append`) get the copy-once advice."""
+
+from __future__ import annotations
+
+from tests.conftest import diagnostics, findings
+
+LINK_PREDICTION = """\
+import argparse
+import torch
+from torch.utils.data import DataLoader
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--batch_size", type=int, default=64 * 1024)
+args = parser.parse_args()
+device = torch.device("cuda")
+
+
+def train(model, predictor, x, edges, optimizer, batch_size):
+    total = 0
+    for perm in DataLoader(range(edges.size(0)), batch_size, shuffle=True):
+        optimizer.zero_grad()
+        h = model(x)
+        loss = -torch.log(predictor(h[edges[perm, 0]] * h[edges[perm, 1]]) + 1e-15).mean()
+        loss.backward()
+        optimizer.step()
+        total += loss.item()
+    return total
+
+
+@torch.no_grad()
+def test(model, predictor, x, edges, batch_size):
+    h = model(x)
+    preds = []
+    for perm in DataLoader(range(edges.size(0)), EVAL_BATCH):
+        preds += [predictor(h[edges[perm, 0]] * h[edges[perm, 1]]).squeeze().cpu()]
+    return torch.cat(preds)
+
+
+model = torch.nn.Linear(128, 128).to(device)
+predictor = torch.nn.Linear(128, 1).to(device)
+x = torch.randn(10000, 128, device=device)
+edges = torch.randint(0, 10000, (1000000, 2), device=device)
+optimizer = torch.optim.Adam(list(model.parameters()) + list(predictor.parameters()))
+for epoch in range(100):
+    loss = train(model, predictor, x, edges, optimizer, args.batch_size)
+    if epoch % 5 == 0:
+        result = test(model, predictor, x, edges, args.batch_size)
+"""
+
+TRAIN_READ = "19:18 GPU303"  # the training loop's `total += loss.item()`: hundreds of steps an epoch, right
+EVAL_READ = "28:19 GPU303"
+
+
+def link_prediction(eval_batch: str, workers: str = "") -> str:
+    source = LINK_PREDICTION.replace("EVAL_BATCH", eval_batch)
+    return source.replace("range(edges.size(0)), batch_size)", f"range(edges.size(0)), batch_size{workers})")
+
+
+def test_small_index_batches_keep_the_read():
+    # 256 indices a batch: microseconds of Python, the forward is the cost and the copy stalls it
+    assert findings(link_prediction("256"), select=("GPU303",)) == [TRAIN_READ, EVAL_READ]
+
+
+def test_collected_copies_get_the_copy_once_advice():
+    # `preds += [out.cpu()]` collects like `append`: issue 13's advice for evaluations that collect every output
+    (found,) = [d for d in diagnostics(link_prediction("256"), select=("GPU303",)) if d.location.row == 28]
+    assert found.message == "`.cpu()` waits for the GPU every evaluation step (loop at line 27)"
+    assert found.help == "Collect the tensors on the GPU and copy them to the host once, after the loop (`torch.cat(...).cpu()`)"
+
+
+FULL_BATCH = """\
+import torch
+import torch.nn.functional as F
+
+device = torch.device("cuda")
+x = torch.load("features.pt").to(device)
+y = torch.load("labels.pt").to(device)
+train_idx = torch.load("train_idx.pt").to(device)
+model = torch.nn.Sequential(torch.nn.Linear(128, 256), torch.nn.ReLU(), torch.nn.Linear(256, 40)).to(device)
+optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+
+
+def train(model, x, y, train_idx, optimizer):
+    model.train()
+    optimizer.zero_grad()
+    loss = F.cross_entropy(model(x[train_idx]), y[train_idx])
+    loss.backward()
+    optimizer.step()
+    return loss.item()
+
+
+@torch.no_grad()
+def test(model, x, y):
+    model.eval()
+    return (model(x).argmax(-1) == y).float().mean().item()
+
+
+for epoch in range(1, 501):
+    loss = train(model, x, y, train_idx, optimizer)
+    acc = test(model, x, y)
+    print(f"Epoch {epoch:03d}, loss {loss:.4f}, accuracy {acc:.4f}")
+"""
+
+
+def test_full_batch_training_one_step_an_epoch_is_silent():
+    # the loss read waits for the step; meanwhile the host would only launch the evaluation's kernels
+    assert findings(FULL_BATCH, select=("GPU303",)) == []
+
+
+def test_full_batch_step_written_in_the_loop_is_silent():
+    source = """\
+    import torch
+    import torch.nn.functional as F
+
+    device = torch.device("cuda")
+    x = torch.load("features.pt").to(device)
+    y = torch.load("labels.pt").to(device)
+    model = torch.nn.Linear(128, 40).to(device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+    for epoch in range(200):
+        optimizer.zero_grad()
+        out = model(x)
+        loss = F.cross_entropy(out, y)
+        loss.backward()
+        optimizer.step()
+        print(epoch, loss.item())
+    """
+    assert findings(source, select=("GPU303",)) == []
+
+
+def test_a_step_given_a_batch_made_in_the_loop_keeps_the_read():
+    source = FULL_BATCH.replace(
+        "    loss = train(model, x, y, train_idx, optimizer)\n",
+        "    batch = train_idx[torch.randint(0, train_idx.numel(), (1024,))]\n"
+        "    loss = train(model, x, y, batch, optimizer)\n",
+    )
+    assert findings(source, select=("GPU303",)) == ["29:12 GPU303", "30:11 GPU303"]
+
+
+def test_a_gan_step_on_fresh_noise_keeps_the_read():
+    source = """\
+    import torch
+
+    device = torch.device("cuda")
+    generator = torch.nn.Linear(100, 784).to(device)
+    critic = torch.nn.Linear(784, 1).to(device)
+    optimizer = torch.optim.Adam(generator.parameters())
+    for step in range(100000):
+        z = torch.randn(64, 100, device=device)
+        loss = -critic(generator(z)).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        print(step, loss.item())
+    """
+    assert findings(source, select=("GPU303",)) == ["13:17 GPU303"]
+
+
+def test_steps_over_batches_drawn_from_a_loader_keep_the_read():
+    source = """\
+    import torch
+    from torch.utils.data import DataLoader
+
+    device = torch.device("cuda")
+    model = torch.nn.Linear(128, 40).to(device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+    loader = DataLoader(torch.load("train.pt"), batch_size=64, shuffle=True, num_workers=4, pin_memory=True)
+    batches = iter(loader)
+    for step in range(100000):
+        x, y = next(batches)
+        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        print(step, loss.item())
+    """
+    assert findings(source, select=("GPU303",)) == ["16:17 GPU303"]
