@@ -1,9 +1,15 @@
-"""Issue 13's N5 noise on the ninth corpus (`bench/results/recall_i.md`): GPU303 reads in loops that wait anyway.
-Minimal shapes of our own after OGB's node-property scripts: full-batch training, one step an epoch (`for epoch in
-range(500): loss = train(model, x, y, idx, optimizer)`, `analysis/full_batch.py`): no batch to load while the step
-runs, the read costs the next kernels' launches. What stays: steps given data made in the loop (`get_batch()`, a
-GAN's noise, batches drawn from a loader in a `range` loop). Evaluations that collect every output (`preds +=
-[out.cpu()]`, like `append`) get the copy-once advice."""
+"""Issue 13's N5 noise on the ninth corpus (`bench/results/recall_i.md`): GPU303 reads in loops that are bound
+elsewhere. Minimal shapes of our own after OGB's link-prediction and node-property scripts:
+
+- an evaluation over an in-process index loader of large batches (`for perm in DataLoader(range(n), 64 * 1024):
+  preds += [predictor(h[e[perm, 0]] * h[e[perm, 1]]).cpu()]`, `analysis/index_loaders.py`): the loader is the loop's
+  cost (GPU101 reports it), the copy waits for a forward shorter than the next batch's Python;
+- full-batch training, one step an epoch (`for epoch in range(500): loss = train(model, x, y, idx, optimizer)`,
+  `analysis/full_batch.py`): no batch to load while the step runs, the read costs the next kernels' launches.
+
+What stays: the loss read of a training loop over the same index loader, evaluations over small index batches,
+over loaders with workers or over datasets, a batch size not known, and steps given data made in the loop
+(`get_batch()`, a GAN's noise), batches drawn from a loader in an epoch-style `range` loop."""
 
 from __future__ import annotations
 
@@ -61,9 +67,39 @@ def link_prediction(eval_batch: str, workers: str = "") -> str:
     return source.replace("range(edges.size(0)), batch_size)", f"range(edges.size(0)), batch_size{workers})")
 
 
+def test_evaluation_over_an_index_loader_of_large_batches_is_silent():
+    # 64k indices sampled, listed and collated in Python per batch: the loop is the loader's (GPU101 says so)
+    assert findings(link_prediction("batch_size"), select=("GPU303",)) == [TRAIN_READ]
+    assert findings(link_prediction("batch_size"), select=("GPU101",)) == ["13:17 GPU101", "27:17 GPU101"]
+
+
+def test_a_literal_large_index_batch_is_silent():
+    assert findings(link_prediction("400000"), select=("GPU303",)) == [TRAIN_READ]
+
+
 def test_small_index_batches_keep_the_read():
     # 256 indices a batch: microseconds of Python, the forward is the cost and the copy stalls it
     assert findings(link_prediction("256"), select=("GPU303",)) == [TRAIN_READ, EVAL_READ]
+
+
+def test_an_index_loader_with_workers_keeps_the_read():
+    # (mag240m's SIGN evaluation over 6 workers: judged right) the batches come ready; the copy is the wait
+    source = link_prediction("batch_size").replace(
+        "range(edges.size(0)), batch_size):", "range(edges.size(0)), batch_size, num_workers=6):"
+    )
+    assert findings(source, select=("GPU303",)) == [TRAIN_READ, EVAL_READ]
+
+
+def test_a_batch_size_not_known_keeps_the_read():
+    source = link_prediction("batch_size").replace("default=64 * 1024", "required=True")
+    assert findings(source, select=("GPU303",)) == [TRAIN_READ, EVAL_READ]
+
+
+def test_an_evaluation_over_a_dataset_keeps_the_read():
+    source = link_prediction("batch_size").replace(
+        "DataLoader(range(edges.size(0)), batch_size):", "DataLoader(torch.utils.data.TensorDataset(edges), batch_size):"
+    )
+    assert EVAL_READ in findings(source, select=("GPU303",))
 
 
 def test_collected_copies_get_the_copy_once_advice():

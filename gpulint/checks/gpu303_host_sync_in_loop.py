@@ -9,6 +9,7 @@ import libcst as cst
 from gpulint.analysis import host_reads, legacy_torch
 from gpulint.analysis.first_iterations import first_few_iterations
 from gpulint.analysis.full_batch import same_data_every_step
+from gpulint.analysis.index_loaders import loader_bound_evaluation
 from gpulint.analysis.step_waits import waited_before
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.residency import TRAIN, EVAL
@@ -49,6 +50,8 @@ class HostSyncInLoop(Rule):
                 continue  # the host needs the value to go on: to allocate the next tensor, to step an environment
             if role == TRAIN and same_data_every_step(model, loop):
                 continue  # full-batch training, one step an epoch: no batch to load meanwhile, the wait costs launches
+            if role == EVAL and loader_bound_evaluation(model, loop):
+                continue  # an evaluation over an in-process index loader of large batches: the loader is its cost (GPU101)
             if role == EVAL and host_reads.written_out(model, sync, loop):
                 continue  # the read is the loop's output, written out (a file, a dataset, a display) batch by batch
             if role == EVAL and isinstance(loop, (cst.For, cst.While)):
