@@ -217,3 +217,40 @@ def test_steps_over_batches_drawn_from_a_loader_keep_the_read():
         print(step, loss.item())
     """
     assert findings(source, select=("GPU303",)) == ["16:17 GPU303"]
+
+
+
+def test_a_step_helper_that_draws_its_own_batch_keeps_the_read():
+    # nanoGPT-style: the helper is given only the model and optimizer and draws a batch from a memory map every call
+    source = """\
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+
+    device = torch.device("cuda")
+    data = np.memmap("train.bin", dtype=np.uint16, mode="r")
+    model = torch.nn.Sequential(torch.nn.Embedding(50304, 768), torch.nn.Linear(768, 50304)).to(device)
+    optimizer = torch.optim.AdamW(model.parameters())
+
+
+    def get_batch():
+        ix = np.random.randint(0, len(data) - 1025, 12)
+        x = torch.stack([torch.from_numpy(data[i : i + 1024].astype(np.int64)) for i in ix])
+        y = torch.stack([torch.from_numpy(data[i + 1 : i + 1025].astype(np.int64)) for i in ix])
+        return x.to(device), y.to(device)
+
+
+    def train(model, optimizer):
+        x, y = get_batch()
+        loss = F.cross_entropy(model(x).view(-1, 50304), y.view(-1))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        return loss.item()
+
+
+    for it in range(600000):
+        loss = train(model, optimizer)
+        print(it, loss)
+    """
+    assert findings(source, select=("GPU303",)) == ["28:12 GPU303"]

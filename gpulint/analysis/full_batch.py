@@ -9,11 +9,12 @@ the inputs are the same tensors every time. The wait costs at most those launche
 
 `same_data_every_step(model, loop)`: `loop` is a `for` over `range(...)` that iterates no loader and whose nested
 loops train nothing; it trains, every training call in it is either a step written in the loop or a function of
-this module with no loop of its own (one step a call), and every such call and every module forward in the loop is
-given only names the loop never rebinds (`model(data.x, data.adj_t)`, `train(model, x, y, idx, optimizer)`).
-A step given a batch made in the loop (`x, y = get_batch()`, `z = torch.randn(...)`), a helper with its own loop
-(an epoch over a loader), or a training call into another module (what it does per call is not in sight) keeps the
-finding.
+this module with no loop of its own that steps itself (one step a call) and gives its forwards only its parameters
+and the module's tensors; every such call and every module forward in the loop is given only names the loop never
+rebinds (`model(data.x, data.adj_t)`, `train(model, x, y, idx, optimizer)`).
+A step given a batch made in the loop (`x, y = get_batch()`, `z = torch.randn(...)`), a helper that draws its own
+batch (`X, Y = get_batch("train")` inside `train_step()`), a helper with its own loop (an epoch over a loader), or a
+training call into another module (what it does per call is not in sight) keeps the finding.
 """
 
 from __future__ import annotations
@@ -49,8 +50,22 @@ def same_data_every_step(model: SemanticModel, loop: Loop) -> bool:
         functions = model.functions.get(name, ()) if name is not None else ()
         if not functions or any(model.loops_inside(f) for f in functions) or not _invariant(call, rebound):
             return False  # another module's trainer, a helper with its own loop, or a step given a batch made here
+        if not all(_steps_here(model, f) and _forwards_given_inputs(model, f) for f in functions):
+            return False  # a helper that trains through others, or makes its own batch (`x, y = get_batch()`)
         stepped = True
     return stepped
+
+
+def _steps_here(model: SemanticModel, function: cst.FunctionDef) -> bool:
+    """The function runs the backward pass or the optimizer step itself (not through another function)."""
+    return any(_is_training_step(model, call) for call in model.calls_inside(function))
+
+
+def _forwards_given_inputs(model: SemanticModel, function: cst.FunctionDef) -> bool:
+    """Every module forward in `function` is given only names the function does not bind itself: its parameters
+    and the module's tensors (`model(x[train_idx])`, `model(data.x, data.adj_t)`), not a batch it draws."""
+    bound = _rebound_in(model, function)
+    return all(_invariant(call, bound) for call in model.calls_inside(function) if model.residency.is_module(call.func))
 
 
 def _counts(model: SemanticModel, loop: cst.For) -> bool:
@@ -72,8 +87,8 @@ def _iterates_a_loader(model: SemanticModel, loop: cst.For) -> bool:
     return False
 
 
-def _rebound_in(model: SemanticModel, loop: cst.For) -> set[str]:
-    """Names bound inside the loop (its target included)."""
+def _rebound_in(model: SemanticModel, loop: cst.For | cst.FunctionDef) -> set[str]:
+    """Names bound inside the loop (its target included) or the function's body (not its parameters)."""
     names: set[str] = set()
 
     class Targets(cst.CSTVisitor):
@@ -99,7 +114,7 @@ def _rebound_in(model: SemanticModel, loop: cst.For) -> set[str]:
             self._add(node.target)
 
         def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return False
+            return node is loop  # (a nested function's names are its own)
 
     loop.visit(Targets())
     return names
