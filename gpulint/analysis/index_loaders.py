@@ -71,13 +71,15 @@ def _sizes(model: SemanticModel, value: cst.BaseExpression) -> list[object]:
     if size is not None:
         return [size]
     function = model.enclosing_function(value)
-    if not isinstance(value, cst.Name) or function is None:
+    if not isinstance(value, cst.Name) or function is None or model.enclosing_function(function) is not None:
         return []
+    if any(isinstance(a, cst.ClassDef) for a in model.ancestors(function)):
+        return []  # a method: its calls are not spelled `name(...)`
     params = function.params
     positional = [p.name.value for p in (*params.posonly_params, *params.params)]
     if value.value not in positional + [p.name.value for p in params.kwonly_params]:
         return []
-    if any(isinstance(b, cst.Param) is False for b in model.bindings_of(value.value, value)):
+    if any(not isinstance(b, cst.Param) for b in model.bindings_of(value.value, value)):
         return []  # rebound in the function
     sizes: list[object] = []
     for call in model.calls:
