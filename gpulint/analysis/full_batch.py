@@ -1,17 +1,20 @@
 """Loops whose every iteration trains on the same data: full-batch training, one step an epoch.
 
 `for epoch in range(1, 1 + epochs): loss = train(model, data, train_idx, optimizer); result = test(...)` with
-`train` one forward, backward and optimizer step over tensors already on the GPU (OGB's node-property scripts,
-PyG's Cora examples). A host read in such an iteration (`return loss.item()`) waits for the step, and what the host
-would otherwise do meanwhile is only launching the next calls' kernels: there is no batch to load, sample or collate,
-the inputs are the same tensors every time. The wait costs at most those launches, a sliver of a full-batch step
-(and an evaluation read on the host follows at once anyway).
+`train` one forward, backward and optimizer step over tensors already on the GPU and `test` a full evaluation whose
+result the host reads (OGB's node-property scripts). The iteration waits for the device at the evaluation's read
+anyway; a host read of the step (`return loss.item()`) waits for the step too, and what the host would otherwise do
+meanwhile is only launching the evaluation's kernels: there is no batch to load, sample or collate, the inputs are
+the same tensors every time. The read costs at most those launches, a sliver of a full-batch step. (Without the
+evaluation, the next step's launches are what the read holds up; a loop of fixed-batch steps, a benchmark of a large
+model, keeps its reads.)
 
 `same_data_every_step(model, loop)`: `loop` is a `for` over `range(...)` that iterates no loader and whose nested
 loops train nothing; it trains, every training call in it is either a step written in the loop or a function of
 this module with no loop of its own that steps itself (one step a call) and gives its forwards only its parameters
 and the module's tensors; every such call and every module forward in the loop is given only names the loop never
-rebinds (`model(data.x, data.adj_t)`, `train(model, x, y, idx, optimizer)`).
+rebinds (`model(data.x, data.adj_t)`, `train(model, x, y, idx, optimizer)`); and every iteration, outside any `if`,
+calls a function of this module that runs a module and trains nothing (the evaluation).
 A step given a batch made in the loop (`x, y = get_batch()`, `z = torch.randn(...)`), a helper that draws its own
 batch (`X, Y = get_batch("train")` inside `train_step()`), a helper with its own loop (an epoch over a loader), or a
 training call into another module (what it does per call is not in sight) keeps the finding.
@@ -53,7 +56,29 @@ def same_data_every_step(model: SemanticModel, loop: Loop) -> bool:
         if not all(_steps_here(model, f) and _forwards_given_inputs(model, f) for f in functions):
             return False  # a helper that trains through others, or makes its own batch (`x, y = get_batch()`)
         stepped = True
-    return stepped
+    return stepped and _evaluates_every_epoch(model, loop)
+
+
+def _evaluates_every_epoch(model: SemanticModel, loop: cst.For) -> bool:
+    """Every iteration, outside any `if`, calls a function of this module that runs a module and trains nothing
+    (`result = test(model, x, y_true, split_idx, evaluator)`): an evaluation whose result the host reads anyway."""
+    for call in model.calls_inside(loop):
+        name = call.func.value if isinstance(call.func, cst.Name) else None
+        functions = model.functions.get(name, ()) if name is not None else ()
+        if not functions or trains(model, call) or _conditional(model, call, loop):
+            continue
+        if all(any(model.residency.is_module(c.func) for c in model.calls_inside(f)) for f in functions):
+            return True
+    return False
+
+
+def _conditional(model: SemanticModel, node: cst.CSTNode, loop: cst.For) -> bool:
+    for ancestor in model.ancestors(node):
+        if ancestor is loop:
+            return False
+        if isinstance(ancestor, (cst.If, cst.IfExp, cst.Try, cst.BooleanOperation)):
+            return True
+    return False
 
 
 def _steps_here(model: SemanticModel, function: cst.FunctionDef) -> bool:
