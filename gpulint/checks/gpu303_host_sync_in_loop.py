@@ -8,6 +8,8 @@ import libcst as cst
 
 from gpulint.analysis import host_reads, legacy_torch
 from gpulint.analysis.first_iterations import first_few_iterations
+from gpulint.analysis.full_batch import same_data_every_step
+from gpulint.analysis.index_loaders import loader_bound_evaluation
 from gpulint.analysis.step_waits import waited_before
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.residency import TRAIN, EVAL
@@ -46,6 +48,10 @@ class HostSyncInLoop(Rule):
                 continue  # the step synchronizes every iteration (a per-step timer) and queued no step work since
             if host_reads.needed_on_host(model, sync, loop):
                 continue  # the host needs the value to go on: to allocate the next tensor, to step an environment
+            if role == TRAIN and same_data_every_step(model, loop):
+                continue  # full-batch training, one step an epoch: no batch to load meanwhile, the wait costs launches
+            if role == EVAL and loader_bound_evaluation(model, loop):
+                continue  # an evaluation over an in-process index loader of large batches: the loader is its cost (GPU101)
             if role == EVAL and host_reads.written_out(model, sync, loop):
                 continue  # the read is the loop's output, written out (a file, a dataset, a display) batch by batch
             if role == EVAL and isinstance(loop, (cst.For, cst.While)):
@@ -139,7 +145,17 @@ class HostSyncInLoop(Rule):
             call = model.parent.get(arg) if isinstance(arg, cst.Arg) else None
             if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value in _COLLECTING:
                 return True
+            if self._added_as_element(target):
+                return True
         return False
+
+    def _added_as_element(self, node: cst.CSTNode) -> bool:
+        """`preds += [out.cpu()]`: the value is an element of a list added to a list (`extend` spelled `+=`)."""
+        model = self.model
+        element = model.parent.get(node)
+        listed = model.parent.get(element) if isinstance(element, cst.Element) else None
+        statement = model.parent.get(listed) if isinstance(listed, cst.List) else None
+        return isinstance(statement, cst.AugAssign) and statement.value is listed and isinstance(statement.operator, cst.AddAssign)
 
     def _chained(self, node: cst.CSTNode) -> cst.CSTNode:
         """`node` with the method calls chained after it: `out.cpu().numpy()` for `out.cpu()`."""
