@@ -91,3 +91,16 @@ def _find_calls(model: SemanticModel, func: cst.FunctionDef) -> _Calls:
         if role in (_TRAIN, _EVAL) and model.residency.rate_limit_guard(call, loop) is None:
             per_step.append((call, loop, role))
     return _Calls(len(calls), per_step)
+
+
+def calling_loop(model: SemanticModel, loop: cst.CSTNode) -> cst.CSTNode:
+    """The loop whose iterations run `loop`'s body: for a helper `helper_step` answers for (also one called by
+    such a helper), the step loop of its only call; otherwise `loop` itself."""
+    seen = set()
+    while isinstance(loop, cst.FunctionDef) and loop not in seen:
+        seen.add(loop)
+        found = helper_step(model, loop.body)
+        if found is None or found[0] is not loop:
+            break
+        loop = _calls(model, loop).per_step[0][1]  # type: ignore[union-attr]
+    return loop

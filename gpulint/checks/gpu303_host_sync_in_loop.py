@@ -9,6 +9,7 @@ import libcst as cst
 from gpulint.analysis import host_reads, legacy_torch
 from gpulint.analysis.first_iterations import first_few_iterations
 from gpulint.analysis.full_batch import same_data_every_step
+from gpulint.analysis.helper_steps import calling_loop
 from gpulint.analysis.index_loaders import loader_bound_evaluation
 from gpulint.analysis.step_waits import waited_before
 from gpulint.analysis.imports import dotted_name
@@ -48,9 +49,9 @@ class HostSyncInLoop(Rule):
                 continue  # the step synchronizes every iteration (a per-step timer) and queued no step work since
             if host_reads.needed_on_host(model, sync, loop):
                 continue  # the host needs the value to go on: to allocate the next tensor, to step an environment
-            if role == TRAIN and same_data_every_step(model, loop):
+            if role == TRAIN and same_data_every_step(model, calling_loop(model, loop)):
                 continue  # full-batch training, one step an epoch: no batch to load meanwhile, the wait costs launches
-            if role == EVAL and loader_bound_evaluation(model, loop):
+            if role == EVAL and loader_bound_evaluation(model, calling_loop(model, loop)):
                 continue  # an evaluation over an in-process index loader of large batches: the loader is its cost (GPU101)
             if role == EVAL and host_reads.written_out(model, sync, loop):
                 continue  # the read is the loop's output, written out (a file, a dataset, a display) batch by batch
