@@ -22,7 +22,7 @@ HOSTILE_SOURCE = (
     "import torch\n"
     "from torch.utils.data import DataLoader\n"
     "\n"
-    "loader = DataLoader(range(10), batch_size=64)\n"
+    "loader = DataLoader(make_dataset(), batch_size=64)\n"
     "for images in loader:\n"
     '    images = images.cuda(non_blocking=False if """\n'
     "::error file=/etc/passwd,line=1::injected\n"

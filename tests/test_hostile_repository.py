@@ -220,7 +220,7 @@ def linked(repo: Path, tmp_path: Path) -> tuple[Path, bytes]:
     outside = tmp_path / "outside_src"
     outside.mkdir()
     victim = outside / "victim.py"
-    victim.write_text("import torch\nfrom torch.utils.data import DataLoader\n\nloader = DataLoader(range(8), batch_size=64)\n"
+    victim.write_text("import torch\nfrom torch.utils.data import DataLoader\n\nloader = DataLoader(make_dataset(), batch_size=64)\n"
                       "for x in loader:\n    x = x.cuda()\n", encoding="utf-8")  # fmt: skip
     (repo / "evil.py").symlink_to(victim)
     (repo / "alias.py").symlink_to(repo / "train.py")  # a link that stays in the tree

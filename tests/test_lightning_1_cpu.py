@@ -37,7 +37,7 @@ class Model(pl.LightningModule):
         return torch.optim.Adam(self.parameters(), lr=0.02)
 
     def train_dataloader(self):
-        return DataLoader(MNIST(".", train=True, download=True, transform=transforms.ToTensor()), batch_size=32, num_workers=4)
+        return DataLoader(MNIST(".", train=True, download=True, transform=transforms.ToTensor()), batch_size=256, num_workers=4)
 
 
 model = Model()

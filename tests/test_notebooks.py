@@ -180,7 +180,7 @@ def test_a_cell_in_another_language_is_skipped():
 def test_names_flow_between_cells_in_order():
     raw = notebook(
         "import torch\nfrom torch.utils.data import DataLoader\ndevice = 'cuda'",
-        "loader = DataLoader(range(10), batch_size=2)",
+        "loader = DataLoader(make_dataset(), batch_size=2)",
         "for x in loader:\n    x = x.to(device)",
     )
     assert [line.split(" `")[0] for line in concise(raw)] == ["nb.ipynb:cell 2:1:10: GPU101", "nb.ipynb:cell 2:1:10: GPU102"]

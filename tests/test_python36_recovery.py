@@ -97,7 +97,7 @@ def test_other_modules_read_the_summary_of_a_recovered_module(tmp_path):
         "import torch\n\ndevice = torch.device('cuda')\n\n\ndef to_gpu(x, async=False):\n    return x.to(device, non_blocking=async)\n",
         encoding="utf-8",
     )
-    train = "import torch\nfrom torch.utils.data import DataLoader\n\nfrom settings import device\n\nloader = DataLoader(range(100), batch_size=64)\nfor x in loader:\n    x = x.to(device)\n"
+    train = "import torch\nfrom torch.utils.data import DataLoader\n\nfrom settings import device\n\nloader = DataLoader(make_dataset(), batch_size=64)\nfor x in loader:\n    x = x.to(device)\n"
     (tmp_path / "train.py").write_text(train, encoding="utf-8")
     result = run_gpulint("check", "--no-cache", "--output-format", "concise", ".", cwd=tmp_path)
     assert result.stdout.decode().splitlines()[:3] == [

@@ -279,7 +279,7 @@ class MNISTDataModule(pl.LightningDataModule):
         return DataLoader(self.train, batch_size=64, num_workers=4, pin_memory=True, persistent_workers=True)
 
     def test_dataloader(self):
-        return DataLoader(self.test, batch_size=64)
+        return DataLoader(self.test, batch_size=1000)
 
 
 class LitModel(pl.LightningModule):

@@ -103,8 +103,13 @@ class BatchCost:
 
     def batches_are_small(self, loader: DataLoaderCall) -> bool:
         """A batch is provably a few bytes per sample: token ids (with their masks and labels), or data
-        written out in the code."""
-        return self.is_toy_data(loader) or self._small(loader.value("dataset"))
+        written out in the code; or its size is known and at most `SMALL_BATCH_BYTES` (`analysis/batch_bytes.py`)."""
+        from gpulint.analysis.batch_bytes import SMALL_BATCH_BYTES, batch_bytes
+
+        if self.is_toy_data(loader) or self._small(loader.value("dataset")):
+            return True
+        size = batch_bytes(self.m, loader)
+        return size is not None and size <= SMALL_BATCH_BYTES
 
     def is_toy_data(self, loader: DataLoaderCall) -> bool:
         """The dataset holds only numbers written in the code (`torch.tensor([[-1.2, 3.1], ...])`)."""
@@ -822,8 +827,15 @@ class BatchCost:
             if info is not None:
                 return not _MEDIA.search(m.code(info.node)) and (
                     self._tokenizes(info.node) or any(_names_tokenizer(m, a.value) for a in source.args)
+                    or self._given_only_tokens(source)
                 )
         return self._from_tokens(source, 0)
+
+    def _given_only_tokens(self, call: cst.Call) -> bool:
+        """A dataset class of this module given tokenizer output and nothing else but literals
+        (`IMDBDataset(imdb_tokenized, partition_key="train")`, a wrapper that indexes the split it is given)."""
+        data = [a.value for a in call.args if not isinstance(a.value, (cst.BaseNumber, cst.BaseString))]
+        return bool(data) and not any(a.star for a in call.args) and all(self._from_tokens(d, 0) for d in data)
 
     def _from_tokens(self, expr: cst.BaseExpression, depth: int) -> bool:
         """Some way the value is built reaches tokenizer output (a cache of it, read back on another path,
