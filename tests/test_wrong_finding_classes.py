@@ -174,7 +174,9 @@ def test_error_paths_hold_for_other_per_step_rules_and_helpers():
                 loss.backward()
                 optimizer.step()
     """, "GPU303", "GPU304", "GPU201") == [
-        "20 GPU303 `if loss.isnan().any():` on a GPU tensor waits for the GPU every training step (loop at line 17)"
+        "12 GPU303 `if not torch.isfinite(loss).all():` on a GPU tensor waits for the GPU every training step"
+        " (`check` at line 11, run by the call at line 19)",
+        "20 GPU303 `if loss.isnan().any():` on a GPU tensor waits for the GPU every training step (loop at line 17)",
     ]
 
 
@@ -265,9 +267,10 @@ def test_a_second_synchronize_or_one_without_communication_stays_reported():
                 torch.cuda.synchronize()
                 plain()
     """, "GPU304", helpers=P2P) == [
+        "22 GPU304 `torch.cuda.synchronize()` blocks the CPU until the GPU is idle, every training step (`plain` at line"
+        " 21, run by the call at line 39)",
         "31 GPU304 `torch.cuda.synchronize()` blocks the CPU until the GPU is idle, every training step (loop at line 26)",
         "38 GPU304 `torch.cuda.synchronize()` blocks the CPU until the GPU is idle, every training step (loop at line 26)",
-        "39 GPU304 `plain()` (`torch.cuda.synchronize()` at train.py:22) blocks the CPU until the GPU is idle, every training step (loop at line 26)",
     ]
 
 

@@ -88,8 +88,11 @@ def _find_calls(model: SemanticModel, func: cst.FunctionDef) -> _Calls:
     per_step = []
     for call in calls:
         loop, role = model.residency.step_loop(call)
-        if role in (_TRAIN, _EVAL) and model.residency.rate_limit_guard(call, loop) is None:
-            per_step.append((call, loop, role))
+        if role not in (_TRAIN, _EVAL) or model.residency.rate_limit_guard(call, loop) is not None:
+            continue
+        if isinstance(loop, (cst.FunctionDef, cst.Lambda)) and not _is_helper_step(model, loop):
+            continue  # called from a model's forward or a framework's step: those say how often it runs
+        per_step.append((call, loop, role))
     return _Calls(len(calls), per_step)
 
 
@@ -104,3 +107,18 @@ def calling_loop(model: SemanticModel, loop: cst.CSTNode) -> cst.CSTNode:
             break
         loop = _calls(model, loop).per_step[0][1]  # type: ignore[union-attr]
     return loop
+
+
+def _is_helper_step(model: SemanticModel, func: cst.CSTNode) -> bool:
+    found = helper_step(model, func.body) if isinstance(func, cst.FunctionDef) else None
+    return found is not None and found[0] is func
+
+
+def called_helper(model: SemanticModel, call: cst.Call) -> Optional[cst.FunctionDef]:
+    """The module-level function `call` runs by name when `helper_step` answers for it: its waits are reported at
+    their own lines, so the call stays quiet."""
+    func = call.func
+    functions = model.functions.get(func.value, []) if isinstance(func, cst.Name) else []
+    if len(functions) != 1 or helper_step(model, functions[0].body) is None:
+        return None
+    return functions[0]

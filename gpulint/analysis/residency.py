@@ -30,7 +30,7 @@ from gpulint.analysis.loop_bounds import runs_briefly
 from gpulint.analysis.shipped_paths import UNKNOWN as SHIPPED_UNKNOWN
 from gpulint.analysis.shipped_paths import shipped_value
 from gpulint.analysis.step_cadence import runs_own_backward
-from gpulint.analysis.helper_steps import helper_step
+from gpulint.analysis.helper_steps import called_helper, helper_step
 from gpulint.analysis.stored_steps import calls_training_closure, local_step, stored_step
 from gpulint.analysis.summary import CLOCKS, DEVICE_INDEX_NAME, times_a_step
 from gpulint.analysis.tensor_size import makes_empty_tensor
@@ -1066,7 +1066,7 @@ class Residency:
         """`found` less the calls of per-step helpers of this module that report their waits at their own lines."""
         kept = []
         for sync in found:
-            helper = self._per_step_helper(sync.node) if sync.via is not None and isinstance(sync.node, cst.Call) else None
+            helper = called_helper(self.model, sync.node) if sync.via is not None and isinstance(sync.node, cst.Call) else None
             if helper is None or not any(other is not sync and self.model.is_inside(other.node, helper) for other in found):
                 kept.append(sync)
         return kept
@@ -1113,14 +1113,6 @@ class Residency:
         info = self.model.classes.get(owner)
         body = info.methods.get(method) if info is not None else None
         return body is not None and any(self.model.is_inside(sync.node, body) for sync in own)
-
-    def _per_step_helper(self, call: cst.Call) -> Optional[cst.FunctionDef]:
-        """The module-level function of this module `call` runs by name, when it is per-step code (`helper_steps`)."""
-        func = call.func
-        functions = self.model.functions.get(func.value, []) if isinstance(func, cst.Name) else []
-        if len(functions) != 1 or helper_step(self.model, functions[0].body) is None:
-            return None
-        return functions[0]
 
     def _formatted_or_logged(self, call: cst.Call) -> Optional[cst.BaseExpression]:
         """The GPU tensor that `"...".format(t)`, `writer.add_scalar(tag, t)` or `writer.add_scalars(tag, {...: t})`

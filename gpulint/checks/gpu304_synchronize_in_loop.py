@@ -7,6 +7,7 @@ from typing import Iterator
 import libcst as cst
 
 from gpulint.analysis.communication import guards_communication
+from gpulint.analysis.helper_steps import called_helper
 from gpulint.analysis.residency import CPU, TRAIN
 from gpulint.analysis.streams import CURRENT_STREAM
 from gpulint.checks.base import Rule
@@ -29,6 +30,8 @@ class SynchronizeInLoop(Rule):
             via = None if self._is_device_sync(call) else self._helper_sync(call)
             if via is None and not self._is_device_sync(call):
                 continue
+            if via is not None and called_helper(model, call) is not None:
+                continue  # a per-step helper of this module: its own line reports the synchronize
             loop, role = residency.step_loop(call)
             if role != TRAIN or residency.rate_limit_guard(call, loop) is not None:
                 continue
