@@ -54,7 +54,10 @@ _TABLE_METHODS = frozenset({"drop", "dropna", "fillna", "rename", "sample", "sor
 # Hugging Face `datasets` methods that build a new table once (not per item, unlike `set_transform`).
 _EAGER_DATASET_METHODS = frozenset({"map", "filter", "with_format", "set_format", "select", "shuffle", "remove_columns",
                                     "rename_column", "rename_columns", "select_columns", "sort", "flatten_indices",
-                                    "train_test_split", "shard"})  # fmt: skip
+                                    "train_test_split", "shard", "add_column"})  # fmt: skip
+# `datasets.Dataset` built from columns held in memory: its rows are what the columns hold.
+_TABLE_FROM_COLUMNS = frozenset({"datasets.Dataset.from_dict", "datasets.Dataset.from_list", "datasets.arrow_dataset.Dataset.from_dict",
+                                 "datasets.arrow_dataset.Dataset.from_list"})  # fmt: skip
 _DATAPIPES = ("torchdata.", "torch.utils.data.datapipes.", "torch.utils.data.IterDataPipe", "torch.utils.data.MapDataPipe")
 _TOKENIZER = re.compile(r"tokeni[sz]er|(^|_)tok($|_)", re.IGNORECASE)
 # A token-to-id table handed to an encoding function: its output is ids.
@@ -617,6 +620,8 @@ class BatchCost:
             return True  # a tensor: rows indexed in memory
         if self._held_dataset(source):
             return True  # built in another module from data held in memory (its summary says so)
+        if name in _TABLE_FROM_COLUMNS and source.args and not source.args[0].star and self._token_dataset(source.args[0].value):
+            return True  # `Dataset.from_dict(tokenizer(texts))`: rows of token ids, tokenized once
         if _maps_tokenizer(m, source) and not self._streamed(source.func.value) and not self._datapipe(source.func.value):
             return True  # a Hugging Face dataset tokenized once by `.map(...)`: rows of token ids
         func = source.func
@@ -746,10 +751,14 @@ class BatchCost:
                     return True
         return False
 
-    def _cheap_collate(self, collate: Optional[cst.BaseExpression]) -> bool:
+    def _cheap_collate(self, collate: Optional[cst.BaseExpression], depth: int = 0) -> bool:
         m = self.m
         if collate is None:
             return True
+        if isinstance(collate, cst.Name) and not m.functions.get(collate.value) and depth < _MAX_DEPTH:
+            writes = m.dataflow.reaching_writes(collate.value, collate)
+            if len(writes) == 1 and isinstance(writes[0].value, (cst.Name, cst.Attribute)) and not writes[0].is_augmented:
+                return self._cheap_collate(writes[0].value, depth + 1)  # `data_collator = default_data_collator`
         if isinstance(collate, cst.Name) and not m.functions.get(collate.value):
             sources = self._sources(collate)
             if sources is None or len(sources) != 1 or sources[0] is collate:
