@@ -753,8 +753,8 @@ class BatchCost:
 
     def _cheap_collate(self, collate: Optional[cst.BaseExpression], depth: int = 0) -> bool:
         m = self.m
-        if collate is None:
-            return True
+        if collate is None or isinstance(collate, cst.Name) and collate.value == "None":
+            return True  # (`data_collator=None`: the Trainer's default, which stacks)
         if isinstance(collate, cst.Name) and not m.functions.get(collate.value) and depth < _MAX_DEPTH:
             writes = m.dataflow.reaching_writes(collate.value, collate)
             if len(writes) == 1 and isinstance(writes[0].value, (cst.Name, cst.Attribute)) and not writes[0].is_augmented:
