@@ -245,3 +245,40 @@ def test_without_the_annotation_the_moved_value_is_taken_for_a_tensor():
 def test_a_parameter_annotated_as_a_tensor_stays_reported():
     assert findings(AGGREGATOR.format(annotation=": torch.Tensor | None"), select=("GPU303",)) == ["12:12 GPU303"]
     assert findings(AGGREGATOR.format(annotation=": TensorDict"), select=("GPU303",)) == ["12:12 GPU303"]
+
+
+# ---- W2: Trainers that bring their own loaders ----------------------------------------------------
+
+OWN_LOADERS = """\
+from torch.utils.data import DataLoader
+from transformers import Trainer, TrainingArguments
+
+train_dataloader = DataLoader(train_dataset, batch_size=8, shuffle=True, num_workers=4, pin_memory=True)
+eval_dataloader = DataLoader(eval_dataset, batch_size=8, num_workers=4, pin_memory=True)
+
+
+class CustomTrainer(Trainer):
+    def get_train_dataloader(self):
+        return {train}
+
+    def get_eval_dataloader(self, eval_dataset=None):
+        return eval_dataloader
+
+
+training_args = TrainingArguments(output_dir="test", num_train_epochs=30)
+trainer = CustomTrainer(model=model, args=training_args, train_dataset=train_dataset, eval_dataset=eval_dataset)
+trainer.train()
+"""
+
+
+def test_a_trainer_that_returns_its_own_loaders_ignores_the_loader_settings():
+    assert findings(OWN_LOADERS.format(train="train_dataloader"), select=("GPU107",)) == []
+
+
+def test_a_trainer_that_defers_to_its_base_stays_reported():
+    assert findings(OWN_LOADERS.format(train="super().get_train_dataloader()"), select=("GPU107",)) == ["16:17 GPU107"]
+
+
+def test_arguments_also_given_to_a_plain_trainer_stay_reported():
+    source = OWN_LOADERS.format(train="train_dataloader") + "Trainer(model=model, args=training_args, train_dataset=train_dataset).train()\n"
+    assert findings(source, select=("GPU107",)) == ["16:17 GPU107"]
