@@ -5,13 +5,17 @@ such are not tensors. Each fact with the shape that goes silent and the nearby s
   a `Dataset.from_dict`, a multiple-choice collator: GPU101/GPU107 (and GPU102) have nothing to gain. A dataset
   streamed, images decoded per item, or a tokenizer run per item stay reported.
 - `TrainingArguments` written again before a Trainer reads them configure nothing (a tutorial's first version).
+- W2: `TrainingArguments` given only to a Trainer subclass that returns its own loaders configure no loader.
+- GPU406 in a notebook that never calls `notebook_launcher`: its `Accelerator()` is one process, nothing to all-reduce.
 - W1: `if aggregator and not aggregator.disabled:` with `aggregator: MetricAggregator | None` is a truth test of
   an object, not a wait on a GPU tensor, though its callers move it with `.to(device)`.
 """
 
 from __future__ import annotations
 
-from tests.conftest import findings
+from gpulint import api
+from tests.conftest import findings, settings
+from tests.test_notebooks import notebook
 
 HF = """\
 import torch
@@ -282,3 +286,39 @@ def test_a_trainer_that_defers_to_its_base_stays_reported():
 def test_arguments_also_given_to_a_plain_trainer_stay_reported():
     source = OWN_LOADERS.format(train="train_dataloader") + "Trainer(model=model, args=training_args, train_dataset=train_dataset).train()\n"
     assert findings(source, select=("GPU107",)) == ["16:17 GPU107"]
+
+
+# ---- GPU406: accelerate in a one-process notebook ------------------------------------------------
+
+SETUP = """\
+from accelerate import Accelerator{launcher_import}
+
+accelerator = Accelerator()
+model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+"""
+ACCUMULATE = """\
+for step, batch in enumerate(loader):
+    loss = model(batch).sum() / 8
+    accelerator.backward(loss)
+    if step % 8 == 0:
+        optimizer.step()
+        optimizer.zero_grad()
+"""
+
+
+def _notebook_codes(*cells: str) -> list[tuple[int, str]]:
+    report = api.check(api.Source(notebook(*cells), "nb.ipynb"), settings(select=("GPU406",)))
+    return [(d.location.row, d.code) for d in report.diagnostics]
+
+
+def test_accumulation_in_a_one_process_notebook_is_not_reported():
+    assert _notebook_codes(SETUP.format(launcher_import=""), ACCUMULATE) == []
+
+
+def test_accumulation_in_a_notebook_launched_on_several_processes_stays_reported():
+    launched = "def training_function():\n" + "".join(f"    {line}\n" for line in ACCUMULATE.splitlines()) + "\nnotebook_launcher(training_function, num_processes=2)\n"
+    assert _notebook_codes(SETUP.format(launcher_import="\nfrom accelerate import notebook_launcher"), launched) == [(10, "GPU406")]
+
+
+def test_accumulation_in_a_script_stays_reported():
+    assert findings(SETUP.format(launcher_import="") + ACCUMULATE, select=("GPU406",)) == ["7:5 GPU406"]
