@@ -208,7 +208,8 @@ def test_arguments_read_before_they_are_replaced_stay_reported():
 
 
 def test_arguments_replaced_only_on_one_branch_stay_reported():
-    source = REPLACED.replace('training_args = TrainingArguments(output_dir="test_trainer", ', 'if again:\n    training_args = TrainingArguments(output_dir="test_trainer", ')
+    second = 'training_args = TrainingArguments(output_dir="test_trainer", '
+    source = REPLACED.replace(second, "if again:\n    " + second)
     assert findings(source.format(between=""), select=("GPU107",)) == ["3:17 GPU107", "5:21 GPU107"]
 
 
@@ -239,7 +240,8 @@ def main(cfg, agent, optimizer, data):
 
 def test_a_parameter_annotated_as_a_metrics_object_is_no_gpu_tensor():
     assert findings(AGGREGATOR.format(annotation=": MetricAggregator | None"), select=("GPU303",)) == []
-    assert findings(AGGREGATOR.format(annotation=": Optional[MetricAggregator]").replace("import torch\n", "import torch\nfrom typing import Optional\n"), select=("GPU303",)) == []
+    optional = AGGREGATOR.format(annotation=": Optional[MetricAggregator]").replace("import torch\n", "import torch\nfrom typing import Optional\n")
+    assert findings(optional, select=("GPU303",)) == []
 
 
 def test_without_the_annotation_the_moved_value_is_taken_for_a_tensor():
@@ -316,7 +318,8 @@ def test_accumulation_in_a_one_process_notebook_is_not_reported():
 
 
 def test_accumulation_in_a_notebook_launched_on_several_processes_stays_reported():
-    launched = "def training_function():\n" + "".join(f"    {line}\n" for line in ACCUMULATE.splitlines()) + "\nnotebook_launcher(training_function, num_processes=2)\n"
+    body = "".join(f"    {line}\n" for line in ACCUMULATE.splitlines())
+    launched = "def training_function():\n" + body + "\nnotebook_launcher(training_function, num_processes=2)\n"
     assert _notebook_codes(SETUP.format(launcher_import="\nfrom accelerate import notebook_launcher"), launched) == [(10, "GPU406")]
 
 

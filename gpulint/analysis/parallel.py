@@ -189,7 +189,8 @@ def _one_process_accelerator(model: SemanticModel, wrapper: cst.Call) -> bool:
     framework = model.frameworks.wrapper(wrapper)
     if framework is None or framework[0] != "accelerate" or not model.is_notebook:
         return False
-    return not any((model.call_name(c) or "").startswith("accelerate.") and (model.call_name(c) or "").endswith("notebook_launcher") for c in model.calls)
+    names = (model.call_name(c) or "" for c in model.calls)
+    return not any(name.startswith("accelerate.") and name.endswith("notebook_launcher") for name in names)
 
 
 def _runs_once(model: SemanticModel, loop: cst.CSTNode) -> bool:
