@@ -325,3 +325,25 @@ def test_accumulation_in_a_notebook_launched_on_several_processes_stays_reported
 
 def test_accumulation_in_a_script_stays_reported():
     assert findings(SETUP.format(launcher_import="") + ACCUMULATE, select=("GPU406",)) == ["7:5 GPU406"]
+
+
+def test_a_parameter_annotated_as_a_data_class_keeps_its_tensor_attributes():
+    # `state: RunningState` names data: its attributes are tensors where the callers moved it
+    source = """\
+        import torch
+        from mylib.tracking import RunningState
+
+
+        def train(model, optimizer, data, state: RunningState):
+            for x in data:
+                loss = model(x).mean()
+                loss.backward()
+                optimizer.step()
+                print(state.total.item())
+
+
+        def main(model, optimizer, data, make_state):
+            state = make_state().to(torch.device("cuda"))
+            train(model, optimizer, data, state)
+        """
+    assert findings(source, select=("GPU303",)) == ["10:15 GPU303"]

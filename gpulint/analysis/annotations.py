@@ -5,7 +5,9 @@ the project's callers build it with `.to(device)` (a `torchmetrics` collection m
 does). Its truth value (`if aggregator and not aggregator.disabled:`) is a Python test of an object: nothing waits
 for the GPU. Only a class imported by name from a library that is not a tensor library, or one of this module's
 classes that does not derive from `torch.Tensor`, counts; containers (`Dict[str, Tensor]`), type variables,
-`Any`, builtins (`float`, which a caller may still fill with a 0-d tensor) and aliases prove nothing.
+`Any`, builtins (`float`, which a caller may still fill with a 0-d tensor) and aliases prove nothing, nor does a
+class named like data (`batch: Batch`, `out: ModelOutput`, `state: TrainState`): its attributes are the tensors
+the step reads (`batch.labels.sum().item()`), and the attributes of an annotated parameter are where it is.
 """
 
 from __future__ import annotations
@@ -24,8 +26,13 @@ if TYPE_CHECKING:
 _TENSOR_LIBRARIES = ("torch", "numpy", "jax", "tensordict", "tensorflow", "cupy", "typing", "typing_extensions",
                      "collections", "builtins", "jaxtyping", "torchtyping")  # fmt: skip
 _UNIONS = frozenset({"typing.Optional", "typing.Union"})
-# Class names that say tensor data whatever library they come from (`TensorDict`, `NDArray`, `BatchedTensor`).
-_TENSOR_NAME = re.compile(r"tensor|array|parameter|buffer", re.IGNORECASE)
+# Class names that say tensor data whatever library they come from (`TensorDict`, `NDArray`, `BatchedTensor`), or a
+# container of it whose attributes are tensors (`Batch`, `ModelOutput`, `TrainState`, `Rollout`): not proved objects.
+_TENSOR_NAME = re.compile(
+    r"tensor|array|parameter|buffer|batch|sample|input|output|data|state|result|example|feature|obs|observation|transition|"
+    r"trajector|rollout|episode|step",
+    re.IGNORECASE,
+)
 
 
 def annotated_as_object(model: SemanticModel, param: cst.Param) -> bool:
