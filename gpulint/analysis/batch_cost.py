@@ -37,7 +37,8 @@ _DEFAULT_COLLATE = frozenset({"torch.utils.data.default_collate", "torch.utils.d
 # Hugging Face collators that stack or pad token ids (the batch work of pre-tokenized text).
 _TOKEN_COLLATORS = frozenset({
     "default_data_collator", "DefaultDataCollator", "DataCollatorWithPadding", "DataCollatorForSeq2Seq",
-    "DataCollatorForLanguageModeling", "DataCollatorForTokenClassification",
+    "DataCollatorForLanguageModeling", "DataCollatorForTokenClassification", "DataCollatorForMultipleChoice",
+    "DataCollatorForWholeWordMask", "DataCollatorWithFlattening",
 })  # fmt: skip
 # Tensor methods that compute a new tensor from one held in memory (done once, when the dataset is built).
 _TENSOR_REDUCTIONS = frozenset({"sum", "mean", "std", "max", "min", "argmax", "argmin", "abs", "flip", "t", "squeeze",
@@ -52,7 +53,11 @@ _MATERIALIZING_METHODS = frozenset({"read", "readlines", "read_text", "tolist", 
 _TABLE_METHODS = frozenset({"drop", "dropna", "fillna", "rename", "sample", "sort_values", "reset_index", "set_index"})
 # Hugging Face `datasets` methods that build a new table once (not per item, unlike `set_transform`).
 _EAGER_DATASET_METHODS = frozenset({"map", "filter", "with_format", "set_format", "select", "shuffle", "remove_columns",
-                                    "rename_column", "rename_columns", "select_columns", "sort", "flatten_indices"})  # fmt: skip
+                                    "rename_column", "rename_columns", "select_columns", "sort", "flatten_indices",
+                                    "train_test_split", "shard", "add_column"})  # fmt: skip
+# `datasets.Dataset` built from columns held in memory: its rows are what the columns hold.
+_TABLE_FROM_COLUMNS = frozenset({"datasets.Dataset.from_dict", "datasets.Dataset.from_list", "datasets.arrow_dataset.Dataset.from_dict",
+                                 "datasets.arrow_dataset.Dataset.from_list"})  # fmt: skip
 _DATAPIPES = ("torchdata.", "torch.utils.data.datapipes.", "torch.utils.data.IterDataPipe", "torch.utils.data.MapDataPipe")
 _TOKENIZER = re.compile(r"tokeni[sz]er|(^|_)tok($|_)", re.IGNORECASE)
 # A token-to-id table handed to an encoding function: its output is ids.
@@ -620,7 +625,9 @@ class BatchCost:
             return True  # a tensor: rows indexed in memory
         if self._held_dataset(source):
             return True  # built in another module from data held in memory (its summary says so)
-        if _maps_tokenizer(m, source) and not self._streams and not self._datapipe(source.func.value):
+        if name in _TABLE_FROM_COLUMNS and source.args and not source.args[0].star and self._token_dataset(source.args[0].value):
+            return True  # `Dataset.from_dict(tokenizer(texts))`: rows of token ids, tokenized once
+        if _maps_tokenizer(m, source) and not self._streamed(source.func.value) and not self._datapipe(source.func.value):
             return True  # a Hugging Face dataset tokenized once by `.map(...)`: rows of token ids
         func = source.func
         if isinstance(func, cst.Attribute) and func.attr.value in _EAGER_DATASET_METHODS and depth < _MAX_DEPTH:
@@ -650,7 +657,7 @@ class BatchCost:
         return m.classes[found.pop()] if len(found) == 1 else None
 
     def _all_cheap(self, expr: cst.BaseExpression, depth: int) -> bool:
-        if isinstance(expr, cst.Call):
+        if isinstance(expr, (cst.Call, cst.Subscript)):  # `tokenized["train"].shuffle(...)`: the split's rows decide
             return self._cheap_dataset(expr, depth)
         if self._splits_replaced(expr, depth):
             return True
@@ -695,6 +702,49 @@ class BatchCost:
                 return True
         return False
 
+    def _streamed(self, dataset: cst.BaseExpression, depth: int = 0) -> bool:
+        """The dataset whose `.map` this is may be streamed (its `.map` then runs per item, lazily): it is built
+        from a `load_dataset(..., streaming=True)` or a `to_iterable_dataset()`, or it cannot be followed in a
+        module that streams one. A notebook that streams one corpus to filter it and trains on another
+        (`load_dataset(name, split="train")`) maps the other once."""
+        sources = self._sources(dataset) if depth <= _MAX_DEPTH else None
+        if sources is None:
+            return self._streams
+        for source in sources:
+            parts: list[cst.BaseExpression] = []
+            if isinstance(source, cst.Subscript):
+                parts.append(source.value)  # `ds["train"]`: a split of it
+            elif isinstance(source, cst.Call):
+                if _streaming_call(source):
+                    return True
+                library = self.m.call_name(source) is not None
+                if isinstance(source.func, cst.Attribute) and not library:
+                    parts.append(source.func.value)  # `ds.map(...).filter(...)`: what it is called on
+                elif library:  # `DatasetDict({...})`, `concatenate_datasets([a, b])`, `load_dataset(name)`: what it is given
+                    parts.extend(a.value for a in source.args if a.keyword is None)
+                else:
+                    return self._streams  # a function of another module, a parameter: not followed
+            elif isinstance(source, (cst.Dict, cst.List, cst.Tuple)):  # `DatasetDict({"train": ds_train, ...})`
+                parts.extend(e.value for e in source.elements if isinstance(e, (cst.DictElement, cst.Element)))
+            elif isinstance(source, cst.Name) and source.value in ("None", "True", "False"):
+                continue
+            elif isinstance(source, (cst.Name, cst.Attribute)):
+                return self._streams  # a value bound elsewhere: not followed
+            for part in parts:
+                if isinstance(part, cst.Name) and not self._holds_value(part):
+                    continue  # a function, a class or a builtin handed to the call: no data
+                if isinstance(part, (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Dict, cst.List, cst.Tuple)) and self._streamed(part, depth + 1):
+                    return True
+        return False
+
+    def _holds_value(self, name: cst.Name) -> bool:
+        """`name` is a variable or a parameter here (not an import, a function, a class or a builtin)."""
+        m = self.m
+        if m.dataflow.reaching_writes(name.value, name):
+            return True
+        binders = m.bindings_of(name.value, name)
+        return bool(binders) and all(isinstance(b, cst.Param) for b in binders)
+
     @cached_property
     def _streams(self) -> bool:
         """The module streams a dataset (`load_dataset(..., streaming=True)`): its `.map` runs per item, lazily."""
@@ -706,10 +756,14 @@ class BatchCost:
                     return True
         return False
 
-    def _cheap_collate(self, collate: Optional[cst.BaseExpression]) -> bool:
+    def _cheap_collate(self, collate: Optional[cst.BaseExpression], depth: int = 0) -> bool:
         m = self.m
-        if collate is None:
-            return True
+        if collate is None or isinstance(collate, cst.Name) and collate.value == "None":
+            return True  # (`data_collator=None`: the Trainer's default, which stacks)
+        if isinstance(collate, cst.Name) and not m.functions.get(collate.value) and depth < _MAX_DEPTH:
+            writes = m.dataflow.reaching_writes(collate.value, collate)
+            if len(writes) == 1 and isinstance(writes[0].value, (cst.Name, cst.Attribute)) and not writes[0].is_augmented:
+                return self._cheap_collate(writes[0].value, depth + 1)  # `data_collator = default_data_collator`
         if isinstance(collate, cst.Name) and not m.functions.get(collate.value):
             sources = self._sources(collate)
             if sources is None or len(sources) != 1 or sources[0] is collate:
@@ -916,6 +970,13 @@ class BatchCost:
 
 
 # ---- helpers ------------------------------------------------------------------------------------
+
+
+def _streaming_call(call: cst.Call) -> bool:
+    """`load_dataset(..., streaming=True)` (or a streaming flag not written False), `ds.to_iterable_dataset()`."""
+    if isinstance(call.func, cst.Attribute) and call.func.attr.value == "to_iterable_dataset":
+        return True
+    return any(a.keyword is not None and a.keyword.value == "streaming" and not _is_false(a.value) for a in call.args)
 
 
 def _is_tokenizing(model: SemanticModel, call: cst.Call) -> bool:

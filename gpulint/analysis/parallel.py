@@ -155,6 +155,7 @@ def unsynced_accumulation(model: SemanticModel) -> list[UnsyncedAccumulation]:
     `model.require_backward_grad_sync = ...`)."""
     wrappers = ddp_calls(model) or [
         c for c in model.calls if model.frameworks.wrapper(c) is not None and any(_is_model(model, a.value) for a in c.args if not a.star)
+        and not _one_process_accelerator(model, c)
     ]
     if not wrappers:
         return []
@@ -180,6 +181,16 @@ def unsynced_accumulation(model: SemanticModel) -> list[UnsyncedAccumulation]:
             continue
         found.append(UnsyncedAccumulation(backward, step, wrappers[0]))
     return found
+
+
+def _one_process_accelerator(model: SemanticModel, wrapper: cst.Call) -> bool:
+    """`accelerator.prepare(model, ...)` in a notebook that never calls `notebook_launcher`: the kernel is one
+    process, so `accelerator.backward` has no gradients to all-reduce."""
+    framework = model.frameworks.wrapper(wrapper)
+    if framework is None or framework[0] != "accelerate" or not model.is_notebook:
+        return False
+    names = (model.call_name(c) or "" for c in model.calls)
+    return not any(name.startswith("accelerate.") and name.endswith("notebook_launcher") for name in names)
 
 
 def _runs_once(model: SemanticModel, loop: cst.CSTNode) -> bool:

@@ -560,6 +560,13 @@ class Residency:
         key = f"{owner.name.value}.{func.name.value}" if isinstance(owner, cst.ClassDef) else func.name.value
         return set(self.model.project.receives(key, expr.value))
 
+    def _annotated_object(self, name: cst.Name) -> bool:
+        """A parameter annotated as an object of a class that is not a tensor (`analysis/annotations.py`)."""
+        from gpulint.analysis.annotations import annotated_as_object
+
+        binders = self.model.bindings_of(name.value, name)
+        return len(binders) == 1 and isinstance(binders[0], cst.Param) and annotated_as_object(self.model, binders[0])
+
     def _step_closure_binders(self, name: cst.Name) -> list[cst.CSTNode]:
         """The binders of a free name in a framework's step function defined inside another function, from the
         nearest enclosing function that binds it (`model` in `def train_step(engine, batch)` defined inside
@@ -705,6 +712,8 @@ class Residency:
                 return self.level(expr.value)  # `out.logits`, `x.grad`, `x.T`
             if isinstance(expr, cst.Name) and self.model.frameworks.placed_parameter(expr):
                 return LIKELY  # `batch` of `training_step`: the framework copied it to the device
+            if isinstance(expr, cst.Name) and self._annotated_object(expr):
+                return NONE  # `aggregator: MetricAggregator | None`: an object, whatever its callers moved with `.to()`
             if isinstance(expr, cst.Name):
                 return received_tensor_level(self._received(expr))  # a parameter: where the project's calls fill it
             return NONE

@@ -8,6 +8,7 @@ from typing import Iterator
 import libcst as cst
 
 from gpulint.analysis.frameworks import FRAMEWORK_DEFAULT, TrainerArguments
+from gpulint.analysis.own_loaders import trainers_bring_own_loaders
 from gpulint.analysis.value_resolution import ARGPARSE_DEFAULT
 from gpulint.checks.base import Option, Rule
 from gpulint.checks.gpu101_dataloader_without_workers import DEFAULT_WORKERS, validate_workers
@@ -46,6 +47,8 @@ class TrainerDataloaderSettings(Rule):
         workers, pinned, persistent = values[WORKERS], values[PINNED], values[PERSISTENT]
         restarts = _is(persistent, False) and self._several_epochs(arguments)
         cost = self.model.batch_cost
+        if trainers_bring_own_loaders(self.model, arguments.call):
+            return []  # the Trainers return loaders built in the code: these settings shape none of them
         if cost.trainer_items_are_cheap(arguments.call):
             workers = persistent = None  # rows tokenized up front, a collator that pads: workers would idle
         if cost.trainer_streams_unsharded(arguments.call):
