@@ -932,7 +932,7 @@ class Residency:
         if callee is not None and callee.returns is not None:
             returned = callee.returns
             local = isinstance(func, cst.Name) and func.value in model.functions  # `_returns_level` below reads those
-            if not local and (returned == ("gpu",) or (returned[0] == "tuple" and returned[1] and all(r == ("gpu",) for r in returned[1]))):
+            if not local and (returned == ("gpu",) or _moved_tuple(returned) or returned[0] == "shapes" and all(_moved_tuple(r) for r in returned[1])):
                 return CERTAIN  # `x, y = to_device(batch, device)`, a project helper that returns moved tensors
             if returned == ("host",):
                 return NONE  # `def to_cpu(t): return t.detach().cpu()`
@@ -1726,3 +1726,8 @@ def _names_in(target: cst.BaseExpression) -> list[cst.BaseExpression]:
     if isinstance(target, (cst.Name, cst.Attribute)):
         return [target]
     return []
+
+
+def _moved_tuple(returned) -> bool:
+    """A project function's result that is a tuple of GPU tensors (`return x.to(device), y.to(device)`)."""
+    return returned is not None and returned[0] == "tuple" and bool(returned[1]) and all(r == ("gpu",) for r in returned[1])
