@@ -407,3 +407,41 @@ def test_a_trainer_whose_batch_stays_on_the_host_or_reads_under_a_log_interval_i
         '        if self.steps % 100 == 0:\n            self.total_train_loss["train/loss"] += loss.item()\n',
     )
     assert found(lint(write(tmp_path / "logged", {"train.py": logged}), monkeypatch, select=("GPU303",))) == []
+
+
+EVALUATING_TRAINER = TRAINER.replace(
+    "    def _train_epoch(self):\n",
+    "    @torch.no_grad()\n"
+    "    def _eval_step(self, batch):\n"
+    "        x, y = self._parse_batch(batch)\n"
+    '        loss = self.criterion["mse"](self.model["generator"](x), y)\n'
+    '        self.total_eval_loss["eval/loss"] += loss.item()\n'
+    "\n"
+    "    def _eval_epoch(self):\n"
+    '        self.total_eval_loss = {"eval/loss": 0.0}\n'
+    '        for batch in self.data_loader["dev"]:\n'
+    "            self._eval_step(batch)\n"
+    "\n"
+    "    def _train_epoch(self):\n",
+).replace(
+    "            self._train_step(batch)\n",
+    "            self._train_step(batch)\n            if self.steps % 1000 == 0:\n                self._eval_epoch()\n",
+).replace('{"train": DataLoader(', '{"dev": DataLoader(data, batch_size=10), "train": DataLoader(')
+
+
+def test_a_trainer_eval_step_method_its_dev_loop_calls_on_self_reads_every_evaluation_step(tmp_path, monkeypatch):
+    diagnostics = lint(write(tmp_path, {"train.py": EVALUATING_TRAINER}), monkeypatch, select=("GPU303",))
+    assert found(diagnostics) == ["train.py:45 GPU303", "train.py:52 GPU303"]  # not again at `self._eval_step(batch)`
+    assert diagnostics[1].message == (
+        "`loss.item()` waits for the GPU every evaluation step (`_eval_step` at line 49, run by the call at line 57)"
+    )
+
+
+def test_an_eval_step_method_called_under_an_interval_or_from_two_places_is_not_per_step_code(tmp_path, monkeypatch):
+    guarded = EVALUATING_TRAINER.replace(
+        "        for batch in self.data_loader[\"dev\"]:\n            self._eval_step(batch)\n",
+        "        for i, batch in enumerate(self.data_loader[\"dev\"]):\n            if i % 100 == 0:\n                self._eval_step(batch)\n",
+    )
+    assert found(lint(write(tmp_path / "guarded", {"train.py": guarded}), monkeypatch, select=("GPU303",))) == ["train.py:45 GPU303"]
+    twice = EVALUATING_TRAINER.replace("    def run(self):\n", "    def probe(self, batch):\n        self._eval_step(batch)\n\n    def run(self):\n")
+    assert "train.py:55 GPU303" not in found(lint(write(tmp_path / "twice", {"train.py": twice}), monkeypatch, select=("GPU303",)))
