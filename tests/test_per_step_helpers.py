@@ -321,3 +321,127 @@ def test_a_helper_the_training_and_validation_loops_share_waits_at_each_call(tmp
     assert diagnostics[0].message == (
         "`accuracy(out, y)` (`.item()` at train.py:15) waits for the GPU every training step (loop at line 19)"
     )
+
+
+TRAINER = """
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
+
+
+class Trainer:
+    def __init__(self, model, criterion, optimizer, data_loader, device=torch.device("cpu"), durations=False):
+        self.model = model
+        self.criterion = criterion
+        self.optimizer = optimizer
+        self.data_loader = data_loader
+        self.device = device
+        self.durations = durations
+        self.steps = 0
+        self.total_train_loss = {"train/loss": 0.0}
+
+    def run(self):
+        while self.steps < 1000:
+            self._train_epoch()
+
+    def _parse_batch(self, batch):
+        inputs, targets = batch[0], batch[1]
+        if isinstance(inputs, torch.Tensor):
+            x = inputs.to(self.device)
+        elif isinstance(inputs, (tuple, list)):
+            x = [None if x is None else x.to(self.device) for x in inputs]
+        else:
+            raise ValueError("inputs")
+        y = targets.to(self.device)
+        if self.durations:
+            return x, y, batch[2].to(self.device)
+        return x, y
+
+    def _train_step(self, batch):
+        if self.durations:
+            x, y, ds = self._parse_batch(batch)
+        else:
+            x, y = self._parse_batch(batch)
+        y_ = self.model["generator"](x)
+        loss = self.criterion["mse"](y_, y)
+        self.optimizer["generator"].zero_grad()
+        loss.backward()
+        self.optimizer["generator"].step()
+        self.total_train_loss["train/loss"] += loss.item()
+        self.steps += 1
+
+    def _train_epoch(self):
+        for batch in self.data_loader["train"]:
+            self._train_step(batch)
+
+
+def main():
+    device = torch.device("cuda")
+    model = {"generator": nn.Linear(8, 8).to(device)}
+    criterion = {"mse": nn.MSELoss().to(device)}
+    optimizer = {"generator": torch.optim.Adam(model["generator"].parameters(), fused=True)}
+    data = TensorDataset(torch.randn(100, 8), torch.randn(100, 8))
+    loader = {"train": DataLoader(data, batch_size=10, num_workers=2, pin_memory=True, persistent_workers=True)}
+    Trainer(model=model, criterion=criterion, optimizer=optimizer, data_loader=loader, device=device).run()
+"""
+
+
+def test_a_trainer_step_method_reads_a_loss_of_a_batch_parsed_into_tuples_of_either_length(tmp_path, monkeypatch):
+    # ParallelWaveGAN's Trainer (tenth corpus): `_parse_batch` returns `x, y, ds` or `x, y`, its inputs moved as
+    # `[None if x is None else x.to(self.device) for x in inputs]`: either way each name holds a GPU tensor
+    diagnostics = lint(write(tmp_path, {"train.py": TRAINER}), monkeypatch, select=("GPU303",))
+    assert found(diagnostics) == ["train.py:45 GPU303"]
+    assert diagnostics[0].message == (
+        "`loss.item()` waits for the GPU every training step (`_train_step` at line 35, run by the call at train.py:50)"
+    )
+
+
+def test_a_trainer_whose_batch_stays_on_the_host_or_reads_under_a_log_interval_is_silent(tmp_path, monkeypatch):
+    on_host = TRAINER.replace("x.to(self.device)", "x").replace("inputs.to(self.device)", "inputs")
+    on_host = on_host.replace("targets.to(self.device)", "targets").replace("batch[2].to(self.device)", "batch[2]")
+    on_host = on_host.replace('nn.Linear(8, 8).to(device)', 'nn.Linear(8, 8)').replace("nn.MSELoss().to(device)", "nn.MSELoss()")
+    on_host = on_host.replace('device = torch.device("cuda")', 'device = torch.device("cpu")')
+    assert found(lint(write(tmp_path / "host", {"train.py": on_host}), monkeypatch, select=("GPU303",))) == []
+    logged = TRAINER.replace(
+        '        self.total_train_loss["train/loss"] += loss.item()\n',
+        '        if self.steps % 100 == 0:\n            self.total_train_loss["train/loss"] += loss.item()\n',
+    )
+    assert found(lint(write(tmp_path / "logged", {"train.py": logged}), monkeypatch, select=("GPU303",))) == []
+
+
+EVALUATING_TRAINER = TRAINER.replace(
+    "    def _train_epoch(self):\n",
+    "    @torch.no_grad()\n"
+    "    def _eval_step(self, batch):\n"
+    "        x, y = self._parse_batch(batch)\n"
+    '        loss = self.criterion["mse"](self.model["generator"](x), y)\n'
+    '        self.total_eval_loss["eval/loss"] += loss.item()\n'
+    "\n"
+    "    def _eval_epoch(self):\n"
+    '        self.total_eval_loss = {"eval/loss": 0.0}\n'
+    '        for batch in self.data_loader["dev"]:\n'
+    "            self._eval_step(batch)\n"
+    "\n"
+    "    def _train_epoch(self):\n",
+).replace(
+    "            self._train_step(batch)\n",
+    "            self._train_step(batch)\n            if self.steps % 1000 == 0:\n                self._eval_epoch()\n",
+).replace('{"train": DataLoader(', '{"dev": DataLoader(data, batch_size=10), "train": DataLoader(')
+
+
+def test_a_trainer_eval_step_method_its_dev_loop_calls_on_self_reads_every_evaluation_step(tmp_path, monkeypatch):
+    diagnostics = lint(write(tmp_path, {"train.py": EVALUATING_TRAINER}), monkeypatch, select=("GPU303",))
+    assert found(diagnostics) == ["train.py:45 GPU303", "train.py:52 GPU303"]  # not again at `self._eval_step(batch)`
+    assert diagnostics[1].message == (
+        "`loss.item()` waits for the GPU every evaluation step (`_eval_step` at line 49, run by the call at line 57)"
+    )
+
+
+def test_an_eval_step_method_called_under_an_interval_or_from_two_places_is_not_per_step_code(tmp_path, monkeypatch):
+    guarded = EVALUATING_TRAINER.replace(
+        "        for batch in self.data_loader[\"dev\"]:\n            self._eval_step(batch)\n",
+        "        for i, batch in enumerate(self.data_loader[\"dev\"]):\n            if i % 100 == 0:\n                self._eval_step(batch)\n",
+    )
+    assert found(lint(write(tmp_path / "guarded", {"train.py": guarded}), monkeypatch, select=("GPU303",))) == ["train.py:45 GPU303"]
+    twice = EVALUATING_TRAINER.replace("    def run(self):\n", "    def probe(self, batch):\n        self._eval_step(batch)\n\n    def run(self):\n")
+    assert "train.py:55 GPU303" not in found(lint(write(tmp_path / "twice", {"train.py": twice}), monkeypatch, select=("GPU303",)))

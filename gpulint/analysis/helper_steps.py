@@ -122,3 +122,76 @@ def called_helper(model: SemanticModel, call: cst.Call) -> Optional[cst.Function
     if len(functions) != 1 or helper_step(model, functions[0].body) is None:
         return None
     return functions[0]
+
+
+# ---- methods a step loop of their class calls on `self` --------------------------------------------------------
+#
+# A trainer class splits an epoch into methods: `_eval_epoch` iterates the dev loader and calls
+# `self._eval_step(batch)` per batch (ParallelWaveGAN's Trainer). The project's `stepped` methods answer for
+# training loops; `method_step` answers for the method that a loop of another method of its class calls on `self`,
+# once, on every iteration (no `if self.steps % N == 0:` around the call): per-step code with that loop's role.
+
+
+def method_step(model: SemanticModel, node: cst.CSTNode) -> Optional[tuple[cst.FunctionDef, str, int]]:
+    """(the method around `node`, the role of the loop of its only `self.<name>(...)` call, the line of that call)
+    when that call runs on every iteration of a step loop in another method of the class, or None."""
+    func = _method_around(model, node)
+    calls = _method_calls(model, func) if func is not None else None
+    if calls is None or calls.count != 1 or not calls.per_step:
+        return None
+    call, _, role = calls.per_step[0]
+    return func, role, model.line_of(call)  # type: ignore[return-value]
+
+
+def step_method(model: SemanticModel, call: cst.Call) -> Optional[cst.FunctionDef]:
+    """The method of this class that `call` (`self.<name>(...)`) runs: the one `def` of that name in the class
+    around the call, not a dunder, without loops of its own (one step, not a whole pass), or None."""
+    func = call.func
+    if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"):
+        return None
+    name = func.attr.value
+    cls = next((a for a in model.ancestors(call) if isinstance(a, cst.ClassDef)), None)
+    if cls is None or name.startswith("__"):
+        return None
+    defs = [s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == name]
+    if len(defs) != 1 or any(True for _ in model.loops_inside(defs[0])):
+        return None
+    return defs[0]
+
+
+def _method_around(model: SemanticModel, node: cst.CSTNode) -> Optional[cst.FunctionDef]:
+    func = next((a for a in model.ancestors(node) if isinstance(a, (cst.FunctionDef, cst.Lambda, cst.ClassDef))), None)
+    if not isinstance(func, cst.FunctionDef) or func.name.value.startswith("__"):
+        return None
+    cls = model.parent.get(model.parent.get(func))
+    if not isinstance(cls, cst.ClassDef):
+        return None
+    defs = [s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == func.name.value]
+    return func if defs == [func] else None
+
+
+def _method_calls(model: SemanticModel, func: cst.FunctionDef) -> Optional[_Calls]:
+    answers = model.memo("method_step_calls")
+    if func not in answers:
+        answers[func] = None  # (a method that calls itself, directly or in a cycle)
+        answers[func] = _find_method_calls(model, func)
+    return answers[func]  # type: ignore[return-value]
+
+
+def _find_method_calls(model: SemanticModel, func: cst.FunctionDef) -> _Calls:
+    cls = model.parent.get(model.parent.get(func))
+    name = func.name.value
+    calls = [
+        c for c in model.calls_inside(cls)
+        if isinstance(c.func, cst.Attribute) and c.func.attr.value == name and isinstance(c.func.value, cst.Name)
+        and c.func.value.value == "self" and not model.is_inside(c, func)
+    ]  # fmt: skip
+    per_step = []
+    for call in calls:
+        loop, role = model.residency.step_loop(call)
+        if role not in (_TRAIN, _EVAL) or not isinstance(loop, (cst.For, cst.While)):
+            continue  # (a method the project's `stepped` answers for, or a framework's step: those say how often)
+        if model.residency.rate_limit_guard(call, loop) is not None:
+            continue
+        per_step.append((call, loop, role))
+    return _Calls(len(calls), per_step)

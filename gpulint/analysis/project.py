@@ -537,6 +537,8 @@ class ProjectIndex:
         facts.returns = _agree(returns)
         if facts.returns is None and len(shapes := _loader_shapes(returns)) > 1:
             facts.returns = ("shapes", tuple(shapes))  # loaders, one shape per branch: each call's unpacking picks one
+        elif facts.returns is None and _moved_tuples(returns):
+            facts.returns = ("shapes", tuple(returns))  # `return x, y, ds` / `return x, y`: moved tensors either way
         # a factory of a convolutional network (not a function that only runs one, such as an FID helper)
         facts.convolutions = facts.returns in (("module",), ("gpu_module",)) and self.convolutions(record, name, "function") >= CONV_NET
         facts.yields = tuple(p for p in f.params if any(e[0] == "yield" for e in f.effects.get(f"p:{p}", ())))
@@ -1158,6 +1160,14 @@ def _loader_shapes(values: list) -> list:
     if not values or not all(v is not None and (v[0] == "loader" or v[0] == "tuple" and _holds_loaders(v[1])) for v in values):
         return []
     return values
+
+
+def _moved_tuples(values: list) -> bool:
+    """Tuples of GPU tensors of more than one length (`return x, y, ds` when durations are given, else `return
+    x, y`): whichever a caller's unpacking takes, each name it binds holds a GPU tensor."""
+    return len(values) > 1 and all(
+        v is not None and v[0] == "tuple" and v[1] and all(e == ("gpu",) for e in v[1]) for v in values
+    ) and len({len(v[1]) for v in values}) > 1
 
 
 def _holds_loaders(elements: tuple) -> bool:

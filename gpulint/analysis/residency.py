@@ -30,7 +30,7 @@ from gpulint.analysis.loop_bounds import runs_briefly
 from gpulint.analysis.shipped_paths import UNKNOWN as SHIPPED_UNKNOWN
 from gpulint.analysis.shipped_paths import shipped_value
 from gpulint.analysis.step_cadence import runs_own_backward
-from gpulint.analysis.helper_steps import called_helper, helper_step
+from gpulint.analysis.helper_steps import called_helper, helper_step, method_step, step_method
 from gpulint.analysis.stored_steps import calls_training_closure, local_step, stored_step
 from gpulint.analysis.summary import CLOCKS, DEVICE_INDEX_NAME, times_a_step
 from gpulint.analysis.tensor_size import makes_empty_tensor
@@ -932,7 +932,7 @@ class Residency:
         if callee is not None and callee.returns is not None:
             returned = callee.returns
             local = isinstance(func, cst.Name) and func.value in model.functions  # `_returns_level` below reads those
-            if not local and (returned == ("gpu",) or (returned[0] == "tuple" and returned[1] and all(r == ("gpu",) for r in returned[1]))):
+            if not local and (returned == ("gpu",) or _moved_tuple(returned) or returned[0] == "shapes" and all(_moved_tuple(r) for r in returned[1])):
                 return CERTAIN  # `x, y = to_device(batch, device)`, a project helper that returns moved tensors
             if returned == ("host",):
                 return NONE  # `def to_cpu(t): return t.detach().cpu()`
@@ -1319,6 +1319,9 @@ class Residency:
         helper = helper_step(self.model, node)  # a function of this module that a step loop here calls by name
         if helper is not None and error_path(self.model, node, helper[0]) is None:
             return helper[0], helper[1]
+        method = method_step(self.model, node)  # a method a step loop of its class calls on `self` (`_eval_step`)
+        if method is not None and error_path(self.model, node, method[0]) is None:
+            return method[0], method[1]
         return None, None
 
     def loop_role(self, loop: Loop) -> Optional[str]:
@@ -1397,6 +1400,10 @@ class Residency:
                 return True
             if self._received(call.func) == {"gpu"}:
                 return True  # a parameter every caller fills with a moved value, called: a model on the GPU
+        for call in model.calls_inside(loop) if isinstance(loop, cst.For) else ():
+            method = step_method(model, call)  # `self._eval_step(batch)`: a step method of this class, per batch
+            if method is not None and self._computes_on_gpu(method):
+                return True
         if isinstance(loop, cst.For) and model.frameworks.placed_loop(loop):
             return True  # batches a framework places on the GPU (an accelerate-prepared loader, Ray Data on a GPU run)
         if isinstance(loop, cst.For):
@@ -1408,6 +1415,17 @@ class Residency:
                 if isinstance(parent, cst.Assign):
                     loader_names.update(model.code(t.target) for t in parent.targets)
             if loader_names & set(iterated_expressions(model, loop)):
+                return True
+        return False
+
+    def _computes_on_gpu(self, method: cst.FunctionDef) -> bool:
+        """A step method runs a model: a module called in it, or one kept in a dict on `self` given a GPU tensor
+        (`self.criterion["stft"](y_, y)`)."""
+        for call in self.model.calls_inside(method):
+            if self.is_module(call.func) or self.is_gpu_module(call.func) or self.runs_a_model_method(call):
+                return True
+            func = call.func
+            if isinstance(func, cst.Subscript) and dotted_name(func.value) and str(dotted_name(func.value)).startswith("self.") and self._args_level(call):
                 return True
         return False
 
@@ -1726,3 +1744,8 @@ def _names_in(target: cst.BaseExpression) -> list[cst.BaseExpression]:
     if isinstance(target, (cst.Name, cst.Attribute)):
         return [target]
     return []
+
+
+def _moved_tuple(returned) -> bool:
+    """A project function's result that is a tuple of GPU tensors (`return x.to(device), y.to(device)`)."""
+    return returned is not None and returned[0] == "tuple" and bool(returned[1]) and all(r == ("gpu",) for r in returned[1])

@@ -1306,8 +1306,10 @@ class _Reader:
                     self.mark_gpu("a device chosen at run time", node.lineno)
                 return ("device",)
             for value, other in ((body, node.orelse), (orelse, node.body)):
-                if value is not None and value[0] == "loader" and _literal(other) == (True, None):
-                    return value  # `DataLoader(...) if testset is not None else None`: where it is iterated, the loader
+                if value is not None and value[0] in ("loader", "gpu", "moved") and _literal(other) == (True, None):
+                    # `DataLoader(...) if testset is not None else None`: where it is iterated, the loader;
+                    # `None if x is None else x.to(device)`: where it is used, the moved tensor
+                    return value
             return _merge(body, orelse)
         if kind is ast.JoinedStr:
             head = node.values[0] if node.values else None

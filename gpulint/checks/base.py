@@ -12,7 +12,7 @@ import libcst as cst
 from gpulint.analysis import SemanticModel
 from gpulint.analysis.residency import TRAIN
 from gpulint.analysis.step_code import called_per_step
-from gpulint.analysis.helper_steps import helper_step, step_helper
+from gpulint.analysis.helper_steps import helper_step, method_step, step_helper
 
 from gpulint.analysis.stored_steps import local_step, stored_step
 from gpulint.analysis.torch_pins import TorchPin
@@ -168,6 +168,9 @@ class Rule:
             called = called_per_step(self.model, loop)
             if called is not None:  # a method an instance of its class runs in a training loop
                 return f"{when} (`{loop.name.value}` at line {self.model.line_of(loop)}, run by the call at {called[1]})"
+            method = method_step(self.model, loop.body)
+            if method is not None and method[0] is loop:  # a method a step loop of its class calls on `self`
+                return f"{when} (`{loop.name.value}` at line {self.model.line_of(loop)}, run by the call at line {method[2]})"
             step = self.model.frameworks.step_functions.get(loop)
             helper = step_helper(self.model, loop.body) if step is None else None
             if helper is not None and helper[2] is loop:  # a function of this module that a step loop calls
