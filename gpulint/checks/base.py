@@ -13,7 +13,6 @@ from gpulint.analysis import SemanticModel
 from gpulint.analysis.residency import TRAIN
 from gpulint.analysis.step_code import called_per_step
 from gpulint.analysis.helper_steps import helper_step, method_step, step_helper
-
 from gpulint.analysis.stored_steps import local_step, stored_step
 from gpulint.analysis.torch_pins import TorchPin
 from gpulint.analysis.value_resolution import LITERAL, ResolvedValue
