@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from gpulint.analysis.loader_classes import DATALOADER, DATALOADER_SIGNATURE, library_signature
 from gpulint.analysis.residency import CUDA
 
 if TYPE_CHECKING:
     from gpulint.analysis.model import ClassInfo, SemanticModel
 
-DATALOADER = "torch.utils.data.DataLoader"
 # ignite/distributed/auto.py (0.4-0.5): `auto_dataloader(dataset, **kwargs)` returns `DataLoader(dataset, **kwargs)`,
 # after dividing `batch_size` (and `num_workers`) among the processes of a distributed run and, when `pin_memory`
 # is not given, setting it to whether the device is CUDA: those two values depend on the run.
@@ -22,14 +22,9 @@ LOADER_FACTORIES = {
 }
 TENSOR_DATASET = "torch.utils.data.TensorDataset"
 ITERABLE_DATASET = "torch.utils.data.IterableDataset"
+LOADER_FACTORY_SIGNATURE = DATALOADER_SIGNATURE  # `auto_dataloader(dataset, **kwargs)`
 # Text every module that builds a loader contains (the rules' prefilter).
 LOADER_TEXT = "DataLoader|auto_dataloader"
-
-# torch.utils.data.DataLoader.__init__, in order; the rest are keyword-only.
-POSITIONAL_PARAMETERS = (
-    "dataset", "batch_size", "shuffle", "sampler", "batch_sampler", "num_workers", "collate_fn",
-    "pin_memory", "drop_last", "timeout", "worker_init_fn", "multiprocessing_context", "generator",
-)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -66,15 +61,49 @@ def _is_dataloader_class(model: SemanticModel, qualified: str | None) -> bool:
     return info is not None and model.is_subclass_of(info.node.name.value, DATALOADER) and "__init__" not in info.methods
 
 
+def loader_signature(model: SemanticModel, call: cst.Call) -> dict | None:
+    """How `call` builds a DataLoader from its arguments (`analysis/loader_classes.py`): DataLoader itself, a
+    known library loader (PyG's), or a project class deriving from one that hands its `**kwargs` on; None when
+    it builds none."""
+    name = model.call_name(call)
+    signature = library_signature(name)
+    if signature is not None:
+        return signature
+    if _is_dataloader_class(model, name):
+        return DATALOADER_SIGNATURE
+    called = call.func.attr.value if isinstance(call.func, cst.Attribute) else getattr(call.func, "value", None)
+    if called not in _project_loader_names(model):
+        return None  # the common case: no lookup of the project's facts
+    callee = model.callee(call)
+    return callee.loader if callee is not None and callee.kind == "class" else None
+
+
+def _project_loader_names(model: SemanticModel) -> frozenset[str]:
+    """The last part of every reference this module makes to a project class that builds a DataLoader."""
+    cached = model.memo("project loader classes")
+    if "names" not in cached:
+        callees = getattr(model.project, "callees", {})
+        cached["names"] = frozenset(ref.rpartition(".")[2] for ref, c in callees.items() if c.kind == "class" and c.loader)
+    return cached["names"]
+
+
+def is_loader_call(model: SemanticModel, call: cst.Call) -> bool:
+    """`call` builds a DataLoader (itself, a library's or a project subclass taking its arguments)."""
+    return loader_signature(model, call) is not None
+
+
 def find_dataloaders(model: SemanticModel) -> list[DataLoaderCall]:
     found = []
     for call in model.calls:
         name = model.call_name(call)
-        if not _is_dataloader_class(model, name) and name not in LOADER_FACTORIES:
+        signature = LOADER_FACTORY_SIGNATURE if name in LOADER_FACTORIES else loader_signature(model, call)
+        if signature is None:
             continue
+        positional, maps = signature["positional"], signature["maps"]
         arguments: dict[str, cst.Arg | PackedArgument] = {}
         opaque = False
-        maybe: frozenset[str] = LOADER_FACTORIES.get(name, frozenset())
+        # passed through `**mapping` on some runs only, or set by the class itself (PyG's `collate_fn`)
+        maybe: frozenset[str] = LOADER_FACTORIES.get(name, frozenset()) | frozenset(signature["fixed"])
         position = 0
         for arg in call.args:
             if arg.star == "**":
@@ -82,15 +111,20 @@ def find_dataloaders(model: SemanticModel) -> list[DataLoaderCall]:
                 if packed is None:
                     opaque = True
                     continue
-                arguments.update({name: PackedArgument(value) for name, value in packed.values.items()})
-                maybe |= packed.maybe
+                for keyword, value in packed.values.items():
+                    meaning = maps.get(keyword, keyword)
+                    if meaning is not None:
+                        arguments[meaning] = PackedArgument(value)
+                maybe |= frozenset(maps.get(k, k) for k in packed.maybe) - {None}
             elif arg.star:
                 opaque = True
             elif arg.keyword is not None:
-                arguments[arg.keyword.value] = arg
+                meaning = maps.get(arg.keyword.value, arg.keyword.value)
+                if meaning is not None:
+                    arguments[meaning] = arg
             else:
-                if position < len(POSITIONAL_PARAMETERS):
-                    arguments[POSITIONAL_PARAMETERS[position]] = arg
+                if position < len(positional) and maps.get(positional[position]) is not None:
+                    arguments[maps[positional[position]]] = arg
                 position += 1
         found.append(DataLoaderCall(call, arguments, opaque, maybe))
     return found

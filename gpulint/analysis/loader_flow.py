@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, Optional
 
 import libcst as cst
 
-from gpulint.analysis.dataloaders import DATALOADER, DataLoaderCall
+from gpulint.analysis.dataloaders import DataLoaderCall, is_loader_call
 from gpulint.analysis.error_paths import error_path
 from gpulint.analysis.shipped_paths import never_runs, runs_as_a_script
 from gpulint.analysis.hot_loops import element_targets, in_no_grad, trains, wrapped_arguments, wrapper_kind
@@ -744,7 +744,7 @@ class LoaderFlow:
         return True
 
     def _builds_loader(self, call: cst.Call, depth: int = 0) -> bool:
-        if self.m.call_name(call) == DATALOADER or self.m.frameworks.wrapper(call) is not None:
+        if is_loader_call(self.m, call) or self.m.frameworks.wrapper(call) is not None:
             return True  # `loader = accelerator.prepare(loader)` rebinds the same loader
         if depth == 0 and self._iterator_of_loader(call):
             return True  # `train_iter = iter(train_loader)` again at the end of each epoch
@@ -765,7 +765,7 @@ class LoaderFlow:
         )
 
     def _returns_loader(self, func: cst.FunctionDef) -> bool:
-        return any(self.m.call_name(c) == DATALOADER for c in self.m.calls_inside(func))
+        return any(is_loader_call(self.m, c) for c in self.m.calls_inside(func))
 
     def _refs_from_factory(self, ret: cst.Return, index: Optional[int], bound_at, via, hops) -> Iterator[_Ref]:
         m = self.m

@@ -85,12 +85,14 @@ class Callee:
     # data it hands out from memory (`analysis/held_data.py`): a class's {"items": [...], "collate": True}, a
     # function's "cheap" / ["tuple", [...]]; None: not known
     held: Any = None
+    # a class whose call builds a DataLoader from its arguments: its signature (`analysis/loader_classes.py`)
+    loader: Optional[dict] = None
 
     def to_json(self) -> list:
         consumes = {k: [c.to_json() for c in v] for k, v in self.consumes.items()}
         return [
             self.kind, self.where, self.params, self.trains, self.epoch, self.returns, self.effects, self.syncs, self.yields,
-            consumes, self.convolutions, self.held,
+            consumes, self.convolutions, self.held, self.loader,
         ]  # fmt: skip
 
 
@@ -418,6 +420,7 @@ class ProjectIndex:
             facts.effects = self._function_facts(record, f"{name}.__init__").effects
         facts.convolutions = self.convolutions(record, name, "class") >= CONV_NET
         facts.held = record.summary.held.get(name)
+        facts.loader = record.summary.loader_classes.get(name)
         return facts
 
     def convolutions(self, record: _Record, name: str, kind: str) -> int:

@@ -40,6 +40,7 @@ from gpulint.analysis.error_paths import EXITS
 from gpulint.analysis.held_data import held_data
 from gpulint.analysis.host_objects import names_a_tokenizer
 from gpulint.analysis.imports import canonical
+from gpulint.analysis.loader_classes import loader_classes
 from gpulint.analysis.legacy_torch import copies_with_async, number_read_in, number_read_kind
 from gpulint.analysis.namespace_settings import UNKNOWN as UNKNOWN_FLAG
 from gpulint.analysis.namespace_settings import namespace_flags
@@ -228,6 +229,8 @@ class ModuleSummary:
     handed: tuple[str, ...] = ()
     # yacs defaults it writes, dotted settings it writes elsewhere and reads (`analysis/settings_defaults.py`)
     config_paths: dict[str, Any] = field(default_factory=dict)
+    # its classes whose call builds a DataLoader from their arguments -> signature (`analysis/loader_classes.py`)
+    loader_classes: dict[str, dict] = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return {
@@ -243,6 +246,7 @@ class ModuleSummary:
             "held": self.held,
             "handed": self.handed,
             "config_paths": self.config_paths,
+            "loader_classes": self.loader_classes,
         }
 
     @classmethod
@@ -260,6 +264,7 @@ class ModuleSummary:
             data.get("held", {}),
             tuple(data.get("handed", ())),
             data.get("config_paths", {}),
+            data.get("loader_classes", {}),
         )
 
 
@@ -652,6 +657,8 @@ class _Builder:
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self.module_defs.add(stmt.name)
         self.loader_classes = _loader_classes(body, self.qualify) if "DataLoader" in self.text else frozenset()
+        if "Loader" in self.text:
+            self.summary.loader_classes = loader_classes(body, self.qualify)
         reader = _Reader(self, MODULE_BODY, None, None)
         s.functions[MODULE_BODY] = reader.run(body)
         for name, value in reader.env.items():
