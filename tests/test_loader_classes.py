@@ -59,6 +59,15 @@ def test_pyg_loader_arguments_by_position_follow_its_own_signature():
     assert findings(plain, **LOADER_RULES) == []
 
 
+def test_pyg_cluster_loader_is_re_spawned_every_epoch():
+    # ogb's Cluster-GCN example (ninth corpus): 12 workers extract the subgraph of each batch of clusters
+    source = _script(
+        "ClusterLoader(cluster_data, batch_size=32, shuffle=True, num_workers=12)",
+        "from torch_geometric.data import ClusterData, ClusterLoader\n",
+    )
+    assert findings(source, **LOADER_RULES) == ["3:10 GPU104"]
+
+
 def test_project_subclass_handing_kwargs_on_takes_dataloader_arguments():
     source = textwrap.dedent(_MASKING_LOADER) + _script("DataLoaderMasking(dataset, batch_size=256, shuffle=True, num_workers=8)")
     assert findings(source, **ONLY) == ["10:10 GPU104"]

@@ -23,8 +23,9 @@ LOADER_FACTORIES = {
 TENSOR_DATASET = "torch.utils.data.TensorDataset"
 ITERABLE_DATASET = "torch.utils.data.IterableDataset"
 LOADER_FACTORY_SIGNATURE = DATALOADER_SIGNATURE  # `auto_dataloader(dataset, **kwargs)`
-# Text every module that builds a loader contains (the rules' prefilter).
-LOADER_TEXT = "DataLoader|auto_dataloader"
+# Text every module that builds a loader contains (the rules' prefilter): `DataLoader`, PyG's `ClusterLoader`,
+# and the project subclasses named like them (`InfiniteDataLoader`, `GraphLoader`).
+LOADER_TEXT = "Loader|auto_dataloader"
 
 
 @dataclass(frozen=True)

@@ -36,11 +36,14 @@ def _library(positional: tuple[str, ...], fixed: tuple[str, ...]) -> dict:
 
 _PYG_GRAPHS = _library(("dataset", "batch_size", "shuffle", "follow_batch", "exclude_keys"), ("collate_fn",))
 _PYG_LISTS = _library(("dataset", "batch_size", "shuffle"), ("collate_fn",))
+_PYG_CLUSTERS = _library(("cluster_data", "batch_size", "shuffle"), ("dataset", "collate_fn"))
 # Library loaders that subclass DataLoader and hand `**kwargs` on to it (read in their source):
 # torch_geometric/loader/dataloader.py (2.x: `DataLoader(dataset, batch_size=1, shuffle=False, follow_batch=None,
 # exclude_keys=None, **kwargs)`, `collate_fn=Collater(...)` set itself; `torch_geometric.data.DataLoader` is its
 # 1.x home, `(dataset, batch_size=1, shuffle=True, follow_batch=[], **kwargs)`, and a deprecated alias in 2.x),
-# data_list_loader.py and dense_data_loader.py (`(dataset, batch_size=1, shuffle=False, **kwargs)`).
+# data_list_loader.py and dense_data_loader.py (`(dataset, batch_size=1, shuffle=False, **kwargs)`),
+# cluster.py (`ClusterLoader(cluster_data, **kwargs)`, 1.x `(cluster_data, batch_size=1, shuffle=False, **kwargs)`:
+# the dataset is the range of cluster ids, and the collate function extracts each batch's subgraph).
 LIBRARY_LOADERS = {
     "torch_geometric.loader.DataLoader": _PYG_GRAPHS,
     "torch_geometric.data.DataLoader": _PYG_GRAPHS,
@@ -48,6 +51,8 @@ LIBRARY_LOADERS = {
     "torch_geometric.data.DataListLoader": _PYG_LISTS,
     "torch_geometric.loader.DenseDataLoader": _PYG_LISTS,
     "torch_geometric.data.DenseDataLoader": _PYG_LISTS,
+    "torch_geometric.loader.ClusterLoader": _PYG_CLUSTERS,
+    "torch_geometric.data.ClusterLoader": _PYG_CLUSTERS,
 }
 
 
