@@ -111,6 +111,29 @@ def test_subclasses_that_do_not_hand_the_arguments_on_are_not_loader_calls():
     assert findings(source, **LOADER_RULES) == []  # a keyword a fix adds would not be accepted
 
 
+def test_subclass_iterated_its_own_way_is_not_read_as_dataloader():
+    # yolov7's InfiniteDataLoader: one iterator over a repeating sampler, made once; its workers never stop
+    infinite = """\
+        import torch
+
+
+        class InfiniteDataLoader(torch.utils.data.dataloader.DataLoader):
+            def __init__(self, *args, **kwargs):
+                super().__init__(*args, **kwargs)
+                object.__setattr__(self, "batch_sampler", _RepeatSampler(self.batch_sampler))
+                self.iterator = super().__iter__()
+
+            def __len__(self):
+                return len(self.batch_sampler.sampler)
+
+            def __iter__(self):
+                for i in range(len(self)):
+                    yield next(self.iterator)
+    """
+    source = textwrap.dedent(infinite) + _script("InfiniteDataLoader(dataset, batch_size=64, num_workers=8)")
+    assert findings(source, **ONLY) == []
+
+
 def test_workers_the_subclass_sets_or_swallows_itself_are_unknown():
     sets_workers = """\
         import torch

@@ -74,7 +74,10 @@ def loader_classes(body: list, qualify: Callable[[ast.AST], Optional[str]]) -> d
         base = next((b for b in bases if b is not None), None)
         if base is None:
             continue
-        init = next((m for m in stmt.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name == "__init__"), None)
+        methods = {m.name: m for m in stmt.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        if "__iter__" in methods:
+            continue  # iterated its own way: yolov7's `InfiniteDataLoader` keeps one iterator, and its workers, for good
+        init = methods.get("__init__")
         signature = base if init is None else _forwarding_init(init, base)
         if signature is not None:
             found[stmt.name] = signature
