@@ -58,8 +58,11 @@ def _is_dataloader_class(model: SemanticModel, qualified: str | None) -> bool:
     if qualified == DATALOADER:
         return True
     info = model.local_class_of(qualified)
-    # A subclass with its own __init__ may take other arguments: its calls are not DataLoader calls.
-    return info is not None and model.is_subclass_of(info.node.name.value, DATALOADER) and "__init__" not in info.methods
+    # A subclass with its own __init__ may take other arguments (`loader_classes` reads those that hand them on);
+    # one with its own __iter__ is iterated its own way: neither is read as DataLoader here.
+    if info is None or "__init__" in info.methods or "__iter__" in info.methods:
+        return False
+    return model.is_subclass_of(info.node.name.value, DATALOADER)
 
 
 def loader_signature(model: SemanticModel, call: cst.Call) -> dict | None:
@@ -81,7 +84,7 @@ def loader_signature(model: SemanticModel, call: cst.Call) -> dict | None:
 
 def _project_loader_names(model: SemanticModel) -> frozenset[str]:
     """The last part of every reference this module makes to a project class that builds a DataLoader."""
-    cached = model.memo("project loader classes")
+    cached = model.memo("project loader classes")  # one entry per module: the names, not an answer per node
     if "names" not in cached:
         callees = getattr(model.project, "callees", {})
         cached["names"] = frozenset(ref.rpartition(".")[2] for ref, c in callees.items() if c.kind == "class" and c.loader)
