@@ -13,7 +13,8 @@ not the factory's own `.cuda()` / `.to(device)` (GPU201 reports those directly):
 it is bound to that this binding alone reaches, or the project helper (`model.callee`) it is handed to whose
 summary moves that parameter to the GPU, or, when the factory is what a function of this module returns, the move
 of that result in a caller (`returned_by`; also a name bound to the factory's tensor and returned:
-`input_z = torch.rand(n, k) * 2 - 1; return input_z`). Conversions, views and host arithmetic in between are the same CPU work.
+`input_z = torch.rand(n, k) * 2 - 1; return input_z`; a method's caller may hold an instance of its class:
+`t = diffusion.sample_timesteps(n).to(device)` with `diffusion = Diffusion(...)`). Conversions, views and host arithmetic in between are the same CPU work.
 """
 
 from __future__ import annotations
@@ -123,16 +124,21 @@ def _moved_from(model: SemanticModel, built: cst.BaseExpression, same_expression
 
 
 def _calls_of(model: SemanticModel, func: cst.FunctionDef) -> list[cst.Call]:
-    """The calls of this module that run `func`: `name(...)` of a module-level function, `self.name(...)` of a method."""
+    """The calls of this module that run `func`: `name(...)` of a module-level function, `self.name(...)` of a method,
+    or `obj.name(...)` / `self.obj.name(...)` on an instance of its class (`diffusion = Diffusion(...)`, as
+    `model.project_ref` resolves the receiver: every write that reaches it builds that class)."""
     name = func.name.value
     owner = model.parent.get(model.parent.get(func))
     if model.parent.get(func) is model.module:
         return list(model.calls_of(name)) if model.functions.get(name) == [func] else []
     if not isinstance(owner, cst.ClassDef):
         return []
+    info = model.classes.get(owner.name.value)
+    ref = f"{owner.name.value}.{name}" if info is not None and info.node is owner and model.parent.get(owner) is model.module else None
     return [
         call for call in model.method_calls(name)
         if isinstance(call.func.value, cst.Name) and call.func.value.value == "self" and model.is_inside(call, owner)
+        or ref is not None and model.project_ref(call) == ref
     ]  # fmt: skip
 
 

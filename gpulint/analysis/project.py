@@ -25,7 +25,7 @@ from gpulint.analysis import settings_files, torch_pins
 from gpulint.analysis.call_arguments import agreed_arguments
 from gpulint.analysis.convolutions import CONV_NET
 from gpulint.analysis.devices import BASE_EVIDENCE, gpu_context_reason
-from gpulint.analysis.forward_helpers import forward_called
+from gpulint.analysis.forward_helpers import LIBRARY_MODULES, forward_called
 from gpulint.analysis.handed_elements import handed_elements
 from gpulint.analysis.loader_links import loaders_in
 from gpulint.analysis.returned_views import returned_views
@@ -460,7 +460,7 @@ class ProjectIndex:
         for base in info.bases:
             if base.startswith("torch.nn.") and base.rsplit(".", 1)[-1] in ("Module", "Sequential", "ModuleList", "ModuleDict"):
                 return True
-            if base.startswith(("pytorch_lightning.", "lightning.", "transformers.")):
+            if base.startswith(("pytorch_lightning.", "lightning.", "transformers.")) or base in LIBRARY_MODULES:
                 return True
             found = self.symbol(record, base) or self._qualified_symbol(record, base)  # `models.base.Base` as imported
             if found is not None and found[0] == "class" and self.is_module_class(found[1], found[2], depth + 1):
