@@ -238,3 +238,65 @@ def test_a_layer_of_a_library_class_not_known_as_a_module_stays_silent(tmp_path,
         "class GINConv(MessagePassing):", "class GINConv(Layer):"
     )
     assert [f for f in found(lint(write(tmp_path, {"model.py": other, "train.py": TRAIN_GNN}), monkeypatch)) if "GPU201" in f] == []
+
+
+SCHEDULE = """
+import torch
+
+
+class Diffusion:
+    def __init__(self, noise_steps=1000):
+        self.noise_steps = noise_steps
+
+    def sample_timesteps(self, n):
+        return torch.randint(low=1, high=self.noise_steps, size=(n,))
+"""
+
+TRAIN_SCHEDULE = """
+import torch
+from torch import nn
+
+from schedule import Diffusion
+
+device = "cuda"
+
+
+def train(loader, epochs):
+    model = nn.Linear(10, 10).to(device)
+    optimizer = torch.optim.AdamW(model.parameters())
+    diffusion = Diffusion()
+    for epoch in range(epochs):
+        for i, (images, _) in enumerate(loader):
+            images = images.to(device)
+            t = diffusion.sample_timesteps(images.shape[0]).to(device)
+            loss = (model(images) - t[:, None]).pow(2).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+"""
+
+
+def test_a_method_whose_result_a_step_loop_of_another_module_moves(tmp_path, monkeypatch):
+    files = {"schedule.py": SCHEDULE, "train.py": TRAIN_SCHEDULE}
+    (diagnostic,) = [d for d in lint(write(tmp_path, files), monkeypatch) if d.code == "GPU201"]
+    assert (diagnostic.filename, diagnostic.location.row) == ("schedule.py", 10)
+    assert diagnostic.message == (
+        "`torch.randint(...)` fills on the CPU, then the move of what `sample_timesteps()` returns at train.py:17 copies it"
+        " to the GPU every training step (`sample_timesteps` at line 9, run by the call at train.py:17)"
+    )
+
+
+def test_a_method_another_module_calls_once_or_every_hundred_steps_stays_silent(tmp_path, monkeypatch):
+    call = "            t = diffusion.sample_timesteps(images.shape[0]).to(device)\n"
+    once = TRAIN_SCHEDULE.replace(call, "").replace(
+        "    for epoch in range(epochs):\n", "    t = diffusion.sample_timesteps(8).to(device)\n    for epoch in range(epochs):\n"
+    )
+    guarded = TRAIN_SCHEDULE.replace(
+        call,
+        "            t = torch.ones(images.shape[0], device=device)\n"
+        "            if i % 100 == 0:\n"
+        "                t = diffusion.sample_timesteps(images.shape[0]).to(device)\n",
+    )
+    for name, train in (("once", once), ("guarded", guarded)):
+        files = {"schedule.py": SCHEDULE, "train.py": train}
+        assert [f for f in found(lint(write(tmp_path / name, files), monkeypatch)) if "GPU201" in f] == [], name

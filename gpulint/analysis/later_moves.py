@@ -14,7 +14,8 @@ it is bound to that this binding alone reaches, or the project helper (`model.ca
 summary moves that parameter to the GPU, or, when the factory is what a function of this module returns, the move
 of that result in a caller (`returned_by`; also a name bound to the factory's tensor and returned:
 `input_z = torch.rand(n, k) * 2 - 1; return input_z`; a method's caller may hold an instance of its class:
-`t = diffusion.sample_timesteps(n).to(device)` with `diffusion = Diffusion(...)`). Conversions, views and host arithmetic in between are the same CPU work.
+`t = diffusion.sample_timesteps(n).to(device)` with `diffusion = Diffusion(...)`, here or, as the project index
+answers, in a step loop of another module). Conversions, views and host arithmetic in between are the same CPU work.
 """
 
 from __future__ import annotations
@@ -56,7 +57,20 @@ def moved_later(model: SemanticModel, factory: cst.Call, per_step: Optional[Call
             if per_step is None or per_step(moved.call):
                 return moved  # (a caller that moves it every step before one that moves it once)
             first = first or moved
+    where = model.project.moved_returns.get(_project_key(model, func)) if first is None else None
+    if where is not None:  # a step loop of another module moves what it returns (`analysis/moved_returns.py`)
+        return LaterMove(factory, f"the move of what `{func.name.value}()` returns at {where}")
     return first
+
+
+def _project_key(model: SemanticModel, func: cst.FunctionDef) -> str:
+    """How the project index names `func`: `make_noise`, `Diffusion.sample_timesteps` (a method of a class at module level)."""
+    owner = model.parent.get(model.parent.get(func))
+    if model.parent.get(func) is model.module:
+        return func.name.value
+    if isinstance(owner, cst.ClassDef) and model.parent.get(owner) is model.module:
+        return f"{owner.name.value}.{func.name.value}"
+    return ""
 
 
 def _returned_name(model: SemanticModel, statement: cst.CSTNode) -> bool:

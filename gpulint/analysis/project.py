@@ -28,6 +28,7 @@ from gpulint.analysis.devices import BASE_EVIDENCE, gpu_context_reason
 from gpulint.analysis.forward_helpers import LIBRARY_MODULES, forward_called
 from gpulint.analysis.handed_elements import handed_elements
 from gpulint.analysis.loader_links import loaders_in
+from gpulint.analysis.moved_returns import moved_returns
 from gpulint.analysis.returned_views import returned_views
 from gpulint.analysis.settings_defaults import ProjectSettings
 from gpulint.analysis.stepped_inputs import reported_in_callee
@@ -118,6 +119,9 @@ class ModuleContext:
     # a function (not a method) of this module that a model's `forward` calls every time, here or in another
     # module (`analysis/forward_helpers.py`): name -> the call, `models.py:512`
     forward_called: dict[str, str] = field(default_factory=dict)
+    # a function or method of this module whose result a step loop of another module moves to the GPU
+    # (`analysis/moved_returns.py`): key -> the move, `train.py:77`
+    moved_returns: dict[str, str] = field(default_factory=dict)
     # a call reference of this module that runs a per-step method of another module -> the parameters whose syncs
     # that method reports itself, "certain" / "likely" GPU tensors (`analysis/stepped_inputs.py`)
     reported_in_callee: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -143,7 +147,8 @@ class ModuleContext:
     def tags(self) -> frozenset[str]:
         """What this module reaches through the project, for the prefilter (`Rule.project_tags`):
         "helper-syncs" (it calls something that waits for the GPU), "helper-moves" (something that copies an
-        argument to the GPU), "loader-consumed" (its loaders are iterated elsewhere), "builds-convolutions" (it calls a project class or
+        argument to the GPU), "returns-moved" (a step loop elsewhere moves what a function here returns), "loader-consumed"
+        (its loaders are iterated elsewhere), "builds-convolutions" (it calls a project class or
         factory that builds a convolutional network), "helper-trains" (it calls something that runs a training step)."""
         found = set()
         for callee in self.callees.values():
@@ -153,6 +158,8 @@ class ModuleContext:
                 found.add("helper-moves")
         if self.consumers:
             found.add("loader-consumed")
+        if self.moved_returns:
+            found.add("returns-moved")  # a step loop of another module moves what a function here returns
         if any(_returns_pinned_loader(callee.returns) for callee in self.callees.values()):
             found.add("pinned-loader-returned")
         if any(facts.get("pin_memory") is True for loaders in self.loaders_in.values() for _, facts in loaders):
@@ -183,6 +190,7 @@ class ModuleContext:
             sorted(self.star_imports.items()),
             sorted(self.stepped.items()),
             sorted(self.forward_called.items()),
+            sorted(self.moved_returns.items()),
             sorted(self.reported_in_callee.items()),
             sorted(self.arguments.items()),
             sorted(self.config_defaults.items()),
@@ -572,6 +580,10 @@ class ProjectIndex:
             if epoch and (call[1], call[4]) not in stepping:
                 epochs.add(call[4])
         return _innermost(f, steps) - epochs
+
+    def in_step_loop(self, record: _Record, f: FunctionSummary, loop: int) -> bool:
+        """`loop` of `f` runs one training step per iteration, or is inside such a loop."""
+        return _in_loop_of(f, loop, self._step_loops(record, f))
 
     def _training_loops(self, record: _Record, f: FunctionSummary) -> set[int]:
         """Loops of `f` that train (a step inside, or a call of something that trains): their effects happen
@@ -1029,6 +1041,7 @@ class ProjectIndex:
             context.stepped = self.stepped_of(record)
         context.reported_in_callee = reported_in_callee(self, record, sorted(context.callees))
         context.forward_called = forward_called(self, record)
+        context.moved_returns = moved_returns(self, record)
         context.arguments = agreed_arguments(self, record)
         context.loaders_in = loaders_in(self, record)
         context.uncalled = uncalled_functions(self, record)
