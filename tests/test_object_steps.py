@@ -300,3 +300,68 @@ def test_a_method_another_module_calls_once_or_every_hundred_steps_stays_silent(
     for name, train in (("once", once), ("guarded", guarded)):
         files = {"schedule.py": SCHEDULE, "train.py": train}
         assert [f for f in found(lint(write(tmp_path / name, files), monkeypatch)) if "GPU201" in f] == [], name
+
+
+IGNITE_UPDATE = """
+import argparse
+
+import torch
+from ignite.engine import Engine
+
+from lm import TransformerWithLMHead
+
+
+def train():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--device", type=str, default="cuda" if torch.cuda.is_available() else "cpu")
+    args = parser.parse_args()
+    model = TransformerWithLMHead(args)
+    model.to(args.device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
+
+    def mask_tokens(inputs):
+        labels = inputs.clone()
+        return inputs, labels
+
+    def update(engine, batch):
+        model.train()
+        inputs = batch.transpose(0, 1).contiguous().to(args.device)
+        inputs, labels = mask_tokens(inputs) if args.mlm else (inputs, inputs)
+        logits, loss = model(inputs, labels=labels)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        return loss.item()
+
+    trainer = Engine(update)
+    trainer.run(loader, max_epochs=3)
+"""
+
+LM = """
+import torch
+from torch import nn
+
+
+class TransformerWithLMHead(nn.Module):
+    def __init__(self, args):
+        super().__init__()
+        self.head = nn.Linear(16, 100)
+
+    def forward(self, x, labels=None):
+        logits = self.head(x)
+        return logits, nn.functional.cross_entropy(logits.view(-1, 100), labels.view(-1))
+"""
+
+
+def test_an_ignite_update_closure_reads_the_loss_of_the_model_moved_around_it(tmp_path, monkeypatch):
+    (diagnostic,) = [d for d in lint(write(tmp_path, {"train.py": IGNITE_UPDATE, "lm.py": LM}), monkeypatch) if d.code == "GPU303"]
+    assert (diagnostic.filename, diagnostic.location.row) == ("train.py", 30)
+    assert diagnostic.message == "`loss.item()` waits for the GPU every training step (`update` at line 22, run by ignite for each batch)"
+
+
+def test_an_ignite_update_closure_stays_silent_when_the_model_stays_on_the_cpu_or_is_its_own(tmp_path, monkeypatch):
+    on_cpu = IGNITE_UPDATE.replace("    model.to(args.device)\n", '    model.to("cpu")\n')
+    own = IGNITE_UPDATE.replace("        model.train()\n", "        model = TransformerWithLMHead(args)\n")
+    for name, train in (("cpu", on_cpu), ("own", own)):
+        files = {"train.py": train, "lm.py": LM}
+        assert [f for f in found(lint(write(tmp_path / name, files), monkeypatch)) if "GPU303" in f] == [], name
