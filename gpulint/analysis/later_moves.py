@@ -148,7 +148,8 @@ def _calls_of(model: SemanticModel, func: cst.FunctionDef) -> list[cst.Call]:
     if not isinstance(owner, cst.ClassDef):
         return []
     info = model.classes.get(owner.name.value)
-    ref = f"{owner.name.value}.{name}" if info is not None and info.node is owner and model.parent.get(owner) is model.module else None
+    at_top = info is not None and info.node is owner and model.parent.get(owner) is model.module
+    ref = f"{owner.name.value}.{name}" if at_top else None  # how `project_ref` names a call of it on an instance
     return [
         call for call in model.method_calls(name)
         if isinstance(call.func.value, cst.Name) and call.func.value.value == "self" and model.is_inside(call, owner)
