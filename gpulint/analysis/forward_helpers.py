@@ -18,6 +18,13 @@ from gpulint.analysis.summary import MODULE_BODY
 if TYPE_CHECKING:
     from gpulint.analysis.project import ProjectIndex, _Record
 
+# Library classes that are `nn.Module`s, which projects subclass for their layers: PyG's message passing layers
+# (torch_geometric/nn/conv/message_passing.py: `class MessagePassing(torch.nn.Module)`), whose `forward` runs per call.
+LIBRARY_MODULES = frozenset({
+    "torch_geometric.nn.MessagePassing", "torch_geometric.nn.conv.MessagePassing",
+    "torch_geometric.nn.conv.message_passing.MessagePassing",
+})  # fmt: skip
+
 
 def forward_called(index: ProjectIndex, record: _Record) -> dict[str, str]:
     """The functions of `record` (not methods) that a model's `forward` calls, unguarded, in this module or

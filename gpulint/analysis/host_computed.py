@@ -6,9 +6,10 @@
 
 `host_computed(model, node)` walks out from a factory call to the outermost expression that is still computed on
 the CPU from that one tensor (dtype conversions, views, in-place fills, `Variable`, arithmetic with an operand that
-is no call, elementwise `torch.*` functions of it alone); `computed` says whether the walk passed more than the
-dtype conversions a direct `torch.zeros(n).long().cuda()` has. `copies_to_other_device(model, call)` answers
-whether `t.type_as(x)` / `t.to(x)` copies `t` to the GPU: `x` a tensor (never a module), as `.to(x.device)` is.
+is no call or a `math` function's float, elementwise `torch.*` functions of it alone); `computed` says whether the
+walk passed more than the dtype conversions a direct `torch.zeros(n).long().cuda()` has.
+`copies_to_other_device(model, call)` answers whether `t.type_as(x)` / `t.to(x)` copies `t` to the GPU: `x` a tensor
+(never a module), as `.to(x.device)` is.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ def host_computed(model: SemanticModel, node: cst.BaseExpression) -> HostCompute
                     continue
         if isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, _ARITHMETIC):
             other = parent.right if parent.left is node else parent.left
-            if _host_operand(other) and not residency.is_gpu(other):
+            if _host_operand(model, other) and not residency.is_gpu(other):
                 node, computed = parent, True  # `torch.ones(n) * i`: a host number times a CPU tensor
                 continue
         if isinstance(parent, cst.UnaryOperation) and isinstance(parent.operator, cst.Minus):
@@ -98,12 +99,15 @@ def _elementwise_of(model: SemanticModel, call: cst.Call, arg: cst.Arg) -> bool:
     return (
         name.startswith("torch.") and name[len("torch."):] in _ELEMENTWISE
         and call.args and call.args[0] is arg and arg.keyword is None
-        and all(a.keyword is None and not a.star and _host_operand(a.value) for a in call.args[1:])
+        and all(a.keyword is None and not a.star and _host_operand(model, a.value) for a in call.args[1:])
     )  # fmt: skip
 
 
-def _host_operand(expr: cst.BaseExpression) -> bool:
-    """A number, a name or an attribute (`i`, `self.bos_index`, `-emb`): no call that may build a GPU tensor."""
+def _host_operand(model: SemanticModel, expr: cst.BaseExpression) -> bool:
+    """A number, a name or an attribute (`i`, `self.bos_index`, `-emb`), or a `math` function's Python float
+    (`-math.log(max_period)`): no call that may build a GPU tensor."""
     if isinstance(expr, cst.UnaryOperation):
         expr = expr.expression
+    if isinstance(expr, cst.Call):
+        return (model.call_name(expr) or "").startswith("math.") and all(_host_operand(model, a.value) for a in expr.args)
     return isinstance(expr, (cst.Integer, cst.Float, cst.Name, cst.Attribute))

@@ -13,7 +13,9 @@ not the factory's own `.cuda()` / `.to(device)` (GPU201 reports those directly):
 it is bound to that this binding alone reaches, or the project helper (`model.callee`) it is handed to whose
 summary moves that parameter to the GPU, or, when the factory is what a function of this module returns, the move
 of that result in a caller (`returned_by`; also a name bound to the factory's tensor and returned:
-`input_z = torch.rand(n, k) * 2 - 1; return input_z`). Conversions, views and host arithmetic in between are the same CPU work.
+`input_z = torch.rand(n, k) * 2 - 1; return input_z`; a method's caller may hold an instance of its class:
+`t = diffusion.sample_timesteps(n).to(device)` with `diffusion = Diffusion(...)`, here or, as the project index
+answers, in a step loop of another module). Conversions, views and host arithmetic in between are the same CPU work.
 """
 
 from __future__ import annotations
@@ -55,7 +57,20 @@ def moved_later(model: SemanticModel, factory: cst.Call, per_step: Optional[Call
             if per_step is None or per_step(moved.call):
                 return moved  # (a caller that moves it every step before one that moves it once)
             first = first or moved
+    where = model.project.moved_returns.get(_project_key(model, func)) if first is None else None
+    if where is not None:  # a step loop of another module moves what it returns (`analysis/moved_returns.py`)
+        return LaterMove(factory, f"the move of what `{func.name.value}()` returns at {where}")
     return first
+
+
+def _project_key(model: SemanticModel, func: cst.FunctionDef) -> str:
+    """How the project index names `func`: `make_noise`, `Diffusion.sample_timesteps` (a method of a class at module level)."""
+    owner = model.parent.get(model.parent.get(func))
+    if model.parent.get(func) is model.module:
+        return func.name.value
+    if isinstance(owner, cst.ClassDef) and model.parent.get(owner) is model.module:
+        return f"{owner.name.value}.{func.name.value}"
+    return ""
 
 
 def _returned_name(model: SemanticModel, statement: cst.CSTNode) -> bool:
@@ -123,16 +138,22 @@ def _moved_from(model: SemanticModel, built: cst.BaseExpression, same_expression
 
 
 def _calls_of(model: SemanticModel, func: cst.FunctionDef) -> list[cst.Call]:
-    """The calls of this module that run `func`: `name(...)` of a module-level function, `self.name(...)` of a method."""
+    """The calls of this module that run `func`: `name(...)` of a module-level function, `self.name(...)` of a method,
+    or `obj.name(...)` / `self.obj.name(...)` on an instance of its class (`diffusion = Diffusion(...)`, as
+    `model.project_ref` resolves the receiver: every write that reaches it builds that class)."""
     name = func.name.value
     owner = model.parent.get(model.parent.get(func))
     if model.parent.get(func) is model.module:
         return list(model.calls_of(name)) if model.functions.get(name) == [func] else []
     if not isinstance(owner, cst.ClassDef):
         return []
+    info = model.classes.get(owner.name.value)
+    at_top = info is not None and info.node is owner and model.parent.get(owner) is model.module
+    ref = f"{owner.name.value}.{name}" if at_top else None  # how `project_ref` names a call of it on an instance
     return [
         call for call in model.method_calls(name)
         if isinstance(call.func.value, cst.Name) and call.func.value.value == "self" and model.is_inside(call, owner)
+        or ref is not None and model.project_ref(call) == ref
     ]  # fmt: skip
 
 

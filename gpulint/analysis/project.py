@@ -25,9 +25,10 @@ from gpulint.analysis import settings_files, torch_pins
 from gpulint.analysis.call_arguments import agreed_arguments
 from gpulint.analysis.convolutions import CONV_NET
 from gpulint.analysis.devices import BASE_EVIDENCE, gpu_context_reason
-from gpulint.analysis.forward_helpers import forward_called
+from gpulint.analysis.forward_helpers import LIBRARY_MODULES, forward_called
 from gpulint.analysis.handed_elements import handed_elements
 from gpulint.analysis.loader_links import loaders_in
+from gpulint.analysis.moved_returns import moved_returns
 from gpulint.analysis.returned_views import returned_views
 from gpulint.analysis.settings_defaults import ProjectSettings
 from gpulint.analysis.stepped_inputs import reported_in_callee
@@ -120,6 +121,9 @@ class ModuleContext:
     # a function (not a method) of this module that a model's `forward` calls every time, here or in another
     # module (`analysis/forward_helpers.py`): name -> the call, `models.py:512`
     forward_called: dict[str, str] = field(default_factory=dict)
+    # a function or method of this module whose result a step loop of another module moves to the GPU
+    # (`analysis/moved_returns.py`): key -> the move, `train.py:77`
+    moved_returns: dict[str, str] = field(default_factory=dict)
     # a call reference of this module that runs a per-step method of another module -> the parameters whose syncs
     # that method reports itself, "certain" / "likely" GPU tensors (`analysis/stepped_inputs.py`)
     reported_in_callee: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -145,7 +149,8 @@ class ModuleContext:
     def tags(self) -> frozenset[str]:
         """What this module reaches through the project, for the prefilter (`Rule.project_tags`):
         "helper-syncs" (it calls something that waits for the GPU), "helper-moves" (something that copies an
-        argument to the GPU), "loader-consumed" (its loaders are iterated elsewhere), "builds-convolutions" (it calls a project class or
+        argument to the GPU), "returns-moved" (a step loop elsewhere moves what a function here returns), "loader-consumed"
+        (its loaders are iterated elsewhere), "builds-convolutions" (it calls a project class or
         factory that builds a convolutional network), "helper-trains" (it calls something that runs a training step)."""
         found = set()
         for callee in self.callees.values():
@@ -155,6 +160,8 @@ class ModuleContext:
                 found.add("helper-moves")
         if self.consumers:
             found.add("loader-consumed")
+        if self.moved_returns:
+            found.add("returns-moved")  # a step loop of another module moves what a function here returns
         if any(_returns_pinned_loader(callee.returns) for callee in self.callees.values()):
             found.add("pinned-loader-returned")
         if any(facts.get("pin_memory") is True for loaders in self.loaders_in.values() for _, facts in loaders):
@@ -185,6 +192,7 @@ class ModuleContext:
             sorted(self.star_imports.items()),
             sorted(self.stepped.items()),
             sorted(self.forward_called.items()),
+            sorted(self.moved_returns.items()),
             sorted(self.reported_in_callee.items()),
             sorted(self.arguments.items()),
             sorted(self.config_defaults.items()),
@@ -463,7 +471,7 @@ class ProjectIndex:
         for base in info.bases:
             if base.startswith("torch.nn.") and base.rsplit(".", 1)[-1] in ("Module", "Sequential", "ModuleList", "ModuleDict"):
                 return True
-            if base.startswith(("pytorch_lightning.", "lightning.", "transformers.")):
+            if base.startswith(("pytorch_lightning.", "lightning.", "transformers.")) or base in LIBRARY_MODULES:
                 return True
             found = self.symbol(record, base) or self._qualified_symbol(record, base)  # `models.base.Base` as imported
             if found is not None and found[0] == "class" and self.is_module_class(found[1], found[2], depth + 1):
@@ -575,6 +583,10 @@ class ProjectIndex:
             if epoch and (call[1], call[4]) not in stepping:
                 epochs.add(call[4])
         return _innermost(f, steps) - epochs
+
+    def in_step_loop(self, record: _Record, f: FunctionSummary, loop: int) -> bool:
+        """`loop` of `f` runs one training step per iteration, or is inside such a loop."""
+        return _in_loop_of(f, loop, self._step_loops(record, f))
 
     def _training_loops(self, record: _Record, f: FunctionSummary) -> set[int]:
         """Loops of `f` that train (a step inside, or a call of something that trains): their effects happen
@@ -1032,6 +1044,7 @@ class ProjectIndex:
             context.stepped = self.stepped_of(record)
         context.reported_in_callee = reported_in_callee(self, record, sorted(context.callees))
         context.forward_called = forward_called(self, record)
+        context.moved_returns = moved_returns(self, record)
         context.arguments = agreed_arguments(self, record)
         context.loaders_in = loaders_in(self, record)
         context.uncalled = uncalled_functions(self, record)

@@ -623,6 +623,9 @@ class Residency:
         # Moved in place where it is used, or where it is defined (a module-level `model.to(device)` of a
         # model that functions use).
         scopes = {self.model.scope_of(expr)} | {self.model.scope_of(w.statement) for w in self.flow.reaching_writes(key, expr)}
+        outer = self._closure_scope(expr) if isinstance(expr, cst.Name) else None
+        if outer is not None:
+            scopes.add(outer)  # `model.to(args.device)` in the function around `def update(engine, batch)` (ignite)
         cls = self.flow.enclosing_class(expr) if key.startswith("self.") else None
         for region in [cls] if cls is not None else scopes:
             for call in self.flow.method_calls_in(key, region):
@@ -633,6 +636,16 @@ class Residency:
                     if m is not None and m[0] == CUDA and not self._loop_ran_before(call, expr) and not self._rebound_after(key, call, expr):
                         return True
         return False
+
+    def _closure_scope(self, name: cst.Name) -> Optional[cst.FunctionDef]:
+        """The function around the nested function that reads `name`, when that one binds it and the nested one
+        does not (a closure's free variable)."""
+        model = self.model
+        inner = model.scope_of(name)
+        if not isinstance(inner, cst.FunctionDef) or (id(inner), name.value) in model.bindings:
+            return None
+        outer = model.scope_of(inner)
+        return outer if isinstance(outer, cst.FunctionDef) and (id(outer), name.value) in model.bindings else None
 
     def _rebound_after(self, key: str, move: cst.Call, use: cst.CSTNode) -> bool:
         """Module-level code (a notebook's cells) rebinds `key` to a new module after the in-place `move` and

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Optional
 import libcst as cst
 
 from gpulint.analysis.cached_values import cached_on_first_use
+from gpulint.analysis.forward_helpers import LIBRARY_MODULES
 from gpulint.analysis.hot_loops import _PASSTHROUGH_WRAPPERS
 from gpulint.analysis.residency import EVAL, TRAIN
 from gpulint.analysis.helper_steps import step_helper
@@ -120,7 +121,7 @@ def forward_of(model: SemanticModel, node: cst.CSTNode) -> Optional[cst.Function
     if method is None:
         return None
     owner = model.parent.get(model.parent.get(method))
-    if not isinstance(owner, cst.ClassDef) or not model.is_subclass_of(owner.name.value, "torch.nn.Module"):
+    if not isinstance(owner, cst.ClassDef) or not _is_module_class(model, owner.name.value):
         return None
     info = model.classes.get(owner.name.value)
     if info is None:
@@ -139,6 +140,13 @@ def forward_of(model: SemanticModel, node: cst.CSTNode) -> Optional[cst.Function
         reached.update(callers)
         frontier = callers
     return None
+
+
+def _is_module_class(model: SemanticModel, name: str) -> bool:
+    """An `nn.Module` subclass: through `torch.nn.Module` or a library module class (a PyG `MessagePassing` layer)."""
+    return model.is_subclass_of(name, "torch.nn.Module") or model.derives_from(
+        name, "subclass of a library nn.Module", lambda bases: any(b in LIBRARY_MODULES for b in bases)
+    )
 
 
 def called_per_step(model: SemanticModel, node: cst.CSTNode) -> Optional[tuple[cst.FunctionDef, str]]:

@@ -26,7 +26,9 @@ class TensorCreatedThenMoved(Rule):
     fix_applicability = Applicability.SAFE
     fix_sometimes_unsafe = True
     requires = (r"\.(cuda|to)\(",)
-    project_tags = ("helper-moves",)  # `to_gpu(torch.zeros(n))` with a project helper that moves its argument
+    # `to_gpu(torch.zeros(n))` with a project helper that moves its argument; `return torch.randint(...)` in a
+    # method whose result a step loop of another module moves
+    project_tags = ("helper-moves", "returns-moved")
 
     def check(self) -> Iterator[Diagnostic]:
         model = self.model
