@@ -161,8 +161,7 @@ def test_an_unconditional_cudnn_benchmark_false_is_torchs_default_spelled_out():
     [found] = [d for d in diagnostics(source, **PREVIEW) if d.code == "GPU903"]
     assert (found.location.row, found.location.column) == (14, 5)  # the line to change
     assert found.message == (
-        "a convolutional model trains on CUDA with `torch.backends.cudnn.benchmark = False` (line 14), cuDNN's heuristic "
-        "algorithm choice"
+        "a convolutional model trains on CUDA with `torch.backends.cudnn.benchmark = False`, cuDNN's heuristic algorithm choice"
     )
     assert "set `torch.backends.cudnn.benchmark = True`" in found.help
     # no fix: a start-up `benchmark = True` would be written over by the `False` below it

@@ -42,7 +42,8 @@ class NoCudnnBenchmark(Rule):
             fix = self.fix("Enable the cuDNN autotuner after the imports", [edit], Applicability.UNSAFE)
             if off is not None:  # a start-up `benchmark = True` would be written over: that line itself must change
                 setting = self.model.code(off.targets[0].target)
-                message = f"a convolutional model trains on CUDA with `{setting} = False` (line {self.model.line_of(off)}), cuDNN's heuristic algorithm choice"
+                where = "" if anchor is off else f" (line {self.model.line_of(off)})"
+                message = f"a convolutional model trains on CUDA with `{setting} = False`{where}, cuDNN's heuristic algorithm choice"
                 help = (
                     f"`False` is torch's default, not a request for reproducibility (that is `cudnn.deterministic`); set "
                     f"`{setting} = True` to time the algorithms once per input shape and keep the fastest (for fixed input shapes)"
