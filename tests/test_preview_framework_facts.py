@@ -176,6 +176,8 @@ def test_cudnn_benchmark_false_as_a_decision_stays_silent():
         "    torch.backends.cudnn.benchmark = args.benchmark",
         "    torch.backends.cudnn.benchmark = True",
         "    torch.backends.cudnn.enabled = False\n    torch.backends.cudnn.benchmark = False",
+        # the UvA DL notebooks: reproducibility asked for, with a misspelt `deterministic` that torch ignores
+        "    torch.backends.cudnn.determinstic = True\n    torch.backends.cudnn.benchmark = False",
     ):
         source = WAVEGLOW.format(setting=setting)
         assert not [f for f in findings(source, **PREVIEW) if f.endswith("GPU903")], setting

@@ -285,14 +285,18 @@ def _cudnn_settings(model: SemanticModel) -> tuple[bool, cst.Assign | None]:
 
     `benchmark = False` alone is torch's default spelled out (NVIDIA's WaveGlow and Tacotron 2 write it next to
     `cudnn.enabled = True`): not a decision for reproducibility, which also needs `cudnn.deterministic = True`
-    or `use_deterministic_algorithms`. Under an `if`, from a flag, or with cuDNN disabled, it is a decision."""
+    or `use_deterministic_algorithms`. Under an `if`, from a flag, with cuDNN disabled, or next to another cuDNN
+    switch written (even a misspelt `cudnn.determinstic = True`, as the UvA notebooks have), it is a decision."""
     off = None
     for attr in model.attributes:
-        qualified = model.qualified_name(attr)
+        qualified = model.qualified_name(attr) or ""
         if qualified == "torch.backends.cudnn.enabled":
             if _written_literal(model, attr) is not True:
                 return True, None  # cuDNN switched off (or by a flag): the algorithm choice is not the question
             continue
+        if qualified.startswith("torch.backends.cudnn.") and isinstance(model.parent.get(attr), cst.AssignTarget):
+            if qualified not in _CUDNN_SETTINGS:
+                return True, None  # another cuDNN switch written (`cudnn.determinstic = True`, misspelt): a decision
         if qualified not in _CUDNN_SETTINGS:
             continue
         if qualified != "torch.backends.cudnn.benchmark" or _written_literal(model, attr) is not False:
