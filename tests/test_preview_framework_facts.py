@@ -181,3 +181,17 @@ def test_cudnn_benchmark_false_as_a_decision_stays_silent():
     ):
         source = WAVEGLOW.format(setting=setting)
         assert not [f for f in findings(source, **PREVIEW) if f.endswith("GPU903")], setting
+
+
+def test_a_lightning_trainer_after_cudnn_benchmark_false_is_reported_at_the_trainer_without_a_fix():
+    from tests.test_framework_precision_settings import LIGHTNING
+
+    source = LIGHTNING.format(setup="torch.backends.cudnn.benchmark = False", arguments="")
+    [found] = [d for d in diagnostics(source, **PREVIEW) if d.code == "GPU903"]
+    assert found.location.row == 21
+    assert found.message == (
+        "a convolutional model trains on CUDA with `torch.backends.cudnn.benchmark = False` (line 4), cuDNN's heuristic "
+        "algorithm choice (the Lightning Trainer leaves `benchmark` unset)"
+    )
+    assert found.help.startswith("Pass `benchmark=True` to the Trainer, or set `torch.backends.cudnn.benchmark = True` instead")
+    assert "cudnn.benchmark = True" not in fixed(source, **PREVIEW)

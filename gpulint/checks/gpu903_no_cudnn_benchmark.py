@@ -51,7 +51,12 @@ class NoCudnnBenchmark(Rule):
                 fix = None
             if anchor not in setup.model_moves and anchor is not off:
                 message = f"{message} (the Lightning Trainer leaves `benchmark` unset)"
-                help = f"Pass `benchmark=True` to the Trainer, or {help[0].lower()}{help[1:]} (Lightning 1.6 and later keep it)"
+                help = f"Pass `benchmark=True` to the Trainer, or s{help[1:]} (Lightning 1.6 and later keep it)"
+                if off is not None:
+                    help = (
+                        f"Pass `benchmark=True` to the Trainer, or set `{setting} = True` instead of `False` (torch's "
+                        "default, not a request for reproducibility, which is `cudnn.deterministic`)"
+                    )
                 if lightning_1_trainer(anchor):
                     fix = None  # Lightning before 1.6 writes its own `benchmark=False` over a start-up setting
             yield self.diagnostic(anchor, message, fix=fix, help=help)
