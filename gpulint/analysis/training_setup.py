@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from gpulint.analysis.attribute_models import moves_resident_attribute, trains_resident_attribute
-from gpulint.analysis.convolutions import builds_convolution
-from gpulint.analysis.hot_loops import is_hot
+from gpulint.analysis.convolutions import builds_convolution, library_conv_net, named_model
+from gpulint.analysis.hot_loops import is_hot, trains
 from gpulint.analysis.imports import dotted_name
+from gpulint.analysis.residency import TRAIN
 from gpulint.analysis.value_resolution import literal_value
 
 if TYPE_CHECKING:
@@ -47,6 +48,9 @@ class TrainingSetup:
     # every model is placed by DeepSpeed and the script names a half precision (`--dtype fp16`, `args.bf16`):
     # its dtype is in the engine's config, most likely not float32
     engine_half_precision: bool = False
+    # `torch.backends.cudnn.benchmark = False` written unconditionally, with nothing else asking for reproducible
+    # convolutions: torch's default spelled out (not counted in `cudnn_configured`)
+    cudnn_benchmark_off: cst.Assign | None = None
 
     @property
     def cuda_training_script(self) -> bool:
@@ -96,6 +100,19 @@ def is_model_expression(model: SemanticModel, expr: cst.BaseExpression, depth: i
         writes = model.dataflow.reaching_writes(f"self.{expr.attr.value}", expr)
         return bool(writes) and all(w.value is not None and is_model_expression(model, w.value, depth + 1) for w in writes)
     return False
+
+
+def _looked_up_class(model: SemanticModel, expr: cst.BaseExpression) -> bool:
+    """`ModelClass(config=...)` moved to the device, where `ModelClass = getattr(importlib.import_module("models"),
+    args.model_class)`: a class picked by name from a module and moved to the GPU is a model."""
+    if not (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name)):
+        return False
+    binders = model.bindings_of(expr.func.value, expr.func)
+    return bool(binders) and all(
+        isinstance(b, cst.Assign) and isinstance(b.value, cst.Call) and isinstance(b.value.func, cst.Name)
+        and b.value.func.value == "getattr" and len(b.value.args) == 2
+        for b in binders
+    )  # fmt: skip
 
 
 def _from_registry(model: SemanticModel, value: cst.BaseExpression, name: cst.Name) -> bool:
@@ -242,16 +259,89 @@ def _names_half_precision(model: SemanticModel) -> bool:
     return any(a.attr.value in _HALF_WORDS for a in model.attributes) or bool(_HALF_WORDS & _keyword_names(model))
 
 
+_MODEL_NAME_KEYWORDS = ("model_name", "pretrained_model_name_or_path", "model")  # timm, transformers, torch.hub
+
+
+def _library_convolutions(model: SemanticModel, call: cst.Call) -> bool:
+    """`timm.create_model("resnet50d")`, `AutoModelForImageClassification.from_pretrained("facebook/convnext-tiny-224")`:
+    a library conv net named by a string (`convolutions.CONV_NET_NAMES`)."""
+    qualified = model.call_name(call) or ""
+    position = named_model(qualified)
+    if position is None and not qualified.startswith("transformers."):
+        return False
+    given = None
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    if position is not None and len(positional) > position:
+        given = positional[position].value
+    else:  # `create_model(model_name="resnet50")`, `from_pretrained(pretrained_model_name_or_path=...)`
+        given = next((a.value for a in call.args if a.keyword is not None and a.keyword.value in _MODEL_NAME_KEYWORDS), None)
+    resolved = model.values.resolve(given) if given is not None else None
+    named = resolved.value if resolved is not None and isinstance(resolved.value, str) else None
+    return library_conv_net(qualified, named)
+
+
+def _cudnn_settings(model: SemanticModel) -> tuple[bool, cst.Assign | None]:
+    """Whether the script decides cuDNN's algorithm choice, and its unconditional `cudnn.benchmark = False`.
+
+    `benchmark = False` alone is torch's default spelled out (NVIDIA's WaveGlow and Tacotron 2 write it next to
+    `cudnn.enabled = True`): not a decision for reproducibility, which also needs `cudnn.deterministic = True`
+    or `use_deterministic_algorithms`. Under an `if`, from a flag, with cuDNN disabled, or next to another cuDNN
+    switch written (even a misspelt `cudnn.determinstic = True`, as the UvA notebooks have), it is a decision."""
+    off = None
+    for attr in model.attributes:
+        qualified = model.qualified_name(attr) or ""
+        if qualified == "torch.backends.cudnn.enabled":
+            if _written_literal(model, attr) is not True:
+                return True, None  # cuDNN switched off (or by a flag): the algorithm choice is not the question
+            continue
+        if qualified.startswith("torch.backends.cudnn.") and isinstance(model.parent.get(attr), cst.AssignTarget):
+            if qualified not in _CUDNN_SETTINGS:
+                return True, None  # another cuDNN switch written (`cudnn.determinstic = True`, misspelt): a decision
+        if qualified not in _CUDNN_SETTINGS:
+            continue
+        if qualified != "torch.backends.cudnn.benchmark" or _written_literal(model, attr) is not False:
+            return True, None
+        off = off or model.parent.get(model.parent.get(attr))
+    return False, off
+
+
+def _main_guard(model: SemanticModel, node: cst.CSTNode) -> bool:
+    return isinstance(node, cst.If) and model.parent.get(node) is model.module and "__name__" in model.code(node.test)
+
+
+def _written_literal(model: SemanticModel, attr: cst.Attribute) -> bool | None:
+    """`True` / `False` for `attr = True` / `attr = False` written unconditionally (not under an `if` or `try`);
+    None for anything else (a read, a flag, a conditional write)."""
+    target = model.parent.get(attr)
+    assign = model.parent.get(target)
+    if not (isinstance(target, cst.AssignTarget) and isinstance(assign, cst.Assign) and isinstance(assign.value, cst.Name)):
+        return None
+    conditions = [a for a in model.ancestors(assign) if isinstance(a, (cst.If, cst.Try)) and not _main_guard(model, a)]
+    if assign.value.value not in ("True", "False") or conditions:
+        return None
+    return assign.value.value == "True"
+
+
 def _project_convolutions(model: SemanticModel, call: cst.Call) -> bool:
     callee = model.callee(call)
     return callee is not None and callee.convolutions
+
+
+def _ignite_trains(model: SemanticModel) -> bool:
+    """`trainer = Engine(update)` with an `update(engine, batch)` of this file that runs backward: ignite's
+    `Engine.run` calls it once per batch, the training loop is in the library (ignite/engine/engine.py)."""
+    return any(
+        step.framework == "ignite" and step.role == TRAIN and trains(model, step.node)
+        for step in model.frameworks.step_functions.values()
+    )
 
 
 def find_training_setup(model: SemanticModel) -> TrainingSetup:
     hot = [loop for loop in model.loops if is_hot(model, loop)]
     moves = [
         call for call in model.calls
-        if (model.residency.moves_to_cuda(call) and is_model_expression(model, call.func.value) or _engine_places_model(model, call) or _ray_places_model(model, call)
+        if (model.residency.moves_to_cuda(call) and (is_model_expression(model, call.func.value) or _looked_up_class(model, call.func.value))
+            or _engine_places_model(model, call) or _ray_places_model(model, call)
             or moves_resident_attribute(model, call))
         and not _after_all_training(model, call, hot)
     ]  # fmt: skip
@@ -263,19 +353,24 @@ def find_training_setup(model: SemanticModel) -> TrainingSetup:
         or any(trains_resident_attribute(model, loop) for loop in hot)
     )
     backward = next((c for c in model.method_calls("backward")), None)
-    # a convolution built here, or a project class or factory (of any module) that builds one
-    convolutions = any(builds_convolution(model.call_name(c) or "") or _project_convolutions(model, c) for c in model.calls)
+    # a convolution built here, a project class or factory (of any module) that builds one, or a library conv net
+    convolutions = any(
+        builds_convolution(model.call_name(c) or "") or _project_convolutions(model, c) or _library_convolutions(model, c)
+        for c in model.calls
+    )
+    cudnn_configured, cudnn_off = _cudnn_settings(model)
     return TrainingSetup(
         model_moves=moves,
         entry_script=entry,
-        trains=bool(hot),
+        trains=bool(hot) or _ignite_trains(model),
         first_backward=backward,
         mixed_precision=_mentions_mixed_precision(model),
         non_float32_parameters=_non_float32_parameters(model),
         tf32_configured=any(a.attr.value in _TF32_SETTINGS for a in model.attributes),
-        cudnn_configured=any(model.qualified_name(a) in _CUDNN_SETTINGS for a in model.attributes),
+        cudnn_configured=cudnn_configured,
         convolutions=convolutions,
         # A convolution's work grows with the image, not with its parameters: only linear toy models.
         toy_models=bool(moves) and not convolutions and all(model.model_size.is_toy_model(m.func.value) for m in moves),
         engine_half_precision=bool(moves) and all(_engine_places_model(model, m) for m in moves) and _names_half_precision(model),
+        cudnn_benchmark_off=cudnn_off,
     )
