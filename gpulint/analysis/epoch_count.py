@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
-from gpulint.analysis.hot_loops import _PASSTHROUGH_WRAPPERS
+from gpulint.analysis.hot_loops import PASSTHROUGH_WRAPPERS
 
 if TYPE_CHECKING:
     from gpulint.analysis.model import SemanticModel
@@ -30,7 +30,7 @@ def epoch_count(model: SemanticModel, loop: cst.CSTNode, via: tuple[cst.Call, ..
     if not isinstance(loop, cst.For):
         return None
     iterated = loop.iter
-    while isinstance(iterated, cst.Call) and model.call_name(iterated) in _PASSTHROUGH_WRAPPERS and iterated.args:
+    while isinstance(iterated, cst.Call) and model.call_name(iterated) in PASSTHROUGH_WRAPPERS and iterated.args:
         iterated = iterated.args[0].value  # `tqdm(range(n))`
     if not isinstance(iterated, cst.Call) or any(a.star or a.keyword is not None for a in iterated.args):
         return None
@@ -153,7 +153,7 @@ def _parameter(model: SemanticModel, param: cst.Param, via: tuple[cst.Call, ...]
         return None
     found = []
     for call in calls:
-        given = _argument(func, param, call)
+        given = argument_for(func, param, call)
         if given is None:
             return None
         value = _integer(model, given, (), depth + 1)
@@ -174,7 +174,7 @@ def _calls(call: cst.Call, func: cst.FunctionDef) -> bool:
     )  # fmt: skip
 
 
-def _argument(func: cst.FunctionDef, param: cst.Param, call: cst.Call) -> Optional[cst.BaseExpression]:
+def argument_for(func: cst.FunctionDef, param: cst.Param, call: cst.Call) -> Optional[cst.BaseExpression]:
     if any(a.star for a in call.args):
         return None
     name = param.name.value

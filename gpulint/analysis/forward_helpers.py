@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING
 from gpulint.analysis.summary import MODULE_BODY
 
 if TYPE_CHECKING:
-    from gpulint.analysis.project import ProjectIndex, _Record
+    from gpulint.analysis.project import ModuleRecord, ProjectIndex
 
 
-def forward_called(index: ProjectIndex, record: _Record) -> dict[str, str]:
+def forward_called(index: ProjectIndex, record: ModuleRecord) -> dict[str, str]:
     """The functions of `record` (not methods) that a model's `forward` calls, unguarded, in this module or
     another -> where (`models.py:512`)."""
     found: dict[str, str] = {}

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from gpulint.analysis.hot_loops import _is_training_step, trains
+from gpulint.analysis.hot_loops import is_training_step, trains
 
 if TYPE_CHECKING:
     from gpulint.analysis.model import Loop, SemanticModel
@@ -40,7 +40,7 @@ def same_data_every_step(model: SemanticModel, loop: Loop) -> bool:
     rebound = _rebound_in(model, loop)
     stepped = False
     for call in model.calls_inside(loop):
-        if _is_training_step(model, call):
+        if is_training_step(model, call):
             stepped = True
             continue
         if model.residency.is_module(call.func):
@@ -83,7 +83,7 @@ def _conditional(model: SemanticModel, node: cst.CSTNode, loop: cst.For) -> bool
 
 def _steps_here(model: SemanticModel, function: cst.FunctionDef) -> bool:
     """The function runs the backward pass or the optimizer step itself (not through another function)."""
-    return any(_is_training_step(model, call) for call in model.calls_inside(function))
+    return any(is_training_step(model, call) for call in model.calls_inside(function))
 
 
 def _forwards_given_inputs(model: SemanticModel, function: cst.FunctionDef) -> bool:
