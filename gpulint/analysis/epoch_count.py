@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Optional
 import libcst as cst
 
 from gpulint.analysis.hot_loops import PASSTHROUGH_WRAPPERS
+from gpulint.analysis.value_resolution import as_int
 
 if TYPE_CHECKING:
     from gpulint.analysis.model import SemanticModel
@@ -71,7 +72,7 @@ def _integer(model: SemanticModel, expr: cst.BaseExpression, via: tuple[cst.Call
     if launched is not _NOT_LAUNCHED:
         return launched  # what the job files pass (None: a value they take from elsewhere)
     resolved = model.values.setting(expr)
-    return _as_count(resolved.value) if resolved is not None else None
+    return as_int(resolved.value) if resolved is not None else None
 
 
 def _stored_in_module(model: SemanticModel, expr: cst.Attribute) -> bool:
@@ -83,10 +84,6 @@ def _stored_in_module(model: SemanticModel, expr: cst.Attribute) -> bool:
         if stored and node is not expr and model.code(node) == spelled:
             return True
     return False
-
-
-def _as_count(value: object) -> Optional[int]:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 _NOT_LAUNCHED = object()
@@ -116,7 +113,7 @@ def _launched(model: SemanticModel, expr: cst.BaseExpression) -> object:
             default = options[0].keyword("default")
             resolved = model.values.resolve(default.value) if default is not None else None
             entry = (resolved.value, 0, "") if resolved is not None else None
-        count = _as_count(entry[0]) if entry is not None else None
+        count = as_int(entry[0]) if entry is not None else None
         if count is None:
             return None
         counts.append(count)

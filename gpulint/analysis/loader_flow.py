@@ -23,7 +23,7 @@ from gpulint.analysis.dataloaders import DATALOADER, DataLoaderCall
 from gpulint.analysis.error_paths import error_path
 from gpulint.analysis.shipped_paths import never_runs, runs_as_a_script
 from gpulint.analysis.hot_loops import element_targets, in_no_grad, trains, wrapped_arguments, wrapper_kind
-from gpulint.analysis.value_resolution import ARGPARSE_DEFAULT, ResolvedValue, literal_value
+from gpulint.analysis.value_resolution import ARGPARSE_DEFAULT, ResolvedValue, as_int, literal_value
 
 if TYPE_CHECKING:
     from gpulint.analysis.model import Loop, SemanticModel
@@ -1287,8 +1287,7 @@ def _lower_bound(model: SemanticModel, expr: cst.BaseExpression, depth: int = 0)
         return None
     resolved = model.values.resolve(expr)
     if resolved is not None:
-        value = resolved.value
-        return value if isinstance(value, int) and not isinstance(value, bool) else None
+        return as_int(resolved.value)
     default = model.values.argparse_default(expr)
     if default is not None:
         return _lower_bound(model, default, depth + 1)
