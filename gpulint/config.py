@@ -90,7 +90,7 @@ class Settings:
         ignored: set[str] = set()
         rel = _relative(path, self.root)
         for pattern, codes in self.per_file_ignores:
-            if _glob_match(rel, pattern):
+            if glob_match(rel, pattern):
                 from gpulint.checks import all_rules
 
                 for code in all_rules():
@@ -101,7 +101,7 @@ class Settings:
     def is_test_path(self, path: str) -> bool:
         """`path` matches `test-paths`: a test file, where only the rules that apply to tests run."""
         rel = _relative(path, self.root)
-        return any(_glob_match(rel, pattern) for pattern in self.test_paths)
+        return any(glob_match(rel, pattern) for pattern in self.test_paths)
 
     @property
     def overrides_fixes(self) -> bool:
@@ -153,7 +153,7 @@ def _relative(path: str, root: Path) -> str:
         return Path(path).as_posix()
 
 
-def _glob_match(rel_path: str, pattern: str) -> bool:
+def glob_match(rel_path: str, pattern: str) -> bool:
     """ruff-like globs: `tests/**/*.py`, `*.py` (any folder), `__init__.py` (a basename)."""
     pattern = pattern.rstrip("/")
     if "/" not in pattern:
@@ -231,7 +231,7 @@ def _enabled_codes(select, extend_select, ignore, preview) -> tuple[str, ...]:
     return tuple(enabled)
 
 
-def _parse_version(value: Any, key: str) -> tuple[int, int]:
+def parse_version(value: Any, key: str) -> tuple[int, int]:
     match = re.fullmatch(r"(\d+)\.(\d+)(?:\.\d+)?", str(value))
     if match is None:
         raise ConfigError(f"`{key}` must be a version like \"2.3\", got {value!r}")
@@ -253,7 +253,7 @@ def _rule_by_code_or_name(key: str, where: str) -> type[Rule]:
     raise ConfigError(f"Unknown rule in `[tool.gpulint.rules.{key}]` ({where})")
 
 
-def _rule_options(table: Any, where: str) -> tuple:
+def parse_rule_options(table: Any, where: str) -> tuple:
     if not isinstance(table, dict):
         raise ConfigError(f"`rules` in {where} must be a table")
     result = {}
@@ -311,14 +311,14 @@ def settings_from_table(table: dict, root: Path, config_path: Path | None = None
             raise ConfigError(f"`analysis-timeout` must be a number of seconds (0 for no limit), got {seconds!r}")
         changes["analysis_timeout"] = float(seconds)
     if "target-torch" in table:
-        changes["target_torch"] = _parse_version(table["target-torch"], "target-torch")
+        changes["target_torch"] = parse_version(table["target-torch"], "target-torch")
     if "per-file-ignores" in table:
         pfi = table["per-file-ignores"]
         if not isinstance(pfi, dict):
             raise ConfigError("`per-file-ignores` must be a table of glob = [codes]")
         changes["per_file_ignores"] = tuple((k, _string_list(v, f"per-file-ignores.{k}")) for k, v in pfi.items())
     if "rules" in table:
-        changes["rule_options"] = _rule_options(table["rules"], where)
+        changes["rule_options"] = parse_rule_options(table["rules"], where)
     s = replace(s, **changes)
     for key in SELECTOR_KEYS:
         for selector in getattr(s, key.replace("-", "_")):

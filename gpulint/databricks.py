@@ -17,7 +17,7 @@ import ast
 import warnings
 from dataclasses import dataclass
 
-from gpulint.notebook import _Scan
+from gpulint.notebook import CellScan
 
 # The first line Databricks writes into every notebook it exports as Python source.
 HEADER = "# Databricks notebook source"
@@ -53,7 +53,7 @@ def read_export(text: str) -> Export | None:
 def _masked(text: str) -> str:
     """`text` with each escape line that starts a statement, and its continuation lines, commented out."""
     lines = text.splitlines(keepends=True)
-    scan = _Scan()
+    scan = CellScan()
     escaping = False
     for row, line in enumerate(lines, start=1):
         if escaping or (scan.at_statement_start and line.lstrip(" \t").startswith(_ESCAPES)):

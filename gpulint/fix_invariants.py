@@ -364,12 +364,12 @@ def _fixable(diagnostic: Diagnostic) -> bool:
 
 def _groups(diagnostics: list[Diagnostic]) -> list[list[Diagnostic]]:
     """Fixes whose edits do not overlap, so each group is checked on one text."""
-    from gpulint.fixer import _overlaps
+    from gpulint.fixer import edits_overlap
 
     groups: list[tuple[list[Diagnostic], list[Edit]]] = []
     for diagnostic in diagnostics:
         for members, edits in groups:
-            if not any(_overlaps(new, old) or new == old for new in diagnostic.fix.edits for old in edits):
+            if not any(edits_overlap(new, old) or new == old for new in diagnostic.fix.edits for old in edits):
                 members.append(diagnostic)
                 edits.extend(diagnostic.fix.edits)
                 break

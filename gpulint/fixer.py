@@ -55,7 +55,7 @@ def apply_edits(text: str, edits: list[Edit]) -> str:
     return "".join(pieces)
 
 
-def _overlaps(a: Edit, b: Edit) -> bool:
+def edits_overlap(a: Edit, b: Edit) -> bool:
     # Two insertions at one point, or ranges that share characters, cannot both apply in one pass.
     if a.location == a.end_location and b.location == b.end_location:
         return a.location == b.location
@@ -145,7 +145,7 @@ def _fix_loop(text: str, path: str, settings: Settings, unsafe: bool | None, pro
             if set(diagnostic.fix.edits) <= set(edits):
                 accepted.append(diagnostic)  # the same edits fix this finding too
                 continue
-            if any(_overlaps(new, old) for new in diagnostic.fix.edits for old in edits):
+            if any(edits_overlap(new, old) for new in diagnostic.fix.edits for old in edits):
                 continue
             accepted.append(diagnostic)
             edits.extend(e for e in diagnostic.fix.edits if e not in edits)

@@ -156,7 +156,7 @@ class GpulintChecker:
 def settings_from_flake8(options: argparse.Namespace) -> Settings:
     """gpulint Settings from `[tool.gpulint]` plus flake8's options; rules flake8 would hide are not run."""
     from gpulint.checks import all_rules
-    from gpulint.config import _parse_version, _rule_options
+    from gpulint.config import parse_rule_options, parse_version
 
     settings = api.discover_settings(config=getattr(options, "gpulint_config", None))
     changes: dict[str, Any] = {"force_exclude": False}  # flake8 chose the file
@@ -174,7 +174,7 @@ def settings_from_flake8(options: argparse.Namespace) -> Settings:
             changes[key] = codes if key == "select" else (*changes.get(key, getattr(settings, key)), *codes)
     target = getattr(options, "gpulint_target_torch", None)
     if target:
-        changes["target_torch"] = _parse_version(target, "gpulint-target-torch")
+        changes["target_torch"] = parse_version(target, "gpulint-target-torch")
     table: dict[str, dict[str, Any]] = {}
     for code, rule in all_rules().items():
         for option in rule.options:
@@ -188,7 +188,7 @@ def settings_from_flake8(options: argparse.Namespace) -> Settings:
         merged = {code: dict(values) for code, values in settings.rule_options}
         for code, values in table.items():
             merged.setdefault(code, {}).update(values)
-        changes["rule_options"] = _rule_options(merged, "the flake8 options")
+        changes["rule_options"] = parse_rule_options(merged, "the flake8 options")
     hidden = _hidden_by_flake8(options, all_rules())
     if hidden:
         changes["ignore"] = (*changes.get("ignore", settings.ignore), *hidden)

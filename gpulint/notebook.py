@@ -265,7 +265,7 @@ class Mask:
 
 
 @dataclass
-class _Scan:
+class CellScan:
     """Where a cell's Python stands at the end of a line: open brackets, an open string, a backslash."""
 
     brackets: list[tuple[int, int, str]] = field(default_factory=list)  # (row, column, char) still open
@@ -364,7 +364,7 @@ def _mask_cell(text: str, marker: str, next_id: int) -> tuple[str, list[Mask], t
     """The cell's text with IPython syntax replaced (same rows), its masks, and the syntax error of a cell that
     ends inside a string or brackets."""
     lines = lines_with_ends(text)
-    scan = _Scan()
+    scan = CellScan()
     masks: list[Mask] = []
     out: list[str] = []
     continues = False  # the line before was masked and ended with a backslash
@@ -491,7 +491,7 @@ def _bound_names(text: str) -> list[str]:
     `def`/`class` names, imports, `for` targets and `as` names at the top level or in a top-level block (not
     inside a function or class). A guess: its purpose is to make those names unknown, never to define them."""
     names: list[str] = []
-    scan = _Scan()
+    scan = CellScan()
     bodies: list[int] = []  # indents of the `def`/`class` lines whose bodies we are in
     for row, line in enumerate(lines_with_ends(text), 1):
         starts = scan.at_statement_start

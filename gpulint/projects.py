@@ -26,7 +26,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional, TypeVar
 
-from gpulint.config import Settings, _glob_match
+from gpulint.config import Settings, glob_match
 from gpulint.notebook import Notebook, is_notebook_path
 from gpulint.source import SourceError, decode_source, name_matcher, read_source_bytes
 
@@ -87,7 +87,7 @@ def _python_files(top: Path, settings: Settings) -> Optional[list[Path]]:
             name = entry.name
             if name.startswith(".") or (excluded_name is not None and excluded_name(name)):
                 continue
-            if paths and any(_glob_match(os.path.relpath(entry.path, top).replace(os.sep, "/"), p) for p in paths):
+            if paths and any(glob_match(os.path.relpath(entry.path, top).replace(os.sep, "/"), p) for p in paths):
                 continue
             try:
                 is_dir = entry.is_dir(follow_symlinks=False)

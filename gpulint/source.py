@@ -13,7 +13,7 @@ import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpulint.config import Settings, _glob_match
+from gpulint.config import Settings, glob_match
 
 MAX_FILE_BYTES = 10 * 1024 * 1024  # LibCST needs ~100x a file's size in memory; larger files are generated code
 
@@ -189,7 +189,7 @@ def _from_root(path: Path, settings: Settings, root: Path | None = None) -> str:
 
 @functools.lru_cache(maxsize=16)
 def name_matcher(patterns: tuple[str, ...]):
-    """One regex for the patterns without a folder (`fnmatch` each, as `_glob_match` does), so that a walk
+    """One regex for the patterns without a folder (`fnmatch` each, as `glob_match` does), so that a walk
     tests a name once instead of once per pattern; None when there are none."""
     names = [p.rstrip("/") for p in patterns if "/" not in p.rstrip("/")]
     return re.compile("|".join(f"(?:{fnmatch.translate(n)})" for n in names)).match if names else None
@@ -199,17 +199,17 @@ def _excluded(path: Path, settings: Settings, root: Path | None = None) -> bool:
     patterns = (*settings.exclude, *settings.extend_exclude)
     rel = _from_root(path, settings, root)
     matches = name_matcher(patterns)
-    # `_glob_match(rel, p) or _glob_match(path.name, p)`, for the folder-less patterns at once
+    # `glob_match(rel, p) or glob_match(path.name, p)`, for the folder-less patterns at once
     if matches is not None and (matches(rel.rsplit("/", 1)[-1]) or matches(rel) or matches(path.name)):
         return True
-    return any(_glob_match(rel, p) or _glob_match(path.name, p) for p in patterns if "/" in p.rstrip("/"))
+    return any(glob_match(rel, p) or glob_match(path.name, p) for p in patterns if "/" in p.rstrip("/"))
 
 
 def _included(path: Path, settings: Settings) -> bool:
     """A walked file is checked when it matches `include` or `extend-include` (default: .py, .pyi, .ipynb)."""
     patterns = (*settings.include, *settings.extend_include)
     rel = _from_root(path, settings) if any("/" in p for p in patterns) else path.name  # the walk's hot path
-    return any(_glob_match(rel, p) for p in patterns)
+    return any(glob_match(rel, p) for p in patterns)
 
 
 def force_excluded(path: Path, settings: Settings) -> bool:

@@ -275,3 +275,61 @@ def test_a_step_helper_that_draws_its_own_batch_keeps_the_read():
         print(it, loss)
     """
     assert findings(source, select=("GPU303",)) == ["24:12 GPU303"]  # `return loss.item()` in `train`
+
+
+GRAPH_FULL_BATCH = """\
+import torch
+import torch.nn.functional as F
+
+device = torch.device("cuda")
+data = torch.load("graph.pt").to(device)
+model = torch.nn.Sequential(torch.nn.Linear(128, 256), torch.nn.ReLU(), torch.nn.Linear(256, 40)).to(device)
+optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+
+
+def train(model, data, optimizer):
+    model.train()
+    optimizer.zero_grad()
+    loss = F.cross_entropy(model(data.x)[data.train_mask], data.y[data.train_mask])
+    loss.backward()
+    optimizer.step()
+    return loss.item()
+
+
+@torch.no_grad()
+def test(model, data):
+    model.eval()
+    return (model(data.x).argmax(-1) == data.y).float().mean().item()
+
+
+for epoch in range(1, 501):
+    loss = train(model, data, optimizer)
+    acc = test(model, data)
+    print(f"Epoch {epoch:03d}, loss {loss:.4f}, accuracy {acc:.4f}")
+"""
+
+
+def test_full_batch_training_on_a_graph_object_is_silent():
+    assert findings(GRAPH_FULL_BATCH, select=("GPU303",)) == []
+
+
+def test_an_attribute_written_in_the_loop_counts_as_new_data():
+    # conservatively: `data.x = ...` changes what `data` holds, so the step is given data made in the loop
+    source = GRAPH_FULL_BATCH.replace(
+        "    loss = train(model, data, optimizer)\n",
+        "    data.x = F.dropout(data.x, p=0.1)\n    loss = train(model, data, optimizer)\n",
+    )
+    assert findings(source, select=("GPU303",)) == ["16:12 GPU303", "22:12 GPU303"]  # in `train` and `test`
+
+
+def test_an_item_written_in_the_loop_counts_as_new_data():
+    source = GRAPH_FULL_BATCH.replace(
+        "    loss = train(model, data, optimizer)\n",
+        '    data["x"] = F.dropout(data["x"], p=0.1)\n    loss = train(model, data, optimizer)\n',
+    )
+    assert findings(source, select=("GPU303",)) == ["16:12 GPU303", "22:12 GPU303"]
+
+
+def test_an_attribute_the_step_helper_writes_counts_as_new_data():
+    source = GRAPH_FULL_BATCH.replace("    model.train()\n", "    model.train()\n    data.x = F.dropout(data.x, p=0.1)\n")
+    assert findings(source, select=("GPU303",)) == ["17:12 GPU303", "23:12 GPU303"]

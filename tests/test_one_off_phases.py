@@ -2,7 +2,7 @@
 fact of the semantic model (minimal shapes of our own):
 
 - a learning-rate range test whose break bound is a parameter's default (`num_iter=100`) runs a short loop
-  (`loop_bounds._limit`), unless a call in the module passes a large or unknown value;
+  (`loop_bounds.shipped_bound`), unless a call in the module passes a large or unknown value;
 - `torch.cuda.empty_cache()` in the periodic block that switches to evaluation (`model.eval()`, `torch.no_grad()`
   beside it) releases memory once per evaluation, between phases (`phases.starts_evaluation_beside`);
 - `torch.FloatTensor(arr).to(device)` of host array data (a replay batch, an observation) makes the copy

@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
+from gpulint.analysis.value_resolution import as_int
+
 if TYPE_CHECKING:
     from gpulint.analysis.dataloaders import DataLoaderCall
     from gpulint.analysis.model import SemanticModel
@@ -84,8 +86,7 @@ def _int_value(model: SemanticModel, expr: cst.BaseExpression, depth: int) -> Op
         return None
     resolved = model.values.resolve(expr)
     if resolved is not None:
-        value = resolved.value
-        return value if isinstance(value, int) and not isinstance(value, bool) else None
+        return as_int(resolved.value)
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Multiply, cst.Add)):
         left, right = _int_value(model, expr.left, depth + 1), _int_value(model, expr.right, depth + 1)
         if left is None or right is None:

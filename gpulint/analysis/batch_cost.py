@@ -158,19 +158,19 @@ class BatchCost:
         """The loop that takes the batches arranges them with five axes or more (`torch.permute(x, (0, 1, 4, 2,
         3))`, `x.view(b, t, c, h, w)`): one sample is a volume, a clip or a space-time field, large on its own
         (a neural operator's 2-D fields over time, a video), so a small batch is the memory-bound choice."""
-        from gpulint.analysis.loader_flow import _Assignments, _names, _reads_any
+        from gpulint.analysis.loader_flow import Assignments, reads_any, target_names
 
         m = self.m
         for iteration in info.iterations:
             if iteration.loop is None:
                 continue
             derived = set(iteration.batch_names)  # and what is computed from them: `x = batch["fields"].to(device)`
-            assignments = _Assignments.find(iteration.loop)
+            assignments = Assignments.find(iteration.loop)
             for _ in range(4):
                 before = len(derived)
                 for assignment in assignments:
-                    if _reads_any(assignment.value, derived):
-                        derived |= _names([t.target for t in assignment.targets])
+                    if reads_any(assignment.value, derived):
+                        derived |= target_names([t.target for t in assignment.targets])
                 if len(derived) == before:
                     break
             for call in m.calls_inside(iteration.loop):
@@ -187,7 +187,7 @@ class BatchCost:
                     count = len(axes[0].value.elements)
                 else:
                     count = len(axes) if not any(a.star for a in axes) else 0
-                if count >= 5 and _reads_any(tensor, derived):
+                if count >= 5 and reads_any(tensor, derived):
                     return True
         return False
 

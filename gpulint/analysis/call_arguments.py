@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Any
 from gpulint.analysis.summary import MODULE_BODY
 
 if TYPE_CHECKING:
-    from gpulint.analysis.project import ProjectIndex, _Record
+    from gpulint.analysis.project import ModuleRecord, ProjectIndex
 
 LEFT_OUT = "left out"  # the call leaves the parameter at its default
 _UNKNOWN = object()
 
 
-def agreed_arguments(index: ProjectIndex, record: _Record) -> dict[str, list]:
+def agreed_arguments(index: ProjectIndex, record: ModuleRecord) -> dict[str, list]:
     """`{"ComputeLoss.autobalance": [["left out"]], "evaluate.criterion": [["left out"]], "run.debug": [["given",
     False], ["left out"]]}`: for each parameter of the module's functions and classes (`__init__`) that every
     call in the project fills in sight, the ways they fill it."""

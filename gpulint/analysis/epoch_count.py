@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
-from gpulint.analysis.hot_loops import _PASSTHROUGH_WRAPPERS
+from gpulint.analysis.hot_loops import PASSTHROUGH_WRAPPERS
+from gpulint.analysis.value_resolution import as_int
 
 if TYPE_CHECKING:
     from gpulint.analysis.model import SemanticModel
@@ -30,7 +31,7 @@ def epoch_count(model: SemanticModel, loop: cst.CSTNode, via: tuple[cst.Call, ..
     if not isinstance(loop, cst.For):
         return None
     iterated = loop.iter
-    while isinstance(iterated, cst.Call) and model.call_name(iterated) in _PASSTHROUGH_WRAPPERS and iterated.args:
+    while isinstance(iterated, cst.Call) and model.call_name(iterated) in PASSTHROUGH_WRAPPERS and iterated.args:
         iterated = iterated.args[0].value  # `tqdm(range(n))`
     if not isinstance(iterated, cst.Call) or any(a.star or a.keyword is not None for a in iterated.args):
         return None
@@ -71,7 +72,7 @@ def _integer(model: SemanticModel, expr: cst.BaseExpression, via: tuple[cst.Call
     if launched is not _NOT_LAUNCHED:
         return launched  # what the job files pass (None: a value they take from elsewhere)
     resolved = model.values.setting(expr)
-    return _as_count(resolved.value) if resolved is not None else None
+    return as_int(resolved.value) if resolved is not None else None
 
 
 def _stored_in_module(model: SemanticModel, expr: cst.Attribute) -> bool:
@@ -83,10 +84,6 @@ def _stored_in_module(model: SemanticModel, expr: cst.Attribute) -> bool:
         if stored and node is not expr and model.code(node) == spelled:
             return True
     return False
-
-
-def _as_count(value: object) -> Optional[int]:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 _NOT_LAUNCHED = object()
@@ -116,7 +113,7 @@ def _launched(model: SemanticModel, expr: cst.BaseExpression) -> object:
             default = options[0].keyword("default")
             resolved = model.values.resolve(default.value) if default is not None else None
             entry = (resolved.value, 0, "") if resolved is not None else None
-        count = _as_count(entry[0]) if entry is not None else None
+        count = as_int(entry[0]) if entry is not None else None
         if count is None:
             return None
         counts.append(count)
@@ -153,7 +150,7 @@ def _parameter(model: SemanticModel, param: cst.Param, via: tuple[cst.Call, ...]
         return None
     found = []
     for call in calls:
-        given = _argument(func, param, call)
+        given = argument_for(func, param, call)
         if given is None:
             return None
         value = _integer(model, given, (), depth + 1)
@@ -174,7 +171,7 @@ def _calls(call: cst.Call, func: cst.FunctionDef) -> bool:
     )  # fmt: skip
 
 
-def _argument(func: cst.FunctionDef, param: cst.Param, call: cst.Call) -> Optional[cst.BaseExpression]:
+def argument_for(func: cst.FunctionDef, param: cst.Param, call: cst.Call) -> Optional[cst.BaseExpression]:
     if any(a.star for a in call.args):
         return None
     name = param.name.value

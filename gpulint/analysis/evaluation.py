@@ -31,7 +31,7 @@ class EvalForward:
     forward: cst.Call  # `model(x)` inside the loop, with autograd on
 
 
-def _grad_mode_decided(model: SemanticModel, node: cst.CSTNode) -> bool:
+def grad_mode_decided(model: SemanticModel, node: cst.CSTNode) -> bool:
     """Under `no_grad`/`inference_mode`/`set_grad_enabled` (context or decorator), or in a function whose callers
     in this module all call it so."""
     if _decided_here(model, node):
@@ -129,7 +129,7 @@ def find_eval_forwards(model: SemanticModel) -> list[EvalForward]:
                     continue
                 forwards = [c for c in model.calls_inside(loop) if model.code(c.func) in (receiver_code, f"{receiver_code}.forward")]
                 forwards = [c for c in forwards if model.enclosing_function(c) is model.enclosing_function(loop)]
-                unguarded = [c for c in forwards if not _grad_mode_decided(model, c)]
+                unguarded = [c for c in forwards if not grad_mode_decided(model, c)]
                 if unguarded and _records_a_head_only(model, receiver, eval_call):
                     continue  # a frozen backbone: autograd records only the few ops of the trainable head
                 if unguarded and volatile_inputs(model, loop):

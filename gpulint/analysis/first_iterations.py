@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
-from gpulint.analysis.loop_bounds import SHORT_LOOP, _enumerate_counter, _limit, _raised_counter
+from gpulint.analysis.loop_bounds import SHORT_LOOP, enumerate_counter, raised_counter, shipped_bound
 
 if TYPE_CHECKING:
     from gpulint.analysis.model import Loop, SemanticModel
@@ -46,13 +46,13 @@ def _below_a_bound(model: SemanticModel, test: cst.BaseExpression, loop: cst.For
         return False
     counters = {}
     if isinstance(loop, cst.For):
-        name, start = _enumerate_counter(model, loop)
+        name, start = enumerate_counter(model, loop)
         if name is not None:
             counters[name] = start
-    name, start, _ = _raised_counter(model, loop)
+    name, start, _ = raised_counter(model, loop)
     if name is not None:
         counters.setdefault(name, start)
     if left.value not in counters:
         return False
-    limit = _limit(model, right)
+    limit = shipped_bound(model, right)
     return limit is not None and limit - counters[left.value] + 1 <= SHORT_LOOP

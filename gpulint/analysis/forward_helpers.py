@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from gpulint.analysis.summary import MODULE_BODY
 
 if TYPE_CHECKING:
-    from gpulint.analysis.project import ProjectIndex, _Record
+    from gpulint.analysis.project import ModuleRecord, ProjectIndex
 
 # Library classes that are `nn.Module`s, which projects subclass for their layers: PyG's message passing layers
 # (torch_geometric/nn/conv/message_passing.py: `class MessagePassing(torch.nn.Module)`), whose `forward` runs per call.
@@ -26,7 +26,7 @@ LIBRARY_MODULES = frozenset({
 })  # fmt: skip
 
 
-def forward_called(index: ProjectIndex, record: _Record) -> dict[str, str]:
+def forward_called(index: ProjectIndex, record: ModuleRecord) -> dict[str, str]:
     """The functions of `record` (not methods) that a model's `forward` calls, unguarded, in this module or
     another -> where (`models.py:512`)."""
     found: dict[str, str] = {}

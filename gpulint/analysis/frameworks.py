@@ -226,7 +226,7 @@ class Frameworks:
     def _cpu_only_lightning(self, call: cst.Call) -> bool:
         """A Lightning Trainer/Fabric given a non-GPU accelerator (`accelerator="cpu"`, `"mps"`, ...), or a
         Lightning 1.x Trainer asked for no device at all (1.x runs on the CPU unless asked; 2.x picks "auto")."""
-        accelerator = _argument(call, "accelerator")
+        accelerator = call_argument(call, "accelerator")
         if accelerator is None:
             return _cpu_by_default_lightning_1(call)
         resolved = self.m.values.resolve(accelerator)
@@ -248,7 +248,7 @@ class Frameworks:
         return found
 
     def _true(self, call: cst.Call, keyword: str) -> bool:
-        value = _argument(call, keyword)
+        value = call_argument(call, keyword)
         resolved = self.m.values.resolve(value) if value is not None else None
         return resolved is not None and resolved.value is True
 
@@ -262,7 +262,7 @@ class Frameworks:
         # Its bases here, then those it reaches through project classes of other modules.
         for base in (*info.bases, *self.m.project.inherited.get(class_name, ())):
             for kind in FRAMEWORK_CLASSES:
-                if _is(base, kind.roots, kind.names):
+                if qualified_is(base, kind.roots, kind.names):
                     return kind
             if base in self.m.classes:
                 found = self.class_kind(base, _seen | {class_name})
@@ -327,7 +327,7 @@ class Frameworks:
         m = self.m
         for call in m.calls:
             name = m.call_name(call)
-            if _is(name, IGNITE, {"Engine"}) and call.args and not call.args[0].star:
+            if qualified_is(name, IGNITE, {"Engine"}) and call.args and not call.args[0].star:
                 for func in self._callables(call.args[0].value):
                     yield func, TRAIN if trains(m, func) else EVAL
             handler = self._iteration_handler(call)
@@ -349,9 +349,9 @@ class Frameworks:
         found: dict[cst.CSTNode, tuple[str, bool]] = {}
         for call in self.m.calls:
             name = self.m.call_name(call)
-            if not _is(name, IGNITE, {"create_supervised_trainer", "create_supervised_evaluator"}):
+            if not qualified_is(name, IGNITE, {"create_supervised_trainer", "create_supervised_evaluator"}):
                 continue
-            transform = _argument(call, "output_transform")
+            transform = call_argument(call, "output_transform")
             role = TRAIN if name.endswith("trainer") else EVAL
             for func in self._callables(transform) if transform is not None else ():
                 found[func] = (role, self._engine_places(call))
@@ -364,7 +364,7 @@ class Frameworks:
         if not isinstance(func, cst.Attribute) or func.attr.value not in ("on", "add_event_handler") or not call.args:
             return None
         event = call.args[0].value
-        if not _is(self.m.qualified_name(event), IGNITE, {"ITERATION_COMPLETED", "ITERATION_STARTED"}):
+        if not qualified_is(self.m.qualified_name(event), IGNITE, {"ITERATION_COMPLETED", "ITERATION_STARTED"}):
             return None  # a filtered event (`Events.ITERATION_COMPLETED(every=100)`) is a Call, not named here
         if func.attr.value == "add_event_handler":
             return (func.value, call.args[1].value) if len(call.args) > 1 else None
@@ -386,7 +386,7 @@ class Frameworks:
     def _engine_role(self, expr: cst.BaseExpression) -> Optional[str]:
         """TRAIN for an ignite engine that trains (`create_supervised_trainer`, `Engine(step)` whose step runs
         backward), EVAL for an evaluator, None when `expr` is not one."""
-        call = self._constructor(expr, lambda name: _is(name, IGNITE, {"Engine", "create_supervised_trainer", "create_supervised_evaluator"}))
+        call = self._constructor(expr, lambda name: qualified_is(name, IGNITE, {"Engine", "create_supervised_trainer", "create_supervised_evaluator"}))
         if call is None:
             return None
         name = self.m.call_name(call) or ""
@@ -402,7 +402,7 @@ class Frameworks:
         `convert_tensor`; an `Engine(step)` moves what its step function moves."""
         name = self.m.call_name(call) or ""
         if name.endswith(("create_supervised_trainer", "create_supervised_evaluator")):
-            device = _argument(call, "device", 3 if name.endswith("trainer") else 2)
+            device = call_argument(call, "device", 3 if name.endswith("trainer") else 2)
             return device is not None and self._device_is_cuda(device)
         steps = self._callables(call.args[0].value) if call.args and not call.args[0].star else []
         return any(self.m.residency.contains_cuda_move(s) for s in steps)
@@ -502,27 +502,27 @@ class Frameworks:
         call gives, an argparse default: `epoch_count.shipped_integer`); None when not written or not known."""
         from gpulint.analysis.epoch_count import shipped_integer
 
-        call = self._constructor(trainer, lambda n: _is(_constructed(n), LIGHTNING, {"Trainer"}))
+        call = self._constructor(trainer, lambda n: qualified_is(_constructed(n), LIGHTNING, {"Trainer"}))
         if not isinstance(call, cst.Call) or any(a.star for a in call.args):
             return None
-        value = _argument(call, "max_epochs")
+        value = call_argument(call, "max_epochs")
         return shipped_integer(self.m, value) if value is not None else None
 
     def _ignite_feed(self, call: cst.Call, arg: cst.Arg) -> Optional[Feed]:
         """`engine.run(loader, max_epochs=N)`: ignite iterates the loader once per epoch."""
         if call.func.attr.value != "run" or arg.keyword is not None or call.args[0] is not arg:
             return None
-        engine = self._constructor(call.func.value, lambda n: _is(n, IGNITE, {"Engine", "create_supervised_trainer", "create_supervised_evaluator"}))
+        engine = self._constructor(call.func.value, lambda n: qualified_is(n, IGNITE, {"Engine", "create_supervised_trainer", "create_supervised_evaluator"}))
         role = self._engine_role(call.func.value)
         if engine is None or role is None:
             return None
-        epochs = _argument(call, "max_epochs", 1)
+        epochs = call_argument(call, "max_epochs", 1)
         resolved = self.m.values.resolve(epochs) if epochs is not None else None
         # An evaluator run from an epoch handler, or a trainer run for several (or a configurable number of) epochs.
         per_epoch = (epochs is not None and (resolved is None or (isinstance(resolved.value, int) and resolved.value > 1))) or (
             self.m.enclosing_function(call) is not None and role == EVAL
         )
-        accumulation = _argument(engine, "gradient_accumulation_steps")
+        accumulation = call_argument(engine, "gradient_accumulation_steps")
         accumulated = self.m.values.resolve(accumulation) if accumulation is not None else None
         accumulates = accumulation is not None and (accumulated is None or accumulated.value != 1)
         loader_role = TRAIN_LOADER if role == TRAIN else EVAL_LOADER
@@ -554,16 +554,16 @@ class Frameworks:
         method = call.func.attr.value
         receiver = call.func.value
         if method in ("prepare", "prepare_data_loader", "prepare_model") and "accelerate" in self.imported:
-            accelerator = self._constructor(receiver, lambda n: _is(n, ACCELERATE, {"Accelerator"}), conventional=("accelerator",))
+            accelerator = self._constructor(receiver, lambda n: qualified_is(n, ACCELERATE, {"Accelerator"}), conventional=("accelerator",))
             if accelerator is None:
                 return None
             # accelerate/accelerator.py (1.15): `device_placement=True` and `cpu=False` by default.
             places = accelerator is True or not (self._false(accelerator, "device_placement") or self._true(accelerator, "cpu"))
-            if _argument(call, "device_placement") is not None:
+            if call_argument(call, "device_placement") is not None:
                 places = False  # a per-object list: not followed
             return "accelerate", places
         if method in ("setup_dataloaders", "setup") and self.imported & set(LIGHTNING):
-            fabric = self._constructor(receiver, lambda n: _is(n, LIGHTNING, {"Fabric"}), conventional=("fabric",))
+            fabric = self._constructor(receiver, lambda n: qualified_is(n, LIGHTNING, {"Fabric"}), conventional=("fabric",))
             if fabric is None:
                 return None
             # lightning/fabric/fabric.py (2.6): `move_to_device=True` by default.
@@ -639,7 +639,7 @@ class Frameworks:
             return False
         for call in self.m.calls:
             if self.m.call_name(call) in RAY_SCALING_CONFIGS:
-                value = _argument(call, "use_gpu")
+                value = call_argument(call, "use_gpu")
                 resolved = self.m.values.resolve(value) if value is not None else None
                 if value is not None and (resolved is None or resolved.value is not False):
                     return True
@@ -652,11 +652,11 @@ class Frameworks:
         loop copies the batch itself (the collate left it on the host)."""
         if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == "iter_torch_batches" and self.ray_uses_gpu):
             return False
-        device = _argument(call, "device")
+        device = call_argument(call, "device")
         if device is not None:
             resolved = self.m.values.resolve(device)
             return resolved is not None and isinstance(resolved.value, str) and resolved.value.startswith("cuda")
-        collate = _argument(call, "collate_fn")
+        collate = call_argument(call, "collate_fn")
         if collate is None:
             return True
         return not any(self.m.residency.moves_to_cuda(c) for c in self.m.calls_inside(loop.body))
@@ -673,7 +673,7 @@ class Frameworks:
 
     @cached_property
     def lightning_trainers(self) -> list[cst.Call]:
-        return [c for c in self.m.calls if _is(_constructed(self.m.call_name(c)), LIGHTNING, {"Trainer"})]
+        return [c for c in self.m.calls if qualified_is(_constructed(self.m.call_name(c)), LIGHTNING, {"Trainer"})]
 
     @cached_property
     def lightning_places(self) -> bool:
@@ -685,7 +685,7 @@ class Frameworks:
     def _lightning_accumulates(self) -> bool:
         """`Trainer(accumulate_grad_batches=k)` with k other than 1 (or not known)."""
         for trainer in self.lightning_trainers:
-            value = _argument(trainer, "accumulate_grad_batches")
+            value = call_argument(trainer, "accumulate_grad_batches")
             if value is not None:
                 resolved = self.m.values.resolve(value)
                 if resolved is None or resolved.value != 1:
@@ -695,7 +695,7 @@ class Frameworks:
     def _is_lightning_trainer(self, expr: cst.BaseExpression) -> bool:
         conventional = ("trainer",) if self.imported & set(LIGHTNING) else ()
         # `pl.Trainer.from_argparse_args(args)` (Lightning 1.x) builds one too, as in `lightning_trainers`
-        return self._constructor(expr, lambda n: _is(_constructed(n), LIGHTNING, {"Trainer"}), conventional) is not None
+        return self._constructor(expr, lambda n: qualified_is(_constructed(n), LIGHTNING, {"Trainer"}), conventional) is not None
 
     # ---- precision -----------------------------------------------------------------------------------
 
@@ -710,7 +710,7 @@ class Frameworks:
             unpacked = self._unpacked_settings(call)
             if unpacked is None or any("precision" in entries or _settings_say_cpu(entries) for _, entries in unpacked):
                 continue  # `Trainer(**kwargs)`, or a shipped YAML that sets the precision or keeps it on the CPU
-            value = _argument(call, "precision")
+            value = call_argument(call, "precision")
             resolved = self.m.values.resolve(value) if value is not None else None
             if value is not None and resolved is None:
                 continue
@@ -751,7 +751,7 @@ class Frameworks:
             unpacked = self._unpacked_settings(call)
             if unpacked is None or any({"benchmark", "deterministic"} & set(entries) for _, entries in unpacked):
                 continue  # `Trainer(**kwargs)`, or a shipped YAML that decides
-            if _argument(call, "benchmark") is None and _argument(call, "deterministic") is None:
+            if call_argument(call, "benchmark") is None and call_argument(call, "deterministic") is None:
                 found.append(call)
         return found
 
@@ -768,7 +768,7 @@ class Frameworks:
             name = self.m.call_name(call)
             overrides: dict[str, cst.BaseExpression] = {}
             short = None
-            if _is(name, ("transformers",), TRAINING_ARGUMENTS) or _is(name, ("trl",), TRL_CONFIGS):
+            if qualified_is(name, ("transformers",), TRAINING_ARGUMENTS) or qualified_is(name, ("trl",), TRL_CONFIGS):
                 short = name.rsplit(".", 1)[-1]
             else:
                 info = self.m.local_class_of(name)
@@ -784,7 +784,7 @@ class Frameworks:
     @cached_property
     def hf_trainers(self) -> list[cst.Call]:
         """Every HF `Trainer(...)` (and TRL trainer) call of this module."""
-        return [c for c in self.m.calls if _is(self.m.call_name(c), HF, HF_TRAINER.names)]
+        return [c for c in self.m.calls if qualified_is(self.m.call_name(c), HF, HF_TRAINER.names)]
 
     @staticmethod
     def hf_trainer_inputs(trainer: cst.Call) -> Optional[HFTrainerInputs]:
@@ -792,13 +792,13 @@ class Frameworks:
         `model, args`) or unpacked, or no training dataset is given."""
         if any(a.star for a in trainer.args) or sum(a.keyword is None for a in trainer.args) > 2:
             return None
-        train = _argument(trainer, "train_dataset")
+        train = call_argument(trainer, "train_dataset")
         if train is None:
             return None
-        evaluation = _argument(trainer, "eval_dataset")
+        evaluation = call_argument(trainer, "eval_dataset")
         given = evaluation is not None and not (isinstance(evaluation, cst.Name) and evaluation.value == "None")
         datasets = (train, evaluation) if given else (train,)
-        return HFTrainerInputs(_argument(trainer, "args", 1), datasets, _argument(trainer, "data_collator"))
+        return HFTrainerInputs(call_argument(trainer, "args", 1), datasets, call_argument(trainer, "data_collator"))
 
     def _training_arguments_base(self, class_name: str, _seen: frozenset[str] = frozenset()):
         """(the transformers class it derives from, the field defaults it and its local bases override)."""
@@ -811,7 +811,7 @@ class Frameworks:
                 if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and small.value is not None:
                     overrides[small.target.value] = _field_default(self.m, small.value)
         for base in info.bases:
-            if _is(base, ("transformers",), TRAINING_ARGUMENTS) or _is(base, ("trl",), TRL_CONFIGS):
+            if qualified_is(base, ("transformers",), TRAINING_ARGUMENTS) or qualified_is(base, ("trl",), TRL_CONFIGS):
                 return base.rsplit(".", 1)[-1], overrides
             inherited = self._training_arguments_base(base, _seen | {class_name}) if base in self.m.classes else None
             if inherited is not None:
@@ -823,7 +823,7 @@ class Frameworks:
         values: dict[str, Optional[ResolvedValue]] = {}
         explicit = set()
         for setting, default in TRAINING_ARGUMENT_DEFAULTS.items():
-            given = _argument(call, setting)
+            given = call_argument(call, setting)
             if given is not None:
                 values[setting] = self.m.values.resolve(given)
                 explicit.add(setting)
@@ -843,7 +843,7 @@ class Frameworks:
         (lightning/pytorch/trainer/trainer.py: it runs every step under `torch.autograd.set_detect_anomaly`)."""
         found = []
         for trainer in self.lightning_trainers:
-            value = _argument(trainer, "detect_anomaly")
+            value = call_argument(trainer, "detect_anomaly")
             if value is not None and self._true(trainer, "detect_anomaly"):
                 found.append((value, "autograd anomaly detection (`detect_anomaly=True`)"))
         return found
@@ -866,7 +866,7 @@ class Frameworks:
         if method in ("save_state", "save_model", "save") and self.imported:
             return self._constructor(
                 func.value,
-                lambda n: _is(n, ACCELERATE, {"Accelerator"}) or _is(n, LIGHTNING, {"Fabric"}) or _is(n, HF, HF_TRAINER.names),
+                lambda n: qualified_is(n, ACCELERATE, {"Accelerator"}) or qualified_is(n, LIGHTNING, {"Fabric"}) or qualified_is(n, HF, HF_TRAINER.names),
                 conventional=("accelerator", "fabric", "trainer"),
             ) is not None
         return False
@@ -887,17 +887,17 @@ class Frameworks:
         m = self.m
         for call in m.calls:
             name = m.call_name(call)
-            if _is(name, LIGHTNING, {"Trainer", "Fabric"}):
-                strategy = _argument(call, "strategy")
+            if qualified_is(name, LIGHTNING, {"Trainer", "Fabric"}):
+                strategy = call_argument(call, "strategy")
                 resolved = m.values.resolve(strategy) if strategy is not None else None
                 if resolved is not None and isinstance(resolved.value, str) and resolved.value.endswith("find_unused_parameters_true"):
                     found.append((strategy, f"`strategy={m.code(strategy)}`"))
             elif (
-                _is(name, LIGHTNING, {"DDPStrategy"})
-                or _is(name, ACCELERATE, {"DistributedDataParallelKwargs"})
+                qualified_is(name, LIGHTNING, {"DDPStrategy"})
+                or qualified_is(name, ACCELERATE, {"DistributedDataParallelKwargs"})
                 or name == "ignite.distributed.auto_model"
             ):
-                value = _argument(call, "find_unused_parameters")
+                value = call_argument(call, "find_unused_parameters")
                 if value is not None and self._true(call, "find_unused_parameters"):
                     found.append((value, f"`{m.code(call.func)}(find_unused_parameters=True)`"))
         for arguments in self.trainer_arguments:
@@ -963,7 +963,7 @@ class Frameworks:
     def _false(self, call, keyword: str) -> bool:
         if call is True:
             return False
-        value = _argument(call, keyword)
+        value = call_argument(call, keyword)
         resolved = self.m.values.resolve(value) if value is not None else None
         return resolved is not None and resolved.value is False
 
@@ -994,7 +994,7 @@ def _simple_statements(block: cst.BaseSuite) -> Iterator[cst.BaseSmallStatement]
                 yield from _simple_statements(statement.orelse.body)
 
 
-def _is(qualified: Optional[str], roots: tuple[str, ...], names) -> bool:
+def qualified_is(qualified: Optional[str], roots: tuple[str, ...], names) -> bool:
     """`lightning.pytorch.Trainer`, `pytorch_lightning.Trainer`: a name under one of `roots` ending in one of `names`."""
     if not qualified:
         return False
@@ -1056,7 +1056,7 @@ def _cpu_by_default_lightning_1(call: cst.Call) -> bool:
     return bool(given & _LIGHTNING_1_ONLY) and not given & _LIGHTNING_DEVICE_ARGUMENTS
 
 
-def _argument(call: cst.Call, keyword: str, position: Optional[int] = None) -> Optional[cst.BaseExpression]:
+def call_argument(call: cst.Call, keyword: str, position: Optional[int] = None) -> Optional[cst.BaseExpression]:
     """The value of an argument by keyword, or by position when it has one."""
     positional = []
     for arg in call.args:
@@ -1082,7 +1082,7 @@ def _parameter(func: cst.FunctionDef, position: Optional[int]) -> Optional[str]:
 def _field_default(model: SemanticModel, value: cst.BaseExpression) -> Optional[cst.BaseExpression]:
     """`field(default=4)` -> `4`; a plain default as it is; None for `default_factory` and friends."""
     if isinstance(value, cst.Call) and model.call_name(value) == "dataclasses.field":
-        return _argument(value, "default")
+        return call_argument(value, "default")
     return value
 
 
@@ -1121,15 +1121,15 @@ def gpu_evidence(tree: ast.Module, qualify: Callable[[ast.AST], Optional[str]]) 
         if not isinstance(node, ast.Call):
             continue
         name = _constructed(qualify(node.func)) or (framework_base(node.func.id) if isinstance(node.func, ast.Name) else None)
-        if _is(name, LIGHTNING, {"Trainer", "Fabric"}):
+        if qualified_is(name, LIGHTNING, {"Trainer", "Fabric"}):
             lightning.append(node)
             if _keyword_literal(node, "accelerator") not in _NOT_GPU:
                 yield f"a Lightning {name.rsplit('.', 1)[-1]} that may use a GPU", node.lineno
-        elif _is(name, ACCELERATE, {"Accelerator"}) and _keyword_literal(node, "cpu") is not True:
+        elif qualified_is(name, ACCELERATE, {"Accelerator"}) and _keyword_literal(node, "cpu") is not True:
             yield "an `Accelerator()`", node.lineno
-        elif _is(name, HF, HF_TRAINER.names):
+        elif qualified_is(name, HF, HF_TRAINER.names):
             yield "an HF Trainer", node.lineno
-        elif _is(name, ("transformers",), TRAINING_ARGUMENTS) or _is(name, ("trl",), TRL_CONFIGS):
+        elif qualified_is(name, ("transformers",), TRAINING_ARGUMENTS) or qualified_is(name, ("trl",), TRL_CONFIGS):
             if _keyword_literal(node, "use_cpu") is not True and _keyword_literal(node, "no_cuda") is not True:
                 yield f"`{name.rsplit('.', 1)[-1]}` without `use_cpu`", node.lineno
         elif name == "ignite.distributed.device" or name in MODEL_PLACERS:
@@ -1141,16 +1141,16 @@ def gpu_evidence(tree: ast.Module, qualify: Callable[[ast.AST], Optional[str]]) 
     for class_name, node in classes.items():
         base = framework_base(class_name)
         what = _gpu_base(base) if base is not None else None
-        if what is not None and (not lightning or _is(base, HF, HF_TRAINER.names)):
+        if what is not None and (not lightning or qualified_is(base, HF, HF_TRAINER.names)):
             yield f"`{class_name}` (derived from {what})", node.lineno
 
 
 def _gpu_base(qualified: str) -> Optional[str]:
     """A framework class whose subclasses train on the GPU by default: a Lightning module or data module (the
     Trainer's default accelerator is `auto`), an HF Trainer."""
-    if _is(qualified, LIGHTNING, {*LIGHTNING_MODULE.names, *LIGHTNING_DATAMODULE.names}):
+    if qualified_is(qualified, LIGHTNING, {*LIGHTNING_MODULE.names, *LIGHTNING_DATAMODULE.names}):
         return f"a Lightning {qualified.rsplit('.', 1)[-1]}"
-    if _is(qualified, HF, HF_TRAINER.names):
+    if qualified_is(qualified, HF, HF_TRAINER.names):
         return f"the HF `{qualified.rsplit('.', 1)[-1]}`"
     return None
 

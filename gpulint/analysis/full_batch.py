@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from gpulint.analysis.hot_loops import _is_training_step, trains
+from gpulint.analysis.hot_loops import is_training_step, trains
 
 if TYPE_CHECKING:
     from gpulint.analysis.model import Loop, SemanticModel
@@ -40,7 +40,7 @@ def same_data_every_step(model: SemanticModel, loop: Loop) -> bool:
     rebound = _rebound_in(model, loop)
     stepped = False
     for call in model.calls_inside(loop):
-        if _is_training_step(model, call):
+        if is_training_step(model, call):
             stepped = True
             continue
         if model.residency.is_module(call.func):
@@ -59,31 +59,26 @@ def same_data_every_step(model: SemanticModel, loop: Loop) -> bool:
     return stepped and _evaluates_every_epoch(model, loop)
 
 
+# What may skip a call in some iterations: `if`, `x if c else y`, `try`, `a and f()`.
+_CONDITIONAL = (cst.If, cst.IfExp, cst.Try, cst.BooleanOperation)
+
+
 def _evaluates_every_epoch(model: SemanticModel, loop: cst.For) -> bool:
     """Every iteration, outside any `if`, calls a function of this module that runs a module and trains nothing
     (`result = test(model, x, y_true, split_idx, evaluator)`): an evaluation whose result the host reads anyway."""
     for call in model.calls_inside(loop):
         name = call.func.value if isinstance(call.func, cst.Name) else None
         functions = model.functions.get(name, ()) if name is not None else ()
-        if not functions or trains(model, call) or _conditional(model, call, loop):
+        if not functions or trains(model, call) or model.has_ancestor_below(call, _CONDITIONAL, loop):
             continue
         if all(any(model.residency.is_module(c.func) for c in model.calls_inside(f)) for f in functions):
             return True
     return False
 
 
-def _conditional(model: SemanticModel, node: cst.CSTNode, loop: cst.For) -> bool:
-    for ancestor in model.ancestors(node):
-        if ancestor is loop:
-            return False
-        if isinstance(ancestor, (cst.If, cst.IfExp, cst.Try, cst.BooleanOperation)):
-            return True
-    return False
-
-
 def _steps_here(model: SemanticModel, function: cst.FunctionDef) -> bool:
     """The function runs the backward pass or the optimizer step itself (not through another function)."""
-    return any(_is_training_step(model, call) for call in model.calls_inside(function))
+    return any(is_training_step(model, call) for call in model.calls_inside(function))
 
 
 def _forwards_given_inputs(model: SemanticModel, function: cst.FunctionDef) -> bool:

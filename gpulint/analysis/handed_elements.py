@@ -16,10 +16,10 @@ import libcst as cst
 if TYPE_CHECKING:
     from gpulint.analysis.dataflow import Write
     from gpulint.analysis.model import SemanticModel
-    from gpulint.analysis.project import ProjectIndex, _Record
+    from gpulint.analysis.project import ModuleRecord, ProjectIndex
 
 
-def handed_elements(index: ProjectIndex, record: _Record, key: str, param: str) -> dict[str, list[str]]:
+def handed_elements(index: ProjectIndex, record: ModuleRecord, key: str, param: str) -> dict[str, list[str]]:
     """`{"nets[0]": ["gpu_module"], "nets[1]": ["gpu_module"]}` for `param` of function `key` of `record`."""
     from gpulint.analysis.project import UNPLACED
 

@@ -40,15 +40,21 @@ class _Calls(NamedTuple):
     per_step: list[tuple[cst.Call, cst.CSTNode, str]]  # (call, loop, role) of those that run on every iteration
 
 
-def helper_step(model: SemanticModel, node: cst.CSTNode) -> Optional[tuple[cst.FunctionDef, str, int]]:
-    """(the module-level function around `node`, the role of the loop of its only call, the line of that call)
-    when that call runs on every iteration of a step loop, or None."""
-    func = _helper_around(model, node)
-    calls = _calls(model, func) if func is not None else None
+def _only_call_per_step(
+    model: SemanticModel, func: Optional[cst.FunctionDef], calls: Optional[_Calls]
+) -> Optional[tuple[cst.FunctionDef, str, int]]:
+    """(`func`, the role of its only call's loop, that call's line) when its one call runs on every iteration."""
     if calls is None or calls.count != 1 or not calls.per_step:
         return None
     call, _, role = calls.per_step[0]
     return func, role, model.line_of(call)  # type: ignore[return-value]
+
+
+def helper_step(model: SemanticModel, node: cst.CSTNode) -> Optional[tuple[cst.FunctionDef, str, int]]:
+    """(the module-level function around `node`, the role of the loop of its only call, the line of that call)
+    when that call runs on every iteration of a step loop, or None."""
+    func = _helper_around(model, node)
+    return _only_call_per_step(model, func, _calls(model, func) if func is not None else None)
 
 
 def step_helper(model: SemanticModel, node: cst.CSTNode) -> Optional[tuple[cst.CSTNode, str, cst.FunctionDef]]:
@@ -136,11 +142,7 @@ def method_step(model: SemanticModel, node: cst.CSTNode) -> Optional[tuple[cst.F
     """(the method around `node`, the role of the loop of its only `self.<name>(...)` call, the line of that call)
     when that call runs on every iteration of a step loop in another method of the class, or None."""
     func = _method_around(model, node)
-    calls = _method_calls(model, func) if func is not None else None
-    if calls is None or calls.count != 1 or not calls.per_step:
-        return None
-    call, _, role = calls.per_step[0]
-    return func, role, model.line_of(call)  # type: ignore[return-value]
+    return _only_call_per_step(model, func, _method_calls(model, func) if func is not None else None)
 
 
 def step_method(model: SemanticModel, call: cst.Call) -> Optional[cst.FunctionDef]:

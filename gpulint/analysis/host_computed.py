@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from gpulint.analysis.model import SemanticModel
-from gpulint.analysis.residency import _CONVERSIONS as CONVERSIONS
+from gpulint.analysis.residency import DTYPE_CONVERSIONS as CONVERSIONS
 
 # Views of a tensor: moving one copies the CPU tensor's data just the same.
 VIEWS = frozenset({

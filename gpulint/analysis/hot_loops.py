@@ -13,19 +13,19 @@ if TYPE_CHECKING:
     from gpulint.analysis.model import SemanticModel
 
 # Calls whose iteration hands out the elements of their first argument (`tqdm(loader)`, `islice(loader, n)`).
-_PASSTHROUGH_WRAPPERS = frozenset({
+PASSTHROUGH_WRAPPERS = frozenset({
     "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.rich.tqdm", "tqdm.std.tqdm",
     "itertools.islice", "itertools.cycle", "rich.progress.track",
 })  # fmt: skip
 _BUILTIN_WRAPPERS = {"enumerate": "enumerate", "zip": "zip", "iter": "passthrough"}
 _MAX_GENERATOR_DEPTH = 3
 # A loop over a literal of at most this many items runs a fixed handful of times (a few hand-written prompts).
-_FEW_ITEMS = 10
-_GROWING = frozenset({"append", "extend", "insert", "update", "setdefault"})
+FEW_ITEMS = 10
+GROWING_METHODS = frozenset({"append", "extend", "insert", "update", "setdefault"})
 _NO_GRAD_CONTEXTS = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad"})
 
 
-def _is_training_step(model: SemanticModel, call: cst.Call) -> bool:
+def is_training_step(model: SemanticModel, call: cst.Call) -> bool:
     func = call.func
     if not isinstance(func, cst.Attribute):
         return False
@@ -45,7 +45,7 @@ def trains(model: SemanticModel, node: cst.CSTNode) -> bool:
 
 def _trains_here(model: SemanticModel, call: cst.Call) -> bool:
     """`call` is a training step, or calls a project function of another module that trains (its summary)."""
-    if _is_training_step(model, call):
+    if is_training_step(model, call):
         return True
     if isinstance(call.func, cst.Name) and call.func.value in model.functions:
         return False  # this module's own function: followed by `through_calls`
@@ -107,9 +107,9 @@ def _one_of_the_items(expr: cst.BaseExpression, displays: list) -> bool:
 
 def _few_literal_items(model: SemanticModel, expr: cst.BaseExpression, loop: Loop) -> bool:
     if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
-        return len(expr.elements) <= _FEW_ITEMS and not any(isinstance(e, cst.StarredElement) for e in expr.elements)
+        return len(expr.elements) <= FEW_ITEMS and not any(isinstance(e, cst.StarredElement) for e in expr.elements)
     if isinstance(expr, cst.Dict):  # its keys (`{"relu": ReLU, "tanh": Tanh}`: one item per hand-written entry)
-        return len(expr.elements) <= _FEW_ITEMS and not any(isinstance(e, cst.StarredDictElement) for e in expr.elements)
+        return len(expr.elements) <= FEW_ITEMS and not any(isinstance(e, cst.StarredDictElement) for e in expr.elements)
     if (
         isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in ("keys", "values", "items")
         and not expr.args
@@ -129,7 +129,7 @@ def _few_literal_items(model: SemanticModel, expr: cst.BaseExpression, loop: Loo
     writes = flow.writes_in_scope(expr.value, scope)
     if len(writes) != 1 or writes[0].value is None or writes[0].value is expr:
         return False
-    grown = any(isinstance(c.func, cst.Attribute) and c.func.attr.value in _GROWING for c in flow.method_calls_in(expr.value, scope))
+    grown = any(isinstance(c.func, cst.Attribute) and c.func.attr.value in GROWING_METHODS for c in flow.method_calls_in(expr.value, scope))
     grown = grown or bool(flow.item_writes.get(expr.value))  # `d[key] = value` adds an entry
     return not grown and isinstance(writes[0].value, (cst.List, cst.Tuple, cst.Dict)) and _few_literal_items(model, writes[0].value, loop)
 
@@ -156,7 +156,7 @@ def wrapper_kind(model: SemanticModel, call: cst.Call, _depth: int = 0) -> Optio
     func = call.func
     if isinstance(func, cst.Name) and func.value in _BUILTIN_WRAPPERS and not model.module_bindings(func.value):
         return _BUILTIN_WRAPPERS[func.value]
-    if model.qualified_name(func) in _PASSTHROUGH_WRAPPERS or _reyielded_argument(model, call, _depth) is not None:
+    if model.qualified_name(func) in PASSTHROUGH_WRAPPERS or _reyielded_argument(model, call, _depth) is not None:
         return "passthrough"
     return None
 

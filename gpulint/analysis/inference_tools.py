@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from gpulint.analysis.hot_loops import trains
-from gpulint.analysis.parallel import _bound_name
+from gpulint.analysis.parallel import wrapper_bound_name
 
 if TYPE_CHECKING:
     from gpulint.analysis.model import SemanticModel
@@ -29,7 +29,7 @@ _INSPECTING_BUILTINS = frozenset({"print", "repr", "str", "type", "isinstance", 
 
 
 def only_runs_inference(model: SemanticModel, wrapper: cst.Call) -> bool:
-    name = _bound_name(model, wrapper)
+    name = wrapper_bound_name(model, wrapper)
     scope = model.scope_of(wrapper)
     start = model.line_of(wrapper)
     if name is None or any(trains(model, call) for call in model.calls_inside(scope) if model.line_of(call) >= start):

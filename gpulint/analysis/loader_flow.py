@@ -23,7 +23,7 @@ from gpulint.analysis.dataloaders import DataLoaderCall, is_loader_call
 from gpulint.analysis.error_paths import error_path
 from gpulint.analysis.shipped_paths import never_runs, runs_as_a_script
 from gpulint.analysis.hot_loops import element_targets, in_no_grad, trains, wrapped_arguments, wrapper_kind
-from gpulint.analysis.value_resolution import ARGPARSE_DEFAULT, ResolvedValue, literal_value
+from gpulint.analysis.value_resolution import ARGPARSE_DEFAULT, ResolvedValue, as_int, literal_value
 
 if TYPE_CHECKING:
     from gpulint.analysis.model import Loop, SemanticModel
@@ -422,12 +422,12 @@ class LoaderFlow:
         for region in iteration.regions:
             selected = _BatchNames.collect(region, selected)
         derived = set(selected)  # ... and names computed from it by any means
-        assignments = [a for region in iteration.regions for a in _Assignments.find(region)]
+        assignments = [a for region in iteration.regions for a in Assignments.find(region)]
         for _ in range(4):
             before = (len(selected), len(derived))
             for node in assignments:
-                if _reads_any(node.value, derived):
-                    targets = _names([t.target for t in node.targets])
+                if reads_any(node.value, derived):
+                    targets = target_names([t.target for t in node.targets])
                     derived |= targets
                     if _selection_of(node.value) in selected:
                         selected |= targets
@@ -440,7 +440,7 @@ class LoaderFlow:
             receiver = m.residency.unwrapped(call.func.value)
             if _selection_of(receiver) in selected:
                 return False  # a part of the batch itself is copied
-            rebuilt = rebuilt or _reads_any(receiver, derived)
+            rebuilt = rebuilt or reads_any(receiver, derived)
         return rebuilt
 
     def _consumed_by_callees(self, value: cst.CSTNode) -> list:
@@ -957,7 +957,7 @@ class LoaderFlow:
             if self.m.is_inside(value, loop.iter):
                 targets = element_targets(self.m, loop.iter, loop.target, lambda e: e is value)
                 if targets is not None:
-                    found.append(Iteration(loop, (loop,), _names(targets), _whole(targets), True, bound_at, via))
+                    found.append(Iteration(loop, (loop,), target_names(targets), _whole(targets), True, bound_at, via))
         return found
 
     def _iterations_of_ref(self, ref: _Ref) -> list[Iteration]:
@@ -970,7 +970,7 @@ class LoaderFlow:
             targets = element_targets(self.m, loop.iter, loop.target, lambda e: self._matches(ref, e))
             if targets is not None:
                 via = ref.via + self._entry_calls(ref, loop)
-                found.append(Iteration(loop, (loop,), _names(targets), _whole(targets), True, ref.bound_at, via))
+                found.append(Iteration(loop, (loop,), target_names(targets), _whole(targets), True, ref.bound_at, via))
         for call in self._calls_near(ref):
             if not (isinstance(call.func, cst.Name) and call.func.value == "next" and call.args):
                 continue
@@ -985,7 +985,7 @@ class LoaderFlow:
             regions = (loop,) if loop is not None else _statements_after(m, parent)
             via = ref.via + self._entry_calls(ref, call)
             restarts = loop is not None and isinstance(call.args[0].value, cst.Call)  # not a name kept across passes
-            found.append(Iteration(loop, regions, _names(targets), _whole(targets), False, ref.bound_at, via, restarts))
+            found.append(Iteration(loop, regions, target_names(targets), _whole(targets), False, ref.bound_at, via, restarts))
         return found
 
     def _iterator_of(self, ref: _Ref, expr: cst.BaseExpression) -> bool:
@@ -1037,7 +1037,7 @@ class LoaderFlow:
         for ancestor in m.ancestors(call):
             if ancestor is iteration.loop:
                 return False
-            if isinstance(ancestor, cst.For) and receiver.value in _names([ancestor.target]):
+            if isinstance(ancestor, cst.For) and receiver.value in target_names([ancestor.target]):
                 return True
         return False
 
@@ -1175,15 +1175,15 @@ def _whole(targets: list) -> Optional[str]:
     return targets[0].value if len(targets) == 1 and isinstance(targets[0], cst.Name) else None
 
 
-def _names(targets: list) -> frozenset[str]:
+def target_names(targets: list) -> frozenset[str]:
     names: set[str] = set()
     for target in targets:
         if isinstance(target, cst.Name):
             names.add(target.value)
         elif isinstance(target, (cst.Tuple, cst.List)):
-            names |= _names([e.value for e in target.elements])
+            names |= target_names([e.value for e in target.elements])
         elif isinstance(target, cst.StarredElement):
-            names |= _names([target.value])
+            names |= target_names([target.value])
     return frozenset(names)
 
 
@@ -1210,7 +1210,7 @@ def _selection_of(expr: cst.BaseExpression) -> Optional[str]:
             return expr.value if isinstance(expr, cst.Name) else None
 
 
-class _Assignments(cst.CSTVisitor):
+class Assignments(cst.CSTVisitor):
     def __init__(self) -> None:
         self.found: list[cst.Assign] = []
 
@@ -1224,7 +1224,7 @@ class _Assignments(cst.CSTVisitor):
         self.found.append(node)
 
 
-def _reads_any(expr: cst.CSTNode, names: set[str]) -> bool:
+def reads_any(expr: cst.CSTNode, names: set[str]) -> bool:
     found = []
 
     class _Reads(cst.CSTVisitor):
@@ -1287,8 +1287,7 @@ def _lower_bound(model: SemanticModel, expr: cst.BaseExpression, depth: int = 0)
         return None
     resolved = model.values.resolve(expr)
     if resolved is not None:
-        value = resolved.value
-        return value if isinstance(value, int) and not isinstance(value, bool) else None
+        return as_int(resolved.value)
     default = model.values.argparse_default(expr)
     if default is not None:
         return _lower_bound(model, default, depth + 1)
@@ -1327,7 +1326,7 @@ class _BatchNames(cst.CSTVisitor):
         return names
 
     def _add(self, target: cst.BaseExpression) -> None:
-        for name in _names([target]):
+        for name in target_names([target]):
             if name not in self.names:
                 self.names.add(name)
                 self.changed = True

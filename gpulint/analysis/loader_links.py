@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING
 from gpulint.analysis.summary import MODULE_BODY
 
 if TYPE_CHECKING:
-    from gpulint.analysis.project import ProjectIndex, _Record
+    from gpulint.analysis.project import ModuleRecord, ProjectIndex
 
 
-def loaders_in(index: ProjectIndex, record: _Record) -> dict[str, list]:
+def loaders_in(index: ProjectIndex, record: ModuleRecord) -> dict[str, list]:
     """`{"train.train_dataloader": [["finetuning.py:350", {"pin_memory": True, ...}]]}`: for each parameter of
     the module's top-level functions that every call in the project (of another module) fills with a loader."""
     summary = record.summary

@@ -16,15 +16,15 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
-from gpulint.analysis.epoch_count import _argument, shipped_integer
-from gpulint.analysis.hot_loops import _FEW_ITEMS, _GROWING, iterates_a_few_literals, wrapper_kind
+from gpulint.analysis.epoch_count import argument_for, shipped_integer
+from gpulint.analysis.hot_loops import FEW_ITEMS, GROWING_METHODS, iterates_a_few_literals, wrapper_kind
 from gpulint.analysis.model import Loop
 
 if TYPE_CHECKING:
     from gpulint.analysis.model import SemanticModel
 
 # A loop that breaks by its counter within this many iterations runs "a handful" of times.
-FEW_ITERATIONS = _FEW_ITEMS
+FEW_ITERATIONS = FEW_ITEMS
 # A cost paid once per iteration of a loop that runs at most this many times (a 100-step learning-rate range
 # test and the iteration its break test lets through, a dozen image sizes, a ten-image latent walk) adds up to
 # a few hundred milliseconds at most: no per-step cost worth a report.
@@ -120,7 +120,7 @@ def _bound_items(model: SemanticModel, name: cst.Name, loop: Loop, depth: int) -
     writes = flow.writes_in_scope(name.value, scope)
     if len(writes) != 1 or writes[0].value is None or writes[0].is_augmented or writes[0].value is name:
         return None
-    if any(isinstance(c.func, cst.Attribute) and c.func.attr.value in _GROWING for c in flow.method_calls_in(name.value, scope)):
+    if any(isinstance(c.func, cst.Attribute) and c.func.attr.value in GROWING_METHODS for c in flow.method_calls_in(name.value, scope)):
         return None
     if flow.item_writes.get(name.value):
         return None  # `d[key] = value` adds an entry
@@ -150,10 +150,10 @@ def _break_bounds(model: SemanticModel, loop: cst.For | cst.While) -> list[tuple
     if not isinstance(loop.body, cst.IndentedBlock) or _continues(model, loop):
         return []
     counters = {}  # name -> (start, slack, jumps)
-    counter, start = _enumerate_counter(model, loop) if isinstance(loop, cst.For) else (None, 0)
+    counter, start = enumerate_counter(model, loop) if isinstance(loop, cst.For) else (None, 0)
     if counter is not None:
         counters[counter] = (start, 0, False)
-    counter, start, jumps = _raised_counter(model, loop)
+    counter, start, jumps = raised_counter(model, loop)
     if counter is not None:
         counters.setdefault(counter, (start, 1, jumps))
     if not counters:
@@ -170,7 +170,7 @@ def _break_bounds(model: SemanticModel, loop: cst.For | cst.While) -> list[tuple
         start, slack, jumps = counters[test.left.value]
         by_index = slack == 0
         target = test.comparisons[0]
-        limit = _limit(model, target.comparator)
+        limit = shipped_bound(model, target.comparator)
         if limit is None:
             continue
         if isinstance(target.operator, cst.GreaterThan):
@@ -180,7 +180,7 @@ def _break_bounds(model: SemanticModel, loop: cst.For | cst.While) -> list[tuple
     return bounds
 
 
-def _limit(model: SemanticModel, expr: cst.BaseExpression) -> Optional[int]:
+def shipped_bound(model: SemanticModel, expr: cst.BaseExpression) -> Optional[int]:
     """A break test's bound as shipped (`int_value`), or a parameter's literal default (`num_iter=100` of a
     learning-rate range test in a library its notebooks call): the largest of what the calls of this module pass
     (`sbs.lr_range_test(loader, num_iter=100)`, `self.run(...)`, the default where one passes nothing), the
@@ -197,7 +197,7 @@ def _limit(model: SemanticModel, expr: cst.BaseExpression) -> Optional[int]:
     calls = [c for c in model.calls if (c.func.value if isinstance(c.func, cst.Name) else c.func.attr.value if isinstance(c.func, cst.Attribute) else None) == name]
     found = [_literal_int(param.default)]
     for call in calls:
-        given = _argument(func, param, call)
+        given = argument_for(func, param, call)
         value = int_value(model, given) if given is not None and given is not param.default else found[0]
         if value is None:
             return None
@@ -205,7 +205,7 @@ def _limit(model: SemanticModel, expr: cst.BaseExpression) -> Optional[int]:
     return max(found)  # type: ignore[type-var]
 
 
-def _raised_counter(model: SemanticModel, loop: cst.For | cst.While) -> tuple[Optional[str], int, bool]:
+def raised_counter(model: SemanticModel, loop: cst.For | cst.While) -> tuple[Optional[str], int, bool]:
     """`n` and its smallest start for `n = 0` (literals only) before the loop and `n += 1` among the body's own
     statements, the only write of `n` in the loop but raises by a positive literal (`n += 1e8` before a
     `break`; then True: the counter may jump over a value, so `n == N` bounds nothing)."""
@@ -238,7 +238,7 @@ def _raises(write) -> bool:
     return isinstance(value, (cst.Integer, cst.Float)) and float(value.evaluated_value) > 0
 
 
-def _enumerate_counter(model: SemanticModel, loop: cst.For) -> tuple[Optional[str], int]:
+def enumerate_counter(model: SemanticModel, loop: cst.For) -> tuple[Optional[str], int]:
     """`i` and the start of `for i, x in enumerate(it[, start])` (the builtin, not a rebinding of it)."""
     iterable, target = loop.iter, loop.target
     if not (isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) and iterable.func.value == "enumerate"):
@@ -322,10 +322,10 @@ def runs_a_few_times(model: SemanticModel, node: cst.CSTNode) -> bool:
         total *= count if count is not None else FEW_ITERATIONS
     if total > SHORT_LOOP:
         return False
-    return _runs_once(model, model.enclosing_function(node))
+    return runs_once(model, model.enclosing_function(node))
 
 
-def _runs_once(model: SemanticModel, func: Optional[cst.FunctionDef], depth: int = 0) -> bool:
+def runs_once(model: SemanticModel, func: Optional[cst.FunctionDef], depth: int = 0) -> bool:
     if func is None:
         return True  # module-level code runs once
     if depth > 3 or model.enclosing_function(func) is not None or any(isinstance(a, cst.ClassDef) for a in model.ancestors(func)):
@@ -333,6 +333,6 @@ def _runs_once(model: SemanticModel, func: Optional[cst.FunctionDef], depth: int
     calls = model.calls_of(func.name.value)
     return bool(calls) and all(
         not model.repeating_loops(call) and model.enclosing_function(call) is not func
-        and _runs_once(model, model.enclosing_function(call), depth + 1)
+        and runs_once(model, model.enclosing_function(call), depth + 1)
         for call in calls
     )  # fmt: skip

@@ -508,6 +508,15 @@ class SemanticModel:
                 return ancestor
         return node
 
+    def has_ancestor_below(self, node: cst.CSTNode, kinds: tuple[type, ...], stop: cst.CSTNode) -> bool:
+        """An ancestor of `node` below `stop` (any ancestor, when `stop` is none of them) is one of `kinds`."""
+        for ancestor in self.ancestors(node):
+            if ancestor is stop:
+                return False
+            if isinstance(ancestor, kinds):
+                return True
+        return False
+
     def is_inside(self, node: cst.CSTNode, container: cst.CSTNode) -> bool:
         if node is container:
             return True

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Optional
 import libcst as cst
 
 from gpulint.analysis.imports import dotted_name
-from gpulint.analysis.value_resolution import literal_value
+from gpulint.analysis.value_resolution import as_int, literal_value
 
 if TYPE_CHECKING:
     from gpulint.analysis.model import SemanticModel
@@ -44,6 +44,7 @@ _PARAMETER_FREE = frozenset({
     "ReplicationPad2d", "Sequential", "ModuleList",
 })  # fmt: skip
 PARAMETER_FREE = _PARAMETER_FREE
+_COMPREHENSIONS = (cst.ListComp, cst.GeneratorExp, cst.SetComp, cst.DictComp)
 _RECURRENT_GATES = {"RNN": 1, "GRU": 3, "LSTM": 4}
 _FREEZING_CALLS = ("get_peft_model", "prepare_model_for_kbit_training", "PeftModel", "mark_only_lora_as_trainable")
 _TOY_GENERATORS = frozenset({
@@ -192,7 +193,7 @@ class ModelSize:
             for inner in m.calls_inside(statement):
                 if _inside_container(m, inner):
                     continue  # counted with its `nn.Sequential(...)` / `nn.ModuleList([...])`, comprehension included
-                if any(m.is_inside(loop, statement) for loop in m.enclosing_loops(inner)) or _in_comprehension(m, inner, statement):
+                if any(m.is_inside(loop, statement) for loop in m.enclosing_loops(inner)) or m.has_ancestor_below(inner, _COMPREHENSIONS, statement):
                     if _builds_module(m, inner):
                         return None  # built once per iteration: no count
                     continue
@@ -243,7 +244,7 @@ class ModelSize:
             return None
         ok, value = literal_value(expr)
         if ok:
-            return value if isinstance(value, int) and not isinstance(value, bool) else None
+            return as_int(value)
         if isinstance(expr, cst.Name) and expr.value in env:
             return env[expr.value]
         if isinstance(expr, cst.BinaryOperation):
@@ -271,7 +272,7 @@ class ModelSize:
                 return None  # a parameter not bound by the construction
             resolved = self.m.values.resolve(expr)
             value = resolved.value if resolved is not None else None
-            return value if isinstance(value, int) and not isinstance(value, bool) else None
+            return as_int(value)
         return None
 
     def columns(self, expr: cst.BaseExpression, depth: int = 0) -> Optional[int]:
@@ -641,15 +642,6 @@ def _names(target: cst.BaseExpression) -> list[cst.Name]:
     if isinstance(target, (cst.Tuple, cst.List)):
         return [n for e in target.elements for n in _names(e.value)]
     return []
-
-
-def _in_comprehension(model: SemanticModel, node: cst.CSTNode, stop: cst.CSTNode) -> bool:
-    for ancestor in model.ancestors(node):
-        if ancestor is stop:
-            return False
-        if isinstance(ancestor, (cst.ListComp, cst.GeneratorExp, cst.SetComp, cst.DictComp)):
-            return True
-    return False
 
 
 def _inside_container(model: SemanticModel, call: cst.Call) -> bool:

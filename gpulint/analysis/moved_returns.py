@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING
 from gpulint.analysis.summary import MODULE_BODY
 
 if TYPE_CHECKING:
-    from gpulint.analysis.project import ProjectIndex, _Record
+    from gpulint.analysis.project import ProjectIndex, ModuleRecord
 
 
-def moved_returns(index: ProjectIndex, record: _Record) -> dict[str, str]:
+def moved_returns(index: ProjectIndex, record: ModuleRecord) -> dict[str, str]:
     """The functions and methods of `record` (`make_noise`, `Diffusion.sample_timesteps`) whose result a step
     loop of another module moves to the GPU -> where (`train.py:77`)."""
     found: dict[str, str] = {}

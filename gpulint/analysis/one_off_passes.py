@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from gpulint.analysis.evaluation import _grad_mode_decided
+from gpulint.analysis.evaluation import grad_mode_decided
 from gpulint.analysis.hot_loops import trains
-from gpulint.analysis.loop_bounds import _runs_once
+from gpulint.analysis.loop_bounds import runs_once
 from gpulint.analysis.residency import EPOCH
 
 if TYPE_CHECKING:
@@ -27,9 +27,9 @@ def one_off_pass(model: SemanticModel, loop: Loop) -> bool:
     in a module that trains for several epochs in another loop or through a framework's fit."""
     if not isinstance(loop, cst.For) or model.repeating_loops(loop):
         return False  # once per pass of an outer loop: a per-epoch evaluation
-    if trains(model, loop) or not _grad_mode_decided(model, loop):
+    if trains(model, loop) or not grad_mode_decided(model, loop):
         return False  # a training loop, or a loop whose gradient mode its callers decide
-    return _runs_once(model, model.enclosing_function(loop)) and _trains_elsewhere(model, loop)
+    return runs_once(model, model.enclosing_function(loop)) and _trains_elsewhere(model, loop)
 
 
 def read_once(model: SemanticModel, info: LoaderInfo) -> bool:
@@ -48,7 +48,7 @@ def read_once(model: SemanticModel, info: LoaderInfo) -> bool:
         call = feed.node
         if feed.per_epoch or not isinstance(call, cst.Call) or model.repeating_loops(call):
             return False
-        if not _runs_once(model, model.enclosing_function(call)) or not _trains_elsewhere(model, call):
+        if not runs_once(model, model.enclosing_function(call)) or not _trains_elsewhere(model, call):
             return False
     return True
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
-from gpulint.analysis.frameworks import HF, HF_TRAINER, _argument, _is
+from gpulint.analysis.frameworks import HF, HF_TRAINER, call_argument, qualified_is
 
 if TYPE_CHECKING:
     from gpulint.analysis.model import SemanticModel
@@ -32,14 +32,14 @@ def _trainer_calls(model: SemanticModel) -> list[cst.Call]:
     for call in model.calls:
         name = model.call_name(call)
         info = model.local_class_of(name)
-        if _is(name, HF, HF_TRAINER.names) or (info is not None and frameworks.class_kind(info.node.name.value) is HF_TRAINER):
+        if qualified_is(name, HF, HF_TRAINER.names) or (info is not None and frameworks.class_kind(info.node.name.value) is HF_TRAINER):
             found.append(call)
     return found
 
 
 def _gives(model: SemanticModel, trainer: cst.Call, arguments: cst.Call) -> bool:
     """The Trainer's `args` is `arguments`, written there or through a name bound to it; unknown counts as given."""
-    given: Optional[cst.BaseExpression] = _argument(trainer, "args", 1)
+    given: Optional[cst.BaseExpression] = call_argument(trainer, "args", 1)
     if given is None:
         return False  # (the Trainer's own default arguments)
     if given is arguments:
@@ -55,7 +55,7 @@ def _overrides_loaders(model: SemanticModel, trainer: cst.Call) -> bool:
     if info is None:
         return False  # the HF Trainer itself builds its loaders from the arguments
     methods = _methods(model, info.node.name.value)
-    evaluates = _argument(trainer, "eval_dataset") is not None
+    evaluates = call_argument(trainer, "eval_dataset") is not None
     return _returns_a_value(model, methods.get(_TRAIN)) and (not evaluates or _returns_a_value(model, methods.get(_EVAL)))
 
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from gpulint.analysis.hot_loops import _is_training_step
+from gpulint.analysis.hot_loops import is_training_step
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.shipped_paths import one_as_shipped
 
@@ -166,7 +166,7 @@ def unsynced_accumulation(model: SemanticModel) -> list[UnsyncedAccumulation]:
         if not loops or not flow.runs_every_iteration(backward, loops[0]):
             continue
         inner = loops[0]
-        steps = [c for c in model.calls_inside(inner) if _is_training_step(model, c) and c.func.attr.value == "step"]
+        steps = [c for c in model.calls_inside(inner) if is_training_step(model, c) and c.func.attr.value == "step"]
         if steps:
             step = next((s for s in steps if _under_modulo(model, s, inner)), None)
             region = inner
@@ -174,7 +174,7 @@ def unsynced_accumulation(model: SemanticModel) -> list[UnsyncedAccumulation]:
             region = loops[1]
             if _runs_once(model, inner):
                 continue  # `for micro in range(accum)` with `accum` 1 as shipped: nothing is accumulated
-            step = next((c for c in model.calls_inside(region) if _is_training_step(model, c) and c.func.attr.value == "step" and flow.before(inner, c)), None)
+            step = next((c for c in model.calls_inside(region) if is_training_step(model, c) and c.func.attr.value == "step" and flow.before(inner, c)), None)
         else:
             step = None
         if step is None or _skips_sync(model, region):
@@ -249,7 +249,7 @@ def forwards_single_items(model: SemanticModel, wrapper: cst.Call) -> bool:
     `x[None]`, or a name bound to one and moved): `DataParallel` splits the batch's first dimension, so there is
     nothing to spread (a predictor over single images). False when the wrapper leaves the function (passed to a
     call, returned, stored on an object) or is never called here: who runs it is not known."""
-    name = _bound_name(model, wrapper)
+    name = wrapper_bound_name(model, wrapper)
     if name is None:
         return False
     scope = model.scope_of(wrapper)
@@ -294,7 +294,7 @@ def _forwards_of_callee(model: SemanticModel, arg: cst.Arg) -> int | None:
     return len(forwards)
 
 
-def _bound_name(model: SemanticModel, wrapper: cst.Call) -> str | None:
+def wrapper_bound_name(model: SemanticModel, wrapper: cst.Call) -> str | None:
     """`model` in `model = nn.DataParallel(net)` (also `.cuda()` / `.to(device)` on the wrapper)."""
     node: cst.CSTNode = wrapper
     while True:

@@ -211,7 +211,7 @@ def lone_context(summary: ModuleSummary, path: str) -> ModuleContext:
 
 
 @dataclass(eq=False)
-class _Record:
+class ModuleRecord:
     path: Path
     shown: str  # as the command line shows it, for messages
     summary: ModuleSummary
@@ -226,13 +226,13 @@ class ProjectIndex:
 
         self.root = root
         self._root = str(root)
-        self.records: dict[Path, _Record] = {}
-        self._files: dict[str, _Record] = {}
+        self.records: dict[Path, ModuleRecord] = {}
+        self._files: dict[str, ModuleRecord] = {}
         for path, summary in summaries.items():
-            record = self.records[path] = _Record(path, display_path(path), summary, os.path.dirname(str(path)))
+            record = self.records[path] = ModuleRecord(path, display_path(path), summary, os.path.dirname(str(path)))
             self._files[str(path)] = record
-        self._modules: dict[tuple, Optional[_Record]] = {}
-        self._symbols: dict[tuple[int, str], Optional[tuple[str, _Record, str]]] = {}
+        self._modules: dict[tuple, Optional[ModuleRecord]] = {}
+        self._symbols: dict[tuple[int, str], Optional[tuple[str, ModuleRecord, str]]] = {}
         self._callees: dict[tuple[int, str], Optional[Callee]] = {}
         self._conv_counts: dict[tuple[int, str, str], int] = {}
         self._in_progress: set[tuple[int, str]] = set()
@@ -256,10 +256,10 @@ class ProjectIndex:
 
     # ---- modules and names ------------------------------------------------------------------------
 
-    def _file(self, base: str) -> Optional[_Record]:
+    def _file(self, base: str) -> Optional[ModuleRecord]:
         return self._files.get(base + ".py") or self._files.get(os.path.join(base, "__init__.py"))
 
-    def module(self, importer: _Record, level: int, dotted: str) -> Optional[_Record]:
+    def module(self, importer: ModuleRecord, level: int, dotted: str) -> Optional[ModuleRecord]:
         """The project file `import dotted` (or `from .{level} dotted`) means in `importer`, if any."""
         key = (importer.folder, level, dotted)
         if key in self._modules:
@@ -284,7 +284,7 @@ class ProjectIndex:
         self._modules[key] = found
         return found
 
-    def symbol(self, record: _Record, ref: str, depth: int = 0) -> Optional[tuple[str, _Record, str]]:
+    def symbol(self, record: ModuleRecord, ref: str, depth: int = 0) -> Optional[tuple[str, ModuleRecord, str]]:
         """What `ref` (a dotted name as written in `record`) is: ("function" | "class" | "value" | "module", file, name)."""
         key = (id(record), ref)
         if key in self._symbols:
@@ -296,7 +296,7 @@ class ProjectIndex:
         self._symbols[key] = found
         return found
 
-    def _symbol(self, record: _Record, ref: str, depth: int) -> Optional[tuple[str, _Record, str]]:
+    def _symbol(self, record: ModuleRecord, ref: str, depth: int) -> Optional[tuple[str, ModuleRecord, str]]:
         summary = record.summary
         head, _, rest = ref.partition(".")
         if head in summary.classes or (head in summary.functions and head != MODULE_BODY) or head in summary.values:
@@ -327,7 +327,7 @@ class ProjectIndex:
         sub = self.module(record, level, f"{module}.{name}" if module else name)
         return self._attribute(sub, tail, depth + 1) if sub is not None else None
 
-    def _attribute(self, record: _Record, names: list[str], depth: int) -> Optional[tuple[str, _Record, str]]:
+    def _attribute(self, record: ModuleRecord, names: list[str], depth: int) -> Optional[tuple[str, ModuleRecord, str]]:
         if not names:
             return ("module", record, "")
         summary = record.summary
@@ -355,7 +355,7 @@ class ProjectIndex:
                 return self._attribute(sub, tail, depth + 1)
         return None
 
-    def called_method(self, record: _Record, name: str, depth: int = 0) -> Optional[tuple[str, _Record, str]]:
+    def called_method(self, record: ModuleRecord, name: str, depth: int = 0) -> Optional[tuple[str, ModuleRecord, str]]:
         """What calling an instance of project class `name` runs: its `__call__`, or for an `nn.Module` its
         `forward`, defined in it or in a project base class; None when a library class defines it (unknown)."""
         info = record.summary.classes.get(name)
@@ -370,7 +370,7 @@ class ProjectIndex:
                 return self.called_method(found[1], found[2], depth + 1)
         return None
 
-    def star_imports(self, record: _Record, depth: int = 0) -> dict[str, str]:
+    def star_imports(self, record: ModuleRecord, depth: int = 0) -> dict[str, str]:
         """The library names `record`'s `from <project module> import *` statements bind: a star import takes
         every public name of the module (its `__all__` when it has one), the ones it imported too."""
         found: dict[str, str] = {}
@@ -385,7 +385,7 @@ class ProjectIndex:
                     found[name] = qualified
         return found
 
-    def _library_imports(self, record: _Record) -> dict[str, str]:
+    def _library_imports(self, record: ModuleRecord) -> dict[str, str]:
         """`nn` -> `torch.nn` for `import torch.nn as nn`: the module's imports that are not project modules."""
         found = {}
         for name, (level, module, imported) in record.summary.imports.items():
@@ -396,13 +396,13 @@ class ProjectIndex:
 
     # ---- composed facts ---------------------------------------------------------------------------
 
-    def callee(self, record: _Record, ref: str) -> Optional[Callee]:
+    def callee(self, record: ModuleRecord, ref: str) -> Optional[Callee]:
         found = self.symbol(record, ref)
         if found is None or found[0] not in ("function", "class"):
             return None
         return self._callee(found[1], found[0], found[2])
 
-    def _callee(self, record: _Record, kind: str, name: str) -> Optional[Callee]:
+    def _callee(self, record: ModuleRecord, kind: str, name: str) -> Optional[Callee]:
         key = (id(record), name)
         if key in self._callees:
             return self._callees[key]
@@ -416,7 +416,7 @@ class ProjectIndex:
         self._callees[key] = result
         return result
 
-    def _class_facts(self, record: _Record, name: str) -> Callee:
+    def _class_facts(self, record: ModuleRecord, name: str) -> Callee:
         info = record.summary.classes[name]
         init = record.summary.functions.get(f"{name}.__init__")
         facts = Callee("class", f"{record.shown}:{info.line}", init.params if init else ("self",))
@@ -431,7 +431,7 @@ class ProjectIndex:
         facts.loader = record.summary.loader_classes.get(name)
         return facts
 
-    def convolutions(self, record: _Record, name: str, kind: str) -> int:
+    def convolutions(self, record: ModuleRecord, name: str, kind: str) -> int:
         """How many convolutions a project class (its `__init__`, its project base classes) or function builds,
         through the project code it calls, up to `CONV_NET` (a call in a loop builds several)."""
         key = (id(record), name, kind)
@@ -464,7 +464,7 @@ class ProjectIndex:
         self._conv_counts[key] = min(count, CONV_NET)
         return self._conv_counts[key]
 
-    def is_module_class(self, record: _Record, name: str, depth: int = 0) -> bool:
+    def is_module_class(self, record: ModuleRecord, name: str, depth: int = 0) -> bool:
         info = record.summary.classes.get(name)
         if info is None or depth > _MAX_DEPTH:
             return False
@@ -478,7 +478,7 @@ class ProjectIndex:
                 return True
         return False
 
-    def _unsharded_stream(self, record: _Record, name: str, depth: int = 0) -> bool:
+    def _unsharded_stream(self, record: ModuleRecord, name: str, depth: int = 0) -> bool:
         """Class `name` derives from `IterableDataset` through project classes none of whose modules asks
         `get_worker_info()`: every DataLoader worker would replay its whole stream."""
         info = record.summary.classes.get(name)
@@ -494,7 +494,7 @@ class ProjectIndex:
             )
         return stream
 
-    def inherited_bases(self, record: _Record, name: str, depth: int = 0) -> list[str]:
+    def inherited_bases(self, record: ModuleRecord, name: str, depth: int = 0) -> list[str]:
         """The bases outside the project that class `name` of `record` derives from through project classes of
         other modules (its own direct bases are in its summary)."""
         key = (id(record), name)
@@ -516,7 +516,7 @@ class ProjectIndex:
         self._inherited[key] = list(dict.fromkeys(found))
         return self._inherited[key]
 
-    def _qualified_symbol(self, record: _Record, qualified: str) -> Optional[tuple[str, _Record, str]]:
+    def _qualified_symbol(self, record: ModuleRecord, qualified: str) -> Optional[tuple[str, ModuleRecord, str]]:
         """What an import-resolved name (`models.base.Base`, as a summary records a base class) is in the project."""
         parts = qualified.split(".")
         for cut in range(len(parts) - 1, 0, -1):
@@ -525,10 +525,10 @@ class ProjectIndex:
                 return self._attribute(found, parts[cut:], 1)
         return None
 
-    def _outside(self, record: _Record, base: str) -> bool:
+    def _outside(self, record: ModuleRecord, base: str) -> bool:
         return "." in base and self.symbol(record, base) is None and self._qualified_symbol(record, base) is None
 
-    def _function_facts(self, record: _Record, name: str) -> Callee:
+    def _function_facts(self, record: ModuleRecord, name: str) -> Callee:
         f = record.summary.functions[name]
         facts = Callee("function", f"{record.shown}:{f.line}", f.params, held=record.summary.held.get(name))
         steps = self._training_loops(record, f)
@@ -560,11 +560,11 @@ class ProjectIndex:
                     facts.consumes[param] = found[:4]
         return facts
 
-    def _call_trains(self, record: _Record, call: tuple) -> bool:
+    def _call_trains(self, record: ModuleRecord, call: tuple) -> bool:
         callee = self.callee(record, call[0])
         return callee is not None and callee.trains
 
-    def _step_loops(self, record: _Record, f: FunctionSummary) -> set[int]:
+    def _step_loops(self, record: ModuleRecord, f: FunctionSummary) -> set[int]:
         """The loops of `f` that run one training step per iteration: a step in them, or a call of something
         that runs one step (not an epoch of its own), with no such loop inside them (not the epoch loop around)."""
         steps = {j for j, loop in enumerate(f.loops) if loop[1]}
@@ -584,11 +584,11 @@ class ProjectIndex:
                 epochs.add(call[4])
         return _innermost(f, steps) - epochs
 
-    def in_step_loop(self, record: _Record, f: FunctionSummary, loop: int) -> bool:
+    def in_step_loop(self, record: ModuleRecord, f: FunctionSummary, loop: int) -> bool:
         """`loop` of `f` runs one training step per iteration, or is inside such a loop."""
         return _in_loop_of(f, loop, self._step_loops(record, f))
 
-    def _training_loops(self, record: _Record, f: FunctionSummary) -> set[int]:
+    def _training_loops(self, record: ModuleRecord, f: FunctionSummary) -> set[int]:
         """Loops of `f` that train (a step inside, or a call of something that trains): their effects happen
         per step of that loop, reported in that file, not per call of `f`."""
         training = {j for j, loop in enumerate(f.loops) if loop[1]}
@@ -603,7 +603,7 @@ class ProjectIndex:
                 parent = f.loops[parent][2]
         return training
 
-    def _source_effects(self, record: _Record, f: FunctionSummary, source: str, steps: set[int], depth: int) -> Iterator[tuple]:
+    def _source_effects(self, record: ModuleRecord, f: FunctionSummary, source: str, steps: set[int], depth: int) -> Iterator[tuple]:
         """What happens to `source` (a parameter, a call's result) on each call of `f`, through the helpers it
         is passed to: moves, syncs, iterations, uses as a device."""
         for effect in f.effects.get(source, ()):
@@ -636,7 +636,7 @@ class ProjectIndex:
                         # `y_pred, y_true = normalize_sizes(y_pred, y_true)`: what happens to the reshaped result
                         yield from (e for e in self._source_effects(record, f, result, steps, depth + 1) if e[0] in ("sync", "shape"))
 
-    def _internal_syncs(self, record: _Record, f: FunctionSummary, steps: set[int]) -> Iterator[tuple]:
+    def _internal_syncs(self, record: ModuleRecord, f: FunctionSummary, steps: set[int]) -> Iterator[tuple]:
         for effect in f.effects.get(INTERNAL, ()):
             if effect[0] in ("sync", "shape") and not effect[4] and effect[3] not in steps:
                 yield (effect[0], effect[1], f"{record.shown}:{effect[2]}", *effect[5:])  # [3] "returned": a value it returns
@@ -661,7 +661,7 @@ class ProjectIndex:
                     if effect[0] in ("sync", "shape"):
                         yield (effect[0], effect[1], effect[2])
 
-    def value(self, record: _Record, f: FunctionSummary, value: Any, depth: int = 0) -> Any:
+    def value(self, record: ModuleRecord, f: FunctionSummary, value: Any, depth: int = 0) -> Any:
         """A summary value with the calls it depends on resolved: ("loader", ...), ("gpu_module",), ..."""
         if value is None or depth > _MAX_DEPTH:
             return None
@@ -714,9 +714,9 @@ class ProjectIndex:
     # ---- what callers do with what a module defines -------------------------------------------------
 
     @cached_property
-    def _calls_to(self) -> dict[tuple[int, str], list[tuple[_Record, str, int]]]:
+    def _calls_to(self) -> dict[tuple[int, str], list[tuple[ModuleRecord, str, int]]]:
         """(file, function or class) -> the calls of it anywhere in the project: (caller file, caller function, call index)."""
-        found: dict[tuple[int, str], list[tuple[_Record, str, int]]] = {}
+        found: dict[tuple[int, str], list[tuple[ModuleRecord, str, int]]] = {}
         for record in self.records.values():
             for key, f in record.summary.functions.items():
                 for index, call in enumerate(f.calls):
@@ -725,10 +725,10 @@ class ProjectIndex:
                         found.setdefault((id(target[1]), target[2]), []).append((record, key, index))
         return found
 
-    def callers(self, record: _Record, name: str) -> list[tuple[_Record, str, int]]:
+    def callers(self, record: ModuleRecord, name: str) -> list[tuple[ModuleRecord, str, int]]:
         return self._calls_to.get((id(record), name), [])
 
-    def _called_where_handed(self, record: _Record, f: FunctionSummary, source: str) -> Optional[str]:
+    def _called_where_handed(self, record: ModuleRecord, f: FunctionSummary, source: str) -> Optional[str]:
         """Where a function that `source` (an instance built in `f`) is handed to calls it in a training loop,
         unguarded: `fit_one_epoch(model, yolo_loss, ...)` whose loop runs `yolo_loss(l, out, targets)`."""
         for effect in f.effects.get(source, ()):
@@ -745,13 +745,13 @@ class ProjectIndex:
                     return f"{target[1].shown}:{used[1]}"
         return None
 
-    def stepped_of(self, record: _Record) -> dict[str, str]:
+    def stepped_of(self, record: ModuleRecord) -> dict[str, str]:
         """`stepped_methods`, computed once per module."""
         if id(record) not in self._stepped:
             self._stepped[id(record)] = self.stepped_methods(record) if record.summary.classes else {}
         return self._stepped[id(record)]
 
-    def stepped_methods(self, record: _Record) -> dict[str, str]:
+    def stepped_methods(self, record: ModuleRecord) -> dict[str, str]:
         """The methods of `record`'s classes that run on every step of a training loop somewhere in the project:
         an instance called in the loop, unguarded (`loss = crit(pred, y)`: `__call__`, a module's `forward`), any
         other method called in a step loop, unguarded (`agent.update(rollouts)`, `self.compute_grad_pen(...)` in
@@ -797,7 +797,7 @@ class ProjectIndex:
             frontier = reached
         return stepped
 
-    def consumptions(self, record: _Record, key: str, source: str, depth: int = 0) -> list[Consumption]:
+    def consumptions(self, record: ModuleRecord, key: str, source: str, depth: int = 0) -> list[Consumption]:
         """Loops that take batches of `source` (a call's result in function `key`), here or in the helpers it
         is passed to, and what they do with them."""
         memo = (id(record), key, source)
@@ -806,7 +806,7 @@ class ProjectIndex:
             self._consumptions[memo] = list(self._consumptions_of(record, key, source, depth))
         return self._consumptions[memo]
 
-    def _consumptions_of(self, record: _Record, key: str, source: str, depth: int) -> Iterator[Consumption]:
+    def _consumptions_of(self, record: ModuleRecord, key: str, source: str, depth: int) -> Iterator[Consumption]:
         f = record.summary.functions[key]
         for effect in f.effects.get(source, ()):
             if effect[0] == "iter":
@@ -842,7 +842,7 @@ class ProjectIndex:
                         yield from self.consumptions(caller, caller_key, result, depth + 1)
 
     def _again_through(
-        self, record: _Record, f: FunctionSummary, index: int, source: str, target: tuple, found: Consumption
+        self, record: ModuleRecord, f: FunctionSummary, index: int, source: str, target: tuple, found: Consumption
     ) -> Consumption:
         """A loop of a helper this call hands the loader to runs again by the loop around this call, not by the
         loop another caller calls the helper in (`validate(loader)` once in test.py, every epoch in train.py)."""
@@ -855,7 +855,7 @@ class ProjectIndex:
         return replace(found, epoch=again, by_caller=False)
 
     def _consumption(
-        self, record: _Record, key: str, f: FunctionSummary, loop: int, source: str = "", restarts: bool = False
+        self, record: ModuleRecord, key: str, f: FunctionSummary, loop: int, source: str = "", restarts: bool = False
     ) -> Consumption:
         steps = self._training_loops(record, f)
         moves = tuple((e[1], e[2]) for e in self._source_effects(record, f, f"l:{loop}", steps - {loop} - _parents(f, loop), 0) if e[0] == "move")
@@ -865,7 +865,7 @@ class ProjectIndex:
         by_caller = again is not None and f.loops[loop][2] < 0
         return Consumption(f"{record.shown}:{f.loops[loop][0]}", loop in steps, gpu, moves, again, restarts, by_caller)
 
-    def _run_again_by(self, record: _Record, key: str, f: FunctionSummary, loop: int) -> Optional[str]:
+    def _run_again_by(self, record: ModuleRecord, key: str, f: FunctionSummary, loop: int) -> Optional[str]:
         """Where the loop that runs `loop` of function `key` again and again is: the loop around it, else the
         loop a caller calls the function in."""
         outer = f.loops[loop][2]
@@ -880,7 +880,7 @@ class ProjectIndex:
                 return f"{caller.shown}:{caller_f.loops[around][0]}"
         return None
 
-    def inputs(self, record: _Record, key: str, param: str, depth: int = 0) -> set[str]:
+    def inputs(self, record: ModuleRecord, key: str, param: str, depth: int = 0) -> set[str]:
         """What callers anywhere pass for `param` of function `key`: "cuda_device", "gpu_module", "gpu", "loader"."""
         memo = (id(record), key, param)
         if memo not in self._inputs:
@@ -888,7 +888,7 @@ class ProjectIndex:
             self._inputs[memo] = self._inputs_of(record, key, param, depth)
         return self._inputs[memo]
 
-    def _inputs_of(self, record: _Record, key: str, param: str, depth: int) -> set[str]:
+    def _inputs_of(self, record: ModuleRecord, key: str, param: str, depth: int) -> set[str]:
         f = record.summary.functions.get(key)
         if f is None or depth > 3:
             return set()
@@ -926,17 +926,17 @@ class ProjectIndex:
                 found |= given if given & _ON_GPU or given == {"cpu"} else given | {UNPLACED}
         return found
 
-    def is_test(self, record: _Record) -> bool:
+    def is_test(self, record: ModuleRecord) -> bool:
         """A test module, by the default test paths or because it imports pytest (as `test_code.py` decides)."""
-        from gpulint.config import _glob_match  # config imports the rules, which import the analysis
+        from gpulint.config import glob_match  # config imports the rules, which import the analysis
 
         rel = os.path.relpath(record.path, self.root).replace(os.sep, "/")
         imports = record.summary.imports.values()
-        return any(_glob_match(rel, p) for p in DEFAULT_TEST_PATHS) or any(i[1].split(".")[0] in ("pytest", "_pytest") for i in imports)
+        return any(glob_match(rel, p) for p in DEFAULT_TEST_PATHS) or any(i[1].split(".")[0] in ("pytest", "_pytest") for i in imports)
 
     # ---- GPU context ------------------------------------------------------------------------------
 
-    def gpu_reason(self, record: _Record) -> Optional[str]:
+    def gpu_reason(self, record: ModuleRecord) -> Optional[str]:
         if id(record) not in self._gpu:
             if self._gpu_in_progress > _MAX_CHAIN:
                 return None  # evidence from callers of callers ... this far away: not followed (nor remembered)
@@ -948,7 +948,7 @@ class ProjectIndex:
                 self._gpu_in_progress -= 1
         return self._gpu[id(record)]
 
-    def _project_evidence(self, record: _Record) -> Iterator[str]:
+    def _project_evidence(self, record: ModuleRecord) -> Iterator[str]:
         summary = record.summary
         for name in summary.classes:
             for base in self.inherited_bases(record, name):
@@ -985,7 +985,7 @@ class ProjectIndex:
                         if consumption.gpu and (consumption.moves or consumption.trains):
                             yield f"the loader `{key}` builds feeds GPU code at {consumption.where}"
 
-    def _gpu_settings_object(self, record: _Record, name: str) -> Optional[str]:
+    def _gpu_settings_object(self, record: ModuleRecord, name: str) -> Optional[str]:
         """The module that defines `name`, when it is a module-level object of the project (`opt = Config()`
         in config.py) that is used as a device (`x.to(opt.device)`) and its module picks a CUDA device itself
         (`opt.device = t.device("cuda") if opt.use_gpu else ...`): a settings object that carries the device."""
@@ -1054,7 +1054,7 @@ class ProjectIndex:
         self._contexts[path] = context
         return context
 
-    def _add_consumers(self, context: ModuleContext, record: _Record, key: str, returned: Any) -> None:
+    def _add_consumers(self, context: ModuleContext, record: ModuleRecord, key: str, returned: Any) -> None:
         """For a function returning loaders: the loops across the project that take their batches."""
         resolved = self.value(record, record.summary.functions[key], returned)
         elements = [(None, resolved)]

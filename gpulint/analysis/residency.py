@@ -23,7 +23,7 @@ from gpulint.analysis.dataflow import Write
 from gpulint.analysis.error_paths import error_path
 from gpulint.analysis.handed_elements import received_part
 from gpulint.analysis.handed_loaders import placed_by_callers
-from gpulint.analysis.hot_loops import _is_training_step, element_targets, in_no_grad, iterates_a_few_literals, trains
+from gpulint.analysis.hot_loops import element_targets, in_no_grad, is_training_step, iterates_a_few_literals, trains
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.legacy_torch import number_read, number_read_kind
 from gpulint.analysis.loop_bounds import runs_briefly
@@ -47,7 +47,7 @@ _OTHER_DEVICES = ("mps", "xpu", "meta", "npu", "hpu", "xla", "ipu", "privateuseo
 # A name that says it holds a device (`device`, `dev`, `gpu`, `local_device`); not `gpu_ref` or `cuda_dtype`.
 _DEVICE_NAME = re.compile(r"(^|_)(device|dev|cuda|gpu)$")
 # Tensor methods that convert to a dtype and nothing else (`torch.arange(n).long()`).
-_CONVERSIONS = frozenset({"float", "half", "double", "long", "int", "bool", "bfloat16", "short", "byte", "char"})
+DTYPE_CONVERSIONS = frozenset({"float", "half", "double", "long", "int", "bool", "bfloat16", "short", "byte", "char"})
 _DTYPES = frozenset({
     "float", "float16", "float32", "float64", "half", "double", "bfloat16", "int", "int8", "int16", "int32", "int64",
     "long", "short", "uint8", "bool", "complex64", "complex128", "cfloat", "cdouble", "float8_e4m3fn", "float8_e5m2",
@@ -443,7 +443,7 @@ class Residency:
         """The factory call under dtype conversions: `torch.arange(n)` in `torch.arange(n).long()` (or the
         factory `expr` is itself); None when `expr` is no tensor a factory just built."""
         while isinstance(expr, cst.Call):
-            if not expr.args and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _CONVERSIONS:
+            if not expr.args and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in DTYPE_CONVERSIONS:
                 expr = expr.func.value
             elif self.is_variable_wrapper(expr):
                 expr = expr.args[0].value  # `Variable(torch.randn(n))`: the same tensor since PyTorch 0.4
@@ -1354,7 +1354,7 @@ class Residency:
                 # else: a project function that does not train, whatever it is handed (`adjust_lr(optimizer)`)
             elif self._is_training_step(call):
                 roles.add(EPOCH if nested else TRAIN)
-                steps_here = steps_here or not nested and _is_training_step(model, call)
+                steps_here = steps_here or not nested and is_training_step(model, call)
             elif isinstance(call.func, cst.Name) and call.func.value in model.functions:
                 for func in model.functions.get(call.func.value, []):
                     if trains(model, func):
@@ -1379,7 +1379,7 @@ class Residency:
         """`loss.backward()`, `optimizer.step()`, `optimizer.zero_grad()`, or a call handed the optimizer
         (`loss_scaler(loss, optimizer, ...)`, `amp.scale_loss(loss, optimizer)`)."""
         model = self.model
-        if _is_training_step(model, call):
+        if is_training_step(model, call):
             return True
         func = call.func
         if isinstance(func, cst.Attribute) and func.attr.value == "zero_grad" and _OPTIMIZER.search(model.code(func.value)):

@@ -18,7 +18,7 @@ import libcst as cst
 
 from gpulint.analysis.cached_values import cached_on_first_use
 from gpulint.analysis.forward_helpers import LIBRARY_MODULES
-from gpulint.analysis.hot_loops import _PASSTHROUGH_WRAPPERS
+from gpulint.analysis.hot_loops import PASSTHROUGH_WRAPPERS
 from gpulint.analysis.residency import EVAL, TRAIN
 from gpulint.analysis.helper_steps import step_helper
 
@@ -106,7 +106,7 @@ def _iterating_for(model: SemanticModel, call: cst.Call) -> Optional[cst.For]:
         if isinstance(parent, cst.Arg):
             wrapper = model.parent.get(parent)
             name = model.call_name(wrapper) if isinstance(wrapper, cst.Call) else None
-            if not (name in _PASSTHROUGH_WRAPPERS or isinstance(wrapper.func, cst.Name) and wrapper.func.value in _BUILTIN_WRAPPERS):
+            if not (name in PASSTHROUGH_WRAPPERS or isinstance(wrapper.func, cst.Name) and wrapper.func.value in _BUILTIN_WRAPPERS):
                 return None
             node = wrapper
             continue

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Optional
 import libcst as cst
 
 from gpulint.analysis.host_reads import drains_before
-from gpulint.analysis.hot_loops import _is_training_step
+from gpulint.analysis.hot_loops import is_training_step
 
 if TYPE_CHECKING:
     from gpulint.analysis.model import Loop, SemanticModel
@@ -51,7 +51,7 @@ def _queues_step_work(model: SemanticModel, call: cst.Call) -> bool:
     """A forward, a backward pass, an optimizer step, or a call that may run one (a project function that
     trains, any call handed a module)."""
     residency = model.residency
-    if _is_training_step(model, call):
+    if is_training_step(model, call):
         return True
     func = call.func
     if residency.is_module(func):
@@ -84,6 +84,6 @@ def _runs_step_work(model: SemanticModel, function: cst.FunctionDef) -> bool:
     return model.through_calls(
         "queues step work", function,
         lambda here: any(
-            _is_training_step(model, c) or model.residency.is_module(c.func) for c in model.calls_inside(here)
+            is_training_step(model, c) or model.residency.is_module(c.func) for c in model.calls_inside(here)
         ),
     )  # fmt: skip

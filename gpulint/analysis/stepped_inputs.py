@@ -13,10 +13,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from gpulint.analysis.project import ProjectIndex, _Record
+    from gpulint.analysis.project import ModuleRecord, ProjectIndex
 
 
-def reported_in_callee(index: ProjectIndex, record: _Record, refs: list[str]) -> dict[str, dict[str, str]]:
+def reported_in_callee(index: ProjectIndex, record: ModuleRecord, refs: list[str]) -> dict[str, dict[str, str]]:
     """For each call reference of `record` that runs a per-step method of another module: its parameters the
     project's calls fill with a GPU tensor -> what they receive ("gpu" alone: every call; "gpu+": some)."""
     from gpulint.analysis.residency import received_tensor_level  # (residency imports the project's names)

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from gpulint.analysis.summary import MODULE_BODY
 
 if TYPE_CHECKING:
-    from gpulint.analysis.project import ProjectIndex, _Record
+    from gpulint.analysis.project import ModuleRecord, ProjectIndex
 
 _PACKAGING = ("pyproject.toml", "setup.py", "setup.cfg")
 # Libraries that call functions named by a string (a command line, a YAML `_target_`, an imported name).
@@ -36,7 +36,7 @@ _SKIPPED_FOLDERS = frozenset({"__pycache__", "__pypackages__", "node_modules", "
 _MAX_FILES = 20_000
 
 
-def uncalled_functions(index: ProjectIndex, record: _Record) -> list[str]:
+def uncalled_functions(index: ProjectIndex, record: ModuleRecord) -> list[str]:
     """The module-level functions of `record` that nothing in the project runs (see the module docstring)."""
     dead = _dead_functions(index)
     return sorted(name for owner, name in dead if owner == id(record))
@@ -77,7 +77,7 @@ def _dead_functions(index: ProjectIndex) -> set[tuple[int, str]]:
     return found
 
 
-def _script_module(index: ProjectIndex, record: _Record, packaged: dict[str, bool]) -> bool:
+def _script_module(index: ProjectIndex, record: ModuleRecord, packaged: dict[str, bool]) -> bool:
     """A module of a project that ships no package: nothing outside the project imports it."""
     if record.path.name in ("__init__.py", "hubconf.py") or not record.summary.ok:
         return False
@@ -158,7 +158,7 @@ def _whole_project_indexed(index: ProjectIndex) -> bool:
     return True
 
 
-def imported_elsewhere(index: ProjectIndex, record: _Record) -> bool:
+def imported_elsewhere(index: ProjectIndex, record: ModuleRecord) -> bool:
     """Another module of the project imports `record` (`from dataset import Dataset` in train.py): a library
     module, whose `if __name__ == "__main__":` block is a self-test, not what the project runs."""
     if not hasattr(index, "_imported_memo"):

@@ -93,6 +93,11 @@ def _same_code(a: cst.BaseExpression | None, b: cst.BaseExpression) -> bool:
     return a is not None and (a is b or a.deep_equals(b))
 
 
+def as_int(value: object) -> int | None:
+    """`value` when it is an int, else None (a bool is no count)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def literal_value(node: cst.BaseExpression) -> tuple[bool, object]:
     """(True, value) for int/float/str/bool/None literals and their negations."""
     if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString)):
