@@ -73,6 +73,8 @@ _MEDIA = re.compile(
 # A `datasets` table saved to disk by another script (a preparation step) and loaded whole.
 _SAVED_TABLES = frozenset({"datasets.load_from_disk", "datasets.Dataset.load_from_disk", "datasets.DatasetDict.load_from_disk",
                            "datasets.load.load_from_disk", "datasets.arrow_dataset.Dataset.load_from_disk"})  # fmt: skip
+# Tensor methods that arrange the rows of a tensor held in memory (a view or a copy, made once).
+_TENSOR_VIEWS = frozenset({"narrow", "view", "reshape", "contiguous", "long", "float", "int", "clone", "detach"})
 # `datasets` methods whose result keeps the table's format (its rows are made the same way).
 _FORMAT_KEEPING = frozenset({"select", "shuffle", "filter", "shard", "sort", "flatten_indices", "train_test_split"})
 # Tensor methods (and `torch.permute`) that arrange a tensor's axes: their axis count is the batch's rank.
@@ -667,6 +669,8 @@ class BatchCost:
         func = source.func
         if isinstance(func, cst.Attribute) and func.attr.value in _EAGER_DATASET_METHODS and depth < _MAX_DEPTH:
             return self._all_cheap(func.value, depth + 1)  # `.with_format("torch")` of cheap rows is cheap rows
+        if isinstance(func, cst.Attribute) and func.attr.value in _TENSOR_VIEWS and depth < _MAX_DEPTH:
+            return self._all_cheap(func.value, depth + 1)  # `tensor.narrow(0, 0, n).view(-1, block)`: the same rows, arranged
         info = m.local_class_of(name) or self._partial_class(source)
         getitem = self._method(info, "__getitem__") if info is not None else None
         return getitem is not None and self._cheap_body(getitem, 0)
@@ -719,8 +723,10 @@ class BatchCost:
                 and loop.iter.func.attr.value == "keys" and not loop.iter.args else loop.iter
             if not (isinstance(index, cst.Index) and isinstance(index.value, cst.Name) and index.value.value == loop.target.value):
                 return False
-            if dotted_name(iterated) != key if isinstance(iterated, (cst.Name, cst.Attribute)) else True:
-                return False
+            if not (_literal_names(iterated) or (dotted_name(iterated) == key if isinstance(iterated, (cst.Name, cst.Attribute)) else False)):
+                return False  # (`for split in ["train", "valid"]:` names the splits it replaces)
+            if any(later is not statement and m.dataflow.before(statement, later) and m.is_inside(later, loop) for later in statements):
+                continue  # a step on the way: a later write in the same loop is what the split holds
             if not (isinstance(statement.value, cst.Call) and self._cheap_dataset(statement.value, depth + 1)):
                 return False
         return True
@@ -1030,6 +1036,13 @@ def _formats_on_gpu(model: SemanticModel, call: cst.Call) -> bool:
 
     device = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "device"), None)
     return device is not None and model.residency.device_kind(device) == CUDA
+
+
+def _literal_names(expr: cst.BaseExpression) -> bool:
+    """A list or tuple of strings written out (`["train", "valid"]`)."""
+    return isinstance(expr, (cst.List, cst.Tuple)) and bool(expr.elements) and all(
+        isinstance(e, cst.Element) and isinstance(e.value, cst.SimpleString) for e in expr.elements
+    )
 
 
 def _streaming_call(call: cst.Call) -> bool:
