@@ -207,3 +207,34 @@ def test_a_final_pass_that_switches_autograd_off_in_its_body_is_one_off():
 def test_the_same_pass_every_epoch_stays_reported():
     source = EVAL_INSIDE.format(after="    print(evaluate())\n")
     assert findings(source, select=("GPU101", "GPU102")) == ["11:11 GPU101", "11:11 GPU102"]
+
+
+
+SNIPPET = """\
+from transformers import AutoModelForSequenceClassification, Trainer, TrainingArguments
+
+training_args = TrainingArguments("bert-finetuned-mrpc", save_strategy="epoch", push_to_hub=True)
+"""
+HUB = 'model = AutoModelForSequenceClassification.from_pretrained("bert-base-cased")\nmodel.push_to_hub("dummy-model")\n'
+TRAIN = "trainer = Trainer(model=model, args=training_args, train_dataset=train_ds)\ntrainer.train()\n"
+
+
+def _notebook_findings(*cells: str) -> list[str]:
+    from tests.test_notebooks import check, notebook
+
+    report = check(notebook(*cells), select=("GPU107",))
+    return [f"{d.location.row}:{d.location.column} {d.code}" for d in report.diagnostics]
+
+
+def test_training_arguments_nothing_reads_in_a_notebook_are_not_reported():
+    # a lesson about the Hub shows the settings and trains nothing with them
+    assert _notebook_findings(SNIPPET, HUB) == []
+
+
+def test_training_arguments_a_later_cell_trains_with_stay_reported():
+    assert _notebook_findings(SNIPPET, HUB, 'train_ds = [{"input_ids": [1, 2], "labels": 0}] * 10000\n' + TRAIN) == ["3:17 GPU107"]
+
+
+def test_training_arguments_at_module_level_of_a_script_stay_reported():
+    # another module may import them (`from config import training_args`)
+    assert findings(SNIPPET, select=("GPU107",)) == ["3:17 GPU107"]
