@@ -238,3 +238,48 @@ def test_training_arguments_a_later_cell_trains_with_stay_reported():
 def test_training_arguments_at_module_level_of_a_script_stay_reported():
     # another module may import them (`from config import training_args`)
     assert findings(SNIPPET, select=("GPU107",)) == ["3:17 GPU107"]
+
+
+BIG = """\
+import torch
+from datasets import load_dataset
+from torch.utils.data import DataLoader
+from transformers import AutoModelForVision2Seq, AutoProcessor
+
+MODEL_ID = "{checkpoint}"
+processor = AutoProcessor.from_pretrained(MODEL_ID)
+model = AutoModelForVision2Seq.from_pretrained(MODEL_ID{quantized}).cuda()
+dataset = load_dataset("naver-clova-ix/cord-v2", split="train")
+
+
+def collate(examples):
+    return processor(text=[e["text"] for e in examples], images=[e["image"] for e in examples], return_tensors="pt", padding=True)
+
+
+loader = DataLoader(dataset, batch_size=2, shuffle=True, collate_fn=collate)
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5)
+for epoch in range(3):
+    for batch in loader:
+        batch = {{k: v.to("cuda") for k, v in batch.items()}}
+        loss = model(**batch).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+"""
+
+
+def test_pinning_next_to_a_billion_parameter_model_is_not_reported():
+    # a few MB a batch next to steps of a 7B model (seconds): pinning saves under 1 %; the per-item image
+    # processing in the training process (GPU101) stays
+    source = BIG.format(checkpoint="llava-hf/llava-1.5-7b-hf", quantized="")
+    assert findings(source, select=("GPU101", "GPU102")) == ["16:10 GPU101"]
+
+
+def test_pinning_next_to_a_quantized_model_is_not_reported():
+    source = BIG.format(checkpoint="org/vision-chat", quantized=", load_in_4bit=True")
+    assert findings(source, select=("GPU102",)) == []
+
+
+def test_pinning_next_to_a_model_under_a_billion_stays_reported():
+    for checkpoint in ("google/vit-base-patch16-224", "Qwen/Qwen2.5-VL-0.5B-Instruct", "org/vision-chat"):
+        assert findings(BIG.format(checkpoint=checkpoint, quantized=""), select=("GPU102",)) == ["16:10 GPU102"], checkpoint
