@@ -283,3 +283,11 @@ def test_pinning_next_to_a_quantized_model_is_not_reported():
 def test_pinning_next_to_a_model_under_a_billion_stays_reported():
     for checkpoint in ("google/vit-base-patch16-224", "Qwen/Qwen2.5-VL-0.5B-Instruct", "org/vision-chat"):
         assert findings(BIG.format(checkpoint=checkpoint, quantized=""), select=("GPU102",)) == ["16:10 GPU102"], checkpoint
+
+
+def test_worker_restarts_next_to_a_billion_parameter_model_are_not_reported():
+    # a worker start-up per epoch next to epochs of 7B steps of seconds
+    source = BIG.format(checkpoint="llava-hf/llava-1.5-7b-hf", quantized="").replace("collate_fn=collate)", "collate_fn=collate, num_workers=4)")
+    assert findings(source, select=("GPU104",)) == []
+    small = BIG.format(checkpoint="google/vit-base-patch16-224", quantized="").replace("collate_fn=collate)", "collate_fn=collate, num_workers=4)")
+    assert findings(small, select=("GPU104",)) == ["16:10 GPU104"]

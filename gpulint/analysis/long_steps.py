@@ -1,8 +1,9 @@
 """Steps of hundreds of milliseconds or seconds: the module loads a pretrained model of billions of parameters
 (`LlavaForConditionalGeneration.from_pretrained("llava-hf/llava-1.5-7b-hf")`, a checkpoint whose name gives its
 size, or one loaded in 4 or 8 bits, which only pays for models of billions). Pinning a batch of a few megabytes
-saves about a millisecond a step: under 1 % next to such a step (GPU102). Per-item work in the training process
-(GPU101) and per-step waits (GPU303) stay reported: they cost per step whatever the model."""
+saves about a millisecond a step, and starting the workers again once an epoch a second or so an epoch: under 1 %
+next to such steps (GPU102, GPU104). Per-item work in the training process (GPU101) and per-step waits (GPU303)
+stay reported: they cost per step whatever the model."""
 
 from __future__ import annotations
 
