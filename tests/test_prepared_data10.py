@@ -13,6 +13,7 @@ the nearby shape that is still reported.
 from __future__ import annotations
 
 from tests.conftest import findings
+from tests.test_notebooks import check, notebook
 
 GPU_FORMAT = """\
 import torch
@@ -209,7 +210,6 @@ def test_the_same_pass_every_epoch_stays_reported():
     assert findings(source, select=("GPU101", "GPU102")) == ["11:11 GPU101", "11:11 GPU102"]
 
 
-
 SNIPPET = """\
 from transformers import AutoModelForSequenceClassification, Trainer, TrainingArguments
 
@@ -220,8 +220,6 @@ TRAIN = "trainer = Trainer(model=model, args=training_args, train_dataset=train_
 
 
 def _notebook_findings(*cells: str) -> list[str]:
-    from tests.test_notebooks import check, notebook
-
     report = check(notebook(*cells), select=("GPU107",))
     return [f"{d.location.row}:{d.location.column} {d.code}" for d in report.diagnostics]
 

@@ -285,7 +285,9 @@ class BatchCost:
         if formats:  # the last format set on this table decides
             last = max(formats, key=lambda c: m.dataflow.order[c])
             return last.func.attr.value == "set_format" and _formats_on_gpu(m, last)
-        return bool(writes) and all(w.value is not None and not w.is_augmented and self._formatted_on_gpu(w.value, depth + 1) for w in writes)
+        return bool(writes) and all(
+            w.value is not None and not w.is_augmented and self._formatted_on_gpu(w.value, depth + 1) for w in writes
+        )
 
     def _cuda_data(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
         """Certainly a GPU tensor, or a list of them (its elements, or what is `append`ed to it)."""
@@ -723,7 +725,8 @@ class BatchCost:
                 and loop.iter.func.attr.value == "keys" and not loop.iter.args else loop.iter
             if not (isinstance(index, cst.Index) and isinstance(index.value, cst.Name) and index.value.value == loop.target.value):
                 return False
-            if not (_literal_names(iterated) or (dotted_name(iterated) == key if isinstance(iterated, (cst.Name, cst.Attribute)) else False)):
+            named = isinstance(iterated, (cst.Name, cst.Attribute)) and dotted_name(iterated) == key
+            if not (named or _literal_names(iterated)):
                 return False  # (`for split in ["train", "valid"]:` names the splits it replaces)
             if any(later is not statement and m.dataflow.before(statement, later) and m.is_inside(later, loop) for later in statements):
                 continue  # a step on the way: a later write in the same loop is what the split holds

@@ -40,7 +40,8 @@ def _billion_parameter_load(model: SemanticModel, call: cst.Call) -> bool:
     if _NOT_A_MODEL.search(owner):
         return False
     for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value in _QUANTIZED and not (isinstance(arg.value, cst.Name) and arg.value.value in ("False", "None")):
+        switched_off = isinstance(arg.value, cst.Name) and arg.value.value in ("False", "None")
+        if arg.keyword is not None and arg.keyword.value in _QUANTIZED and not switched_off:
             return True
     first = call.args[0]
     if first.keyword is not None or first.star:

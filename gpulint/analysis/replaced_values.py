@@ -12,6 +12,9 @@ import libcst as cst
 if TYPE_CHECKING:
     from gpulint.analysis.model import SemanticModel
 
+# Builtins that read names the code does not spell out.
+_DYNAMIC_READS = frozenset({"locals", "globals", "vars", "eval", "exec"})
+
 
 def replaced_before_use(model: SemanticModel, value: cst.BaseExpression) -> bool:
     """`name = value` is followed in its scope by another write of `name`, and no read anywhere may see this one
@@ -43,4 +46,5 @@ def never_read(model: SemanticModel, value: cst.BaseExpression) -> bool:
     if not model.is_notebook and model.enclosing_function(statement) is None:
         return False
     key = statement.targets[0].target.value
-    return not model.dataflow.reads.get(key) and not any(isinstance(c.func, cst.Name) and c.func.value in ("locals", "globals", "vars", "eval", "exec") for c in model.calls)
+    dynamic = any(isinstance(c.func, cst.Name) and c.func.value in _DYNAMIC_READS for c in model.calls)
+    return not model.dataflow.reads.get(key) and not dynamic
