@@ -36,7 +36,7 @@ def _switches_grad_off_inside(model: SemanticModel, loop: cst.For) -> bool:
     """The loop's own body opens `with torch.no_grad():` (or `inference_mode`) around its work: an evaluation
     that switches autograd off per batch (`for batch in test_loader: with torch.no_grad(): out = model(**batch)`)."""
     body = loop.body.body if isinstance(loop.body, cst.IndentedBlock) else ()
-    return any(isinstance(s, cst.With) and _grad_mode_decided(model, s.body) for s in body)
+    return any(isinstance(s, cst.With) and s.body.body and _grad_mode_decided(model, s.body.body[0]) for s in body)
 
 
 def read_once(model: SemanticModel, info: LoaderInfo) -> bool:
