@@ -70,6 +70,13 @@ _MEDIA = re.compile(
 )
 
 
+# A `datasets` table saved to disk by another script (a preparation step) and loaded whole.
+_SAVED_TABLES = frozenset({"datasets.load_from_disk", "datasets.Dataset.load_from_disk", "datasets.DatasetDict.load_from_disk",
+                           "datasets.load.load_from_disk", "datasets.arrow_dataset.Dataset.load_from_disk"})  # fmt: skip
+# Tensor methods that arrange the rows of a tensor held in memory (a view or a copy, made once).
+_TENSOR_VIEWS = frozenset({"narrow", "view", "reshape", "contiguous", "long", "float", "int", "clone", "detach"})
+# `datasets` methods whose result keeps the table's format (its rows are made the same way).
+_FORMAT_KEEPING = frozenset({"select", "shuffle", "filter", "shard", "sort", "flatten_indices", "train_test_split"})
 # Tensor methods (and `torch.permute`) that arrange a tensor's axes: their axis count is the batch's rank.
 _ARRANGING = frozenset({"permute", "view", "reshape"})
 
@@ -244,6 +251,8 @@ class BatchCost:
         """The dataset is built from tensors already on the GPU (`TensorDataset(x.cuda())`, a dataset class
         given a list that `append`s `torch.tensor(..., device=device)`): workers and pinning cannot help."""
         dataset = loader.value("dataset")
+        if dataset is not None and self._formatted_on_gpu(dataset):
+            return True
         for source in self._sources(dataset) or () if dataset is not None else ():
             if isinstance(source, cst.Call) and (self.m.call_name(source) == TENSOR_DATASET or self.m.local_class_of(self.m.call_name(source))):
                 if any(not a.star and self._cuda_data(a.value) for a in source.args):
@@ -251,6 +260,34 @@ class BatchCost:
             elif self._cuda_data(source):
                 return True
         return False
+
+    def _formatted_on_gpu(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
+        """Hugging Face rows formatted as tensors on the GPU: `ds.with_format("torch", device="cuda")`, or
+        `ds.set_format(type="torch", device=device)` on the same table (or the table it is a split or a
+        subset of). Every row the loader reads is then made on the GPU."""
+        m = self.m
+        if depth > _MAX_DEPTH:
+            return False
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+            method = expr.func.attr.value
+            if method == "with_format":
+                return _formats_on_gpu(m, expr)
+            return method in _FORMAT_KEEPING and self._formatted_on_gpu(expr.func.value, depth + 1)
+        if isinstance(expr, cst.Subscript):  # `tokenized["train"]`: a split keeps the table's format
+            return self._formatted_on_gpu(expr.value, depth + 1)
+        if not isinstance(expr, cst.Name):
+            return False
+        writes = m.dataflow.reaching_writes(expr.value, expr)
+        formats = [
+            c for c in m.dataflow.method_calls.get(expr.value, ())
+            if c.func.attr.value in ("set_format", "reset_format") and m.dataflow.reaching_writes(expr.value, c) == writes
+        ]  # fmt: skip
+        if formats:  # the last format set on this table decides
+            last = max(formats, key=lambda c: m.dataflow.order[c])
+            return last.func.attr.value == "set_format" and _formats_on_gpu(m, last)
+        return bool(writes) and all(
+            w.value is not None and not w.is_augmented and self._formatted_on_gpu(w.value, depth + 1) for w in writes
+        )
 
     def _cuda_data(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
         """Certainly a GPU tensor, or a list of them (its elements, or what is `append`ed to it)."""
@@ -629,9 +666,13 @@ class BatchCost:
             return True  # `Dataset.from_dict(tokenizer(texts))`: rows of token ids, tokenized once
         if _maps_tokenizer(m, source) and not self._streamed(source.func.value) and not self._datapipe(source.func.value):
             return True  # a Hugging Face dataset tokenized once by `.map(...)`: rows of token ids
+        if self._saved_text_table(source):
+            return True  # prepared and saved by another script: rows of ids read back from Arrow
         func = source.func
         if isinstance(func, cst.Attribute) and func.attr.value in _EAGER_DATASET_METHODS and depth < _MAX_DEPTH:
             return self._all_cheap(func.value, depth + 1)  # `.with_format("torch")` of cheap rows is cheap rows
+        if isinstance(func, cst.Attribute) and func.attr.value in _TENSOR_VIEWS and depth < _MAX_DEPTH:
+            return self._all_cheap(func.value, depth + 1)  # `tensor.narrow(0, 0, n).view(-1, block)`: the same rows, arranged
         info = m.local_class_of(name) or self._partial_class(source)
         getitem = self._method(info, "__getitem__") if info is not None else None
         return getitem is not None and self._cheap_body(getitem, 0)
@@ -684,8 +725,11 @@ class BatchCost:
                 and loop.iter.func.attr.value == "keys" and not loop.iter.args else loop.iter
             if not (isinstance(index, cst.Index) and isinstance(index.value, cst.Name) and index.value.value == loop.target.value):
                 return False
-            if dotted_name(iterated) != key if isinstance(iterated, (cst.Name, cst.Attribute)) else True:
-                return False
+            named = isinstance(iterated, (cst.Name, cst.Attribute)) and dotted_name(iterated) == key
+            if not (named or _literal_names(iterated)):
+                return False  # (`for split in ["train", "valid"]:` names the splits it replaces)
+            if any(later is not statement and m.dataflow.before(statement, later) and m.is_inside(later, loop) for later in statements):
+                continue  # a step on the way: a later write in the same loop is what the split holds
             if not (isinstance(statement.value, cst.Call) and self._cheap_dataset(statement.value, depth + 1)):
                 return False
         return True
@@ -883,7 +927,24 @@ class BatchCost:
                     self._tokenizes(info.node) or any(_names_tokenizer(m, a.value) for a in source.args)
                     or self._given_only_tokens(source)
                 )
-        return self._from_tokens(source, 0)
+        return self._saved_text_table(source) or self._from_tokens(source, 0)
+
+    def _saved_text_table(self, source: cst.BaseExpression) -> bool:
+        """`datasets.load_from_disk(path)` in a module that handles no image, audio or video and transforms no
+        row as it is read (`set_transform`): a table another script prepared and saved, whose rows are ids and
+        labels read back from Arrow (a table of raw text could not go through a collator that only pads)."""
+        m = self.m
+        if not (isinstance(source, cst.Call) and m.call_name(source) in _SAVED_TABLES):
+            return False
+        return self._text_only_module
+
+    @cached_property
+    def _text_only_module(self) -> bool:
+        """The module mentions no image, audio or video and sets no per-row transform."""
+        m = self.m
+        return not _MEDIA.search(m.code(m.module)) and not any(
+            isinstance(c.func, cst.Attribute) and c.func.attr.value in ("set_transform", "with_transform") for c in m.calls
+        )
 
     def _given_only_tokens(self, call: cst.Call) -> bool:
         """A dataset class of this module given tokenizer output and nothing else but literals
@@ -970,6 +1031,21 @@ class BatchCost:
 
 
 # ---- helpers ------------------------------------------------------------------------------------
+
+
+def _formats_on_gpu(model: SemanticModel, call: cst.Call) -> bool:
+    """`set_format(...)` / `with_format(...)` given a CUDA `device` (the formatter makes each row's tensors there)."""
+    from gpulint.analysis.residency import CUDA
+
+    device = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "device"), None)
+    return device is not None and model.residency.device_kind(device) == CUDA
+
+
+def _literal_names(expr: cst.BaseExpression) -> bool:
+    """A list or tuple of strings written out (`["train", "valid"]`)."""
+    return isinstance(expr, (cst.List, cst.Tuple)) and bool(expr.elements) and all(
+        isinstance(e, cst.Element) and isinstance(e.value, cst.SimpleString) for e in expr.elements
+    )
 
 
 def _streaming_call(call: cst.Call) -> bool:

@@ -24,7 +24,7 @@ from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.loader_flow import EVAL as EVAL_LOADER
 from gpulint.analysis.loader_flow import TRAIN as TRAIN_LOADER
 from gpulint.analysis.loader_flow import UNKNOWN
-from gpulint.analysis.replaced_values import replaced_before_use
+from gpulint.analysis.replaced_values import never_read, replaced_before_use
 from gpulint.analysis.residency import CUDA, EVAL, TRAIN
 from gpulint.analysis.devices import BASE_EVIDENCE, EVIDENCE_FINDERS, GPU_TEXT_MARKERS, MODEL_PLACERS
 from gpulint.analysis.value_resolution import ResolvedValue
@@ -776,8 +776,8 @@ class Frameworks:
                 if base is None:
                     continue
                 short, overrides = base
-            if replaced_before_use(self.m, call):
-                continue  # `args = TrainingArguments(...)` written again before any Trainer reads it
+            if replaced_before_use(self.m, call) or never_read(self.m, call):
+                continue  # `args = TrainingArguments(...)` written again before any Trainer reads it, or never read
             found.append(self._arguments(call, short, overrides))
         return found
 

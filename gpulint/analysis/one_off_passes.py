@@ -27,9 +27,16 @@ def one_off_pass(model: SemanticModel, loop: Loop) -> bool:
     in a module that trains for several epochs in another loop or through a framework's fit."""
     if not isinstance(loop, cst.For) or model.repeating_loops(loop):
         return False  # once per pass of an outer loop: a per-epoch evaluation
-    if trains(model, loop) or not grad_mode_decided(model, loop):
+    if trains(model, loop) or not (grad_mode_decided(model, loop) or _switches_grad_off_inside(model, loop)):
         return False  # a training loop, or a loop whose gradient mode its callers decide
     return runs_once(model, model.enclosing_function(loop)) and _trains_elsewhere(model, loop)
+
+
+def _switches_grad_off_inside(model: SemanticModel, loop: cst.For) -> bool:
+    """The loop's own body opens `with torch.no_grad():` (or `inference_mode`) around its work: an evaluation
+    that switches autograd off per batch (`for batch in test_loader: with torch.no_grad(): out = model(**batch)`)."""
+    body = loop.body.body if isinstance(loop.body, cst.IndentedBlock) else ()
+    return any(isinstance(s, cst.With) and s.body.body and grad_mode_decided(model, s.body.body[0]) for s in body)
 
 
 def read_once(model: SemanticModel, info: LoaderInfo) -> bool:

@@ -9,6 +9,7 @@ import libcst as cst
 from gpulint.analysis.dataloaders import LOADER_TEXT, is_unsharded_iterable_dataset
 from gpulint.analysis.epoch_count import epoch_count
 from gpulint.analysis.loader_flow import TRAIN
+from gpulint.analysis.long_steps import loads_billion_parameter_model
 from gpulint.analysis.value_resolution import LITERAL
 from gpulint.checks.base import Option, Rule
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
@@ -43,6 +44,8 @@ class DataLoaderWorkersNotPersistent(Rule):
                 continue
             if model.batch_cost.items_are_cheap(loader) or flow.stays_on_cpu(info):
                 continue  # in-memory rows (the workers have no work to keep), or a CPU lesson (no GPU waits)
+            if loads_billion_parameter_model(model):
+                continue  # epochs of steps of a billion-parameter model: a worker start-up per epoch is under 1 %
             if is_unsharded_iterable_dataset(model, loader):
                 continue  # the workers replay one stream each: keeping them is not the advice to give
             arg = loader.argument("persistent_workers")

@@ -35,6 +35,8 @@ class BlockingHostToDeviceCopy(Rule):
             loader = info.loader
             if not loader.known("pin_memory", "dataset", "collate_fn") or not flow.pinned(loader) or produces_cuda_batches(model, loader):
                 continue
+            if model.batch_cost.batches_are_small(loader):
+                continue  # token ids or a batch of at most a few hundred KB: the copy takes microseconds either way
             custom_collate = loader.argument("collate_fn") is not None
             for move in info.moves:
                 call = move.call
