@@ -184,6 +184,34 @@ def test_checkpoints_under_an_interval_a_condition_or_per_epoch_are_silent():
     assert findings(source, **GPU307) == []
 
 
+def test_a_checkpoint_helper_the_step_loop_calls_under_a_condition_is_silent():
+    source = """\
+        import torch
+
+
+        class Workspace:
+            def save_snapshot(self):
+                torch.save(self.model.state_dict(), "snapshot.pt")
+
+            def save_last(self):
+                torch.save(self.model.state_dict(), "last.pt")
+
+            def train(self, env, optimizer):
+                time_step = env.reset()
+                while True:
+                    if time_step.last():
+                        time_step = env.reset()
+                        self.save_snapshot()
+                    loss = self.model(torch.as_tensor(time_step.observation).cuda()).sum()
+                    loss.backward()
+                    optimizer.step()
+                    self.save_last()
+                    time_step = env.step(0)
+        """
+    # the snapshot is written at episode ends only; the last checkpoint every step
+    assert findings(source, **GPU307) == ["9:9 GPU307"]
+
+
 # ---- GPU406 ddp-accumulation-without-no-sync -----------------------------------------------------------
 
 GPU406 = {"select": ("GPU406",)}

@@ -21,12 +21,13 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
-from gpulint.analysis import settings_files, torch_pins
+from gpulint.analysis import instantiated, settings_files, torch_pins
 from gpulint.analysis.call_arguments import agreed_arguments
 from gpulint.analysis.convolutions import CONV_NET
 from gpulint.analysis.devices import BASE_EVIDENCE, gpu_context_reason
 from gpulint.analysis.forward_helpers import LIBRARY_MODULES, forward_called
 from gpulint.analysis.handed_elements import handed_elements
+from gpulint.analysis.instantiated import MARKER as INSTANTIATED
 from gpulint.analysis.loader_links import loaders_in
 from gpulint.analysis.moved_returns import moved_returns
 from gpulint.analysis.returned_views import returned_views
@@ -299,6 +300,8 @@ class ProjectIndex:
     def _symbol(self, record: ModuleRecord, ref: str, depth: int) -> Optional[tuple[str, ModuleRecord, str]]:
         summary = record.summary
         head, _, rest = ref.partition(".")
+        if head.startswith(INSTANTIATED):  # `self.agent.update` with `self.agent = hydra.utils.instantiate(cfg.agent)`
+            return instantiated.resolve(self, record, head, rest.split(".") if rest else [])
         if head in summary.classes or (head in summary.functions and head != MODULE_BODY) or head in summary.values:
             return self._attribute(record, ref.split("."), depth)
         target = summary.imports.get(head)
@@ -340,6 +343,8 @@ class ProjectIndex:
             key = f"{head}.{tail[0]}"
             return ("function", record, key) if len(tail) == 1 and key in summary.functions else None
         if head in summary.functions and head != MODULE_BODY:
+            if len(tail) == 1:  # `make_agent(...).update`: a method of the object a Hydra config builds
+                return instantiated.returned_member(self, record, head, tail[0])
             return ("function", record, head) if not tail else None
         if head in summary.values:
             return ("value", record, head) if not tail else None
@@ -950,6 +955,7 @@ class ProjectIndex:
 
     def _project_evidence(self, record: ModuleRecord) -> Iterator[str]:
         summary = record.summary
+        yield from instantiated.config_evidence(self, record)  # `device: cuda` of a class a Hydra config builds
         for name in summary.classes:
             for base in self.inherited_bases(record, name):
                 for evidence in BASE_EVIDENCE:

@@ -369,3 +369,26 @@ def _flag_value(arguments: list[str], wanted: set[str], owner: Any, command: Any
         ok, value = _scalar(node) if node is not None else (False, None)
         return (value, node.start_mark.line + 1, path) if ok else _UNREADABLE
     return None  # the flag is not given: the script's own default applies
+
+
+def raw_scalar(path: str, keys: list) -> Optional[str]:
+    """The text of the plain scalar at `keys` in `path` as written (`${device}` too); None when there is none."""
+    import yaml
+
+    node = _compose(path)
+    for key in keys:
+        node = _child(node, key)
+        if node is None:
+            return None
+    return str(node.value) if isinstance(node, yaml.ScalarNode) else None
+
+
+def written_beside(folder: str, primary: str, keys: list) -> bool:
+    """Whether a YAML file of the Hydra config `folder` other than `primary` writes anything at `keys`."""
+    for top, dirs, files in os.walk(folder):
+        dirs.sort()
+        for name in files:
+            path = os.path.join(top, name)
+            if name.endswith(_YAML) and path != primary and has_entry(path, keys):
+                return True
+    return False

@@ -40,13 +40,14 @@ from gpulint.analysis.error_paths import EXITS
 from gpulint.analysis.held_data import held_data
 from gpulint.analysis.host_objects import names_a_tokenizer
 from gpulint.analysis.imports import canonical
+from gpulint.analysis.instantiated import INSTANTIATORS, hydra_main, instantiation
 from gpulint.analysis.loader_classes import loader_classes
 from gpulint.analysis.legacy_torch import copies_with_async, number_read_in, number_read_kind
 from gpulint.analysis.namespace_settings import UNKNOWN as UNKNOWN_FLAG
 from gpulint.analysis.namespace_settings import namespace_flags
 from gpulint.analysis.settings_defaults import config_paths
 
-FORMAT = 1
+FORMAT = 2
 MODULE_BODY = "<module>"
 INTERNAL = "*"  # effects on values the function made itself (a tensor it moved, the device)
 
@@ -161,11 +162,15 @@ class FunctionSummary:
     optional_parts: tuple[int, ...] = ()  # in `__init__`, the calls under an `if` (parts built for some settings only)
     # call index -> the arguments written as literals (position or keyword -> value: `ComputeLoss(model, False)`)
     literals: dict[int, dict] = field(default_factory=dict)
+    # in a script that imports Hydra / OmegaConf: call index -> the arguments that are reads of a config parameter
+    # (position or keyword -> (`p:cfg` / `i:cfg`, keys)); -1 -> (config_path, config_name) of `@hydra.main`
+    configs: dict[int, dict] = field(default_factory=dict)
 
     def to_json(self) -> list:
         full = [
             self.line, self.params, self.kwonly, self.calls, self.loops, self.effects, self.returns, self.trains, self.gpu,
             self.convolutions, self.optional_parts, [[i, list(v.items())] for i, v in self.literals.items()],
+            [[i, list(v.items())] for i, v in self.configs.items()],
         ]  # fmt: skip
         while len(full) > 2 and not full[-1]:
             full.pop()  # most functions call nothing the project defines: keep their summary short
@@ -173,7 +178,7 @@ class FunctionSummary:
 
     @classmethod
     def from_json(cls, data: list) -> FunctionSummary:
-        line, params, kwonly, calls, loops, effects, returns, trains, gpu, convolutions, optional, literals = [*data, *([None] * (12 - len(data)))]
+        line, params, kwonly, calls, loops, effects, returns, trains, gpu, convolutions, optional, literals, configs = [*data, *([None] * (13 - len(data)))]
         return cls(
             line,
             tuple(params),
@@ -187,6 +192,7 @@ class FunctionSummary:
             int(convolutions or 0),
             tuple(optional or ()),
             {i: dict(pairs) for i, pairs in literals or ()},
+            {i: {k: (v[0], tuple(v[1]) if isinstance(v[1], list) else v[1]) for k, v in pairs} for i, pairs in configs or ()},
         )
 
 
@@ -428,6 +434,17 @@ def handed_names(tree: ast.AST, known: set[str]) -> tuple[str, ...]:
     return (*(names if len(names) <= 256 else ["*"]), *(stored if len(stored) <= 256 else [".*"]))
 
 
+def _arguments(node: ast.Call) -> Iterable[tuple[Any, ast.AST]]:
+    """(position or keyword, value) of a call's arguments, up to the first `*args`."""
+    for i, arg in enumerate(node.args):
+        if isinstance(arg, ast.Starred):
+            return
+        yield i, arg
+    for keyword in node.keywords:
+        if keyword.arg:
+            yield keyword.arg, keyword.value
+
+
 def _literal_arguments(node: ast.Call) -> dict:
     """The arguments of a call written as literals: position or keyword -> value (`analysis/call_arguments.py`)."""
     found: dict = {}
@@ -642,6 +659,7 @@ class _Builder:
         self.summary = ModuleSummary()
         self.module_defs: set[str] = set()  # functions and classes defined at module level
         self.scan_evidence = any(marker in text for marker in GPU_TEXT_MARKERS)
+        self.configured = "hydra" in text  # Hydra configs handed down and instantiated (analysis/instantiated.py)
         self.text = text
         self.before_torch_0_4 = "async" in text and copies_with_async(tree)  # `loss.data[0]` is a host read there
         # `args = Namespace(cuda=False)`: settings written in the code (analysis/namespace_settings.py)
@@ -796,6 +814,7 @@ class _Reader:
     def __init__(self, builder: _Builder, name: str, node: Optional[ast.AST], cls: Optional[ClassSummary]) -> None:
         self.b = builder
         self.cls = cls
+        self.name = name
         self.is_module = node is None
         self.is_init = name.endswith(".__init__")
         params: list[str] = []
@@ -816,6 +835,9 @@ class _Reader:
                     self.env[extra.arg] = None
         if cls is not None and params:
             self.env[params[0]] = ("self",)
+        main = hydra_main(node, builder.qualify) if builder.configured and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+        if main is not None:
+            self.f.configs[-1] = {0: main}  # `@hydra.main(config_path="cfgs", config_name="config")`
         self.loop = -1
         self.guarded = False
         self.optional = False  # under `if reduction == "mean":`: syncs there depend on what the caller passes
@@ -1404,6 +1426,9 @@ class _Reader:
             return ("module",)  # `torchvision.models.resnet18()`, `timm.create_model(...)`
         if qualified in MODEL_PLACERS:
             return ("gpu_module",)  # `idist.auto_model(model)`
+        if qualified in INSTANTIATORS and self.b.configured:
+            # `hydra.utils.instantiate(cfg.agent)`: an instance of the class the config's `_target_` names (the index reads it)
+            return self.record(instantiation(self.name, len(self.f.calls)), node, args, kwargs)
         if any(_OPTIMIZER.fullmatch(_dotted(a) or "") for a in node.args):
             self.mark_trains()  # `loss_scaler(loss, optimizer)`, `amp.scale_loss(loss, optimizer)`
         async_op = any(k.arg == "async_op" and _literal(k.value) != (True, False) for k in node.keywords)
@@ -1602,6 +1627,28 @@ class _Reader:
         placed = (PLACED_LOADER,)
         return placed if len(node.args) == 1 else ("tuple", tuple(placed for _ in node.args))
 
+    def config_read(self, node: ast.AST) -> Optional[tuple[str, tuple]]:
+        """(`p:cfg` or `i:cfg`, keys) for an argument that reads a parameter of this function, or what `__init__`
+        stored from one (`self.cfg.agent` -> (`i:cfg`, ("agent",))): the index follows it to a Hydra config."""
+        keys: list = []
+        while isinstance(node, (ast.Attribute, ast.Subscript)):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and self.env.get(node.value.id) == ("self",):
+                held = self.cls.attributes.get(node.attr) if self.cls is not None else None
+                if held is None or held[0] != "init":
+                    return None
+                return (f"{'p' if self.is_init else 'i'}:{held[1]}", tuple(reversed(keys)))
+            if isinstance(node, ast.Attribute):
+                keys.append(node.attr)
+            elif isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+                keys.append(node.slice.value)
+            else:
+                return None
+            node = node.value
+        held = self.env.get(node.id) if isinstance(node, ast.Name) else None
+        if held is None or held[0] != "src" or not held[1].startswith("p:") or "|" in held[1]:
+            return None
+        return (held[1], tuple(reversed(keys)))
+
     def class_name(self) -> str:
         return next(name for name, info in self.b.summary.classes.items() if info is self.cls)
 
@@ -1613,6 +1660,10 @@ class _Reader:
         literals = _literal_arguments(node)
         if literals:
             self.f.literals[index] = literals
+        if self.b.configured:
+            reads = {slot: read for slot, value in _arguments(node) if (read := self.config_read(value)) is not None}
+            if reads:
+                self.f.configs[index] = reads
         if self.is_init and self.branches:
             self.f.optional_parts += (index,)  # `if self.hybrid: self.backbone = ResNetV2(...)`: not always built
         for slot, value in [*enumerate(args), *kwargs.items()]:

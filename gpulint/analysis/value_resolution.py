@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from gpulint.analysis import handed_configs
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.settings_defaults import CONFIG_NAME
 
@@ -260,7 +261,7 @@ class ValueResolver:
         if read is None:
             return None
         root, keys = read
-        found_in = self._settings_lookup(root, keys)
+        found_in = self._settings_lookup(root, keys) or self._handed_lookup(expr)
         if found_in is None:
             candidates = self.settings_defaults(expr)
             # the yacs default, when every value the project may give the setting is the same
@@ -282,11 +283,17 @@ class ValueResolver:
             return found
         read = _settings_read(expr)
         path = self._settings_file(read[0]) if read is not None else None
+        keys = read[1] if read is not None else []
         if path is None:
-            return None  # Hydra's folders: the group options are not read here
+            source = handed_configs.config_source(self.model, expr)  # a Hydra config, or a config handed down
+            if source is None:
+                return None
+            if source.kind == handed_configs.HYDRA:
+                return found if handed_configs.hydra_agreed(source.where, list(source.keys), found.value) else None
+            path, keys = source.where, list(source.keys)
         for candidate in settings_files.shipped_alternatives(path):
-            other = settings_files.lookup(candidate, read[1])
-            if other is not None and other[0] != found.value or other is None and settings_files.has_entry(candidate, read[1]):
+            other = settings_files.lookup(candidate, keys)
+            if other is not None and other[0] != found.value or other is None and settings_files.has_entry(candidate, keys):
                 return None
         return found
 
@@ -352,6 +359,12 @@ class ValueResolver:
         path = self._settings_file(root)
         found = settings_files.lookup(path, keys) if path is not None else None
         return (*found, path) if found is not None else None
+
+    def _handed_lookup(self, expr: cst.BaseExpression) -> tuple | None:
+        """(value, line, file) of a read of a config handed down from a Hydra main or a loaded YAML file
+        (`self.cfg.device`, `make_loader(cfg.data)`'s `data_cfg.num_workers`: analysis/handed_configs.py)."""
+        source = handed_configs.config_source(self.model, expr)
+        return handed_configs.lookup(source) if source is not None and source.keys else None
 
     def _settings_file(self, root: cst.Name) -> str | None:
         """The YAML file `root` was loaded from (`cfg = yaml.safe_load(open("configs/x.yaml"))`), if known."""

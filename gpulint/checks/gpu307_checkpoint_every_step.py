@@ -30,12 +30,22 @@ class CheckpointEveryStep(Rule):
             loop, role = residency.step_loop(call)
             if role != TRAIN or residency.rate_limit_guard(call, loop) is not None or self._conditional(call, loop):
                 continue
+            if isinstance(loop, cst.FunctionDef) and self._called_conditionally(loop):
+                continue  # `if time_step.last(): self.save_snapshot()`: the helper runs at episode ends, not every step
             message = f"`{model.code(call.func)}(...)` writes a checkpoint {self.every_step(role, loop)}"
             help = (
                 "Every tensor is copied to the host and written to disk while the GPU waits; save every N steps (under "
                 "`if step % N == 0:`) or once per epoch"
             )
             yield self.diagnostic(call, message, related=[("the training step", loop)], help=help)
+
+    def _called_conditionally(self, helper: cst.FunctionDef) -> bool:
+        """Every call of the helper in a step loop of this module is under a condition (see `_conditional`)."""
+        model = self.model
+        name = helper.name.value
+        sites = [*model.method_calls(name), *model.calls_of(name)]
+        looped = [(site, loop) for site in sites if not model.is_inside(site, helper) for loop in [model.residency.step_loop(site)[0]] if loop is not None]
+        return bool(looped) and all(self._conditional(site, loop) for site, loop in looped)
 
     def _conditional(self, call: cst.Call, loop: cst.CSTNode) -> bool:
         """Under a condition other than a rank check (`if loss < best:`, `if epoch_end:`): not every step."""
