@@ -18,7 +18,7 @@ that file's root the read is at:
   (`ValueResolver._settings_file`), or to a read of such an object (`data_cfg = cfg.data`);
 - a parameter of a module-level function or class `__init__` that every call in the module hands such an object
   (or a part of it: `make_loader(cfg.data)`), in a script no other module imports; `self.cfg` where `__init__`
-  stores such a parameter once (`shipped_paths._init_parameter_held`).
+  stores such a parameter once (`shipped_paths.init_parameter_held`).
 
 Anything else (a config built at run time, `OmegaConf.merge`, a parameter some call fills otherwise, a function a
 framework or a registry calls) has no source: its settings stay unknown, never guessed.
@@ -58,9 +58,9 @@ def config_source(model: SemanticModel, expr: cst.BaseExpression, depth: int = 0
         return None
     root, keys, first = chain
     if root.value == "self" and first is not None:
-        from gpulint.analysis.shipped_paths import _init_parameter_held  # `self.cfg = cfg` in `__init__`
+        from gpulint.analysis.shipped_paths import init_parameter_held  # `self.cfg = cfg` in `__init__`
 
-        param = _init_parameter_held(model, first)
+        param = init_parameter_held(model, first)
         found = _handed_in(model, param, depth) if param is not None else None
         return _below(found, keys[1:])
     binders = model.bindings_of(root.value, root)

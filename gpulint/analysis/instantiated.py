@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 from gpulint.analysis import settings_files
 
 if TYPE_CHECKING:
-    from gpulint.analysis.project import ProjectIndex, _Record
+    from gpulint.analysis.project import ProjectIndex, ModuleRecord
 
 INSTANTIATORS = frozenset({"hydra.utils.instantiate"})
 MARKER = "§instantiate@"  # no dots: a method of the instance is `<reference>.update`
@@ -60,7 +60,7 @@ def hydra_main(node: ast.AST, qualify: Callable[[ast.AST], Optional[str]]) -> Op
     return None
 
 
-def resolve(index: ProjectIndex, record: _Record, head: str, tail: list[str]) -> Optional[tuple[str, _Record, str]]:
+def resolve(index: ProjectIndex, record: ModuleRecord, head: str, tail: list[str]) -> Optional[tuple[str, ModuleRecord, str]]:
     """What `<instantiation>.method` is: the method of the class the config names. The instantiation alone is
     not a call of the class's `__init__` (its arguments are the config's): None."""
     if not head.startswith(MARKER) or len(tail) != 1:
@@ -71,7 +71,7 @@ def resolve(index: ProjectIndex, record: _Record, head: str, tail: list[str]) ->
     return member(index, instantiated_class(index, record, function.replace("/", "."), int(position)), tail[0])
 
 
-def returned_member(index: ProjectIndex, record: _Record, function: str, method: str) -> Optional[tuple[str, _Record, str]]:
+def returned_member(index: ProjectIndex, record: ModuleRecord, function: str, method: str) -> Optional[tuple[str, ModuleRecord, str]]:
     """`make_agent(...).update`: the method of the class every `return` of `function` instantiates."""
     f = record.summary.functions.get(function)
     if f is None or not f.returns:
@@ -95,7 +95,7 @@ def _call_of(f: Any, value: Any) -> Optional[tuple[int, tuple]]:
     return None
 
 
-def member(index: ProjectIndex, found: Optional[tuple[_Record, str]], method: str) -> Optional[tuple[str, _Record, str]]:
+def member(index: ProjectIndex, found: Optional[tuple[ModuleRecord, str]], method: str) -> Optional[tuple[str, ModuleRecord, str]]:
     if found is None:
         return None
     record, name = found
@@ -105,7 +105,7 @@ def member(index: ProjectIndex, found: Optional[tuple[_Record, str]], method: st
     return ("function", record, key) if key in record.summary.functions else None
 
 
-def instantiated_class(index: ProjectIndex, record: _Record, function: str, position: int) -> Optional[tuple[_Record, str]]:
+def instantiated_class(index: ProjectIndex, record: ModuleRecord, function: str, position: int) -> Optional[tuple[ModuleRecord, str]]:
     """(module, class) the `position`-th call of `function` instantiates, or None."""
     from gpulint.analysis import settings_files
     from gpulint.analysis.handed_configs import hydra_agreed
@@ -123,7 +123,7 @@ def instantiated_class(index: ProjectIndex, record: _Record, function: str, posi
     return (target[1], target[2]) if target is not None and target[0] == "class" else None
 
 
-def config_source(index: ProjectIndex, record: _Record, function: str, root: str, keys: tuple, depth: int) -> Optional[tuple[str, str, tuple]]:
+def config_source(index: ProjectIndex, record: ModuleRecord, function: str, root: str, keys: tuple, depth: int) -> Optional[tuple[str, str, tuple]]:
     """(Hydra config folder, config name, keys) of the config parameter `root` (`p:cfg`, `i:cfg`) of `function`."""
     from gpulint.analysis import settings_files
 
@@ -161,7 +161,7 @@ def config_source(index: ProjectIndex, record: _Record, function: str, root: str
     return found.pop() if len(found) == 1 else None
 
 
-def _instantiations(index: ProjectIndex) -> dict[tuple[int, str], list[tuple[_Record, tuple[str, str, tuple]]]]:
+def _instantiations(index: ProjectIndex) -> dict[tuple[int, str], list[tuple[ModuleRecord, tuple[str, str, tuple]]]]:
     """(module, class) -> (the module that instantiates it, its Hydra config place), for every `instantiate` call of
     the project whose class is known."""
     memo = getattr(index, "_instantiations_memo", None)
@@ -184,7 +184,7 @@ def _instantiations(index: ProjectIndex) -> dict[tuple[int, str], list[tuple[_Re
 _INTERPOLATION = re.compile(r"^\$\{([A-Za-z_][\w.]*)\}$")
 
 
-def config_evidence(index: ProjectIndex, record: _Record) -> Iterator[str]:
+def config_evidence(index: ProjectIndex, record: ModuleRecord) -> Iterator[str]:
     """GPU evidence for a class a Hydra config builds with a CUDA device: a parameter `__init__` uses as a device
     (`.to(device)`) set in the config to `cuda` (or `${device}`, a top-level `device: cuda`), where no other file of
     the config folder writes another value."""

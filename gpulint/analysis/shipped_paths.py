@@ -89,7 +89,7 @@ def shipped_value(model: SemanticModel, expr: cst.BaseExpression, depth: int = 0
         if isinstance(expr, cst.Subscript):
             return False if off_as_shipped(model, expr) is False else _UNKNOWN
         if isinstance(expr, cst.Attribute):
-            param = _init_parameter_held(model, expr)
+            param = init_parameter_held(model, expr)
             if param is not None:
                 return _argument_value(model, param)
             written = namespace_value(model, expr)  # `args = Namespace(cuda=False)` in a notebook
@@ -220,7 +220,7 @@ def project_values(model: SemanticModel, func: cst.FunctionDef, param: cst.Param
     return None if _UNKNOWN in values else values
 
 
-def _init_parameter_held(model: SemanticModel, attr: cst.Attribute) -> Optional[cst.Param]:
+def init_parameter_held(model: SemanticModel, attr: cst.Attribute) -> Optional[cst.Param]:
     """`self.autobalance` in a method, where the class's `__init__` sets it once from its own parameter
     (`self.autobalance = autobalance`, or a tuple assignment) and nothing else in the module or the project
     assigns that attribute: the parameter."""

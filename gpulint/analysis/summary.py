@@ -41,8 +41,8 @@ from gpulint.analysis.held_data import held_data
 from gpulint.analysis.host_objects import names_a_tokenizer
 from gpulint.analysis.imports import canonical
 from gpulint.analysis.instantiated import INSTANTIATORS, hydra_main, instantiation
-from gpulint.analysis.loader_classes import loader_classes
 from gpulint.analysis.legacy_torch import copies_with_async, number_read_in, number_read_kind
+from gpulint.analysis.loader_classes import loader_classes
 from gpulint.analysis.namespace_settings import UNKNOWN as UNKNOWN_FLAG
 from gpulint.analysis.namespace_settings import namespace_flags
 from gpulint.analysis.settings_defaults import config_paths
