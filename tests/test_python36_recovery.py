@@ -14,10 +14,10 @@ from gpulint.recovery import recover
 from tests.conftest import run_gpulint
 
 OLD = """\
-import torch
+import frames, torch
 from torch.utils.data import DataLoader
 
-loader = DataLoader(range(100), batch_size=64, pin_memory=True, num_workers=4)
+loader = DataLoader(frames.load(), batch_size=64, pin_memory=True, num_workers=4)
 model = torch.nn.Linear(1, 1).cuda()
 for x in loader:
     y = x.cuda(async=True)
