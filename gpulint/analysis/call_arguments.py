@@ -29,7 +29,7 @@ def agreed_arguments(index: ProjectIndex, record: ModuleRecord) -> dict[str, lis
     summary = record.summary
     handed = _handed(index)
     if handed is None:
-        return {}
+        return _stored_entries(index, record)  # no parameter is agreed, but outside stores are still known
     found: dict[str, list] = {}
     targets = [(name, name, True) for name in summary.classes] + [
         (name, name, False) for name in summary.functions if name != MODULE_BODY and "." not in name
@@ -60,7 +60,15 @@ def agreed_arguments(index: ProjectIndex, record: ModuleRecord) -> dict[str, lis
                     ways[param].append(way)
         for param, seen in ways.items():
             found[f"{shown}.{param}"] = seen
+    return {**found, **_stored_entries(index, record)}
+
+
+def _stored_entries(index: ProjectIndex, record: ModuleRecord) -> dict[str, list]:
+    """`{"*.autobalance": [["stored"]]}` for each attribute of the module's classes the project may assign from
+    outside its class (`self.attribute` may change there)."""
+    summary = record.summary
     stored = _stored_outside(index)
+    found: dict[str, list] = {}
     for name, info in summary.classes.items():
         init = summary.functions.get(f"{name}.__init__")
         for attribute in {*info.attributes, *(init.params if init else ()), *(init.kwonly if init else ())}:

@@ -225,10 +225,11 @@ class Frameworks:
 
     def _cpu_only_lightning(self, call: cst.Call) -> bool:
         """A Lightning Trainer/Fabric given a non-GPU accelerator (`accelerator="cpu"`, `"mps"`, ...), or a
-        Lightning 1.x Trainer asked for no device at all (1.x runs on the CPU unless asked; 2.x picks "auto")."""
+        Lightning 1.x Trainer asked for no device at all (1.x runs on the CPU unless asked; 2.x picks "auto")
+        or told `gpus=0`."""
         accelerator = call_argument(call, "accelerator")
         if accelerator is None:
-            return _cpu_by_default_lightning_1(call)
+            return _cpu_by_default_lightning_1(call) or _no_gpus_written(call)
         resolved = self.m.values.resolve(accelerator)
         return resolved is not None and isinstance(resolved.value, str) and resolved.value in _NOT_GPU
 
@@ -1056,6 +1057,24 @@ def _cpu_by_default_lightning_1(call: cst.Call) -> bool:
     return bool(given & _LIGHTNING_1_ONLY) and not given & _LIGHTNING_DEVICE_ARGUMENTS
 
 
+# `gpus=` values that ask Lightning 1.x for no GPU (pytorch_lightning/utilities/device_parser.py, 1.x: 0 and None
+# select none, and with no `accelerator` the Trainer runs on the CPU). Only literals written in the call count:
+# `gpus=args.gpus` is chosen at launch, whatever its default.
+_NO_GPUS = (0, None)
+
+
+def _no_gpus_written(call: cst.Call) -> bool:
+    """`pl.Trainer(gpus=0, max_epochs=2)`: a Lightning 1.x Trainer with no `accelerator` told to use no GPU."""
+    if any(a.star for a in call.args):
+        return False  # `Trainer(gpus=0, **cfg)`: the unpacked settings may name an accelerator
+    value = call_argument(call, "gpus")
+    if value is None:
+        return False
+    if isinstance(value, cst.Name) and value.value == "None":
+        return True
+    return isinstance(value, cst.Integer) and value.evaluated_value == 0
+
+
 def call_argument(call: cst.Call, keyword: str, position: Optional[int] = None) -> Optional[cst.BaseExpression]:
     """The value of an argument by keyword, or by position when it has one."""
     positional = []
@@ -1123,7 +1142,7 @@ def gpu_evidence(tree: ast.Module, qualify: Callable[[ast.AST], Optional[str]]) 
         name = _constructed(qualify(node.func)) or (framework_base(node.func.id) if isinstance(node.func, ast.Name) else None)
         if qualified_is(name, LIGHTNING, {"Trainer", "Fabric"}):
             lightning.append(node)
-            if _keyword_literal(node, "accelerator") not in _NOT_GPU:
+            if _keyword_literal(node, "accelerator") not in _NOT_GPU and not _asks_no_gpus(node):
                 yield f"a Lightning {name.rsplit('.', 1)[-1]} that may use a GPU", node.lineno
         elif qualified_is(name, ACCELERATE, {"Accelerator"}) and _keyword_literal(node, "cpu") is not True:
             yield "an `Accelerator()`", node.lineno
@@ -1153,6 +1172,16 @@ def _gpu_base(qualified: str) -> Optional[str]:
     if qualified_is(qualified, HF, HF_TRAINER.names):
         return f"the HF `{qualified.rsplit('.', 1)[-1]}`"
     return None
+
+
+def _asks_no_gpus(call: ast.Call) -> bool:
+    """`Trainer(gpus=0)` / `Trainer(gpus=None)` with no `accelerator` and nothing unpacked (as `_no_gpus_written`)."""
+    if any(kw.arg is None for kw in call.keywords) or any(isinstance(a, ast.Starred) for a in call.args):
+        return False
+    if any(kw.arg == "accelerator" for kw in call.keywords):
+        return False  # a CPU accelerator is decided above; any other may be a GPU
+    given = [kw.value for kw in call.keywords if kw.arg == "gpus"]
+    return bool(given) and isinstance(given[0], ast.Constant) and given[0].value in _NO_GPUS and given[0].value is not False
 
 
 def _keyword_literal(call: ast.Call, keyword: str) -> object:

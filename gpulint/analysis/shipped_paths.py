@@ -92,6 +92,9 @@ def shipped_value(model: SemanticModel, expr: cst.BaseExpression, depth: int = 0
             param = init_parameter_held(model, expr)
             if param is not None:
                 return _argument_value(model, param)
+            held = init_literal_held(model, expr)  # `self.stratified = False` in `__init__`, never changed
+            if held is not _UNKNOWN:
+                return held
             written = namespace_value(model, expr)  # `args = Namespace(cuda=False)` in a notebook
             if written is not NAMESPACE_UNKNOWN:
                 return written
@@ -243,6 +246,31 @@ def init_parameter_held(model: SemanticModel, attr: cst.Attribute) -> Optional[c
     if param is None or f"*.{param.name.value}" in model.project.arguments or len(model.bindings_of(value.value, value)) != 1:
         return None
     return param
+
+
+def init_literal_held(model: SemanticModel, attr: cst.Attribute) -> object:
+    """`self.stratified` in a method, where the class's `__init__` sets it to a literal (`self.stratified = False`)
+    and nothing else assigns that attribute: no other store in the module (on any object), none from outside
+    its class in the project, no `setattr`: the literal. Else `_UNKNOWN`."""
+    if not (isinstance(attr.value, cst.Name) and attr.value.value == "self"):
+        return _UNKNOWN
+    name = attr.attr.value
+    owner = next((a for a in model.ancestors(attr) if isinstance(a, cst.ClassDef)), None)
+    if owner is None or f"*.{name}" in model.project.arguments or _sets_attributes_by_name(model):
+        return _UNKNOWN
+    stores = [s for s in _attribute_stores(model) if s[0] == name]
+    if len(stores) != 1 or not stores[0][3] or stores[0][1] is None:
+        return _UNKNOWN  # set twice, on another object (`rf.stratified = True`), or by `+=`
+    _, value, where, _ = stores[0]
+    init = model.enclosing_function(where)
+    if init is None or init.name.value != "__init__" or model.parent.get(model.parent.get(init)) is not owner:
+        return _UNKNOWN
+    return _literal(value)
+
+
+def _sets_attributes_by_name(model: SemanticModel) -> bool:
+    """`setattr(obj, key, value)` or `obj.__dict__.update(...)`: an attribute may be set where no store names it."""
+    return "__dict__" in model.source or any(isinstance(c.func, cst.Name) and c.func.value == "setattr" for c in model.calls)
 
 
 def _attribute_stores(model: SemanticModel) -> list[tuple[str, Optional[cst.BaseExpression], cst.CSTNode, bool]]:
