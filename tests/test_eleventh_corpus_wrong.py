@@ -213,3 +213,47 @@ def test_a_method_collate_that_another_class_defines_for_tensors_stays_found(tmp
     )
     files = {"graphs.py": DATASET, "tensors.py": tensors, "data.py": "from graphs import GraphsDataset\n\n\ndef load_data(name):\n    return GraphsDataset([], [])\n", "main.py": MAIN}
     assert [f for f in lint_written(tmp_path, files, monkeypatch) if "GPU102" in f] == ["main.py:11 GPU102"]
+
+
+# ---- W2: parameters that join the step only on some steps ---------------------------------------------------
+
+STAGED = """\
+import random
+
+import torch
+from accelerate import Accelerator, DistributedDataParallelKwargs
+
+
+def main(aligner, decoder, head, loader, optimizer, epochs, tma_epoch):
+    accelerator = Accelerator(kwargs_handlers=[DistributedDataParallelKwargs(find_unused_parameters=True)])
+    aligner, decoder, head = accelerator.prepare(aligner, decoder, head)
+    for epoch in range(epochs):
+        for mels, texts in loader:
+            logits, attn = aligner(mels, texts)
+            loss = decoder(attn).mean()
+            if epoch >= tma_epoch:
+                loss = loss + head(logits).mean()
+            accelerator.backward(loss)
+            optimizer.step()
+            optimizer.zero_grad()
+"""
+
+
+def test_a_module_that_joins_training_from_some_epoch_on_needs_the_unused_parameter_search():
+    assert findings(STAGED, select=("GPU407",)) == []
+
+
+def test_a_module_run_on_random_steps_needs_the_unused_parameter_search():
+    coin = STAGED.replace("if epoch >= tma_epoch:", "if random.getrandbits(1):")
+    assert findings(coin, select=("GPU407",)) == []
+
+
+def test_a_step_that_runs_the_same_modules_every_time_stays_found():
+    every = STAGED.replace("            if epoch >= tma_epoch:\n    ", "")
+    assert "if epoch" not in every
+    assert findings(every, select=("GPU407",)) == ["8:101 GPU407"]
+
+
+def test_periodic_work_under_a_modulo_test_does_not_make_the_graph_vary():
+    periodic = STAGED.replace("if epoch >= tma_epoch:", "if epoch % 10 == 0:")
+    assert findings(periodic, select=("GPU407",)) == ["8:101 GPU407"]
