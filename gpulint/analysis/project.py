@@ -26,6 +26,7 @@ from gpulint.analysis.call_arguments import agreed_arguments
 from gpulint.analysis.convolutions import CONV_NET
 from gpulint.analysis.devices import BASE_EVIDENCE, gpu_context_reason
 from gpulint.analysis.forward_helpers import LIBRARY_MODULES, forward_called
+from gpulint.analysis.graph_batches import graph_collates
 from gpulint.analysis.handed_elements import handed_elements
 from gpulint.analysis.instantiated import MARKER as INSTANTIATED
 from gpulint.analysis.loader_links import loaders_in
@@ -142,6 +143,9 @@ class ModuleContext:
     # (`analysis/uncalled.py`): a `__main__` block of an imported module is its self-test
     uncalled: list[str] = field(default_factory=list)
     imported: bool = False
+    # a function or method name -> the graph library call (`dgl.batch`) every definition of it in the project
+    # returns: a loader with that collate yields graphs `pin_memory` cannot pin (`analysis/graph_batches.py`)
+    graph_collates: dict[str, str] = field(default_factory=dict)
 
     def callee(self, ref: Optional[str]) -> Optional[Callee]:
         return self.callees.get(ref) if ref else None
@@ -201,6 +205,7 @@ class ModuleContext:
             self.torch_pin,
             self.uncalled,
             self.imported,
+            sorted(self.graph_collates.items()),
         ]
         return hashlib.sha256(json.dumps(data, default=str).encode()).hexdigest()[:16]
 
@@ -1055,6 +1060,7 @@ class ProjectIndex:
         context.loaders_in = loaders_in(self, record)
         context.uncalled = uncalled_functions(self, record)
         context.imported = imported_elsewhere(self, record)
+        context.graph_collates = graph_collates(self)
         own = {*summary.imports, *summary.functions, *summary.classes, *summary.values}
         context.star_imports = {k: v for k, v in self.star_imports(record).items() if k not in own}
         self._contexts[path] = context

@@ -432,6 +432,33 @@ class Residency:
             return short
         return None
 
+    def fills_on_host(self, factory: cst.Call, depth: int = 0) -> bool:
+        """A factory call that builds its tensor on the CPU. `torch.zeros_like(x)` and the other `*_like`
+        factories build on `x`'s device (so do `x.new_zeros(...)`, which are no factories here): on the CPU only
+        when `x` is a host tensor in sight (a CPU factory, `.cpu()`, a name bound to one), unknown otherwise."""
+        short = self.factory(factory)
+        if short is None:
+            return False
+        device = next((a.value for a in factory.args if a.keyword is not None and a.keyword.value == "device"), None)
+        if device is not None:
+            return self.device_kind(device) == CPU
+        if not short.endswith("_like"):
+            return True
+        source = next((a.value for a in factory.args if a.keyword is None or a.keyword.value == "input"), None)
+        return source is not None and self._host_tensor(source, depth)
+
+    def _host_tensor(self, expr: cst.BaseExpression, depth: int) -> bool:
+        if self.is_host(expr):
+            return True
+        if isinstance(expr, cst.Call) and self.factory(expr) is not None:
+            return depth < 4 and self.fills_on_host(expr, depth + 1)  # `torch.zeros_like(torch.zeros_like(x))`
+        if isinstance(expr, cst.Name) and depth < 4:
+            writes = self.model.dataflow.reaching_writes(expr.value, expr)
+            return bool(writes) and all(
+                w.value is not None and not w.is_augmented and self._host_tensor(w.value, depth + 1) for w in writes
+            )  # `y = torch.arange(n)` then `torch.zeros_like(y)`
+        return False
+
     def is_variable_wrapper(self, call: cst.Call) -> bool:
         """`Variable(t)` with nothing else: returns `t` itself (autograd's old wrapper, a no-op since 0.4)."""
         return (

@@ -7,6 +7,7 @@ from typing import Iterator
 import libcst as cst
 
 from gpulint.analysis.dataloaders import LOADER_TEXT, produces_cuda_batches
+from gpulint.analysis.graph_batches import graph_batches
 from gpulint.analysis.long_steps import loads_billion_parameter_model
 from gpulint.analysis.one_off_passes import read_once
 from gpulint.analysis.value_resolution import LITERAL
@@ -39,6 +40,8 @@ class DataLoaderWithoutPinMemory(Rule):
                 continue  # one evaluation pass in the run, beside training: pinning would save next to nothing
             if model.batch_cost.batches_are_small(loader):
                 continue  # token ids or toy data: pinning a few kilobytes saves nothing measurable
+            if graph_batches(model, loader):
+                continue  # `dgl.batch(graphs)`: the pinning thread cannot pin a DGL graph, only the labels beside it
             if loads_billion_parameter_model(model):
                 continue  # steps of a billion-parameter model take hundreds of ms: pinning saves under 1 %
             if flow.no_workers(loader) and model.batch_cost.items_are_cheap(loader):

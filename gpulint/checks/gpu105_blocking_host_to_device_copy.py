@@ -7,6 +7,7 @@ from typing import Iterator
 import libcst as cst
 
 from gpulint.analysis.dataloaders import LOADER_TEXT, produces_cuda_batches
+from gpulint.analysis.graph_batches import graph_batches
 from gpulint.analysis.loader_flow import EVAL
 from gpulint.analysis.loop_bounds import runs_a_few_times
 from gpulint.checks.base import Rule
@@ -37,6 +38,8 @@ class BlockingHostToDeviceCopy(Rule):
                 continue
             if model.batch_cost.batches_are_small(loader):
                 continue  # token ids or a batch of at most a few hundred KB: the copy takes microseconds either way
+            if graph_batches(model, loader):
+                continue  # a DGL graph stays in pageable memory on a pinned loader: `non_blocking` cannot overlap its copy
             custom_collate = loader.argument("collate_fn") is not None
             for move in info.moves:
                 call = move.call

@@ -46,6 +46,8 @@ class TensorCreatedThenMoved(Rule):
                 continue  # `torch.tensor(data, device=d)` builds on the CPU and copies just the same
             if any(a.star for a in factory.args) or makes_empty_tensor(factory, short):
                 continue  # (an empty start value, grown later by `torch.cat`: the move copies nothing)
+            if short.endswith("_like") and not residency.fills_on_host(factory):
+                continue  # `torch.randn_like(x)` draws on x's device: on the GPU, or unknown, the move may copy nothing
             loop, role = per_step(model, call)
             if role is None:
                 continue  # one-time set-up: a copy before training costs nothing per step
@@ -74,6 +76,8 @@ class TensorCreatedThenMoved(Rule):
                 continue
             if makes_empty_tensor(factory, short):
                 continue
+            if short.endswith("_like") and not residency.fills_on_host(factory):
+                continue  # built on its argument's device, not known to be the CPU
             later = moved_later(model, factory, lambda move: per_step(model, move)[1] is not None)
             if later is None:
                 continue

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from gpulint.analysis.parallel import ddp_calls
+from gpulint.analysis.varying_steps import varying_step_branch
 from gpulint.checks.base import Rule
 from gpulint.diagnostics import Diagnostic
 
@@ -25,6 +26,8 @@ class DdpFindUnusedParameters(Rule):
                 where = resolved.describe(model)
                 settings.append((value, "`DistributedDataParallel(find_unused_parameters=True)`" + (f" ({where})" if where else "")))
         settings.extend(model.frameworks.unused_parameter_searches)
+        if settings and varying_step_branch(model) is not None:
+            return  # a module or loss joins only some steps: the unused parameters change, DDP must search for them
         for node, what in settings:
             message = f"{what} makes DDP walk the autograd graph after every forward pass"
             help = (
