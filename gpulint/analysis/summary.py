@@ -524,6 +524,10 @@ def _target_names(target: ast.AST) -> list[str]:
     return []
 
 
+# (moved, unmoved) kinds of `<moved> if <flag> else <unmoved>`: where GPU runs take the move.
+_MOVED_ON_GPU_RUNS = frozenset({("gpu_module", "module"), ("moved", "src")})
+
+
 def _merge(a: Any, b: Any) -> Any:
     """The value of a name that may hold `a` or `b`: what both say, else unknown."""
     if a == b:
@@ -1334,6 +1338,8 @@ class _Reader:
                 if any(_literal(branch) == (True, "cuda") or isinstance(branch, ast.Call) for branch in (node.body, node.orelse)):
                     self.mark_gpu("a device chosen at run time", node.lineno)
                 return ("device",)
+            if body is not None and orelse is not None and (body[0], orelse[0]) in _MOVED_ON_GPU_RUNS:
+                return body  # `Net().cuda() if params.cuda else Net()`: as a device chosen at run time, GPU runs move it
             for value, other in ((body, node.orelse), (orelse, node.body)):
                 if value is not None and value[0] in ("loader", "gpu", "moved") and _literal(other) == (True, None):
                     # `DataLoader(...) if testset is not None else None`: where it is iterated, the loader;
