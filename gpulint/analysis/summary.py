@@ -1038,8 +1038,11 @@ class _Reader:
             return
         held = self.env.get(func.value.id)
         sources = sources_of(held)
-        built = len(sources) == 1 and sources[0].startswith("c:") and "." not in sources[0]
-        if held == ("module",) or (built and self.f.calls[int(sources[0][2:])][0].rsplit(".", 1)[-1][:1].isupper()):
+        # an instance of a class (`Net()`), or of one of several (`Net(...)` in one branch, `DataParallel(net)` in the other)
+        built = bool(sources) and all(
+            s.startswith("c:") and "." not in s and self.f.calls[int(s[2:])][0].rsplit(".", 1)[-1][:1].isupper() for s in sources
+        )
+        if held == ("module",) or built:
             self.env[func.value.id] = value  # a module or an instance of a project class (`Net()`)
 
     def bind(self, target: ast.AST, value: Any) -> None:
