@@ -23,7 +23,9 @@ from gpulint.analysis.dataflow import Write
 from gpulint.analysis.error_paths import error_path
 from gpulint.analysis.handed_elements import received_part
 from gpulint.analysis.handed_loaders import placed_by_callers
-from gpulint.analysis.hot_loops import element_targets, in_no_grad, is_training_step, iterates_a_few_literals, trains
+from gpulint.analysis.hot_loops import (
+    element_targets, in_no_grad, is_training_step, iterates_a_few_literals, trains, wrapped_arguments, wrapper_kind,
+)
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.legacy_torch import number_read, number_read_kind
 from gpulint.analysis.loop_bounds import runs_briefly
@@ -92,6 +94,8 @@ VARIABLE = "torch.autograd.Variable"
 # Ops whose output size depends on the data: the host reads the size from the GPU before it can go on.
 _DATA_DEPENDENT_SHAPE = frozenset({"nonzero", "argwhere", "masked_select", "unique", "unique_consecutive"})
 _DATA_DEPENDENT = "has an output size that depends on the data"
+# The kind of a host read hidden in Python slicing (`x[:lengths[i]]`): GPU303 gives it its own advice.
+SLICED_WITH_GPU_BOUND = "slicing with a GPU tensor as a bound"
 # Data-dependent ops that NumPy arrays have no method of the name for: on a likely tensor, a tensor's.
 # What a call may pass for a parameter (`ProjectIndex.inputs`) that is no GPU tensor.
 _NOT_GPU_TENSOR = frozenset({"cpu", "cuda_device", "loader", "stream"})
@@ -894,10 +898,25 @@ class Residency:
                 levels.append(level)
             return bool(level)
 
-        parts = element_targets(self.model, loop.iter, loop.target, is_tensor)
+        iterable, target = self._zipped_part(loop, write.target) or (loop.iter, loop.target)
+        parts = element_targets(self.model, iterable, target, is_tensor)
         if not parts or not any(write.target is t or self.model.is_inside(write.target, t) for t in parts):
             return NONE
         return levels[-1]
+
+    def _zipped_part(self, loop: cst.For, target: cst.BaseExpression) -> Optional[tuple[cst.BaseExpression, cst.BaseExpression]]:
+        """(`lengths`, `n`) for `n` in `for seq, n in zip(mels, lengths):`: the iterable whose elements the part
+        of the target holding `target` receives (each part its own, not only the first GPU one)."""
+        it = loop.iter
+        if not (isinstance(it, cst.Call) and isinstance(loop.target, (cst.Tuple, cst.List)) and wrapper_kind(self.model, it) == "zip"):
+            return None
+        wrapped = wrapped_arguments(self.model, it)
+        if len(wrapped) != len(loop.target.elements):
+            return None
+        for arg, element in zip(wrapped, loop.target.elements):
+            if element.value is target or self.model.is_inside(target, element.value):
+                return arg, element.value
+        return None
 
     def _parameters_of_gpu_module(self, loop: cst.For) -> Optional[cst.BaseExpression]:
         """The target that takes each parameter in `for p in model.parameters()` / `for name, p in
@@ -1105,6 +1124,9 @@ class Residency:
             # `classes[pred]`: a Python list reads its index with `__index__`, which copies it to the host
             if index is not None and self.is_gpu(index, certain=True) and self._is_python_sequence(subscript.value):
                 found.append(HostSync(subscript, "indexing a Python list with a GPU tensor", index))
+            bound = self._gpu_slice_bound(subscript)
+            if bound is not None:  # `x[:lengths[i]]`: Python's slice reads its bounds with `__index__` on the host
+                found.append(HostSync(subscript, SLICED_WITH_GPU_BOUND, bound))
             read = number_read(model, subscript)
             if read is not None:
                 found.append(HostSync(subscript, number_read_kind(model.code(subscript)), read))
@@ -1162,6 +1184,11 @@ class Residency:
         info = self.model.classes.get(owner)
         body = info.methods.get(method) if info is not None else None
         return body is not None and any(self.model.is_inside(sync.node, body) for sync in own)
+
+    def _gpu_slice_bound(self, subscript: cst.Subscript) -> Optional[cst.BaseExpression]:
+        """A slice bound of `subscript` that is surely a GPU tensor (`mels[i, :, :mel_lengths[i]]`, `x[:n]` with
+        `n = lengths.max()`): a tensor or a list reads it with `__index__`, a copy to the host and a wait."""
+        return next((b for b in _slice_bounds(subscript) if self.is_gpu(b, certain=True)), None)
 
     def _formatted_or_logged(self, call: cst.Call) -> Optional[cst.BaseExpression]:
         """The GPU tensor that `"...".format(t)`, `writer.add_scalar(tag, t)` or `writer.add_scalars(tag, {...: t})`
@@ -1766,6 +1793,14 @@ def _assignments(scope: cst.CSTNode) -> list[cst.Assign]:
 
     scope.visit(_Visitor())
     return found
+
+
+def _slice_bounds(subscript: cst.Subscript) -> Iterator[cst.BaseExpression]:
+    """The bounds and steps of the slices of `xs[a:b]`, `x[i, :n, ::s]`."""
+    for element in subscript.slice:
+        part = element.slice
+        if isinstance(part, cst.Slice):
+            yield from (bound for bound in (part.lower, part.upper, part.step) if bound is not None)
 
 
 def _single_index(subscript: cst.Subscript) -> Optional[cst.BaseExpression]:

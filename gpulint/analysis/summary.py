@@ -524,6 +524,10 @@ def _target_names(target: ast.AST) -> list[str]:
     return []
 
 
+# (moved, unmoved) kinds of `<moved> if <flag> else <unmoved>`: where GPU runs take the move.
+_MOVED_ON_GPU_RUNS = frozenset({("gpu_module", "module"), ("moved", "src")})
+
+
 def _merge(a: Any, b: Any) -> Any:
     """The value of a name that may hold `a` or `b`: what both say, else unknown."""
     if a == b:
@@ -1034,8 +1038,11 @@ class _Reader:
             return
         held = self.env.get(func.value.id)
         sources = sources_of(held)
-        built = len(sources) == 1 and sources[0].startswith("c:") and "." not in sources[0]
-        if held == ("module",) or (built and self.f.calls[int(sources[0][2:])][0].rsplit(".", 1)[-1][:1].isupper()):
+        # an instance of a class (`Net()`), or of one of several (`Net(...)` in one branch, `DataParallel(net)` in the other)
+        built = bool(sources) and all(
+            s.startswith("c:") and "." not in s and self.f.calls[int(s[2:])][0].rsplit(".", 1)[-1][:1].isupper() for s in sources
+        )
+        if held == ("module",) or built:
             self.env[func.value.id] = value  # a module or an instance of a project class (`Net()`)
 
     def bind(self, target: ast.AST, value: Any) -> None:
@@ -1334,6 +1341,8 @@ class _Reader:
                 if any(_literal(branch) == (True, "cuda") or isinstance(branch, ast.Call) for branch in (node.body, node.orelse)):
                     self.mark_gpu("a device chosen at run time", node.lineno)
                 return ("device",)
+            if body is not None and orelse is not None and (body[0], orelse[0]) in _MOVED_ON_GPU_RUNS:
+                return body  # `Net().cuda() if params.cuda else Net()`: as a device chosen at run time, GPU runs move it
             for value, other in ((body, node.orelse), (orelse, node.body)):
                 if value is not None and value[0] in ("loader", "gpu", "moved") and _literal(other) == (True, None):
                     # `DataLoader(...) if testset is not None else None`: where it is iterated, the loader;

@@ -13,7 +13,7 @@ from gpulint.analysis.helper_steps import calling_loop
 from gpulint.analysis.index_loaders import loader_bound_evaluation
 from gpulint.analysis.step_waits import waited_before
 from gpulint.analysis.imports import dotted_name
-from gpulint.analysis.residency import TRAIN, EVAL
+from gpulint.analysis.residency import SLICED_WITH_GPU_BOUND, TRAIN, EVAL
 from gpulint.checks.base import Rule
 from gpulint.diagnostics import Diagnostic, Severity
 
@@ -89,6 +89,8 @@ class HostSyncInLoop(Rule):
                 return f"accumulate on the GPU (`{target} {operator} {value}`) and convert once every N steps or after the loop"
         if any(self._feeds_branch(sync.node, loop) for sync in syncs):
             return "the value feeds a Python branch: compute it on the GPU instead (`torch.where`, `clamp`, masks)"
+        if any(sync.kind == SLICED_WITH_GPU_BOUND for sync in syncs):
+            return "copy the lengths to the host once per batch (`lengths.tolist()`) and slice with those Python ints"
         if any(self._collected(sync.node, loop) for sync in syncs):
             return "collect the tensors on the GPU and copy them to the host once, after the loop (`torch.cat(...).cpu()`)"
         return "keep the value on the GPU and convert it only every N steps (under `if step % N == 0:`)"
@@ -110,6 +112,9 @@ class HostSyncInLoop(Rule):
             code = _short(model.code(node))
             return f"`{keyword} {code}{'' if keyword == 'assert' else ':'}` on a GPU tensor" if code else sync.kind
         code = _short(model.code(node))
+        if sync.kind == SLICED_WITH_GPU_BOUND:  # `x[:lengths[i]]`: name the bound, the read is not visible
+            bound = _short(model.code(sync.value))
+            return f"`{code}` (the slice bound `{bound}` is a GPU tensor)" if code and bound else sync.kind
         return f"`{code}`" if code else sync.kind
 
     def _feeds_branch(self, node: cst.CSTNode, loop) -> bool:
