@@ -50,7 +50,7 @@ def test_the_metric_read_right_after_the_loss_read_joins_its_finding():
         "`loss.detach().item()` waits for the GPU every training step (loop at line 12), as does the read after it"
         " at line 19 (no GPU work queued in between: one wait)"
     )
-    assert [(r.message, r.line) for r in d.related][1:] == [
+    assert [(text, where.row) for text, where in d.related][1:] == [
         ("then `(scores.argmax(1) == y.to(device)).float().sum().item()`, with no GPU work queued since", 19)
     ]
 
@@ -145,3 +145,36 @@ def test_a_read_before_the_step_loop_does_not_start_a_run():
                 optimizer.step()
                 print(loss.item())
     """) == ["16:15 GPU303"]
+
+
+def test_a_read_in_the_test_of_an_if_and_in_a_with_block_start_a_run():
+    # minGPT's trainer: `if self.tokens < warmup:` on a GPU counter, then `float(self.tokens)` in both branches
+    assert gpu303("""\
+        def train(loader, warmup):
+            tokens = torch.zeros((), device=device)
+            for x, y in loader:
+                with torch.autocast("cuda"):
+                    loss = nn.functional.mse_loss(model(x.to(device)), y.to(device))
+                loss.backward()
+                optimizer.step()
+                tokens += (y.to(device) >= 0).sum()
+                with torch.no_grad():
+                    seen = tokens.item()
+                if tokens < warmup:
+                    lr_mult = float(tokens) / warmup
+                else:
+                    lr_mult = float(tokens - warmup) / warmup
+    """) == ["19:20 GPU303"]
+
+
+def test_a_read_in_a_with_block_before_the_backward_pass_does_not_join_the_read_after_it():
+    assert gpu303("""\
+        def train(loader):
+            for x, y in loader:
+                with torch.autocast("cuda"):
+                    loss = nn.functional.mse_loss(model(x.to(device)), y.to(device))
+                    first = loss.item()
+                loss.backward()
+                optimizer.step()
+                second = loss.item()
+    """) == ["14:21 GPU303", "17:18 GPU303"]

@@ -3,7 +3,8 @@ was queued since.
 
 `previous_read(model, sync, loop)`: the latest host read (`residency.HostSync`, not one inside a helper) of
 the same iteration of `loop` that always runs before `sync` (its statement comes first in a statement list
-holding `sync`, and nothing in that statement makes the read conditional), when no GPU work was launched
+holding `sync`, or in a `with` block before it, or the read is the test of an `if` holding `sync`; and
+nothing in that statement makes the read conditional), when no GPU work was launched
 between the two (`work_between`). A host read returns only once everything queued before it has run, so
 `sync` then waits for its own operand at most (`(scores.argmax(1) == y).float().sum().item()` right after
 `epoch_loss += loss.item()`: a kernel or two, microseconds), not for the step. A performance engineer
@@ -65,17 +66,31 @@ def _always_runs_before(model: SemanticModel, first: HostSync, sync: HostSync, l
     inside the step loop (a read before the loop runs once), and nothing in the statement makes it conditional."""
     flow = model.dataflow
     statement = model.enclosing_statement(first.node)
-    if not flow.dominates(statement, sync.node):
-        return False
     for ancestor in model.ancestors(first.node):
         if ancestor is statement:
             break
         if isinstance(ancestor, _CONDITIONAL) or isinstance(ancestor, (cst.IndentedBlock, cst.Else)):
             return False  # `a if c else t.item()`, `c and t.item()`, or the body of the `if` it tests
+    header = isinstance(statement, cst.BaseCompoundStatement) and model.is_inside(sync.node, statement)
+    if not header:  # (a read in `if t < x:` runs before the `if`'s body and `else`)
+        statement = _entered_block(model, statement)
+        if not flow.dominates(statement, sync.node):
+            return False
     inner = model.enclosing_loops(sync.node)
     if isinstance(loop, (cst.For, cst.While)) and model.scope_of(loop) is model.scope_of(sync.node):
         return model.is_inside(first.node, loop) and first.node is not loop
     return model.enclosing_loops(first.node) == inner  # a step method or helper: the same loops around both
+
+
+def _entered_block(model: SemanticModel, statement: cst.CSTNode) -> cst.CSTNode:
+    """The outermost `with` whose body holds `statement` with only `with` bodies between: a `with` block always
+    runs its body (`with torch.no_grad(): losses.append(loss.item())` comes before what follows the block)."""
+    while True:
+        block = model.parent.get(statement)
+        around = model.parent.get(block) if isinstance(block, cst.IndentedBlock) else None
+        if not isinstance(around, cst.With):
+            return statement
+        statement = around
 
 
 def work_between(model: SemanticModel, first: HostSync, sync: HostSync) -> bool:
@@ -84,10 +99,9 @@ def work_between(model: SemanticModel, first: HostSync, sync: HostSync) -> bool:
     first_statement = model.enclosing_statement(first.node)
     statement = model.enclosing_statement(sync.node)
     scope = model.scope_of(sync.node)
-    between = list(flow.calls_between(first_statement, statement, scope))
-    # what runs after the first read in its own statement: the calls it is handed to (`losses.append(...)`)
+    between = list(flow.calls_between(first.node, statement, scope))
+    # the calls the first read is handed to run after it (`losses.append(...)`)
     between += [c for c in model.calls_inside(first_statement) if c is not first.node and model.is_inside(first.node, c)]
-    between += [c for c in model.calls_inside(first_statement) if flow.before(first.node, c)]
     # a read in a loop nested after the first read waits for what that loop's earlier iterations queued
     outer = set(map(id, model.enclosing_loops(first.node)))
     for nested in model.enclosing_loops(sync.node):
@@ -96,7 +110,7 @@ def work_between(model: SemanticModel, first: HostSync, sync: HostSync) -> bool:
         between += model.calls_inside(nested)
     if any(_queues_work(model, call) for call in between if not model.is_inside(call, statement)):
         return True
-    if any(flow.before(first_statement, product) and flow.before(product, statement) for product in _matrix_products(model)):
+    if any(flow.before(first.node, product) and flow.before(product, statement) for product in _matrix_products(model)):
         return True  # `a @ b` may be a large kernel
     own = [c for c in model.calls_inside(statement) if not flow.before(sync.node, c)]
     return any(queues_step_work(model, call) for call in own)
