@@ -178,3 +178,20 @@ def test_a_read_in_a_with_block_before_the_backward_pass_does_not_join_the_read_
                 optimizer.step()
                 second = loss.item()
     """) == ["14:21 GPU303", "17:18 GPU303"]
+
+
+def test_pythons_sum_over_a_gpu_tensor_after_the_loss_read_is_its_own_finding():
+    # wandb's dropout notebook: `int(sum(predictions == target))` launches one add per element of the batch
+    assert gpu303("""\
+        def train(loader):
+            correct = 0
+            for x, y in loader:
+                output = model(x.to(device))
+                loss = nn.functional.cross_entropy(output, y.to(device))
+                loss.backward()
+                optimizer.step()
+                total = loss.item()
+                scores, predictions = torch.max(output.data, 1)
+                correct += int(sum(predictions == y.to(device)))
+    """) == ["17:17 GPU303", "19:20 GPU303"]
+

@@ -18,7 +18,8 @@ known to be cheap: only host builtins and bookkeeping on host values, clock read
 `numpy` / `math` / `random` calls given no GPU tensor, and torch functions and tensor methods (the elementwise
 and reduction kernels of a metric, slices and copies of clips) are not work there. Inside the later read's
 own statement, only step work counts: the rest is the read's own operand (`accuracy(scores, labels)`, a
-helper that reads its own small metric, included). A read in a loop nested in the step after the first read
+helper that reads its own small metric, included), except Python's `sum` / `min` / `max` / ... over a GPU
+tensor (`int(sum(predictions == target))`: a kernel per element). A read in a loop nested in the step after the first read
 (`for b in range(len(lengths)): n = int(lengths[b].item())` after `lengths.min().item()`) has every call of
 that nested loop in between (its earlier iterations run before it).
 """
@@ -41,6 +42,8 @@ _HOST_BUILTINS = frozenset({
     "sum", "len", "min", "max", "abs", "round", "float", "int", "str", "bool", "isinstance", "hasattr", "getattr",
     "dict", "list", "tuple", "range", "enumerate", "zip", "sorted", "print",
 })  # fmt: skip
+# Builtins that iterate what they are given: over a GPU tensor, one kernel per element.
+_ITERATING_BUILTINS = frozenset({"sum", "min", "max", "list", "tuple", "sorted", "enumerate", "zip", "any", "all", "map"})
 _HOST_METHODS = frozenset({"append", "extend", "insert", "values", "items", "keys", "get", "update", "format", "copy", "setdefault"})
 _COPIES = frozenset({"to", "cuda", "contiguous", "clone"})
 _HOST_LIBRARIES = ("numpy.", "math.", "random.", "time.")
@@ -113,7 +116,16 @@ def work_between(model: SemanticModel, first: HostSync, sync: HostSync) -> bool:
     if any(flow.before(first.node, product) and flow.before(product, statement) for product in _matrix_products(model)):
         return True  # `a @ b` may be a large kernel
     own = [c for c in model.calls_inside(statement) if not flow.before(sync.node, c)]
-    return any(queues_step_work(model, call) for call in own)
+    return any(queues_step_work(model, call) or _iterates_gpu_tensor(model, call) for call in own)
+
+
+def _iterates_gpu_tensor(model: SemanticModel, call: cst.Call) -> bool:
+    """`sum(predictions == target)`: Python's builtin walks the GPU tensor, a kernel (and an index) per element."""
+    func = call.func
+    return (
+        isinstance(func, cst.Name) and func.value in _ITERATING_BUILTINS and not model.bindings_of(func.value, call)
+        and any(not a.star and model.residency.is_gpu(a.value) for a in call.args)
+    )  # fmt: skip
 
 
 def _queues_work(model: SemanticModel, call: cst.Call) -> bool:
@@ -133,7 +145,7 @@ def _queues_work(model: SemanticModel, call: cst.Call) -> bool:
         return False
     func = call.func
     if isinstance(func, cst.Name) and func.value in _HOST_BUILTINS and not model.bindings_of(func.value, call):
-        return False
+        return _iterates_gpu_tensor(model, call)
     if isinstance(func, cst.Attribute):
         if residency.is_gpu(func.value) or func.attr.value in _COPIES:
             return False  # `x.float()`, `x.sum()`: a tensor method; `clip.to(device)`: a copy (a module's is step work)
