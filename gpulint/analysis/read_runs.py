@@ -75,8 +75,8 @@ def read_tensor(model: SemanticModel, value: cst.BaseExpression) -> Optional[str
             value = value.func.value
         elif isinstance(value, cst.Subscript):
             value = value.value
-        elif isinstance(value, cst.BinaryOperation):
-            value = value.left
+        elif isinstance(value, (cst.BinaryOperation, cst.Comparison)):
+            value = value.left  # `tokens - warmup`, `if tokens < warmup:`
         else:
             return dotted_name(value)
 
