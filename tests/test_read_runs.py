@@ -195,3 +195,21 @@ def test_pythons_sum_over_a_gpu_tensor_after_the_loss_read_is_its_own_finding():
                 correct += int(sum(predictions == y.to(device)))
     """) == ["17:17 GPU303", "19:20 GPU303"]
 
+
+def test_reads_in_the_branches_of_an_if_on_the_same_tensor_join_the_test():
+    # minGPT's trainer: `if self.tokens < warmup:`, then `float(self.tokens)` in either branch
+    assert gpu303("""\
+        class Trainer:
+            def train(self, loader, warmup):
+                self.tokens = torch.zeros((), device=device)
+                for x, y in loader:
+                    loss = nn.functional.mse_loss(model(x.to(device)), y.to(device))
+                    loss.backward()
+                    optimizer.step()
+                    self.tokens += (y.to(device) >= 0).sum()
+                    if self.tokens < warmup:
+                        lr_mult = float(self.tokens) / warmup
+                    else:
+                        lr_mult = float(self.tokens - warmup) / warmup
+    """) == ["18:16 GPU303"]
+

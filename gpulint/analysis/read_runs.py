@@ -57,7 +57,7 @@ def previous_read(model: SemanticModel, sync: HostSync, loop: Loop, syncs: list[
     statement = model.enclosing_statement(sync.node)
     before = [
         s for s in syncs
-        if s.via is None and flow.before(model.enclosing_statement(s.node), statement) and _always_runs_before(model, s, sync, loop)
+        if s.via is None and flow.before(s.node, statement) and _always_runs_before(model, s, sync, loop)
     ]  # fmt: skip
     if not before:
         return None
