@@ -44,10 +44,10 @@ def waited_before(model: SemanticModel, sync: HostSync, loop: Loop) -> Optional[
         return None  # (a read in a loop nested in the step, after the drain, counts: `for t in counts: t.item()`)
     between = [call for call in model.calls_inside(loop) if flow.before(last, call) and flow.before(call, sync.node)]
     between += [call for call in model.calls_inside(statement) if call not in between and flow.before(call, sync.node)]
-    return None if any(_queues_step_work(model, call) for call in between) else last
+    return None if any(queues_step_work(model, call) for call in between) else last
 
 
-def _queues_step_work(model: SemanticModel, call: cst.Call) -> bool:
+def queues_step_work(model: SemanticModel, call: cst.Call) -> bool:
     """A forward, a backward pass, an optimizer step, or a call that may run one (a project function that
     trains, any call handed a module)."""
     residency = model.residency

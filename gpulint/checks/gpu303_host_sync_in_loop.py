@@ -11,6 +11,7 @@ from gpulint.analysis.first_iterations import first_few_iterations
 from gpulint.analysis.full_batch import same_data_every_step
 from gpulint.analysis.helper_steps import calling_loop
 from gpulint.analysis.index_loaders import loader_bound_evaluation
+from gpulint.analysis.read_runs import previous_read
 from gpulint.analysis.step_waits import waited_before
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.residency import SLICED_WITH_GPU_BOUND, TRAIN, EVAL
@@ -63,20 +64,45 @@ class HostSyncInLoop(Rule):
             statements.setdefault(id(model.enclosing_statement(sync.node)), []).append((sync, loop, role))
         for found in statements.values():
             found.sort(key=lambda item: model.dataflow.order[item[0].node])
+        # A run of reads with no GPU work queued between them is one wait: one finding, at its first read.
+        later: dict[int, list] = {}  # statement of a run's first read -> the syncs of the later reads
+        for key, found in sorted(statements.items(), key=lambda item: model.dataflow.order[item[1][0][0].node]):
+            first = self._first_of_run(found[0][0], found[0][1], residency.host_syncs)
+            if first is not None:
+                statements.pop(key)
+                later.setdefault(id(model.enclosing_statement(first.node)), []).extend(s for s, _, _ in found)
+        for key, found in statements.items():
             syncs = [sync for sync, _, _ in found]
             _, loop, role = found[0]
             subjects = [self._subject(s) for s in syncs]
             what = subjects[0] if len(subjects) == 1 else ", ".join(subjects[:-1]) + f" and {subjects[-1]}"
             verb = "waits" if len(syncs) == 1 else "wait"
             message = f"{what} {verb} for the GPU {self.every_step(role, loop)}"
+            followers = later.get(key, [])
+            related = [(f"the {role} loop", loop)] + [(f"then {self._subject(s)}, with no GPU work queued since", s.node) for s in followers]
+            if followers:
+                lines = sorted({model.range(s.node).start.line for s in followers})
+                where = ", ".join(map(str, lines[:-1])) + (" and " if len(lines) > 1 else "") + str(lines[-1])
+                many = len(lines) > 1
+                message += f", as {'do the reads' if many else 'does the read'} after it at line{'s' if many else ''} {where} (no GPU work queued in between: one wait)"
             advice = self._advice(syncs, loop)
             era = next(filter(None, (legacy_torch.number_read_help(s.kind) for s in syncs)), None)
             if era is not None:  # `loss.data[0]` in PyTorch 0.3 code: say why it is a read, and its 0.4 spelling
                 advice = f"{advice}. {era[0].upper()}{era[1:]}"
             yield self.diagnostic(
-                syncs[0].node, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO, related=[(f"the {role} loop", loop)],
+                syncs[0].node, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO, related=related,
                 help=advice[0].upper() + advice[1:],
             )
+
+    def _first_of_run(self, sync, loop, syncs):
+        """The first read of the run `sync` is a later read of (`read_runs.previous_read`, followed back), or None."""
+        first = previous_read(self.model, sync, loop, syncs)
+        while first is not None:
+            earlier = previous_read(self.model, first, loop, syncs)
+            if earlier is None:
+                return first
+            first = earlier
+        return None
 
     def _advice(self, syncs, loop) -> str:
         model = self.model
