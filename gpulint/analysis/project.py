@@ -25,6 +25,7 @@ from gpulint.analysis import instantiated, settings_files, torch_pins
 from gpulint.analysis.call_arguments import agreed_arguments
 from gpulint.analysis.convolutions import CONV_NET
 from gpulint.analysis.devices import BASE_EVIDENCE, gpu_context_reason
+from gpulint.analysis.engine_steps import ENGINE_STEP, engine_step_parameters
 from gpulint.analysis.forward_helpers import LIBRARY_MODULES, forward_called
 from gpulint.analysis.handed_elements import handed_elements
 from gpulint.analysis.instantiated import MARKER as INSTANTIATED
@@ -548,6 +549,8 @@ class ProjectIndex:
             found = [e for e in found if e[0] != "forward"] + [forwards[single] for single in (False, True) if single in forwards]
             if found:
                 facts.effects[param] = found[:16]
+        for param, line in engine_step_parameters(record, f):  # `Engine(train_step)`: ignite runs it every iteration
+            facts.effects.setdefault(param, []).append((ENGINE_STEP, f"{record.shown}:{line}"))
         facts.syncs = list(self._internal_syncs(record, f, steps))[:8]
         returns = [self.value(record, f, value) for value in f.returns]
         facts.returns = _agree(returns)

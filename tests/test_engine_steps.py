@@ -1,0 +1,92 @@
+"""Step functions handed to ignite's `Engine` through a project factory of another module (eleventh corpus, class F:
+FixMatch's `trainers.create_trainer(train_step, ...)` whose `trainers/basic.py` builds `Engine(train_step)`).
+
+The step reads the loss on the host every iteration: reported as if `Engine(train_step)` were written in the caller.
+Silent: a factory that hands the engine something else (a wrapper, another parameter), and a factory that only
+stores the function.
+"""
+
+from __future__ import annotations
+
+from tests.projects_helper import found, lint, write
+
+FACTORY = """
+from ignite.engine import Engine
+
+
+def create_trainer(train_step, output_names, model):
+    trainer = Engine(train_step)
+    return trainer
+"""
+
+MAIN = """
+import torch
+from torch import nn
+from ignite.engine import Events
+
+import trainers
+
+
+def training(cfg):
+    device = "cuda"
+    model = nn.Linear(10, 2)
+    model.to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    criterion = nn.CrossEntropyLoss()
+
+    def train_step(engine, batch):
+        model.train()
+        optimizer.zero_grad()
+        x, y = batch
+        loss = criterion(model(x.to(device)), y.to(device))
+        loss.backward()
+        optimizer.step()
+        return {"loss": loss.item()}
+
+    trainer = trainers.create_trainer(train_step, output_names=["loss"], model=model)
+    trainer.run(range(10), max_epochs=10)
+
+
+if __name__ == "__main__":
+    training({})
+"""
+
+
+def test_a_step_function_handed_to_a_factory_that_builds_the_engine_is_run_every_iteration(tmp_path, monkeypatch):
+    root = write(tmp_path, {"trainers/__init__.py": "from trainers.basic import create_trainer\n", "trainers/basic.py": FACTORY, "main.py": MAIN})
+    (diagnostic,) = [d for d in lint(root, monkeypatch) if d.code == "GPU303"]
+    assert (diagnostic.filename, diagnostic.location.row) == ("main.py", 23)
+    assert diagnostic.message == "`loss.item()` waits for the GPU every training step (`train_step` at line 16, run by ignite for each batch)"
+
+
+def test_a_keyword_argument_reaches_the_engine_too(tmp_path, monkeypatch):
+    main = MAIN.replace("create_trainer(train_step, output_names", "create_trainer(train_step=train_step, output_names")
+    root = write(tmp_path, {"trainers.py": FACTORY, "main.py": main})
+    assert "main.py:23 GPU303" in found(lint(root, monkeypatch))
+
+
+def test_a_factory_that_hands_the_engine_a_wrapper_is_not_followed(tmp_path, monkeypatch):
+    factory = FACTORY.replace("from ignite.engine import Engine", "from functools import partial\nfrom ignite.engine import Engine")
+    factory = factory.replace("Engine(train_step)", "Engine(partial(train_step, model=model))")
+    root = write(tmp_path, {"trainers.py": factory, "main.py": MAIN})
+    assert "GPU303" not in " ".join(found(lint(root, monkeypatch)))
+
+
+def test_a_factory_that_only_stores_the_function_is_not_an_engine(tmp_path, monkeypatch):
+    factory = """
+    class Runner:
+        def __init__(self, step):
+            self.step = step
+
+
+    def create_trainer(train_step, output_names, model):
+        return Runner(train_step)
+    """
+    root = write(tmp_path, {"trainers.py": factory, "main.py": MAIN})
+    assert "GPU303" not in " ".join(found(lint(root, monkeypatch)))
+
+
+def test_an_engine_of_another_library_is_not_ignite(tmp_path, monkeypatch):
+    factory = FACTORY.replace("from ignite.engine import Engine", "from mylib.engine import Engine")
+    root = write(tmp_path, {"trainers.py": factory, "main.py": MAIN})
+    assert "GPU303" not in " ".join(found(lint(root, monkeypatch)))
