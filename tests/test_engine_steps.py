@@ -90,3 +90,64 @@ def test_an_engine_of_another_library_is_not_ignite(tmp_path, monkeypatch):
     factory = FACTORY.replace("from ignite.engine import Engine", "from mylib.engine import Engine")
     root = write(tmp_path, {"trainers.py": factory, "main.py": MAIN})
     assert "GPU303" not in " ".join(found(lint(root, monkeypatch)))
+
+
+INITIALIZE = """
+import torch
+from torch import nn
+import ignite.distributed as idist
+
+
+def initialize(cfg):
+    model = nn.Linear(10, 2)
+    model.to(idist.device())
+    model = idist.auto_model(model)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    return model, optimizer
+"""
+
+GUARDED = """
+import torch
+from torch import nn
+import ignite.distributed as idist
+
+import trainers
+import utils
+
+
+def training(cfg):
+    device = idist.device()
+    model, optimizer = utils.initialize(cfg)
+
+    def train_step(engine, batch):
+        model.train()
+        optimizer.zero_grad()
+        x, y = batch
+        if x.device != device:
+            x = x.to(device, non_blocking=True)
+            y = y.to(device, non_blocking=True)
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        return {"loss": loss.item()}
+
+    trainer = trainers.create_trainer(train_step, output_names=["loss"], model=model)
+    trainer.run(range(10), max_epochs=10)
+"""
+
+
+def test_a_step_reads_a_model_the_function_around_it_unpacks_from_a_project_factory_that_moves_it(tmp_path, monkeypatch):
+    root = write(tmp_path, {"trainers.py": FACTORY, "utils.py": INITIALIZE, "main.py": GUARDED})
+    assert "main.py:24 GPU303" in found(lint(root, monkeypatch))
+
+
+def test_a_model_the_factory_leaves_on_the_cpu_keeps_the_step_silent(tmp_path, monkeypatch):
+    initialize = INITIALIZE.replace("    model.to(idist.device())\n    model = idist.auto_model(model)\n", "")
+    root = write(tmp_path, {"trainers.py": FACTORY, "utils.py": initialize, "main.py": GUARDED})
+    assert "GPU303" not in " ".join(found(lint(root, monkeypatch)))
+
+
+def test_an_unpacked_place_that_is_not_the_moved_model_is_not_a_gpu_module(tmp_path, monkeypatch):
+    main = GUARDED.replace("model, optimizer = utils.initialize(cfg)", "optimizer, model = utils.initialize(cfg)")
+    root = write(tmp_path, {"trainers.py": FACTORY, "utils.py": INITIALIZE, "main.py": main})
+    assert "GPU303" not in " ".join(found(lint(root, monkeypatch)))
