@@ -151,3 +151,32 @@ def test_an_unpacked_place_that_is_not_the_moved_model_is_not_a_gpu_module(tmp_p
     main = GUARDED.replace("model, optimizer = utils.initialize(cfg)", "optimizer, model = utils.initialize(cfg)")
     root = write(tmp_path, {"trainers.py": FACTORY, "utils.py": INITIALIZE, "main.py": main})
     assert "GPU303" not in " ".join(found(lint(root, monkeypatch)))
+
+
+VIEWS = """
+def interleave(x, batch, inverse=False):
+    shape = x.shape
+    axes = [batch, -1] if inverse else [-1, batch]
+    return x.reshape(*axes, *shape[1:]).transpose(0, 1).reshape(-1, *shape[1:])
+
+
+def deinterleave(x, batch):
+    return interleave(x, batch, inverse=True)
+"""
+
+
+def test_a_helper_imported_by_name_and_called_only_in_the_step_closure_keeps_the_logits_on_the_gpu(tmp_path, monkeypatch):
+    main = GUARDED.replace("import utils\n", "import utils\nfrom views import deinterleave\n")
+    main = main.replace("loss = nn.functional.cross_entropy(model(x), y)", "logits = deinterleave(model(x), 2)\n        loss = logits.mean()")
+    root = write(tmp_path, {"trainers.py": FACTORY, "utils.py": INITIALIZE, "views.py": VIEWS, "main.py": main})
+    assert "main.py:26 GPU303" in found(lint(root, monkeypatch))
+
+
+def test_an_imported_helper_that_copies_to_the_host_is_the_wait_not_the_read_of_its_result(tmp_path, monkeypatch):
+    views = VIEWS + "\n\ndef to_host(x, batch):\n    return x.detach().cpu()\n"
+    main = GUARDED.replace("import utils\n", "import utils\nfrom views import to_host\n")
+    main = main.replace("loss = nn.functional.cross_entropy(model(x), y)", "loss = nn.functional.cross_entropy(model(x), y)\n        host = to_host(loss, 2)")
+    main = main.replace('return {"loss": loss.item()}', 'return {"loss": host.item()}')
+    root = write(tmp_path, {"trainers.py": FACTORY, "utils.py": INITIALIZE, "views.py": views, "main.py": main})
+    # `.cpu()` inside `to_host` waits (reported at its call); `host.item()` reads a host copy
+    assert [f for f in found(lint(root, monkeypatch)) if f.endswith("GPU303")] == ["main.py:23 GPU303"]

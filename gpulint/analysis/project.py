@@ -1017,6 +1017,9 @@ class ProjectIndex:
         refs = {call[0] for f in summary.functions.values() for call in f.calls}
         refs.update(k for k in summary.functions if k != MODULE_BODY)
         refs.update(summary.classes)
+        # names imported from modules (`from ctaugment import deinterleave`): also called in nested functions (an
+        # ignite `train_step` closure), whose calls the summary does not record
+        refs.update(name for name, imported in summary.imports.items() if imported[2] is not None)
         for ref in sorted(refs):
             callee = self.callee(record, ref)
             if callee is not None:
