@@ -76,7 +76,8 @@ class Callee:
     returns: Any = None  # ("loader", facts), ("module",), ("gpu_module",), ("gpu",), ("device",), ("args", options), ("tuple", ...)
     # parameter -> [("move", where, non_blocking), ("sync", kind, where, certain), ("iter", where), ("device", where),
     # ("no_sync", where): enters DDP's `no_sync()` of the module it is given, ("forward", where, one): calls it, on a
-    # batch of one (`img.unsqueeze(0)`) when `one`]
+    # batch of one (`img.unsqueeze(0)`) when `one`, ("engine_step", where): hands it to ignite's `Engine(...)` as the
+    # function run every iteration (`analysis/engine_steps.py`)]
     effects: dict[str, list[tuple]] = field(default_factory=dict)
     # ("sync", kind, where) / ("synchronize", where) / ("barrier", where: one after async communication): every call; ("clock", where, drains): it reads a clock (times the GPU), and synchronizes on every call when drains
     syncs: list[tuple] = field(default_factory=list)
