@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Optional
 
 import libcst as cst
 
+from gpulint.analysis.engine_steps import ENGINE_STEP
 from gpulint.analysis.hot_loops import trains
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.loader_flow import EVAL as EVAL_LOADER
@@ -331,6 +332,9 @@ class Frameworks:
             if qualified_is(name, IGNITE, {"Engine"}) and call.args and not call.args[0].star:
                 for func in self._callables(call.args[0].value):
                     yield func, TRAIN if trains(m, func) else EVAL
+            for target in self._handed_to_engine(call):  # `create_trainer(train_step, ...)` of trainers.py: `Engine(train_step)` there
+                for func in self._callables(target):
+                    yield func, TRAIN if trains(m, func) else EVAL
             handler = self._iteration_handler(call)
             if handler is not None:
                 engine, target = handler
@@ -340,6 +344,14 @@ class Frameworks:
                         yield func, role
         for func, (role, _) in self._output_transforms.items():
             yield func, role
+
+    def _handed_to_engine(self, call: cst.Call) -> list[cst.BaseExpression]:
+        """The arguments of `call` that a project function of another module hands to ignite's `Engine(...)` as its
+        process function (`analysis/engine_steps.py`)."""
+        callee = self.m.callee(call)
+        if callee is None or callee.kind != "function":
+            return []
+        return [arg.value for arg, param in self.m.arguments_to(call, callee) if any(e[0] == ENGINE_STEP for e in callee.effects.get(param, ()))]
 
     @cached_property
     def _output_transforms(self) -> dict[cst.CSTNode, tuple[str, bool]]:

@@ -25,6 +25,7 @@ from gpulint.analysis import instantiated, settings_files, torch_pins
 from gpulint.analysis.call_arguments import agreed_arguments
 from gpulint.analysis.convolutions import CONV_NET
 from gpulint.analysis.devices import BASE_EVIDENCE, gpu_context_reason
+from gpulint.analysis.engine_steps import ENGINE_STEP, engine_step_parameters
 from gpulint.analysis.forward_helpers import LIBRARY_MODULES, forward_called
 from gpulint.analysis.graph_batches import graph_collates
 from gpulint.analysis.handed_elements import handed_elements
@@ -76,7 +77,8 @@ class Callee:
     returns: Any = None  # ("loader", facts), ("module",), ("gpu_module",), ("gpu",), ("device",), ("args", options), ("tuple", ...)
     # parameter -> [("move", where, non_blocking), ("sync", kind, where, certain), ("iter", where), ("device", where),
     # ("no_sync", where): enters DDP's `no_sync()` of the module it is given, ("forward", where, one): calls it, on a
-    # batch of one (`img.unsqueeze(0)`) when `one`]
+    # batch of one (`img.unsqueeze(0)`) when `one`, ("engine_step", where): hands it to ignite's `Engine(...)` as the
+    # function run every iteration (`analysis/engine_steps.py`)]
     effects: dict[str, list[tuple]] = field(default_factory=dict)
     # ("sync", kind, where) / ("synchronize", where) / ("barrier", where: one after async communication): every call; ("clock", where, drains): it reads a clock (times the GPU), and synchronizes on every call when drains
     syncs: list[tuple] = field(default_factory=list)
@@ -553,6 +555,8 @@ class ProjectIndex:
             found = [e for e in found if e[0] != "forward"] + [forwards[single] for single in (False, True) if single in forwards]
             if found:
                 facts.effects[param] = found[:16]
+        for param, line in engine_step_parameters(record, f):  # `Engine(train_step)`: ignite runs it every iteration
+            facts.effects.setdefault(param, []).append((ENGINE_STEP, f"{record.shown}:{line}"))
         facts.syncs = list(self._internal_syncs(record, f, steps))[:8]
         returns = [self.value(record, f, value) for value in f.returns]
         facts.returns = _agree(returns)
@@ -1019,6 +1023,9 @@ class ProjectIndex:
         refs = {call[0] for f in summary.functions.values() for call in f.calls}
         refs.update(k for k in summary.functions if k != MODULE_BODY)
         refs.update(summary.classes)
+        # names imported from modules (`from ctaugment import deinterleave`): also called in nested functions (an
+        # ignite `train_step` closure), whose calls the summary does not record
+        refs.update(name for name, imported in summary.imports.items() if imported[2] is not None)
         for ref in sorted(refs):
             callee = self.callee(record, ref)
             if callee is not None:

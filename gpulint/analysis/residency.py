@@ -614,6 +614,24 @@ class Residency:
                 return found
         return []
 
+    def _closure_part(self, name: cst.Name) -> Any:
+        """For a free name of a framework step function bound once in the function around it by unpacking a project
+        call (`model, ema_model, optimizer = utils.initialize(cfg)`): what that callee returns at the name's place."""
+        binders = [] if self.model.bindings_of(name.value, name) else self._step_closure_binders(name)
+        assign = binders[0] if len(binders) == 1 else None
+        if not isinstance(assign, cst.Assign) or len(assign.targets) != 1 or not isinstance(assign.value, cst.Call):
+            return None
+        target = assign.targets[0].target
+        elements = target.elements if isinstance(target, (cst.Tuple, cst.List)) else ()
+        if not elements or any(isinstance(e, cst.StarredElement) for e in elements):
+            return None
+        position = next((i for i, e in enumerate(elements) if isinstance(e.value, cst.Name) and e.value.value == name.value), None)
+        callee = self.model.callee(assign.value)
+        returns = callee.returns if callee is not None else None
+        if position is None or not (isinstance(returns, tuple) and returns[:1] == ("tuple",) and len(returns[1]) == len(elements)):
+            return None
+        return returns[1][position]
+
     def received_by_self(self, expr: cst.BaseExpression) -> set[str]:
         """For `self.x` set only from a constructor parameter (`self.actor_critic = actor_critic`): what every
         caller of the class gives for it, with "unplaced" when one gives something not known to be on the GPU."""
@@ -651,6 +669,8 @@ class Residency:
                 return True
             if received_part(self.model, write) == {"gpu_module"}:
                 return True  # `net_g, net_d = nets`, every caller handing GPU modules in that place
+        if isinstance(expr, cst.Name) and self._closure_part(expr) == ("gpu_module",):
+            return True  # `model, opt = utils.initialize(cfg)` around `def train_step(engine, batch)`, the factory moving it
         # Moved in place where it is used, or where it is defined (a module-level `model.to(device)` of a
         # model that functions use).
         scopes = {self.model.scope_of(expr)} | {self.model.scope_of(w.statement) for w in self.flow.reaching_writes(key, expr)}
