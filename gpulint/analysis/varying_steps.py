@@ -41,16 +41,7 @@ def varying_step_branch(model: SemanticModel) -> Optional[Union[cst.If, cst.IfEx
 
 
 def _branches(node: cst.CSTNode) -> list[Union[cst.If, cst.IfExp]]:
-    found: list[Union[cst.If, cst.IfExp]] = []
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            continue
-        if isinstance(current, (cst.If, cst.IfExp)):
-            found.append(current)
-        stack.extend(current.children)
-    return found
+    return _nodes_of(node, (cst.If, cst.IfExp))
 
 
 def _loss_names(model: SemanticModel, loop: cst.For) -> set[str]:
@@ -72,12 +63,17 @@ def _loss_names(model: SemanticModel, loop: cst.For) -> set[str]:
 
 
 def _statements(node: cst.CSTNode) -> list[cst.CSTNode]:
+    return _nodes_of(node, (cst.Assign, cst.AugAssign))
+
+
+def _nodes_of(node: cst.CSTNode, kinds: tuple) -> list:
+    """The nodes of `kinds` inside `node`, not inside a nested function, class or lambda (they run elsewhere)."""
     found, stack = [], [node]
     while stack:
         current = stack.pop()
         if isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             continue
-        if isinstance(current, (cst.Assign, cst.AugAssign)):
+        if isinstance(current, kinds):
             found.append(current)
         stack.extend(current.children)
     return found
