@@ -4,12 +4,13 @@ was queued since.
 `previous_read(model, sync, loop)`: the latest host read (`residency.HostSync`, not one inside a helper) of
 the same iteration of `loop` that always runs before `sync` (its statement comes first in a statement list
 holding `sync`, or in a `with` block before it, or the read is the test of an `if` holding `sync`; and
-nothing in that statement makes the read conditional), when no GPU work was launched
-between the two (`work_between`). A host read returns only once everything queued before it has run, so
-`sync` then waits for its own operand at most (`(scores.argmax(1) == y).float().sum().item()` right after
-`epoch_loss += loss.item()`: a kernel or two, microseconds), not for the step. A performance engineer
+nothing in that statement makes the read conditional), when both read the same tensor (`read_tensor`:
+`lengths.min().item()` then `lengths[b].item()`) and no GPU work was launched between the two
+(`work_between`). A host read returns only once everything queued before it has run, so `sync` then waits
+for its own operand at most (a kernel or two, microseconds), not for the step. A performance engineer
 counts the run of reads as one wait: removing the first one moves the wait to the next, so the run is one
-finding at its first read.
+finding at its first read. Reads of another tensor (`(scores.argmax(1) == y).sum().item()` right after
+`loss.item()`) stay findings of their own: the corpora's judges disagree whether they are a wait (GPU303.md).
 
 What counts as GPU work between the two reads (conservative, so that a read that waits for a step stays its
 own finding): a forward of a module, a backward pass, an optimizer step, a call handed a module or a project
