@@ -334,7 +334,24 @@ def _on_sigterm(signum, frame) -> None:
 def _interrupted(cause: BaseException | None, detail: str = "") -> None:
     signum = signal.SIGTERM if isinstance(cause, Terminated) else signal.SIGINT
     click.echo(f"gpulint: interrupted ({signum.name}){detail}", err=True)
+    _leave_workers_behind(128 + signum)
     sys.exit(128 + signum)
+
+
+def _leave_workers_behind(code: int) -> None:
+    """Stopped while a process pool still runs (nothing is being written: writes handle signals themselves):
+    end its workers and exit now. A normal exit joins the pool's manager thread, which can wait forever for
+    chunks the interrupted parent no longer collects (seen on CPython 3.11 with -j 2)."""
+    import multiprocessing
+
+    workers = multiprocessing.active_children()
+    if not workers:
+        return
+    for worker in workers:
+        worker.kill()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def _usage_failed(error: click.ClickException) -> None:
