@@ -37,6 +37,7 @@ bounded() {
   "$PY" -c 'import torch, sys; print("python", sys.version.split()[0]); print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version()); print("device", torch.cuda.get_device_name(0), torch.cuda.get_device_capability(0))'
   "$PY" -m pip list 2>/dev/null | grep -i -E "^(torch|torchvision|timm|transformers|lightning|accelerate|nvidia-ml-py|libcst|numpy) "
   nproc; git -C "$REPO" rev-parse HEAD 2>/dev/null
+  command -v nsys ncu || echo "no nsys/ncu on PATH"
 } > "$RES/env.txt" 2>&1
 log "env done"; pack
 
@@ -89,6 +90,7 @@ verify nanogpt_style $S/nanogpt_style.py 200 --preview
 verify fixture_sync_heavy $F/sync_heavy.py 200
 verify timm_vit_amp $S/timm_vit_amp.py 200
 verify hf_trainer_text $S/hf_trainer_text.py 200
+verify convnet_fixed_shapes $S/convnet_fixed_shapes.py 120 --select GPU903
 for f in $F/profile/cuda_branch.py $F/train_classifier.py $F/convnet_amp.py $F/loader_pipeline.py \
          $F/loader_streaming.py $F/train_regression.py $F/profile/item_every_step.py $F/profile/two_optimizers.py; do
   verify "fixture_$(basename "$f" .py)" "$f" 150
