@@ -70,6 +70,27 @@ def test_a_clear_label_is_preferred_to_a_debatable_one_at_the_same_distance():
     assert matched(labels, [finding(30, "GPU101")]) == ["clear"]
 
 
+def test_a_label_named_among_a_findings_related_places_is_found_but_makes_no_finding_right():
+    # a GPU303 run: the finding sits on the first read and names the later read (line 14) and its loop (line 10)
+    labels = [label("first", 13), label("later", 14), label("in-loop", 11), label("other-code", 14, "GPU201")]
+    run = score.Finding("o/r", "train.py", None, 13, "GPU303", "msg", related=((None, 10), (None, 14)))
+    score.match(labels, [run])
+    assert (run.label.id, [l.id for l in run.covers]) == ("first", ["later"])  # the loop line is no read
+    row = score.tally(labels, [run], {}, ["GPU303", "GPU201"])["GPU303"]
+    assert (row.labels, row.found, row.findings, row.classes["right"]) == (3, 2, 1, 1)
+    score.match(labels, [run], related=False)
+    assert run.covers == []
+    assert score.tally(labels, [run], {}, ["GPU303"])["GPU303"].found == 1
+
+
+def test_related_places_survive_a_saved_run(tmp_path):
+    run = score.Finding("o/r", "train.py", None, 13, "GPU303", "msg", related=((None, 14),))
+    row = run.to_json(message=False)
+    assert row["related"] == [[None, 14]]
+    again = score.Finding(**{**row, "related": tuple(map(tuple, row["related"]))})
+    assert again.related == ((None, 14),) and again.key == run.key
+
+
 def test_classes_recall_and_precision():
     labels = [label("clear", 10), label("missed", 20), label("deb", 30, debatable=True)]
     findings = [finding(10), finding(30), finding(40)]

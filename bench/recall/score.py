@@ -20,7 +20,10 @@ Matching (README.md in this folder has the rationale): a finding matches a label
 cell) is the same, its code is one of the label's codes, and its line lies within the label's line span widened
 by LINE_TOLERANCE lines, at the label's anchor or at one of its `also` anchors (the other place a rule may
 report the same instance: a helper's line, the default that supplies a value). Each label takes at most one
-finding and each finding at most one label, closest first, clear labels before debatable ones.
+finding and each finding at most one label, closest first, clear labels before debatable ones. A label left
+unmatched then counts as found when a finding of one of its codes names a line within the label's own span among
+its related places (the later reads of a GPU303 run, which the finding's message names): the user is shown that line. Such a
+label makes no finding "right"; `--strict-anchors` turns this off (the figures before session 8 were strict).
 
 Findings that match no label, and findings that match a debatable label, are classed by hand in
 `judgments.jsonl` (right, wrong or noise); a finding that matches a clear label is right unless a judgement
@@ -104,7 +107,9 @@ class Finding:
     code: str
     message: str = ""
     severity: str = ""
+    related: tuple[tuple[int | None, int], ...] = ()  # (cell, line) of each related place the finding names
     label: Label | None = field(default=None, compare=False)
+    covers: list[Label] = field(default_factory=list, compare=False)  # labels found at its related places
 
     @property
     def key(self) -> str:
@@ -114,6 +119,8 @@ class Finding:
         """Messages quote the code they point at; saved runs keep places only (see README.md)."""
         row = {"repo": self.repo, "path": self.path, "cell": self.cell, "line": self.line, "code": self.code,
                "severity": self.severity}
+        if self.related:
+            row["related"] = [list(place) for place in self.related]
         return {**row, "message": self.message} if message else row
 
 
@@ -222,9 +229,18 @@ def normalise(raw: dict, repo: str, root: Path) -> Finding:
         cell, line = notebook_rows(root / relative)[line - 1]
     elif cell is not None:
         cell = code_cell_number(root / relative, cell)
+    related = tuple(_place(root / relative, place["cell"], place["location"]["row"])
+                    for place in raw.get("related") or ())
     # A file gpulint cannot parse is reported with no code (ruff's JSON); its text formats say invalid-syntax.
     code = raw["code"] or "invalid-syntax"
-    return Finding(repo, relative, cell, line, code, raw["message"], raw.get("severity", ""))
+    return Finding(repo, relative, cell, line, code, raw["message"], raw.get("severity", ""), related)
+
+
+def _place(path: Path, cell: int | None, line: int) -> tuple[int | None, int]:
+    """(cell, line) as the labels count them: code cells only, rows within the cell."""
+    if cell is None and path.suffix == ".ipynb":
+        return notebook_rows(path)[line - 1]
+    return (None if cell is None else code_cell_number(path, cell)), line
 
 
 def implemented_rules(command: list[str], selection: str = "all") -> tuple[list[str], list[str]]:
@@ -264,9 +280,11 @@ def in_scope(findings: list[Finding], corpus: list[dict]) -> tuple[list[Finding]
 # --- matching -----------------------------------------------------------------------------------------------
 
 
-def match(labels: list[Label], findings: list[Finding]) -> None:
+def match(labels: list[Label], findings: list[Finding], related: bool = True) -> None:
     """Pair findings with labels one to one, closest first (clear labels before debatable ones, a label's own
-    anchor before its `also` anchors); sets `finding.label`."""
+    anchor before its `also` anchors); sets `finding.label`. Then, unless `related` is off, a label still
+    unmatched is covered by a finding of one of its codes whose related places include the label's own anchor
+    (`finding.covers`)."""
     by_place = defaultdict(list)
     for label in labels:
         for anchor in label.anchors:
@@ -290,6 +308,26 @@ def match(labels: list[Label], findings: list[Finding]) -> None:
         findings[f_index].label = label
         taken_findings.add(f_index)
         taken_labels.add(label_id)
+    for finding in findings:
+        finding.covers = []
+    if not related:
+        return
+    for label in labels:
+        if label.id in taken_labels:
+            continue
+        own = label.anchors[0]
+        for finding in findings:
+            # the related place must lie within the label's own span: a loop's line a few rows away is no read
+            if finding.repo == label.repo and finding.code in label.codes and any(
+                    own.distance(finding.path, cell, line) == 0 for cell, line in finding.related):
+                finding.covers.append(label)
+                taken_labels.add(label.id)
+                break
+
+
+def found_label_ids(findings: list[Finding]) -> set[str]:
+    """Labels a finding matched, or named among its related places."""
+    return {f.label.id for f in findings if f.label is not None} | {l.id for f in findings for l in f.covers}
 
 
 def load_judgements(path: Path) -> dict[str, dict]:
@@ -339,7 +377,7 @@ def tally(labels: list[Label], findings: list[Finding], judgements: dict[str, di
           rules: list[str]) -> dict[str, Tally]:
     """Per rule, "all", and "implemented" (the labels of rules this gpulint has, and every finding)."""
     rows: dict[str, Tally] = defaultdict(Tally)
-    found_ids = {f.label.id for f in findings if f.label is not None}
+    found_ids = found_label_ids(findings)
     for label in labels:
         for key in (label.code, "all", *(("implemented",) if label.code in rules else ())):
             row = rows[key]
@@ -365,7 +403,7 @@ def miss_classes(labels: list[Label], findings: list[Finding], rules: list[str],
     """Why the clear labels were missed: a rule gpulint does not have yet, a notebook it did not read, and
     otherwise what the label needs by the `needs` tags given when labelling (a label counts under each of
     its tags; "inline": nothing beyond the statement and its loop)."""
-    found_ids = {f.label.id for f in findings if f.label is not None}
+    found_ids = found_label_ids(findings)
     reads_notebooks = any(f.cell is not None for f in findings)
     counts = Counter()
     for label in labels:
@@ -386,7 +424,7 @@ def miss_classes(labels: list[Label], findings: list[Finding], rules: list[str],
 def needs_recall(labels: list[Label], findings: list[Finding]) -> list[tuple[str, int, int]]:
     """(tag, clear labels, found) per `needs` tag, commonest first; a label counts under each of its tags,
     "none" when it has none (everything is in the statement and its loop)."""
-    found_ids = {f.label.id for f in findings if f.label is not None}
+    found_ids = found_label_ids(findings)
     labelled, found = Counter(), Counter()
     for label in labels:
         if label.debatable:
@@ -500,6 +538,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--markdown", action="store_true", help="print Markdown tables (for docs/precision.md)")
     parser.add_argument("--sample", type=int, default=100, help="size of the random sample read one by one")
     parser.add_argument("--seed", type=int, default=13)
+    parser.add_argument("--strict-anchors", action="store_true",
+                        help="count a label found only at a finding's own line, not at the related places it names")
     args = parser.parse_args(argv)
 
     corpus, labels = load_corpus(args.manifest), load_labels(args.labels)
@@ -521,7 +561,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.findings:
         saved = json.loads(args.findings.read_text(encoding="utf-8"))
         rules, off = saved["rules"], saved.get("off_rules", [])
-        findings = [Finding(**row) for row in saved["findings"]]
+        findings = [Finding(**{**row, "related": tuple(map(tuple, row.get("related", ())))})
+                    for row in saved["findings"]]
     else:
         command = [sys.executable, "-m", "gpulint"] if args.gpulint == DEFAULT_GPULINT else shlex.split(args.gpulint)
         (rules, off), findings = (implemented_rules(command, args.selection),
@@ -537,7 +578,7 @@ def main(argv: list[str] | None = None) -> int:
         args.save_findings.write_text(json.dumps(saved, indent=0) + "\n", encoding="utf-8")
     findings = [f for f in findings if not args.repo or f.repo in args.repo]
     scored, out_of_scope = in_scope(findings, corpus)
-    match(labels, scored)
+    match(labels, scored, related=not args.strict_anchors)
     judgements = load_judgements(args.judgements)
     rows, misses = tally(labels, scored, judgements, rules), miss_classes(labels, scored, rules, off)
     needs = needs_recall(labels, scored)

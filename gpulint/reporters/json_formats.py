@@ -2,6 +2,8 @@
 
 Each record has ruff's `cell`: null for a Python file; for a notebook, the cell's 1-based number in the
 notebook, and then every row (location, end, fix edits, noqa_row) counts in that cell, as ruff writes them.
+A finding with related places (the later reads of a GPU303 run, the default a value comes from) also has
+`related`: `[{"message", "location", "cell"}]`, places in the same file; absent when there are none.
 """
 
 from __future__ import annotations
@@ -25,7 +27,16 @@ def _record(d: Diagnostic, context: ReportContext) -> dict:
                 place[key] = {"row": inner.row, "column": inner.column}
         if d.noqa_row is not None:
             record["noqa_row"] = notebook.cell_location(Location(d.noqa_row, 1))[1].row
+    if d.related:
+        record["related"] = [_related(text, at, notebook) for text, at in d.related]
     return record
+
+
+def _related(text: str, at: Location, notebook) -> dict:
+    cell = None
+    if notebook is not None:
+        cell, at = notebook.cell_location(at)
+    return {"message": text, "location": {"row": at.row, "column": at.column}, "cell": cell}
 
 
 def render_json(diagnostics: list[Diagnostic], context: ReportContext) -> str:
