@@ -234,7 +234,7 @@ def _break_bounds(model: SemanticModel, loop: cst.For | cst.While) -> list[tuple
     if not isinstance(loop.body, cst.IndentedBlock) or _continues(model, loop):
         return []
     counters = {}  # name -> (start, slack, jumps)
-    counter, start = enumerate_counter(model, loop) if isinstance(loop, cst.For) else (None, 0)
+    counter, start = index_counter(model, loop) if isinstance(loop, cst.For) else (None, 0)
     if counter is not None:
         counters[counter] = (start, 0, False)
     counter, start, jumps = raised_counter(model, loop)
@@ -327,6 +327,26 @@ def _raises(write) -> bool:
         return False
     value = statement.value
     return isinstance(value, (cst.Integer, cst.Float)) and float(value.evaluated_value) > 0
+
+
+def index_counter(model: SemanticModel, loop: cst.For) -> tuple[Optional[str], int]:
+    """The name that counts the loop's iterations from a literal start, and that start: an `enumerate` index
+    (`enumerate_counter`) or the target of `for i in range(n)` / `range(start, n)` (step 1, `i` not rebound)."""
+    counter, start = enumerate_counter(model, loop)
+    if counter is not None:
+        return counter, start
+    iterable, target = loop.iter, loop.target
+    if not (isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) and iterable.func.value == "range"):
+        return None, 0
+    args = iterable.args
+    if model.module_bindings("range") or not isinstance(target, cst.Name) or not 1 <= len(args) <= 3:
+        return None, 0
+    if any(a.keyword is not None or a.star for a in args) or len(args) == 3 and _literal_int(args[2].value) != 1:
+        return None, 0
+    start = 0 if len(args) == 1 else _literal_int(args[0].value)
+    if start is None or model.dataflow.writes_in(target.value, loop.body):
+        return None, 0  # a start not written as a literal, or a counter rebound in the body
+    return target.value, start
 
 
 def enumerate_counter(model: SemanticModel, loop: cst.For) -> tuple[Optional[str], int]:
