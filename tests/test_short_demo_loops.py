@@ -6,6 +6,7 @@
 - `if logged < N: log_batch(...); logged += 1`: a counter raised only inside its own guard lets the guarded body
   (and the helper it calls) run N times per pass: the first N test batches filling a W&B table;
 - `config.num_samples = 20` once at module level (a notebook's settings cell) is the value the code ships;
+- a loop bound by a name every write reaching it sets to a literal (`n_steps = 5` in one cell, `= 40` in the next);
 - GPU105 in a final test pass run once after training (GPU101/GPU102 were already silent there);
 - a Lightning `test_dataloader` hook that only one `trainer.test(...)` after the fit reads (GPU101/GPU102).
 
@@ -342,3 +343,55 @@ def test_a_test_hook_run_for_every_checkpoint_stays():
     run = "trainer.fit(model, dm)\nfor ckpt in ['a.ckpt', 'b.ckpt', 'c.ckpt', 'd.ckpt', 'e.ckpt'] * 10:\n    trainer.test(model, datamodule=dm, ckpt_path=ckpt)"
     source = LIGHTNING.format(run=run)
     assert findings(source, select=("GPU101", "GPU102")) == VAL_LOADER + ["20:16 GPU101", "20:16 GPU102"]
+
+
+SAMPLING = """\
+import torch
+import torchvision
+
+device = torch.device("cuda")
+net = torchvision.models.resnet50().to(device)
+
+n_steps = 5
+x = torch.rand(8, 3, 224, 224).to(device)
+history = []
+for i in range(n_steps):
+    with torch.no_grad():
+        pred = net(x)
+    history.append(pred.detach().cpu())
+
+n_steps = {second}
+x = torch.rand(64, 3, 224, 224).to(device)
+for i in range(n_steps):
+    with torch.no_grad():
+        pred = net(x)
+    history.append(pred.detach().cpu())
+"""
+
+
+def test_sampling_demos_whose_step_counts_are_rebound_per_cell_are_silent():
+    # each loop sees the literal written just before it (5, then 40): a few steps of a demo
+    assert findings(SAMPLING.format(second=40), select=("GPU303",)) == []
+
+
+def test_a_long_sampling_loop_after_a_short_one_stays():
+    assert findings(SAMPLING.format(second=1000), select=("GPU303",)) == ["20:20 GPU303"]
+
+
+def test_a_step_count_rewritten_inside_the_loop_around_stays():
+    source = """\
+import torch
+import torchvision
+
+device = torch.device("cuda")
+net = torchvision.models.resnet50().to(device)
+x = torch.rand(8, 3, 224, 224).to(device)
+n_steps = 5
+for round in range(100):
+    for i in range(n_steps):
+        with torch.no_grad():
+            pred = net(x)
+        print(pred.sum().item())
+    n_steps = n_steps * 2
+"""
+    assert findings(source, select=("GPU303",)) == ["12:15 GPU303"]

@@ -215,7 +215,23 @@ def int_value(model: SemanticModel, expr: cst.BaseExpression) -> Optional[int]:
     """The integer `expr` has as shipped: a literal, a name bound once to one, what the job files or the
     argparse default give a command-line option, a setting, `a + b` of such values (`epoch_count`'s reading)."""
     literal = _literal_int(expr)
-    return literal if literal is not None else shipped_integer(model, expr)
+    if literal is not None:
+        return literal
+    shipped = shipped_integer(model, expr)
+    return shipped if shipped is not None or not isinstance(expr, cst.Name) else _reaching_literal(model, expr)
+
+
+def _reaching_literal(model: SemanticModel, name: cst.Name) -> Optional[int]:
+    """The largest of the integer literals a name may hold where it is read, when every write that reaches the
+    read assigns one (`n_steps = 5` in one notebook cell, `n_steps = 40` in the next: each loop sees its own) and
+    no loop around the read writes the name again."""
+    flow = model.dataflow
+    writes = flow.reaching_writes(name.value, name)
+    loops = model.enclosing_loops(name)
+    if not writes or any(model.is_inside(w.statement, loop) for w in flow.writes_in_scope(name.value, model.scope_of(name)) for loop in loops):
+        return None
+    values = [_literal_int(w.value) if w.value is not None and not w.is_augmented else None for w in writes]
+    return None if any(v is None for v in values) else max(values)  # type: ignore[type-var]
 
 
 def break_bound(model: SemanticModel, loop: cst.For | cst.While) -> Optional[int]:
