@@ -149,7 +149,9 @@ def _loader_items(model: SemanticModel, call: cst.Call, loop: Loop, depth: int) 
     (a slice, a `Subset` of a few indices) and no sampler chooses the samples (`RandomSampler(num_samples=...)`
     may draw more); counted only up to a handful (`FEW_ITERATIONS`), like a break test on an `enumerate` index."""
     found = next((d for d in model.dataloaders if d.call is call), None)
-    if found is None or not found.known("dataset", "sampler", "batch_sampler") or found.value("sampler") is not None or found.value("batch_sampler") is not None:
+    if found is None or not found.known("dataset", "sampler", "batch_sampler"):
+        return None
+    if found.value("sampler") is not None or found.value("batch_sampler") is not None:
         return None
     dataset = found.value("dataset")
     count = _dataset_items(model, dataset, loop, depth + 1) if dataset is not None else None
@@ -228,7 +230,8 @@ def _reaching_literal(model: SemanticModel, name: cst.Name) -> Optional[int]:
     flow = model.dataflow
     writes = flow.reaching_writes(name.value, name)
     loops = model.enclosing_loops(name)
-    if not writes or any(model.is_inside(w.statement, loop) for w in flow.writes_in_scope(name.value, model.scope_of(name)) for loop in loops):
+    written = flow.writes_in_scope(name.value, model.scope_of(name))
+    if not writes or any(model.is_inside(w.statement, loop) for w in written for loop in loops):
         return None
     values = [_literal_int(w.value) if w.value is not None and not w.is_augmented else None for w in writes]
     return None if any(v is None for v in values) else max(values)  # type: ignore[type-var]
