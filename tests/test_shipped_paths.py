@@ -310,7 +310,8 @@ def test_a_notebook_test_dataloader_without_trainer_test_is_silent():
 
 
 def test_trainer_test_runs_the_test_dataloader():
-    source = DATAMODULE + "trainer.test(datamodule=MNISTDataModule())\n"
+    # (one `trainer.test` after the fit reads it once: a one-off pass, silent; tests/test_short_demo_loops.py)
+    source = DATAMODULE + "for ckpt in sorted(glob.glob('*.ckpt')):\n    trainer.test(datamodule=MNISTDataModule(), ckpt_path=ckpt)\n"
     assert found(source) == ["17 GPU101", "17 GPU102"]
 
 

@@ -67,7 +67,9 @@ def _integer(model: SemanticModel, expr: cst.BaseExpression, via: tuple[cst.Call
         if len(binders) == 1 and isinstance(binders[0], cst.Param):
             return _parameter(model, binders[0], via, depth)
     if isinstance(expr, cst.Attribute) and _stored_in_module(model, expr):
-        return None  # `args.num_train_epochs = ceil(args.max_train_steps / steps_per_epoch)`: computed at run time
+        # `args.num_train_epochs = ceil(args.max_train_steps / steps_per_epoch)`: computed at run time; one
+        # module-level `config.num_samples = 20` (a notebook's settings cell) is what the code ships
+        return _set_once_at_module_level(model, expr)
     launched = _launched(model, expr)
     if launched is not _NOT_LAUNCHED:
         return launched  # what the job files pass (None: a value they take from elsewhere)
@@ -84,6 +86,24 @@ def _stored_in_module(model: SemanticModel, expr: cst.Attribute) -> bool:
         if stored and node is not expr and model.code(node) == spelled:
             return True
     return False
+
+
+def _set_once_at_module_level(model: SemanticModel, expr: cst.Attribute) -> Optional[int]:
+    """The integer literal of the one store of `expr` as spelled, when that store is a statement of the module's
+    own body (not in a function, a branch or a loop); None otherwise."""
+    spelled = model.code(expr)
+    stores = []
+    for node in model.attributes:
+        parent = model.parent.get(node)
+        if node is not expr and model.code(node) == spelled and isinstance(parent, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign)):
+            stores.append(parent)
+    if len(stores) != 1 or not isinstance(stores[0], cst.AssignTarget):
+        return None
+    assign = model.parent.get(stores[0])
+    line = model.parent.get(assign)
+    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1 or model.parent.get(line) is not model.module:
+        return None
+    return int(assign.value.evaluated_value) if isinstance(assign.value, cst.Integer) else None
 
 
 _NOT_LAUNCHED = object()

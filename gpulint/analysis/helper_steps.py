@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING, NamedTuple, Optional
 
 import libcst as cst
 
+from gpulint.analysis.first_iterations import first_few_iterations
+
 if TYPE_CHECKING:
     from gpulint.analysis.model import SemanticModel
 
@@ -96,6 +98,8 @@ def _find_calls(model: SemanticModel, func: cst.FunctionDef) -> _Calls:
         loop, role = model.residency.step_loop(call)
         if role not in (_TRAIN, _EVAL) or model.residency.rate_limit_guard(call, loop) is not None:
             continue
+        if first_few_iterations(model, call, loop) is not None:
+            continue  # `if logged < 10: log_batch(...)`: called on the first few iterations only
         if isinstance(loop, (cst.FunctionDef, cst.Lambda)) and not _is_helper_step(model, loop):
             continue  # called from a model's forward or a framework's step: those say how often it runs
         per_step.append((call, loop, role))

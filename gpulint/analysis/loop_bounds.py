@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Optional
 import libcst as cst
 
 from gpulint.analysis.epoch_count import argument_for, shipped_integer
-from gpulint.analysis.hot_loops import FEW_ITEMS, GROWING_METHODS, iterates_a_few_literals, wrapper_kind
+from gpulint.analysis.hot_loops import FEW_ITEMS, GROWING_METHODS, iterates_a_few_literals, trains, wrapper_kind
 from gpulint.analysis.model import Loop
 
 if TYPE_CHECKING:
@@ -71,6 +71,8 @@ def _items(model: SemanticModel, expr: cst.BaseExpression, loop: Loop, depth: in
         return None if any(isinstance(e, cst.StarredDictElement) for e in expr.elements) else len(expr.elements)
     if isinstance(expr, cst.Name):
         return _bound_items(model, expr, loop, depth)
+    if isinstance(expr, cst.Subscript):
+        return _sliced_items(model, expr, loop, depth)
     if isinstance(expr, (cst.ListComp, cst.GeneratorExp)) and expr.for_in.inner_for_in is None and not expr.for_in.ifs:
         return _items(model, expr.for_in.iter, loop, depth + 1)  # `[int(b) for b in sizes]`: one item per item
     words = _split_words(model, expr)
@@ -90,6 +92,13 @@ def _items(model: SemanticModel, expr: cst.BaseExpression, loop: Loop, depth: in
             return _items(model, positional[0], loop, depth + 1)
     if isinstance(func, cst.Attribute) and func.attr.value in ("keys", "values", "items") and not expr.args:
         return _items(model, func.value, loop, depth + 1)
+    wrapper = model.qualified_name(func)
+    if wrapper == "itertools.cycle":
+        return None  # starts over at the end: endless
+    if wrapper == "itertools.islice" and 2 <= len(positional) <= 3 and len(positional) == len(expr.args):
+        return _islice_items(model, positional, loop, depth)
+    if _small_loader(model, expr, loop):
+        return _loader_items(model, expr, loop, depth)
     kind = wrapper_kind(model, expr)
     if kind in ("passthrough", "enumerate") and positional:
         return _items(model, positional[0], loop, depth + 1)
@@ -97,6 +106,80 @@ def _items(model: SemanticModel, expr: cst.BaseExpression, loop: Loop, depth: in
         counts = [c for c in (_items(model, a, loop, depth + 1) for a in positional) if c is not None]
         return min(counts) if counts else None  # zip stops at its shortest argument
     return None
+
+
+def _sliced_items(model: SemanticModel, expr: cst.Subscript, loop: Loop, depth: int) -> Optional[int]:
+    """`xs[:10]`, `xs[2:12]`: at most `stop - start` items (bounds known as shipped, no step, none negative)."""
+    if len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Slice):
+        return None
+    cut = expr.slice[0].slice
+    start = int_value(model, cut.lower) if cut.lower is not None else 0
+    stop = int_value(model, cut.upper) if cut.upper is not None else None
+    if cut.step is not None or start is None or stop is None or start < 0 or stop < 0:
+        return None
+    whole = _items(model, expr.value, loop, depth + 1)
+    return max(stop - start, 0) if whole is None else min(max(stop - start, 0), whole)
+
+
+def _islice_items(model: SemanticModel, positional: list, loop: Loop, depth: int) -> Optional[int]:
+    """`islice(it, 10)`, `islice(it, 5, 15[, step])`: at most `stop - start` items (fewer when `it` ends first)."""
+    if len(positional) == 2:
+        start, stop = 0, int_value(model, positional[1])
+    else:
+        first = positional[1]
+        start = 0 if isinstance(first, cst.Name) and first.value == "None" else int_value(model, first)
+        stop = int_value(model, positional[2])
+    if start is None or stop is None or start < 0 or stop < 0:
+        return None  # `islice(it, None)` runs to the end
+    whole = _items(model, positional[0], loop, depth + 1)
+    return max(stop - start, 0) if whole is None else min(max(stop - start, 0), whole)
+
+
+def _small_loader(model: SemanticModel, call: cst.Call, loop: Loop) -> bool:
+    """`call` builds a DataLoader (also PyG's) iterated by a loop that trains nothing: a pass over a few samples
+    (`DataLoader(val_set[:10], batch_size=1)` for a visualization) is then a short loop. A training loop keeps
+    its own count: a few batches trained for many epochs are still one step each."""
+    from gpulint.analysis.dataloaders import is_loader_call  # (dataloaders imports residency, which imports us)
+
+    return is_loader_call(model, call) and not trains(model, loop)
+
+
+def _loader_items(model: SemanticModel, call: cst.Call, loop: Loop, depth: int) -> Optional[int]:
+    """At most as many batches as the loader's dataset has samples, when its construction shows the dataset
+    (a slice, a `Subset` of a few indices) and no sampler chooses the samples (`RandomSampler(num_samples=...)`
+    may draw more); counted only up to a handful (`FEW_ITERATIONS`), like a break test on an `enumerate` index."""
+    found = next((d for d in model.dataloaders if d.call is call), None)
+    if found is None or not found.known("dataset", "sampler", "batch_sampler"):
+        return None
+    if found.value("sampler") is not None or found.value("batch_sampler") is not None:
+        return None
+    dataset = found.value("dataset")
+    count = _dataset_items(model, dataset, loop, depth + 1) if dataset is not None else None
+    return count if count is not None and count <= FEW_ITERATIONS else None
+
+
+def _dataset_items(model: SemanticModel, dataset: cst.BaseExpression, loop: Loop, depth: int) -> Optional[int]:
+    """The samples of a dataset written as a slice, a display, or `Subset(data, indices)` of known indices."""
+    if isinstance(dataset, cst.Name):
+        value = _module_value(model, dataset, loop)
+        return _dataset_items(model, value, loop, depth + 1) if value is not None and depth < 4 else None
+    if isinstance(dataset, cst.Call) and model.qualified_name(dataset.func) == "torch.utils.data.Subset":
+        indices = next((a.value for a in dataset.args if a.keyword is not None and a.keyword.value == "indices"), None)
+        positional = [a.value for a in dataset.args if a.keyword is None and not a.star]
+        indices = indices if indices is not None else positional[1] if len(positional) == 2 else None
+        return _items(model, indices, loop, depth + 1) if indices is not None else None
+    return _items(model, dataset, loop, depth + 1)
+
+
+def _module_value(model: SemanticModel, name: cst.Name, loop: Loop) -> Optional[cst.BaseExpression]:
+    """The value of the one assignment that binds `name`, in the loop's scope or else at module level."""
+    scope = model.scope_of(loop)
+    writes = model.dataflow.writes_in_scope(name.value, scope)
+    if not writes and not model.bindings.get((id(scope), name.value)):
+        writes = model.dataflow.writes_in_scope(name.value, model.module)
+    if len(writes) != 1 or writes[0].value is None or writes[0].is_augmented or writes[0].value is name:
+        return None
+    return writes[0].value
 
 
 def _split_words(model: SemanticModel, expr: cst.BaseExpression) -> Optional[int]:
@@ -118,6 +201,9 @@ def _bound_items(model: SemanticModel, name: cst.Name, loop: Loop, depth: int) -
     flow = model.dataflow
     scope = model.scope_of(loop)
     writes = flow.writes_in_scope(name.value, scope)
+    if not writes and not model.bindings.get((id(scope), name.value)):
+        value = _module_value(model, name, loop)  # a loader built at module level, iterated in a function
+        return _items(model, value, loop, depth + 1) if isinstance(value, cst.Call) and _small_loader(model, value, loop) else None
     if len(writes) != 1 or writes[0].value is None or writes[0].is_augmented or writes[0].value is name:
         return None
     if any(isinstance(c.func, cst.Attribute) and c.func.attr.value in GROWING_METHODS for c in flow.method_calls_in(name.value, scope)):
@@ -131,7 +217,24 @@ def int_value(model: SemanticModel, expr: cst.BaseExpression) -> Optional[int]:
     """The integer `expr` has as shipped: a literal, a name bound once to one, what the job files or the
     argparse default give a command-line option, a setting, `a + b` of such values (`epoch_count`'s reading)."""
     literal = _literal_int(expr)
-    return literal if literal is not None else shipped_integer(model, expr)
+    if literal is not None:
+        return literal
+    shipped = shipped_integer(model, expr)
+    return shipped if shipped is not None or not isinstance(expr, cst.Name) else _reaching_literal(model, expr)
+
+
+def _reaching_literal(model: SemanticModel, name: cst.Name) -> Optional[int]:
+    """The largest of the integer literals a name may hold where it is read, when every write that reaches the
+    read assigns one (`n_steps = 5` in one notebook cell, `n_steps = 40` in the next: each loop sees its own) and
+    no loop around the read writes the name again."""
+    flow = model.dataflow
+    writes = flow.reaching_writes(name.value, name)
+    loops = model.enclosing_loops(name)
+    written = flow.writes_in_scope(name.value, model.scope_of(name))
+    if not writes or any(model.is_inside(w.statement, loop) for w in written for loop in loops):
+        return None
+    values = [_literal_int(w.value) if w.value is not None and not w.is_augmented else None for w in writes]
+    return None if any(v is None for v in values) else max(values)  # type: ignore[type-var]
 
 
 def break_bound(model: SemanticModel, loop: cst.For | cst.While) -> Optional[int]:
@@ -150,7 +253,7 @@ def _break_bounds(model: SemanticModel, loop: cst.For | cst.While) -> list[tuple
     if not isinstance(loop.body, cst.IndentedBlock) or _continues(model, loop):
         return []
     counters = {}  # name -> (start, slack, jumps)
-    counter, start = enumerate_counter(model, loop) if isinstance(loop, cst.For) else (None, 0)
+    counter, start = index_counter(model, loop) if isinstance(loop, cst.For) else (None, 0)
     if counter is not None:
         counters[counter] = (start, 0, False)
     counter, start, jumps = raised_counter(model, loop)
@@ -205,11 +308,18 @@ def shipped_bound(model: SemanticModel, expr: cst.BaseExpression) -> Optional[in
     return max(found)  # type: ignore[type-var]
 
 
-def raised_counter(model: SemanticModel, loop: cst.For | cst.While) -> tuple[Optional[str], int, bool]:
+def raised_counter(
+    model: SemanticModel, loop: cst.For | cst.While | cst.If, within: Optional[cst.For | cst.While] = None
+) -> tuple[Optional[str], int, bool]:
     """`n` and its smallest start for `n = 0` (literals only) before the loop and `n += 1` among the body's own
     statements, the only write of `n` in the loop but raises by a positive literal (`n += 1e8` before a
-    `break`; then True: the counter may jump over a value, so `n == N` bounds nothing)."""
-    for statement in loop.body.body:  # type: ignore[union-attr]
+    `break`; then True: the counter may jump over a value, so `n == N` bounds nothing). With `within`, `loop` is
+    an `if` in that loop whose own body raises `n` (no `continue` there to skip it), counted the same way in
+    `within`: the writes are looked for in `within`, the start before it."""
+    outer = within if within is not None else loop
+    if not isinstance(loop.body, cst.IndentedBlock) or within is not None and _continues(model, loop):
+        return None, 0, False
+    for statement in loop.body.body:
         if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
             continue
         raised = statement.body[0]
@@ -219,13 +329,13 @@ def raised_counter(model: SemanticModel, loop: cst.For | cst.While) -> tuple[Opt
             continue
         name = raised.target.value
         flow = model.dataflow
-        if any(w.statement is not raised and not _raises(w) for w in flow.writes_in(name, loop)):
+        if any(w.statement is not raised and not _raises(w) for w in flow.writes_in(name, outer)):
             continue  # reset or lowered elsewhere in the loop (`n += 1e8; break` only brings the end nearer)
-        starts = [w for w in flow.reaching_writes(name, loop) if not model.is_inside(w.statement, loop)]
+        starts = [w for w in flow.reaching_writes(name, outer) if not model.is_inside(w.statement, outer)]
         values = [_literal_int(w.value) if w.value is not None and not w.is_augmented else None for w in starts]
         if not values or any(v is None for v in values):
             continue
-        return name, min(values), len(flow.writes_in(name, loop)) > 1  # type: ignore[type-var]
+        return name, min(values), len(flow.writes_in(name, outer)) > 1  # type: ignore[type-var]
     return None, 0, False
 
 
@@ -236,6 +346,26 @@ def _raises(write) -> bool:
         return False
     value = statement.value
     return isinstance(value, (cst.Integer, cst.Float)) and float(value.evaluated_value) > 0
+
+
+def index_counter(model: SemanticModel, loop: cst.For) -> tuple[Optional[str], int]:
+    """The name that counts the loop's iterations from a literal start, and that start: an `enumerate` index
+    (`enumerate_counter`) or the target of `for i in range(n)` / `range(start, n)` (step 1, `i` not rebound)."""
+    counter, start = enumerate_counter(model, loop)
+    if counter is not None:
+        return counter, start
+    iterable, target = loop.iter, loop.target
+    if not (isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) and iterable.func.value == "range"):
+        return None, 0
+    args = iterable.args
+    if model.module_bindings("range") or not isinstance(target, cst.Name) or not 1 <= len(args) <= 3:
+        return None, 0
+    if any(a.keyword is not None or a.star for a in args) or len(args) == 3 and _literal_int(args[2].value) != 1:
+        return None, 0
+    start = 0 if len(args) == 1 else _literal_int(args[0].value)
+    if start is None or model.dataflow.writes_in(target.value, loop.body):
+        return None, 0  # a start not written as a literal, or a counter rebound in the body
+    return target.value, start
 
 
 def enumerate_counter(model: SemanticModel, loop: cst.For) -> tuple[Optional[str], int]:

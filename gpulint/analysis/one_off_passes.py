@@ -46,6 +46,9 @@ def read_once(model: SemanticModel, info: LoaderInfo) -> bool:
     if not (iterations or feeds):
         return False
     here = {_place(f"{model.path}:{model.line_of(i.loop)}") for i in iterations if i.loop is not None}
+    for feed in feeds:  # the one-off `trainer.test(...)` that runs a test hook takes its batches here, not elsewhere
+        if isinstance(feed.node, cst.FunctionDef) and not feed.per_epoch:
+            here |= {_place(f"{model.path}:{model.line_of(c)}") for c in model.method_calls(_runner(feed.node))}
     if any(_place(c.where) not in here for c in model.loader_flow.consumed_elsewhere(info)):
         return False  # a loop of another module takes its batches too (this module's own helpers are its iterations)
     for iteration in iterations:
@@ -53,11 +56,29 @@ def read_once(model: SemanticModel, info: LoaderInfo) -> bool:
             return False
     for feed in feeds:
         call = feed.node
+        if isinstance(call, cst.FunctionDef) and not feed.per_epoch and _hook_run_once(model, call):
+            continue  # `def test_dataloader(self)`: read by the one `trainer.test(...)` after the fit
         if feed.per_epoch or not isinstance(call, cst.Call) or model.repeating_loops(call):
             return False
         if not runs_once(model, model.enclosing_function(call)) or not _trains_elsewhere(model, call):
             return False
     return True
+
+
+def _hook_run_once(model: SemanticModel, hook: cst.FunctionDef) -> bool:
+    """A Lightning `test_dataloader` / `predict_dataloader` hook whose runner, every `.test(...)` /
+    `.predict(...)` call of this module (at least one), sits outside any loop in code that runs once, beside
+    a fit: each such call reads the loader once."""
+    calls = list(model.method_calls(_runner(hook)))
+    return bool(calls) and all(
+        not model.repeating_loops(c) and runs_once(model, model.enclosing_function(c)) and _trains_elsewhere(model, c)
+        for c in calls
+    )  # fmt: skip
+
+
+def _runner(hook: cst.FunctionDef) -> str:
+    """The Trainer method that runs a loader hook: `test_dataloader` -> `test`."""
+    return hook.name.value.split("_")[0]
 
 
 def _place(where: str) -> str:

@@ -10,6 +10,7 @@ from gpulint.analysis.dataloaders import LOADER_TEXT, produces_cuda_batches
 from gpulint.analysis.graph_batches import graph_batches
 from gpulint.analysis.loader_flow import EVAL
 from gpulint.analysis.loop_bounds import runs_a_few_times
+from gpulint.analysis.one_off_passes import one_off_pass
 from gpulint.checks.base import Rule
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
 from gpulint.edits import replace_node, with_keyword_argument
@@ -54,6 +55,8 @@ class BlockingHostToDeviceCopy(Rule):
                     continue  # one batch per pass: nothing to overlap the copy with
                 if runs_a_few_times(model, call):
                     continue  # a probe of a few batches, run once: the copies add up to nothing
+                if one_off_pass(model, move.iteration.loop):
+                    continue  # one evaluation pass beside many training epochs (a final test pass): no share of the run
                 if move.whole_batch and custom_collate:
                     continue  # a custom batch type's `.to()` may not accept `non_blocking`
                 reported.add(id(call))
@@ -74,6 +77,8 @@ class BlockingHostToDeviceCopy(Rule):
                     continue
                 if model.batch_cost.takes_one_batch(move.iteration) or runs_a_few_times(model, call):
                     continue
+                if one_off_pass(model, move.iteration.loop):
+                    continue  # a final test pass beside the training epochs
                 reported.add(id(call))
                 yield self._blocking_copy(call, returned.where, flow.iteration_role(move.iteration) == EVAL)
 
