@@ -188,3 +188,84 @@ def test_a_model_built_by_a_factory_function_in_one_branch_stays_unknown(tmp_pat
         "    model = net.Net(params)\n    if torch.cuda.device_count() > 1:\n        model = build(params)\n    model.cuda()\n",
     ).replace("from loops import train\n", "from loops import train\nfrom somewhere import build\n")
     assert _found(tmp_path, monkeypatch, {"net.py": NET, "train.py": built, "loops.py": LOOPS}) == []
+
+
+# syncs12: a per-step loss module of another module fed the parts of a batch moved in a list comprehension
+SLM = """
+import torch
+import torch.nn.functional as F
+
+
+class DurationLoss(torch.nn.Module):
+    def forward(self, preds, lengths):
+        total = 0
+        for pred, n in zip(preds, lengths):
+            total = total + F.softplus(pred[:n]).mean()
+        return total
+"""
+
+SLM_TRAIN = """
+import torch
+from torch.utils.data import DataLoader
+
+from losses import DurationLoss
+
+device = "cuda"
+model = torch.nn.Linear(80, 80).to(device)
+opt = torch.optim.Adam(model.parameters())
+loader = DataLoader(range(100), batch_size=8, num_workers=4, pin_memory=True)
+
+
+def main():
+    criterion = DurationLoss()
+    for step, batch in enumerate(loader):
+        batch = [b.to(device, non_blocking=True) for b in batch]
+        mels, lengths = batch
+        loss = criterion(model(mels), lengths)
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_parts_of_a_batch_moved_in_a_list_comprehension_reach_another_modules_loss_on_the_gpu(tmp_path, monkeypatch):
+    """`mels, lengths = [b.to(device) for b in batch]`: each part is on the GPU, so the loss module's slice by
+    `lengths` waits at its own line, once per sample, with the loop that runs it named."""
+    found = _found(tmp_path, monkeypatch, {"losses.py": SLM, "train.py": SLM_TRAIN})
+    assert [(f, row, message) for f, row, _, message, _ in found] == [
+        ("losses.py", 10, "`pred[:n]` (the slice bound `n` is a GPU tensor) waits for the GPU every training step "
+         "(`forward` at line 7, run by the call at train.py:18)"),
+    ]
+
+
+def test_parts_of_a_batch_left_on_the_host_or_lengths_handed_as_ints_stay_silent(tmp_path, monkeypatch):
+    unmoved = SLM_TRAIN.replace("[b.to(device, non_blocking=True) for b in batch]", "[b for b in batch]")
+    assert _found(tmp_path, monkeypatch, {"losses.py": SLM, "train.py": unmoved}) == []
+    on_cpu = SLM_TRAIN.replace('device = "cuda"', 'device = "cpu"')
+    assert _found(tmp_path, monkeypatch, {"losses.py": SLM, "train.py": on_cpu}) == []
+    host_lengths = SLM_TRAIN.replace("criterion(model(mels), lengths)", "criterion(model(mels), lengths_cpu)").replace(
+        "        mels, lengths = batch\n", "        mels, lengths = batch\n        lengths_cpu = host[1]\n"
+    ).replace("        batch = [b.to", "        host = batch\n        batch = [b.to")
+    assert _found(tmp_path, monkeypatch, {"losses.py": SLM, "train.py": host_lengths}) == []
+
+
+def test_a_slice_with_a_gpu_bound_is_reported_when_its_view_later_sizes_a_tensor(tmp_path, monkeypatch):
+    """The slice gives a GPU view, not a host value: a size later read from the view is another read, and
+    does not make the slice's own wait one the host needs."""
+    sizing = SLICING.replace(
+        "            loss = loss + mels[i, :, :lengths[i]].mean()",
+        "            seg = mels[i, :, :lengths[i]]\n            k = int(seg.sum())\n"
+        "            loss = loss + seg.mean() + torch.zeros(k, device=device).sum()",
+    )
+    found = _found(tmp_path, monkeypatch, {"train.py": sizing})
+    assert [(row, message) for _, row, _, message, _ in found] == [
+        (16, "`mels[i, :, :lengths[i]]` (the slice bound `lengths[i]` is a GPU tensor) waits for the GPU every "
+         "training step (loop at line 12)"),
+    ]
+    # the value read to size the buffer stays the host's need (`sizes_a_tensor`): not reported
+    host_sized = sizing.replace("seg = mels[i, :, :lengths[i]]", "seg = mels[i]")
+    assert _found(tmp_path, monkeypatch, {"train.py": host_sized}) == []

@@ -233,8 +233,9 @@ def _runs_on_gpu(model: SemanticModel, call: cst.Call) -> bool:
 
 def sizes_a_tensor(model: SemanticModel, sync: HostSync, loop: Loop) -> bool:
     """The value `sync` reads (or a host value built from it) is a size argument of a tensor factory or a
-    reshape in the same iteration: the host must know it to allocate or lay out the next tensor."""
-    derived = _host_values(model, sync, loop)
+    reshape in the same iteration: the host must know it to allocate or lay out the next tensor. A slice
+    with a GPU bound gives a GPU view: sizes later read from that view are other reads."""
+    derived = _host_values(model, sync, loop) if sync.gives_host_value else set()
     for call in model.calls_inside(loop):
         func = call.func
         name = model.call_name(call) or ""

@@ -1772,6 +1772,12 @@ class HostSync:
     value: cst.BaseExpression  # the GPU tensor it reads
     via: Optional[str] = None  # a call of a project helper: where in it the sync is (`utils.py:14`)
 
+    @property
+    def gives_host_value(self) -> bool:
+        """What the syncing expression evaluates to is on the host: not so for `x[:lengths[i]]`, a GPU view
+        whose bound alone is copied to the host."""
+        return self.kind != SLICED_WITH_GPU_BOUND
+
 
 def names_type(call: cst.Call) -> bool:
     """`t.type()` with no type to convert to: the tensor's type name (`"torch.cuda.FloatTensor"`), a Python string."""

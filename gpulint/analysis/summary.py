@@ -1861,6 +1861,8 @@ def _element(value: Any, index: int) -> Any:
         return ("src", "|".join(parts))
     if value[0] == "gpu":
         return value
+    if value[0] == "moved" and (value[1] is None or value[1][0] not in ("module", "gpu_module")):
+        return ("gpu",)  # `a, b = [t.to(device) for t in batch]`: each part of what was moved is on the GPU
     return None
 
 
