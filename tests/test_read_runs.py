@@ -50,10 +50,10 @@ def test_the_metric_read_right_after_the_loss_read_joins_it():
     assert (d.location.row, d.location.column) == (18, 23)
     assert d.message == (
         "`loss.detach().item()` waits for the GPU every training step (loop at line 12), as does the read after it"
-        " at line 19 (no GPU work queued in between: one wait)"
+        " at line 19 (only light GPU work queued in between: one wait)"
     )
     assert [(text, where.row) for text, where in d.related][1:] == [
-        ("then `(scores.argmax(1) == y.to(device)).float().sum().item()`, with no GPU work queued since", 19),
+        ("then `(scores.argmax(1) == y.to(device)).float().sum().item()`, with only light GPU work queued since", 19),
     ]
 
 
@@ -149,11 +149,11 @@ def test_reads_of_the_same_minimum_and_per_sample_lengths_in_a_nested_loop_join_
     [d] = diagnostics(HEADER + textwrap.dedent(body), select=("GPU303",))
     assert d.message == (
         "`lengths.min().item()` waits for the GPU every training step (loop at line 11), as do the reads after it"
-        " at lines 15 and 18 (no GPU work queued in between: one wait)"
+        " at lines 15 and 18 (only light GPU work queued in between: one wait)"
     )
     assert [(text, where.row) for text, where in d.related][1:] == [
-        ("then `lengths.min().item()`, with no GPU work queued since", 15),
-        ("then `lengths[b].item()`, with no GPU work queued since", 18),
+        ("then `lengths.min().item()`, with only light GPU work queued since", 15),
+        ("then `lengths[b].item()`, with only light GPU work queued since", 18),
     ]
 
 
