@@ -52,9 +52,9 @@ _ITERATING_BUILTINS = frozenset({"sum", "min", "max", "list", "tuple", "sorted",
 _HOST_METHODS = frozenset({"append", "extend", "insert", "values", "items", "keys", "get", "update", "format", "copy", "setdefault"})
 _COPIES = frozenset({"to", "cuda", "contiguous", "clone"})
 _HOST_LIBRARIES = ("numpy.", "math.", "random.", "time.")
-# Places inside a statement where a read may not run: a branch of an expression, a deferred body.
 # Statements and expressions that repeat what they hold.
 _LOOPS = (cst.For, cst.While, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+# Places inside a statement where a read may not run: a branch of an expression, a deferred body.
 _CONDITIONAL = (cst.IfExp, cst.BooleanOperation, cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 
 
