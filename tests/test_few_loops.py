@@ -34,8 +34,7 @@ def test_short_loops_and_environment_actions_are_silent_and_real_steps_stay(tmp_
         "study.py:15 GPU303",  # the whole test loader, after the eleven sizes
         "train.py:23 GPU303",  # a 100-epoch loop over a DataLoader
         "train.py:32 GPU303",  # `range(args.steps)`, default 100000
-        "train.py:42 GPU303",  # `if n == args.num_iter: break`, but `n += 7` may jump over it
-        "train.py:43 GPU303",
+        "train.py:42 GPU303",  # `if n == args.num_iter: break`, but `n += 7` may jump over it (and names line 43)
         "train.py:50 GPU303",  # a full evaluation over the test loader
     ]
 

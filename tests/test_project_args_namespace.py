@@ -127,7 +127,10 @@ def test_a_first_pass_test_on_a_list_the_loop_empties_again_is_no_first_pass(tmp
         "            if len(all_preds) == 0:", "            if step % 10 == 0:\n                all_preds = []\n            if len(all_preds) == 0:"
     )
     files = {"utils/__init__.py": "", "utils/data_utils.py": DATA.format(pin="False"), "train.py": train}
-    assert "train.py:23 GPU303" in found(lint(write(tmp_path, files), monkeypatch))  # `all_preds.append(preds...cpu())`
+    diagnostics = lint(write(tmp_path, files), monkeypatch)
+    # `all_preds.append(preds...cpu())` is reported: in the finding of `print(eval_loss.item())` above it (one wait)
+    assert "train.py:18 GPU303" in found(diagnostics)
+    assert any("the read after it at line 23 " in d.message for d in diagnostics)
 
 
 @pytest.mark.parametrize(("persistent", "expected"), [("", ["utils/data_utils.py:5 GPU104"]), (", persistent_workers=True", [])])

@@ -30,10 +30,10 @@ def gpu303(body: str) -> list[str]:
 # ---- a run of reads with nothing queued between them: one finding, at the first read ----------------------
 
 
-def test_the_metric_read_right_after_the_loss_read_stays_its_own_finding():
-    # benchmarking-gnns / rasbt: the loss read after the step, then the accuracy's read. Another tensor: the ninth
-    # and tenth corpora's judges count each as an avoidable read, the eleventh's as one wait; both stay reported.
-    assert gpu303("""\
+def test_the_metric_read_right_after_the_loss_read_joins_it():
+    # benchmarking-gnns / rasbt: the loss read after the step, then the accuracy's read of another tensor: only the
+    # metric's few kernels were queued since the loss read drained the stream, one wait (the eleventh corpus's N5 (a))
+    body = """\
         def train(loader):
             epoch_loss, epoch_acc = 0, 0
             for x, y in loader:
@@ -45,7 +45,85 @@ def test_the_metric_read_right_after_the_loss_read_stays_its_own_finding():
                 epoch_loss += loss.detach().item()
                 epoch_acc += (scores.argmax(1) == y.to(device)).float().sum().item()
             return epoch_loss, epoch_acc
-    """) == ["18:23 GPU303", "19:22 GPU303"]
+    """
+    [d] = diagnostics(HEADER + textwrap.dedent(body), select=("GPU303",))
+    assert (d.location.row, d.location.column) == (18, 23)
+    assert d.message == (
+        "`loss.detach().item()` waits for the GPU every training step (loop at line 12), as does the read after it"
+        " at line 19 (only light GPU work queued in between: one wait)"
+    )
+    assert [(text, where.row) for text, where in d.related][1:] == [
+        ("then `(scores.argmax(1) == y.to(device)).float().sum().item()`, with only light GPU work queued since", 19),
+    ]
+
+
+def test_metric_reads_after_the_loss_read_join_it_also_in_a_branch_and_a_with_block():
+    # Lightning-style logging in a plain loop: the loss read, then metrics (in a `with`, under an `if` on host values)
+    assert gpu303("""\
+        def train(loader, log_acc):
+            for x, y in loader:
+                scores = model(x.to(device))
+                loss = nn.functional.cross_entropy(scores, y.to(device))
+                loss.backward()
+                optimizer.step()
+                running = loss.item()
+                with torch.no_grad():
+                    correct = (scores.argmax(1) == y.to(device)).sum().item()
+                if log_acc:
+                    print(torch.softmax(scores, 1).max(1).values.mean().item())
+    """) == ["16:19 GPU303"]
+
+
+def test_each_segment_the_backward_pass_starts_keeps_a_finding():
+    # the loss and its metric read before backward, then the loss and another metric again after the step
+    assert gpu303("""\
+        def train(loader):
+            for x, y in loader:
+                scores = model(x.to(device))
+                loss = nn.functional.cross_entropy(scores, y.to(device))
+                before = loss.item()
+                acc = (scores.argmax(1) == y.to(device)).float().mean().item()
+                loss.backward()
+                optimizer.step()
+                total = loss.item()
+                peak = scores.max().item()
+    """) == ["14:18 GPU303", "18:17 GPU303"]
+
+
+def test_a_read_of_another_tensor_after_a_forward_or_a_collective_is_its_own_finding():
+    assert gpu303("""\
+        import torch.distributed as dist
+
+        def train(loader, val_x):
+            for x, y in loader:
+                loss = nn.functional.mse_loss(model(x.to(device)), y.to(device))
+                loss.backward()
+                optimizer.step()
+                a = loss.item()
+                val = model(val_x.to(device)).mean()
+                b = val.item()
+                dist.all_reduce(loss)
+                c = (loss * 2).item()
+    """) == ["17:13 GPU303", "19:13 GPU303", "21:13 GPU303"]
+
+
+def test_reads_of_another_tensor_across_a_loop_boundary_stay_their_own_findings():
+    # a loop after the first read (each iteration may queue kernels), and reads in a loop or comprehension after it
+    assert gpu303("""\
+        def train(loader, heads):
+            for x, y in loader:
+                scores = model(x.to(device))
+                loss = nn.functional.mse_loss(scores, y.to(device))
+                loss.backward()
+                optimizer.step()
+                total = loss.item()
+                for head in heads:
+                    scores = scores * head
+                peak = scores.max().item()
+                for row in range(3):
+                    print((loss * row).item())
+                scaled = [(loss * row).item() for row in range(3)]
+    """) == ["16:17 GPU303", "19:16 GPU303", "21:19 GPU303", "22:19 GPU303"]
 
 
 def test_reads_of_the_same_minimum_and_per_sample_lengths_in_a_nested_loop_join_the_first_read():
@@ -71,11 +149,11 @@ def test_reads_of_the_same_minimum_and_per_sample_lengths_in_a_nested_loop_join_
     [d] = diagnostics(HEADER + textwrap.dedent(body), select=("GPU303",))
     assert d.message == (
         "`lengths.min().item()` waits for the GPU every training step (loop at line 11), as do the reads after it"
-        " at lines 15 and 18 (no GPU work queued in between: one wait)"
+        " at lines 15 and 18 (only light GPU work queued in between: one wait)"
     )
     assert [(text, where.row) for text, where in d.related][1:] == [
-        ("then `lengths.min().item()`, with no GPU work queued since", 15),
-        ("then `lengths[b].item()`, with no GPU work queued since", 18),
+        ("then `lengths.min().item()`, with only light GPU work queued since", 15),
+        ("then `lengths[b].item()`, with only light GPU work queued since", 18),
     ]
 
 
@@ -213,3 +291,18 @@ def test_reads_in_the_branches_of_an_if_on_the_same_tensor_join_the_test():
                         lr_mult = float(self.tokens - warmup) / warmup
     """) == ["18:16 GPU303"]
 
+
+
+def test_a_metric_read_after_a_read_under_an_if_is_its_own_finding():
+    # the loss read only when `verbose`: on the other steps the metric's read is the one that waits for the step
+    assert gpu303("""\
+        def train(loader, verbose):
+            for x, y in loader:
+                scores = model(x.to(device))
+                loss = nn.functional.cross_entropy(scores, y.to(device))
+                loss.backward()
+                optimizer.step()
+                if verbose:
+                    print(loss.item())
+                correct = (scores.argmax(1) == y.to(device)).sum().item()
+    """) == ["17:19 GPU303", "18:19 GPU303"]

@@ -1,18 +1,21 @@
-"""Host reads of a step that wait for nothing new: the read before them drained the stream, and no GPU work
-was queued since.
+"""Host reads of a step that wait for nothing new: the read before them drained the stream, and only light
+GPU work (a metric's few kernels) was queued since.
 
 `previous_read(model, sync, loop)`: the latest host read (`residency.HostSync`, not one inside a helper) of
 the same iteration of `loop` that always runs before `sync` (its statement comes first in a statement list
 holding `sync`, or in a `with` block before it, or the read is the test of an `if` holding `sync`; and
-nothing in that statement makes the read conditional), when both read the same tensor (`read_tensor`:
-`lengths.min().item()` then `lengths[b].item()`) and no GPU work was launched between the two
-(`work_between`). A host read returns only once everything queued before it has run, so `sync` then waits
-for its own operand at most (a kernel or two, microseconds), not for the step. A performance engineer
-counts the run of reads as one wait: removing the first one moves the wait to the next, so the run is one
-finding at its first read. Reads of another tensor (`(scores.argmax(1) == y).sum().item()` right after
-`loss.item()`) stay findings of their own: the corpora's judges disagree whether they are a wait (GPU303.md).
+nothing in that statement makes the read conditional), when no heavy GPU work was launched between the two
+(`work_between`) and, for a read of another tensor, no loop ran between them (`crosses_a_loop`). A host read
+returns only once everything queued before it has run, so `sync` then waits for its own operand at most (a
+kernel or two, microseconds), not for the step: `epoch_acc += (scores.argmax(1) == y).float().sum().item()`
+right after `epoch_loss += loss.item()`, `lengths[b].item()` after `lengths.min().item()`. A performance
+engineer counts the run of reads as one wait: removing the first one moves the wait to the next, so the run is
+one finding at its first read, and each segment of the step that heavy work starts keeps a finding of its own.
+A read of the tensor the first one read (`read_tensor`) may run in a loop nested after it (each sample's
+length after the minimum: one host copy serves all); a read of another tensor may not, nor after a loop (each
+iteration may queue kernels: the run ends there).
 
-What counts as GPU work between the two reads (conservative, so that a read that waits for a step stays its
+What counts as heavy GPU work between the two reads (conservative, so that a read that waits for a step stays its
 own finding): a forward of a module, a backward pass, an optimizer step, a call handed a module or a project
 function that trains or runs one (`step_waits`' step work); a matrix product (`a @ b`); and any call not
 known to be cheap: only host builtins and bookkeeping on host values, clock reads, `torch.cuda` queries,
@@ -49,6 +52,8 @@ _ITERATING_BUILTINS = frozenset({"sum", "min", "max", "list", "tuple", "sorted",
 _HOST_METHODS = frozenset({"append", "extend", "insert", "values", "items", "keys", "get", "update", "format", "copy", "setdefault"})
 _COPIES = frozenset({"to", "cuda", "contiguous", "clone"})
 _HOST_LIBRARIES = ("numpy.", "math.", "random.", "time.")
+# Statements and expressions that repeat what they hold.
+_LOOPS = (cst.For, cst.While, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 # Places inside a statement where a read may not run: a branch of an expression, a deferred body.
 _CONDITIONAL = (cst.IfExp, cst.BooleanOperation, cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 
@@ -63,8 +68,9 @@ def previous_read(model: SemanticModel, sync: HostSync, loop: Loop, syncs: list[
     if not before:
         return None
     latest = max(before, key=lambda s: flow.order[s.node])
-    if read_tensor(model, latest.value) is None or read_tensor(model, latest.value) != read_tensor(model, sync.value):
-        return None  # another tensor: the corpora's judges disagree whether its read is a wait of its own (see GPU303.md)
+    tensor = read_tensor(model, latest.value)
+    if (tensor is None or tensor != read_tensor(model, sync.value)) and crosses_a_loop(model, latest, sync):
+        return None  # another tensor read after a loop: what the loop queued is new work (a tensor's own per-sample reads wait for none)
     return None if work_between(model, latest, sync) else latest
 
 
@@ -80,6 +86,27 @@ def read_tensor(model: SemanticModel, value: cst.BaseExpression) -> Optional[str
             value = value.left  # `tokens - warmup`, `if tokens < warmup:`
         else:
             return dotted_name(value)
+
+
+def crosses_a_loop(model: SemanticModel, first: HostSync, sync: HostSync) -> bool:
+    """A loop runs between the read `first` and the later read `sync`: a `for`, `while` or comprehension after
+    `first` and before `sync`'s statement or in it, or a loop around `sync` that is not around `first`."""
+    if model.enclosing_loops(sync.node) != model.enclosing_loops(first.node):
+        return True  # (the later read runs once per iteration of a loop after the first)
+    flow = model.dataflow
+    statement = model.enclosing_statement(sync.node)
+    scope = model.scope_of(sync.node)
+    return any(
+        flow.before(first.node, loop) and not flow.before(statement, loop) and model.scope_of(loop) is scope
+        for loop in _loops(model)
+    )  # fmt: skip
+
+
+def _loops(model: SemanticModel) -> list[cst.CSTNode]:
+    memo = model.memo("loops")
+    if model.module not in memo:
+        memo[model.module] = [n for n in model.dataflow.order if isinstance(n, _LOOPS)]
+    return memo[model.module]
 
 
 def _always_runs_before(model: SemanticModel, first: HostSync, sync: HostSync, loop: Loop) -> bool:

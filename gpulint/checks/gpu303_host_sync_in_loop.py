@@ -64,7 +64,7 @@ class HostSyncInLoop(Rule):
             statements.setdefault(id(model.enclosing_statement(sync.node)), []).append((sync, loop, role))
         for found in statements.values():
             found.sort(key=lambda item: model.dataflow.order[item[0].node])
-        # A run of reads with no GPU work queued between them is one wait: one finding, at its first read.
+        # A run of reads with only light GPU work queued between them is one wait: one finding, at its first read.
         later: dict[int, list] = {}  # statement of a run's first read -> the syncs of the later reads
         for key, found in sorted(statements.items(), key=lambda item: model.dataflow.order[item[1][0][0].node]):
             first = self._first_of_run(found[0][0], found[0][1], residency.host_syncs)
@@ -79,12 +79,12 @@ class HostSyncInLoop(Rule):
             verb = "waits" if len(syncs) == 1 else "wait"
             message = f"{what} {verb} for the GPU {self.every_step(role, loop)}"
             followers = later.get(key, [])
-            related = [(f"the {role} loop", loop)] + [(f"then {self._subject(s)}, with no GPU work queued since", s.node) for s in followers]
+            related = [(f"the {role} loop", loop)] + [(f"then {self._subject(s)}, with only light GPU work queued since", s.node) for s in followers]
             if followers:
                 lines = sorted({model.range(s.node).start.line for s in followers})
                 where = ", ".join(map(str, lines[:-1])) + (" and " if len(lines) > 1 else "") + str(lines[-1])
                 many = len(lines) > 1
-                message += f", as {'do the reads' if many else 'does the read'} after it at line{'s' if many else ''} {where} (no GPU work queued in between: one wait)"
+                message += f", as {'do the reads' if many else 'does the read'} after it at line{'s' if many else ''} {where} (only light GPU work queued in between: one wait)"
             advice = self._advice(syncs, loop)
             era = next(filter(None, (legacy_torch.number_read_help(s.kind) for s in syncs)), None)
             if era is not None:  # `loss.data[0]` in PyTorch 0.3 code: say why it is a read, and its 0.4 spelling
