@@ -33,7 +33,7 @@ def test_json_and_json_lines_name_the_later_reads_of_a_run(gpulint, tmp_path):
     assert by_code["GPU303"]["location"] == {"row": 14, "column": 17}
     assert by_code["GPU303"]["related"] == [
         {"message": "the training loop", "location": {"row": 10, "column": 5}, "cell": None},
-        {"message": "then `loss.item()`, with no GPU work queued since", "location": {"row": 15, "column": 17},
+        {"message": "then `loss.item()`, with only light GPU work queued since", "location": {"row": 15, "column": 17},
          "cell": None},
     ]
     lines = gpulint("check", "--output-format", "json-lines", "train.py", cwd=tmp_path).stdout.decode().splitlines()
