@@ -653,7 +653,7 @@ class LoaderFlow:
             if way[0] == "given" and len(way) > 1:
                 count = way[1]
             elif way[0] == "left out" and param.default is not None:
-                count = literal_value(param.default)[1] if literal_value(param.default)[0] else None
+                count = literal_value(param.default)[1]  # (False, None) when the default is not a literal
             else:
                 continue
             if isinstance(count, int) and not isinstance(count, bool) and count > 0:

@@ -97,7 +97,7 @@ class DataLoaderWorkersNotPersistent(Rule):
             if outer is not None and self._dataset_changes_in(info, outer):
                 continue
             when = f"every pass of the loop at {again.epoch} (its batches are taken at {again.where}; the call at {again.called_at} gives it {count} workers)"
-            yield self._report(info, when, arg, may_be_zero=True)
+            yield self._report(info, when, arg)
             return
 
     def _loop_here(self, where: str):
@@ -130,13 +130,13 @@ class DataLoaderWorkersNotPersistent(Rule):
                     return True
         return False
 
-    def _report(self, info, when: str, arg, may_be_zero: bool = False) -> Diagnostic:
+    def _report(self, info, when: str, arg) -> Diagnostic:
         model = self.model
         flow = model.loader_flow
         message = f"`DataLoader` workers are shut down and started again for {when}"
         help = "Pass `persistent_workers=True` to keep them between epochs"
         # `--workers 0`, or a factory parameter another call may fill with 0 (`persistent_workers=True` raises there)
-        if may_be_zero or flow.workers_from_command_line(info.loader) or flow.workers_from_parameter(info.loader):
+        if flow.workers_from_command_line(info.loader) or flow.workers_from_parameter(info.loader):
             value = f"{model.code(info.loader.value('num_workers'))} > 0"  # `--workers 0` must still work
         else:
             value = "True"
