@@ -110,3 +110,20 @@ def _handed(index: ProjectIndex) -> set[tuple[int, str]] | None:
                 found.add((id(target[1]), target[2]))  # type: ignore[union-attr]
     index._handed_memo = found  # type: ignore[attr-defined]
     return found
+
+
+def passed(f: Any, key: str, caller_f: Any, index: int) -> tuple:
+    """`(("num_workers", "given", 2), ("batch_size", "left out"))`: how the `index`-th call of `caller_f` fills the
+    parameters of the module-level function `f` (`key`) with literals or leaves them at their defaults; a
+    parameter it fills otherwise is not listed, nor is any for a call with `*args` / `**kwargs` or a method."""
+    call = caller_f.calls[index]
+    if "." in key or (len(call) > 6 and call[6]):
+        return ()
+    literals = caller_f.literals.get(index, {})
+    positional = list(f.params)
+    found = []
+    for param in [*positional, *f.kwonly]:
+        way = _way(param, positional, call, literals)
+        if way is not _UNKNOWN:
+            found.append((param, *way))
+    return tuple(found)

@@ -626,6 +626,40 @@ class LoaderFlow:
             return True  # `--workers` with any default, also one only bounded (`min(8, max(1, ...))`)
         return resolved is not None and (resolved.origin == ARGPARSE_DEFAULT or _divided(self.m, value) is not None)
 
+    def workers_from_parameter(self, loader: DataLoaderCall) -> Optional[cst.Param]:
+        """The parameter of the function building the loader that `num_workers` is (`num_workers=num_workers`)."""
+        m = self.m
+        value = loader.value("num_workers")
+        func = m.enclosing_function(loader.call)
+        if not isinstance(value, cst.Name) or func is None:
+            return None
+        binders = m.bindings_of(value.value, value)
+        param = binders[0] if len(binders) == 1 and isinstance(binders[0], cst.Param) else None
+        return param if param is not None and m.enclosing_function(param) is func else None
+
+    def workers_given_by_callers(self, info: LoaderInfo) -> list[tuple[object, int]]:
+        """(consumption, workers) for each loop of another module that takes the batches of a loader whose
+        `num_workers` is a parameter of the factory building it (`def build_dataloader(..., num_workers=1)`), where
+        the factory call it takes them from passes a literal above 0 there or leaves a default above 0: the
+        count that loader has (another call of the same factory may pass 0)."""
+        param = self.workers_from_parameter(info.loader)
+        if param is None:
+            return []  # a local of the factory, or a name bound again there
+        found = []
+        for consumption in self.consumed_elsewhere(info):
+            way = next((w[1:] for w in consumption.passed if w[0] == param.name.value), None)
+            if way is None:
+                continue  # the call fills it otherwise (a variable, `*args`): unknown
+            if way[0] == "given" and len(way) > 1:
+                count = way[1]
+            elif way[0] == "left out" and param.default is not None:
+                count = literal_value(param.default)[1]  # (False, None) when the default is not a literal
+            else:
+                continue
+            if isinstance(count, int) and not isinstance(count, bool) and count > 0:
+                found.append((consumption, count))
+        return found
+
     def device_chosen_at_run_time(self, moves: list[BatchMove]) -> bool:
         """True unless every move targets a literal CUDA device (`.cuda()`, `"cuda"`, `torch.device("cuda")`)."""
         if any(self.m.call_name(c) == "torch.cuda.is_available" for c in self.m.method_calls("is_available")):

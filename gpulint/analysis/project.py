@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Iterator, Optional
 
 from gpulint.analysis import instantiated, settings_files, torch_pins
-from gpulint.analysis.call_arguments import agreed_arguments
+from gpulint.analysis.call_arguments import agreed_arguments, passed
 from gpulint.analysis.convolutions import CONV_NET
 from gpulint.analysis.devices import BASE_EVIDENCE, gpu_context_reason
 from gpulint.analysis.engine_steps import ENGINE_STEP, engine_step_parameters
@@ -60,9 +60,12 @@ class Consumption:
     epoch: Optional[str] = None
     restarts: bool = False  # takes one batch of a new iterator on each pass (`next(iter(loader))` in the loop)
     by_caller: bool = False  # `epoch` is the loop some caller calls the loop's function in, not one around the loop
+    # the factory call whose result this loop takes (`train.py:93`) and the literals it passes (`call_arguments.passed`)
+    called_at: str = ""
+    passed: tuple = ()
 
     def to_json(self) -> list:
-        return [self.where, self.trains, self.gpu, self.moves, self.epoch, self.restarts, self.by_caller]
+        return [self.where, self.trains, self.gpu, self.moves, self.epoch, self.restarts, self.by_caller, self.called_at, self.passed]
 
 
 @dataclass
@@ -1085,7 +1088,10 @@ class ProjectIndex:
             found: list[Consumption] = []
             for caller, caller_key, index in self.callers(record, key):
                 source = f"c:{index}" if element is None else f"c:{index}.{element}"
-                found.extend(self.consumptions(caller, caller_key, source))
+                caller_f = caller.summary.functions[caller_key]
+                given = passed(record.summary.functions[key], key, caller_f, index)
+                at = f"{caller.shown}:{caller_f.calls[index][1]}"
+                found.extend(replace(c, called_at=at, passed=given) for c in self.consumptions(caller, caller_key, source))
             if found:  # a factory with two shapes of result may give one key twice (`_loader_shapes`)
                 kept = context.consumers.setdefault(key if element is None else f"{key}.{element}", [])
                 kept.extend(c for c in found if c not in kept)

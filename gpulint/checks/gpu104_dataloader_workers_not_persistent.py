@@ -40,7 +40,9 @@ class DataLoaderWorkersNotPersistent(Rule):
         for info in flow.infos:
             loader = info.loader
             workers_positive, _ = flow.workers(loader)
-            if not loader.known("num_workers", "persistent_workers") or not workers_positive:
+            # a factory's `num_workers` parameter: the loops of its callers that pass a count above 0
+            from_callers = [] if workers_positive or info.iterations else flow.workers_given_by_callers(info)
+            if not loader.known("num_workers", "persistent_workers") or not (workers_positive or from_callers):
                 continue
             if model.batch_cost.items_are_cheap(loader) or flow.stays_on_cpu(info):
                 continue  # in-memory rows (the workers have no work to keep), or a CPU lesson (no GPU waits)
@@ -56,6 +58,10 @@ class DataLoaderWorkersNotPersistent(Rule):
             # a framework that iterates it every epoch of a run long enough to count (the training hand-over first)
             every_epoch = [f for f in info.feeds if f.per_epoch and (f.epochs is None or f.epochs >= self.settings["min-epochs"])]
             feed = min(every_epoch, key=lambda f: f.role != TRAIN, default=None)
+            if from_callers:
+                if not info.feeds:
+                    yield from self._report_for_callers(info, from_callers, arg)
+                continue
             if feed is not None:
                 yield self._report(info, f"every epoch ({feed.describe(model)} iterates it once per epoch)", arg)
                 continue
@@ -78,6 +84,21 @@ class DataLoaderWorkersNotPersistent(Rule):
                         continue
                     if outer is None or not self._dataset_changes_in(info, outer):
                         yield self._report(info, f"every pass of the loop at {again.epoch} (its batches are taken at {again.where})", arg)
+
+    def _report_for_callers(self, info, from_callers: list, arg) -> Iterator[Diagnostic]:
+        """The first loop of another module that runs again with the batches of a factory call passing workers."""
+        for again, count in from_callers:
+            if again.epoch is None or not again.called_at:
+                continue
+            outer = self._loop_here(again.epoch)
+            epochs = None if outer is None else epoch_count(self.model, outer)
+            if epochs is not None and epochs < self.settings["min-epochs"]:
+                continue
+            if outer is not None and self._dataset_changes_in(info, outer):
+                continue
+            when = f"every pass of the loop at {again.epoch} (its batches are taken at {again.where}; the call at {again.called_at} gives it {count} workers)"
+            yield self._report(info, when, arg)
+            return
 
     def _loop_here(self, where: str):
         """The loop of this module at `where` (`main.py:420`), if it is in this module."""
@@ -114,7 +135,8 @@ class DataLoaderWorkersNotPersistent(Rule):
         flow = model.loader_flow
         message = f"`DataLoader` workers are shut down and started again for {when}"
         help = "Pass `persistent_workers=True` to keep them between epochs"
-        if flow.workers_from_command_line(info.loader):
+        # `--workers 0`, or a factory parameter another call may fill with 0 (`persistent_workers=True` raises there)
+        if flow.workers_from_command_line(info.loader) or flow.workers_from_parameter(info.loader):
             value = f"{model.code(info.loader.value('num_workers'))} > 0"  # `--workers 0` must still work
         else:
             value = "True"
