@@ -212,9 +212,23 @@ def _carried_to_next_iteration(model: SemanticModel, sync: HostSync, derived: se
         return False
     for key in carried:
         for read in flow.reads_in(key, loop):
-            if flow.before(read, statement) and any(_runs_on_gpu(model, call) for call in _calls_given(model, read)):
+            if not flow.before(read, statement) or _rebound_in_iteration(model, key, read, loop, derived):
+                continue
+            if any(_runs_on_gpu(model, call) for call in _calls_given(model, read)):
                 return True
     return False
+
+
+def _rebound_in_iteration(model: SemanticModel, key: str, read: cst.CSTNode, loop: Loop, derived: set[str]) -> bool:
+    """The iteration binds `key` afresh, from no host value of the read, before `read` sees it (`out = model(x)`
+    ... `out = out.cpu().numpy()`): the value the read leaves in `key` is not what the next iteration computes with."""
+    flow = model.dataflow
+    writes = flow.reaching_writes(key, read)
+    return bool(writes) and all(
+        flow.inside(w.statement, loop) and flow.before(w.statement, read)
+        and w.value is not None and not w.is_augmented and not any(flow.reads_in(name, w.value) for name in derived)
+        for w in writes
+    )  # fmt: skip
 
 
 def _calls_given(model: SemanticModel, node: cst.CSTNode) -> Iterator[cst.Call]:
