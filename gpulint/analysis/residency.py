@@ -639,6 +639,9 @@ class Residency:
         if key is None or not key.startswith("self.") or key.count(".") != 1:
             return set()
         writes = self.flow.reaching_writes(key, expr)
+        cls = self.flow.enclosing_class(expr) if not writes else None
+        if cls is not None:  # set by a project base class's constructor (`analysis/inherited_members.py`)
+            return set(self.model.project.receives(f"{cls.name.value}.self", key[len("self."):]))
         if not writes or not all(isinstance(w.value, cst.Name) and not w.is_augmented for w in writes):
             return set()
         received = [self._received(w.value) for w in writes]
