@@ -527,6 +527,8 @@ class Residency:
             if self._used_as_module(key, expr) or _received_module(self._received(expr)):
                 return True
             writes = self.flow.reaching_writes(key, expr)
+            if not writes and isinstance(expr, cst.Attribute):
+                return _received_module(self.received_by_self(expr))  # set by an inherited constructor from its callers' module
             return bool(writes) and all(self._write_is_module(w, depth) for w in writes)
         return False
 
