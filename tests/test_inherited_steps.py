@@ -201,3 +201,34 @@ def main(memory):
 
 def test_decoding_read_fed_back_into_the_model_stays_silent(tmp_path, monkeypatch):
     assert not any("GPU303" in f for f in lint_written(tmp_path, {"decode.py": DECODE}, monkeypatch))
+
+
+GENERATION_EVAL = """
+import numpy as np
+import torch
+from transformers import AutoModelForSeq2SeqLM
+
+
+def main(eval_dataloader, tokenizer, metric):
+    model = AutoModelForSeq2SeqLM.from_pretrained("t5-small").cuda()
+    for epoch in range(3):
+        model.eval()
+        for batch in eval_dataloader:
+            batch = {k: v.cuda() for k, v in batch.items()}
+            with torch.no_grad():
+                generated_tokens = model.generate(batch["input_ids"], attention_mask=batch["attention_mask"])
+            generated_tokens = generated_tokens.cpu().numpy()
+            labels = batch["labels"].cpu().numpy()
+            metric.add_batch(predictions=tokenizer.batch_decode(generated_tokens), references=tokenizer.batch_decode(labels))
+"""
+
+
+def test_copies_beside_generate_in_an_evaluation_loop_stay_silent(tmp_path, monkeypatch):
+    found = lint_written(tmp_path, {"evaluate_gen.py": GENERATION_EVAL}, monkeypatch)
+    assert not any("GPU303" in f for f in found)
+
+
+def test_copies_in_the_same_loop_without_generate_are_reported(tmp_path, monkeypatch):
+    forward = GENERATION_EVAL.replace("model.generate(batch[\"input_ids\"], attention_mask=batch[\"attention_mask\"])", "model(**batch).logits.argmax(-1)")
+    found = lint_written(tmp_path, {"evaluate_gen.py": forward}, monkeypatch)
+    assert "evaluate_gen.py:15 GPU303" in found
