@@ -94,6 +94,8 @@ def needs_host_every_iteration(model: SemanticModel, loop: Loop, syncs: list[Hos
     gpulint cannot tell for sure is one (`ni = topi[0][0]; if ni == EOS: break`). Each iteration waits for the
     GPU anyway; the other reads in it add a copy, not a stall."""
     residency = model.residency
+    if _generates_every_iteration(model, loop):
+        return True
     for sync in syncs:
         if model.is_inside(sync.node, loop) and residency.rate_limit_guard(sync.node, loop) is None and drives_loop(model, sync, loop):
             return True
@@ -103,6 +105,23 @@ def needs_host_every_iteration(model: SemanticModel, loop: Loop, syncs: list[Hos
             continue
         every_iteration = residency.rate_limit_guard(condition, loop) is None
         if every_iteration and _leaves_loop(model, condition, loop) and _tests_gpu_value(model, condition.test):
+            return True
+    return False
+
+
+def _generates_every_iteration(model: SemanticModel, loop: Loop) -> bool:
+    """The iteration runs a model's `generate(...)` unguarded (`accelerator.unwrap_model(model).generate(ids)`): the
+    decoding loop inside it checks its stopping criteria on the host after every token, so the iteration waits
+    anyway and a copy of what it generated adds no stall (the judges' "generation passes wait anyway")."""
+    residency = model.residency
+    for call in model.calls_inside(loop):
+        func = call.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "generate") or residency.rate_limit_guard(call, loop) is not None:
+            continue
+        receiver = func.value
+        if residency.is_module(receiver) or (
+            isinstance(receiver, cst.Call) and any(not a.star and residency.is_module(a.value) for a in receiver.args)
+        ):
             return True
     return False
 
@@ -212,9 +231,23 @@ def _carried_to_next_iteration(model: SemanticModel, sync: HostSync, derived: se
         return False
     for key in carried:
         for read in flow.reads_in(key, loop):
-            if flow.before(read, statement) and any(_runs_on_gpu(model, call) for call in _calls_given(model, read)):
+            if not flow.before(read, statement) or _rebound_in_iteration(model, key, read, loop, derived):
+                continue
+            if any(_runs_on_gpu(model, call) for call in _calls_given(model, read)):
                 return True
     return False
+
+
+def _rebound_in_iteration(model: SemanticModel, key: str, read: cst.CSTNode, loop: Loop, derived: set[str]) -> bool:
+    """The iteration binds `key` afresh, from no host value of the read, before `read` sees it (`out = model(x)`
+    ... `out = out.cpu().numpy()`): the value the read leaves in `key` is not what the next iteration computes with."""
+    flow = model.dataflow
+    writes = flow.reaching_writes(key, read)
+    return bool(writes) and all(
+        flow.inside(w.statement, loop) and flow.before(w.statement, read)
+        and w.value is not None and not w.is_augmented and not any(flow.reads_in(name, w.value) for name in derived)
+        for w in writes
+    )  # fmt: skip
 
 
 def _calls_given(model: SemanticModel, node: cst.CSTNode) -> Iterator[cst.Call]:

@@ -29,6 +29,7 @@ from gpulint.analysis.engine_steps import ENGINE_STEP, engine_step_parameters
 from gpulint.analysis.forward_helpers import LIBRARY_MODULES, forward_called
 from gpulint.analysis.graph_batches import graph_collates
 from gpulint.analysis.handed_elements import handed_elements
+from gpulint.analysis.inherited_members import inherited_attributes, inherited_init, overridden_steps
 from gpulint.analysis.instantiated import MARKER as INSTANTIATED
 from gpulint.analysis.loader_links import loaders_in
 from gpulint.analysis.moved_returns import moved_returns
@@ -765,6 +766,7 @@ class ProjectIndex:
     def stepped_of(self, record: ModuleRecord) -> dict[str, str]:
         """`stepped_methods`, computed once per module."""
         if id(record) not in self._stepped:
+            self._stepped[id(record)] = {}  # a cycle of base classes across modules adds nothing
             self._stepped[id(record)] = self.stepped_methods(record) if record.summary.classes else {}
         return self._stepped[id(record)]
 
@@ -800,6 +802,7 @@ class ProjectIndex:
                 where = self._called_where_handed(caller, caller.summary.functions[caller_key], f"c:{index}")
                 if where is not None:
                     stepped.setdefault(key, where)  # `fit_one_epoch(..., yolo_loss, ...)` calls it in its loop
+        stepped.update(overridden_steps(self, record, stepped))  # a base class's loop runs the override every step
         frontier = list(stepped)
         for _ in range(3):
             reached = []
@@ -907,6 +910,9 @@ class ProjectIndex:
 
     def _inputs_of(self, record: ModuleRecord, key: str, param: str, depth: int) -> set[str]:
         f = record.summary.functions.get(key)
+        if f is None and key.endswith(".__init__"):
+            inherited = inherited_init(self, record, key[: -len(".__init__")])  # `SequenceTrainer(...)` runs `Trainer.__init__`
+            f = inherited[0].summary.functions[f"{inherited[1]}.__init__"] if inherited is not None else None
         if f is None or depth > 3:
             return set()
         positional = f.params
@@ -969,6 +975,9 @@ class ProjectIndex:
         summary = record.summary
         yield from instantiated.config_evidence(self, record)  # `device: cuda` of a class a Hydra config builds
         for name in summary.classes:
+            for attribute, received in self._inherited_inputs(record, name).items():
+                if "gpu_module" in received:
+                    yield f"callers give `{name}` a GPU module for `self.{attribute}` (set by its inherited constructor)"
             for base in self.inherited_bases(record, name):
                 for evidence in BASE_EVIDENCE:
                     what = evidence(base)
@@ -1002,6 +1011,15 @@ class ProjectIndex:
                     for consumption in self.consumptions(caller, caller_key, source):
                         if consumption.gpu and (consumption.moves or consumption.trains):
                             yield f"the loader `{key}` builds feeds GPU code at {consumption.where}"
+
+    def _inherited_inputs(self, record: ModuleRecord, name: str) -> dict[str, list[str]]:
+        """`self.<attribute>` of class `name` set by an inherited constructor -> what the class's callers give for it."""
+        found = {}
+        for attribute, param in inherited_attributes(self, record, name).items():
+            received = self.inputs(record, f"{name}.__init__", param)
+            if received - {UNPLACED}:
+                found[attribute] = sorted(received)
+        return found
 
     def _gpu_settings_object(self, record: ModuleRecord, name: str) -> Optional[str]:
         """The module that defines `name`, when it is a module-level object of the project (`opt = Config()`
@@ -1048,6 +1066,8 @@ class ProjectIndex:
             inherited = self.inherited_bases(record, name)
             if inherited:
                 context.inherited[name] = inherited
+            for attribute, received in self._inherited_inputs(record, name).items():
+                context.inputs[f"{name}.self.{attribute}"] = received  # `self.model` a base class's constructor sets
         settings = list(summary.settings)
         if ("launch", "") not in settings and any(_returns_args(c.returns) for c in context.callees.values()):
             settings.append(("launch", ""))  # `args = get_args()`: a job file near it may turn a switch on (off_options)

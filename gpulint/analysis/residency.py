@@ -527,6 +527,8 @@ class Residency:
             if self._used_as_module(key, expr) or _received_module(self._received(expr)):
                 return True
             writes = self.flow.reaching_writes(key, expr)
+            if not writes and isinstance(expr, cst.Attribute):
+                return _received_module(self.received_by_self(expr))  # set by an inherited constructor from its callers' module
             return bool(writes) and all(self._write_is_module(w, depth) for w in writes)
         return False
 
@@ -639,6 +641,9 @@ class Residency:
         if key is None or not key.startswith("self.") or key.count(".") != 1:
             return set()
         writes = self.flow.reaching_writes(key, expr)
+        cls = self.flow.enclosing_class(expr) if not writes else None
+        if cls is not None:  # set by a project base class's constructor (`analysis/inherited_members.py`)
+            return set(self.model.project.receives(f"{cls.name.value}.self", key[len("self."):]))
         if not writes or not all(isinstance(w.value, cst.Name) and not w.is_augmented for w in writes):
             return set()
         received = [self._received(w.value) for w in writes]
