@@ -31,7 +31,7 @@ def project_bases(index: ProjectIndex, record: ModuleRecord, name: str, depth: i
     if info is None or depth >= _MAX_DEPTH:
         return
     for base in info.bases:
-        found = index.symbol(record, base) or index._qualified_symbol(record, base)
+        found = index.symbol(record, base) or index.qualified_symbol(record, base)
         if found is not None and found[0] == "class" and (found[1], found[2]) != (record, name):
             yield found[1], found[2]
             yield from project_bases(index, found[1], found[2], depth + 1)

@@ -119,7 +119,7 @@ def instantiated_class(index: ProjectIndex, record: ModuleRecord, function: str,
     found = settings_files.hydra_lookup(folder, name, [*keys, "_target_"])
     if found is None or not isinstance(found[0], str) or not hydra_agreed(folder, [*keys, "_target_"], found[0]):
         return None
-    target = index._qualified_symbol(record, found[0])
+    target = index.qualified_symbol(record, found[0])
     return (target[1], target[2]) if target is not None and target[0] == "class" else None
 
 

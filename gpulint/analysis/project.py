@@ -381,7 +381,7 @@ class ProjectIndex:
             if f"{name}.{method}" in record.summary.functions:
                 return ("function", record, f"{name}.{method}")
         for base in info.bases:
-            found = self.symbol(record, base) or self._qualified_symbol(record, base)
+            found = self.symbol(record, base) or self.qualified_symbol(record, base)
             if found is not None and found[0] == "class" and (found[1], found[2]) != (record, name):
                 return self.called_method(found[1], found[2], depth + 1)
         return None
@@ -458,7 +458,7 @@ class ProjectIndex:
         if kind == "class":
             info = record.summary.classes[name]
             for base in info.bases:
-                found = self.symbol(record, base) or self._qualified_symbol(record, base)
+                found = self.symbol(record, base) or self.qualified_symbol(record, base)
                 if found is not None and found[0] == "class" and (found[1], found[2]) != (record, name):
                     count += self.convolutions(found[1], found[2], "class")
             # the layers `__init__` builds, and a functional convolution in `forward` (`F.conv2d(x, self.weight)`)
@@ -489,7 +489,7 @@ class ProjectIndex:
                 return True
             if base.startswith(("pytorch_lightning.", "lightning.", "transformers.")) or base in LIBRARY_MODULES:
                 return True
-            found = self.symbol(record, base) or self._qualified_symbol(record, base)  # `models.base.Base` as imported
+            found = self.symbol(record, base) or self.qualified_symbol(record, base)  # `models.base.Base` as imported
             if found is not None and found[0] == "class" and self.is_module_class(found[1], found[2], depth + 1):
                 return True
         return False
@@ -502,7 +502,7 @@ class ProjectIndex:
             return False
         stream = False
         for base in info.bases:
-            found = None if base in _ITERABLE_DATASETS else self.symbol(record, base) or self._qualified_symbol(record, base)
+            found = None if base in _ITERABLE_DATASETS else self.symbol(record, base) or self.qualified_symbol(record, base)
             if found is not None and found[0] == "class" and found[1].summary.classes[found[2]].asks_worker_info:
                 return False  # a project base (or a mixin) whose module shards by worker
             stream = stream or base in _ITERABLE_DATASETS or (
@@ -522,7 +522,7 @@ class ProjectIndex:
             return found
         self._inherited[key] = found  # an inheritance cycle adds nothing
         for base in info.bases:
-            resolved = self.symbol(record, base) or self._qualified_symbol(record, base)
+            resolved = self.symbol(record, base) or self.qualified_symbol(record, base)
             if resolved is None or resolved[0] != "class" or resolved[1] is record and resolved[2] == name:
                 continue
             ancestor, ancestor_name = resolved[1], resolved[2]
@@ -532,7 +532,7 @@ class ProjectIndex:
         self._inherited[key] = list(dict.fromkeys(found))
         return self._inherited[key]
 
-    def _qualified_symbol(self, record: ModuleRecord, qualified: str) -> Optional[tuple[str, ModuleRecord, str]]:
+    def qualified_symbol(self, record: ModuleRecord, qualified: str) -> Optional[tuple[str, ModuleRecord, str]]:
         """What an import-resolved name (`models.base.Base`, as a summary records a base class) is in the project."""
         parts = qualified.split(".")
         for cut in range(len(parts) - 1, 0, -1):
@@ -542,7 +542,7 @@ class ProjectIndex:
         return None
 
     def _outside(self, record: ModuleRecord, base: str) -> bool:
-        return "." in base and self.symbol(record, base) is None and self._qualified_symbol(record, base) is None
+        return "." in base and self.symbol(record, base) is None and self.qualified_symbol(record, base) is None
 
     def _function_facts(self, record: ModuleRecord, name: str) -> Callee:
         f = record.summary.functions[name]
