@@ -93,9 +93,11 @@ else:
 """
 
 
-def codes(flag: str = "False", mode: str = "in_ipynb()", extra: str = "", more: str = "", path: str = "bench.ipynb") -> list[str]:
-    cells = [IMPORTS, PROBE.format(mode=mode), SETUP.format(flag=flag), "from data import LoadData\ndataset = LoadData('CSL').train\n" + more, PIPELINE, MAIN,
-             RUN.format(extra=extra)]  # fmt: skip
+def codes(
+    flag: str = "False", mode: str = "in_ipynb()", extra: str = "", more: str = "", path: str = "bench.ipynb", probe: str = PROBE
+) -> list[str]:
+    data = "from data import LoadData\ndataset = LoadData('CSL').train\n" + more
+    cells = [IMPORTS, probe.format(mode=mode), SETUP.format(flag=flag), data, PIPELINE, MAIN, RUN.format(extra=extra)]
     if path.endswith(".ipynb"):
         return [d.code for d in check(notebook(*cells), path).diagnostics]
     return [d.code for d in diagnostics("\n\n".join(cells), path)]
@@ -127,3 +129,10 @@ def test_a_script_with_the_same_code_keeps_the_findings() -> None:
     # A script's functions are API and its settings come at launch: only notebooks are read this way.
     assert "GPU101" in codes(path="bench.py")
 
+
+
+
+def test_a_probe_that_may_return_false_in_a_notebook_decides_nothing() -> None:
+    # `return False` before the `return True`: not known to be True in the notebook, so the terminal mode may run.
+    probe = PROBE.replace("        return True\n", "        if cfg is None:\n            return False\n        return True\n")
+    assert "GPU101" in codes(probe=probe)

@@ -72,15 +72,18 @@ def _built_here(model: SemanticModel, binder: cst.CSTNode, name: str) -> bool:
     """`name = {}` (or a dict literal with string keys), and the dict is only read where its items stay in sight."""
     if not (isinstance(binder, cst.Assign) and len(binder.targets) == 1 and isinstance(binder.targets[0].target, cst.Name)):
         return False
-    if not isinstance(binder.value, cst.Dict) or any(not isinstance(e, cst.DictElement) or _string(e.key) is None for e in binder.value.elements):
+    if not isinstance(binder.value, cst.Dict):
         return False
+    if any(not isinstance(e, cst.DictElement) or _string(e.key) is None for e in binder.value.elements):
+        return False  # `{**defaults}`, a computed key
     for read in model.dataflow.reads.get(name, []):
         if not isinstance(read, cst.Name) or binder not in model.bindings_of(name, read):
             continue
         parent = model.parent.get(read)
         if isinstance(parent, cst.Subscript) and parent.value is read:
             continue  # `config['gpu']`
-        if isinstance(parent, cst.Assign) and parent.value is read and all(isinstance(t.target, cst.Subscript) for t in parent.targets):
+        stored = isinstance(parent, cst.Assign) and parent.value is read
+        if stored and all(isinstance(t.target, cst.Subscript) for t in parent.targets):
             continue  # `config['gpu'] = gpu`: stored in another dict of the file
         call = model.parent.get(parent) if isinstance(parent, cst.Arg) else None
         if isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value in model.functions:
@@ -131,7 +134,8 @@ def _key_stores(model: SemanticModel) -> dict[str, list[tuple[cst.CSTNode, cst.S
 
             def visit_Attribute(self, node: cst.Attribute) -> None:
                 # (`self.update(kwds)` in a dict subclass: a plain dict built by `{}` is never `self`)
-                if node.attr.value in _MUTATORS and not (isinstance(node.value, cst.Name) and node.value.value in ("self", "cls")):
+                on_self = isinstance(node.value, cst.Name) and node.value.value in ("self", "cls")
+                if node.attr.value in _MUTATORS and not on_self:
                     found.setdefault("", []).append((node, node))  # type: ignore[arg-type]
 
         model.module.visit(_Stores())
