@@ -94,10 +94,11 @@ else:
 
 
 def codes(
-    flag: str = "False", mode: str = "in_ipynb()", extra: str = "", more: str = "", path: str = "bench.ipynb", probe: str = PROBE
+    flag: str = "False", mode: str = "in_ipynb()", extra: str = "", more: str = "", path: str = "bench.ipynb", probe: str = PROBE,
+    pipeline: str = PIPELINE,
 ) -> list[str]:
     data = "from data import LoadData\ndataset = LoadData('CSL').train\n" + more
-    cells = [IMPORTS, probe.format(mode=mode), SETUP.format(flag=flag), data, PIPELINE, MAIN, RUN.format(extra=extra)]
+    cells = [IMPORTS, probe.format(mode=mode), SETUP.format(flag=flag), data, pipeline, MAIN, RUN.format(extra=extra)]
     if path.endswith(".ipynb"):
         return [d.code for d in check(notebook(*cells), path).diagnostics]
     return [d.code for d in diagnostics("\n\n".join(cells), path)]
@@ -136,3 +137,10 @@ def test_a_probe_that_may_return_false_in_a_notebook_decides_nothing() -> None:
     # `return False` before the `return True`: not known to be True in the notebook, so the terminal mode may run.
     probe = PROBE.replace("        return True\n", "        if cfg is None:\n            return False\n        return True\n")
     assert "GPU101" in codes(probe=probe)
+
+
+
+def test_evidence_in_the_else_of_a_cuda_question_counts() -> None:
+    seeded = "        torch.cuda.manual_seed(params['seed'])\n"
+    pipeline = PIPELINE.replace(seeded, seeded + "    else:\n        probe = torch.zeros(1).cuda()\n")
+    assert "GPU101" in codes(pipeline=pipeline)

@@ -111,9 +111,11 @@ def _in_false_test(model: SemanticModel, node: cst.CSTNode) -> bool:
 def _asks_for_cuda(model: SemanticModel, node: cst.CSTNode) -> bool:
     """In the test or the body of `if <device>.type == "cuda":` (or `== "cuda"`): runs only where a device already
     is CUDA, which only the notebook's other evidence could make it."""
+    child = node
     for ancestor in model.ancestors(node):
-        if isinstance(ancestor, cst.If) and _is_cuda_question(ancestor.test):
-            return True
+        if isinstance(ancestor, cst.If) and child is not ancestor.orelse and _is_cuda_question(ancestor.test):
+            return True  # (its `else:` runs where the device is not CUDA: evidence there counts)
+        child = ancestor
     return False
 
 
