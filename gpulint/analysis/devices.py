@@ -58,5 +58,8 @@ def gpu_context_reason(own: list[tuple[str, int]], project: Iterable[str]) -> Op
 
 
 def module_uses_cuda(model: SemanticModel) -> bool:
-    """GPU context of the module the model describes, as its project context says."""
-    return model.project.gpu
+    """GPU context of the module the model describes, as its project context says, unless it is a notebook
+    that runs on the CPU as shipped (`use_gpu = False` in its GPU-setup cell: `analysis/cpu_as_shipped.py`)."""
+    from gpulint.analysis.cpu_as_shipped import runs_on_cpu_as_shipped
+
+    return model.project.gpu and not runs_on_cpu_as_shipped(model)

@@ -152,6 +152,10 @@ class ModuleContext:
     # a function or method name -> the graph library call (`dgl.batch`) every definition of it in the project
     # returns: a loader with that collate yields graphs `pin_memory` cannot pin (`analysis/graph_batches.py`)
     graph_collates: dict[str, str] = field(default_factory=dict)
+    # the lines of the module's own GPU evidence, and whether the project gives it GPU evidence too: a notebook
+    # whose own evidence never runs as shipped is CPU code (`analysis/cpu_as_shipped.py`); filled for notebooks only
+    own_evidence_lines: list[int] = field(default_factory=list)
+    project_gpu: bool = False
 
     def callee(self, ref: Optional[str]) -> Optional[Callee]:
         return self.callees.get(ref) if ref else None
@@ -212,6 +216,8 @@ class ModuleContext:
             self.uncalled,
             self.imported,
             sorted(self.graph_collates.items()),
+            self.own_evidence_lines,
+            self.project_gpu,
         ]
         return hashlib.sha256(json.dumps(data, default=str).encode()).hexdigest()[:16]
 
@@ -1041,6 +1047,10 @@ class ProjectIndex:
         context = ModuleContext(record.shown, parsed=summary.ok)
         context.gpu_reason = self.gpu_reason(record)
         context.gpu = context.gpu_reason is not None
+        # (the summary keeps 8 pieces of evidence at most: with 8, some may be missing)
+        if 0 < len(summary.evidence) < 8 and path.suffix.lower() == ".ipynb":
+            context.own_evidence_lines = sorted({line for _, line in summary.evidence})
+            context.project_gpu = next(iter(self._project_evidence(record)), None) is not None
         refs = {call[0] for f in summary.functions.values() for call in f.calls}
         refs.update(k for k in summary.functions if k != MODULE_BODY)
         refs.update(summary.classes)

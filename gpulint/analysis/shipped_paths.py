@@ -22,6 +22,9 @@ from gpulint.analysis.namespace_settings import UNKNOWN as NAMESPACE_UNKNOWN
 from gpulint.analysis.namespace_settings import namespace_value
 from gpulint.analysis.off_options import flag_spelled_near, off_as_shipped
 from gpulint.analysis.self_tests import self_test_rows
+from gpulint.analysis.stored_items import UNKNOWN as ITEM_UNKNOWN
+from gpulint.analysis.stored_items import item_value
+from gpulint.analysis.notebook_probes import asks_for_a_notebook
 from gpulint.analysis.value_resolution import ARGPARSE_DEFAULT, CONFIG_DICT, LITERAL, LOCAL_VARIABLE, MODULE_CONSTANT, SETTINGS_FILE
 
 if TYPE_CHECKING:
@@ -81,17 +84,24 @@ def shipped_value(model: SemanticModel, expr: cst.BaseExpression, depth: int = 0
     if depth > _MAX_DEPTH:
         return _UNKNOWN
     if isinstance(expr, cst.Call):
+        if model.is_notebook and asks_for_a_notebook(model, expr):
+            return True  # `in_ipynb()`: `get_ipython()` answers in the notebook's kernel
         return _UNKNOWN  # `os.path.isfile(ckpt)`: the file may be missing (see the module's docstring)
     if isinstance(expr, (cst.Name, cst.Attribute, cst.Subscript, cst.BaseNumber, cst.SimpleString)):
         resolved = model.values.resolve(expr)
         if resolved is not None and resolved.origin in _WRITTEN_IN_CODE:
             return resolved.value
         if isinstance(expr, cst.Subscript):
-            return False if off_as_shipped(model, expr) is False else _UNKNOWN
+            if off_as_shipped(model, expr) is False:
+                return False
+            if runs_as_a_script(model):  # `config['gpu']['use']` with `gpu['use'] = use_gpu; config['gpu'] = gpu`
+                stored = item_value(model, expr, lambda value, d: shipped_value(model, value, d), depth + 1)
+                return _UNKNOWN if stored is ITEM_UNKNOWN else stored
+            return _UNKNOWN
         if isinstance(expr, cst.Attribute):
             param = init_parameter_held(model, expr)
             if param is not None:
-                return _argument_value(model, param)
+                return _argument_value(model, param, depth + 1)
             held = init_literal_held(model, expr)  # `self.stratified = False` in `__init__`, never changed
             if held is not _UNKNOWN:
                 return held
@@ -105,7 +115,7 @@ def shipped_value(model: SemanticModel, expr: cst.BaseExpression, depth: int = 0
                 if isinstance(binders[0].targets[0].target, cst.Name):
                     return shipped_value(model, binders[0].value, depth + 1)
             if len(binders) == 1 and isinstance(binders[0], cst.Param):
-                return _argument_value(model, binders[0])
+                return _argument_value(model, binders[0], depth + 1)
         return _UNKNOWN
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
         inner = shipped_value(model, expr.expression, depth + 1)
@@ -158,35 +168,64 @@ def _number(value: object) -> bool:
     return isinstance(value, (int, float))
 
 
-def _argument_value(model: SemanticModel, param: cst.Param) -> object:
+def _argument_value(model: SemanticModel, param: cst.Param, depth: int = 0) -> object:
     """What every call of the function gives `param` (a literal, or the literal default), when they agree: in a
-    notebook `train_model(net, name, overwrite=False)` makes `overwrite` False in `train_model`; in a project,
-    `ComputeLoss(model)` at every construction leaves `autobalance=False` (`analysis/call_arguments.py`)."""
+    notebook `train_model(net, name, overwrite=False)` makes `overwrite` False in `train_model`, and
+    `gpu_setup(config['gpu']['use'], ...)` gives `use_gpu` what the notebook stored there (a call that never runs
+    as shipped gives nothing); in a project, `ComputeLoss(model)` at every construction leaves `autobalance=False`
+    (`analysis/call_arguments.py`)."""
     func = model.parent.get(model.parent.get(param))
     if not isinstance(func, cst.FunctionDef):
         return _UNKNOWN
     if not runs_as_a_script(model):
         return _agreed_in_project(model, func, param)
-    if any(isinstance(a, (cst.FunctionDef, cst.ClassDef)) for a in model.ancestors(func)):
-        return _UNKNOWN  # a method or a nested function: its calls are not all spelled `name(...)`
-    positional = [p.name.value for p in func.params.params]
-    index = positional.index(param.name.value) if param.name.value in positional else None
+    given = shipped_arguments(model, param)
+    if not given:
+        return _UNKNOWN
     default = _literal(param.default) if param.default is not None else _UNKNOWN
     values = set()
+    for arg in given:
+        value = default if arg is None else _literal(arg)
+        if value is _UNKNOWN and arg is not None and depth <= _MAX_DEPTH:
+            value = shipped_value(model, arg, depth + 1)
+        try:
+            values.add(value)
+        except TypeError:  # a list or dict as shipped: not one value to compare
+            return _UNKNOWN
+    return values.pop() if len(values) == 1 and _UNKNOWN not in values else _UNKNOWN
+
+
+def shipped_arguments(model: SemanticModel, param: cst.Param) -> Optional[list[Optional[cst.BaseExpression]]]:
+    """What each call of a module-level function of a notebook that runs as shipped passes for `param` (None where
+    it is left out), every call in sight; None when not known (a method, a function passed around as a value)."""
+    func = model.parent.get(model.parent.get(param))
+    if not isinstance(func, cst.FunctionDef) or not runs_as_a_script(model):
+        return None
+    if any(isinstance(a, (cst.FunctionDef, cst.ClassDef)) for a in model.ancestors(func)):
+        return None  # a method or a nested function: its calls are not all spelled `name(...)`
+    positional = [p.name.value for p in func.params.params]
+    index = positional.index(param.name.value) if param.name.value in positional else None
     calls = model.calls_of(func.name.value)
     named = model.dataflow.reads.get(func.name.value, [])
     if not calls or any(not isinstance(model.parent.get(read), cst.Call) for read in named):
-        return _UNKNOWN  # also passed around as a value (a callback): its other callers are out of sight
-    for call in calls:
-        if not isinstance(call.func, cst.Name) or any(arg.star for arg in call.args):
-            return _UNKNOWN
-        given = [a.value for i, a in enumerate(call.args) if (a.keyword is not None and a.keyword.value == param.name.value)
-                 or (a.keyword is None and i == index)]  # fmt: skip
-        value = _literal(given[0]) if given else default
-        if value is _UNKNOWN:
-            return _UNKNOWN
-        values.add(value)
-    return values.pop() if len(values) == 1 else _UNKNOWN
+        return None  # also passed around as a value (a callback): its other callers are out of sight
+    busy = model.memo("arguments being read")
+    if param in busy:
+        return None  # a call that runs only if this parameter has some value: not followed round
+    busy[param] = True
+    try:
+        given: list[Optional[cst.BaseExpression]] = []
+        for call in calls:
+            if not isinstance(call.func, cst.Name) or any(arg.star for arg in call.args):
+                return None
+            if never_runs(model, call):
+                continue  # `else: main()` under `if notebook_mode == True:`, in a notebook
+            passed = [a.value for i, a in enumerate(call.args) if (a.keyword is not None and a.keyword.value == param.name.value)
+                      or (a.keyword is None and i == index)]  # fmt: skip
+            given.append(passed[0] if passed else None)
+        return given
+    finally:
+        del busy[param]
 
 
 # Decorators that call the function with the arguments its callers give (`@torch.no_grad()` and the like).
