@@ -144,3 +144,25 @@ def test_evidence_in_the_else_of_a_cuda_question_counts() -> None:
     seeded = "        torch.cuda.manual_seed(params['seed'])\n"
     pipeline = PIPELINE.replace(seeded, seeded + "    else:\n        probe = torch.zeros(1).cuda()\n")
     assert "GPU101" in codes(pipeline=pipeline)
+
+
+SMALL_PIPELINE = """\
+def train_val_pipeline(dataset, params, net_params):
+    device = net_params['device']
+    model = torch.nn.Linear(16, 2).to(device)
+    optimizer = torch.optim.Adam(model.parameters())
+    loader = DataLoader(dataset, batch_size=params['batch_size'], shuffle=True)
+    for epoch in range(params['epochs']):
+        for x, y in loader:
+            loss = torch.nn.functional.cross_entropy(model(x.to(device)), y.to(device))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+"""
+
+
+def test_other_gpu_evidence_that_runs_keeps_the_findings_in_a_small_notebook() -> None:
+    # Few evidence lines (the large pipeline above fills the summary's evidence list, which alone keeps GPU
+    # context): here the module-level `.cuda()` itself must be what keeps the findings.
+    assert codes(pipeline=SMALL_PIPELINE) == []
+    assert codes(more="probe = torch.zeros(1).cuda()\n", pipeline=SMALL_PIPELINE) == ["GPU101", "GPU102"]
