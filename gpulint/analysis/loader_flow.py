@@ -152,6 +152,8 @@ class LoaderFlow:
         if info.iterations or info.feeds or self.consumed_elsewhere(info):
             return False
         m = self.m
+        if _counted(m, info.loader.call):
+            return True  # `len(DataLoader(...))`: built to count batches, never iterated
         parent = m.parent.get(info.loader.call)
         if not (isinstance(parent, cst.Assign) and parent.value is info.loader.call and len(parent.targets) == 1):
             return False
@@ -163,7 +165,8 @@ class LoaderFlow:
         reads = [read for read in self._reads_near(ref) if self._in_ref_scope(ref, read)]
         if not reads:
             return runs_as_a_script(m)  # a library's loader may be returned, or its global imported, elsewhere
-        return all(never_runs(m, read) for read in reads)
+        # `iters = len(loader_for_count)` (minimind): counting batches takes none of them
+        return all(never_runs(m, read) or _counted(m, read) for read in reads)
 
     @cached_property
     def returned_loaders(self) -> list[ReturnedLoader]:
