@@ -104,6 +104,7 @@ def test_a_model_frozen_through_named_parameters_before_the_loop_is_not_reported
     assert gpu405_in_script("for k, v in model.named_parameters():\n        v.requires_grad = False") == []
     assert gpu405_in_script("for _, v in model.named_parameters():\n        v.requires_grad = False") == []
     assert gpu405_in_script("model.requires_grad_(False)") == []
+    assert gpu405_in_script("for v in model.parameters(): v.requires_grad = False") == []
 
 
 def test_a_model_frozen_only_in_part_or_only_on_one_path_is_still_reported():

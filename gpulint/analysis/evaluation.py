@@ -178,14 +178,18 @@ def _freezes_each_item(model: SemanticModel, loop: cst.For) -> bool:
     """The loop body sets `<item>.requires_grad = False` on its loop item as a statement of its own, not under an
     `if` (`for name, v in model.named_parameters(): if "head" not in name: ...` freezes a part only)."""
     items = {n.value for n in _target_names(loop.target)}
-    for statement in loop.body.body:
-        for small in statement.body if isinstance(statement, cst.SimpleStatementLine) else ():
-            if not isinstance(small, cst.Assign) or len(small.targets) != 1:
-                continue
-            target = small.targets[0].target
-            if isinstance(target, cst.Attribute) and target.attr.value == "requires_grad" and isinstance(target.value, cst.Name):
-                if target.value.value in items and literal_value(small.value) == (True, False):
-                    return True
+    body = loop.body
+    # `for p in m.parameters(): p.requires_grad = False` on one line: a suite of small statements
+    smalls = list(body.body) if isinstance(body, cst.SimpleStatementSuite) else [
+        small for line in body.body if isinstance(line, cst.SimpleStatementLine) for small in line.body
+    ]
+    for small in smalls:
+        if not isinstance(small, cst.Assign) or len(small.targets) != 1:
+            continue
+        target = small.targets[0].target
+        if isinstance(target, cst.Attribute) and target.attr.value == "requires_grad" and isinstance(target.value, cst.Name):
+            if target.value.value in items and literal_value(small.value) == (True, False):
+                return True
     return False
 
 
