@@ -74,3 +74,49 @@ def test_a_model_unfrozen_later_is_still_reported():
 def test_a_peft_model_records_its_adapters_everywhere_and_is_still_reported():
     calls = "model_vgg = get_peft_model(model_vgg, config)\ntest_model(model_vgg, loader)"
     assert gpu405(freeze="", calls=calls) == ["18:19 GPU405"]
+
+
+# A test script that freezes the whole model right after `eval()` (KAIR's `main_test_*`): nothing requires grad,
+# so no graph is built and no activation kept; autograd is off in effect.
+TEST_SCRIPT = """\
+import torch
+from nets import Net
+
+
+def main(paths, args):
+    device = torch.device("cuda")
+    model = Net()
+    model.eval()
+    {freeze}
+    model = model.to(device)
+    for path in paths:
+        out = model(torch.load(path).to(device))
+        print(out.mean().item())
+    {after}
+"""
+
+
+def gpu405_in_script(freeze: str, after: str = "") -> list[str]:
+    return findings(TEST_SCRIPT.format(freeze=freeze, after=after), select=("GPU405",))
+
+
+def test_a_model_frozen_through_named_parameters_before_the_loop_is_not_reported():
+    assert gpu405_in_script("for k, v in model.named_parameters():\n        v.requires_grad = False") == []
+    assert gpu405_in_script("for _, v in model.named_parameters():\n        v.requires_grad = False") == []
+    assert gpu405_in_script("model.requires_grad_(False)") == []
+    assert gpu405_in_script("for v in model.parameters(): v.requires_grad = False") == []
+
+
+def test_a_model_frozen_only_in_part_or_only_on_one_path_is_still_reported():
+    # Parameters named like the head keep requiring grad.
+    assert gpu405_in_script('for n, v in model.named_parameters():\n        if "head" not in n:\n            v.requires_grad = False') == ["14:15 GPU405"]
+    assert gpu405_in_script("for v in model.backbone.parameters():\n        v.requires_grad = False") == ["13:15 GPU405"]
+    # `named_parameters(prefix=...)` / `parameters(recurse=False)`: not every parameter
+    assert gpu405_in_script("for v in model.parameters(recurse=False):\n        v.requires_grad = False") == ["13:15 GPU405"]
+    [d] = diagnostics(TEST_SCRIPT.format(freeze="if args.freeze:\n        model.requires_grad_(False)", after=""), select=("GPU405",))
+    assert (d.location.row, d.location.column) == (13, 15)
+    assert d.message == "`model` runs in a loop after `model.eval()` with autograd on"
+
+
+def test_a_model_frozen_only_after_the_loop_is_still_reported():
+    assert gpu405_in_script("pass", after="model.requires_grad_(False)") == ["12:15 GPU405"]

@@ -261,6 +261,11 @@ class BatchCost:
                 return True
         return False
 
+    def dataset_sources(self, loader: DataLoaderCall) -> Optional[list[cst.BaseExpression]]:
+        """The expressions that build the loader's dataset (`_sources`); None when one cannot be followed."""
+        dataset = loader.value("dataset")
+        return None if dataset is None else self._sources(dataset)
+
     def _formatted_on_gpu(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
         """Hugging Face rows formatted as tensors on the GPU: `ds.with_format("torch", device="cuda")`, or
         `ds.set_format(type="torch", device=device)` on the same table (or the table it is a split or a

@@ -163,8 +163,26 @@ def produces_cuda_batches(model: SemanticModel, loader: DataLoaderCall) -> bool:
             return True
     if model.batch_cost.holds_cuda_tensors(loader):
         return True
+    if _transforms_move_to_cuda(model, loader):
+        return True
     collate = loader.value("collate_fn")
     return collate is not None and _collate_moves_to_cuda(model, collate)
+
+
+# Dataset arguments applied to every item the dataset returns (torchvision's convention, kept by most datasets).
+_ITEM_TRANSFORMS = frozenset({"transform", "target_transform", "transforms"})
+
+
+def _transforms_move_to_cuda(model: SemanticModel, loader: DataLoaderCall) -> bool:
+    """Every construction of the dataset hands it a per-item transform that moves to CUDA
+    (`BaseDataset(x, y, transform=push_to_device)`, `def push_to_device(t): return t.to(device)`): its items are
+    CUDA tensors, which workers forked from the training process cannot make and `pin_memory` cannot pin."""
+    sources = model.batch_cost.dataset_sources(loader)
+    return bool(sources) and all(
+        isinstance(source, cst.Call)
+        and any(a.keyword is not None and a.keyword.value in _ITEM_TRANSFORMS and _collate_moves_to_cuda(model, a.value) for a in source.args)
+        for source in sources  # type: ignore[union-attr]
+    )
 
 
 def _collate_moves_to_cuda(model: SemanticModel, collate: cst.BaseExpression, depth: int = 0) -> bool:

@@ -130,7 +130,7 @@ def find_eval_forwards(model: SemanticModel) -> list[EvalForward]:
                 forwards = [c for c in model.calls_inside(loop) if model.code(c.func) in (receiver_code, f"{receiver_code}.forward")]
                 forwards = [c for c in forwards if model.enclosing_function(c) is model.enclosing_function(loop)]
                 unguarded = [c for c in forwards if not grad_mode_decided(model, c)]
-                if unguarded and _records_a_head_only(model, receiver, eval_call):
+                if unguarded and _records_a_head_only(model, receiver, eval_call, loop):
                     continue  # a frozen backbone: autograd records only the few ops of the trainable head
                 if unguarded and volatile_inputs(model, loop):
                     continue  # PyTorch 0.3 code: `Variable(x, volatile=True)` is its no-grad
@@ -140,7 +140,7 @@ def find_eval_forwards(model: SemanticModel) -> list[EvalForward]:
     return found
 
 
-def _records_a_head_only(model: SemanticModel, receiver: cst.BaseExpression, at: cst.CSTNode) -> bool:
+def _records_a_head_only(model: SemanticModel, receiver: cst.BaseExpression, at: cst.CSTNode, loop: Loop) -> bool:
     """The evaluated model (or, for a parameter, the model every caller in this module passes) had all of its
     parameters frozen (`for p in model_vgg.parameters(): p.requires_grad = False`, `model.requires_grad_(False)`)
     and nothing unfreezes them: what requires grad is a head assigned afterwards (`model_vgg.classifier[6] =
@@ -149,9 +149,10 @@ def _records_a_head_only(model: SemanticModel, receiver: cst.BaseExpression, at:
     key = dotted_name(receiver)
     if key is None:
         return False
-    wholly = _wholly_frozen(model)
+    freezes = _wholly_frozen(model)
+    wholly = frozenset(freezes)
     if _part_of(key, wholly):
-        return True
+        return all(_frozen_before(model, freezes[name], loop) for name in wholly if _part_of(key, frozenset({name})))
     function = model.enclosing_function(at)
     if function is None or "." in key:
         return False
@@ -173,27 +174,74 @@ def _records_a_head_only(model: SemanticModel, receiver: cst.BaseExpression, at:
     return bool(passed) and all(_part_of(name, wholly) for name in passed)
 
 
+def _freezes_each_item(model: SemanticModel, loop: cst.For) -> bool:
+    """The loop body sets `<item>.requires_grad = False` on its loop item as a statement of its own, not under an
+    `if` (`for name, v in model.named_parameters(): if "head" not in name: ...` freezes a part only)."""
+    items = {n.value for n in _target_names(loop.target)}
+    body = loop.body
+    # `for p in m.parameters(): p.requires_grad = False` on one line: a suite of small statements
+    smalls = list(body.body) if isinstance(body, cst.SimpleStatementSuite) else [
+        small for line in body.body if isinstance(line, cst.SimpleStatementLine) for small in line.body
+    ]
+    for small in smalls:
+        if not isinstance(small, cst.Assign) or len(small.targets) != 1:
+            continue
+        target = small.targets[0].target
+        if isinstance(target, cst.Attribute) and target.attr.value == "requires_grad" and isinstance(target.value, cst.Name):
+            if target.value.value in items and literal_value(small.value) == (True, False):
+                return True
+    return False
+
+
+def _target_names(target: cst.BaseExpression) -> list[cst.Name]:
+    if isinstance(target, cst.Name):
+        return [target]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _target_names(e.value)]
+    return []
+
+
 def _part_of(key: Optional[str], models: frozenset[str]) -> bool:
     """`key` is one of `models` or a submodule of one (`model_vgg.classifier`)."""
     return key is not None and any(key == name or key.startswith(name + ".") for name in models)
 
 
-def _wholly_frozen(model: SemanticModel) -> frozenset[str]:
+def _frozen_before(model: SemanticModel, freezes: list[cst.CSTNode], loop: Loop) -> bool:
+    """A freeze in the loop's own function must come before the loop on every path (not under an `if` or in a
+    loop there); freezes elsewhere (module level, a helper the model passes through) are trusted as before."""
+    scope = model.scope_of(loop)
+    local = [f for f in freezes if model.scope_of(f) is scope]
+    return not local or any(model.dataflow.before(f, loop) and not _conditional(model, f, scope) for f in local)
+
+
+def _conditional(model: SemanticModel, node: cst.CSTNode, scope: cst.CSTNode) -> bool:
+    for ancestor in model.ancestors(node):
+        if ancestor is scope:
+            return False
+        if isinstance(ancestor, (cst.If, cst.For, cst.While, cst.Try, cst.IfExp, cst.BooleanOperation)):
+            return True
+    return False
+
+
+def _wholly_frozen(model: SemanticModel) -> dict[str, list[cst.CSTNode]]:
     """Names whose every parameter the module freezes and never unfreezes (`model_size.frozen_roots`), by a
-    loop over `<name>.parameters()` or `<name>.requires_grad_(False)` on the name itself."""
+    loop over `<name>.parameters()` / `<name>.named_parameters()` or `<name>.requires_grad_(False)` on the name
+    itself, each with the nodes that freeze it."""
     roots = model.model_size.frozen_roots
-    found = set()
+    found: dict[str, list[cst.CSTNode]] = {}
     for call in model.method_calls("requires_grad_"):
         key = dotted_name(call.func.value)  # type: ignore[attr-defined]
         if key in roots:
-            found.add(key)
+            found.setdefault(key, []).append(call)
     for loop in model.loops_inside(model.module):
         iterated = loop.iter if isinstance(loop, cst.For) else None
-        if not (isinstance(iterated, cst.Call) and isinstance(iterated.func, cst.Attribute) and iterated.func.attr.value == "parameters"):
+        if not (isinstance(iterated, cst.Call) and isinstance(iterated.func, cst.Attribute)):
             continue
+        if iterated.func.attr.value not in ("parameters", "named_parameters") or iterated.args:
+            continue  # `named_parameters(prefix=...)` / `parameters(recurse=False)` may cover a part only
         key = dotted_name(iterated.func.value)
-        if key in roots and any(model.code(a).endswith(".requires_grad") for a in model.attributes_inside(loop.body)):
-            found.add(key)
+        if key in roots and _freezes_each_item(model, loop):  # type: ignore[arg-type]
+            found.setdefault(key, []).append(loop)
     # `model_lsm = nn.Sequential(model_resnet, nn.LogSoftmax(dim=1))`: a frozen model and parameter-free layers
     for call in model.calls:
         target = model.parent.get(call)
@@ -205,8 +253,8 @@ def _wholly_frozen(model: SemanticModel) -> frozenset[str]:
             others = [w for w in model.dataflow.writes.get(key or "", ()) if w.statement is not target]
             # later writes only move it (`model_lsm = model_lsm.to(device)`)
             if key is not None and all(w.value is not None and model.code(w.value).startswith(f"{key}.") for w in others):
-                found.add(key)
-    return frozenset(found)
+                found.setdefault(key, []).append(target)
+    return found
 
 
 def _parameter_free(model: SemanticModel, expr: cst.BaseExpression) -> bool:

@@ -152,6 +152,8 @@ class LoaderFlow:
         if info.iterations or info.feeds or self.consumed_elsewhere(info):
             return False
         m = self.m
+        if _counted(m, info.loader.call):
+            return True  # `len(DataLoader(...))`: built to count batches, never iterated
         parent = m.parent.get(info.loader.call)
         if not (isinstance(parent, cst.Assign) and parent.value is info.loader.call and len(parent.targets) == 1):
             return False
@@ -163,7 +165,8 @@ class LoaderFlow:
         reads = [read for read in self._reads_near(ref) if self._in_ref_scope(ref, read)]
         if not reads:
             return runs_as_a_script(m)  # a library's loader may be returned, or its global imported, elsewhere
-        return all(never_runs(m, read) for read in reads)
+        # `iters = len(loader_for_count)` (minimind): counting batches takes none of them
+        return all(never_runs(m, read) or _counted(m, read) for read in reads)
 
     @cached_property
     def returned_loaders(self) -> list[ReturnedLoader]:
@@ -512,19 +515,21 @@ class LoaderFlow:
                     found.append((key, index if isinstance(result, cst.Tuple) else None))
         return found
 
-    def trains_on_first_sample(self, iteration: Iteration) -> bool:
+    def trains_on_first_sample(self, iteration: Iteration, loader: Optional[DataLoaderCall] = None) -> bool:
         """Every read of the unpacked batch is its element `[0]` (`for lines, _ in loader: train(lines[0])`,
         `train(srcs[0], targets[0])`): the model is unbatched, so a larger batch size would silently drop the
-        other samples."""
+        other samples. A whole batch counts when the loader's dataset is a bare tensor (`DataLoader(torch.arange(20),
+        batch_size=1)`: the batch is a tensor of indices, `batch[0]` its first sample), and so does the batch
+        indexing a bound of a slice (`out[:nodes[batch]]`: a bound must be a one-element tensor)."""
         m = self.m
-        if iteration.whole_batch is not None:
+        if iteration.whole_batch is not None and not (loader is not None and _tensor_dataset(m, loader)):
             return False  # `for batch in loader: batch[0]` is the first field of a tuple batch, not its first sample
         reads = [r for name in iteration.batch_names for region in iteration.regions for r in m.dataflow.reads_in(name, region)]
         if not reads:
             return False
         for read in reads:
             parent = m.parent.get(read)
-            if _counted(m, read):
+            if _counted(m, read) or _indexes_a_slice_bound(m, read):
                 continue  # `len(srcs)`: the batch's size, not its other samples
             if not (isinstance(parent, cst.Subscript) and parent.value is read and len(parent.slice) == 1):
                 return False
@@ -1431,3 +1436,28 @@ def _only_printed(m: SemanticModel, call: cst.Call) -> bool:
         if not (isinstance(printer, cst.Call) and isinstance(printer.func, cst.Name) and printer.func.value == "print"):
             return False
     return True
+
+
+# Tensors a DataLoader can take as its dataset: `dataset[i]` is row `i`, the batch a tensor of rows.
+_TENSOR_BUILDERS = frozenset(
+    {"torch.arange", "torch.tensor", "torch.as_tensor", "torch.Tensor", "torch.LongTensor", "torch.FloatTensor", "torch.randperm", "torch.from_numpy"}
+)
+
+
+def _tensor_dataset(m: SemanticModel, loader: DataLoaderCall) -> bool:
+    """The loader's dataset is a bare tensor built here and it has no collate_fn: each batch is one tensor."""
+    if loader.argument("collate_fn") is not None:
+        return False
+    sources = m.batch_cost.dataset_sources(loader)
+    return bool(sources) and all(isinstance(s, cst.Call) and m.call_name(s) in _TENSOR_BUILDERS for s in sources)  # type: ignore[union-attr]
+
+
+def _indexes_a_slice_bound(m: SemanticModel, read: cst.BaseExpression) -> bool:
+    """`read` is the one index of a subscript that bounds a slice (`output[:train_nodes[batch]]`): a bound must be
+    a one-element tensor, so the code runs at batch size 1 only."""
+    element = m.parent.get(m.parent.get(read))
+    subscript = m.parent.get(element) if isinstance(element, cst.SubscriptElement) else None
+    if not (isinstance(subscript, cst.Subscript) and len(subscript.slice) == 1 and subscript.value is not read):
+        return False
+    bound = m.parent.get(subscript)
+    return isinstance(bound, cst.Slice) and subscript in (bound.lower, bound.upper)

@@ -71,7 +71,7 @@ class SmallBatchSize(Rule):
                 return False  # the effective batch is larger; accumulation is the memory-limited choice
             if any(feed.accumulates for feed in info.feeds):
                 return False  # `Trainer(accumulate_grad_batches=k)`, ignite's `gradient_accumulation_steps`
-            if info.iterations and all(flow.trains_on_first_sample(it) for it in info.iterations):
+            if info.iterations and all(flow.trains_on_first_sample(it, loader) for it in info.iterations):
                 return False  # an unbatched model fed `batch[0]`: a larger batch would drop the rest
         elif not (self.settings["check-eval-loaders"] and info.role == EVAL):
             return False
