@@ -182,6 +182,14 @@ def test_gpu902_tf32_advice_needs_torch_1_12(tmp_path, monkeypatch, pin, expecte
     assert found(lint(root, monkeypatch, select=("GPU902",), preview=True)) == expected
 
 
+@pytest.mark.parametrize("pin, expected", [("torch==1.4.0\n", []), ("torch==1.6.0\n", ["train.py:60 GPU901"])])
+def test_gpu901_autocast_advice_needs_torch_1_6(tmp_path, monkeypatch, pin, expected):
+    # torch.cuda.amp arrived in 1.6: a project pinned below it (YOLOv4's torch==1.4.0) cannot follow the advice
+    script = (Path(__file__).parent.parent / "fixtures/train_classifier.py").read_text(encoding="utf-8")
+    root = write(tmp_path / "p", {"train.py": script, "requirements.txt": pin})
+    assert found(lint(root, monkeypatch, select=("GPU901",), preview=True)) == expected
+
+
 LOADER = """\
 import torch
 from torch.utils.data import DataLoader

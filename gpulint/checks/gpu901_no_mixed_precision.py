@@ -7,6 +7,8 @@ from typing import Iterator
 from gpulint.checks.base import Rule
 from gpulint.diagnostics import Diagnostic, Severity
 
+AUTOCAST_SINCE = (1, 6)  # torch.cuda.amp (autocast, GradScaler) arrived in torch 1.6
+
 
 class NoMixedPrecision(Rule):
     code = "GPU901"
@@ -17,6 +19,8 @@ class NoMixedPrecision(Rule):
     default_severity = Severity.INFO
 
     def check(self) -> Iterator[Diagnostic]:
+        if self.pinned_below(AUTOCAST_SINCE):
+            return  # a project pinned to an older torch has no autocast to turn on
         setup = self.model.training_setup
         for precision in self.model.frameworks.precision:
             if precision.float32 and not setup.non_float32_parameters:
