@@ -37,6 +37,7 @@ import libcst as cst
 from gpulint.analysis.error_paths import always_ends, jumps
 from gpulint.analysis.hot_loops import trains
 from gpulint.analysis.imports import dotted_name
+from gpulint.analysis.returned_actions import returned_to_an_environment
 from gpulint.analysis.summary import CLOCKS, ENVIRONMENT
 
 if TYPE_CHECKING:
@@ -252,9 +253,15 @@ def sizes_a_tensor(model: SemanticModel, sync: HostSync, loop: Loop) -> bool:
 
 def needed_on_host(model: SemanticModel, sync: HostSync, loop: Loop) -> bool:
     """The host needs the value to go on, and no rewrite avoids the wait: it sizes the next tensor
-    (`sizes_a_tensor`), it is the action an environment on the host steps with (`steps_an_environment`), or
-    it decides when the run stops (`stops_the_run`)."""
-    return sizes_a_tensor(model, sync, loop) or steps_an_environment(model, sync, loop) or stops_the_run(model, sync, loop)
+    (`sizes_a_tensor`), it is the action an environment on the host steps with (`steps_an_environment`, or
+    returned by a helper to a loop that steps with it: `returned_actions`), or it decides when the run stops
+    (`stops_the_run`)."""
+    return (
+        sizes_a_tensor(model, sync, loop)
+        or steps_an_environment(model, sync, loop)
+        or returned_to_an_environment(model, sync, loop)
+        or stops_the_run(model, sync, loop)
+    )
 
 
 def stops_the_run(model: SemanticModel, sync: HostSync, loop: Loop) -> bool:
