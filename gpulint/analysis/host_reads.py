@@ -15,7 +15,8 @@ Facts about the host syncs (`residency.HostSync`) of a loop:
 - `needed_on_host`: `sizes_a_tensor`, or the host value is the action handed to an environment
   (`action = policy(state).argmax().item(); obs, reward, done, _ = env.step(action)`): a simulator on the host
   takes the action to produce the next observation, so every step of an RL loop waits for it whatever the
-  code does (the read is the algorithm's, in a training loop too), or it decides when the run stops
+  code does (the read is the algorithm's, in a training loop too; also when a per-step method returns it to
+  loops that step with it: `returned_actions`), or it decides when the run stops
   (`stops_the_run`: an early-stopping test that moves a patience counter a later test ends the run on).
 - `written_out`: in a loop that does not train, the read is the loop's product written out each batch
   (`np.save(path, feats.cpu().numpy())`, `f.write(...)`, `Image.fromarray(arr).save(p)`, a frame shown with
