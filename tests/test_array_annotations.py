@@ -74,7 +74,8 @@ def test_unannotated_or_tensor_annotated_values_stay_reported():
     assert gpu202(annotation="torch.Tensor") == ["18:27 GPU202"]
     assert gpu202(annotation="list") == ["18:27 GPU202"]
     assert gpu202(returns="dict") == ["26:13 GPU202"]  # the returned dict's items are not said to be arrays
-    assert gpu202(returns="Dict[str, torch.Tensor]", mapping="Dict[str, torch.Tensor]") == ["21:13 GPU202", "26:13 GPU202"]
+    tensors = "Dict[str, torch.Tensor]"
+    assert gpu202(returns=tensors, mapping=tensors) == ["21:13 GPU202", "26:13 GPU202"]
     assert gpu202(update='torch.FloatTensor(samples[key]).to(device)') == ["26:13 GPU202"]  # not a string key
 
 

@@ -26,8 +26,9 @@ def is_array_annotation(model: SemanticModel, expr: cst.BaseExpression) -> bool:
         sides = [s for s in (expr.left, expr.right) if not (isinstance(s, cst.Name) and s.value == "None")]
         return len(sides) == 1 and is_array_annotation(model, sides[0])
     if isinstance(expr, cst.Subscript):
-        if model.qualified_name(expr.value) in _UNIONS and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index):
-            return is_array_annotation(model, expr.slice[0].slice.value)
+        only = expr.slice[0].slice if len(expr.slice) == 1 else None
+        if model.qualified_name(expr.value) in _UNIONS and isinstance(only, cst.Index):
+            return is_array_annotation(model, only.value)
         return model.qualified_name(expr.value) in _ARRAY_CLASSES
     return isinstance(expr, (cst.Name, cst.Attribute)) and model.qualified_name(expr) in _ARRAY_CLASSES
 
@@ -55,4 +56,4 @@ def returns_array_mapping(model: SemanticModel, call: cst.Call) -> bool:
     func = call.func
     name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
     defs = model.functions.get(name, ()) if name else ()
-    return bool(defs) and all(d.returns is not None and is_array_mapping_annotation(model, d.returns.annotation) for d in defs)
+    return bool(defs) and all(d.returns and is_array_mapping_annotation(model, d.returns.annotation) for d in defs)

@@ -15,8 +15,7 @@ Facts about the host syncs (`residency.HostSync`) of a loop:
 - `needed_on_host`: `sizes_a_tensor`, or the host value is the action handed to an environment
   (`action = policy(state).argmax().item(); obs, reward, done, _ = env.step(action)`): a simulator on the host
   takes the action to produce the next observation, so every step of an RL loop waits for it whatever the
-  code does (the read is the algorithm's, in a training loop too; also when a per-step method returns it to
-  loops that step with it: `returned_actions`), or it decides when the run stops
+  code does (the read is the algorithm's, in a training loop too), or it decides when the run stops
   (`stops_the_run`: an early-stopping test that moves a patience counter a later test ends the run on).
 - `written_out`: in a loop that does not train, the read is the loop's product written out each batch
   (`np.save(path, feats.cpu().numpy())`, `f.write(...)`, `Image.fromarray(arr).save(p)`, a frame shown with
@@ -38,7 +37,6 @@ import libcst as cst
 from gpulint.analysis.error_paths import always_ends, jumps
 from gpulint.analysis.hot_loops import trains
 from gpulint.analysis.imports import dotted_name
-from gpulint.analysis.returned_actions import returned_to_an_environment
 from gpulint.analysis.summary import CLOCKS, ENVIRONMENT
 
 if TYPE_CHECKING:
@@ -125,14 +123,14 @@ def _host_values(model: SemanticModel, sync: HostSync, loop: Loop) -> set[str]:
     """Names the loop assigns from the read, directly or through host computations of it."""
     flow = model.dataflow
     found: set[str] = set()
-    name = _assigned_name(model, sync.node)
+    name = assigned_name(model, sync.node)
     if name is not None:
         found.add(name)
     for _ in range(_MAX_HOPS):
         added = False
         for key in list(found):
             for read in flow.reads_in(key, loop):
-                target = _assigned_name(model, _value_root(model, read))
+                target = assigned_name(model, _value_root(model, read))
                 if target is not None and target not in found:
                     found.add(target)
                     added = True
@@ -151,7 +149,7 @@ def _value_root(model: SemanticModel, node: cst.CSTNode) -> cst.CSTNode:
     return child
 
 
-def _assigned_name(model: SemanticModel, node: cst.CSTNode) -> Optional[str]:
+def assigned_name(model: SemanticModel, node: cst.CSTNode) -> Optional[str]:
     """`v` in `v = <node>` (through calls chained after it and indexing: `x.cpu().numpy()[0].transpose(1, 2, 0)`,
     `tensor(...).long().to(d)`)."""
     value = node
@@ -254,15 +252,9 @@ def sizes_a_tensor(model: SemanticModel, sync: HostSync, loop: Loop) -> bool:
 
 def needed_on_host(model: SemanticModel, sync: HostSync, loop: Loop) -> bool:
     """The host needs the value to go on, and no rewrite avoids the wait: it sizes the next tensor
-    (`sizes_a_tensor`), it is the action an environment on the host steps with (`steps_an_environment`, or
-    returned by a helper to a loop that steps with it: `returned_actions`), or it decides when the run stops
-    (`stops_the_run`)."""
-    return (
-        sizes_a_tensor(model, sync, loop)
-        or steps_an_environment(model, sync, loop)
-        or returned_to_an_environment(model, sync, loop)
-        or stops_the_run(model, sync, loop)
-    )
+    (`sizes_a_tensor`), it is the action an environment on the host steps with (`steps_an_environment`), or
+    it decides when the run stops (`stops_the_run`)."""
+    return sizes_a_tensor(model, sync, loop) or steps_an_environment(model, sync, loop) or stops_the_run(model, sync, loop)
 
 
 def stops_the_run(model: SemanticModel, sync: HostSync, loop: Loop) -> bool:
@@ -297,7 +289,7 @@ def _record_kept(model: SemanticModel, node: cst.CSTNode) -> Optional[str]:
     arg = model.parent.get(node)
     call = model.parent.get(arg) if isinstance(arg, cst.Arg) else None
     if isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value in ("min", "max"):
-        return _assigned_name(model, call)
+        return assigned_name(model, call)
     return None
 
 
@@ -345,7 +337,7 @@ def steps_an_environment(model: SemanticModel, sync: HostSync, loop: Loop) -> bo
     if isinstance(node, cst.Arg):  # `action = int(q.argmax().item())`
         call = model.parent.get(node)
         if isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value in _HOST_NUMBERS:
-            name = _assigned_name(model, call)
+            name = assigned_name(model, call)
             if name is not None:
                 derived.add(name)
     return any(_carries(model, sync, derived, step.args) for step in steps)
@@ -373,7 +365,7 @@ def written_out(model: SemanticModel, sync: HostSync, loop: Loop) -> bool:
     for _ in range(_MAX_HOPS):  # `tmp = Dataset.from_dict({"labels": codes})`
         added = {
             target for key in values for read in flow.reads_in(key, loop)
-            if (target := _assigned_name(model, _value_root(model, read))) is not None and target not in values
+            if (target := assigned_name(model, _value_root(model, read))) is not None and target not in values
         }  # fmt: skip
         if not added:
             break
