@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from gpulint.analysis.array_annotations import param_annotated, returns_array_mapping
 from gpulint.analysis.imports import dotted_name
 
 if TYPE_CHECKING:
@@ -22,7 +23,9 @@ _SIZE_ATTRIBUTES = frozenset({"shape", "size", "ndim"})
 def is_host_array(model: SemanticModel, expr: cst.BaseExpression, depth: int = 0) -> bool:
     """`expr` is host data shown by how it was made: a NumPy call, an array method (`state.reshape(1, -1)`), or a
     name whose every reaching write is one of these or one element of an unpacked batch
-    (`state, action, reward = memory.sample(n)`, `obs, _ = batch`)."""
+    (`state, action, reward = memory.sample(n)`, `obs, _ = batch`) or a parameter annotated as a NumPy array
+    (`state: np.ndarray`), or a string-keyed item of a dict annotated as NumPy arrays (`samples["obs"]` after
+    `samples = self.memory.sample_batch()`, `def sample_batch(self) -> Dict[str, np.ndarray]`)."""
     if depth > 4:
         return False
     if isinstance(expr, cst.Call):
@@ -34,13 +37,47 @@ def is_host_array(model: SemanticModel, expr: cst.BaseExpression, depth: int = 0
     if isinstance(expr, (cst.Name, cst.Attribute)):
         key = dotted_name(expr)
         writes = model.dataflow.reaching_writes(key, expr) if key else []
+        if not writes and isinstance(expr, cst.Name):  # only the parameter's value reaches here
+            param = _parameter(model, expr)
+            return param is not None and param_annotated(model, param)
         return bool(writes) and all(_writes_host_array(model, w, depth) for w in writes)
+    if isinstance(expr, cst.Subscript):
+        return _item_of_array_mapping(model, expr)
     return False
+
+
+def _item_of_array_mapping(model: SemanticModel, expr: cst.Subscript) -> bool:
+    """`samples["obs"]` where every reaching write of `samples` is a call returning, or a parameter annotated as,
+    `Dict[str, np.ndarray]`."""
+    if len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Index):
+        return False
+    if not isinstance(expr.slice[0].slice.value, cst.SimpleString) or not isinstance(expr.value, cst.Name):
+        return False
+    writes = model.dataflow.reaching_writes(expr.value.value, expr)
+    if not writes:  # only the parameter's value reaches here
+        param = _parameter(model, expr.value)
+        return param is not None and param_annotated(model, param, mapping=True)
+    return all(_writes_array_mapping(model, w) for w in writes)
+
+
+def _parameter(model: SemanticModel, name: cst.Name) -> cst.Param | None:
+    """The parameter of the function around `name` that it names, if any."""
+    scope = model.scope_of(name)
+    binders = model.bindings.get((id(scope), name.value), ())
+    return next((b for b in binders if isinstance(b, cst.Param)), None)
+
+
+def _writes_array_mapping(model: SemanticModel, write) -> bool:
+    if isinstance(write.statement, cst.Param):
+        return param_annotated(model, write.statement, mapping=True)
+    return write.source is None and isinstance(write.value, cst.Call) and returns_array_mapping(model, write.value)
 
 
 def _writes_host_array(model: SemanticModel, write, depth: int) -> bool:
     if write.is_augmented:
         return False
+    if isinstance(write.statement, cst.Param):  # what its annotation says (`state: np.ndarray`)
+        return param_annotated(model, write.statement)
     if write.source is not None:  # one element of an unpacked value
         source = write.source
         if isinstance(source, cst.Attribute) and source.attr.value in _SIZE_ATTRIBUTES:

@@ -142,14 +142,14 @@ def _host_values(model: SemanticModel, sync: HostSync, loop: Loop) -> set[str]:
     """Names the loop assigns from the read, directly or through host computations of it."""
     flow = model.dataflow
     found: set[str] = set()
-    name = _assigned_name(model, sync.node)
+    name = assigned_name(model, sync.node)
     if name is not None:
         found.add(name)
     for _ in range(_MAX_HOPS):
         added = False
         for key in list(found):
             for read in flow.reads_in(key, loop):
-                target = _assigned_name(model, _value_root(model, read))
+                target = assigned_name(model, _value_root(model, read))
                 if target is not None and target not in found:
                     found.add(target)
                     added = True
@@ -168,7 +168,7 @@ def _value_root(model: SemanticModel, node: cst.CSTNode) -> cst.CSTNode:
     return child
 
 
-def _assigned_name(model: SemanticModel, node: cst.CSTNode) -> Optional[str]:
+def assigned_name(model: SemanticModel, node: cst.CSTNode) -> Optional[str]:
     """`v` in `v = <node>` (through calls chained after it and indexing: `x.cpu().numpy()[0].transpose(1, 2, 0)`,
     `tensor(...).long().to(d)`)."""
     value = node
@@ -323,7 +323,7 @@ def _record_kept(model: SemanticModel, node: cst.CSTNode) -> Optional[str]:
     arg = model.parent.get(node)
     call = model.parent.get(arg) if isinstance(arg, cst.Arg) else None
     if isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value in ("min", "max"):
-        return _assigned_name(model, call)
+        return assigned_name(model, call)
     return None
 
 
@@ -371,7 +371,7 @@ def steps_an_environment(model: SemanticModel, sync: HostSync, loop: Loop) -> bo
     if isinstance(node, cst.Arg):  # `action = int(q.argmax().item())`
         call = model.parent.get(node)
         if isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value in _HOST_NUMBERS:
-            name = _assigned_name(model, call)
+            name = assigned_name(model, call)
             if name is not None:
                 derived.add(name)
     return any(_carries(model, sync, derived, step.args) for step in steps)
@@ -399,7 +399,7 @@ def written_out(model: SemanticModel, sync: HostSync, loop: Loop) -> bool:
     for _ in range(_MAX_HOPS):  # `tmp = Dataset.from_dict({"labels": codes})`
         added = {
             target for key in values for read in flow.reads_in(key, loop)
-            if (target := _assigned_name(model, _value_root(model, read))) is not None and target not in values
+            if (target := assigned_name(model, _value_root(model, read))) is not None and target not in values
         }  # fmt: skip
         if not added:
             break

@@ -12,6 +12,7 @@ from gpulint.analysis.full_batch import same_data_every_step
 from gpulint.analysis.helper_steps import calling_loop
 from gpulint.analysis.index_loaders import loader_bound_evaluation
 from gpulint.analysis.read_runs import previous_read
+from gpulint.analysis.returned_actions import returned_to_an_environment
 from gpulint.analysis.step_waits import waited_before
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.residency import SLICED_WITH_GPU_BOUND, TRAIN, EVAL
@@ -50,6 +51,8 @@ class HostSyncInLoop(Rule):
                 continue  # the step synchronizes every iteration (a per-step timer) and queued no step work since
             if host_reads.needed_on_host(model, sync, loop):
                 continue  # the host needs the value to go on: to allocate the next tensor, to step an environment
+            if returned_to_an_environment(model, sync, loop):
+                continue  # an agent's method returns the action to loops that step a simulator with it
             if role == TRAIN and same_data_every_step(model, calling_loop(model, loop)):
                 continue  # full-batch training, one step an epoch: no batch to load meanwhile, the wait costs launches
             if role == EVAL and loader_bound_evaluation(model, calling_loop(model, loop)):
