@@ -80,8 +80,10 @@ def test_json_carries_help_beside_the_unchanged_fields(tmp_path):
         ("GPU402", "`torch.cuda.memory_cached` is deprecated; use `torch.cuda.memory_reserved`", None),
     ]
     assert list(records[0]) == [
-        "code", "name", "message", "severity", "filename", "location", "end_location", "fix", "noqa_row", "url", "help", "cell"
+        "code", "name", "message", "severity", "filename", "location", "end_location", "fix", "noqa_row", "url", "help", "cell",
+        "related",
     ]  # fmt: skip
+    assert "related" not in records[1]  # only a finding with related places (here the loop) has the key
     assert Diagnostic.from_dict(records[0]).help == HELP
 
 
