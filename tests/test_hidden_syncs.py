@@ -150,3 +150,14 @@ def test_gpu306_once_before_the_loop_is_setup():
         "    classes_present = torch.unique(torch.tensor([1, 2, 2], device=device))\n    for step, (x, y) in enumerate(loader):",
     )
     assert only(source, "GPU306") == []
+
+
+def test_gpu306_a_long_expression_is_named_by_its_callee_or_base():
+    # quoting all of a long statement would be unreadable; "This makes the host wait" named nothing
+    body = (
+        "weights = torch.tensor([0.5, 0.25, 0.125, 0.0625, 0.03125, 0.015625, 0.0078125], device=device)\n"
+        "picked = out.view(-1, out.size(-1)).log_softmax(dim=-1).clamp(min=-100.0)[y > 0]\n"
+        "kept = out.view(-1, out.size(-1)).log_softmax(dim=-1)[y > 0].clamp(min=-100.0)\n"
+    )
+    messages = [d.message.split(" makes the host wait")[0] for d in diagnostics(step(body), select=("GPU306",))]
+    assert messages == ["`torch.tensor(...)`", "`...[y > 0]`", "`out.view(-1, out.size(-1)).log_softmax(dim=-1)[y > 0]`"]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
+import libcst as cst
+
 from gpulint.analysis.first_iterations import first_few_iterations
 from gpulint.analysis.residency import EVAL, TRAIN
 from gpulint.analysis.step_waits import waited_before
@@ -42,15 +44,33 @@ class DynamicShapeSyncInLoop(Rule):
             if waited_before(model, sync, loop) is not None:
                 continue  # the step synchronizes every iteration (a per-step timer) and queued no step work since
             reported.add(id(statement))
-            code = " ".join(model.code(sync.node).split())
+            shown = self._shown(sync.node)
             if sync.via is not None:  # a project helper called every step
-                call = f"`{code}`" if len(code) <= 60 else "This call"
+                call = shown or "This call"
                 subject = f"{call} runs {sync.kind} at {sync.via}, which"
                 what = f"{sync.kind[0].upper()}{sync.kind[1:]} is an op whose output size depends on the data"
             else:
-                subject = f"`{code}`" if len(code) <= 60 else "This"
+                subject = shown or "This"
                 what = sync.kind
             advice = next(text for key, text in _ADVICE if key in sync.kind)
             message = f"{subject} makes the host wait for the GPU {self.every_step(role, loop)}"
             help = f"{what}; {advice}"
             yield self.diagnostic(sync.node, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO, help=help)
+
+    def _shown(self, node) -> str | None:
+        """The code as the message quotes it; a long call or subscript by its callee or base (`torch.tensor(...)`)."""
+        code = " ".join(self.model.code(node).split())
+        if len(code) <= 60:
+            return f"`{code}`"
+        if isinstance(node, cst.Call):
+            head = " ".join(self.model.code(node.func).split())
+            if len(head) > 55 and isinstance(node.func, cst.Attribute):
+                head = f"...{node.func.attr.value}"  # `....clamp(...)`: the method that is called
+            return f"`{head}(...)`" if len(head) <= 55 else None
+        if isinstance(node, cst.Subscript):
+            head = " ".join(self.model.code(node.value).split())
+            if len(head) <= 55:
+                return f"`{head}[...]`"
+            index = " ".join(self.model.code(node.slice[0].slice).split()) if len(node.slice) == 1 else ""
+            return f"`...[{index}]`" if index and len(index) <= 40 else None  # the mask: `...[y > 0]`
+        return None
