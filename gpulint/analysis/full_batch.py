@@ -55,6 +55,8 @@ def same_data_every_step(model: SemanticModel, loop: Loop) -> bool:
             return False  # another module's trainer, a helper with its own loop, or a step given a batch made here
         if not all(_steps_here(model, f) and _forwards_given_inputs(model, f) for f in functions):
             return False  # a helper that trains through others, or makes its own batch (`x, y = get_batch()`)
+        if any(_copies_to_the_gpu(model, f) for f in functions):
+            return False  # its data is not all on the GPU: each step gathers and copies host tensors
         stepped = True
     return stepped and _evaluates_every_epoch(model, loop)
 
@@ -79,6 +81,17 @@ def _evaluates_every_epoch(model: SemanticModel, loop: cst.For) -> bool:
 def _steps_here(model: SemanticModel, function: cst.FunctionDef) -> bool:
     """The function runs the backward pass or the optimizer step itself (not through another function)."""
     return any(is_training_step(model, call) for call in model.calls_inside(function))
+
+
+def _copies_to_the_gpu(model: SemanticModel, function: cst.FunctionDef) -> bool:
+    """The function copies a value not known to be on the GPU to it (`labels[idx_train].to(device)` of CPU labels):
+    a host gather and a copy every step, so its data is not the GPU tensors the fact is about."""
+    residency = model.residency
+    for call in model.calls_inside(function):
+        if residency.moves_to_cuda(call) and isinstance(call.func, cst.Attribute):
+            if not residency.is_gpu(call.func.value) and not residency.is_module(call.func.value):
+                return True
+    return False
 
 
 def _forwards_given_inputs(model: SemanticModel, function: cst.FunctionDef) -> bool:
