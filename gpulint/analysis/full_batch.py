@@ -16,7 +16,8 @@ and the module's tensors; every such call and every module forward in the loop i
 rebinds (`model(data.x, data.adj_t)`, `train(model, x, y, idx, optimizer)`); and every iteration, outside any `if`,
 calls a function of this module that runs a module and trains nothing (the evaluation).
 A step given a batch made in the loop (`x, y = get_batch()`, `z = torch.randn(...)`), a helper that draws its own
-batch (`X, Y = get_batch("train")` inside `train_step()`), a helper with its own loop (an epoch over a loader), or a
+batch (`X, Y = get_batch("train")` inside `train_step()`), a helper with its own loop (an epoch over a loader), a
+helper that copies host data to the GPU every call (`labels[idx_train].to(device)` of CPU labels: GCNII), or a
 training call into another module (what it does per call is not in sight) keeps the finding.
 """
 
