@@ -333,3 +333,80 @@ def test_an_item_written_in_the_loop_counts_as_new_data():
 def test_an_attribute_the_step_helper_writes_counts_as_new_data():
     source = GRAPH_FULL_BATCH.replace("    model.train()\n", "    model.train()\n    data.x = F.dropout(data.x, p=0.1)\n")
     assert findings(source, select=("GPU303",)) == ["17:12 GPU303", "23:12 GPU303"]
+
+
+# Twelfth corpus, class B (GCNII): the full-batch step gathers its labels on the host and copies them to the GPU
+# every epoch (`labels[idx_train].to(device)`, the labels never moved): its data is not the GPU tensors the fact is
+# about, and the reads of the step and of the validation stay reported.
+HOST_LABELS_FULL_BATCH = """\
+import torch
+import torch.nn.functional as F
+
+device = torch.device("cuda")
+features = torch.load("features.pt").to(device)
+labels = torch.load("labels.pt")
+idx_train = torch.arange(140)
+idx_val = torch.arange(200, 500)
+model = torch.nn.Linear(1433, 7).to(device)
+optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+
+
+def train():
+    model.train()
+    optimizer.zero_grad()
+    output = model(features)
+    loss_train = F.cross_entropy(output[idx_train], labels[idx_train].to(device))
+    loss_train.backward()
+    optimizer.step()
+    return loss_train.item()
+
+
+def validate():
+    model.eval()
+    with torch.no_grad():
+        output = model(features)
+        loss_val = F.cross_entropy(output[idx_val], labels[idx_val].to(device))
+        return loss_val.item()
+
+
+best = 1e9
+bad = 0
+for epoch in range(1500):
+    loss_tra = train()
+    loss_val = validate()
+    print(epoch, loss_tra, loss_val)
+    if loss_val < best:
+        best, bad = loss_val, 0
+    else:
+        bad += 1
+    if bad == 100:
+        break
+"""
+
+
+def test_a_full_batch_step_copying_host_labels_every_epoch_keeps_its_reads():
+    # the training read and the validation read (it decides early stopping: a branch, reported as the rule doc says)
+    found = diagnostics(HOST_LABELS_FULL_BATCH, select=("GPU303",))
+    assert [f"{d.location.row}:{d.location.column}" for d in found] == ["20:12", "28:16"]
+    assert found[0].message.startswith(
+        "`loss_train.item()` waits for the GPU every training step (`train` at line 13, run by the call at line 34)"
+    )
+
+
+def test_a_full_batch_step_on_labels_moved_once_is_silent():
+    # the fix the finding asks for: the labels moved before the loop, the step's data all on the GPU
+    source = HOST_LABELS_FULL_BATCH.replace('labels = torch.load("labels.pt")', 'labels = torch.load("labels.pt").to(device)')
+    assert findings(source, select=("GPU303",)) == []
+
+
+def test_a_step_moving_a_tensor_already_on_the_gpu_is_silent():
+    # `.to(device)` of a GPU tensor copies nothing: still the same GPU tensors every step
+    source = FULL_BATCH.replace("model(x[train_idx])", "model(x[train_idx].to(device))")
+    assert findings(source, select=("GPU303",)) == []
+
+
+def test_a_logged_read_under_an_interval_guard_stays_silent():
+    source = HOST_LABELS_FULL_BATCH.replace("    return loss_train.item()\n", "    return loss_train\n").replace(
+        "    print(epoch, loss_tra, loss_val)\n", "    if epoch % 50 == 0:\n        print(epoch, loss_tra.item())\n"
+    )
+    assert findings(source, select=("GPU303",)) == ["28:16 GPU303"]  # the validation read only

@@ -16,7 +16,8 @@ and the module's tensors; every such call and every module forward in the loop i
 rebinds (`model(data.x, data.adj_t)`, `train(model, x, y, idx, optimizer)`); and every iteration, outside any `if`,
 calls a function of this module that runs a module and trains nothing (the evaluation).
 A step given a batch made in the loop (`x, y = get_batch()`, `z = torch.randn(...)`), a helper that draws its own
-batch (`X, Y = get_batch("train")` inside `train_step()`), a helper with its own loop (an epoch over a loader), or a
+batch (`X, Y = get_batch("train")` inside `train_step()`), a helper with its own loop (an epoch over a loader), a
+helper that copies host data to the GPU every call (`labels[idx_train].to(device)` of CPU labels: GCNII), or a
 training call into another module (what it does per call is not in sight) keeps the finding.
 """
 
@@ -55,6 +56,8 @@ def same_data_every_step(model: SemanticModel, loop: Loop) -> bool:
             return False  # another module's trainer, a helper with its own loop, or a step given a batch made here
         if not all(_steps_here(model, f) and _forwards_given_inputs(model, f) for f in functions):
             return False  # a helper that trains through others, or makes its own batch (`x, y = get_batch()`)
+        if any(_copies_to_the_gpu(model, f) for f in functions):
+            return False  # its data is not all on the GPU: each step gathers and copies host tensors
         stepped = True
     return stepped and _evaluates_every_epoch(model, loop)
 
@@ -79,6 +82,17 @@ def _evaluates_every_epoch(model: SemanticModel, loop: cst.For) -> bool:
 def _steps_here(model: SemanticModel, function: cst.FunctionDef) -> bool:
     """The function runs the backward pass or the optimizer step itself (not through another function)."""
     return any(is_training_step(model, call) for call in model.calls_inside(function))
+
+
+def _copies_to_the_gpu(model: SemanticModel, function: cst.FunctionDef) -> bool:
+    """The function copies a value not known to be on the GPU to it (`labels[idx_train].to(device)` of CPU labels):
+    a host gather and a copy every step, so its data is not the GPU tensors the fact is about."""
+    residency = model.residency
+    for call in model.calls_inside(function):
+        if residency.moves_to_cuda(call) and isinstance(call.func, cst.Attribute):
+            if not residency.is_gpu(call.func.value) and not residency.is_module(call.func.value):
+                return True
+    return False
 
 
 def _forwards_given_inputs(model: SemanticModel, function: cst.FunctionDef) -> bool:
