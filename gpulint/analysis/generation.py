@@ -1,0 +1,95 @@
+"""Steps that run an autoregressive generation: every iteration already waits on the host, token by token.
+
+A model's `generate(...)` decodes one token at a time and checks its stopping criteria (EOS, max length) on the
+host after each, so the iteration that runs it waits for the GPU hundreds of times. RL fine-tuning of language
+models (PPO, GRPO, online DPO) generates a rollout every step and then runs a small update:
+
+    for step, batch in enumerate(loader):
+        rollout = rollout_engine.rollout(batch["input_ids"])   # its method runs `self.policy.generate(ids)`
+        loss = ppo_loss(policy, rollout); loss.backward(); opt.step()
+        total += loss.item()                                   # one more wait after hundreds: no stall worth a report
+
+Two sides of one fact:
+
+- project side (`generating_names`): the names of the project's functions and methods whose own body runs
+  `<x>.generate(...)` outside an `if` that rate-limits it (the summary's `generates`). A call by that name in a step
+  (`rollout_engine.rollout(...)`, whose receiver is a parameter) is taken to generate: the name is how a loop that
+  receives its engine from a factory reaches the method.
+- module side (`generates_every_iteration`): an unguarded call in the loop's iteration generates: `.generate(...)`
+  on a module (`accelerator.unwrap_model(model).generate(ids)`), a call by a generating name, or a function of this
+  module that does either, transitively. `generate` of a random source (`torch.Generator`, `np.random.default_rng`)
+  is not generation, and a generation under `if step % eval_every == 0:` runs on some iterations only.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+if TYPE_CHECKING:
+    from gpulint.analysis.model import Loop, SemanticModel
+    from gpulint.analysis.project import ProjectIndex
+
+# Receivers whose `generate` draws random numbers or seeds, not tokens.
+_RANDOM_SOURCE = re.compile(r"rng|random|seed|generator|np\.|numpy", re.IGNORECASE)
+# Names libraries use for other things (`dist.sample()`, `env.step(a)`): a project method so named is not matched by name.
+_LIBRARY_NAMES = frozenset({"sample", "step", "forward", "__call__", "run", "apply", "update", "get", "call", "predict", "backward"})
+
+
+def generates_text(receiver: ast.AST) -> bool:
+    """`receiver.generate(...)` (summary side, `ast`) is a model's generation, not a random source's."""
+    return not _RANDOM_SOURCE.search(ast.unparse(receiver))
+
+
+def generating_names(index: ProjectIndex) -> tuple[str, ...]:
+    """The names of the project's functions and methods whose own body runs a model's `generate(...)`."""
+    memo = getattr(index, "_generating_names_memo", None)
+    if memo is not None:
+        return memo  # type: ignore[no-any-return]
+    from gpulint.analysis.summary import MODULE_BODY  # the summary imports `generates_text` from here
+
+    found = sorted({key.rsplit(".", 1)[-1] for r in index.records.values() for key, f in r.summary.functions.items() if f.generates and key != MODULE_BODY})
+    result = tuple(found)
+    index._generating_names_memo = result  # type: ignore[attr-defined]
+    return result
+
+
+def generates_every_iteration(model: SemanticModel, loop: Loop) -> bool:
+    """Each iteration of `loop` runs a generation (not under a rate-limiting `if`): it waits on the host per token."""
+    residency = model.residency
+    for call in model.calls_inside(loop):
+        if residency.rate_limit_guard(call, loop) is not None:
+            continue
+        if _generates(model, call) or any(model.through_calls("generates", f, lambda f: _generates_in(model, f)) for f in model.callees(call)):
+            return True
+    return False
+
+
+def generation_bound(model: SemanticModel, loop: Loop) -> bool:
+    """`loop`, or a loop of the same function around it, generates every iteration: a read in it is one more
+    wait after the rollout's per-token ones (PPO's minibatch updates in the loop over rollouts)."""
+    if generates_every_iteration(model, loop):
+        return True
+    return any(isinstance(outer, (cst.For, cst.While)) and generates_every_iteration(model, outer) for outer in model.enclosing_loops(loop))
+
+
+def _generates_in(model: SemanticModel, node: cst.CSTNode) -> bool:
+    return any(_generates(model, call) for call in model.calls_inside(node))
+
+
+def _generates(model: SemanticModel, call: cst.Call) -> bool:
+    func = call.func
+    name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+    if name is None:
+        return False
+    if name == "generate" and isinstance(func, cst.Attribute):
+        residency = model.residency
+        receiver = func.value
+        if residency.is_module(receiver) or (isinstance(receiver, cst.Call) and any(not a.star and residency.is_module(a.value) for a in receiver.args)):
+            return True  # `model.generate(ids)`, `accelerator.unwrap_model(model).generate(ids)`
+    if isinstance(func, cst.Attribute) and _RANDOM_SOURCE.search(model.code(func.value)):
+        return False  # `rng.generate(...)`, `torch.Generator(...).generate`: random numbers, not tokens
+    return name not in _LIBRARY_NAMES and name in model.project.generating
