@@ -71,9 +71,12 @@ def generates_every_iteration(model: SemanticModel, loop: Loop) -> bool:
 def generation_bound(model: SemanticModel, loop: Loop) -> bool:
     """`loop`, or a loop of the same function around it, generates every iteration: a read in it is one more
     wait after the rollout's per-token ones (PPO's minibatch updates in the loop over rollouts)."""
-    if generates_every_iteration(model, loop):
-        return True
-    return any(isinstance(outer, (cst.For, cst.While)) and generates_every_iteration(model, outer) for outer in model.enclosing_loops(loop))
+    memo = model.memo("generation-bound")  # asked once per read: answered once per loop
+    if loop not in memo:
+        memo[loop] = generates_every_iteration(model, loop) or any(
+            isinstance(outer, (cst.For, cst.While)) and generates_every_iteration(model, outer) for outer in model.enclosing_loops(loop)
+        )
+    return memo[loop]
 
 
 def _generates_in(model: SemanticModel, node: cst.CSTNode) -> bool:
