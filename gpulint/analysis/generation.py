@@ -11,10 +11,11 @@ models (PPO, GRPO, online DPO) generates a rollout every step and then runs a sm
 
 Two sides of one fact:
 
-- project side (`generating_names`): the names of the project's functions and methods whose own body runs
-  `<x>.generate(...)` outside an `if` that rate-limits it (the summary's `generates`). A call by that name in a step
-  (`rollout_engine.rollout(...)`, whose receiver is a parameter) is taken to generate: the name is how a loop that
-  receives its engine from a factory reaches the method.
+- project side (`generating_names`): the names of the project's methods whose own body runs `<x>.generate(...)`
+  (not of an imported module: `shipname.generate(0)`) outside an `if` that rate-limits it (the summary's
+  `generates`). A method call by that name in a step (`rollout_engine.rollout(...)`, whose receiver is a parameter)
+  is taken to generate: the name is how a loop that receives its engine from a factory reaches the method. Names
+  libraries use for other things (`model.train()`, `dist.sample()`) are not matched.
 - module side (`generates_every_iteration`): an unguarded call in the loop's iteration generates: `.generate(...)`
   on a module (`accelerator.unwrap_model(model).generate(ids)`), a call by a generating name, or a function of this
   module that does either, transitively. `generate` of a random source (`torch.Generator`, `np.random.default_rng`)
@@ -29,6 +30,8 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from gpulint.analysis.imports import dotted_name
+
 if TYPE_CHECKING:
     from gpulint.analysis.model import Loop, SemanticModel
     from gpulint.analysis.project import ProjectIndex
@@ -36,7 +39,10 @@ if TYPE_CHECKING:
 # Receivers whose `generate` draws random numbers or seeds, not tokens.
 _RANDOM_SOURCE = re.compile(r"rng|random|seed|generator|np\.|numpy", re.IGNORECASE)
 # Names libraries use for other things (`dist.sample()`, `env.step(a)`): a project method so named is not matched by name.
-_LIBRARY_NAMES = frozenset({"sample", "step", "forward", "__call__", "run", "apply", "update", "get", "call", "predict", "backward"})
+_LIBRARY_NAMES = frozenset({
+    "sample", "step", "forward", "__call__", "run", "apply", "update", "get", "call", "predict", "backward", "train", "eval",
+    "test", "evaluate", "validate", "main", "fit", "to", "cuda",
+})  # fmt: skip
 
 
 def generates_text(receiver: ast.AST) -> bool:
@@ -45,13 +51,14 @@ def generates_text(receiver: ast.AST) -> bool:
 
 
 def generating_names(index: ProjectIndex) -> tuple[str, ...]:
-    """The names of the project's functions and methods whose own body runs a model's `generate(...)`."""
+    """The names of the project's methods whose own body runs a model's `generate(...)`."""
     memo = getattr(index, "_generating_names_memo", None)
     if memo is not None:
         return memo  # type: ignore[no-any-return]
     from gpulint.analysis.summary import MODULE_BODY  # the summary imports `generates_text` from here
 
-    found = sorted({key.rsplit(".", 1)[-1] for r in index.records.values() for key, f in r.summary.functions.items() if f.generates and key != MODULE_BODY})
+    # methods only (`Class.method`): a step reaches them through an instance (`rollout_engine.rollout(...)`)
+    found = sorted({key.rsplit(".", 1)[-1] for r in index.records.values() for key, f in r.summary.functions.items() if f.generates and "." in key and key != MODULE_BODY})
     result = tuple(found)
     index._generating_names_memo = result  # type: ignore[attr-defined]
     return result
@@ -79,8 +86,18 @@ def generation_bound(model: SemanticModel, loop: Loop) -> bool:
     return memo[loop]
 
 
-def _generates_in(model: SemanticModel, node: cst.CSTNode) -> bool:
-    return any(_generates(model, call) for call in model.calls_inside(node))
+def _generates_in(model: SemanticModel, func: cst.CSTNode) -> bool:
+    """A function of this module runs a generation: as in a step, or `<param>.generate(...)` as the summary counts it
+    (`def rollout(policy, ids): return policy.generate(ids)`: the policy its callers pass is a model)."""
+    return any(_generates(model, call) or _generates_on_argument(model, call, func) for call in model.calls_inside(func))
+
+
+def _generates_on_argument(model: SemanticModel, call: cst.Call, helper: cst.CSTNode) -> bool:
+    func = call.func
+    if not (isinstance(func, cst.Attribute) and func.attr.value == "generate") or model.residency.rate_limit_guard(call, helper) is not None:
+        return False
+    receiver = func.value
+    return not _RANDOM_SOURCE.search(model.code(receiver)) and model.imports.resolve(dotted_name(receiver) or "") is None
 
 
 def _generates(model: SemanticModel, call: cst.Call) -> bool:
@@ -95,4 +112,4 @@ def _generates(model: SemanticModel, call: cst.Call) -> bool:
             return True  # `model.generate(ids)`, `accelerator.unwrap_model(model).generate(ids)`
     if isinstance(func, cst.Attribute) and _RANDOM_SOURCE.search(model.code(func.value)):
         return False  # `rng.generate(...)`, `torch.Generator(...).generate`: random numbers, not tokens
-    return name not in _LIBRARY_NAMES and name in model.project.generating
+    return isinstance(func, cst.Attribute) and name not in _LIBRARY_NAMES and name in model.project.generating

@@ -1478,7 +1478,8 @@ class _Reader:
                     self.sync(value, logged[0], line, certain=True)
                 return None
             owner = (_dotted(func.value) or "").lower()
-            if method == "generate" and not self.guarded and generates_text(func.value):
+            imported = (_dotted(func.value) or "").partition(".")[0] in self.b.summary.imports  # `shipname.generate(0)`: a library's
+            if method == "generate" and not self.guarded and not imported and generates_text(func.value):
                 self.f.generates = True  # `model.generate(ids)`: an autoregressive rollout, one host wait a token
             if method == "backward" or (method == "step" and ("opt" in owner or "scaler" in owner)):
                 self.mark_trains()
