@@ -149,3 +149,32 @@ def test_a_project_method_that_draws_from_a_random_source_is_not_a_generation(tm
     sampled = sampled.replace("def train_epoch(loader, rollout_engine,", "def train_epoch(loader, sampler,")
     found = lint_written(tmp_path, {"rollout_engine.py": ENGINE, "train_ppo.py": sampled}, monkeypatch)
     assert "train_ppo.py:14 GPU303" in found
+
+
+EPOCHS = """
+import torch
+from transformers import VisionEncoderDecoderModel
+
+
+def main(train_loader, eval_loader, optimizer):
+    model = VisionEncoderDecoderModel.from_pretrained("microsoft/trocr-base-stage1").cuda()
+    for epoch in range(10):
+        model.train()
+        train_loss = 0.0
+        for batch in train_loader:
+            outputs = model(**{k: v.cuda() for k, v in batch.items()})
+            optimizer.zero_grad()
+            outputs.loss.backward()
+            optimizer.step()
+            train_loss += outputs.loss.item()
+        model.eval()
+        with torch.no_grad():
+            for batch in eval_loader:
+                outputs = model.generate(batch["pixel_values"].cuda())
+        print(train_loss)
+"""
+
+
+def test_training_steps_of_an_epoch_whose_evaluation_pass_generates_keep_their_read(tmp_path, monkeypatch):
+    found = lint_written(tmp_path, {"trocr.py": EPOCHS}, monkeypatch)
+    assert "trocr.py:16 GPU303" in found

@@ -64,11 +64,13 @@ def generating_names(index: ProjectIndex) -> tuple[str, ...]:
     return result
 
 
-def generates_every_iteration(model: SemanticModel, loop: Loop) -> bool:
-    """Each iteration of `loop` runs a generation (not under a rate-limiting `if`): it waits on the host per token."""
+def generates_every_iteration(model: SemanticModel, loop: Loop, own_body: bool = False) -> bool:
+    """Each iteration of `loop` runs a generation (not under a rate-limiting `if`): it waits on the host per token.
+    `own_body`: only calls in the loop's own body count, not in a loop inside it (an epoch loop whose evaluation
+    pass generates does not make its training loop's steps wait)."""
     residency = model.residency
     for call in model.calls_inside(loop):
-        if residency.rate_limit_guard(call, loop) is not None:
+        if residency.rate_limit_guard(call, loop) is not None or (own_body and model.enclosing_loops(call)[:1] != [loop]):
             continue
         if _generates(model, call) or any(model.through_calls("generates", f, lambda f: _generates_in(model, f)) for f in model.callees(call)):
             return True
@@ -76,12 +78,12 @@ def generates_every_iteration(model: SemanticModel, loop: Loop) -> bool:
 
 
 def generation_bound(model: SemanticModel, loop: Loop) -> bool:
-    """`loop`, or a loop of the same function around it, generates every iteration: a read in it is one more
-    wait after the rollout's per-token ones (PPO's minibatch updates in the loop over rollouts)."""
+    """`loop`, or a loop of the same function around it in its own body, generates every iteration: a read in it is
+    one more wait after the rollout's per-token ones (PPO's minibatch updates in the loop over rollouts)."""
     memo = model.memo("generation-bound")  # asked once per read: answered once per loop
     if loop not in memo:
         memo[loop] = generates_every_iteration(model, loop) or any(
-            isinstance(outer, (cst.For, cst.While)) and generates_every_iteration(model, outer) for outer in model.enclosing_loops(loop)
+            isinstance(outer, (cst.For, cst.While)) and generates_every_iteration(model, outer, own_body=True) for outer in model.enclosing_loops(loop)
         )
     return memo[loop]
 
