@@ -58,8 +58,13 @@ def generating_names(index: ProjectIndex) -> tuple[str, ...]:
     from gpulint.analysis.summary import MODULE_BODY  # the summary imports `generates_text` from here
 
     # methods only (`Class.method`): a step reaches them through an instance (`rollout_engine.rollout(...)`)
-    found = sorted({key.rsplit(".", 1)[-1] for r in index.records.values() for key, f in r.summary.functions.items() if f.generates and "." in key and key != MODULE_BODY})
-    result = tuple(found)
+    found = {
+        key.rsplit(".", 1)[-1]
+        for record in index.records.values()
+        for key, f in record.summary.functions.items()
+        if f.generates and "." in key and key != MODULE_BODY
+    }
+    result = tuple(sorted(found))
     index._generating_names_memo = result  # type: ignore[attr-defined]
     return result
 
