@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Iterator, Optional
 import libcst as cst
 
 from gpulint.analysis.error_paths import always_ends, jumps
+from gpulint.analysis.generation import generates_every_iteration
 from gpulint.analysis.hot_loops import trains
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.summary import CLOCKS, ENVIRONMENT
@@ -94,8 +95,8 @@ def needs_host_every_iteration(model: SemanticModel, loop: Loop, syncs: list[Hos
     gpulint cannot tell for sure is one (`ni = topi[0][0]; if ni == EOS: break`). Each iteration waits for the
     GPU anyway; the other reads in it add a copy, not a stall."""
     residency = model.residency
-    if _generates_every_iteration(model, loop):
-        return True
+    if generates_every_iteration(model, loop):
+        return True  # a model's `generate(...)`: its decoding waits on the host per token (`analysis/generation.py`)
     for sync in syncs:
         if model.is_inside(sync.node, loop) and residency.rate_limit_guard(sync.node, loop) is None and drives_loop(model, sync, loop):
             return True
@@ -105,23 +106,6 @@ def needs_host_every_iteration(model: SemanticModel, loop: Loop, syncs: list[Hos
             continue
         every_iteration = residency.rate_limit_guard(condition, loop) is None
         if every_iteration and _leaves_loop(model, condition, loop) and _tests_gpu_value(model, condition.test):
-            return True
-    return False
-
-
-def _generates_every_iteration(model: SemanticModel, loop: Loop) -> bool:
-    """The iteration runs a model's `generate(...)` unguarded (`accelerator.unwrap_model(model).generate(ids)`): the
-    decoding loop inside it checks its stopping criteria on the host after every token, so the iteration waits
-    anyway and a copy of what it generated adds no stall (the judges' "generation passes wait anyway")."""
-    residency = model.residency
-    for call in model.calls_inside(loop):
-        func = call.func
-        if not (isinstance(func, cst.Attribute) and func.attr.value == "generate") or residency.rate_limit_guard(call, loop) is not None:
-            continue
-        receiver = func.value
-        if residency.is_module(receiver) or (
-            isinstance(receiver, cst.Call) and any(not a.star and residency.is_module(a.value) for a in receiver.args)
-        ):
             return True
     return False
 

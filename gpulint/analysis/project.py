@@ -27,6 +27,7 @@ from gpulint.analysis.convolutions import CONV_NET
 from gpulint.analysis.devices import BASE_EVIDENCE, gpu_context_reason
 from gpulint.analysis.engine_steps import ENGINE_STEP, engine_step_parameters
 from gpulint.analysis.forward_helpers import LIBRARY_MODULES, forward_called
+from gpulint.analysis.generation import generating_names
 from gpulint.analysis.graph_batches import graph_collates
 from gpulint.analysis.handed_elements import handed_elements
 from gpulint.analysis.inherited_members import inherited_attributes, inherited_init, overridden_steps
@@ -152,6 +153,8 @@ class ModuleContext:
     # a function or method name -> the graph library call (`dgl.batch`) every definition of it in the project
     # returns: a loader with that collate yields graphs `pin_memory` cannot pin (`analysis/graph_batches.py`)
     graph_collates: dict[str, str] = field(default_factory=dict)
+    # the names of project functions and methods that run a model's `generate(...)` (`analysis/generation.py`)
+    generating: tuple[str, ...] = ()
     # the lines of the module's own GPU evidence, and whether the project gives it GPU evidence too: a notebook
     # whose own evidence never runs as shipped is CPU code (`analysis/cpu_as_shipped.py`); filled for notebooks only
     own_evidence_lines: list[int] = field(default_factory=list)
@@ -216,6 +219,7 @@ class ModuleContext:
             self.uncalled,
             self.imported,
             sorted(self.graph_collates.items()),
+            self.generating,
             self.own_evidence_lines,
             self.project_gpu,
         ]
@@ -1101,6 +1105,7 @@ class ProjectIndex:
         context.uncalled = uncalled_functions(self, record)
         context.imported = imported_elsewhere(self, record)
         context.graph_collates = graph_collates(self)
+        context.generating = generating_names(self)
         own = {*summary.imports, *summary.functions, *summary.classes, *summary.values}
         context.star_imports = {k: v for k, v in self.star_imports(record).items() if k not in own}
         self._contexts[path] = context

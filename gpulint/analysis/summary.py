@@ -37,6 +37,7 @@ from gpulint.analysis.communication import chosen_by_backend, starts_async_commu
 from gpulint.analysis.convolutions import CONV_NET, CONV_NET_FACTORIES, builds_convolution
 from gpulint.analysis.devices import EVIDENCE_FINDERS, GPU_TEXT_MARKERS, MODEL_PLACERS
 from gpulint.analysis.error_paths import EXITS
+from gpulint.analysis.generation import generates_text
 from gpulint.analysis.held_data import held_data
 from gpulint.analysis.host_objects import names_a_tokenizer
 from gpulint.analysis.imports import canonical
@@ -165,12 +166,13 @@ class FunctionSummary:
     # in a script that imports Hydra / OmegaConf: call index -> the arguments that are reads of a config parameter
     # (position or keyword -> (`p:cfg` / `i:cfg`, keys)); -1 -> (config_path, config_name) of `@hydra.main`
     configs: dict[int, dict] = field(default_factory=dict)
+    generates: bool = False  # it runs a model's `generate(...)` unguarded (`analysis/generation.py`)
 
     def to_json(self) -> list:
         full = [
             self.line, self.params, self.kwonly, self.calls, self.loops, self.effects, self.returns, self.trains, self.gpu,
             self.convolutions, self.optional_parts, [[i, list(v.items())] for i, v in self.literals.items()],
-            [[i, list(v.items())] for i, v in self.configs.items()],
+            [[i, list(v.items())] for i, v in self.configs.items()], self.generates,
         ]  # fmt: skip
         while len(full) > 2 and not full[-1]:
             full.pop()  # most functions call nothing the project defines: keep their summary short
@@ -178,7 +180,7 @@ class FunctionSummary:
 
     @classmethod
     def from_json(cls, data: list) -> FunctionSummary:
-        line, params, kwonly, calls, loops, effects, returns, trains, gpu, convolutions, optional, literals, configs = [*data, *([None] * (13 - len(data)))]
+        line, params, kwonly, calls, loops, effects, returns, trains, gpu, convolutions, optional, literals, configs, generates = [*data, *([None] * (14 - len(data)))]
         return cls(
             line,
             tuple(params),
@@ -193,6 +195,7 @@ class FunctionSummary:
             tuple(optional or ()),
             {i: dict(pairs) for i, pairs in literals or ()},
             {i: {k: (v[0], tuple(v[1]) if isinstance(v[1], list) else v[1]) for k, v in pairs} for i, pairs in configs or ()},
+            bool(generates),
         )
 
 
@@ -1475,6 +1478,9 @@ class _Reader:
                     self.sync(value, logged[0], line, certain=True)
                 return None
             owner = (_dotted(func.value) or "").lower()
+            imported = (_dotted(func.value) or "").partition(".")[0] in self.b.summary.imports  # `shipname.generate(0)`: a library's
+            if method == "generate" and not self.guarded and not imported and generates_text(func.value):
+                self.f.generates = True  # `model.generate(ids)`: an autoregressive rollout, one host wait a token
             if method == "backward" or (method == "step" and ("opt" in owner or "scaler" in owner)):
                 self.mark_trains()
                 return None

@@ -6,7 +6,7 @@ from typing import Iterator
 
 import libcst as cst
 
-from gpulint.analysis import host_reads, legacy_torch
+from gpulint.analysis import generation, host_reads, legacy_torch
 from gpulint.analysis.first_iterations import first_few_iterations
 from gpulint.analysis.full_batch import same_data_every_step
 from gpulint.analysis.helper_steps import calling_loop
@@ -64,6 +64,8 @@ class HostSyncInLoop(Rule):
                     needs_host[id(loop)] = host_reads.needs_host_every_iteration(model, loop, residency.host_syncs)
                 if needs_host[id(loop)]:
                     continue  # decoding / generation: each iteration waits for a value on the host to go on
+            if role == TRAIN and generation.generation_bound(model, loop):
+                continue  # an RL step that generates a rollout: its decoding already waits on the host per token
             statements.setdefault(id(model.enclosing_statement(sync.node)), []).append((sync, loop, role))
         for found in statements.values():
             found.sort(key=lambda item: model.dataflow.order[item[0].node])
