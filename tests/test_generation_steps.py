@@ -40,6 +40,16 @@ def test_loss_reads_of_a_step_that_generates_a_rollout_are_silent(tmp_path, monk
     assert not any("GPU303" in f for f in found)
 
 
+MASKED = PPO.replace("            total += loss.item()\n", "            kept = logits[rollout > 0]\n")
+
+
+def test_mask_indexing_in_a_step_that_generates_a_rollout_is_silent(tmp_path, monkeypatch):
+    # GPU306 asks the same fact: one more wait after the rollout's per-token ones
+    assert not any("GPU306" in f for f in lint_written(tmp_path, {"train_ppo.py": MASKED}, monkeypatch))
+    supervised = MASKED.replace("policy.generate(ids, max_new_tokens=256, do_sample=True)", "ids")
+    assert "train_ppo.py:19 GPU306" in lint_written(tmp_path, {"train_ppo.py": supervised}, monkeypatch)
+
+
 def test_a_supervised_step_keeps_its_loss_read(tmp_path, monkeypatch):
     supervised = PPO.replace("policy.generate(ids, max_new_tokens=256, do_sample=True)", "ids")
     found = lint_written(tmp_path, {"train_ppo.py": supervised}, monkeypatch)

@@ -6,6 +6,7 @@ from typing import Iterator
 
 import libcst as cst
 
+from gpulint.analysis import generation
 from gpulint.analysis.first_iterations import first_few_iterations
 from gpulint.analysis.residency import EVAL, TRAIN
 from gpulint.analysis.step_waits import waited_before
@@ -43,6 +44,8 @@ class DynamicShapeSyncInLoop(Rule):
                 continue  # `if n < 10:`: the first examples only, a handful of waits in the run
             if waited_before(model, sync, loop) is not None:
                 continue  # the step synchronizes every iteration (a per-step timer) and queued no step work since
+            if role == TRAIN and generation.generation_bound(model, loop):
+                continue  # an RL step that generates a rollout: it waits on the host for every token anyway
             reported.add(id(statement))
             shown = self._shown(sync.node)
             if sync.via is not None:  # a project helper called every step
