@@ -88,15 +88,17 @@ def _way(param: str, positional: list[str], call: tuple, literals: dict) -> Any:
 
 def _stored_outside(index: ProjectIndex) -> set[str]:
     """Attribute names the project assigns on objects other than `self` (`loss.autobalance = True`)."""
-    if not hasattr(index, "_stored_memo"):
-        index._stored_memo = {r[1:] for record in index.records.values() for r in record.summary.handed if r.startswith(".")}  # type: ignore[attr-defined]
-    return index._stored_memo  # type: ignore[attr-defined]
+    return index.computed("stored outside", lambda: {
+        r[1:] for record in index.records.values() for r in record.summary.handed if r.startswith(".")
+    })
 
 
 def _handed(index: ProjectIndex) -> set[tuple[int, str]] | None:
     """(file, name) of the project's functions and classes handed on as values somewhere; None: not known."""
-    if hasattr(index, "_handed_memo"):
-        return index._handed_memo  # type: ignore[attr-defined]
+    return index.computed("handed", lambda: _find_handed(index))
+
+
+def _find_handed(index: ProjectIndex) -> set[tuple[int, str]] | None:
     found: set[tuple[int, str]] | None = set()
     for record in index.records.values():
         if "*" in record.summary.handed:
@@ -108,7 +110,6 @@ def _handed(index: ProjectIndex) -> set[tuple[int, str]] | None:
             target = index.symbol(record, ref)
             if target is not None and target[0] in ("function", "class"):
                 found.add((id(target[1]), target[2]))  # type: ignore[union-attr]
-    index._handed_memo = found  # type: ignore[attr-defined]
     return found
 
 

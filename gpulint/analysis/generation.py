@@ -52,9 +52,10 @@ def generates_text(receiver: ast.AST) -> bool:
 
 def generating_names(index: ProjectIndex) -> tuple[str, ...]:
     """The names of the project's methods whose own body runs a model's `generate(...)`."""
-    memo = getattr(index, "_generating_names_memo", None)
-    if memo is not None:
-        return memo  # type: ignore[no-any-return]
+    return index.computed("generating names", lambda: _find_generating_names(index))
+
+
+def _find_generating_names(index: ProjectIndex) -> tuple[str, ...]:
     from gpulint.analysis.summary import MODULE_BODY  # the summary imports `generates_text` from here
 
     # methods only (`Class.method`): a step reaches them through an instance (`rollout_engine.rollout(...)`)
@@ -64,9 +65,7 @@ def generating_names(index: ProjectIndex) -> tuple[str, ...]:
         for key, f in record.summary.functions.items()
         if f.generates and "." in key and key != MODULE_BODY
     }
-    result = tuple(sorted(found))
-    index._generating_names_memo = result  # type: ignore[attr-defined]
-    return result
+    return tuple(sorted(found))
 
 
 def generates_every_iteration(model: SemanticModel, loop: Loop, own_body: bool = False) -> bool:

@@ -32,9 +32,10 @@ GRAPH_BUILDERS = frozenset({"dgl.batch", "dgl.batch_hetero", "dgl.graph", "dgl.h
 
 def graph_collates(index: ProjectIndex) -> dict[str, str]:
     """Function or method name -> the graph builder every definition of that name in the project returns."""
-    memo = getattr(index, "_graph_collates_memo", None)
-    if memo is not None:
-        return memo  # type: ignore[no-any-return]
+    return index.computed("graph collates", lambda: _find_graph_collates(index))
+
+
+def _find_graph_collates(index: ProjectIndex) -> dict[str, str]:
     found: dict[str, Optional[str]] = {}
     for record in index.records.values():
         for key, f in record.summary.functions.items():
@@ -45,9 +46,7 @@ def graph_collates(index: ProjectIndex) -> dict[str, str]:
             if name in found and found[name] != builder:
                 builder = None  # two definitions that disagree: which one the loader gets is not known
             found[name] = builder
-    result = {name: builder for name, builder in found.items() if builder is not None}
-    index._graph_collates_memo = result  # type: ignore[attr-defined]
-    return result
+    return {name: builder for name, builder in found.items() if builder is not None}
 
 
 def _returned_graph(f: FunctionSummary) -> Optional[str]:

@@ -164,20 +164,21 @@ def config_source(index: ProjectIndex, record: ModuleRecord, function: str, root
 def _instantiations(index: ProjectIndex) -> dict[tuple[int, str], list[tuple[ModuleRecord, tuple[str, str, tuple]]]]:
     """(module, class) -> (the module that instantiates it, its Hydra config place), for every `instantiate` call of
     the project whose class is known."""
-    memo = getattr(index, "_instantiations_memo", None)
-    if memo is None:
-        memo = {}
-        for record in index.records.values():
-            for key, f in record.summary.functions.items():
-                for position, call in enumerate(f.calls):
-                    if not call[0].startswith(MARKER):
-                        continue
-                    found = instantiated_class(index, record, key, position)
-                    read = f.configs.get(position, {}).get(0)
-                    source = config_source(index, record, key, read[0], tuple(read[1]), 0) if read is not None else None
-                    if found is not None and source is not None:
-                        memo.setdefault((id(found[0]), found[1]), []).append((record, source))
-        index._instantiations_memo = memo  # type: ignore[attr-defined]
+    return index.computed("instantiations", lambda: _find_instantiations(index))
+
+
+def _find_instantiations(index: ProjectIndex) -> dict[tuple[int, str], list[tuple[ModuleRecord, tuple[str, str, tuple]]]]:
+    memo: dict[tuple[int, str], list[tuple[ModuleRecord, tuple[str, str, tuple]]]] = {}
+    for record in index.records.values():
+        for key, f in record.summary.functions.items():
+            for position, call in enumerate(f.calls):
+                if not call[0].startswith(MARKER):
+                    continue
+                found = instantiated_class(index, record, key, position)
+                read = f.configs.get(position, {}).get(0)
+                source = config_source(index, record, key, read[0], tuple(read[1]), 0) if read is not None else None
+                if found is not None and source is not None:
+                    memo.setdefault((id(found[0]), found[1]), []).append((record, source))
     return memo
 
 

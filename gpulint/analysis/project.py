@@ -19,7 +19,7 @@ import os
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional
 
 from gpulint.analysis import instantiated, settings_files, torch_pins
 from gpulint.analysis.call_arguments import agreed_arguments, passed
@@ -250,6 +250,7 @@ class ProjectIndex:
         self._root = str(root)
         self.records: dict[Path, ModuleRecord] = {}
         self._files: dict[str, ModuleRecord] = {}
+        self._computed: dict[str, Any] = {}  # project-wide facts of other modules (`computed`)
         for path, summary in summaries.items():
             record = self.records[path] = ModuleRecord(path, display_path(path), summary, os.path.dirname(str(path)))
             self._files[str(path)] = record
@@ -265,6 +266,12 @@ class ProjectIndex:
         self._gpu_in_progress = 0
         self._inherited: dict[tuple[int, str], list[str]] = {}
         self._stepped: dict[int, dict[str, str]] = {}
+
+    def computed(self, name: str, compute: Callable[[], Any]) -> Any:
+        """A project-wide fact another module derives from the summaries, computed once per index on first ask."""
+        if name not in self._computed:
+            self._computed[name] = compute()
+        return self._computed[name]
 
     @cached_property
     def settings_defaults(self) -> ProjectSettings:
