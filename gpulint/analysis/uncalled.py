@@ -43,10 +43,11 @@ def uncalled_functions(index: ProjectIndex, record: ModuleRecord) -> list[str]:
 
 
 def _dead_functions(index: ProjectIndex) -> set[tuple[int, str]]:
-    if hasattr(index, "_uncalled_memo"):
-        return index._uncalled_memo  # type: ignore[attr-defined,no-any-return]
+    return index.computed("uncalled", lambda: _find_dead_functions(index))  # type: ignore[no-any-return]
+
+
+def _find_dead_functions(index: ProjectIndex) -> set[tuple[int, str]]:
     found: set[tuple[int, str]] = set()
-    index._uncalled_memo = found  # type: ignore[attr-defined]
     packaged: dict[str, bool] = {}
     candidates = [r for r in index.records.values() if imported_elsewhere(index, r) and _script_module(index, r, packaged)]
     if not candidates or _calls_by_name(index) or not _whole_project_indexed(index):
@@ -161,19 +162,22 @@ def _whole_project_indexed(index: ProjectIndex) -> bool:
 def imported_elsewhere(index: ProjectIndex, record: ModuleRecord) -> bool:
     """Another module of the project imports `record` (`from dataset import Dataset` in train.py): a library
     module, whose `if __name__ == "__main__":` block is a self-test, not what the project runs."""
-    if not hasattr(index, "_imported_memo"):
-        found: set[int] = set()
-        for importer in index.records.values():
-            sources = []
-            for level, module, name in importer.summary.imports.values():
-                sources.append(index.module(importer, level, module) if module or level else None)
-                if name is not None:
-                    sources.append(index.module(importer, level, f"{module}.{name}" if module else name))
-            sources += [index.module(importer, level, module) for level, module in importer.summary.stars]
-            # a module's import of itself (`from weight_drop import WeightDrop` in its own `__main__`) is no user
-            found.update(id(source) for source in sources if source is not None and source is not importer)
-        index._imported_memo = found  # type: ignore[attr-defined]
-    return id(record) in index._imported_memo  # type: ignore[attr-defined]
+    return id(record) in index.computed("imported", lambda: _imported_modules(index))
+
+
+def _imported_modules(index: ProjectIndex) -> set[int]:
+    """The ids of the project's modules that another module imports."""
+    found: set[int] = set()
+    for importer in index.records.values():
+        sources = []
+        for level, module, name in importer.summary.imports.values():
+            sources.append(index.module(importer, level, module) if module or level else None)
+            if name is not None:
+                sources.append(index.module(importer, level, f"{module}.{name}" if module else name))
+        sources += [index.module(importer, level, module) for level, module in importer.summary.stars]
+        # a module's import of itself (`from weight_drop import WeightDrop` in its own `__main__`) is no user
+        found.update(id(source) for source in sources if source is not None and source is not importer)
+    return found
 
 
 def _holds_python(folder: str) -> bool:
