@@ -10,8 +10,8 @@ requirement strings they hold), `pyproject.toml` (PEP 621 dependencies and Poetr
 files: the smallest bound wins (the code must work on each). No bound anywhere: unknown, never guessed. Files are
 read as text, only when small.
 
-A Dockerfile (`FROM pytorch/pytorch:0.4.1-...`, `pip install torch==X` or a torch wheel in a `RUN` line; also in
-the folder's `docker/`) and a README (`PyTorch == 0.3.1`, `pytorch 0.2`) name the torch a project was built or
+A Dockerfile (`FROM pytorch/pytorch:0.3.1-...`, `pip install torch==X` or a torch wheel in a `RUN` line; also in
+the folder's `docker/`) and a README (`PyTorch == 0.3.1`, `conda install pytorch=0.2.0`) name the torch a project was built or
 tested with, not a bound: code from 0.4 on mostly runs on newer torch, and advice that needs one is right there
 (MLPerf's images of 1.7-1.13, a README's `pytorch 0.4.0`: judged so). They bind only a *legacy* torch, before
 0.4 (the newest version the file names): code for 0.1-0.3 (Variables, `volatile`, `loss.data[0]`, `async=`) does
@@ -137,7 +137,7 @@ _REQUIREMENT = re.compile(r"(?<![\w.\-/])(?P<name>py)?torch(?![\w.\-])\s*(?:\[[^
 _POETRY = re.compile(r"^\s*torch\s*=\s*(?:\{[^}]*?version\s*=\s*)?[\"'](?P<spec>[^\"']+)[\"']")
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=256)  # READMEs and Dockerfiles too: every folder may hold some
 def _pins_in(path: str, mtime: int, size: int) -> tuple[tuple[tuple[int, int], int, str], ...]:
     try:
         with open(path, encoding="utf-8", errors="replace") as handle:
