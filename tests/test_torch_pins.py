@@ -222,3 +222,123 @@ def test_gpu404_silent_when_the_pin_predates_set_to_none(tmp_path, monkeypatch):
     assert found(lint(root, monkeypatch, select=("GPU404",))) == []
     (root / "requirements.txt").write_text("torch==1.7.1\n", encoding="utf-8")
     assert found(lint(root, monkeypatch, select=("GPU404",))) == ["train.py:6 GPU404"]
+
+
+# ---- a legacy torch named by a Dockerfile or a README ---------------------------------------------
+
+WHEEL = "http://download.pytorch.org/whl/cu80/torch-0.2.0.post3-cp27-cp27mu-manylinux1_x86_64.whl"
+EVAL = """\
+import torch
+from torch.autograd import Variable
+
+model = torch.nn.Linear(8, 2).cuda()
+
+
+def evaluate(loader):
+    model.eval()
+    for inputs in loader:
+        inputs = Variable(inputs, volatile=True).cuda()
+        model(inputs)
+"""
+
+
+@pytest.mark.parametrize(
+    "name, text, newest",
+    [
+        ("docker/Dockerfile.gpu", f"FROM nvidia/cuda:9.0-cudnn7-devel-ubuntu16.04\nRUN pip install h5py \\\n    {WHEEL} \\\n    torchvision\n", (0, 2)),
+        ("Dockerfile", "ARG BASE=pytorch/pytorch:0.3.1-cuda9-cudnn7\nFROM ${BASE}\n", (0, 3)),
+        ("Dockerfile", "FROM python:3.6\nRUN pip install torch==0.3.1 torchvision==0.2.0\n", (0, 3)),
+        ("README.md", "## Requirements\n- Python >= 3.5.5, PyTorch == 0.3.1, torchvision == 0.2.0\n", (0, 3)),
+        ("README.md", "Install with\n\n    conda install pytorch=0.2.0 -c soumith\n", (0, 2)),
+    ],
+)
+def test_a_dockerfile_or_readme_pins_a_torch_before_0_4(tmp_path, name, text, newest):
+    write(tmp_path, {name: text})
+    assert torch_pin(str(tmp_path / "train.py")).newest == newest
+
+
+@pytest.mark.parametrize(
+    "files",
+    [
+        # an image or a README from 0.4 on names what the project was built or tested with, not a bound
+        {"Dockerfile": "ARG FROM_IMAGE_NAME=pytorch/pytorch:1.7.1-cuda11.0-cudnn8-runtime\nFROM ${FROM_IMAGE_NAME}\n"},
+        {"README.md": "## Requirements\n* pytorch 0.4.0\n"},
+        # NGC's `yy.mm` tags name no torch release
+        {"Dockerfile": "FROM nvcr.io/nvidia/pytorch:18.01-py3\n"},
+        # the newest version a README names is its torch: an older branch's install line is history
+        {"README.md": "+ Install PyTorch 0.4\n\nThe original code needs PyTorch 0.1.12:\n`conda install pytorch=0.1.12 -c soumith`.\n"},
+        # prose that names an old torch is often stale; a lower bound is no pin
+        {"README.md": "Make sure you have Python 3.6 and PyTorch 0.3.0.\n"},
+        {"README.md": "- PyTorch >= 0.3\n- pytorch 0.2+\n"},
+        {"Dockerfile": "# FROM pytorch/pytorch:0.3.1-cuda9\nFROM pytorch/pytorch:1.10.0-cuda11.3-cudnn8-devel\n"},
+        # a Dockerfile in a sibling folder governs that folder only
+        {"speech/docker/Dockerfile": f"RUN pip install {WHEEL}\n", "speech/Dockerfile": "FROM pytorch/pytorch:0.3.1\n"},
+    ],
+)
+def test_modern_unknown_stale_or_sibling_torch_is_no_pin(tmp_path, files):
+    write(tmp_path, {**files, "rnnt/.keep": ""})
+    assert torch_pin(str(tmp_path / "rnnt/train.py")) is None
+
+
+def test_a_wheel_in_requirements_pins_its_version(tmp_path):
+    write(tmp_path, {"requirements.txt": "https://download.pytorch.org/whl/cu101/torch-1.6.0%2Bcu101-cp37-cp37m-linux_x86_64.whl\n"})
+    assert torch_pin(str(tmp_path / "train.py")).newest == (1, 6)
+
+
+@pytest.mark.parametrize(
+    "docker, expected",
+    [
+        ({"docker/Dockerfile": f"RUN pip install {WHEEL}\n"}, []),  # volatile is the no-grad of torch 0.2
+        ({"docker/Dockerfile": "FROM pytorch/pytorch:1.0.1-cuda10.0-cudnn7-runtime\n"}, ["train.py:11 GPU405"]),
+        ({"other/docker/Dockerfile": f"RUN pip install {WHEEL}\n"}, ["train.py:11 GPU405"]),
+    ],
+)
+def test_gpu405_silent_under_a_legacy_torch_without_no_grad(tmp_path, monkeypatch, docker, expected):
+    root = write(tmp_path / "p", {"train.py": EVAL, **docker})
+    assert found(lint(root, monkeypatch, select=("GPU405",))) == expected
+
+
+@pytest.mark.parametrize("pin, expected", [("torch==0.3.1\n", []), ("torch==1.0.1\n", ["train.py:4 GPU104"])])
+def test_gpu104_silent_under_a_dockerfile_legacy_torch(tmp_path, monkeypatch, pin, expected):
+    root = write(tmp_path / "p", {"train.py": LOADER, "Dockerfile": f"FROM python:3.6\nRUN pip install {pin}"})
+    assert found(lint(root, monkeypatch, select=("GPU104",))) == expected
+
+
+BLOCKING = """\
+import torch
+from torch.utils.data import DataLoader
+
+loader = DataLoader(dataset, batch_size=256, num_workers=4, pin_memory=True)
+for epoch in range(10):
+    for images, labels in loader:
+        images = images.cuda()
+        labels = labels.cuda()
+"""
+
+
+@pytest.mark.parametrize("pin, expected", [("torch==0.3.1\n", []), ("torch==0.4.1\n", ["train.py:7 GPU105", "train.py:8 GPU105"])])
+def test_gpu105_silent_below_0_4_where_non_blocking_does_not_exist(tmp_path, monkeypatch, pin, expected):
+    # torch 0.3 spells it `async=True`, a syntax error from Python 3.7: the fix would raise a TypeError there
+    root = write(tmp_path / "p", {"train.py": BLOCKING, "requirements.txt": pin})
+    assert found(lint(root, monkeypatch, select=("GPU105",))) == expected
+
+
+MEMORY = """\
+import torch
+
+print(torch.cuda.memory_cached())
+"""
+
+
+@pytest.mark.parametrize("pin, expected", [("torch==1.3.1\n", []), ("torch==1.4.0\n", ["train.py:3 GPU402"])])
+def test_gpu402_silent_below_1_4_where_the_new_names_do_not_exist(tmp_path, monkeypatch, pin, expected):
+    root = write(tmp_path / "p", {"train.py": MEMORY, "requirements.txt": pin})
+    assert found(lint(root, monkeypatch, select=("GPU402",))) == expected
+    fixed = fix_source(MEMORY, str(root / "train.py"), settings(select=("GPU402",))).text
+    assert ("memory_reserved" in fixed) == bool(expected)
+
+
+def test_a_dockerfile_governs_its_folder_and_those_below(tmp_path):
+    write(tmp_path, {"speech/Dockerfile": "FROM pytorch/pytorch:0.3.1-cuda9\n", "speech/models/__init__.py": ""})
+    assert torch_pin(str(tmp_path / "speech/models/net.py")).where == "../Dockerfile:1"
+    assert torch_pin(str(tmp_path / "train.py")) is None

@@ -6,8 +6,17 @@ the folders above it, up to the first that holds the project's own metadata (`py
 `setup.cfg` or `.git`): `requirements*.txt` (and `requirements/*.txt`), `setup.py` / `setup.cfg` (the
 requirement strings they hold), `pyproject.toml` (PEP 621 dependencies and Poetry's `torch = "^1.6"`),
 `environment*.yml` (`pytorch=1.6.0`, `torch==1.6.0` under `pip:`). `==`, `<`, `<=`, `~=` (and Poetry's `^`,
-`~`, conda's `=`) bound it; `>=`, `>`, `!=` do not. Several files: the smallest bound wins (the code must
-work on each). No bound anywhere: unknown, never guessed. Files are read as text, only when small.
+`~`, conda's `=`) bound it; `>=`, `>`, `!=` do not; a wheel (`torch-1.6.0-cp37-...whl`) is its version. Several
+files: the smallest bound wins (the code must work on each). No bound anywhere: unknown, never guessed. Files are
+read as text, only when small.
+
+A Dockerfile (`FROM pytorch/pytorch:0.3.1-...`, `pip install torch==X` or a torch wheel in a `RUN` line; also in
+the folder's `docker/`) and a README (`PyTorch == 0.3.1`, `conda install pytorch=0.2.0`) name the torch a project was built or
+tested with, not a bound: code from 0.4 on mostly runs on newer torch, and advice that needs one is right there
+(MLPerf's images of 1.7-1.13, a README's `pytorch 0.4.0`: judged so). They bind only a *legacy* torch, before
+0.4 (the newest version the file names): code for 0.1-0.3 (Variables, `volatile`, `loss.data[0]`, `async=`) does
+not run unchanged on any later torch, so that stack is the one it runs on. A Dockerfile or README governs its own
+folder and the folders below it, never a sibling. `nvcr.io/nvidia/pytorch:<yy.mm>` names no torch release: unknown.
 """
 
 from __future__ import annotations
@@ -21,6 +30,8 @@ _MAX_BYTES = 256 * 1024
 _FOLDERS = 8  # the module's folder and those above it, up to the project's own (`dinov2/eval/segmentation_m2f/ops/modules`)
 _MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 ANY_MINOR = 99  # `<2.0`: some 1.x, whichever minor
+LEGACY_BEFORE = (0, 4)  # a Dockerfile's or README's torch binds below this: the API before Variables merged into tensors
+_NESTED = ("requirements", "docker")  # `requirements/*.txt`, `docker/Dockerfile`: the folder's own metadata
 
 
 class TorchPin(NamedTuple):
@@ -55,27 +66,32 @@ def _files_in(folder: str) -> list[str]:
         stat = os.stat(folder)
     except OSError:
         return []
-    try:
-        nested = os.stat(os.path.join(folder, "requirements")).st_mtime_ns
-    except OSError:
-        nested = 0
-    return list(_listed(folder, stat.st_mtime_ns, nested))
+    nested = []
+    for name in _NESTED:
+        try:
+            nested.append(os.stat(os.path.join(folder, name)).st_mtime_ns)
+        except OSError:
+            nested.append(0)
+    return list(_listed(folder, stat.st_mtime_ns, tuple(nested)))
 
 
 @functools.lru_cache(maxsize=256)
-def _listed(folder: str, mtime: int, nested_mtime: int) -> tuple[str, ...]:
+def _listed(folder: str, mtime: int, nested_mtimes: tuple[int, ...]) -> tuple[str, ...]:
     """The metadata files of `folder` (listed again only when its entries change: every module of it asks)."""
     try:
         names = sorted(os.listdir(folder))
     except OSError:
         return ()
     found = [os.path.join(folder, n) for n in names if _is_metadata(n)]
-    nested = os.path.join(folder, "requirements")
-    if os.path.isdir(nested):
-        try:
-            found.extend(os.path.join(nested, n) for n in sorted(os.listdir(nested)) if n.endswith(".txt"))
-        except OSError:
-            pass
+    for name in _NESTED:
+        nested = os.path.join(folder, name)
+        if os.path.isdir(nested):
+            try:
+                listed = sorted(os.listdir(nested))
+            except OSError:
+                continue
+            wanted = (lambda n: n.endswith(".txt")) if name == "requirements" else _is_dockerfile
+            found.extend(os.path.join(nested, n) for n in listed if wanted(n))
     return tuple(f for f in found if os.path.isfile(f))
 
 
@@ -85,7 +101,17 @@ def _is_metadata(name: str) -> bool:
         return True
     if lowered.startswith(("environment", "conda", "env")) and lowered.endswith((".yml", ".yaml")):
         return True
-    return lowered in ("setup.py", "setup.cfg", "pyproject.toml")
+    return lowered in ("setup.py", "setup.cfg", "pyproject.toml") or _is_dockerfile(name) or _is_readme(name)
+
+
+def _is_dockerfile(name: str) -> bool:
+    lowered = name.lower()
+    return lowered.startswith("dockerfile") or lowered.endswith(".dockerfile")
+
+
+def _is_readme(name: str) -> bool:
+    lowered = name.lower()
+    return lowered.startswith("readme") and lowered.endswith((".md", ".rst", ".txt", "readme"))
 
 
 def torch_pin(module_path: str) -> Optional[TorchPin]:
@@ -111,13 +137,16 @@ _REQUIREMENT = re.compile(r"(?<![\w.\-/])(?P<name>py)?torch(?![\w.\-])\s*(?:\[[^
 _POETRY = re.compile(r"^\s*torch\s*=\s*(?:\{[^}]*?version\s*=\s*)?[\"'](?P<spec>[^\"']+)[\"']")
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=256)  # READMEs and Dockerfiles too: every folder may hold some
 def _pins_in(path: str, mtime: int, size: int) -> tuple[tuple[tuple[int, int], int, str], ...]:
     try:
         with open(path, encoding="utf-8", errors="replace") as handle:
             text = handle.read(_MAX_BYTES)
     except OSError:
         return ()
+    name = os.path.basename(path)
+    if _is_dockerfile(name) or _is_readme(name):
+        return _legacy_pin(text, readme=_is_readme(name))
     conda = path.endswith((".yml", ".yaml"))
     toml = path.endswith(".toml")
     found = []
@@ -125,7 +154,10 @@ def _pins_in(path: str, mtime: int, size: int) -> tuple[tuple[tuple[int, int], i
         if path.endswith(".txt") or conda:
             line = line.split("#", 1)[0]  # a comment
         match = _POETRY.match(line) if toml else None
-        if match is not None:
+        wheel = _WHEEL.search(line)
+        if wheel is not None:
+            spec, newest = wheel.group(), upper_bound(wheel["version"])
+        elif match is not None:
             spec, newest = f"torch = \"{match['spec']}\"", upper_bound(match["spec"], bare="==")
         else:
             match = _REQUIREMENT.search(line)
@@ -137,6 +169,43 @@ def _pins_in(path: str, mtime: int, size: int) -> tuple[tuple[tuple[int, int], i
         if newest is not None:
             found.append((newest, number, spec))
     return tuple(found)
+
+
+# a wheel's file name: `torch-0.2.0.post3-cp27-cp27mu-manylinux1_x86_64.whl`, `torch-1.6.0%2Bcu101-cp37-...`
+_WHEEL = re.compile(r"(?<![\w.\-])torch-(?P<version>[0-9][0-9.]*[0-9])[^/\s]*?-cp[0-9]+-[^/\s]*\.whl", re.IGNORECASE)
+# a torch image: `FROM pytorch/pytorch:1.0.1-cuda10.0-cudnn7-runtime`, `ARG FROM_IMAGE_NAME=pytorch/pytorch:1.7.0-...`
+_IMAGE = re.compile(r"(?<![\w.\-])pytorch/pytorch:(?P<version>[0-9]+\.[0-9]+(?:\.[0-9]+)?)")
+# prose and install lines: `PyTorch == 0.3.1`, `pytorch 0.2`, `* pytorch1.2.0`, `PyTorch v0.3`, `torch==0.3.1`
+_NAMED = re.compile(r"(?<![\w.\-/])(?:py)?torch\s*(?:version\s*)?(?P<op>[<>=~!]=?=?|\^)?\s*v?(?P<version>[0-9]+\.[0-9]+(?:\.[0-9]+)?)(?![\w.])(?P<later>\s*(?:\+|or (?:later|higher|newer|above)|and (?:later|higher|newer|above)))?", re.IGNORECASE)
+
+
+def _legacy_pin(text: str, readme: bool) -> tuple[tuple[tuple[int, int], int, str], ...]:
+    """The pin a Dockerfile or a README sets: the newest torch it names, when that predates `LEGACY_BEFORE` and
+    is written as a requirement. In a README that is `PyTorch == 0.3.1`, `conda install pytorch=0.3.1` (prose
+    such as "Make sure you have PyTorch 0.3.0" is often stale: no pin); a lower bound (`>= 0.3`, `0.3+`) never is."""
+    named: list[tuple[tuple[int, int], int, str, bool]] = []  # (version, line, as written, a requirement)
+    for number, line in enumerate(text.splitlines(), 1):
+        if not readme and line.lstrip().startswith("#"):
+            continue  # a Dockerfile comment: `# ARG FROM_IMAGE_NAME=nvcr.io/...`
+        installs = re.search(r"\b(?:pip3?|conda)\s+install\b", line) is not None
+        for pattern in (_WHEEL, _IMAGE, _NAMED):
+            for match in pattern.finditer(line):
+                numbers, _ = _numbers(match["version"])
+                if len(numbers) < 2:
+                    continue
+                if pattern is _NAMED:
+                    op = match["op"] or ""
+                    lower = op.startswith((">", "!")) or bool(match["later"])
+                    required = not lower and (op in ("==", "===", "=") or installs or not readme)
+                else:
+                    required = True  # a wheel or an image: exactly that torch
+                named.append(((numbers[0], numbers[1]), number, match.group().strip(), required))
+    if not named:
+        return ()
+    newest = max(named, key=lambda n: (n[0], n[3]))
+    if not newest[3] or newest[0] >= LEGACY_BEFORE:
+        return ()  # stale prose, a lower bound, or a torch from 0.4 on: the code's own torch may be newer
+    return ((newest[0], newest[1], newest[2]),)
 
 
 _CLAUSE = re.compile(r"^\s*(?P<op>===|==|<=|>=|~=|!=|<|>|\^|~|=)?\s*(?P<version>[0-9][0-9A-Za-z.*+!_-]*)\s*$")

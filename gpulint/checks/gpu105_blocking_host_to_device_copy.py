@@ -15,6 +15,7 @@ from gpulint.checks.base import Rule
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
 from gpulint.edits import replace_node, with_keyword_argument
 
+NON_BLOCKING_SINCE = (0, 4)  # 0.4 renamed the copy flag `async=` to `non_blocking=`
 # Positional arguments `.to(device, dtype)` / `.cuda(device)` may take before `non_blocking`.
 _MAX_POSITIONAL = {"to": 2, "cuda": 1, "type": 1}
 
@@ -30,6 +31,8 @@ class BlockingHostToDeviceCopy(Rule):
     project_tags = ("pinned-loader-returned", "pinned-loader-received")
 
     def check(self) -> Iterator[Diagnostic]:
+        if self.pinned_below(NON_BLOCKING_SINCE):
+            return  # the project's torch has no `non_blocking=`: the fix would raise a TypeError there
         model = self.model
         flow = model.loader_flow
         reported: set[int] = set()

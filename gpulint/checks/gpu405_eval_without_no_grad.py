@@ -7,6 +7,8 @@ from typing import Iterator
 from gpulint.checks.base import Rule
 from gpulint.diagnostics import Diagnostic, Severity
 
+NO_GRAD_SINCE = (0, 4)  # torch.no_grad arrived in 0.4; before it `Variable(x, volatile=True)` switched autograd off
+
 
 class EvalWithoutNoGrad(Rule):
     code = "GPU405"
@@ -16,6 +18,8 @@ class EvalWithoutNoGrad(Rule):
     default_severity = Severity.INFO
 
     def check(self) -> Iterator[Diagnostic]:
+        if self.pinned_below(NO_GRAD_SINCE):
+            return  # the project's torch has no `no_grad`: its evaluation switches autograd off per Variable
         model = self.model
         for found in model.eval_forwards:
             name = model.code(found.eval_call.func.value)
