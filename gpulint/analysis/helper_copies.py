@@ -66,10 +66,22 @@ def invariant_copies(model: SemanticModel) -> Iterator[InvariantCopy]:
         if not isinstance(loop, (cst.For, cst.While)) or model.has_ancestor_below(move, _NOT_EVERY_CALL, helper):
             continue
         source = move.func.value
-        if residency.is_module(source) or residency.is_gpu(source) or not _plain(source):
+        if residency.is_module(source) or not _plain(source) or _on_the_gpu(model, source):
             continue
         if _same_at_every_call(model, source, helper, call, loop) and _device_fixed(model, move, helper, loop):
             yield InvariantCopy(move, source, helper, call, loop, role)
+
+
+def _on_the_gpu(model: SemanticModel, source: cst.BaseExpression) -> bool:
+    """`source`, or what it slices (`features` of `features[idx]`), is known to be on the GPU: a copy is free."""
+    residency = model.residency
+    while isinstance(source, (cst.Subscript, cst.Attribute)) and not residency.is_gpu(source):
+        source = source.value
+    if residency.is_gpu(source):
+        return True
+    # A module-level name read in a function sees every write of it: any that puts it on the GPU may be the one.
+    writes = model.dataflow.writes.get(source.value, ()) if isinstance(source, cst.Name) else ()
+    return any(w.value is not None and residency.is_gpu(w.value) for w in writes if model.scope_of(w.statement) is model.module)
 
 
 def _plain(expr: cst.BaseExpression) -> bool:
@@ -102,7 +114,7 @@ def _same_at_every_call(
             return False  # made or changed in the function (`batch = data[i]`, `x += 1`)
         if name in parameters:
             argument = _argument(helper, call, name)
-            if argument is None or model.residency.is_gpu(argument) or not _invariant_argument(model, argument, loop):
+            if argument is None or _on_the_gpu(model, argument) or not _invariant_argument(model, argument, loop):
                 return False
         elif not _module_constant(model, name, loop):
             return False
