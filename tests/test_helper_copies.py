@@ -149,3 +149,22 @@ def test_a_validation_helper_over_many_batches_is_not_one_copy_per_step():
             evaluate(val_graphs)
     """)
     assert findings(source, select=("GPU204",)) == []
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        "def pseudo_label(mask):\n    labels[mask] = 0\n",  # item-assigned by another helper
+        "def smooth():\n    labels.mul_(0.9)\n",  # changed in place by another function
+    ],
+)
+def test_a_global_another_function_changes_in_place_is_not_the_same_every_call(other):
+    source = GLOBALS.replace("for epoch in range(1000):", other + "\n\nfor epoch in range(1000):")
+    assert findings(source, select=("GPU204",)) == []
+
+
+def test_a_module_moved_alone_in_the_helper_is_not_a_copy():
+    source = GLOBALS.replace("    optimizer.zero_grad()\n", "    net.cuda()\n    optimizer.zero_grad()\n").replace(
+        "labels[idx_train].to(device)", "labels[idx_train]")
+    source = source.replace("optimizer = ", "net = make_net()\noptimizer = ")
+    assert findings(source, select=("GPU204",)) == []

@@ -59,6 +59,8 @@ def invariant_copies(model: SemanticModel) -> Iterator[InvariantCopy]:
             continue
         if model.enclosing_loops(move):
             continue  # a loop of its own inside the helper: GPU204's loop case, or a per-item copy
+        if isinstance(model.parent.get(move), cst.Expr):
+            continue  # `net.cuda()` alone: a module moved in place (GPU203), not a copy used in the step
         found = helper_step_call(model, move)
         if found is None:
             continue
@@ -155,7 +157,25 @@ def _module_constant(model: SemanticModel, name: str, loop: cst.CSTNode) -> bool
     for write in writes:
         if model.scope_of(write.statement) is not model.module or model.is_inside(write.statement, loop):
             return False  # (also a `global name` rebinding it in a function)
-    return not _changed(model, name, loop)
+    if _changed(model, name, loop):
+        return False
+    return not _changed_in_a_function(model, name)
+
+
+def _changed_in_a_function(model: SemanticModel, name: str) -> bool:
+    """Changed in place inside some function (`labels[mask] = pseudo` in another step helper), or by one of that
+    name: it may differ from one call to the next."""
+    flow = model.dataflow
+    places = [*flow.item_writes.get(name, ()), *_in_place_calls(flow, name)]
+    places += [w.statement for k, ws in flow.writes.items() if k.startswith(name + ".") for w in ws]
+    return any(model.scope_of(p) is not model.module for p in places)
+
+
+def _in_place_calls(flow, name: str) -> list[cst.Call]:
+    return [
+        c for c in flow.method_calls.get(name, ())
+        if isinstance(c.func, cst.Attribute) and c.func.attr.value.endswith("_") and not c.func.attr.value.startswith("_")
+    ]  # fmt: skip
 
 
 def _changed(model: SemanticModel, name: str, where: cst.CSTNode) -> bool:
