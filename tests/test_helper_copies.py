@@ -168,3 +168,10 @@ def test_a_module_moved_alone_in_the_helper_is_not_a_copy():
         "labels[idx_train].to(device)", "labels[idx_train]")
     source = source.replace("optimizer = ", "net = make_net()\noptimizer = ")
     assert findings(source, select=("GPU204",)) == []
+
+
+def test_an_attribute_of_an_object_whose_methods_run_in_the_step_is_not_the_same_every_call():
+    source = GLOBALS.replace("labels[idx_train].to(device)", "env.labels.to(device)").replace(
+        "    train()\n", "    env.step()\n    train()\n").replace("optimizer = ", "env = make_env()\noptimizer = ")
+    assert findings(source, select=("GPU204",)) == []
+    assert findings(source.replace("    env.step()\n", ""), select=("GPU204",)) == ["16:39 GPU204"]

@@ -112,6 +112,8 @@ def _same_at_every_call(
     if isinstance(helper.params.star_arg, cst.Param) or helper.params.star_kwarg is not None:
         return False  # (what `*args` carries is not followed)
     for name in _names_in(source):
+        if isinstance(source, (cst.Attribute, cst.Subscript)) and _methods_called(model, name, (helper, loop)):
+            return False  # `env.state` with `env.step()` in the step: an object's methods may change what it holds
         if name in rebound_here or _changed(model, name, helper):
             return False  # made or changed in the function (`batch = data[i]`, `x += 1`)
         if name in parameters:
@@ -176,6 +178,17 @@ def _in_place_calls(flow, name: str) -> list[cst.Call]:
         c for c in flow.method_calls.get(name, ())
         if isinstance(c.func, cst.Attribute) and c.func.attr.value.endswith("_") and not c.func.attr.value.startswith("_")
     ]  # fmt: skip
+
+
+def _methods_called(model: SemanticModel, name: str, places: tuple[cst.CSTNode, ...]) -> bool:
+    """A method of `name` or of one of its attributes is called in one of `places`, other than a copy to a device."""
+    flow = model.dataflow
+    for key, calls in flow.method_calls.items():
+        if key == name or key.startswith(name + "."):
+            for call in calls:
+                if not model.residency.moves_to_cuda(call) and any(model.is_inside(call, p) for p in places):
+                    return True
+    return False
 
 
 def _changed(model: SemanticModel, name: str, where: cst.CSTNode) -> bool:
