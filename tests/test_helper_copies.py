@@ -175,3 +175,11 @@ def test_an_attribute_of_an_object_whose_methods_run_in_the_step_is_not_the_same
         "    train()\n", "    env.step()\n    train()\n").replace("optimizer = ", "env = make_env()\noptimizer = ")
     assert findings(source, select=("GPU204",)) == []
     assert findings(source.replace("    env.step()\n", ""), select=("GPU204",)) == ["16:39 GPU204"]
+
+
+def test_a_comprehension_over_the_step_batch_is_not_one_copy_even_when_the_module_binds_its_names():
+    source = GLOBALS.replace(
+        "    out = model(features)\n", "    batch = {k: v.to(device) for k, v in inputs.items()}\n    out = model(features)\n"
+    ).replace("labels[idx_train].to(device)", "labels[idx_train]")
+    source = source.replace("optimizer = ", "for k, v in settings.items():\n    print(k, v)\noptimizer = ")
+    assert findings(source, select=("GPU204",)) == []
