@@ -74,32 +74,6 @@ def invariant_copies(model: SemanticModel) -> Iterator[InvariantCopy]:
             yield InvariantCopy(move, source, helper, call, loop, role)
 
 
-def inline_copies_in_loops(model: SemanticModel) -> Iterator[tuple[cst.Call, cst.BaseExpression, cst.CSTNode, str]]:
-    """(copy, source, loop, role) for `model(X.to(device))` written in the step loop itself, not as `y = s.to(...)`
-    (GPU204's own shape): the same conditions on `source` as a helper's copy, with the loop in place of the call."""
-    residency = model.residency
-    for move in model.calls:
-        if not residency.moves_to_cuda(move) or not isinstance(move.func, cst.Attribute):
-            continue
-        loops = model.enclosing_loops(move)
-        parent = model.parent.get(move)
-        if not loops or isinstance(parent, (cst.Expr, cst.Assign)):
-            continue  # (`y = s.cuda()`: GPU204's own shape)
-        loop, role = residency.step_loop(move)
-        if loop is not loops[0] or role not in ("training", "evaluation") or not model.dataflow.runs_every_iteration(move, loop):
-            continue
-        source = move.func.value
-        if residency.is_module(source) or not _plain(source) or _on_the_gpu(model, source):
-            continue
-        if isinstance(source, (cst.Attribute, cst.Subscript)) and any(_methods_called(model, n, (loop,)) for n in _names_in(source)):
-            continue
-        if not _invariant_argument(model, source, loop) or not _device_fixed(model, move, loop, loop):
-            continue
-        if any(model.module_bindings(n) and model.scope_of(loop) is model.module and _changed_in_a_function(model, n) for n in _names_in(source)):
-            continue
-        yield move, source, loop, role
-
-
 def _on_the_gpu(model: SemanticModel, source: cst.BaseExpression) -> bool:
     """`source`, or what it slices (`features` of `features[idx]`), is known to be on the GPU: a copy is free."""
     residency = model.residency

@@ -6,7 +6,7 @@ from typing import Iterator
 
 import libcst as cst
 
-from gpulint.analysis.helper_copies import inline_copies_in_loops, invariant_copies
+from gpulint.analysis.helper_copies import invariant_copies
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.residency import CERTAIN, TRAIN
 from gpulint.checks.base import Rule
@@ -74,16 +74,6 @@ class LoopInvariantTransfer(Rule):
                 help=f"`{source}` does not change between calls: copy it to the GPU once, before the loop, and use that copy",
                 severity=Severity.WARNING if copy.role == TRAIN else Severity.INFO,
                 related=[("the call", copy.call), ("the loop", copy.loop)],
-            )
-
-        for move, source, loop, role in inline_copies_in_loops(model):
-            key = model.code(source)
-            yield self.diagnostic(
-                move,
-                f"`{model.code(move)}` copies the same `{key}` to the GPU every iteration of the loop (line {model.line_of(loop)})",
-                help=f"`{key}` does not change in the loop: copy it once before the loop, and use that copy",
-                severity=Severity.WARNING if role == TRAIN else Severity.INFO,
-                related=[("the loop", loop)],
             )
 
     def _is_parameter(self, key: str, at: cst.CSTNode) -> bool:
