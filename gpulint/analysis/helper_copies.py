@@ -40,7 +40,11 @@ if TYPE_CHECKING:
     from gpulint.analysis.model import SemanticModel
 
 # What may skip the copy on some calls, or run it several times a call.
-_NOT_EVERY_CALL = (cst.If, cst.IfExp, cst.Try, cst.BooleanOperation, cst.For, cst.While, cst.Lambda, cst.Match)
+# (A comprehension copies each of its items: `{k: v.to(device) for k, v in batch.items()}`.)
+_NOT_EVERY_CALL = (
+    cst.If, cst.IfExp, cst.Try, cst.BooleanOperation, cst.For, cst.While, cst.Lambda, cst.Match,
+    cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp,
+)  # fmt: skip
 
 
 class InvariantCopy(NamedTuple):
