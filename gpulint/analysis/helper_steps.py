@@ -59,6 +59,16 @@ def helper_step(model: SemanticModel, node: cst.CSTNode) -> Optional[tuple[cst.F
     return _only_call_per_step(model, func, _calls(model, func) if func is not None else None)
 
 
+def helper_step_call(model: SemanticModel, node: cst.CSTNode) -> Optional[tuple[cst.FunctionDef, cst.Call, cst.CSTNode, str]]:
+    """`helper_step`'s answer with the call itself: (the function, its only call, that call's step loop, its role)."""
+    func = _helper_around(model, node)
+    calls = _calls(model, func) if func is not None else None
+    if _only_call_per_step(model, func, calls) is None:
+        return None
+    call, loop, role = calls.per_step[0]  # type: ignore[union-attr]
+    return func, call, loop, role  # type: ignore[return-value]
+
+
 def step_helper(model: SemanticModel, node: cst.CSTNode) -> Optional[tuple[cst.CSTNode, str, cst.FunctionDef]]:
     """(the step loop, its role, the module-level function around `node`) when at least one call of the function
     runs on every iteration of a step loop (a training loop before an evaluation one), or None."""

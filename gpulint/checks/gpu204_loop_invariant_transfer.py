@@ -6,6 +6,7 @@ from typing import Iterator
 
 import libcst as cst
 
+from gpulint.analysis.helper_copies import invariant_copies
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.residency import CERTAIN, TRAIN
 from gpulint.checks.base import Rule
@@ -52,6 +53,27 @@ class LoopInvariantTransfer(Rule):
                 severity=Severity.WARNING if role == TRAIN else Severity.INFO,
                 fix=self._fix(statement, target, loop),
                 related=[("the loop", loop)],
+            )
+
+        yield from self._helper_copies()
+
+    def _helper_copies(self) -> Iterator[Diagnostic]:
+        """The same copy made on every call of a helper that the step loop calls every iteration (no fix: the copy
+        would have to move out of the function into its caller)."""
+        model = self.model
+        for copy in invariant_copies(model):
+            source = model.code(copy.source)
+            name = copy.helper.name.value
+            message = (
+                f"`{model.code(copy.move)}` copies the same `{source}` to the GPU on every call of `{name}`, "
+                f"run every iteration by the call at line {model.line_of(copy.call)}"
+            )
+            yield self.diagnostic(
+                copy.move,
+                message,
+                help=f"`{source}` does not change between calls: copy it to the GPU once, before the loop, and use that copy",
+                severity=Severity.WARNING if copy.role == TRAIN else Severity.INFO,
+                related=[("the call", copy.call), ("the loop", copy.loop)],
             )
 
     def _is_parameter(self, key: str, at: cst.CSTNode) -> bool:
