@@ -12,7 +12,7 @@ Two shapes are measured, both proved from the code, never guessed (None otherwis
   the height and width), plus its int64 label;
 - an index loader (`DataLoader(range(n), batch_size)`, `torch.arange(n)`, `torch.randperm(n)`): int64 each.
 The batch size must resolve to an int (a literal, a constant, a command-line default, every value this
-module's callers pass).
+module's callers pass, a key of the dict a `wandb.init(config=...)` of this module starts the run with).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Optional
 import libcst as cst
 
 from gpulint.analysis.value_resolution import as_int
+from gpulint.analysis.wandb_config import wandb_config_values
 
 if TYPE_CHECKING:
     from gpulint.analysis.dataloaders import DataLoaderCall
@@ -92,6 +93,10 @@ def _int_value(model: SemanticModel, expr: cst.BaseExpression, depth: int) -> Op
         if left is None or right is None:
             return None
         return left * right if isinstance(expr.operator, cst.Multiply) else left + right
+    configured = wandb_config_values(model, expr)
+    if configured is not None:  # `wandb.config.batch_size`: the values the module's `wandb.init(config=...)` give
+        values = [_int_value(model, value, depth + 1) for value in configured]
+        return None if any(v is None for v in values) else max(values)  # type: ignore[type-var]
     default = model.values.argparse_default(expr)
     return _int_value(model, default, depth + 1) if default is not None else None
 
