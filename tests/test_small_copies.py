@@ -153,7 +153,7 @@ def evaluate(model, data_loader, device):
         model_time = time.time() - model_time
 
 
-loader = torch.utils.data.DataLoader(dataset, batch_size=1, num_workers=4, pin_memory=True, collate_fn=collate)
+loader = torch.utils.data.DataLoader(dataset, batch_size=4, num_workers=4, pin_memory=True, collate_fn=collate)
 for epoch in range(26):
     train_one_epoch(model, optimizer, loader, device)
     evaluate(model, loader, "cuda")
@@ -174,3 +174,42 @@ def test_a_copy_followed_by_step_work_before_the_drain_is_still_found():
 def test_a_drain_that_does_not_run_every_iteration_keeps_the_finding():
     source = EVALUATE.format(between="").replace("if torch.cuda.is_available():", "if args.timing:")
     assert findings(source, select=("GPU105",)) == ["8:23 GPU105"]
+
+
+ONE = """\
+import argparse
+import torch
+from torch.utils.data import DataLoader
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--batch_size", type=int, default=1)
+args = parser.parse_args()
+test_loader = DataLoader(dataset=test_set, num_workers=4{size}{pin})
+for test_data in test_loader:
+    lq = test_data["L"].to("cuda")
+{extra}
+    output = model(lq)
+    save(output.cpu())
+"""
+
+
+@pytest.mark.parametrize("size", [", batch_size=1", ", batch_size=args.batch_size"])
+def test_one_sample_batches_are_silent(size):
+    assert findings(ONE.format(size=size, pin="", extra=""), **RULES) == []
+    assert findings(ONE.format(size=size, pin=", pin_memory=True", extra=""), **RULES) == []
+
+
+@pytest.mark.parametrize(
+    ("size", "extra"),
+    [
+        ("", ""),  # the left-out default: datasets that hand out whole batches leave it out
+        (", batch_size=None", ""),  # automatic batching off: each item is a batch
+        (", batch_size=1", "    lq = lq.squeeze(0)"),  # items are batches already
+        (", batch_size=1", "    lq = test_data[0]"),
+        (", batch_size=1", "    lq = torch.squeeze(lq, 0)"),
+        (", batch_size=2", ""),
+    ],
+)
+def test_batches_that_may_hold_more_than_one_sample_are_still_found(size, extra):
+    assert findings(ONE.format(size=size, pin="", extra=extra), **RULES) == ["8:15 GPU102"]
+    assert findings(ONE.format(size=size, pin=", pin_memory=True", extra=extra), **RULES) == ["10:10 GPU105"]

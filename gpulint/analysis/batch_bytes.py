@@ -20,12 +20,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
+import libcst.matchers as matchers
 
 from gpulint.analysis.value_resolution import as_int
 from gpulint.analysis.wandb_config import wandb_config_values
 
 if TYPE_CHECKING:
     from gpulint.analysis.dataloaders import DataLoaderCall
+    from gpulint.analysis.loader_flow import LoaderInfo
     from gpulint.analysis.model import SemanticModel
 
 SMALL_BATCH_BYTES = 512 * 1024
@@ -42,6 +44,8 @@ _SHAPE_KEEPING = frozenset({"Normalize", "RandomHorizontalFlip", "RandomVertical
                             "AutoAugment", "RandAugment", "TrivialAugmentWide", "GaussianBlur"})  # fmt: skip
 _RESIZING = frozenset({"Resize", "CenterCrop", "RandomCrop", "RandomResizedCrop"})
 _INDEX_FACTORIES = frozenset({"torch.arange", "torch.randperm"})
+# Calls that take apart a batch's leading axis (what a loop over pre-batched items does with `batch_size=1`).
+_RESHAPES = frozenset({"squeeze", "squeeze_", "view", "reshape", "flatten", "unbind", "unflatten"})
 
 
 def batch_bytes(model: SemanticModel, loader: DataLoaderCall) -> Optional[int]:
@@ -59,6 +63,57 @@ def batch_bytes(model: SemanticModel, loader: DataLoaderCall) -> Optional[int]:
     if any(b is None for b in per_sample):
         return None
     return size * max(per_sample)  # type: ignore[type-var]
+
+
+def one_sample_batches(model: SemanticModel, info: LoaderInfo) -> bool:
+    """Every batch of the loader is one sample: `batch_size` is written and every value the code gives it is 1
+    (`batch_size=1`, a constant or command-line default of 1), no batch sampler, and each loop over it uses the
+    batch as it comes. A loop that reshapes or indexes what it takes (`x.squeeze(0)`, `x.view(-1, c, h, w)`,
+    `x[0]`) may be reading a dataset whose items are batches already (`batch_size=1` over pre-batched chunks):
+    unknown there, as is a loader whose loop is out of sight (a framework's). The left-out default is not
+    enough: datasets that hand out whole batches leave it out."""
+    loader = info.loader
+    if loader.argument("batch_sampler") is not None or loader.value("batch_size") is None:
+        return False
+    if not info.iterations or any(iteration.loop is None for iteration in info.iterations):
+        return False
+    if _batch_size(model, loader) != 1:
+        return False
+    return not any(_unbatches(model, iteration) for iteration in info.iterations)
+
+
+def _unbatches(model: SemanticModel, iteration) -> bool:
+    names = set(iteration.batch_names)
+    assigns = matchers.findall(iteration.loop, matchers.Assign())
+    for _ in range(3):  # and what is computed from them: `lq = test_data["L"].to(device)`
+        for assign in assigns:
+            if _root_name(assign.value) in names:  # type: ignore[attr-defined]
+                names.update(n.value for t in assign.targets for n in matchers.findall(t.target, matchers.Name()))  # type: ignore[attr-defined]
+    for node in model.calls_inside(iteration.loop):
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in _RESHAPES and _root_name(func.value) in names:
+            return True  # `x.squeeze(0)`, `batch["images"].view(-1, 3, h, w)`
+        if (model.call_name(node) or "").rsplit(".", 1)[-1] in _RESHAPES and node.args and _root_name(node.args[0].value) in names:
+            return True  # `torch.squeeze(x, 0)`
+    return any(
+        isinstance(sub.value, cst.Name) and sub.value.value in names and _integer_index(sub)
+        for sub in matchers.findall(iteration.loop, matchers.Subscript())
+    )  # `x[0]`, `batch[0]`: (an element, or the one batch the item holds); `batch["image"]` takes a field
+
+
+def _integer_index(sub: cst.Subscript) -> bool:
+    first = sub.slice[0].slice if sub.slice else None
+    value = first.value if isinstance(first, cst.Index) else None
+    if isinstance(value, cst.UnaryOperation):
+        value = value.expression
+    return isinstance(value, cst.Integer)
+
+
+def _root_name(expr: cst.BaseExpression) -> Optional[str]:
+    """`x` of `x`, `x["images"]`, `x.images`, `x.to(device)`."""
+    while isinstance(expr, (cst.Subscript, cst.Attribute, cst.Call)):
+        expr = expr.func if isinstance(expr, cst.Call) else expr.value
+    return expr.value if isinstance(expr, cst.Name) else None
 
 
 def _batch_size(model: SemanticModel, loader: DataLoaderCall) -> Optional[int]:

@@ -6,6 +6,7 @@ from typing import Iterator
 
 import libcst as cst
 
+from gpulint.analysis.batch_bytes import one_sample_batches
 from gpulint.analysis.dataloaders import LOADER_TEXT, produces_cuda_batches
 from gpulint.analysis.graph_batches import graph_batches
 from gpulint.analysis.loader_flow import EVAL
@@ -42,6 +43,8 @@ class BlockingHostToDeviceCopy(Rule):
                 continue  # token ids or a batch of at most a few hundred KB: the copy takes microseconds either way
             if graph_batches(model, loader):
                 continue  # a DGL graph stays in pageable memory on a pinned loader: `non_blocking` cannot overlap its copy
+            if one_sample_batches(model, info):
+                continue  # `batch_size=1`: overlapping one sample's copy saves well under a millisecond a step
             custom_collate = loader.argument("collate_fn") is not None
             for move in info.moves:
                 call = move.call
