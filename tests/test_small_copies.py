@@ -193,10 +193,18 @@ for test_data in test_loader:
 """
 
 
-@pytest.mark.parametrize("size", [", batch_size=1", ", batch_size=args.batch_size"])
-def test_one_sample_batches_are_silent(size):
-    assert findings(ONE.format(size=size, pin="", extra=""), **RULES) == []
-    assert findings(ONE.format(size=size, pin=", pin_memory=True", extra=""), **RULES) == []
+@pytest.mark.parametrize(
+    ("size", "extra"),
+    [
+        (", batch_size=1", ""),
+        (", batch_size=args.batch_size", ""),
+        (", batch_size=1", '    folder = test_data["folder"]\n    name = folder[0]'),  # the one path of a batch of one
+        (", batch_size=1", '    name = test_data["path"][0]'),
+    ],
+)
+def test_one_sample_batches_are_silent(size, extra):
+    assert findings(ONE.format(size=size, pin="", extra=extra), **RULES) == []
+    assert findings(ONE.format(size=size, pin=", pin_memory=True", extra=extra), **RULES) == []
 
 
 @pytest.mark.parametrize(
@@ -207,6 +215,7 @@ def test_one_sample_batches_are_silent(size):
         (", batch_size=1", "    lq = lq.squeeze(0)"),  # items are batches already
         (", batch_size=1", "    lq = test_data[0]"),
         (", batch_size=1", "    lq = torch.squeeze(lq, 0)"),
+        (", batch_size=1", "    frames = lq.view(-1, 3, 64, 64)"),
         (", batch_size=2", ""),
     ],
 )

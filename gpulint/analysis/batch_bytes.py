@@ -67,9 +67,9 @@ def batch_bytes(model: SemanticModel, loader: DataLoaderCall) -> Optional[int]:
 
 def one_sample_batches(model: SemanticModel, info: LoaderInfo) -> bool:
     """Every batch of the loader is one sample: `batch_size` is written and every value the code gives it is 1
-    (`batch_size=1`, a constant or command-line default of 1), no batch sampler, and each loop over it uses the
-    batch as it comes. A loop that reshapes or indexes what it takes (`x.squeeze(0)`, `x.view(-1, c, h, w)`,
-    `x[0]`) may be reading a dataset whose items are batches already (`batch_size=1` over pre-batched chunks):
+    (`batch_size=1`, a constant or command-line default of 1), no batch sampler, and each loop over it copies
+    the batch as it comes. A copied tensor the loop reshapes or indexes (`x.squeeze(0)`, `x.view(-1, c, h, w)`,
+    `x[0]`) may come from a dataset whose items are batches already (`batch_size=1` over pre-batched chunks):
     unknown there, as is a loader whose loop is out of sight (a framework's). The left-out default is not
     enough: datasets that hand out whole batches leave it out."""
     loader = info.loader
@@ -79,26 +79,50 @@ def one_sample_batches(model: SemanticModel, info: LoaderInfo) -> bool:
         return False
     if _batch_size(model, loader) != 1:
         return False
-    return not any(_unbatches(model, iteration) for iteration in info.iterations)
+    return not any(_unbatches(model, iteration, [m for m in info.moves if m.iteration is iteration]) for iteration in info.iterations)
 
 
-def _unbatches(model: SemanticModel, iteration) -> bool:
-    names = set(iteration.batch_names)
+def _unbatches(model: SemanticModel, iteration, moves: list) -> bool:
+    """The loop takes apart the leading axis of what it copies: in the copied expression (`batch["x"][0].cuda()`,
+    `x.squeeze(0).cuda()`), on a batch name (`x[0]`, `x.view(...)`), or on what the copy is assigned to and
+    what is computed from that (`lq = batch["L"].to(device)`, then `lq.squeeze(0)`). Other parts of the batch
+    (`name = batch["folder"][0]`, the one path of a batch of one) do not count."""
+    copied = [m.call.func.value for m in moves if isinstance(m.call.func, cst.Attribute)]
+    if any(_takes_apart(model, expr, lambda _: True) for expr in copied):
+        return True
+    names = set(iteration.batch_names) if not moves else {n for n in map(_root_name, copied) if n}
+    derived: set[str] = set()
     assigns = matchers.findall(iteration.loop, matchers.Assign())
+    move_calls = [m.call for m in moves]
     for _ in range(3):  # and what is computed from them: `lq = test_data["L"].to(device)`
         for assign in assigns:
-            if _root_name(assign.value) in names:  # type: ignore[attr-defined]
-                names.update(n.value for t in assign.targets for n in matchers.findall(t.target, matchers.Name()))  # type: ignore[attr-defined]
-    for node in model.calls_inside(iteration.loop):
-        func = node.func
-        if isinstance(func, cst.Attribute) and func.attr.value in _RESHAPES and _root_name(func.value) in names:
+            value = assign.value  # type: ignore[attr-defined]
+            holds_copy = any(model.dataflow.inside(call, value) for call in move_calls)
+            if holds_copy or _root_name(value) in derived or (not moves and _root_name(value) in names):
+                derived.update(n.value for t in assign.targets for n in matchers.findall(t.target, matchers.Name()))  # type: ignore[attr-defined]
+    watched = derived | names
+    return _takes_apart(model, iteration.loop, lambda name: name in watched, names_only=True)
+
+
+def _takes_apart(model: SemanticModel, node: cst.CSTNode, watched, names_only: bool = False) -> bool:
+    """A reshape call or an integer index in `node` on a watched name (`names_only`: on the name itself for
+    an index, `x[0]`; `batch["L"][0]` of a field is then not counted)."""
+    for call in matchers.findall(node, matchers.Call()):
+        func = call.func  # type: ignore[attr-defined]
+        if isinstance(func, cst.Attribute) and func.attr.value in _RESHAPES and watched(_root_name(func.value)):
             return True  # `x.squeeze(0)`, `batch["images"].view(-1, 3, h, w)`
-        if (model.call_name(node) or "").rsplit(".", 1)[-1] in _RESHAPES and node.args and _root_name(node.args[0].value) in names:
+        args = call.args  # type: ignore[attr-defined]
+        if (model.call_name(call) or "").rsplit(".", 1)[-1] in _RESHAPES and args and watched(_root_name(args[0].value)):
             return True  # `torch.squeeze(x, 0)`
-    return any(
-        isinstance(sub.value, cst.Name) and sub.value.value in names and _integer_index(sub)
-        for sub in matchers.findall(iteration.loop, matchers.Subscript())
-    )  # `x[0]`, `batch[0]`: (an element, or the one batch the item holds); `batch["image"]` takes a field
+    for sub in matchers.findall(node, matchers.Subscript()):
+        if not _integer_index(sub):  # type: ignore[arg-type]
+            continue
+        target = sub.value  # type: ignore[attr-defined]
+        if names_only and not isinstance(target, cst.Name):
+            continue
+        if watched(_root_name(target)):
+            return True  # `x[0]`: an element, or the one batch the item holds
+    return False
 
 
 def _integer_index(sub: cst.Subscript) -> bool:
