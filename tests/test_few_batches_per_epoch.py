@@ -25,7 +25,7 @@ def get_ds():
     train_ds = datasets.ImageFolder("train", transforms.ToTensor())
     val_ds = datasets.ImageFolder("val", transforms.ToTensor())
     train_dataloader = DataLoader(train_ds, batch_size=64, shuffle=True)
-    val_dataloader = DataLoader(val_ds, batch_size=1, shuffle=True)
+    val_dataloader = DataLoader(val_ds, batch_size=2, shuffle=True)  # (at batch_size=1 GPU102 is silent: one sample a batch)
     return train_dataloader, val_dataloader
 
 

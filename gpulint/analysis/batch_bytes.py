@@ -12,7 +12,7 @@ Two shapes are measured, both proved from the code, never guessed (None otherwis
   the height and width), plus its int64 label;
 - an index loader (`DataLoader(range(n), batch_size)`, `torch.arange(n)`, `torch.randperm(n)`): int64 each.
 The batch size must resolve to an int (a literal, a constant, a command-line default, every value this
-module's callers pass).
+module's callers pass, a key of the dict a `wandb.init(config=...)` of this module starts the run with).
 """
 
 from __future__ import annotations
@@ -20,11 +20,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
+import libcst.matchers as matchers
 
 from gpulint.analysis.value_resolution import as_int
+from gpulint.analysis.wandb_config import wandb_config_values
 
 if TYPE_CHECKING:
     from gpulint.analysis.dataloaders import DataLoaderCall
+    from gpulint.analysis.loader_flow import LoaderInfo
     from gpulint.analysis.model import SemanticModel
 
 SMALL_BATCH_BYTES = 512 * 1024
@@ -41,6 +44,8 @@ _SHAPE_KEEPING = frozenset({"Normalize", "RandomHorizontalFlip", "RandomVertical
                             "AutoAugment", "RandAugment", "TrivialAugmentWide", "GaussianBlur"})  # fmt: skip
 _RESIZING = frozenset({"Resize", "CenterCrop", "RandomCrop", "RandomResizedCrop"})
 _INDEX_FACTORIES = frozenset({"torch.arange", "torch.randperm"})
+# Calls that take apart a batch's leading axis (what a loop over pre-batched items does with `batch_size=1`).
+_RESHAPES = frozenset({"squeeze", "squeeze_", "view", "reshape", "flatten", "unbind", "unflatten"})
 
 
 def batch_bytes(model: SemanticModel, loader: DataLoaderCall) -> Optional[int]:
@@ -58,6 +63,81 @@ def batch_bytes(model: SemanticModel, loader: DataLoaderCall) -> Optional[int]:
     if any(b is None for b in per_sample):
         return None
     return size * max(per_sample)  # type: ignore[type-var]
+
+
+def one_sample_batches(model: SemanticModel, info: LoaderInfo) -> bool:
+    """Every batch of the loader is one sample: `batch_size` is written and every value the code gives it is 1
+    (`batch_size=1`, a constant or command-line default of 1), no batch sampler, and each loop over it copies
+    the batch as it comes. A copied tensor the loop reshapes or indexes (`x.squeeze(0)`, `x.view(-1, c, h, w)`,
+    `x[0]`) may come from a dataset whose items are batches already (`batch_size=1` over pre-batched chunks):
+    unknown there, as is a loader whose loop is out of sight (a framework's). The left-out default is not
+    enough: datasets that hand out whole batches leave it out."""
+    loader = info.loader
+    if loader.argument("batch_sampler") is not None or loader.value("batch_size") is None:
+        return False
+    if not info.iterations or any(iteration.loop is None for iteration in info.iterations):
+        return False
+    if _batch_size(model, loader) != 1:
+        return False
+    return not any(_unbatches(model, iteration, [m for m in info.moves if m.iteration is iteration]) for iteration in info.iterations)
+
+
+def _unbatches(model: SemanticModel, iteration, moves: list) -> bool:
+    """The loop takes apart the leading axis of what it copies: in the copied expression (`batch["x"][0].cuda()`,
+    `x.squeeze(0).cuda()`), on a batch name (`x[0]`, `x.view(...)`), or on what the copy is assigned to and
+    what is computed from that (`lq = batch["L"].to(device)`, then `lq.squeeze(0)`). Other parts of the batch
+    (`name = batch["folder"][0]`, the one path of a batch of one) do not count."""
+    copied = [m.call.func.value for m in moves if isinstance(m.call.func, cst.Attribute)]
+    if any(_takes_apart(model, expr, lambda _: True) for expr in copied):
+        return True
+    names = set(iteration.batch_names) if not moves else {n for n in map(_root_name, copied) if n}
+    derived: set[str] = set()
+    assigns = matchers.findall(iteration.loop, matchers.Assign())
+    move_calls = [m.call for m in moves]
+    for _ in range(3):  # and what is computed from them: `lq = test_data["L"].to(device)`
+        for assign in assigns:
+            value = assign.value  # type: ignore[attr-defined]
+            holds_copy = any(model.dataflow.inside(call, value) for call in move_calls)
+            if holds_copy or _root_name(value) in derived or (not moves and _root_name(value) in names):
+                derived.update(n.value for t in assign.targets for n in matchers.findall(t.target, matchers.Name()))  # type: ignore[attr-defined]
+    watched = derived | names
+    return _takes_apart(model, iteration.loop, lambda name: name in watched, names_only=True)
+
+
+def _takes_apart(model: SemanticModel, node: cst.CSTNode, watched, names_only: bool = False) -> bool:
+    """A reshape call or an integer index in `node` on a watched name (`names_only`: on the name itself for
+    an index, `x[0]`; `batch["L"][0]` of a field is then not counted)."""
+    for call in matchers.findall(node, matchers.Call()):
+        func = call.func  # type: ignore[attr-defined]
+        if isinstance(func, cst.Attribute) and func.attr.value in _RESHAPES and watched(_root_name(func.value)):
+            return True  # `x.squeeze(0)`, `batch["images"].view(-1, 3, h, w)`
+        args = call.args  # type: ignore[attr-defined]
+        if (model.call_name(call) or "").rsplit(".", 1)[-1] in _RESHAPES and args and watched(_root_name(args[0].value)):
+            return True  # `torch.squeeze(x, 0)`
+    for sub in matchers.findall(node, matchers.Subscript()):
+        if not _integer_index(sub):  # type: ignore[arg-type]
+            continue
+        target = sub.value  # type: ignore[attr-defined]
+        if names_only and not isinstance(target, cst.Name):
+            continue
+        if watched(_root_name(target)):
+            return True  # `x[0]`: an element, or the one batch the item holds
+    return False
+
+
+def _integer_index(sub: cst.Subscript) -> bool:
+    first = sub.slice[0].slice if sub.slice else None
+    value = first.value if isinstance(first, cst.Index) else None
+    if isinstance(value, cst.UnaryOperation):
+        value = value.expression
+    return isinstance(value, cst.Integer)
+
+
+def _root_name(expr: cst.BaseExpression) -> Optional[str]:
+    """`x` of `x`, `x["images"]`, `x.images`, `x.to(device)`."""
+    while isinstance(expr, (cst.Subscript, cst.Attribute, cst.Call)):
+        expr = expr.func if isinstance(expr, cst.Call) else expr.value
+    return expr.value if isinstance(expr, cst.Name) else None
 
 
 def _batch_size(model: SemanticModel, loader: DataLoaderCall) -> Optional[int]:
@@ -92,6 +172,10 @@ def _int_value(model: SemanticModel, expr: cst.BaseExpression, depth: int) -> Op
         if left is None or right is None:
             return None
         return left * right if isinstance(expr.operator, cst.Multiply) else left + right
+    configured = wandb_config_values(model, expr)
+    if configured is not None:  # `wandb.config.batch_size`: the values the module's `wandb.init(config=...)` give
+        values = [_int_value(model, value, depth + 1) for value in configured]
+        return None if any(v is None for v in values) else max(values)  # type: ignore[type-var]
     default = model.values.argparse_default(expr)
     return _int_value(model, default, depth + 1) if default is not None else None
 

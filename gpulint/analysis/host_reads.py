@@ -475,6 +475,11 @@ def drains_before(model: SemanticModel, statement: cst.CSTNode, loop: Loop) -> l
     return drains
 
 
+def drains_every_iteration(model: SemanticModel, call: cst.Call, loop: Loop) -> bool:
+    """`call` waits for the whole device at every iteration of `loop` (see `_drains`)."""
+    return _drains(model, call, loop)
+
+
 def _drains(model: SemanticModel, call: cst.Call, loop: Loop) -> bool:
     """`torch.cuda.synchronize()` (or a project helper that calls it every time) that runs every iteration:
     no branch on the way to the loop but `if torch.cuda.is_available():` and `with` blocks."""

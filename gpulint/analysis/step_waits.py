@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
-from gpulint.analysis.host_reads import drains_before
+from gpulint.analysis.host_reads import drains_before, drains_every_iteration
 from gpulint.analysis.hot_loops import is_training_step
 
 if TYPE_CHECKING:
@@ -45,6 +45,23 @@ def waited_before(model: SemanticModel, sync: HostSync, loop: Loop) -> Optional[
     between = [call for call in model.calls_inside(loop) if flow.before(last, call) and flow.before(call, sync.node)]
     between += [call for call in model.calls_inside(statement) if call not in between and flow.before(call, sync.node)]
     return None if any(queues_step_work(model, call) for call in between) else last
+
+
+def drained_after(model: SemanticModel, copy: cst.Call, loop: Loop) -> Optional[cst.Call]:
+    """The full drain (`torch.cuda.synchronize()`, run every iteration) that follows `copy` in the same iteration
+    of `loop` before any step work is queued: torchvision's detection reference synchronizes right after the
+    copy to time the model. The host then waits for the copy at the drain whatever `non_blocking` says, so a
+    non-blocking copy has nothing to overlap with (GPU105)."""
+    flow = model.dataflow
+    statement = model.enclosing_statement(copy)
+    for call in model.calls_inside(loop):
+        if not flow.before(statement, call):
+            continue  # (in source order: the copy's statement and what comes before it)
+        if model.enclosing_loops(call)[:1] == [loop] and drains_every_iteration(model, call, loop):
+            return call
+        if queues_step_work(model, call):
+            return None
+    return None
 
 
 def queues_step_work(model: SemanticModel, call: cst.Call) -> bool:

@@ -6,6 +6,7 @@ from typing import Iterator
 
 import libcst as cst
 
+from gpulint.analysis.batch_bytes import one_sample_batches
 from gpulint.analysis.dataloaders import LOADER_TEXT, produces_cuda_batches
 from gpulint.analysis.graph_batches import graph_batches
 from gpulint.analysis.long_steps import loads_billion_parameter_model
@@ -40,6 +41,8 @@ class DataLoaderWithoutPinMemory(Rule):
                 continue  # one evaluation pass in the run, beside training: pinning would save next to nothing
             if model.batch_cost.batches_are_small(loader):
                 continue  # token ids or toy data: pinning a few kilobytes saves nothing measurable
+            if one_sample_batches(model, info):
+                continue  # `batch_size=1`: one sample's copy (at most a few MB) next to that sample's whole step
             if graph_batches(model, loader):
                 continue  # `dgl.batch(graphs)`: the pinning thread cannot pin a DGL graph, only the labels beside it
             if loads_billion_parameter_model(model):

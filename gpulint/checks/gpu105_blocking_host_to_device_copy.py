@@ -6,11 +6,13 @@ from typing import Iterator
 
 import libcst as cst
 
+from gpulint.analysis.batch_bytes import one_sample_batches
 from gpulint.analysis.dataloaders import LOADER_TEXT, produces_cuda_batches
 from gpulint.analysis.graph_batches import graph_batches
 from gpulint.analysis.loader_flow import EVAL
 from gpulint.analysis.loop_bounds import runs_a_few_times
 from gpulint.analysis.one_off_passes import one_off_pass
+from gpulint.analysis.step_waits import drained_after
 from gpulint.checks.base import Rule
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
 from gpulint.edits import replace_node, with_keyword_argument
@@ -44,6 +46,8 @@ class BlockingHostToDeviceCopy(Rule):
                 continue  # token ids or a batch of at most a few hundred KB: the copy takes microseconds either way
             if graph_batches(model, loader):
                 continue  # a DGL graph stays in pageable memory on a pinned loader: `non_blocking` cannot overlap its copy
+            if one_sample_batches(model, info):
+                continue  # `batch_size=1`: overlapping one sample's copy saves well under a millisecond a step
             custom_collate = loader.argument("collate_fn") is not None
             for move in info.moves:
                 call = move.call
@@ -60,6 +64,8 @@ class BlockingHostToDeviceCopy(Rule):
                     continue  # a probe of a few batches, run once: the copies add up to nothing
                 if one_off_pass(model, move.iteration.loop):
                     continue  # one evaluation pass beside many training epochs (a final test pass): no share of the run
+                if drained_after(model, call, move.iteration.loop):
+                    continue  # `torch.cuda.synchronize()` right after the copy (a per-batch timer): the host waits for it anyway
                 if move.whole_batch and custom_collate:
                     continue  # a custom batch type's `.to()` may not accept `non_blocking`
                 reported.add(id(call))
@@ -82,6 +88,8 @@ class BlockingHostToDeviceCopy(Rule):
                     continue
                 if one_off_pass(model, move.iteration.loop):
                     continue  # a final test pass beside the training epochs
+                if drained_after(model, call, move.iteration.loop):
+                    continue  # the host waits for the copy at the drain right after it
                 reported.add(id(call))
                 yield self._blocking_copy(call, returned.where, flow.iteration_role(move.iteration) == EVAL)
 
