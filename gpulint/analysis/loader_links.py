@@ -7,6 +7,11 @@ and hands them to the module's analysis in `ModuleContext.loaders_in`; `loader_f
 the parameter into that function's loops. A parameter counts only when every call passes a known loader, in
 sight (no `*args` / `**kwargs` at a call, the function never handed on as a value), so a helper that is also
 given a list of tensors, or a loader of unknown kind, says nothing; calls in test modules are left aside.
+
+A call may hand on a parameter of its own function, itself filled with loaders by every call of another module:
+`main.py` runs `train(flags, model, train_loader, val_loader)`, whose epoch loop in `runtime/training.py` runs
+`evaluate(flags, model, val_loader, ...)` of `runtime/inference.py`; `evaluate` then receives what `main.py` built
+(at most `_MAX_HOPS` such hand-ons, each held to the same rules).
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ from gpulint.analysis.summary import MODULE_BODY
 if TYPE_CHECKING:
     from gpulint.analysis.project import ModuleRecord, ProjectIndex
 
+_MAX_HOPS = 3  # parameters a loader is handed on through before it reaches the loop that reads it
+
 
 def loaders_in(index: ProjectIndex, record: ModuleRecord) -> dict[str, list]:
     """`{"train.train_dataloader": [["finetuning.py:350", {"pin_memory": True, ...}]]}`: for each parameter of
@@ -27,10 +34,9 @@ def loaders_in(index: ProjectIndex, record: ModuleRecord) -> dict[str, list]:
     for name, f in summary.functions.items():
         if name == MODULE_BODY or "." in name or name in summary.handed:
             continue
-        # a unit test that runs `train(model, mock_loader)` says nothing of what training hands it
-        callers = [c for c in index.callers(record, name) if not index.is_test(c[0])]
-        if not callers or any(caller is record for caller, _, _ in callers):
-            continue  # its own module's calls are followed by loader_flow itself
+        callers = _other_callers(index, record, name)
+        if not callers:
+            continue
         for param in f.params:
             loaders = _passed_loaders(index, f.params, param, callers)
             if loaders:
@@ -38,7 +44,16 @@ def loaders_in(index: ProjectIndex, record: ModuleRecord) -> dict[str, list]:
     return found
 
 
-def _passed_loaders(index: ProjectIndex, positional: tuple, param: str, callers: list) -> list:
+def _other_callers(index: ProjectIndex, record: ModuleRecord, name: str) -> list:
+    """The calls of the module's top-level function `name` in the project, when all are in other modules."""
+    # a unit test that runs `train(model, mock_loader)` says nothing of what training hands it
+    callers = [c for c in index.callers(record, name) if not index.is_test(c[0])]
+    if any(caller is record for caller, _, _ in callers):
+        return []  # its own module's calls are followed by loader_flow itself
+    return callers
+
+
+def _passed_loaders(index: ProjectIndex, positional: tuple, param: str, callers: list, hops: int = 0) -> list:
     at = positional.index(param)
     loaders: list = []
     for caller, key, position in callers:
@@ -46,9 +61,17 @@ def _passed_loaders(index: ProjectIndex, positional: tuple, param: str, callers:
         call = caller_f.calls[position]
         if len(call) > 6 and call[6]:
             return []  # `f(*args, **kwargs)`: what lands where is not known
+        slot = at if at < len(call[2]) else param
         value = call[2][at] if at < len(call[2]) else call[3].get(param)
         if value is None:
             return []
+        own = caller_f.names.get(position, {}).get(slot)
+        if own in caller_f.params and value == ("src", f"p:{own}"):  # the caller's own parameter, handed on as it is
+            handed = _handed_on(index, caller, key, own, hops)
+            if not handed:
+                return []
+            loaders.extend(entry for entry in handed if entry not in loaders)
+            continue
         resolved = index.value(caller, caller_f, value)
         if resolved is None or resolved[0] != "loader" or not isinstance(resolved[1], dict):
             return []
@@ -56,3 +79,13 @@ def _passed_loaders(index: ProjectIndex, positional: tuple, param: str, callers:
         if entry not in loaders:
             loaders.append(entry)
     return loaders
+
+
+def _handed_on(index: ProjectIndex, record: ModuleRecord, key: str, param: str, hops: int) -> list:
+    """The loaders every call of another module hands to `param` of `record`'s top-level function `key`."""
+    if hops >= _MAX_HOPS or key == MODULE_BODY or "." in key or key in record.summary.handed:
+        return []  # a method, the module body, or a function handed on as a value: its callers are out of sight
+    callers = _other_callers(index, record, key)
+    if not callers:
+        return []
+    return _passed_loaders(index, record.summary.functions[key].params, param, callers, hops + 1)
