@@ -352,3 +352,31 @@ def test_a_parameter_handed_on_changed_is_not_the_loader(tmp_path, monkeypatch):
     training = _TRAINING.replace("evaluate(model, val_loader, device)", "evaluate(model, list(val_loader), device)")
     files = {"main.py": _MAIN, "training.py": training, "inference.py": _INFERENCE}
     assert lint_written(tmp_path, files, monkeypatch) == []
+
+
+def test_a_loader_a_factory_of_a_third_module_builds_is_named_where_it_is_built(tmp_path, monkeypatch):
+    # UNet3D's layout: `data_loader.py` builds both loaders, `main.py` unpacks them and hands them on
+    data = """
+        from torch.utils.data import DataLoader
+
+
+        def get_data_loaders(train_set, val_set):
+            train_loader = DataLoader(train_set, batch_size=2, shuffle=True, num_workers=8, pin_memory=True, persistent_workers=True)
+            val_loader = DataLoader(val_set, batch_size=1, num_workers=8, pin_memory=True, persistent_workers=True)
+            return train_loader, val_loader
+    """
+    main = """
+        import torch
+        from data_loader import get_data_loaders
+        from training import train
+
+
+        def main(model, train_set, val_set):
+            train_loader, val_loader = get_data_loaders(train_set, val_set)
+            train(model, train_loader, val_loader, torch.device("cuda"))
+    """
+    files = {"data_loader.py": data, "main.py": main, "training.py": _TRAINING, "inference.py": _INFERENCE}
+    diagnostics = lint(write(tmp_path, files), monkeypatch)
+    assert found(diagnostics) == ["inference.py:11 GPU105", "inference.py:11 GPU105"]
+    # the line is of data_loader.py, where the validation loader is built (not of main.py, which hands it on)
+    assert diagnostics[0].message == "`image.to(device)` copies a batch of a pinned `DataLoader` (data_loader.py:7) and blocks"

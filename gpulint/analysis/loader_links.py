@@ -75,7 +75,8 @@ def _passed_loaders(index: ProjectIndex, positional: tuple, param: str, callers:
         resolved = index.value(caller, caller_f, value)
         if resolved is None or resolved[0] != "loader" or not isinstance(resolved[1], dict):
             return []
-        entry = [f"{caller.shown}:{resolved[1].get('line', '?')}", resolved[1]]
+        built = _built_in(index, caller, caller_f, value) or caller
+        entry = [f"{built.shown}:{resolved[1].get('line', '?')}", resolved[1]]
         if entry not in loaders:
             loaders.append(entry)
     return loaders
@@ -89,3 +90,31 @@ def _handed_on(index: ProjectIndex, record: ModuleRecord, key: str, param: str, 
     if not callers:
         return []
     return _passed_loaders(index, record.summary.functions[key].params, param, callers, hops + 1)
+
+
+def _built_in(index: ProjectIndex, record: ModuleRecord, f, value, depth: int = 0):
+    """The module whose code builds the loader `value` stands for: `data_loading/data_loader.py` for
+    `train_loader, val_loader = get_data_loaders(flags)` (the line a loader's facts name is in that module), or
+    None when more than one or none is seen."""
+    if not isinstance(value, tuple) or depth > _MAX_HOPS:
+        return None
+    if value[0] == "loader":
+        return record
+    if value[0] != "src" or "|" in value[1] or not value[1].startswith("c:"):
+        return None
+    position, _, element = value[1][2:].partition(".")
+    target = index.symbol(record, f.calls[int(position)][0])
+    if target is None or target[0] != "function":
+        return None
+    g = target[1].summary.functions.get(target[2])
+    found = set()
+    for returned in g.returns if g is not None else ():
+        if element:
+            if not (returned is not None and returned[0] == "tuple" and int(element) < len(returned[1])):
+                continue  # the other branch's shape (`return test_loader`): not what this unpacking takes
+            returned = returned[1][int(element)]
+        built = _built_in(index, target[1], g, returned, depth + 1)
+        if built is None:
+            return None
+        found.add(built)
+    return found.pop() if len(found) == 1 else None
