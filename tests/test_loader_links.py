@@ -380,3 +380,77 @@ def test_a_loader_a_factory_of_a_third_module_builds_is_named_where_it_is_built(
     assert found(diagnostics) == ["inference.py:11 GPU105", "inference.py:11 GPU105"]
     # the line is of data_loader.py, where the validation loader is built (not of main.py, which hands it on)
     assert diagnostics[0].message == "`image.to(device)` copies a batch of a pinned `DataLoader` (data_loader.py:7) and blocks"
+
+
+# ---- a loader handed to the constructor of another module's class ---------------------------------------------
+
+_RUN = """
+    import torch
+    from torch.utils.data import DataLoader
+    from trainer import Trainer
+
+
+    def main(model, train_set):
+        train_loader = DataLoader(train_set, batch_size=64, shuffle=True, num_workers=8, pin_memory=True, persistent_workers=True)
+        trainer = Trainer(model.cuda(), train_loader, torch.device("cuda"))
+        trainer.fit(100)
+"""
+
+_TRAINER = """
+    import torch
+
+
+    class Trainer:
+        def __init__(self, model, train_loader, device):
+            self.model = model
+            self.train_loader = train_loader
+            self.device = device
+            self.optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+        def fit(self, epochs):
+            for epoch in range(epochs):
+                for image, label in self.train_loader:
+                    image, label = image.to(self.device), label.to(self.device)
+                    loss = torch.nn.functional.cross_entropy(self.model(image), label)
+                    self.optimizer.zero_grad()
+                    loss.backward()
+                    self.optimizer.step()
+"""
+
+
+def test_a_pinned_loader_handed_to_a_trainer_class_of_another_module_reaches_its_methods_copies(tmp_path, monkeypatch):
+    diagnostics = lint(write(tmp_path, {"main.py": _RUN, "trainer.py": _TRAINER}), monkeypatch)
+    assert found(diagnostics) == ["trainer.py:15 GPU105", "trainer.py:15 GPU105"]
+    copy = diagnostics[0]
+    assert copy.message == "`image.to(self.device)` copies a batch of a pinned `DataLoader` (main.py:8) and blocks"
+    assert [(e.location.row, e.location.column, e.content) for e in copy.fix.edits] == [(15, 52, ", non_blocking=True")]
+
+
+def test_a_trainer_class_another_script_builds_with_an_unpinned_loader_stays_silent(tmp_path, monkeypatch):
+    other = _RUN.replace("pin_memory=True", "pin_memory=False")
+    files = {"main.py": _RUN, "main_unpinned.py": other, "trainer.py": _TRAINER}
+    assert [d for d in lint_written(tmp_path, files, monkeypatch) if "GPU105" in d] == []
+
+
+def test_a_trainer_class_with_subclasses_stays_silent(tmp_path, monkeypatch):
+    # `GANTrainer(Trainer)` is built elsewhere through its own constructor: what reaches `Trainer.__init__` is not all in sight
+    gan = """
+        from trainer import Trainer
+
+
+        class GANTrainer(Trainer):
+            def __init__(self, model, batches):
+                super().__init__(model, batches, "cuda")
+    """
+    files = {"main.py": _RUN, "trainer.py": _TRAINER, "gan.py": gan}
+    assert lint_written(tmp_path, files, monkeypatch) == []
+
+
+def test_a_trainer_class_also_built_in_its_own_module_is_not_followed(tmp_path, monkeypatch):
+    trainer = _TRAINER + """
+
+    def smoke_test(model):
+        Trainer(model, [(torch.zeros(2, 4), torch.zeros(2))], "cuda").fit(1)
+"""
+    files = {"main.py": _RUN, "trainer.py": trainer}
+    assert lint_written(tmp_path, files, monkeypatch) == []

@@ -41,7 +41,37 @@ def loaders_in(index: ProjectIndex, record: ModuleRecord) -> dict[str, list]:
             loaders = _passed_loaders(index, f.params, param, callers)
             if loaders:
                 found[f"{name}.{param}"] = loaders
+    # `Trainer(model, train_loader, device)` in `main.py`: the constructor's parameter, which loader_flow follows
+    # into `self.train_loader` and the methods that iterate it
+    for name in summary.classes:
+        init = summary.functions.get(f"{name}.__init__")
+        if init is None or name in summary.handed or not init.params or name in _subclassed(index).get(id(record), ()):
+            continue  # no constructor of its own, handed on as a value, or built through subclasses out of sight
+        callers = _other_callers(index, record, name)
+        if not callers:
+            continue
+        positional = init.params[1:]  # `self` is not passed
+        for param in positional:
+            loaders = _passed_loaders(index, positional, param, callers)
+            if loaders:
+                found[f"{name}.__init__.{param}"] = loaders
     return found
+
+
+def _subclassed(index: ProjectIndex) -> dict[int, set]:
+    """The project's classes that another project class derives from, by module: (id of the record) -> names."""
+
+    def find() -> dict[int, set]:
+        found: dict[int, set] = {}
+        for record in index.records.values():
+            for info in record.summary.classes.values():
+                for base in info.bases:
+                    target = index.symbol(record, base) or index.qualified_symbol(record, base)  # `models.base.Base` as imported
+                    if target is not None and target[0] == "class":
+                        found.setdefault(id(target[1]), set()).add(target[2])
+        return found
+
+    return index.computed("subclassed classes", find)
 
 
 def _other_callers(index: ProjectIndex, record: ModuleRecord, name: str) -> list:
