@@ -167,7 +167,8 @@ class FunctionSummary:
     # (position or keyword -> (`p:cfg` / `i:cfg`, keys)); -1 -> (config_path, config_name) of `@hydra.main`
     configs: dict[int, dict] = field(default_factory=dict)
     generates: bool = False  # it runs a model's `generate(...)` unguarded (`analysis/generation.py`)
-    # call index -> the arguments written as a bare name (position or keyword -> name: `evaluate(model, val_loader)`)
+    # call index -> the arguments that are a parameter of the function written as its bare name (position or
+    # keyword -> name: `evaluate(model, val_loader)` in `train(model, val_loader)`)
     names: dict[int, dict] = field(default_factory=dict)
 
     def to_json(self) -> list:
@@ -1691,7 +1692,9 @@ class _Reader:
         literals = _literal_arguments(node)
         if literals:
             self.f.literals[index] = literals
-        names = _name_arguments(node)
+        # only the function's own parameters handed on as they are (`evaluate(model, val_loader)`): few calls have one
+        given = dict([*enumerate(args), *kwargs.items()])
+        names = {slot: name for slot, name in _name_arguments(node).items() if given.get(slot) == ("src", f"p:{name}")}
         if names:
             self.f.names[index] = names
         if self.b.configured:
