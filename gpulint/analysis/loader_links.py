@@ -65,8 +65,8 @@ def _subclassed(index: ProjectIndex) -> dict[int, set]:
         found: dict[int, set] = {}
         for record in index.records.values():
             for info in record.summary.classes.values():
-                for base in info.bases:
-                    target = index.symbol(record, base) or index.qualified_symbol(record, base)  # `models.base.Base` as imported
+                for base in info.bases:  # `Base`, or `models.base.Base` as imported
+                    target = index.symbol(record, base) or index.qualified_symbol(record, base)
                     if target is not None and target[0] == "class":
                         found.setdefault(id(target[1]), set()).add(target[2])
         return found
