@@ -263,3 +263,194 @@ def test_a_global_loader_iterated_once_outside_any_loop_keeps_its_workers(tmp_pa
     script = _SCRIPT.replace("        for epoch in range(1, 200):\n            acc = eval_training(epoch)", "        acc = eval_training()")
     assert "for epoch" not in script
     assert [d for d in lint_written(tmp_path, {"utils.py": _UTILS, "train.py": script}, monkeypatch) if "GPU104" in d] == []
+
+
+# ---- a loader handed on through a parameter to a third module ------------------------------------------------
+# UNet3D (twelfth corpus): `main.py` builds the loaders and runs `train(...)` of `training.py`, whose epoch loop runs
+# `evaluate(model, val_loader, device)` of `inference.py`; `main.py` also runs `evaluate` itself in its evaluate mode.
+
+_MAIN = """
+    import torch
+    from torch.utils.data import DataLoader
+    from training import train
+    from inference import evaluate
+
+
+    def main(model, train_set, val_set, mode):
+        device = torch.device("cuda")
+        train_loader = DataLoader(train_set, batch_size=2, shuffle=True, num_workers=8, pin_memory=True, persistent_workers=True)
+        val_loader = DataLoader(val_set, batch_size=1, num_workers=8, pin_memory=True, persistent_workers=True)
+        if mode == "train":
+            train(model, train_loader, val_loader, device)
+        else:
+            evaluate(model, val_loader, device)
+"""
+
+_TRAINING = """
+    import torch
+    from inference import evaluate
+
+
+    def train(model, train_loader, val_loader, device):
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        for epoch in range(1, 4000):
+            for image, label in train_loader:
+                loss = model(image.to(device, non_blocking=True)).sub(label.to(device, non_blocking=True)).abs().mean()
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+            if epoch % 20 == 0:
+                print(evaluate(model, val_loader, device))
+"""
+
+_INFERENCE = """
+    import torch
+
+
+    def evaluate(model, loader, device):
+        model.to(device)
+        model.eval()
+        scores = []
+        with torch.no_grad():
+            for image, label in loader:
+                image, label = image.to(device), label.to(device)
+                scores.append(model(image).sub(label).abs().mean())
+        return torch.stack(scores).mean().item()
+"""
+
+
+def test_a_pinned_loader_handed_on_through_a_training_function_reaches_the_evaluation_copies(tmp_path, monkeypatch):
+    files = {"main.py": _MAIN, "training.py": _TRAINING, "inference.py": _INFERENCE}
+    diagnostics = lint(write(tmp_path, files), monkeypatch)
+    assert found(diagnostics) == ["inference.py:11 GPU105", "inference.py:11 GPU105"]
+    copy = diagnostics[0]
+    assert copy.message == "`image.to(device)` copies a batch of a pinned `DataLoader` (main.py:11) and blocks"
+    assert [(e.location.row, e.location.column, e.content) for e in copy.fix.edits] == [(11, 43, ", non_blocking=True")]
+
+
+def test_a_loader_handed_on_by_a_function_another_script_gives_an_unpinned_loader_stays_silent(tmp_path, monkeypatch):
+    # a second script runs `train` with an unpinned validation loader: which one `evaluate` copies is not known
+    # (that script's own loader is reported unpinned)
+    other = _MAIN.replace("batch_size=1, num_workers=8, pin_memory=True", "batch_size=1, num_workers=8, pin_memory=False")
+    files = {"main.py": _MAIN, "main_unpinned.py": other, "training.py": _TRAINING, "inference.py": _INFERENCE}
+    assert lint_written(tmp_path, files, monkeypatch) == ["main_unpinned.py:11 GPU102"]
+
+
+def test_a_parameter_filled_by_a_call_of_its_own_module_is_not_followed(tmp_path, monkeypatch):
+    # `train` is also run by its own module with a list of tensors: what it hands `evaluate` is not known
+    training = _TRAINING + """
+
+    def smoke_test(model):
+        train(model, [(torch.zeros(2, 4), torch.zeros(2, 4))], [(torch.zeros(1, 4), torch.zeros(1, 4))], "cuda")
+"""
+    files = {"main.py": _MAIN, "training.py": training, "inference.py": _INFERENCE}
+    assert lint_written(tmp_path, files, monkeypatch) == []
+
+
+def test_a_parameter_handed_on_changed_is_not_the_loader(tmp_path, monkeypatch):
+    # `train` hands `evaluate` a list it builds from the loader's batches, not the loader itself
+    training = _TRAINING.replace("evaluate(model, val_loader, device)", "evaluate(model, list(val_loader), device)")
+    files = {"main.py": _MAIN, "training.py": training, "inference.py": _INFERENCE}
+    assert lint_written(tmp_path, files, monkeypatch) == []
+
+
+def test_a_loader_a_factory_of_a_third_module_builds_is_named_where_it_is_built(tmp_path, monkeypatch):
+    # UNet3D's layout: `data_loader.py` builds both loaders, `main.py` unpacks them and hands them on
+    data = """
+        from torch.utils.data import DataLoader
+
+
+        def get_data_loaders(train_set, val_set):
+            train_loader = DataLoader(train_set, batch_size=2, shuffle=True, num_workers=8, pin_memory=True, persistent_workers=True)
+            val_loader = DataLoader(val_set, batch_size=1, num_workers=8, pin_memory=True, persistent_workers=True)
+            return train_loader, val_loader
+    """
+    main = """
+        import torch
+        from data_loader import get_data_loaders
+        from training import train
+
+
+        def main(model, train_set, val_set):
+            train_loader, val_loader = get_data_loaders(train_set, val_set)
+            train(model, train_loader, val_loader, torch.device("cuda"))
+    """
+    files = {"data_loader.py": data, "main.py": main, "training.py": _TRAINING, "inference.py": _INFERENCE}
+    diagnostics = lint(write(tmp_path, files), monkeypatch)
+    assert found(diagnostics) == ["inference.py:11 GPU105", "inference.py:11 GPU105"]
+    # the line is of data_loader.py, where the validation loader is built (not of main.py, which hands it on)
+    assert diagnostics[0].message == "`image.to(device)` copies a batch of a pinned `DataLoader` (data_loader.py:7) and blocks"
+
+
+# ---- a loader handed to the constructor of another module's class ---------------------------------------------
+
+_RUN = """
+    import torch
+    from torch.utils.data import DataLoader
+    from trainer import Trainer
+
+
+    def main(model, train_set):
+        train_loader = DataLoader(train_set, batch_size=64, shuffle=True, num_workers=8, pin_memory=True, persistent_workers=True)
+        trainer = Trainer(model.cuda(), train_loader, torch.device("cuda"))
+        trainer.fit(100)
+"""
+
+_TRAINER = """
+    import torch
+
+
+    class Trainer:
+        def __init__(self, model, train_loader, device):
+            self.model = model
+            self.train_loader = train_loader
+            self.device = device
+            self.optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+        def fit(self, epochs):
+            for epoch in range(epochs):
+                for image, label in self.train_loader:
+                    image, label = image.to(self.device), label.to(self.device)
+                    loss = torch.nn.functional.cross_entropy(self.model(image), label)
+                    self.optimizer.zero_grad()
+                    loss.backward()
+                    self.optimizer.step()
+"""
+
+
+def test_a_pinned_loader_handed_to_a_trainer_class_of_another_module_reaches_its_methods_copies(tmp_path, monkeypatch):
+    diagnostics = lint(write(tmp_path, {"main.py": _RUN, "trainer.py": _TRAINER}), monkeypatch)
+    assert found(diagnostics) == ["trainer.py:15 GPU105", "trainer.py:15 GPU105"]
+    copy = diagnostics[0]
+    assert copy.message == "`image.to(self.device)` copies a batch of a pinned `DataLoader` (main.py:8) and blocks"
+    assert [(e.location.row, e.location.column, e.content) for e in copy.fix.edits] == [(15, 52, ", non_blocking=True")]
+
+
+def test_a_trainer_class_another_script_builds_with_an_unpinned_loader_stays_silent(tmp_path, monkeypatch):
+    other = _RUN.replace("pin_memory=True", "pin_memory=False")
+    files = {"main.py": _RUN, "main_unpinned.py": other, "trainer.py": _TRAINER}
+    assert [d for d in lint_written(tmp_path, files, monkeypatch) if "GPU105" in d] == []
+
+
+def test_a_trainer_class_with_subclasses_stays_silent(tmp_path, monkeypatch):
+    # `GANTrainer(Trainer)` is built elsewhere through its own constructor: what reaches `Trainer.__init__` is not all in sight
+    gan = """
+        from trainer import Trainer
+
+
+        class GANTrainer(Trainer):
+            def __init__(self, model, batches):
+                super().__init__(model, batches, "cuda")
+    """
+    files = {"main.py": _RUN, "trainer.py": _TRAINER, "gan.py": gan}
+    assert lint_written(tmp_path, files, monkeypatch) == []
+
+
+def test_a_trainer_class_also_built_in_its_own_module_is_not_followed(tmp_path, monkeypatch):
+    trainer = _TRAINER + """
+
+    def smoke_test(model):
+        Trainer(model, [(torch.zeros(2, 4), torch.zeros(2))], "cuda").fit(1)
+"""
+    files = {"main.py": _RUN, "trainer.py": trainer}
+    assert lint_written(tmp_path, files, monkeypatch) == []

@@ -198,10 +198,8 @@ class LoaderFlow:
         found = []
         m = self.m
         for key, loaders in m.project.loaders_in.items():
-            name, _, param = key.partition(".")
-            for func in m.functions.get(name, []):
-                if m.enclosing_function(func) is not None or isinstance(m.parent.get(m.parent.get(func)), cst.ClassDef):
-                    continue  # a nested function or a method of the same name
+            name, _, param = key.rpartition(".")
+            for func in self._received_by(name):
                 binders = m.bindings.get((id(func), param), [])
                 if not (len(binders) == 1 and isinstance(binders[0], cst.Param)):
                     continue  # the parameter is bound again in the function
@@ -209,6 +207,19 @@ class LoaderFlow:
                 moves = self._moves(iterations)
                 found.extend(ReturnedLoader(None, where, facts, iterations, moves) for where, facts in loaders)
         return found
+
+    def _received_by(self, name: str) -> list[cst.FunctionDef]:
+        """The module-level function `name`, or the constructor of the module-level class `Trainer.__init__`."""
+        m = self.m
+        if name.endswith(".__init__"):
+            info = m.classes.get(name[: -len(".__init__")])
+            init = info.methods.get("__init__") if info is not None else None
+            return [init] if init is not None and m.parent.get(info.node) is m.module else []
+        # (not a nested function or a method of the same name)
+        return [
+            f for f in m.functions.get(name, [])
+            if m.enclosing_function(f) is None and not isinstance(m.parent.get(m.parent.get(f)), cst.ClassDef)
+        ]  # fmt: skip
 
     def _shape_taken(self, call: cst.Call, shapes: tuple) -> Optional[tuple]:
         """Of a factory's results, one per branch (`return train, val` / `return test`), the one this call's

@@ -167,12 +167,16 @@ class FunctionSummary:
     # (position or keyword -> (`p:cfg` / `i:cfg`, keys)); -1 -> (config_path, config_name) of `@hydra.main`
     configs: dict[int, dict] = field(default_factory=dict)
     generates: bool = False  # it runs a model's `generate(...)` unguarded (`analysis/generation.py`)
+    # call index -> the arguments that are a parameter of the function written as its bare name (position or
+    # keyword -> name: `evaluate(model, val_loader)` in `train(model, val_loader)`)
+    names: dict[int, dict] = field(default_factory=dict)
 
     def to_json(self) -> list:
         full = [
             self.line, self.params, self.kwonly, self.calls, self.loops, self.effects, self.returns, self.trains, self.gpu,
             self.convolutions, self.optional_parts, [[i, list(v.items())] for i, v in self.literals.items()],
             [[i, list(v.items())] for i, v in self.configs.items()], self.generates,
+            [[i, list(v.items())] for i, v in self.names.items()],
         ]  # fmt: skip
         while len(full) > 2 and not full[-1]:
             full.pop()  # most functions call nothing the project defines: keep their summary short
@@ -180,7 +184,7 @@ class FunctionSummary:
 
     @classmethod
     def from_json(cls, data: list) -> FunctionSummary:
-        line, params, kwonly, calls, loops, effects, returns, trains, gpu, convolutions, optional, literals, configs, generates = [*data, *([None] * (14 - len(data)))]
+        line, params, kwonly, calls, loops, effects, returns, trains, gpu, convolutions, optional, literals, configs, generates, names = [*data, *([None] * (15 - len(data)))]
         return cls(
             line,
             tuple(params),
@@ -196,6 +200,7 @@ class FunctionSummary:
             {i: dict(pairs) for i, pairs in literals or ()},
             {i: {k: (v[0], tuple(v[1]) if isinstance(v[1], list) else v[1]) for k, v in pairs} for i, pairs in configs or ()},
             bool(generates),
+            {i: dict(pairs) for i, pairs in names or ()},
         )
 
 
@@ -461,6 +466,18 @@ def _literal_arguments(node: ast.Call) -> dict:
         ok, value = _literal(keyword.value) if keyword.arg else (False, None)
         if ok:
             found[keyword.arg] = value
+    return found
+
+
+def _name_arguments(node: ast.Call) -> dict:
+    """The arguments of a call written as a bare name: position or keyword -> name (`analysis/loader_links.py`)."""
+    found: dict = {}
+    for i, arg in enumerate(node.args):
+        if isinstance(arg, ast.Starred):
+            break
+        if isinstance(arg, ast.Name):
+            found[i] = arg.id
+    found.update({k.arg: k.value.id for k in node.keywords if k.arg and isinstance(k.value, ast.Name)})
     return found
 
 
@@ -1675,6 +1692,11 @@ class _Reader:
         literals = _literal_arguments(node)
         if literals:
             self.f.literals[index] = literals
+        # only the function's own parameters handed on as they are (`evaluate(model, val_loader)`): few calls have one
+        given = dict([*enumerate(args), *kwargs.items()])
+        names = {slot: name for slot, name in _name_arguments(node).items() if given.get(slot) == ("src", f"p:{name}")}
+        if names:
+            self.f.names[index] = names
         if self.b.configured:
             reads = {slot: read for slot, value in _arguments(node) if (read := self.config_read(value)) is not None}
             if reads:
