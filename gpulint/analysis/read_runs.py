@@ -192,8 +192,6 @@ def _queues_work(model: SemanticModel, call: cst.Call) -> bool:
     if isinstance(func, cst.Name) and func.value in _HOST_BUILTINS and not model.bindings_of(func.value, call):
         return _iterates_gpu_tensor(model, call)
     if isinstance(func, cst.Attribute):
-        if residency.is_host(func.value):
-            return False  # `x.cpu().numpy()`, `t.tolist().count(0)`: a method of what a host read returned runs on the host
         if residency.is_gpu(func.value) or func.attr.value in _COPIES:
             return False  # `x.float()`, `x.sum()`: a tensor method; `clip.to(device)`: a copy (a module's is step work)
         if func.attr.value in _HOST_METHODS:
