@@ -1,15 +1,12 @@
-"""The "the step waits anyway" noise class (N5 of the tenth to twelfth corpora) after a host copy: a read that
-follows a host copy of the same iteration with only light GPU work queued between them waits for nothing new.
-Minimal shapes of our own after pytorch-semseg's validation loop (the prediction copied for a numpy confusion
-matrix, then the labels and the loss), a feature-extraction loop that writes each batch to disk, the Stable
-Diffusion validation images written to PNG files, and build-nanogpt's step timed with `synchronize()` under
-`if device_type == "cuda":`. A read the copy does not drain (heavy work between, or the read comes first) stays."""
+"""The "the step waits anyway" noise class (N5 of the tenth to twelfth corpora): host copies the loop needs anyway
+and reads after a per-step drain. Minimal shapes of our own after the Stable Diffusion validation images written to
+PNG files and build-nanogpt's step timed with `synchronize()` under `if device_type == "cuda":`. A second copy right after a first one, and reads around a written-out copy, stay."""
 
 from __future__ import annotations
 
 import textwrap
 
-from tests.conftest import diagnostics, findings
+from tests.conftest import findings
 
 HEADER = """\
 import numpy as np
@@ -28,30 +25,21 @@ def gpu303(body: str) -> list[str]:
     return findings(HEADER + textwrap.dedent(body), select=("GPU303",))
 
 
-# ---- numpy methods of a host copy queue no GPU work: the reads after it join its run ------------------------
+# ---- a second copy right after a first one stays its own finding (judged right on corpora 10-12) ---------
 
 
-def test_reads_right_after_a_copy_to_numpy_join_the_copy():
-    # pytorch-semseg: the prediction copied for the confusion matrix (the run's finding), then the labels and the
-    # loss: `.numpy()` of the copy and the metric's update on numpy arrays queue nothing on the GPU
-    body = """\
-        def validate(loader, metrics, meter):
-            with torch.no_grad():
-                for x, y in loader:
-                    x, y = x.to(device), y.to(device)
-                    out = model(x)
-                    val_loss = nn.functional.cross_entropy(out, y)
-                    pred = out.max(1)[1].cpu().numpy()
-                    gt = y.cpu().numpy()
-                    metrics.update(gt, pred)
-                    meter.update(val_loss.item())
-    """
-    [d] = diagnostics(HEADER + textwrap.dedent(body), select=("GPU303",))
-    assert (d.location.row, d.location.column) == (16, 20)
-    assert d.message == (
-        "`out.max(1)[1].cpu()` waits for the GPU every evaluation step (loop at line 12), as do the reads after it"
-        " at lines 17 and 19 (only light GPU work queued in between: one wait)"
-    )
+def test_a_second_copy_right_after_a_copy_to_numpy_stays_its_own_finding():
+    # pretrain-gnns / YOLOv4 / decision-transformer: the judges call each `.cpu()` copy of the step an avoidable wait
+    assert gpu303("""\
+        def train(loader, log):
+            for x, y in loader:
+                out = model(x.to(device))
+                loss = nn.functional.mse_loss(out, y.to(device))
+                loss.backward()
+                optimizer.step()
+                log.append(loss.detach().cpu().item())
+                log.append(out.detach().cpu().numpy().mean())
+    """) == ["16:20 GPU303", "17:20 GPU303"]
 
 
 def test_a_forward_between_the_copy_and_the_next_read_keeps_both():
@@ -69,22 +57,7 @@ def test_a_forward_between_the_copy_and_the_next_read_keeps_both():
     assert gpu303(body) == ["15:20 GPU303", "18:26 GPU303"]
 
 
-# ---- a host copy the loop needs (written out) drains the stream: the read after it costs nothing ----------
-
-
-def test_a_loss_read_after_features_written_to_disk_is_silent():
-    # the copy is the loop's product (written each batch, not reported); the loss read after it finds nothing queued
-    assert gpu303("""\
-        def extract(loader, out_dir):
-            total = 0.0
-            with torch.no_grad():
-                for i, (x, y) in enumerate(loader):
-                    feats = model(x.to(device))
-                    loss = nn.functional.mse_loss(feats, y.to(device))
-                    np.save(f"{out_dir}/{i}.npy", feats.cpu().numpy())
-                    total += loss.item()
-            return total
-    """) == []
+# ---- a host copy the loop writes out: not reported; the reads around it keep their findings ---------------
 
 
 def test_a_loss_read_after_the_written_copy_and_another_forward_is_reported():
