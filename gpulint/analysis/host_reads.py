@@ -36,6 +36,7 @@ import libcst as cst
 
 from gpulint.analysis.error_paths import always_ends, jumps
 from gpulint.analysis.generation import generates_every_iteration
+from gpulint.analysis.gpu_free_branches import means_no_gpu
 from gpulint.analysis.hot_loops import trains
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.summary import CLOCKS, ENVIRONMENT
@@ -379,6 +380,9 @@ def written_out(model: SemanticModel, sync: HostSync, loop: Loop) -> bool:
     if any(_emptied_in(model, name, loop) for name in collected):
         return True
     values = derived | collected
+    built = assigned_name(model, _value_root(model, sync.node))
+    if built is not None:  # `x = 255. * rearrange(x_gpu.cpu().numpy(), ...)`: a host value built around the read
+        values.add(built)
     statement = model.enclosing_statement(sync.node)
     for _ in range(_MAX_HOPS):  # `tmp = Dataset.from_dict({"labels": codes})`
         added = {
@@ -482,7 +486,8 @@ def drains_every_iteration(model: SemanticModel, call: cst.Call, loop: Loop) -> 
 
 def _drains(model: SemanticModel, call: cst.Call, loop: Loop) -> bool:
     """`torch.cuda.synchronize()` (or a project helper that calls it every time) that runs every iteration:
-    no branch on the way to the loop but `if torch.cuda.is_available():` and `with` blocks."""
+    no branch on the way to the loop but `with` blocks and the bodies of tests that hold whenever the run has a
+    GPU (`if torch.cuda.is_available():`, `if device_type == "cuda":`, `gpu_free_branches.means_no_gpu`)."""
     name = model.call_name(call) or ""
     func = call.func
     drains = name == "torch.cuda.synchronize" or (
@@ -499,12 +504,17 @@ def _drains(model: SemanticModel, call: cst.Call, loop: Loop) -> bool:
     for ancestor in model.ancestors(call):
         if ancestor is loop:
             return True
-        if isinstance(ancestor, cst.If) and "is_available" not in model.code(ancestor.test):
+        if isinstance(ancestor, cst.If) and not (model.is_inside(call, ancestor.body) and _holds_on_gpu(model, ancestor.test)):
             return False
         branches = (cst.Else, cst.Try, cst.ExceptHandler, cst.Finally, cst.For, cst.While, cst.FunctionDef, cst.Lambda, cst.IfExp)
         if isinstance(ancestor, branches):
             return False
     return False
+
+
+def _holds_on_gpu(model: SemanticModel, test: cst.BaseExpression) -> bool:
+    """`if torch.cuda.is_available():`, `if device_type == "cuda":`: a test that holds on every run with a GPU."""
+    return "is_available" in model.code(test) or means_no_gpu(model, test, when=False)
 
 
 def _queues_gpu_work(model: SemanticModel, call: cst.Call) -> bool:
