@@ -152,3 +152,16 @@ def test_a_shape_sync_in_a_helper_loop_is_reported_there_once(tmp_path, monkeypa
     assert sorted(by_line) == [35]
     assert by_line[35].code == "GPU306"
     assert by_line[35].message.endswith("run by the calls at lines 22 and 24")
+
+
+def test_a_training_call_is_not_folded_into_a_read_its_helper_reports_as_an_evaluation_step(tmp_path, monkeypatch):
+    # a preview of tiles under `no_grad`, twice per training step: the training calls keep their warnings
+    source = TILED.replace(
+        "        with torch.no_grad():\n            output = test_video(lq, model, True)\n        output = output[:, :1]\n",
+        "        preview = test_clip(lq, model)\n        preview = test_clip(lq.flip(-1), model)\n"
+        "        loss = model(lq).mean()\n        loss.backward()\n        optimizer.step()\n        optimizer.zero_grad()\n",
+    ).replace("    loader = DataLoader(", "    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n    loader = DataLoader(")
+    diagnostics = lint(write(tmp_path, {"infer_vrt.py": source}), monkeypatch)
+    calls = [d for d in diagnostics if d.code == "GPU303" and d.message.startswith("`test_clip(")]
+    assert [(d.location.row, d.severity.value) for d in calls] == [(14, "warning"), (15, "warning")]
+    assert all("every training step" in d.message for d in calls)

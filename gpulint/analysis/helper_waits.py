@@ -52,16 +52,18 @@ def helper_lines(model: SemanticModel, sync: HostSync, what: str) -> set[int]:
     return lines
 
 
-def reported_in_helpers(model: SemanticModel, reported: list[HostSync], what: str) -> dict[int, HostSync]:
+def reported_in_helpers(model: SemanticModel, reported: list[tuple[HostSync, object, str]], what: str) -> dict[int, HostSync]:
     """id(a reported call of a helper of this module) -> the sync in that helper reported at its own line that
-    the call runs (the first, in the module's order): the call's wait is that one, reported there."""
-    in_place = sorted((s for s in reported if s.via is None), key=lambda s: model.dataflow.order[s.node])
+    the call runs (the first, in the module's order): the call's wait is that one, reported there. `reported`:
+    the rule's (sync, loop, role) findings; a call in a training step is not folded into a read the helper's
+    own loop reports as an evaluation step (its finding would say "evaluation" and lose the warning)."""
+    in_place = sorted((item for item in reported if item[0].via is None), key=lambda item: model.dataflow.order[item[0].node])
     if not in_place:
         return {}
     folded = {}
-    for sync in reported:
+    for sync, _, role in reported:
         lines = helper_lines(model, sync, what)
-        target = next((s for s in in_place if _lines(model, s.node) & lines), None) if lines else None
+        target = next((s for s, _, r in in_place if r == role and _lines(model, s.node) & lines), None) if lines else None
         if target is not None and not model.is_inside(sync.node, _function_of(model, target.node)):
             folded[id(sync)] = target
     return folded

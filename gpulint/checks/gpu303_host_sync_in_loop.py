@@ -69,7 +69,7 @@ class HostSyncInLoop(Rule):
                 continue  # an RL step that generates a rollout: its decoding already waits on the host per token
             statements.setdefault(id(model.enclosing_statement(sync.node)), []).append((sync, loop, role))
         # A call of a helper whose wait is reported in the helper itself: one wait, reported there, the call related.
-        folded = reported_in_helpers(model, [sync for found in statements.values() for sync, _, _ in found], "sync")
+        folded = reported_in_helpers(model, [item for found in statements.values() for item in found], "sync")
         runs_it: dict[int, list] = {}  # id(a read reported in a helper) -> the calls of the helper that run it
         for key, found in list(statements.items()):
             for sync, _, _ in found:

@@ -43,7 +43,7 @@ class SynchronizeInLoop(Rule):
                 continue  # the barrier after `batch_isend_irecv` / a work handle's `wait()`: removing it races
             accepted.append((HostSync(call, "synchronize", call, via=via), loop, role))
         # A call of a helper whose synchronize is reported in the helper itself: one wait, reported there.
-        folded = reported_in_helpers(model, [sync for sync, _, _ in accepted], "synchronize")
+        folded = reported_in_helpers(model, accepted, "synchronize")
         runs_it: dict[int, list] = {}  # id(a synchronize reported in a helper) -> the calls of the helper that run it
         for sync, _, _ in accepted:
             if id(sync) in folded:

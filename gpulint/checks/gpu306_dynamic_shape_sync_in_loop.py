@@ -51,7 +51,7 @@ class DynamicShapeSyncInLoop(Rule):
             reported.add(id(statement))
             accepted.append((sync, loop, role))
         # A call of a helper whose wait is reported in the helper itself: one wait, reported there, the call related.
-        folded = reported_in_helpers(model, [sync for sync, _, _ in accepted], "shape")
+        folded = reported_in_helpers(model, accepted, "shape")
         runs_it: dict[int, list] = {}  # id(a sync reported in a helper) -> the calls of the helper that run it
         for sync, _, _ in accepted:
             if id(sync) in folded:
