@@ -10,6 +10,7 @@ from gpulint.analysis import generation, host_reads, legacy_torch
 from gpulint.analysis.first_iterations import first_few_iterations
 from gpulint.analysis.full_batch import same_data_every_step
 from gpulint.analysis.helper_steps import calling_loop
+from gpulint.analysis.helper_waits import calls_named, reported_in_helpers
 from gpulint.analysis.index_loaders import loader_bound_evaluation
 from gpulint.analysis.read_runs import previous_read
 from gpulint.analysis.returned_actions import returned_to_an_environment
@@ -67,6 +68,16 @@ class HostSyncInLoop(Rule):
             if role == TRAIN and generation.generation_bound(model, loop):
                 continue  # an RL step that generates a rollout: its decoding already waits on the host per token
             statements.setdefault(id(model.enclosing_statement(sync.node)), []).append((sync, loop, role))
+        # A call of a helper whose wait is reported in the helper itself: one wait, reported there, the call related.
+        folded = reported_in_helpers(model, [item for found in statements.values() for item in found], "sync")
+        runs_it: dict[int, list] = {}  # id(a read reported in a helper) -> the calls of the helper that run it
+        for key, found in list(statements.items()):
+            for sync, _, _ in found:
+                if id(sync) in folded:
+                    runs_it.setdefault(id(folded[id(sync)].node), []).append(sync.node)
+            statements[key] = [item for item in found if id(item[0]) not in folded]
+            if not statements[key]:
+                statements.pop(key)
         for found in statements.values():
             found.sort(key=lambda item: model.dataflow.order[item[0].node])
         # A run of reads with only light GPU work queued between them is one wait: one finding, at its first read.
@@ -84,7 +95,10 @@ class HostSyncInLoop(Rule):
             verb = "waits" if len(syncs) == 1 else "wait"
             message = f"{what} {verb} for the GPU {self.every_step(role, loop)}"
             followers = later.get(key, [])
+            calls = [call for s in syncs + followers for call in runs_it.get(id(s.node), ())]
+            message += calls_named(model, calls, message)
             related = [(f"the {role} loop", loop)] + [(f"then {self._subject(s)}, with only light GPU work queued since", s.node) for s in followers]
+            related += [("a call that runs it every step", call) for call in calls]
             if followers:
                 lines = sorted({model.range(s.node).start.line for s in followers})
                 where = ", ".join(map(str, lines[:-1])) + (" and " if len(lines) > 1 else "") + str(lines[-1])

@@ -8,7 +8,8 @@ import libcst as cst
 
 from gpulint.analysis.communication import guards_communication
 from gpulint.analysis.helper_steps import called_helper
-from gpulint.analysis.residency import CPU, TRAIN
+from gpulint.analysis.helper_waits import calls_named, reported_in_helpers
+from gpulint.analysis.residency import CPU, TRAIN, HostSync
 from gpulint.analysis.streams import CURRENT_STREAM
 from gpulint.checks.base import Rule
 from gpulint.diagnostics import Diagnostic
@@ -26,6 +27,7 @@ class SynchronizeInLoop(Rule):
     def check(self) -> Iterator[Diagnostic]:
         model = self.model
         residency = model.residency
+        accepted = []
         for call in model.calls:
             via = None if self._is_device_sync(call) else self._helper_sync(call)
             if via is None and not self._is_device_sync(call):
@@ -39,13 +41,27 @@ class SynchronizeInLoop(Rule):
                 continue
             if via is None and guards_communication(model, call):
                 continue  # the barrier after `batch_isend_irecv` / a work handle's `wait()`: removing it races
+            accepted.append((HostSync(call, "synchronize", call, via=via), loop, role))
+        # A call of a helper whose synchronize is reported in the helper itself: one wait, reported there.
+        folded = reported_in_helpers(model, accepted, "synchronize")
+        runs_it: dict[int, list] = {}  # id(a synchronize reported in a helper) -> the calls of the helper that run it
+        for sync, _, _ in accepted:
+            if id(sync) in folded:
+                runs_it.setdefault(id(folded[id(sync)].node), []).append(sync.node)
+        for sync, loop, role in accepted:
+            if id(sync) in folded:
+                continue
+            call, via = sync.node, sync.via
             what = f"`{model.code(call)}`" if via is None else f"`{model.code(call)}` (`torch.cuda.synchronize()` at {via})"
             message = f"{what} blocks the CPU until the GPU is idle, {self.every_step(role, loop)}"
+            calls = runs_it.get(id(call), [])
+            message += calls_named(model, calls, message)
             help = (
                 "The GPU then waits while the CPU queues the next step; remove it, or use `wait_stream` / events to "
                 "order streams and synchronize only where the host reads GPU results"
             )
-            yield self.diagnostic(call, message, related=[("the training loop", loop)], help=help)
+            related = [("the training loop", loop)] + [("a call that runs it every step", c) for c in calls]
+            yield self.diagnostic(call, message, related=related, help=help)
 
     def _helper_sync(self, call: cst.Call) -> str | None:
         """Where a project function called here synchronizes the device on every call (`utils.py:9`)."""

@@ -8,6 +8,7 @@ import libcst as cst
 
 from gpulint.analysis import generation
 from gpulint.analysis.first_iterations import first_few_iterations
+from gpulint.analysis.helper_waits import calls_named, reported_in_helpers
 from gpulint.analysis.residency import EVAL, TRAIN
 from gpulint.analysis.step_waits import waited_before
 from gpulint.checks.base import Rule
@@ -33,6 +34,7 @@ class DynamicShapeSyncInLoop(Rule):
         model = self.model
         residency = model.residency
         reported: set[int] = set()  # one finding per statement
+        accepted = []
         for sync in residency.shape_syncs:
             statement = model.enclosing_statement(sync.node)
             if id(statement) in reported:
@@ -47,6 +49,16 @@ class DynamicShapeSyncInLoop(Rule):
             if role == TRAIN and generation.generation_bound(model, loop):
                 continue  # an RL step that generates a rollout: it waits on the host for every token anyway
             reported.add(id(statement))
+            accepted.append((sync, loop, role))
+        # A call of a helper whose wait is reported in the helper itself: one wait, reported there, the call related.
+        folded = reported_in_helpers(model, accepted, "shape")
+        runs_it: dict[int, list] = {}  # id(a sync reported in a helper) -> the calls of the helper that run it
+        for sync, _, _ in accepted:
+            if id(sync) in folded:
+                runs_it.setdefault(id(folded[id(sync)].node), []).append(sync.node)
+        for sync, loop, role in accepted:
+            if id(sync) in folded:
+                continue
             shown = self._shown(sync.node)
             if sync.via is not None:  # a project helper called every step
                 call = shown or "This call"
@@ -57,8 +69,11 @@ class DynamicShapeSyncInLoop(Rule):
                 what = sync.kind
             advice = next(text for key, text in _ADVICE if key in sync.kind)
             message = f"{subject} makes the host wait for the GPU {self.every_step(role, loop)}"
+            calls = runs_it.get(id(sync.node), [])
+            message += calls_named(model, calls, message)
             help = f"{what}; {advice}"
-            yield self.diagnostic(sync.node, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO, help=help)
+            related = [("a call that runs it every step", call) for call in calls]
+            yield self.diagnostic(sync.node, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO, related=related, help=help)
 
     def _shown(self, node) -> str | None:
         """The code as the message quotes it; a long call or subscript by its callee or base (`torch.tensor(...)`)."""
