@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 
 # At most this many parameters: each layer is a matmul of a few kilobytes, launch-bound on any GPU.
 TOY_PARAMETERS = 100_000
+# At most this many parameters, whatever feeds it: a step of such a model (MNIST/CIFAR LeNets, 784-128-10 MLPs)
+# is done in microseconds, before the host has the next batch (judged noise up to ~310k, right from ~400k).
+LAUNCH_BOUND_PARAMETERS = 300_000
 # At most this many elements in a tensor written or generated in the code (`torch.rand(100, 2)`).
 TOY_ELEMENTS = 1_000_000
 # At most this many rows per batch of a toy dense model fed from memory: ~150 MFLOP a step at most, microseconds.
@@ -44,6 +47,13 @@ _PARAMETER_FREE = frozenset({
     "ReplicationPad2d", "Sequential", "ModuleList",
 })  # fmt: skip
 PARAMETER_FREE = _PARAMETER_FREE
+# Wrappers that run the module they are given, parameters unchanged.
+_WRAPPERS = frozenset({
+    "torch.nn.DataParallel", "torch.nn.parallel.DataParallel", "torch.nn.parallel.DistributedDataParallel",
+    "torch.nn.parallel.distributed.DistributedDataParallel", "torch.nn.parallel.data_parallel.DataParallel",
+})  # fmt: skip
+# Reductions over the feature map in a forward (`x.mean((2, 3))`): the image size is free, whatever the head.
+_GLOBAL_REDUCTIONS = frozenset({"mean", "sum", "amax", "logsumexp"})
 _COMPREHENSIONS = (cst.ListComp, cst.GeneratorExp, cst.SetComp, cst.DictComp)
 _RECURRENT_GATES = {"RNN": 1, "GRU": 3, "LSTM": 4}
 _FREEZING_CALLS = ("get_peft_model", "prepare_model_for_kbit_training", "PeftModel", "mark_only_lora_as_trainable")
@@ -73,6 +83,7 @@ class ModelSize:
     def __init__(self, model: SemanticModel) -> None:
         self.m = model
         self._toy_loops: dict[cst.CSTNode, bool] = {}
+        self._launch_bound: dict[cst.CSTNode, bool] = {}
 
     # ---- parameter counts ---------------------------------------------------------------------------
 
@@ -88,6 +99,8 @@ class ModelSize:
             name = m.call_name(expr) or ""
             if name == "torch.compile" and expr.args and expr.args[0].keyword is None:
                 return self.parameters(expr.args[0].value, depth + 1)  # compiling keeps the parameters
+            if name in _WRAPPERS and expr.args and expr.args[0].keyword is None and not expr.args[0].star:
+                return self.parameters(expr.args[0].value, depth + 1)  # a replica per GPU of the same model
             if name.startswith("torch.nn."):
                 return self._layer(expr, name.rsplit(".", 1)[1], {}, depth)
             info = m.local_class_of(name)
@@ -97,10 +110,40 @@ class ModelSize:
         if isinstance(expr, (cst.Name, cst.Attribute)):
             key = dotted_name(expr)
             writes = m.dataflow.reaching_writes(key, expr) if key is not None else []
+            if not writes and isinstance(expr, cst.Name):
+                passed = self._passed(expr)  # a parameter of a function: what its callers pass
+                return None if passed is None else _largest([self.parameters(a, depth + 1) for a in passed])
             return _largest([self.parameters(w.value, depth + 1) if w.value is not None else None for w in writes])
         if isinstance(expr, cst.IfExp):  # `nn.ReLU() if relu else nn.Tanh()`
             return _largest([self.parameters(expr.body, depth + 1), self.parameters(expr.orelse, depth + 1)])
         return None
+
+    def _passed(self, name: cst.Name) -> Optional[list[cst.BaseExpression]]:
+        """What the callers of a module-level function pass for its parameter `name` (`def train(model, loader)`,
+        `train(Net().to(device), loader)`); None unless every call in the module names the argument."""
+        m = self.m
+        binders = m.bindings_of(name.value, name)
+        if len(binders) != 1 or not isinstance(binders[0], cst.Param):
+            return None
+        function = m.parent.get(m.parent.get(binders[0]))
+        if not isinstance(function, cst.FunctionDef) or binders[0] not in function.params.params:
+            return None
+        positional = list(function.params.params)
+        if positional and positional[0].name.value in ("self", "cls"):
+            return None  # a method: its callers are not read
+        index = positional.index(binders[0])
+        callers = [c for c in m.calls_of(function.name.value) if not m.is_inside(c, function)]
+        passed = []
+        for call in callers:
+            if any(a.star for a in call.args):
+                return None
+            keyword = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == name.value), None)
+            plain = [a.value for a in call.args if a.keyword is None]
+            value = keyword if keyword is not None else plain[index] if index < len(plain) else None
+            if value is None:
+                return None
+            passed.append(value)
+        return passed or None
 
     def is_toy_model(self, expr: cst.BaseExpression) -> bool:
         """At most `TOY_PARAMETERS` parameters; none at all is a stub to fill in (an exercise), not a model."""
@@ -431,6 +474,97 @@ class ModelSize:
             models += count > 0
         return models > 0  # a loss module alone is not a toy model
 
+    def launch_bound_model(self, expr: cst.BaseExpression) -> bool:
+        """The module `expr` builds or names has at most `LAUNCH_BOUND_PARAMETERS` parameters (known), and its
+        convolutions, if any, see small images: a step of it is kernel launches, whatever data feeds it."""
+        count = self.parameters(expr)
+        if count is None or not 0 < count <= LAUNCH_BOUND_PARAMETERS:
+            return False
+        return not self.builds_convolutions(expr) or self._head_fixes_image(expr)
+
+    def launch_bound_loop(self, loop: cst.CSTNode) -> bool:
+        """Every model the loop runs or hands to a call is known and launch-bound (`launch_bound_model`), together
+        at most `LAUNCH_BOUND_PARAMETERS`: the GPU's work per step ends in microseconds, so a read waits for
+        nothing worth a report (MNIST/CIFAR LeNets, 784-128-10 MLPs, a linear probe) whatever the data."""
+        if loop not in self._launch_bound:
+            self._launch_bound[loop] = self._runs_launch_bound_models(loop)
+        return self._launch_bound[loop]
+
+    def _runs_launch_bound_models(self, loop: cst.CSTNode) -> bool:
+        m = self.m
+        residency = m.residency
+        total = 0
+        for call in m.calls_inside(loop):
+            func = call.func
+            if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+                return False  # a method of the class: it may run models this loop does not name
+            called = func.value if isinstance(func, cst.Attribute) and func.attr.value == "forward" else func
+            modules = [called] + [a.value for a in call.args if not a.star]  # run here, or handed to a helper
+            for module in modules:
+                if not (residency.is_module(module) or residency.is_gpu_module(module)):
+                    continue
+                count = self.parameters(module)
+                if count is None or count > LAUNCH_BOUND_PARAMETERS:
+                    return False
+                if count and module is called:
+                    if self.builds_convolutions(module) and not self._head_fixes_image(module):
+                        return False
+                    total += count
+        return 0 < total <= LAUNCH_BOUND_PARAMETERS  # a loss module alone is not a model
+
+    def _head_fixes_image(self, expr: cst.BaseExpression) -> bool:
+        """A convolutional model whose definition ends in `nn.Linear` layers with no adaptive or global pooling:
+        the head's (counted) input size fixes the feature map, so the images are as small as the model."""
+        names = self._definition_calls(expr, 0)
+        if names is None or "torch.nn.Linear" not in names:
+            return False
+        tails = {name.rsplit(".", 1)[-1].lower() for name in names}
+        return not any("adaptive" in tail or "global" in tail or tail in _GLOBAL_REDUCTIONS for tail in tails)
+
+    def _definition_calls(self, expr: cst.BaseExpression, depth: int) -> Optional[set[str]]:
+        """The names of the calls in the definition of the module `expr` builds or names (its class, the classes
+        it builds, or the `nn.Sequential(...)` call); None when unknown."""
+        m = self.m
+        if depth > _MAX_DEPTH:
+            return None
+        if isinstance(expr, cst.Call):
+            func = expr.func
+            if isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda", "float", "train", "eval"):
+                return self._definition_calls(func.value, depth + 1)
+            name = m.call_name(expr) or ""
+            if name in _WRAPPERS or name == "torch.compile":
+                return self._definition_calls(expr.args[0].value, depth + 1) if expr.args else None
+            info = m.local_class_of(name)
+            names: set[str] = set()
+            for call in m.calls_inside(info.node if info is not None else expr):
+                inner = m.call_name(call) or dotted_name(call.func) or ""
+                names.add(inner)
+                local = m.local_class_of(m.call_name(call))
+                if local is not None and local is not info:
+                    more = self._definition_calls(call, depth + 1)
+                    if more is None:
+                        return None
+                    names |= more
+            return names
+        if isinstance(expr, (cst.Name, cst.Attribute)):
+            key = dotted_name(expr)
+            writes = m.dataflow.reaching_writes(key, expr) if key is not None else []
+            if not writes and isinstance(expr, cst.Name):
+                passed = self._passed(expr)
+                values = passed or []
+            else:
+                values = [w.value for w in writes]
+            if not values or None in values:
+                return None
+            found: set[str] = set()
+            for value in values:
+                more = self._definition_calls(value, depth + 1)  # type: ignore[arg-type]
+                if more is None:
+                    return None
+                found |= more
+            return found
+        return None
+
     def _small_batches_from_memory(self, loop: cst.CSTNode) -> bool:
         """The loop iterates a DataLoader (through `enumerate`, `tqdm`, `list`) whose items are rows held in memory
         (`batch_cost.items_are_cheap`: a `TensorDataset`, a table indexed in `__getitem__`) in batches of at most
@@ -498,6 +632,8 @@ class ModelSize:
         if isinstance(expr, (cst.Name, cst.Attribute)):
             key = dotted_name(expr)
             writes = m.dataflow.reaching_writes(key, expr) if key is not None else []
+            if not writes and isinstance(expr, cst.Name) and (passed := self._passed(expr)) is not None:
+                return any(self.builds_convolutions(value, depth + 1) for value in passed)
             return not writes or any(w.value is None or self.builds_convolutions(w.value, depth + 1) for w in writes)
         return True
 

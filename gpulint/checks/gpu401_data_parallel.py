@@ -31,7 +31,7 @@ class DataParallel(Rule):
             if only_runs_inference(model, wrapper.call):
                 continue  # an evaluation or sampling tool: no gradients to all-reduce, DDP is not what it wants
             wrapped = _wrapped_module(wrapper.call)
-            if wrapped is not None and model.model_size.is_toy_model(wrapped):
+            if wrapped is not None and (model.model_size.is_toy_model(wrapped) or model.model_size.launch_bound_model(wrapped)):
                 continue  # a toy net (a state_dict demo): there is no step worth spreading over GPUs
             message = f"`DataParallel` ({wrapper.why}) runs one process with a thread per GPU"
             help = (
