@@ -496,9 +496,9 @@ class ModelSize:
         total = 0
         for call in m.calls_inside(loop):
             func = call.func
-            if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
-                return False  # a method of the class: it may run models this loop does not name
             called = func.value if isinstance(func, cst.Attribute) and func.attr.value == "forward" else func
+            if _calls_own_method(call) and not (residency.is_module(called) or residency.is_gpu_module(called)):
+                return False  # `self.step(batch)`: a method of the class may run models this loop does not name
             modules = [called] + [a.value for a in call.args if not a.star]  # run here, or handed to a helper
             for module in modules:
                 if not (residency.is_module(module) or residency.is_gpu_module(module)):

@@ -1,0 +1,248 @@
+"""Launch-bound steps (`model_size.launch_bound_loop` / `launch_bound_model`): a step that runs only a model of at most
+`LAUNCH_BOUND_PARAMETERS` known parameters (an MNIST/CIFAR LeNet, a 784-128-10 MLP, a linear probe) is done in
+microseconds whatever feeds it, so GPU303/GPU306 reads, GPU405's autograd graph and GPU401's DataParallel cost nothing
+worth a report (issue 13, noise class N3: thirteenth corpus 46 findings, eighth to twelfth ~60). Sizes are read through
+the arguments a function's callers pass (`def train(model, loader)`) and through DataParallel/DDP wrappers; a
+convolutional model counts only when a `nn.Linear` head with no adaptive or global pooling fixes its image size."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from tests.conftest import findings
+
+LENET = """\
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 6, 5)
+        self.pool = nn.MaxPool2d(2, 2)
+        self.conv2 = nn.Conv2d(6, 16, 5)
+        self.fc1 = nn.Linear(16 * 5 * 5, 120)
+        self.fc2 = nn.Linear(120, 84)
+        self.fc3 = nn.Linear(84, 10)
+
+    def forward(self, x):
+        x = self.pool(F.relu(self.conv1(x)))
+        x = self.pool(F.relu(self.conv2(x)))
+        x = torch.flatten(x, 1)
+        return self.fc3(F.relu(self.fc2(F.relu(self.fc1(x)))))
+"""
+
+# A ResNet-style net of about 25M parameters: the same shapes, real work.
+BIG = """\
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 512, 3)
+        self.conv2 = nn.Conv2d(512, 2048, 3)
+        self.conv3 = nn.Conv2d(2048, 1024, 3)
+        self.fc = nn.Linear(1024 * 26 * 26, 10)
+
+    def forward(self, x):
+        return self.fc(torch.flatten(self.conv3(self.conv2(self.conv1(x))), 1))
+"""
+
+MLP = """\
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(784, 128)
+        self.fc2 = nn.Linear(128, 10)
+
+    def forward(self, x):
+        return self.fc2(F.relu(self.fc1(x.view(-1, 784))))
+"""
+
+SCRIPT = """\
+import torch
+import torch.nn.functional as F
+import torchvision
+from torch import nn
+from torch.utils.data import DataLoader
+
+{net}
+
+def train(model, loader, optimizer):
+    model.train()
+    for images, labels in loader:
+        images, labels = images.cuda(), labels.cuda()
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(images), labels)
+        loss.backward()
+        optimizer.step()
+        print(loss.item())
+
+
+def main():
+    data = torchvision.datasets.CIFAR10("data", train=True, download=True, transform=torchvision.transforms.ToTensor())
+    loader = DataLoader(data, batch_size=64, shuffle=True, num_workers=4, pin_memory=True)
+    model = {model}
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    for epoch in range(10):
+        train(model, loader, optimizer)
+
+
+main()
+"""
+
+
+def gpu303(net: str, model: str = "Net().cuda()") -> list[str]:
+    return read_findings(SCRIPT.format(net=net, model=model))
+
+
+def read_findings(source: str) -> list[str]:
+    """GPU303's findings, `READ` standing for the per-step `print(loss.item())` it reports."""
+    row = source.splitlines().index("        print(loss.item())") + 1
+    return [f.replace(f"{row}:15 ", "READ ") for f in findings(source, select=("GPU303",))]
+
+
+def test_a_lenet_passed_to_the_training_function_is_launch_bound():
+    """The 62k-parameter CIFAR LeNet: its `fc1 = nn.Linear(16 * 5 * 5, 120)` fixes a 32x32 image."""
+    assert gpu303(LENET) == []
+
+
+def test_an_mnist_mlp_is_launch_bound():
+    assert gpu303(MLP) == []  # 101,770 parameters
+
+
+def test_a_one_linear_model_is_launch_bound():
+    assert gpu303("", model="nn.Linear(784, 10).cuda()") == []
+
+
+def test_a_model_wrapped_in_data_parallel_keeps_its_size():
+    assert gpu303(LENET, model="nn.DataParallel(Net()).cuda()") == []
+
+
+def test_a_25m_parameter_network_keeps_the_read():
+    assert gpu303(BIG) == ["READ GPU303"]
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        "torchvision.models.resnet18().cuda()",  # a library model: no estimate
+        "build_model(cfg).cuda()",  # a factory: unknown
+        "nn.Sequential(nn.Linear(784, args.hidden), nn.Linear(args.hidden, 10)).cuda()",  # a size from the command line
+        "nn.Sequential(nn.Linear(784, 1024), nn.ReLU(), nn.Linear(1024, 10)).cuda()",  # 814k parameters: real work
+    ],
+)
+def test_a_model_of_unknown_or_real_size_keeps_the_read(model):
+    assert gpu303("", model=model) == ["READ GPU303"]
+
+
+def test_a_small_convolutional_model_with_global_pooling_keeps_the_read():
+    """`AdaptiveAvgPool2d` frees the image size: 60k parameters can run over 1024x1024 images."""
+    net = LENET.replace("nn.MaxPool2d(2, 2)", "nn.AdaptiveAvgPool2d(5)")
+    assert gpu303(net) == ["READ GPU303"]
+
+
+def test_a_fully_convolutional_toy_keeps_the_read():
+    net = "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.conv = nn.Conv2d(3, 8, 3)\n\n    def forward(self, x):\n        return self.conv(x)\n"
+    assert gpu303(net) == ["READ GPU303"]
+
+
+def test_a_function_whose_callers_pass_different_models_takes_the_largest():
+    source = SCRIPT.format(net=BIG + "\n\nclass Small(nn.Module):\n    pass\n", model="Net().cuda()").replace(
+        "    for epoch in range(10):\n", "    train(nn.Linear(4, 2).cuda(), loader, optimizer)\n    for epoch in range(10):\n"
+    )
+    assert read_findings(source) == ["READ GPU303"]
+
+
+def test_a_small_module_beside_a_model_handed_to_a_helper_keeps_the_read():
+    """The loop calls a small head itself and hands a library backbone to a helper: the step is not launch-bound."""
+    source = textwrap.dedent(
+        """\
+        import torch
+        import torchvision
+        from torch import nn
+
+        backbone = torchvision.models.resnet50().cuda()
+        head = nn.Linear(1000, 10).cuda()
+        optimizer = torch.optim.SGD(head.parameters(), lr=0.1)
+
+        def features(net, x):
+            return net(x)
+
+        for x, y in loader:
+            loss = nn.functional.cross_entropy(head(features(backbone, x.cuda())), y.cuda())
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            print(loss.item())
+        """
+    )
+    assert [f.split()[1] for f in findings(source, select=("GPU303",))] == ["GPU303"]
+
+
+def test_a_small_module_called_on_self_is_launch_bound():
+    source = textwrap.dedent(
+        """\
+        import torch
+        from torch import nn
+
+        class Trainer:
+            def __init__(self):
+                self.model = nn.Linear(784, 10).cuda()
+                self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1)
+
+            def fit(self, loader):
+                for x, y in loader:
+                    loss = nn.functional.cross_entropy(self.model(x.cuda()), y.cuda())
+                    self.opt.zero_grad()
+                    loss.backward()
+                    self.opt.step()
+                    print(loss.item())
+        """
+    )
+    assert findings(source, select=("GPU303",)) == []
+
+
+EVAL = """\
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+{net}
+
+model = Net().cuda()
+model.eval()
+total = 0
+for x, y in test_loader:
+    out = model(x.cuda())
+    total += F.cross_entropy(out, y.cuda())
+"""
+
+
+def test_gpu405_is_silent_for_a_launch_bound_model():
+    assert findings(EVAL.format(net=LENET), select=("GPU405",)) == []
+
+
+def test_gpu405_keeps_a_real_model():
+    assert [f.split()[1] for f in findings(EVAL.format(net=BIG), select=("GPU405",))] == ["GPU405"]
+
+
+DP = """\
+import torch
+from torch import nn
+
+{net}
+
+model = nn.DataParallel({model}).cuda()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for x, y in loader:
+    loss = nn.functional.cross_entropy(model(x.cuda()), y.cuda())
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+"""
+
+
+def test_gpu401_is_silent_for_a_launch_bound_lenet():
+    assert findings(DP.format(net=LENET, model="Net()"), select=("GPU401",)) == []
+
+
+def test_gpu401_keeps_a_real_model():
+    assert [f.split()[1] for f in findings(DP.format(net=BIG, model="Net()"), select=("GPU401",))] == ["GPU401"]
