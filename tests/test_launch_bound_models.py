@@ -246,3 +246,46 @@ def test_gpu401_is_silent_for_a_launch_bound_lenet():
 
 def test_gpu401_keeps_a_real_model():
     assert [f.split()[1] for f in findings(DP.format(net=BIG, model="Net()"), select=("GPU401",))] == ["GPU401"]
+
+
+FACTORY = """\
+import torch
+from collections import OrderedDict
+from torch import nn
+
+INPUT_SIZE = 784
+HIDDEN_SIZES = [128, {hidden}]
+OUTPUT_SIZE = 10
+
+
+def build_model():
+    model = nn.Sequential(
+        OrderedDict(
+            [
+                ("linear0", nn.Linear(INPUT_SIZE, HIDDEN_SIZES[0])),
+                ("relu0", nn.ReLU()),
+                ("linear1", nn.Linear(HIDDEN_SIZES[0], HIDDEN_SIZES[1])),
+                ("linear2", nn.Linear(HIDDEN_SIZES[1], OUTPUT_SIZE)),
+            ]
+        )
+    )
+    return model
+
+
+model = build_model().cuda()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for x, y in loader:
+    loss = nn.functional.cross_entropy(model(x.cuda()), y.cuda())
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    print(loss.item())
+"""
+
+
+def test_a_model_from_a_factory_of_named_layers_sized_by_a_constant_list_is_launch_bound():
+    assert findings(FACTORY.format(hidden=64), select=("GPU303",)) == []  # 109k parameters
+
+
+def test_the_same_factory_of_a_real_model_keeps_the_read():
+    assert [f.split()[1] for f in findings(FACTORY.format(hidden=4096), select=("GPU303",))] == ["GPU303"]  # 666k

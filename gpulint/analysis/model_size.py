@@ -106,6 +106,12 @@ class ModelSize:
             info = m.local_class_of(name)
             if info is not None and m.is_subclass_of(info.node.name.value, "torch.nn.Module"):
                 return self._class(info.node, expr, depth + 1)
+            factory = self._factory(expr)
+            if factory is not None:  # `def build_model(): return nn.Sequential(...)`: what it returns
+                returned = [r.value for r in m.returns_of(factory)]
+                if not returned or None in returned:
+                    return None
+                return _largest([self.parameters(value, depth + 1) for value in returned])  # type: ignore[arg-type]
             return None
         if isinstance(expr, (cst.Name, cst.Attribute)):
             key = dotted_name(expr)
@@ -117,6 +123,15 @@ class ModelSize:
         if isinstance(expr, cst.IfExp):  # `nn.ReLU() if relu else nn.Tanh()`
             return _largest([self.parameters(expr.body, depth + 1), self.parameters(expr.orelse, depth + 1)])
         return None
+
+    def _factory(self, call: cst.Call) -> Optional[cst.FunctionDef]:
+        """The one function of this module `call` calls by name (`build_model()`), not a generator."""
+        if not isinstance(call.func, cst.Name) or self.m.bindings_of(call.func.value, call) and not self.m.functions.get(call.func.value):
+            return None
+        defs = self.m.functions.get(call.func.value, [])
+        if len(defs) != 1 or self.m.yields_of(defs[0]) or self.m.is_inside(call, defs[0]):
+            return None
+        return defs[0]
 
     def _passed(self, name: cst.Name) -> Optional[list[cst.BaseExpression]]:
         """What the callers of a module-level function pass for its parameter `name` (`def train(model, loader)`,
@@ -159,6 +174,8 @@ class ModelSize:
                     return None
                 if isinstance(arg.value, (cst.List, cst.Tuple)):  # `nn.ModuleList([...])`
                     children.extend(e.value for e in arg.value.elements)
+                elif (named := _named_layers(self.m, arg.value)) is not None:  # `nn.Sequential(OrderedDict([...]))`
+                    children.extend(named)
                 elif isinstance(arg.value, (cst.ListComp, cst.GeneratorExp)):  # `[nn.Linear(n, n) for _ in range(k)]`
                     copies = self._repeats(arg.value, env)
                     if copies is None:
@@ -306,6 +323,16 @@ class ModelSize:
         width = _width_of(expr)
         if width is not None:
             return self.columns(width)
+        if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Name) and expr.value.value not in env:
+            resolved = self.m.values.resolve(expr)  # a config dict's item
+            if resolved is not None:
+                return as_int(resolved.value)
+            ok, index = literal_value(expr.slice[0].slice.value) if len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index) else (False, None)
+            writes = self.m.dataflow.reaching_writes(expr.value.value, expr.value)  # `HIDDEN_SIZES[0]` of a list constant
+            listed = writes[0].value if len(writes) == 1 and not writes[0].is_augmented else None
+            if ok and isinstance(index, int) and isinstance(listed, (cst.List, cst.Tuple)) and -len(listed.elements) <= index < len(listed.elements):
+                return self.integer(listed.elements[index].value, env, depth + 1)
+            return None
         if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
             writes = self.m.dataflow.reaching_writes(f"self.{expr.attr.value}", expr)
             values = {self.integer(w.value, env, depth + 1) for w in writes if w.value is not None}
@@ -756,6 +783,22 @@ def _width_of(expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
         if literal_value(expr.args[0].value) == (True, 1):
             return expr.func.value
     return None
+
+
+def _named_layers(model: SemanticModel, expr: cst.BaseExpression) -> Optional[list[cst.BaseExpression]]:
+    """The layers of `OrderedDict([("fc1", nn.Linear(...)), ...])`; None for anything else."""
+    if not isinstance(expr, cst.Call) or (model.call_name(expr) or "") != "collections.OrderedDict" or len(expr.args) != 1:
+        return None
+    pairs = expr.args[0].value
+    if not isinstance(pairs, (cst.List, cst.Tuple)):
+        return None
+    layers = []
+    for element in pairs.elements:
+        pair = element.value
+        if not isinstance(pair, cst.Tuple) or len(pair.elements) != 2:
+            return None
+        layers.append(pair.elements[1].value)
+    return layers
 
 
 def _convolution(name: str) -> bool:
