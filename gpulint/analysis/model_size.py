@@ -4,9 +4,11 @@ whether the tensors it trains on are toy data written in the code.
 Mixed precision, TF32 and a fused optimizer pay off with the work of the matrix multiplications and of the
 update; a model of a few thousand parameters (`nn.Linear(2, 10)`, `nn.Linear(10, 1)`) is bound by kernel
 launches, and an optimizer over a new head or LoRA adapters updates a handful of tensors. The sizes are read
-from literal constructor arguments only: a layer sized from a config, an argument of unknown value, a
-pretrained model (`from_pretrained`, `timm.create_model`, torchvision) or a class of another module has no
-estimate, and the rules keep reporting it.
+from literal constructor arguments (also through a factory function of the module, module constant lists, DataParallel
+wrappers and what every caller passes for a function's model parameter): a layer sized from a config, an argument of
+unknown value, a pretrained model (`from_pretrained`, `timm.create_model`, torchvision) or a class of another module
+has no estimate, and the rules keep reporting it. A step that runs only models of at most `LAUNCH_BOUND_PARAMETERS`
+(`launch_bound_loop`) is launch-bound whatever feeds it: GPU303/GPU306 reads and GPU405's graph cost nothing there.
 """
 
 from __future__ import annotations
@@ -78,7 +80,7 @@ _TENSOR_FUNCTIONS = frozenset({
 class ModelSize:
     """`parameters(module)`: the estimated parameter count of a module expression, or None; `is_toy_model`;
     `trains_few_tensors(owners)` for the modules an optimizer's parameters come from; `is_toy_tensor(expr)`;
-    `toy_loop(loop)`."""
+    `toy_loop(loop)`; `launch_bound_model(expr)` / `launch_bound_loop(loop)`."""
 
     def __init__(self, model: SemanticModel) -> None:
         self.m = model
