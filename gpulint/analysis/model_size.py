@@ -334,6 +334,9 @@ class ModelSize:
             listed = writes[0].value if len(writes) == 1 and not writes[0].is_augmented else None
             if ok and isinstance(index, int) and isinstance(listed, (cst.List, cst.Tuple)) and -len(listed.elements) <= index < len(listed.elements):
                 return self.integer(listed.elements[index].value, env, depth + 1)
+            if ok and isinstance(listed, cst.Dict):  # `SETTINGS["num class labels"]` of a dict constant
+                items = [e for e in listed.elements if isinstance(e, cst.DictElement) and literal_value(e.key) == (True, index)]
+                return self.integer(items[0].value, env, depth + 1) if len(items) == 1 and len(writes) == 1 else None
             return None
         if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
             writes = self.m.dataflow.reaching_writes(f"self.{expr.attr.value}", expr)
@@ -843,6 +846,13 @@ def _builds_module(model: SemanticModel, call: cst.Call) -> bool:
     return model.local_class_of(name) is not None or not _harmless(model, call)
 
 
+def _rooted_at_self(expr: cst.BaseExpression) -> bool:
+    """`self.fc.weight.detach()`: an expression that reads attributes of `self` and calls their methods."""
+    while isinstance(expr, (cst.Attribute, cst.Call)):
+        expr = expr.value if isinstance(expr, cst.Attribute) else expr.func
+    return isinstance(expr, cst.Name) and expr.value == "self"
+
+
 def _calls_own_method(call: cst.Call) -> bool:
     func = call.func
     return isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"
@@ -864,6 +874,8 @@ def _harmless(model: SemanticModel, call: cst.Call) -> bool:
         receiver = func.value
         if isinstance(receiver, cst.Name) and receiver.value == "self":
             return True
+        if _rooted_at_self(receiver):
+            return True  # `self.fc.weight.detach().normal_(0, 0.1)`: initializing its own layers
         if isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Name) and receiver.func.value == "super":
             return True
     if isinstance(func, cst.Name) and func.value in ("super", "range", "len", "int", "float", "list", "tuple", "dict", "zip", "enumerate", "isinstance", "print", "min", "max", "round", "abs", "getattr", "setattr", "hasattr"):
