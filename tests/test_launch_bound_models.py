@@ -1,6 +1,6 @@
-"""Launch-bound steps (`model_size.launch_bound_loop` / `launch_bound_model`): a step that runs only a model of at most
-`LAUNCH_BOUND_PARAMETERS` known parameters (an MNIST/CIFAR LeNet, a 784-128-10 MLP, a linear probe) is done in
-microseconds whatever feeds it, so GPU303/GPU306 reads, GPU405's autograd graph and GPU401's DataParallel cost nothing
+"""Launch-bound steps (`model_size.launch_bound_loop` / `launch_bound_model`): in a module that loads torchvision's
+MNIST/CIFAR-family data sets, a step that runs only a model of at most `LAUNCH_BOUND_PARAMETERS` known parameters (a
+LeNet, a 784-128-10 MLP) is done in microseconds, so GPU303/GPU306 reads and GPU405's autograd graph cost nothing
 worth a report (issue 13, noise class N3: thirteenth corpus 46 findings, eighth to twelfth ~60). Sizes are read through
 the arguments a function's callers pass (`def train(model, loader)`) and through DataParallel/DDP wrappers; a
 convolutional model counts only when a `nn.Linear` head with no adaptive or global pooling fixes its image size."""
@@ -104,6 +104,13 @@ def test_a_lenet_passed_to_the_training_function_is_launch_bound():
     assert gpu303(LENET) == []
 
 
+@pytest.mark.parametrize("dataset", ["ImageFolder", "ImageNet", "CocoDetection"])
+def test_the_same_model_on_a_data_set_not_known_to_be_small_keeps_the_read(dataset):
+    """Only torchvision's MNIST/CIFAR-family data sets say the job is teaching-scale (`loads_small_images`)."""
+    source = SCRIPT.format(net=MLP, model="Net().cuda()").replace("torchvision.datasets.CIFAR10(", f"torchvision.datasets.{dataset}(")
+    assert read_findings(source) == ["READ GPU303"]
+
+
 def test_an_mnist_mlp_is_launch_bound():
     assert gpu303(MLP) == []  # 101,770 parameters
 
@@ -159,6 +166,7 @@ def test_a_small_module_beside_a_model_handed_to_a_helper_keeps_the_read():
         import torchvision
         from torch import nn
 
+        data = torchvision.datasets.CIFAR10("data", download=True)
         backbone = torchvision.models.resnet50().cuda()
         head = nn.Linear(1000, 10).cuda()
         optimizer = torch.optim.SGD(head.parameters(), lr=0.1)
@@ -181,7 +189,10 @@ def test_a_small_module_called_on_self_is_launch_bound():
     source = textwrap.dedent(
         """\
         import torch
+        import torchvision
         from torch import nn
+
+        data = torchvision.datasets.MNIST("data", download=True)
 
         class Trainer:
             def __init__(self):
@@ -203,7 +214,10 @@ def test_a_small_module_called_on_self_is_launch_bound():
 EVAL = """\
 import torch
 import torch.nn.functional as F
+import torchvision
 from torch import nn
+
+test_loader = torch.utils.data.DataLoader(torchvision.datasets.CIFAR10("data", train=False), batch_size=1000)
 
 {net}
 
@@ -256,8 +270,11 @@ def test_gpu401_is_silent_for_a_toy_lenet_without_a_ddp_path():
 
 FACTORY = """\
 import torch
+import torchvision
 from collections import OrderedDict
 from torch import nn
+
+loader = torch.utils.data.DataLoader(torchvision.datasets.MNIST("data", download=True), batch_size=64)
 
 INPUT_SIZE = 784
 HIDDEN_SIZES = [128, {hidden}]

@@ -7,8 +7,9 @@ launches, and an optimizer over a new head or LoRA adapters updates a handful of
 from literal constructor arguments (also through a factory function of the module, module constant lists, DataParallel
 wrappers and what every caller passes for a function's model parameter): a layer sized from a config, an argument of
 unknown value, a pretrained model (`from_pretrained`, `timm.create_model`, torchvision) or a class of another module
-has no estimate, and the rules keep reporting it. A step that runs only models of at most `LAUNCH_BOUND_PARAMETERS`
-(`launch_bound_loop`) is launch-bound whatever feeds it: GPU303/GPU306 reads and GPU405's graph cost nothing there.
+has no estimate, and the rules keep reporting it. A step of a module that trains on MNIST/CIFAR-size images and runs
+only models of at most `LAUNCH_BOUND_PARAMETERS` (`launch_bound_loop`) is launch-bound: GPU303/GPU306 reads and
+GPU405's graph cost nothing there.
 """
 
 from __future__ import annotations
@@ -53,6 +54,10 @@ PARAMETER_FREE = _PARAMETER_FREE
 _WRAPPERS = frozenset({
     "torch.nn.DataParallel", "torch.nn.parallel.DataParallel", "torch.nn.parallel.DistributedDataParallel",
     "torch.nn.parallel.distributed.DistributedDataParallel", "torch.nn.parallel.data_parallel.DataParallel",
+})  # fmt: skip
+# torchvision's data sets of small images (28x28, 32x32): the teaching-scale jobs small models are trained on.
+_SMALL_IMAGE_DATASETS = frozenset({
+    "MNIST", "FashionMNIST", "KMNIST", "EMNIST", "QMNIST", "CIFAR10", "CIFAR100", "SVHN", "USPS",
 })  # fmt: skip
 # Reductions over the feature map in a forward (`x.mean((2, 3))`): the image size is free, whatever the head.
 _GLOBAL_REDUCTIONS = frozenset({"mean", "sum", "amax", "logsumexp"})
@@ -507,23 +512,38 @@ class ModelSize:
         return models > 0  # a loss module alone is not a toy model
 
     def launch_bound_model(self, expr: cst.BaseExpression) -> bool:
-        """The module `expr` builds or names has at most `LAUNCH_BOUND_PARAMETERS` parameters (known), and its
-        convolutions, if any, see small images: a step of it is kernel launches, whatever data feeds it."""
+        """The module trains on small images (`loads_small_images`), and the model `expr` builds or names has at most
+        `LAUNCH_BOUND_PARAMETERS` parameters (known) and a `nn.Linear` head that fixes its image size if it has
+        convolutions: a step of it is kernel launches."""
+        if not self.loads_small_images:
+            return False
         count = self.parameters(expr)
         if count is None or not 0 < count <= LAUNCH_BOUND_PARAMETERS:
             return False
         return not self.builds_convolutions(expr) or self._head_fixes_image(expr)
 
+    @cached_property
+    def loads_small_images(self) -> bool:
+        """The module loads one of torchvision's small-image data sets (`datasets.MNIST(...)`, `CIFAR10`): a
+        teaching-scale job, where a small model's step is done before the host has the next batch."""
+        for call in self.m.calls:
+            name = self.m.call_name(call) or ""
+            if name.startswith("torchvision.datasets.") and name.rsplit(".", 1)[-1] in _SMALL_IMAGE_DATASETS:
+                return True
+        return False
+
     def launch_bound_loop(self, loop: cst.CSTNode) -> bool:
-        """Every model the loop runs or hands to a call is known and launch-bound (`launch_bound_model`), together
-        at most `LAUNCH_BOUND_PARAMETERS`: the GPU's work per step ends in microseconds, so a read waits for
-        nothing worth a report (MNIST/CIFAR LeNets, 784-128-10 MLPs, a linear probe) whatever the data."""
+        """The module trains on small images (`loads_small_images`) and every model the loop runs or hands to a call
+        is known and launch-bound (`launch_bound_model`), together at most `LAUNCH_BOUND_PARAMETERS`: the GPU's work
+        per step ends in microseconds, so a read waits for nothing worth a report (MNIST/CIFAR LeNets, 784-128-10 MLPs)."""
         if loop not in self._launch_bound:
             self._launch_bound[loop] = self._runs_launch_bound_models(loop)
         return self._launch_bound[loop]
 
     def _runs_launch_bound_models(self, loop: cst.CSTNode) -> bool:
         m = self.m
+        if not self.loads_small_images:
+            return False
         residency = m.residency
         total = 0
         for call in m.calls_inside(loop):
