@@ -4,9 +4,12 @@ whether the tensors it trains on are toy data written in the code.
 Mixed precision, TF32 and a fused optimizer pay off with the work of the matrix multiplications and of the
 update; a model of a few thousand parameters (`nn.Linear(2, 10)`, `nn.Linear(10, 1)`) is bound by kernel
 launches, and an optimizer over a new head or LoRA adapters updates a handful of tensors. The sizes are read
-from literal constructor arguments only: a layer sized from a config, an argument of unknown value, a
-pretrained model (`from_pretrained`, `timm.create_model`, torchvision) or a class of another module has no
-estimate, and the rules keep reporting it.
+from literal constructor arguments (also through a factory function of the module, module constant lists, DataParallel
+wrappers and what every caller passes for a function's model parameter): a layer sized from a config, an argument of
+unknown value, a pretrained model (`from_pretrained`, `timm.create_model`, torchvision) or a class of another module
+has no estimate, and the rules keep reporting it. A step of a module that trains on MNIST/CIFAR-size images and runs
+only models of at most `LAUNCH_BOUND_PARAMETERS` (`launch_bound_loop`) is launch-bound: GPU303/GPU306 reads and
+GPU405's graph cost nothing there.
 """
 
 from __future__ import annotations
@@ -25,6 +28,9 @@ if TYPE_CHECKING:
 
 # At most this many parameters: each layer is a matmul of a few kilobytes, launch-bound on any GPU.
 TOY_PARAMETERS = 100_000
+# At most this many parameters, whatever feeds it: a step of such a model (MNIST/CIFAR LeNets, 784-128-10 MLPs)
+# is done in microseconds, before the host has the next batch (judged noise up to ~310k, right from ~400k).
+LAUNCH_BOUND_PARAMETERS = 300_000
 # At most this many elements in a tensor written or generated in the code (`torch.rand(100, 2)`).
 TOY_ELEMENTS = 1_000_000
 # At most this many rows per batch of a toy dense model fed from memory: ~150 MFLOP a step at most, microseconds.
@@ -44,6 +50,17 @@ _PARAMETER_FREE = frozenset({
     "ReplicationPad2d", "Sequential", "ModuleList",
 })  # fmt: skip
 PARAMETER_FREE = _PARAMETER_FREE
+# Wrappers that run the module they are given, parameters unchanged.
+_WRAPPERS = frozenset({
+    "torch.nn.DataParallel", "torch.nn.parallel.DataParallel", "torch.nn.parallel.DistributedDataParallel",
+    "torch.nn.parallel.distributed.DistributedDataParallel", "torch.nn.parallel.data_parallel.DataParallel",
+})  # fmt: skip
+# torchvision's data sets of small images (28x28, 32x32): the teaching-scale jobs small models are trained on.
+_SMALL_IMAGE_DATASETS = frozenset({
+    "MNIST", "FashionMNIST", "KMNIST", "EMNIST", "QMNIST", "CIFAR10", "CIFAR100", "SVHN", "USPS",
+})  # fmt: skip
+# Reductions over the feature map in a forward (`x.mean((2, 3))`): the image size is free, whatever the head.
+_GLOBAL_REDUCTIONS = frozenset({"mean", "sum", "amax", "logsumexp"})
 _COMPREHENSIONS = (cst.ListComp, cst.GeneratorExp, cst.SetComp, cst.DictComp)
 _RECURRENT_GATES = {"RNN": 1, "GRU": 3, "LSTM": 4}
 _FREEZING_CALLS = ("get_peft_model", "prepare_model_for_kbit_training", "PeftModel", "mark_only_lora_as_trainable")
@@ -68,11 +85,12 @@ _TENSOR_FUNCTIONS = frozenset({
 class ModelSize:
     """`parameters(module)`: the estimated parameter count of a module expression, or None; `is_toy_model`;
     `trains_few_tensors(owners)` for the modules an optimizer's parameters come from; `is_toy_tensor(expr)`;
-    `toy_loop(loop)`."""
+    `toy_loop(loop)`; `launch_bound_model(expr)` / `launch_bound_loop(loop)`."""
 
     def __init__(self, model: SemanticModel) -> None:
         self.m = model
         self._toy_loops: dict[cst.CSTNode, bool] = {}
+        self._launch_bound: dict[cst.CSTNode, bool] = {}
 
     # ---- parameter counts ---------------------------------------------------------------------------
 
@@ -88,19 +106,66 @@ class ModelSize:
             name = m.call_name(expr) or ""
             if name == "torch.compile" and expr.args and expr.args[0].keyword is None:
                 return self.parameters(expr.args[0].value, depth + 1)  # compiling keeps the parameters
+            if name in _WRAPPERS and expr.args and expr.args[0].keyword is None and not expr.args[0].star:
+                return self.parameters(expr.args[0].value, depth + 1)  # a replica per GPU of the same model
             if name.startswith("torch.nn."):
                 return self._layer(expr, name.rsplit(".", 1)[1], {}, depth)
             info = m.local_class_of(name)
             if info is not None and m.is_subclass_of(info.node.name.value, "torch.nn.Module"):
                 return self._class(info.node, expr, depth + 1)
+            factory = self._factory(expr)
+            if factory is not None:  # `def build_model(): return nn.Sequential(...)`: what it returns
+                returned = [r.value for r in m.returns_of(factory)]
+                if not returned or None in returned:
+                    return None
+                return _largest([self.parameters(value, depth + 1) for value in returned])  # type: ignore[arg-type]
             return None
         if isinstance(expr, (cst.Name, cst.Attribute)):
             key = dotted_name(expr)
             writes = m.dataflow.reaching_writes(key, expr) if key is not None else []
+            if not writes and isinstance(expr, cst.Name):
+                passed = self._passed(expr)  # a parameter of a function: what its callers pass
+                return None if passed is None else _largest([self.parameters(a, depth + 1) for a in passed])
             return _largest([self.parameters(w.value, depth + 1) if w.value is not None else None for w in writes])
         if isinstance(expr, cst.IfExp):  # `nn.ReLU() if relu else nn.Tanh()`
             return _largest([self.parameters(expr.body, depth + 1), self.parameters(expr.orelse, depth + 1)])
         return None
+
+    def _factory(self, call: cst.Call) -> Optional[cst.FunctionDef]:
+        """The one function of this module `call` calls by name (`build_model()`), not a generator."""
+        if not isinstance(call.func, cst.Name) or self.m.bindings_of(call.func.value, call) and not self.m.functions.get(call.func.value):
+            return None
+        defs = self.m.functions.get(call.func.value, [])
+        if len(defs) != 1 or self.m.yields_of(defs[0]) or self.m.is_inside(call, defs[0]):
+            return None
+        return defs[0]
+
+    def _passed(self, name: cst.Name) -> Optional[list[cst.BaseExpression]]:
+        """What the callers of a module-level function pass for its parameter `name` (`def train(model, loader)`,
+        `train(Net().to(device), loader)`); None unless every call in the module names the argument."""
+        m = self.m
+        binders = m.bindings_of(name.value, name)
+        if len(binders) != 1 or not isinstance(binders[0], cst.Param):
+            return None
+        function = m.parent.get(m.parent.get(binders[0]))
+        if not isinstance(function, cst.FunctionDef) or binders[0] not in function.params.params:
+            return None
+        positional = list(function.params.params)
+        if positional and positional[0].name.value in ("self", "cls"):
+            return None  # a method: its callers are not read
+        index = positional.index(binders[0])
+        callers = [c for c in m.calls_of(function.name.value) if not m.is_inside(c, function)]
+        passed = []
+        for call in callers:
+            if any(a.star for a in call.args):
+                return None
+            keyword = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == name.value), None)
+            plain = [a.value for a in call.args if a.keyword is None]
+            value = keyword if keyword is not None else plain[index] if index < len(plain) else None
+            if value is None:
+                return None
+            passed.append(value)
+        return passed or None
 
     def is_toy_model(self, expr: cst.BaseExpression) -> bool:
         """At most `TOY_PARAMETERS` parameters; none at all is a stub to fill in (an exercise), not a model."""
@@ -116,6 +181,8 @@ class ModelSize:
                     return None
                 if isinstance(arg.value, (cst.List, cst.Tuple)):  # `nn.ModuleList([...])`
                     children.extend(e.value for e in arg.value.elements)
+                elif (named := _named_layers(self.m, arg.value)) is not None:  # `nn.Sequential(OrderedDict([...]))`
+                    children.extend(named)
                 elif isinstance(arg.value, (cst.ListComp, cst.GeneratorExp)):  # `[nn.Linear(n, n) for _ in range(k)]`
                     copies = self._repeats(arg.value, env)
                     if copies is None:
@@ -263,6 +330,19 @@ class ModelSize:
         width = _width_of(expr)
         if width is not None:
             return self.columns(width)
+        if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Name) and expr.value.value not in env:
+            resolved = self.m.values.resolve(expr)  # a config dict's item
+            if resolved is not None:
+                return as_int(resolved.value)
+            ok, index = literal_value(expr.slice[0].slice.value) if len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index) else (False, None)
+            writes = self.m.dataflow.reaching_writes(expr.value.value, expr.value)  # `HIDDEN_SIZES[0]` of a list constant
+            listed = writes[0].value if len(writes) == 1 and not writes[0].is_augmented else None
+            if ok and isinstance(index, int) and isinstance(listed, (cst.List, cst.Tuple)) and -len(listed.elements) <= index < len(listed.elements):
+                return self.integer(listed.elements[index].value, env, depth + 1)
+            if ok and isinstance(listed, cst.Dict):  # `SETTINGS["num class labels"]` of a dict constant
+                items = [e for e in listed.elements if isinstance(e, cst.DictElement) and literal_value(e.key) == (True, index)]
+                return self.integer(items[0].value, env, depth + 1) if len(items) == 1 and len(writes) == 1 else None
+            return None
         if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
             writes = self.m.dataflow.reaching_writes(f"self.{expr.attr.value}", expr)
             values = {self.integer(w.value, env, depth + 1) for w in writes if w.value is not None}
@@ -431,6 +511,112 @@ class ModelSize:
             models += count > 0
         return models > 0  # a loss module alone is not a toy model
 
+    def launch_bound_model(self, expr: cst.BaseExpression) -> bool:
+        """The module trains on small images (`loads_small_images`), and the model `expr` builds or names has at most
+        `LAUNCH_BOUND_PARAMETERS` parameters (known) and a `nn.Linear` head that fixes its image size if it has
+        convolutions: a step of it is kernel launches."""
+        if not self.loads_small_images:
+            return False
+        count = self.parameters(expr)
+        if count is None or not 0 < count <= LAUNCH_BOUND_PARAMETERS:
+            return False
+        return not self.builds_convolutions(expr) or self._head_fixes_image(expr)
+
+    @cached_property
+    def loads_small_images(self) -> bool:
+        """The module loads one of torchvision's small-image data sets (`datasets.MNIST(...)`, `CIFAR10`): a
+        teaching-scale job, where a small model's step is done before the host has the next batch."""
+        for call in self.m.calls:
+            name = self.m.call_name(call) or ""
+            if name.startswith("torchvision.datasets.") and name.rsplit(".", 1)[-1] in _SMALL_IMAGE_DATASETS:
+                return True
+        return False
+
+    def launch_bound_loop(self, loop: cst.CSTNode) -> bool:
+        """The module trains on small images (`loads_small_images`) and every model the loop runs or hands to a call
+        is known and launch-bound (`launch_bound_model`), together at most `LAUNCH_BOUND_PARAMETERS`: the GPU's work
+        per step ends in microseconds, so a read waits for nothing worth a report (MNIST/CIFAR LeNets, 784-128-10 MLPs)."""
+        if loop not in self._launch_bound:
+            self._launch_bound[loop] = self._runs_launch_bound_models(loop)
+        return self._launch_bound[loop]
+
+    def _runs_launch_bound_models(self, loop: cst.CSTNode) -> bool:
+        m = self.m
+        if not self.loads_small_images:
+            return False
+        residency = m.residency
+        total = 0
+        for call in m.calls_inside(loop):
+            func = call.func
+            called = func.value if isinstance(func, cst.Attribute) and func.attr.value == "forward" else func
+            if _calls_own_method(call) and not (residency.is_module(called) or residency.is_gpu_module(called)):
+                return False  # `self.step(batch)`: a method of the class may run models this loop does not name
+            modules = [called] + [a.value for a in call.args if not a.star]  # run here, or handed to a helper
+            for module in modules:
+                if not (residency.is_module(module) or residency.is_gpu_module(module)):
+                    continue
+                count = self.parameters(module)
+                if count is None or count > LAUNCH_BOUND_PARAMETERS:
+                    return False
+                if count and module is called:
+                    if self.builds_convolutions(module) and not self._head_fixes_image(module):
+                        return False
+                    total += count
+        return 0 < total <= LAUNCH_BOUND_PARAMETERS  # a loss module alone is not a model
+
+    def _head_fixes_image(self, expr: cst.BaseExpression) -> bool:
+        """A convolutional model whose definition ends in `nn.Linear` layers with no adaptive or global pooling:
+        the head's (counted) input size fixes the feature map, so the images are as small as the model."""
+        names = self._definition_calls(expr, 0)
+        if names is None or "torch.nn.Linear" not in names:
+            return False
+        tails = {name.rsplit(".", 1)[-1].lower() for name in names}
+        return not any("adaptive" in tail or "global" in tail or tail in _GLOBAL_REDUCTIONS for tail in tails)
+
+    def _definition_calls(self, expr: cst.BaseExpression, depth: int) -> Optional[set[str]]:
+        """The names of the calls in the definition of the module `expr` builds or names (its class, the classes
+        it builds, or the `nn.Sequential(...)` call); None when unknown."""
+        m = self.m
+        if depth > _MAX_DEPTH:
+            return None
+        if isinstance(expr, cst.Call):
+            func = expr.func
+            if isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda", "float", "train", "eval"):
+                return self._definition_calls(func.value, depth + 1)
+            name = m.call_name(expr) or ""
+            if name in _WRAPPERS or name == "torch.compile":
+                return self._definition_calls(expr.args[0].value, depth + 1) if expr.args else None
+            info = m.local_class_of(name)
+            names: set[str] = set()
+            for call in m.calls_inside(info.node if info is not None else expr):
+                inner = m.call_name(call) or dotted_name(call.func) or ""
+                names.add(inner)
+                local = m.local_class_of(m.call_name(call))
+                if local is not None and local is not info:
+                    more = self._definition_calls(call, depth + 1)
+                    if more is None:
+                        return None
+                    names |= more
+            return names
+        if isinstance(expr, (cst.Name, cst.Attribute)):
+            key = dotted_name(expr)
+            writes = m.dataflow.reaching_writes(key, expr) if key is not None else []
+            if not writes and isinstance(expr, cst.Name):
+                passed = self._passed(expr)
+                values = passed or []
+            else:
+                values = [w.value for w in writes]
+            if not values or None in values:
+                return None
+            found: set[str] = set()
+            for value in values:
+                more = self._definition_calls(value, depth + 1)  # type: ignore[arg-type]
+                if more is None:
+                    return None
+                found |= more
+            return found
+        return None
+
     def _small_batches_from_memory(self, loop: cst.CSTNode) -> bool:
         """The loop iterates a DataLoader (through `enumerate`, `tqdm`, `list`) whose items are rows held in memory
         (`batch_cost.items_are_cheap`: a `TensorDataset`, a table indexed in `__getitem__`) in batches of at most
@@ -498,6 +684,8 @@ class ModelSize:
         if isinstance(expr, (cst.Name, cst.Attribute)):
             key = dotted_name(expr)
             writes = m.dataflow.reaching_writes(key, expr) if key is not None else []
+            if not writes and isinstance(expr, cst.Name) and (passed := self._passed(expr)) is not None:
+                return any(self.builds_convolutions(value, depth + 1) for value in passed)
             return not writes or any(w.value is None or self.builds_convolutions(w.value, depth + 1) for w in writes)
         return True
 
@@ -622,6 +810,22 @@ def _width_of(expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
     return None
 
 
+def _named_layers(model: SemanticModel, expr: cst.BaseExpression) -> Optional[list[cst.BaseExpression]]:
+    """The layers of `OrderedDict([("fc1", nn.Linear(...)), ...])`; None for anything else."""
+    if not isinstance(expr, cst.Call) or (model.call_name(expr) or "") != "collections.OrderedDict" or len(expr.args) != 1:
+        return None
+    pairs = expr.args[0].value
+    if not isinstance(pairs, (cst.List, cst.Tuple)):
+        return None
+    layers = []
+    for element in pairs.elements:
+        pair = element.value
+        if not isinstance(pair, cst.Tuple) or len(pair.elements) != 2:
+            return None
+        layers.append(pair.elements[1].value)
+    return layers
+
+
 def _convolution(name: str) -> bool:
     return name.startswith("torch.nn.") and name.rsplit(".", 1)[-1].startswith(("Conv", "LazyConv"))
 
@@ -662,6 +866,13 @@ def _builds_module(model: SemanticModel, call: cst.Call) -> bool:
     return model.local_class_of(name) is not None or not _harmless(model, call)
 
 
+def _rooted_at_self(expr: cst.BaseExpression) -> bool:
+    """`self.fc.weight.detach()`: an expression that reads attributes of `self` and calls their methods."""
+    while isinstance(expr, (cst.Attribute, cst.Call)):
+        expr = expr.value if isinstance(expr, cst.Attribute) else expr.func
+    return isinstance(expr, cst.Name) and expr.value == "self"
+
+
 def _calls_own_method(call: cst.Call) -> bool:
     func = call.func
     return isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"
@@ -683,6 +894,8 @@ def _harmless(model: SemanticModel, call: cst.Call) -> bool:
         receiver = func.value
         if isinstance(receiver, cst.Name) and receiver.value == "self":
             return True
+        if _rooted_at_self(receiver):
+            return True  # `self.fc.weight.detach().normal_(0, 0.1)`: initializing its own layers
         if isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Name) and receiver.func.value == "super":
             return True
     if isinstance(func, cst.Name) and func.value in ("super", "range", "len", "int", "float", "list", "tuple", "dict", "zip", "enumerate", "isinstance", "print", "min", "max", "round", "abs", "getattr", "setattr", "hasattr"):

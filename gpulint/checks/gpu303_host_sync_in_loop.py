@@ -44,6 +44,8 @@ class HostSyncInLoop(Rule):
                 continue  # timing each prediction: the wait is part of the measurement
             if model.model_size.toy_loop(loop):
                 continue  # a toy model on toy tensors: a step is microseconds, waiting costs nothing worth a report
+            if model.model_size.launch_bound_loop(loop):
+                continue  # the step runs only a small model (a LeNet, a 784-128-10 MLP): launch-bound, the read waits microseconds
             if host_reads.queue_drained(model, sync, loop):
                 continue  # the iteration already waited for the device (a profiling harness): a finished value is copied
             if first_few_iterations(model, sync.node, loop) is not None:

@@ -44,6 +44,8 @@ class DynamicShapeSyncInLoop(Rule):
                 continue
             if first_few_iterations(model, sync.node, loop) is not None:
                 continue  # `if n < 10:`: the first examples only, a handful of waits in the run
+            if model.model_size.launch_bound_loop(loop):
+                continue  # the step runs only a small model: launch-bound, the wait is microseconds
             if waited_before(model, sync, loop) is not None:
                 continue  # the step synchronizes every iteration (a per-step timer) and queued no step work since
             if role == TRAIN and generation.generation_bound(model, loop):

@@ -31,7 +31,7 @@ class DataParallel(Rule):
             if only_runs_inference(model, wrapper.call):
                 continue  # an evaluation or sampling tool: no gradients to all-reduce, DDP is not what it wants
             wrapped = _wrapped_module(wrapper.call)
-            if wrapped is not None and model.model_size.is_toy_model(wrapped):
+            if wrapped is not None and model.model_size.is_toy_model(wrapped) and not _has_ddp_path(model):
                 continue  # a toy net (a state_dict demo): there is no step worth spreading over GPUs
             message = f"`DataParallel` ({wrapper.why}) runs one process with a thread per GPU"
             help = (
@@ -49,3 +49,9 @@ def _wrapped_module(call: cst.Call) -> Optional[cst.BaseExpression]:
         return keyword
     first = call.args[0] if call.args else None
     return first.value if first is not None and first.keyword is None and not first.star else None
+
+
+def _has_ddp_path(model) -> bool:
+    """The module also wraps a model in `DistributedDataParallel` (`if is_distributed: DDP(model) else: DataParallel(model)`):
+    DataParallel is its fallback on one machine of several GPUs, worth reporting whatever the model's size."""
+    return any((model.call_name(c) or "").rsplit(".", 1)[-1] == "DistributedDataParallel" for c in model.calls)
