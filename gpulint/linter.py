@@ -388,13 +388,15 @@ def _check_parsed(
 def _where_shipped_code_runs(model: SemanticModel, found: list[Diagnostic]) -> list[Diagnostic]:
     """The findings outside branches that never run with the shipped settings (`if ngpu > 1:` with `ngpu = 0`,
     a training branch every call of a notebook function skips) and outside branches
-    that run only without a GPU (the `else:` of `if torch.cuda.is_available():`)."""
+    that run only without a GPU (the `else:` of `if torch.cuda.is_available():`), and outside superseded copies."""
     if not found:
         return found
     from gpulint.analysis.gpu_free_branches import gpu_free_rows
     from gpulint.analysis.shipped_paths import unshipped_rows
 
     spans = unshipped_rows(model) + gpu_free_rows(model)
+    if model.project.superseded:  # an `old/` copy nothing imports: none of it runs (`analysis/superseded_code.py`)
+        spans.append((1, len(model.lines)))
     if not spans:
         return found
     return [d for d in found if not any(first <= d.location.row <= last for first, last in spans)]

@@ -38,6 +38,7 @@ from gpulint.analysis.returned_views import returned_views
 from gpulint.analysis.settings_defaults import ProjectSettings
 from gpulint.analysis.stepped_inputs import reported_in_callee
 from gpulint.analysis.test_code import DEFAULT_TEST_PATHS
+from gpulint.analysis.superseded_code import superseded
 from gpulint.analysis.uncalled import imported_elsewhere, uncalled_functions
 from gpulint.analysis.summary import INTERNAL, MODULE_BODY, FunctionSummary, ModuleSummary, deep_sources, sources_of
 
@@ -150,6 +151,8 @@ class ModuleContext:
     # (`analysis/uncalled.py`): a `__main__` block of an imported module is its self-test
     uncalled: list[str] = field(default_factory=list)
     imported: bool = False
+    # the module lies in an `old/` folder nothing outside it imports (`analysis/superseded_code.py`)
+    superseded: bool = False
     # a function or method name -> the graph library call (`dgl.batch`) every definition of it in the project
     # returns: a loader with that collate yields graphs `pin_memory` cannot pin (`analysis/graph_batches.py`)
     graph_collates: dict[str, str] = field(default_factory=dict)
@@ -218,6 +221,7 @@ class ModuleContext:
             self.torch_pin,
             self.uncalled,
             self.imported,
+            self.superseded,
             sorted(self.graph_collates.items()),
             self.generating,
             self.own_evidence_lines,
@@ -1111,6 +1115,7 @@ class ProjectIndex:
         context.loaders_in = loaders_in(self, record)
         context.uncalled = uncalled_functions(self, record)
         context.imported = imported_elsewhere(self, record)
+        context.superseded = superseded(self, record)
         context.graph_collates = graph_collates(self)
         context.generating = generating_names(self)
         own = {*summary.imports, *summary.functions, *summary.classes, *summary.values}

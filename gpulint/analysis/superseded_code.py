@@ -1,0 +1,73 @@
+"""Superseded copies kept in a repository: code a project keeps for the record but no longer runs. BiSeNet keeps
+its original implementation in `old/` next to the refactored `lib/` and `tools/` (its README: "you will not need
+it"); per-step advice there is advice on code nobody trains with.
+
+A module is superseded when a folder between the project root and the module is named `old`, `deprecated` or
+`obsolete`, the whole project is in the index, and no module outside that folder imports anything inside it:
+a `deprecated/` package the training script still imports is running code (so is `old_utils.py`, a file, and
+`legacy_models/`, whose name says nothing about being replaced).
+
+Not `legacy/`, `retired*/`, `archive/` or `third_party/`: the judged corpora hold runnable code there whose
+findings were right (bentrevett's `legacy/` tutorial notebooks, mlcommons' `retired_benchmarks/`). Vendored
+copies of a library (ChatGLM-6B's `ptuning/trainer.py`, transformers' Trainer with its copyright header) are not
+told apart either: a foreign copyright or "adapted from" header marks many projects' own training scripts too
+(minGPT trainers, DETR derivatives); such folders are for `extend-exclude`.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from gpulint.analysis.uncalled import _whole_project_indexed
+
+if TYPE_CHECKING:
+    from gpulint.analysis.project import ModuleRecord, ProjectIndex
+
+# Folder names that say the code in them was replaced (exact, case-insensitive).
+SUPERSEDED_FOLDERS = frozenset({"old", "deprecated", "obsolete"})
+
+
+def superseded(index: ProjectIndex, record: ModuleRecord) -> bool:
+    """`record` lies in a superseded folder nothing outside it imports (see the module docstring)."""
+    folder = _superseded_folder(index, record)
+    return folder is not None and folder in index.computed("superseded folders", lambda: _unused_folders(index))
+
+
+def _superseded_folder(index: ProjectIndex, record: ModuleRecord) -> str | None:
+    """The outermost folder below the root, on the module's path, with a superseded name."""
+    relative = os.path.relpath(str(record.path), str(index.root))
+    if relative.startswith(os.pardir):
+        return None
+    parts = relative.split(os.sep)[:-1]
+    for depth, name in enumerate(parts):
+        if name.lower() in SUPERSEDED_FOLDERS:
+            return os.path.join(str(index.root), *parts[: depth + 1])
+    return None
+
+
+def _unused_folders(index: ProjectIndex) -> frozenset[str]:
+    """The superseded folders that no module outside them imports from."""
+    folders = {id(r): _superseded_folder(index, r) for r in index.records.values()}
+    candidates = {f for f in folders.values() if f is not None}
+    if not candidates or not _whole_project_indexed(index):
+        return frozenset()
+    used: set[str] = set()
+    for importer in index.records.values():
+        own = folders[id(importer)]
+        for target in _imported(index, importer):
+            folder = folders.get(id(target))
+            if folder is not None and folder != own:
+                used.add(folder)  # `from old.model import Net` in train.py: old/ runs
+    return frozenset(candidates - used)
+
+
+def _imported(index: ProjectIndex, importer: ModuleRecord) -> list[ModuleRecord]:
+    found = []
+    for level, module, name in importer.summary.imports.values():
+        if module or level:
+            found.append(index.module(importer, level, module))
+        if name is not None:
+            found.append(index.module(importer, level, f"{module}.{name}" if module else name))
+    found += [index.module(importer, level, module) for level, module in importer.summary.stars]
+    return [r for r in found if r is not None]
