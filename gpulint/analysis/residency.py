@@ -26,6 +26,7 @@ from gpulint.analysis.handed_loaders import placed_by_callers
 from gpulint.analysis.hot_loops import (
     element_targets, in_no_grad, is_training_step, iterates_a_few_literals, trains, wrapped_arguments, wrapper_kind,
 )
+from gpulint.analysis.host_libraries import host_library_read
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.legacy_torch import number_read, number_read_kind
 from gpulint.analysis.loop_bounds import runs_briefly
@@ -1129,6 +1130,8 @@ class Residency:
                         kind = "`print()` of a GPU tensor" if func.value == "print" else f"`{func.value}()` of a GPU tensor"
                         found.append(HostSync(call, kind, arg.value))
                         break
+            elif (read := host_library_read(model, call)) is not None:  # `np.isnan(grad_norm)`, `math.isnan(loss)`
+                found.append(HostSync(call, read[0], read[1]))
             elif isinstance(func, cst.Attribute) and func.attr.value in ("format", "add_scalar", "add_scalars"):
                 value = self._formatted_or_logged(call)
                 if value is not None:
@@ -1557,10 +1560,13 @@ class Residency:
         every = self._every_time
 
         class _Scan(cst.CSTVisitor):
-            def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+            def visit_BinaryOperation(self, node: cst.BinaryOperation) -> Optional[bool]:
                 nonlocal found
-                if isinstance(node.operator, cst.Modulo) and not every(node):
+                if isinstance(node.operator, cst.Modulo):
+                    if every(node):
+                        return False  # `iter_num % log_interval` with `log_interval = 1`: its name thins nothing
                     found = True
+                return None
 
             def visit_Name(self, node: cst.Name) -> None:
                 nonlocal found
@@ -1572,8 +1578,8 @@ class Residency:
 
     def _every_time(self, modulo: cst.BinaryOperation) -> bool:
         """`(step + 1) % args.gradient_accumulation_steps` where the divisor is 1 (its argparse default, a
-        constant): always 0, so its test passes every iteration (every optimizer step, no interval)."""
-        resolved = self.model.values.resolve(modulo.right)
+        constant, a shipped YAML setting): always 0, so its test passes every iteration (every optimizer step, no interval)."""
+        resolved = self.model.values.setting(modulo.right)  # a YAML file the project ships decides too
         return resolved is not None and type(resolved.value) is int and resolved.value == 1
 
     def runs_once(self, guard: Optional[cst.CSTNode], loop: Loop) -> bool:
