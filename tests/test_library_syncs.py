@@ -138,3 +138,64 @@ def test_an_interval_from_a_shipped_config_decides(tmp_path, monkeypatch, shippe
     source = LOOP.format(settings=settings).replace("% log_interval", '% cfg["log_interval"]')
     root = write(tmp_path / "p", {"train.py": source, "configs/train.yaml": f"log_interval: {shipped}\n"})
     assert [f for f in found(lint(root, monkeypatch)) if f.endswith("GPU303")] == expected
+
+
+# ---- asserts on the batch a framework placed -------------------------------------------------------------
+
+LIGHTNING = """\
+import pytorch_lightning as pl
+import torch
+from nets import Net
+from data import get_loaders
+
+
+class PetModel(pl.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.model = Net()
+
+    def shared_step(self, batch, stage):
+        image = batch["image"]
+        assert image.ndim == 4
+        mask = batch["mask"]
+        {check}
+        logits = self.model(image)
+        return torch.nn.functional.binary_cross_entropy_with_logits(logits, mask)
+
+    def training_step(self, batch, batch_idx):
+        return self.shared_step(batch, "train")
+
+    def validation_step(self, batch, batch_idx):
+        return self.shared_step(batch, "valid")
+
+    def configure_optimizers(self):
+        return torch.optim.Adam(self.parameters(), lr=0.0001)
+
+
+train_loader, valid_loader = get_loaders()
+trainer = pl.Trainer(accelerator="{accelerator}", max_epochs=5)
+trainer.fit(PetModel(), train_loader, valid_loader)
+"""
+
+
+def test_an_assert_on_a_reduction_of_the_placed_batch_in_a_shared_step_is_a_host_read():
+    source = LIGHTNING.format(check="assert mask.max() <= 1.0 and mask.min() >= 0", accelerator="gpu")
+    assert gpu303(source) == ["16:16 GPU303"]
+    [d] = diagnostics(source, select=("GPU303",))
+    assert d.message == (
+        "`assert mask.max() <= 1.0 and mask.min() >= 0` on a GPU tensor waits for the GPU every training step "
+        "(`training_step` at line 20, run by Lightning for each batch)"
+    )
+    assert d.help.startswith("Check the data where it is made (the dataset, on the CPU)")
+
+
+@pytest.mark.parametrize(
+    ("check", "accelerator"),
+    [
+        ("assert mask.ndim == 4", "gpu"),  # a host attribute
+        ("assert stage in ('train', 'valid')", "gpu"),  # host data
+        ("assert mask.max() <= 1.0", "cpu"),  # the Trainer keeps the batch on the CPU
+    ],
+)
+def test_asserts_on_host_data_or_a_cpu_trainer_stay_silent(check, accelerator):
+    assert gpu303(LIGHTNING.format(check=check, accelerator=accelerator)) == []

@@ -143,6 +143,8 @@ class HostSyncInLoop(Rule):
         if any(sync.kind == NUMPY_OF_GPU for sync in syncs):  # as written it raises on a CUDA tensor; `.cpu()` would wait
             return ("numpy reads a tensor through `.numpy()`, which refuses a CUDA tensor (TypeError): test it on the GPU "
                     "(`torch.isnan(x)`, `torch.isfinite(x).all()`) and read the result only every N steps")
+        if any(isinstance(model.parent.get(sync.node), cst.Assert) for sync in syncs):  # a sanity check of the data
+            return "check the data where it is made (the dataset, on the CPU) or on the first batch only, not on the GPU every step"
         if any(self._feeds_branch(sync.node, loop) for sync in syncs):
             return "the value feeds a Python branch: compute it on the GPU instead (`torch.where`, `clamp`, masks)"
         if any(sync.kind == SLICED_WITH_GPU_BOUND for sync in syncs):
