@@ -40,7 +40,8 @@ def host_library_read(model: SemanticModel, call: cst.Call) -> Optional[tuple[st
 
 
 def _gpu_grad_norm(model: SemanticModel, expr: cst.BaseExpression) -> bool:
-    """`grad_norm` bound only to `clip_grad_norm_(model.parameters(), ...)` of a GPU model: a GPU tensor (torch >= 1.5)."""
+    """`grad_norm` bound only to `clip_grad_norm_(model.parameters(), ...)` of a GPU model: a GPU tensor (torch >= 1.5;
+    code written for torch before 0.4 gets a float; a pin between 0.4 and 1.5 is not looked at)."""
     key = dotted_name(expr) if isinstance(expr, (cst.Name, cst.Attribute)) else None
     writes = model.dataflow.reaching_writes(key, expr) if key else []
     if not writes or written_for_torch_before_0_4(model):
