@@ -26,6 +26,7 @@ from gpulint.analysis.handed_loaders import placed_by_callers
 from gpulint.analysis.hot_loops import (
     element_targets, in_no_grad, is_training_step, iterates_a_few_literals, trains, wrapped_arguments, wrapper_kind,
 )
+from gpulint.analysis.host_libraries import host_library_read
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.legacy_torch import number_read, number_read_kind
 from gpulint.analysis.loop_bounds import runs_briefly
@@ -96,6 +97,8 @@ _DATA_DEPENDENT_SHAPE = frozenset({"nonzero", "argwhere", "masked_select", "uniq
 _DATA_DEPENDENT = "has an output size that depends on the data"
 # The kind of a host read hidden in Python slicing (`x[:lengths[i]]`): GPU303 gives it its own advice.
 SLICED_WITH_GPU_BOUND = "slicing with a GPU tensor as a bound"
+# Reductions whose value an `assert` on a framework-placed batch reads (`assert mask.max() <= 1.0`).
+_ASSERTED_REDUCTIONS = frozenset({"max", "min", "sum", "mean", "all", "any", "amax", "amin"})
 # Data-dependent ops that NumPy arrays have no method of the name for: on a likely tensor, a tensor's.
 # What a call may pass for a parameter (`ProjectIndex.inputs`) that is no GPU tensor.
 _NOT_GPU_TENSOR = frozenset({"cpu", "cuda_device", "loader", "stream"})
@@ -1129,6 +1132,8 @@ class Residency:
                         kind = "`print()` of a GPU tensor" if func.value == "print" else f"`{func.value}()` of a GPU tensor"
                         found.append(HostSync(call, kind, arg.value))
                         break
+            elif (read := host_library_read(model, call)) is not None:  # `np.isnan(grad_norm)`, `math.isnan(loss)`
+                found.append(HostSync(call, read[0], read[1]))
             elif isinstance(func, cst.Attribute) and func.attr.value in ("format", "add_scalar", "add_scalars"):
                 value = self._formatted_or_logged(call)
                 if value is not None:
@@ -1136,7 +1141,7 @@ class Residency:
                     found.append(HostSync(call, kind, value))
         for node, kind in self._tests_and_formats():
             expr = node.expression if isinstance(node, cst.FormattedStringExpression) else node
-            if self._test_is_gpu(expr):
+            if self._test_is_gpu(expr) or (isinstance(self.model.parent.get(node), cst.Assert) and self._asserts_placed_batch(expr)):
                 found.append(HostSync(node, kind, expr))
         subscripts, percent_formats = self._subscripts_and_percent_formats
         for operation in percent_formats:
@@ -1372,6 +1377,73 @@ class Residency:
             return False
         return self.is_gpu(expr, certain=True)
 
+    def _asserts_placed_batch(self, expr: cst.BaseExpression) -> bool:
+        """`assert mask.max() <= 1.0` on a tensor of the batch a framework placed on the device (Lightning's
+        `training_step(batch, ...)`, and helpers it hands the batch to): a reduction of the batch read on the host."""
+        if isinstance(expr, cst.BooleanOperation):
+            return self._asserts_placed_batch(expr.left) or self._asserts_placed_batch(expr.right)
+        if not isinstance(expr, cst.Comparison) or any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in expr.comparisons):
+            return False
+        for side in (expr.left, *(c.comparator for c in expr.comparisons)):
+            call = side
+            if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value in _ASSERTED_REDUCTIONS):
+                continue
+            root = call.func.value
+            while isinstance(root, (cst.Subscript, cst.Attribute)) or (isinstance(root, cst.Name) and self._batch_item(root)):
+                if isinstance(root, cst.Name):
+                    root = self._batch_item(root)
+                    continue
+                root = root.value
+            if isinstance(root, cst.Name) and self._placed_batch(root):
+                return True
+        return False
+
+    def _framework_steps_calling(self, node: cst.CSTNode) -> list:
+        """The framework step functions of `node`'s class that call the method around `node` on `self`, with the
+        placed batch as an argument (`def shared_step(self, batch, stage)` called by `training_step` and
+        `validation_step`): training steps first."""
+        frameworks = self.model.frameworks
+        method = next((a for a in self.model.ancestors(node) if isinstance(a, cst.FunctionDef)), None)
+        cls = self.flow.enclosing_class(method) if method is not None and frameworks.step_functions else None
+        if cls is None:
+            return []
+        found = []
+        for func, step in frameworks.step_functions.items():
+            if not isinstance(func, cst.FunctionDef) or func is method or self.flow.enclosing_class(func) is not cls:
+                continue
+            for call in self.model.calls_inside(func):
+                f = call.func
+                if isinstance(f, cst.Attribute) and f.attr.value == method.name.value and dotted_name(f.value) == "self" and any(
+                    isinstance(a.value, cst.Name) and a.value.value == step.batch for a in call.args
+                ):
+                    found.append(step)
+                    break
+        return sorted(found, key=lambda step: step.role != TRAIN)
+
+    def _placed_batch(self, name: cst.Name) -> bool:
+        """`batch` of a framework step, or a parameter of a method of the same class that a step hands its batch
+        (`def shared_step(self, batch, stage)` called as `self.shared_step(batch, "train")`)."""
+        frameworks = self.model.frameworks
+        if frameworks.placed_parameter(name):
+            return True
+        binders = self.model.bindings_of(name.value, name)
+        if len(binders) != 1 or not isinstance(binders[0], cst.Param) or name.value != binders[0].name.value:
+            return False
+        method = self.model.parent.get(self.model.parent.get(binders[0]))
+        if not (isinstance(method, cst.FunctionDef) and any(p.name.value == name.value for p in method.params.params[1:2])):
+            return False  # the batch is the method's first parameter after `self`
+        from gpulint.analysis.frameworks import LIGHTNING_MODULE  # (it imports this module's roles)
+
+        steps = self._framework_steps_calling(binders[0])
+        return bool(steps) and (frameworks.lightning_places if steps[0].framework == LIGHTNING_MODULE.framework else self.model.uses_cuda)
+
+    def _batch_item(self, name: cst.Name) -> Optional[cst.BaseExpression]:
+        """`batch["mask"]` for `mask` bound once to it."""
+        writes = self.flow.reaching_writes(name.value, name)
+        if len(writes) == 1 and isinstance(writes[0].value, cst.Subscript) and not writes[0].is_augmented:
+            return writes[0].value
+        return None
+
     def _tests_and_formats(self) -> list[tuple[cst.CSTNode, str]]:
         kinds = {cst.If: "a Python `if` on a GPU tensor", cst.While: "a `while` condition on a GPU tensor", cst.Assert: "an `assert` on a GPU tensor"}
         found: list[tuple[cst.CSTNode, str]] = [(node.test, kinds[type(node)]) for node in self.flow.conditions]
@@ -1397,6 +1469,9 @@ class Residency:
         step = self.model.frameworks.step_function(node)
         if step is not None and error_path(self.model, node, step.node) is None:
             return step.node, step.role
+        steps = self._framework_steps_calling(node)  # `self.shared_step(batch, "train")` in `training_step`
+        if steps and error_path(self.model, node, steps[0].node) is None:
+            return steps[0].node, steps[0].role
         from gpulint.analysis.step_code import called_per_step  # (it asks this module's roles)
 
         called = called_per_step(self.model, node)  # a method a training loop runs through an instance of its class
@@ -1557,10 +1632,13 @@ class Residency:
         every = self._every_time
 
         class _Scan(cst.CSTVisitor):
-            def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+            def visit_BinaryOperation(self, node: cst.BinaryOperation) -> Optional[bool]:
                 nonlocal found
-                if isinstance(node.operator, cst.Modulo) and not every(node):
+                if isinstance(node.operator, cst.Modulo):
+                    if every(node):
+                        return False  # `iter_num % log_interval` with `log_interval = 1`: its name thins nothing
                     found = True
+                return None
 
             def visit_Name(self, node: cst.Name) -> None:
                 nonlocal found
@@ -1572,8 +1650,8 @@ class Residency:
 
     def _every_time(self, modulo: cst.BinaryOperation) -> bool:
         """`(step + 1) % args.gradient_accumulation_steps` where the divisor is 1 (its argparse default, a
-        constant): always 0, so its test passes every iteration (every optimizer step, no interval)."""
-        resolved = self.model.values.resolve(modulo.right)
+        constant, a shipped YAML setting): always 0, so its test passes every iteration (every optimizer step, no interval)."""
+        resolved = self.model.values.setting(modulo.right)  # a YAML file the project ships decides too
         return resolved is not None and type(resolved.value) is int and resolved.value == 1
 
     def runs_once(self, guard: Optional[cst.CSTNode], loop: Loop) -> bool:

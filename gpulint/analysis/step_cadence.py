@@ -10,7 +10,7 @@ iterations, not once per report. A block that only steps the optimizer (gradient
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
@@ -25,3 +25,30 @@ def runs_own_backward(model: SemanticModel, guard: cst.If) -> bool:
         isinstance(call.func, cst.Attribute) and call.func.attr.value == "backward"
         for call in model.calls_inside(guard.body)
     )  # fmt: skip
+
+
+def every_step_interval(model: SemanticModel, node: cst.CSTNode, loop: cst.CSTNode) -> Optional[cst.BinaryOperation]:
+    """The `iter_num % log_interval` of an `if` between `node` and `loop` whose divisor resolves to 1
+    (`log_interval = 1` at module level, an argparse default of 1): the guard reads like a logging interval
+    but passes every iteration, so what it guards runs every step."""
+    for ancestor in model.ancestors(node):
+        if ancestor is loop:
+            return None
+        if isinstance(ancestor, cst.If) and model.is_inside(node, ancestor.body):
+            for modulo in _modulos(ancestor.test):
+                resolved = model.values.setting(modulo.right)
+                if resolved is not None and type(resolved.value) is int and resolved.value == 1:
+                    return modulo
+    return None
+
+
+def _modulos(test: cst.BaseExpression) -> list[cst.BinaryOperation]:
+    found: list[cst.BinaryOperation] = []
+
+    class _Scan(cst.CSTVisitor):
+        def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+            if isinstance(node.operator, cst.Modulo):
+                found.append(node)
+
+    test.visit(_Scan())
+    return found

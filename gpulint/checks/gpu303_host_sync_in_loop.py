@@ -10,10 +10,12 @@ from gpulint.analysis import generation, host_reads, legacy_torch
 from gpulint.analysis.first_iterations import first_few_iterations
 from gpulint.analysis.full_batch import same_data_every_step
 from gpulint.analysis.helper_steps import calling_loop
+from gpulint.analysis.host_libraries import MATH_OF_GPU, NUMPY_OF_GPU
 from gpulint.analysis.helper_waits import calls_named, reported_in_helpers
 from gpulint.analysis.index_loaders import loader_bound_evaluation
 from gpulint.analysis.read_runs import previous_read
 from gpulint.analysis.returned_actions import returned_to_an_environment
+from gpulint.analysis.step_cadence import every_step_interval
 from gpulint.analysis.step_waits import waited_before
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.residency import SLICED_WITH_GPU_BOUND, TRAIN, EVAL
@@ -27,7 +29,7 @@ class HostSyncInLoop(Rule):
     code = "GPU303"
     name = "host-sync-in-loop"
     summary = "A host-device synchronization (`.item()`, `.cpu()`, `print(tensor)`, `if tensor:`) every loop iteration"
-    requires = (r"\.(item|cpu|tolist|numpy|to|type|format|add_scalars?)\(|print|float|int|bool|if |while |assert |f['\"]|%|\[",)
+    requires = (r"\.(item|cpu|tolist|numpy|to|type|format|add_scalars?)\(|print|float|int|bool|if |while |assert |f['\"]|%|\[|numpy|math",)
     project_tags = ("helper-syncs",)
 
     def check(self) -> Iterator[Diagnostic]:
@@ -96,6 +98,10 @@ class HostSyncInLoop(Rule):
             what = subjects[0] if len(subjects) == 1 else ", ".join(subjects[:-1]) + f" and {subjects[-1]}"
             verb = "waits" if len(syncs) == 1 else "wait"
             message = f"{what} {verb} for the GPU {self.every_step(role, loop)}"
+            interval = every_step_interval(model, syncs[0].node, loop)
+            if interval is not None:  # `if iter_num % log_interval == 0:` with `log_interval = 1`: no thinning
+                divisor = model.code(interval.right)
+                message += f", under `{model.code(interval)}` with `{divisor}` set to 1 (the guard passes every step)"
             followers = later.get(key, [])
             calls = [call for s in syncs + followers for call in runs_it.get(id(s.node), ())]
             message += calls_named(model, calls, message)
@@ -107,6 +113,8 @@ class HostSyncInLoop(Rule):
                 many = len(lines) > 1
                 message += f", as {'do the reads' if many else 'does the read'} after it at line{'s' if many else ''} {where} (only light GPU work queued in between: one wait)"
             advice = self._advice(syncs, loop)
+            if interval is not None and advice.startswith("keep the value on the GPU and convert it only every N steps"):
+                advice = f"give `{model.code(interval.right)}` a default above 1 (say 10 or 100) so the guard thins the reads"
             era = next(filter(None, (legacy_torch.number_read_help(s.kind) for s in syncs)), None)
             if era is not None:  # `loss.data[0]` in PyTorch 0.3 code: say why it is a read, and its 0.4 spelling
                 advice = f"{advice}. {era[0].upper()}{era[1:]}"
@@ -134,6 +142,11 @@ class HostSyncInLoop(Rule):
                 value = model.code(accumulation.value).replace(model.code(sync.node), f"{model.code(sync.value)}.detach()", 1)
                 operator = model.code(accumulation.operator).strip()
                 return f"accumulate on the GPU (`{target} {operator} {value}`) and convert once every N steps or after the loop"
+        if any(sync.kind == NUMPY_OF_GPU for sync in syncs):  # as written it raises on a CUDA tensor; `.cpu()` would wait
+            return ("numpy reads a tensor through `.numpy()`, which refuses a CUDA tensor (TypeError): test it on the GPU "
+                    "(`torch.isnan(x)`, `torch.isfinite(x).all()`) and read the result only every N steps")
+        if any(isinstance(model.parent.get(sync.node), cst.Assert) for sync in syncs):  # a sanity check of the data
+            return "check the data where it is made (the dataset, on the CPU) or on the first batch only, not on the GPU every step"
         if any(self._feeds_branch(sync.node, loop) for sync in syncs):
             return "the value feeds a Python branch: compute it on the GPU instead (`torch.where`, `clamp`, masks)"
         if any(sync.kind == SLICED_WITH_GPU_BOUND for sync in syncs):
@@ -151,6 +164,10 @@ class HostSyncInLoop(Rule):
             code = _short(model.code(node))
             call = f"`{code}`" if code else "this call"
             return f"{call} ({sync.kind} at {sync.via})"
+        if sync.kind in (NUMPY_OF_GPU, MATH_OF_GPU):  # `np.isnan(grad_norm)`: say where the read is
+            code, value = _short(model.code(node)), _short(model.code(sync.value))
+            how = "numpy needs" if sync.kind == NUMPY_OF_GPU else "`math` converts"
+            return f"`{code}` ({how} the GPU tensor `{value}` on the host)" if code and value else sync.kind
         if isinstance(node, cst.FormattedStringExpression):
             code = _short(model.code(node.expression))
             return f"formatting `{{{code}}}` in an f-string" if code else sync.kind
