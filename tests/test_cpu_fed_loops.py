@@ -99,3 +99,23 @@ def test_a_loader_also_read_by_a_loop_that_moves_its_batches_keeps_its_finding()
     other = "for x, y in trainloader:\n    print(net(x.to(device)).sum().item())\n"
     found = [code for code, _ in rows(SETUP + MODEL + LOOP.format(move="") + other)]
     assert "GPU103" in found
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # a dataset of CUDA tensors: its batches are on the GPU already
+        (
+            'trainset = torchvision.datasets.FashionMNIST("./data", train=True, transform=torchvision.transforms.ToTensor())',
+            "trainset = torch.utils.data.TensorDataset(torch.load(\"x.pt\").cuda(), torch.load(\"y.pt\").cuda())",
+        ),
+        # a transform that moves each sample
+        (
+            "transform=torchvision.transforms.ToTensor())",
+            "transform=push_to_device)\ndef push_to_device(x):\n    return x.to(device)\n",
+        ),
+    ],
+)
+def test_a_dataset_that_may_hold_gpu_tensors_keeps_the_findings(old: str, new: str) -> None:
+    source = (SETUP + MODEL + LOOP.format(move="")).replace(old, new)
+    assert ("GPU103", 9) in rows(source)  # the loader's batch size of 4, as before

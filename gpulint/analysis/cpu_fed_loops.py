@@ -100,7 +100,41 @@ def _loader_iterated(model: SemanticModel, loop: cst.For) -> Optional[tuple[str,
         return None
     if any(a.keyword is not None and a.keyword.value in ("collate_fn", "pin_memory_device") for a in value.args):
         return None
+    dataset = value.args[0].value if value.args and value.args[0].keyword is None else None
+    if dataset is None or not _cpu_dataset(model, dataset, loop):
+        return None
     return it.value, binders[0]
+
+
+def _cpu_dataset(model: SemanticModel, dataset: cst.BaseExpression, at: cst.CSTNode) -> bool:
+    """The dataset is built here by a `torchvision.datasets` class or a class of this module whose code moves
+    nothing, from arguments (and values they name) that move nothing (`transform=push_to_device` may)."""
+    if isinstance(dataset, cst.Name):
+        binders = model.bindings_of(dataset.value, at)
+        if len(binders) != 1 or not isinstance(binders[0], cst.Assign):
+            return False
+        dataset = binders[0].value
+    if not isinstance(dataset, cst.Call):
+        return False
+    name = model.qualified_name(dataset.func) or ""
+    local = model.local_class_of(name)
+    if local is not None:
+        if _moves(model.module.code_for_node(local.node)):
+            return False
+    elif not name.startswith("torchvision.datasets."):
+        return False
+    for arg in dataset.args:
+        if _moves(model.module.code_for_node(arg.value)):
+            return False
+        if isinstance(arg.value, cst.Name):
+            for binder in model.bindings_of(arg.value.value, at):
+                if _moves(model.module.code_for_node(binder)):
+                    return False
+    return True
+
+
+def _moves(code: str) -> bool:
+    return any(word in code for word in (*_MOVE_WORDS, "register_buffer"))
 
 
 def _batch_names(loop: cst.For) -> set[str]:
