@@ -118,4 +118,4 @@ def test_a_loader_also_read_by_a_loop_that_moves_its_batches_keeps_its_finding()
 )
 def test_a_dataset_that_may_hold_gpu_tensors_keeps_the_findings(old: str, new: str) -> None:
     source = (SETUP + MODEL + LOOP.format(move="")).replace(old, new)
-    assert ("GPU103", 9) in rows(source)  # the loader's batch size of 4, as before
+    assert "GPU103" in [code for code, _ in rows(source)]  # the loader's batch size of 4, as before
