@@ -119,3 +119,8 @@ def test_a_loader_also_read_by_a_loop_that_moves_its_batches_keeps_its_finding()
 def test_a_dataset_that_may_hold_gpu_tensors_keeps_the_findings(old: str, new: str) -> None:
     source = (SETUP + MODEL + LOOP.format(move="")).replace(old, new)
     assert "GPU103" in [code for code, _ in rows(source)]  # the loader's batch size of 4, as before
+
+
+def test_a_data_parallel_model_scatters_cpu_batches_and_keeps_the_findings() -> None:
+    source = (SETUP + MODEL + LOOP.format(move="")).replace("net = Net().to(device)", "net = nn.DataParallel(Net()).to(device)")
+    assert "GPU303" in [code for code, _ in rows(source)]

@@ -286,6 +286,8 @@ def _moves_nothing(model: SemanticModel, func: cst.BaseExpression) -> bool:
     if local is not None:
         text = model.module.code_for_node(local.node)
         return not any(word in text for word in (*_MOVE_WORDS, "register_buffer"))
+    if "Parallel" in name:
+        return False  # `nn.DataParallel(net)` scatters CPU inputs to its GPUs
     return name.startswith(("torchvision.models.", "torch.nn."))
 
 
