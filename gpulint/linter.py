@@ -388,13 +388,16 @@ def _check_parsed(
 def _where_shipped_code_runs(model: SemanticModel, found: list[Diagnostic]) -> list[Diagnostic]:
     """The findings outside branches that never run with the shipped settings (`if ngpu > 1:` with `ngpu = 0`,
     a training branch every call of a notebook function skips) and outside branches
-    that run only without a GPU (the `else:` of `if torch.cuda.is_available():`), and outside superseded copies."""
+    that run only without a GPU (the `else:` of `if torch.cuda.is_available():`), outside loops that feed CPU
+    batches to a model on the run's device (only a CPU run works: `analysis/cpu_fed_loops.py`), and outside
+    superseded copies."""
     if not found:
         return found
+    from gpulint.analysis.cpu_fed_loops import cpu_fed_rows
     from gpulint.analysis.gpu_free_branches import gpu_free_rows
     from gpulint.analysis.shipped_paths import unshipped_rows
 
-    spans = unshipped_rows(model) + gpu_free_rows(model)
+    spans = unshipped_rows(model) + gpu_free_rows(model) + cpu_fed_rows(model)
     if model.project.superseded:  # an `old/` copy nothing imports: none of it runs (`analysis/superseded_code.py`)
         spans.append((1, len(model.lines)))
     if not spans:

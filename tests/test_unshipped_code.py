@@ -217,3 +217,41 @@ def test_checked_from_a_folder_inside_a_project_the_callers_above_may_call(tmp_p
     write(tmp_path, {"run.py": "from lib.helper_data import get_celeba\nget_celeba(64)\n"})
     findings = _project(tmp_path / "lib", monkeypatch)
     assert CIFAR in findings and CELEBA in findings  # the root is `lib/`: run.py above it is out of sight
+
+
+ORPHAN = """\
+    import torch
+    from .helper_data import get_mnist
+
+
+    def score(model):
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        total = 0.0
+        for x, _ in get_mnist(256):
+            loss = model(x.cuda().view(-1, 784)).sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            total += loss.item()
+        return total
+"""
+
+
+def test_a_package_member_nothing_imports_is_not_reported(tmp_path, monkeypatch):
+    # `from .helper_data import ...`: it cannot run as `python score.py`, and nothing imports it.
+    findings = _project(tmp_path, monkeypatch, **{"score.py": ORPHAN})
+    assert not [f for f in findings if f.startswith("score.py")]  # its `loss.item()` (GPU303) is not reported
+    assert MNIST in findings
+
+
+def test_a_package_member_whose_module_body_calls_its_function_stays_reported(tmp_path, monkeypatch):
+    # `python -m pkg.score` runs its body, and the body runs `score`.
+    orphan = ORPHAN + "\n\n    score(torch.nn.Linear(784, 10).cuda())\n"
+    findings = _project(tmp_path, monkeypatch, **{"score.py": orphan})
+    assert "score.py:13 GPU303" in findings
+
+
+def test_a_script_nothing_imports_without_relative_imports_stays_reported(tmp_path, monkeypatch):
+    # `python score.py` may run it (or the README names it): a plain script's functions are its API.
+    findings = _project(tmp_path, monkeypatch, **{"score.py": ORPHAN.replace("from .helper_data", "from helper_data")})
+    assert "score.py:13 GPU303" in findings
