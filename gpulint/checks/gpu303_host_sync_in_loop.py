@@ -12,6 +12,7 @@ from gpulint.analysis.full_batch import same_data_every_step
 from gpulint.analysis.helper_steps import calling_loop
 from gpulint.analysis.helper_waits import calls_named, reported_in_helpers
 from gpulint.analysis.index_loaders import loader_bound_evaluation
+from gpulint.analysis.launch_bound import launch_bound_step
 from gpulint.analysis.read_runs import previous_read
 from gpulint.analysis.returned_actions import returned_to_an_environment
 from gpulint.analysis.step_waits import waited_before
@@ -44,6 +45,8 @@ class HostSyncInLoop(Rule):
                 continue  # timing each prediction: the wait is part of the measurement
             if model.model_size.toy_loop(loop):
                 continue  # a toy model on toy tensors: a step is microseconds, waiting costs nothing worth a report
+            if role == TRAIN and launch_bound_step(model, loop):
+                continue  # each step loops over time steps of a recurrent module: the GPU trails the host, nothing queued
             if host_reads.queue_drained(model, sync, loop):
                 continue  # the iteration already waited for the device (a profiling harness): a finished value is copied
             if first_few_iterations(model, sync.node, loop) is not None:
