@@ -36,6 +36,22 @@ if TYPE_CHECKING:
     from gpulint.analysis.model import Loop, SemanticModel
 
 RECURRENT_CELLS = frozenset({"torch.nn.GRUCell", "torch.nn.LSTMCell", "torch.nn.RNNCell"})
+_STEPS = frozenset({"backward", "step"})  # what a loop of training steps runs, not a loop of time steps
+
+
+def _over_a_range(model: SemanticModel, loop: cst.For) -> bool:
+    """`for t in range(steps):`, `for i, t in enumerate(range(0, steps, r)):`: time steps, not batches."""
+    iterated = loop.iter
+    while isinstance(iterated, cst.Call) and iterated.args and _builtin(model, iterated) in ("enumerate", "reversed"):
+        iterated = iterated.args[0].value
+    return isinstance(iterated, cst.Call) and _builtin(model, iterated) == "range"
+
+
+def _builtin(model: SemanticModel, call: cst.Call) -> str | None:
+    """`range(...)` as written, unless an import shadows the name."""
+    if isinstance(call.func, cst.Name) and model.imports.resolve(call.func.value) is None:
+        return call.func.value
+    return None
 
 
 def launch_bound_step(model: SemanticModel, loop: Loop) -> bool:
@@ -56,6 +72,10 @@ def _recurrent_call(model: SemanticModel, call: cst.Call, loop: Loop) -> bool:
     inner = enclosing[0]
     if not isinstance(inner, (cst.For, cst.While)) or not model.residency.is_module(call.func):
         return False
+    if isinstance(inner, cst.For) and not _over_a_range(model, inner):
+        return False  # `for x, y in loader:` is a loop of batches (truncated BPTT carries its state across them)
+    if any(model.call_name(c) in _STEPS or (isinstance(c.func, cst.Attribute) and c.func.attr.value in _STEPS) for c in model.calls_inside(inner)):
+        return False  # the inner loop trains (a backward or an optimizer step in it): it is the step loop itself
     if isinstance(inner, cst.For) and _names(inner.target) & _names(call.func):
         return False  # `for layer in model.layers: x = layer(x)`, `model.blocks[i](x)`: a different module each time
     statement = next(iter(model.ancestors(call)), None)

@@ -334,9 +334,7 @@ def _steps_cells(model: SemanticModel, expr: cst.BaseExpression) -> bool:
 
 def _launch_bound_loops(model: SemanticModel, hot: list) -> bool:
     """Every training loop here runs each step as a Python loop over time steps of a recurrent module."""
-    return bool(hot) and all(
-        any(launch_bound_step(model, loop) for loop in (hot_loop, *model.enclosing_loops(hot_loop))) for hot_loop in hot
-    )
+    return bool(hot) and all(launch_bound_step(model, loop) for loop in hot)
 
 
 def _project_convolutions(model: SemanticModel, call: cst.Call) -> bool:
