@@ -74,7 +74,7 @@ def _recurrent_call(model: SemanticModel, call: cst.Call, loop: Loop) -> bool:
         return False
     if isinstance(inner, cst.For) and not _over_a_range(model, inner):
         return False  # `for x, y in loader:` is a loop of batches (truncated BPTT carries its state across them)
-    if any(model.call_name(c) in _STEPS or (isinstance(c.func, cst.Attribute) and c.func.attr.value in _STEPS) for c in model.calls_inside(inner)):
+    if any(isinstance(c.func, cst.Attribute) and c.func.attr.value in _STEPS for c in model.calls_inside(inner)):
         return False  # the inner loop trains (a backward or an optimizer step in it): it is the step loop itself
     if isinstance(inner, cst.For) and _names(inner.target) & _names(call.func):
         return False  # `for layer in model.layers: x = layer(x)`, `model.blocks[i](x)`: a different module each time

@@ -187,7 +187,9 @@ class FunctionSummary:
 
     @classmethod
     def from_json(cls, data: list) -> FunctionSummary:
-        line, params, kwonly, calls, loops, effects, returns, trains, gpu, convolutions, optional, literals, configs, generates, names, cells, looped = [*data, *([None] * (17 - len(data)))]
+        line, params, kwonly, calls, loops, effects, returns, trains, gpu, convolutions, optional, literals, configs, generates, names, cells, looped = [
+            *data, *([None] * (17 - len(data)))
+        ]  # fmt: skip
         return cls(
             line,
             tuple(params),
@@ -1455,7 +1457,8 @@ class _Reader:
             self.f.convolutions = min(CONV_NET, self.f.convolutions + (CONV_NET if many else 1))
         if qualified in RECURRENT_CELLS:
             self.f.cells += 1
-        if self.loop >= 0 and isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and self.env.get(func.value.id) == ("self",):
+        own = isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and self.env.get(func.value.id) == ("self",)
+        if own and self.loop >= 0:
             if func.attr not in self.f.looped_calls:
                 self.f.looped_calls += (func.attr,)  # `h = self.cell(x[:, t], h)` in `for t in range(steps):`
         receiver = self.expr(func.value) if isinstance(func, ast.Attribute) else None
