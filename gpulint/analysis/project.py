@@ -98,12 +98,14 @@ class Callee:
     held: Any = None
     # a class whose call builds a DataLoader from its arguments: its signature (`analysis/loader_classes.py`)
     loader: Optional[dict] = None
+    # a model class whose forward runs a recurrent cell once per time step of a Python loop (`analysis/launch_bound.py`)
+    steps_cells: bool = False
 
     def to_json(self) -> list:
         consumes = {k: [c.to_json() for c in v] for k, v in self.consumes.items()}
         return [
             self.kind, self.where, self.params, self.trains, self.epoch, self.returns, self.effects, self.syncs, self.yields,
-            consumes, self.convolutions, self.held, self.loader,
+            consumes, self.convolutions, self.held, self.loader, self.steps_cells,
         ]  # fmt: skip
 
 
@@ -466,7 +468,37 @@ class ProjectIndex:
         facts.convolutions = self.convolutions(record, name, "class") >= CONV_NET
         facts.held = record.summary.held.get(name)
         facts.loader = record.summary.loader_classes.get(name)
+        facts.steps_cells = self.steps_cells(record, name)
         return facts
+
+    def steps_cells(self, record: ModuleRecord, name: str) -> bool:
+        """The class's `forward` calls, in a loop, a recurrent cell it builds or a project class that owns one
+        (`analysis/launch_bound.py`)."""
+        forward = record.summary.functions.get(f"{name}.forward")
+        if forward is None:
+            return False
+        if forward.looped_calls and self._owns_cells(record, name, own_only=True):
+            return True  # `for t in range(steps): h = self.cell(x[:, t], h)`
+        for call in forward.calls:
+            # `self.decoder(...)` is recorded as `Decoder.__call__`: the class it calls
+            found = self.symbol(record, call[0].removesuffix(".__call__")) if call[4] >= 0 else None
+            if found is not None and found[0] == "class" and self._owns_cells(found[1], found[2]):
+                return True  # `for t in range(0, steps, r): self.decoder(...)`, the decoder built of cells
+        return False
+
+    def _owns_cells(self, record: ModuleRecord, name: str, own_only: bool = False, depth: int = 0) -> bool:
+        """The class's `__init__` builds a recurrent cell, itself or (not `own_only`) through project classes."""
+        init = record.summary.functions.get(f"{name}.__init__")
+        if init is None or depth > _MAX_DEPTH:
+            return False
+        if init.cells:
+            return True
+        for call in () if own_only else init.calls:
+            found = self.symbol(record, call[0])
+            if found is not None and found[0] == "class" and (found[1], found[2]) != (record, name):
+                if self._owns_cells(found[1], found[2], depth=depth + 1):
+                    return True
+        return False
 
     def convolutions(self, record: ModuleRecord, name: str, kind: str) -> int:
         """How many convolutions a project class (its `__init__`, its project base classes) or function builds,

@@ -35,6 +35,7 @@ from typing import Any, Callable, Iterable, Optional
 
 from gpulint.analysis.communication import chosen_by_backend, starts_async_communication, waits_for_work
 from gpulint.analysis.convolutions import CONV_NET, CONV_NET_FACTORIES, builds_convolution
+from gpulint.analysis.launch_bound import RECURRENT_CELLS
 from gpulint.analysis.devices import EVIDENCE_FINDERS, GPU_TEXT_MARKERS, MODEL_PLACERS
 from gpulint.analysis.error_paths import EXITS
 from gpulint.analysis.generation import generates_text
@@ -170,13 +171,15 @@ class FunctionSummary:
     # call index -> the arguments that are a parameter of the function written as its bare name (position or
     # keyword -> name: `evaluate(model, val_loader)` in `train(model, val_loader)`)
     names: dict[int, dict] = field(default_factory=dict)
+    cells: int = 0  # the recurrent cells it builds (`nn.GRUCell(...)`: one time step a call, `analysis/launch_bound.py`)
+    looped_calls: tuple[str, ...] = ()  # the `self.<attr>(...)` modules it calls inside a loop of its own
 
     def to_json(self) -> list:
         full = [
             self.line, self.params, self.kwonly, self.calls, self.loops, self.effects, self.returns, self.trains, self.gpu,
             self.convolutions, self.optional_parts, [[i, list(v.items())] for i, v in self.literals.items()],
             [[i, list(v.items())] for i, v in self.configs.items()], self.generates,
-            [[i, list(v.items())] for i, v in self.names.items()],
+            [[i, list(v.items())] for i, v in self.names.items()], self.cells, self.looped_calls,
         ]  # fmt: skip
         while len(full) > 2 and not full[-1]:
             full.pop()  # most functions call nothing the project defines: keep their summary short
@@ -184,7 +187,9 @@ class FunctionSummary:
 
     @classmethod
     def from_json(cls, data: list) -> FunctionSummary:
-        line, params, kwonly, calls, loops, effects, returns, trains, gpu, convolutions, optional, literals, configs, generates, names = [*data, *([None] * (15 - len(data)))]
+        line, params, kwonly, calls, loops, effects, returns, trains, gpu, convolutions, optional, literals, configs, generates, names, cells, looped = [
+            *data, *([None] * (17 - len(data)))
+        ]  # fmt: skip
         return cls(
             line,
             tuple(params),
@@ -201,6 +206,8 @@ class FunctionSummary:
             {i: {k: (v[0], tuple(v[1]) if isinstance(v[1], list) else v[1]) for k, v in pairs} for i, pairs in configs or ()},
             bool(generates),
             {i: dict(pairs) for i, pairs in names or ()},
+            int(cells or 0),
+            tuple(looped or ()),
         )
 
 
@@ -1448,6 +1455,12 @@ class _Reader:
         if qualified is not None and builds_convolution(qualified) and not (self.is_init and self.branches):
             many = self.loop >= 0 or self.repeating or qualified.startswith(CONV_NET_FACTORIES)
             self.f.convolutions = min(CONV_NET, self.f.convolutions + (CONV_NET if many else 1))
+        if qualified in RECURRENT_CELLS:
+            self.f.cells += 1
+        own = isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and self.env.get(func.value.id) == ("self",)
+        if own and self.loop >= 0:
+            if func.attr not in self.f.looped_calls:
+                self.f.looped_calls += (func.attr,)  # `h = self.cell(x[:, t], h)` in `for t in range(steps):`
         receiver = self.expr(func.value) if isinstance(func, ast.Attribute) else None
         args = [self.expr(a) for a in node.args]
         kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
