@@ -98,7 +98,7 @@ class Callee:
     held: Any = None
     # a class whose call builds a DataLoader from its arguments: its signature (`analysis/loader_classes.py`)
     loader: Optional[dict] = None
-    # a model class whose forward runs a recurrent cell once per time step of a Python loop (`analysis/launch_bound.py`)
+    # a model class whose forward runs a recurrent cell once per time step of a Python loop (`analysis/time_step_loops.py`)
     steps_cells: bool = False
 
     def to_json(self) -> list:
@@ -473,7 +473,7 @@ class ProjectIndex:
 
     def steps_cells(self, record: ModuleRecord, name: str) -> bool:
         """The class's `forward` calls, in a loop, a recurrent cell it builds or a project class that owns one
-        (`analysis/launch_bound.py`)."""
+        (`analysis/time_step_loops.py`)."""
         forward = record.summary.functions.get(f"{name}.forward")
         if forward is None:
             return False

@@ -35,7 +35,7 @@ from typing import Any, Callable, Iterable, Optional
 
 from gpulint.analysis.communication import chosen_by_backend, starts_async_communication, waits_for_work
 from gpulint.analysis.convolutions import CONV_NET, CONV_NET_FACTORIES, builds_convolution
-from gpulint.analysis.launch_bound import RECURRENT_CELLS
+from gpulint.analysis.time_step_loops import RECURRENT_CELLS
 from gpulint.analysis.devices import EVIDENCE_FINDERS, GPU_TEXT_MARKERS, MODEL_PLACERS
 from gpulint.analysis.error_paths import EXITS
 from gpulint.analysis.generation import generates_text
@@ -171,7 +171,7 @@ class FunctionSummary:
     # call index -> the arguments that are a parameter of the function written as its bare name (position or
     # keyword -> name: `evaluate(model, val_loader)` in `train(model, val_loader)`)
     names: dict[int, dict] = field(default_factory=dict)
-    cells: int = 0  # the recurrent cells it builds (`nn.GRUCell(...)`: one time step a call, `analysis/launch_bound.py`)
+    cells: int = 0  # the recurrent cells it builds (`nn.GRUCell(...)`: one time step a call, `analysis/time_step_loops.py`)
     looped_calls: tuple[str, ...] = ()  # the `self.<attr>(...)` modules it calls inside a loop of its own
 
     def to_json(self) -> list:

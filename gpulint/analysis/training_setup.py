@@ -10,7 +10,7 @@ import libcst as cst
 
 from gpulint.analysis.attribute_models import moves_resident_attribute, trains_resident_attribute
 from gpulint.analysis.convolutions import builds_convolution, library_conv_net, named_model
-from gpulint.analysis.launch_bound import launch_bound_step
+from gpulint.analysis.time_step_loops import time_step_loop
 from gpulint.analysis.hot_loops import is_hot, trains
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.residency import TRAIN
@@ -50,8 +50,8 @@ class TrainingSetup:
     # its dtype is in the engine's config, most likely not float32
     engine_half_precision: bool = False
     # every model moved to CUDA runs a recurrent cell per time step from Python, or every training step loops over
-    # time steps of a recurrent module (`analysis/launch_bound.py`): kernel speed is not what the step waits for
-    launch_bound: bool = False
+    # time steps of a recurrent module (`analysis/time_step_loops.py`): kernel speed is not what the step waits for
+    time_steps: bool = False
     # `torch.backends.cudnn.benchmark = False` written unconditionally, with nothing else asking for reproducible
     # convolutions: torch's default spelled out (not counted in `cudnn_configured`)
     cudnn_benchmark_off: cst.Assign | None = None
@@ -332,9 +332,9 @@ def _steps_cells(model: SemanticModel, expr: cst.BaseExpression) -> bool:
     return callee is not None and callee.steps_cells
 
 
-def _launch_bound_loops(model: SemanticModel, hot: list) -> bool:
+def _time_step_loops(model: SemanticModel, hot: list) -> bool:
     """Every training loop here runs each step as a Python loop over time steps of a recurrent module."""
-    return bool(hot) and all(launch_bound_step(model, loop) for loop in hot)
+    return bool(hot) and all(time_step_loop(model, loop) for loop in hot)
 
 
 def _project_convolutions(model: SemanticModel, call: cst.Call) -> bool:
@@ -388,5 +388,5 @@ def find_training_setup(model: SemanticModel) -> TrainingSetup:
         toy_models=bool(moves) and not convolutions and all(model.model_size.is_toy_model(m.func.value) for m in moves),
         engine_half_precision=bool(moves) and all(_engine_places_model(model, m) for m in moves) and _names_half_precision(model),
         cudnn_benchmark_off=cudnn_off,
-        launch_bound=bool(moves) and (all(_steps_cells(model, m.func.value) for m in moves) or _launch_bound_loops(model, hot)),
+        time_steps=bool(moves) and (all(_steps_cells(model, m.func.value) for m in moves) or _time_step_loops(model, hot)),
     )

@@ -13,7 +13,7 @@ from gpulint.analysis.helper_steps import calling_loop
 from gpulint.analysis.host_libraries import MATH_OF_GPU, NUMPY_OF_GPU
 from gpulint.analysis.helper_waits import calls_named, reported_in_helpers
 from gpulint.analysis.index_loaders import loader_bound_evaluation
-from gpulint.analysis.launch_bound import launch_bound_step
+from gpulint.analysis.time_step_loops import time_step_loop
 from gpulint.analysis.read_runs import previous_read
 from gpulint.analysis.returned_actions import returned_to_an_environment
 from gpulint.analysis.step_cadence import every_step_interval
@@ -49,7 +49,7 @@ class HostSyncInLoop(Rule):
                 continue  # a toy model on toy tensors: a step is microseconds, waiting costs nothing worth a report
             if model.model_size.launch_bound_loop(loop):
                 continue  # the step runs only a small model (a LeNet, a 784-128-10 MLP): launch-bound, the read waits microseconds
-            if role == TRAIN and launch_bound_step(model, loop):
+            if role == TRAIN and time_step_loop(model, loop):
                 continue  # each step loops over time steps of a recurrent module: the GPU trails the host, nothing queued
             if host_reads.queue_drained(model, sync, loop):
                 continue  # the iteration already waited for the device (a profiling harness): a finished value is copied

@@ -36,7 +36,7 @@ class NoMixedPrecision(Rule):
             return  # already mixed or reduced precision, or a framework decides, or float64 on purpose
         if setup.toy_models:
             return  # a few thousand parameters: launch-bound, the Tensor Cores change nothing
-        if setup.launch_bound:
+        if setup.time_steps:
             return  # each step loops over time steps of small recurrent kernels from Python: launches are its cost
         help = (
             'Run the forward pass and the loss under `torch.autocast("cuda", dtype=torch.bfloat16)` (or float16 with '

@@ -46,7 +46,7 @@ class NoTf32(Rule):
             yield self.diagnostic(anchor, message, fix=fix, help=HELP)
         if trainers or not setup.cuda_training_script or setup.toy_models:
             return  # a toy model: its matmuls are too small for the Tensor Cores to matter
-        if setup.launch_bound:
+        if setup.time_steps:
             return  # each step loops over time steps of small recurrent kernels from Python: launches are its cost
         if setup.engine_half_precision:
             return  # DeepSpeed with an fp16/bf16 config: its matmuls run in half precision, not float32

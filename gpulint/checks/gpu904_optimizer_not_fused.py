@@ -36,7 +36,7 @@ class OptimizerNotFused(Rule):
                 continue  # the project's torch has no `fused=` for this optimizer
             if adam.few_tensors:
                 continue  # a frozen model's new head or adapters: the update is negligible next to the forward
-            if model.training_setup.launch_bound:
+            if model.training_setup.time_steps:
                 continue  # each step loops over time steps of small recurrent kernels: the update is a sliver of it
             foreach = adam.arguments.get("foreach")
             resolved = model.values.resolve(foreach.value) if foreach is not None else None

@@ -16,7 +16,7 @@ The host issues launches as fast as it can and the GPU runs each as soon as it a
 nothing queued, and autocast, TF32 or a fused optimizer speed up kernels whose time is not what the step waits
 for. Two sides of one fact:
 
-- module side (`launch_bound_step`): the step's iteration runs, unguarded, an inner loop that calls a module with a
+- module side (`time_step_loop`): the step's iteration runs, unguarded, an inner loop that calls a module with a
   state it carries from call to call (`out, hidden = model(x, hidden)`, `h = cell(x[t], h)`). A loop over layers
   (`for layer in model.layers: x = layer(x)`) calls a different module each time and is no recurrence: a
   transformer's blocks stay full-size kernels.
@@ -54,7 +54,7 @@ def _builtin(model: SemanticModel, call: cst.Call) -> str | None:
     return None
 
 
-def launch_bound_step(model: SemanticModel, loop: Loop) -> bool:
+def time_step_loop(model: SemanticModel, loop: Loop) -> bool:
     """Every iteration of the step loop `loop` runs a time-step loop of a recurrent module (see the module doc)."""
     memo = model.memo("launch-bound")  # asked once per finding: answered once per loop
     if loop not in memo:
