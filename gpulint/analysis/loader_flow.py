@@ -732,6 +732,9 @@ class LoaderFlow:
                 return
             if wrapper_kind(m, call) == "passthrough" and any(value is a for a in wrapped_arguments(m, call)):
                 yield from self._refs_from_value(call, bound_at, via, hops)  # `pbar = tqdm(loader)` hands out its batches
+                if len(via) < _MAX_HOPS:
+                    # `infiniteloop(loader)`, a generator of this module: its own loop (`while True: for x in loader`) takes them
+                    yield from self._refs_into_function(call, parent, bound_at, via)
             elif len(via) < _MAX_HOPS:
                 yield from self._refs_through_wrapper(call, parent, bound_at, via, hops)
                 yield from self._refs_into_function(call, parent, bound_at, via)
@@ -898,12 +901,38 @@ class LoaderFlow:
             info = m.local_class_of(m.call_name(call))
             if info is not None and "__init__" in info.methods:
                 found.append(info.methods["__init__"])  # `Trainer(model, train_loader)`
+            instance = self._instance_class(callee, call)
+            if instance is not None and "__call__" in instance.methods:
+                found.append(instance.methods["__call__"])  # `evaluator = MscEval(...)`, then `evaluator(net, dl)`
             return found
         if isinstance(callee, cst.Attribute) and isinstance(callee.value, cst.Name) and callee.value.value == "self":
             owner = next((a for a in m.ancestors(call) if isinstance(a, cst.ClassDef)), None)
             if owner is not None:
                 return [f for f in m.functions.get(callee.attr.value, []) if m.parent.get(m.parent.get(f)) is owner]
+        if isinstance(callee, cst.Attribute) and isinstance(callee.value, cst.Name):
+            instance = self._instance_class(callee.value, call)
+            method = instance.methods.get(callee.attr.value) if instance is not None else None
+            return [method] if method is not None else []  # `trainer = Trainer(...)`, then `trainer.fit(loader)`
         return []
+
+    def _instance_class(self, name: cst.Name, at: cst.CSTNode):
+        """The module-level class of this module that every binding of `name` visible at `at` constructs
+        (`evaluator = MscEvalV0(n_classes=19)`), or None."""
+        m = self.m
+        binders = m.bindings_of(name.value, at)
+        found = set()
+        for binder in binders:
+            if not (isinstance(binder, cst.Assign) and isinstance(binder.value, cst.Call) and len(binder.targets) == 1):
+                return None
+            if not (isinstance(binder.targets[0].target, cst.Name) and binder.targets[0].target.value == name.value):
+                return None
+            info = m.local_class_of(m.call_name(binder.value))
+            if info is None or m.parent.get(info.node) is not m.module:
+                return None
+            found.add(id(info))
+        if len(found) != 1:
+            return None
+        return m.local_class_of(m.call_name(binders[0].value))
 
     def _matches(self, ref: _Ref, expr: cst.BaseExpression) -> bool:
         if ref.key is not None:
@@ -1027,11 +1056,15 @@ class LoaderFlow:
             if not self._in_ref_scope(ref, call) or not self._bound_here(ref, call) or not self._iterator_of(ref, call.args[0].value):
                 continue
             parent = m.parent.get(call)
-            if not isinstance(parent, cst.Assign) or parent.value is not call:
+            if isinstance(parent, cst.Attribute) and parent.value is call:
+                parent = None  # `next(looper).to(device)`: a batch taken, under no name
+            elif not isinstance(parent, cst.Assign) or parent.value is not call:
                 continue
             loops = m.enclosing_loops(call)
             loop = loops[0] if loops else None
-            targets = [t.target for t in parent.targets]
+            if parent is None and loop is None:
+                continue
+            targets = [t.target for t in parent.targets] if parent is not None else []
             regions = (loop,) if loop is not None else _statements_after(m, parent)
             via = ref.via + self._entry_calls(ref, call)
             restarts = loop is not None and isinstance(call.args[0].value, cst.Call)  # not a name kept across passes
@@ -1039,9 +1072,11 @@ class LoaderFlow:
         return found
 
     def _iterator_of(self, ref: _Ref, expr: cst.BaseExpression) -> bool:
-        """`iter(loader)`, or a name bound once to it."""
+        """`iter(loader)`, or a name bound once to it, or the name of a generator over the loader."""
         if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "iter" and expr.args:
             return self._matches(ref, expr.args[0].value)
+        if self._generator_ref(ref) and self._matches(ref, expr):
+            return True  # `datalooper = infiniteloop(loader)`, then `next(datalooper)`
         if isinstance(expr, cst.Name):
             # `it = iter(loader)`, re-created with the same call when an epoch ends (`except StopIteration`).
             binders = self.m.bindings_of(expr.value, expr)
@@ -1049,6 +1084,16 @@ class LoaderFlow:
                 isinstance(b, cst.Assign) and isinstance(b.value, cst.Call) and self._iterator_of(ref, b.value) for b in binders
             )
         return False
+
+    def _generator_ref(self, ref: _Ref) -> bool:
+        """The name holds a generator of this module that re-yields the loader's batches (`infiniteloop(loader)`)."""
+        m = self.m
+        if ref.is_attribute or ref.key is not None or not ref.bound_at:
+            return False
+        binder = ref.bound_at[-1]
+        if not (isinstance(binder, cst.Assign) and isinstance(binder.value, cst.Call) and isinstance(binder.value.func, cst.Name)):
+            return False
+        return bool(m.functions.get(binder.value.func.value)) and wrapper_kind(m, binder.value) == "passthrough"
 
     # ---- batches moved to CUDA -------------------------------------------------------------------
 
@@ -1071,7 +1116,8 @@ class LoaderFlow:
                         moves.append(helper)
                     continue
                 receiver = self.m.residency.unwrapped(call.func.value)  # a move is a method call; `Variable(x).cuda()` moves `x`
-                if _is_batch_part(receiver, names) and not self._already_moved(receiver, call, iteration.regions) and not self._shadowed(receiver, call, iteration):
+                viewed = _viewed(receiver)  # `label.squeeze(1).cuda()` copies the batch's own (pinned) memory
+                if _is_batch_part(viewed, names) and not self._already_moved(viewed, call, iteration.regions) and not self._shadowed(viewed, call, iteration):
                     seen.add(id(call))
                     whole = isinstance(receiver, cst.Name) and receiver.value == iteration.whole_batch
                     moves.append(BatchMove(call, receiver, iteration, whole))
@@ -1241,6 +1287,17 @@ def _is_batch_part(expr: cst.BaseExpression, names: set[str]) -> bool:
     while isinstance(expr, cst.Subscript):
         expr = expr.value
     return isinstance(expr, cst.Name) and expr.value in names
+
+
+# Tensor methods whose result shares the tensor's memory, contiguous as it was: a copy of it copies that memory.
+_VIEW_METHODS = frozenset({"squeeze", "unsqueeze", "view", "detach"})
+
+
+def _viewed(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """The tensor a chain of views is taken of: `label` for `label.squeeze(1)`."""
+    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _VIEW_METHODS:
+        expr = expr.func.value
+    return expr
 
 
 # Tensor methods that view or convert in place of the copy: `batch["x"].float().to(device)` still copies the batch.

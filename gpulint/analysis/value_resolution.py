@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from gpulint.analysis import handed_configs
+from gpulint.analysis.absl_flags import flag_default
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.settings_defaults import CONFIG_NAME
 
@@ -638,6 +639,9 @@ class ValueResolver:
         if not isinstance(attr, cst.Attribute) or not isinstance(attr.value, cst.Name):
             return None
         base = attr.value
+        flag = flag_default(self.model, attr)
+        if flag is not None:
+            return flag  # `FLAGS.num_workers`: an absl flag's default
         if base.value not in self.parse_args_names:
             binder = self._single_binding(base)
             if not (isinstance(binder, cst.Param) and base.value in ARGS_PARAMETER_NAMES):
