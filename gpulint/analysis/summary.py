@@ -1629,6 +1629,9 @@ class _Reader:
         sources = sources_of(value)
         if len(sources) == 1 and sources[0].startswith("c:") and "." not in sources[0]:
             return self.f.calls[int(sources[0][2:])][0]
+        if len(sources) == 1 and sources[0].startswith("c:") and sources[0][2:].replace(".", "", 1).isdigit():
+            index, element = sources[0][2:].split(".")  # `net, crit = set_model()`: element 1 of what it returns
+            return f"{self.f.calls[int(index)][0]}.{element}"
         return None
     def framework_feed(self, method: str, line: int, values: list) -> None:
         """`accelerator.prepare(model, opt, loader)`, `trainer.fit(model, loader)`: the framework iterates what it
