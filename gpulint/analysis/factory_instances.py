@@ -23,7 +23,9 @@ Training scripts rarely build their model and loss where they call them; a facto
 A call on the result (`<factory>.<member>`, `<factory>.<k>.<member>` for element k of a returned tuple, as the
 summary writes it: `summary._Reader.made`) runs the member every `return` of the factory instantiates, when that is
 one method of the project (one class, or classes that share the method through a project base). A factory with a
-`return` of anything else (None, a library object, a parameter) names no method: unknown.
+`return` of anything else (None, a library object, a parameter) names no method: unknown; so does a class name that
+imports bind to different classes (KAIR's `define_Model`: `from models.model_plain import ModelPlain as M` in one
+branch, `... ModelVRT as M` in another, then `return M(opt)`): the options choose.
 """
 
 from __future__ import annotations
@@ -71,6 +73,8 @@ def _returned_member(
     if not source.startswith("c:") or "|" in source or "." in source or not source[2:].isdigit() or int(source[2:]) >= len(f.calls):
         return None
     ref = f.calls[int(source[2:])][0]
+    if ref.split(".", 1)[0] in record.summary.rebound:
+        return None  # `M(opt)` with `M` imported from one module per setting: the settings choose the class
     target = index.symbol(record, ref)
     if target is None:
         return None
