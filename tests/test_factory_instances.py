@@ -116,3 +116,70 @@ def test_a_factory_instance_called_under_a_guard_after_the_loop_or_in_set_up_sta
     )
     root = write(tmp_path / "after", {"ohem.py": LOSS, "train.py": after})
     assert [d for d in lint(root, monkeypatch) if d.filename == "ohem.py"] == []
+
+
+NET = """
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        grid = torch.arange(8).cuda()
+        return self.fc(x) + grid
+"""
+
+BUILD = """
+from net import Net
+
+
+def build_model(cfg):
+    model = Net()
+    return model
+"""
+
+PRETRAIN = """
+import torch
+from build import build_model
+
+
+def pretrain(model, feats, optimizer, epochs):
+    x = feats.cuda()
+    for epoch in range(epochs):
+        loss = model(x).sum()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+
+def main(cfg):
+    model = build_model(cfg)
+    model.cuda()
+    optimizer = torch.optim.Adam(model.parameters())
+    pretrain(model, torch.randn(64, 8), optimizer, 100)
+"""
+
+
+def test_a_model_from_a_factory_handed_to_the_training_function_runs_forward_every_step(tmp_path, monkeypatch):
+    root = write(tmp_path, {"net.py": NET, "build.py": BUILD, "pretrain.py": PRETRAIN})
+    by_key = {(d.filename, d.location.row, d.code): d for d in lint(root, monkeypatch)}
+    assert by_key[("net.py", 12, "GPU201")].message == (
+        "`torch.arange(...)` fills on the CPU, then `.cuda()` copies it to the GPU every training step "
+        "(`forward` at line 11, run by the call at pretrain.py:9)"
+    )
+
+
+def test_a_class_chosen_by_settings_through_rebound_imports_names_no_method(tmp_path, monkeypatch):
+    chosen = BUILD.replace(
+        "from net import Net\n\n\ndef build_model(cfg):\n    model = Net()\n    return model",
+        "def build_model(cfg):\n    if cfg == 'b':\n        from other import Other as M\n    else:\n        from net import Net as M\n"
+        "    model = M()\n    return model",
+    )
+    other = "import torch.nn as nn\n\n\nclass Other(nn.Module):\n    def forward(self, x):\n        return x\n"
+    root = write(tmp_path, {"net.py": NET, "other.py": other, "build.py": chosen, "pretrain.py": PRETRAIN})
+    found = [d.message for d in lint(root, monkeypatch) if d.filename == "net.py"]
+    assert not any("run by the call at" in m for m in found), found  # which class runs is the settings' choice

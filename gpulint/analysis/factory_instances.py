@@ -103,4 +103,6 @@ def factory_calls(index: ProjectIndex, record: ModuleRecord, function: str, call
     f = record.summary.functions.get(function)
     if f is None or "." in function or not any(value == ("src", f"c:{call}") for value in f.returns):
         return []
+    if f.calls[call][0].split(".", 1)[0] in record.summary.rebound:
+        return []  # `M(opt)` with `M` imported from one module per setting: not known to be this class
     return index.callers(record, function)
