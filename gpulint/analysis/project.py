@@ -26,6 +26,7 @@ from gpulint.analysis.call_arguments import agreed_arguments, passed
 from gpulint.analysis.convolutions import CONV_NET
 from gpulint.analysis.devices import BASE_EVIDENCE, gpu_context_reason
 from gpulint.analysis.engine_steps import ENGINE_STEP, engine_step_parameters
+from gpulint.analysis.factory_instances import factory_calls, factory_member
 from gpulint.analysis.forward_helpers import LIBRARY_MODULES, forward_called
 from gpulint.analysis.generation import generating_names
 from gpulint.analysis.graph_batches import graph_collates
@@ -378,7 +379,9 @@ class ProjectIndex:
             return ("function", record, key) if len(tail) == 1 and key in summary.functions else None
         if head in summary.functions and head != MODULE_BODY:
             if len(tail) == 1:  # `make_agent(...).update`: a method of the object a Hydra config builds
-                return instantiated.returned_member(self, record, head, tail[0])
+                return instantiated.returned_member(self, record, head, tail[0]) or factory_member(self, record, head, None, tail[0])
+            if len(tail) == 2 and tail[0].isdigit():  # `net, crit = set_model(); crit(x, y)`: `set_model.1.__call__`
+                return factory_member(self, record, head, int(tail[0]), tail[1])
             return ("function", record, head) if not tail else None
         if head in summary.values:
             return ("value", record, head) if not tail else None
@@ -852,9 +855,11 @@ class ProjectIndex:
             if not called:
                 continue
             for caller, caller_key, index in self.callers(record, owner):
-                where = self._called_where_handed(caller, caller.summary.functions[caller_key], f"c:{index}")
-                if where is not None:
-                    stepped.setdefault(key, where)  # `fit_one_epoch(..., yolo_loss, ...)` calls it in its loop
+                # `model = build_model(args)` for a factory that returns the instance: where its callers hand it on
+                for maker, maker_key, made in [(caller, caller_key, index), *factory_calls(self, caller, caller_key, index)]:
+                    where = self._called_where_handed(maker, maker.summary.functions[maker_key], f"c:{made}")
+                    if where is not None:
+                        stepped.setdefault(key, where)  # `fit_one_epoch(..., yolo_loss, ...)` calls it in its loop
         stepped.update(overridden_steps(self, record, stepped))  # a base class's loop runs the override every step
         frontier = list(stepped)
         for _ in range(3):

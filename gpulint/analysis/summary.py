@@ -252,6 +252,9 @@ class ModuleSummary:
     config_paths: dict[str, Any] = field(default_factory=dict)
     # its classes whose call builds a DataLoader from their arguments -> signature (`analysis/loader_classes.py`)
     loader_classes: dict[str, dict] = field(default_factory=dict)
+    # names imports bind to different things (`from models.a import A as M` in one branch, `... B as M` in another):
+    # which one a call of the name makes is the settings' choice (`analysis/factory_instances.py`)
+    rebound: tuple[str, ...] = ()
 
     def to_json(self) -> dict:
         return {
@@ -268,6 +271,7 @@ class ModuleSummary:
             "handed": self.handed,
             "config_paths": self.config_paths,
             "loader_classes": self.loader_classes,
+            "rebound": self.rebound,
         }
 
     @classmethod
@@ -286,6 +290,7 @@ class ModuleSummary:
             tuple(data.get("handed", ())),
             data.get("config_paths", {}),
             data.get("loader_classes", {}),
+            tuple(data.get("rebound", ())),
         )
 
 
@@ -766,6 +771,14 @@ class _Builder:
 
     def add_import(self, node: ast.Import | ast.ImportFrom) -> None:
         """Module-level imports are read first; an import inside a function counts from where it is read."""
+        imports = self.summary.imports
+        before = dict(imports)
+        self._add_import(node)
+        changed = [name for name, target in imports.items() if name in before and before[name] != target]
+        if changed:
+            self.summary.rebound = tuple(sorted({*self.summary.rebound, *changed}))
+
+    def _add_import(self, node: ast.Import | ast.ImportFrom) -> None:
         imports = self.summary.imports
         if isinstance(node, ast.Import):
             for alias in node.names:
@@ -1642,6 +1655,9 @@ class _Reader:
         sources = sources_of(value)
         if len(sources) == 1 and sources[0].startswith("c:") and "." not in sources[0]:
             return self.f.calls[int(sources[0][2:])][0]
+        if len(sources) == 1 and sources[0].startswith("c:") and sources[0][2:].replace(".", "", 1).isdigit():
+            index, element = sources[0][2:].split(".")  # `net, crit = set_model()`: element 1 of what it returns
+            return f"{self.f.calls[int(index)][0]}.{element}"
         return None
     def framework_feed(self, method: str, line: int, values: list) -> None:
         """`accelerator.prepare(model, opt, loader)`, `trainer.fit(model, loader)`: the framework iterates what it
