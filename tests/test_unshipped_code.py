@@ -237,13 +237,6 @@ ORPHAN = """\
 """
 
 
-def test_a_package_member_nothing_imports_is_not_reported(tmp_path, monkeypatch):
-    # `from .helper_data import ...`: it cannot run as `python score.py`, and nothing imports it.
-    findings = _project(tmp_path, monkeypatch, **{"score.py": ORPHAN})
-    assert not [f for f in findings if f.startswith("score.py")]  # its `loss.item()` (GPU303) is not reported
-    assert MNIST in findings
-
-
 def test_a_package_member_whose_module_body_calls_its_function_stays_reported(tmp_path, monkeypatch):
     # `python -m pkg.score` runs its body, and the body runs `score`.
     orphan = ORPHAN + "\n\n    score(torch.nn.Linear(784, 10).cuda())\n"

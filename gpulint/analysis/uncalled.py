@@ -2,9 +2,8 @@
 that no notebook of the lecture calls, and the helpers only such functions call.
 
 A module-level function counts only when its module is a helper module (other modules of the project import
-it, or nothing imports it but it imports its siblings relatively, `from .inception import InceptionV3`, so it
-cannot run as a script: pytorch-ddpm's unused `score/inception_score.py`; a script's or a lone file's functions
-stay reported), the whole project is in sight and nothing can reach it by name:
+it; a script's or a lone file's functions stay reported), the whole project is in sight and nothing can reach
+it by name:
 - the project ships no packaging metadata (`pyproject.toml`, `setup.py`, `setup.cfg` in the module's folder or
   above it, up to the project root): an installable package's functions are API that users call;
 - the module is not a package's `__init__.py`, not a `hubconf.py`, lists no `__all__` naming the function, and
@@ -50,10 +49,7 @@ def _dead_functions(index: ProjectIndex) -> set[tuple[int, str]]:
 def _find_dead_functions(index: ProjectIndex) -> set[tuple[int, str]]:
     found: set[tuple[int, str]] = set()
     packaged: dict[str, bool] = {}
-    candidates = [
-        r for r in index.records.values()
-        if (imported_elsewhere(index, r) or _orphan_package_member(r)) and _script_module(index, r, packaged)
-    ]  # fmt: skip
+    candidates = [r for r in index.records.values() if imported_elsewhere(index, r) and _script_module(index, r, packaged)]
     if not candidates or _calls_by_name(index) or not _whole_project_indexed(index):
         return found
     reached = _reached_by_name(index)
@@ -80,12 +76,6 @@ def _find_dead_functions(index: ProjectIndex) -> set[tuple[int, str]]:
                     changed = True
                     break
     return found
-
-
-def _orphan_package_member(record: ModuleRecord) -> bool:
-    """A module nothing imports that imports its siblings relatively (`from .inception import InceptionV3`): it cannot
-    run as `python file.py`, so only its own module body (under `python -m`) or an importer could run its functions."""
-    return any(level for level, _, _ in record.summary.imports.values())
 
 
 def _script_module(index: ProjectIndex, record: ModuleRecord, packaged: dict[str, bool]) -> bool:
