@@ -38,7 +38,7 @@ def same_data_every_step(model: SemanticModel, loop: Loop) -> bool:
         return False
     if any(inner is not loop and trains(model, inner) for inner in model.loops_inside(loop)):
         return False  # an inner loop of steps: minibatches
-    rebound = _rebound_in(model, loop)
+    rebound = rebound_in(model, loop)
     stepped = False
     for call in model.calls_inside(loop):
         if is_training_step(model, call):
@@ -98,7 +98,7 @@ def _copies_to_the_gpu(model: SemanticModel, function: cst.FunctionDef) -> bool:
 def _forwards_given_inputs(model: SemanticModel, function: cst.FunctionDef) -> bool:
     """Every module forward in `function` is given only names the function does not bind itself: its parameters
     and the module's tensors (`model(x[train_idx])`, `model(data.x, data.adj_t)`), not a batch it draws."""
-    bound = _rebound_in(model, function)
+    bound = rebound_in(model, function)
     return all(_invariant(call, bound) for call in model.calls_inside(function) if model.residency.is_module(call.func))
 
 
@@ -121,13 +121,13 @@ def _iterates_a_loader(model: SemanticModel, loop: cst.For) -> bool:
     return False
 
 
-def _rebound_in(model: SemanticModel, loop: cst.For | cst.FunctionDef) -> set[str]:
+def rebound_in(model: SemanticModel, loop: cst.For | cst.FunctionDef) -> set[str]:
     """Names bound inside the loop (its target included) or the function's body (not its parameters)."""
     names: set[str] = set()
 
     class Targets(cst.CSTVisitor):
         def _add(self, target: cst.BaseExpression) -> None:
-            names.update(_names_in(target))
+            names.update(names_in(target))
 
         def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
             self._add(node.target)
@@ -156,10 +156,10 @@ def _rebound_in(model: SemanticModel, loop: cst.For | cst.FunctionDef) -> set[st
 
 def _invariant(call: cst.Call, rebound: set[str]) -> bool:
     """Every name the call's arguments read is one the loop never rebinds."""
-    return not any(name in rebound for arg in call.args for name in _names_in(arg.value))
+    return not any(name in rebound for arg in call.args for name in names_in(arg.value))
 
 
-def _names_in(expr: cst.CSTNode) -> set[str]:
+def names_in(expr: cst.CSTNode) -> set[str]:
     """The plain names in `expr`: `data` of `data.x` (never the attribute `x`), `x` and `idx` of `x[idx]`."""
     found: set[str] = set()
 

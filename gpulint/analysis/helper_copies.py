@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Iterator, NamedTuple, Optional
 
 import libcst as cst
 
-from gpulint.analysis.full_batch import _names_in, _rebound_in
+from gpulint.analysis.full_batch import names_in, rebound_in
 from gpulint.analysis.helper_steps import helper_step_call
 
 if TYPE_CHECKING:
@@ -111,11 +111,11 @@ def _plain_index(index: cst.BaseSlice) -> bool:
 def _same_at_every_call(
     model: SemanticModel, source: cst.BaseExpression, helper: cst.FunctionDef, call: cst.Call, loop: cst.CSTNode
 ) -> bool:
-    rebound_here = _rebound_in(model, helper)
+    rebound_here = rebound_in(model, helper)
     parameters = {p.name.value: p for p in (*helper.params.params, *helper.params.kwonly_params)}
     if isinstance(helper.params.star_arg, cst.Param) or helper.params.star_kwarg is not None:
         return False  # (what `*args` carries is not followed)
-    for name in _names_in(source):
+    for name in names_in(source):
         if isinstance(source, (cst.Attribute, cst.Subscript)) and _methods_called(model, name, (helper, loop)):
             return False  # `env.state` with `env.step()` in the step: an object's methods may change what it holds
         if name in rebound_here or _changed(model, name, helper):
@@ -145,8 +145,8 @@ def _argument(helper: cst.FunctionDef, call: cst.Call, name: str) -> Optional[cs
 def _invariant_argument(model: SemanticModel, argument: cst.BaseExpression, loop: cst.CSTNode) -> bool:
     if not _plain(argument):
         return False
-    rebound = _rebound_in(model, loop)  # type: ignore[arg-type]
-    for name in _names_in(argument):
+    rebound = rebound_in(model, loop)  # type: ignore[arg-type]
+    for name in names_in(argument):
         if name in rebound or _changed(model, name, loop):
             return False
         if not model.bindings_of(name, argument):
@@ -207,6 +207,6 @@ def _changed(model: SemanticModel, name: str, where: cst.CSTNode) -> bool:
 
 def _device_fixed(model: SemanticModel, move: cst.Call, helper: cst.FunctionDef, loop: cst.CSTNode) -> bool:
     """The device the copy goes to is not rebound in the function or the loop (`device`, `args.dev`)."""
-    rebound = _rebound_in(model, helper) | _rebound_in(model, loop)  # type: ignore[arg-type]
-    return not any(name in rebound for arg in move.args for name in _names_in(arg.value))
+    rebound = rebound_in(model, helper) | rebound_in(model, loop)  # type: ignore[arg-type]
+    return not any(name in rebound for arg in move.args for name in names_in(arg.value))
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from gpulint.analysis.uncalled import _whole_project_indexed
+from gpulint.analysis.uncalled import modules_imported_by, whole_project_indexed
 
 if TYPE_CHECKING:
     from gpulint.analysis.project import ModuleRecord, ProjectIndex
@@ -50,24 +50,13 @@ def _unused_folders(index: ProjectIndex) -> frozenset[str]:
     """The superseded folders that no module outside them imports from."""
     folders = {id(r): _superseded_folder(index, r) for r in index.records.values()}
     candidates = {f for f in folders.values() if f is not None}
-    if not candidates or not _whole_project_indexed(index):
+    if not candidates or not whole_project_indexed(index):
         return frozenset()
     used: set[str] = set()
     for importer in index.records.values():
         own = folders[id(importer)]
-        for target in _imported(index, importer):
+        for target in modules_imported_by(index, importer):
             folder = folders.get(id(target))
             if folder is not None and folder != own:
                 used.add(folder)  # `from old.model import Net` in train.py: old/ runs
     return frozenset(candidates - used)
-
-
-def _imported(index: ProjectIndex, importer: ModuleRecord) -> list[ModuleRecord]:
-    found = []
-    for level, module, name in importer.summary.imports.values():
-        if module or level:
-            found.append(index.module(importer, level, module))
-        if name is not None:
-            found.append(index.module(importer, level, f"{module}.{name}" if module else name))
-    found += [index.module(importer, level, module) for level, module in importer.summary.stars]
-    return [r for r in found if r is not None]

@@ -50,7 +50,7 @@ def _find_dead_functions(index: ProjectIndex) -> set[tuple[int, str]]:
     found: set[tuple[int, str]] = set()
     packaged: dict[str, bool] = {}
     candidates = [r for r in index.records.values() if imported_elsewhere(index, r) and _script_module(index, r, packaged)]
-    if not candidates or _calls_by_name(index) or not _whole_project_indexed(index):
+    if not candidates or _calls_by_name(index) or not whole_project_indexed(index):
         return found
     reached = _reached_by_name(index)
     if reached is None:
@@ -126,7 +126,7 @@ def _reached_by_name(index: ProjectIndex) -> set[tuple[int, str]] | None:
     return found
 
 
-def _whole_project_indexed(index: ProjectIndex) -> bool:
+def whole_project_indexed(index: ProjectIndex) -> bool:
     """Every Python file and notebook under the root is in the index (walked once per index), and the root is
     not a folder inside a project (a package, or Python files next to it: gpulint run in `lib/` of a repository
     whose scripts above it may call anything)."""
@@ -169,15 +169,20 @@ def _imported_modules(index: ProjectIndex) -> set[int]:
     """The ids of the project's modules that another module imports."""
     found: set[int] = set()
     for importer in index.records.values():
-        sources = []
-        for level, module, name in importer.summary.imports.values():
-            sources.append(index.module(importer, level, module) if module or level else None)
-            if name is not None:
-                sources.append(index.module(importer, level, f"{module}.{name}" if module else name))
-        sources += [index.module(importer, level, module) for level, module in importer.summary.stars]
         # a module's import of itself (`from weight_drop import WeightDrop` in its own `__main__`) is no user
-        found.update(id(source) for source in sources if source is not None and source is not importer)
+        found.update(id(source) for source in modules_imported_by(index, importer) if source is not importer)
     return found
+
+
+def modules_imported_by(index: ProjectIndex, importer: ModuleRecord) -> list[ModuleRecord]:
+    """The project's modules `importer` imports (`from .data import make`: data.py, or `data/make.py` if a module)."""
+    sources = []
+    for level, module, name in importer.summary.imports.values():
+        sources.append(index.module(importer, level, module) if module or level else None)
+        if name is not None:
+            sources.append(index.module(importer, level, f"{module}.{name}" if module else name))
+    sources += [index.module(importer, level, module) for level, module in importer.summary.stars]
+    return [source for source in sources if source is not None]
 
 
 def _holds_python(folder: str) -> bool:
