@@ -69,6 +69,19 @@ def reported_in_helpers(model: SemanticModel, reported: list[tuple[HostSync, obj
     return folded
 
 
+def fold_into_helpers(
+    model: SemanticModel, reported: list[tuple[HostSync, object, str]], what: str
+) -> tuple[list[tuple[HostSync, object, str]], dict[int, list[cst.CSTNode]]]:
+    """`reported` without the calls whose wait is reported inside their helper (`reported_in_helpers`), and
+    id(the helper's reported sync node) -> the calls that run it: the finding's related places."""
+    folded = reported_in_helpers(model, reported, what)
+    runs_it: dict[int, list[cst.CSTNode]] = {}
+    for sync, _, _ in reported:
+        if id(sync) in folded:
+            runs_it.setdefault(id(folded[id(sync)].node), []).append(sync.node)
+    return [item for item in reported if id(item[0]) not in folded], runs_it
+
+
 def calls_named(model: SemanticModel, calls: list[cst.CSTNode], message: str) -> str:
     """What a finding in a helper adds to its message for the calls folded into it: `, run by the calls at lines
     286 and 306`; nothing where the message names the call that runs it already (`run by the call at

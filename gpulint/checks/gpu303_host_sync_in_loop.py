@@ -11,7 +11,7 @@ from gpulint.analysis.first_iterations import first_few_iterations
 from gpulint.analysis.full_batch import same_data_every_step
 from gpulint.analysis.helper_steps import calling_loop
 from gpulint.analysis.host_libraries import MATH_OF_GPU, NUMPY_OF_GPU
-from gpulint.analysis.helper_waits import calls_named, reported_in_helpers
+from gpulint.analysis.helper_waits import calls_named, fold_into_helpers
 from gpulint.analysis.index_loaders import loader_bound_evaluation
 from gpulint.analysis.time_step_loops import time_step_loop
 from gpulint.analysis.read_runs import previous_read
@@ -76,13 +76,10 @@ class HostSyncInLoop(Rule):
                 continue  # an RL step that generates a rollout: its decoding already waits on the host per token
             statements.setdefault(id(model.enclosing_statement(sync.node)), []).append((sync, loop, role))
         # A call of a helper whose wait is reported in the helper itself: one wait, reported there, the call related.
-        folded = reported_in_helpers(model, [item for found in statements.values() for item in found], "sync")
-        runs_it: dict[int, list] = {}  # id(a read reported in a helper) -> the calls of the helper that run it
+        kept, runs_it = fold_into_helpers(model, [item for found in statements.values() for item in found], "sync")
+        kept_ids = {id(item[0]) for item in kept}
         for key, found in list(statements.items()):
-            for sync, _, _ in found:
-                if id(sync) in folded:
-                    runs_it.setdefault(id(folded[id(sync)].node), []).append(sync.node)
-            statements[key] = [item for item in found if id(item[0]) not in folded]
+            statements[key] = [item for item in found if id(item[0]) in kept_ids]
             if not statements[key]:
                 statements.pop(key)
         for found in statements.values():

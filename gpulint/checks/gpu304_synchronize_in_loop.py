@@ -8,7 +8,7 @@ import libcst as cst
 
 from gpulint.analysis.communication import guards_communication
 from gpulint.analysis.helper_steps import called_helper
-from gpulint.analysis.helper_waits import calls_named, reported_in_helpers
+from gpulint.analysis.helper_waits import calls_named, fold_into_helpers
 from gpulint.analysis.residency import CPU, TRAIN, HostSync
 from gpulint.analysis.streams import CURRENT_STREAM
 from gpulint.checks.base import Rule
@@ -43,14 +43,8 @@ class SynchronizeInLoop(Rule):
                 continue  # the barrier after `batch_isend_irecv` / a work handle's `wait()`: removing it races
             accepted.append((HostSync(call, "synchronize", call, via=via), loop, role))
         # A call of a helper whose synchronize is reported in the helper itself: one wait, reported there.
-        folded = reported_in_helpers(model, accepted, "synchronize")
-        runs_it: dict[int, list] = {}  # id(a synchronize reported in a helper) -> the calls of the helper that run it
-        for sync, _, _ in accepted:
-            if id(sync) in folded:
-                runs_it.setdefault(id(folded[id(sync)].node), []).append(sync.node)
+        accepted, runs_it = fold_into_helpers(model, accepted, "synchronize")
         for sync, loop, role in accepted:
-            if id(sync) in folded:
-                continue
             call, via = sync.node, sync.via
             what = f"`{model.code(call)}`" if via is None else f"`{model.code(call)}` (`torch.cuda.synchronize()` at {via})"
             message = f"{what} blocks the CPU until the GPU is idle, {self.every_step(role, loop)}"

@@ -8,7 +8,7 @@ import libcst as cst
 
 from gpulint.analysis import generation
 from gpulint.analysis.first_iterations import first_few_iterations
-from gpulint.analysis.helper_waits import calls_named, reported_in_helpers
+from gpulint.analysis.helper_waits import calls_named, fold_into_helpers
 from gpulint.analysis.residency import EVAL, TRAIN
 from gpulint.analysis.step_waits import waited_before
 from gpulint.checks.base import Rule
@@ -53,14 +53,8 @@ class DynamicShapeSyncInLoop(Rule):
             reported.add(id(statement))
             accepted.append((sync, loop, role))
         # A call of a helper whose wait is reported in the helper itself: one wait, reported there, the call related.
-        folded = reported_in_helpers(model, accepted, "shape")
-        runs_it: dict[int, list] = {}  # id(a sync reported in a helper) -> the calls of the helper that run it
-        for sync, _, _ in accepted:
-            if id(sync) in folded:
-                runs_it.setdefault(id(folded[id(sync)].node), []).append(sync.node)
+        accepted, runs_it = fold_into_helpers(model, accepted, "shape")
         for sync, loop, role in accepted:
-            if id(sync) in folded:
-                continue
             shown = self._shown(sync.node)
             if sync.via is not None:  # a project helper called every step
                 call = shown or "This call"
