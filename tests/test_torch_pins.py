@@ -174,19 +174,24 @@ def test_gpu904_fused_adam_needs_torch_1_13(tmp_path, monkeypatch, pin, expected
     assert found(lint(root, monkeypatch, select=("GPU904",), preview=True)) == expected
 
 
+def _classifier_script() -> str:
+    """fixtures/train_classifier.py with a 798k-parameter MLP: its own (99.7k parameters) is a toy (launch-bound),
+    for which GPU901/GPU902 are silent whatever the pin."""
+    script = (Path(__file__).parent.parent / "fixtures/train_classifier.py").read_text(encoding="utf-8")
+    return script.replace("nn.Linear(3 * 16 * 16, 128), nn.ReLU(), nn.Linear(128, 10)", "nn.Linear(3 * 16 * 16, 1024), nn.ReLU(), nn.Linear(1024, 10)")
+
+
 @pytest.mark.parametrize("pin, expected", [("torch==1.7.0\n", []), ("torch==1.12.1\n", ["train.py:41 GPU902"])])
 def test_gpu902_tf32_advice_needs_torch_1_12(tmp_path, monkeypatch, pin, expected):
     # before 1.12 matmuls ran TF32 by default, and `set_float32_matmul_precision` did not exist
-    script = (Path(__file__).parent.parent / "fixtures/train_classifier.py").read_text(encoding="utf-8")
-    root = write(tmp_path / "p", {"train.py": script, "requirements.txt": pin})
+    root = write(tmp_path / "p", {"train.py": _classifier_script(), "requirements.txt": pin})
     assert found(lint(root, monkeypatch, select=("GPU902",), preview=True)) == expected
 
 
 @pytest.mark.parametrize("pin, expected", [("torch==1.4.0\n", []), ("torch==1.6.0\n", ["train.py:60 GPU901"])])
 def test_gpu901_autocast_advice_needs_torch_1_6(tmp_path, monkeypatch, pin, expected):
     # torch.cuda.amp arrived in 1.6: a project pinned below it (YOLOv4's torch==1.4.0) cannot follow the advice
-    script = (Path(__file__).parent.parent / "fixtures/train_classifier.py").read_text(encoding="utf-8")
-    root = write(tmp_path / "p", {"train.py": script, "requirements.txt": pin})
+    root = write(tmp_path / "p", {"train.py": _classifier_script(), "requirements.txt": pin})
     assert found(lint(root, monkeypatch, select=("GPU901",), preview=True)) == expected
 
 

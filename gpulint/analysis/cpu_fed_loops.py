@@ -172,7 +172,7 @@ def _collect(target: cst.BaseExpression, names: set[str]) -> None:
 def _feeds_cpu_batches(model: SemanticModel, loop: cst.For) -> bool:
     """A moved model is called with a batch name, and no batch name is ever given to anything that may move it."""
     batch = _batch_names(loop)
-    if not batch:
+    if not batch or _moves_something(loop.body):
         return False
     fed = False
     for node in _name_loads(loop.body, None):
@@ -183,6 +183,22 @@ def _feeds_cpu_batches(model: SemanticModel, loop: cst.For) -> bool:
             return False
         fed = fed or verdict
     return fed
+
+
+def _moves_something(body: cst.CSTNode) -> bool:
+    """The step calls `.to` / `.cuda` / a `to_device` on anything: `{k: v.to(device) for k, v in batch.items()}` moves
+    the batch through names the use check does not follow, so only a step that moves nothing counts."""
+    found = []
+
+    class _Visitor(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            func = node.func
+            called = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+            if called in _MOVES:
+                found.append(node)
+
+    body.visit(_Visitor())
+    return bool(found)
 
 
 def _use(model: SemanticModel, loop: cst.For, name: cst.Name) -> Optional[bool]:
