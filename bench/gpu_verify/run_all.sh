@@ -65,6 +65,21 @@ bounded race_after 40 "$PY" stream_race.py 20 > "$RES/race_after.txt" 2>&1
 cd "$REPO"; pack
 fi
 
+# 2b. What each pattern costs (bench/results/cost_facts.md); COSTS_ARGS="--only=steps --variants=..." reruns a part
+if only costs; then
+bounded costs 240 "$PY" bench/gpu_verify/cost_facts.py "$RES/cost_facts.json" ${COSTS_ARGS:-} > "$RES/cost_facts.txt" 2>&1
+pack
+fi
+# 2c. Nsight Compute's kernel times for the ground-truth loop beside gpulint profile's kernel busy on the same GPU
+if only ncu; then
+NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+mkdir -p "$WORK/scratch/ncu" && cp bench/gpu_verify/gt_loop.py "$WORK/scratch/ncu/" && cd "$WORK/scratch/ncu"
+bounded ncu 60 "$NCU" --target-processes all ${NCU_ARGS:-} --launch-skip 400 --launch-count 100 --metrics gpu__time_duration.sum \
+  --csv "$PY" gt_loop.py --steps 40 > "$RES/ncu.csv" 2> "$RES/ncu.err"
+bounded ncu_gt_profile 90 "$PY" -m gpulint profile --repeat 1 --json "$RES/ncu_gt_profile.json" -- "$PY" gt_loop.py > "$RES/ncu_gt_profile.txt" 2>&1
+cd "$REPO"; pack
+fi
+
 # 3. Real training scripts, then 4. the fixtures: check, then fix --apply --unsafe-fixes --verify
 verify() {  # verify NAME SRC SECONDS [gpulint options...]
   local name=$1 src=$2 want=$3; shift 3

@@ -300,9 +300,12 @@ def run_verify(
             cmp = _compare(a_runs, b_runs, planned, options)
             never_ran = _never_ran(groups, b_runs)
             doc["never_ran"] = never_ran
+            # Some changed statements ran (the training loop's) and others did not (an evaluation after the
+            # measured steps): the runs did compare two programs, and the report names what was not measured.
+            none_ran = len(never_ran) == sum(len(statements) for statements in groups.values())
             if cmp.verdict == SLOWER:
                 reason = "the fixed script is slower beyond the noise"
-            elif never_ran:
+            elif never_ran and none_ran:
                 outcome = "not verified"
                 reason = (
                     f"its changed lines never ran in the B runs ({', '.join(never_ran)}), so the runs compared two "
@@ -368,6 +371,9 @@ def run_verify(
         if cmp.mechanism_verified:
             what = "mechanism verified, bottleneck elsewhere" if cmp.verdict != TOO_NOISY else "mechanism verified; throughput too noisy to measure"
         out.write(f"Kept the fixes in {', '.join(files)} ({what}).\n")
+        if never_ran:
+            out.write(f"Not measured: {', '.join(never_ran)} did not run in the measured runs (code after the measured "
+                      "steps, or a branch this machine does not take); the verdict is about the changes that ran.\n")
         out.flush()
         return finish("kept", None, KEPT, cmp)
     if outcome == "not verified":

@@ -56,8 +56,9 @@ class FakeRunner:
         if isinstance(result, BaseException):
             raise result
         result.label = label
-        if probes and self.lines_ran:
-            result.probe_hits = {(path, line) for path, lines in probes.items() for line in lines}
+        if probes and self.lines_ran:  # True: every probed line ran; a set: only those line numbers ran
+            result.probe_hits = {(path, line) for path, lines in probes.items() for line in lines
+                                 if self.lines_ran is True or line in self.lines_ran}
         return result
 
 
@@ -427,6 +428,25 @@ def test_a_fix_whose_changed_lines_never_ran_is_not_verified(tmp_path, monkeypat
     assert fake.probes[0] is None and fake.probes[1] == {str(script.resolve()): [1]}  # only B runs trace lines
     doc = json.loads(out_json.read_text())
     assert doc["outcome"] == "not verified" and doc["never_ran"] == ["train.py:1"]
+
+
+def test_fixes_of_which_some_ran_are_judged_by_those_and_the_rest_named(tmp_path, monkeypatch):
+    # Seen on an H200: the training loop's fixes ran and were 2.5x faster; the evaluation after the measured
+    # steps never ran. The runs did compare two programs: keep, and name what was not measured.
+    monkeypatch.chdir(tmp_path)
+    script = tmp_path / "train.py"
+    script.write_bytes(ORIGINAL + b"val = DataLoader(ds, batch_size=32)\n")
+    fixed = FIXED + b"val = DataLoader(ds, batch_size=32, num_workers=2)\n"
+    out_json = tmp_path / "v.json"
+    code, _, _, out, _ = verify(
+        tmp_path, lambda i: ok_result(0.1, i), lambda i: ok_result(0.04, 10 + i), lines_ran={1}, json_path=out_json,
+        fix=lambda: [PlannedFix(script, script.read_bytes(), fixed)],
+    )
+    assert code == 0 and script.read_bytes() == fixed
+    assert "Kept the fixes in train.py (faster)." in out
+    assert "Not measured: train.py:2 did not run in the measured runs" in out
+    doc = json.loads(out_json.read_text())
+    assert doc["outcome"] == "kept" and doc["never_ran"] == ["train.py:2"]
 
 
 def noisy_a(i):
