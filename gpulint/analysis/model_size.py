@@ -29,7 +29,9 @@ if TYPE_CHECKING:
 # At most this many parameters: each layer is a matmul of a few kilobytes, launch-bound on any GPU.
 TOY_PARAMETERS = 100_000
 # At most this many parameters, whatever feeds it: a step of such a model (MNIST/CIFAR LeNets, 784-128-10 MLPs)
-# is done in microseconds, before the host has the next batch (judged noise up to ~310k, right from ~400k).
+# is done in microseconds, before the host has the next batch (judged noise up to ~310k, right from ~400k; measured on
+# an H200, bench/results/cost_facts.md: MNIST MLPs of 10k-270k parameters keep the GPU 5-10 % busy, kernels of 2-5 µs,
+# and a per-step `.item()` or synchronize costs nothing measurable).
 LAUNCH_BOUND_PARAMETERS = 300_000
 # At most this many elements in a tensor written or generated in the code (`torch.rand(100, 2)`).
 TOY_ELEMENTS = 1_000_000
