@@ -403,6 +403,15 @@ def _interpret(options, result_path, returncode, timed_out, duration, out_tail, 
             )
         elif not raw.get("steps_counted_by"):
             msg = f"the script finished without a single training step ({_seen(raw)}), so there was nothing to measure; {MARK_STEPS_HINT}"
+        elif raw.get("window_restarts"):
+            # The first window met an epoch boundary and started again after it: more steps were needed than
+            # --warmup + --steps, and the epoch length is what the user can act on.
+            msg = (
+                f"the script finished after {done} steps and never completed the measured steps: a new epoch began "
+                f"inside the first window, which restarted after it ({options.steps} measured steps after a short "
+                "re-warm-up) and the script ended first; use a longer run (more epochs or steps per epoch) or "
+                "fewer --steps"
+            )
         else:
             need = options.warmup + options.steps
             msg = (

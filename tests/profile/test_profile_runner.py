@@ -67,6 +67,16 @@ def test_script_too_short_never_reaches_measured_steps():
     assert "after 4 steps" in r.message
 
 
+def test_a_window_restarted_at_an_epoch_boundary_says_so_when_the_script_ends_first():
+    # Seen on an H200 (fixtures/loader_pipeline.py, 2 epochs of 10 steps): "needs at least 15" beside 20 steps
+    # done; the window had restarted at the epoch boundary and needed more.
+    r = run("tiny_train.py", "--samples", "112", "--epochs", "2", steps=6, warmup=2)  # 7 steps of 16 an epoch, 14 in all
+    assert r.status == runner.INCOMPLETE
+    assert r.raw["window_restarts"] == 1
+    assert "after 14 steps and never completed the measured steps: a new epoch began inside the first window" in r.message
+    assert "needs at least" not in r.message
+
+
 def test_raises_before_first_step():
     r = run("raises_before_step.py")
     assert r.status == runner.SCRIPT_ERROR
