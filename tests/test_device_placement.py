@@ -252,6 +252,46 @@ def test_gpu201_in_a_generator_nobody_trains_on_is_silent():
     assert only(source, "GPU201") == []
 
 
+ADVANCED = textwrap.dedent("""\
+    import torch
+
+
+    def cycle(length):
+        while True:
+            seq = torch.randint(0, 2, (256, length)).cuda()
+            yield seq, seq.cumsum(dim=-1) % 2
+
+
+    train_dl = cycle(128)
+    model = Net().cuda()
+    for step in range(10000):
+        seq, labels = next(train_dl)
+        loss = criterion(model(seq), labels)
+        loss.backward()
+        optimizer.step()
+""")
+
+
+def test_gpu201_in_a_generator_kept_in_a_name_that_the_training_loop_advances_with_next():
+    # x-transformers' train_parity: `train_dl = cycle(n)` once, `next(train_dl)` every step runs the
+    # generator's loop body once per step.
+    assert only(ADVANCED, "GPU201") == ["6:15 GPU201"]
+    [diagnostic] = diagnostics(ADVANCED, select=("GPU201",))
+    assert diagnostic.message.endswith("copies it to the GPU every training step (loop at line 12)")
+
+
+def test_gpu201_in_a_generator_advanced_once_or_outside_a_step_is_silent():
+    # one `next` before training: the body runs once
+    once = ADVANCED.replace("for step in range(10000):\n    seq, labels = next(train_dl)\n", "seq, labels = next(train_dl)\nfor step in range(10000):\n")
+    assert only(once, "GPU201") == []
+    # the name bound to another generator too: which one `next` advances is not known
+    rebound = ADVANCED.replace("train_dl = cycle(128)\n", "train_dl = cycle(128)\ntrain_dl = other_batches()\n")
+    assert only(rebound, "GPU201") == []
+    # advanced in a loop that trains nothing
+    untrained = ADVANCED.replace("    loss.backward()\n    optimizer.step()\n", "    print(loss)\n")
+    assert only(untrained, "GPU201") == []
+
+
 # ---- GPU202 legacy-tensor-constructor ---------------------------------------------------------------
 
 

@@ -28,7 +28,9 @@ _GRAD_MODE_CALLS = frozenset(
 class EvalForward:
     eval_call: cst.Call  # `model.eval()`
     loop: Loop
-    forward: cst.Call  # `model(x)` inside the loop, with autograd on
+    forward: cst.Call  # `model(x)` inside the loop, with autograd on, or the call of a helper that runs it
+    through: Optional[cst.FunctionDef] = None  # the helper of this module the loop calls, which runs the model
+    caller: Optional[cst.Call] = None  # for an evaluation outside any loop: the call in a loop of its function
 
 
 def grad_mode_decided(model: SemanticModel, node: cst.CSTNode) -> bool:
@@ -108,7 +110,11 @@ def _calls_method(model: SemanticModel, node: cst.CSTNode, receiver: str, method
 
 
 def find_eval_forwards(model: SemanticModel) -> list[EvalForward]:
-    """Forward passes of a model in a loop that follows its `.eval()` in the same block, with autograd on."""
+    """Forward passes of a model in a loop that follows its `.eval()` in the same block, with autograd on: run
+    there or by a function of this module the loop calls (`_helper_forwards`); the block may be the body of a
+    loop that ends in eval mode, when the evaluation loop follows that loop (`_following`). Also a forward that
+    follows the `.eval()` in a function whose calls run in a loop, after the function's own training step
+    (`_per_call_forwards`)."""
     found: list[EvalForward] = []
     seen_loops: set[int] = set()
     for eval_call in model.method_calls("eval"):
@@ -120,24 +126,129 @@ def find_eval_forwards(model: SemanticModel) -> list[EvalForward]:
         block = model.parent.get(statement)
         if not isinstance(block, (cst.IndentedBlock, cst.Module)):
             continue
-        body = list(block.body)
-        for following in body[body.index(statement) + 1 :]:
-            if _calls_method(model, following, receiver_code, "train"):
-                break  # back in training mode from here on
+        for following in _following(model, statement, receiver_code):
             for loop in _outermost_loops(model, following):
                 if id(loop) in seen_loops or needs_gradients(model, loop):
                     continue
                 forwards = [c for c in model.calls_inside(loop) if model.code(c.func) in (receiver_code, f"{receiver_code}.forward")]
                 forwards = [c for c in forwards if model.enclosing_function(c) is model.enclosing_function(loop)]
                 unguarded = [c for c in forwards if not grad_mode_decided(model, c)]
+                through = None
+                if not unguarded:
+                    helped = _helper_forwards(model, loop, receiver, eval_call)
+                    if helped is not None:
+                        unguarded, through = [helped[0]], helped[1]
                 if unguarded and _records_a_head_only(model, receiver, eval_call, loop):
                     continue  # a frozen backbone: autograd records only the few ops of the trainable head
                 if unguarded and volatile_inputs(model, loop):
                     continue  # PyTorch 0.3 code: `Variable(x, volatile=True)` is its no-grad
                 if unguarded:
                     seen_loops.add(id(loop))
-                    found.append(EvalForward(eval_call, loop, unguarded[0]))
+                    found.append(EvalForward(eval_call, loop, unguarded[0], through))
+        found.extend(_per_call_forwards(model, eval_call, statement, receiver_code))
     return found
+
+
+def _following(model: SemanticModel, statement: cst.CSTNode, receiver: str) -> list[cst.CSTNode]:
+    """The statements that run after `statement` (a `.eval()`) with the model still in eval mode: the rest of its
+    block up to a `.train()` of it; when that block is a loop's body and nothing there switches back, the loop
+    ends in eval mode, so the statements after the loop too (`for epoch ...: train; model.eval()` then a test
+    loop after the epochs), and so on outwards while the block is a loop's body."""
+    found: list[cst.CSTNode] = []
+    while True:
+        block = model.parent.get(statement)
+        if not isinstance(block, (cst.IndentedBlock, cst.Module)):
+            return found
+        body = list(block.body)
+        for following in body[body.index(statement) + 1 :]:
+            if _calls_method(model, following, receiver, "train"):
+                return found  # back in training mode from here on
+            found.append(following)
+        loop = model.parent.get(block)
+        if not isinstance(loop, (cst.For, cst.While)) or loop.body is not block or loop.orelse is not None:
+            return found
+        statement = loop
+
+
+def _helper_forwards(
+    model: SemanticModel, loop: Loop, receiver: cst.BaseExpression, at: cst.CSTNode
+) -> Optional[tuple[cst.Call, cst.FunctionDef]]:
+    """(the call in `loop`, the function) when `loop` calls, by name, a function of this module that runs the
+    evaluated model itself with autograd on (`my_loss = calc_sent_loss(sent)`, whose body runs `model(x)`): the
+    model is a module-level name that neither the helper nor the `.eval()`'s function binds as its own."""
+    if not isinstance(receiver, cst.Name):
+        return None
+    name = receiver.value
+    if model.bindings.get((id(model.scope_of(at)), name)) and model.scope_of(at) is not model.module:
+        return None  # a local (a parameter) of the evaluating function: not the module's model
+    if not model.module_bindings(name):
+        return None
+    for call in model.calls_inside(loop):
+        func = call.func
+        if not isinstance(func, cst.Name) or model.enclosing_function(call) is not model.enclosing_function(loop):
+            continue
+        helpers = model.functions.get(func.value, [])
+        if len(helpers) != 1 or model.parent.get(helpers[0]) is not model.module or model.bindings_of(func.value, call) not in ([], helpers):
+            continue  # two `def`s of the name, a method or a nested function, or a local shadowing it: not followed
+        helper = helpers[0]
+        if model.bindings.get((id(helper), name)):
+            continue  # the helper has its own `model` (a parameter): whichever model the caller passes
+        if grad_mode_decided(model, call):
+            continue
+        runs = [c for c in model.calls_inside(helper) if isinstance(c.func, cst.Name) and c.func.value == name]
+        if any(model.enclosing_function(c) is helper and not _decided_here(model, c) for c in runs):
+            return call, helper
+    return None
+
+
+def _per_call_forwards(model: SemanticModel, eval_call: cst.Call, statement: cst.CSTNode, receiver: str) -> list[EvalForward]:
+    """A function that trains a step and then evaluates, outside any loop of its own (`def train(epoch): ...;
+    loss.backward(); optimizer.step(); model.eval(); output = model(val_x)`), called in a loop: the validation
+    forward records a graph on every call. The function must run autograd before the `.eval()` (its own
+    training step: the evaluated output is not handed back to a caller's backward) and none after it."""
+    function = model.enclosing_function(eval_call)
+    if function is None or model.parent.get(function) is not model.module or model.enclosing_loops(eval_call):
+        return []
+    if model.functions.get(function.name.value) != [function] or not isinstance(function.body, cst.IndentedBlock):
+        return []
+    top = next((a for a in (statement, *model.ancestors(statement)) if model.parent.get(a) is function.body), None)
+    if top is None:
+        return []
+    body = list(function.body.body)
+    position = body.index(top)
+    # (`if not args.fastmode: model.eval(); output = model(val_x)`: the `.eval()` may sit in an `if`)
+    before, after = body[:position], _following(model, statement, receiver)
+    if top is not statement:
+        after += body[position + 1 :]
+    if not any(needs_gradients(model, s) for s in before) or any(_backpropagates(model, s) for s in after):
+        return []  # (a `scheduler.step()` after the evaluation is no autograd)
+    callers = [c for c in _callers(model, function) if isinstance(c.func, cst.Name) and model.repeating_loops(c)]
+    if not callers:
+        return []
+    for following in after:
+        for call in model.calls_inside(following):
+            if model.code(call.func) not in (receiver, f"{receiver}.forward") or model.enclosing_function(call) is not function:
+                continue
+            if model.enclosing_loops(call) or grad_mode_decided(model, call):
+                continue  # in a loop: `find_eval_forwards` answers for it
+            return [EvalForward(eval_call, model.repeating_loops(callers[0])[0], call, caller=callers[0])]
+    return []
+
+
+def _backpropagates(model: SemanticModel, node: cst.CSTNode) -> bool:
+    """`node` differentiates something: `.backward()` or `torch.autograd.grad/backward`, here or in a function of
+    this module it calls."""
+
+    def here(at: cst.CSTNode) -> bool:
+        return any(
+            isinstance(c.func, cst.Attribute) and c.func.attr.value == "backward" or model.call_name(c) in _DIFFERENTIATING
+            for c in model.calls_inside(at)
+        )
+
+    return model.through_calls("backpropagates", node, here)
+
+
+_DIFFERENTIATING = frozenset({"torch.autograd.grad", "torch.autograd.backward"})
 
 
 def _records_a_head_only(model: SemanticModel, receiver: cst.BaseExpression, at: cst.CSTNode, loop: Loop) -> bool:

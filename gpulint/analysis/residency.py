@@ -105,6 +105,9 @@ _NOT_GPU_TENSOR = frozenset({"cpu", "cuda_device", "loader", "stream"})
 _TENSOR_ONLY_METHODS = frozenset({"masked_select", "repeat_interleave", "unique_consecutive"})
 # Methods and functions that turn a tensor into a boolean mask.
 _MASK_METHODS = frozenset({"eq", "ne", "gt", "ge", "lt", "le", "bool", "isnan", "isinf", "isfinite", "logical_not", "logical_and", "logical_or", "logical_xor"})
+# The node splits PyTorch Geometric's data sets store on their graph as boolean masks (torch_geometric/datasets/
+# planetoid.py, `index_to_mask`; `transforms.RandomNodeSplit` writes the same names).
+_GRAPH_SPLIT_MASKS = frozenset({"train_mask", "val_mask", "test_mask"})
 # Tests that are true on every run that has a GPU to use.
 _AVAILABILITY_CHECKS = frozenset({"torch.cuda.is_available", "torch.accelerator.is_available"})
 _MODULE_METHODS = frozenset({"parameters", "named_parameters", "buffers", "named_buffers", "modules", "named_modules", "children", "train", "eval", "apply"})
@@ -1358,10 +1361,39 @@ class Residency:
             name = self.model.call_name(expr) or ""
             last = name[len("torch.") :] if name.startswith("torch.") else expr.func.attr.value if isinstance(expr.func, cst.Attribute) else ""
             return last in _MASK_METHODS
+        if isinstance(expr, cst.Attribute) and expr.attr.value in _GRAPH_SPLIT_MASKS and self._dataset_graph(expr.value, depth + 1):
+            return True  # `data.train_mask` of a PyG data set's graph: a boolean node mask
         if isinstance(expr, (cst.Name, cst.Attribute)):
             key = dotted_name(expr)
             writes = self.flow.reaching_writes(key, expr) if key else []
             return bool(writes) and all(w.value is not None and not w.is_augmented and self._is_mask(w.value, depth + 1) for w in writes)
+        return False
+
+    def _dataset_graph(self, expr: cst.BaseExpression, depth: int) -> bool:
+        """A graph of a PyTorch Geometric data set: `dataset[0]` (or `dataset.data`) of `dataset =
+        torch_geometric.datasets.Planetoid(...)`, moved with `.to(device)` / `.cuda()` or not, or a name every
+        reaching write binds to one."""
+        if depth > 6:
+            return False
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in ("to", "cuda"):
+            return self._dataset_graph(expr.func.value, depth + 1)
+        if isinstance(expr, cst.Subscript) or (isinstance(expr, cst.Attribute) and expr.attr.value == "data"):
+            return self._graph_dataset(expr.value, depth + 1)
+        if isinstance(expr, (cst.Name, cst.Attribute)):
+            key = dotted_name(expr)
+            writes = self.flow.reaching_writes(key, expr) if key else []
+            return bool(writes) and all(w.value is not None and not w.is_augmented and self._dataset_graph(w.value, depth + 1) for w in writes)
+        return False
+
+    def _graph_dataset(self, expr: cst.BaseExpression, depth: int) -> bool:
+        if depth > 6:
+            return False
+        if isinstance(expr, cst.Call):
+            return (self.model.call_name(expr) or "").startswith("torch_geometric.datasets.")
+        if isinstance(expr, (cst.Name, cst.Attribute)):
+            key = dotted_name(expr)
+            writes = self.flow.reaching_writes(key, expr) if key else []
+            return bool(writes) and all(w.value is not None and not w.is_augmented and self._graph_dataset(w.value, depth + 1) for w in writes)
         return False
 
     def _syncs_itself(self, call: cst.Call) -> bool:

@@ -95,6 +95,29 @@ def _generator_consumer(model: SemanticModel, node: cst.CSTNode) -> Optional[tup
             role = model.residency.loop_role(loop)
             if role in (TRAIN, EVAL):
                 return loop, role
+        advanced = _advanced_in_step(model, call)
+        if advanced is not None:
+            return advanced
+    return None
+
+
+def _advanced_in_step(model: SemanticModel, call: cst.Call) -> Optional[tuple[cst.CSTNode, str]]:
+    """The step loop that advances the generator `call` makes, when it is kept in a name (`train_dl =
+    cycle(n)`) that a step loop hands to `next` on every iteration (`seq = next(train_dl)`)."""
+    assign = model.parent.get(call)
+    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Name):
+        return None
+    name = assign.targets[0].target.value
+    if model.bindings_of(name, assign) != [assign]:
+        return None  # bound elsewhere too: which generator a `next` advances is not known
+    for advance in model.calls_of("next"):
+        if model.bindings_of("next", advance) or not advance.args or model.code(advance.args[0].value) != name:
+            continue
+        if model.scope_of(advance) is not model.scope_of(assign) and model.bindings_of(name, advance) != [assign]:
+            continue
+        loop, role = model.residency.step_loop(advance)
+        if role in (TRAIN, EVAL) and model.residency.rate_limit_guard(advance, loop) is None:
+            return loop, role
     return None
 
 

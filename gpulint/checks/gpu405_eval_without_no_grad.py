@@ -25,9 +25,20 @@ class EvalWithoutNoGrad(Rule):
             if model.model_size.launch_bound_model(found.eval_call.func.value):
                 continue  # a small model (a LeNet, a toy RNN): its graph and activations cost next to nothing
             name = model.code(found.eval_call.func.value)
-            message = f"`{name}` runs in a loop after `{name}.eval()` with autograd on"
+            if found.caller is not None:
+                function = model.enclosing_function(found.forward)
+                message = (
+                    f"`{name}` runs after `{name}.eval()` with autograd on, on every call of `{function.name.value}` "
+                    f"(called in the loop at line {model.line_of(found.caller)})"
+                )
+            elif found.through is not None:
+                message = f"`{name}` runs in a loop after `{name}.eval()` with autograd on (in `{found.through.name.value}`, called here)"
+            else:
+                message = f"`{name}` runs in a loop after `{name}.eval()` with autograd on"
             help = (
                 "Every forward records a graph and keeps its activations; wrap the loop in `with torch.no_grad():` "
                 "(or `torch.inference_mode()`)"
             )
+            if found.caller is not None:
+                help = "Every call records a graph of the evaluation and keeps its activations; run it under `with torch.no_grad():` (or `torch.inference_mode()`)"
             yield self.diagnostic(found.forward, message, help=help)
