@@ -284,12 +284,33 @@ class LoaderFlow:
 
     def _handed_over(self, ref: _Ref) -> Iterator[cst.BaseExpression]:
         """Expressions naming the loader where a framework may take it: call arguments, returns of loader hooks."""
-        yield from self._ref_occurrences(ref)
+        for occurrence in self._ref_occurrences(ref):
+            yield occurrence
+            yield from self._handed_as_alias(occurrence)
         for hook in self.m.frameworks.loader_hooks:
             if self._in_ref_scope(ref, hook) or ref.scope is hook:
                 for ret in self.m.returns_of(hook):
                     if ret.value is not None and self._matches(ref, ret.value):
                         yield ret.value
+
+    def _handed_as_alias(self, occurrence: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
+        """The reads of a local name bound to the loader, or to a list or tuple holding it, that this binding
+        reaches (`val_loaders = [knn_loader, val_loader]` in one branch, `val_loaders = val_loader` in the other,
+        then `trainer.fit(..., val_dataloaders=val_loaders)`): a framework given that name takes the loader too,
+        whatever the other branches bind it to."""
+        m = self.m
+        value, parent = occurrence, m.parent.get(occurrence)
+        if isinstance(parent, cst.Element) and parent.value is occurrence and isinstance(m.parent.get(parent), (cst.List, cst.Tuple)):
+            value = m.parent.get(parent)
+            parent = m.parent.get(value)
+        if not (isinstance(parent, cst.Assign) and parent.value is value and len(parent.targets) == 1):
+            return
+        target = parent.targets[0].target
+        if not isinstance(target, cst.Name):
+            return
+        for read in m.dataflow.reads_in(target.value, m.scope_of(parent)):
+            if m.scope_of(read) is m.scope_of(parent) and any(w.statement is parent for w in m.dataflow.reaching_writes(target.value, read)):
+                yield read
 
     def _runs_as_shipped(self, iteration: Iteration) -> bool:
         """The loop (or `next`) and every call that passes the loader to it lie outside branches the shipped
@@ -691,6 +712,13 @@ class LoaderFlow:
         for call in iteration.via:
             candidates.extend(self.m.enclosing_loops(call))
         built_at = [node for node in iteration.bound_at if not self._new_iterator(node)]
+        func = self.m.enclosing_function(iteration.loop)
+        if not iteration.via and func is not None and not any(self.m.is_inside(node, func) for node in built_at):
+            # `def validation(self): for batch in self.val_loader` (the loader built elsewhere) called by
+            # `self.validation()` in a loop of this module: each pass of that loop runs the loop again
+            for call in self._calls_to(func):
+                if not self.m.is_inside(call, func):
+                    candidates.extend(self.m.enclosing_loops(call))
         for outer in candidates:
             if not any(self.m.is_inside(node, outer) for node in built_at):
                 return outer

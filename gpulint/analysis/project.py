@@ -905,6 +905,10 @@ class ProjectIndex:
                 elif target is not None and target[0] == "function" and param is not None:
                     for found in self.consumptions(target[1], target[2], f"p:{param}", depth + 1):
                         yield self._again_through(record, f, effect[1], source, target, found)
+                elif target is not None and target[0] == "class" and param is not None:
+                    # `Solver(config, train_loader)`: the constructor keeps it (`self.train_loader = train_loader`)
+                    # and the object's methods iterate the attribute
+                    yield from self._kept_by_instance(target[1], target[2], param, depth + 1)
         if key == MODULE_BODY and depth < _MAX_DEPTH:
             # `test_loader = get_test_dataloader(...)` at module level, iterated as a global by `eval_training()`
             for name in (n for n, v in record.summary.values.items() if v == ("src", source)):
@@ -918,6 +922,20 @@ class ProjectIndex:
                 for result in (f"c:{index}", *(f"c:{index}.{k}" for k in range(4))):
                     if result in caller_f.effects:
                         yield from self.consumptions(caller, caller_key, result, depth + 1)
+
+    def _kept_by_instance(self, record: ModuleRecord, name: str, param: str, depth: int) -> Iterator[Consumption]:
+        """The loops of the methods of project class `name` over the attributes its constructor sets from its
+        parameter `param` (`self.train_loader = train_loader`, then `for x, y in self.train_loader` in `train()`):
+        the instance's loops take what each construction hands it."""
+        info = record.summary.classes.get(name)
+        if info is None or depth >= _MAX_DEPTH:
+            return
+        kept = [attribute for attribute, value in info.attributes.items() if value == ("init", param)]
+        for attribute in kept:
+            for method in info.methods:
+                key = f"{name}.{method}"
+                if method != "__init__" and key in record.summary.functions and f"i:{attribute}" in record.summary.functions[key].effects:
+                    yield from self.consumptions(record, key, f"i:{attribute}", depth)
 
     def _again_through(
         self, record: ModuleRecord, f: FunctionSummary, index: int, source: str, target: tuple, found: Consumption
