@@ -156,3 +156,72 @@ def test_a_name_bound_again_before_the_hand_over_no_longer_holds_the_loader(tmp_
     # `val_loaders` is bound to the two loaders, then to something else before the trainer gets it
     lightning = _LIGHTNING.replace("        trainer = L.Trainer(", "        val_loaders = None\n        trainer = L.Trainer(")
     assert lint_written(tmp_path, {"main.py": lightning}, monkeypatch) == []
+
+
+# A batch size the factory takes from its caller: `main(config)` with `config = parser.parse_args()`, then
+# `get_loader(..., batch_size=config.batch_size)`; the training loop is the Solver's, in a third module.
+_ARGPARSE_MAIN = """
+    import argparse
+
+    import torchvision
+    from data import get_loader
+    from solver import Solver
+
+
+    def main(config):
+        dataset = torchvision.datasets.ImageFolder(config.path, transform=torchvision.transforms.ToTensor())
+        loader = get_loader(dataset, batch_size=config.batch_size)
+        solver = Solver(torchvision.models.resnet50(), loader, config.epochs)
+        solver.train()
+
+
+    if __name__ == "__main__":
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--path", type=str, default="data/train")
+        parser.add_argument("--batch_size", type=int, default=1)
+        parser.add_argument("--epochs", type=int, default=100)
+        config = parser.parse_args()
+        main(config)
+"""
+
+
+def test_a_small_argparse_default_handed_to_the_factory_is_the_training_batch_size(tmp_path, monkeypatch):
+    diagnostics = lint(write(tmp_path, {"data.py": _FACTORY, "solver.py": _SOLVER, "main.py": _ARGPARSE_MAIN}), monkeypatch)
+    assert found(diagnostics) == ["data.py:6 GPU102", "data.py:6 GPU103", "data.py:6 GPU104"]
+    assert diagnostics[1].message == (
+        "`DataLoader` uses `batch_size=1` (argparse default at main.py:19, given by the call at main.py:11), below 16"
+    )
+    assert diagnostics[1].fix is None  # set in another module, which may size other things with it
+
+
+def test_a_small_literal_handed_to_the_factory_is_reported_and_a_large_default_is_not(tmp_path, monkeypatch):
+    small = _MAIN.replace("batch_size=64", "batch_size=4")
+    diagnostics = lint(write(tmp_path / "small", {"data.py": _FACTORY, "solver.py": _SOLVER, "main.py": small}), monkeypatch)
+    assert [d.message for d in diagnostics if d.code == "GPU103"] == [
+        "`DataLoader` uses `batch_size=4` (the call at main.py:9), below 16"
+    ]
+    large = _ARGPARSE_MAIN.replace("default=1)", "default=128)")
+    assert lint_written(tmp_path / "large", {"data.py": _FACTORY, "solver.py": _SOLVER, "main.py": large}, monkeypatch) == [
+        "data.py:6 GPU102", "data.py:6 GPU104",
+    ]  # fmt: skip
+
+
+def test_a_small_batch_size_given_to_a_loader_that_only_feeds_evaluation_is_not_reported(tmp_path, monkeypatch):
+    # the Solver's loop runs under no_grad and steps no optimizer: an evaluation batch size is not a training one
+    solver = """
+        import torch
+
+
+        class Solver:
+            def __init__(self, model, train_loader, epochs):
+                self.model = model.cuda().eval()
+                self.train_loader = train_loader
+                self.epochs = epochs
+
+            def train(self):
+                with torch.no_grad():
+                    for epoch in range(self.epochs):
+                        for images, labels in self.train_loader:
+                            print(self.model(images.cuda()).argmax(1).eq(labels.cuda()).sum())
+    """
+    assert "data.py:6 GPU103" not in lint_written(tmp_path, {"data.py": _FACTORY, "solver.py": solver, "main.py": _ARGPARSE_MAIN}, monkeypatch)

@@ -665,8 +665,37 @@ class LoaderFlow:
 
     def workers_from_parameter(self, loader: DataLoaderCall) -> Optional[cst.Param]:
         """The parameter of the function building the loader that `num_workers` is (`num_workers=num_workers`)."""
+        return self.factory_parameter(loader, "num_workers")
+
+    def batch_size_given_by_callers(self, info: LoaderInfo) -> list[tuple[object, int, str]]:
+        """(consumption, batch size, where it is set) for each training loop of another module that takes the
+        batches of a loader whose `batch_size` is a parameter of the factory building it (`def get_loader(path,
+        batch_size)`), where the factory call it takes them from passes a literal there (`train.py:12`), or a
+        setting of the command line whose `add_argument` default is known (`main.py:79`)."""
+        param = self.factory_parameter(info.loader, "batch_size")
+        if param is None:
+            return []
+        found = []
+        for consumption in self.consumed_elsewhere(info):
+            if not consumption.trains:
+                continue
+            way = next((w[1:] for w in consumption.passed if w[0] == param.name.value), None)
+            if way is None:
+                continue
+            if way[0] == "given" and len(way) > 1:
+                size, where = way[1], consumption.called_at
+            elif way[0] == "option" and len(way) > 2:
+                size, where = way[1], way[2]
+            else:
+                continue
+            if isinstance(size, int) and not isinstance(size, bool):
+                found.append((consumption, size, where))
+        return found
+
+    def factory_parameter(self, loader: DataLoaderCall, argument: str) -> Optional[cst.Param]:
+        """The parameter of the function building the loader that its argument `argument` is (`batch_size=batch_size`)."""
         m = self.m
-        value = loader.value("num_workers")
+        value = loader.value(argument)
         func = m.enclosing_function(loader.call)
         if not isinstance(value, cst.Name) or func is None:
             return None
