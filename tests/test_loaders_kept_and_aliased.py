@@ -225,3 +225,23 @@ def test_a_small_batch_size_given_to_a_loader_that_only_feeds_evaluation_is_not_
                             print(self.model(images.cuda()).argmax(1).eq(labels.cuda()).sum())
     """
     assert "data.py:6 GPU103" not in lint_written(tmp_path, {"data.py": _FACTORY, "solver.py": solver, "main.py": _ARGPARSE_MAIN}, monkeypatch)
+
+
+def test_a_module_level_call_reading_its_own_parsed_command_line_gives_the_default(tmp_path, monkeypatch):
+    main = """
+        import argparse
+
+        import torchvision
+        from data import get_loader
+        from solver import Solver
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--batch_size", type=int, default=8)
+        args = parser.parse_args()
+        dataset = torchvision.datasets.ImageFolder("data/train", transform=torchvision.transforms.ToTensor())
+        Solver(torchvision.models.resnet50(), get_loader(dataset, args.batch_size), 100).train()
+    """
+    diagnostics = lint(write(tmp_path, {"data.py": _FACTORY, "solver.py": _SOLVER, "main.py": main}), monkeypatch)
+    assert [d.message for d in diagnostics if d.code == "GPU103"] == [
+        "`DataLoader` uses `batch_size=8` (argparse default at main.py:9, given by the call at main.py:12), below 16"
+    ]
