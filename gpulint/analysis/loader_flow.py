@@ -284,12 +284,33 @@ class LoaderFlow:
 
     def _handed_over(self, ref: _Ref) -> Iterator[cst.BaseExpression]:
         """Expressions naming the loader where a framework may take it: call arguments, returns of loader hooks."""
-        yield from self._ref_occurrences(ref)
+        for occurrence in self._ref_occurrences(ref):
+            yield occurrence
+            yield from self._handed_as_alias(occurrence)
         for hook in self.m.frameworks.loader_hooks:
             if self._in_ref_scope(ref, hook) or ref.scope is hook:
                 for ret in self.m.returns_of(hook):
                     if ret.value is not None and self._matches(ref, ret.value):
                         yield ret.value
+
+    def _handed_as_alias(self, occurrence: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
+        """The reads of a local name bound to the loader, or to a list or tuple holding it, that this binding
+        reaches (`val_loaders = [knn_loader, val_loader]` in one branch, `val_loaders = val_loader` in the other,
+        then `trainer.fit(..., val_dataloaders=val_loaders)`): a framework given that name takes the loader too,
+        whatever the other branches bind it to."""
+        m = self.m
+        value, parent = occurrence, m.parent.get(occurrence)
+        if isinstance(parent, cst.Element) and parent.value is occurrence and isinstance(m.parent.get(parent), (cst.List, cst.Tuple)):
+            value = m.parent.get(parent)
+            parent = m.parent.get(value)
+        if not (isinstance(parent, cst.Assign) and parent.value is value and len(parent.targets) == 1):
+            return
+        target = parent.targets[0].target
+        if not isinstance(target, cst.Name):
+            return
+        for read in m.dataflow.reads_in(target.value, m.scope_of(parent)):
+            if m.scope_of(read) is m.scope_of(parent) and any(w.statement is parent for w in m.dataflow.reaching_writes(target.value, read)):
+                yield read
 
     def _runs_as_shipped(self, iteration: Iteration) -> bool:
         """The loop (or `next`) and every call that passes the loader to it lie outside branches the shipped
@@ -644,8 +665,37 @@ class LoaderFlow:
 
     def workers_from_parameter(self, loader: DataLoaderCall) -> Optional[cst.Param]:
         """The parameter of the function building the loader that `num_workers` is (`num_workers=num_workers`)."""
+        return self.factory_parameter(loader, "num_workers")
+
+    def batch_size_given_by_callers(self, info: LoaderInfo) -> list[tuple[object, int, str]]:
+        """(consumption, batch size, where it is set) for each training loop of another module that takes the
+        batches of a loader whose `batch_size` is a parameter of the factory building it (`def get_loader(path,
+        batch_size)`), where the factory call it takes them from passes a literal there (`train.py:12`), or a
+        setting of the command line whose `add_argument` default is known (`main.py:79`)."""
+        param = self.factory_parameter(info.loader, "batch_size")
+        if param is None:
+            return []
+        found = []
+        for consumption in self.consumed_elsewhere(info):
+            if not consumption.trains:
+                continue
+            way = next((w[1:] for w in consumption.passed if w[0] == param.name.value), None)
+            if way is None:
+                continue
+            if way[0] == "given" and len(way) > 1:
+                size, where = way[1], consumption.called_at
+            elif way[0] == "option" and len(way) > 2:
+                size, where = way[1], way[2]
+            else:
+                continue
+            if isinstance(size, int) and not isinstance(size, bool):
+                found.append((consumption, size, where))
+        return found
+
+    def factory_parameter(self, loader: DataLoaderCall, argument: str) -> Optional[cst.Param]:
+        """The parameter of the function building the loader that its argument `argument` is (`batch_size=batch_size`)."""
         m = self.m
-        value = loader.value("num_workers")
+        value = loader.value(argument)
         func = m.enclosing_function(loader.call)
         if not isinstance(value, cst.Name) or func is None:
             return None
@@ -691,6 +741,13 @@ class LoaderFlow:
         for call in iteration.via:
             candidates.extend(self.m.enclosing_loops(call))
         built_at = [node for node in iteration.bound_at if not self._new_iterator(node)]
+        func = self.m.enclosing_function(iteration.loop)
+        if not iteration.via and func is not None and not any(self.m.is_inside(node, func) for node in built_at):
+            # `def validation(self): for batch in self.val_loader` (the loader built elsewhere) called by
+            # `self.validation()` in a loop of this module: each pass of that loop runs the loop again
+            for call in self._calls_to(func):
+                if not self.m.is_inside(call, func):
+                    candidates.extend(self.m.enclosing_loops(call))
         for outer in candidates:
             if not any(self.m.is_inside(node, outer) for node in built_at):
                 return outer

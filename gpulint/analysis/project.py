@@ -905,6 +905,10 @@ class ProjectIndex:
                 elif target is not None and target[0] == "function" and param is not None:
                     for found in self.consumptions(target[1], target[2], f"p:{param}", depth + 1):
                         yield self._again_through(record, f, effect[1], source, target, found)
+                elif target is not None and target[0] == "class" and param is not None:
+                    # `Solver(config, train_loader)`: the constructor keeps it (`self.train_loader = train_loader`)
+                    # and the object's methods iterate the attribute
+                    yield from self._kept_by_instance(target[1], target[2], param, depth + 1)
         if key == MODULE_BODY and depth < _MAX_DEPTH:
             # `test_loader = get_test_dataloader(...)` at module level, iterated as a global by `eval_training()`
             for name in (n for n, v in record.summary.values.items() if v == ("src", source)):
@@ -918,6 +922,55 @@ class ProjectIndex:
                 for result in (f"c:{index}", *(f"c:{index}.{k}" for k in range(4))):
                     if result in caller_f.effects:
                         yield from self.consumptions(caller, caller_key, result, depth + 1)
+
+    def _options_passed(self, f: FunctionSummary, caller: ModuleRecord, caller_key: str, index: int) -> tuple:
+        """`(("batch_size", "option", 1, "main.py:79"),)`: the parameters of the module-level function `f` that the
+        `index`-th call of `caller_key` fills with a setting of a parsed command line (`batch_size=config.batch_size`),
+        with the setting's `add_argument` default when the callers hand that function (or it builds) one namespace."""
+        call = caller.summary.functions[caller_key].calls[index]
+        if len(call) > 6 and call[6]:
+            return ()  # `*args` / `**kwargs`: what lands where is not known
+        found = []
+        for slot, read in caller.summary.functions[caller_key].options.get(index, {}).items():
+            param = _slot_param(f, slot)
+            if param is None:
+                continue
+            default = read[1:] if read[0] == "default" else self._option_default(caller, caller_key, read[0][2:], read[1])
+            if default is not None and default[0] is not None:
+                found.append((param, "option", default[0], f"{caller.shown}:{default[1]}" if read[0] == "default" else default[1]))
+        return tuple(found)
+
+    def _option_default(self, record: ModuleRecord, key: str, param: str, attribute: str) -> Optional[tuple]:
+        """(default, `main.py:79`) of the setting `attribute` of the namespace every call of `key` (a module-level
+        function) gives its parameter `param`: the same `parser.parse_args()` result of the module body."""
+        f = record.summary.functions.get(key)
+        if f is None or "." in key or param not in f.params:
+            return None
+        position = f.params.index(param)
+        defaults = set()
+        callers = self.callers(record, key)
+        for caller, caller_key, index in callers:
+            call = caller.summary.functions[caller_key].calls[index]
+            value = call[2][position] if position < len(call[2]) else call[3].get(param)
+            option = value[1].get(attribute) if value is not None and value[0] == "args" and isinstance(value[1], dict) else None
+            if not isinstance(option, (list, tuple)) or len(option) != 2:
+                return None
+            defaults.add((option[0], f"{caller.shown}:{option[1]}"))
+        return next(iter(defaults)) if len(defaults) == 1 else None
+
+    def _kept_by_instance(self, record: ModuleRecord, name: str, param: str, depth: int) -> Iterator[Consumption]:
+        """The loops of the methods of project class `name` over the attributes its constructor sets from its
+        parameter `param` (`self.train_loader = train_loader`, then `for x, y in self.train_loader` in `train()`):
+        the instance's loops take what each construction hands it."""
+        info = record.summary.classes.get(name)
+        if info is None or depth >= _MAX_DEPTH:
+            return
+        kept = [attribute for attribute, value in info.attributes.items() if value == ("init", param)]
+        for attribute in kept:
+            for method in info.methods:
+                key = f"{name}.{method}"
+                if method != "__init__" and key in record.summary.functions and f"i:{attribute}" in record.summary.functions[key].effects:
+                    yield from self.consumptions(record, key, f"i:{attribute}", depth)
 
     def _again_through(
         self, record: ModuleRecord, f: FunctionSummary, index: int, source: str, target: tuple, found: Consumption
@@ -1173,13 +1226,22 @@ class ProjectIndex:
             for caller, caller_key, index in self.callers(record, key):
                 source = f"c:{index}" if element is None else f"c:{index}.{element}"
                 caller_f = caller.summary.functions[caller_key]
-                given = passed(record.summary.functions[key], key, caller_f, index)
+                given = passed(record.summary.functions[key], key, caller_f, index) + self._options_passed(
+                    record.summary.functions[key], caller, caller_key, index
+                )
                 at = f"{caller.shown}:{caller_f.calls[index][1]}"
                 found.extend(replace(c, called_at=at, passed=given) for c in self.consumptions(caller, caller_key, source))
             if found:  # a factory with two shapes of result may give one key twice (`_loader_shapes`)
                 kept = context.consumers.setdefault(key if element is None else f"{key}.{element}", [])
                 kept.extend(c for c in found if c not in kept)
                 del kept[8:]
+
+
+def _slot_param(f: FunctionSummary, slot: Any) -> Optional[str]:
+    """The parameter of the module-level function `f` a call's argument at `slot` (position or keyword) lands on."""
+    if isinstance(slot, int):
+        return f.params[slot] if 0 <= slot < len(f.params) else None
+    return slot if slot in f.params or slot in f.kwonly else None
 
 
 def _returns_args(returned: Any) -> bool:

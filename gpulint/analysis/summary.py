@@ -173,6 +173,10 @@ class FunctionSummary:
     names: dict[int, dict] = field(default_factory=dict)
     cells: int = 0  # the recurrent cells it builds (`nn.GRUCell(...)`: one time step a call, `analysis/time_step_loops.py`)
     looped_calls: tuple[str, ...] = ()  # the `self.<attr>(...)` modules it calls inside a loop of its own
+    # call index -> the arguments that read one setting of a parsed command line (position or keyword -> ("p:args",
+    # "batch_size") for `args.batch_size` with `args` a parameter, or ("default", 1, line) where `args` is this
+    # function's own `parser.parse_args()` result): what a factory is given when the callers use the defaults
+    options: dict[int, dict] = field(default_factory=dict)
 
     def to_json(self) -> list:
         full = [
@@ -180,6 +184,7 @@ class FunctionSummary:
             self.convolutions, self.optional_parts, [[i, list(v.items())] for i, v in self.literals.items()],
             [[i, list(v.items())] for i, v in self.configs.items()], self.generates,
             [[i, list(v.items())] for i, v in self.names.items()], self.cells, self.looped_calls,
+            [[i, list(v.items())] for i, v in self.options.items()],
         ]  # fmt: skip
         while len(full) > 2 and not full[-1]:
             full.pop()  # most functions call nothing the project defines: keep their summary short
@@ -187,8 +192,8 @@ class FunctionSummary:
 
     @classmethod
     def from_json(cls, data: list) -> FunctionSummary:
-        line, params, kwonly, calls, loops, effects, returns, trains, gpu, convolutions, optional, literals, configs, generates, names, cells, looped = [
-            *data, *([None] * (17 - len(data)))
+        line, params, kwonly, calls, loops, effects, returns, trains, gpu, convolutions, optional, literals, configs, generates, names, cells, looped, options = [
+            *data, *([None] * (18 - len(data)))
         ]  # fmt: skip
         return cls(
             line,
@@ -208,6 +213,7 @@ class FunctionSummary:
             {i: dict(pairs) for i, pairs in names or ()},
             int(cells or 0),
             tuple(looped or ()),
+            {i: {k: tuple(v) for k, v in pairs} for i, pairs in options or ()},
         )
 
 
@@ -1710,6 +1716,21 @@ class _Reader:
             return None
         return (held[1], tuple(reversed(keys)))
 
+    def option_read(self, node: ast.AST) -> Optional[tuple]:
+        """`args.batch_size`: ("p:args", "batch_size") when `args` is a parameter of this function, ("default", 1,
+        line) when it is the function's own parsed command line (an `add_argument` default); None otherwise."""
+        if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)):
+            return None
+        held = self.env.get(node.value.id)
+        if held is None:
+            return None
+        if held[0] == "src" and held[1].startswith("p:") and "|" not in held[1]:
+            return (held[1], node.attr)
+        if held[0] == "args" and isinstance(held[1], dict) and isinstance(held[1].get(node.attr), (list, tuple)):
+            default = held[1][node.attr]
+            return ("default", default[0], default[1]) if len(default) == 2 else None
+        return None
+
     def class_name(self) -> str:
         return next(name for name, info in self.b.summary.classes.items() if info is self.cls)
 
@@ -1726,6 +1747,9 @@ class _Reader:
         names = {slot: name for slot, name in _name_arguments(node).items() if given.get(slot) == ("src", f"p:{name}")}
         if names:
             self.f.names[index] = names
+        options = {slot: read for slot, value in _arguments(node) if (read := self.option_read(value)) is not None}
+        if options:
+            self.f.options[index] = options
         if self.b.configured:
             reads = {slot: read for slot, value in _arguments(node) if (read := self.config_read(value)) is not None}
             if reads:

@@ -7,8 +7,8 @@ from typing import Iterator
 import libcst as cst
 
 from gpulint.analysis.dataloaders import ITERABLE_DATASET, LOADER_TEXT, dataset_class
-from gpulint.analysis.loader_flow import EVAL, TRAIN
-from gpulint.analysis.value_resolution import LITERAL
+from gpulint.analysis.loader_flow import EVAL, TRAIN, UNKNOWN
+from gpulint.analysis.value_resolution import ARGPARSE_DEFAULT, LITERAL
 from gpulint.checks.base import Option, Rule, value_origin
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
 from gpulint.edits import replace_node, with_keyword_argument
@@ -49,14 +49,45 @@ class SmallBatchSize(Rule):
             if model.batch_cost.is_toy_data(info.loader) or model.batch_cost.reads_a_few_batches(info) or model.loader_flow.stays_on_cpu(info):
                 continue  # a few rows written in the code, a single batch, or a CPU lesson: no GPU batch size to tune
             resolved = self._small_batch(info)
-            if resolved is False:
+            given = self._given_by_callers(info) if resolved is False else None
+            if resolved is False and given is None:
                 continue
             if model.batch_cost.samples_are_volumes(info):
                 continue  # one sample is a volume or a space-time field: the batch is small by memory
             rows = model.batch_cost.dataset_length(info.loader)
-            if rows is not None and rows <= (resolved.value if resolved is not None else 1):
+            size = given[0] if given is not None else resolved.value if resolved is not None else 1
+            if rows is not None and rows <= size:
                 continue  # the whole dataset is one batch: a larger batch size changes nothing
-            yield self._report(info, resolved)
+            if given is not None:
+                yield self._report_for_callers(info, given)
+            else:
+                yield self._report(info, resolved)
+
+    def _given_by_callers(self, info):
+        """(size, where it is set, the call giving it) when the loader is built by a factory of this module whose
+        `batch_size` parameter the call of another module a training loop takes its batches from fills with a
+        small value (`batch_size=config.batch_size`, `--batch_size` defaulting to 1), None otherwise."""
+        model = self.model
+        loader = info.loader
+        if info.iterations or info.role != UNKNOWN or not loader.known("batch_size", "batch_sampler", "collate_fn"):
+            return None  # the loops here say what the loader does
+        if loader.argument("batch_sampler") is not None or _list_collate(model, loader.value("collate_fn")):
+            return None
+        for consumption, size, where in model.loader_flow.batch_size_given_by_callers(info):
+            if 1 <= size < self.settings["min-batch-size"]:
+                return size, where, consumption.called_at
+        return None
+
+    def _report_for_callers(self, info, given) -> Diagnostic:
+        size, where, called_at = given
+        minimum = self.settings["min-batch-size"]
+        origin = f"the call at {called_at}" if where == called_at else f"{ARGPARSE_DEFAULT} at {where}, given by the call at {called_at}"
+        what = f"`DataLoader` uses `batch_size={size}` ({origin}), below {minimum}"
+        help = (
+            f"Small batches leave the GPU idle between short kernels; raise it where it is set and "
+            f"{self._lr_advice()}, or use `torch.compile(mode=\"reduce-overhead\")` for a small model"
+        )
+        return self.diagnostic(info.loader.call, what, severity=Severity.WARNING, help=help)
 
     def _small_batch(self, info):
         """None when the batch size is missing (1), its ResolvedValue when small, False otherwise."""
