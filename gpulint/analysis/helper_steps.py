@@ -103,6 +103,9 @@ def _find_calls(model: SemanticModel, func: cst.FunctionDef) -> _Calls:
     name = func.name.value
     calls = [c for c in model.calls_of(name) if isinstance(c.func, cst.Name) and not model.is_inside(c, func)]
     calls = [c for c in calls if model.bindings_of(name, c) in ([], [func])]  # a local name shadowing it is not it
+    from gpulint.analysis.shipped_paths import never_runs  # (it reads settings through modules that import this one)
+
+    calls = [c for c in calls if not never_runs(model, c)]  # `if False: train(...)`: a call that never runs is no call
     per_step = []
     for call in calls:
         loop, role = model.residency.step_loop(call)

@@ -66,7 +66,7 @@ def previous_read(model: SemanticModel, sync: HostSync, loop: Loop, syncs: list[
         if s.via is None and flow.before(s.node, statement) and _always_runs_before(model, s, sync, loop)
     ]  # fmt: skip
     if not before:
-        return None
+        return _read_in_every_branch(model, sync, loop, syncs)
     latest = max(before, key=lambda s: flow.order[s.node])
     tensor = read_tensor(model, latest.value)
     if (tensor is None or tensor != read_tensor(model, sync.value)) and crosses_a_loop(model, latest, sync):
@@ -128,6 +128,51 @@ def _always_runs_before(model: SemanticModel, first: HostSync, sync: HostSync, l
     if isinstance(loop, (cst.For, cst.While)) and model.scope_of(loop) is model.scope_of(sync.node):
         return model.is_inside(first.node, loop) and first.node is not loop
     return model.enclosing_loops(first.node) == inner  # a step method or helper: the same loops around both
+
+
+def _read_in_every_branch(model: SemanticModel, sync: HostSync, loop: Loop, syncs: list[HostSync]) -> Optional[HostSync]:
+    """The latest of the reads that end the branches of an `if` / `else` before `sync`, when every branch has one
+    and none queued heavy work since: `if p.size(1) == 1: correct += a.item()  else: correct += b.item()`, then
+    `total += w.sum().item()` waits for nothing new whichever branch ran (the wait is the branch's read)."""
+    flow = model.dataflow
+    statement = model.enclosing_statement(sync.node)
+    found = None
+    for branch in (s for s in _block_statements(model, statement) if isinstance(s, cst.If) and flow.before(s, statement)):
+        if not flow.dominates(_entered_block(model, branch), sync.node):
+            continue
+        reads = []
+        arm: Optional[cst.CSTNode] = branch
+        while isinstance(arm, cst.If):  # the body of each `if` / `elif`, then the final `else`
+            reads.append(_last_read_of(model, arm.body, syncs))
+            arm = arm.orelse.body if isinstance(arm.orelse, cst.Else) else arm.orelse
+            if arm is None:
+                reads.append(None)  # no `else`: a path with no read
+        if arm is not None and not isinstance(arm, cst.If):
+            reads.append(_last_read_of(model, arm, syncs))
+        if all(r is not None for r in reads) and not any(crosses_a_loop(model, r, sync) or work_between(model, r, sync) for r in reads):
+            found = max(reads, key=lambda r: flow.order[r.node])
+    return found
+
+
+def _block_statements(model: SemanticModel, statement: cst.CSTNode) -> list[cst.CSTNode]:
+    """The statements of the block that holds `statement` (its `with` blocks entered)."""
+    block = model.parent.get(_entered_block(model, statement))
+    return list(block.body) if isinstance(block, (cst.IndentedBlock, cst.Module)) else []
+
+
+def _last_read_of(model: SemanticModel, block: cst.BaseSuite, syncs: list[HostSync]) -> Optional[HostSync]:
+    """The last read of a statement of `block` itself (not nested in a branch or a loop of it, nor conditional
+    within its statement), when nothing follows that statement in the block."""
+    body = list(block.body) if isinstance(block, cst.IndentedBlock) else []
+    if not body:
+        return None
+    last = body[-1]
+    reads = [
+        s for s in syncs
+        if s.via is None and model.enclosing_statement(s.node) is last and isinstance(last, cst.SimpleStatementLine)
+        and not any(isinstance(a, _CONDITIONAL) for a in model.ancestors(s.node) if model.is_inside(a, last))
+    ]  # fmt: skip
+    return max(reads, key=lambda s: model.dataflow.order[s.node]) if reads else None
 
 
 def _entered_block(model: SemanticModel, statement: cst.CSTNode) -> cst.CSTNode:

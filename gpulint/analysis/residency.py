@@ -144,6 +144,7 @@ class Residency:
         self._write_levels: dict[Write, int] = {}
         self._stores: dict[cst.CSTNode, dict] = {}  # scope -> the `d[k] = v` stores of each dict
         self._modules: dict[cst.CSTNode, bool] = {}
+        self._wrapping: set[cst.Call] = set()  # constructor calls `_wraps_gpu_module` is answering for
         self._roles: dict[cst.CSTNode, Optional[str]] = {}
 
     # ---- devices ------------------------------------------------------------------------------
@@ -414,6 +415,9 @@ class Residency:
         if isinstance(expr, (cst.Name, cst.Attribute)):
             key = dotted_name(expr)
             writes = self.flow.reaching_writes(key, expr) if key else []
+            last = [w for w in writes if all(o is w or self.flow.before(o.statement, w.statement) for o in writes)]
+            if len(writes) > 1 and len(last) == 1 and self._runs_on_gpu_runs(last[0].statement, expr):
+                writes = last  # `type = torch.LongTensor`, then `if torch.cuda.is_available(): type = torch.cuda.LongTensor`
             if len(writes) == 1 and writes[0].value is not None and not writes[0].is_augmented:
                 return self.legacy_type_device(writes[0].value, depth + 1)
         return None
@@ -665,7 +669,7 @@ class Residency:
             m = self.move(expr)
             if m is None:
                 callee = self.model.callee(expr)
-                return callee is not None and callee.returns == ("gpu_module",)
+                return (callee is not None and callee.returns == ("gpu_module",)) or self._wraps_gpu_module(expr)
             return m[0] == CUDA
         if key is None:
             return False
@@ -698,6 +702,21 @@ class Residency:
                     if m is not None and m[0] == CUDA and not self._loop_ran_before(call, expr) and not self._rebound_after(key, call, expr):
                         return True
         return False
+
+    def _wraps_gpu_module(self, call: cst.Call) -> bool:
+        """`AutoregressiveWrapper(model)` with `model` on the GPU (moved in place before or after): a module built
+        around a GPU module holds that very object, so its forward runs it there. Only a module class's constructor
+        (`is_module`) given the module itself as an argument counts; a moved copy is another object (`.to` on a
+        tensor), and a factory that builds a new module from a setting is not handed one."""
+        if call in self._wrapping:
+            return False  # `net = Wrapper(net)` in a loop: the argument's write is this one
+        self._wrapping.add(call)
+        try:
+            return self.is_module(call) and any(
+                not a.star and isinstance(a.value, (cst.Name, cst.Attribute)) and self.is_gpu_module(a.value) for a in call.args
+            )
+        finally:
+            self._wrapping.discard(call)
 
     def _closure_scope(self, name: cst.Name) -> Optional[cst.FunctionDef]:
         """The function around the nested function that reads `name`, when that one binds it and the nested one
@@ -764,6 +783,15 @@ class Residency:
 
     def _args_level(self, call: cst.Call) -> int:
         return max((self.level(a.value) for a in call.args if not a.star), default=NONE)
+
+    def _listed_args_level(self, call: cst.Call) -> int:
+        """The level of the tensors a list or tuple written in the call holds (`torch.stack([a, b])`): every
+        element of one such argument on the GPU (a torch function refuses tensors of two devices)."""
+        levels = [
+            min((self.level(e.value) for e in a.value.elements if not isinstance(e, cst.StarredElement)), default=NONE)
+            for a in call.args if not a.star and isinstance(a.value, (cst.List, cst.Tuple)) and a.value.elements
+        ]  # fmt: skip
+        return max(levels, default=NONE)
 
     def _level(self, expr: cst.BaseExpression) -> int:
         if isinstance(expr, cst.Call):
@@ -988,8 +1016,9 @@ class Residency:
             if name.startswith("torch.") and name not in _TORCH_HOST_FUNCTIONS and not name.startswith("torch.cuda."):
                 if self.is_module(call):
                     return NONE
-                # A torch function given a tensor returns a tensor, even when the input went through a helper.
-                return CERTAIN if self._args_level(call) else NONE
+                # A torch function given a tensor returns a tensor, even when the input went through a helper;
+                # `torch.stack([noisy - clean, clean])`, `torch.cat((a, b))` are where the tensors listed are.
+                return CERTAIN if self._args_level(call) or self._listed_args_level(call) else NONE
             if "." in name and model.callee(call) is None:  # another library: numpy, math, time, ...
                 return NONE
         if isinstance(func, cst.Name):
@@ -1603,6 +1632,8 @@ class Residency:
             method = step_method(model, call)  # `self._eval_step(batch)`: a step method of this class, per batch
             if method is not None and self._computes_on_gpu(method):
                 return True
+            if self._runs_model_once(call):
+                return True  # `my_loss = calc_sent_loss(sent)`: a function of this module that runs the model once
         if isinstance(loop, cst.For) and model.frameworks.placed_loop(loop):
             return True  # batches a framework places on the GPU (an accelerate-prepared loader, Ray Data on a GPU run)
         if isinstance(loop, cst.For):
@@ -1616,6 +1647,24 @@ class Residency:
             if loader_names & set(iterated_expressions(model, loop)):
                 return True
         return False
+
+    def _runs_model_once(self, call: cst.Call) -> bool:
+        """`call` runs, by name, the one function of this module so named, which calls a module outside any loop of
+        its own (`def calc_sent_loss(sent): ...; return criterion(model(x), y)`): one forward per call, as a step
+        method is (a function that loops over a loader itself is a whole pass, not a step)."""
+        model = self.model
+        func = call.func
+        if not isinstance(func, cst.Name):
+            return False
+        defs = model.functions.get(func.value, [])
+        if len(defs) != 1 or model.bindings_of(func.value, call) not in ([], defs) or model.is_inside(call, defs[0]):
+            return False
+        helper = defs[0]
+        return any(
+            (self.is_module(inner.func) or self.is_gpu_module(inner.func) or self.runs_a_model_method(inner))
+            and not any(model.is_inside(loop, helper) for loop in model.enclosing_loops(inner))
+            for inner in model.calls_inside(helper)
+        )  # fmt: skip
 
     def _computes_on_gpu(self, method: cst.FunctionDef) -> bool:
         """A step method runs a model: a module called in it, or one kept in a dict on `self` given a GPU tensor
@@ -1677,8 +1726,50 @@ class Residency:
                 if _RATE_NAME.search(node.value):
                     found = True
 
+            def visit_Call(self, node: cst.Call) -> None:
+                nonlocal found
+                if divides(node):
+                    found = True  # `if divisible_by(i, generate_every):` with `return (num % den) == 0`
+
+        divides = self._divisibility_test
         test.visit(_Scan())
         return found
+
+    def _divisibility_test(self, call: cst.Call) -> bool:
+        """`divisible_by(i, generate_every)`: a call of this module's one `def` of that name whose body only returns
+        a test of a remainder (`return (num % den) == 0`), given a divisor that is not 1 as shipped: it thins the
+        iterations as `i % generate_every == 0` written out does."""
+        model = self.model
+        if not isinstance(call.func, cst.Name):
+            return False
+        defs = model.functions.get(call.func.value, [])
+        if len(defs) != 1 or model.bindings_of(call.func.value, call) not in ([], defs):
+            return False
+        func = defs[0]
+        body = [s for s in func.body.body if not (isinstance(s, cst.SimpleStatementLine) and isinstance(s.body[0], cst.Expr)
+                                                  and isinstance(s.body[0].value, (cst.SimpleString, cst.ConcatenatedString)))]
+        if len(body) != 1 or not isinstance(body[0], cst.SimpleStatementLine) or not isinstance(body[0].body[0], cst.Return):
+            return False
+        returned = body[0].body[0].value
+        if returned is None:
+            return False
+        remainders = [n for n in _nodes(returned) if isinstance(n, cst.BinaryOperation) and isinstance(n.operator, cst.Modulo)]
+        if not remainders:
+            return False
+        params = [p.name.value for p in func.params.params]
+        for remainder in remainders:
+            divisor = remainder.right
+            if not (isinstance(divisor, cst.Name) and divisor.value in params):
+                continue
+            index = params.index(divisor.value)
+            given = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == divisor.value), None)
+            positional = [a for a in call.args if a.keyword is None and not a.star]
+            if given is None and index < len(positional):
+                given = positional[index].value
+            resolved = model.values.setting(given) if given is not None else None
+            if resolved is not None and type(resolved.value) is int and resolved.value == 1:
+                return False  # `divisible_by(i, log_every)` with `log_every = 1`: every iteration
+        return True
 
     def _every_time(self, modulo: cst.BinaryOperation) -> bool:
         """`(step + 1) % args.gradient_accumulation_steps` where the divisor is 1 (its argparse default, a
@@ -1965,3 +2056,16 @@ def _names_in(target: cst.BaseExpression) -> list[cst.BaseExpression]:
 def _moved_tuple(returned) -> bool:
     """A project function's result that is a tuple of GPU tensors (`return x.to(device), y.to(device)`)."""
     return returned is not None and returned[0] == "tuple" and bool(returned[1]) and all(r == ("gpu",) for r in returned[1])
+
+
+def _nodes(expr: cst.CSTNode) -> list[cst.CSTNode]:
+    """`expr` and every node inside it."""
+    found: list[cst.CSTNode] = []
+
+    class _All(cst.CSTVisitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            found.append(node)
+            return True
+
+    expr.visit(_All())
+    return found

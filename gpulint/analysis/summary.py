@@ -117,6 +117,7 @@ _HOST_READS = frozenset({"tolist", "item"})
 # it returns a data-dependent number of detections by design: no fixed-shape form exists for its other
 # data-dependent ops (`x[conf > t]`, `nonzero()`), whose waits are the algorithm's (GPU306 is not reported at its calls).
 NMS_OPS = frozenset({"torchvision.ops.nms", "torchvision.ops.batched_nms", "torchvision.ops.boxes.nms", "torchvision.ops.boxes.batched_nms"})
+_CLASS_HOLDER = re.compile(r"(^|_)(class|cls)$")  # `algorithm_class = algorithms.get_algorithm_class(name)`
 _WRAPPERS = frozenset({"enumerate", "zip", "iter", "tqdm"})
 _FACTORIES = frozenset({
     "tensor", "as_tensor", "zeros", "ones", "empty", "full", "eye", "arange", "linspace", "logspace", "rand", "randn",
@@ -499,27 +500,50 @@ def _name_arguments(node: ast.Call) -> dict:
     return found
 
 
-def _rate_limiting(test: ast.AST, loop_targets: set[str]) -> bool:
-    """`if step % N == 0:`, `if should_log:`, `if i == 0:` (the same tests residency.rate_limit_guard knows)."""
+def _rate_limiting(test: ast.AST, loop_targets: set[str], divisibility_tests: frozenset[str] = frozenset()) -> bool:
+    """`if step % N == 0:`, `if should_log:`, `if i == 0:`, `if divisible_by(step, N):` with a function of the module
+    that returns a test of a remainder (the same tests residency.rate_limit_guard knows)."""
     kind = type(test)
+
+    def limits(part: ast.AST) -> bool:
+        return _rate_limiting(part, loop_targets, divisibility_tests)
+
     if kind is ast.BinOp:
-        return isinstance(test.op, ast.Mod) or _rate_limiting(test.left, loop_targets) or _rate_limiting(test.right, loop_targets)
+        return isinstance(test.op, ast.Mod) or limits(test.left) or limits(test.right)
     if kind is ast.Name:
         return _RATE_NAME.search(test.id) is not None
     if kind is ast.Attribute:
-        return _RATE_NAME.search(test.attr) is not None or _rate_limiting(test.value, loop_targets)
+        return _RATE_NAME.search(test.attr) is not None or limits(test.value)
     if kind is ast.Compare:
         sides = (test.left, *test.comparators)
         if any(isinstance(op, ast.Eq) for op in test.ops) and any(_dotted(side) in loop_targets for side in sides):
             return True
-        return any(_rate_limiting(side, loop_targets) for side in sides)
+        return any(limits(side) for side in sides)
     if kind is ast.BoolOp:
-        return any(_rate_limiting(value, loop_targets) for value in test.values)
+        return any(limits(value) for value in test.values)
     if kind is ast.UnaryOp:
-        return _rate_limiting(test.operand, loop_targets)
+        return limits(test.operand)
     if kind is ast.Call:
-        return any(_rate_limiting(arg, loop_targets) for arg in (test.func, *test.args))
+        if isinstance(test.func, ast.Name) and test.func.id in divisibility_tests:
+            return True
+        return any(limits(arg) for arg in (test.func, *test.args))
     return False
+
+
+def _divisibility_tests(body: list[ast.stmt]) -> frozenset[str]:
+    """The module's functions whose body only returns a test of a remainder (`def divisible_by(num, den): return
+    (num % den) == 0`), each the one `def` of its name: a call of one in an `if` thins the iterations."""
+    defs: dict[str, list[ast.AST]] = {}
+    for stmt in _module_statements(body):
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            defs.setdefault(stmt.name, []).append(stmt)
+
+    def tests_a_remainder(func: ast.AST) -> bool:
+        statements = [s for s in func.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) and isinstance(s.value.value, str))]
+        returned = statements[0].value if len(statements) == 1 and isinstance(statements[0], ast.Return) else None
+        return returned is not None and any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(returned))
+
+    return frozenset(name for name, found in defs.items() if len(found) == 1 and tests_a_remainder(found[0]))
 
 
 def _always_ends(body: list[ast.stmt], builder: Any) -> bool:
@@ -702,6 +726,7 @@ class _Builder:
         self.module_defs: set[str] = set()  # functions and classes defined at module level
         self.scan_evidence = any(marker in text for marker in GPU_TEXT_MARKERS)
         self.configured = "hydra" in text  # Hydra configs handed down and instantiated (analysis/instantiated.py)
+        self.divisibility_tests: frozenset[str] = frozenset()  # `def divisible_by(num, den): return (num % den) == 0`
         self.text = text
         self.before_torch_0_4 = "async" in text and copies_with_async(tree)  # `loss.data[0]` is a host read there
         # `args = Namespace(cuda=False)`: settings written in the code (analysis/namespace_settings.py)
@@ -716,6 +741,7 @@ class _Builder:
         for stmt in _module_statements(body):
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self.module_defs.add(stmt.name)
+        self.divisibility_tests = _divisibility_tests(body)
         self.loader_classes = _loader_classes(body, self.qualify) if "DataLoader" in self.text else frozenset()
         if "Loader" in self.text:
             self.summary.loader_classes = loader_classes(body, self.qualify)
@@ -897,6 +923,7 @@ class _Reader:
         self.loop_sources: dict[int, list[str]] = {}  # loop -> the sources whose elements it takes
         self.parameter_lists: set[str] = set()  # sources whose parameters a loop takes (`for p in model.parameters()`)
         self.masks: set[str] = set()  # names bound to a comparison (`keep = labels != -100`)
+        self.instances: set[Any] = set()  # values of calls of a name that holds a class (`algorithm_class(...)`)
         self.host_reads: dict[str, list[tuple]] = {}  # `shape = t.tolist()`: the name -> the sync effects of its read
         self.call_results: dict[str, set[int]] = {}  # name -> the project calls whose result it held (any branch)
         self.reads_clock = 0  # the line of a `time.perf_counter()`, an event's `elapsed_time()`
@@ -964,7 +991,7 @@ class _Reader:
             self.test(node.test)
             guarded = self.guarded
             if self.loop >= 0 or not self.is_module:
-                self.guarded = guarded or _rate_limiting(node.test, self.loop_targets)
+                self.guarded = guarded or _rate_limiting(node.test, self.loop_targets, self.b.divisibility_tests)
             optional = self.optional
             self.optional = optional or self.on_parameter_value(node.test)
             self.guarded = self.guarded or self.ends_run(node.body)
@@ -1088,7 +1115,7 @@ class _Reader:
         built = bool(sources) and all(
             s.startswith("c:") and "." not in s and self.f.calls[int(s[2:])][0].rsplit(".", 1)[-1][:1].isupper() for s in sources
         )
-        if held == ("module",) or built:
+        if held == ("module",) or built or held in self.instances:
             self.env[func.value.id] = value  # a module or an instance of a project class (`Net()`)
 
     def bind(self, target: ast.AST, value: Any) -> None:
@@ -1600,7 +1627,12 @@ class _Reader:
                     return ("gpu",)  # only a module is called after a move
                 if sources_of(target):
                     # a source called (a model or a loss passed in): its output derives from it and the inputs
-                    return _merge_tensor(target, *args)
+                    merged = _merge_tensor(target, *args)
+                    if _CLASS_HOLDER.search(name) and merged is not None:
+                        # `algorithm = algorithm_class(shape, n, hparams)`, the class looked up at run time: an
+                        # instance, which `algorithm.to(device)` then moves in place (`moved_in_place`)
+                        self.instances.add(merged)
+                    return merged
                 return None
             if name in self.env:
                 return None
