@@ -168,6 +168,15 @@ def test_reduced_or_double_parameters_silence_gpu901_and_gpu902():
     for model in ("torch.nn.Conv2d(3, 8, 3).half()", "torch.nn.Conv2d(3, 8, 3).double()"):
         assert codes(script(model=model)) == ["GPU903"]
     assert codes(script(setup="torch.set_default_dtype(torch.float64)")) == ["GPU903"]
+    assert codes(script(setup="model = model.to(torch.float64)")) == ["GPU903"]
+
+
+def test_a_float64_tensor_beside_a_float32_model_is_no_double_model():
+    # shaped like DomainBed's EQRM: `register_buffer("alpha", torch.tensor(q, dtype=torch.float64))`
+    for setup in ("alpha = torch.tensor(0.75, dtype=torch.float64)", "acc = torch.zeros(10, dtype=torch.double)"):
+        assert codes(script(setup=setup)) == ["GPU902", "GPU903", "GPU901"]
+    # a half tensor fed to the model needs a half model: still not float32 training
+    assert codes(script(setup="x0 = torch.zeros(10, dtype=torch.float16)")) == ["GPU903"]
 
 
 def test_tf32_settings_silence_gpu902():

@@ -217,9 +217,24 @@ def _in_autocast_call(model: SemanticModel, node: cst.CSTNode) -> bool:
     return isinstance(call, cst.Call) and (model.call_name(call) or model.code(call.func)).endswith("autocast")
 
 
+_DOUBLE_DTYPES = frozenset({"torch.float64", "torch.double"})
+
+
+def _tensor_dtype(model: SemanticModel, node: cst.CSTNode) -> bool:
+    """`torch.tensor(q, dtype=torch.float64)`, `torch.zeros(n, dtype=torch.double)`: the dtype of one tensor a
+    factory builds (a buffer, an accumulator kept in double for its numerics), not of the model's parameters,
+    which stay float32 unless the model itself is cast (`.double()`, `.to(torch.float64)`, `set_default_dtype`)."""
+    parent = model.parent.get(node)
+    call = model.parent.get(parent) if isinstance(parent, cst.Arg) else None
+    return isinstance(call, cst.Call) and model.residency.factory(call) is not None
+
+
 def _non_float32_parameters(model: SemanticModel) -> bool:
     for attr in model.attributes:
-        if model.qualified_name(attr) in _REDUCED_OR_DOUBLE_DTYPES and not _in_autocast_call(model, attr):
+        qualified = model.qualified_name(attr)
+        if qualified in _DOUBLE_DTYPES and _tensor_dtype(model, attr):
+            continue  # a float64 tensor beside a float32 model (a half one would have to meet a half model)
+        if qualified in _REDUCED_OR_DOUBLE_DTYPES and not _in_autocast_call(model, attr):
             return True
         parent = model.parent.get(attr)
         if attr.attr.value in _PARAMETER_CASTS and isinstance(parent, cst.Call) and parent.func is attr and not parent.args:
