@@ -272,3 +272,59 @@ def test_a_lightning_trainer_with_tf32_mixed_precision_or_on_the_cpu_has_no_gpu9
     assert "GPU902" not in codes(LIGHTNING_SCRIPT.format(setup="", arguments=', precision="bf16-mixed"'))
     assert "GPU902" not in codes(LIGHTNING_SCRIPT.format(setup="", arguments=', precision="64-true"'))
     assert codes(LIGHTNING_SCRIPT.format(setup="", arguments="").replace('accelerator="auto"', 'accelerator="cpu"')) == []
+
+
+# shaped like awesome-semantic-segmentation-pytorch: `get_segmentation_model` returns `models[name](**kwargs)`
+# from a dict of builders, and the training script moves what it returns
+ZOO = """\
+    from torch import nn
+
+
+    def get_fcn(**kwargs):
+        return nn.Sequential(nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
+
+
+    def get_psp(**kwargs):
+        return nn.Sequential(nn.Linear(512, 512), nn.Linear(512, 10))
+
+
+    def get_model(name, **kwargs):
+        return {"fcn": get_fcn, "psp": get_psp}[name](**kwargs)
+"""
+ZOO_TRAIN = """\
+    import torch
+
+    from zoo import get_model
+
+
+    def main(args):
+        device = torch.device("cuda")
+        {bound} = get_model(args.model).to(device)
+        optimizer = torch.optim.SGD({used}, lr=0.1)
+        for x in loader:
+            loss = {forward}(x.to(device)).sum()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+
+
+    if __name__ == "__main__":
+        main(None)
+"""
+
+
+def test_a_project_factory_of_unknown_result_bound_to_a_module_is_a_model(tmp_path, monkeypatch):
+    from tests.projects_helper import found as as_text, lint, write
+
+    train = ZOO_TRAIN.format(bound="net", used="net.parameters()", forward="net")
+    diagnostics = lint(write(tmp_path, {"zoo.py": ZOO, "train.py": train}), monkeypatch, select=("GPU901", "GPU902"), preview=True)
+    assert as_text(diagnostics) == ["train.py:8 GPU902", "train.py:13 GPU901"]
+
+
+def test_a_project_factory_result_never_used_as_a_module_is_no_model(tmp_path, monkeypatch):
+    from tests.projects_helper import found as as_text, lint, write
+
+    # the moved value is a tensor the loop reads: no model moved, nothing to report
+    train = ZOO_TRAIN.format(bound="bias", used="[w]", forward="bias.add")
+    diagnostics = lint(write(tmp_path, {"zoo.py": ZOO, "train.py": train}), monkeypatch, select=("GPU901", "GPU902"), preview=True)
+    assert as_text(diagnostics) == []

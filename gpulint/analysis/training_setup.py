@@ -125,6 +125,24 @@ def _from_registry(model: SemanticModel, value: cst.BaseExpression, name: cst.Na
     return isinstance(value, cst.Call) and isinstance(value.func, cst.Subscript) and model.residency.is_module(name)
 
 
+def _project_call_bound_to_module(model: SemanticModel, move: cst.Call) -> bool:
+    """`self.model = get_segmentation_model(model=args.model, ...).to(self.device)`: the value of a project
+    factory whose result the project index cannot tell (`return models[name](**kwargs)`, a registry of
+    builders), moved to the device and bound to a name or attribute used as a module (`.parameters()`,
+    `.train()`): a model, as `_from_registry` reads `model_dict[opt.model](...)`."""
+    built = move.func.value if isinstance(move.func, cst.Attribute) else None
+    if not isinstance(built, cst.Call):
+        return False
+    callee = model.callee(built)
+    if callee is None or callee.kind != "function" or callee.returns is not None:
+        return False
+    statement = model.parent.get(move)
+    if not (isinstance(statement, cst.Assign) and statement.value is move and len(statement.targets) == 1):
+        return False
+    target = statement.targets[0].target
+    return isinstance(target, (cst.Name, cst.Attribute)) and model.residency.is_module(target)
+
+
 def _bound_value(binder: cst.Assign, name: str) -> cst.BaseExpression | None:
     """What `binder` gives `name`: its value, or the matching element of `netg, netd = NetG(), NetD()`."""
     value = binder.value
@@ -370,7 +388,9 @@ def find_training_setup(model: SemanticModel) -> TrainingSetup:
     hot = [loop for loop in model.loops if is_hot(model, loop)]
     moves = [
         call for call in model.calls
-        if (model.residency.moves_to_cuda(call) and (is_model_expression(model, call.func.value) or _looked_up_class(model, call.func.value))
+        if (model.residency.moves_to_cuda(call) and (
+                is_model_expression(model, call.func.value) or _looked_up_class(model, call.func.value)
+                or _project_call_bound_to_module(model, call))
             or _engine_places_model(model, call) or _ray_places_model(model, call)
             or moves_resident_attribute(model, call))
         and not _after_all_training(model, call, hot)
