@@ -328,3 +328,50 @@ def test_a_project_factory_result_never_used_as_a_module_is_no_model(tmp_path, m
     train = ZOO_TRAIN.format(bound="bias", used="[w]", forward="bias.add")
     diagnostics = lint(write(tmp_path, {"zoo.py": ZOO, "train.py": train}), monkeypatch, select=("GPU901", "GPU902"), preview=True)
     assert as_text(diagnostics) == []
+
+
+# shaped like x-transformers' train_enwik8.py: `Accelerator(cpu=cpu)` and `accelerator.prepare(model, ...)` place
+# the model; nothing asks for mixed precision
+ACCELERATE_SCRIPT = """\
+    import torch
+    from torch import nn
+    from accelerate import Accelerator
+
+    cpu = False
+    accelerator = Accelerator({arguments})
+    model = nn.Sequential({layers})
+    optim = torch.optim.SGD(model.parameters(), lr=0.1)
+    model, optim, loader = accelerator.prepare(model, optim, loader)
+    for x in loader:
+        loss = model(x).sum()
+        accelerator.backward(loss)
+        optim.step()
+        optim.zero_grad()
+"""
+_WIDE = "nn.Linear(1024, 4096), nn.GELU(), nn.Linear(4096, 1024)"
+
+
+def accelerate_script(arguments: str = "cpu=cpu", layers: str = _WIDE) -> str:
+    return ACCELERATE_SCRIPT.format(arguments=arguments, layers=layers)
+
+
+def test_an_accelerator_without_mixed_precision_trains_the_prepared_model_in_float32():
+    # GPU902 where accelerate places the model, GPU901 at the backward
+    assert findings(accelerate_script(), **PREVIEW) == ["9:24 GPU902", "12:5 GPU901"]
+    assert findings(accelerate_script("device_placement=True"), **PREVIEW) == ["9:24 GPU902", "12:5 GPU901"]
+
+
+def test_an_accelerator_that_may_train_in_mixed_precision_silences_gpu901():
+    for arguments in ("mixed_precision=args.precision", "**accelerate_kwargs"):
+        assert findings(accelerate_script(arguments), **PREVIEW) == ["9:24 GPU902"], arguments
+    # a half precision named: the matmuls run in bf16 under accelerate's autocast, TF32 is beside the point
+    assert findings(accelerate_script('mixed_precision="bf16"'), **PREVIEW) == []
+
+
+def test_an_accelerator_that_places_nothing_on_the_gpu_is_silent():
+    for arguments in ("cpu=True", "device_placement=False"):
+        assert findings(accelerate_script(arguments), **PREVIEW) == [], arguments
+
+
+def test_a_toy_model_the_accelerator_places_is_launch_bound():
+    assert findings(accelerate_script(layers="nn.Linear(8, 4), nn.ReLU(), nn.Linear(4, 2)"), **PREVIEW) == []

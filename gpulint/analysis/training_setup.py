@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from gpulint.analysis.attribute_models import moves_resident_attribute, trains_resident_attribute
+from gpulint.analysis.frameworks import ACCELERATE, qualified_is
 from gpulint.analysis.convolutions import builds_convolution, library_conv_net, named_model
 from gpulint.analysis.time_step_loops import time_step_loop
 from gpulint.analysis.hot_loops import is_hot, trains
@@ -46,8 +47,8 @@ class TrainingSetup:
     cudnn_configured: bool  # `cudnn.benchmark`, `cudnn.deterministic`, `use_deterministic_algorithms`
     convolutions: bool
     toy_models: bool  # every model moved to CUDA is a toy model of linear layers (`analysis/model_size.py`)
-    # every model is placed by DeepSpeed and the script names a half precision (`--dtype fp16`, `args.bf16`):
-    # its dtype is in the engine's config, most likely not float32
+    # every model is placed by DeepSpeed (or accelerate) and the script names a half precision (`--dtype fp16`,
+    # `args.bf16`, `mixed_precision="bf16"`): its dtype is in the engine's config, most likely not float32
     engine_half_precision: bool = False
     # every model moved to CUDA runs a recurrent cell per time step from Python, or every training step loops over
     # time steps of a recurrent module (`analysis/time_step_loops.py`): kernel speed is not what the step waits for
@@ -160,9 +161,40 @@ def _keyword_names(model: SemanticModel) -> set[str]:
     return {arg.keyword.value for call in model.calls for arg in call.args if arg.keyword is not None}
 
 
+def _accelerators_in_float32(model: SemanticModel) -> bool:
+    """Every `Accelerator(...)` of this module is built without `mixed_precision` (and without `**kwargs` that may
+    carry it), and there is one: accelerate/accelerator.py then trains in "no" mixed precision, float32, unless
+    `accelerate launch` is told otherwise; the import of accelerate says nothing more."""
+    built = [c for c in model.calls if qualified_is(model.call_name(c), ACCELERATE, {"Accelerator"})]
+    return bool(built) and all(
+        not any(a.star == "**" or a.keyword is not None and a.keyword.value == "mixed_precision" for a in c.args)
+        for c in built
+    )
+
+
+def _accelerate_places_model(model: SemanticModel, call: cst.Call) -> bool:
+    """`accelerator.prepare(model, optimizer, loader)` on an Accelerator that places objects (`cpu` and
+    `device_placement` left alone): the model goes to `accelerator.device`, the GPU where there is one."""
+    if model.frameworks.wrapper(call) != ("accelerate", True):
+        return False
+    return any(a.keyword is None and not a.star and is_model_expression(model, a.value) for a in call.args)
+
+
+def _moved_model(model: SemanticModel, move: cst.Call) -> cst.BaseExpression:
+    """The model a move places: `net` of `net.to(device)`, of `accelerator.prepare(net, optimizer)`."""
+    if _accelerate_places_model(model, move):
+        return next(a.value for a in move.args if a.keyword is None and not a.star and is_model_expression(model, a.value))
+    return move.func.value if isinstance(move.func, cst.Attribute) else move.func
+
+
 def _mentions_mixed_precision(model: SemanticModel) -> bool:
     read = None
+    float32_accelerators = None
     for local, qualified in model.imports.bindings.items():
+        if qualified.split(".", 1)[0] in ACCELERATE:
+            float32_accelerators = _accelerators_in_float32(model) if float32_accelerators is None else float32_accelerators
+            if float32_accelerators:
+                continue  # `Accelerator(cpu=cpu)`: float32 (an `accelerator.autocast()` below still counts)
         if qualified.startswith(PRECISION_FRAMEWORKS) or ".amp" in qualified or qualified.endswith("autocast"):
             if qualified == "apex":  # `import apex` for `apex.parallel` (SyncBN, LARC) says nothing: `apex.amp` would
                 if any(dotted_name(a.value) == local and a.attr.value in _APEX_PRECISION for a in model.attributes):
@@ -391,7 +423,7 @@ def find_training_setup(model: SemanticModel) -> TrainingSetup:
         if (model.residency.moves_to_cuda(call) and (
                 is_model_expression(model, call.func.value) or _looked_up_class(model, call.func.value)
                 or _project_call_bound_to_module(model, call))
-            or _engine_places_model(model, call) or _ray_places_model(model, call)
+            or _engine_places_model(model, call) or _ray_places_model(model, call) or _accelerate_places_model(model, call)
             or moves_resident_attribute(model, call))
         and not _after_all_training(model, call, hot)
     ]  # fmt: skip
@@ -420,8 +452,9 @@ def find_training_setup(model: SemanticModel) -> TrainingSetup:
         cudnn_configured=cudnn_configured,
         convolutions=convolutions,
         # A convolution's work grows with the image, not with its parameters: only linear toy models.
-        toy_models=bool(moves) and not convolutions and all(model.model_size.is_toy_model(m.func.value) for m in moves),
-        engine_half_precision=bool(moves) and all(_engine_places_model(model, m) for m in moves) and _names_half_precision(model),
+        toy_models=bool(moves) and not convolutions and all(model.model_size.is_toy_model(_moved_model(model, m)) for m in moves),
+        engine_half_precision=bool(moves) and all(_engine_places_model(model, m) or _accelerate_places_model(model, m) for m in moves)
+        and _names_half_precision(model),
         cudnn_benchmark_off=cudnn_off,
-        time_steps=bool(moves) and (all(_steps_cells(model, m.func.value) for m in moves) or _time_step_loops(model, hot)),
+        time_steps=bool(moves) and (all(_steps_cells(model, _moved_model(model, m)) for m in moves) or _time_step_loops(model, hot)),
     )
