@@ -375,3 +375,64 @@ def test_an_accelerator_that_places_nothing_on_the_gpu_is_silent():
 
 def test_a_toy_model_the_accelerator_places_is_launch_bound():
     assert findings(accelerate_script(layers="nn.Linear(8, 4), nn.ReLU(), nn.Linear(4, 2)"), **PREVIEW) == []
+
+
+# shaped like audiolm-pytorch's SoundStreamTrainer: the conv net comes in as a constructor argument typed with
+# the project class that builds it
+NETS = """\
+    from torch import nn
+
+
+    class ConvNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Sequential(nn.Conv1d(1, 32, 7), nn.Conv1d(32, 32, 7), nn.Conv1d(32, 1, 7))
+
+        def forward(self, x):
+            return self.body(x)
+
+
+    class Mlp(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Sequential(nn.Linear(4096, 4096), nn.Linear(4096, 4096))
+
+        def forward(self, x):
+            return self.body(x)
+"""
+TYPED_TRAINER = """\
+    import torch
+
+    from nets import ConvNet, Mlp
+
+
+    class Trainer:
+        def __init__(self, net: {annotation}, loader):
+            self.net = net
+            self.net.to(torch.device("cuda"))
+            self.loader = loader
+            self.optim = torch.optim.SGD(self.net.parameters(), lr=0.1)
+
+        def train(self):
+            for x in self.loader:
+                loss = self.net(x.cuda()).sum()
+                self.optim.zero_grad()
+                loss.backward()
+                self.optim.step()
+"""
+
+
+def _typed_trainer(tmp_path, monkeypatch, annotation: str) -> list[str]:
+    from tests.projects_helper import found as as_text, lint, write
+
+    files = {"nets.py": NETS, "trainer.py": TYPED_TRAINER.format(annotation=annotation)}
+    return as_text(lint(write(tmp_path, files), monkeypatch, select=("GPU903",), preview=True))
+
+
+def test_a_parameter_typed_as_a_project_conv_net_brings_its_convolutions(tmp_path, monkeypatch):
+    assert _typed_trainer(tmp_path, monkeypatch, "ConvNet") == ["trainer.py:9 GPU903"]
+    assert _typed_trainer(tmp_path, monkeypatch, "ConvNet | None") == ["trainer.py:9 GPU903"]
+
+
+def test_a_parameter_typed_as_a_project_mlp_brings_none(tmp_path, monkeypatch):
+    assert _typed_trainer(tmp_path, monkeypatch, "Mlp") == []

@@ -407,6 +407,31 @@ def _project_convolutions(model: SemanticModel, call: cst.Call) -> bool:
     return callee is not None and callee.convolutions
 
 
+def _annotated_classes(annotation: cst.BaseExpression) -> list[str]:
+    """`SoundStream`, `models.Net`, each side of `SoundStream | EncodecWrapper`, `Optional[Net]`: the classes named."""
+    if isinstance(annotation, cst.BinaryOperation) and isinstance(annotation.operator, cst.BitOr):
+        return _annotated_classes(annotation.left) + _annotated_classes(annotation.right)
+    if isinstance(annotation, cst.Subscript) and dotted_name(annotation.value) in ("Optional", "typing.Optional"):
+        return [c for element in annotation.slice if isinstance(element.slice, cst.Index) for c in _annotated_classes(element.slice.value)]
+    name = dotted_name(annotation) if isinstance(annotation, (cst.Name, cst.Attribute)) else None
+    return [name] if name is not None and name != "None" else []
+
+
+def _annotated_convolutions(model: SemanticModel) -> bool:
+    """`def __init__(self, soundstream: SoundStream, ...)`: a parameter typed as a project class that builds a
+    convolutional network (as `_project_convolutions` reads a call of it): the conv net this module runs comes in
+    built by its callers."""
+    for function in (f for functions in model.functions.values() for f in functions):
+        for param in (*function.params.params, *function.params.kwonly_params):
+            if param.annotation is None:
+                continue
+            for name in _annotated_classes(param.annotation.annotation):
+                callee = model.project.callee(name)
+                if callee is not None and callee.kind == "class" and callee.convolutions:
+                    return True
+    return False
+
+
 def _ignite_trains(model: SemanticModel) -> bool:
     """`trainer = Engine(update)` with an `update(engine, batch)` of this file that runs backward: ignite's
     `Engine.run` calls it once per batch, the training loop is in the library (ignite/engine/engine.py)."""
@@ -439,7 +464,7 @@ def find_training_setup(model: SemanticModel) -> TrainingSetup:
     convolutions = any(
         builds_convolution(model.call_name(c) or "") or _project_convolutions(model, c) or _library_convolutions(model, c)
         for c in model.calls
-    )
+    ) or _annotated_convolutions(model)
     cudnn_configured, cudnn_off = _cudnn_settings(model)
     return TrainingSetup(
         model_moves=moves,
