@@ -436,3 +436,99 @@ def test_a_parameter_typed_as_a_project_conv_net_brings_its_convolutions(tmp_pat
 
 def test_a_parameter_typed_as_a_project_mlp_brings_none(tmp_path, monkeypatch):
     assert _typed_trainer(tmp_path, monkeypatch, "Mlp") == []
+
+
+# shaped like lightly's ImageNet benchmarks: the model class comes from a registry of the project's methods
+REGISTRY_SCRIPT = """\
+    import sys
+
+    import torch
+
+    import nets
+
+    METHODS = {{
+        "a": {{"model": nets.ConvNet, "lr": 0.1}},
+        "b": {{"model": nets.{other}, "lr": 0.2}},
+    }}
+
+
+    def main(method):
+        model_class = METHODS[method]["model"]
+        model = model_class()
+        model.cuda()
+        optimizer = torch.optim.SGD(model.parameters(), lr=METHODS[method]["lr"])
+        for x in loader:
+            loss = model(x.cuda()).sum()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+
+
+    if __name__ == "__main__":
+        main(sys.argv[1])
+"""
+
+
+def _registry_script(tmp_path, monkeypatch, other: str) -> list[str]:
+    from tests.projects_helper import found as as_text, lint, write
+
+    files = {"nets.py": NETS, "main.py": REGISTRY_SCRIPT.format(other=other)}
+    return as_text(lint(write(tmp_path, files), monkeypatch, select=("GPU903",), preview=True))
+
+
+def test_a_registry_of_project_conv_nets_brings_their_convolutions(tmp_path, monkeypatch):
+    assert _registry_script(tmp_path, monkeypatch, "ConvNet") == ["main.py:16 GPU903"]
+
+
+def test_a_registry_that_may_give_a_model_without_convolutions_brings_none(tmp_path, monkeypatch):
+    assert _registry_script(tmp_path, monkeypatch, "Mlp") == []
+
+
+# shaped like facebookresearch/denoiser: train.py moves the model and hands it to a Solver whose train() loops
+SOLVER = """\
+    class Solver:
+        def __init__(self, loader, model, optimizer):
+            self.loader, self.model, self.optimizer = loader, model, optimizer
+
+        def train(self):
+            {body}
+
+        def step(self, x):
+            loss = self.model(x.cuda()).sum()
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+"""
+SOLVER_SCRIPT = """\
+    import torch
+
+    from nets import ConvNet
+    from solver import Solver
+
+
+    def main(loader):
+        model = ConvNet()
+        model.cuda()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        Solver(loader, model, optimizer).train()
+
+
+    if __name__ == "__main__":
+        main(None)
+"""
+
+
+def _solver_script(tmp_path, monkeypatch, body: str) -> list[str]:
+    from tests.projects_helper import found as as_text, lint, write
+
+    files = {"nets.py": NETS, "solver.py": SOLVER.format(body=body), "train.py": SOLVER_SCRIPT}
+    return [f for f in as_text(lint(write(tmp_path, files), monkeypatch, select=("GPU903",), preview=True)) if f.startswith("train.py")]
+
+
+def test_a_script_that_hands_its_model_to_a_training_loop_elsewhere_trains(tmp_path, monkeypatch):
+    body = "for epoch in range(10):\n                for x in self.loader:\n                    self.step(x)"
+    assert _solver_script(tmp_path, monkeypatch, body) == ["train.py:9 GPU903"]
+
+
+def test_a_helper_that_runs_one_step_is_no_training_run(tmp_path, monkeypatch):
+    assert _solver_script(tmp_path, monkeypatch, "self.step(next(iter(self.loader)))") == []

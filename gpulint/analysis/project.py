@@ -1123,6 +1123,8 @@ class ProjectIndex:
         # names imported from modules (`from ctaugment import deinterleave`): also called in nested functions (an
         # ignite `train_step` closure), whose calls the summary does not record
         refs.update(name for name, imported in summary.imports.items() if imported[2] is not None)
+        # classes handed on as values (`{"byol": {"model": byol.BYOL}}`, a registry a call looks up): what they build
+        refs.update(name for name in summary.handed if "." in name and not name.startswith(".") and name[:1] != "*")
         for ref in sorted(refs):
             callee = self.callee(record, ref)
             if callee is not None:

@@ -86,6 +86,8 @@ def is_model_expression(model: SemanticModel, expr: cst.BaseExpression, depth: i
             return True  # `VisionTransformer(config)` of models/modeling.py, an nn.Module of the project
         if callee is not None and callee.kind == "function" and callee.returns in (("module",), ("gpu_module",)):
             return True  # `build_backbone()` of another module, a factory that returns a model
+        if _registry_classes(model, expr, lambda callee: callee.returns == ("module",)):
+            return True  # `model_class()` with `model_class = METHODS[method]["model"]`, every entry a model class
         if isinstance(func, cst.Name) and not qualified:
             return any(
                 is_model_expression(model, value, depth + 1)
@@ -432,6 +434,63 @@ def _annotated_convolutions(model: SemanticModel) -> bool:
     return False
 
 
+def _registry_entries(model: SemanticModel, expr: cst.BaseExpression, depth: int = 0) -> list[cst.BaseExpression] | None:
+    """What `METHODS[method]["model"]` may be, where `METHODS = {"byol": {"model": byol.BYOL, ...}, ...}` is a dict
+    literal bound once: every entry under a key not known here, the entry of a string key; None when not such a
+    lookup (also through `model_class = METHODS[method]["model"]`, a name bound once)."""
+    if depth > 4:
+        return None
+    if isinstance(expr, cst.Name):
+        binders = model.bindings_of(expr.value, expr)
+        if len(binders) != 1 or not isinstance(binders[0], cst.Assign) or len(binders[0].targets) != 1:
+            return None
+        value = binders[0].value
+        return [value] if depth and isinstance(value, cst.Dict) else _registry_entries(model, value, depth + 1) if not depth else None
+    if not isinstance(expr, cst.Subscript) or len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Index):
+        return None
+    tables = _registry_entries(model, expr.value, depth + 1)
+    if not tables:
+        return None
+    ok, key = literal_value(expr.slice[0].slice.value)
+    found = []
+    for table in tables:
+        if not isinstance(table, cst.Dict) or any(not isinstance(e, cst.DictElement) for e in table.elements):
+            return None
+        entries = [e.value for e in table.elements if not ok or literal_value(e.key) == (True, key)]
+        if not entries:
+            return None
+        found += entries
+    return found
+
+
+def _registry_classes(model: SemanticModel, call: cst.Call, holds) -> bool:
+    """`model_class(**kwargs)` with `model_class = METHODS[method]["model"]`: every class the registry may give is
+    a project class for which `holds(callee)`."""
+    if not isinstance(call.func, (cst.Name, cst.Subscript)):
+        return False
+    entries = _registry_entries(model, call.func)
+    if not entries:
+        return False
+    for entry in entries:
+        name = dotted_name(entry) if isinstance(entry, (cst.Name, cst.Attribute)) else None
+        callee = model.project.callee(name) if name is not None else None
+        if callee is None or callee.kind != "class" or not holds(callee):
+            return False
+    return True
+
+
+def _registry_convolutions(model: SemanticModel, call: cst.Call) -> bool:
+    """Every class the registry may give builds a conv net (lightly's ImageNet benchmarks: ResNet-50 methods)."""
+    return _registry_classes(model, call, lambda callee: callee.convolutions)
+
+
+def _runs_training_helper(model: SemanticModel) -> bool:
+    """`solver = Solver(data, model, optimizer, args); solver.train()`: a call of project code that runs a whole
+    training loop itself (backward or an optimizer step inside a loop of its own, `Callee.epoch`), as denoiser's
+    train.py hands the model it moved to its Solver: the training runs from here, the loop is elsewhere."""
+    return any((callee := model.callee(c)) is not None and callee.trains and callee.epoch for c in model.calls)
+
+
 def _ignite_trains(model: SemanticModel) -> bool:
     """`trainer = Engine(update)` with an `update(engine, batch)` of this file that runs backward: ignite's
     `Engine.run` calls it once per batch, the training loop is in the library (ignite/engine/engine.py)."""
@@ -463,13 +522,14 @@ def find_training_setup(model: SemanticModel) -> TrainingSetup:
     # a convolution built here, a project class or factory (of any module) that builds one, or a library conv net
     convolutions = any(
         builds_convolution(model.call_name(c) or "") or _project_convolutions(model, c) or _library_convolutions(model, c)
+        or _registry_convolutions(model, c)
         for c in model.calls
     ) or _annotated_convolutions(model)
     cudnn_configured, cudnn_off = _cudnn_settings(model)
     return TrainingSetup(
         model_moves=moves,
         entry_script=entry,
-        trains=bool(hot) or _ignite_trains(model),
+        trains=bool(hot) or _ignite_trains(model) or _runs_training_helper(model),
         first_backward=backward,
         mixed_precision=_mentions_mixed_precision(model),
         non_float32_parameters=_non_float32_parameters(model),
