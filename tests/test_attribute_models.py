@@ -309,3 +309,36 @@ def test_a_loss_kept_on_the_gpu_is_no_model_to_train():
     )
     assert findings(source, **PREVIEW) == []
     assert len(findings(source.replace("self.D = Discriminator()", "self.D = Discriminator().cuda()"), **PREVIEW)) == 3
+
+
+# shaped like Image_Segmentation's Solver: `self.unet = None` in the constructor, built and moved by a
+# `build_model()` the constructor calls
+_PLACEHOLDER_INIT = """\
+    self.G = Generator().cuda()
+    self.D = None
+"""
+_BUILD_AND_TRAIN = """\
+    def build_model(self):
+        self.D = Discriminator()
+        self.D{move}
+
+    def train(self):
+        for x_, _ in self.data_loader:
+            D_loss = self.D(x_.cuda()).mean()
+            self.D_optimizer.zero_grad()
+            D_loss.backward()
+            self.D_optimizer.step()
+"""
+
+
+def test_a_none_placeholder_before_the_build_method_moves_the_model_keeps_it_resident():
+    source = _gan_with_init(_PLACEHOLDER_INIT, _BUILD_AND_TRAIN.format(move=".to(torch.device('cuda'))"))
+    assert [f.split()[1] for f in findings(source, **PREVIEW)] == ["GPU902", "GPU903", "GPU901"]
+
+
+def test_a_none_placeholder_of_a_model_the_build_method_never_moves_stays_silent():
+    # the only module written to the attribute stays on the CPU: None placed nothing either
+    source = _gan_with_init(
+        "self.D = None\n", _BUILD_AND_TRAIN.format(move=".train()"),
+    )
+    assert findings(source, **PREVIEW) == []

@@ -7,7 +7,9 @@ through the attribute, backward, optimizer step) is a GPU training loop, whereve
 Every write of the attribute in the class must be placed on the GPU in its own method: an attribute some method
 rebinds to a module it never moves (`self.net = Net()` in `reset()`), or to anything not known to be a module
 (`self.net = torch.load(path)`), is not resident, and a move only in a branch that runs without a GPU (the
-`else:` of `if torch.cuda.is_available():`) places nothing.
+`else:` of `if torch.cuda.is_available():`) places nothing. `self.net = None` holds no module at all (the
+constructor's placeholder before `self.build_model()` builds and moves it, a teardown): nothing runs through
+it, so it neither places nor displaces the model.
 """
 
 from __future__ import annotations
@@ -109,6 +111,11 @@ def _placed(model: SemanticModel, write: Write, moves: list[cst.Call]) -> bool:
     return bool(flow.reads_in(write.key, value)) and any(flow.before(m, write.statement) for m in own)
 
 
+def _holds_none(write: Write) -> bool:
+    """`self.net = None`: a placeholder (or a teardown), no module."""
+    return not write.is_augmented and isinstance(write.value, cst.Name) and write.value.value == "None"
+
+
 def _is_parameter(model: SemanticModel, value: cst.BaseExpression) -> bool:
     """`model` in `self.model = model`: a parameter of the method, never rebound there (a constructor argument)."""
     if not isinstance(value, cst.Name):
@@ -125,7 +132,7 @@ def resident_attributes(model: SemanticModel, cls: cst.ClassDef) -> frozenset[st
         resident = set()
         for key, moves in _moved_attributes(model).items():
             own = [m for m in moves if flow.enclosing_class(m) is cls]
-            writes = flow.writes_in(key, cls)
+            writes = [w for w in flow.writes_in(key, cls) if not _holds_none(w)]  # a placeholder holds no module
             if own and writes and all(flow.enclosing_class(w.statement) is cls and _placed(model, w, own) for w in writes):
                 resident.add(key)
         memo[cls] = frozenset(resident)  # type: ignore[assignment]

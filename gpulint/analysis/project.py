@@ -41,7 +41,7 @@ from gpulint.analysis.stepped_inputs import reported_in_callee
 from gpulint.analysis.test_code import DEFAULT_TEST_PATHS
 from gpulint.analysis.superseded_code import superseded
 from gpulint.analysis.uncalled import imported_elsewhere, uncalled_functions
-from gpulint.analysis.summary import INTERNAL, MODULE_BODY, FunctionSummary, ModuleSummary, deep_sources, sources_of
+from gpulint.analysis.summary import INTERNAL, KEYWORDS_AS_ATTRIBUTES, MODULE_BODY, FunctionSummary, ModuleSummary, deep_sources, sources_of
 
 _MAX_DEPTH = 6  # calls followed through helpers, imports through re-exports
 # Facts composed through more functions (or modules) than this at once are unknown: a chain of thousands of
@@ -1132,6 +1132,20 @@ class ProjectIndex:
                 found[attribute] = sorted(received)
         return found
 
+    def _keyword_attribute_inputs(self, record: ModuleRecord, name: str) -> dict[str, list[str]]:
+        """For a class whose constructor turns its keywords into attributes (`self.__dict__.update(kwargs)`):
+        `self.<keyword>` -> what the class's callers give for that keyword (`Agent(**vars(opt))`: each option)."""
+        info = record.summary.classes.get(name)
+        if info is None or info.attributes.get(KEYWORDS_AS_ATTRIBUTES) != ("kwargs",):
+            return {}
+        keywords = {k for caller, key, index in self.callers(record, name) for k in caller.summary.functions[key].calls[index][3]}
+        found = {}
+        for keyword in sorted(keywords - set(info.attributes)):
+            received = self.inputs(record, f"{name}.__init__", keyword)
+            if received - {UNPLACED}:
+                found[keyword] = sorted(received)
+        return found
+
     def _gpu_settings_object(self, record: ModuleRecord, name: str) -> Optional[str]:
         """The module that defines `name`, when it is a module-level object of the project (`opt = Config()`
         in config.py) that is used as a device (`x.to(opt.device)`) and its module picks a CUDA device itself
@@ -1162,6 +1176,8 @@ class ProjectIndex:
         # names imported from modules (`from ctaugment import deinterleave`): also called in nested functions (an
         # ignite `train_step` closure), whose calls the summary does not record
         refs.update(name for name, imported in summary.imports.items() if imported[2] is not None)
+        # classes handed on as values (`{"byol": {"model": byol.BYOL}}`, a registry a call looks up): what they build
+        refs.update(name for name in summary.handed if "." in name and not name.startswith(".") and name[:1] != "*")
         for ref in sorted(refs):
             callee = self.callee(record, ref)
             if callee is not None:
@@ -1183,6 +1199,8 @@ class ProjectIndex:
                 context.inherited[name] = inherited
             for attribute, received in self._inherited_inputs(record, name).items():
                 context.inputs[f"{name}.self.{attribute}"] = received  # `self.model` a base class's constructor sets
+            for attribute, received in self._keyword_attribute_inputs(record, name).items():
+                context.inputs[f"{name}.self.{attribute}"] = received  # `self.dvc` of `self.__dict__.update(kwargs)`
         settings = list(summary.settings)
         if ("launch", "") not in settings and any(_returns_args(c.returns) for c in context.callees.values()):
             settings.append(("launch", ""))  # `args = get_args()`: a job file near it may turn a switch on (off_options)

@@ -905,10 +905,12 @@ class _Reader:
         self.none_bound: set[str] = set()  # names whose last binding is the literal `None` (`loader = None`)
         for param in (*params, *kwonly):
             self.env[param] = ("src", f"p:{param}")
+        self.kwarg: Optional[str] = None  # `**kwargs`: the parameter that takes the keywords no other one names
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             for extra in (node.args.vararg, node.args.kwarg):
                 if extra is not None:
                     self.env[extra.arg] = None
+            self.kwarg = node.args.kwarg.arg if node.args.kwarg is not None else None
         if cls is not None and params:
             self.env[params[0]] = ("self",)
         main = hydra_main(node, builder.qualify) if builder.configured and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
@@ -1348,6 +1350,8 @@ class _Reader:
                     self.mark_gpu(f"`{qualified}`", node.lineno)
             if base == ("self",) and self.cls is not None:
                 held = self.cls.attributes.get(node.attr)
+                if held is None and self.cls.attributes.get(KEYWORDS_AS_ATTRIBUTES) == ("kwargs",) and not node.attr.startswith("__"):
+                    held = ("init", node.attr)  # `self.__dict__.update(kwargs)`: the keyword its callers name so
                 if held is not None and held[0] == "init":
                     return ("src", f"{'p' if self.is_init else 'i'}:{held[1]}")
                 return held
@@ -1493,6 +1497,8 @@ class _Reader:
         func = node.func
         line = node.lineno
         b = self.b
+        if self.is_init and self.cls is not None and self._keywords_to_attributes(node):
+            self.cls.attributes.setdefault(KEYWORDS_AS_ATTRIBUTES, ("kwargs",))
         qualified = b.qualify(func)
         self.runs_nms = self.runs_nms or qualified in NMS_OPS
         timer = isinstance(func, ast.Attribute) and (func.attr == "elapsed_time" or times_a_step(func.attr, _dotted(func.value) or ""))
@@ -1726,6 +1732,17 @@ class _Reader:
         placed = (PLACED_LOADER,)
         return placed if len(node.args) == 1 else ("tuple", tuple(placed for _ in node.args))
 
+    def _keywords_to_attributes(self, node: ast.Call) -> bool:
+        """`self.__dict__.update(kwargs)` in `__init__(self, **kwargs)`: every keyword a caller gives becomes an
+        attribute of the instance (`Agent(**vars(opt))` sets `self.dvc` to `opt.dvc`)."""
+        func = node.func
+        return (
+            self.kwarg is not None and isinstance(func, ast.Attribute) and func.attr == "update"
+            and isinstance(func.value, ast.Attribute) and func.value.attr == "__dict__"
+            and isinstance(func.value.value, ast.Name) and self.env.get(func.value.value.id) == ("self",)
+            and len(node.args) == 1 and not node.keywords and isinstance(node.args[0], ast.Name) and node.args[0].id == self.kwarg
+        )  # fmt: skip
+
     def config_read(self, node: ast.AST) -> Optional[tuple[str, tuple]]:
         """(`p:cfg` or `i:cfg`, keys) for an argument that reads a parameter of this function, or what `__init__`
         stored from one (`self.cfg.agent` -> (`i:cfg`, ("agent",))): the index follows it to a Hydra config."""
@@ -1763,6 +1780,25 @@ class _Reader:
             return ("default", default[0], default[1]) if len(default) == 2 else None
         return None
 
+    def unpacked_options(self, node: ast.Call) -> dict[str, Any]:
+        """`f(**vars(opt))` (or `**opt.__dict__`) of parsed command-line options: the options whose default names
+        a device, as the keywords the call gives (`--dvc` with `default="cuda"`: `dvc=` a CUDA device)."""
+        found: dict[str, Any] = {}
+        for keyword in node.keywords:
+            value = keyword.value
+            if keyword.arg is not None:
+                continue
+            if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "vars" and len(value.args) == 1:
+                value = value.args[0]
+            elif isinstance(value, ast.Attribute) and value.attr == "__dict__":
+                value = value.value
+            else:
+                continue
+            held = self.expr(value)
+            if held is not None and held[0] == "args":
+                found.update({name: device for name in held[1] if (device := _option_device(held[1], name)) is not None})
+        return found
+
     def class_name(self) -> str:
         return next(name for name, info in self.b.summary.classes.items() if info is self.cls)
 
@@ -1770,7 +1806,10 @@ class _Reader:
         """A call of something that may be project code: the index resolves `ref` and follows it."""
         index = len(self.f.calls)
         star = any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords)
-        self.f.calls.append((ref, node.lineno, tuple(args), {k: v for k, v in kwargs.items() if k}, self.loop, self.guarded, star))
+        given = {k: v for k, v in kwargs.items() if k}
+        for name, value in self.unpacked_options(node).items():
+            given.setdefault(name, value)  # `Agent(**vars(opt))`: each parsed option a keyword
+        self.f.calls.append((ref, node.lineno, tuple(args), given, self.loop, self.guarded, star))
         literals = _literal_arguments(node)
         if literals:
             self.f.literals[index] = literals
@@ -1809,6 +1848,11 @@ class _Reader:
             if device_arg is None and node.args and not isinstance(node.args[0], ast.Starred):
                 device_arg = node.args[0]
             kind = _device_kind_of(device_arg, self) if device_arg is not None else None
+            if kind is None and device_arg is not None:
+                sources = self.device_sources(device_arg)
+                if sources and all(s.startswith(("p:", "i:")) for s in sources):
+                    for source in sources:  # `.to(self.dvc)`: a device when the callers give one (the index asks them)
+                        self.effect(source, ("device", node.lineno))
             if kind is None or kind == "cpu":
                 return None
         non_blocking = any(k.arg == "non_blocking" and _literal(k.value) == (True, True) for k in node.keywords)
@@ -1933,6 +1977,10 @@ def _builds_library_model(qualified: str) -> bool:
         qualified.startswith("torchvision.models.") and "Weights" not in qualified
         and not qualified.rsplit(".", 1)[-1].startswith(("get_", "list_", "_"))
     )  # fmt: skip
+
+
+# The attribute a class records when its constructor turns its keywords into attributes (`self.__dict__.update(kwargs)`)
+KEYWORDS_AS_ATTRIBUTES = "__dict__"
 
 
 def _option_device(options: dict, name: str) -> Any:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from gpulint.analysis.attribute_models import moves_resident_attribute, trains_resident_attribute
+from gpulint.analysis.frameworks import ACCELERATE, qualified_is
 from gpulint.analysis.convolutions import builds_convolution, library_conv_net, named_model
 from gpulint.analysis.time_step_loops import time_step_loop
 from gpulint.analysis.hot_loops import is_hot, trains
@@ -46,8 +47,8 @@ class TrainingSetup:
     cudnn_configured: bool  # `cudnn.benchmark`, `cudnn.deterministic`, `use_deterministic_algorithms`
     convolutions: bool
     toy_models: bool  # every model moved to CUDA is a toy model of linear layers (`analysis/model_size.py`)
-    # every model is placed by DeepSpeed and the script names a half precision (`--dtype fp16`, `args.bf16`):
-    # its dtype is in the engine's config, most likely not float32
+    # every model is placed by DeepSpeed (or accelerate) and the script names a half precision (`--dtype fp16`,
+    # `args.bf16`, `mixed_precision="bf16"`): its dtype is in the engine's config, most likely not float32
     engine_half_precision: bool = False
     # every model moved to CUDA runs a recurrent cell per time step from Python, or every training step loops over
     # time steps of a recurrent module (`analysis/time_step_loops.py`): kernel speed is not what the step waits for
@@ -85,6 +86,8 @@ def is_model_expression(model: SemanticModel, expr: cst.BaseExpression, depth: i
             return True  # `VisionTransformer(config)` of models/modeling.py, an nn.Module of the project
         if callee is not None and callee.kind == "function" and callee.returns in (("module",), ("gpu_module",)):
             return True  # `build_backbone()` of another module, a factory that returns a model
+        if _registry_classes(model, expr, lambda callee: callee.returns == ("module",)):
+            return True  # `model_class()` with `model_class = METHODS[method]["model"]`, every entry a model class
         if isinstance(func, cst.Name) and not qualified:
             return any(
                 is_model_expression(model, value, depth + 1)
@@ -125,6 +128,24 @@ def _from_registry(model: SemanticModel, value: cst.BaseExpression, name: cst.Na
     return isinstance(value, cst.Call) and isinstance(value.func, cst.Subscript) and model.residency.is_module(name)
 
 
+def _project_call_bound_to_module(model: SemanticModel, move: cst.Call) -> bool:
+    """`self.model = get_segmentation_model(model=args.model, ...).to(self.device)`: the value of a project
+    factory whose result the project index cannot tell (`return models[name](**kwargs)`, a registry of
+    builders), moved to the device and bound to a name or attribute used as a module (`.parameters()`,
+    `.train()`): a model, as `_from_registry` reads `model_dict[opt.model](...)`."""
+    built = move.func.value if isinstance(move.func, cst.Attribute) else None
+    if not isinstance(built, cst.Call):
+        return False
+    callee = model.callee(built)
+    if callee is None or callee.kind != "function" or callee.returns is not None:
+        return False
+    statement = model.parent.get(move)
+    if not (isinstance(statement, cst.Assign) and statement.value is move and len(statement.targets) == 1):
+        return False
+    target = statement.targets[0].target
+    return isinstance(target, (cst.Name, cst.Attribute)) and model.residency.is_module(target)
+
+
 def _bound_value(binder: cst.Assign, name: str) -> cst.BaseExpression | None:
     """What `binder` gives `name`: its value, or the matching element of `netg, netd = NetG(), NetD()`."""
     value = binder.value
@@ -142,9 +163,40 @@ def _keyword_names(model: SemanticModel) -> set[str]:
     return {arg.keyword.value for call in model.calls for arg in call.args if arg.keyword is not None}
 
 
+def _accelerators_in_float32(model: SemanticModel) -> bool:
+    """Every `Accelerator(...)` of this module is built without `mixed_precision` (and without `**kwargs` that may
+    carry it), and there is one: accelerate/accelerator.py then trains in "no" mixed precision, float32, unless
+    `accelerate launch` is told otherwise; the import of accelerate says nothing more."""
+    built = [c for c in model.calls if qualified_is(model.call_name(c), ACCELERATE, {"Accelerator"})]
+    return bool(built) and all(
+        not any(a.star == "**" or a.keyword is not None and a.keyword.value == "mixed_precision" for a in c.args)
+        for c in built
+    )
+
+
+def _accelerate_places_model(model: SemanticModel, call: cst.Call) -> bool:
+    """`accelerator.prepare(model, optimizer, loader)` on an Accelerator that places objects (`cpu` and
+    `device_placement` left alone): the model goes to `accelerator.device`, the GPU where there is one."""
+    if model.frameworks.wrapper(call) != ("accelerate", True):
+        return False
+    return any(a.keyword is None and not a.star and is_model_expression(model, a.value) for a in call.args)
+
+
+def _moved_model(model: SemanticModel, move: cst.Call) -> cst.BaseExpression:
+    """The model a move places: `net` of `net.to(device)`, of `accelerator.prepare(net, optimizer)`."""
+    if _accelerate_places_model(model, move):
+        return next(a.value for a in move.args if a.keyword is None and not a.star and is_model_expression(model, a.value))
+    return move.func.value if isinstance(move.func, cst.Attribute) else move.func
+
+
 def _mentions_mixed_precision(model: SemanticModel) -> bool:
     read = None
+    float32_accelerators = None
     for local, qualified in model.imports.bindings.items():
+        if qualified.split(".", 1)[0] in ACCELERATE:
+            float32_accelerators = _accelerators_in_float32(model) if float32_accelerators is None else float32_accelerators
+            if float32_accelerators:
+                continue  # `Accelerator(cpu=cpu)`: float32 (an `accelerator.autocast()` below still counts)
         if qualified.startswith(PRECISION_FRAMEWORKS) or ".amp" in qualified or qualified.endswith("autocast"):
             if qualified == "apex":  # `import apex` for `apex.parallel` (SyncBN, LARC) says nothing: `apex.amp` would
                 if any(dotted_name(a.value) == local and a.attr.value in _APEX_PRECISION for a in model.attributes):
@@ -217,9 +269,24 @@ def _in_autocast_call(model: SemanticModel, node: cst.CSTNode) -> bool:
     return isinstance(call, cst.Call) and (model.call_name(call) or model.code(call.func)).endswith("autocast")
 
 
+_DOUBLE_DTYPES = frozenset({"torch.float64", "torch.double"})
+
+
+def _tensor_dtype(model: SemanticModel, node: cst.CSTNode) -> bool:
+    """`torch.tensor(q, dtype=torch.float64)`, `torch.zeros(n, dtype=torch.double)`: the dtype of one tensor a
+    factory builds (a buffer, an accumulator kept in double for its numerics), not of the model's parameters,
+    which stay float32 unless the model itself is cast (`.double()`, `.to(torch.float64)`, `set_default_dtype`)."""
+    parent = model.parent.get(node)
+    call = model.parent.get(parent) if isinstance(parent, cst.Arg) else None
+    return isinstance(call, cst.Call) and model.residency.factory(call) is not None
+
+
 def _non_float32_parameters(model: SemanticModel) -> bool:
     for attr in model.attributes:
-        if model.qualified_name(attr) in _REDUCED_OR_DOUBLE_DTYPES and not _in_autocast_call(model, attr):
+        qualified = model.qualified_name(attr)
+        if qualified in _DOUBLE_DTYPES and _tensor_dtype(model, attr):
+            continue  # a float64 tensor beside a float32 model (a half one would have to meet a half model)
+        if qualified in _REDUCED_OR_DOUBLE_DTYPES and not _in_autocast_call(model, attr):
             return True
         parent = model.parent.get(attr)
         if attr.attr.value in _PARAMETER_CASTS and isinstance(parent, cst.Call) and parent.func is attr and not parent.args:
@@ -342,6 +409,88 @@ def _project_convolutions(model: SemanticModel, call: cst.Call) -> bool:
     return callee is not None and callee.convolutions
 
 
+def _annotated_classes(annotation: cst.BaseExpression) -> list[str]:
+    """`SoundStream`, `models.Net`, each side of `SoundStream | EncodecWrapper`, `Optional[Net]`: the classes named."""
+    if isinstance(annotation, cst.BinaryOperation) and isinstance(annotation.operator, cst.BitOr):
+        return _annotated_classes(annotation.left) + _annotated_classes(annotation.right)
+    if isinstance(annotation, cst.Subscript) and dotted_name(annotation.value) in ("Optional", "typing.Optional"):
+        return [c for element in annotation.slice if isinstance(element.slice, cst.Index) for c in _annotated_classes(element.slice.value)]
+    name = dotted_name(annotation) if isinstance(annotation, (cst.Name, cst.Attribute)) else None
+    return [name] if name is not None and name != "None" else []
+
+
+def _annotated_convolutions(model: SemanticModel) -> bool:
+    """`def __init__(self, soundstream: SoundStream, ...)`: a parameter typed as a project class that builds a
+    convolutional network (as `_project_convolutions` reads a call of it): the conv net this module runs comes in
+    built by its callers."""
+    for function in (f for functions in model.functions.values() for f in functions):
+        for param in (*function.params.params, *function.params.kwonly_params):
+            if param.annotation is None:
+                continue
+            for name in _annotated_classes(param.annotation.annotation):
+                callee = model.project.callee(name)
+                if callee is not None and callee.kind == "class" and callee.convolutions:
+                    return True
+    return False
+
+
+def _registry_entries(model: SemanticModel, expr: cst.BaseExpression, depth: int = 0) -> list[cst.BaseExpression] | None:
+    """What `METHODS[method]["model"]` may be, where `METHODS = {"byol": {"model": byol.BYOL, ...}, ...}` is a dict
+    literal bound once: every entry under a key not known here, the entry of a string key; None when not such a
+    lookup (also through `model_class = METHODS[method]["model"]`, a name bound once)."""
+    if depth > 4:
+        return None
+    if isinstance(expr, cst.Name):
+        binders = model.bindings_of(expr.value, expr)
+        if len(binders) != 1 or not isinstance(binders[0], cst.Assign) or len(binders[0].targets) != 1:
+            return None
+        value = binders[0].value
+        return [value] if depth and isinstance(value, cst.Dict) else _registry_entries(model, value, depth + 1) if not depth else None
+    if not isinstance(expr, cst.Subscript) or len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Index):
+        return None
+    tables = _registry_entries(model, expr.value, depth + 1)
+    if not tables:
+        return None
+    ok, key = literal_value(expr.slice[0].slice.value)
+    found = []
+    for table in tables:
+        if not isinstance(table, cst.Dict) or any(not isinstance(e, cst.DictElement) for e in table.elements):
+            return None
+        entries = [e.value for e in table.elements if not ok or literal_value(e.key) == (True, key)]
+        if not entries:
+            return None
+        found += entries
+    return found
+
+
+def _registry_classes(model: SemanticModel, call: cst.Call, holds) -> bool:
+    """`model_class(**kwargs)` with `model_class = METHODS[method]["model"]`: every class the registry may give is
+    a project class for which `holds(callee)`."""
+    if not isinstance(call.func, (cst.Name, cst.Subscript)):
+        return False
+    entries = _registry_entries(model, call.func)
+    if not entries:
+        return False
+    for entry in entries:
+        name = dotted_name(entry) if isinstance(entry, (cst.Name, cst.Attribute)) else None
+        callee = model.project.callee(name) if name is not None else None
+        if callee is None or callee.kind != "class" or not holds(callee):
+            return False
+    return True
+
+
+def _registry_convolutions(model: SemanticModel, call: cst.Call) -> bool:
+    """Every class the registry may give builds a conv net (lightly's ImageNet benchmarks: ResNet-50 methods)."""
+    return _registry_classes(model, call, lambda callee: callee.convolutions)
+
+
+def _runs_training_helper(model: SemanticModel) -> bool:
+    """`solver = Solver(data, model, optimizer, args); solver.train()`: a call of project code that runs a whole
+    training loop itself (backward or an optimizer step inside a loop of its own, `Callee.epoch`), as denoiser's
+    train.py hands the model it moved to its Solver: the training runs from here, the loop is elsewhere."""
+    return any((callee := model.callee(c)) is not None and callee.trains and callee.epoch for c in model.calls)
+
+
 def _ignite_trains(model: SemanticModel) -> bool:
     """`trainer = Engine(update)` with an `update(engine, batch)` of this file that runs backward: ignite's
     `Engine.run` calls it once per batch, the training loop is in the library (ignite/engine/engine.py)."""
@@ -355,8 +504,10 @@ def find_training_setup(model: SemanticModel) -> TrainingSetup:
     hot = [loop for loop in model.loops if is_hot(model, loop)]
     moves = [
         call for call in model.calls
-        if (model.residency.moves_to_cuda(call) and (is_model_expression(model, call.func.value) or _looked_up_class(model, call.func.value))
-            or _engine_places_model(model, call) or _ray_places_model(model, call)
+        if (model.residency.moves_to_cuda(call) and (
+                is_model_expression(model, call.func.value) or _looked_up_class(model, call.func.value)
+                or _project_call_bound_to_module(model, call))
+            or _engine_places_model(model, call) or _ray_places_model(model, call) or _accelerate_places_model(model, call)
             or moves_resident_attribute(model, call))
         and not _after_all_training(model, call, hot)
     ]  # fmt: skip
@@ -371,13 +522,14 @@ def find_training_setup(model: SemanticModel) -> TrainingSetup:
     # a convolution built here, a project class or factory (of any module) that builds one, or a library conv net
     convolutions = any(
         builds_convolution(model.call_name(c) or "") or _project_convolutions(model, c) or _library_convolutions(model, c)
+        or _registry_convolutions(model, c)
         for c in model.calls
-    )
+    ) or _annotated_convolutions(model)
     cudnn_configured, cudnn_off = _cudnn_settings(model)
     return TrainingSetup(
         model_moves=moves,
         entry_script=entry,
-        trains=bool(hot) or _ignite_trains(model),
+        trains=bool(hot) or _ignite_trains(model) or _runs_training_helper(model),
         first_backward=backward,
         mixed_precision=_mentions_mixed_precision(model),
         non_float32_parameters=_non_float32_parameters(model),
@@ -385,8 +537,9 @@ def find_training_setup(model: SemanticModel) -> TrainingSetup:
         cudnn_configured=cudnn_configured,
         convolutions=convolutions,
         # A convolution's work grows with the image, not with its parameters: only linear toy models.
-        toy_models=bool(moves) and not convolutions and all(model.model_size.is_toy_model(m.func.value) for m in moves),
-        engine_half_precision=bool(moves) and all(_engine_places_model(model, m) for m in moves) and _names_half_precision(model),
+        toy_models=bool(moves) and not convolutions and all(model.model_size.is_toy_model(_moved_model(model, m)) for m in moves),
+        engine_half_precision=bool(moves) and all(_engine_places_model(model, m) or _accelerate_places_model(model, m) for m in moves)
+        and _names_half_precision(model),
         cudnn_benchmark_off=cudnn_off,
-        time_steps=bool(moves) and (all(_steps_cells(model, m.func.value) for m in moves) or _time_step_loops(model, hot)),
+        time_steps=bool(moves) and (all(_steps_cells(model, _moved_model(model, m)) for m in moves) or _time_step_loops(model, hot)),
     )
