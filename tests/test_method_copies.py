@@ -199,3 +199,57 @@ def test_attributes_the_constructor_is_handed_on_the_gpu_are_copied_for_free():
         "Trainer(model, *load()).fit(100)", "Trainer(model, features.cuda(), labels.cuda()).fit(100)"
     )
     assert findings(on_gpu, select=("GPU204",)) == []
+
+
+INSTANCE = """\
+import torch
+import torch.nn.functional as F
+from data import load_citation, loader
+
+features, labels = load_citation()
+
+
+class FullBatch:
+    def __init__(self, model, use_cuda):
+        self.model = model
+        self.use_cuda = use_cuda
+        self.optimizer = torch.optim.Adam(model.parameters())
+
+    def step(self, x, y):
+        if self.use_cuda:
+            x, y = x.cuda(), y.cuda()
+        self.optimizer.zero_grad()
+        loss = F.cross_entropy(self.model(x), y)
+        loss.backward()
+        self.optimizer.step()
+
+
+def main():
+    trainer = FullBatch(torch.nn.Linear(8, 4).cuda(), True)
+    for epoch in range(200):
+        trainer.step(features, labels)
+"""
+
+
+def test_a_method_a_step_loop_calls_on_an_instance_with_unchanged_arguments_copies_them_every_step():
+    assert findings(INSTANCE, select=("GPU204",)) == ["16:20 GPU204", "16:30 GPU204"]
+    first, _ = diagnostics(INSTANCE, select=("GPU204",))
+    assert first.message == (
+        "`x.cuda()` copies the same `features` (passed by the call at line 26) to the GPU on every call of "
+        "`FullBatch.step`, which runs every step (train.py:26)"
+    )
+
+
+def test_a_method_a_step_loop_hands_its_batches_copies_new_data():
+    batches = INSTANCE.replace("    for epoch in range(200):\n        trainer.step(features, labels)", "    for x, y in loader:\n        trainer.step(x, y)")
+    assert findings(batches, select=("GPU204",)) == []
+    another = INSTANCE.replace("    trainer = FullBatch(", "    trainer = make_trainer(")
+    assert findings(another, select=("GPU204",)) == []  # (an instance of some other class: not followed)
+
+
+def test_a_subclass_method_that_rewrites_the_attribute_makes_it_change():
+    subclass = TRAINER.replace(
+        "\n\nTrainer(model, *load()).fit(100)",
+        "\n\nclass Resampling(Trainer):\n    def resample(self):\n        self.features = self.features[torch.randperm(len(self.features))]\n\n\nTrainer(model, *load()).fit(100)",
+    )
+    assert findings(subclass, select=("GPU204",)) == ["16:84 GPU204"]

@@ -402,9 +402,9 @@ def _same_in_method(
             calls = list(_per_step_calls(model, cls, method))
             if not calls:
                 return False
-            for call, caller in calls:
+            for call, judge in calls:
                 argument = _method_argument(method, call, name)
-                if argument is None or not _same_in_method(model, argument, cls, caller, flags, parameters, depth + 1):
+                if argument is None or not judge(argument, flags, depth + 1):
                     return False
         elif name in rebound or not _module_constant(model, name, method):
             return False
@@ -414,46 +414,95 @@ def _same_in_method(
 def _invariant_calls(
     model: SemanticModel, source: cst.BaseExpression, cls: cst.ClassDef, method: cst.FunctionDef
 ) -> Iterator[tuple[cst.Call, cst.BaseExpression]]:
-    """The per-step calls `self.<method>(...)` whose arguments make `source` (a parameter, plain) the same data at
-    every step: (the call, what it passes). Parameters only, and `self` attributes judged as they are."""
+    """The per-step calls of `method` whose arguments make `source` (a parameter) the same data at every step: (the
+    call, what it passes)."""
     if not isinstance(source, cst.Name):
         return  # (`fea[idx]` of two parameters: not followed)
     name = source.value
     parameters = [p.name.value for p in (*method.params.params, *method.params.kwonly_params)]
-    if name not in parameters or name == "self" or name in _rebound_names(model, method) or _changed(model, name, method):
+    if name not in parameters or name == "self" or _written_before(model, name, method, source) or _changed(model, name, method):
         return
     if isinstance(method.params.star_arg, cst.Param) or method.params.star_kwarg is not None:
         return
-    for call, caller in _per_step_calls(model, cls, method):
+    for call, judge in _per_step_calls(model, cls, method):
         argument = _method_argument(method, call, name)
-        if argument is None or not _plain(argument) or model.residency.is_gpu(argument):
+        if argument is None or not _plain(argument) or model.residency.is_gpu(argument) or _on_the_gpu(model, argument):
             continue
-        if _same_in_method(model, argument, cls, caller, flags=False, parameters=False):
+        if judge(argument, False, 1):
             yield call, argument
 
 
-def _per_step_calls(model: SemanticModel, cls: cst.ClassDef, method: cst.FunctionDef) -> Iterator[tuple[cst.Call, cst.FunctionDef]]:
-    """The calls `self.<method>(...)` in another method of `cls` that run on every step: in a method that runs every
-    step (not in a loop of its own, nor under a `step % N` guard), or in a step loop of the calling method; with that
-    calling method."""
-    name = method.name.value
-    for call in model.calls_inside(cls):
-        func = call.func
-        if not (isinstance(func, cst.Attribute) and func.attr.value == name and isinstance(func.value, cst.Name) and func.value.value == "self"):
+def _written_before(model: SemanticModel, name: str, method: cst.FunctionDef, at: cst.CSTNode) -> bool:
+    """`name` is bound in `method` before `at` or by `at`'s own statement's other parts: a write after it (the
+    copy's own `x = x.cuda()`, with no loop around it in the method) cannot reach it."""
+    statement = model.enclosing_statement(at)
+    flow = model.dataflow
+    for write in flow.writes.get(name, ()):
+        if not model.is_inside(write.statement, method) or write.key != name:
             continue
-        caller = next((a for a in model.ancestors(call) if isinstance(a, (cst.FunctionDef, cst.Lambda, cst.ClassDef))), None)
-        if not isinstance(caller, cst.FunctionDef) or caller is method or model.parent.get(caller) is not cls.body:
+        if model.is_inside(write.statement, statement) or not flow.before(write.statement, statement):
+            continue
+        return True
+    return name in _rebound_names(model, method) and not flow.writes.get(name)
+
+
+_Judge = Callable[[cst.BaseExpression, bool, int], bool]  # (an argument, is it a flag, depth) -> the same every step
+
+
+def _per_step_calls(model: SemanticModel, cls: cst.ClassDef, method: cst.FunctionDef) -> Iterator[tuple[cst.Call, _Judge]]:
+    """The calls of `method` that run on every step, each with how its arguments are judged: `self.<method>(...)` in
+    another method of `cls` that runs every step (not in a loop of its own, nor under a `step % N` guard) or in a step
+    loop of the calling method; `<instance>.<method>(...)` in a step loop of this module, on a module-level name bound
+    once to `cls(...)` (its arguments: names the loop never rebinds)."""
+    name = method.name.value
+    for call in model.method_calls(name):
+        func = call.func
+        receiver = func.value  # type: ignore[attr-defined]
+        if not isinstance(receiver, cst.Name) or model.is_inside(call, method):
             continue
         loops = model.enclosing_loops(call)
+        step_loop = None
         if loops:
             loop, role = model.residency.step_loop(call)
-            if role is not None and loop is loops[-1] and model.residency.rate_limit_guard(call, loop) is None:
-                yield call, caller  # a step loop of the calling method
-            continue
-        if caller.name.value == "__init__" or _method_per_step(model, cls, caller) is None:
-            continue
-        if model.residency.rate_limit_guard(call, caller) is None:
-            yield call, caller
+            if role is None or loop is not loops[0] or model.residency.rate_limit_guard(call, loop) is not None:
+                continue
+            step_loop = loop
+        if receiver.value == "self":
+            caller = next((a for a in model.ancestors(call) if isinstance(a, (cst.FunctionDef, cst.Lambda, cst.ClassDef))), None)
+            if not isinstance(caller, cst.FunctionDef) or model.parent.get(caller) is not cls.body:
+                continue
+            if step_loop is None and (
+                caller.name.value == "__init__" or _method_per_step(model, cls, caller) is None
+                or model.residency.rate_limit_guard(call, caller) is not None
+            ):
+                continue
+            yield call, _self_judge(model, cls, caller)
+        elif step_loop is not None and _instance_of(model, receiver.value, cls, call):
+            yield call, _loop_judge(model, step_loop)
+
+
+def _self_judge(model: SemanticModel, cls: cst.ClassDef, caller: cst.FunctionDef) -> _Judge:
+    return lambda argument, flags, depth: _same_in_method(model, argument, cls, caller, flags, parameters=flags, depth=depth)
+
+
+def _loop_judge(model: SemanticModel, loop: cst.CSTNode) -> _Judge:
+    def judge(argument: cst.BaseExpression, flags: bool, depth: int) -> bool:
+        if flags and isinstance(argument, cst.Name) and argument.value in ("True", "False"):
+            return True
+        return _invariant_argument(model, argument, loop)
+
+    return judge
+
+
+def _instance_of(model: SemanticModel, name: str, cls: cst.ClassDef, at: cst.CSTNode) -> bool:
+    """`name`, as `at` sees it, is bound once, in `at`'s scope, to `cls(...)` (`trainer = Trainer(...)`)."""
+    scope = model.scope_of(at)
+    writes = [w for w in model.dataflow.writes.get(name, []) if model.scope_of(w.statement) is scope]
+    if len(model.bindings_of(name, at)) != 1 or len(writes) != 1:
+        return False
+    value = writes[0].value
+    info = model.classes.get(cls.name.value)
+    return isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == cls.name.value and info is not None and info.node is cls
 
 
 def _method_argument(method: cst.FunctionDef, call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
@@ -498,9 +547,9 @@ def _find_init_only(model: SemanticModel, cls: cst.ClassDef, attribute: str) -> 
                     in_init = True
                     if write.value is not None and _maybe_on_the_gpu(model, cls, init, write.value):
                         return False  # on the GPU already: a copy to it is free
-        elif key.endswith("." + attribute) or ("." + attribute + ".") in key:
-            if any(not model.is_inside(w.statement, cls) for w in writes):
-                return False  # `sampler.features = ...` elsewhere in the module: an object's attribute may change
+        if key.endswith("." + attribute) or ("." + attribute + ".") in key:
+            if any(not model.is_inside(w.statement, cls) and not _unrelated_self(model, w.statement, cls, key) for w in writes):
+                return False  # `sampler.features = ...` elsewhere, or a subclass's method: the attribute may change
     if not in_init:
         return False
     for statement in flow.item_writes.get(own, ()):
@@ -527,3 +576,14 @@ def _maybe_on_the_gpu(model: SemanticModel, cls: cst.ClassDef, init: cst.Functio
         if argument is not None and model.residency.is_gpu(argument):
             return True
     return False
+
+
+def _unrelated_self(model: SemanticModel, statement: cst.CSTNode, cls: cst.ClassDef, key: str) -> bool:
+    """`self.<attribute> = ...` in a class of this module that does not derive from `cls`: another object's."""
+    if not key.startswith("self."):
+        return False
+    owner = model.dataflow.enclosing_class(statement)
+    if owner is None:
+        return False
+    name = cls.name.value
+    return not model.derives_from(owner.name.value, f"derives from {name}", lambda bases: name in bases or f"<module>.{name}" in bases)
