@@ -253,3 +253,12 @@ def test_a_subclass_method_that_rewrites_the_attribute_makes_it_change():
         "\n\nclass Resampling(Trainer):\n    def resample(self):\n        self.features = self.features[torch.randperm(len(self.features))]\n\n\nTrainer(model, *load()).fit(100)",
     )
     assert findings(subclass, select=("GPU204",)) == ["16:84 GPU204"]
+
+
+def test_an_attribute_another_module_assigns_on_the_object_may_change(tmp_path, monkeypatch):
+    files = {
+        "graph_data.py": SAMPLER,
+        "train.py": TRAIN.replace("{sampler}", "full(args.cuda)"),
+        "augment.py": "def perturb(data, noise):\n    data.features = data.features + noise\n",
+    }
+    assert [f for f in lint_written(tmp_path, files, monkeypatch) if f.endswith("GPU204")] == []

@@ -532,8 +532,8 @@ def _init_only(model: SemanticModel, cls: cst.ClassDef, attribute: str) -> bool:
 def _find_init_only(model: SemanticModel, cls: cst.ClassDef, attribute: str) -> bool:
     flow = model.dataflow
     init = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
-    if init is None:
-        return False
+    if init is None or model.project.arguments.get(f"*.{attribute}"):
+        return False  # (the project assigns `<object>.<attribute>` outside its class somewhere: it may change)
     own = f"self.{attribute}"
     in_init = False
     for key, writes in flow.writes.items():
