@@ -388,6 +388,13 @@ def _same_in_method(
     on, unchanged, counts too: `cuda` handed from `randomedge_sampler(..., cuda)` to `_preprocess_fea`)."""
     if not _plain(expr):
         return False
+    if not flags:
+        base = expr
+        while isinstance(base, cst.Subscript):
+            base = base.value
+        if isinstance(base, cst.Attribute) and isinstance(base.value, cst.Name) and base.value.value == "self":
+            if not _holds_a_tensor(model, cls, base.attr.value):
+                return False  # (`self.net` handed to `__init__` may be a module: GPU203's, or anything)
     rebound = _rebound_names(model, method)
     names = [p.name.value for p in (*method.params.params, *method.params.kwonly_params)]
     for name, attribute in _roots(expr):
@@ -547,6 +554,8 @@ def _find_init_only(model: SemanticModel, cls: cst.ClassDef, attribute: str) -> 
                     in_init = True
                     if write.value is not None and _maybe_on_the_gpu(model, cls, init, write.value):
                         return False  # on the GPU already: a copy to it is free
+                    if write.value is not None and (_parameter_or_module(model, write.value) or _known_small(model, write.value)):
+                        return False
         if key.endswith("." + attribute) or ("." + attribute + ".") in key:
             if any(not model.is_inside(w.statement, cls) and not _unrelated_self(model, w.statement, cls, key) for w in writes):
                 return False  # `sampler.features = ...` elsewhere, or a subclass's method: the attribute may change
@@ -565,16 +574,14 @@ def _maybe_on_the_gpu(model: SemanticModel, cls: cst.ClassDef, init: cst.Functio
     of the class here or in another module fills with a GPU tensor (`Trainer(model, x.cuda())`)."""
     if model.residency.is_gpu(value):
         return True
-    if not isinstance(value, cst.Name) or value.value not in [p.name.value for p in init.params.params]:
-        return False
-    if set(model.project.receives(f"{cls.name.value}.__init__", value.value)) & {"gpu", "cuda_device", "gpu_module"}:
-        return True
-    for call in model.calls_of(cls.name.value):
-        argument = _method_argument(init, call, value.value)
-        if argument is None and any(a.star for a in call.args):
-            continue
-        if argument is not None and model.residency.is_gpu(argument):
+    parameters = [p.name.value for p in init.params.params]
+    for name in names_in(value) & set(parameters):  # (`torch.as_tensor(features)` keeps a GPU tensor where it is)
+        if set(model.project.receives(f"{cls.name.value}.__init__", name)) & {"gpu", "cuda_device", "gpu_module"}:
             return True
+        for call in model.calls_of(cls.name.value):
+            argument = _method_argument(init, call, name)
+            if argument is not None and model.residency.is_gpu(argument):
+                return True
     return False
 
 
@@ -587,3 +594,93 @@ def _unrelated_self(model: SemanticModel, statement: cst.CSTNode, cls: cst.Class
         return False
     name = cls.name.value
     return not model.derives_from(owner.name.value, f"derives from {name}", lambda bases: name in bases or f"<module>.{name}" in bases)
+
+
+def _parameter_or_module(model: SemanticModel, value: cst.BaseExpression) -> bool:
+    """`nn.Parameter(...)` (a module's `.cuda()` moves it with the module: a copy of it is then free), or a module."""
+    if model.residency.is_module(value):
+        return True
+    return isinstance(value, cst.Call) and (model.call_name(value) or "").endswith("nn.Parameter") or (
+        isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "Parameter"
+    )
+
+
+_SHAPED_FACTORIES = frozenset({"zeros", "ones", "empty", "rand", "randn", "full", "eye", "arange", "linspace", "tensor"})
+
+
+def _known_small(model: SemanticModel, value: cst.BaseExpression) -> bool:
+    """`torch.arange(10)`, `torch.zeros(4, 4)`, `torch.tensor([0.1, 0.9])`: a tensor of literal size under
+    `SMALL_BATCH_BYTES` (8 bytes an element at most). Copying one every step measured at the noise
+    (bench/results/cost_facts.md, section 1: a 32 KB copy is within the steps' variation)."""
+    from gpulint.analysis.batch_bytes import SMALL_BATCH_BYTES
+
+    while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in ("float", "long", "double", "int", "half", "bool"):
+        value = value.func.value  # `.float()` keeps the size
+    if not isinstance(value, cst.Call):
+        return False
+    name = model.call_name(value) or ""
+    if not name.startswith("torch.") or name.rsplit(".", 1)[-1] not in _SHAPED_FACTORIES:
+        return False
+    short = name.rsplit(".", 1)[-1]
+    positional = [a.value for a in value.args if a.keyword is None and not a.star]
+    if not positional or any(a.star for a in value.args):
+        return False
+    if short == "tensor":
+        elements = _literal_elements(positional[0])
+    elif short == "arange":
+        bounds = [_integer(p) for p in positional[:2]]
+        elements = None if None in bounds else (bounds[0] if len(bounds) == 1 else bounds[1] - bounds[0])
+    elif short == "linspace":
+        elements = _integer(positional[2]) if len(positional) > 2 else None
+    else:
+        dims = positional[:1] if short == "full" else positional
+        if len(dims) == 1 and isinstance(dims[0], (cst.Tuple, cst.List)):
+            dims = [e.value for e in dims[0].elements]
+        sizes = [_integer(d) for d in dims]
+        elements = None
+        if None not in sizes:
+            elements = 1
+            for size in sizes:
+                elements *= size  # type: ignore[operator]
+    return elements is not None and elements * 8 < SMALL_BATCH_BYTES
+
+
+def _integer(expr: cst.BaseExpression) -> Optional[int]:
+    if isinstance(expr, cst.Integer):
+        return int(expr.evaluated_value)
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus) and isinstance(expr.expression, cst.Integer):
+        return -int(expr.expression.evaluated_value)
+    return None
+
+
+def _literal_elements(expr: cst.BaseExpression) -> Optional[int]:
+    """How many numbers a literal (nested) list or tuple holds; None when any item is not a literal."""
+    if isinstance(expr, (cst.Integer, cst.Float)) or (isinstance(expr, cst.UnaryOperation) and isinstance(expr.expression, (cst.Integer, cst.Float))):
+        return 1
+    if isinstance(expr, (cst.List, cst.Tuple)):
+        counts = [_literal_elements(e.value) for e in expr.elements]
+        return None if None in counts else sum(counts)  # type: ignore[arg-type]
+    return None
+
+
+_NOT_TENSORS = ("torch.nn.", "torch.load", "torch.jit.", "torch.compile", "torch.hub.", "torch.optim.", "torch.utils.", "torch.device", "torch.cuda.", "torch.distributions.")
+_SAME_SIZE_METHODS = frozenset({"float", "long", "double", "int", "half", "bool", "contiguous", "t", "detach", "clone", "to_dense", "coalesce", "type"})
+
+
+def _holds_a_tensor(model: SemanticModel, cls: cst.ClassDef, attribute: str) -> bool:
+    """The last write of `self.<attribute>` in `__init__`, in its body (not in a branch), makes a tensor with a
+    `torch` function (`torch.FloatTensor(features)`, `torch.from_numpy(x).float()`)."""
+    init = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
+    if init is None:
+        return False
+    writes = [w for w in model.dataflow.writes.get(f"self.{attribute}", ()) if model.is_inside(w.statement, init)]
+    if not writes:
+        return False
+    last = writes[-1]
+    if model.parent.get(model.enclosing_statement(last.statement)) is not init.body or last.value is None:
+        return False
+    value = last.value
+    while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in _SAME_SIZE_METHODS:
+        value = value.func.value
+    name = model.call_name(value) if isinstance(value, cst.Call) else None
+    return bool(name) and name.startswith("torch.") and not name.startswith(_NOT_TENSORS)  # type: ignore[union-attr]
