@@ -7,7 +7,7 @@ slice). Also: a module-level helper's copy under a flag the same at every call."
 from __future__ import annotations
 
 from tests.conftest import diagnostics, findings
-from tests.projects_helper import lint, lint_written, write
+from tests.projects_helper import lint, lint_written
 
 SAMPLER = """\
 import numpy as np

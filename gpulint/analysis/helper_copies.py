@@ -315,7 +315,10 @@ def _method_around(model: SemanticModel, node: cst.CSTNode) -> Optional[cst.Func
     if [s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == func.name.value] != [func]:
         return None
     params = func.params
-    if not params.params or params.params[0].name.value != "self" or any(isinstance(d.decorator, (cst.Name, cst.Attribute)) and _last(d.decorator) in ("staticmethod", "classmethod", "property") for d in func.decorators):
+    if not params.params or params.params[0].name.value != "self":
+        return None
+    decorators = [_last(d.decorator) for d in func.decorators if isinstance(d.decorator, (cst.Name, cst.Attribute))]
+    if any(d in ("staticmethod", "classmethod", "property") for d in decorators):
         return None
     return func
 
@@ -663,8 +666,13 @@ def _literal_elements(expr: cst.BaseExpression) -> Optional[int]:
     return None
 
 
-_NOT_TENSORS = ("torch.nn.", "torch.load", "torch.jit.", "torch.compile", "torch.hub.", "torch.optim.", "torch.utils.", "torch.device", "torch.cuda.", "torch.distributions.")
-_SAME_SIZE_METHODS = frozenset({"float", "long", "double", "int", "half", "bool", "contiguous", "t", "detach", "clone", "to_dense", "coalesce", "type"})
+_NOT_TENSORS = (
+    "torch.nn.", "torch.load", "torch.jit.", "torch.compile", "torch.hub.", "torch.optim.", "torch.utils.", "torch.device",
+    "torch.cuda.", "torch.distributions.",
+)  # fmt: skip
+_SAME_SIZE_METHODS = frozenset({
+    "float", "long", "double", "int", "half", "bool", "contiguous", "t", "detach", "clone", "to_dense", "coalesce", "type",
+})  # fmt: skip
 
 
 def _holds_a_tensor(model: SemanticModel, cls: cst.ClassDef, attribute: str) -> bool:
