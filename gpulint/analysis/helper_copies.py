@@ -12,7 +12,8 @@ Full-batch scripts (GCNII, the citation-graph tutorials) keep the labels on the 
 
 `invariant_copies(model)`: every `<source>.to(<CUDA device>)` / `.cuda()` in a module-level function whose only
 call runs on every iteration of a `for` / `while` step loop (`helper_steps.helper_step_call`), where the copy runs
-on every call of the function (no `if`, loop or `try` around it inside the function) and `source` is built only
+on every call of the function (no `if`, loop or `try` around it inside the function, but an `if args.cuda:` on a
+flag that is the same at every call: it runs on every call or on none) and `source` is built only
 from names, attributes and subscripts (no call: a draw or a loader read may differ each time) of names that are
 the same at every call:
 
@@ -25,6 +26,8 @@ the same at every call:
 The source must not be known to be on the GPU already (`features = features.to(device)` before the loop: a copy
 to the same device is free). A copy of the step's batch (`x.to(device)` of `for x, y in loader: train_step(x, y)`),
 of a value the function makes (`batch = data[i]` inside it), or in a function called before the loop stays silent.
+
+`method_copies(model)`: the same for methods that run every step, of attributes only `__init__` writes (below).
 """
 
 from __future__ import annotations
@@ -233,7 +236,6 @@ def _device_fixed(model: SemanticModel, move: cst.Call, helper: cst.FunctionDef,
     """The device the copy goes to is not rebound in the function or the loop (`device`, `args.dev`)."""
     rebound = rebound_in(model, helper) | rebound_in(model, loop)  # type: ignore[arg-type]
     return not any(name in rebound for arg in move.args for name in names_in(arg.value))
-
 
 
 # ---- copies in methods that run every step ---------------------------------------------------------------------
