@@ -6,7 +6,7 @@ from typing import Iterator
 
 import libcst as cst
 
-from gpulint.analysis.helper_copies import invariant_copies
+from gpulint.analysis.helper_copies import invariant_copies, method_copies
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.residency import CERTAIN, TRAIN
 from gpulint.checks.base import Rule
@@ -56,6 +56,7 @@ class LoopInvariantTransfer(Rule):
             )
 
         yield from self._helper_copies()
+        yield from self._method_copies()
 
     def _helper_copies(self) -> Iterator[Diagnostic]:
         """The same copy made on every call of a helper that the step loop calls every iteration (no fix: the copy
@@ -74,6 +75,28 @@ class LoopInvariantTransfer(Rule):
                 help=f"`{source}` does not change between calls: copy it to the GPU once, before the loop, and use that copy",
                 severity=Severity.WARNING if copy.role == TRAIN else Severity.INFO,
                 related=[("the call", copy.call), ("the loop", copy.loop)],
+            )
+
+    def _method_copies(self) -> Iterator[Diagnostic]:
+        """The same copy made every step by a method that runs every step, of data that only `__init__` writes
+        (no fix: the copy would have to be kept on the object)."""
+        model = self.model
+        for copy in method_copies(model):
+            value = model.code(copy.value)
+            owner = model.parent.get(model.parent.get(copy.method))
+            name = f"{owner.name.value}.{copy.method.name.value}"  # type: ignore[union-attr]
+            passed = f" (passed by the call at line {model.line_of(copy.call)})" if copy.call is not None else ""
+            message = (
+                f"`{model.code(copy.move)}` copies the same `{value}`{passed} to the GPU on every call of `{name}`, "
+                f"which runs every step ({copy.where})"
+            )
+            related = [("the call", copy.call)] if copy.call is not None else []
+            yield self.diagnostic(
+                copy.move,
+                message,
+                help=f"only `__init__` writes `{value}`: copy it to the GPU once (in `__init__`, or the first time) and keep that copy",
+                severity=Severity.WARNING if copy.role == TRAIN else Severity.INFO,
+                related=related,
             )
 
     def _is_parameter(self, key: str, at: cst.CSTNode) -> bool:
