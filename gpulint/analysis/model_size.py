@@ -1091,6 +1091,8 @@ def _harmless(model: SemanticModel, call: cst.Call) -> bool:
             return True  # `self.fc.weight.detach().normal_(0, 0.1)`: initializing its own layers
         if isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Name) and receiver.func.value == "super":
             return True
+        if isinstance(receiver, cst.Call) and _harmless(model, receiver):
+            return True  # `torch.zeros(n).type(dtype)`: a method of a tensor made here (a buffer, a plain attribute)
     if isinstance(func, cst.Name) and func.value in ("super", "range", "len", "int", "float", "list", "tuple", "dict", "zip", "enumerate", "isinstance", "print", "min", "max", "round", "abs", "getattr", "setattr", "hasattr"):
         return not model.bindings_of(func.value, call)
     if name.startswith(("torch.nn.init.", "torch.nn.functional.", "math.")):
