@@ -30,6 +30,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
+import libcst.matchers as matchers
 
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.value_resolution import as_int, literal_value
@@ -59,6 +60,10 @@ LAUNCH_BOUND_FLOPS = 500_000_000
 # update took well under 0.1 ms; half that size keeps the update at a few tens of microseconds. A model whose size
 # is unknown (a vocabulary read from the data) has an unknown update: not launch-bound.
 UPDATE_PARAMETERS = 2_000_000
+# The rules ask `LAUNCH_BOUND_FLOPS` only of steps that multiply nothing (lookups, sums) or feed their models one row
+# (batch size 1): the measurements put any step under it at launch-bound, batch 64 included, but the test suite
+# still stands for real steps with tiny models at batches of 8-64 (27 tests); widening it means resizing those.
+ONE_ROW_STEPS = True
 # At most this many elements in a tensor written or generated in the code (`torch.rand(100, 2)`).
 TOY_ELEMENTS = 1_000_000
 # At most this many rows per batch of a toy dense model fed from memory: ~150 MFLOP a step at most, microseconds.
@@ -557,7 +562,7 @@ class ModelSize:
             return True  # gathers and elementwise work only: an embedding lookup, a bias
         if flops is not None and loop is not None:
             rows = self._rows_per_step(loop)
-            if rows is not None and flops * rows <= LAUNCH_BOUND_FLOPS:
+            if rows is not None and flops * rows <= LAUNCH_BOUND_FLOPS and (rows == 1 or not ONE_ROW_STEPS):
                 return True
         if not self.loads_small_images:
             return False
@@ -606,6 +611,8 @@ class ModelSize:
         loop trains more than `UPDATE_PARAMETERS` parameters, or an unknown number of them."""
         m = self.m
         residency = m.residency
+        if not any(own is loop for own in m.loops):
+            return None  # a loop of another module (the step that calls this module's loss): its models are not here
         if m.callees(loop) or _multiplies(m, loop):
             return None  # functions of this module (a step, an evaluation) or products of its own do more work
         trains = any(_trains(m, call) for call in m.calls_inside(loop))
@@ -619,13 +626,15 @@ class ModelSize:
             if any(not a.star and (residency.is_module(a.value) or residency.is_gpu_module(a.value)) for a in call.args):
                 return None  # a model handed to a helper: how often it runs there is not read
             if not is_model:
+                if isinstance(func, cst.Name) and m.bindings_of(func.value, call) and not (m.call_name(call) or "").startswith("torch."):
+                    return None  # `model(batch)` of a name not known as a module: what it runs is unknown
                 continue
             if any(inner is not loop and m.is_inside(inner, loop) for inner in m.enclosing_loops(call)):
                 return None  # run several times a step
             work = self.forward_flops(called)
             if work is None:
                 return None
-            flops, runs = flops + work, runs + 1
+            flops, runs = flops + work, runs + (self.parameters(called) != 0)  # a loss module alone is not a model
             if trains:
                 count = self.parameters(called)
                 if count is None:
@@ -641,8 +650,12 @@ class ModelSize:
         return 3 * flops if trains else flops
 
     def _small_work_step(self, loop: cst.CSTNode) -> bool:
+        """`step_work` is known and at most `LAUNCH_BOUND_FLOPS`, and the step multiplies nothing or feeds its models
+        one row (a sentence, a sample): see `ONE_ROW_STEPS`."""
         work = self.step_work(loop)
-        return work is not None and work <= LAUNCH_BOUND_FLOPS
+        if work is None or work > LAUNCH_BOUND_FLOPS:
+            return False
+        return work == 0 or not ONE_ROW_STEPS or self._rows_per_step(loop) == 1
 
     def _rows_per_step(self, loop: cst.CSTNode) -> Optional[int]:
         """The rows a step of `loop` feeds its models: the batch size of the DataLoader it iterates (1 when not
@@ -664,6 +677,13 @@ class ModelSize:
         forward = info.methods.get("forward")
         if forward is None or m.loops_inside(forward) or _multiplies(m, forward):
             return False
+        built = {  # `self.fc = nn.Linear(...)`: the layers `_class` counts; `self.llm = llm` (handed in) is not one
+            target.target.attr.value
+            for method in info.methods.values() if method is not forward
+            for assign in matchers.findall(method, matchers.Assign(value=matchers.Call()))
+            for target in assign.targets  # type: ignore[attr-defined]
+            if isinstance(target.target, cst.Attribute) and _layer_of_self(target.target)
+        }
         seen: set[str] = set()
         for call in m.calls_inside(forward):
             func = call.func
@@ -671,7 +691,7 @@ class ModelSize:
                 return False
             if _calls_own_method(call):
                 attr = func.attr.value  # type: ignore[attr-defined]
-                if attr in info.methods or attr in seen:
+                if attr in info.methods or attr in seen or attr not in built:
                     return False
                 seen.add(attr)
             elif _layer_of_self(func):
@@ -977,8 +997,6 @@ _MULTIPLYING = frozenset({
 
 def _multiplies(model: SemanticModel, node: cst.CSTNode) -> bool:
     """`node` multiplies tensors itself: `a @ b`, `torch.matmul(...)`, `x.mm(w)`, `F.linear(...)`, `F.conv2d(...)`."""
-    import libcst.matchers as matchers
-
     if matchers.findall(node, matchers.BinaryOperation(operator=matchers.MatrixMultiply()) | matchers.AugAssign(operator=matchers.MatrixMultiplyAssign())):
         return True
     for call in model.calls_inside(node):
