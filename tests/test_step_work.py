@@ -5,7 +5,9 @@ nothing there. Positives: a bag-of-words classifier (`nn.EmbeddingBag` and a sma
 an evaluation pass of a model that only looks words up, whatever its vocabulary. Negatives: the same classifier at
 batch 4096 with a 1024-wide head (1.7 GFLOP a step); a ResNet-sized conv net on 224x224 images (a convolution's work
 needs the image size: unknown); a model of a vocabulary read from the data trained by Adam (its update is unknown); an
-`nn.Embedding` feeding a `Linear` per token (the sentence length is not in the code).
+`nn.Embedding` feeding a `Linear` per token (the sentence length is not in the code); a module handed to the class.
+The rules ask the threshold of one-row steps and steps that multiply nothing only (`ONE_ROW_STEPS`): the same
+classifier at batch 64 keeps its read.
 """
 
 from __future__ import annotations
@@ -198,3 +200,18 @@ def test_forward_flops_of_plain_layers_and_unknowns():
         "    def forward(self, x):\n        return x @ self.w\n\nm = Proj()"
     )
     assert _flops(matmul) is None  # a product of its own
+
+
+def test_small_work_at_a_larger_batch_is_not_asked_yet(tmp_path, monkeypatch):
+    source = _bag(64, 64)  # 5 MFLOP a step: launch-bound by the measurements, but the rules ask one-row steps only
+    assert _work(source) == 3 * 2 * (64 * 64 + 64 * 4) * 64
+    assert "GPU303" in _at(_lint(tmp_path, monkeypatch, source), _line(source, "# the read"))
+
+
+def test_a_module_handed_to_the_class_has_unknown_work():
+    head = "import torch\nimport torch.nn as nn\n"
+    handed = head + (
+        "class Head(nn.Module):\n    def __init__(self, body):\n        super().__init__()\n        self.body = body\n"
+        "        self.fc = nn.Linear(768, 4)\n    def forward(self, x):\n        return self.fc(self.body(x))\n\nm = Head(load())"
+    )
+    assert _flops(handed) is None

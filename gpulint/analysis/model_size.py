@@ -20,7 +20,8 @@ parameter-free layers none; a convolution, a recurrent layer, attention, any lay
 multiplies tensors itself or runs a layer twice, and an `nn.Embedding` feeding layers that multiply (one row per
 token: the sentence length is not in the code) are unknown), times the rows of a step (the DataLoader's batch size;
 a model that multiplies nothing does no work whatever it is fed), times 3 in training (backward), where the update of
-at most `UPDATE_PARAMETERS` parameters (known) must also be small. Unknown stays unknown, never small.
+at most `UPDATE_PARAMETERS` parameters (known) must also be small. Unknown stays unknown, never small. The rules
+ask it (`launch_bound_loop`, `launch_bound_model`) of steps that multiply nothing or feed one row (`ONE_ROW_STEPS`).
 """
 
 from __future__ import annotations
