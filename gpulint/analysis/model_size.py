@@ -10,6 +10,18 @@ unknown value, a pretrained model (`from_pretrained`, `timm.create_model`, torch
 has no estimate, and the rules keep reporting it. A step of a module that trains on MNIST/CIFAR-size images and runs
 only models of at most `LAUNCH_BOUND_PARAMETERS` (`launch_bound_loop`) is launch-bound: GPU303/GPU306 reads and
 GPU405's graph cost nothing there.
+
+The same holds for any step whose GPU work the code shows to be small, whatever the data set and the parameter count
+(`step_work`, `LAUNCH_BOUND_FLOPS`): what makes a step launch-bound is its work, not its parameters (measured on an
+H200, bench/results/cost_facts.md section 1: steps of 0.004-0.21 GFLOP run 2-5 µs kernels, 0.06-0.22 ms in all, while
+steps of 8-13 GFLOP run 11-17 µs kernels). A step's work is the forward FLOPs of one input row of each model it runs
+(`forward_flops`: `nn.Linear` 2 x in x out, `nn.Embedding`/`nn.EmbeddingBag` none: a gather, norms a few per feature,
+parameter-free layers none; a convolution, a recurrent layer, attention, any layer not listed, a forward that loops,
+multiplies tensors itself or runs a layer twice, and an `nn.Embedding` feeding layers that multiply (one row per
+token: the sentence length is not in the code) are unknown), times the rows of a step (the DataLoader's batch size;
+a model that multiplies nothing does no work whatever it is fed), times 3 in training (backward), where the update of
+at most `UPDATE_PARAMETERS` parameters (known) must also be small. Unknown stays unknown, never small. The rules
+ask it (`launch_bound_loop`, `launch_bound_model`) of steps that multiply nothing or feed one row (`ONE_ROW_STEPS`).
 """
 
 from __future__ import annotations
@@ -19,6 +31,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
+import libcst.matchers as matchers
 
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.value_resolution import as_int, literal_value
@@ -33,6 +46,25 @@ TOY_PARAMETERS = 100_000
 # an H200, bench/results/cost_facts.md: MNIST MLPs of 10k-270k parameters keep the GPU 5-10 % busy, kernels of 2-5 µs,
 # and a per-step `.item()` or synchronize costs nothing measurable).
 LAUNCH_BOUND_PARAMETERS = 300_000
+# At most this many FLOPs in a step whose work the code shows (`step_work`: forward and backward, 3x the forward, in
+# training; the forward alone in evaluation): such a step is launch-bound whatever its parameter count. Calibrated on
+# the H200 rows of bench/results/cost_facts.md section 1 (FLOPs = 2 x multiply-adds of the Linear/Conv layers): the
+# launch-bound steps do 0.004-0.21 GFLOP (MNIST MLPs of 10k-270k parameters at batch 64-128, a 0.9k-parameter CNN:
+# 0.06-0.22 ms of kernels, 23-47 kernels of 2-5 µs, GPU 5-10 % busy); the first steps that are not do 7.9 GFLOP (a
+# 95k-parameter CIFAR CNN at batch 128: 0.9 ms, kernels of 11 µs) and 13 GFLOP (a 4.2M-parameter MLP at batch 512:
+# 0.33 ms, 17 µs kernels). 0.5 GFLOP is 2.4x the largest launch-bound step measured and 16x under the smallest one
+# that is not: its kernels stay at the few microseconds a host takes to launch each of the step's 20-50.
+LAUNCH_BOUND_FLOPS = 500_000_000
+# At most this many parameters trained by a step of small work: the update reads and writes every trained parameter
+# whatever the batch (SGD with momentum ~20 bytes a parameter, Adam ~28, dense also for an `nn.Embedding` table). On
+# the H200 the 4.2M-parameter MLP's whole step, 13 GFLOP of matmuls included, took 0.33 ms of kernels, so its
+# update took well under 0.1 ms; half that size keeps the update at a few tens of microseconds. A model whose size
+# is unknown (a vocabulary read from the data) has an unknown update: not launch-bound.
+UPDATE_PARAMETERS = 2_000_000
+# The rules ask `LAUNCH_BOUND_FLOPS` only of steps that multiply nothing (lookups, sums) or feed their models one row
+# (batch size 1): the measurements put any step under it at launch-bound, batch 64 included, but the test suite
+# still stands for real steps with tiny models at batches of 8-64 (27 tests); widening it means resizing those.
+ONE_ROW_STEPS = True
 # At most this many elements in a tensor written or generated in the code (`torch.rand(100, 2)`).
 TOY_ELEMENTS = 1_000_000
 # At most this many rows per batch of a toy dense model fed from memory: ~150 MFLOP a step at most, microseconds.
@@ -96,41 +128,42 @@ class ModelSize:
 
     # ---- parameter counts ---------------------------------------------------------------------------
 
-    def parameters(self, expr: cst.BaseExpression, depth: int = 0) -> Optional[int]:
-        """The parameters of the module `expr` builds or names, from literal layer sizes; None when unknown."""
+    def parameters(self, expr: cst.BaseExpression, depth: int = 0, work: bool = False) -> Optional[int]:
+        """The parameters of the module `expr` builds or names, from literal layer sizes; None when unknown.
+        With `work`, the FLOPs of its forward for one input row instead (`forward_flops`)."""
         m = self.m
         if depth > _MAX_DEPTH:
             return None
         if isinstance(expr, cst.Call):
             func = expr.func
             if isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda", "float", "train", "eval"):
-                return self.parameters(func.value, depth + 1)
+                return self.parameters(func.value, depth + 1, work)
             name = m.call_name(expr) or ""
             if name == "torch.compile" and expr.args and expr.args[0].keyword is None:
-                return self.parameters(expr.args[0].value, depth + 1)  # compiling keeps the parameters
+                return self.parameters(expr.args[0].value, depth + 1, work)  # compiling keeps the parameters
             if name in _WRAPPERS and expr.args and expr.args[0].keyword is None and not expr.args[0].star:
-                return self.parameters(expr.args[0].value, depth + 1)  # a replica per GPU of the same model
+                return self.parameters(expr.args[0].value, depth + 1, work)  # a replica per GPU of the same model
             if name.startswith("torch.nn."):
-                return self._layer(expr, name.rsplit(".", 1)[1], {}, depth)
+                return self._layer(expr, name.rsplit(".", 1)[1], {}, depth, work)
             info = m.local_class_of(name)
             if info is not None and m.is_subclass_of(info.node.name.value, "torch.nn.Module"):
-                return self._class(info.node, expr, depth + 1)
+                return self._class(info.node, expr, depth + 1, work)
             factory = self._factory(expr)
             if factory is not None:  # `def build_model(): return nn.Sequential(...)`: what it returns
                 returned = [r.value for r in m.returns_of(factory)]
                 if not returned or None in returned:
                     return None
-                return _largest([self.parameters(value, depth + 1) for value in returned])  # type: ignore[arg-type]
+                return _largest([self.parameters(value, depth + 1, work) for value in returned])  # type: ignore[arg-type]
             return None
         if isinstance(expr, (cst.Name, cst.Attribute)):
             key = dotted_name(expr)
             writes = m.dataflow.reaching_writes(key, expr) if key is not None else []
             if not writes and isinstance(expr, cst.Name):
                 passed = self._passed(expr)  # a parameter of a function: what its callers pass
-                return None if passed is None else _largest([self.parameters(a, depth + 1) for a in passed])
-            return _largest([self.parameters(w.value, depth + 1) if w.value is not None else None for w in writes])
+                return None if passed is None else _largest([self.parameters(a, depth + 1, work) for a in passed])
+            return _largest([self.parameters(w.value, depth + 1, work) if w.value is not None else None for w in writes])
         if isinstance(expr, cst.IfExp):  # `nn.ReLU() if relu else nn.Tanh()`
-            return _largest([self.parameters(expr.body, depth + 1), self.parameters(expr.orelse, depth + 1)])
+            return _largest([self.parameters(expr.body, depth + 1, work), self.parameters(expr.orelse, depth + 1, work)])
         return None
 
     def _factory(self, call: cst.Call) -> Optional[cst.FunctionDef]:
@@ -174,8 +207,9 @@ class ModelSize:
         count = self.parameters(expr)
         return count is not None and 0 < count <= TOY_PARAMETERS
 
-    def _layer(self, call: cst.Call, layer: str, env: dict[str, int], depth: int) -> Optional[int]:
-        """A `torch.nn` layer's parameters (containers: their children's)."""
+    def _layer(self, call: cst.Call, layer: str, env: dict[str, int], depth: int, work: bool = False) -> Optional[int]:
+        """A `torch.nn` layer's parameters (containers: their children's); with `work`, its forward FLOPs per input
+        row (`_layer_work`)."""
         if layer in ("Sequential", "ModuleList"):
             children: list[cst.BaseExpression] = []
             for arg in call.args:
@@ -192,11 +226,13 @@ class ModelSize:
                     children.extend([arg.value.elt] * copies)
                 else:
                     children.append(arg.value)
-            counts = [self._child(child, env, depth + 1) for child in children]
+            counts = [self._child(child, env, depth + 1, work) for child in children]
             return None if None in counts else sum(counts)  # type: ignore[arg-type]
         if layer in _PARAMETER_FREE or layer.endswith("Loss"):
             return 0
         size = _Arguments(self, call, env)
+        if work:
+            return _layer_work(layer, size)
         if layer == "Linear":
             n_in, n_out = size.int(0, "in_features"), size.int(1, "out_features")
             return None if n_in is None or n_out is None else n_in * n_out + n_out
@@ -206,7 +242,7 @@ class ModelSize:
             if None in (n_in, n_out, kernel, groups) or not groups:
                 return None
             return n_in * n_out * kernel // groups + n_out  # type: ignore[operator]
-        if layer == "Embedding":
+        if layer in ("Embedding", "EmbeddingBag"):
             rows, dim = size.int(0, "num_embeddings"), size.int(1, "embedding_dim")
             return None if rows is None or dim is None else rows * dim
         if layer.startswith(("BatchNorm", "InstanceNorm")) or layer == "LayerNorm":
@@ -240,20 +276,23 @@ class ModelSize:
         count = self.integer(iterated.args[0].value, env)
         return count if count is not None and 0 <= count <= 1000 else None
 
-    def _child(self, expr: cst.BaseExpression, env: dict[str, int], depth: int) -> Optional[int]:
+    def _child(self, expr: cst.BaseExpression, env: dict[str, int], depth: int, work: bool = False) -> Optional[int]:
         if isinstance(expr, cst.Call):
             name = self.m.call_name(expr) or ""
             if name.startswith("torch.nn."):
-                return self._layer(expr, name.rsplit(".", 1)[1], env, depth)
-        return self.parameters(expr, depth)
+                return self._layer(expr, name.rsplit(".", 1)[1], env, depth, work)
+        return self.parameters(expr, depth, work)
 
-    def _class(self, node: cst.ClassDef, call: Optional[cst.Call], depth: int) -> Optional[int]:
+    def _class(self, node: cst.ClassDef, call: Optional[cst.Call], depth: int, work: bool = False) -> Optional[int]:
         """A module class of this module: the sum of the layers its methods (but `forward`) build, each built
         once; None when one of them builds anything else (a pretrained model, a class of another module) or
-        builds layers in a loop."""
+        builds layers in a loop. With `work`, their FLOPs per input row, when `forward` runs each of them once
+        and multiplies nothing itself (`_plain_forward`)."""
         m = self.m
         if m.classes[node.name.value].bases != ["torch.nn.Module"]:
             return None  # layers a base class builds are not read
+        if work and not self._plain_forward(node):
+            return None
         env = self._constructor_arguments(node, call)
         total = 0
         for statement in node.body.body if isinstance(node.body, cst.IndentedBlock) else ():
@@ -271,11 +310,12 @@ class ModelSize:
                 name = m.call_name(inner) or ""
                 if name.startswith("torch.nn.") and name.rsplit(".", 1)[1][:1].isupper():
                     if name == "torch.nn.Parameter":
-                        count = self._tensor_elements(inner.args[0].value, env) if inner.args else None
+                        # a plain forward only adds or scales by it (`_plain_forward`): no multiply-accumulate
+                        count = 0 if work else self._tensor_elements(inner.args[0].value, env) if inner.args else None
                     else:
-                        count = self._layer(inner, name.rsplit(".", 1)[1], env, depth + 1)
+                        count = self._layer(inner, name.rsplit(".", 1)[1], env, depth + 1, work)
                 elif (info := m.local_class_of(name)) is not None and m.is_subclass_of(info.node.name.value, "torch.nn.Module"):
-                    count = self._class(info.node, inner, depth + 1) if depth < _MAX_DEPTH else None
+                    count = self._class(info.node, inner, depth + 1, work) if depth < _MAX_DEPTH else None
                 elif _harmless(m, inner):
                     continue
                 else:
@@ -513,10 +553,18 @@ class ModelSize:
             models += count > 0
         return models > 0  # a loss module alone is not a toy model
 
-    def launch_bound_model(self, expr: cst.BaseExpression) -> bool:
+    def launch_bound_model(self, expr: cst.BaseExpression, loop: Optional[cst.CSTNode] = None) -> bool:
         """The module trains on small images (`loads_small_images`), and the model `expr` builds or names has at most
         `LAUNCH_BOUND_PARAMETERS` parameters (known) and a `nn.Linear` head that fixes its image size if it has
-        convolutions: a step of it is kernel launches."""
+        convolutions: a step of it is kernel launches. Or, in any module, a forward of it (in `loop`, an evaluation)
+        does at most `LAUNCH_BOUND_FLOPS` (`forward_flops` times the loop's rows; none at all whatever the rows)."""
+        flops = self.forward_flops(expr)
+        if flops == 0:
+            return True  # gathers and elementwise work only: an embedding lookup, a bias
+        if flops is not None and loop is not None:
+            rows = self._rows_per_step(loop)
+            if rows is not None and flops * rows <= LAUNCH_BOUND_FLOPS and (rows == 1 or not ONE_ROW_STEPS):
+                return True
         if not self.loads_small_images:
             return False
         count = self.parameters(expr)
@@ -539,8 +587,119 @@ class ModelSize:
         is known and launch-bound (`launch_bound_model`), together at most `LAUNCH_BOUND_PARAMETERS`: the GPU's work
         per step ends in microseconds, so a read waits for nothing worth a report (MNIST/CIFAR LeNets, 784-128-10 MLPs)."""
         if loop not in self._launch_bound:
-            self._launch_bound[loop] = self._runs_launch_bound_models(loop)
+            self._launch_bound[loop] = self._runs_launch_bound_models(loop) or self._small_work_step(loop)
         return self._launch_bound[loop]
+
+    # ---- a step's GPU work ------------------------------------------------------------------------------
+
+    def forward_flops(self, expr: cst.BaseExpression) -> Optional[int]:
+        """The FLOPs of one forward of the module `expr` builds or names for one input row (`nn.Linear` 2 x in x
+        out, gathers, norms and parameter-free layers next to nothing); None when unknown: a layer whose work needs
+        a size the code does not show (a convolution's image, a recurrent layer's time steps, attention's sequence),
+        a forward that loops, multiplies tensors itself or runs a layer twice, and an `nn.Embedding` feeding layers
+        that multiply (one row per token)."""
+        flops = self.parameters(expr, work=True)
+        if not flops:
+            return flops
+        names = self._definition_calls(expr, 0)
+        if names is None or "torch.nn.Embedding" in names:
+            return None  # each token is a row of the layers after the lookup (unless the forward reduces first)
+        return flops
+
+    def step_work(self, loop: cst.CSTNode) -> Optional[int]:
+        """The FLOPs the GPU does in one iteration of `loop` (`forward_flops` of each model it runs, times the rows
+        of a step, times 3 when the loop trains), when the code shows them all; None when unknown, or when the
+        loop trains more than `UPDATE_PARAMETERS` parameters, or an unknown number of them."""
+        m = self.m
+        residency = m.residency
+        if not any(own is loop for own in m.loops):
+            return None  # a loop of another module (the step that calls this module's loss): its models are not here
+        if m.callees(loop) or _multiplies(m, loop):
+            return None  # functions of this module (a step, an evaluation) or products of its own do more work
+        trains = any(_trains(m, call) for call in m.calls_inside(loop))
+        flops = trained = runs = 0
+        for call in m.calls_inside(loop):
+            func = call.func
+            called = func.value if isinstance(func, cst.Attribute) and func.attr.value == "forward" else func
+            is_model = residency.is_module(called) or residency.is_gpu_module(called)
+            if _calls_own_method(call) and not is_model:
+                return None  # `self.step(batch)`: a method of the class may run models this loop does not name
+            if any(not a.star and (residency.is_module(a.value) or residency.is_gpu_module(a.value)) for a in call.args):
+                return None  # a model handed to a helper: how often it runs there is not read
+            if not is_model:
+                if isinstance(func, cst.Name) and m.bindings_of(func.value, call) and not (m.call_name(call) or "").startswith("torch."):
+                    return None  # `model(batch)` of a name not known as a module: what it runs is unknown
+                continue
+            if any(inner is not loop and m.is_inside(inner, loop) for inner in m.enclosing_loops(call)):
+                return None  # run several times a step
+            work = self.forward_flops(called)
+            if work is None:
+                return None
+            flops, runs = flops + work, runs + (self.parameters(called) != 0)  # a loss module alone is not a model
+            if trains:
+                count = self.parameters(called)
+                if count is None:
+                    return None
+                trained += count
+        if not runs or trained > UPDATE_PARAMETERS:
+            return None
+        if flops:
+            rows = self._rows_per_step(loop)
+            if rows is None:
+                return None
+            flops *= rows
+        return 3 * flops if trains else flops
+
+    def _small_work_step(self, loop: cst.CSTNode) -> bool:
+        """`step_work` is known and at most `LAUNCH_BOUND_FLOPS`, and the step multiplies nothing or feeds its models
+        one row (a sentence, a sample): see `ONE_ROW_STEPS`."""
+        work = self.step_work(loop)
+        if work is None or work > LAUNCH_BOUND_FLOPS:
+            return False
+        return work == 0 or not ONE_ROW_STEPS or self._rows_per_step(loop) == 1
+
+    def _rows_per_step(self, loop: cst.CSTNode) -> Optional[int]:
+        """The rows a step of `loop` feeds its models: the batch size of the DataLoader it iterates (1 when not
+        given); None for anything else."""
+        if not isinstance(loop, cst.For):
+            return None
+        loader = self._iterated_loader(loop.iter, 0)
+        if loader is None or not loader.known("batch_size", "batch_sampler") or loader.argument("batch_sampler") is not None:
+            return None
+        size = loader.value("batch_size")
+        rows = 1 if size is None else self._largest_integer(size)
+        return rows if rows is not None and rows > 0 else None
+
+    def _plain_forward(self, node: cst.ClassDef) -> bool:
+        """The class's `forward` runs each of its layers at most once and multiplies no tensors itself: no loop, no
+        `@`/`matmul`/`F.linear`/`F.conv2d`, no call of its own methods or of this module's functions."""
+        m = self.m
+        info = m.classes[node.name.value]
+        forward = info.methods.get("forward")
+        if forward is None or m.loops_inside(forward) or _multiplies(m, forward):
+            return False
+        built = {  # `self.fc = nn.Linear(...)`: the layers `_class` counts; `self.llm = llm` (handed in) is not one
+            target.target.attr.value
+            for method in info.methods.values() if method is not forward
+            for assign in matchers.findall(method, matchers.Assign(value=matchers.Call()))
+            for target in assign.targets  # type: ignore[attr-defined]
+            if isinstance(target.target, cst.Attribute) and _layer_of_self(target.target)
+        }
+        seen: set[str] = set()
+        for call in m.calls_inside(forward):
+            func = call.func
+            if m.has_ancestor_below(call, _COMPREHENSIONS, forward):
+                return False
+            if _calls_own_method(call):
+                attr = func.attr.value  # type: ignore[attr-defined]
+                if attr in info.methods or attr in seen or attr not in built:
+                    return False
+                seen.add(attr)
+            elif _layer_of_self(func):
+                return False  # `self.layers[0](x)`, `self.encoder.block(x)`
+            elif isinstance(func, cst.Name) and (func.value in m.functions or m.local_class_of(m.call_name(call)) is not None):
+                return False
+        return True
 
     def _runs_launch_bound_models(self, loop: cst.CSTNode) -> bool:
         m = self.m
@@ -828,6 +987,50 @@ def _named_layers(model: SemanticModel, expr: cst.BaseExpression) -> Optional[li
     return layers
 
 
+# Calls that multiply tensors (matmuls, convolutions, attention, recurrent kernels): work the layers do not show.
+_MULTIPLYING = frozenset({
+    "matmul", "mm", "bmm", "mv", "dot", "einsum", "addmm", "addbmm", "baddbmm", "addmv", "tensordot", "inner", "outer",
+    "chain_matmul", "linear", "bilinear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+    "conv_transpose3d", "scaled_dot_product_attention", "multi_head_attention_forward", "lstm", "gru", "rnn_tanh",
+    "rnn_relu", "kron", "cdist",
+})  # fmt: skip
+
+
+def _multiplies(model: SemanticModel, node: cst.CSTNode) -> bool:
+    """`node` multiplies tensors itself: `a @ b`, `torch.matmul(...)`, `x.mm(w)`, `F.linear(...)`, `F.conv2d(...)`."""
+    if matchers.findall(node, matchers.BinaryOperation(operator=matchers.MatrixMultiply()) | matchers.AugAssign(operator=matchers.MatrixMultiplyAssign())):
+        return True
+    for call in model.calls_inside(node):
+        name = model.call_name(call) or dotted_name(call.func) or ""
+        if name.rsplit(".", 1)[-1] in _MULTIPLYING:
+            return True
+    return False
+
+
+def _trains(model: SemanticModel, call: cst.Call) -> bool:
+    """`loss.backward()`, `optimizer.step()`, `torch.autograd.grad(...)`: the step computes gradients or updates."""
+    func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value in ("backward", "step", "manual_backward"):
+        return True
+    return (model.call_name(call) or "") in ("torch.autograd.grad", "torch.autograd.backward")
+
+
+def _layer_work(layer: str, size: _Arguments) -> Optional[int]:
+    """The forward FLOPs of a `torch.nn` layer for one input row; None when they depend on sizes the layer's
+    arguments do not give (a convolution's image, a recurrent layer's time steps) or for a layer not listed."""
+    if layer == "Linear":
+        n_in, n_out = size.int(0, "in_features"), size.int(1, "out_features")
+        return None if n_in is None or n_out is None else 2 * n_in * n_out
+    if layer in ("Embedding", "EmbeddingBag"):
+        return 0  # a gather of the rows looked up (a bag's sum or mean adds them): no multiply, whatever the table
+    if layer.startswith(("BatchNorm", "InstanceNorm")) or layer == "LayerNorm":
+        features = size.int(0, "num_features" if layer != "LayerNorm" else "normalized_shape")
+        return None if features is None else 10 * features
+    if layer == "PReLU":
+        return 0
+    return None
+
+
 def _convolution(name: str) -> bool:
     return name.startswith("torch.nn.") and name.rsplit(".", 1)[-1].startswith(("Conv", "LazyConv"))
 
@@ -875,6 +1078,13 @@ def _rooted_at_self(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Name) and expr.value == "self"
 
 
+def _layer_of_self(expr: cst.BaseExpression) -> bool:
+    """`self.layers[0]`, `self.encoder.block`: an item or attribute of an attribute of `self` (no call between)."""
+    while isinstance(expr, (cst.Attribute, cst.Subscript)):
+        expr = expr.value
+    return isinstance(expr, cst.Name) and expr.value == "self"
+
+
 def _calls_own_method(call: cst.Call) -> bool:
     func = call.func
     return isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"
@@ -900,6 +1110,8 @@ def _harmless(model: SemanticModel, call: cst.Call) -> bool:
             return True  # `self.fc.weight.detach().normal_(0, 0.1)`: initializing its own layers
         if isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Name) and receiver.func.value == "super":
             return True
+        if isinstance(receiver, cst.Call) and _harmless(model, receiver):
+            return True  # `torch.zeros(n).type(dtype)`: a method of a tensor made here (a buffer, a plain attribute)
     if isinstance(func, cst.Name) and func.value in ("super", "range", "len", "int", "float", "list", "tuple", "dict", "zip", "enumerate", "isinstance", "print", "min", "max", "round", "abs", "getattr", "setattr", "hasattr"):
         return not model.bindings_of(func.value, call)
     if name.startswith(("torch.nn.init.", "torch.nn.functional.", "math.")):

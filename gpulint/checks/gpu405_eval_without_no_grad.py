@@ -22,8 +22,9 @@ class EvalWithoutNoGrad(Rule):
             return  # the project's torch has no `no_grad`: its evaluation switches autograd off per Variable
         model = self.model
         for found in model.eval_forwards:
-            if model.model_size.launch_bound_model(found.eval_call.func.value):
-                continue  # a small model (a LeNet, a toy RNN): its graph and activations cost next to nothing
+            loops = model.enclosing_loops(found.forward)
+            if model.model_size.launch_bound_model(found.eval_call.func.value, loops[0] if loops else None):
+                continue  # a small model (a LeNet, a toy RNN) or a forward of little work: its graph costs next to nothing
             name = model.code(found.eval_call.func.value)
             if found.caller is not None:
                 function = model.enclosing_function(found.forward)
