@@ -59,15 +59,20 @@ class InvariantCopy(NamedTuple):
     role: str
 
 
-def invariant_copies(model: SemanticModel) -> Iterator[InvariantCopy]:
+def _copies_used(model: SemanticModel) -> Iterator[cst.Call]:
+    """`x.cuda()` / `x.to(device)` whose result the code uses: not `net.cuda()` alone, a module moved in place
+    (GPU203)."""
     residency = model.residency
     for move in model.calls:
-        if not residency.moves_to_cuda(move) or not isinstance(move.func, cst.Attribute):
-            continue
+        if residency.moves_to_cuda(move) and isinstance(move.func, cst.Attribute) and not isinstance(model.parent.get(move), cst.Expr):
+            yield move
+
+
+def invariant_copies(model: SemanticModel) -> Iterator[InvariantCopy]:
+    residency = model.residency
+    for move in _copies_used(model):
         if model.enclosing_loops(move):
             continue  # a loop of its own inside the helper: GPU204's loop case, or a per-item copy
-        if isinstance(model.parent.get(move), cst.Expr):
-            continue  # `net.cuda()` alone: a module moved in place (GPU203), not a copy used in the step
         found = helper_step_call(model, move)
         if found is None:
             continue
@@ -278,11 +283,7 @@ class MethodCopy(NamedTuple):
 
 def method_copies(model: SemanticModel) -> Iterator[MethodCopy]:
     residency = model.residency
-    for move in model.calls:
-        if not residency.moves_to_cuda(move) or not isinstance(move.func, cst.Attribute):
-            continue
-        if isinstance(model.parent.get(move), cst.Expr):
-            continue  # `self.net.cuda()` alone: a module moved in place (GPU203)
+    for move in _copies_used(model):
         method = _method_around(model, move)
         if method is None:
             continue
