@@ -161,15 +161,16 @@ def _same_at_every_call(
     return True
 
 
-def _argument(helper: cst.FunctionDef, call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
-    """The expression `call` passes for parameter `name` (positionally or by keyword); None when not plain."""
+def _argument(helper: cst.FunctionDef, call: cst.Call, name: str, bound: int = 0) -> Optional[cst.BaseExpression]:
+    """The expression `call` passes for parameter `name` (positionally or by keyword); None when not plain or not
+    given. `bound`: leading parameters the call does not pass (1 for `self` of a method called on an object)."""
     if any(a.star for a in call.args):
         return None
     for arg in call.args:
         if arg.keyword is not None and arg.keyword.value == name:
             return arg.value
     positional = [a.value for a in call.args if a.keyword is None]
-    names = [p.name.value for p in helper.params.params]
+    names = [p.name.value for p in helper.params.params][bound:]
     index = names.index(name) if name in names else len(positional)
     return positional[index] if index < len(positional) else None
 
@@ -520,15 +521,7 @@ def _instance_of(model: SemanticModel, name: str, cls: cst.ClassDef, at: cst.CST
 
 def _method_argument(method: cst.FunctionDef, call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
     """What `self.<method>(...)` passes for parameter `name` (`self` is the receiver), or its default: None."""
-    if any(a.star for a in call.args):
-        return None
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == name:
-            return arg.value
-    positional = [a.value for a in call.args if a.keyword is None]
-    names = [p.name.value for p in method.params.params][1:]
-    index = names.index(name) if name in names else len(positional)
-    return positional[index] if index < len(positional) else None
+    return _argument(method, call, name, bound=1)
 
 
 def _init_only(model: SemanticModel, cls: cst.ClassDef, attribute: str) -> bool:

@@ -39,6 +39,8 @@ from gpulint.analysis.value_resolution import as_int, literal_value
 if TYPE_CHECKING:
     from gpulint.analysis.model import SemanticModel
 
+# Methods of a module that return the module itself (moved or switched): its size and layers are the receiver's.
+_SAME_MODULE_METHODS = ("to", "cuda", "float", "train", "eval")
 # At most this many parameters: each layer is a matmul of a few kilobytes, launch-bound on any GPU.
 TOY_PARAMETERS = 100_000
 # At most this many parameters, whatever feeds it: a step of such a model (MNIST/CIFAR LeNets, 784-128-10 MLPs)
@@ -136,7 +138,7 @@ class ModelSize:
             return None
         if isinstance(expr, cst.Call):
             func = expr.func
-            if isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda", "float", "train", "eval"):
+            if isinstance(func, cst.Attribute) and func.attr.value in _SAME_MODULE_METHODS:
                 return self.parameters(func.value, depth + 1, work)
             name = m.call_name(expr) or ""
             if name == "torch.compile" and expr.args and expr.args[0].keyword is None:
@@ -742,7 +744,7 @@ class ModelSize:
             return None
         if isinstance(expr, cst.Call):
             func = expr.func
-            if isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda", "float", "train", "eval"):
+            if isinstance(func, cst.Attribute) and func.attr.value in _SAME_MODULE_METHODS:
                 return self._definition_calls(func.value, depth + 1)
             name = m.call_name(expr) or ""
             if name in _WRAPPERS or name == "torch.compile":
@@ -830,7 +832,7 @@ class ModelSize:
             return True
         if isinstance(expr, cst.Call):
             func = expr.func
-            if isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda", "float", "train", "eval"):
+            if isinstance(func, cst.Attribute) and func.attr.value in _SAME_MODULE_METHODS:
                 return self.builds_convolutions(func.value, depth + 1)
             if m.call_name(expr) == "torch.compile" and expr.args:
                 return self.builds_convolutions(expr.args[0].value, depth + 1)
