@@ -31,14 +31,14 @@ class AssignLoss:
         self.table = self.make_table()
 
     def make_table(self):
-        return torch.zeros(8).cuda()
+        return torch.zeros(n).cuda()
 
     def __call__(self, pred, target):
         offsets = self.offsets(target)
         return (pred - target).abs().mean() + offsets.sum()
 
     def offsets(self, target):
-        grid = torch.arange(8).cuda()
+        grid = torch.arange(n).cuda()
         return grid.float() * target.mean()
 
 
@@ -85,7 +85,7 @@ def test_instance_called_in_the_loop_reports_at_the_call_and_in_the_method(tmp_p
     assert sorted(f"{d.filename}:{d.location.row} {d.code}" for d in diagnostics) == [
         "losses.py:11 GPU303",  # `.item()` in MaskedLoss.__call__, run by crit(pred, target)
         "losses.py:12 GPU306",  # ... and boolean-mask indexing there
-        "losses.py:28 GPU201",  # AssignLoss.offsets, called on `self` from `__call__`: torch.arange(8).cuda()
+        "losses.py:28 GPU201",  # AssignLoss.offsets, called on `self` from `__call__`: torch.arange(n).cuda()
         "losses.py:39 GPU306",  # ModuleLoss.forward, run by masked(pred, target): boolean-mask indexing
     ]
     by_key = {(d.filename, d.location.row, d.code): d for d in diagnostics}

@@ -141,12 +141,12 @@ class GAN:
     def train(self, loader):
         for epoch in range(10):
             for images in loader:
-                z = torch.randn(64, 100)
+                z = torch.randn(n, 100)
                 if self.cuda:
                     images, z = Variable(images).cuda(), Variable(z).cuda()
-                noise = Variable(torch.randn(64, 100)).cuda()
-                eps = to_gpu(torch.rand(64, 1))
-                mask = torch.ones(64)
+                noise = Variable(torch.randn(n, 100)).cuda()
+                eps = to_gpu(torch.rand(n, 1))
+                mask = torch.ones(n)
                 mask = mask.cpu()
                 loss = self.D(self.G(z) + noise).mean() + self.penalty(images, eps) + mask.sum()
                 self.opt.zero_grad()
@@ -155,11 +155,11 @@ class GAN:
             self.save(epoch)
 
     def penalty(self, images, eps):
-        ones = torch.ones(64, 1).cuda()
+        ones = torch.ones(n, 1).cuda()
         return (self.D(images * eps) - ones).pow(2).mean()
 
     def save(self, epoch):
-        marker = torch.zeros(1).cuda()
+        marker = torch.zeros(n).cuda()
         torch.save({"epoch": marker}, "ckpt.pt")
 """
 
@@ -214,8 +214,8 @@ def test_variable_wrapped_factory_is_fixed_inside_the_wrapper(tmp_path, monkeypa
     report = api.fix([root / "gan.py"], Settings(root=root), unsafe=True, jobs=1, cache=False)
     fixed = report.files[0].fixed.splitlines()
     # unsafe (the CUDA generator draws different numbers); `Variable(...)` stays, the tensor is made on the GPU
-    assert fixed[17] == '                noise = Variable(torch.randn(64, 100, device="cuda"))'
-    assert fixed[14] == "                z = torch.randn(64, 100)"  # moved later, under `if self.cuda:`: no fix
+    assert fixed[17] == '                noise = Variable(torch.randn(n, 100, device="cuda"))'
+    assert fixed[14] == "                z = torch.randn(n, 100)"  # moved later, under `if self.cuda:`: no fix
 
 
 A2C = """

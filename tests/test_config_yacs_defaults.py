@@ -137,7 +137,7 @@ def test_without_a_yacs_defaults_module_nothing_is_read(tmp_path, monkeypatch):
 
 def test_a_device_setting_every_file_agrees_on(tmp_path, monkeypatch):
     select = {"select": ("GPU201",)}
-    noisy = "noise = torch.randn(8).to(device)\n            loss = model(x.to(device) + noise).sum()"
+    noisy = "noise = torch.randn(x.size(1)).to(device)\n            loss = model(x.to(device) + noise).sum()"
     step = TRAIN.replace("loss = model(x.to(device)).sum()", noisy)
     assert found(lint(project(tmp_path, **{"train.py": step}), monkeypatch, **select)) == ["train.py:23 GPU201"]
     # every settings file keeps the CPU: no GPU advice
@@ -168,7 +168,7 @@ device = torch.device(cfg["device"])
 model = torch.nn.Linear(8, 8).to(device)
 optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
 for step in range(1000):
-    x = torch.randn(64, 8).to(device)
+    x = torch.randn(batch, 8).to(device)
     model(x).sum().backward()
     optimizer.step()
 """

@@ -27,7 +27,7 @@ def train(model, style_enc, sampler, optimizer, loader):
         style = style_enc(mel).detach()
         noise = sampler(torch.randn_like(style).unsqueeze(1).to(device))
         extra = torch.zeros_like(style).to(device)
-        fresh = torch.randn(8).to(device)
+        fresh = torch.randn(mel.size(0)).to(device)
         new = style.new_zeros(8).to(device)
         loss = model(mel, noise + extra + fresh.sum() + new.sum()).sum()
         loss.backward()
@@ -37,7 +37,7 @@ def train(model, style_enc, sampler, optimizer, loader):
 
 
 def test_a_like_factory_of_a_gpu_tensor_is_not_a_cpu_fill_and_a_plain_factory_stays_found():
-    assert findings(LIKE, select=("GPU201",)) == ["12:17 GPU201"]  # `torch.randn(8).to(device)` only
+    assert findings(LIKE, select=("GPU201",)) == ["12:17 GPU201"]  # `torch.randn(mel.size(0)).to(device)` only
     message = diagnostics(LIKE, select=("GPU201",))[0].message
     assert message.startswith("`torch.randn(...)` fills on the CPU")
 

@@ -213,8 +213,8 @@ def test_to_a_gpu_tensor_is_a_move_and_to_a_host_tensor_is_not(tmp_path, monkeyp
         model.cuda()
         for x, lens in loader:
             x = x.cuda()
-            pad = torch.zeros(4).to(x)
-            mask = torch.ones(4).to(lens)
+            pad = torch.zeros(x.size(1)).to(x)
+            mask = torch.ones(x.size(1)).to(lens)
             loss = model(x + pad).sum() + mask.sum()
             opt.zero_grad()
             loss.backward()

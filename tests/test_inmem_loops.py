@@ -471,7 +471,7 @@ def test_an_empty_start_tensor_copies_nothing():
 
 
 def test_a_filled_tensor_moved_per_batch_is_still_reported():
-    assert codes(EMPTY.format(made="torch.zeros(8, 2)"), ("GPU201",)) == ["9 GPU201"]
+    assert codes(EMPTY.format(made="torch.zeros(x.size(0), 2)"), ("GPU201",)) == ["9 GPU201"]
 
 
 HANDED = """\

@@ -144,12 +144,16 @@ def test_legacy_constructor_of_host_array_data_is_silent():
     assert gpu202("obs = np.asarray(state)\n            x = torch.cuda.FloatTensor(obs)") == []
 
 
-def test_legacy_constructor_of_constants_sizes_and_buffers_stays():
-    assert gpu202("x = torch.FloatTensor([0.2, 0.8]).cuda()") == ["11:17 GPU202"]  # a constant: build it once
+def test_legacy_constructor_of_sizes_and_fills_stays():
     assert gpu202("x = torch.LongTensor(range(batch_size)).to(device)") == ["11:17 GPU202"]  # torch.arange(device=)
     assert gpu202("h, n = state.shape\n            x = torch.FloatTensor(n).to(device)") == ["12:17 GPU202"]  # a size
     assert gpu202("x = torch.FloatTensor(state).normal_().to(device)") == ["11:17 GPU202"]  # filled on the CPU
-    assert gpu202("x = torch.FloatTensor(data).cuda()") == ["11:17 GPU202"]  # not known to be data
+
+
+def test_legacy_constructor_of_other_data_is_silent_too():
+    # A constant or a value not shown to be an int is data: `torch.tensor(..., device=)` copies it the same way.
+    assert gpu202("x = torch.FloatTensor([0.2, 0.8]).cuda()") == []
+    assert gpu202("x = torch.FloatTensor(data).cuda()") == []
 
 
 PREDICT = textwrap.dedent("""\

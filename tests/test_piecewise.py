@@ -89,7 +89,7 @@ def test_findings_do_not_depend_on_how_a_file_is_parsed(monkeypatch):
                 loss.backward()
                 optimizer.step()
                 print(loss.item())
-                noise = torch.zeros(4).cuda()
+                noise = torch.zeros(x.size(0)).cuda()
         """)
     settings = Settings(root=REPO)
     whole = check_source(source, "train.py", settings)

@@ -6,6 +6,7 @@ from typing import Iterator
 
 import libcst as cst
 
+from gpulint.analysis.factory_bytes import known_small
 from gpulint.analysis.later_moves import moved_later
 from gpulint.analysis.residency import CPU, RANDOM_FACTORIES, TRAIN
 from gpulint.analysis.step_code import FORWARD, forward_when, per_step
@@ -48,6 +49,8 @@ class TensorCreatedThenMoved(Rule):
                 continue  # (an empty start value, grown later by `torch.cat`: the move copies nothing)
             if short.endswith("_like") and not residency.fills_on_host(factory):
                 continue  # `torch.randn_like(x)` draws on x's device: on the GPU, or unknown, the move may copy nothing
+            if known_small(model, factory, short):
+                continue  # `torch.ones(BATCH_SIZE, 1).cuda()`: a few KB, a copy of tens of µs (analysis/factory_bytes.py)
             loop, role = per_step(model, call)
             if role is None:
                 continue  # one-time set-up: a copy before training costs nothing per step
@@ -78,6 +81,8 @@ class TensorCreatedThenMoved(Rule):
                 continue
             if short.endswith("_like") and not residency.fills_on_host(factory):
                 continue  # built on its argument's device, not known to be the CPU
+            if known_small(model, factory, short):
+                continue
             later = moved_later(model, factory, lambda move: per_step(model, move)[1] is not None)
             if later is None:
                 continue

@@ -9,6 +9,8 @@ import libcst as cst
 
 from gpulint.analysis.host_arrays import is_host_array
 from gpulint.analysis.imports import dotted_name
+from gpulint.analysis.factory_bytes import known_small
+from gpulint.analysis.legacy_constructors import DATA, SIZE, legacy_form
 from gpulint.analysis.residency import CPU, TRAIN
 from gpulint.analysis.step_code import per_step
 from gpulint.checks.base import Rule
@@ -45,12 +47,17 @@ class LegacyTensorConstructor(Rule):
             if not call.args and call is self._initialised(call):
                 continue  # `torch.FloatTensor()`: an empty tensor, nothing to fill or copy (grown later by `torch.cat`)
             on_cuda = bool(match.group(1))
-            if not match.group(2) and (on_cuda or not all(_constant(a.value) for a in call.args if a.keyword is None)):
-                continue  # `torch.Tensor(obs).to(device)`: host data copied as `torch.tensor` would; a constant is rebuilt each step
+            if not match.group(2) and on_cuda:
+                continue  # `torch.cuda.Tensor(...)`: its dtype is whatever default the program set
             dtype = DTYPES.get(match.group(2), "float32")
             built = self._initialised(call)  # the constructor, or its in-place initialisation
             if built is call and self._converts_host_array(call):
                 continue  # NumPy data (a replay batch, an observation) crosses anyway: `torch.tensor(..., device=)` copies the same
+            form = legacy_form(model, call)
+            if built is call and not on_cuda and form == DATA:
+                continue  # `torch.LongTensor(ids).cuda()`: host data, copied just the same by `torch.tensor(ids, device=)`
+            if not on_cuda and form == SIZE and known_small(model, call):
+                continue  # `torch.FloatTensor(BATCH_SIZE, 1).fill_(1).cuda()`: a few KB, as GPU201's small factories
             reported: cst.Call = built
             device = None
             parent = model.parent.get(built)
@@ -134,11 +141,3 @@ class LegacyTensorConstructor(Rule):
         what = "torch.tensor(data, ...)" if factory == "tensor" else "torch.empty(size, ...)"
         return self.fix(f"Use `{what}`", [replace_node(model, reported, new), *([import_edit] if import_edit else [])], Applicability.SAFE)
 
-
-def _constant(expr: cst.BaseExpression) -> bool:
-    """A number, or a list / tuple display of constants (`[[0.1, 0.1, 0.2, 0.2]]`, `[]`)."""
-    if isinstance(expr, (cst.Integer, cst.Float)):
-        return True
-    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
-        return _constant(expr.expression)
-    return isinstance(expr, (cst.List, cst.Tuple)) and all(isinstance(e, cst.Element) and _constant(e.value) for e in expr.elements)
