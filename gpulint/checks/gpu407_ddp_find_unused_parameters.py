@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from gpulint.analysis.parallel import ddp_calls
+from gpulint.analysis.partial_submodules import trains_part_of_a_submodule
 from gpulint.analysis.varying_steps import varying_step_branch
 from gpulint.checks.base import Rule
 from gpulint.diagnostics import Diagnostic
@@ -28,6 +29,8 @@ class DdpFindUnusedParameters(Rule):
         settings.extend(model.frameworks.unused_parameter_searches)
         if settings and varying_step_branch(model) is not None:
             return  # a module or loss joins only some steps: the unused parameters change, DDP must search for them
+        if settings and trains_part_of_a_submodule(model):
+            return  # `self.backbone.encode(x)` only: the rest of the backbone (a ViT's head) never gets a gradient
         for node, what in settings:
             message = f"{what} makes DDP walk the autograd graph after every forward pass"
             help = (
