@@ -280,6 +280,44 @@ def test_no_sync_every_step_updates_or_no_ddp_are_silent(change):
     assert findings(source.replace(old, new), **GPU406) == []
 
 
+ACCELERATE_SCRIPT = """\
+{header}from accelerate import Accelerator
+
+accelerator = Accelerator()
+model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+for batch in loader:
+    for micro in batch.split(4):
+        accelerator.backward(model(micro).sum())
+    optimizer.step()
+    optimizer.zero_grad()
+"""
+PEP_723 = '# /// script\n# dependencies = [\n#   "accelerate",\n# ]\n# ///\n\n'
+
+
+def test_accelerate_in_a_single_file_script_with_inline_metadata_is_one_process():
+    # x-transformers' train_enwik8.py: `uv run train_enwik8.py` starts one process; `Accelerator` wraps nothing in
+    # DDP there, so no micro-step all-reduces (analysis/inline_scripts.py).
+    assert findings(ACCELERATE_SCRIPT.format(header=PEP_723), **GPU406) == []
+
+
+@pytest.mark.parametrize(
+    ("header", "row"),
+    [
+        ("", 7),  # a plain script: `accelerate launch` may start it on several GPUs
+        (PEP_723.replace("# /// script", "# /// pyproject"), 13),  # not a script block
+        (PEP_723.replace("# ///\n\n", "\n"), 12),  # not closed
+        ("if True:\n" + "".join("    " + line + "\n" for line in PEP_723.splitlines()) + "    pass\n", 15),  # indented
+    ],
+)
+def test_accelerate_without_a_script_block_stays_reported(header, row):
+    assert findings(ACCELERATE_SCRIPT.format(header=header), **GPU406) == [f"{row}:9 GPU406"]
+
+
+def test_ddp_the_script_builds_itself_stays_reported_in_a_single_file_script():
+    source = PEP_723 + textwrap.dedent(DDP_ACCUMULATION)
+    assert len(findings(source, **GPU406)) == 1
+
+
 def test_accelerate_accumulate_is_silent():
     source = """\
         from accelerate import Accelerator

@@ -11,6 +11,7 @@ import libcst as cst
 
 from gpulint.analysis.hot_loops import is_training_step
 from gpulint.analysis.imports import dotted_name
+from gpulint.analysis.inline_scripts import declares_inline_script
 from gpulint.analysis.shipped_paths import one_as_shipped
 
 if TYPE_CHECKING:
@@ -184,10 +185,11 @@ def unsynced_accumulation(model: SemanticModel) -> list[UnsyncedAccumulation]:
 
 
 def _one_process_accelerator(model: SemanticModel, wrapper: cst.Call) -> bool:
-    """`accelerator.prepare(model, ...)` in a notebook that never calls `notebook_launcher`: the kernel is one
-    process, so `accelerator.backward` has no gradients to all-reduce."""
+    """`accelerator.prepare(model, ...)` in a notebook, or in a single-file script with inline metadata (PEP 723,
+    `uv run train.py`: `analysis/inline_scripts.py`), that never calls `notebook_launcher`: one process, so
+    `accelerator.backward` has no gradients to all-reduce."""
     framework = model.frameworks.wrapper(wrapper)
-    if framework is None or framework[0] != "accelerate" or not model.is_notebook:
+    if framework is None or framework[0] != "accelerate" or not (model.is_notebook or declares_inline_script(model)):
         return False
     names = (model.call_name(c) or "" for c in model.calls)
     return not any(name.startswith("accelerate.") and name.endswith("notebook_launcher") for name in names)
