@@ -113,6 +113,7 @@ def test_a_small_legacy_size_form_is_silent_and_a_large_one_stays():
         ("torch.zeros(())", 8),
         ("torch.zeros(n)", None),
         ("torch.zeros(*shape)", None),
+        ("torch.zeros((*shape, 3))", None),
         ("torch.randint(0, 10, n)", None),
         ("torch.ones_like(x)", None),
         ("torch.normal(mean, std)", None),

@@ -90,7 +90,9 @@ def _shape(model: SemanticModel, dims: list) -> Optional[int]:
     if not dims:
         return 1  # `torch.zeros(())`-like: a scalar
     if len(dims) == 1 and isinstance(dims[0], (cst.Tuple, cst.List)):
-        dims = [e.value for e in dims[0].elements if isinstance(e, cst.Element)]
+        if any(isinstance(e, cst.StarredElement) for e in dims[0].elements):
+            return None  # `(*shape, 3)`
+        dims = [e.value for e in dims[0].elements]
         if not dims:
             return 1
     elements = 1
@@ -141,7 +143,11 @@ def _dimension_of_factory(model: SemanticModel, expr: cst.BaseExpression, depth:
     else:
         dims = positional
     if len(dims) == 1 and isinstance(dims[0], (cst.Tuple, cst.List)):
+        if any(isinstance(e, cst.StarredElement) for e in dims[0].elements):
+            return None
         dims = [e.value for e in dims[0].elements]
+    if any(a.star for a in factory.args):  # type: ignore[union-attr]
+        return None
     position = int(index.evaluated_value)
     if not -len(dims) <= position < len(dims):
         return None
