@@ -156,3 +156,12 @@ def test_legacy_form(code, form):
     model = SemanticModel(module, "t.py")
     call = module.body[3].body[0].value  # type: ignore[attr-defined]
     assert legacy_form(model, call) == form
+
+
+def test_a_small_factory_moved_later_is_silent_and_a_large_one_stays():
+    small = GAN.format(batch=100, latent=64).replace(
+        "z = torch.randn(BATCH_SIZE, 64).to(DEVICE)", "z = torch.randn(BATCH_SIZE, 64)\n        z = z.to(DEVICE)"
+    )
+    assert findings(small, select=("GPU201",)) == []
+    large = small.replace("torch.randn(BATCH_SIZE, 64)", "torch.randn(BATCH_SIZE, 4096)")
+    assert findings(large, select=("GPU201",)) == ["11:13 GPU201"]
