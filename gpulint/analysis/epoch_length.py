@@ -19,7 +19,7 @@ run every step.
   an in-memory small image (MNIST/CIFAR arrays) 0.015 ms to become a tensor; a photo decoded from its file 6 ns a
   pixel of the dataset's typical image (VOC's 500x375 JPEGs: 1.1 ms; measured 2.3 ms); each transform of a written
   `Compose` 0.01 ms, the first resize of a decoded photo 2 ns a source pixel (measured 4.7); a documented multi-crop
-  transform (`MULTI_CROP_VIEWS`: DINO, iBOT, MSN, SwaV) 0.12 ms + 48 ns an output pixel for each of its augmented
+  transform (`MULTI_CROP_VIEWS`: DINO, iBOT, MSN, SwaV, VICRegL) 0.12 ms + 48 ns an output pixel for each of its augmented
   views (measured 5.0 ms for a 224-pixel view with colour jitter and blur, 1.0 ms at 96). Any other transform
   object: one transform. The loader work of a pass is the samples' work divided among the workers.
 - Step work, a floor: 1 ms a training step (the smallest training step measured on the H200, a 10k-parameter MLP:
@@ -95,12 +95,13 @@ VOC_SIZES = {
     "VOCSegmentation": {("2012", "train"): 1_464, ("2012", "val"): 1_449, ("2012", "trainval"): 2_913,
                         ("2007", "train"): 209, ("2007", "val"): 213, ("2007", "trainval"): 422, ("2007", "test"): 210},
 }  # fmt: skip
-# Documented multi-crop transforms (lightly.transforms): each view is cropped, flipped, colour-jittered and blurred.
+# Documented multi-crop transforms (lightly.transforms: DINO, iBOT, MSN, SwaV, VICRegL): each view is cropped, flipped, colour-jittered and blurred.
 # class: ((size argument, default, count argument, default), ...) for each kind of view.
 MULTI_CROP_VIEWS = {
     "DINOTransform": ((None, 2, "global_crop_size", 224), ("n_local_views", 6, "local_crop_size", 96)),
     "IBOTTransform": ((None, 2, "global_crop_size", 224), ("n_local_views", 10, "local_crop_size", 96)),
     "MSNTransform": (("random_views", 2, "random_size", 224), ("focal_views", 10, "focal_size", 96)),
+    "VICRegLTransform": (("n_global_views", 2, "global_crop_size", 224), ("n_local_views", 6, "local_crop_size", 96)),
 }
 _SWAV = "SwaVTransform"  # crop_sizes=(224, 96), crop_counts=(2, 6)
 _RESIZING = frozenset({"Resize", "RandomResizedCrop", "CenterCrop", "RandomCrop", "FiveCrop", "TenCrop"})
@@ -131,7 +132,7 @@ class PassLength:
     def describe(self) -> str:
         return (f"a pass is {self.steps:,} steps of {self.batch} over {self.what} ({self.samples:,} samples), at least "
                 f"~{_seconds(self.seconds)}; restarting {self.workers} worker{'s' if self.workers != 1 else ''} costs "
-                f"~{restart_ms(self.workers):.0f} ms")
+                f"~{restart_ms(self.workers):.0f} ms a pass")
 
 
 def _seconds(value: float) -> str:

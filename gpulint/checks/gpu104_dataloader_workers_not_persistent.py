@@ -139,7 +139,7 @@ class DataLoaderWorkersNotPersistent(Rule):
         message = f"`DataLoader` workers are shut down and started again for {when}"
         length = pass_length(model, info)
         if length is not None:
-            message += f": {length.describe()} (~{100 * length.restart_share:.0f} % of the pass at most)"
+            message += f": {length.describe()}"
         help = ("Pass `persistent_workers=True` to keep them between epochs; a restart costs 50-160 ms for 2-8 workers "
                 "on an H200 host (more with a heavy dataset object), a real share of short epochs")
         # `--workers 0`, or a factory parameter another call may fill with 0 (`persistent_workers=True` raises there)
