@@ -1,0 +1,152 @@
+"""GPU104 and `analysis/epoch_length.py`: a pass the code shows to be long (its workers' restart under 3 % of it)
+is not reported; a short one, or one of unknown length, is, and the message names the pass when it is known."""
+
+from __future__ import annotations
+
+from tests.conftest import diagnostics, findings
+
+ONLY = {"select": ("GPU104",)}
+
+VOC_MULTI_CROP = """\
+    import torch
+    import torchvision
+    from lightly.transforms import DINOTransform
+
+    transform = DINOTransform()
+    dataset = torchvision.datasets.VOCDetection("datasets/voc", download=True, transform=transform)
+    loader = torch.utils.data.DataLoader(dataset, batch_size=64, shuffle=True, drop_last=True, num_workers=8)
+    for epoch in range(50):
+        for views, _ in loader:
+            loss = model(views[0].cuda()).sum()
+            loss.backward()
+            optimizer.step()
+"""
+
+
+def test_multi_crop_voc_pass_is_long():
+    """5,717 VOC JPEGs, each decoded and cut into 2 views of 224 and 6 of 96, on 8 workers: at least ~6.8 s a pass
+    (measured ~2x that), so restarting the 8 workers (~185 ms) is under 3 % of it."""
+    assert findings(VOC_MULTI_CROP, **ONLY) == []
+
+
+def test_fewer_local_views_make_the_same_pass_short_enough_to_report():
+    source = VOC_MULTI_CROP.replace("DINOTransform()", "DINOTransform(n_local_views=0)")
+    [d] = diagnostics(source, **ONLY)
+    assert d.message == (
+        "`DataLoader` workers are shut down and started again for every pass of the loop at line 8: a pass is 89 steps "
+        "of 64 over VOCDetection's 2012 train set (5,717 samples), at least ~4.4 s; restarting 8 workers costs ~185 ms a pass"
+    )
+
+
+def test_single_view_voc_pass_is_reported_with_its_length():
+    source = VOC_MULTI_CROP.replace(
+        "from lightly.transforms import DINOTransform", "import torchvision.transforms as T"
+    ).replace(
+        "DINOTransform()", "T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.ToTensor()])"
+    ).replace("batch_size=64", "batch_size=256")
+    [d] = diagnostics(source, **ONLY)
+    assert "a pass is 22 steps of 256 over VOCDetection's 2012 train set (5,717 samples), at least ~1.1 s" in d.message
+
+
+def test_a_distributed_run_splits_the_pass_among_processes():
+    """Each process makes only its share of the samples: the pass per process is unknown, the finding stays."""
+    source = VOC_MULTI_CROP.replace(
+        "shuffle=True,", "sampler=torch.utils.data.DistributedSampler(dataset),"
+    )
+    assert findings(source, **ONLY) == ["7:10 GPU104"]
+    ddp = VOC_MULTI_CROP.replace("transform = DINOTransform()", "model = torch.nn.parallel.DistributedDataParallel(model)")
+    ddp = ddp.replace("transform=transform", "transform=DINOTransform()")
+    assert findings(ddp, **ONLY) == ["7:10 GPU104"]
+
+
+def test_a_worker_init_function_makes_each_start_cost_unknown():
+    source = VOC_MULTI_CROP.replace("num_workers=8)", "num_workers=8, worker_init_fn=seed_worker)")
+    assert findings(source, **ONLY) == ["7:10 GPU104"]
+
+
+MNIST = """\
+    import torch
+    from torchvision import datasets, transforms
+
+    train = datasets.MNIST("data", train=True, download=True, transform=transforms.ToTensor())
+    loader = torch.utils.data.DataLoader(train, batch_size=BATCH, shuffle=True, num_workers=2)
+    for epoch in range(10):
+        for x, y in loader:
+            loss = model(x.cuda()).sum()
+            loss.backward()
+            optimizer.step()
+"""
+
+
+def test_mnist_at_batch_32_is_a_short_pass():
+    """1,875 training steps of at least 1 ms: ~1.9 s, and restarting 2 workers costs ~95 ms (5 %)."""
+    [d] = diagnostics(MNIST.replace("BATCH", "32"), **ONLY)
+    assert "a pass is 1,875 steps of 32 over MNIST's train split (60,000 samples), at least ~1.9 s" in d.message
+    assert d.message.endswith("restarting 2 workers costs ~95 ms a pass")
+
+
+def test_mnist_one_sample_a_step_is_a_long_pass():
+    """60,000 training steps of at least 1 ms each: a minute; 95 ms of restart is nothing next to it."""
+    assert findings(MNIST.replace("BATCH", "1"), **ONLY) == []
+
+
+def test_a_subset_of_a_large_dataset_is_as_short_as_its_indices():
+    source = """\
+        import torch
+        import torchvision
+
+        full = torchvision.datasets.ImageNet("data", split="train")
+        loader = torch.utils.data.DataLoader(torch.utils.data.Subset(full, range(2000)), batch_size=64, num_workers=4)
+        for epoch in range(10):
+            for x, y in loader:
+                loss = model(x.cuda()).sum()
+                loss.backward()
+    """
+    [d] = diagnostics(source, **ONLY)
+    assert "a pass is 32 steps of 64 over a Subset of ImageNet's train split (2,000 samples)" in d.message
+    # the whole training split: 1.28M decoded photos, over an hour of loader work a pass
+    assert findings(source.replace("torch.utils.data.Subset(full, range(2000))", "full"), **ONLY) == []
+
+
+def test_dataset_class_chosen_by_a_command_line_default():
+    """`datasets.__dict__[args.dataset.upper()]`: the class the option's default names."""
+    source = """\
+        import argparse
+        import torch
+        from torchvision import datasets, transforms
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--dataset", default="cifar10")
+        args = parser.parse_args()
+        kwargs = {"num_workers": 1, "pin_memory": True}
+        val_loader = torch.utils.data.DataLoader(
+            datasets.__dict__[args.dataset.upper()]("../data", train=False, transform=transforms.ToTensor()),
+            batch_size=100, **kwargs)
+        for epoch in range(200):
+            model.eval()
+            with torch.no_grad():
+                for x, y in val_loader:
+                    model(x.cuda())
+    """
+    [d] = diagnostics(source, **ONLY)
+    assert "a pass is 100 steps of 100 over CIFAR10's test split (10,000 samples), at least ~0.2 s" in d.message
+
+
+def test_unknown_dataset_keeps_the_finding_and_its_message():
+    source = """\
+        import torch
+
+        loader = torch.utils.data.DataLoader(FolderDataset("images"), batch_size=1, num_workers=8)
+        for epoch in range(100):
+            for x in loader:
+                model(x.cuda()).sum().backward()
+    """
+    [d] = diagnostics(source, **ONLY)
+    assert d.message == "`DataLoader` workers are shut down and started again for every pass of the loop at line 4"
+
+
+def test_swav_multi_crop_counts_its_crops():
+    source = VOC_MULTI_CROP.replace("DINOTransform", "SwaVTransform")
+    assert findings(source, **ONLY) == []  # 2 crops of 224 and 6 of 96: as long as DINO's
+    [d] = diagnostics(source.replace("SwaVTransform()", "SwaVTransform(crop_counts=(2, 0))"), **ONLY)
+    assert "a pass is 89 steps of 64 over VOCDetection's 2012 train set (5,717 samples), at least ~4.4 s" in d.message
