@@ -4,25 +4,30 @@ A pageable copy waits for the GPU's queue, then moves the batch at 8-14 GB/s in 
 (bench/results/cost_facts.md, sections 1 and 3). Pinning saves that time only when the training process is
 what the step waits for. Two shapes of code make the loader the bottleneck instead, both proved from the code:
 
-- `loads_in_training_process(model, loader)`: the loader has no workers and its items are real work
-  (reading, decoding, augmenting): GPU101 reports it. Loading runs in the training process, between the
-  steps, and a batch copy is a small part of what that process does per batch; pinning it there (without
-  workers) is itself a host copy in the same thread. One finding per problem: GPU101 reports the loader and
-  its help says to pin once workers load the batches.
+- `loading_dominates(model, loader)`: the loader has no workers and GPU101 reports it (`loads_in_training_process`),
+  and each item provably makes an image (a torchvision data set: a PIL image per item, transformed). Loading
+  runs in the training process, between the steps, and a batch copy is a small part of what that process
+  does per batch; pinning it there (without workers) is itself a host copy in the same thread. One finding
+  per problem: GPU101 reports the loader and its help says to pin once workers load the batches. A dataset
+  whose per-item work is not shown (a class of another module, one given from outside) keeps GPU102 beside
+  GPU101.
 - `decode_bound(model, info)`: workers decode a photograph per item (a torchvision data set of full-size
   JPEG or PNG photographs: VOC, ImageNet, COCO, Cityscapes, KITTI, Food-101, Flowers-102, Oxford-IIIT Pet,
-  Stanford Cars, SBD) and every model the module builds from a library is a light convolutional network
+  Stanford Cars, SBD) and every network the module builds is a light convolutional network of torchvision
   (at most `LIGHT_GFLOPS` forward per 224x224 image, torchvision's published figures: ResNet-18, MobileNet,
-  EfficientNet-B0, ShuffleNet, SqueezeNet, small RegNets), with at most `MAX_WORKERS` workers. Per output
-  pixel, making a view on the CPU (resampling a crop of the photograph, `ToTensor`, `Normalize`: at least
-  ~10 ns a pixel on one core, before colour jitter or blur) over 16 workers is at least ~0.6 ns, plus the
-  decode of the photograph (~1 ms or more on one core for 0.15 megapixels and up); training a network of
-  2 GFLOP per 224x224 image is ~120 kFLOP a pixel, ~0.6 ns on an H200 at ~200 TFLOPS (TF32 convolutions,
-  PyTorch's default for cuDNN). So the workers deliver the batch later than the GPU finishes the step, and
-  the training process spends the copy's time waiting for the next batch anyway. A transformer, a larger
-  network (ResNet-50: 4.1 GFLOP), a model of unknown work, or a data set whose images may be small
-  (`ImageFolder`, a folder read by a class of another library: CIFAR PNGs decode in microseconds) keep the
-  finding.
+  EfficientNet-B0, ShuffleNet, SqueezeNet, small RegNets) with heads of `nn.Linear` and norms, fed by 1 to
+  `MAX_WORKERS` workers. Per output pixel of a float32 view: the CPU resamples a crop of the photograph,
+  converts it (`ToTensor`) and normalizes it, about 10 ns a pixel on one core before any colour jitter or
+  blur, and decodes the photograph (~1 ms or more for 0.15 megapixels and up with libjpeg-turbo, ~20 ns for
+  each pixel of a 224x224 view): at least ~3.7 ns a pixel over 8 workers. The training process spends ~1.5 ns
+  a pixel on the pageable copy (12 bytes at 8 GB/s, cost_facts.md section 3) and the GPU ~0.6 ns on a step
+  of 2 GFLOP per 224x224 image (~120 kFLOP a pixel with the backward, on an H200 at ~200 TFLOPS: TF32
+  convolutions, PyTorch's default for cuDNN). The workers deliver each batch after the copy and the step are
+  done, so the copy's time is spent waiting for the next batch anyway; pinning saves none of it. A transformer,
+  a larger network (ResNet-50: 4.1 GFLOP), a network of unknown work (`timm`, a class of another module, a
+  convolution of the module's own), more workers (16 would bring the CPU's share to ~1.9 ns a pixel, under the
+  copy and the step), a count from a flag, and a data set whose images may be small (`ImageFolder`, a folder
+  read by a class of another library: CIFAR's 32x32 PNGs decode in microseconds) keep the finding.
 """
 
 from __future__ import annotations
@@ -55,10 +60,10 @@ NETWORK_GFLOPS = {
     "vgg11": 7.61, "vgg16": 15.47, "densenet121": 2.83, "wide_resnet50_2": 11.40, "convnext_tiny": 4.46,
     "vit_b_32": 4.41, "vit_b_16": 17.56, "vit_l_16": 61.55, "swin_t": 4.49,
 }  # fmt: skip
-# At most this much forward work per 224x224 image: training it costs the GPU no more per pixel than
-# 16 workers spend making the pixel (module docstring).
+# At most this much forward work per 224x224 image, and at most this many workers: the workers take longer to
+# make a pixel than the pageable copy and the training step take for it (module docstring).
 LIGHT_GFLOPS = 2.0
-MAX_WORKERS = 16
+MAX_WORKERS = 8
 _LIBRARIES = ("torchvision.models.", "timm.")
 # Layers a projection or classification head is made of (work per feature vector, not per pixel).
 _HEAD_LAYERS = frozenset({"Linear", "BatchNorm1d", "LayerNorm", "GroupNorm", "BatchNorm2d", "ParameterList", "ModuleDict"})
@@ -93,6 +98,20 @@ def loads_in_training_process(model: SemanticModel, loader: DataLoaderCall) -> b
         return True
     resolved = model.values.setting(arg.value)
     return resolved is not None and resolved.value == 0 and not isinstance(resolved.value, bool)
+
+
+def loading_dominates(model: SemanticModel, loader: DataLoaderCall) -> bool:
+    """GPU101 reports `loader` and each item provably makes an image in the training process: every source of
+    its dataset is a torchvision data set (each item becomes a PIL image, from an array held in memory or a
+    decoded file, and goes through the transform; tens of microseconds or more a sample, against ~1.5 µs to
+    copy a 3x32x32 float32 sample at 8 GB/s)."""
+    if loader.argument("collate_fn") is not None or not loads_in_training_process(model, loader):
+        return False
+    dataset = loader.value("dataset")
+    sources = model.batch_cost._sources(dataset) if dataset is not None else None
+    return bool(sources) and all(
+        isinstance(s, cst.Call) and (model.call_name(s) or "").startswith("torchvision.datasets.") for s in sources
+    )
 
 
 def copies_worth_pinning(model: SemanticModel, info: LoaderInfo) -> bool:

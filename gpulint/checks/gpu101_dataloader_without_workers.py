@@ -7,7 +7,7 @@ from typing import Iterator
 import libcst as cst
 
 from gpulint.analysis.dataloaders import LOADER_TEXT, defined_for_workers
-from gpulint.analysis.loader_bound import copies_worth_pinning, loads_in_training_process
+from gpulint.analysis.loader_bound import copies_worth_pinning, loading_dominates, loads_in_training_process
 from gpulint.analysis.value_resolution import LITERAL, SETTINGS_ORIGINS
 from gpulint.checks.base import Option, Rule, value_origin
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
@@ -86,11 +86,12 @@ class DataLoaderWithoutWorkers(Rule):
         return self.diagnostic(loader.call, what, severity=self._severity(loader), fix=fix, related=value_origin(resolved), help=help)
 
     def _copies_pageable(self, loader) -> bool:
-        """The batches go to the GPU in a loop (or a framework places them), `pin_memory` is not on, and
-        pinning them would pay once workers load them (GPU102's facts, `analysis/loader_bound.py`)."""
+        """GPU102 is silent on the loader because this finding covers it (`loading_dominates`): the batches go
+        to the GPU in a loop (or a framework places them), `pin_memory` is not on, and pinning them would pay
+        once workers load them (GPU102's facts, `analysis/loader_bound.py`)."""
         flow = self.model.loader_flow
         info = flow.info(loader)
-        if flow.pinned(loader) or not copies_worth_pinning(self.model, info):
+        if flow.pinned(loader) or not loading_dominates(self.model, loader) or not copies_worth_pinning(self.model, info):
             return False
         return any(move.iteration.loop is not None for move in info.moves) or info.placed_by is not None
 

@@ -7,7 +7,7 @@ from typing import Iterator
 import libcst as cst
 
 from gpulint.analysis.dataloaders import LOADER_TEXT, produces_cuda_batches
-from gpulint.analysis.loader_bound import copies_worth_pinning, loads_in_training_process
+from gpulint.analysis.loader_bound import copies_worth_pinning, loading_dominates
 from gpulint.analysis.value_resolution import LITERAL
 from gpulint.checks.base import Rule, value_origin
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
@@ -38,8 +38,8 @@ class DataLoaderWithoutPinMemory(Rule):
                 # In-memory rows and no workers (nor any to add: GPU101 is silent): pinning would run in the
                 # training process, the same host copy the pageable transfer makes.
                 continue
-            if loads_in_training_process(model, loader):
-                continue  # GPU101 reports the loader (loading in the training process dominates); its help says to pin
+            if loading_dominates(model, loader):
+                continue  # GPU101 reports the loader (making images in the training process); its help says to pin
             arg = loader.argument("pin_memory")
             resolved = None
             if arg is not None:
