@@ -93,7 +93,8 @@ def test_more_workers_than_the_line_keep_the_finding():
 
 def test_workers_from_a_flag_keep_the_finding():
     source = PHOTOS.format(dataset="VOCDetection", network="resnet18", workers="args.workers")
-    source = "import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument('--workers', type=int)\nargs = parser.parse_args()\n" + source
+    flag = "parser = argparse.ArgumentParser()\nparser.add_argument('--workers', type=int)\nargs = parser.parse_args()\n"
+    source = "import argparse\n" + flag + source
     assert codes(source) == ["16:10 GPU102"]
 
 

@@ -33,7 +33,7 @@ class DataLoaderWithoutPinMemory(Rule):
             if not loader.known("pin_memory", "dataset", "collate_fn") or not (moves or placed or feeds) or produces_cuda_batches(model, loader):
                 continue
             if not copies_worth_pinning(model, info):
-                continue  # a few batches, tiny ones, one sample each, graphs, billion-parameter steps (`analysis/loader_bound.py`)
+                continue  # a few batches, tiny ones, one sample each, graphs, long steps, a loader-bound loop
             if flow.no_workers(loader) and model.batch_cost.items_are_cheap(loader):
                 # In-memory rows and no workers (nor any to add: GPU101 is silent): pinning would run in the
                 # training process, the same host copy the pageable transfer makes.
