@@ -93,7 +93,8 @@ class DataLoaderWithoutWorkers(Rule):
         info = flow.info(loader)
         if flow.pinned(loader) or not loading_dominates(self.model, loader) or not copies_worth_pinning(self.model, info):
             return False
-        return any(move.iteration.loop is not None for move in info.moves) or info.placed_by is not None
+        moved = any(move.iteration.loop is not None for move in info.moves) or info.placed_by is not None
+        return moved or flow.feeds_gpu_training(info) is not None  # (or a loop of another module copies them)
 
     def _fix(self, loader, resolved, where: str):
         model = self.model
