@@ -43,7 +43,7 @@ def codes(text: str, path: str = "train_dolly.py") -> list[tuple[str, int]]:
 
 
 def test_an_export_with_a_shell_escape_is_checked_and_not_invalid_syntax():
-    assert codes(EXPORT) == [("GPU101", 15), ("GPU102", 15), ("GPU303", 24)]
+    assert codes(EXPORT) == [("GPU101", 15), ("GPU303", 24)]  # (GPU101 names `pin_memory` too: loader_bound.py)
 
 
 def test_an_export_offers_no_fix_and_fix_leaves_it_byte_for_byte(tmp_path):
@@ -53,7 +53,7 @@ def test_an_export_offers_no_fix_and_fix_leaves_it_byte_for_byte(tmp_path):
     result = run_gpulint("fix", "--apply", "--unsafe-fixes", "--no-cache", "train_dolly.py", cwd=tmp_path)
     assert result.returncode == 1
     assert path.read_bytes() == EXPORT.encode()
-    assert "0 fixed, 3 remaining" in result.stdout.decode()
+    assert "0 fixed, 2 remaining" in result.stdout.decode()
 
 
 def test_the_escape_and_its_continuation_are_masked_in_place():

@@ -56,16 +56,16 @@ def gpu10x(source: str) -> list[str]:
 
 
 def test_a_loader_read_for_two_examples_once_per_epoch_gets_no_worker_or_pinning_advice():
-    assert gpu10x(SCRIPT.replace("NUM", "2")) == ["15:24 GPU101", "15:24 GPU102"]
+    assert gpu10x(SCRIPT.replace("NUM", "2")) == ["15:24 GPU101"]  # (pinning named in its help: loader_bound.py)
 
 
 def test_a_loader_read_for_many_batches_per_epoch_is_still_reported():
-    assert gpu10x(SCRIPT.replace("NUM", "5000")) == ["15:24 GPU101", "15:24 GPU102", "16:22 GPU101", "16:22 GPU102"]
+    assert gpu10x(SCRIPT.replace("NUM", "5000")) == ["15:24 GPU101", "16:22 GPU101"]
 
 
 def test_a_loader_read_in_full_each_epoch_is_still_reported():
     source = SCRIPT.replace("NUM", "2").replace("            if count == num_examples:\n                break\n", "")
-    assert gpu10x(source) == ["15:24 GPU101", "15:24 GPU102", "16:22 GPU101", "16:22 GPU102"]
+    assert gpu10x(source) == ["15:24 GPU101", "16:22 GPU101"]
 
 
 @pytest.mark.parametrize("read", ["next(iter(val_dataloader))", "next(batches)"])

@@ -58,8 +58,13 @@ def model_of(source: str) -> SemanticModel:
 
 def test_lightning_module_gets_the_data_loading_and_sync_rules():
     # The example: no workers, no pinning, a small batch, and `loss.item()` in `training_step`.
-    assert findings(LIGHTNING_SCRIPT) == ["17:32 GPU303", "25:16 GPU101", "25:16 GPU102", "25:16 GPU103"]
+    # GPU101 covers the missing `pin_memory` of a torchvision dataset loaded without workers (analysis/loader_bound.py).
+    assert findings(LIGHTNING_SCRIPT) == ["17:32 GPU303", "25:16 GPU101", "25:16 GPU103"]
     found = {d.code: d for d in diagnostics(LIGHTNING_SCRIPT)}
+    assert "also set `pin_memory=True`" in found["GPU101"].help
+    workers = LIGHTNING_SCRIPT.replace("batch_size=8, shuffle=True)", "batch_size=8, shuffle=True, num_workers=2)")
+    assert findings(workers) == ["17:32 GPU303", "25:16 GPU102", "25:16 GPU103", "25:16 GPU104"]
+    found = {**{d.code: d for d in diagnostics(workers)}, **found}
     assert found["GPU303"].message.startswith(
         "`loss.item()` waits for the GPU every training step (`training_step` at line 14, run by Lightning for each batch)"
     )

@@ -460,7 +460,11 @@ def test_gpu101_in_a_notebook_says_what_workers_need_and_fixes():
     assert "workers can use `Squares` and `stack` (defined in the notebook)" in d.help
     assert d.help.endswith("move them into a module and import them")
     (d,) = [d for d in check(notebook(LOADER_AT_TOP.format(dataset="ImageFolder('images')"))).diagnostics if d.code == "GPU101"]
-    assert d.help == "The GPU waits while the training process loads each batch" and d.fix is not None  # nothing of the notebook's to unpickle
+    assert d.help == (  # nothing of the notebook's to unpickle; GPU102's `pin_memory` advice comes with it (loader_bound.py)
+        "The GPU waits while the training process loads each batch; with workers, also set `pin_memory=True` so that "
+        "they pin the batches for the GPU copy"
+    )
+    assert d.fix is not None
 
 
 # ---- suppression ---------------------------------------------------------------------------------

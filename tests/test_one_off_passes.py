@@ -61,8 +61,10 @@ with torch.no_grad():
 print(correct)
 """
 
-TRAIN_LOADER = ["10:12 GPU101", "10:12 GPU102"]
-TEST_LOADER = ["11:11 GPU101", "11:11 GPU102"]
+# (GPU101's findings carry GPU102's `pin_memory` advice for these torchvision loaders without workers:
+# analysis/loader_bound.py; `test_with_workers_the_pinning_advice_follows_the_same_passes` checks GPU102's own.)
+TRAIN_LOADER = ["10:12 GPU101"]
+TEST_LOADER = ["11:11 GPU101"]
 RULES = ("GPU101", "GPU102", "GPU303")
 
 
@@ -172,3 +174,11 @@ def test_a_loader_also_fit_behind_a_downloaded_checkpoint_stays():
                             "    path = os.path.join(CHECKPOINT_PATH, name + \".ckpt\")\n    if os.path.isfile(path):\n        model = Net.load_from_checkpoint(path)\n    else:\n        trainer.fit(model, train_loader, val_loader)\n    trainer.test(model, test_loader)\n    return trainer.test(model, val_loader)\n")
     source = source.replace('resnet = train_model("resnet")\n', 'CHECKPOINT_PATH = "saved_models"\nfor file_name in ["resnet.ckpt"]:\n    file_path = os.path.join(CHECKPOINT_PATH, file_name)\n    if not os.path.isfile(file_path):\n        urllib.request.urlretrieve("https://example.org/" + file_name, file_path)\nresnet = train_model("resnet")\n')
     assert findings(source, select=("GPU102",)) == ["10:14 GPU102"]
+
+
+def test_with_workers_the_pinning_advice_follows_the_same_passes():
+    head = HEAD.replace("shuffle=True)", "shuffle=True, num_workers=2)").replace("batch_size=64)\n", "batch_size=64, num_workers=2)\n")
+    once = head + EVALUATE + "for epoch in range(10):\n    train_epoch(model, train_dl)\nprint(evaluate(model, test_dl))\n"
+    assert findings(once, select=("GPU101", "GPU102")) == ["10:12 GPU102"]
+    every = head + EVALUATE + "for epoch in range(10):\n    train_epoch(model, train_dl)\n    print(evaluate(model, test_dl))\n"
+    assert findings(every, select=("GPU101", "GPU102")) == ["10:12 GPU102", "11:11 GPU102"]

@@ -6,8 +6,8 @@ from typing import Iterator
 
 import libcst as cst
 
-from gpulint.analysis.dataloaders import LOADER_TEXT, defined_for_workers, is_unsharded_iterable_dataset, produces_cuda_batches
-from gpulint.analysis.one_off_passes import read_once
+from gpulint.analysis.dataloaders import LOADER_TEXT, defined_for_workers
+from gpulint.analysis.loader_bound import copies_worth_pinning, loading_dominates, loads_in_training_process
 from gpulint.analysis.value_resolution import LITERAL, SETTINGS_ORIGINS
 from gpulint.checks.base import Option, Rule, value_origin
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
@@ -35,27 +35,10 @@ class DataLoaderWithoutWorkers(Rule):
     def check(self) -> Iterator[Diagnostic]:
         model = self.model
         for loader in model.dataloaders:
-            if not loader.known("num_workers", "dataset", "collate_fn") or produces_cuda_batches(model, loader):
-                continue
-            if is_unsharded_iterable_dataset(model, loader):
-                continue  # every worker would replay the whole stream, or read stale copies of live state
-            info = model.loader_flow.info(loader)
-            if model.loader_flow.never_used(info):
-                continue  # no batch of it is ever taken as the code ships
-            if model.batch_cost.items_are_cheap(loader) or model.batch_cost.reads_a_few_batches(info):
-                continue  # nothing for workers to take off the training process, or one batch only
-            if read_once(model, info):
-                continue  # one evaluation pass in the run, beside training: workers would save next to nothing
-            if model.batch_cost.one_batch_per_pass(loader):
-                continue  # the whole dataset in one batch: workers cannot split it, nor load it while the GPU works
-            if model.loader_flow.stays_on_cpu(info) or model.loader_flow.only_inspected(info):
-                continue  # a CPU lesson, or a DataLoader API lesson that only prints its batches: no GPU waits
+            if not loads_in_training_process(model, loader):
+                continue  # workers given, items in memory, one batch, no GPU waiting (`analysis/loader_bound.py`)
             arg = loader.argument("num_workers")
-            resolved = None
-            if arg is not None:
-                resolved = model.values.setting(arg.value)
-                if resolved is None or resolved.value != 0 or isinstance(resolved.value, bool):
-                    continue
+            resolved = model.values.setting(arg.value) if arg is not None else None
             yield self._report(loader, resolved)
 
     def _severity(self, loader) -> Severity:
@@ -73,6 +56,9 @@ class DataLoaderWithoutWorkers(Rule):
             what = "`DataLoader` uses `num_workers=0`"
         what += ": batches load in the training process"
         help = "The GPU waits while the training process loads each batch"
+        if self._copies_pageable(loader):
+            # GPU102 stays silent on this loader (one finding per problem): pinning pays once workers load.
+            help += "; with workers, also set `pin_memory=True` so that they pin the batches for the GPU copy"
         fix = None
         if model.is_notebook:  # no `__main__` guard to add: a kernel never re-runs the notebook in a worker
             defined = defined_for_workers(model, loader)
@@ -98,6 +84,17 @@ class DataLoaderWithoutWorkers(Rule):
             )
             fix = None
         return self.diagnostic(loader.call, what, severity=self._severity(loader), fix=fix, related=value_origin(resolved), help=help)
+
+    def _copies_pageable(self, loader) -> bool:
+        """GPU102 is silent on the loader because this finding covers it (`loading_dominates`): the batches go
+        to the GPU in a loop (or a framework places them), `pin_memory` is not on, and pinning them would pay
+        once workers load them (GPU102's facts, `analysis/loader_bound.py`)."""
+        flow = self.model.loader_flow
+        info = flow.info(loader)
+        if flow.pinned(loader) or not loading_dominates(self.model, loader) or not copies_worth_pinning(self.model, info):
+            return False
+        moved = any(move.iteration.loop is not None for move in info.moves) or info.placed_by is not None
+        return moved or flow.feeds_gpu_training(info) is not None  # (or a loop of another module copies them)
 
     def _fix(self, loader, resolved, where: str):
         model = self.model

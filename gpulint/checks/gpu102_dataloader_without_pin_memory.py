@@ -6,11 +6,8 @@ from typing import Iterator
 
 import libcst as cst
 
-from gpulint.analysis.batch_bytes import one_sample_batches
 from gpulint.analysis.dataloaders import LOADER_TEXT, produces_cuda_batches
-from gpulint.analysis.graph_batches import graph_batches
-from gpulint.analysis.long_steps import loads_billion_parameter_model
-from gpulint.analysis.one_off_passes import read_once
+from gpulint.analysis.loader_bound import copies_worth_pinning, loading_dominates
 from gpulint.analysis.value_resolution import LITERAL
 from gpulint.checks.base import Rule, value_origin
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
@@ -35,22 +32,14 @@ class DataLoaderWithoutPinMemory(Rule):
             feeds = None if moves or placed else flow.feeds_gpu_training(info)  # the copy is out of sight
             if not loader.known("pin_memory", "dataset", "collate_fn") or not (moves or placed or feeds) or produces_cuda_batches(model, loader):
                 continue
-            if model.batch_cost.reads_a_few_batches(info):
-                continue  # one batch or a handful (a check that breaks after a few): nothing to overlap
-            if read_once(model, info):
-                continue  # one evaluation pass in the run, beside training: pinning would save next to nothing
-            if model.batch_cost.batches_are_small(loader):
-                continue  # token ids or toy data: pinning a few kilobytes saves nothing measurable
-            if one_sample_batches(model, info):
-                continue  # `batch_size=1`: one sample's copy (at most a few MB) next to that sample's whole step
-            if graph_batches(model, loader):
-                continue  # `dgl.batch(graphs)`: the pinning thread cannot pin a DGL graph, only the labels beside it
-            if loads_billion_parameter_model(model):
-                continue  # steps of a billion-parameter model take hundreds of ms: pinning saves under 1 %
+            if not copies_worth_pinning(model, info):
+                continue  # a few batches, tiny ones, one sample each, graphs, long steps, a loader-bound loop
             if flow.no_workers(loader) and model.batch_cost.items_are_cheap(loader):
                 # In-memory rows and no workers (nor any to add: GPU101 is silent): pinning would run in the
                 # training process, the same host copy the pageable transfer makes.
                 continue
+            if loading_dominates(model, loader):
+                continue  # GPU101 reports the loader (making images in the training process); its help says to pin
             arg = loader.argument("pin_memory")
             resolved = None
             if arg is not None:

@@ -1,0 +1,202 @@
+"""Loops whose pageable batch copy hides behind the loader: what GPU102 (pinning) can save there is nothing.
+
+A pageable copy waits for the GPU's queue, then moves the batch at 8-14 GB/s in the training process
+(bench/results/cost_facts.md, sections 1 and 3). Pinning saves that time only when the training process is
+what the step waits for. Two shapes of code make the loader the bottleneck instead, both proved from the code:
+
+- `loading_dominates(model, loader)`: the loader has no workers and GPU101 reports it (`loads_in_training_process`),
+  and each item provably makes an image (a torchvision data set: a PIL image per item, transformed). Loading
+  runs in the training process, between the steps, and a batch copy is a small part of what that process
+  does per batch; pinning it there (without workers) is itself a host copy in the same thread. One finding
+  per problem: GPU101 reports the loader and its help says to pin once workers load the batches. A dataset
+  whose per-item work is not shown (a class of another module, one given from outside) keeps GPU102 beside
+  GPU101.
+- `decode_bound(model, info)`: workers decode a photograph per item (a torchvision data set of full-size
+  JPEG or PNG photographs: VOC, ImageNet, COCO, Cityscapes, KITTI, Food-101, Flowers-102, Oxford-IIIT Pet,
+  Stanford Cars, SBD) and every network the module builds is a light convolutional network of torchvision
+  (at most `LIGHT_GFLOPS` forward per 224x224 image, torchvision's published figures: ResNet-18, MobileNet,
+  EfficientNet-B0, ShuffleNet, SqueezeNet, small RegNets) with heads of `nn.Linear` and norms, fed by 1 to
+  `MAX_WORKERS` workers. Per output pixel of a float32 view: the CPU resamples a crop of the photograph,
+  converts it (`ToTensor`) and normalizes it, about 10 ns a pixel on one core before any colour jitter or
+  blur, and decodes the photograph (~1 ms or more for 0.15 megapixels and up with libjpeg-turbo, ~20 ns for
+  each pixel of a 224x224 view): at least ~3.7 ns a pixel over 8 workers. The training process spends ~1.5 ns
+  a pixel on the pageable copy (12 bytes at 8 GB/s, cost_facts.md section 3) and the GPU ~0.6 ns on a step
+  of 2 GFLOP per 224x224 image (~120 kFLOP a pixel with the backward, on an H200 at ~200 TFLOPS: TF32
+  convolutions, PyTorch's default for cuDNN). The workers deliver each batch after the copy and the step are
+  done, so the copy's time is spent waiting for the next batch anyway; pinning saves none of it. A transformer,
+  a larger network (ResNet-50: 4.1 GFLOP), a network of unknown work (`timm`, a class of another module, a
+  convolution of the module's own), more workers (16 would bring the CPU's share to ~1.9 ns a pixel, under the
+  copy and the step), a count from a flag, and a data set whose images may be small (`ImageFolder`, a folder
+  read by a class of another library: CIFAR's 32x32 PNGs decode in microseconds) keep the finding.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from gpulint.analysis.value_resolution import as_int
+
+if TYPE_CHECKING:
+    from gpulint.analysis.dataloaders import DataLoaderCall
+    from gpulint.analysis.loader_flow import LoaderInfo
+    from gpulint.analysis.model import SemanticModel
+
+# torchvision data sets whose every item opens and decodes one full-size photograph (0.15 megapixels and up:
+# VOC ~500x375, ImageNet ~400x350 on average, COCO ~640x480, Cityscapes 2048x1024, KITTI 1242x375, Food-101
+# up to 512 a side, Flowers-102 ~500x600, Oxford-IIIT Pet ~500x375, Stanford Cars ~700x480).
+PHOTO_DATASETS = frozenset({
+    "VOCDetection", "VOCSegmentation", "SBDataset", "ImageNet", "CocoDetection", "CocoCaptions", "Cityscapes",
+    "Kitti", "Food101", "Flowers102", "OxfordIIITPet", "StanfordCars",
+})  # fmt: skip
+# Forward GFLOPs per 224x224 image of torchvision's classification networks (torchvision's model table).
+NETWORK_GFLOPS = {
+    "resnet18": 1.81, "resnet34": 3.66, "resnet50": 4.09, "resnet101": 7.80, "resnet152": 11.51,
+    "mobilenet_v2": 0.30, "mobilenet_v3_small": 0.06, "mobilenet_v3_large": 0.22, "efficientnet_b0": 0.39,
+    "efficientnet_b1": 0.69, "shufflenet_v2_x0_5": 0.04, "shufflenet_v2_x1_0": 0.14, "squeezenet1_0": 0.82,
+    "squeezenet1_1": 0.35, "regnet_y_400mf": 0.40, "regnet_x_400mf": 0.41, "regnet_y_800mf": 0.83,
+    "regnet_x_800mf": 0.80, "mnasnet0_5": 0.10, "mnasnet1_0": 0.31, "alexnet": 0.71, "googlenet": 1.50,
+    "vgg11": 7.61, "vgg16": 15.47, "densenet121": 2.83, "wide_resnet50_2": 11.40, "convnext_tiny": 4.46,
+    "vit_b_32": 4.41, "vit_b_16": 17.56, "vit_l_16": 61.55, "swin_t": 4.49,
+}  # fmt: skip
+# At most this much forward work per 224x224 image, and at most this many workers: the workers take longer to
+# make a pixel than the pageable copy and the training step take for it (module docstring).
+LIGHT_GFLOPS = 2.0
+MAX_WORKERS = 8
+_LIBRARIES = ("torchvision.models.", "timm.")
+# Layers a projection or classification head is made of (work per feature vector, not per pixel).
+_HEAD_LAYERS = frozenset({"Linear", "BatchNorm1d", "LayerNorm", "GroupNorm", "BatchNorm2d", "ParameterList", "ModuleDict"})
+_FUNCTIONAL_WORK = frozenset({"conv1d", "conv2d", "conv3d", "conv_transpose2d", "scaled_dot_product_attention",
+                              "multi_head_attention_forward", "interpolate"})  # fmt: skip
+
+
+def loads_in_training_process(model: SemanticModel, loader: DataLoaderCall) -> bool:
+    """GPU101 reports `loader`: no workers (`num_workers` left out or 0, not a flag that may be more) and
+    items that are real work, in a loop that feeds the GPU."""
+    from gpulint.analysis.dataloaders import is_unsharded_iterable_dataset, produces_cuda_batches
+    from gpulint.analysis.one_off_passes import read_once
+
+    if not loader.known("num_workers", "dataset", "collate_fn") or produces_cuda_batches(model, loader):
+        return False
+    if is_unsharded_iterable_dataset(model, loader):
+        return False  # every worker would replay the whole stream, or read stale copies of live state
+    flow = model.loader_flow
+    info = flow.info(loader)
+    if flow.never_used(info):
+        return False  # no batch of it is ever taken as the code ships
+    if model.batch_cost.items_are_cheap(loader) or model.batch_cost.reads_a_few_batches(info):
+        return False  # nothing for workers to take off the training process, or one batch only
+    if read_once(model, info):
+        return False  # one evaluation pass in the run, beside training: workers would save next to nothing
+    if model.batch_cost.one_batch_per_pass(loader):
+        return False  # the whole dataset in one batch: workers cannot split it, nor load it while the GPU works
+    if flow.stays_on_cpu(info) or flow.only_inspected(info):
+        return False  # a CPU lesson, or a DataLoader API lesson that only prints its batches: no GPU waits
+    arg = loader.argument("num_workers")
+    if arg is None:
+        return True
+    resolved = model.values.setting(arg.value)
+    return resolved is not None and resolved.value == 0 and not isinstance(resolved.value, bool)
+
+
+def loading_dominates(model: SemanticModel, loader: DataLoaderCall) -> bool:
+    """GPU101 reports `loader` and each item provably makes an image in the training process: every source of
+    its dataset is a torchvision data set (each item becomes a PIL image, from an array held in memory or a
+    decoded file, and goes through the transform; tens of microseconds or more a sample, against ~1.5 µs to
+    copy a 3x32x32 float32 sample at 8 GB/s)."""
+    if loader.argument("collate_fn") is not None or not loads_in_training_process(model, loader):
+        return False
+    dataset = loader.value("dataset")
+    sources = model.batch_cost._sources(dataset) if dataset is not None else None
+    return bool(sources) and all(
+        isinstance(s, cst.Call) and (model.call_name(s) or "").startswith("torchvision.datasets.") for s in sources
+    )
+
+
+def copies_worth_pinning(model: SemanticModel, info: LoaderInfo) -> bool:
+    """Pinning the loader's batches could save a visible part of the step, as far as the code shows: not a
+    handful of batches, one pass, batches of at most 512 KiB (`batch_bytes.py`), one sample a batch, DGL
+    graphs the pinning thread cannot pin, a billion-parameter model's steps, nor a decode-bound loop."""
+    from gpulint.analysis.batch_bytes import one_sample_batches
+    from gpulint.analysis.graph_batches import graph_batches
+    from gpulint.analysis.long_steps import loads_billion_parameter_model
+    from gpulint.analysis.one_off_passes import read_once
+
+    loader = info.loader
+    if model.batch_cost.reads_a_few_batches(info):
+        return False  # one batch or a handful (a check that breaks after a few): nothing to overlap
+    if read_once(model, info):
+        return False  # one evaluation pass in the run, beside training: pinning would save next to nothing
+    if model.batch_cost.batches_are_small(loader):
+        return False  # token ids or toy data: pinning a few kilobytes saves nothing measurable
+    if one_sample_batches(model, info):
+        return False  # `batch_size=1`: one sample's copy (at most a few MB) next to that sample's whole step
+    if graph_batches(model, loader):
+        return False  # `dgl.batch(graphs)`: the pinning thread cannot pin a DGL graph, only the labels beside it
+    if loads_billion_parameter_model(model):
+        return False  # steps of a billion-parameter model take hundreds of ms: pinning saves under 1 %
+    return not decode_bound(model, info)  # workers decode a photograph per item for a light network
+
+
+def decode_bound(model: SemanticModel, info: LoaderInfo) -> bool:
+    """Workers decode a photograph per item for a light convolutional network: the loop waits on the loader
+    (module docstring)."""
+    loader = info.loader
+    workers, resolved = model.loader_flow.workers(loader)
+    count = as_int(resolved.value) if resolved is not None else None
+    if not workers or count is None or count > MAX_WORKERS:
+        return False
+    if loader.argument("collate_fn") is not None or loader.argument("batch_sampler") is not None:
+        return False
+    dataset = loader.value("dataset")
+    sources = model.batch_cost._sources(dataset) if dataset is not None else None
+    if not sources or not all(_photo_dataset(model, s) for s in sources):
+        return False
+    return _light_networks(model)
+
+
+def _head_part(name: str) -> bool:
+    """`torch.nn.Linear`, a norm, an activation, pooling, a container, a loss, an initializer, a utility: what
+    a head on the network's pooled features is built from, or no layer at all."""
+    from gpulint.analysis.model_size import PARAMETER_FREE
+
+    parts = name.split(".")
+    short = parts[-1]
+    if parts[2] in ("init", "utils", "functional", "parallel") or not short[:1].isupper():
+        return parts[2] != "functional" or short not in _FUNCTIONAL_WORK
+    return short in PARAMETER_FREE or short in _HEAD_LAYERS or short.endswith("Loss") or short == "Parameter"
+
+
+def _photo_dataset(model: SemanticModel, source: cst.BaseExpression) -> bool:
+    if not isinstance(source, cst.Call):
+        return False
+    name = model.call_name(source) or ""
+    return name.startswith("torchvision.datasets.") and name.rsplit(".", 1)[-1] in PHOTO_DATASETS
+
+
+def _light_networks(model: SemanticModel) -> bool:
+    """The module builds networks from a library (torchvision, timm), each one of known forward work of at
+    most `LIGHT_GFLOPS` per 224x224 image (`resnet18()`, `torchvision.models.resnet.resnet18(weights=...)`),
+    and of `torch.nn` only head parts (`nn.Linear`, norms, activations: work per feature vector). Any other
+    network (`timm.create_model(...)`, `torchvision.models.VisionTransformer(...)`, `get_model(name)`) or a
+    layer of its own that works per pixel (`nn.Conv2d`, attention, an RNN) makes the work unknown here."""
+    built = False
+    for call in model.calls_inside(model.module):
+        name = model.call_name(call) or ""
+        if name.startswith("torch.nn."):
+            if not _head_part(name):
+                return False  # a convolution, attention or recurrent layer of the module's own: more work per pixel
+            continue
+        if not name.startswith(_LIBRARIES):
+            continue
+        short = name.rsplit(".", 1)[-1]
+        gflops = NETWORK_GFLOPS.get(short)
+        if gflops is None:
+            if "_Weights" in name:
+                continue  # `ResNet18_Weights.DEFAULT.transforms()`: the weights' preprocessing, no network
+            return False
+        if gflops > LIGHT_GFLOPS:
+            return False
+        built = True
+    return built
