@@ -215,3 +215,58 @@ def test_a_module_handed_to_the_class_has_unknown_work():
         "        self.fc = nn.Linear(768, 4)\n    def forward(self, x):\n        return self.fc(self.body(x))\n\nm = Head(load())"
     )
     assert _flops(handed) is None
+
+
+LOG_LINEAR = """
+import torch
+import torch.nn as nn
+
+N = 2
+word_to_index = {}
+for line in open("train.txt"):
+    for word in line.split():
+        word_to_index.setdefault(word, len(word_to_index))
+dev_data = [[word_to_index[w] for w in line.split()] for line in open("dev.txt")]
+
+
+class LogLinear(nn.Module):
+    def __init__(self, number_of_words, ngram_length):
+        super().__init__()
+        self.embeddings = nn.ModuleList([nn.Embedding(number_of_words, number_of_words) for _ in range(ngram_length)])
+        self.bias = nn.Parameter(torch.zeros(number_of_words))
+        for i in range(ngram_length):
+            nn.init.xavier_uniform_(self.embeddings[i].weight)
+
+    def forward(self, x):
+        embs = torch.cat([lookup(x) for x, lookup in zip(x.T, self.embeddings)]).view(N, x.shape[0], -1)
+        return torch.sum(embs, dim=0) + self.bias
+
+
+model = LogLinear(len(word_to_index), N).cuda()
+model.eval()
+total = 0.0
+for sent in dev_data:
+    histories = torch.tensor([sent[i : i + N] for i in range(len(sent) - N)]).cuda()
+    logits = model(histories)  # the dev forward
+    total += float(logits.logsumexp(-1).sum())
+"""
+
+
+def test_a_forward_that_repeats_lookups_in_a_comprehension_multiplies_nothing(tmp_path, monkeypatch):
+    assert _flops(LOG_LINEAR[: LOG_LINEAR.index("model = ")] + "m = LogLinear(len(word_to_index), N)") == 0
+    assert "GPU405" not in _at(_lint(tmp_path, monkeypatch, LOG_LINEAR), _line(LOG_LINEAR, "# the dev forward"))
+
+
+def test_a_forward_that_repeats_a_linear_in_a_comprehension_has_unknown_work(tmp_path, monkeypatch):
+    source = LOG_LINEAR.replace("nn.Embedding(number_of_words, number_of_words) for", "nn.Linear(N, 8) for")
+    assert _flops(source[: source.index("model = ")] + "m = LogLinear(len(word_to_index), N)") is None
+    assert "GPU405" in _at(_lint(tmp_path, monkeypatch, source), _line(source, "# the dev forward"))
+
+
+def test_lookups_drawn_from_modules_handed_to_the_class_have_unknown_work(tmp_path, monkeypatch):
+    source = LOG_LINEAR.replace(
+        "nn.ModuleList([nn.Embedding(number_of_words, number_of_words) for _ in range(ngram_length)])", "tables"
+    ).replace("def __init__(self, number_of_words, ngram_length):", "def __init__(self, number_of_words, ngram_length, tables):")
+    source = source.replace("LogLinear(len(word_to_index), N)", "LogLinear(len(word_to_index), N, load())")
+    assert _flops(source[: source.index("model = ")] + "m = LogLinear(len(word_to_index), N, load())") is None
+    assert "GPU405" in _at(_lint(tmp_path, monkeypatch, source), _line(source, "# the dev forward"))
