@@ -7,7 +7,10 @@ batch 4096 with a 1024-wide head (1.7 GFLOP a step); a ResNet-sized conv net on 
 needs the image size: unknown); a model of a vocabulary read from the data trained by Adam (its update is unknown); an
 `nn.Embedding` feeding a `Linear` per token (the sentence length is not in the code); a module handed to the class.
 The rules ask the threshold of one-row steps and steps that multiply nothing only (`ONE_ROW_STEPS`): the same
-classifier at batch 64 keeps its read.
+classifier at batch 64 keeps its read. A forward that repeats only lookups (a comprehension over an `nn.ModuleList` of
+embeddings) multiplies nothing, unlike one that repeats a `Linear` or draws its lookups from modules handed in; a
+function of the module the step calls once (`loss = calc_sent_loss(sent)`) counts with the step, unless it runs the
+model in a loop or a comprehension of its own or calls another function of the module.
 """
 
 from __future__ import annotations
@@ -270,3 +273,67 @@ def test_lookups_drawn_from_modules_handed_to_the_class_have_unknown_work(tmp_pa
     source = source.replace("LogLinear(len(word_to_index), N)", "LogLinear(len(word_to_index), N, load())")
     assert _flops(source[: source.index("model = ")] + "m = LogLinear(len(word_to_index), N, load())") is None
     assert "GPU405" in _at(_lint(tmp_path, monkeypatch, source), _line(source, "# the dev forward"))
+
+
+SENTENCE_LOSS = """
+import torch
+import torch.nn as nn
+
+word_to_index = {}
+for line in open("train.txt"):
+    for word in line.split():
+        word_to_index.setdefault(word, len(word_to_index))
+train_data = [[word_to_index[w] for w in line.split()] for line in open("train.txt")]
+dev_data = [[word_to_index[w] for w in line.split()] for line in open("dev.txt")]
+model = nn.EmbeddingBag(len(word_to_index), len(word_to_index), mode="sum").cuda()
+criterion = nn.CrossEntropyLoss()
+optimizer = torch.optim.Adam(model.parameters())
+
+
+def calc_sent_loss(sent):
+    histories, targets = [], []
+    for i in range(1, len(sent)):
+        histories.append(sent[max(0, i - 2) : i])
+        targets.append(sent[i])
+    logits = model(torch.tensor(histories).cuda())
+    return criterion(logits, torch.tensor(targets).cuda())
+
+
+for epoch in range(10):
+    model.train()
+    for sent in train_data:
+        loss = calc_sent_loss(sent)
+        print(loss.item())  # train read
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    model.eval()
+    dev_loss = 0.0
+    for sent in dev_data:
+        with torch.no_grad():
+            dev_loss += calc_sent_loss(sent).item()  # dev read
+"""
+
+
+def test_a_helper_that_runs_a_lookup_model_once_a_step_is_read(tmp_path, monkeypatch):
+    assert _work(SENTENCE_LOSS) == 0  # the dev loop: lookups only, whatever the vocabulary
+    findings = _lint(tmp_path, monkeypatch, SENTENCE_LOSS)
+    assert "GPU303" not in _at(findings, _line(SENTENCE_LOSS, "# dev read"))
+    assert "GPU303" in _at(findings, _line(SENTENCE_LOSS, "# train read"))  # Adam updates a vocabulary-squared table
+
+
+def test_a_helper_that_runs_the_model_in_its_own_loop_is_not_read(tmp_path, monkeypatch):
+    source = SENTENCE_LOSS.replace(
+        "    logits = model(torch.tensor(histories).cuda())\n",
+        "    logits = torch.cat([model(torch.tensor([h]).cuda()) for h in histories])\n",
+    )
+    assert _work(source) is None
+    assert "GPU303" in _at(_lint(tmp_path, monkeypatch, source), _line(source, "# dev read"))
+
+
+def test_a_helper_that_calls_another_function_of_the_module_is_not_read(tmp_path, monkeypatch):
+    source = SENTENCE_LOSS.replace("    logits = model(", "    histories = pad(histories)\n    logits = model(").replace(
+        "def calc_sent_loss(sent):", "def pad(rows):\n    return rows\n\n\ndef calc_sent_loss(sent):"
+    )
+    assert _work(source) is None
+    assert "GPU303" in _at(_lint(tmp_path, monkeypatch, source), _line(source, "# dev read"))

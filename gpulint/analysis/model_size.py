@@ -22,7 +22,9 @@ token: the sentence length is not in the code) are unknown; but a forward that r
 nothing, its own and however often (lookups in a comprehension over an `nn.ModuleList` of embeddings), does none,
 `_runs_own_layers`), times the rows of a step (the DataLoader's batch size;
 a model that multiplies nothing does no work whatever it is fed), times 3 in training (backward), where the update of
-at most `UPDATE_PARAMETERS` parameters (known) must also be small. Unknown stays unknown, never small. The rules
+at most `UPDATE_PARAMETERS` parameters (known) must also be small. The models a step runs are those of the loop and
+of the functions of this module it calls once an iteration (`_step_helpers`: `loss = calc_sent_loss(sent)`), each
+model run once (not in a loop or a comprehension). Unknown stays unknown, never small. The rules
 ask it (`launch_bound_loop`, `launch_bound_model`) of steps that multiply nothing or feed one row (`ONE_ROW_STEPS`).
 """
 
@@ -621,11 +623,15 @@ class ModelSize:
         residency = m.residency
         if not any(own is loop for own in m.loops):
             return None  # a loop of another module (the step that calls this module's loss): its models are not here
-        if m.callees(loop) or _multiplies(m, loop):
-            return None  # functions of this module (a step, an evaluation) or products of its own do more work
-        trains = any(_trains(m, call) for call in m.calls_inside(loop))
+        if _multiplies(m, loop):
+            return None  # products of its own do more work
+        helpers = self._step_helpers(loop)
+        if helpers is None:
+            return None  # functions of this module that run in a loop of the step, or that the step does not show
+        calls = [c for node in (loop, *helpers) for c in m.calls_inside(node) if not (isinstance(c.func, cst.Name) and c.func.value in m.functions)]
+        trains = any(_trains(m, call) for call in calls)
         flops = trained = runs = 0
-        for call in m.calls_inside(loop):
+        for call in calls:
             func = call.func
             called = func.value if isinstance(func, cst.Attribute) and func.attr.value == "forward" else func
             is_model = residency.is_module(called) or residency.is_gpu_module(called)
@@ -637,8 +643,10 @@ class ModelSize:
                 if isinstance(func, cst.Name) and m.bindings_of(func.value, call) and not (m.call_name(call) or "").startswith("torch."):
                     return None  # `model(batch)` of a name not known as a module: what it runs is unknown
                 continue
-            if any(inner is not loop and m.is_inside(inner, loop) for inner in m.enclosing_loops(call)):
-                return None  # run several times a step
+            if any(inner is not loop and (m.is_inside(inner, loop) or not m.is_inside(call, loop)) for inner in m.enclosing_loops(call)):
+                return None  # run several times a step (in a loop of the step or of its helper)
+            if m.has_ancestor_below(call, _COMPREHENSIONS, loop if m.is_inside(call, loop) else m.enclosing_function(call)):
+                return None  # `[model(x) for x in xs]`: as many times as the items
             work = self.forward_flops(called)
             if work is None:
                 return None
@@ -656,6 +664,28 @@ class ModelSize:
                 return None
             flops *= rows
         return 3 * flops if trains else flops
+
+    def _step_helpers(self, loop: cst.CSTNode) -> Optional[list[cst.FunctionDef]]:
+        """The functions of this module the loop calls by name (`my_loss = calc_sent_loss(sent)`), each the one `def`
+        of its name at the module level, called outside any loop nested in the step (once an iteration), multiplying
+        nothing itself, calling no function of this module in turn and no generator; None when one of them is not
+        such (its work is not read)."""
+        m = self.m
+        helpers: list[cst.FunctionDef] = []
+        for call in m.calls_inside(loop):
+            if not isinstance(call.func, cst.Name) or call.func.value not in m.functions:
+                continue
+            defs = m.functions[call.func.value]
+            if len(defs) != 1 or m.parent.get(defs[0]) is not m.module or m.bindings_of(call.func.value, call) not in ([], defs):
+                return None
+            helper = defs[0]
+            if any(inner is not loop and m.is_inside(inner, loop) for inner in m.enclosing_loops(call)) or m.is_inside(loop, helper):
+                return None  # several times a step, or the step's own function
+            if m.callees(helper) or m.yields_of(helper) or _multiplies(m, helper):
+                return None
+            if helper not in helpers:
+                helpers.append(helper)
+        return helpers
 
     def _small_work_step(self, loop: cst.CSTNode) -> bool:
         """`step_work` is known and at most `LAUNCH_BOUND_FLOPS`, and the step multiplies nothing or feeds its models
