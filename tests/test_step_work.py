@@ -203,6 +203,12 @@ def test_forward_flops_of_plain_layers_and_unknowns():
         "    def forward(self, x):\n        return x @ self.w\n\nm = Proj()"
     )
     assert _flops(matmul) is None  # a product of its own
+    foreign = head + "import ops\n" + (
+        "class Proj(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(8, 8)\n"
+        "    def forward(self, x):\n        return ops.mix(self.fc(x))\n\nm = Proj()"
+    )
+    assert _flops(foreign) is None  # a function of another module
+    assert _flops(foreign.replace("ops.mix(self.fc(x))", "torch.relu(self.fc(x)) / math.sqrt(8)").replace("import ops", "import math")) == 2 * 8 * 8
 
 
 def test_small_work_at_a_larger_batch_is_not_asked_yet(tmp_path, monkeypatch):
@@ -337,3 +343,10 @@ def test_a_helper_that_calls_another_function_of_the_module_is_not_read(tmp_path
     )
     assert _work(source) is None
     assert "GPU303" in _at(_lint(tmp_path, monkeypatch, source), _line(source, "# dev read"))
+
+
+def test_a_forward_that_calls_a_function_of_another_module_has_unknown_work():
+    source = LOG_LINEAR.replace("import torch.nn as nn\n", "import torch.nn as nn\nimport ops\n").replace(
+        "return torch.sum(embs, dim=0) + self.bias", "return ops.project(torch.sum(embs, dim=0)) + self.bias"
+    )
+    assert _flops(source[: source.index("model = ")] + "m = LogLinear(len(word_to_index), N)") is None

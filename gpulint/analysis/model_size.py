@@ -730,6 +730,8 @@ class ModelSize:
                 return False  # `self.layers[0](x)`, `self.encoder.block(x)`
             elif isinstance(func, cst.Name) and (func.value in m.functions or m.local_class_of(m.call_name(call)) is not None):
                 return False
+            elif _foreign_function(m, call):
+                return False  # `ops.project(x, w)`, `from ops import project`: a function of another module may multiply
         return True
 
     def _runs_own_layers(self, node: cst.ClassDef) -> bool:
@@ -760,6 +762,8 @@ class ModelSize:
                     return False
                 if not name.startswith("torch.") and func.value not in _PLAIN_BUILTINS and not _drawn_from_layers(m, func, built, forward):
                     return False  # a callable handed in, or one this forward does not draw from its own layers
+            elif _foreign_function(m, call):
+                return False  # `ops.project(x, w)`: a function of another module may multiply
         return True
 
     def _built_attributes(self, node: cst.ClassDef) -> set[str]:
@@ -1132,6 +1136,13 @@ def _drawn_from_layers(model: SemanticModel, func: cst.Name, built: set[str], fo
             layers = [a for a in matchers.findall(iterated, matchers.Attribute(value=matchers.Name("self")))]
             return bool(layers) and all(a.attr.value in built for a in layers)  # type: ignore[attr-defined]
     return False
+
+
+def _foreign_function(model: SemanticModel, call: cst.Call) -> bool:
+    """`ops.project(x)`, `project(x)` imported from another module: a function outside torch, whose work is not read
+    (a builtin, a tensor's method, a torch function and numpy/math on host values are not)."""
+    name = model.call_name(call)  # qualified through the module's imports: `ops.project`, `numpy.sum`
+    return name is not None and "." in name and not name.startswith(("torch.", "numpy.", "math."))  # (host math: no GPU work)
 
 
 def _largest(counts: list[Optional[int]]) -> Optional[int]:
