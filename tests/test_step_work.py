@@ -7,7 +7,10 @@ batch 4096 with a 1024-wide head (1.7 GFLOP a step); a ResNet-sized conv net on 
 needs the image size: unknown); a model of a vocabulary read from the data trained by Adam (its update is unknown); an
 `nn.Embedding` feeding a `Linear` per token (the sentence length is not in the code); a module handed to the class.
 The rules ask the threshold of one-row steps and steps that multiply nothing only (`ONE_ROW_STEPS`): the same
-classifier at batch 64 keeps its read.
+classifier at batch 64 keeps its read. A forward that repeats only lookups (a comprehension over an `nn.ModuleList` of
+embeddings) multiplies nothing, unlike one that repeats a `Linear` or draws its lookups from modules handed in; a
+function of the module the step calls once (`loss = calc_sent_loss(sent)`) counts with the step, unless it runs the
+model in a loop or a comprehension of its own or calls another function of the module.
 """
 
 from __future__ import annotations
@@ -200,6 +203,12 @@ def test_forward_flops_of_plain_layers_and_unknowns():
         "    def forward(self, x):\n        return x @ self.w\n\nm = Proj()"
     )
     assert _flops(matmul) is None  # a product of its own
+    foreign = head + "import ops\n" + (
+        "class Proj(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(8, 8)\n"
+        "    def forward(self, x):\n        return ops.mix(self.fc(x))\n\nm = Proj()"
+    )
+    assert _flops(foreign) is None  # a function of another module
+    assert _flops(foreign.replace("ops.mix(self.fc(x))", "torch.relu(self.fc(x)) / math.sqrt(8)").replace("import ops", "import math")) == 2 * 8 * 8
 
 
 def test_small_work_at_a_larger_batch_is_not_asked_yet(tmp_path, monkeypatch):
@@ -215,3 +224,129 @@ def test_a_module_handed_to_the_class_has_unknown_work():
         "        self.fc = nn.Linear(768, 4)\n    def forward(self, x):\n        return self.fc(self.body(x))\n\nm = Head(load())"
     )
     assert _flops(handed) is None
+
+
+LOG_LINEAR = """
+import torch
+import torch.nn as nn
+
+N = 2
+word_to_index = {}
+for line in open("train.txt"):
+    for word in line.split():
+        word_to_index.setdefault(word, len(word_to_index))
+dev_data = [[word_to_index[w] for w in line.split()] for line in open("dev.txt")]
+
+
+class LogLinear(nn.Module):
+    def __init__(self, number_of_words, ngram_length):
+        super().__init__()
+        self.embeddings = nn.ModuleList([nn.Embedding(number_of_words, number_of_words) for _ in range(ngram_length)])
+        self.bias = nn.Parameter(torch.zeros(number_of_words))
+        for i in range(ngram_length):
+            nn.init.xavier_uniform_(self.embeddings[i].weight)
+
+    def forward(self, x):
+        embs = torch.cat([lookup(x) for x, lookup in zip(x.T, self.embeddings)]).view(N, x.shape[0], -1)
+        return torch.sum(embs, dim=0) + self.bias
+
+
+model = LogLinear(len(word_to_index), N).cuda()
+model.eval()
+total = 0.0
+for sent in dev_data:
+    histories = torch.tensor([sent[i : i + N] for i in range(len(sent) - N)]).cuda()
+    logits = model(histories)  # the dev forward
+    total += float(logits.logsumexp(-1).sum())
+"""
+
+
+def test_a_forward_that_repeats_lookups_in_a_comprehension_multiplies_nothing(tmp_path, monkeypatch):
+    assert _flops(LOG_LINEAR[: LOG_LINEAR.index("model = ")] + "m = LogLinear(len(word_to_index), N)") == 0
+    assert "GPU405" not in _at(_lint(tmp_path, monkeypatch, LOG_LINEAR), _line(LOG_LINEAR, "# the dev forward"))
+
+
+def test_a_forward_that_repeats_a_linear_in_a_comprehension_has_unknown_work(tmp_path, monkeypatch):
+    source = LOG_LINEAR.replace("nn.Embedding(number_of_words, number_of_words) for", "nn.Linear(N, 8) for")
+    assert _flops(source[: source.index("model = ")] + "m = LogLinear(len(word_to_index), N)") is None
+    assert "GPU405" in _at(_lint(tmp_path, monkeypatch, source), _line(source, "# the dev forward"))
+
+
+def test_lookups_drawn_from_modules_handed_to_the_class_have_unknown_work(tmp_path, monkeypatch):
+    source = LOG_LINEAR.replace(
+        "nn.ModuleList([nn.Embedding(number_of_words, number_of_words) for _ in range(ngram_length)])", "tables"
+    ).replace("def __init__(self, number_of_words, ngram_length):", "def __init__(self, number_of_words, ngram_length, tables):")
+    source = source.replace("LogLinear(len(word_to_index), N)", "LogLinear(len(word_to_index), N, load())")
+    assert _flops(source[: source.index("model = ")] + "m = LogLinear(len(word_to_index), N, load())") is None
+    assert "GPU405" in _at(_lint(tmp_path, monkeypatch, source), _line(source, "# the dev forward"))
+
+
+SENTENCE_LOSS = """
+import torch
+import torch.nn as nn
+
+word_to_index = {}
+for line in open("train.txt"):
+    for word in line.split():
+        word_to_index.setdefault(word, len(word_to_index))
+train_data = [[word_to_index[w] for w in line.split()] for line in open("train.txt")]
+dev_data = [[word_to_index[w] for w in line.split()] for line in open("dev.txt")]
+model = nn.EmbeddingBag(len(word_to_index), len(word_to_index), mode="sum").cuda()
+criterion = nn.CrossEntropyLoss()
+optimizer = torch.optim.Adam(model.parameters())
+
+
+def calc_sent_loss(sent):
+    histories, targets = [], []
+    for i in range(1, len(sent)):
+        histories.append(sent[max(0, i - 2) : i])
+        targets.append(sent[i])
+    logits = model(torch.tensor(histories).cuda())
+    return criterion(logits, torch.tensor(targets).cuda())
+
+
+for epoch in range(10):
+    model.train()
+    for sent in train_data:
+        loss = calc_sent_loss(sent)
+        print(loss.item())  # train read
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    model.eval()
+    dev_loss = 0.0
+    for sent in dev_data:
+        with torch.no_grad():
+            dev_loss += calc_sent_loss(sent).item()  # dev read
+"""
+
+
+def test_a_helper_that_runs_a_lookup_model_once_a_step_is_read(tmp_path, monkeypatch):
+    assert _work(SENTENCE_LOSS) == 0  # the dev loop: lookups only, whatever the vocabulary
+    findings = _lint(tmp_path, monkeypatch, SENTENCE_LOSS)
+    assert "GPU303" not in _at(findings, _line(SENTENCE_LOSS, "# dev read"))
+    assert "GPU303" in _at(findings, _line(SENTENCE_LOSS, "# train read"))  # Adam updates a vocabulary-squared table
+
+
+def test_a_helper_that_runs_the_model_in_its_own_loop_is_not_read(tmp_path, monkeypatch):
+    source = SENTENCE_LOSS.replace(
+        "    logits = model(torch.tensor(histories).cuda())\n",
+        "    logits = torch.cat([model(torch.tensor([h]).cuda()) for h in histories])\n",
+    )
+    assert _work(source) is None
+    assert "GPU303" in _at(_lint(tmp_path, monkeypatch, source), _line(source, "# dev read"))
+
+
+def test_a_helper_that_calls_another_function_of_the_module_is_not_read(tmp_path, monkeypatch):
+    source = SENTENCE_LOSS.replace("    logits = model(", "    histories = pad(histories)\n    logits = model(").replace(
+        "def calc_sent_loss(sent):", "def pad(rows):\n    return rows\n\n\ndef calc_sent_loss(sent):"
+    )
+    assert _work(source) is None
+    assert "GPU303" in _at(_lint(tmp_path, monkeypatch, source), _line(source, "# dev read"))
+
+
+def test_a_forward_that_calls_a_function_of_another_module_has_unknown_work():
+    source = LOG_LINEAR.replace("import torch.nn as nn\n", "import torch.nn as nn\nimport ops\n").replace(
+        "return torch.sum(embs, dim=0) + self.bias", "return ops.project(torch.sum(embs, dim=0)) + self.bias"
+    )
+    assert _flops(source[: source.index("model = ")] + "m = LogLinear(len(word_to_index), N)") is None

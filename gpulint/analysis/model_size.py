@@ -18,9 +18,13 @@ steps of 8-13 GFLOP run 11-17 µs kernels). A step's work is the forward FLOPs o
 (`forward_flops`: `nn.Linear` 2 x in x out, `nn.Embedding`/`nn.EmbeddingBag` none: a gather, norms a few per feature,
 parameter-free layers none; a convolution, a recurrent layer, attention, any layer not listed, a forward that loops,
 multiplies tensors itself or runs a layer twice, and an `nn.Embedding` feeding layers that multiply (one row per
-token: the sentence length is not in the code) are unknown), times the rows of a step (the DataLoader's batch size;
+token: the sentence length is not in the code) are unknown; but a forward that runs only layers that multiply
+nothing, its own and however often (lookups in a comprehension over an `nn.ModuleList` of embeddings), does none,
+`_runs_own_layers`), times the rows of a step (the DataLoader's batch size;
 a model that multiplies nothing does no work whatever it is fed), times 3 in training (backward), where the update of
-at most `UPDATE_PARAMETERS` parameters (known) must also be small. Unknown stays unknown, never small. The rules
+at most `UPDATE_PARAMETERS` parameters (known) must also be small. The models a step runs are those of the loop and
+of the functions of this module it calls once an iteration (`_step_helpers`: `loss = calc_sent_loss(sent)`), each
+model run once (not in a loop or a comprehension). Unknown stays unknown, never small. The rules
 ask it (`launch_bound_loop`, `launch_bound_model`) of steps that multiply nothing or feed one row (`ONE_ROW_STEPS`).
 """
 
@@ -293,8 +297,11 @@ class ModelSize:
         m = self.m
         if m.classes[node.name.value].bases != ["torch.nn.Module"]:
             return None  # layers a base class builds are not read
+        gathers_only = False
         if work and not self._plain_forward(node):
-            return None
+            if not self._runs_own_layers(node):
+                return None
+            gathers_only = True  # loops, comprehensions, repeats: FLOPs only if none of its layers multiplies
         env = self._constructor_arguments(node, call)
         total = 0
         for statement in node.body.body if isinstance(node.body, cst.IndentedBlock) else ():
@@ -322,7 +329,7 @@ class ModelSize:
                     continue
                 else:
                     return None
-                if count is None:
+                if count is None or (gathers_only and count):
                     return None
                 total += count
         return total
@@ -616,11 +623,15 @@ class ModelSize:
         residency = m.residency
         if not any(own is loop for own in m.loops):
             return None  # a loop of another module (the step that calls this module's loss): its models are not here
-        if m.callees(loop) or _multiplies(m, loop):
-            return None  # functions of this module (a step, an evaluation) or products of its own do more work
-        trains = any(_trains(m, call) for call in m.calls_inside(loop))
+        if _multiplies(m, loop):
+            return None  # products of its own do more work
+        helpers = self._step_helpers(loop)
+        if helpers is None:
+            return None  # functions of this module that run in a loop of the step, or that the step does not show
+        calls = [c for node in (loop, *helpers) for c in m.calls_inside(node) if not (isinstance(c.func, cst.Name) and c.func.value in m.functions)]
+        trains = any(_trains(m, call) for call in calls)
         flops = trained = runs = 0
-        for call in m.calls_inside(loop):
+        for call in calls:
             func = call.func
             called = func.value if isinstance(func, cst.Attribute) and func.attr.value == "forward" else func
             is_model = residency.is_module(called) or residency.is_gpu_module(called)
@@ -632,8 +643,10 @@ class ModelSize:
                 if isinstance(func, cst.Name) and m.bindings_of(func.value, call) and not (m.call_name(call) or "").startswith("torch."):
                     return None  # `model(batch)` of a name not known as a module: what it runs is unknown
                 continue
-            if any(inner is not loop and m.is_inside(inner, loop) for inner in m.enclosing_loops(call)):
-                return None  # run several times a step
+            if any(inner is not loop and (m.is_inside(inner, loop) or not m.is_inside(call, loop)) for inner in m.enclosing_loops(call)):
+                return None  # run several times a step (in a loop of the step or of its helper)
+            if m.has_ancestor_below(call, _COMPREHENSIONS, loop if m.is_inside(call, loop) else m.enclosing_function(call)):
+                return None  # `[model(x) for x in xs]`: as many times as the items
             work = self.forward_flops(called)
             if work is None:
                 return None
@@ -651,6 +664,28 @@ class ModelSize:
                 return None
             flops *= rows
         return 3 * flops if trains else flops
+
+    def _step_helpers(self, loop: cst.CSTNode) -> Optional[list[cst.FunctionDef]]:
+        """The functions of this module the loop calls by name (`my_loss = calc_sent_loss(sent)`), each the one `def`
+        of its name at the module level, called outside any loop nested in the step (once an iteration), multiplying
+        nothing itself, calling no function of this module in turn and no generator; None when one of them is not
+        such (its work is not read)."""
+        m = self.m
+        helpers: list[cst.FunctionDef] = []
+        for call in m.calls_inside(loop):
+            if not isinstance(call.func, cst.Name) or call.func.value not in m.functions:
+                continue
+            defs = m.functions[call.func.value]
+            if len(defs) != 1 or m.parent.get(defs[0]) is not m.module or m.bindings_of(call.func.value, call) not in ([], defs):
+                return None
+            helper = defs[0]
+            if any(inner is not loop and m.is_inside(inner, loop) for inner in m.enclosing_loops(call)) or m.is_inside(loop, helper):
+                return None  # several times a step, or the step's own function
+            if m.callees(helper) or m.yields_of(helper) or _multiplies(m, helper):
+                return None
+            if helper not in helpers:
+                helpers.append(helper)
+        return helpers
 
     def _small_work_step(self, loop: cst.CSTNode) -> bool:
         """`step_work` is known and at most `LAUNCH_BOUND_FLOPS`, and the step multiplies nothing or feeds its models
@@ -680,13 +715,7 @@ class ModelSize:
         forward = info.methods.get("forward")
         if forward is None or m.loops_inside(forward) or _multiplies(m, forward):
             return False
-        built = {  # `self.fc = nn.Linear(...)`: the layers `_class` counts; `self.llm = llm` (handed in) is not one
-            target.target.attr.value
-            for method in info.methods.values() if method is not forward
-            for assign in matchers.findall(method, matchers.Assign(value=matchers.Call()))
-            for target in assign.targets  # type: ignore[attr-defined]
-            if isinstance(target.target, cst.Attribute) and _layer_of_self(target.target)
-        }
+        built = self._built_attributes(node)  # `self.llm = llm` (handed in) is not one
         seen: set[str] = set()
         for call in m.calls_inside(forward):
             func = call.func
@@ -701,7 +730,53 @@ class ModelSize:
                 return False  # `self.layers[0](x)`, `self.encoder.block(x)`
             elif isinstance(func, cst.Name) and (func.value in m.functions or m.local_class_of(m.call_name(call)) is not None):
                 return False
+            elif _foreign_function(m, call):
+                return False  # `ops.project(x, w)`, `from ops import project`: a function of another module may multiply
         return True
+
+    def _runs_own_layers(self, node: cst.ClassDef) -> bool:
+        """The class's `forward` multiplies no tensors itself and calls only layers the class builds (`self.fc(x)`,
+        `self.embeddings[i](x)`, `lookup(x)` for `lookup` drawn from `self.embeddings`), torch functions and tensor
+        methods, however often (loops, comprehensions, a layer run twice): when none of those layers multiplies (an
+        `nn.Embedding` lookup, a bias, parameter-free layers), neither does the forward, whatever it repeats."""
+        m = self.m
+        info = m.classes[node.name.value]
+        forward = info.methods.get("forward")
+        if forward is None or _multiplies(m, forward):
+            return False
+        built = self._built_attributes(node)
+        for call in m.calls_inside(forward):
+            func = call.func
+            if _calls_own_method(call):
+                if func.attr.value not in built:  # type: ignore[attr-defined]
+                    return False  # a method of the class, or a module handed in (`self.llm = llm`)
+            elif _layer_of_self(func):
+                root = func
+                while isinstance(root, (cst.Attribute, cst.Subscript)) and not (isinstance(root, cst.Attribute) and isinstance(root.value, cst.Name)):
+                    root = root.value
+                if not (isinstance(root, cst.Attribute) and root.attr.value in built):
+                    return False
+            elif isinstance(func, cst.Name):
+                name = m.call_name(call) or ""
+                if func.value in m.functions or m.local_class_of(name) is not None:
+                    return False
+                if not name.startswith("torch.") and func.value not in _PLAIN_BUILTINS and not _drawn_from_layers(m, func, built, forward):
+                    return False  # a callable handed in, or one this forward does not draw from its own layers
+            elif _foreign_function(m, call):
+                return False  # `ops.project(x, w)`: a function of another module may multiply
+        return True
+
+    def _built_attributes(self, node: cst.ClassDef) -> set[str]:
+        """`fc` for `self.fc = nn.Linear(...)` in a method other than `forward`: the layers `_class` counts."""
+        info = self.m.classes[node.name.value]
+        forward = info.methods.get("forward")
+        return {
+            target.target.attr.value
+            for method in info.methods.values() if method is not forward
+            for assign in matchers.findall(method, matchers.Assign(value=matchers.Call()))
+            for target in assign.targets  # type: ignore[attr-defined]
+            if isinstance(target.target, cst.Attribute) and _layer_of_self(target.target)
+        }
 
     def _runs_launch_bound_models(self, loop: cst.CSTNode) -> bool:
         m = self.m
@@ -1035,6 +1110,39 @@ def _layer_work(layer: str, size: _Arguments) -> Optional[int]:
 
 def _convolution(name: str) -> bool:
     return name.startswith("torch.nn.") and name.rsplit(".", 1)[-1].startswith(("Conv", "LazyConv"))
+
+
+# Builtins a forward may call around its layers: they run no module.
+_PLAIN_BUILTINS = frozenset({"zip", "enumerate", "range", "len", "list", "tuple", "reversed", "min", "max", "sum", "isinstance"})
+
+
+def _drawn_from_layers(model: SemanticModel, func: cst.Name, built: set[str], forward: cst.FunctionDef) -> bool:
+    """`lookup` in `[lookup(x) for x, lookup in zip(x.T, self.embeddings)]` (or a `for` of the forward): a name the
+    enclosing comprehension or loop binds from an iterable that names only layers the class builds."""
+    for ancestor in model.ancestors(func):
+        if ancestor is forward:
+            return False
+        loops = []
+        if isinstance(ancestor, _COMPREHENSIONS):
+            part: Optional[cst.CompFor] = ancestor.for_in
+            while part is not None:
+                loops.append((part.target, part.iter))
+                part = part.inner_for_in
+        elif isinstance(ancestor, cst.For):
+            loops.append((ancestor.target, ancestor.iter))
+        for target, iterated in loops:
+            if func.value not in {n.value for n in _names(target)}:
+                continue
+            layers = [a for a in matchers.findall(iterated, matchers.Attribute(value=matchers.Name("self")))]
+            return bool(layers) and all(a.attr.value in built for a in layers)  # type: ignore[attr-defined]
+    return False
+
+
+def _foreign_function(model: SemanticModel, call: cst.Call) -> bool:
+    """`ops.project(x)`, `project(x)` imported from another module: a function outside torch, whose work is not read
+    (a builtin, a tensor's method, a torch function and numpy/math on host values are not)."""
+    name = model.call_name(call)  # qualified through the module's imports: `ops.project`, `numpy.sum`
+    return name is not None and "." in name and not name.startswith(("torch.", "numpy.", "math."))  # (host math: no GPU work)
 
 
 def _largest(counts: list[Optional[int]]) -> Optional[int]:

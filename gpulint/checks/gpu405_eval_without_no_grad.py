@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from gpulint.analysis.few_samples import few_samples_per_epoch
 from gpulint.checks.base import Rule
 from gpulint.diagnostics import Diagnostic, Severity
 
@@ -25,6 +26,8 @@ class EvalWithoutNoGrad(Rule):
             loops = model.enclosing_loops(found.forward)
             if model.model_size.launch_bound_model(found.eval_call.func.value, loops[0] if loops else None):
                 continue  # a small model (a LeNet, a toy RNN) or a forward of little work: its graph costs next to nothing
+            if few_samples_per_epoch(model, found.loop):
+                continue  # `for _ in range(5): generate()` beside an epoch of training steps: a few graphs an epoch
             name = model.code(found.eval_call.func.value)
             if found.caller is not None:
                 function = model.enclosing_function(found.forward)

@@ -1,0 +1,52 @@
+"""Evaluations that run a few samples per epoch beside the epoch's training: `for _ in range(5): sent =
+generate_sent()` after a pass of training steps over the data, in the same epoch loop.
+
+GPU405's cost is the autograd graph an evaluation's forward records: host bookkeeping per operation and the
+activations it keeps, a fraction of that forward. An evaluation loop of a handful of iterations written in the
+code (`range(5)`, five generated sentences, a few hand-picked prompts) inside the epoch loop, whose body also runs
+a training loop over the epoch's data (one forward, backward and update per batch, a number of batches the code
+does not bound), records a few graphs per epoch against the epoch's training steps: a small share of the run
+whatever the model (judged noise on the fourteenth corpus, "one-off-generation": five sampled sentences per epoch
+beside an epoch of training over Penn Treebank). A per-epoch evaluation over a data set is not a few samples and
+stays reported; so does a sampling loop beside a training loop that itself runs a handful of steps.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from gpulint.analysis.hot_loops import FEW_ITEMS, iterates_a_few_literals, trains
+from gpulint.analysis.loop_bounds import SHORT_LOOP, trip_count
+
+if TYPE_CHECKING:
+    from gpulint.analysis.model import Loop, SemanticModel
+
+# At most this many iterations of the evaluation loop each epoch: "a few samples".
+FEW_SAMPLES = FEW_ITEMS
+
+
+def few_samples_per_epoch(model: SemanticModel, loop: Loop) -> bool:
+    """`loop` runs at most `FEW_SAMPLES` times each time it is entered (a `range` or items written in the code),
+    trains nothing, and sits in the body of an outer loop that also runs, outside `loop`, a training loop over data
+    (a loop that trains and whose trip count is unknown or above `SHORT_LOOP`)."""
+    if not isinstance(loop, cst.For) or trains(model, loop):
+        return False
+    if not iterates_a_few_literals(model, loop):
+        count = trip_count(model, loop)
+        if count is None or count > FEW_SAMPLES:
+            return False
+    outer = model.repeating_loops(loop)
+    if not outer:
+        return False  # once in the run: GPU405 does not reach it through a loop anyway
+    epoch = outer[0]
+    for sibling in model.loops_inside(epoch):
+        if sibling is epoch or sibling is loop or model.is_inside(sibling, loop) or not isinstance(sibling, cst.For):
+            continue
+        if model.enclosing_function(sibling) is not model.enclosing_function(loop) or not trains(model, sibling):
+            continue
+        count = trip_count(model, sibling)
+        if count is None or count > SHORT_LOOP:
+            return True
+    return False
