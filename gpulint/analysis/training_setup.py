@@ -56,6 +56,9 @@ class TrainingSetup:
     # `torch.backends.cudnn.benchmark = False` written unconditionally, with nothing else asking for reproducible
     # convolutions: torch's default spelled out (not counted in `cudnn_configured`)
     cudnn_benchmark_off: cst.Assign | None = None
+    # every model moved to CUDA is launch-bound (`model_size.launch_bound_model`: small images and at most
+    # `LAUNCH_BOUND_PARAMETERS`, or a forward that multiplies nothing), convolutions or not
+    launch_bound_models: bool = False
 
     @property
     def cuda_training_script(self) -> bool:
@@ -541,5 +544,6 @@ def find_training_setup(model: SemanticModel) -> TrainingSetup:
         engine_half_precision=bool(moves) and all(_engine_places_model(model, m) or _accelerate_places_model(model, m) for m in moves)
         and _names_half_precision(model),
         cudnn_benchmark_off=cudnn_off,
+        launch_bound_models=bool(moves) and all(model.model_size.launch_bound_model(_moved_model(model, m)) for m in moves),
         time_steps=bool(moves) and (all(_steps_cells(model, _moved_model(model, m)) for m in moves) or _time_step_loops(model, hot)),
     )
