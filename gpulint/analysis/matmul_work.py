@@ -141,9 +141,10 @@ def launch_bound_training(model: SemanticModel) -> bool:
     each (bench/results/cost_facts.md, section 1), so TF32, bf16 or a faster convolution algorithm shorten nothing."""
     from gpulint.analysis.hot_loops import is_hot
 
-    if model.training_setup.launch_bound_models:
-        return True
     sizes = model.model_size
+    moved = model.training_setup.moved_models
+    if moved and all(sizes.launch_bound_model(module) for module in moved):
+        return True
     hot = [loop for loop in model.loops if is_hot(model, loop)]
     steps = [loop for loop in hot if not any(inner is not loop and model.is_inside(inner, loop) for inner in hot)]
     return bool(steps) and all(sizes.launch_bound_loop(loop) for loop in steps)
