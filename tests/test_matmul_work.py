@@ -275,3 +275,12 @@ def test_a_size_or_batch_that_is_not_a_number_keeps_them():
 def test_a_conv_layer_of_the_module_beside_the_network_keeps_them():
     source = cifar().replace("optimizer =", "stem = torch.nn.Conv2d(3, 3, 1).cuda()\n    optimizer =")
     assert small_image_network_pass(model_of(source)) is None
+
+
+def test_a_size_that_is_not_an_image_size_is_not_read_as_one():
+    # lightly's NNCLR keeps a memory bank of 4096 embeddings: no image is resized to 4096
+    bank = cifar().replace("optimizer =", "bank = NNMemoryBankModule(size=(4096, 128))\n    optimizer =")
+    assert small_image_network_pass(model_of(bank)) == 28_368_979_591
+    # an image resized in the forward counts
+    upsampled = cifar().replace("model(x.cuda())", "model(torch.nn.functional.interpolate(x.cuda(), size=224))")
+    assert codes(upsampled) == ["GPU903", "GPU901"]

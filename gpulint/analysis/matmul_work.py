@@ -169,6 +169,9 @@ SMALL_PASS_FLOPS = 50_000_000_000
 # The side of MNIST/CIFAR/SVHN images (`model_size.loads_small_images`), unless the module resizes them.
 SMALL_IMAGE_SIDE = 32
 _SIZE_CALLS = ("Resize", "RandomResizedCrop", "CenterCrop", "RandomCrop", "FiveCrop", "TenCrop")
+# Calls whose size arguments size images: transforms (`Resize`, `RandomResizedCrop`, `SimCLRTransform(input_size=32)`)
+# and resampling (`F.interpolate(x, size=224)`, `nn.Upsample`).
+_RESIZING = re.compile(r"transform|crop|resize|interpolate|upsample|scale", re.IGNORECASE)
 _SIZE_KEYWORDS = frozenset({"size", "input_size", "image_size", "img_size", "crop_size", "resolution", "global_crop_size"})
 
 
@@ -197,6 +200,8 @@ def small_image_network_pass(model: SemanticModel) -> int | None:
         callee = None if local else model.callee(call)  # a class or function of this module: its calls are read here
         if (callee is not None and callee.convolutions) or _named_library_model(model, call) is not None:
             return None  # a project or library network of unknown work
+        if not _RESIZING.search(name.rsplit(".", 1)[-1]):
+            continue  # `NNMemoryBankModule(size=(4096, 128))`: a size, not of an image
         written = [a.value for a in call.args if a.keyword is not None and a.keyword.value in _SIZE_KEYWORDS]
         if name.rsplit(".", 1)[-1] in _SIZE_CALLS:
             written += [a.value for a in call.args[:1] if a.keyword is None and not a.star]
