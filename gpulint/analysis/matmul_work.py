@@ -21,6 +21,7 @@ conv net it can see keeps the finding.
 from __future__ import annotations
 
 import re
+import weakref
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -47,6 +48,27 @@ _RECURRENT = frozenset({"torch.nn.LSTM", "torch.nn.GRU", "torch.nn.RNN"})
 _COMPREHENSIONS = (cst.ListComp, cst.GeneratorExp, cst.SetComp, cst.DictComp)
 
 
+_FACTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> {fact: value}: GPU901-903 ask the same
+
+
+def _memo(function):
+    """`function(model)` computed once per model (the three rules ask the same facts of a module)."""
+
+    def cached(model: SemanticModel):
+        facts = _FACTS.setdefault(model, {})
+        if function.__name__ not in facts:
+            facts[function.__name__] = function(model)
+        return facts[function.__name__]
+
+    cached.__name__, cached.__doc__ = function.__name__, function.__doc__
+    return cached
+
+
+# A product written between two operands (`a @ b`, `x @= w`), not a decorator at the start of a line: a cheap test
+# of the source before the tree is searched.
+_WRITTEN_PRODUCT = re.compile(r"[\w)\]][ \t]*@=?[ \t]*[\w(\[]")
+
+
 def _words(name: str) -> set[str]:
     """`MaskedVisionTransformerTorchvision` -> {"masked", "vision", "transformer", "torchvision"}; `vit_b_32` ->
     {"vit", "b", "32"}."""
@@ -54,6 +76,7 @@ def _words(name: str) -> set[str]:
     return {w.lower() for w in re.split(r"[^A-Za-z0-9]+", spaced) if w}
 
 
+@_memo
 def conv_net(model: SemanticModel) -> bool:
     """The module builds a convolutional network: `CONV_NET` or more `torch.nn.Conv*` layers (one built in a loop or
     comprehension counts as many), a torchvision conv net, a library conv net named by a string, or a project class
@@ -91,11 +114,14 @@ def _named_library_model(model: SemanticModel, call: cst.Call) -> bool | None:
     return library_conv_net(qualified, named)
 
 
+@_memo
 def matmul_evidence(model: SemanticModel) -> bool:
     """The module shows matmul work a conv net's head does not explain: attention or a transformer named (a call, an
     import, an attribute, a class of its own), a library model named by a string that is no conv net, a product
     written (`@`, `torch.matmul`, `einsum`, `F.linear`), or an `nn.Linear` of more than `LARGE_LINEAR` weights."""
-    if matchers.findall(model.module, matchers.BinaryOperation(operator=matchers.MatrixMultiply())):
+    if _WRITTEN_PRODUCT.search(model.source) and matchers.findall(
+        model.module, matchers.BinaryOperation(operator=matchers.MatrixMultiply()) | matchers.AugAssign(operator=matchers.MatrixMultiplyAssign())
+    ):
         return True
     names = [q for q in model.imports.bindings.values()] + list(model.classes)
     names += [a.attr.value for a in model.attributes]
@@ -128,12 +154,14 @@ def _large_linear(call: cst.Call) -> bool:
     return None not in sizes and sizes[0] * sizes[1] > LARGE_LINEAR  # type: ignore[operator]
 
 
+@_memo
 def convolutions_only(model: SemanticModel) -> bool:
     """The module trains a conv net and shows no matmul work beside it: its float32 work is cuDNN's convolutions,
     in TF32 already by default (module docstring)."""
     return conv_net(model) and not matmul_evidence(model)
 
 
+@_memo
 def launch_bound_training(model: SemanticModel) -> bool:
     """Every model the script moves to CUDA is launch-bound (`model_size.launch_bound_model`: at most
     `LAUNCH_BOUND_PARAMETERS` on MNIST/CIFAR-size images, or a forward that multiplies nothing), or every innermost
@@ -175,6 +203,7 @@ _RESIZING = re.compile(r"transform|crop|resize|interpolate|upsample|scale", re.I
 _SIZE_KEYWORDS = frozenset({"size", "input_size", "image_size", "img_size", "crop_size", "resolution", "global_crop_size"})
 
 
+@_memo
 def small_image_network_pass(model: SemanticModel) -> int | None:
     """The FLOPs of one training pass of a batch (forward and backward) through the network, where the module trains
     only torchvision classification networks of known work (`NETWORK_GFLOPS`) on MNIST/CIFAR-size images: their
@@ -226,6 +255,7 @@ def _side(sizes, value: cst.BaseExpression) -> int | None:
     return sizes.integer(value, {})
 
 
+@_memo
 def small_network_steps(model: SemanticModel) -> bool:
     """A torchvision ImageNet network trained on MNIST/CIFAR-size images does at most `SMALL_PASS_FLOPS` a pass of a
     batch (`small_image_network_pass`): a host-bound step, where bf16 or a faster convolution algorithm shortens
