@@ -15,7 +15,15 @@ by a string), no `@`/`torch.matmul`/`einsum` written, no `nn.Linear` of more tha
 net is one the module builds from `convolutions.CONV_NET` convolutions or more (one is a vision transformer's patch
 embedding, two a toy), a torchvision or library conv net (`convolutions.CONV_NET_FACTORIES`, `library_conv_net`), or
 a project class or factory that builds one (`Callee.convolutions`). Unknown stays unknown: a module that builds no
-conv net it can see keeps the finding.
+conv net it can see keeps the finding. (Not read: a project class of another module that multiplies without naming
+attention or a transformer; a cuDNN LSTM/GRU, whose head may be a vocabulary-sized decoder.)
+
+Where faster kernels shorten nothing (GPU901 bf16, GPU902 TF32, GPU903 the cuDNN autotuner), measured on the H200
+(bench/results/cost_facts.md, section 1): `launch_bound_training`, every model launch-bound (`model_size`: at most
+300k parameters on MNIST/CIFAR-size images, or a forward that multiplies nothing) or every innermost training loop
+launch-bound; and `small_network_steps`, a torchvision ImageNet network of known work on MNIST/CIFAR-size images at
+a batch whose training pass is at most `SMALL_PASS_FLOPS` (host-bound: a 100 GFLOP CIFAR step keeps the GPU 52 %
+busy).
 """
 
 from __future__ import annotations
@@ -44,7 +52,6 @@ _MATMUL_WORDS = frozenset({
 })  # fmt: skip
 # `torch.nn.functional.linear`, `torch.matmul`: calls that multiply; `nn.Linear` is read by its size instead.
 _MATMUL_CALL_TAILS = frozenset({"matmul", "mm", "bmm", "einsum", "baddbmm", "addmm", "linear", "bilinear"})
-_RECURRENT = frozenset({"torch.nn.LSTM", "torch.nn.GRU", "torch.nn.RNN"})
 _COMPREHENSIONS = (cst.ListComp, cst.GeneratorExp, cst.SetComp, cst.DictComp)
 
 
@@ -119,9 +126,9 @@ def matmul_evidence(model: SemanticModel) -> bool:
     """The module shows matmul work a conv net's head does not explain: attention or a transformer named (a call, an
     import, an attribute, a class of its own), a library model named by a string that is no conv net, a product
     written (`@`, `torch.matmul`, `einsum`, `F.linear`), or an `nn.Linear` of more than `LARGE_LINEAR` weights."""
-    if _WRITTEN_PRODUCT.search(model.source) and matchers.findall(
-        model.module, matchers.BinaryOperation(operator=matchers.MatrixMultiply()) | matchers.AugAssign(operator=matchers.MatrixMultiplyAssign())
-    ):
+    product = matchers.BinaryOperation(operator=matchers.MatrixMultiply())
+    product |= matchers.AugAssign(operator=matchers.MatrixMultiplyAssign())
+    if _WRITTEN_PRODUCT.search(model.source) and matchers.findall(model.module, product):
         return True
     names = [q for q in model.imports.bindings.values()] + list(model.classes)
     names += [a.attr.value for a in model.attributes]
@@ -200,7 +207,9 @@ _SIZE_CALLS = ("Resize", "RandomResizedCrop", "CenterCrop", "RandomCrop", "FiveC
 # Calls whose size arguments size images: transforms (`Resize`, `RandomResizedCrop`, `SimCLRTransform(input_size=32)`)
 # and resampling (`F.interpolate(x, size=224)`, `nn.Upsample`).
 _RESIZING = re.compile(r"transform|crop|resize|interpolate|upsample|scale", re.IGNORECASE)
-_SIZE_KEYWORDS = frozenset({"size", "input_size", "image_size", "img_size", "crop_size", "resolution", "global_crop_size"})
+_SIZE_KEYWORDS = frozenset(
+    {"size", "input_size", "image_size", "img_size", "crop_size", "resolution", "global_crop_size"}
+)
 
 
 @_memo
@@ -225,7 +234,8 @@ def small_image_network_pass(model: SemanticModel) -> int | None:
                 return None
             gflops.append(work)
             continue
-        local = model.local_class_of(name) is not None or isinstance(call.func, cst.Name) and call.func.value in model.functions
+        own_function = isinstance(call.func, cst.Name) and call.func.value in model.functions
+        local = model.local_class_of(name) is not None or own_function
         callee = None if local else model.callee(call)  # a class or function of this module: its calls are read here
         if (callee is not None and callee.convolutions) or _named_library_model(model, call) is not None:
             return None  # a project or library network of unknown work

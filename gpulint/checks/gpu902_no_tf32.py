@@ -35,7 +35,7 @@ class NoTf32(Rule):
         if setup.tf32_configured or setup.non_float32_parameters:
             return
         if convolutions_only(self.model):
-            return  # cuDNN's convolutions use TF32 by default (`cudnn.allow_tf32`): the matmul setting reaches the head only
+            return  # cuDNN's convolutions use TF32 by default (`cudnn.allow_tf32`): the setting reaches the head only
         trainers = [p for p in self.model.frameworks.precision if p.float32 and p.leaves_tf32]
         for index, precision in enumerate(trainers):
             # a framework's Trainer on the GPU in float32: it places the model, so a move is rarely in this file
