@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -56,6 +56,8 @@ class TrainingSetup:
     # `torch.backends.cudnn.benchmark = False` written unconditionally, with nothing else asking for reproducible
     # convolutions: torch's default spelled out (not counted in `cudnn_configured`)
     cudnn_benchmark_off: cst.Assign | None = None
+    # the model each of `model_moves` places (`net` of `net.to(device)`, of `accelerator.prepare(net, optimizer)`)
+    moved_models: list[cst.BaseExpression] = field(default_factory=list)
 
     @property
     def cuda_training_script(self) -> bool:
@@ -541,5 +543,6 @@ def find_training_setup(model: SemanticModel) -> TrainingSetup:
         engine_half_precision=bool(moves) and all(_engine_places_model(model, m) or _accelerate_places_model(model, m) for m in moves)
         and _names_half_precision(model),
         cudnn_benchmark_off=cudnn_off,
+        moved_models=[_moved_model(model, m) for m in moves],
         time_steps=bool(moves) and (all(_steps_cells(model, _moved_model(model, m)) for m in moves) or _time_step_loops(model, hot)),
     )

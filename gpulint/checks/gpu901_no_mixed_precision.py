@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from gpulint.analysis.matmul_work import launch_bound_training, small_network_steps
 from gpulint.checks.base import Rule
 from gpulint.diagnostics import Diagnostic, Severity
 
@@ -22,6 +23,8 @@ class NoMixedPrecision(Rule):
         if self.pinned_below(AUTOCAST_SINCE):
             return  # a project pinned to an older torch has no autocast to turn on
         setup = self.model.training_setup
+        if small_network_steps(self.model):
+            return  # an ImageNet network on CIFAR-size images: a host-bound step of small kernels
         for precision in self.model.frameworks.precision:
             if precision.float32 and not setup.non_float32_parameters:
                 message = f"{precision.framework} trains in float32 ({precision.reason})"
@@ -38,6 +41,8 @@ class NoMixedPrecision(Rule):
             return  # a few thousand parameters: launch-bound, the Tensor Cores change nothing
         if setup.time_steps:
             return  # each step loops over time steps of small recurrent kernels from Python: launches are its cost
+        if launch_bound_training(self.model):
+            return  # kernels of a few microseconds: the host's launches set the pace, not the Tensor Cores
         help = (
             'Run the forward pass and the loss under `torch.autocast("cuda", dtype=torch.bfloat16)` (or float16 with '
             '`torch.amp.GradScaler("cuda")`) to use the Tensor Cores and halve activation memory'

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from gpulint.analysis.matmul_work import convolutions_only, launch_bound_training
 from gpulint.checks.base import Rule
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
 from gpulint.edits import add_torch_setting
@@ -33,6 +34,8 @@ class NoTf32(Rule):
         setup = self.model.training_setup
         if setup.tf32_configured or setup.non_float32_parameters:
             return
+        if convolutions_only(self.model):
+            return  # cuDNN's convolutions use TF32 by default (`cudnn.allow_tf32`): the setting reaches the head only
         trainers = [p for p in self.model.frameworks.precision if p.float32 and p.leaves_tf32]
         for index, precision in enumerate(trainers):
             # a framework's Trainer on the GPU in float32: it places the model, so a move is rarely in this file
@@ -48,6 +51,8 @@ class NoTf32(Rule):
             return  # a toy model: its matmuls are too small for the Tensor Cores to matter
         if setup.time_steps:
             return  # each step loops over time steps of small recurrent kernels from Python: launches are its cost
+        if launch_bound_training(self.model):
+            return  # kernels of a few microseconds: the host's launches set the pace, not the Tensor Cores
         if setup.engine_half_precision:
             return  # DeepSpeed with an fp16/bf16 config: its matmuls run in half precision, not float32
         message = "float32 matrix multiplications on CUDA run without TF32"
