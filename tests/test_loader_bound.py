@@ -146,3 +146,16 @@ def test_a_dataset_whose_items_are_not_shown_keeps_both_findings():
         'torchvision.datasets.CIFAR10("data", train=True, download=True, transform=transform)', "make_dataset(transform)"
     ).replace("from torchvision import transforms\n", "from torchvision import transforms\nfrom data import make_dataset\n")
     assert codes(source) == ["13:14 GPU101", "13:14 GPU102"]
+
+
+def preview_codes(source: str) -> list[str]:
+    return findings(source, select=("GPU901", "GPU903"), preview=True)
+
+
+def test_precision_rules_are_silent_where_workers_decoding_photographs_set_the_pace():
+    # bf16 or a tuned convolution algorithm shortens a step that waits on the loader anyway
+    assert preview_codes(PHOTOS.format(dataset="VOCDetection", network="resnet18", workers=8)) == []
+
+
+def test_precision_rules_report_a_heavier_network_on_the_same_loader():
+    assert preview_codes(PHOTOS.format(dataset="VOCDetection", network="resnet50", workers=8)) == ["8:9 GPU903", "17:9 GPU901"]

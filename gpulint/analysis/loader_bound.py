@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from gpulint.analysis.network_work import NETWORK_GFLOPS
 from gpulint.analysis.value_resolution import as_int
 
 if TYPE_CHECKING:
@@ -50,16 +51,6 @@ PHOTO_DATASETS = frozenset({
     "VOCDetection", "VOCSegmentation", "SBDataset", "ImageNet", "CocoDetection", "CocoCaptions", "Cityscapes",
     "Kitti", "Food101", "Flowers102", "OxfordIIITPet", "StanfordCars",
 })  # fmt: skip
-# Forward GFLOPs per 224x224 image of torchvision's classification networks (torchvision's model table).
-NETWORK_GFLOPS = {
-    "resnet18": 1.81, "resnet34": 3.66, "resnet50": 4.09, "resnet101": 7.80, "resnet152": 11.51,
-    "mobilenet_v2": 0.30, "mobilenet_v3_small": 0.06, "mobilenet_v3_large": 0.22, "efficientnet_b0": 0.39,
-    "efficientnet_b1": 0.69, "shufflenet_v2_x0_5": 0.04, "shufflenet_v2_x1_0": 0.14, "squeezenet1_0": 0.82,
-    "squeezenet1_1": 0.35, "regnet_y_400mf": 0.40, "regnet_x_400mf": 0.41, "regnet_y_800mf": 0.83,
-    "regnet_x_800mf": 0.80, "mnasnet0_5": 0.10, "mnasnet1_0": 0.31, "alexnet": 0.71, "googlenet": 1.50,
-    "vgg11": 7.61, "vgg16": 15.47, "densenet121": 2.83, "wide_resnet50_2": 11.40, "convnext_tiny": 4.46,
-    "vit_b_32": 4.41, "vit_b_16": 17.56, "vit_l_16": 61.55, "swin_t": 4.49,
-}  # fmt: skip
 # At most this much forward work per 224x224 image, and at most this many workers: the workers take longer to
 # make a pixel than the pageable copy and the training step take for it (module docstring).
 LIGHT_GFLOPS = 2.0
@@ -154,6 +145,13 @@ def decode_bound(model: SemanticModel, info: LoaderInfo) -> bool:
     if not sources or not all(_photo_dataset(model, s) for s in sources):
         return False
     return _light_networks(model)
+
+
+def training_waits_on_loaders(model: SemanticModel) -> bool:
+    """Every loader whose batches the module moves to the GPU is `decode_bound`, and there is one: the steps wait on
+    the workers, so a faster GPU step (bf16, a tuned convolution algorithm) shortens nothing (GPU901, GPU903)."""
+    infos = [info for info in model.loader_flow.infos if info.moves or info.placed_by]
+    return bool(infos) and all(decode_bound(model, info) for info in infos)
 
 
 def _head_part(name: str) -> bool:

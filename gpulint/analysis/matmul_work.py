@@ -36,6 +36,7 @@ import libcst as cst
 import libcst.matchers as matchers
 
 from gpulint.analysis.convolutions import CONV_NET, CONV_NET_FACTORIES, CONVOLUTIONS, library_conv_net, named_model
+from gpulint.analysis.network_work import CONV_NETWORK_GFLOPS
 from gpulint.analysis.value_resolution import as_int, literal_value
 
 if TYPE_CHECKING:
@@ -187,15 +188,6 @@ def launch_bound_training(model: SemanticModel) -> bool:
 
 # ---- a torchvision ImageNet network on MNIST/CIFAR-size images ----------------------------------------------------
 
-# Forward GFLOPs of torchvision's classification networks on one 224x224 image (torchvision's model tables).
-NETWORK_GFLOPS = {
-    "resnet18": 1.81, "resnet34": 3.66, "resnet50": 4.09, "resnet101": 7.80, "resnet152": 11.51,
-    "resnext50_32x4d": 4.23, "wide_resnet50_2": 11.40, "mobilenet_v2": 0.30, "mobilenet_v3_small": 0.06,
-    "mobilenet_v3_large": 0.22, "efficientnet_b0": 0.39, "efficientnet_b1": 0.69, "shufflenet_v2_x0_5": 0.04,
-    "shufflenet_v2_x1_0": 0.14, "squeezenet1_0": 0.82, "squeezenet1_1": 0.35, "mnasnet0_5": 0.10, "mnasnet1_0": 0.31,
-    "regnet_y_400mf": 0.40, "regnet_x_400mf": 0.41, "alexnet": 0.71, "googlenet": 1.50, "densenet121": 2.83,
-    "vgg11": 7.61, "vgg16": 15.47,
-}  # fmt: skip
 # At most this many FLOPs a step (forward and backward, 3x the forward) for each pass of a batch through the network:
 # the cost_facts.md CNN of 3.5M parameters on CIFAR at batch 128 does 100 GFLOP a step and keeps the H200 52 % busy
 # (2.07 ms of kernels in a 3.74 ms step, section 1): host-bound, so faster kernels do not shorten it. Half of that
@@ -215,8 +207,8 @@ _SIZE_KEYWORDS = frozenset(
 @_memo
 def small_image_network_pass(model: SemanticModel) -> int | None:
     """The FLOPs of one training pass of a batch (forward and backward) through the network, where the module trains
-    only torchvision classification networks of known work (`NETWORK_GFLOPS`) on MNIST/CIFAR-size images: their
-    ImageNet figure scaled by the images' area (an image side of `SMALL_IMAGE_SIDE`, or the largest size the module
+    only torchvision classification networks of known work (`network_work.CONV_NETWORK_GFLOPS`) on MNIST/CIFAR-size
+    images: their ImageNet figure scaled by the images' area (an image side of `SMALL_IMAGE_SIDE`, or the largest size the module
     resizes or crops to, written as a number) times the largest batch of its DataLoaders. None when any of it is
     unknown: another conv net or matmul work, a size or batch that is not a number."""
     sizes = model.model_size
@@ -229,7 +221,7 @@ def small_image_network_pass(model: SemanticModel) -> int | None:
         if name.startswith(CONVOLUTIONS):
             return None  # a conv layer of its own: its work is not in the table
         if name.startswith(CONV_NET_FACTORIES):
-            work = NETWORK_GFLOPS.get(name.rsplit(".", 1)[-1])
+            work = CONV_NETWORK_GFLOPS.get(name.rsplit(".", 1)[-1])
             if work is None:
                 return None
             gflops.append(work)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from gpulint.analysis.loader_bound import training_waits_on_loaders
 from gpulint.analysis.matmul_work import launch_bound_training, small_network_steps
 from gpulint.checks.base import Rule
 from gpulint.diagnostics import Diagnostic, Severity
@@ -25,6 +26,8 @@ class NoMixedPrecision(Rule):
         setup = self.model.training_setup
         if small_network_steps(self.model):
             return  # an ImageNet network on CIFAR-size images: a host-bound step of small kernels
+        if training_waits_on_loaders(self.model):
+            return  # workers decoding photographs set the pace: a faster step waits for them just the same
         for precision in self.model.frameworks.precision:
             if precision.float32 and not setup.non_float32_parameters:
                 message = f"{precision.framework} trains in float32 ({precision.reason})"

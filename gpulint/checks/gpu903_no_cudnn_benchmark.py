@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from gpulint.analysis.frameworks import lightning_1_trainer
+from gpulint.analysis.loader_bound import training_waits_on_loaders
 from gpulint.analysis.matmul_work import launch_bound_training, small_network_steps
 from gpulint.checks.base import Rule
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
@@ -31,6 +32,8 @@ class NoCudnnBenchmark(Rule):
             return  # kernels of a few microseconds: a faster convolution algorithm shortens nothing
         if small_network_steps(self.model):
             return  # an ImageNet network on CIFAR-size images: a host-bound step of small kernels
+        if training_waits_on_loaders(self.model):
+            return  # workers decoding photographs set the pace: a faster step waits for them just the same
         if setup.cuda_training_script:
             # `cudnn.benchmark = False` is the line to change; otherwise the model's move to CUDA
             anchors = [setup.cudnn_benchmark_off or setup.model_moves[0]]
