@@ -429,3 +429,70 @@ def test_a_dataset_returned_in_a_tuple_by_a_function_of_the_module():
     assert findings(source, select=("GPU101",)) == []
     decoded = source.replace("Data.TensorDataset(in_data, out_data)", "ImageFolder(in_data, transform=augment)")
     assert findings(decoded, select=("GPU101",)) == ["10:17 GPU101"]
+
+
+RANDOM_WINDOW = """\
+    import gzip
+    import numpy as np
+    import torch
+    from torch.utils.data import DataLoader, Dataset
+
+    class TextSamplerDataset(Dataset):
+        def __init__(self, data, seq_len):
+            super().__init__()
+            self.data = data
+            self.seq_len = seq_len
+
+        def __getitem__(self, index):
+            rand_start = torch.randint(0, self.data.size(0) - self.seq_len - 1, (1,)).item()
+            return self.data[rand_start: rand_start + self.seq_len + 1].clone().long()
+
+        def __len__(self):
+            return self.data.size(0) // self.seq_len
+
+    def train(model, seq_len=1024, batch_size=4):
+        with gzip.open("./data/enwik8.gz") as file:
+            data = np.frombuffer(file.read(int(95e6)), dtype=np.uint8).copy()
+        data_train = torch.from_numpy(data).clone()
+        loader = DataLoader(TextSamplerDataset(data_train, seq_len), batch_size=batch_size, drop_last=True)
+        for batch in loader:
+            model(batch.cuda()).backward()
+    """
+
+
+def test_a_random_window_of_an_in_memory_tensor_has_nothing_for_workers_to_do():
+    # `torch.randint(0, n - self.seq_len - 1, (1,))` draws where to slice: a random index into a tensor held in
+    # memory (a few microseconds a sample), whatever `seq_len` is (a bound of the slice, not data read).
+    assert findings(RANDOM_WINDOW, select=("GPU101",)) == []
+    tensor = RANDOM_WINDOW.replace("(1,)).item()", "(1,))").replace(".clone().long()", ".long()")
+    assert findings(tensor, select=("GPU101",)) == []
+    python_random = RANDOM_WINDOW.replace(
+        "torch.randint(0, self.data.size(0) - self.seq_len - 1, (1,)).item()",
+        "random.randint(0, self.data.shape[0] - self.seq_len - 1)",
+    ).replace("import gzip", "import gzip\nimport random")
+    assert findings(python_random, select=("GPU101",)) == []
+    numpy_random = RANDOM_WINDOW.replace(
+        "torch.randint(0, self.data.size(0) - self.seq_len - 1, (1,)).item()",
+        "np.random.randint(0, len(self.data) - self.seq_len - 1)",
+    )
+    assert findings(numpy_random, select=("GPU101",)) == []
+    many = numpy_random.replace("- self.seq_len - 1)", "- self.seq_len - 1, size=8)[0]")
+    assert findings(many, select=("GPU101",)) == ["23:14 GPU101"]  # eight draws: not one index (kept reported)
+
+
+@pytest.mark.parametrize(
+    "old, new",
+    [
+        # a draw of a whole sample (random pixels, random ids) is work per item, not an index
+        ("torch.randint(0, self.data.size(0) - self.seq_len - 1, (1,)).item()",
+         "torch.randint(0, self.data.size(0) - self.seq_len - 1, (self.seq_len,)).sum().item()"),
+        # arithmetic on the sample itself (normalising it) is work per item
+        (".clone().long()", ".float() / self.seq_len"),
+        # the data is read from a file per item
+        ("self.data[rand_start: rand_start + self.seq_len + 1].clone().long()",
+         "torch.load(self.data)[rand_start: rand_start + self.seq_len + 1]"),
+    ],
+)
+def test_a_random_window_with_per_item_work_is_reported(old, new):
+    assert old in RANDOM_WINDOW
+    assert findings(RANDOM_WINDOW.replace(old, new), select=("GPU101",)) == ["23:14 GPU101"]

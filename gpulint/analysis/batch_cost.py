@@ -877,9 +877,26 @@ class BatchCost:
                     continue  # `self.method(...)`: checked as a call
                 if _handed_out_whole(parent):
                     continue  # `example["prompt"] = self.prompt`: the same object every item, whatever it is
+                if self._index_position(node, func):
+                    continue  # `self.data[start : start + self.seq_len]`: a bound of the index, not data read
                 if not self._in_memory(node):
                     return False
         return not _computes(func)
+
+    def _index_position(self, node: cst.CSTNode, func: cst.FunctionDef | cst.Lambda) -> bool:
+        """`node` is part of an index or slice bound (`data[i : i + self.n]`) or of a random index draw's
+        bounds (`torch.randint(0, len(data) - self.n, (1,))`): a number that says where to read, not data."""
+        m = self.m
+        current = node
+        for ancestor in m.ancestors(node):
+            if ancestor is func:
+                return False
+            if isinstance(ancestor, cst.SubscriptElement):
+                return True
+            if isinstance(ancestor, cst.Call) and current is not ancestor.func and _index_draw(_draw_name(ancestor), ancestor):
+                return True
+            current = ancestor
+        return False
 
     def _cheap_call(self, call: cst.Call, func: cst.FunctionDef | cst.Lambda, depth: int) -> bool:
         m = self.m
@@ -893,6 +910,8 @@ class BatchCost:
         if isinstance(callee, cst.Attribute) and callee.attr.value == "pad" and _names_tokenizer(m, callee.value):
             return True  # `tokenizer.pad(examples)`: pads ids that are already tokens
         name = m.call_name(call) or ""
+        if _index_draw(name, call):
+            return True  # `torch.randint(0, len(self.data) - n, (1,))`: a random start to index the data at
         if name.startswith("torch."):
             return name[len("torch.") :] in CHEAP_TORCH
         if name.startswith("numpy."):
@@ -1199,6 +1218,12 @@ def _computes(func: cst.FunctionDef | cst.Lambda) -> bool:
             return index_like(expr.left) and (index_like(expr.right) or _is_self_attribute(expr.right)) or (
                 _is_self_attribute(expr.left) and index_like(expr.right)
             )
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "item":
+            return index_like(expr.func.value)  # `torch.randint(0, n, (1,)).item()`
+        if isinstance(expr, cst.Call) and _index_draw(_draw_name(expr), expr):
+            return True  # a random index (its bounds are checked as arguments of a call)
+        if _size_of(expr):
+            return True  # `self.data.size(0)`, `self.data.shape[0]`: how many rows there are
         return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "len"
 
     class _Arithmetic(cst.CSTVisitor):
@@ -1212,6 +1237,11 @@ def _computes(func: cst.FunctionDef | cst.Lambda) -> bool:
             node.value.visit(self)
             return False  # the index and slice bounds
 
+        def visit_Call(self, node: cst.Call) -> bool:
+            if _index_draw(_draw_name(node), node):
+                return False  # the bounds of a random index: arithmetic on the index, not on the sample
+            return True
+
         def visit_BinaryOperation(self, node: cst.BinaryOperation) -> bool:
             if not index_like(node):
                 self.found = True
@@ -1224,3 +1254,49 @@ def _computes(func: cst.FunctionDef | cst.Lambda) -> bool:
 
 def _is_self_attribute(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self"
+
+
+# Calls that draw one random integer (or a one-element tensor of one): where to index in-memory data.
+_INDEX_DRAWS = frozenset({"torch.randint", "random.randint", "random.randrange", "numpy.random.randint"})
+_SIZE_METHODS = frozenset({"size", "numel", "__len__"})
+
+
+def _draw_name(call: cst.Call) -> str:
+    """The dotted name a call is written with (`torch.randint`, `np.random.randint`, `random.randrange`);
+    `np.` read as numpy (the module's imports decide elsewhere; here only the shape of the call matters)."""
+    name = dotted_name(call.func) or ""
+    return "numpy." + name[len("np.") :] if name.startswith("np.") else name
+
+
+def _index_draw(name: str, call: cst.Call) -> bool:
+    """`name(...)` draws one random integer: `random.randint(a, b)`, `random.randrange(n)`, or
+    `torch.randint(lo, hi, (1,))` / `np.random.randint(lo, hi)` with no size or a size of one element. A
+    draw of many (`torch.randint(0, 255, (3, 224, 224))`) makes a sample, and is work."""
+    if name not in _INDEX_DRAWS:
+        return False
+    if name.startswith("random."):
+        return True
+    size = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "size"), None)
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    if size is None and name == "torch.randint":
+        size = positional[2].value if len(positional) > 2 else (positional[1].value if len(positional) == 2 else None)
+        if len(positional) == 2 and not isinstance(size, (cst.Tuple, cst.List)):
+            size = None  # `torch.randint(low, high, size=...)` given by keyword, checked above
+    elif size is None and len(positional) > 2:
+        size = positional[2].value
+    if size is None:
+        return name != "torch.randint"  # torch needs a size; numpy's default draws one integer
+    if isinstance(size, cst.Integer):
+        return size.value == "1"
+    if isinstance(size, (cst.Tuple, cst.List)):
+        return all(isinstance(e.value, cst.Integer) and e.value.value == "1" for e in size.elements)
+    return False
+
+
+def _size_of(expr: cst.BaseExpression) -> bool:
+    """`x.size(0)`, `x.numel()`, `x.shape[0]`, `len(x)`: a count of rows, arithmetic on which is index arithmetic."""
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+        return expr.func.attr.value in _SIZE_METHODS
+    if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Attribute):
+        return expr.value.attr.value == "shape"
+    return False
