@@ -139,7 +139,7 @@ for x, y in loader:
     assert findings(source, **GPU105) == ["11:12 GPU105", "11:26 GPU105"]
 
 
-def test_copies_in_a_comprehension_and_a_read_later_in_the_same_iteration():
+def test_copies_in_a_comprehension_count_a_copy_after_the_read_in_the_same_iteration_does_not():
     # `[t.to(device) for t in batch]` copies each tensor of the batch every step: a sync point
     source = HEAD + WORKERS + """
 for step, batch in enumerate(loader):
@@ -151,7 +151,8 @@ for step, batch in enumerate(loader):
     logger.info(f"step {step} loss {loss.item():.3f}")
 """
     assert findings(source, **GPU303) == []
-    # the read at the top of the step, of the previous step's loss, with the copy after it in the same iteration
+    # a copy after the read in the same iteration (here the batch's own, after a read of the previous step's loss)
+    # does not count, conservatively: a copy made mid-step may be the avoidable wait itself
     source = HEAD + WORKERS + """
 last = torch.zeros((), device=device)
 for step, (x, y) in enumerate(loader):
@@ -163,4 +164,4 @@ for step, (x, y) in enumerate(loader):
     last.backward()
     optimizer.step()
 """
-    assert findings(source, **GPU303) == []
+    assert findings(source, **GPU303) == ["12:20 GPU303"]

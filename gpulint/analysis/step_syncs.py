@@ -13,7 +13,9 @@ G1 / A be the GPU / host work queued between S and R, G2 / B the rest of the ite
 the host work between the read and the next sync point. Two facts follow.
 
 - `absorbing_copy(model, sync, loop)` (GPU303): the next sync point after the read, in step order, is a blocking
-  copy, and the host does only bookkeeping on the way (`trivial_between`): loop counters, a logging append or
+  copy at the top of the step (the next batch's, reached through the loop's fetch; a copy later in the same
+  iteration, of data made mid-step or a label copied again, may be the avoidable wait itself and does not count),
+  and the host does only bookkeeping on the way (`trivial_between`): loop counters, a logging append or
   print, a clock read, a few light tensor ops or reads of the same step (at most `MAX_TAIL_READS` more: each is a
   round trip of microseconds), the next batch from a `DataLoader` with workers or from an in-memory list. B is
   microseconds, so the read costs nothing measurable: the copy would have waited for the same queue. Not when
@@ -59,9 +61,9 @@ _HOST_BUILTINS = frozenset({
     "list", "tuple", "range", "enumerate", "zip", "print", "format", "repr", "divmod", "sum",
 })  # fmt: skip
 _ITERATING_BUILTINS = frozenset({"sum", "min", "max", "list", "tuple", "enumerate", "zip"})
+# (not `update`: `metrics.update(pred)` may be a confusion matrix over the batch; a meter's or a bar's is logging)
 _HOST_METHODS = frozenset({
-    "append", "extend", "insert", "values", "items", "keys", "get", "update", "format", "copy", "setdefault", "join",
-    "pop", "clear",
+    "append", "extend", "insert", "values", "items", "keys", "get", "format", "copy", "setdefault", "join", "pop", "clear",
 })  # fmt: skip
 _HOST_LIBRARIES = ("math.", "random.", "time.", "datetime.", "os.path.")
 # Conversions of a value already read (`loss.detach().cpu().item()`: the `.cpu()` is the read, the rest is host work
@@ -266,9 +268,11 @@ def _in_memory(model: SemanticModel, value: cst.BaseExpression, depth: int) -> b
     return bool(writes) and all(w.value is not None and not w.is_augmented and _in_memory(model, w.value, depth + 1) for w in writes)
 
 
-def absorbing_copy(model: SemanticModel, sync: HostSync, loop: Loop) -> Optional[cst.Call]:
+def absorbing_copy(model: SemanticModel, sync: HostSync, loop: Loop, run: int = 1) -> Optional[cst.Call]:
     """The blocking copy where the host waits anyway, right after the read in step order, with only
-    bookkeeping between them (module docstring); None when the read may serialize real host work."""
+    bookkeeping between them (module docstring); None when the read may serialize real host work. `run`: the
+    reads of the run `sync` ends (one wait, see `read_runs`), counted with the reads on the way against
+    `MAX_TAIL_READS`: each is a round trip."""
     if sync.via is not None or not isinstance(loop, (cst.For, cst.While)):
         return None  # a helper may wait several times, with work between its waits
     if model.enclosing_loops(sync.node)[:1] != [loop]:
@@ -276,10 +280,11 @@ def absorbing_copy(model: SemanticModel, sync: HostSync, loop: Loop) -> Optional
     copies = blocking_copies(model, loop)
     if not copies:
         return None
-    later = [c for c in copies if _runs_after(model, c, sync.node)]
-    copy = later[0] if later else copies[0]
+    if any(_runs_after(model, c, sync.node) for c in copies):
+        return None  # a copy later in the same iteration (data made mid-step, a label copied again): it may be the avoidable wait
+    copy = copies[0]  # the next batch's copy, reached through the fetch
     reads = trivial_between(model, sync.node, copy, loop)
-    if reads is None or len(reads) > MAX_TAIL_READS:
+    if reads is None or len(reads) + run - 1 > MAX_TAIL_READS:
         return None
     return copy
 

@@ -129,8 +129,18 @@ class HostSyncInLoop(Rule):
     def _waits_anyway(self, sync, loop) -> bool:
         """The step already waits for the GPU at a blocking copy (`x.to(device)` without `non_blocking=True`)
         that follows the read in step order, with only bookkeeping between them (`step_syncs.absorbing_copy`):
-        the read serializes microseconds of host work."""
-        return absorbing_copy(self.model, sync, loop) is not None
+        the read serializes microseconds of host work. Asked of the last read of the run `sync` starts (the
+        reads after it with only light GPU work between, reported with it): the run costs the host work after
+        its last read."""
+        syncs = self.model.residency.host_syncs
+        last, seen = sync, {id(sync)}
+        while True:
+            following = next((s for s in syncs if id(s) not in seen and previous_read(self.model, s, loop, syncs) is last), None)
+            if following is None:
+                break
+            last = following
+            seen.add(id(last))
+        return absorbing_copy(self.model, last, loop, run=len(seen)) is not None
 
     def _first_of_run(self, sync, loop, syncs):
         """The first read of the run `sync` is a later read of (`read_runs.previous_read`, followed back), or None."""
