@@ -66,6 +66,7 @@ _HOST_METHODS = frozenset({
     "append", "extend", "insert", "values", "items", "keys", "get", "format", "copy", "setdefault", "join", "pop", "clear",
 })  # fmt: skip
 _HOST_LIBRARIES = ("math.", "random.", "time.", "datetime.", "os.path.")
+_ARRAY_LIBRARIES = ("numpy.", "pandas.", "scipy.", "sklearn.", "cv2.", "PIL.", "matplotlib.", "torchvision.")
 # Conversions of a value already read (`loss.detach().cpu().item()`: the `.cpu()` is the read, the rest is host work
 # on one number); on a GPU tensor each of these is a read of its own, counted as one.
 _CONVERSIONS = frozenset({"item", "numpy", "tolist", "detach", "cpu", "float", "double", "long", "int"})
@@ -207,6 +208,8 @@ def _bookkeeping(model: SemanticModel, call: cst.Call) -> bool:
         return True
     if name.startswith(_HOST_LIBRARIES):
         return not gpu_args
+    if name.startswith(_ARRAY_LIBRARIES):
+        return False  # `np.append(all_preds, preds)`, `np.concatenate(...)`: work in proportion to the data
     if name.startswith("torch."):
         return not name.startswith(_TORCH_HEAVY) or name.startswith("torch.nn.functional.")
     func = call.func
