@@ -16,15 +16,15 @@ the host work between the read and the next sync point. Two facts follow.
   copy at the top of the step (the next batch's, reached through the loop's fetch; a copy later in the same
   iteration, of data made mid-step or a label copied again, may be the avoidable wait itself and does not count),
   and the host does only bookkeeping on the way (`trivial_between`): loop counters, a logging append or
-  print, a clock read, a few light tensor ops or reads of the same step (at most `MAX_TAIL_READS` more: each is a
-  round trip of microseconds), the next batch from a `DataLoader` with workers or from an in-memory list. B is
+  print, a clock read, a few light tensor ops or reads of the same step (at most `MAX_TAIL_READS` more, counting
+  the earlier reads of the run GPU303 reports as one wait and asks about at its last read: each is a round trip), the next batch from a `DataLoader` with workers or from an in-memory list. B is
   microseconds, so the read costs nothing measurable: the copy would have waited for the same queue. Not when
   the way holds a forward, a backward pass or an optimizer step (the read then sits inside the step's GPU work:
   kept, conservatively), a loop, a call of a project function (its work is unknown), numpy work, or the next
   batch made in the training process (`num_workers=0`, a `torchtext` iterator, a generator): that loading is
   real host work the read serializes. GPU101 reports the loader; the read stays reported too, since either fix
   (workers, or no read) lets the loading overlap the GPU.
-- `read_before_copy(model, copy, loop)` (GPU105): an unconditional host read (or drain) of every iteration
+- `read_before_copy(model, copy, loop)` (GPU105): an unconditional host read of every iteration
   comes before the copy in step order with no step work queued between them: the copy then waits for an empty
   queue, and `non_blocking=True` has nothing to overlap it with.
 
