@@ -57,7 +57,7 @@ device = torch.device("cuda")
 
 def train(model, optimizer, X, Y):
     for i in range(0, X.size(0), 32):
-        loss = (model(X[i:i + 32].to(device)) - Y[i:i + 32].to(device)).pow(2).mean()
+        loss = (model(X[i:i + 32].to(device, non_blocking=True)) - Y[i:i + 32].to(device, non_blocking=True)).pow(2).mean()
         loss.backward()
         optimizer.step()
         print(loss.item())

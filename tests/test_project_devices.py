@@ -16,8 +16,8 @@ ENGINE = """\
     def train_one_epoch(model, loader, optimizer, device):
         model.train()
         for images, labels in loader:
-            images = images.to(device)
-            labels = labels.to(device)
+            images = images.to(device, non_blocking=True)  # no sync point before the read (step_syncs)
+            labels = labels.to(device, non_blocking=True)
             loss = torch.nn.functional.cross_entropy(model(images), labels)
             optimizer.zero_grad()
             loss.backward()

@@ -24,13 +24,14 @@ for x in loader:
     x = x.cuda()
     async = model(x).sum()
     print(async.item())
+    model(y)  # a forward after the read: the next copy waits for it (see step_syncs)
 print(torch.cuda.memory_cached())
 """
 EXPECTED = [
     "old.py:7:16: invalid-syntax: SyntaxError: invalid syntax",
     "old.py:8:9: GPU105 `x.cuda()` copies a batch of a pinned `DataLoader` (line 4) and blocks",
     "old.py:10:11: GPU303 `async.item()` waits for the GPU every evaluation step (loop at line 6)",
-    "old.py:11:7: GPU402 `torch.cuda.memory_cached` is deprecated; use `torch.cuda.memory_reserved`",
+    "old.py:12:7: GPU402 `torch.cuda.memory_cached` is deprecated; use `torch.cuda.memory_reserved`",
 ]
 HELP = "`async` is a keyword since Python 3.7; the rest of the file was checked as Python 3.6 reads it, and no fix is offered in it"
 
@@ -67,7 +68,7 @@ def test_json_quotes_the_users_text_and_offers_no_fix(tmp_path):
         (None, 7, 16, 16),
         ("GPU105", 8, 9, 17),
         ("GPU303", 10, 11, 23),
-        ("GPU402", 11, 7, 31),
+        ("GPU402", 12, 7, 31),
     ]
     assert all(d["fix"] is None for d in found)
     assert not any("_asyn" in json.dumps(d) for d in found)  # never the placeholder

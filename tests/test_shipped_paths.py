@@ -144,7 +144,8 @@ def test_training_branch_every_call_skips_is_silent():
 
 def test_training_branch_after_the_checkpoints_are_downloaded_still_runs():
     # the lesson trains whenever the checkpoint is missing: a downloaded file decides nothing
-    expected = ["21 GPU101", "44 GPU101", "47 GPU105", "47 GPU105", "52 GPU303"]
+    # (no GPU105: the per-step `loss.item()` drains the queue before each copy, GPU303 reports it; see step_syncs)
+    expected = ["21 GPU101", "44 GPU101", "52 GPU303"]
     assert found(plain(skip="False")) == expected
     assert found(plain(download="", skip="False")) == [f"{int(row) - 4} {code}" for row, code in (e.split() for e in expected)]
 
@@ -152,12 +153,12 @@ def test_training_branch_after_the_checkpoints_are_downloaded_still_runs():
 def test_in_an_importable_module_a_parameter_stays_open():
     # `train_model` of a library may be called elsewhere with `skip_training=False`: its training branch may run
     source = plain().replace("# %%\n", "")
-    assert found(source) == ["20 GPU101", "43 GPU101", "46 GPU105", "46 GPU105", "51 GPU303"]
+    assert found(source) == ["20 GPU101", "43 GPU101", "51 GPU303"]
 
 
 def test_a_function_passed_around_may_be_called_with_anything():
     source = plain() + "runner = train_model\n"
-    assert "47 GPU105" in found(source)
+    assert "52 GPU303" in found(source)
 
 
 def test_the_skipped_branch_and_the_helper_it_alone_calls_are_unshipped_rows():

@@ -189,7 +189,7 @@ for test_data in test_loader:
     lq = test_data["L"].to("cuda")
 {extra}
     output = model(lq)
-    save(output.cpu())
+    outputs.append(output)
 """
 
 

@@ -17,7 +17,7 @@ TRAIN = """\
         model = torch.nn.Linear(784, 10).cuda()
         opt = torch.optim.SGD(model.parameters(), lr=0.1)
         for x, y in DataLoader(dataset, batch_size=256, num_workers=4):
-            loss = model(x.cuda()).sum()
+            loss = model(x.cuda(non_blocking=True)).sum()  # no sync point before the read (step_syncs)
             opt.zero_grad()
             loss.backward()
             opt.step()

@@ -12,6 +12,7 @@ from gpulint.analysis.graph_batches import graph_batches
 from gpulint.analysis.loader_flow import EVAL
 from gpulint.analysis.loop_bounds import runs_a_few_times
 from gpulint.analysis.one_off_passes import one_off_pass
+from gpulint.analysis.step_syncs import read_before_copy
 from gpulint.analysis.step_waits import drained_after
 from gpulint.checks.base import Rule
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
@@ -66,6 +67,8 @@ class BlockingHostToDeviceCopy(Rule):
                     continue  # one evaluation pass beside many training epochs (a final test pass): no share of the run
                 if drained_after(model, call, move.iteration.loop):
                     continue  # `torch.cuda.synchronize()` right after the copy (a per-batch timer): the host waits for it anyway
+                if read_before_copy(model, call, move.iteration.loop) is not None:
+                    continue  # the step reads the GPU every iteration with no step work queued since: the copy waits for no queue
                 if move.whole_batch and custom_collate:
                     continue  # a custom batch type's `.to()` may not accept `non_blocking`
                 reported.add(id(call))
@@ -90,6 +93,8 @@ class BlockingHostToDeviceCopy(Rule):
                     continue  # a final test pass beside the training epochs
                 if drained_after(model, call, move.iteration.loop):
                     continue  # the host waits for the copy at the drain right after it
+                if read_before_copy(model, call, move.iteration.loop) is not None:
+                    continue  # a per-step read drains the queue before the copy: nothing to overlap
                 reported.add(id(call))
                 yield self._blocking_copy(call, returned.where, flow.iteration_role(move.iteration) == EVAL)
 

@@ -17,6 +17,7 @@ from gpulint.analysis.time_step_loops import time_step_loop
 from gpulint.analysis.read_runs import previous_read
 from gpulint.analysis.returned_actions import returned_to_an_environment
 from gpulint.analysis.step_cadence import every_step_interval
+from gpulint.analysis.step_syncs import absorbing_copy
 from gpulint.analysis.step_waits import waited_before
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.residency import SLICED_WITH_GPU_BOUND, TRAIN, EVAL
@@ -57,6 +58,8 @@ class HostSyncInLoop(Rule):
                 continue  # `if n < 10: print(...)`: a debug print of the first examples, a handful of waits in the run
             if waited_before(model, sync, loop) is not None:
                 continue  # the step synchronizes every iteration (a per-step timer) and queued no step work since
+            if self._waits_anyway(sync, loop):
+                continue  # the next batch's blocking copy waits for the queue anyway, with only bookkeeping before it
             if host_reads.needed_on_host(model, sync, loop):
                 continue  # the host needs the value to go on: to allocate the next tensor, to step an environment
             if returned_to_an_environment(model, sync, loop):
@@ -122,6 +125,22 @@ class HostSyncInLoop(Rule):
                 syncs[0].node, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO, related=related,
                 help=advice[0].upper() + advice[1:],
             )
+
+    def _waits_anyway(self, sync, loop) -> bool:
+        """The step already waits for the GPU at a blocking copy (`x.to(device)` without `non_blocking=True`)
+        that follows the read in step order, with only bookkeeping between them (`step_syncs.absorbing_copy`):
+        the read serializes microseconds of host work. Asked of the last read of the run `sync` starts (the
+        reads after it with only light GPU work between, reported with it): the run costs the host work after
+        its last read."""
+        syncs = self.model.residency.host_syncs
+        last, seen = sync, {id(sync)}
+        while True:
+            following = next((s for s in syncs if id(s) not in seen and previous_read(self.model, s, loop, syncs) is last), None)
+            if following is None:
+                break
+            last = following
+            seen.add(id(last))
+        return absorbing_copy(self.model, last, loop, run=len(seen)) is not None
 
     def _first_of_run(self, sync, loop, syncs):
         """The first read of the run `sync` is a later read of (`read_runs.previous_read`, followed back), or None."""

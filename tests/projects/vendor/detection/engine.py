@@ -26,7 +26,7 @@ def train_one_epoch(model, criterion, data_loader, optimizer, device, print_freq
 def evaluate(model, data_loader, device):
     model.eval()
     for images, targets in data_loader:
-        outputs = model(images.to(device))
+        outputs = model(images.to(device, non_blocking=True))
         if step_stats(outputs) > 0.5:
             print("confident")
 

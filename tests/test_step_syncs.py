@@ -1,0 +1,167 @@
+"""The step waits anyway (`analysis/step_syncs.py`): a blocking copy of the next batch made every step is a sync
+point, so a per-step read followed by only bookkeeping costs nothing (GPU303), and a pinned batch copied right
+after such a read has no queue to overlap (GPU105). Neither is reported when both are in the step; the shapes
+nearby stay reported: loading in the training process between the read and the copy, step work after the read,
+a copy with `non_blocking=True`, a read every N steps, a helper that waits several times.
+"""
+
+from __future__ import annotations
+
+from tests.conftest import findings
+
+GPU303 = {"select": ("GPU303",)}
+GPU105 = {"select": ("GPU105",)}
+BOTH = {"select": ("GPU303", "GPU105")}
+
+HEAD = """\
+import torch
+import torchvision
+from torch.utils.data import DataLoader
+
+device = torch.device("cuda")
+model = torchvision.models.resnet50().to(device)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+criterion = torch.nn.CrossEntropyLoss()
+"""
+
+
+def _step(loader: str, tail: str, copy: str = "x, y = x.to(device), y.to(device)") -> str:
+    return HEAD + f"""\
+{loader}
+losses = []
+for step, (x, y) in enumerate(loader):
+    {copy}
+    loss = criterion(model(x), y)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+{tail}
+"""
+
+
+WORKERS = "loader = DataLoader(ds, batch_size=256, num_workers=8)"
+PINNED = "loader = DataLoader(ds, batch_size=256, num_workers=8, pin_memory=True)"
+
+
+def test_read_then_only_bookkeeping_before_the_next_blocking_copy_is_silent():
+    source = _step(WORKERS, "    losses.append(loss.item())\n    print(f'step {step}')")
+    assert findings(source, **GPU303) == []
+
+
+def test_two_reads_of_a_metric_then_the_copy_are_silent():
+    source = _step(WORKERS, "    total += loss.item()\n    correct += (model(x).argmax(1) == y).sum().item()")
+    # a forward between the two reads is step work: the first read stays, the second is followed by bookkeeping only
+    assert findings(source, **GPU303) == ["17:14 GPU303"]
+    source = _step(WORKERS, "    out = loss.detach()\n    total += out.item()\n    seen += len(y)\n    count += out.sum().item()")
+    assert findings(source, **GPU303) == []
+
+
+def test_in_memory_list_of_samples_counts_as_a_free_fetch():
+    source = HEAD + """\
+data = list(zip(xs, ys))
+for x, y in data:
+    x = torch.tensor(x).cuda()
+    loss = criterion(model(x), torch.tensor([y]).cuda())
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    total_loss += loss.item()
+"""
+    assert findings(source, **GPU303) == []
+
+
+def test_loading_in_the_training_process_keeps_the_read():
+    # num_workers=0: the next batch is made between the read and the copy, and the read serializes it
+    source = _step("loader = DataLoader(ds, batch_size=256)", "    losses.append(loss.item())")
+    assert findings(source, **GPU303) == ["17:19 GPU303"]
+    # a loader of unknown settings (handed in) or a generator: what the fetch costs is unknown
+    source = _step("loader = make_batches(ds)", "    losses.append(loss.item())")
+    assert findings(source, **GPU303) == ["17:19 GPU303"]
+
+
+def test_host_work_or_step_work_after_the_read_keeps_it():
+    # a project function between the read and the copy: its host work is unknown
+    source = _step(WORKERS, "    losses.append(loss.item())\n    update_plots(losses)")
+    assert findings(source, **GPU303) == ["17:19 GPU303"]
+    # a per-item loop after the read
+    source = _step(WORKERS, "    value = loss.item()\n    for name in names:\n        table[name] = value")
+    assert findings(source, **GPU303) == ["17:13 GPU303"]
+    # the read sits between the forward and the backward pass: the way to the copy holds the step's work
+    source = HEAD + WORKERS + """
+for x, y in loader:
+    x, y = x.to(device), y.to(device)
+    loss = criterion(model(x), y)
+    total += loss.item()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+"""
+    assert findings(source, **GPU303) == ["13:14 GPU303"]
+
+
+def test_a_copy_that_does_not_wait_is_no_sync_point():
+    source = _step(WORKERS, "    losses.append(loss.item())", copy="x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)")
+    assert findings(source, **GPU303) == ["17:19 GPU303"]
+    # a copy only on some steps does not wait every step
+    source = _step(WORKERS, "    losses.append(loss.item())", copy="if step % 2 == 0:\n        x, y = x.to(device), y.to(device)")
+    assert findings(source, **GPU303) == ["18:19 GPU303"]
+
+
+def test_many_reads_before_the_copy_stay_reported():
+    tail = "    a += loss.item()\n    b += x.sum().item()\n    c += y.sum().item()\n    d += x.mean().item()"
+    assert findings(_step(WORKERS, tail), **GPU303) != []
+
+
+def test_pinned_copy_after_a_per_step_read_is_silent_and_so_is_the_read():
+    source = _step(PINNED, "    losses.append(loss.item())")
+    assert findings(source, **BOTH) == []
+
+
+def test_pinned_copy_without_a_read_stays_reported():
+    source = _step(PINNED, "    losses.append(loss)")
+    assert findings(source, **GPU105) == ["12:12 GPU105", "12:26 GPU105"]
+    # a read every N steps drains the queue only then
+    source = _step(PINNED, "    if step % 100 == 0:\n        print(loss.item())")
+    assert findings(source, **GPU105) == ["12:12 GPU105", "12:26 GPU105"]
+
+
+def test_pinned_copy_with_step_work_after_the_read_stays_reported():
+    source = HEAD + PINNED + """
+for x, y in loader:
+    x, y = x.to(device), y.to(device)
+    loss = criterion(model(x), y)
+    total += loss.item()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+"""
+    # the copy waits for the backward pass and the optimizer step queued after the read
+    assert findings(source, **GPU105) == ["11:12 GPU105", "11:26 GPU105"]
+
+
+def test_copies_in_a_comprehension_count_a_copy_after_the_read_in_the_same_iteration_does_not():
+    # `[t.to(device) for t in batch]` copies each tensor of the batch every step: a sync point
+    source = HEAD + WORKERS + """
+for step, batch in enumerate(loader):
+    x, y = [t.to(device) for t in batch]
+    loss = criterion(model(x), y)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    logger.info(f"step {step} loss {loss.item():.3f}")
+"""
+    assert findings(source, **GPU303) == []
+    # a copy after the read in the same iteration (here the batch's own, after a read of the previous step's loss)
+    # does not count, conservatively: a copy made mid-step may be the avoidable wait itself
+    source = HEAD + WORKERS + """
+last = torch.zeros((), device=device)
+for step, (x, y) in enumerate(loader):
+    history.append(last.item())
+    x = x.cuda()
+    y = y.cuda()
+    last = criterion(model(x), y)
+    optimizer.zero_grad()
+    last.backward()
+    optimizer.step()
+"""
+    assert findings(source, **GPU303) == ["12:20 GPU303"]
