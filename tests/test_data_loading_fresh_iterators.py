@@ -48,6 +48,8 @@ RESTART_HELP = (
     "then set `num_workers`"
 )
 USUAL_HELP = "The GPU waits while the training process loads each batch"
+# GPU102 is silent on a loader GPU101 reports whose items are images made per item: GPU101 names pinning
+PINNING_HELP = f"{USUAL_HELP}; with workers, also set `pin_memory=True` so that they pin the batches for the GPU copy"
 
 
 def _gpu101(source: str):
@@ -235,5 +237,5 @@ def test_another_module_that_peeks_once_before_its_loop_keeps_the_usual_finding(
         "    sample, _ = next(iter(loader))\n    print(sample.shape)\n    for x, y in loader:\n",
     )
     [d] = _project(tmp_path, monkeypatch, {"data.py": DATA, "train.py": peeked})
-    assert (d.filename, d.location.row, d.help) == ("data.py", 7, USUAL_HELP)
+    assert (d.filename, d.location.row, d.help) == ("data.py", 7, PINNING_HELP)
     assert d.fix is not None
