@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Callable, Optional
 import libcst as cst
 
 from gpulint.analysis.model import Loop
+from gpulint.analysis.grad_decorators import disables_autograd
 
 if TYPE_CHECKING:
     from gpulint.analysis.model import SemanticModel
@@ -306,8 +307,8 @@ def in_no_grad(model: SemanticModel, node: cst.CSTNode) -> bool:
             for decorator in ancestor.decorators:
                 target = decorator.decorator
                 target = target.func if isinstance(target, cst.Call) else target
-                if model.qualified_name(target) in _NO_GRAD_CONTEXTS:
-                    return True
+                if model.qualified_name(target) in _NO_GRAD_CONTEXTS or disables_autograd(model, target):
+                    return True  # (or a decorator of this module whose wrapper runs it under `no_grad`)
     return False
 
 

@@ -8,6 +8,7 @@ import libcst as cst
 
 from gpulint.analysis.dataloaders import ITERABLE_DATASET, LOADER_TEXT, dataset_class
 from gpulint.analysis.loader_flow import EVAL, TRAIN, UNKNOWN
+from gpulint.analysis.memory_bound_batches import fills_the_gpu
 from gpulint.analysis.value_resolution import ARGPARSE_DEFAULT, LITERAL
 from gpulint.checks.base import Option, Rule, value_origin
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
@@ -58,6 +59,8 @@ class SmallBatchSize(Rule):
             size = given[0] if given is not None else resolved.value if resolved is not None else 1
             if rows is not None and rows <= size:
                 continue  # the whole dataset is one batch: a larger batch size changes nothing
+            if fills_the_gpu(model, size):
+                continue  # a pretrained model built from its config, or long sequences: the batch is the memory limit
             if given is not None:
                 yield self._report_for_callers(info, given)
             else:
