@@ -169,7 +169,7 @@ for step, (x, y) in enumerate(loader):
 
 PYG_HEAD = """\
 import torch
-from torch_geometric.datasets import TUDataset, QM9
+from torch_geometric.datasets import ModelNet, QM9, TUDataset
 from torch_geometric.loader import DataLoader, NeighborLoader
 
 device = torch.device("cuda")
@@ -223,6 +223,9 @@ for epoch in range(10):
 def test_pyg_loader_doing_host_work_per_fetch_keeps_the_read():
     # a per-sample `transform` (QM9's `Complete()` builds each molecule's full graph on every fetch)
     source = _graph_step("QM9('data', transform=Complete()).shuffle()", "DataLoader(dataset[:100], batch_size=128)")
+    assert findings(source, **GPU303) == ["16:19 GPU303"]
+    # a transform handed positionally (ModelNet's `SamplePoints(1024)` samples each mesh at every fetch)
+    source = _graph_step("ModelNet('data', '10', True, T.SamplePoints(1024))", "DataLoader(dataset, batch_size=32)")
     assert findings(source, **GPU303) == ["16:19 GPU303"]
     # many graphs a batch
     source = _graph_step("TUDataset('data', name='MUTAG')", "DataLoader(dataset, batch_size=4096)")

@@ -50,6 +50,7 @@ from gpulint.analysis.hot_loops import wrapper_kind, wrapped_arguments
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.step_waits import queues_step_work
 from gpulint.analysis.summary import CLOCKS
+from gpulint.analysis.value_resolution import literal_value
 
 if TYPE_CHECKING:
     from gpulint.analysis.model import Loop, SemanticModel
@@ -307,6 +308,14 @@ def _count(model: SemanticModel, value: cst.BaseExpression) -> Optional[int]:
     return number
 
 
+def _plain_setting(model: SemanticModel, value: cst.BaseExpression) -> bool:
+    """A literal, or a name or option whose value is one (`split`, `name`, `train=True`): not a transform."""
+    if literal_value(value)[0]:
+        return True
+    resolved = model.values.resolve(value) if isinstance(value, (cst.Name, cst.Attribute)) else None
+    return resolved is not None and isinstance(resolved.value, (str, int, float, bool))
+
+
 def _graphs_in_memory(model: SemanticModel, value: cst.BaseExpression, depth: int) -> bool:
     """`value` is a data set of `torch_geometric.datasets` built without a per-sample `transform`, or a slice,
     an index or a shuffle of one."""
@@ -321,7 +330,11 @@ def _graphs_in_memory(model: SemanticModel, value: cst.BaseExpression, depth: in
         name = model.call_name(value) or ""
         if not name.startswith("torch_geometric.datasets."):
             return False
-        return not any(a.star or (a.keyword is not None and a.keyword.value == "transform") for a in value.args)
+        if any(a.star or (a.keyword is not None and a.keyword.value == "transform") for a in value.args):
+            return False
+        # a positional argument after the root may be the transform (`FAUST(path, True, T.Cartesian())`,
+        # `ModelNet(path, '10', True, T.SamplePoints(1024))`): only literals and settings of literal value
+        return all(_plain_setting(model, a.value) for a in value.args[1:] if a.keyword is None)
     if isinstance(value, cst.Name):
         writes = model.dataflow.reaching_writes(value.value, value)
         return bool(writes) and all(
