@@ -329,10 +329,10 @@ class ModelSize:
                         count = 0 if work else self._tensor_elements(inner.args[0].value, env) if inner.args else None
                     else:
                         count = self._layer(inner, name.rsplit(".", 1)[1], env, depth + 1, work)
+                elif name.startswith("torch_geometric.nn.") and name.rsplit(".", 1)[1] in _GRAPH_LAYERS:
+                    count = _graph_layer(name.rsplit(".", 1)[1], _Arguments(self, inner, env), work)  # (PyG's own tree too)
                 elif (info := m.local_class_of(name)) is not None and m.is_subclass_of(info.node.name.value, "torch.nn.Module"):
                     count = self._class(info.node, inner, depth + 1, work) if depth < _MAX_DEPTH else None
-                elif name.startswith("torch_geometric.nn.") and name.rsplit(".", 1)[1] in _GRAPH_LAYERS:
-                    count = _graph_layer(name.rsplit(".", 1)[1], _Arguments(self, inner, env), work)
                 elif _harmless(m, inner):
                     continue
                 else:
