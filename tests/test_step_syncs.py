@@ -165,3 +165,74 @@ for step, (x, y) in enumerate(loader):
     optimizer.step()
 """
     assert findings(source, **GPU303) == ["12:20 GPU303"]
+
+
+PYG_HEAD = """\
+import torch
+from torch_geometric.datasets import ModelNet, QM9, TUDataset
+from torch_geometric.loader import DataLoader, NeighborLoader
+
+device = torch.device("cuda")
+model = Net().to(device)
+optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+"""
+
+
+def _graph_step(dataset: str, loader: str) -> str:
+    return PYG_HEAD + f"""\
+dataset = {dataset}
+loader = {loader}
+for data in loader:
+    data = data.to(device)
+    optimizer.zero_grad()
+    loss = model(data.x, data.edge_index, data.batch)
+    loss.backward()
+    optimizer.step()
+    total_loss += loss.item() * data.num_graphs
+"""
+
+
+def test_pyg_loader_collating_small_graphs_in_memory_is_a_free_fetch():
+    # `Batch.from_data_list` of 128 graphs a TUDataset holds in memory, then the blocking `Data.to` copy
+    source = _graph_step("TUDataset('data', name='MUTAG').shuffle()", "DataLoader(dataset[:150], batch_size=128, shuffle=True)")
+    assert findings(source, **GPU303) == []
+    # the argparse default sizes the batch; an evaluation helper's loader is what every caller passes
+    source = PYG_HEAD + """\
+import argparse
+parser = argparse.ArgumentParser()
+parser.add_argument('--batch_size', type=int, default=64)
+args = parser.parse_args()
+dataset = TUDataset('data', name='PROTEINS')
+test_loader = DataLoader(dataset[:100], args.batch_size)
+
+@torch.no_grad()
+def test(loader):
+    correct = 0
+    for data in loader:
+        data = data.to(device)
+        pred = model(data.x, data.edge_index, data.batch).argmax(dim=-1)
+        correct += int((pred == data.y).sum())
+    return correct
+
+for epoch in range(10):
+    test(test_loader)
+"""
+    assert findings(source, **GPU303) == []
+
+
+def test_pyg_loader_doing_host_work_per_fetch_keeps_the_read():
+    # a per-sample `transform` (QM9's `Complete()` builds each molecule's full graph on every fetch)
+    source = _graph_step("QM9('data', transform=Complete()).shuffle()", "DataLoader(dataset[:100], batch_size=128)")
+    assert findings(source, **GPU303) == ["16:19 GPU303"]
+    # a transform handed positionally (ModelNet's `SamplePoints(1024)` samples each mesh at every fetch)
+    source = _graph_step("ModelNet('data', '10', True, T.SamplePoints(1024))", "DataLoader(dataset, batch_size=32)")
+    assert findings(source, **GPU303) == ["16:19 GPU303"]
+    # many graphs a batch
+    source = _graph_step("TUDataset('data', name='MUTAG')", "DataLoader(dataset, batch_size=4096)")
+    assert findings(source, **GPU303) == ["16:19 GPU303"]
+    # a data set that is not one of PyG's in-memory ones: its `__getitem__` is unknown
+    source = _graph_step("MyGraphs('data')", "DataLoader(dataset, batch_size=32)")
+    assert findings(source, **GPU303) == ["16:19 GPU303"]
+    # a sampler over one large graph samples each batch in the training process
+    source = _graph_step("TUDataset('data', name='MUTAG')", "NeighborLoader(dataset[0], num_neighbors=[10], batch_size=32)")
+    assert findings(source, **GPU303) == ["16:19 GPU303"]

@@ -25,7 +25,11 @@ a model that multiplies nothing does no work whatever it is fed), times 3 in tra
 at most `UPDATE_PARAMETERS` parameters (known) must also be small. The models a step runs are those of the loop and
 of the functions of this module it calls once an iteration (`_step_helpers`: `loss = calc_sent_loss(sent)`), each
 model run once (not in a loop or a comprehension). Unknown stays unknown, never small. The rules
-ask it (`launch_bound_loop`, `launch_bound_model`) of steps that multiply nothing or feed one row (`ONE_ROW_STEPS`).
+ask it (`launch_bound_loop`, `launch_bound_model`) of steps that multiply nothing or feed one row (`ONE_ROW_STEPS`),
+or one whole graph: a model of PyG's layers (`_graph_layer`: `GCNConv`, `GATConv`, `SAGEConv`, `GraphConv`, their
+work per node) fed the node features of a graph of documented size (`graph_work`: `model(data.x, ...)` with
+`data = dataset[0]` of a `Planetoid`) does that work times the graph's nodes (`_graph_rows`); fed anything else
+(a sampled batch), its work is unknown.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from typing import TYPE_CHECKING, Optional
 import libcst as cst
 import libcst.matchers as matchers
 
+from gpulint.analysis import graph_work
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.value_resolution import as_int, literal_value
 
@@ -131,6 +136,7 @@ class ModelSize:
         self.m = model
         self._toy_loops: dict[cst.CSTNode, bool] = {}
         self._launch_bound: dict[cst.CSTNode, bool] = {}
+        self._full_graph_steps: set[cst.CSTNode] = set()  # steps whose work `step_work` read from a graph's size
 
     # ---- parameter counts ---------------------------------------------------------------------------
 
@@ -323,6 +329,8 @@ class ModelSize:
                         count = 0 if work else self._tensor_elements(inner.args[0].value, env) if inner.args else None
                     else:
                         count = self._layer(inner, name.rsplit(".", 1)[1], env, depth + 1, work)
+                elif name.startswith("torch_geometric.nn.") and name.rsplit(".", 1)[1] in _GRAPH_LAYERS:
+                    count = _graph_layer(name.rsplit(".", 1)[1], _Arguments(self, inner, env), work)  # (PyG's own tree too)
                 elif (info := m.local_class_of(name)) is not None and m.is_subclass_of(info.node.name.value, "torch.nn.Module"):
                     count = self._class(info.node, inner, depth + 1, work) if depth < _MAX_DEPTH else None
                 elif _harmless(m, inner):
@@ -381,6 +389,8 @@ class ModelSize:
         width = _width_of(expr)
         if width is not None:
             return self.columns(width)
+        if isinstance(expr, cst.Attribute) and (field := graph_work.dataset_field(self.m, expr)) is not None:
+            return field  # `dataset.num_features` of a graph data set of documented size
         if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Name) and expr.value.value not in env:
             resolved = self.m.values.resolve(expr)  # a config dict's item
             if resolved is not None:
@@ -630,7 +640,7 @@ class ModelSize:
             return None  # functions of this module that run in a loop of the step, or that the step does not show
         calls = [c for node in (loop, *helpers) for c in m.calls_inside(node) if not (isinstance(c.func, cst.Name) and c.func.value in m.functions)]
         trains = any(_trains(m, call) for call in calls)
-        flops = trained = runs = 0
+        flops = trained = runs = graph_flops = 0
         for call in calls:
             func = call.func
             called = func.value if isinstance(func, cst.Attribute) and func.attr.value == "forward" else func
@@ -650,6 +660,12 @@ class ModelSize:
             work = self.forward_flops(called)
             if work is None:
                 return None
+            graph = self._graph_rows(call, called)
+            if graph == 0:
+                return None  # PyG layers fed anything but a whole graph of documented size: its nodes are unknown
+            if graph is not None:
+                graph_flops += work * graph  # a full-graph step: every node of the graph is a row
+                work = 0
             flops, runs = flops + work, runs + (self.parameters(called) != 0)  # a loss module alone is not a model
             if trains:
                 count = self.parameters(called)
@@ -663,7 +679,21 @@ class ModelSize:
             if rows is None:
                 return None
             flops *= rows
+        elif graph_flops:
+            self._full_graph_steps.add(loop)
+        flops += graph_flops
         return 3 * flops if trains else flops
+
+    def _graph_rows(self, call: cst.Call, called: cst.BaseExpression) -> Optional[int]:
+        """For a model built of PyG's layers, the nodes of the whole graph `call` feeds it (`model(data.x,
+        data.edge_index)`, `data` a graph of documented size: `graph_work.node_rows`), 0 when it feeds anything else
+        (a sampled batch: its nodes are unknown); None for a model of no PyG layer."""
+        names = self._definition_calls(called, 0)
+        if not names or not any(n.startswith("torch_geometric.nn.") for n in names):
+            return None
+        inputs = [a.value for a in call.args if a.keyword is None and not a.star]
+        graph = graph_work.node_rows(self.m, inputs[0]) if inputs else None
+        return graph.nodes if graph is not None else 0
 
     def _step_helpers(self, loop: cst.CSTNode) -> Optional[list[cst.FunctionDef]]:
         """The functions of this module the loop calls by name (`my_loss = calc_sent_loss(sent)`), each the one `def`
@@ -693,7 +723,8 @@ class ModelSize:
         work = self.step_work(loop)
         if work is None or work > LAUNCH_BOUND_FLOPS:
             return False
-        return work == 0 or not ONE_ROW_STEPS or self._rows_per_step(loop) == 1
+        # a full-graph step feeds its model one sample, a graph whose documented size makes its work known
+        return work == 0 or not ONE_ROW_STEPS or self._rows_per_step(loop) == 1 or loop in self._full_graph_steps
 
     def _rows_per_step(self, loop: cst.CSTNode) -> Optional[int]:
         """The rows a step of `loop` feeds its models: the batch size of the DataLoader it iterates (1 when not
@@ -1106,6 +1137,32 @@ def _layer_work(layer: str, size: _Arguments) -> Optional[int]:
     if layer == "PReLU":
         return 0
     return None
+
+
+# PyG's message-passing layers whose size and work per node `_graph_layer` reads.
+_GRAPH_LAYERS = frozenset({"GCNConv", "GATConv", "SAGEConv", "GraphConv"})
+
+
+def _graph_layer(layer: str, size: _Arguments, work: bool) -> Optional[int]:
+    """A PyG layer's parameters, or with `work` its forward FLOPs per node: the dense transform (2 x in x out, per
+    head for `GATConv`; `SAGEConv`/`GraphConv` transform the node and its aggregated neighbours) plus the messages of
+    `graph_work.MAX_DEGREE` edges (a scaled add per output channel; GAT's attention scores per head). Lazy sizes
+    (`-1`) are unknown."""
+    n_in, n_out = size.int(0, "in_channels"), size.int(1, "out_channels")
+    if n_in is None or n_out is None or n_in <= 0 or n_out <= 0:
+        return None
+    degree = graph_work.MAX_DEGREE
+    if layer == "GATConv":
+        heads = size.int(2, "heads", default=1)
+        if heads is None or heads <= 0:
+            return None
+        concat = not (size.value(3, "concat") is not None and literal_value(size.value(3, "concat")) == (True, False))  # type: ignore[arg-type]
+        if work:
+            return 2 * n_in * heads * n_out + degree * heads * (2 * n_out + 10)
+        return n_in * heads * n_out + 2 * heads * n_out + (heads * n_out if concat else n_out)
+    if layer == "GCNConv":
+        return 2 * n_in * n_out + degree * 2 * n_out if work else n_in * n_out + n_out
+    return 4 * n_in * n_out + degree * n_in if work else 2 * n_in * n_out + n_out  # SAGEConv, GraphConv
 
 
 def _convolution(name: str) -> bool:

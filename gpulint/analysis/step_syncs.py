@@ -17,7 +17,8 @@ the host work between the read and the next sync point. Two facts follow.
   iteration, of data made mid-step or a label copied again, may be the avoidable wait itself and does not count),
   and the host does only bookkeeping on the way (`trivial_between`): loop counters, a logging append or
   print, a clock read, a few light tensor ops or reads of the same step (at most `MAX_TAIL_READS` more, counting
-  the earlier reads of the run GPU303 reports as one wait and asks about at its last read: each is a round trip), the next batch from a `DataLoader` with workers or from an in-memory list. B is
+  the earlier reads of the run GPU303 reports as one wait and asks about at its last read: each is a round trip), the next batch from a `DataLoader` with workers, from an in-memory list, or from PyG's `DataLoader` collating a few
+  graphs held in memory (`_graph_loader`). B is
   microseconds, so the read costs nothing measurable: the copy would have waited for the same queue. Not when
   the way holds a forward, a backward pass or an optimizer step (the read then sits inside the step's GPU work:
   kept, conservatively), a loop, a call of a project function (its work is unknown), numpy work, or the next
@@ -49,6 +50,7 @@ from gpulint.analysis.hot_loops import wrapper_kind, wrapped_arguments
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.step_waits import queues_step_work
 from gpulint.analysis.summary import CLOCKS
+from gpulint.analysis.value_resolution import literal_value
 
 if TYPE_CHECKING:
     from gpulint.analysis.model import Loop, SemanticModel
@@ -76,6 +78,12 @@ _TORCH_HEAVY = ("torch.nn.", "torch.optim.", "torch.distributed.", "torch.autogr
 # Statements and expressions that repeat what they hold, or run it only on a branch.
 _REPEATING = (cst.For, cst.While, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 _BRANCHES = (cst.If, cst.Else, cst.ExceptHandler, cst.IfExp, cst.BooleanOperation, cst.Lambda, cst.FunctionDef) + _REPEATING
+# PyG's loader of whole graphs: each batch collates the graphs a data set holds (`_graph_loader`).
+_PYG_LOADERS = frozenset({"torch_geometric.loader.DataLoader", "torch_geometric.data.DataLoader", "torch_geometric.loader.dataloader.DataLoader"})
+# At most this many graphs collated a batch in the training process: `Batch.from_data_list` concatenates each
+# attribute once (a `torch.cat` of the graphs' tensors, increments of `edge_index`), tens to hundreds of
+# microseconds for a few hundred molecule- or protein-size graphs of the TU/ZINC kind.
+MAX_COLLATED_GRAPHS = 256
 # What an in-memory list is built by: iterating it takes the host nothing.
 _LIST_BUILDERS = frozenset({"list", "sorted", "range", "tuple"})
 
@@ -232,10 +240,14 @@ def _bookkeeping(model: SemanticModel, call: cst.Call) -> bool:
 
 def fetch_is_light(model: SemanticModel, loop: Loop) -> bool:
     """Taking the next batch costs the host microseconds: the `for` iterates a `DataLoader` with workers
-    (`num_workers` > 0, known), or an in-memory sequence (a list, a `range`). A loader without workers, one of
+    (`num_workers` > 0, known), PyG's `DataLoader` of a few graphs held in memory (`_graph_loader`), or an in-memory
+    sequence (a list, a `range`). A loader without workers, one of
     unknown settings, a generator or a `while` loop's own fetch may do real work in the training process."""
     if not isinstance(loop, cst.For):
         return False
+    sources = _sources(model, loop.iter)
+    if len(sources) == 1 and _graph_loader(model, sources[0], 0):
+        return True  # PyG's DataLoader collating a few graphs held in memory
     flow = model.loader_flow
     for info in flow.infos:
         if any(iteration.loop is loop and iteration.is_for for iteration in info.iterations):
@@ -245,6 +257,90 @@ def fetch_is_light(model: SemanticModel, loop: Loop) -> bool:
             workers = returned.facts.get("num_workers")
             return isinstance(workers, int) and not isinstance(workers, bool) and workers > 0
     return all(_in_memory(model, source, 0) for source in _sources(model, loop.iter))
+
+
+def _graph_loader(model: SemanticModel, value: cst.BaseExpression, depth: int) -> Optional[bool]:
+    """Whether the PyG `DataLoader` `value` builds or names fetches lightly (None: `value` is no such loader). Its
+    batch is `Batch.from_data_list` of `batch_size` graphs: one `torch.cat` per attribute, the graphs themselves
+    held in memory by a data set of `torch_geometric.datasets` (`TUDataset`, `ZINC`, `PPI`: an `InMemoryDataset`,
+    loaded whole; `pre_transform` ran once, at processing). Light with workers (`num_workers` > 0), or in the
+    training process with at most `MAX_COLLATED_GRAPHS` graphs a batch and no per-sample `transform=` (QM9's
+    `Complete()` builds each molecule's full graph on every fetch: real host work). A sampler over one large
+    graph (`NeighborLoader`, `LinkNeighborLoader`) is not this loader: it samples in the training process."""
+    if depth > 3:
+        return None
+    if isinstance(value, cst.Name):
+        writes = model.dataflow.reaching_writes(value.value, value)
+        if not writes:  # a parameter (`def test(loader)`): what every caller of the function passes
+            passed = model.model_size._passed(value)
+            found = [_graph_loader(model, p, depth + 1) for p in passed or ()]
+            return None if not found or None in found else all(found)
+        if len(writes) != 1 or writes[0].value is None or writes[0].is_augmented:
+            return None
+        return _graph_loader(model, writes[0].value, depth + 1)
+    if not isinstance(value, cst.Call) or (model.call_name(value) or "") not in _PYG_LOADERS:
+        return None
+    arguments = {a.keyword.value: a.value for a in value.args if a.keyword is not None}
+    plain = [a.value for a in value.args if a.keyword is None and not a.star]
+    if any(a.star for a in value.args):
+        return False
+    workers = arguments.get("num_workers", plain[3] if len(plain) > 3 else None)
+    if workers is not None:
+        count = _count(model, workers)
+        if count is None:
+            return False
+        if count > 0:
+            return True
+    batch = arguments.get("batch_size", plain[1] if len(plain) > 1 else None)
+    graphs = 1 if batch is None else _count(model, batch)
+    if graphs is None or not 0 < graphs <= MAX_COLLATED_GRAPHS:
+        return False
+    dataset = arguments.get("dataset", plain[0] if plain else None)
+    return dataset is not None and _graphs_in_memory(model, dataset, 0)
+
+
+def _count(model: SemanticModel, value: cst.BaseExpression) -> Optional[int]:
+    """The integer `value` holds: written in the code, or an argparse option's default (`args.batch_size`)."""
+    number = model.model_size._largest_integer(value)
+    if number is None:
+        resolved = model.values.resolve(value)
+        number = resolved.value if resolved is not None and type(resolved.value) is int else None
+    return number
+
+
+def _plain_setting(model: SemanticModel, value: cst.BaseExpression) -> bool:
+    """A literal, or a name or option whose value is one (`split`, `name`, `train=True`): not a transform."""
+    if literal_value(value)[0]:
+        return True
+    resolved = model.values.resolve(value) if isinstance(value, (cst.Name, cst.Attribute)) else None
+    return resolved is not None and isinstance(resolved.value, (str, int, float, bool))
+
+
+def _graphs_in_memory(model: SemanticModel, value: cst.BaseExpression, depth: int) -> bool:
+    """`value` is a data set of `torch_geometric.datasets` built without a per-sample `transform`, or a slice,
+    an index or a shuffle of one."""
+    if depth > 6:
+        return False
+    if isinstance(value, cst.Subscript):
+        return _graphs_in_memory(model, value.value, depth + 1)
+    if isinstance(value, cst.Call):
+        func = value.func
+        if isinstance(func, cst.Attribute) and func.attr.value in ("shuffle", "index_select", "copy") and not model.call_name(value):
+            return _graphs_in_memory(model, func.value, depth + 1)
+        name = model.call_name(value) or ""
+        if not name.startswith("torch_geometric.datasets."):
+            return False
+        if any(a.star or (a.keyword is not None and a.keyword.value == "transform") for a in value.args):
+            return False
+        # a positional argument after the root may be the transform (`FAUST(path, True, T.Cartesian())`,
+        # `ModelNet(path, '10', True, T.SamplePoints(1024))`): only literals and settings of literal value
+        return all(_plain_setting(model, a.value) for a in value.args[1:] if a.keyword is None)
+    if isinstance(value, cst.Name):
+        writes = model.dataflow.reaching_writes(value.value, value)
+        return bool(writes) and all(
+            w.value is not None and not w.is_augmented and _graphs_in_memory(model, w.value, depth + 1) for w in writes
+        )  # fmt: skip
+    return False
 
 
 def _sources(model: SemanticModel, iterable: cst.BaseExpression) -> list[cst.BaseExpression]:
