@@ -154,6 +154,10 @@ def _batch_size(model: SemanticModel, loader: DataLoaderCall) -> Optional[int]:
         return None
     sizes = []
     for source in sources:
+        while isinstance(source, cst.BinaryOperation) and isinstance(source.operator, cst.FloorDivide):
+            # `args.batch_size // ngpus`: a batch size the loader accepts (an int >= 1) of a positive int over a
+            # divisor is at most that int (a divisor <= 0 gives none >= 1, a float divisor no int)
+            source = source.left
         value = _int_value(model, source, 0)
         if value is None or value < 1:
             return None
