@@ -163,3 +163,10 @@ def test_a_batch_size_divided_among_gpus_is_at_most_the_undivided_one():
     divided = DIFFUSION.replace("BATCH = {batch}\n", parser).replace("batch_size=BATCH", "batch_size=args.batch_size")
     assert findings(divided.format(batch=128), select=("GPU201",)) == []
     assert findings(divided.format(batch=128000), select=("GPU201",)) == ["12:9 GPU201"]
+
+
+def test_the_length_of_a_field_never_copied_as_a_tensor_is_not_the_batch_size():
+    # `for images, labels in loader` where `images` is a dict of fields: its `len` counts the keys
+    source = DIFFUSION.format(batch=128).replace('images, labels = 2 * images.to("cuda") - 1, labels.to("cuda")', 'labels = labels.to("cuda")')
+    source = source.replace("model(images, t)", "model({k: v.cuda() for k, v in images.items()}, t)")
+    assert findings(source, select=("GPU201",)) == ["8:9 GPU201"]

@@ -183,7 +183,7 @@ def _batch_dimension(model: SemanticModel, expr: cst.BaseExpression, depth: int)
         if len(writes) != 1 or writes[0].value is None or writes[0].source is not None or writes[0].is_augmented:
             return None
         expr = writes[0].value
-    owner = None
+    owner, counted = None, False
     if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "size" and len(expr.args) == 1:
         index = expr.args[0].value
         owner = expr.func.value if isinstance(index, cst.Integer) and index.evaluated_value == 0 else None
@@ -193,7 +193,7 @@ def _batch_dimension(model: SemanticModel, expr: cst.BaseExpression, depth: int)
         owner = expr.value.value if isinstance(index, cst.Integer) and index.evaluated_value == 0 else None
     elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "len" and len(expr.args) == 1:
         if not model.module_bindings("len"):
-            owner = expr.args[0].value
+            owner, counted = expr.args[0].value, True
     if not isinstance(owner, cst.Name):
         return None
     for info in model.loader_flow.infos:
@@ -204,6 +204,8 @@ def _batch_dimension(model: SemanticModel, expr: cst.BaseExpression, depth: int)
                 continue
             if not _unpacked_batch(model, owner, iteration, depth):
                 continue  # rebound in the loop (`x = x.view(-1, 784)`): another shape
+            if counted and not any(m.iteration is iteration and _root(m.receiver) == owner.value for m in info.moves):
+                continue  # `len(x)` of a field the loop never copies as a tensor: a dict's keys, a list of fields
             loader = info.loader
             if loader.argument("collate_fn") is not None or loader.argument("batch_sampler") is not None:
                 return None
@@ -283,6 +285,12 @@ def _keeps_shape(model: SemanticModel, expr: cst.BaseExpression, key: str, itera
     if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _SHAPE_KEEPING_CALLS:
         return _keeps_shape(model, expr.func.value, key, iteration, depth)
     return False
+
+
+def _root(expr: cst.BaseExpression) -> Optional[str]:
+    while isinstance(expr, (cst.Attribute, cst.Subscript)):
+        expr = expr.value
+    return expr.value if isinstance(expr, cst.Name) else None
 
 
 def _unmoved(expr: cst.BaseExpression) -> cst.BaseExpression:
