@@ -222,3 +222,32 @@ def test_one_sample_batches_are_silent(size, extra):
 def test_batches_that_may_hold_more_than_one_sample_are_still_found(size, extra):
     assert findings(ONE.format(size=size, pin="", extra=extra), **RULES) == ["8:15 GPU102"]
     assert findings(ONE.format(size=size, pin=", pin_memory=True", extra=extra), **RULES) == ["10:10 GPU105"]
+
+
+# simple-faster-rcnn's train.py: one image a batch; every `plot_every` steps the loop shows the first sample
+# (`img[0]`), as a loop over batches of any size does: the step itself copies the batch as it comes.
+PLOTTED = """\
+import torch
+from torch.utils.data import DataLoader
+
+loader = DataLoader(dataset, batch_size=1, shuffle=True, num_workers=4)
+for epoch in range(14):
+    for ii, (img, bbox_, label_) in enumerate(loader):
+        img, bbox, label = img.cuda().float(), bbox_.cuda(), label_.cuda()
+        trainer.train_step(img, bbox, label)
+{extra}
+"""
+
+
+def test_a_first_sample_shown_every_n_steps_keeps_one_sample_batches_silent():
+    shown = "        if (ii + 1) % 100 == 0:\n            plot(img[0].cpu().numpy(), bbox_[0])"
+    assert findings(PLOTTED.format(extra=shown), select=("GPU102",)) == []
+
+
+def test_a_batch_taken_apart_every_step_is_still_found():
+    # every step: the items may be batches already (`batch_size=1` over pre-batched chunks)
+    taken = "        loss = trainer.loss(img[0], bbox)"
+    assert findings(PLOTTED.format(extra=taken), select=("GPU102",)) == ["4:10 GPU102"]
+    # an error branch is not periodic work either; a branch on another condition runs on any step
+    branch = "        if bbox.numel() == 0:\n            img = img.squeeze(0)"
+    assert findings(PLOTTED.format(extra=branch), select=("GPU102",)) == ["4:10 GPU102"]

@@ -103,13 +103,18 @@ def _unbatches(model: SemanticModel, iteration, moves: list) -> bool:
             if holds_copy or _root_name(value) in derived or (not moves and _root_name(value) in names):
                 derived.update(n.value for t in assign.targets for n in matchers.findall(t.target, matchers.Name()))  # type: ignore[attr-defined]
     watched = derived | names
-    return _takes_apart(model, iteration.loop, lambda name: name in watched, names_only=True)
+    return _takes_apart(model, iteration.loop, lambda name: name in watched, names_only=True, loop=iteration.loop)
 
 
-def _takes_apart(model: SemanticModel, node: cst.CSTNode, watched, names_only: bool = False) -> bool:
+def _takes_apart(model: SemanticModel, node: cst.CSTNode, watched, names_only: bool = False, loop=None) -> bool:
     """A reshape call or an integer index in `node` on a watched name (`names_only`: on the name itself for
-    an index, `x[0]`; `batch["L"][0]` of a field is then not counted)."""
+    an index, `x[0]`; `batch["L"][0]` of a field is then not counted). With `loop`, not in a branch that runs
+    only every N steps or on an error (`if (ii + 1) % plot_every == 0:` showing `img[0]`, the first sample, as a
+    loop over batches of any size does): the step itself does not take the batch apart there."""
+    periodic = (lambda n: model.residency.rate_limit_guard(n, loop) is not None) if loop is not None else (lambda n: False)
     for call in matchers.findall(node, matchers.Call()):
+        if periodic(call):
+            continue
         func = call.func  # type: ignore[attr-defined]
         if isinstance(func, cst.Attribute) and func.attr.value in _RESHAPES and watched(_root_name(func.value)):
             return True  # `x.squeeze(0)`, `batch["images"].view(-1, 3, h, w)`
@@ -117,7 +122,7 @@ def _takes_apart(model: SemanticModel, node: cst.CSTNode, watched, names_only: b
         if (model.call_name(call) or "").rsplit(".", 1)[-1] in _RESHAPES and args and watched(_root_name(args[0].value)):
             return True  # `torch.squeeze(x, 0)`
     for sub in matchers.findall(node, matchers.Subscript()):
-        if not _integer_index(sub):  # type: ignore[arg-type]
+        if not _integer_index(sub) or periodic(sub):  # type: ignore[arg-type]
             continue
         target = sub.value  # type: ignore[attr-defined]
         if names_only and not isinstance(target, cst.Name):
@@ -154,6 +159,10 @@ def _batch_size(model: SemanticModel, loader: DataLoaderCall) -> Optional[int]:
         return None
     sizes = []
     for source in sources:
+        while isinstance(source, cst.BinaryOperation) and isinstance(source.operator, cst.FloorDivide):
+            # `args.batch_size // ngpus`: a batch size the loader accepts (an int >= 1) of a positive int over a
+            # divisor is at most that int (a divisor <= 0 gives none >= 1, a float divisor no int)
+            source = source.left
         value = _int_value(model, source, 0)
         if value is None or value < 1:
             return None

@@ -10,8 +10,12 @@ fourteenth corpus's judges called every such finding noise (GAN label vectors of
 
 `factory_bytes(model, call)` is an upper bound (8 bytes an element, 16 for a complex dtype) of what the factory
 makes, when every size it is given resolves to an int (a literal, a module constant, a command-line default, a
-product or sum of such: `batch_bytes._int_value`); None otherwise (a size from a tensor's shape, a parameter no
-caller's value is known for). `known_small` is true at most `SMALL_BATCH_BYTES`.
+product or sum of such: `batch_bytes._int_value`), a dimension of a factory of known sizes (`src.shape[1]`), the
+first dimension of a tensor a DataLoader loop unpacks from its batch (at most the loader's batch size, where that
+resolves: `torch.ones(x.size(0), 1)` labels in `for x, _ in loader`), or an attribute a local `nn.Module` class's
+`__init__` writes from its constructor arguments (`encoder.hidden_size` of `Encoder(n, 16)`); None otherwise (a size
+from a model output's shape, a parameter no caller's value is known for). `known_small` is true at most
+`SMALL_BATCH_BYTES`.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
-from gpulint.analysis.batch_bytes import SMALL_BATCH_BYTES, _int_value
+from gpulint.analysis.batch_bytes import SMALL_BATCH_BYTES, _batch_size, _int_value
 
 if TYPE_CHECKING:
     from gpulint.analysis.model import SemanticModel
@@ -110,7 +114,103 @@ def _int(model: SemanticModel, expr: Optional[cst.BaseExpression], depth: int = 
     if isinstance(expr, cst.Integer):
         return int(expr.evaluated_value)
     known = _int_value(model, expr, 0)
-    return known if known is not None else _dimension_of_factory(model, expr, depth)
+    if known is not None:
+        return known
+    known = _dimension_of_factory(model, expr, depth)
+    if known is not None:
+        return known
+    known = _module_attribute(model, expr)
+    return known if known is not None else _batch_dimension(model, expr, depth)
+
+
+def _module_attribute(model: SemanticModel, expr: cst.BaseExpression) -> Optional[int]:
+    """`encoder.hidden_size` where `encoder` is, wherever it comes from (its writes, or what every caller of the
+    function passes for it), a construction of an `nn.Module` class of this module whose `__init__` writes
+    `self.hidden_size` once, from its constructor's arguments or literals (`Encoder(n_vocab, 16)`): the largest value
+    those constructions give it."""
+    if not isinstance(expr, cst.Attribute) or not isinstance(expr.value, cst.Name) or expr.value.value == "self":
+        return None
+    sizes = model.model_size
+    values = []
+    for construction in _constructions(model, expr.value, 0):
+        if construction is None:
+            return None
+        info = model.local_class_of(model.call_name(construction) or "")
+        init = model.classes[info.node.name.value].methods.get("__init__") if info is not None else None
+        if init is None:
+            return None
+        writes = model.dataflow.writes_in(f"self.{expr.attr.value}", info.node)  # (in any method of the class)
+        if len(writes) != 1 or writes[0].value is None or writes[0].is_augmented or writes[0].source is not None:
+            return None
+        if not model.dataflow.inside(writes[0].statement, init):
+            return None
+        value = sizes.integer(writes[0].value, sizes._constructor_arguments(info.node, construction))
+        if value is None:
+            return None
+        values.append(value)
+    return max(values) if values else None
+
+
+def _constructions(model: SemanticModel, expr: cst.BaseExpression, depth: int) -> list:
+    """The constructor calls of local `nn.Module` classes `expr` holds (through `.to(device)`, its writes and what
+    every caller passes for a parameter); a None in the list where one is not known."""
+    if depth > 4:
+        return [None]
+    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in ("to", "cuda", "float", "train", "eval"):
+        expr = expr.func.value
+    if isinstance(expr, cst.Call):
+        info = model.local_class_of(model.call_name(expr) or "")
+        return [expr] if info is not None and model.is_subclass_of(info.node.name.value, "torch.nn.Module") else [None]
+    if not isinstance(expr, cst.Name):
+        return [None]
+    writes = model.dataflow.reaching_writes(expr.value, expr)
+    if writes:
+        if any(w.value is None or w.source is not None or w.is_augmented for w in writes):
+            return [None]
+        return [c for w in writes for c in _constructions(model, w.value, depth + 1)]
+    passed = model.model_size._passed(expr)
+    return [None] if passed is None else [c for value in passed for c in _constructions(model, value, depth + 1)]
+
+
+def _batch_dimension(model: SemanticModel, expr: cst.BaseExpression, depth: int) -> Optional[int]:
+    """`x.size(0)`, `x.shape[0]`, `len(x)` (or a name whose one write is that: `batch_size = x.size(0)`) where `x`
+    is a tensor a DataLoader loop unpacks from its batch and the loader's batch size resolves (no `collate_fn`,
+    no `batch_sampler`): the default collate stacks the samples along a new first axis, so that dimension is at
+    most the batch size (the last batch may be shorter). `torch.ones(x.size(0), 1)` in `for x, _ in loader` with
+    `batch_size=64` makes 64 elements."""
+    if isinstance(expr, cst.Name):
+        writes = model.dataflow.reaching_writes(expr.value, expr)
+        if len(writes) != 1 or writes[0].value is None or writes[0].source is not None or writes[0].is_augmented:
+            return None
+        expr = writes[0].value
+    owner, counted = None, False
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "size" and len(expr.args) == 1:
+        index = expr.args[0].value
+        owner = expr.func.value if isinstance(index, cst.Integer) and index.evaluated_value == 0 else None
+    elif isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Attribute) and expr.value.attr.value == "shape":
+        first = expr.slice[0].slice if len(expr.slice) == 1 else None
+        index = first.value if isinstance(first, cst.Index) else None
+        owner = expr.value.value if isinstance(index, cst.Integer) and index.evaluated_value == 0 else None
+    elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "len" and len(expr.args) == 1:
+        if not model.module_bindings("len"):
+            owner, counted = expr.args[0].value, True
+    if not isinstance(owner, cst.Name):
+        return None
+    for info in model.loader_flow.infos:
+        for iteration in info.iterations:
+            if owner.value not in iteration.batch_names or owner.value == iteration.whole_batch:
+                continue  # (the whole batch may be a list or dict of fields: its `len` is their count)
+            if not any(model.dataflow.inside(expr, region) for region in iteration.regions):
+                continue
+            if not _unpacked_batch(model, owner, iteration, depth):
+                continue  # rebound in the loop (`x = x.view(-1, 784)`): another shape
+            if counted and not any(m.iteration is iteration and _root(m.receiver) == owner.value for m in info.moves):
+                continue  # `len(x)` of a field the loop never copies as a tensor: a dict's keys, a list of fields
+            loader = info.loader
+            if loader.argument("collate_fn") is not None or loader.argument("batch_sampler") is not None:
+                return None
+            return _batch_size(model, loader)
+    return None
 
 
 def _dimension_of_factory(model: SemanticModel, expr: cst.BaseExpression, depth: int) -> Optional[int]:
@@ -152,6 +252,45 @@ def _dimension_of_factory(model: SemanticModel, expr: cst.BaseExpression, depth:
     if not -len(dims) <= position < len(dims):
         return None
     return _int(model, dims[position], depth + 1)
+
+
+_SHAPE_KEEPING_CALLS = frozenset({"to", "cuda", "float", "half", "double", "long", "int", "bool", "contiguous", "detach", "clone"})
+
+
+def _unpacked_batch(model: SemanticModel, name: cst.Name, iteration, depth: int) -> bool:
+    """Every write of `name` reaching here is the loop's own unpacking of the batch, or keeps the shape of what
+    it was (`images = 2 * images.to(device) - 1`, `x = x.float()`)."""
+    if depth > 3:
+        return False
+    writes = model.dataflow.reaching_writes(name.value, name)
+    if not writes:
+        return False
+    for write in writes:
+        if isinstance(write.statement, cst.For) and write.source is None:
+            continue
+        if write.value is None or write.is_augmented or not _keeps_shape(model, write.value, name.value, iteration, depth):
+            return False
+    return True
+
+
+def _keeps_shape(model: SemanticModel, expr: cst.BaseExpression, key: str, iteration, depth: int) -> bool:
+    if isinstance(expr, (cst.Integer, cst.Float)):
+        return False  # (a scalar alone is no batch; as an operand it broadcasts, handled below)
+    if isinstance(expr, cst.Name):
+        return expr.value == key and _unpacked_batch(model, expr, iteration, depth + 1)
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Subtract, cst.Multiply, cst.Divide)):
+        sides = [expr.left, expr.right]
+        scalars = [s for s in sides if isinstance(s, (cst.Integer, cst.Float))]
+        return len(scalars) == 1 and _keeps_shape(model, next(s for s in sides if s not in scalars), key, iteration, depth)
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _SHAPE_KEEPING_CALLS:
+        return _keeps_shape(model, expr.func.value, key, iteration, depth)
+    return False
+
+
+def _root(expr: cst.BaseExpression) -> Optional[str]:
+    while isinstance(expr, (cst.Attribute, cst.Subscript)):
+        expr = expr.value
+    return expr.value if isinstance(expr, cst.Name) else None
 
 
 def _unmoved(expr: cst.BaseExpression) -> cst.BaseExpression:
