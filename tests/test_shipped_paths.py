@@ -322,8 +322,14 @@ def test_a_cli_can_run_the_test_subcommand():
 
 
 def test_a_library_data_module_keeps_its_test_dataloader():
-    # an importable module: a training script elsewhere may call `trainer.test` with it
-    assert found(DATAMODULE.replace("# %%\n", "")) == ["16 GPU101"]
+    # a module without a fit of its own is a library: a training script elsewhere may call `trainer.test` with it
+    library = DATAMODULE.replace("# %%\n", "").split("trainer = pl.Trainer")[0]
+    assert found(library) == ["16 GPU101"]
+
+
+def test_a_script_that_only_fits_and_that_no_module_imports_never_runs_its_test_dataloader():
+    # (optuna's Lightning examples: the objective fits; nothing calls `trainer.test`, no CLI can)
+    assert found(DATAMODULE.replace("# %%\n", "")) == []
 
 
 def test_a_notebook_kept_as_script_with_its_fit_commented_out_has_an_unused_loader():

@@ -67,7 +67,6 @@ def loads_in_training_process(model: SemanticModel, loader: DataLoaderCall) -> b
     items that are real work, in a loop that feeds the GPU."""
     from gpulint.analysis.dataloaders import is_unsharded_iterable_dataset, produces_cuda_batches
     from gpulint.analysis.one_off_passes import read_once
-    from gpulint.analysis.unrun_hooks import hook_never_run
 
     if not loader.known("num_workers", "dataset", "collate_fn") or produces_cuda_batches(model, loader):
         return False
@@ -77,8 +76,6 @@ def loads_in_training_process(model: SemanticModel, loader: DataLoaderCall) -> b
     info = flow.info(loader)
     if flow.never_used(info):
         return False  # no batch of it is ever taken as the code ships
-    if hook_never_run(model, info):
-        return False  # a Lightning `test_dataloader` of a script that only fits (`analysis/unrun_hooks.py`)
     if model.batch_cost.items_are_cheap(loader) or model.batch_cost.reads_a_few_batches(info):
         return False  # nothing for workers to take off the training process, or one batch only
     if read_once(model, info):

@@ -70,10 +70,10 @@ def unshipped_rows(model: SemanticModel) -> list[tuple[int, int]]:
             if dead is not None:
                 first, last = model.range(dead).start.line, model.range(dead).end.line
                 spans.append((first + 1 if isinstance(dead, cst.Else) else first, last))
-        if runs_as_a_script(model):
-            spans += _hooks_never_called(model)
-            if spans:
-                spans += _functions_only_called_there(model, spans)
+        if runs_as_a_script(model) or not model.project.imported:
+            spans += _hooks_never_called(model)  # a script no module imports runs only what it calls itself
+        if runs_as_a_script(model) and spans:
+            spans += _functions_only_called_there(model, spans)
         spans += _uncalled_functions(model) + self_test_rows(model)
         memo[model.module] = spans  # type: ignore[assignment]
     return memo[model.module]  # type: ignore[return-value]
@@ -430,9 +430,10 @@ _TEST_OR_PREDICT_CALLS = frozenset({"test", "predict"})
 
 
 def _hooks_never_called(model: SemanticModel) -> list[tuple[int, int]]:
-    """In a notebook that runs its own Lightning Trainer: the spans of `test_dataloader` / `test_step` (and
-    the `predict_` ones) when nothing in it calls `.test(...)` (`.predict(...)`), nor builds a `LightningCLI`,
-    whose subcommands can run them."""
+    """In a notebook, or a script no module of the project imports, that runs its own Lightning Trainer: the spans
+    of `test_dataloader` / `test_step` (and the `predict_` ones) when nothing in it calls `.test(...)`
+    (`.predict(...)`), nor builds a `LightningCLI`, whose subcommands can run them (optuna's Lightning examples
+    only fit: their test hooks never run as shipped)."""
     frameworks = model.frameworks
     if not frameworks.imported or "CLI" in model.source:
         return []
