@@ -75,6 +75,12 @@ class HostSyncInLoop(Rule):
                     needs_host[id(loop)] = host_reads.needs_host_every_iteration(model, loop, residency.host_syncs)
                 if needs_host[id(loop)]:
                     continue  # decoding / generation: each iteration waits for a value on the host to go on
+            inner = self._inner_loop(sync, loop)
+            if inner is not None:
+                if id(inner) not in needs_host:
+                    needs_host[id(inner)] = host_reads.needs_host_every_iteration(model, inner, residency.host_syncs)
+                if needs_host[id(inner)]:
+                    continue  # a greedy decode inside the step: each token is read to decide whether to go on
             if role == TRAIN and generation.generation_bound(model, loop):
                 continue  # an RL step that generates a rollout: its decoding already waits on the host per token
             statements.setdefault(id(model.enclosing_statement(sync.node)), []).append((sync, loop, role))
@@ -125,6 +131,18 @@ class HostSyncInLoop(Rule):
                 syncs[0].node, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO, related=related,
                 help=advice[0].upper() + advice[1:],
             )
+
+    def _inner_loop(self, sync, loop):
+        """The innermost `for`/`while` around `sync` when it lies inside `loop` (a decode loop over tokens within
+        an evaluation step over sentences), else None."""
+        model = self.model
+        if not isinstance(loop, (cst.For, cst.While)):
+            return None
+        enclosing = model.enclosing_loops(sync.node)
+        inner = enclosing[0] if enclosing else None
+        if inner is None or inner is loop or not model.is_inside(inner, loop):
+            return None
+        return inner if isinstance(inner, (cst.For, cst.While)) else None
 
     def _waits_anyway(self, sync, loop) -> bool:
         """The step already waits for the GPU at a blocking copy (`x.to(device)` without `non_blocking=True`)
