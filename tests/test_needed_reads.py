@@ -156,3 +156,32 @@ def test_greedy_decode_token_read_to_stop_is_silent():
 
 def test_inner_loop_read_that_decides_nothing_stays_reported():
     assert decode("words.append(str(top.item()))") == ["20:30 GPU303"]
+
+
+ONE_BATCH = textwrap.dedent("""\
+    import torch
+    import torchvision
+    from torch.utils.data import DataLoader
+
+    device = torch.device("cuda")
+    model = torchvision.models.resnet50().to(device)
+    test_data = torchvision.datasets.ImageFolder("data/test", transform=torchvision.transforms.ToTensor())
+    test_set = DataLoader(dataset=test_data, batch_size={size})
+    with torch.no_grad():
+        for num, (images, labels) in enumerate(test_set):
+            images, labels = images.to(device), labels.to(device)
+            correct = (model(images).argmax(1) == labels).float().mean()
+            print("Accuracy:", correct.item())
+""")
+
+
+def one_batch(size: str) -> list[str]:
+    return findings(ONE_BATCH.format(size=size), select=("GPU303",))
+
+
+def test_evaluation_over_a_loader_of_one_batch_reads_once_per_pass():
+    assert one_batch("len(test_data)") == []
+
+
+def test_evaluation_over_a_loader_of_many_batches_stays_reported():
+    assert one_batch("64") == ["13:28 GPU303"]

@@ -13,6 +13,7 @@ from gpulint.analysis.helper_steps import calling_loop
 from gpulint.analysis.host_libraries import MATH_OF_GPU, NUMPY_OF_GPU
 from gpulint.analysis.helper_waits import calls_named, fold_into_helpers
 from gpulint.analysis.index_loaders import loader_bound_evaluation
+from gpulint.analysis.one_batch_loops import one_batch_loop
 from gpulint.analysis.time_step_loops import time_step_loop
 from gpulint.analysis.read_runs import previous_read
 from gpulint.analysis.returned_actions import returned_to_an_environment
@@ -68,6 +69,8 @@ class HostSyncInLoop(Rule):
                 continue  # full-batch training, one step an epoch: no batch to load meanwhile, the wait costs launches
             if role == EVAL and loader_bound_evaluation(model, calling_loop(model, loop)):
                 continue  # an evaluation over an in-process index loader of large batches: the loader is its cost (GPU101)
+            if role == EVAL and one_batch_loop(model, loop):
+                continue  # the loader holds the whole test set in one batch: one read per pass
             if role == EVAL and host_reads.written_out(model, sync, loop):
                 continue  # the read is the loop's output, written out (a file, a dataset, a display) batch by batch
             if role == EVAL and isinstance(loop, (cst.For, cst.While)):
