@@ -28,6 +28,14 @@ if TYPE_CHECKING:
     from gpulint.analysis.residency import HostSync
 
 
+# Names too common to stand for one method across a project (a library's `get`, `run`, `forward`): a call of one
+# whose result sizes a tensor says nothing of the project's methods of that name.
+_GENERIC_NAMES = frozenset({
+    "step", "forward", "__call__", "run", "apply", "update", "get", "call", "backward", "train", "eval", "test",
+    "evaluate", "validate", "main", "fit", "to", "cuda", "item", "size", "numel", "len",
+})  # fmt: skip
+
+
 def needed_results(index: ProjectIndex) -> tuple[str, ...]:
     """The names of project functions and methods a call of which, in the project's modules or notebooks, hands
     the result to an environment's `step(...)` or sizes a tensor with it. Calls are matched by name: agents of one
@@ -46,7 +54,7 @@ def _find_needed_results(index: ProjectIndex) -> tuple[str, ...]:
             for call in f.calls:
                 ref = call[0]
                 name = ref.rsplit(".", 1)[-1] if isinstance(ref, str) else None
-                if name in defined and tuple(call[7:]) == ("sizes",):
+                if name in defined and name not in _GENERIC_NAMES and tuple(call[7:]) == ("sizes",):
                     needed[name] = True
     return tuple(sorted(needed))
 
