@@ -30,6 +30,7 @@ from gpulint.analysis.factory_instances import factory_calls, factory_member
 from gpulint.analysis.forward_helpers import LIBRARY_MODULES, forward_called
 from gpulint.analysis.generation import generating_names
 from gpulint.analysis.graph_batches import graph_collates
+from gpulint.analysis.returned_actions import needed_results
 from gpulint.analysis.handed_elements import handed_elements
 from gpulint.analysis.inherited_members import inherited_attributes, inherited_init, overridden_steps
 from gpulint.analysis.instantiated import MARKER as INSTANTIATED
@@ -161,6 +162,9 @@ class ModuleContext:
     graph_collates: dict[str, str] = field(default_factory=dict)
     # the names of project functions and methods that run a model's `generate(...)` (`analysis/generation.py`)
     generating: tuple[str, ...] = ()
+    # the names of project functions and methods whose every call hands the result to an environment's step or a
+    # tensor's size (`analysis/returned_actions.py`): a read such a method returns is the host's input
+    needed_results: tuple[str, ...] = ()
     # the lines of the module's own GPU evidence, and whether the project gives it GPU evidence too: a notebook
     # whose own evidence never runs as shipped is CPU code (`analysis/cpu_as_shipped.py`); filled for notebooks only
     own_evidence_lines: list[int] = field(default_factory=list)
@@ -227,6 +231,7 @@ class ModuleContext:
             self.superseded,
             sorted(self.graph_collates.items()),
             self.generating,
+            self.needed_results,
             self.own_evidence_lines,
             self.project_gpu,
         ]
@@ -1226,6 +1231,7 @@ class ProjectIndex:
         context.superseded = superseded(self, record)
         context.graph_collates = graph_collates(self)
         context.generating = generating_names(self)
+        context.needed_results = needed_results(self)
         own = {*summary.imports, *summary.functions, *summary.classes, *summary.values}
         context.star_imports = {k: v for k, v in self.star_imports(record).items() if k not in own}
         self._contexts[path] = context

@@ -22,6 +22,7 @@ from gpulint.analysis.communication import chosen_by_backend
 from gpulint.analysis.dataflow import Write
 from gpulint.analysis.error_paths import error_path
 from gpulint.analysis.handed_elements import received_part
+from gpulint.analysis.graph_data import pyg_host_attribute
 from gpulint.analysis.handed_loaders import placed_by_callers
 from gpulint.analysis.hot_loops import (
     element_targets, in_no_grad, is_training_step, iterates_a_few_literals, trains, wrapped_arguments, wrapper_kind,
@@ -799,6 +800,8 @@ class Residency:
         if isinstance(expr, (cst.Name, cst.Attribute)):
             if isinstance(expr, cst.Attribute) and expr.attr.value in HOST_ATTRIBUTES:
                 return NONE
+            if pyg_host_attribute(self.model, expr):
+                return NONE  # `batch.batch_size` of a PyG batch: a Python int on any device
             if self.is_module(expr):
                 return NONE
             key = dotted_name(expr)

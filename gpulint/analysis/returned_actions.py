@@ -4,7 +4,14 @@ back to the host and returns it, and the loop that calls it hands the returned v
 whose body runs `self.env.step(action)`). A simulator on the host needs the action to produce the next state, which
 the next forward reads: the wait is the algorithm's, as for a read that steps the environment in the loop itself
 (`host_reads.steps_an_environment`; GPU303 asks both). A loss read a helper returns for logging steps nothing and
-stays reported."""
+stays reported.
+
+The loops that call an agent's method often lie in another module: a base class's `train_episode` runs
+`action = self.explore(state)` then `self.env.step(action)` for the `explore` a subclass defines, a script or a
+notebook runs `action = model.get_action(obs, eps)` then `env.step(action)` for the `get_action` of
+`agents/DQN.py`. The project side (`needed_results`) names the functions and methods a call of which in the
+project hands its result to an environment's step or a tensor's size (the summary's "sizes" tag of a call); a
+method of that name that returns its read is silent when no loop of its own module calls it."""
 
 from __future__ import annotations
 
@@ -17,7 +24,39 @@ from gpulint.analysis.summary import ENVIRONMENT
 
 if TYPE_CHECKING:
     from gpulint.analysis.model import Loop, SemanticModel
+    from gpulint.analysis.project import ProjectIndex
     from gpulint.analysis.residency import HostSync
+
+
+# Names too common to stand for one method across a project (a library's `get`, `run`, `forward`): a call of one
+# whose result sizes a tensor says nothing of the project's methods of that name.
+_GENERIC_NAMES = frozenset({
+    "step", "forward", "__call__", "run", "apply", "update", "get", "call", "backward", "train", "eval", "test",
+    "evaluate", "validate", "main", "fit", "to", "cuda", "item", "size", "numel", "len",
+})  # fmt: skip
+
+
+def needed_results(index: ProjectIndex) -> tuple[str, ...]:
+    """The names of project functions and methods a call of which, in the project's modules or notebooks, hands
+    the result to an environment's `step(...)` or sizes a tensor with it. Calls are matched by name: agents of one
+    project share a method name (`get_action` of each DQN variant) while other agents of the same project unpack
+    a tuple from theirs (A2C's `values, actions, log_prob = model.get_action(obs)`), so one such call names it."""
+    return index.computed("needed results", lambda: _find_needed_results(index))
+
+
+def _find_needed_results(index: ProjectIndex) -> tuple[str, ...]:
+    from gpulint.analysis.summary import MODULE_BODY
+
+    defined = {key.rsplit(".", 1)[-1] for record in index.records.values() for key in record.summary.functions if key != MODULE_BODY}
+    needed: dict[str, bool] = {}
+    for record in index.records.values():
+        for f in record.summary.functions.values():
+            for call in f.calls:
+                ref = call[0]
+                name = ref.rsplit(".", 1)[-1] if isinstance(ref, str) else None
+                if name in defined and name not in _GENERIC_NAMES and tuple(call[7:]) == ("sizes",):
+                    needed[name] = True
+    return tuple(sorted(needed))
 
 
 def returned_to_an_environment(model: SemanticModel, sync: HostSync, loop: Loop) -> bool:
@@ -32,7 +71,9 @@ def returned_to_an_environment(model: SemanticModel, sync: HostSync, loop: Loop)
         (call, outer) for outer in model.loops for call in model.calls_inside(outer)
         if _calls(call, name) and model.enclosing_function(outer) is model.enclosing_function(call)
     ]  # fmt: skip
-    return bool(calling) and all(_hands_to_environment(model, call, outer) for call, outer in calling)
+    if not calling:  # called from other modules (a base class's episode loop, a script, a notebook)
+        return name in model.project.needed_results
+    return all(_hands_to_environment(model, call, outer) for call, outer in calling)
 
 
 def _hands_to_environment(model: SemanticModel, call: cst.Call, loop: Loop) -> bool:

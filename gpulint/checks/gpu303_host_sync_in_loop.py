@@ -13,6 +13,7 @@ from gpulint.analysis.helper_steps import calling_loop
 from gpulint.analysis.host_libraries import MATH_OF_GPU, NUMPY_OF_GPU
 from gpulint.analysis.helper_waits import calls_named, fold_into_helpers
 from gpulint.analysis.index_loaders import loader_bound_evaluation
+from gpulint.analysis.one_batch_loops import one_batch_loop
 from gpulint.analysis.time_step_loops import time_step_loop
 from gpulint.analysis.read_runs import previous_read
 from gpulint.analysis.returned_actions import returned_to_an_environment
@@ -68,6 +69,8 @@ class HostSyncInLoop(Rule):
                 continue  # full-batch training, one step an epoch: no batch to load meanwhile, the wait costs launches
             if role == EVAL and loader_bound_evaluation(model, calling_loop(model, loop)):
                 continue  # an evaluation over an in-process index loader of large batches: the loader is its cost (GPU101)
+            if role == EVAL and one_batch_loop(model, loop):
+                continue  # the loader holds the whole test set in one batch: one read per pass
             if role == EVAL and host_reads.written_out(model, sync, loop):
                 continue  # the read is the loop's output, written out (a file, a dataset, a display) batch by batch
             if role == EVAL and isinstance(loop, (cst.For, cst.While)):
@@ -75,6 +78,12 @@ class HostSyncInLoop(Rule):
                     needs_host[id(loop)] = host_reads.needs_host_every_iteration(model, loop, residency.host_syncs)
                 if needs_host[id(loop)]:
                     continue  # decoding / generation: each iteration waits for a value on the host to go on
+            inner = self._inner_loop(sync, loop)
+            if inner is not None:
+                if id(inner) not in needs_host:
+                    needs_host[id(inner)] = host_reads.needs_host_every_iteration(model, inner, residency.host_syncs)
+                if needs_host[id(inner)]:
+                    continue  # a greedy decode inside the step: each token is read to decide whether to go on
             if role == TRAIN and generation.generation_bound(model, loop):
                 continue  # an RL step that generates a rollout: its decoding already waits on the host per token
             statements.setdefault(id(model.enclosing_statement(sync.node)), []).append((sync, loop, role))
@@ -125,6 +134,18 @@ class HostSyncInLoop(Rule):
                 syncs[0].node, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO, related=related,
                 help=advice[0].upper() + advice[1:],
             )
+
+    def _inner_loop(self, sync, loop):
+        """The innermost `for`/`while` around `sync` when it lies inside `loop` (a decode loop over tokens within
+        an evaluation step over sentences), else None."""
+        model = self.model
+        if not isinstance(loop, (cst.For, cst.While)):
+            return None
+        enclosing = model.enclosing_loops(sync.node)
+        inner = enclosing[0] if enclosing else None
+        if inner is None or inner is loop or not model.is_inside(inner, loop):
+            return None
+        return inner if isinstance(inner, (cst.For, cst.While)) else None
 
     def _waits_anyway(self, sync, loop) -> bool:
         """The step already waits for the GPU at a blocking copy (`x.to(device)` without `non_blocking=True`)
