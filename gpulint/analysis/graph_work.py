@@ -73,12 +73,16 @@ def dataset_size(model: SemanticModel, expr: cst.BaseExpression, depth: int = 0)
         sizes = list(graphs.values())  # any name the class accepts: the largest of its graphs, field by field
         return GraphSize(*(max(getattr(s, f) for s in sizes) for f in ("nodes", "edges", "features", "classes")))
     if isinstance(expr, cst.Name):
-        writes = _writes(model, expr)
-        found = [dataset_size(model, w.value, depth + 1) if w.value is not None and not w.is_augmented else None for w in writes]
-        if not found or None in found or len(set(found)) != 1:
-            return None
-        return found[0]
+        return _same_at_every_write(model, expr, lambda value: dataset_size(model, value, depth + 1))
     return None
+
+
+def _same_at_every_write(model: SemanticModel, name: cst.Name, size_of) -> Optional[GraphSize]:
+    """The size every plain write of `name` gives (`size_of` of its value); None when one is unknown or they differ."""
+    found = [size_of(w.value) if w.value is not None and not w.is_augmented else None for w in _writes(model, name)]
+    if not found or None in found or len(set(found)) != 1:
+        return None
+    return found[0]
 
 
 def _name(model: SemanticModel, expr: cst.BaseExpression) -> Optional[str]:
@@ -128,11 +132,7 @@ def graph_of(model: SemanticModel, expr: cst.BaseExpression, depth: int = 0) -> 
             return None
         return dataset_size(model, expr.value)
     if isinstance(expr, cst.Name):
-        writes = _writes(model, expr)
-        found = [graph_of(model, w.value, depth + 1) if w.value is not None and not w.is_augmented else None for w in writes]
-        if not found or None in found or len(set(found)) != 1:
-            return None
-        return found[0]
+        return _same_at_every_write(model, expr, lambda value: graph_of(model, value, depth + 1))
     return None
 
 
