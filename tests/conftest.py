@@ -61,3 +61,14 @@ def gpulint():
 def _private_state_dir(tmp_path_factory):
     """`fix --verify` journals go to a folder of this test session, never the user's ~/.local/state/gpulint."""
     os.environ["GPULINT_STATE_DIR"] = str(tmp_path_factory.mktemp("gpulint-state"))
+
+
+@pytest.fixture
+def gpu201_unknown_sizes(monkeypatch):
+    """GPU201 reporting factories whose size is out of sight too (`unknown-sizes = true`): for the tests of which
+    shapes it recognizes (factory, move, per-step code), written with sizes the code does not show. By default only
+    a size the code shows above 512 KiB is reported (tests/test_gpu201_cost.py)."""
+    from gpulint.checks.base import Option
+    from gpulint.checks.gpu201_tensor_created_then_moved import TensorCreatedThenMoved
+
+    monkeypatch.setattr(TensorCreatedThenMoved, "options", (Option("unknown-sizes", True, "(tests)"),))

@@ -9,7 +9,12 @@ call in the loop with the method's line where the method's module cannot see the
 
 from __future__ import annotations
 
+import pytest
+
 from tests.projects_helper import lint, lint_written, write
+
+# These tests are about which shapes GPU201 recognizes, with sizes out of sight: reported with `unknown-sizes`.
+pytestmark = pytest.mark.usefixtures("gpu201_unknown_sizes")
 
 LOSSES = """
 import torch

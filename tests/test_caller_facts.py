@@ -11,7 +11,12 @@ once at set-up, a tensor moved to the CPU, a name rebound before the move, a cal
 
 from __future__ import annotations
 
+import pytest
+
 from tests.projects_helper import found, lint, lint_written, write
+
+# These tests are about which shapes GPU201 recognizes, with sizes out of sight: reported with `unknown-sizes`.
+pytestmark = pytest.mark.usefixtures("gpu201_unknown_sizes")
 
 PPO = """
 import torch

@@ -9,7 +9,12 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from tests.projects_helper import found, lint, write
+
+# These tests are about which shapes GPU201 recognizes, with sizes out of sight: reported with `unknown-sizes`.
+pytestmark = pytest.mark.usefixtures("gpu201_unknown_sizes")
 
 DEFAULTS = """
 from yacs.config import CfgNode as CN

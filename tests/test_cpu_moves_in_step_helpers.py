@@ -11,7 +11,12 @@ and kept on the object.
 
 from __future__ import annotations
 
+import pytest
+
 from tests.projects_helper import found, lint, write
+
+# These tests are about which shapes GPU201 recognizes, with sizes out of sight: reported with `unknown-sizes`.
+pytestmark = pytest.mark.usefixtures("gpu201_unknown_sizes")
 
 MODELS = """
 import torch

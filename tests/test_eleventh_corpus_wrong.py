@@ -10,8 +10,13 @@ next to the shapes that stay reported):
 
 from __future__ import annotations
 
+import pytest
+
 from tests.conftest import diagnostics, findings, fixed
 from tests.projects_helper import lint_written
+
+# These tests are about which shapes GPU201 recognizes, with sizes out of sight: reported with `unknown-sizes`.
+pytestmark = pytest.mark.usefixtures("gpu201_unknown_sizes")
 
 # ---- W1: *_like factories follow their argument's device ----------------------------------------------
 

@@ -13,7 +13,12 @@ built once, a CPU `torch.Tensor(...)`, a helper called only at set-up.
 
 from __future__ import annotations
 
+import pytest
+
 from tests.projects_helper import found, lint, lint_written, write
+
+# These tests are about which shapes GPU201 recognizes, with sizes out of sight: reported with `unknown-sizes`.
+pytestmark = pytest.mark.usefixtures("gpu201_unknown_sizes")
 
 TRAINER = """
 import numpy as np

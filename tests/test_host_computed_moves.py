@@ -14,7 +14,12 @@ factory on the device is not, `type_as` also casts to x's dtype and picks the cu
 
 from __future__ import annotations
 
+import pytest
+
 from tests.projects_helper import found, lint, write
+
+# These tests are about which shapes GPU201 recognizes, with sizes out of sight: reported with `unknown-sizes`.
+pytestmark = pytest.mark.usefixtures("gpu201_unknown_sizes")
 
 UTILS = """
 import torch

@@ -9,8 +9,13 @@ our own, next to the shapes that stay reported):
 
 from __future__ import annotations
 
+import pytest
+
 from tests.conftest import diagnostics, findings
 from tests.projects_helper import lint_written
+
+# These tests are about which shapes GPU201 recognizes, with sizes out of sight: reported with `unknown-sizes`.
+pytestmark = pytest.mark.usefixtures("gpu201_unknown_sizes")
 
 # ---- 1. a factory cached on the module on first use ---------------------------------------------------
 

@@ -14,7 +14,12 @@ deriving from a library class not known to be an `nn.Module`.
 
 from __future__ import annotations
 
+import pytest
+
 from tests.projects_helper import found, lint, write
+
+# These tests are about which shapes GPU201 recognizes, with sizes out of sight: reported with `unknown-sizes`.
+pytestmark = pytest.mark.usefixtures("gpu201_unknown_sizes")
 
 DIFFUSION = """
 import torch

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from gpulint import api
 from gpulint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location
 from gpulint.fix_invariants import enforce
@@ -21,6 +23,9 @@ from gpulint.notebook import SKIPPED_CELL_VALUE, Notebook, _bound_names, without
 from gpulint.reporters import ReportContext, render
 from tests.conftest import run_gpulint
 from tests.test_notebooks import check, concise, fixed, notebook, sources_of
+
+# These tests are about which shapes GPU201 recognizes, with sizes out of sight: reported with `unknown-sizes`.
+pytestmark = pytest.mark.usefixtures("gpu201_unknown_sizes")
 
 SETUP = "import torch\nfrom torch.utils.data import DataLoader\ndevice = 'cuda'"
 BLANK = "model = # YOUR CODE HERE\nbatch_size = 64"

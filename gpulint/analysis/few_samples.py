@@ -9,11 +9,18 @@ does not bound), records a few graphs per epoch against the epoch's training ste
 whatever the model (judged noise on the fourteenth corpus, "one-off-generation": five sampled sentences per epoch
 beside an epoch of training over Penn Treebank). A per-epoch evaluation over a data set is not a few samples and
 stays reported; so does a sampling loop beside a training loop that itself runs a handful of steps.
+
+`every_few_steps(model, node)`: an evaluation the training loop runs only under a rate-limit guard (`if (i + 1) %
+EVAL_EVERY == 0:`, `if step % 100 == 0:`, or only on an error path), so a few passes a run against the run's
+training steps. How long each pass is, the code rarely shows; on the fourteenth and fifteenth corpora both judges
+called every such GPU405 finding they read noise (x-transformers' six batches every 500 steps, a validation of
+~100 samples every 100 iterations: 2 of 2), none right, so the rule takes it as cheap. An evaluation run every step
+or every epoch is not.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
@@ -25,6 +32,16 @@ if TYPE_CHECKING:
 
 # At most this many iterations of the evaluation loop each epoch: "a few samples".
 FEW_SAMPLES = FEW_ITEMS
+
+
+def every_few_steps(model: SemanticModel, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+    """The rate-limit guard (`if step % N == 0:`) between `node` and an enclosing loop that trains, if any."""
+    for loop in model.enclosing_loops(node):
+        if trains(model, loop):
+            guard = model.residency.rate_limit_guard(node, loop)
+            if guard is not None:
+                return guard
+    return None
 
 
 def few_samples_per_epoch(model: SemanticModel, loop: Loop) -> bool:

@@ -19,6 +19,11 @@ A step given a batch made in the loop (`x, y = get_batch()`, `z = torch.randn(..
 batch (`X, Y = get_batch("train")` inside `train_step()`), a helper with its own loop (an epoch over a loader), a
 helper that copies host data to the GPU every call (`labels[idx_train].to(device)` of CPU labels: GCNII), or a
 training call into another module (what it does per call is not in sight) keeps the finding.
+
+`waits_every_full_batch_step(model, loop)` (GPU306): the same data every step, and each iteration waits anyway,
+at an evaluation's read or at a read of the step itself (`return float(loss)`). A wait added mid-step then costs at
+most the launches of the rest of the step (bench/results/cost_facts.md: a read or synchronize every step costs
+nothing measurable on launch-bound steps, 2-4 % on GPU-bound ones with no host work to serialize).
 """
 
 from __future__ import annotations
@@ -34,6 +39,47 @@ if TYPE_CHECKING:
 
 
 def same_data_every_step(model: SemanticModel, loop: Loop) -> bool:
+    return _trains_on_the_same_data(model, loop) and _evaluates_every_epoch(model, loop)  # type: ignore[arg-type]
+
+
+def waits_every_full_batch_step(model: SemanticModel, loop: Loop) -> bool:
+    """`loop` trains on the same data every iteration (as `same_data_every_step`) and every iteration already waits
+    for the device: an evaluation whose result the host reads, or a host read of the step itself outside any `if`
+    (`return float(loss)` in `train()`, called by name every iteration; `loss.item()` in the loop). A further wait
+    in the step (GPU306's `out[data.train_mask]`) then holds up at most the launches of the rest of the step: with
+    no batch to make, there is no host work for it to serialize."""
+    return _trains_on_the_same_data(model, loop) and (
+        _evaluates_every_epoch(model, loop) or _reads_every_step(model, loop)  # type: ignore[arg-type]
+    )
+
+
+def _reads_every_step(model: SemanticModel, loop: cst.For) -> bool:
+    """A host read (`.item()`, `float(t)`) runs on every iteration of `loop`: in its body outside any `if`, or in a
+    function of this module the body calls by name outside any `if`, outside any `if` there."""
+    called = []
+    for call in model.calls_inside(loop):
+        name = call.func.value if isinstance(call.func, cst.Name) else None
+        if name is not None and not model.has_ancestor_below(call, _CONDITIONAL, loop):
+            called.extend(model.functions.get(name, ()))
+    for sync in model.residency.host_syncs:
+        node = sync.node
+        if model.is_inside(node, loop):
+            if not model.has_ancestor_below(node, _CONDITIONAL, loop) and not _in_inner_loop(model, node, loop):
+                return True
+            continue
+        for function in called:
+            if model.is_inside(node, function) and not model.has_ancestor_below(node, _CONDITIONAL, function):
+                if not model.loops_inside(function):
+                    return True
+    return False
+
+
+def _in_inner_loop(model: SemanticModel, node: cst.CSTNode, loop: Loop) -> bool:
+    loops = model.enclosing_loops(node)
+    return bool(loops) and loops[0] is not loop
+
+
+def _trains_on_the_same_data(model: SemanticModel, loop: Loop) -> bool:
     if not isinstance(loop, cst.For) or not _counts(model, loop) or _iterates_a_loader(model, loop):
         return False
     if any(inner is not loop and trains(model, inner) for inner in model.loops_inside(loop)):
@@ -59,7 +105,7 @@ def same_data_every_step(model: SemanticModel, loop: Loop) -> bool:
         if any(_copies_to_the_gpu(model, f) for f in functions):
             return False  # its data is not all on the GPU: each step gathers and copies host tensors
         stepped = True
-    return stepped and _evaluates_every_epoch(model, loop)
+    return stepped
 
 
 # What may skip a call in some iterations: `if`, `x if c else y`, `try`, `a and f()`.

@@ -570,6 +570,27 @@ class LoaderFlow:
                 return False
         return True
 
+    def feeds_a_first_sample(self, iteration: Iteration, loader: DataLoaderCall) -> bool:
+        """One field the loop unpacks from the batch (`for sentence, tag in loader:`) is read only as its element
+        `[0]` (`sentence = sentence[0].to(device)`: every read that sees the unpacked batch, not the rebound name;
+        its `len` aside): the model takes one unbatched sample of variable length, so the batch size of 1 is the
+        code's design, and a larger one would drop samples (or fail to collate). The whole batch counts only when
+        each item is one tensor (a Dataset class of this module whose `__getitem__` returns `torch.as_tensor(...)`):
+        of a tuple, `batch[0]` is its first field."""
+        m = self.m
+        if iteration.loop is None or not iteration.is_for:
+            return False
+        for name in iteration.batch_names:
+            if name == iteration.whole_batch and not _one_tensor_items(m, loader):
+                continue
+            reads = [
+                r for region in iteration.regions for r in m.dataflow.reads_in(name, region)
+                if all(w.statement is iteration.loop for w in m.dataflow.reaching_writes(name, r))
+            ]  # fmt: skip
+            if any(_first_element(m, r) for r in reads) and all(_first_element(m, r) or _counted(m, r) for r in reads):
+                return True
+        return False
+
     def feeds_training(self, info: LoaderInfo) -> bool:
         """A training loader: its batches feed a training loop, or it shuffles and is not eval-only."""
         if info.role == TRAIN:
@@ -1586,3 +1607,38 @@ def _indexes_a_slice_bound(m: SemanticModel, read: cst.BaseExpression) -> bool:
         return False
     bound = m.parent.get(subscript)
     return isinstance(bound, cst.Slice) and subscript in (bound.lower, bound.upper)
+
+
+def _first_element(m, read: cst.BaseExpression) -> bool:
+    parent = m.parent.get(read)
+    if not (isinstance(parent, cst.Subscript) and parent.value is read and len(parent.slice) == 1):
+        return False
+    index = parent.slice[0].slice
+    return isinstance(index, cst.Index) and isinstance(index.value, cst.Integer) and index.value.value == "0"
+
+
+def _one_tensor_items(m: SemanticModel, loader: DataLoaderCall) -> bool:
+    """Each item of the loader's dataset is one tensor: a bare tensor dataset, or a Dataset class of this module whose
+    `__getitem__` returns only a tensor builder's call (`return torch.as_tensor(self.data[idx])`); no collate_fn."""
+    from gpulint.analysis.dataloaders import dataset_class
+
+    if loader.argument("collate_fn") is not None:
+        return False
+    if _tensor_dataset(m, loader):
+        return True
+    info = dataset_class(m, loader)
+    method = info.methods.get("__getitem__") if info is not None else None
+    if method is None:
+        return False
+    returns = [node for node in _walk(method) if isinstance(node, cst.Return)]
+    return bool(returns) and all(
+        isinstance(r.value, cst.Call) and m.call_name(r.value) in _TENSOR_BUILDERS for r in returns
+    )
+
+
+def _walk(node: cst.CSTNode):
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(current.children)

@@ -107,6 +107,8 @@ class SmallBatchSize(Rule):
                 return False  # `Trainer(accumulate_grad_batches=k)`, ignite's `gradient_accumulation_steps`
             if info.iterations and all(flow.trains_on_first_sample(it, loader) for it in info.iterations):
                 return False  # an unbatched model fed `batch[0]`: a larger batch would drop the rest
+            if resolved_one(model, loader) and info.iterations and all(flow.feeds_a_first_sample(it, loader) for it in info.iterations):
+                return False  # `batch_size=1` and `sentence = sentence[0]`: one variable-length sample a step by design
         elif not (self.settings["check-eval-loaders"] and info.role == EVAL):
             return False
         if _list_collate(model, loader.value("collate_fn")):
@@ -193,6 +195,12 @@ def _volumetric(model) -> bool:
     if any(full.split(".")[0] in _MEDICAL_IMAGING for full in model.imports.bindings.values()):
         return True
     return any(model.call_name(c) == "torch.nn.Conv3d" for c in model.calls)
+
+
+def resolved_one(model, loader) -> bool:
+    arg = loader.argument("batch_size")
+    resolved = model.values.setting(arg.value) if arg is not None else None
+    return arg is None or (resolved is not None and resolved.value == 1 and not isinstance(resolved.value, bool))
 
 
 def _list_collate(model, collate: cst.BaseExpression | None) -> bool:

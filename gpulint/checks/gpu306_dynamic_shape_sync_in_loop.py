@@ -8,6 +8,8 @@ import libcst as cst
 
 from gpulint.analysis import generation
 from gpulint.analysis.first_iterations import first_few_iterations
+from gpulint.analysis.full_batch import waits_every_full_batch_step
+from gpulint.analysis.helper_steps import calling_loop
 from gpulint.analysis.helper_waits import calls_named, fold_into_helpers
 from gpulint.analysis.residency import EVAL, TRAIN
 from gpulint.analysis.step_waits import waited_before
@@ -50,6 +52,8 @@ class DynamicShapeSyncInLoop(Rule):
                 continue  # the step synchronizes every iteration (a per-step timer) and queued no step work since
             if role == TRAIN and generation.generation_bound(model, loop):
                 continue  # an RL step that generates a rollout: it waits on the host for every token anyway
+            if role == TRAIN and waits_every_full_batch_step(model, calling_loop(model, loop)):
+                continue  # full-batch training that waits every step anyway: no batch is made meanwhile
             reported.add(id(statement))
             accepted.append((sync, loop, role))
         # A call of a helper whose wait is reported in the helper itself: one wait, reported there, the call related.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from gpulint.analysis.few_samples import few_samples_per_epoch
+from gpulint.analysis.few_samples import every_few_steps, few_samples_per_epoch
 from gpulint.checks.base import Rule
 from gpulint.diagnostics import Diagnostic, Severity
 
@@ -28,6 +28,8 @@ class EvalWithoutNoGrad(Rule):
                 continue  # a small model (a LeNet, a toy RNN) or a forward of little work: its graph costs next to nothing
             if few_samples_per_epoch(model, found.loop):
                 continue  # `for _ in range(5): generate()` beside an epoch of training steps: a few graphs an epoch
+            if every_few_steps(model, found.caller if found.caller is not None else found.loop) is not None:
+                continue  # `if step % EVAL_EVERY == 0:` in the training loop: a few evaluations a run
             name = model.code(found.eval_call.func.value)
             if found.caller is not None:
                 function = model.enclosing_function(found.forward)
