@@ -64,6 +64,7 @@ def test_a_lambda_that_only_rearranges_the_converted_image_keeps_its_bytes(trans
     [
         "lambda img: ToTensor()(img).expand_as(frame)",  # more elements
         "lambda img: ToTensor()(img).flatten().double()",  # another dtype
+        "lambda img: ToTensor()(img).view(torch.float16)",  # reinterpreted as another dtype
         "lambda img: ToTensor()(img.resize((224, 224)))",  # another image
         "lambda img, size: ToTensor()(img)",
         "transforms.Compose([transforms.ToTensor(), transforms.Lambda(lambda img: img.repeat(3, 1, 1))])",

@@ -11,7 +11,8 @@ ones cost +5 to +20 % pageable against -5 to +1 % pinned; 4-40 MB ones +30 to +5
 Two shapes are measured, both proved from the code, never guessed (None otherwise):
 - a torchvision dataset of known sample shape (MNIST-like 1x28x28, CIFAR/SVHN 3x32x32) whose transform is
   written out (`ToTensor()` gives float32, `PILToTensor()` uint8; crops and resizes to a literal size set
-  the height and width), plus its int64 label;
+  the height and width; a `transforms.Lambda` or a lambda transform that converts with `ToTensor()` and only
+  rearranges the elements, `lambda x: ToTensor()(x).view(28**2)`, keeps them), plus its int64 label;
 - an index loader (`DataLoader(range(n), batch_size)`, `torch.arange(n)`, `torch.randperm(n)`): int64 each.
 The batch size must resolve to an int (a literal, a constant, a command-line default, every value this
 module's callers pass, a key of the dict a `wandb.init(config=...)` of this module starts the run with).
@@ -282,6 +283,7 @@ def _strip_rearranging(expr: cst.BaseExpression) -> cst.BaseExpression:
         and isinstance(expr.func, cst.Attribute)
         and expr.func.attr.value in _REARRANGING
         and not any(a.keyword is not None and a.keyword.value == "dtype" for a in expr.args)
+        and not any(isinstance(a.value, cst.Attribute) for a in expr.args)  # `x.view(torch.uint8)`: another dtype
     ):
         expr = expr.func.value
     return expr
