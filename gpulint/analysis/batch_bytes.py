@@ -11,7 +11,8 @@ ones cost +5 to +20 % pageable against -5 to +1 % pinned; 4-40 MB ones +30 to +5
 Two shapes are measured, both proved from the code, never guessed (None otherwise):
 - a torchvision dataset of known sample shape (MNIST-like 1x28x28, CIFAR/SVHN 3x32x32) whose transform is
   written out (`ToTensor()` gives float32, `PILToTensor()` uint8; crops and resizes to a literal size set
-  the height and width), plus its int64 label;
+  the height and width; a `transforms.Lambda` or a lambda transform that converts with `ToTensor()` and only
+  rearranges the elements, `lambda x: ToTensor()(x).view(28**2)`, keeps them), plus its int64 label;
 - an index loader (`DataLoader(range(n), batch_size)`, `torch.arange(n)`, `torch.randperm(n)`): int64 each.
 The batch size must resolve to an int (a literal, a constant, a command-line default, every value this
 module's callers pass, a key of the dict a `wandb.init(config=...)` of this module starts the run with).
@@ -48,6 +49,8 @@ _RESIZING = frozenset({"Resize", "CenterCrop", "RandomCrop", "RandomResizedCrop"
 _INDEX_FACTORIES = frozenset({"torch.arange", "torch.randperm"})
 # Calls that take apart a batch's leading axis (what a loop over pre-batched items does with `batch_size=1`).
 _RESHAPES = frozenset({"squeeze", "squeeze_", "view", "reshape", "flatten", "unbind", "unflatten"})
+# Tensor methods that keep a tensor's elements and dtype (a lambda transform that only rearranges the image).
+_REARRANGING = frozenset({"view", "reshape", "flatten", "squeeze", "unsqueeze", "contiguous", "permute"})
 
 
 def batch_bytes(model: SemanticModel, loader: DataLoaderCall) -> Optional[int]:
@@ -213,6 +216,8 @@ def _sample_bytes(model: SemanticModel, source: cst.BaseExpression) -> Optional[
 def _image_bytes(model: SemanticModel, transform: cst.BaseExpression, shape: tuple[int, int, int]) -> Optional[int]:
     """The bytes of one image after `transform` (a written-out `Compose([...])` or one transform)."""
     sources = model.batch_cost._sources(transform)
+    if sources and len(sources) == 1 and isinstance(sources[0], cst.Lambda):
+        return _lambda_bytes(model, sources[0], shape)  # `lambda x: ToTensor()(x).view(28**2)`
     if not sources or len(sources) != 1 or not isinstance(sources[0], cst.Call):
         return None
     call = sources[0]
@@ -237,9 +242,51 @@ def _image_bytes(model: SemanticModel, transform: cst.BaseExpression, shape: tup
             if size is None or (short == "Resize" and isinstance(step.args[0].value, cst.Integer) and height != width):
                 return None  # (`Resize(n)` sets the shorter edge of a non-square image)
             height, width = size
+        elif short == "Lambda" and _rearranges_only(step):
+            continue  # `Lambda(lambda x: x.view(-1))`: the same elements in another shape
         elif short not in _SHAPE_KEEPING:
             return None
     return None if element is None else channels * height * width * element
+
+
+def _lambda_bytes(model: SemanticModel, function: cst.Lambda, shape: tuple[int, int, int]) -> Optional[int]:
+    """A transform written as a lambda that converts the image and only rearranges the result: `lambda x:
+    ToTensor()(x).view(28**2)`, `lambda x: transforms.PILToTensor()(x).flatten()`."""
+    if len(function.params.params) != 1:
+        return None
+    parameter = function.params.params[0].name.value
+    body = _strip_rearranging(function.body)
+    if not (isinstance(body, cst.Call) and len(body.args) == 1 and isinstance(body.args[0].value, cst.Name)):
+        return None
+    if body.args[0].value.value != parameter or not isinstance(body.func, cst.Call) or body.func.args:
+        return None
+    name = model.call_name(body.func) or ""
+    if not name.startswith("torchvision.transforms.") or name.rsplit(".", 1)[-1] not in _TO_TENSOR:
+        return None
+    channels, height, width = shape
+    return channels * height * width * _TO_TENSOR[name.rsplit(".", 1)[-1]]
+
+
+def _rearranges_only(step: cst.Call) -> bool:
+    """`transforms.Lambda(lambda x: x.view(-1))`: a function of one parameter that only reshapes it."""
+    function = step.args[0].value if len(step.args) == 1 and step.args[0].keyword is None else None
+    if not isinstance(function, cst.Lambda) or len(function.params.params) != 1:
+        return False
+    body = _strip_rearranging(function.body)
+    return body is not function.body and isinstance(body, cst.Name) and body.value == function.params.params[0].name.value
+
+
+def _strip_rearranging(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """`x` of `x.view(-1).contiguous()`: the tensor under calls that keep its elements and dtype."""
+    while (
+        isinstance(expr, cst.Call)
+        and isinstance(expr.func, cst.Attribute)
+        and expr.func.attr.value in _REARRANGING
+        and not any(a.keyword is not None and a.keyword.value == "dtype" for a in expr.args)
+        and not any(isinstance(a.value, cst.Attribute) for a in expr.args)  # `x.view(torch.uint8)`: another dtype
+    ):
+        expr = expr.func.value
+    return expr
 
 
 def _literal_size(call: cst.Call) -> Optional[tuple[int, int]]:

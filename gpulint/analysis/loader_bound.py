@@ -56,6 +56,7 @@ PHOTO_DATASETS = frozenset({
 LIGHT_GFLOPS = 2.0
 MAX_WORKERS = 8
 _LIBRARIES = ("torchvision.models.", "timm.")
+_SUBSET_CLASSES = frozenset({"torch.utils.data.Subset", "torch.utils.data.dataset.Subset"})
 # Layers a projection or classification head is made of (work per feature vector, not per pixel).
 _HEAD_LAYERS = frozenset({"Linear", "BatchNorm1d", "LayerNorm", "GroupNorm", "BatchNorm2d", "ParameterList", "ModuleDict"})
 _FUNCTIONAL_WORK = frozenset({"conv1d", "conv2d", "conv3d", "conv_transpose2d", "scaled_dot_product_attention",
@@ -100,9 +101,23 @@ def loading_dominates(model: SemanticModel, loader: DataLoaderCall) -> bool:
         return False
     dataset = loader.value("dataset")
     sources = model.batch_cost._sources(dataset) if dataset is not None else None
-    return bool(sources) and all(
-        isinstance(s, cst.Call) and (model.call_name(s) or "").startswith("torchvision.datasets.") for s in sources
-    )
+    return bool(sources) and all(_makes_images(model, s, 0) for s in sources)
+
+
+def _makes_images(model: SemanticModel, source: cst.BaseExpression, depth: int) -> bool:
+    """A torchvision data set, or a `Subset` subclass of this module built over one (`SubsetWithTransform(dataset,
+    indices, transform)`: each item is an item of that data set, a PIL image, and the subclass can only add work
+    to it)."""
+    if not isinstance(source, cst.Call) or depth > 3:
+        return False
+    name = model.call_name(source) or ""
+    if name.startswith("torchvision.datasets."):
+        return True
+    local = model.local_class_of(name)
+    if local is None or not any(base in _SUBSET_CLASSES for base in local.bases) or not source.args or source.args[0].keyword is not None:
+        return False
+    inner = model.batch_cost._sources(source.args[0].value)
+    return bool(inner) and all(_makes_images(model, s, depth + 1) for s in inner)
 
 
 def copies_worth_pinning(model: SemanticModel, info: LoaderInfo) -> bool:

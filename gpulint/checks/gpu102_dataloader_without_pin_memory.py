@@ -6,6 +6,7 @@ from typing import Iterator
 
 import libcst as cst
 
+from gpulint.analysis.copy_cost import UNKNOWN_BYTES_HELP, pageable_copy_estimate
 from gpulint.analysis.dataloaders import LOADER_TEXT, produces_cuda_batches
 from gpulint.analysis.loader_bound import copies_worth_pinning, loading_dominates
 from gpulint.analysis.value_resolution import LITERAL
@@ -67,8 +68,11 @@ class DataLoaderWithoutPinMemory(Rule):
             what = "`DataLoader` uses `pin_memory=False`"
         else:
             what = f"`DataLoader` uses `pin_memory=False` ({resolved.describe(model)})"
-        message = f"{what} but {copied}"
+        estimate = pageable_copy_estimate(model, info.loader)  # the evidence, where the code shows the bytes
+        message = f"{what} but {copied}" + (f" ({estimate})" if estimate else "")
         help = "Pageable memory makes every copy block" + (f" ({feeds[0]})" if feeds and not moves else "")
+        if estimate is None:
+            help += f"; {UNKNOWN_BYTES_HELP}"
         workers_positive, _ = flow.workers(info.loader)
         if not workers_positive:
             help += "; pinning pays off with `num_workers > 0` (GPU101)"

@@ -7,6 +7,7 @@ from typing import Iterator
 import libcst as cst
 
 from gpulint.analysis.batch_bytes import one_sample_batches
+from gpulint.analysis.copy_cost import BLOCKING_HELP, blocking_copy_estimate, blocking_copy_known_cheap, copy_bytes
 from gpulint.analysis.dataloaders import LOADER_TEXT, produces_cuda_batches
 from gpulint.analysis.graph_batches import graph_batches
 from gpulint.analysis.loader_flow import EVAL
@@ -45,6 +46,9 @@ class BlockingHostToDeviceCopy(Rule):
                 continue
             if model.batch_cost.batches_are_small(loader):
                 continue  # token ids or a batch of at most a few hundred KB: the copy takes microseconds either way
+            if blocking_copy_known_cheap(model, loader):
+                continue  # under 16 MiB a batch: one drain and under ~0.3 ms of copy, below a measurable share of a step
+            size = copy_bytes(model, loader)
             if graph_batches(model, loader):
                 continue  # a DGL graph stays in pageable memory on a pinned loader: `non_blocking` cannot overlap its copy
             if one_sample_batches(model, info):
@@ -72,7 +76,7 @@ class BlockingHostToDeviceCopy(Rule):
                 if move.whole_batch and custom_collate:
                     continue  # a custom batch type's `.to()` may not accept `non_blocking`
                 reported.add(id(call))
-                yield self._blocking_copy(call, f"line {model.line_of(loader.call)}", flow.iteration_role(move.iteration) == EVAL)
+                yield self._blocking_copy(call, f"line {model.line_of(loader.call)}", flow.iteration_role(move.iteration) == EVAL, size)
 
         received = flow.received_loaders
         for returned in flow.returned_loaders + received:
@@ -96,13 +100,16 @@ class BlockingHostToDeviceCopy(Rule):
                 if read_before_copy(model, call, move.iteration.loop) is not None:
                     continue  # a per-step read drains the queue before the copy: nothing to overlap
                 reported.add(id(call))
-                yield self._blocking_copy(call, returned.where, flow.iteration_role(move.iteration) == EVAL)
+                yield self._blocking_copy(call, returned.where, flow.iteration_role(move.iteration) == EVAL, None)
 
-    def _blocking_copy(self, call: cst.Call, where: str, eval_only: bool) -> Diagnostic:
+    def _blocking_copy(self, call: cst.Call, where: str, eval_only: bool, size) -> Diagnostic:
+        """`size`: the batch's bytes where the code shows them (the evidence the message names)."""
+        where += f"; {blocking_copy_estimate(size)}" if size is not None else ""
+        help = "The host waits until the copy ends; pass `non_blocking=True` to overlap it with compute"
         return self.diagnostic(
             call,
             f"`{self.model.code(call)}` copies a batch of a pinned `DataLoader` ({where}) and blocks",
-            help="The host waits until the copy ends; pass `non_blocking=True` to overlap it with compute",
+            help=help if size is not None else f"{help} (the code does not show the batch's bytes: {BLOCKING_HELP})",
             severity=Severity.INFO if eval_only else Severity.WARNING,
             fix=self.fix(
                 "Add `non_blocking=True`",
