@@ -375,7 +375,12 @@ class ProjectIndex:
             if resolved is not None:
                 return resolved
         sub = self.module(record, level, f"{module}.{name}" if module else name)
-        return self._attribute(sub, tail, depth + 1) if sub is not None else None
+        if sub is not None:
+            return self._attribute(sub, tail, depth + 1)
+        # `from utils import get_mask` where the walk up found a package `src/utils/` without that name: the
+        # sibling folder's `src/utils/utils.py` is what a path of sibling folders imports (`analysis/path_folders.py`)
+        other = sibling_module(record.folder, module.split("."), self._root, self._child_folders, self._file) if source is not None and not level and module else None
+        return self._attribute(other, [name, *tail], depth + 1) if other is not None and other is not source else None
 
     def _attribute(self, record: ModuleRecord, names: list[str], depth: int) -> Optional[tuple[str, ModuleRecord, str]]:
         if not names:
