@@ -65,3 +65,17 @@ def test_the_importers_own_folder_comes_first(tmp_path, monkeypatch):
     # `src/solver/loss.py` is the module Python imports: the sibling folder's reading loss is not it
     files = {"src/solver/solver.py": SOLVER, "src/solver/loss.py": QUIET_LOSS, "src/transformer/loss.py": READING_LOSS}
     assert lint_written(tmp_path, files, monkeypatch) == []
+
+
+def test_a_package_without_the_name_falls_back_to_the_sibling_folders_module(tmp_path, monkeypatch):
+    # `src/utils/` is a package (found walking up from `src/solver/`) that does not define `cal_performance`; with
+    # the sibling folders on the path, `utils` is `src/utils/utils.py`, which does
+    solver = SOLVER.replace("from loss import", "from utils import")
+    files = {"src/solver/solver.py": solver, "src/utils/__init__.py": "", "src/utils/utils.py": READING_LOSS}
+    assert lint_written(tmp_path, files, monkeypatch) == ["src/solver/solver.py:11 GPU303"]
+
+
+def test_a_package_that_defines_the_name_is_the_one_imported(tmp_path, monkeypatch):
+    solver = SOLVER.replace("from loss import", "from utils import")
+    files = {"src/solver/solver.py": solver, "src/utils/__init__.py": QUIET_LOSS, "src/utils/utils.py": READING_LOSS}
+    assert lint_written(tmp_path, files, monkeypatch) == []
