@@ -139,3 +139,25 @@ def test_the_update_every_fifty_batches_is_silent(tmp_path, monkeypatch):
 
 def test_a_nested_worker_without_reads_is_silent(tmp_path, monkeypatch):
     assert lint_written(tmp_path, {"metrics.py": QUIET_METRICS, "train.py": TRAIN}, monkeypatch) == []
+
+
+def test_the_finding_counts_the_reads_each_call_makes(tmp_path, monkeypatch):
+    from tests.projects_helper import lint, write
+
+    diagnostics = lint(write(tmp_path, {"metrics.py": METRICS, "train.py": TRAIN}), monkeypatch)
+    assert [d.message for d in diagnostics] == [
+        "`metric.update(output, target)` (`.item()` at metrics.py:7, 3 reads a call) waits for the GPU every evaluation "
+        "step (loop at line 13)"
+    ]
+
+
+def test_a_helper_with_one_read_names_no_count(tmp_path, monkeypatch):
+    from tests.projects_helper import lint, write
+
+    one = METRICS.replace("    labeled = torch.sum(target > 0).item()\n", "    labeled = torch.sum(target > 0)\n").replace(
+        "torch.histc(predict.cpu(), bins", "torch.histc(predict, bins"
+    )
+    diagnostics = lint(write(tmp_path, {"metrics.py": one, "train.py": TRAIN}), monkeypatch)
+    assert [d.message for d in diagnostics] == [
+        "`metric.update(output, target)` (`.item()` at metrics.py:7) waits for the GPU every evaluation step (loop at line 13)"
+    ]
