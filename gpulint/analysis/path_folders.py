@@ -20,13 +20,16 @@ from typing import Callable, Optional, TypeVar
 T = TypeVar("T")
 
 
-def sibling_module(folder: str, parts: list[str], root: str, folders: dict[str, list[str]], lookup: Callable[[str], Optional[T]]) -> Optional[T]:
+def sibling_module(
+    folder: str, parts: list[str], root: str, folders: dict[str, list[str]], lookup: Callable[[str], Optional[T]]
+) -> Optional[T]:
     """The record `lookup` finds for `parts` in exactly one folder beside `folder` (a child of its parent, inside
     `root`), or None. `folders`: parent folder -> its child folders that hold project files."""
     parent = os.path.dirname(folder)
     if not parts or parent == folder or not (parent == root or parent.startswith(root + os.sep)):
         return None
-    found = [r for r in (lookup(os.path.join(sibling, *parts)) for sibling in folders.get(parent, ()) if sibling != folder) if r is not None]
+    candidates = (lookup(os.path.join(sibling, *parts)) for sibling in folders.get(parent, ()) if sibling != folder)
+    found = [record for record in candidates if record is not None]
     return found[0] if len(found) == 1 else None
 
 

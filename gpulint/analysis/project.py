@@ -379,7 +379,9 @@ class ProjectIndex:
             return self._attribute(sub, tail, depth + 1)
         # `from utils import get_mask` where the walk up found a package `src/utils/` without that name: the
         # sibling folder's `src/utils/utils.py` is what a path of sibling folders imports (`analysis/path_folders.py`)
-        other = sibling_module(record.folder, module.split("."), self._root, self._child_folders, self._file) if source is not None and not level and module else None
+        if source is None or level or not module:
+            return None
+        other = sibling_module(record.folder, module.split("."), self._root, self._child_folders, self._file)
         return self._attribute(other, [name, *tail], depth + 1) if other is not None and other is not source else None
 
     def _attribute(self, record: ModuleRecord, names: list[str], depth: int) -> Optional[tuple[str, ModuleRecord, str]]:

@@ -34,7 +34,9 @@ def reads_per_call(model: SemanticModel, sync: HostSync) -> int:
     places = {entry[2] for entry in callee.syncs if entry[0] == "sync" and len(entry) > 2}
     for arg, param in model.arguments_to(sync.node, callee):
         effects = [e for e in callee.effects.get(param, ()) if e[0] == "sync" and len(e) > 3]
-        if effects and (residency.is_gpu(arg.value) or residency.is_gpu_module(arg.value)):
-            places.update(e[2] for e in effects if residency.is_gpu(arg.value, certain=e[3]) or residency.is_gpu_module(arg.value))
+        if not effects:
+            continue
+        module = residency.is_gpu_module(arg.value)
+        places.update(e[2] for e in effects if module or residency.is_gpu(arg.value, certain=e[3]))
     places.add(sync.via)
     return len(places)
