@@ -66,7 +66,7 @@ def test_a_read_behind_a_helper_that_reshapes_the_arguments_first_is_reported_at
     (finding,) = _gpu303(tmp_path, monkeypatch, TRAIN)
     assert found([finding]) == ["train.py:41 GPU303"]
     assert finding.message == (
-        "`compute_accuracy(y_pred, y, 0)` (`.item()` at train.py:20) waits for the GPU every training step (loop at line 33)"
+        "`compute_accuracy(y_pred, y, 0)` (`.item()` at train.py:20, 2 reads a call) waits for the GPU every training step (loop at line 33)"
     )
 
 

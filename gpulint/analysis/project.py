@@ -36,6 +36,7 @@ from gpulint.analysis.inherited_members import inherited_attributes, inherited_i
 from gpulint.analysis.instantiated import MARKER as INSTANTIATED
 from gpulint.analysis.loader_links import loaders_in
 from gpulint.analysis.moved_returns import moved_returns
+from gpulint.analysis.path_folders import child_folders, sibling_module
 from gpulint.analysis.returned_views import returned_views
 from gpulint.analysis.settings_defaults import ProjectSettings
 from gpulint.analysis.stepped_inputs import reported_in_callee
@@ -300,6 +301,10 @@ class ProjectIndex:
     def _file(self, base: str) -> Optional[ModuleRecord]:
         return self._files.get(base + ".py") or self._files.get(os.path.join(base, "__init__.py"))
 
+    @cached_property
+    def _child_folders(self) -> dict[str, list[str]]:
+        return child_folders(list(self._files))
+
     def module(self, importer: ModuleRecord, level: int, dotted: str) -> Optional[ModuleRecord]:
         """The project file `import dotted` (or `from .{level} dotted`) means in `importer`, if any."""
         key = (importer.folder, level, dotted)
@@ -322,6 +327,8 @@ class ProjectIndex:
                 folder = os.path.dirname(folder)
             for source_root in ("src", "lib"):  # `lib/` is what an `_init_paths.py` puts on `sys.path`
                 found = found or self._file(os.path.join(self._root, source_root, *parts))
+            if found is None:  # `from loss import ...` of `src/transformer/loss.py` in `src/solver/` (`analysis/path_folders.py`)
+                found = sibling_module(importer.folder, parts, self._root, self._child_folders, self._file)
         self._modules[key] = found
         return found
 
@@ -368,7 +375,14 @@ class ProjectIndex:
             if resolved is not None:
                 return resolved
         sub = self.module(record, level, f"{module}.{name}" if module else name)
-        return self._attribute(sub, tail, depth + 1) if sub is not None else None
+        if sub is not None:
+            return self._attribute(sub, tail, depth + 1)
+        # `from utils import get_mask` where the walk up found a package `src/utils/` without that name: the
+        # sibling folder's `src/utils/utils.py` is what a path of sibling folders imports (`analysis/path_folders.py`)
+        if source is None or level or not module:
+            return None
+        other = sibling_module(record.folder, module.split("."), self._root, self._child_folders, self._file)
+        return self._attribute(other, [name, *tail], depth + 1) if other is not None and other is not source else None
 
     def _attribute(self, record: ModuleRecord, names: list[str], depth: int) -> Optional[tuple[str, ModuleRecord, str]]:
         if not names:

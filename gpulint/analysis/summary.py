@@ -916,6 +916,8 @@ class _Reader:
         main = hydra_main(node, builder.qualify) if builder.configured and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
         if main is not None:
             self.f.configs[-1] = {0: main}  # `@hydra.main(config_path="cfgs", config_name="config")`
+        self.nested: dict[str, ast.AST] = {}  # nested functions defined here, by name (`inline`)
+        self.inlining = False
         self.loop = -1
         self.guarded = False
         self.optional = False  # under `if reduction == "mean":`: syncs there depend on what the caller passes
@@ -977,6 +979,8 @@ class _Reader:
                 self.rebound.add(node.target.id)
                 if value is not None and sources_of(value):
                     self.env[node.target.id] = _merge(self.env.get(node.target.id), value)
+        elif kind is ast.Return and self.inlining:
+            self.expr(node.value)  # a nested function's result, not this function's
         elif kind is ast.Return:
             self.f.returns.append(self.expr(node.value) if node.value is not None else None)
             returned = node.value.elts if isinstance(node.value, (ast.Tuple, ast.List)) else [node.value]
@@ -1050,7 +1054,8 @@ class _Reader:
             return
         elif kind in (ast.FunctionDef, ast.AsyncFunctionDef):
             if not self.is_module:
-                self.env[node.name] = None  # a nested function: not followed
+                self.env[node.name] = None  # a nested function: followed only where it is called (`inline`)
+                self.nested[node.name] = node
                 self.sized_in_closure(node)
             return
 
@@ -1141,7 +1146,8 @@ class _Reader:
             self.bind(target.value, None)
         elif isinstance(target, ast.Attribute):
             self.expr(target.value)
-            if self.cls is not None and isinstance(target.value, ast.Name) and self.env.get(target.value.id) == ("self",):
+            if self.cls is not None and not self.inlining and isinstance(target.value, ast.Name) and self.env.get(target.value.id) == ("self",):
+                # (a nested function's writes are not the class's: `self` there may be any object handed to it)
                 # Sources are this method's own (`c:0` is its first call): other methods keep only what is known.
                 if value is not None and value[0] == "moved":
                     value = ("moved", None)
@@ -1640,6 +1646,9 @@ class _Reader:
                         self.instances.add(merged)
                     return merged
                 return None
+            if name in self.nested and self.env.get(name) is None and not self.inlining:
+                self.inline(self.nested[name], node, args, kwargs)  # `evaluate_worker(self, pred, label)`
+                return None
             if name in self.env:
                 return None
             if b.project_root(name, self.env):
@@ -1666,6 +1675,31 @@ class _Reader:
             if sources_of(inner):
                 return _merge_tensor(inner, *args)
         return None
+
+    def inline(self, func: ast.AST, node: ast.Call, args: list, kwargs: dict) -> None:
+        """A call of a function nested in this one (`def evaluate_worker(self, pred, label)` in a metric's `update`,
+        called with its arguments): its body runs here, once per call, with its parameters bound to what the call
+        passes, so what it does to this function's parameters (`.item()` of `pred` in a helper it calls) are this
+        function's effects. Its names and its `return` stay its own; a nested function it calls is not followed."""
+        params = [a.arg for a in (*func.args.posonlyargs, *func.args.args)]
+        if func.args.vararg is not None or func.args.kwarg is not None or any(isinstance(a, ast.Starred) for a in node.args):
+            return
+        if any(k.arg is None for k in node.keywords) or len(node.args) > len(params):
+            return
+        bound: dict[str, Any] = {name: None for name in (*params, *(a.arg for a in func.args.kwonlyargs))}
+        for name, value in zip(params, args):
+            bound[name] = value
+        for name, value in kwargs.items():
+            if name in bound:
+                bound[name] = value
+        saved, rebound, none_bound = dict(self.env), set(self.rebound), set(self.none_bound)
+        self.env.update(bound)
+        self.inlining = True
+        try:
+            self.block(func.body)
+        finally:
+            self.inlining = False
+            self.env, self.rebound, self.none_bound = saved, rebound, none_bound
 
     def is_mask(self, node: ast.AST) -> bool:
         """A comparison of tensors (`labels != -100`), `~m`, `a & b`, or a name bound to one here."""

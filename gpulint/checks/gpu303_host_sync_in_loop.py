@@ -6,7 +6,7 @@ from typing import Iterator
 
 import libcst as cst
 
-from gpulint.analysis import generation, host_reads, legacy_torch
+from gpulint.analysis import generation, host_reads, legacy_torch, reached_reads
 from gpulint.analysis.first_iterations import first_few_iterations
 from gpulint.analysis.full_batch import same_data_every_step
 from gpulint.analysis.helper_steps import calling_loop
@@ -203,7 +203,8 @@ class HostSyncInLoop(Rule):
         if sync.via is not None:  # a helper that syncs on every call
             code = _short(model.code(node))
             call = f"`{code}`" if code else "this call"
-            return f"{call} ({sync.kind} at {sync.via})"
+            reads = reached_reads.reads_per_call(model, sync)  # the syncs a step pays there: the cost evidence
+            return f"{call} ({sync.kind} at {sync.via}{f', {reads} reads a call' if reads > 1 else ''})"
         if sync.kind in (NUMPY_OF_GPU, MATH_OF_GPU):  # `np.isnan(grad_norm)`: say where the read is
             code, value = _short(model.code(node)), _short(model.code(sync.value))
             how = "numpy needs" if sync.kind == NUMPY_OF_GPU else "`math` converts"
