@@ -66,6 +66,7 @@ def loads_in_training_process(model: SemanticModel, loader: DataLoaderCall) -> b
     """GPU101 reports `loader`: no workers (`num_workers` left out or 0, not a flag that may be more) and
     items that are real work, in a loop that feeds the GPU."""
     from gpulint.analysis.dataloaders import is_unsharded_iterable_dataset, produces_cuda_batches
+    from gpulint.analysis.loading_cost import in_process_loading
     from gpulint.analysis.one_off_passes import read_once
 
     if not loader.known("num_workers", "dataset", "collate_fn") or produces_cuda_batches(model, loader):
@@ -85,10 +86,11 @@ def loads_in_training_process(model: SemanticModel, loader: DataLoaderCall) -> b
     if flow.stays_on_cpu(info) or flow.only_inspected(info):
         return False  # a CPU lesson, or a DataLoader API lesson that only prints its batches: no GPU waits
     arg = loader.argument("num_workers")
-    if arg is None:
-        return True
-    resolved = model.values.setting(arg.value)
-    return resolved is not None and resolved.value == 0 and not isinstance(resolved.value, bool)
+    resolved = model.values.setting(arg.value) if arg is not None else None
+    if arg is not None and (resolved is None or resolved.value != 0 or isinstance(resolved.value, bool)):
+        return False
+    loading = in_process_loading(model, info)
+    return loading is None or not loading.cheap  # a pass loaded faster than the fix's workers start again: nothing to gain
 
 
 def loading_dominates(model: SemanticModel, loader: DataLoaderCall) -> bool:
