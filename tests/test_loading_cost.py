@@ -85,3 +85,12 @@ def test_a_dataset_of_unknown_work_is_reported_without_an_estimate():
     source = MNIST.replace("DATASET", "dataset = ImageFiles('data')")
     [d] = diagnostics(source, **ONLY)
     assert d.message == "`DataLoader` has no `num_workers`: batches load in the training process"
+
+
+def test_a_cheap_pass_leaves_pinning_silent_too():
+    """3,000 digits a pass in batches of 1,000 (3 MB each, copied pageable): GPU101 is silent (the pass loads in
+    ~75 ms) and GPU102 stays with it (`loading_dominates`): three copies a pass save nothing worth a finding."""
+    source = MNIST.replace("DATASET", "dataset = torch.utils.data.Subset(train, range(3000))").replace("batch_size=64", "batch_size=1000")
+    assert findings(source, select=("GPU101", "GPU102")) == []
+    full = MNIST.replace("DATASET", "dataset = train").replace("batch_size=64", "batch_size=1000")
+    assert findings(full, select=("GPU101", "GPU102")) == ["7:10 GPU101"]

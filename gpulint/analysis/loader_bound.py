@@ -66,7 +66,6 @@ def loads_in_training_process(model: SemanticModel, loader: DataLoaderCall) -> b
     """GPU101 reports `loader`: no workers (`num_workers` left out or 0, not a flag that may be more) and
     items that are real work, in a loop that feeds the GPU."""
     from gpulint.analysis.dataloaders import is_unsharded_iterable_dataset, produces_cuda_batches
-    from gpulint.analysis.loading_cost import in_process_loading
     from gpulint.analysis.one_off_passes import read_once
 
     if not loader.known("num_workers", "dataset", "collate_fn") or produces_cuda_batches(model, loader):
@@ -86,18 +85,18 @@ def loads_in_training_process(model: SemanticModel, loader: DataLoaderCall) -> b
     if flow.stays_on_cpu(info) or flow.only_inspected(info):
         return False  # a CPU lesson, or a DataLoader API lesson that only prints its batches: no GPU waits
     arg = loader.argument("num_workers")
-    resolved = model.values.setting(arg.value) if arg is not None else None
-    if arg is not None and (resolved is None or resolved.value != 0 or isinstance(resolved.value, bool)):
-        return False
-    loading = in_process_loading(model, info)
-    return loading is None or not loading.cheap  # a pass loaded faster than the fix's workers start again: nothing to gain
+    if arg is None:
+        return True
+    resolved = model.values.setting(arg.value)
+    return resolved is not None and resolved.value == 0 and not isinstance(resolved.value, bool)
 
 
 def loading_dominates(model: SemanticModel, loader: DataLoaderCall) -> bool:
-    """GPU101 reports `loader` and each item provably makes an image in the training process: every source of
+    """`loader` loads in the training process and each item provably makes an image there: every source of
     its dataset is a torchvision data set (each item becomes a PIL image, from an array held in memory or a
     decoded file, and goes through the transform; tens of microseconds or more a sample, against ~1.5 µs to
-    copy a 3x32x32 float32 sample at 8 GB/s)."""
+    copy a 3x32x32 float32 sample at 8 GB/s). GPU101 reports it, unless a pass loads faster than workers would
+    start (`loading_cost.py`): the copies of such a pass (a few thousand small images) are fewer still."""
     if loader.argument("collate_fn") is not None or not loads_in_training_process(model, loader):
         return False
     dataset = loader.value("dataset")

@@ -37,8 +37,10 @@ class DataLoaderWithoutWorkers(Rule):
         model = self.model
         for loader in model.dataloaders:
             if not loads_in_training_process(model, loader):
-                continue  # workers given, items in memory, one batch, a pass loaded faster than workers start, no GPU waiting
-            loading = in_process_loading(model, model.loader_flow.info(loader))  # known and not cheap, or unknown
+                continue  # workers given, items in memory, one batch, no GPU waiting (`analysis/loader_bound.py`)
+            loading = in_process_loading(model, model.loader_flow.info(loader))
+            if loading is not None and loading.cheap:
+                continue  # a pass loads faster than the fix's workers start again for it (`analysis/loading_cost.py`)
             arg = loader.argument("num_workers")
             resolved = model.values.setting(arg.value) if arg is not None else None
             yield self._report(loader, resolved, loading)
