@@ -291,8 +291,8 @@ from torch.utils.data import DataLoader
 class CIFAR(L.LightningDataModule):
     def setup(self, stage=None):
         self.train_set = torchvision.datasets.CIFAR10(".", train=True)
-        self.val_set = torchvision.datasets.CIFAR10(".", train=False)
-        self.test_set = torchvision.datasets.CIFAR10(".", train=False)
+        self.val_set = torchvision.datasets.CIFAR10(".", train=False, transform=torchvision.transforms.ToTensor())
+        self.test_set = torchvision.datasets.CIFAR10(".", train=False, transform=torchvision.transforms.ToTensor())
 
     def train_dataloader(self):
         return DataLoader(self.train_set, batch_size=64, shuffle=True, num_workers=4, pin_memory=True)
@@ -326,7 +326,9 @@ model = Net()
 trainer = L.Trainer(accelerator="gpu", max_epochs=20)
 {run}
 """
-VAL_LOADER = ["17:16 GPU101"]  # (GPU101 carries the `pin_memory` advice for these: loader_bound.py)
+# (GPU101 carries the `pin_memory` advice for these: loader_bound.py; 10,000 CIFAR images through `ToTensor`, at
+# least ~250 ms a pass, load for longer than the fix's workers take to start: loading_cost.py)
+VAL_LOADER = ["17:16 GPU101"]
 
 
 def test_a_test_hook_run_once_after_the_fit_is_silent():

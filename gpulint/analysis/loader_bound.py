@@ -93,10 +93,11 @@ def loads_in_training_process(model: SemanticModel, loader: DataLoaderCall) -> b
 
 
 def loading_dominates(model: SemanticModel, loader: DataLoaderCall) -> bool:
-    """GPU101 reports `loader` and each item provably makes an image in the training process: every source of
+    """`loader` loads in the training process and each item provably makes an image there: every source of
     its dataset is a torchvision data set (each item becomes a PIL image, from an array held in memory or a
     decoded file, and goes through the transform; tens of microseconds or more a sample, against ~1.5 µs to
-    copy a 3x32x32 float32 sample at 8 GB/s)."""
+    copy a 3x32x32 float32 sample at 8 GB/s). GPU101 reports it, unless a pass loads faster than workers would
+    start (`loading_cost.py`): the copies of such a pass (a few thousand small images) are fewer still."""
     if loader.argument("collate_fn") is not None or not loads_in_training_process(model, loader):
         return False
     dataset = loader.value("dataset")

@@ -8,6 +8,7 @@ import libcst as cst
 
 from gpulint.analysis.dataloaders import LOADER_TEXT, defined_for_workers
 from gpulint.analysis.loader_bound import copies_worth_pinning, loading_dominates, loads_in_training_process
+from gpulint.analysis.loading_cost import in_process_loading
 from gpulint.analysis.value_resolution import LITERAL, SETTINGS_ORIGINS
 from gpulint.checks.base import Option, Rule, value_origin
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
@@ -37,15 +38,18 @@ class DataLoaderWithoutWorkers(Rule):
         for loader in model.dataloaders:
             if not loads_in_training_process(model, loader):
                 continue  # workers given, items in memory, one batch, no GPU waiting (`analysis/loader_bound.py`)
+            loading = in_process_loading(model, model.loader_flow.info(loader))
+            if loading is not None and loading.cheap:
+                continue  # a pass loads faster than the fix's workers start again for it (`analysis/loading_cost.py`)
             arg = loader.argument("num_workers")
             resolved = model.values.setting(arg.value) if arg is not None else None
-            yield self._report(loader, resolved)
+            yield self._report(loader, resolved, loading)
 
     def _severity(self, loader) -> Severity:
         flow = self.model.loader_flow
         return Severity.WARNING if flow.feeds_training(flow.info(loader)) else Severity.INFO
 
-    def _report(self, loader, resolved) -> Diagnostic:
+    def _report(self, loader, resolved, loading=None) -> Diagnostic:
         model = self.model
         where = resolved.describe(model) if resolved is not None else ""
         if resolved is None:
@@ -55,6 +59,8 @@ class DataLoaderWithoutWorkers(Rule):
         else:
             what = "`DataLoader` uses `num_workers=0`"
         what += ": batches load in the training process"
+        if loading is not None:
+            what += f", {loading.describe()}"
         help = "The GPU waits while the training process loads each batch"
         if self._copies_pageable(loader):
             # GPU102 stays silent on this loader (one finding per problem): pinning pays once workers load.
