@@ -194,13 +194,13 @@ def test_torch_older_than_1_12_gets_no_fix():
 
 
 def test_target_torch_from_pyproject_changes_the_fix(tmp_path):
-    (tmp_path / "pyproject.toml").write_text('[tool.gpulint]\nextend-select = ["GPU403"]\ntarget-torch = "2.2"\n')
+    (tmp_path / "pyproject.toml").write_text('[tool.gpulint]\ntarget-torch = "2.2"\n')
     script = tmp_path / "train.py"
     script.write_text("import torch\n\nscaler = torch.cuda.amp.GradScaler()\n")
     result = run_gpulint("fix", "--apply", "train.py", cwd=tmp_path)
     assert result.returncode == 1  # the finding remains: no fix below 2.3
     assert script.read_text() == "import torch\n\nscaler = torch.cuda.amp.GradScaler()\n"
-    (tmp_path / "pyproject.toml").write_text('[tool.gpulint]\nextend-select = ["GPU403"]\ntarget-torch = "2.3"\n')
+    (tmp_path / "pyproject.toml").write_text('[tool.gpulint]\ntarget-torch = "2.3"\n')
     result = run_gpulint("fix", "--apply", "train.py", cwd=tmp_path)
     assert result.returncode == 0, result.stderr.decode()
     assert script.read_text() == 'import torch\n\nscaler = torch.amp.GradScaler("cuda")\n'

@@ -40,7 +40,7 @@ def _every_documented_and_fixture_finding() -> list[Diagnostic]:
         markdown = rule_docs.document(code)
         examples = rule_docs.examples(markdown) if markdown else None
         if examples is not None:
-            found += diagnostics(examples.example, preview=True, extend_select=("GPU403",))  # (off by default)
+            found += diagnostics(examples.example, preview=True)
     found += api.check([FIXTURES], api.discover_settings(str(FIXTURES)), cache=False).diagnostics
     return [d for d in found if d.code]
 

@@ -115,8 +115,8 @@ def test_correctness_and_api_rules_still_run_on_tests():
             with torch.cuda.amp.autocast():
                 pass
         """
-    codes = [f.split()[1] for f in findings(source, path="tests/test_copy.py", extend_select=("GPU403",))]
-    assert codes == ["GPU205", "GPU402", "GPU403"]  # (GPU403 is off by default)
+    codes = [f.split()[1] for f in findings(source, path="tests/test_copy.py")]
+    assert codes == ["GPU205", "GPU402", "GPU403"]
 
 
 def test_test_paths_setting_decides_which_files_are_tests():

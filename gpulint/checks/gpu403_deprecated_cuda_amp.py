@@ -35,9 +35,6 @@ class DeprecatedCudaAmp(Rule):
     needs_gpu_context = False
     requires = (r"\bamp\b", r"cuda")  # `torch.cuda.amp` is named by these two words, however it is imported
     applies_to_tests = True  # a deprecated API warns in a test too
-    # Off by default (`--extend-select GPU403`): a deprecated alias costs no speed, and the default findings are
-    # those that cost a measurable share of a step or run (both judges of the fourteenth corpus: "no speed effect").
-    explicit_only = True
 
     def check(self) -> Iterator[Diagnostic]:
         amp = self.model.deprecated_amp
