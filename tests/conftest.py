@@ -64,11 +64,17 @@ def _private_state_dir(tmp_path_factory):
 
 
 @pytest.fixture
-def gpu201_unknown_sizes(monkeypatch):
-    """GPU201 reporting factories whose size is out of sight too (`unknown-sizes = true`): for the tests of which
-    shapes it recognizes (factory, move, per-step code), written with sizes the code does not show. By default only
-    a size the code shows above 512 KiB is reported (tests/test_gpu201_cost.py)."""
-    from gpulint.checks.base import Option
-    from gpulint.checks.gpu201_tensor_created_then_moved import TensorCreatedThenMoved
+def unknown_sizes(monkeypatch):
+    """Every rule with an `unknown-sizes` option (GPU201, GPU105) reporting what it finds at sizes the code does not
+    show (`unknown-sizes = true`): for the tests of which shapes a rule recognizes (a factory and its move, a pinned
+    loader's copy through helpers and other modules), written with sizes out of sight. By default such a finding
+    needs evidence of its cost: GPU201 a size shown above 512 KiB (tests/test_gpu201_cost.py), GPU105 a batch shown
+    at 16 MiB or more (tests/test_copy_cost.py)."""
+    import dataclasses
 
-    monkeypatch.setattr(TensorCreatedThenMoved, "options", (Option("unknown-sizes", True, "(tests)"),))
+    from gpulint.checks import all_rules
+
+    for rule in all_rules().values():
+        if any(option.name == "unknown-sizes" for option in rule.options):
+            on = tuple(dataclasses.replace(o, default=True) if o.name == "unknown-sizes" else o for o in rule.options)
+            monkeypatch.setattr(rule, "options", on)

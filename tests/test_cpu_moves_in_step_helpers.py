@@ -16,7 +16,7 @@ import pytest
 from tests.projects_helper import found, lint, write
 
 # These tests are about which shapes GPU201 recognizes, with sizes out of sight: reported with `unknown-sizes`.
-pytestmark = pytest.mark.usefixtures("gpu201_unknown_sizes")
+pytestmark = pytest.mark.usefixtures("unknown_sizes")
 
 MODELS = """
 import torch

@@ -9,7 +9,7 @@ import pytest
 from tests.conftest import diagnostics, findings, fixed
 
 # These tests are about which shapes GPU201 recognizes, with sizes out of sight: reported with `unknown-sizes`.
-pytestmark = pytest.mark.usefixtures("gpu201_unknown_sizes")
+pytestmark = pytest.mark.usefixtures("unknown_sizes")
 
 DEVICE = ("GPU2",)
 

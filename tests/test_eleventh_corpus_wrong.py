@@ -16,7 +16,7 @@ from tests.conftest import diagnostics, findings, fixed
 from tests.projects_helper import lint_written
 
 # These tests are about which shapes GPU201 recognizes, with sizes out of sight: reported with `unknown-sizes`.
-pytestmark = pytest.mark.usefixtures("gpu201_unknown_sizes")
+pytestmark = pytest.mark.usefixtures("unknown_sizes")
 
 # ---- W1: *_like factories follow their argument's device ----------------------------------------------
 

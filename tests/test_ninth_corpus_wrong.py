@@ -15,7 +15,7 @@ from tests.conftest import diagnostics, findings
 from tests.projects_helper import lint_written
 
 # These tests are about which shapes GPU201 recognizes, with sizes out of sight: reported with `unknown-sizes`.
-pytestmark = pytest.mark.usefixtures("gpu201_unknown_sizes")
+pytestmark = pytest.mark.usefixtures("unknown_sizes")
 
 # ---- 1. a factory cached on the module on first use ---------------------------------------------------
 

@@ -14,7 +14,7 @@ from gpulint.linter import check_source
 from tests.conftest import FIXTURES, REPO
 
 # These tests are about which shapes GPU201 recognizes, with sizes out of sight: reported with `unknown-sizes`.
-pytestmark = pytest.mark.usefixtures("gpu201_unknown_sizes")
+pytestmark = pytest.mark.usefixtures("unknown_sizes")
 
 TABLE = '''\
 """A generated table, as test suites and kernel tuners keep them."""

@@ -10,7 +10,7 @@ from gpulint.fixer import apply_edits
 from tests.projects_helper import found, lint, write
 
 # These tests are about which shapes GPU201 recognizes, with sizes out of sight: reported with `unknown-sizes`.
-pytestmark = pytest.mark.usefixtures("gpu201_unknown_sizes")
+pytestmark = pytest.mark.usefixtures("unknown_sizes")
 
 WRAPPER = """\
     import lightning.pytorch as pl

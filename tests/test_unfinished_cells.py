@@ -25,7 +25,7 @@ from tests.conftest import run_gpulint
 from tests.test_notebooks import check, concise, fixed, notebook, sources_of
 
 # These tests are about which shapes GPU201 recognizes, with sizes out of sight: reported with `unknown-sizes`.
-pytestmark = pytest.mark.usefixtures("gpu201_unknown_sizes")
+pytestmark = pytest.mark.usefixtures("unknown_sizes")
 
 SETUP = "import torch\nfrom torch.utils.data import DataLoader\ndevice = 'cuda'"
 BLANK = "model = # YOUR CODE HERE\nbatch_size = 64"

