@@ -18,9 +18,15 @@ REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"
 
 
+# GPU303 reports a read by default only with evidence of its cost (`analysis/read_cost.py`, tests/test_read_cost.py);
+# the other tests exercise what a read is and where it waits, so they see every read (`unproven-cost`).
+ALL_READS = (("GPU303", (("unproven-cost", True),)),)
+
+
 def settings(**overrides) -> Settings:
-    """Default settings rooted at the repository, with overrides such as select=("GPU1",)."""
-    return with_overrides(Settings(root=REPO), **overrides)
+    """Default settings rooted at the repository (every GPU303 read: `ALL_READS`), with overrides such as
+    select=("GPU1",); `rule_options=()` gives the shipped defaults."""
+    return with_overrides(Settings(root=REPO, rule_options=ALL_READS), **overrides)
 
 
 def findings(source: str, path: str = "train.py", **overrides) -> list[str]:
