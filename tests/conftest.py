@@ -21,6 +21,8 @@ FIXTURES = REPO / "fixtures"
 # GPU303 reports a read by default only with evidence of its cost (`analysis/read_cost.py`, tests/test_read_cost.py);
 # the other tests exercise what a read is and where it waits, so they see every read (`unproven-cost`).
 ALL_READS = (("GPU303", (("unproven-cost", True),)),)
+# The same in a project's pyproject.toml, for tests that run the CLI on a file with one read a step.
+ALL_READS_TOML = "[tool.gpulint.rules.GPU303]\nunproven-cost = true\n"
 
 
 def settings(**overrides) -> Settings:

@@ -10,7 +10,7 @@ import pytest
 
 from gpulint import api, rule_docs
 from gpulint.diagnostics import Diagnostic
-from tests.conftest import FIXTURES, diagnostics, run_gpulint
+from tests.conftest import ALL_READS_TOML, FIXTURES, diagnostics, run_gpulint
 from tests.test_integrations_formats import sarif_validator  # noqa: F401  (a fixture)
 
 # What a one-line message may take: quoted code and paths included (most are far shorter).
@@ -57,6 +57,7 @@ def test_every_rule_keeps_its_message_short_and_explains_in_help():
 
 def test_full_output_shows_help_under_the_snippet_and_one_line_formats_do_not(tmp_path):
     (tmp_path / "train.py").write_text(SYNC, encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text(ALL_READS_TOML, encoding="utf-8")
     full = run_gpulint("check", "--no-cache", "train.py", cwd=tmp_path).stdout.decode()
     assert full.startswith(
         f"GPU304 {MESSAGE}\n"
@@ -89,6 +90,7 @@ def test_json_carries_help_beside_the_unchanged_fields(tmp_path):
 
 def test_sarif_puts_help_in_the_markdown_message_and_stays_valid(tmp_path, sarif_validator):  # noqa: F811
     (tmp_path / "train.py").write_text(SYNC, encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text(ALL_READS_TOML, encoding="utf-8")
     log = json.loads(run_gpulint("check", "--no-cache", "--output-format", "sarif", "train.py", cwd=tmp_path).stdout)
     assert not [e.message for e in sarif_validator.iter_errors(log)]
     (result,) = log["runs"][0]["results"]
@@ -97,6 +99,7 @@ def test_sarif_puts_help_in_the_markdown_message_and_stays_valid(tmp_path, sarif
 
 def test_github_annotation_carries_the_help_line(tmp_path):
     (tmp_path / "train.py").write_text(SYNC, encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text(ALL_READS_TOML, encoding="utf-8")
     out = run_gpulint("check", "--no-cache", "--output-format", "github", "train.py", cwd=tmp_path).stdout.decode()
     assert out.endswith(f"::train.py:9:5: GPU304 {MESSAGE}%0A  help: {HELP}\n")
 

@@ -11,7 +11,7 @@ import json
 from gpulint import api
 from gpulint.analysis.summary import summarize
 from gpulint.recovery import recover
-from tests.conftest import run_gpulint
+from tests.conftest import ALL_READS_TOML, run_gpulint
 
 OLD = """\
 import frames, torch
@@ -38,6 +38,7 @@ HELP = "`async` is a keyword since Python 3.7; the rest of the file was checked 
 
 def concise(tmp_path, name: str, text: str, *args: str) -> tuple[int, list[str]]:
     (tmp_path / name).write_text(text, encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text(ALL_READS_TOML, encoding="utf-8")
     result = run_gpulint("check", "--no-cache", "--output-format", "concise", *args, name, cwd=tmp_path)
     return result.returncode, result.stdout.decode().splitlines()[:-1]  # without "Found N errors."
 
