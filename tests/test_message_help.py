@@ -113,6 +113,7 @@ def test_rule_reference_keeps_the_long_explanation(code):
 def test_notebook_help_names_cell_lines(tmp_path):
     """Line references in the help are rewritten to cell rows, as in the message."""
     raw = (Path(FIXTURES) / "notebooks" / "kaggle_tabular.ipynb").read_text(encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text(ALL_READS_TOML, encoding="utf-8")  # its one read a step shows no cost
     report = api.check(api.Source(raw, "nb.ipynb"), api.discover_settings(str(tmp_path)))
     helps = [d.help for d in report.diagnostics if d.code == "GPU303"]
     assert helps == ["Accumulate on the GPU (`running += loss.detach()`) and convert once every N steps or after the loop"]

@@ -1,5 +1,5 @@
 """GPU303's default findings need evidence of a cost (`analysis/read_cost.py`): a read repeated within the step, many
-waits a step, or the next batch made in the training process after the read. One read a step with nothing shown on
+waits a step, or the next batch made in the training process after the read; the help says which. One read a step with nothing shown on
 the host to serialize is silent by default (a few per cent of a GPU-bound step at most, cost_facts.md), and reported
 with `unproven-cost = true`."""
 
@@ -73,10 +73,11 @@ def test_a_read_after_the_step_with_images_loaded_in_process_is_reported_with_th
     print(loss.item())""")
     [found] = diagnostics(source, **DEFAULT)
     assert (found.location.row, found.code) == (18, "GPU303")
-    assert found.message == (
-        "`loss.item()` waits for the GPU every training step (loop at line 11), after the step's GPU work, while the "
-        "next batch is made in the training process (`DataLoader` at line 10, no workers, images decoded and "
-        "transformed per sample): loading and compute no longer overlap"
+    assert found.message == "`loss.item()` waits for the GPU every training step (loop at line 11)"
+    assert found.help == (
+        "It waits after the step's GPU work, while the next batch is made in the training process (`DataLoader` at "
+        "line 10, no workers, images decoded and transformed per sample): loading and compute no longer overlap; keep "
+        "the value on the GPU and convert it only every N steps (under `if step % N == 0:`)"
     )
 
 
@@ -171,7 +172,7 @@ def test_a_read_in_a_loop_inside_the_step_is_reported_as_repeated():
         hits = ((out.argmax(1) == c) & (y == c)).sum().item()""")
     [found] = diagnostics(source, **DEFAULT)
     assert found.location.row == 19
-    assert found.message.endswith(", once per iteration of the loop at line 18 inside the step")
+    assert found.help.startswith("It waits once per iteration of the loop at line 18 inside the step; ")
 
 
 def test_a_loop_over_a_few_literal_splits_and_the_iterable_of_a_loop_are_not_repeated_reads():
@@ -205,7 +206,7 @@ for x, y in loader:
 """
     [found] = diagnostics(source, **DEFAULT)
     assert found.location.row == 13
-    assert found.message.endswith(", once per iteration of the loop at line 12 inside the step")
+    assert found.help.startswith("It waits once per iteration of the loop at line 12 inside the step; ")
 
 
 def test_four_separate_waits_a_step_are_reported_and_two_are_not():
@@ -216,7 +217,7 @@ def test_four_separate_waits_a_step_are_reported_and_two_are_not():
 {metrics}""")
     found = diagnostics(source, **DEFAULT)
     assert [d.location.row for d in found] == [18, 20, 22, 24]
-    assert all(d.message.endswith("one of 4 waits a step, each serializing the launches after it") for d in found)
+    assert all(d.help.startswith("It waits as one of 4 waits a step, each serializing the launches after it; ") for d in found)
     two = "\n".join(f"    m{i} = float((out.argmax(1) == y).float().mean())\n    out = model(x)" for i in range(2))
     assert findings(_train(f"loader = DataLoader({FOLDER}, batch_size=64, num_workers=8)", f"""\
     loss.backward()

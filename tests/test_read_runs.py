@@ -148,9 +148,8 @@ def test_reads_of_the_same_minimum_and_per_sample_lengths_in_a_nested_loop_join_
     assert gpu303(body) == ["14:27 GPU303"]
     [d] = diagnostics(HEADER + textwrap.dedent(body), select=("GPU303",))
     assert d.message == (
-        "`lengths.min().item()` waits for the GPU every training step (loop at line 11), the read at line 18 once per"
-        " iteration of the loop at line 17 inside the step, as do the reads after it at lines 15 and 18 (only light GPU"
-        " work queued in between: one wait)"
+        "`lengths.min().item()` waits for the GPU every training step (loop at line 11), as do the reads after it"
+        " at lines 15 and 18 (only light GPU work queued in between: one wait)"
     )
     assert [(text, where.row) for text, where in d.related][1:] == [
         ("then `lengths.min().item()`, with only light GPU work queued since", 15),

@@ -146,7 +146,7 @@ def read_cost(model: SemanticModel, sync: HostSync, loop: Loop, waits: int) -> O
     if repeated is not None:
         return ReadCost("repeated", repeated)
     if waits >= MANY_WAITS:
-        return ReadCost("waits", f"one of {waits} waits a step, each serializing the launches after it")
+        return ReadCost("waits", f"as one of {waits} waits a step, each serializing the launches after it")
     loading = loading_serialized(model, sync, loop)
     if loading is not None:
         return ReadCost("loading", loading)

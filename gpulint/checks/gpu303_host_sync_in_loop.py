@@ -135,10 +135,11 @@ class HostSyncInLoop(Rule):
                 message += f", under `{model.code(interval)}` with `{divisor}` set to 1 (the guard passes every step)"
             calls = [call for s in syncs + followers for call in runs_it.get(id(s.node), ())]
             message += calls_named(model, calls, message)
+            evidence = None  # what the read costs, said first in the help
             if cost is not None and any(source is f for f in followers):  # the run's later read at that line repeats
-                message += f", the read at line {model.range(source.node).start.line} {cost.text}"
+                evidence = f"the read at line {model.range(source.node).start.line} waits {cost.text}"
             elif cost is not None:
-                message += f", {cost.text}"
+                evidence = f"it waits {cost.text}"
             related = [(f"the {role} loop", loop)] + [(f"then {self._subject(s)}, with only light GPU work queued since", s.node) for s in followers]
             related += [("a call that runs it every step", call) for call in calls]
             if followers:
@@ -152,6 +153,8 @@ class HostSyncInLoop(Rule):
             era = next(filter(None, (legacy_torch.number_read_help(s.kind) for s in syncs)), None)
             if era is not None:  # `loss.data[0]` in PyTorch 0.3 code: say why it is a read, and its 0.4 spelling
                 advice = f"{advice}. {era[0].upper()}{era[1:]}"
+            if evidence is not None:
+                advice = f"{evidence}; {advice}"
             yield self.diagnostic(
                 syncs[0].node, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO, related=related,
                 help=advice[0].upper() + advice[1:],
