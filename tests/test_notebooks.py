@@ -20,7 +20,7 @@ from gpulint import api
 from gpulint.diagnostics import Location
 from gpulint.notebook import Notebook, NotebookError
 from gpulint.reporters import ReportContext, render
-from tests.conftest import FIXTURES, REPO, run_gpulint, settings
+from tests.conftest import ALL_READS_TOML, FIXTURES, REPO, run_gpulint, settings
 
 NOTEBOOKS = FIXTURES / "notebooks"
 COLAB = NOTEBOOKS / "colab_classifier.ipynb"
@@ -209,6 +209,7 @@ def test_a_syntax_error_skips_its_cell_only():
 def test_check_colab_and_kaggle_notebooks(tmp_path):
     shutil.copy(COLAB, tmp_path / "colab.ipynb")
     shutil.copy(KAGGLE, tmp_path / "kaggle.ipynb")
+    (tmp_path / "pyproject.toml").write_text(ALL_READS_TOML, encoding="utf-8")  # the loop's one read shows no cost
     result = run_gpulint("check", "--no-cache", "--output-format", "concise", ".", cwd=tmp_path)
     assert result.returncode == 1
     assert result.stdout.decode().splitlines() == [

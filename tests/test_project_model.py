@@ -15,7 +15,7 @@ import pytest
 from gpulint.analysis.summary import ModuleSummary, summarize
 from gpulint.config import Settings
 from gpulint.linter import check_source
-from tests.conftest import run_gpulint
+from tests.conftest import ALL_READS_TOML, run_gpulint
 from tests.projects_helper import PROJECTS, copy_project, found, lint, write
 
 # ---- the fixture projects ------------------------------------------------------------------------------
@@ -409,7 +409,7 @@ def test_editing_a_helper_rechecks_its_importers_only(tmp_path, monkeypatch):
 
 def test_checking_one_file_uses_the_index_of_its_project(tmp_path):
     root = copy_project("research", tmp_path)
-    (root / "pyproject.toml").write_text("[tool.gpulint]\n")
+    (root / "pyproject.toml").write_text("[tool.gpulint]\n" + ALL_READS_TOML)  # (one read a step: its cost is not shown)
     result = run_gpulint("check", "--output-format", "concise", "data.py", cwd=root)
     assert result.stdout.decode().splitlines()[0].startswith("data.py:20:13: GPU102")
     result = run_gpulint("check", "--output-format", "concise", "src/../train.py" if False else "train.py", cwd=root)

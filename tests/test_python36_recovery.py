@@ -63,6 +63,7 @@ def test_the_syntax_error_is_reported_once_with_why_the_rest_was_checked():
 
 def test_json_quotes_the_users_text_and_offers_no_fix(tmp_path):
     (tmp_path / "old.py").write_text(OLD, encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text(ALL_READS_TOML, encoding="utf-8")
     result = run_gpulint("check", "--no-cache", "--output-format", "json", "old.py", cwd=tmp_path)
     found = json.loads(result.stdout)
     assert [(d["code"], d["location"]["row"], d["location"]["column"], d["end_location"]["column"]) for d in found] == [
@@ -89,6 +90,7 @@ def test_stdin_and_the_cache_give_the_same_findings(tmp_path):
     result = run_gpulint("check", "--no-cache", "--output-format", "concise", "--stdin-filename", "old.py", stdin=OLD, cwd=tmp_path)
     assert result.stdout.decode().splitlines()[:-1] == EXPECTED
     (tmp_path / "old.py").write_text(OLD, encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text(ALL_READS_TOML, encoding="utf-8")
     for _ in range(2):  # the second run is answered from the cache
         result = run_gpulint("check", "--output-format", "concise", "old.py", cwd=tmp_path)
         assert result.stdout.decode().splitlines()[:-1] == EXPECTED
