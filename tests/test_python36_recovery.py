@@ -80,6 +80,7 @@ def test_json_quotes_the_users_text_and_offers_no_fix(tmp_path):
 def test_fix_apply_leaves_a_recovered_file_byte_for_byte(tmp_path):
     path = tmp_path / "old.py"
     path.write_bytes(OLD.encode())
+    (tmp_path / "pyproject.toml").write_text(ALL_READS_TOML, encoding="utf-8")
     result = run_gpulint("fix", "--apply", "--unsafe-fixes", "--no-cache", "old.py", cwd=tmp_path)
     assert result.returncode == 1
     assert path.read_bytes() == OLD.encode()
@@ -87,10 +88,10 @@ def test_fix_apply_leaves_a_recovered_file_byte_for_byte(tmp_path):
 
 
 def test_stdin_and_the_cache_give_the_same_findings(tmp_path):
+    (tmp_path / "pyproject.toml").write_text(ALL_READS_TOML, encoding="utf-8")
     result = run_gpulint("check", "--no-cache", "--output-format", "concise", "--stdin-filename", "old.py", stdin=OLD, cwd=tmp_path)
     assert result.stdout.decode().splitlines()[:-1] == EXPECTED
     (tmp_path / "old.py").write_text(OLD, encoding="utf-8")
-    (tmp_path / "pyproject.toml").write_text(ALL_READS_TOML, encoding="utf-8")
     for _ in range(2):  # the second run is answered from the cache
         result = run_gpulint("check", "--output-format", "concise", "old.py", cwd=tmp_path)
         assert result.stdout.decode().splitlines()[:-1] == EXPECTED
