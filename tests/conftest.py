@@ -18,9 +18,17 @@ REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"
 
 
+# GPU303 reports a read by default only with evidence of its cost (`analysis/read_cost.py`, tests/test_read_cost.py);
+# the other tests exercise what a read is and where it waits, so they see every read (`unproven-cost`).
+ALL_READS = (("GPU303", (("unproven-cost", True),)),)
+# The same in a project's pyproject.toml, for tests that run the CLI on a file with one read a step.
+UNPROVEN_COST_TOML = "".join(f"[tool.gpulint.rules.{code}]\nunproven-cost = true\n" for code in ("GPU105", "GPU201", "GPU303"))
+
+
 def settings(**overrides) -> Settings:
-    """Default settings rooted at the repository, with overrides such as select=("GPU1",)."""
-    return with_overrides(Settings(root=REPO), **overrides)
+    """Default settings rooted at the repository (every GPU303 read: `ALL_READS`), with overrides such as
+    select=("GPU1",); `rule_options=()` gives the shipped defaults."""
+    return with_overrides(Settings(root=REPO, rule_options=ALL_READS), **overrides)
 
 
 def findings(source: str, path: str = "train.py", **overrides) -> list[str]:
@@ -64,17 +72,17 @@ def _private_state_dir(tmp_path_factory):
 
 
 @pytest.fixture
-def unknown_sizes(monkeypatch):
-    """Every rule with an `unknown-sizes` option (GPU201, GPU105) reporting what it finds at sizes the code does not
-    show (`unknown-sizes = true`): for the tests of which shapes a rule recognizes (a factory and its move, a pinned
-    loader's copy through helpers and other modules), written with sizes out of sight. By default such a finding
-    needs evidence of its cost: GPU201 a size shown above 512 KiB (tests/test_gpu201_cost.py), GPU105 a batch shown
-    at 16 MiB or more (tests/test_copy_cost.py)."""
+def unproven_cost(monkeypatch):
+    """Every rule with an `unproven-cost` option (GPU105, GPU201, GPU303) reporting what it finds without evidence
+    of its cost (`unproven-cost = true`): for the tests of which shapes a rule recognizes (a factory and its move, a
+    pinned loader's copy through helpers and other modules), written with sizes out of sight. By default such a
+    finding needs evidence: GPU201 a size shown above 512 KiB (tests/test_gpu201_cost.py), GPU105 a batch shown at
+    16 MiB or more (tests/test_copy_cost.py), GPU303 a read whose cost the step shows (tests/test_read_cost.py)."""
     import dataclasses
 
     from gpulint.checks import all_rules
 
     for rule in all_rules().values():
-        if any(option.name == "unknown-sizes" for option in rule.options):
-            on = tuple(dataclasses.replace(o, default=True) if o.name == "unknown-sizes" else o for o in rule.options)
+        if any(option.name == "unproven-cost" for option in rule.options):
+            on = tuple(dataclasses.replace(o, default=True) if o.name == "unproven-cost" else o for o in rule.options)
             monkeypatch.setattr(rule, "options", on)

@@ -11,8 +11,8 @@ import pytest
 
 from tests.conftest import findings
 
-# These tests are about which shapes GPU201 recognizes, with sizes out of sight: reported with `unknown-sizes`.
-pytestmark = pytest.mark.usefixtures("unknown_sizes")
+# These tests are about which shapes GPU201 recognizes, with sizes out of sight: reported with `unproven-cost`.
+pytestmark = pytest.mark.usefixtures("unproven_cost")
 
 # DeepLearningDTU's GAN notebook: BCE labels made on the CPU every step, sized by the batch the loader hands out.
 GAN = textwrap.dedent("""\

@@ -37,7 +37,7 @@ def source(dataset="MNIST", batch=64, transform=FLATTEN, pin=False) -> str:
     return IMAGES.format(dataset=dataset, batch=batch, transform=transform, pin=", pin_memory=True" if pin else "")
 
 
-UNKNOWN_SIZES = (("GPU105", (("unknown-sizes", True),)),)
+UNPROVEN_COST = (("GPU105", (("unproven-cost", True),)),)
 
 
 def found(text: str, code: str, rule_options=()) -> list:
@@ -79,7 +79,7 @@ def test_a_lambda_that_changes_the_elements_leaves_the_bytes_unknown(transform):
     assert loader_bytes(source(transform=transform)) == [None]
     assert len(found(source(transform=transform), "GPU102")) == 1
     assert found(source(transform=transform, pin=True), "GPU105") == []  # no evidence of a cost
-    assert len(found(source(transform=transform, pin=True), "GPU105", UNKNOWN_SIZES)) == 2
+    assert len(found(source(transform=transform, pin=True), "GPU105", UNPROVEN_COST)) == 2
 
 
 def test_gpu102_names_the_pageable_copy_it_measured():
@@ -112,7 +112,7 @@ def test_gpu105_of_unknown_size_is_silent_by_default():
 
 
 def test_gpu105_of_unknown_size_with_the_option_says_what_it_costs():
-    reported = found(source("ImageFolder", 64, "transforms.ToTensor()", pin=True), "GPU105", UNKNOWN_SIZES)
+    reported = found(source("ImageFolder", 64, "transforms.ToTensor()", pin=True), "GPU105", UNPROVEN_COST)
     assert [d.location.column for d in reported] == [16, 30]
     assert "MB a batch" not in reported[0].message
     assert "the code does not show the batch's bytes" in reported[0].help
@@ -120,7 +120,7 @@ def test_gpu105_of_unknown_size_with_the_option_says_what_it_costs():
 
 def test_gpu105_small_batch_stays_silent_with_the_option():
     # the option adds unknown sizes only: a batch shown below 16 MiB is known cheap either way
-    assert found(source("CIFAR10", 512, "transforms.ToTensor()", pin=True), "GPU105", UNKNOWN_SIZES) == []
+    assert found(source("CIFAR10", 512, "transforms.ToTensor()", pin=True), "GPU105", UNPROVEN_COST) == []
 
 
 SUBSET = """\
@@ -176,7 +176,7 @@ def test_a_subset_class_over_other_data_keeps_gpu102(base, parent):
     assert "GPU102" in [d.code for d in diagnostics(source)]
 
 
-# ---- GPU105's evidence: a batch shown at 16 MiB or more; an unknown size is silent unless `unknown-sizes` -----------
+# ---- GPU105's evidence: a batch shown at 16 MiB or more; an unknown size is silent unless `unproven-cost` -----------
 
 HELPER = """\
 import torch
@@ -220,14 +220,14 @@ def test_a_large_batch_copied_by_a_project_helper_names_its_estimate(tmp_path, m
 
 def test_a_batch_of_unknown_size_copied_by_a_project_helper_is_silent_by_default(tmp_path, monkeypatch):
     assert helped(tmp_path, monkeypatch, FOLDER) == []
-    (finding,) = helped(tmp_path, monkeypatch, FOLDER, UNKNOWN_SIZES)
+    (finding,) = helped(tmp_path, monkeypatch, FOLDER, UNPROVEN_COST)
     assert "MB a batch" not in finding.message
     assert "the code does not show the batch's bytes" in finding.help
 
 
 def test_a_small_batch_copied_by_a_project_helper_stays_silent_with_the_option(tmp_path, monkeypatch):
     cifar = 'torchvision.datasets.CIFAR10(root="data", transform=transforms.ToTensor())'  # 0.8 MB at 64
-    assert helped(tmp_path, monkeypatch, cifar, UNKNOWN_SIZES) == []
+    assert helped(tmp_path, monkeypatch, cifar, UNPROVEN_COST) == []
 
 
 RETURNS_LOADER = """\
@@ -254,12 +254,12 @@ for epoch in range(10):
 def test_a_loader_of_another_module_is_of_unknown_size_silent_by_default(tmp_path, monkeypatch):
     root = write(tmp_path, {"data.py": RETURNS_LOADER, "train.py": USES_LOADER})
     assert lint(root, monkeypatch, select=("GPU105",)) == []
-    with_option = lint(root, monkeypatch, select=("GPU105",), rule_options=UNKNOWN_SIZES)
+    with_option = lint(root, monkeypatch, select=("GPU105",), rule_options=UNPROVEN_COST)
     assert found_at(with_option) == ["train.py:9 GPU105", "train.py:9 GPU105"]
 
 
 def test_the_option_is_read_from_the_projects_configuration(tmp_path, monkeypatch):
-    config = "[tool.gpulint]\n\n[tool.gpulint.rules.GPU105]\nunknown-sizes = true\n"
+    config = "[tool.gpulint]\n\n[tool.gpulint.rules.GPU105]\nunproven-cost = true\n"
     root = write(tmp_path, {"data.py": RETURNS_LOADER, "train.py": USES_LOADER, "pyproject.toml": config})
     result = run_gpulint("check", "--no-cache", "--select", "GPU105", "--output-format", "concise", ".", cwd=root)
     lines = result.stdout.decode().splitlines()

@@ -8,8 +8,8 @@ import pytest
 
 from tests.conftest import diagnostics, findings, fixed
 
-# These tests are about which shapes GPU201 recognizes, with sizes out of sight: reported with `unknown-sizes`.
-pytestmark = pytest.mark.usefixtures("unknown_sizes")
+# These tests are about which shapes GPU201 recognizes, with sizes out of sight: reported with `unproven-cost`.
+pytestmark = pytest.mark.usefixtures("unproven_cost")
 
 DEVICE = ("GPU2",)
 

@@ -166,7 +166,7 @@ def main(cfg):
 """
 
 
-@pytest.mark.usefixtures("unknown_sizes")  # (the factory's size is out of sight)
+@pytest.mark.usefixtures("unproven_cost")  # (the factory's size is out of sight)
 def test_a_model_from_a_factory_handed_to_the_training_function_runs_forward_every_step(tmp_path, monkeypatch):
     root = write(tmp_path, {"net.py": NET, "build.py": BUILD, "pretrain.py": PRETRAIN})
     by_key = {(d.filename, d.location.row, d.code): d for d in lint(root, monkeypatch)}

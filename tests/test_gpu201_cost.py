@@ -2,7 +2,7 @@
 step a measurable share: the size the code shows, above 512 KiB (`factory_bytes.costly_bytes`; a pageable copy of
 1.5 MB measured +5-20 % on 3 ms steps, bench/results/cost_facts.md). A size out of sight is no evidence: every such
 finding both judges read on the fourteenth and fifteenth corpora was noise (a randperm of the batch, a mask of
-batch x tokens), so it is silent, and reported with `unknown-sizes = true`. The message names the size."""
+batch x tokens), so it is silent, and reported with `unproven-cost = true`. The message names the size."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ STEP = textwrap.dedent("""\
         loss.backward()
         optimizer.step()
 """)
-UNKNOWN_SIZES = (("GPU201", (("unknown-sizes", True),)),)
+UNPROVEN_COST = (("GPU201", (("unproven-cost", True),)),)
 
 
 def test_a_factory_of_megabytes_a_step_is_reported_with_its_size():
@@ -43,7 +43,7 @@ def test_a_factory_at_the_line_or_of_unknown_size_is_silent():
     # a size given on the command line: out of sight, no evidence
     unknown = STEP.format(n="int(sys.argv[1])")
     assert findings(unknown, select=("GPU201",)) == []
-    assert findings(unknown, select=("GPU201",), rule_options=UNKNOWN_SIZES) == ["8:12 GPU201"]
+    assert findings(unknown, select=("GPU201",), rule_options=UNPROVEN_COST) == ["8:12 GPU201"]
 
 
 def test_a_factory_moved_later_needs_the_same_evidence():

@@ -46,7 +46,10 @@ def test_slicing_with_a_gpu_length_per_sample_is_a_host_read(tmp_path, monkeypat
         ("train.py", 16, "GPU303", "`mels[i, :, :lengths[i]]` (the slice bound `lengths[i]` is a GPU tensor) waits for the GPU "
          "every training step (loop at line 12)"),
     ]
-    assert found[0][4] == "Copy the lengths to the host once per batch (`lengths.tolist()`) and slice with those Python ints"
+    assert found[0][4] == (
+        "It waits once per iteration of the loop at line 15 inside the step; copy the lengths to the host once per "
+        "batch (`lengths.tolist()`) and slice with those Python ints"
+    )
 
 
 def test_slicing_with_host_lengths_or_fixed_bounds_stays_silent(tmp_path, monkeypatch):

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from gpulint.budget import AnalysisTimeout, run_within
-from tests.conftest import run_gpulint
+from tests.conftest import UNPROVEN_COST_TOML, run_gpulint
 
 HANG_LIMIT = 120  # seconds of wall time; each input takes about 1-5 s of CPU now, minutes to hours before
 
@@ -24,6 +24,7 @@ HANG_LIMIT = 120  # seconds of wall time; each input takes about 1-5 s of CPU no
 def _write(tmp_path: Path, name: str, text: str) -> Path:
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text(UNPROVEN_COST_TOML, encoding="utf-8")
     return path
 
 

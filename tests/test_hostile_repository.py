@@ -45,8 +45,12 @@ def files_under(folder: Path) -> list[str]:
     return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
 
 
+# GPU303 reports the probe's one read a step only with `unproven-cost` (its cost is not shown: `read_cost.py`).
+EVERY_READ = "\n[tool.gpulint.rules.GPU303]\nunproven-cost = true\n"
+
+
 def configure(repo: Path, text: str) -> None:
-    (repo / "pyproject.toml").write_text(f"[tool.gpulint]\n{text}\n", encoding="utf-8")
+    (repo / "pyproject.toml").write_text(f"[tool.gpulint]\n{text}\n{EVERY_READ}", encoding="utf-8")
 
 
 # ---- cache-dir --------------------------------------------------------------------------------------------
@@ -287,6 +291,7 @@ def two_modules(repo: Path) -> Path:
     """A finding that only the summary of another module (utils.py's `log_loss` syncs) can give."""
     (repo / "train.py").write_text(STEP, encoding="utf-8")
     (repo / "utils.py").write_text(UTILS, encoding="utf-8")
+    configure(repo, "")
     return repo
 
 

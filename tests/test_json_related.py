@@ -3,6 +3,8 @@ scorer see every line a finding names; a finding without related places has no `
 
 from __future__ import annotations
 
+from tests.conftest import UNPROVEN_COST_TOML
+
 import json
 
 TRAIN = """\
@@ -26,6 +28,7 @@ for epoch in range(10):
 
 def test_json_and_json_lines_name_the_later_reads_of_a_run(gpulint, tmp_path):
     (tmp_path / "train.py").write_text(TRAIN)
+    (tmp_path / "pyproject.toml").write_text(UNPROVEN_COST_TOML)
     records = json.loads(gpulint("check", "--output-format", "json", "train.py", cwd=tmp_path).stdout)
     by_code = {r["code"]: r for r in records}
     assert sorted(by_code) == ["GPU104", "GPU303"]

@@ -6,7 +6,7 @@ index is a GPU index (a 1-d tensor) or an error (a 0-dim loss, PyTorch 0.5+), ne
 
 from __future__ import annotations
 
-from tests.conftest import run_gpulint
+from tests.conftest import UNPROVEN_COST_TOML, run_gpulint
 
 OLD_TRAIN = """\
 import torch
@@ -39,11 +39,13 @@ def train(train_queue, objs, top1):
 def concise(tmp_path, files: dict[str, str], *paths: str) -> list[str]:
     for name, text in files.items():
         (tmp_path / name).write_text(text, encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text(UNPROVEN_COST_TOML, encoding="utf-8")
     result = run_gpulint("check", "--no-cache", "--select", "GPU303", "--output-format", "concise", *(paths or ["."]), cwd=tmp_path)
     return [line for line in result.stdout.decode().splitlines()[:-1] if "invalid-syntax" not in line]
 
 
 def full(tmp_path, name: str) -> str:
+    (tmp_path / "pyproject.toml").write_text(UNPROVEN_COST_TOML, encoding="utf-8")
     result = run_gpulint("check", "--no-cache", "--select", "GPU303", name, cwd=tmp_path)
     return result.stdout.decode()
 

@@ -10,7 +10,7 @@ import pytest
 
 from gpulint import api, rule_docs
 from gpulint.diagnostics import Diagnostic
-from tests.conftest import FIXTURES, diagnostics, run_gpulint
+from tests.conftest import UNPROVEN_COST_TOML, FIXTURES, diagnostics, run_gpulint
 from tests.test_integrations_formats import sarif_validator  # noqa: F401  (a fixture)
 
 # What a one-line message may take: quoted code and paths included (most are far shorter).
@@ -57,6 +57,7 @@ def test_every_rule_keeps_its_message_short_and_explains_in_help():
 
 def test_full_output_shows_help_under_the_snippet_and_one_line_formats_do_not(tmp_path):
     (tmp_path / "train.py").write_text(SYNC, encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text(UNPROVEN_COST_TOML, encoding="utf-8")
     full = run_gpulint("check", "--no-cache", "train.py", cwd=tmp_path).stdout.decode()
     assert full.startswith(
         f"GPU304 {MESSAGE}\n"
@@ -89,6 +90,7 @@ def test_json_carries_help_beside_the_unchanged_fields(tmp_path):
 
 def test_sarif_puts_help_in_the_markdown_message_and_stays_valid(tmp_path, sarif_validator):  # noqa: F811
     (tmp_path / "train.py").write_text(SYNC, encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text(UNPROVEN_COST_TOML, encoding="utf-8")
     log = json.loads(run_gpulint("check", "--no-cache", "--output-format", "sarif", "train.py", cwd=tmp_path).stdout)
     assert not [e.message for e in sarif_validator.iter_errors(log)]
     (result,) = log["runs"][0]["results"]
@@ -97,6 +99,7 @@ def test_sarif_puts_help_in_the_markdown_message_and_stays_valid(tmp_path, sarif
 
 def test_github_annotation_carries_the_help_line(tmp_path):
     (tmp_path / "train.py").write_text(SYNC, encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text(UNPROVEN_COST_TOML, encoding="utf-8")
     out = run_gpulint("check", "--no-cache", "--output-format", "github", "train.py", cwd=tmp_path).stdout.decode()
     assert out.endswith(f"::train.py:9:5: GPU304 {MESSAGE}%0A  help: {HELP}\n")
 
@@ -110,6 +113,7 @@ def test_rule_reference_keeps_the_long_explanation(code):
 def test_notebook_help_names_cell_lines(tmp_path):
     """Line references in the help are rewritten to cell rows, as in the message."""
     raw = (Path(FIXTURES) / "notebooks" / "kaggle_tabular.ipynb").read_text(encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text(UNPROVEN_COST_TOML, encoding="utf-8")  # its one read a step shows no cost
     report = api.check(api.Source(raw, "nb.ipynb"), api.discover_settings(str(tmp_path)))
     helps = [d.help for d in report.diagnostics if d.code == "GPU303"]
     assert helps == ["Accumulate on the GPU (`running += loss.detach()`) and convert once every N steps or after the loop"]

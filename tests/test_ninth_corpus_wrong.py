@@ -14,8 +14,8 @@ import pytest
 from tests.conftest import diagnostics, findings
 from tests.projects_helper import lint_written
 
-# These tests are about which shapes GPU201 recognizes, with sizes out of sight: reported with `unknown-sizes`.
-pytestmark = pytest.mark.usefixtures("unknown_sizes")
+# These tests are about which shapes GPU201 recognizes, with sizes out of sight: reported with `unproven-cost`.
+pytestmark = pytest.mark.usefixtures("unproven_cost")
 
 # ---- 1. a factory cached on the module on first use ---------------------------------------------------
 

@@ -20,7 +20,7 @@ from gpulint import api
 from gpulint.diagnostics import Location
 from gpulint.notebook import Notebook, NotebookError
 from gpulint.reporters import ReportContext, render
-from tests.conftest import FIXTURES, REPO, run_gpulint, settings
+from tests.conftest import UNPROVEN_COST_TOML, FIXTURES, REPO, run_gpulint, settings
 
 NOTEBOOKS = FIXTURES / "notebooks"
 COLAB = NOTEBOOKS / "colab_classifier.ipynb"
@@ -209,6 +209,7 @@ def test_a_syntax_error_skips_its_cell_only():
 def test_check_colab_and_kaggle_notebooks(tmp_path):
     shutil.copy(COLAB, tmp_path / "colab.ipynb")
     shutil.copy(KAGGLE, tmp_path / "kaggle.ipynb")
+    (tmp_path / "pyproject.toml").write_text(UNPROVEN_COST_TOML, encoding="utf-8")  # the loop's one read shows no cost
     result = run_gpulint("check", "--no-cache", "--output-format", "concise", ".", cwd=tmp_path)
     assert result.returncode == 1
     assert result.stdout.decode().splitlines() == [
@@ -274,6 +275,7 @@ def test_json_carries_the_cell_and_rows_within_it():
 def test_sarif_points_into_the_notebook_file_and_names_the_cell(tmp_path):
     jsonschema = pytest.importorskip("jsonschema")
     shutil.copy(COLAB, tmp_path / "colab.ipynb")
+    (tmp_path / "pyproject.toml").write_text(UNPROVEN_COST_TOML, encoding="utf-8")
     result = run_gpulint("check", "--no-cache", "--output-format", "sarif", "colab.ipynb", cwd=tmp_path)
     log = json.loads(result.stdout)
     schema = json.loads((REPO / "tests" / "data" / "sarif-schema-2.1.0.json").read_text(encoding="utf-8"))
@@ -291,6 +293,7 @@ def test_sarif_points_into_the_notebook_file_and_names_the_cell(tmp_path):
 
 def test_github_annotations_point_at_the_notebook_file(tmp_path):
     shutil.copy(KAGGLE, tmp_path / "kaggle.ipynb")
+    (tmp_path / "pyproject.toml").write_text(UNPROVEN_COST_TOML, encoding="utf-8")
     result = run_gpulint("check", "--no-cache", "--output-format", "github", "kaggle.ipynb", cwd=tmp_path)
     first = result.stdout.decode().splitlines()[0]
     path = str(tmp_path / "kaggle.ipynb").replace(":", "%3A")
@@ -303,6 +306,7 @@ def test_github_annotations_point_at_the_notebook_file(tmp_path):
 
 def test_gitlab_and_junit_positions(tmp_path):
     shutil.copy(COLAB, tmp_path / "colab.ipynb")
+    (tmp_path / "pyproject.toml").write_text(UNPROVEN_COST_TOML, encoding="utf-8")
     gitlab = json.loads(run_gpulint("check", "--no-cache", "--output-format", "gitlab", "colab.ipynb", cwd=tmp_path).stdout)
     begin = gitlab[2]["location"]["positions"]["begin"]
     assert COLAB.read_text(encoding="utf-8").splitlines()[begin["line"] - 1][begin["column"] - 1 :].startswith("torch.cuda.memory_cached()")
@@ -314,13 +318,12 @@ def test_gitlab_and_junit_positions(tmp_path):
 # ---- fix ---------------------------------------------------------------------------------------------
 
 
-# The notebooks' loaders copy batches whose bytes the code does not show: GPU105 reports those with `unknown-sizes`.
-UNKNOWN_SIZES = "[tool.gpulint.rules.GPU105]\nunknown-sizes = true\n"
+# The notebooks' loaders copy batches whose bytes the code does not show: GPU105 reports those with `unproven-cost`.
 
 
 def test_fix_shows_a_diff_per_cell(tmp_path):
     shutil.copy(KAGGLE, tmp_path / "kaggle.ipynb")
-    (tmp_path / "pyproject.toml").write_text(UNKNOWN_SIZES, encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text(UNPROVEN_COST_TOML, encoding="utf-8")
     result = run_gpulint("fix", "--unsafe-fixes", "kaggle.ipynb", cwd=tmp_path)
     assert result.returncode == 1
     diff = [
@@ -353,7 +356,7 @@ def test_fix_shows_a_diff_per_cell(tmp_path):
 def test_fix_apply_changes_only_the_sources_of_fixed_cells(tmp_path, fixture):
     target = tmp_path / fixture.name
     shutil.copy(fixture, target)
-    (tmp_path / "pyproject.toml").write_text(UNKNOWN_SIZES, encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text(UNPROVEN_COST_TOML, encoding="utf-8")
     result = run_gpulint("fix", "--apply", "--unsafe-fixes", fixture.name, cwd=tmp_path)
     assert result.returncode == (0 if fixture is COLAB else 1)  # GPU303 remains in the Kaggle one: no fix
     before, after = fixture.read_text(encoding="utf-8"), target.read_text(encoding="utf-8")
@@ -367,7 +370,7 @@ def test_fix_apply_changes_only_the_sources_of_fixed_cells(tmp_path, fixture):
     assert target.read_text(encoding="utf-8") == after and "(0 fixed," in again.stdout.decode()
 
 
-def test_fixed_colab_cells(unknown_sizes):
+def test_fixed_colab_cells(unproven_cost):
     result = fixed(COLAB.read_text(encoding="utf-8"), "colab.ipynb")
     cells = json.loads(result.fixed)["cells"]
     assert cells[2]["source"][3:5] == ["import os\n", "%matplotlib inline\n"]
@@ -491,6 +494,7 @@ def test_noqa_and_ignore_comments_inside_cells():
 def test_add_noqa_writes_comments_into_the_cells(tmp_path):
     target = tmp_path / "kaggle.ipynb"
     shutil.copy(KAGGLE, target)
+    (tmp_path / "pyproject.toml").write_text(UNPROVEN_COST_TOML, encoding="utf-8")
     result = run_gpulint("check", "--add-noqa", "kaggle.ipynb", cwd=tmp_path)
     assert result.returncode == 0 and result.stderr.decode().endswith("Added 2 noqa directives.\n")
     after = target.read_text(encoding="utf-8")
@@ -593,6 +597,7 @@ def test_the_cache_answers_for_notebooks(tmp_path):
 def test_worker_processes_give_the_same_report(tmp_path):
     for i in range(24):  # enough files for the process pool
         shutil.copy(KAGGLE if i % 2 else COLAB, tmp_path / f"nb{i:02}.ipynb")
+        (tmp_path / "pyproject.toml").write_text(UNPROVEN_COST_TOML, encoding="utf-8")
     serial = run_gpulint("check", "--no-cache", "-j", "1", "--output-format", "json", ".", cwd=tmp_path)
     parallel = run_gpulint("check", "--no-cache", "-j", "2", "--output-format", "json", ".", cwd=tmp_path)
     assert serial.stdout == parallel.stdout and len(json.loads(serial.stdout)) == 60

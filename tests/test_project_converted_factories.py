@@ -9,8 +9,8 @@ import pytest
 from gpulint.fixer import apply_edits
 from tests.projects_helper import found, lint, write
 
-# These tests are about which shapes GPU201 recognizes, with sizes out of sight: reported with `unknown-sizes`.
-pytestmark = pytest.mark.usefixtures("unknown_sizes")
+# These tests are about which shapes GPU201 recognizes, with sizes out of sight: reported with `unproven-cost`.
+pytestmark = pytest.mark.usefixtures("unproven_cost")
 
 WRAPPER = """\
     import lightning.pytorch as pl

@@ -15,11 +15,11 @@ import pytest
 from gpulint.analysis.summary import ModuleSummary, summarize
 from gpulint.config import Settings
 from gpulint.linter import check_source
-from tests.conftest import run_gpulint
+from tests.conftest import UNPROVEN_COST_TOML, run_gpulint
 from tests.projects_helper import PROJECTS, copy_project, found, lint, write
 
-# These tests are about which shapes GPU201 recognizes, with sizes out of sight: reported with `unknown-sizes`.
-pytestmark = pytest.mark.usefixtures("unknown_sizes")
+# These tests are about which shapes GPU201 recognizes, with sizes out of sight: reported with `unproven-cost`.
+pytestmark = pytest.mark.usefixtures("unproven_cost")
 
 # ---- the fixture projects ------------------------------------------------------------------------------
 
@@ -412,7 +412,7 @@ def test_editing_a_helper_rechecks_its_importers_only(tmp_path, monkeypatch):
 
 def test_checking_one_file_uses_the_index_of_its_project(tmp_path):
     root = copy_project("research", tmp_path)
-    (root / "pyproject.toml").write_text("[tool.gpulint]\n")
+    (root / "pyproject.toml").write_text("[tool.gpulint]\n" + UNPROVEN_COST_TOML)  # (one read a step: its cost is not shown)
     result = run_gpulint("check", "--output-format", "concise", "data.py", cwd=root)
     assert result.stdout.decode().splitlines()[0].startswith("data.py:20:13: GPU102")
     result = run_gpulint("check", "--output-format", "concise", "src/../train.py" if False else "train.py", cwd=root)

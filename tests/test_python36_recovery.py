@@ -11,7 +11,7 @@ import json
 from gpulint import api
 from gpulint.analysis.summary import summarize
 from gpulint.recovery import recover
-from tests.conftest import run_gpulint
+from tests.conftest import UNPROVEN_COST_TOML, run_gpulint
 
 OLD = """\
 import frames, torch
@@ -33,25 +33,20 @@ EXPECTED = [
     "old.py:10:11: GPU303 `async.item()` waits for the GPU every evaluation step (loop at line 6)",
     "old.py:12:7: GPU402 `torch.cuda.memory_cached` is deprecated; use `torch.cuda.memory_reserved`",
 ]
-# `frames.load()`'s batches are of a size the code does not show: GPU105 reports their copy with `unknown-sizes`
+# `frames.load()`'s batches are of a size the code does not show: GPU105 reports their copy with `unproven-cost`
 # (the project's pyproject.toml below), which these tests need for a finding of a rule in the recovered file.
-UNKNOWN_SIZES = "[tool.gpulint.rules.GPU105]\nunknown-sizes = true\n"
 HELP = "`async` is a keyword since Python 3.7; the rest of the file was checked as Python 3.6 reads it, and no fix is offered in it"
 
 
 def concise(tmp_path, name: str, text: str, *args: str) -> tuple[int, list[str]]:
     (tmp_path / name).write_text(text, encoding="utf-8")
-    (tmp_path / "pyproject.toml").write_text(UNKNOWN_SIZES, encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text(UNPROVEN_COST_TOML, encoding="utf-8")
     result = run_gpulint("check", "--no-cache", "--output-format", "concise", *args, name, cwd=tmp_path)
     return result.returncode, result.stdout.decode().splitlines()[:-1]  # without "Found N errors."
 
 
 def codes(text: str, path: str = "m.py") -> list[tuple[str, int, int]]:
     return [(d.code or d.name, d.location.row, d.location.column) for d in api.check(api.Source(text, path)).diagnostics]
-
-
-def with_unknown_sizes(tmp_path) -> None:
-    (tmp_path / "pyproject.toml").write_text(UNKNOWN_SIZES, encoding="utf-8")
 
 
 # ---- the rules run on the rest of the file ------------------------------------------------------------------
@@ -70,7 +65,7 @@ def test_the_syntax_error_is_reported_once_with_why_the_rest_was_checked():
 
 def test_json_quotes_the_users_text_and_offers_no_fix(tmp_path):
     (tmp_path / "old.py").write_text(OLD, encoding="utf-8")
-    with_unknown_sizes(tmp_path)
+    (tmp_path / "pyproject.toml").write_text(UNPROVEN_COST_TOML, encoding="utf-8")
     result = run_gpulint("check", "--no-cache", "--output-format", "json", "old.py", cwd=tmp_path)
     found = json.loads(result.stdout)
     assert [(d["code"], d["location"]["row"], d["location"]["column"], d["end_location"]["column"]) for d in found] == [
@@ -87,7 +82,7 @@ def test_json_quotes_the_users_text_and_offers_no_fix(tmp_path):
 def test_fix_apply_leaves_a_recovered_file_byte_for_byte(tmp_path):
     path = tmp_path / "old.py"
     path.write_bytes(OLD.encode())
-    with_unknown_sizes(tmp_path)
+    (tmp_path / "pyproject.toml").write_text(UNPROVEN_COST_TOML, encoding="utf-8")
     result = run_gpulint("fix", "--apply", "--unsafe-fixes", "--no-cache", "old.py", cwd=tmp_path)
     assert result.returncode == 1
     assert path.read_bytes() == OLD.encode()
@@ -95,7 +90,7 @@ def test_fix_apply_leaves_a_recovered_file_byte_for_byte(tmp_path):
 
 
 def test_stdin_and_the_cache_give_the_same_findings(tmp_path):
-    with_unknown_sizes(tmp_path)
+    (tmp_path / "pyproject.toml").write_text(UNPROVEN_COST_TOML, encoding="utf-8")
     result = run_gpulint("check", "--no-cache", "--output-format", "concise", "--stdin-filename", "old.py", stdin=OLD, cwd=tmp_path)
     assert result.stdout.decode().splitlines()[:-1] == EXPECTED
     (tmp_path / "old.py").write_text(OLD, encoding="utf-8")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from gpulint import api
-from tests.conftest import REPO
+from tests.conftest import UNPROVEN_COST_TOML, REPO
 from tests.lsp_client import LspClient, apply_text_edits, edits_of
 from tests.sample_training import TRAIN
 
@@ -31,7 +31,7 @@ def codes(diagnostics: list[dict]) -> list[str]:
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    (tmp_path / "pyproject.toml").write_text("[tool.gpulint]\n", encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text("[tool.gpulint]\n" + UNPROVEN_COST_TOML, encoding="utf-8")
     (tmp_path / "train.py").write_text(TRAIN, encoding="utf-8")
     return tmp_path
 

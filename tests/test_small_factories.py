@@ -47,17 +47,17 @@ def test_a_generator_of_small_token_batches_is_silent():
     assert findings(COPY_TASK.format(batch=32), select=("GPU201",)) == []
 
 
-UNKNOWN_SIZES = (("GPU201", (("unknown-sizes", True),)),)
+UNPROVEN_COST = (("GPU201", (("unproven-cost", True),)),)
 
 
 def test_the_same_generator_at_large_sizes_is_reported():
     # 65536 x 32 x 8 bytes = 16 MiB a tensor (the mask's size read from `src.shape[1]`); the 65536 x 1 prefix is
     # 512 KiB, at the line, and silent
     assert findings(COPY_TASK.format(batch=65536), select=("GPU201",)) == ["11:15 GPU201", "13:20 GPU201"]
-    # a batch size given on the command line: not known, so no evidence of a cost (silent), reported with `unknown-sizes`
+    # a batch size given on the command line: not known, so no evidence of a cost (silent), reported with `unproven-cost`
     unknown = COPY_TASK.format(batch="int(sys.argv[1])")
     assert findings(unknown, select=("GPU201",)) == []
-    assert findings(unknown, select=("GPU201",), rule_options=UNKNOWN_SIZES) == ["10:18 GPU201", "11:15 GPU201", "13:20 GPU201"]
+    assert findings(unknown, select=("GPU201",), rule_options=UNPROVEN_COST) == ["10:18 GPU201", "11:15 GPU201", "13:20 GPU201"]
 
 
 # keon/3-min-pytorch's GAN: label vectors and a noise batch of BATCH_SIZE rows, made on the CPU every step.
@@ -87,10 +87,10 @@ def test_gan_labels_and_noise_of_a_small_batch_are_silent():
 def test_gan_noise_of_a_large_latent_stays_reported():
     # 100 x 4096 x 8 bytes = 3.2 MB of noise; the 100-float labels stay silent
     assert findings(GAN.format(batch=100, latent=4096), select=("GPU201",)) == ["11:13 GPU201"]
-    # sizes taken from the batch are not known: silent by default, reported with `unknown-sizes`
+    # sizes taken from the batch are not known: silent by default, reported with `unproven-cost`
     from_batch = GAN.format(batch=100, latent=64).replace("BATCH_SIZE, 1)", "images.size(0), 1)")
     assert findings(from_batch, select=("GPU201",)) == []
-    assert findings(from_batch, select=("GPU201",), rule_options=UNKNOWN_SIZES) == ["9:23 GPU201", "10:23 GPU201"]
+    assert findings(from_batch, select=("GPU201",), rule_options=UNPROVEN_COST) == ["9:23 GPU201", "10:23 GPU201"]
 
 
 def test_a_small_legacy_size_form_is_silent_and_a_large_one_stays():

@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from tests.conftest import REPO, diagnostics, findings, fixed
+from tests.conftest import UNPROVEN_COST_TOML, REPO, diagnostics, findings, fixed
 
 DEPRECATED = "import torch\n\nx = torch.cuda.memory_cached()"
 
@@ -114,7 +114,8 @@ for x in loader:
     loss = model(x.to(device)).sum()
     loss.backward()
     optimizer.step()
-    print(loss.item())
+    for c in range(8):
+        print(loss.item())
 """
 
 
@@ -129,7 +130,7 @@ def test_flake8_select_gpu_reports_exactly_what_check_reports(gpulint, tmp_path)
     (tmp_path / "train.py").write_text(PREVIEW_BAIT)
     result = gpulint("check", "--no-cache", "--output-format", "json", "train.py", cwd=tmp_path)
     expected = [f"{d['code']}@{d['location']['row']}" for d in json.loads(result.stdout)]
-    assert expected == ["GPU303@11"]
+    assert expected == ["GPU303@12"]
     assert _flake8(tmp_path, "--select", "GPU") == expected
     # asking for preview by name still works
     assert sorted(_flake8(tmp_path, "--select", "GPU9")) == ["GPU901@9", "GPU902@5", "GPU903@5"]
@@ -149,6 +150,7 @@ with torch.no_grad():
 
 def test_fail_on_decides_what_fails_and_every_finding_is_shown(gpulint, tmp_path):
     (tmp_path / "t.py").write_text(EVAL_ONLY)
+    (tmp_path / "pyproject.toml").write_text(UNPROVEN_COST_TOML)  # its one read a step shows no cost
     default = gpulint("check", "--no-cache", "--output-format", "concise", "t.py", cwd=tmp_path)
     assert default.returncode == 1
     assert default.stdout.decode().startswith("t.py:6:15: GPU303 `model(x.cuda()).sum().item()` waits")
@@ -164,10 +166,10 @@ def test_fail_on_decides_what_fails_and_every_finding_is_shown(gpulint, tmp_path
 
 def test_fail_on_in_the_configuration(gpulint, tmp_path):
     (tmp_path / "t.py").write_text(EVAL_ONLY)
-    (tmp_path / "pyproject.toml").write_text('[tool.gpulint]\nfail-on = "warning"\n')
+    (tmp_path / "pyproject.toml").write_text('[tool.gpulint]\nfail-on = "warning"\n' + UNPROVEN_COST_TOML)
     assert gpulint("check", "--no-cache", "t.py", cwd=tmp_path).returncode == 0
     assert gpulint("check", "--no-cache", "--fail-on", "info", "t.py", cwd=tmp_path).returncode == 1
-    (tmp_path / "pyproject.toml").write_text('[tool.gpulint]\nfail-on = "warn"\n')
+    (tmp_path / "pyproject.toml").write_text('[tool.gpulint]\nfail-on = "warn"\n' + UNPROVEN_COST_TOML)
     bad = gpulint("check", "--no-cache", "t.py", cwd=tmp_path)
     assert bad.returncode == 2
     assert "`fail-on` in " in bad.stderr.decode() and "pyproject.toml must be one of error, warning, info, got 'warn'" in bad.stderr.decode()

@@ -24,8 +24,8 @@ from gpulint.reporters import ReportContext, render
 from tests.conftest import run_gpulint
 from tests.test_notebooks import check, concise, fixed, notebook, sources_of
 
-# These tests are about which shapes GPU201 recognizes, with sizes out of sight: reported with `unknown-sizes`.
-pytestmark = pytest.mark.usefixtures("unknown_sizes")
+# These tests are about which shapes GPU201 recognizes, with sizes out of sight: reported with `unproven-cost`.
+pytestmark = pytest.mark.usefixtures("unproven_cost")
 
 SETUP = "import torch\nfrom torch.utils.data import DataLoader\ndevice = 'cuda'"
 BLANK = "model = # YOUR CODE HERE\nbatch_size = 64"

@@ -22,8 +22,8 @@ from tests.conftest import diagnostics, findings, settings
 from tests.test_notebooks import notebook
 
 # These tests are about which copies of a pinned loader's batches GPU105 recognizes, at batch sizes the code
-# does not show: reported with `unknown-sizes` (by default GPU105 needs a batch shown at 16 MiB or more).
-pytestmark = pytest.mark.usefixtures("unknown_sizes")
+# does not show: reported with `unproven-cost` (by default GPU105 needs a batch shown at 16 MiB or more).
+pytestmark = pytest.mark.usefixtures("unproven_cost")
 
 HEAD = """\
 import sys

@@ -15,7 +15,7 @@ neither shows in a step. The two loader rules ask different questions:
   batches: `BLOCKING_PINNED_BYTES` (16 MiB, ~0.3 ms) is ~5 % of the shortest GPU-bound step measured
   (mlp-50m, 6 ms, whose 16.8 MB batch cost +5 % even pinned and asynchronous). `blocking_copy_known_cheap` is
   true where the code shows fewer bytes a batch: the finding is silent there. Where the code does not show them
-  there is no evidence of a cost, and the finding is silent too unless the rule's option `unknown-sizes` is set
+  there is no evidence of a cost, and the finding is silent too unless the rule's option `unproven-cost` is set
   (both judges of the fourteenth and fifteenth corpora called every judged GPU105 finding noise, 6 + 6, none
   right); with the option, the help says what the copy costs so that a reader can weigh it.
 """

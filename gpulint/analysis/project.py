@@ -732,7 +732,8 @@ class ProjectIndex:
     def _internal_syncs(self, record: ModuleRecord, f: FunctionSummary, steps: set[int]) -> Iterator[tuple]:
         for effect in f.effects.get(INTERNAL, ()):
             if effect[0] in ("sync", "shape") and not effect[4] and effect[3] not in steps:
-                yield (effect[0], effect[1], f"{record.shown}:{effect[2]}", *effect[5:])  # [3] "returned": a value it returns
+                # [3:] "returned": a value it returns; "repeated": in a loop of its own, many waits a call (`read_cost`)
+                yield (effect[0], effect[1], f"{record.shown}:{effect[2]}", *effect[5:], *(("repeated",) if effect[3] >= 0 else ()))
             elif effect[0] in ("synchronize", "barrier") and not effect[3] and effect[2] not in steps:
                 yield (effect[0], f"{record.shown}:{effect[1]}")  # "barrier": after async communication, it must stay
             elif effect[0] == "clock":
@@ -744,7 +745,11 @@ class ProjectIndex:
             if callee is None:
                 continue
             sizes = tuple(call[7:]) == ("sizes",)  # the caller sizes a tensor with the result: a returned read is inherent
-            yield from (entry for entry in callee.syncs if not (sizes and tuple(entry[3:]) == ("returned",)))
+            repeated = ("repeated",) if call[4] >= 0 else ()  # called in a loop of its own: its reads repeat
+            yield from (
+                (*entry, *repeated) if entry[0] == "sync" and "repeated" not in entry[3:] else entry
+                for entry in callee.syncs if not (sizes and "returned" in entry[3:])
+            )  # fmt: skip
             for slot, value in [*enumerate(call[2]), *call[3].items()]:
                 resolved = self.value(record, f, value)
                 if resolved is None or resolved[0] not in ("gpu", "gpu_module"):

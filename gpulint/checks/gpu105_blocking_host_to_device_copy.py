@@ -35,7 +35,7 @@ class BlockingHostToDeviceCopy(Rule):
     project_tags = ("pinned-loader-returned", "pinned-loader-received")
     options = (
         Option(
-            "unknown-sizes",
+            "unproven-cost",
             False,
             "Also report copies of batches whose bytes the code does not show (no evidence of their cost; by default "
             "only a batch the code shows at 16 MiB or more is reported).",
@@ -57,7 +57,7 @@ class BlockingHostToDeviceCopy(Rule):
             if blocking_copy_known_cheap(model, loader):
                 continue  # under 16 MiB a batch: one drain and under ~0.3 ms of copy, below a measurable share of a step
             size = copy_bytes(model, loader)
-            if size is None and not self.settings["unknown-sizes"]:
+            if size is None and not self.settings["unproven-cost"]:
                 continue  # a batch of unknown bytes is no evidence of a cost (both judges: noise wherever read)
             if graph_batches(model, loader):
                 continue  # a DGL graph stays in pageable memory on a pinned loader: `non_blocking` cannot overlap its copy
@@ -88,7 +88,7 @@ class BlockingHostToDeviceCopy(Rule):
                 reported.add(id(call))
                 yield self._blocking_copy(call, f"line {model.line_of(loader.call)}", flow.iteration_role(move.iteration) == EVAL, size)
 
-        if not self.settings["unknown-sizes"]:
+        if not self.settings["unproven-cost"]:
             return  # a loader of another module: its batch's bytes are out of sight here (no evidence of a cost)
         received = flow.received_loaders
         for returned in flow.returned_loaders + received:

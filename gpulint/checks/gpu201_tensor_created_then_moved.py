@@ -31,7 +31,7 @@ class TensorCreatedThenMoved(Rule):
     # method whose result a step loop of another module moves
     project_tags = ("helper-moves", "returns-moved")
     options = (
-        Option("unknown-sizes", False, "Also report factories whose size the code does not show (no evidence of their cost)."),
+        Option("unproven-cost", False, "Also report factories whose size the code does not show (no evidence of their cost)."),
     )
 
     def check(self) -> Iterator[Diagnostic]:
@@ -55,7 +55,7 @@ class TensorCreatedThenMoved(Rule):
             if known_small(model, factory, short):
                 continue  # `torch.ones(BATCH_SIZE, 1).cuda()`: a few KB, a copy of tens of µs (analysis/factory_bytes.py)
             size = costly_bytes(model, factory, short)
-            if size is None and not self.settings["unknown-sizes"]:
+            if size is None and not self.settings["unproven-cost"]:
                 continue  # a size out of sight is no evidence of a cost (judged noise wherever read)
             loop, role = per_step(model, call)
             if role is None:
@@ -90,7 +90,7 @@ class TensorCreatedThenMoved(Rule):
             if known_small(model, factory, short):
                 continue
             size = costly_bytes(model, factory, short)
-            if size is None and not self.settings["unknown-sizes"]:
+            if size is None and not self.settings["unproven-cost"]:
                 continue
             later = moved_later(model, factory, lambda move: per_step(model, move)[1] is not None)
             if later is None:

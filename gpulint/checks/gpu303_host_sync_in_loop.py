@@ -16,13 +16,14 @@ from gpulint.analysis.index_loaders import loader_bound_evaluation
 from gpulint.analysis.one_batch_loops import one_batch_loop
 from gpulint.analysis.time_step_loops import time_step_loop
 from gpulint.analysis.read_runs import previous_read
+from gpulint.analysis.read_cost import read_cost, waits_per_step
 from gpulint.analysis.returned_actions import returned_to_an_environment
 from gpulint.analysis.step_cadence import every_step_interval
 from gpulint.analysis.step_syncs import absorbing_copy
 from gpulint.analysis.step_waits import waited_before
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.residency import SLICED_WITH_GPU_BOUND, TRAIN, EVAL
-from gpulint.checks.base import Rule
+from gpulint.checks.base import Option, Rule
 from gpulint.diagnostics import Diagnostic, Severity
 
 _COLLECTING = frozenset({"append", "extend"})
@@ -34,6 +35,13 @@ class HostSyncInLoop(Rule):
     summary = "A host-device synchronization (`.item()`, `.cpu()`, `print(tensor)`, `if tensor:`) every loop iteration"
     requires = (r"\.(item|cpu|tolist|numpy|to|type|format|add_scalars?)\(|print|float|int|bool|if |while |assert |f['\"]|%|\[|numpy|math",)
     project_tags = ("helper-syncs",)
+    options = (
+        Option(
+            "unproven-cost", False,
+            "Also report reads whose cost the code does not show (one wait a step with nothing shown on the host "
+            "to serialize: a few per cent of a GPU-bound step at most, nothing in a launch-bound one).",
+        ),
+    )  # fmt: skip
 
     def check(self) -> Iterator[Diagnostic]:
         """One finding per statement: its first sync drains the queue, the others in it then cost little."""
@@ -103,9 +111,20 @@ class HostSyncInLoop(Rule):
             if first is not None:
                 statements.pop(key)
                 later.setdefault(id(model.enclosing_statement(first.node)), []).extend(s for s, _, _ in found)
+        # What the reads cost: a default finding needs evidence (`read_cost`): repeated reads, many waits a step,
+        # or loading in the training process that the read serializes with the GPU step.
+        per_loop: dict[int, list[list]] = {}
+        for key, found in statements.items():
+            per_loop.setdefault(id(found[0][1]), []).append([sync for sync, _, _ in found])
         for key, found in statements.items():
             syncs = [sync for sync, _, _ in found]
             _, loop, role = found[0]
+            followers = later.get(key, [])
+            waits = waits_per_step(model, per_loop[id(loop)])
+            costs = ((s, read_cost(model, s, loop, waits)) for s in syncs + followers)
+            source, cost = next(((s, c) for s, c in costs if c is not None), (None, None))
+            if cost is None and not self.settings["unproven-cost"]:
+                continue  # one wait a step, nothing on the host shown to serialize: a few per cent at most (or unknown)
             subjects = [self._subject(s) for s in syncs]
             what = subjects[0] if len(subjects) == 1 else ", ".join(subjects[:-1]) + f" and {subjects[-1]}"
             verb = "waits" if len(syncs) == 1 else "wait"
@@ -114,9 +133,13 @@ class HostSyncInLoop(Rule):
             if interval is not None:  # `if iter_num % log_interval == 0:` with `log_interval = 1`: no thinning
                 divisor = model.code(interval.right)
                 message += f", under `{model.code(interval)}` with `{divisor}` set to 1 (the guard passes every step)"
-            followers = later.get(key, [])
             calls = [call for s in syncs + followers for call in runs_it.get(id(s.node), ())]
             message += calls_named(model, calls, message)
+            evidence = None  # what the read costs, said first in the help
+            if cost is not None and any(source is f for f in followers):  # the run's later read at that line repeats
+                evidence = f"the read at line {model.range(source.node).start.line} waits {cost.text}"
+            elif cost is not None:
+                evidence = f"it waits {cost.text}"
             related = [(f"the {role} loop", loop)] + [(f"then {self._subject(s)}, with only light GPU work queued since", s.node) for s in followers]
             related += [("a call that runs it every step", call) for call in calls]
             if followers:
@@ -130,6 +153,8 @@ class HostSyncInLoop(Rule):
             era = next(filter(None, (legacy_torch.number_read_help(s.kind) for s in syncs)), None)
             if era is not None:  # `loss.data[0]` in PyTorch 0.3 code: say why it is a read, and its 0.4 spelling
                 advice = f"{advice}. {era[0].upper()}{era[1:]}"
+            if evidence is not None:
+                advice = f"{evidence}; {advice}"
             yield self.diagnostic(
                 syncs[0].node, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO, related=related,
                 help=advice[0].upper() + advice[1:],

@@ -1,0 +1,189 @@
+"""What a per-step host read costs, from the code: the evidence GPU303 needs before it reports a read by default.
+
+A read (`.item()`, `.cpu()`, `if t:`) makes the host wait until the GPU has run everything queued. Measured on an
+H200 (bench/results/cost_facts.md, sections 1-2), one read per step costs:
+
+- nothing measurable in a launch-bound step (an MNIST-sized model: the GPU idles anyway);
+- 2-4 % of a GPU-bound step when the host has nothing else to do (the queue drains once and refills within the
+  next launches): under the noise line both judges of the fourteenth and fifteenth corpora drew;
+- the host work it serializes when there is some: +1.2 ms (+20 %) on a 6 ms step with 1 ms of host work after the
+  read. That host work is what makes a read worth a report.
+
+So a default finding needs evidence of such a cost, one of:
+
+- `repeated_in_step`: the read runs several times a step. It sits in a loop (or a comprehension) inside the step:
+  per class, per block of a mask, per image of the batch (`for cl in range(n_class): ... keep.cpu()`), or in a
+  project helper whose read is in a loop of its own (lightly's `random_block_mask`: a `.item()` per attempted
+  block of every image). Each iteration is a round trip: a launch or two, a drain, the next launch; hundreds a
+  step keep the GPU idle for milliseconds.
+- `waits_per_step` at or above `MANY_WAITS`: the step holds that many separate waits (reads separated by GPU work,
+  and the reads inside the project helpers it calls every step: seven metric helpers with two or three
+  `float()` each after a batch-1 U-Net step). Each wait serializes the launches that follow it.
+- `loading_serialized`: the next batch is made in the training process with real work per sample (a `DataLoader`
+  whose `num_workers` is 0 or left out, GPU101's finding: decoding and augmenting images, a transform per graph),
+  and the read comes after the step's last GPU work in the iteration (after the update, or after an evaluation's
+  forward): the host then makes the next batch only once the GPU has finished, so loading and compute no longer
+  overlap. A read with step work after it (between the forward and `backward()`) leaves that work to overlap the
+  next batch's loading: a few per cent.
+
+Without such evidence a read is silent by default: one wait per step with the batch fed by workers, held in
+memory, or made by a framework. When the loop's batches come from a source whose loading the model cannot see (a
+loader handed in as a parameter with unknown settings, a framework's step), the cost is unknown; the judges of
+both corpora called such reads noise in most cases (docs/precision.md, round 14), so unknown is silent too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Optional
+
+import libcst as cst
+
+if TYPE_CHECKING:
+    from gpulint.analysis.model import Loop, SemanticModel
+    from gpulint.analysis.residency import HostSync
+
+# Separate waits in one step (each a drain of the queue, then launches again) that make a measurable share of it.
+MANY_WAITS = 4
+# On MNIST/CIFAR-size images, a step of networks known to hold fewer parameters is host-bound (cost_facts.md section
+# 2: the 0.9k-0.9M CNNs and MLPs add nothing measurable when a read serializes 1 ms of host work).
+SMALL_IMAGE_PARAMETERS = 1_000_000
+_REPEATING = (cst.For, cst.While, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+
+
+@dataclass(frozen=True)
+class ReadCost:
+    """Why a read costs a measurable share of the step: `kind` ("repeated", "waits", "loading") and the words
+    the message gives it."""
+
+    kind: str
+    text: str
+
+
+def repeated_in_step(model: SemanticModel, sync: HostSync, loop: Loop) -> Optional[str]:
+    """The read runs several times in one iteration of `loop`: in a loop or comprehension inside the step (also
+    in the body of a helper the step runs), or in a loop of the project helper it calls. The words for the
+    message, or None."""
+    node = sync.node
+    child = node
+    for ancestor in model.ancestors(node):
+        if ancestor is loop or isinstance(ancestor, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            break
+        if isinstance(ancestor, _REPEATING) and _repeats(model, ancestor, child) and model.residency.rate_limit_guard(node, loop) is None:
+            what = "loop" if isinstance(ancestor, (cst.For, cst.While)) else "comprehension"
+            return f"once per iteration of the {what} at line {model.range(ancestor).start.line} inside the step"
+        child = ancestor
+    if sync.via is not None and isinstance(node, cst.Call):
+        callee = model.callee(node)
+        if callee is not None and any(entry[0] == "sync" and "repeated" in entry[3:] for entry in callee.syncs):
+            return f"in a loop of the helper (at {sync.via}), many times a step"
+    return None
+
+
+def _repeats(model: SemanticModel, repeating: cst.CSTNode, child: cst.CSTNode) -> bool:
+    """What `child` holds runs once per iteration of `repeating`, and it may run more than a few times: not the
+    iterable of a `for` (evaluated once), nor a loop over a literal of fewer than `MANY_WAITS` items (`for split in
+    ["train", "valid", "test"]`: a few waits, not one per sample)."""
+    if isinstance(repeating, cst.For):
+        if child is not repeating.body:
+            return False
+        iterable = repeating.iter
+    elif isinstance(repeating, cst.While):
+        return child is repeating.body
+    else:
+        first = repeating.for_in
+        if child is first.iter:
+            return False
+        iterable = first.iter
+    if isinstance(iterable, (cst.List, cst.Tuple, cst.Set)) and len(iterable.elements) < MANY_WAITS:
+        return False
+    return True
+
+
+def waits_per_step(model: SemanticModel, first_reads: list[list[HostSync]]) -> int:
+    """The waits of one step: `first_reads` holds, per separate wait point of the step (reads with GPU work
+    between them), the reads of its statement. A helper call counts once: the reads a helper may make (up to
+    eight sites, on several branches) say nothing of how many run per call."""
+    return sum(1 for syncs in first_reads if syncs)
+
+
+def loading_serialized(model: SemanticModel, sync: HostSync, loop: Loop) -> Optional[str]:
+    """The next batch is made in the training process with real work per sample, and the read comes after the
+    step's last GPU work of the iteration (module docstring). The words for the message, or None."""
+    from gpulint.analysis.loader_bound import loads_in_training_process
+    from gpulint.analysis.one_off_passes import one_off_pass, read_once
+    from gpulint.analysis.step_waits import queues_step_work
+
+    if not isinstance(loop, cst.For) or one_off_pass(model, loop):
+        return None  # (a final test pass, once in the run: its waits add up to nothing)
+    flow = model.loader_flow
+    info = next((i for i in flow.infos if any(it.loop is loop and it.is_for for it in i.iterations)), None)
+    if info is None or not loads_in_training_process(model, info.loader) or read_once(model, info):
+        return None
+    if not _makes_images(model, info.loader):
+        return None  # an index list, a tensor data set, a class of the project's: the work per sample is not shown
+    statement = model.enclosing_statement(sync.node)
+    order, end = model.dataflow.order, model.dataflow.end
+    residency = model.residency
+    for call in model.calls_inside(loop.body):
+        if order[call] >= end[statement] and residency.rate_limit_guard(call, loop) is None and queues_step_work(model, call):
+            return None  # GPU work queued after the read keeps running while the host loads the next batch
+    if model.model_size.loads_small_images:
+        counts = step_parameters(model, loop)
+        if counts and None not in counts and sum(c for c in counts if c) < SMALL_IMAGE_PARAMETERS:
+            return None  # a small network on MNIST/CIFAR-size images: a host-bound step, its GPU part next to nothing
+    line = model.range(info.loader.call).start.line
+    return (
+        f"after the step's GPU work, while the next batch is made in the training process (`DataLoader` at line {line}, "
+        "no workers, images decoded and transformed per sample): loading and compute no longer overlap"
+    )
+
+
+def read_cost(model: SemanticModel, sync: HostSync, loop: Loop, waits: int) -> Optional[ReadCost]:
+    """The evidence that the read `sync` (the first of its statement; `waits`: the step's wait points,
+    `waits_per_step`) costs a measurable share of the step in `loop`, or None (module docstring)."""
+    repeated = repeated_in_step(model, sync, loop)
+    if repeated is not None:
+        return ReadCost("repeated", repeated)
+    if waits >= MANY_WAITS:
+        return ReadCost("waits", f"as one of {waits} waits a step, each serializing the launches after it")
+    loading = loading_serialized(model, sync, loop)
+    if loading is not None:
+        return ReadCost("loading", loading)
+    return None
+
+
+def step_parameters(model: SemanticModel, loop: Loop) -> list[Optional[int]]:
+    """The parameter counts (None: unknown) of the modules `loop`'s body runs."""
+    residency = model.residency
+    found = []
+    for call in model.calls_inside(loop):
+        func = call.func
+        called = func.value if isinstance(func, cst.Attribute) and func.attr.value == "forward" else func
+        if residency.is_module(called) or residency.is_gpu_module(called):
+            found.append(model.model_size.parameters(called))
+    return found
+
+
+def _makes_images(model: SemanticModel, loader) -> bool:
+    """Every source of the loader's dataset is a torchvision data set: each item becomes a PIL image (decoded
+    from a file, or made from an array held in memory) and goes through the transform in the training process."""
+    dataset = loader.value("dataset")
+    sources = model.batch_cost._sources(dataset) if dataset is not None else None
+    return bool(sources) and all(_image_source(model, s, 0) for s in sources)
+
+
+def _image_source(model: SemanticModel, expr: cst.BaseExpression, depth: int) -> bool:
+    """A torchvision data set, or a data set built from one or given a torchvision transform (`Subset`-like
+    classes of the project: `DatasetSubsetWithTransform(dataset, idx, train_transform)`)."""
+    if depth > 3:
+        return False
+    if isinstance(expr, cst.Name):
+        writes = model.dataflow.reaching_writes(expr.value, expr)
+        return len(writes) == 1 and writes[0].value is not None and _image_source(model, writes[0].value, depth + 1)
+    if not isinstance(expr, cst.Call):
+        return False
+    name = model.call_name(expr) or ""
+    if name.startswith(("torchvision.datasets.", "torchvision.transforms.")):
+        return True
+    return any(not a.star and _image_source(model, a.value, depth + 1) for a in expr.args)

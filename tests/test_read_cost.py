@@ -1,0 +1,225 @@
+"""GPU303's default findings need evidence of a cost (`analysis/read_cost.py`): a read repeated within the step, many
+waits a step, or the next batch made in the training process after the read; the help says which. One read a step with nothing shown on
+the host to serialize is silent by default (a few per cent of a GPU-bound step at most, cost_facts.md), and reported
+with `unproven-cost = true`."""
+
+from __future__ import annotations
+
+from tests.conftest import diagnostics, findings
+
+DEFAULT = {"select": ("GPU303",), "rule_options": ()}
+EVERY_READ = {"select": ("GPU303",)}  # the tests' settings: `unproven-cost` on
+
+HEAD = """\
+import torch
+import torchvision
+import torchvision.transforms as T
+from torch.utils.data import DataLoader
+
+device = torch.device("cuda")
+model = torchvision.models.resnet50().to(device)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+criterion = torch.nn.CrossEntropyLoss()
+"""
+
+
+def _train(loader: str, body: str) -> str:
+    return HEAD + f"""\
+{loader}
+for x, y in loader:
+    x, y = x.to(device), y.to(device)
+    out = model(x)
+    loss = criterion(out, y)
+    optimizer.zero_grad()
+{body}
+"""
+
+
+FOLDER = 'torchvision.datasets.ImageFolder("data/train", transform=T.Compose([T.RandomResizedCrop(224), T.ToTensor()]))'
+
+
+# ---- one read a step, nothing shown on the host: silent by default --------------------------------
+
+
+def test_one_read_a_step_with_workers_is_silent_by_default_and_reported_with_the_option():
+    source = _train(f"loader = DataLoader({FOLDER}, batch_size=64, num_workers=8, pin_memory=True)", """\
+    loss.backward()
+    optimizer.step()
+    print(loss.item())""").replace("x.to(device), y.to(device)", "x.to(device, non_blocking=True), y.to(device, non_blocking=True)")
+    assert findings(source, **DEFAULT) == []
+    assert findings(source, **EVERY_READ) == ["18:11 GPU303"]
+
+
+def test_a_loader_handed_in_as_a_parameter_is_an_unknown_cost_and_silent():
+    source = HEAD + """\
+def train(loader):
+    for x, y in loader:
+        loss = criterion(model(x.to(device)), y.to(device))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        print(loss.item())
+"""
+    assert findings(source, **DEFAULT) == []
+
+
+# ---- loading in the training process ------------------------------------------------------------------
+
+
+def test_a_read_after_the_step_with_images_loaded_in_process_is_reported_with_the_evidence():
+    source = _train(f"loader = DataLoader({FOLDER}, batch_size=64)", """\
+    loss.backward()
+    optimizer.step()
+    print(loss.item())""")
+    [found] = diagnostics(source, **DEFAULT)
+    assert (found.location.row, found.code) == (18, "GPU303")
+    assert found.message == "`loss.item()` waits for the GPU every training step (loop at line 11)"
+    assert found.help == (
+        "It waits after the step's GPU work, while the next batch is made in the training process (`DataLoader` at "
+        "line 10, no workers, images decoded and transformed per sample): loading and compute no longer overlap; keep "
+        "the value on the GPU and convert it only every N steps (under `if step % N == 0:`)"
+    )
+
+
+def test_a_read_between_the_forward_and_backward_leaves_the_backward_to_overlap_the_loading():
+    source = _train(f"loader = DataLoader({FOLDER}, batch_size=64)", """\
+    print(loss.item())
+    loss.backward()
+    optimizer.step()""")
+    assert findings(source, **DEFAULT) == []
+
+
+def test_a_project_dataset_in_process_does_not_show_its_work_per_sample():
+    source = HEAD + """\
+class Pairs(torch.utils.data.Dataset):
+    def __init__(self, n):
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        return torch.randn(3, 224, 224), i % 10
+
+
+loader = DataLoader(Pairs(1000), batch_size=64)
+for x, y in loader:
+    loss = criterion(model(x.to(device)), y.to(device))
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    print(loss.item())
+"""
+    assert findings(source, **DEFAULT) == []
+
+
+def test_a_small_network_on_small_images_is_host_bound_even_with_loading_in_process():
+    source = """\
+import torch
+import torchvision
+from torch.utils.data import DataLoader
+
+device = torch.device("cuda")
+net = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(784, 512), torch.nn.ReLU(), torch.nn.Linear(512, 10)).to(device)
+optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+data = torchvision.datasets.MNIST(".", transform=torchvision.transforms.ToTensor())
+loader = DataLoader(data, batch_size=64)
+for x, y in loader:
+    loss = torch.nn.functional.cross_entropy(net(x.to(device)), y.to(device))
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    print(loss.item())
+"""
+    assert findings(source, **DEFAULT) == []
+    bigger = source.replace("torch.nn.Linear(784, 512), torch.nn.ReLU(), torch.nn.Linear(512, 10)",
+                            "torch.nn.Linear(784, 2048), torch.nn.ReLU(), torch.nn.Linear(2048, 10)")
+    assert findings(bigger, **DEFAULT) == ["15:11 GPU303"]
+
+
+def test_a_final_test_pass_run_once_is_not_loading_evidence():
+    source = HEAD + f"""\
+loader = DataLoader({FOLDER}, batch_size=64, num_workers=8)
+for epoch in range(90):
+    for x, y in loader:
+        loss = criterion(model(x.to(device)), y.to(device))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+test_loader = DataLoader({FOLDER}, batch_size=64)
+correct = 0
+with torch.no_grad():
+    for x, y in test_loader:
+        out = model(x.to(device))
+        correct += (out.argmax(1) == y.to(device)).sum().item()
+"""
+    assert findings(source, **DEFAULT) == []
+    per_epoch = source.replace("test_loader = DataLoader", "    test_loader = DataLoader").replace(
+        "\ncorrect = 0\nwith", "\n    correct = 0\n    with").replace("\n    for x, y in test_loader:\n        out = model(x.to(device))\n        correct",
+        "\n        for x, y in test_loader:\n            out = model(x.to(device))\n            correct")
+    assert findings(per_epoch, **DEFAULT) == ["23:24 GPU303"]
+
+
+# ---- several waits a step ---------------------------------------------------------------------------
+
+
+def test_a_read_in_a_loop_inside_the_step_is_reported_as_repeated():
+    source = _train(f"loader = DataLoader({FOLDER}, batch_size=64, num_workers=8)", """\
+    loss.backward()
+    optimizer.step()
+    for c in range(10):
+        hits = ((out.argmax(1) == c) & (y == c)).sum().item()""")
+    [found] = diagnostics(source, **DEFAULT)
+    assert found.location.row == 19
+    assert found.help.startswith("It waits once per iteration of the loop at line 18 inside the step; ")
+
+
+def test_a_loop_over_a_few_literal_splits_and_the_iterable_of_a_loop_are_not_repeated_reads():
+    source = _train(f"loader = DataLoader({FOLDER}, batch_size=64, num_workers=8)", """\
+    loss.backward()
+    optimizer.step()
+    for split in ["train", "valid", "test"]:
+        print(split, loss.item())
+    for c in y.tolist():
+        print(c)""")
+    assert findings(source, **DEFAULT) == []
+
+
+def test_a_read_in_a_loop_of_a_helper_the_step_runs_is_reported_in_the_helper():
+    source = HEAD + """\
+def block_mask(n):
+    mask = torch.zeros(n, 14, 14, device=device)
+    for i in range(n):
+        while mask[i].sum().item() < 40:
+            mask[i, torch.randint(14, ()), :] = 1
+    return mask
+
+
+loader = DataLoader(torchvision.datasets.FakeData(transform=T.ToTensor()), batch_size=64, num_workers=8)
+for x, y in loader:
+    mask = block_mask(x.size(0))
+    loss = criterion(model(x.to(device) * mask.mean()), y.to(device))
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+"""
+    [found] = diagnostics(source, **DEFAULT)
+    assert found.location.row == 13
+    assert found.help.startswith("It waits once per iteration of the loop at line 12 inside the step; ")
+
+
+def test_four_separate_waits_a_step_are_reported_and_two_are_not():
+    metrics = "\n".join(f"    m{i} = float((out.argmax(1) == y).float().mean())\n    out = model(x)" for i in range(4))
+    source = _train(f"loader = DataLoader({FOLDER}, batch_size=64, num_workers=8)", f"""\
+    loss.backward()
+    optimizer.step()
+{metrics}""")
+    found = diagnostics(source, **DEFAULT)
+    assert [d.location.row for d in found] == [18, 20, 22, 24]
+    assert all(d.help.startswith("It waits as one of 4 waits a step, each serializing the launches after it; ") for d in found)
+    two = "\n".join(f"    m{i} = float((out.argmax(1) == y).float().mean())\n    out = model(x)" for i in range(2))
+    assert findings(_train(f"loader = DataLoader({FOLDER}, batch_size=64, num_workers=8)", f"""\
+    loss.backward()
+    optimizer.step()
+{two}"""), **DEFAULT) == []
