@@ -605,6 +605,7 @@ def test_worker_processes_give_the_same_report(tmp_path):
 
 def test_stdin_notebook_check_and_fix(tmp_path):
     data = KAGGLE.read_bytes()
+    (tmp_path / "pyproject.toml").write_text(UNPROVEN_COST_TOML, encoding="utf-8")  # the loop's one read shows no cost
     result = run_gpulint("check", "--output-format", "concise", "--stdin-filename", "kaggle.ipynb", cwd=tmp_path, stdin=data)
     assert result.stdout.decode().splitlines()[:2] == KAGGLE_FINDINGS
     result = run_gpulint("fix", "--unsafe-fixes", "--stdin-filename", "kaggle.ipynb", "-", cwd=tmp_path, stdin=data)

@@ -242,8 +242,8 @@ def test_the_default_selection_runs_what_plain_check_reports(tmp_path):
     (tmp_path / "o+r").mkdir()
     (tmp_path / "o+r" / "train.py").write_text(
         "import torch\nmodel = torch.nn.Linear(4096, 4096).cuda()\nopt = torch.optim.Adam(model.parameters())\n"
-        "for _ in range(10000):\n    loss = model(torch.ones(64, 4096, device='cuda')).sum()\n    loss.backward()\n"
-        "    opt.step()\n    print(loss.item())\n"
+        "for _ in range(10000):\n    out = model(torch.ones(64, 4096, device='cuda'))\n    out.sum().backward()\n"
+        "    opt.step()\n    for row in range(8):\n        print(out[row, 0].item())\n"
     )
     corpus = [{"repo": "o/r", "commit": "0" * 40, "kind": "k", "scope": ["train.py"]}]
     codes = {f.code for f in score.run_gpulint(command, corpus, tmp_path, "default")}

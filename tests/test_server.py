@@ -152,7 +152,7 @@ def test_pyproject_changes_and_errors_apply_without_a_restart(client, project):
     assert codes(client.diagnostics(uri, 1)) == ["GPU101", "GPU303", "GPU402"]
 
     after = len(client.messages)
-    (project / "pyproject.toml").write_text('[tool.gpulint]\nignore = ["GPU402"]\n', encoding="utf-8")
+    (project / "pyproject.toml").write_text('[tool.gpulint]\nignore = ["GPU402"]\n' + UNPROVEN_COST_TOML, encoding="utf-8")
     client.notify("workspace/didChangeWatchedFiles", {"changes": [{"uri": (project / "pyproject.toml").as_uri(), "type": 2}]})
     assert codes(client.diagnostics(uri, 1, after=after)) == ["GPU101", "GPU303"]
 
@@ -257,7 +257,7 @@ def test_a_client_with_few_capabilities(project):
 
 
 def test_excluded_files_get_no_findings(project):
-    (project / "pyproject.toml").write_text('[tool.gpulint]\nextend-exclude = ["legacy"]\n', encoding="utf-8")
+    (project / "pyproject.toml").write_text('[tool.gpulint]\nextend-exclude = ["legacy"]\n' + UNPROVEN_COST_TOML, encoding="utf-8")
     (project / "legacy").mkdir()
     client = LspClient(project)
     try:
