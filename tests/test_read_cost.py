@@ -113,6 +113,42 @@ for x, y in loader:
     assert findings(source, **DEFAULT) == []
 
 
+def test_a_project_dataset_that_decodes_image_files_per_item_is_loading_evidence():
+    dataset = """\
+from PIL import Image
+
+
+class Scenes(torch.utils.data.Dataset):
+    def __init__(self, paths):
+        self.paths = paths
+        self.to_tensor = T.ToTensor()
+
+    def __len__(self):
+        return len(self.paths)
+
+    def load(self, i):
+        return Image.open(self.paths[i]).convert("RGB")
+
+    def __getitem__(self, i):
+        return self.to_tensor(self.load(i)), i % 10
+
+
+loader = DataLoader(Scenes(["a.png"] * 5000), batch_size=4)
+for x, y in loader:
+    loss = criterion(model(x.to(device)), y.to(device))
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    print(loss.item())
+"""
+    [found] = diagnostics(HEAD + dataset, **DEFAULT)
+    assert (found.location.row, found.code) == (34, "GPU303")
+    assert "while the next batch is made in the training process (`DataLoader` at line 28" in found.help
+    # The same class reading arrays held in memory instead of files: no decoding shown, silent by default.
+    in_memory = dataset.replace('return Image.open(self.paths[i]).convert("RGB")', "return self.paths[i]")
+    assert findings(HEAD + in_memory, **DEFAULT) == []
+
+
 def test_a_small_network_on_small_images_is_host_bound_even_with_loading_in_process():
     source = """\
 import torch

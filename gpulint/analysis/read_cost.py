@@ -49,6 +49,11 @@ MANY_WAITS = 4
 # 2: the 0.9k-0.9M CNNs and MLPs add nothing measurable when a read serializes 1 ms of host work).
 SMALL_IMAGE_PARAMETERS = 1_000_000
 _REPEATING = (cst.For, cst.While, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+# Calls that read and decode an image file: milliseconds a sample for photographs (cost_facts.md section 3).
+IMAGE_DECODERS = frozenset({
+    "PIL.Image.open", "cv2.imread", "imageio.imread", "imageio.v2.imread", "imageio.v3.imread", "skimage.io.imread",
+    "torchvision.io.read_image", "torchvision.io.decode_image", "torchvision.io.decode_jpeg", "torchvision.io.decode_png",
+})
 
 
 @dataclass(frozen=True)
@@ -174,8 +179,9 @@ def _makes_images(model: SemanticModel, loader) -> bool:
 
 
 def _image_source(model: SemanticModel, expr: cst.BaseExpression, depth: int) -> bool:
-    """A torchvision data set, or a data set built from one or given a torchvision transform (`Subset`-like
-    classes of the project: `DatasetSubsetWithTransform(dataset, idx, train_transform)`)."""
+    """A torchvision data set, a data set built from one or given a torchvision transform (`Subset`-like
+    classes of the project: `DatasetSubsetWithTransform(dataset, idx, train_transform)`), or a data set class of
+    this module whose `__getitem__` decodes image files (`_decodes_images`)."""
     if depth > 3:
         return False
     if isinstance(expr, cst.Name):
@@ -186,4 +192,23 @@ def _image_source(model: SemanticModel, expr: cst.BaseExpression, depth: int) ->
     name = model.call_name(expr) or ""
     if name.startswith(("torchvision.datasets.", "torchvision.transforms.")):
         return True
+    info = model.local_class_of(model.qualified_name(expr.func)) if isinstance(expr.func, (cst.Name, cst.Attribute)) else None
+    if info is not None and _decodes_images(model, info):
+        return True
     return any(not a.star and _image_source(model, a.value, depth + 1) for a in expr.args)
+
+
+def _decodes_images(model: SemanticModel, info) -> bool:
+    """The class's `__getitem__` (its own or inherited from a class of this module), or a method of `self` it
+    calls, opens and decodes an image file every item (`Image.open(path)`, `cv2.imread(path)`)."""
+    getitem = model.batch_cost._method(info, "__getitem__")
+    if getitem is None:
+        return False
+    bodies = [getitem]
+    for call in model.calls_inside(getitem):
+        func = call.func
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+            method = model.batch_cost._method(info, func.attr.value)
+            if method is not None and method is not getitem:
+                bodies.append(method)
+    return any(model.call_name(call) in IMAGE_DECODERS for body in bodies for call in model.calls_inside(body))
