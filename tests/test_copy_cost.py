@@ -84,7 +84,7 @@ def test_a_lambda_that_changes_the_elements_leaves_the_bytes_unknown(transform):
 
 def test_gpu102_names_the_pageable_copy_it_measured():
     (finding,) = found(source("CIFAR10", 512, "transforms.ToTensor()"), "GPU102")  # 512 x (3x32x32 float32 + label)
-    assert finding.message.endswith("(~6.3 MB a batch: ~0.45-0.79 ms a step pageable (8-14 GB/s, after a wait for the queue), ~0.12 ms pinned)")
+    assert finding.help.startswith("~6.3 MB a batch: ~0.45-0.79 ms a step pageable (8-14 GB/s, after a wait for the queue), ~0.12 ms pinned. ")
     assert "does not show a batch's bytes" not in finding.help
 
 
@@ -102,7 +102,8 @@ def test_gpu105_is_silent_below_16_mib_a_batch():
 def test_gpu105_names_a_large_batch_it_reports():
     reported = found(source("CIFAR10", 2048, "transforms.ToTensor()", pin=True), "GPU105")  # 25.2 MB
     assert [d.location.column for d in reported] == [16, 30]
-    assert "(line 10; ~25.2 MB a batch: ~0.47 ms at 54 GB/s, after a drain of the queue) and blocks" in reported[0].message
+    assert reported[0].message == "`x.to(device)` copies a batch of a pinned `DataLoader` (line 10) and blocks"
+    assert reported[0].help.startswith("~25.2 MB a batch: ~0.47 ms at 54 GB/s, after a drain of the queue. The host waits")
 
 
 def test_gpu105_of_unknown_size_is_silent_by_default():
@@ -214,7 +215,8 @@ def test_a_large_batch_copied_by_a_project_helper_names_its_estimate(tmp_path, m
     # 64 x 3 x 224 x 224 float32: ~38.5 MB a batch
     (finding,) = helped(tmp_path, monkeypatch, UPSCALED)
     assert (finding.location.row, finding.fix) == (13, None)
-    assert "(line 10; ~38.5 MB a batch: ~0.71 ms at 54 GB/s, after a drain of the queue) at helpers.py:5" in finding.message
+    assert "(line 10) at helpers.py:5" in finding.message
+    assert finding.help.startswith("~38.5 MB a batch: ~0.71 ms at 54 GB/s, after a drain of the queue. The host waits")
     assert "does not show the batch's bytes" not in finding.help
 
 

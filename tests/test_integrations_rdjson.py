@@ -11,7 +11,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from tests.conftest import REPO, run_gpulint
+from tests.conftest import REPO, UNPROVEN_COST_TOML, run_gpulint
 from tests.sample_training import TRAIN
 
 SCHEMA = json.loads((REPO / "tests" / "data" / "reviewdog-rdjson-DiagnosticResult.json").read_text(encoding="utf-8"))
@@ -21,7 +21,7 @@ URL = "https://github.com/gpulint/gpulint/blob/main/rules/"
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    (tmp_path / "pyproject.toml").write_text("[tool.gpulint]\n", encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text("[tool.gpulint]\n" + UNPROVEN_COST_TOML, encoding="utf-8")  # one read a step
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "train.py").write_text(TRAIN, encoding="utf-8")
     return tmp_path

@@ -69,9 +69,11 @@ class DataLoaderWithoutPinMemory(Rule):
         else:
             what = f"`DataLoader` uses `pin_memory=False` ({resolved.describe(model)})"
         estimate = pageable_copy_estimate(model, info.loader)  # the evidence, where the code shows the bytes
-        message = f"{what} but {copied}" + (f" ({estimate})" if estimate else "")
+        message = f"{what} but {copied}"
         help = "Pageable memory makes every copy block" + (f" ({feeds[0]})" if feeds and not moves else "")
-        if estimate is None:
+        if estimate is not None:
+            help = f"{estimate[0].upper()}{estimate[1:]}. {help}"  # the evidence first; messages stay short
+        else:
             help += f"; {UNKNOWN_BYTES_HELP}"
         workers_positive, _ = flow.workers(info.loader)
         if not workers_positive:

@@ -115,13 +115,12 @@ class BlockingHostToDeviceCopy(Rule):
                 yield self._blocking_copy(call, returned.where, flow.iteration_role(move.iteration) == EVAL, None)
 
     def _blocking_copy(self, call: cst.Call, where: str, eval_only: bool, size) -> Diagnostic:
-        """`size`: the batch's bytes where the code shows them (the evidence the message names)."""
-        where += f"; {blocking_copy_estimate(size)}" if size is not None else ""
+        """`size`: the batch's bytes where the code shows them (the evidence the help names first)."""
         help = "The host waits until the copy ends; pass `non_blocking=True` to overlap it with compute"
         return self.diagnostic(
             call,
             f"`{self.model.code(call)}` copies a batch of a pinned `DataLoader` ({where}) and blocks",
-            help=help if size is not None else f"{help} (the code does not show the batch's bytes: {BLOCKING_HELP})",
+            help=_with_evidence(help, size),
             severity=Severity.INFO if eval_only else Severity.WARNING,
             fix=self.fix(
                 "Add `non_blocking=True`",
@@ -135,13 +134,12 @@ class BlockingHostToDeviceCopy(Rule):
         in the helper, which other callers may use with unpinned tensors, so none is offered."""
         model = self.model
         eval_only = flow.iteration_role(move.iteration) == EVAL
-        where = f"line {model.line_of(loader.call)}" + (f"; {blocking_copy_estimate(size)}" if size is not None else "")
         help = "The host waits for every copy; pass `non_blocking=True` there to overlap it with compute"
         return self.diagnostic(
             move.call,
-            f"`{model.code(move.call)}` copies a batch of a pinned `DataLoader` ({where}) "
+            f"`{model.code(move.call)}` copies a batch of a pinned `DataLoader` (line {model.line_of(loader.call)}) "
             f"at {move.via} without `non_blocking=True`",
-            help=help if size is not None else f"{help} (the code does not show the batch's bytes: {BLOCKING_HELP})",
+            help=_with_evidence(help, size),
             severity=Severity.INFO if eval_only else Severity.WARNING,
         )
 
@@ -152,3 +150,11 @@ class BlockingHostToDeviceCopy(Rule):
         assert isinstance(call.func, cst.Attribute)
         positional = sum(1 for arg in call.args if arg.keyword is None)
         return positional <= _MAX_POSITIONAL[call.func.attr.value]
+
+
+def _with_evidence(help: str, size) -> str:
+    """The copy's cost first (messages stay short), or what is not known about it."""
+    if size is None:
+        return f"{help} (the code does not show the batch's bytes: {BLOCKING_HELP})"
+    estimate = blocking_copy_estimate(size)
+    return f"{estimate[0].upper()}{estimate[1:]}. {help}"
