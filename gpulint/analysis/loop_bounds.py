@@ -52,12 +52,15 @@ def trip_count(model: SemanticModel, loop: cst.For | cst.While) -> Optional[int]
     """At most how many times the loop's body runs each time the loop is entered, with the sizes and the
     command-line defaults the code ships: the number of items it iterates (a literal display, a `range` of
     resolvable bounds, a name bound once to one of these and never grown; through `enumerate`, `tqdm`, `zip`),
-    or the bound of a break test on its counter (`break_bound`), whichever is smaller. None when unknown."""
+    or the bound of a break test on its counter (`break_bound`), whichever is smaller; 1 when the body ends in an
+    unconditional `break` or `return` that no `continue` skips (a check of the first batch). None when unknown."""
     counts = [bound for bound, by_index in _break_bounds(model, loop) if not by_index or bound <= FEW_ITERATIONS]
     # (an `enumerate` index bounds a pass over a loader sampled on its first N batches: an evaluation still
     # judged per batch unless N is a handful)
     items = _items(model, loop.iter, loop) if isinstance(loop, cst.For) else None
     counts += [items] if items is not None else []
+    if isinstance(loop.body, cst.IndentedBlock) and _ends_in_leaving(loop.body) and not _continues(model, loop):
+        counts.append(1)  # `for x, y in loader: print(model(x).shape); break`: a check of the first batch, run once
     return min(counts) if counts else None
 
 
@@ -398,6 +401,12 @@ def _ends_in_break(block: cst.BaseSuite) -> bool:
     if isinstance(block, cst.SimpleStatementSuite):
         return isinstance(last, cst.Break)
     return isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], cst.Break)
+
+
+def _ends_in_leaving(block: cst.IndentedBlock) -> bool:
+    """The block's last statement is an unconditional `break` or `return`: the loop's body runs once."""
+    last = block.body[-1] if block.body else None
+    return isinstance(last, cst.SimpleStatementLine) and bool(last.body) and isinstance(last.body[-1], (cst.Break, cst.Return))
 
 
 class _ContinueFinder(cst.CSTVisitor):

@@ -30,6 +30,7 @@ from gpulint.analysis.hot_loops import (
 from gpulint.analysis.host_libraries import host_library_read
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.legacy_torch import number_read, number_read_kind
+from gpulint.analysis.leaving_guards import BREAK, RETURN, leaving_guard
 from gpulint.analysis.loop_bounds import runs_briefly
 from gpulint.analysis.shipped_paths import UNKNOWN as SHIPPED_UNKNOWN
 from gpulint.analysis.shipped_paths import shipped_value
@@ -1525,7 +1526,10 @@ class Residency:
         for loop in self.model.repeating_loops(node):
             if error_path(self.model, node, loop) is not None:
                 return None, None  # it ends the run when it runs (`raise RuntimeError(loss.item())`): at most once
-            if runs_briefly(self.model, loop):
+            leaves = leaving_guard(self.model, node, loop)
+            if leaves == RETURN:
+                break  # `if step >= max_steps: evaluate(); return`: once per call of the function, no loop here repeats it
+            if leaves == BREAK or runs_briefly(self.model, loop):
                 continue  # a few items, a short range, a check that breaks after a few batches: the loop around it decides
             role = self.loop_role(loop)
             if role is not None:
