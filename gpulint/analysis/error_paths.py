@@ -34,7 +34,7 @@ def error_path(model: SemanticModel, node: cst.CSTNode, stop: cst.CSTNode) -> Op
         if found is None:
             if isinstance(ancestor, cst.Raise) or (isinstance(ancestor, cst.Assert) and child is ancestor.msg):
                 found = ancestor
-            elif isinstance(child, cst.BaseSuite) and _is_branch(model, ancestor, child) and always_ends(model, child):
+            elif isinstance(child, cst.BaseSuite) and is_branch(model, ancestor, child) and always_ends(model, child):
                 found = child
         elif isinstance(ancestor, (cst.Try, cst.TryStar)) and ancestor.handlers and child is ancestor.body:
             return None  # the loop may catch it and go on
@@ -42,7 +42,7 @@ def error_path(model: SemanticModel, node: cst.CSTNode, stop: cst.CSTNode) -> Op
     return None
 
 
-def _is_branch(model: SemanticModel, holder: cst.CSTNode, suite: cst.BaseSuite) -> bool:
+def is_branch(model: SemanticModel, holder: cst.CSTNode, suite: cst.BaseSuite) -> bool:
     """`suite` is the body of an `if` / `elif`, or of the `else` of one."""
     if isinstance(holder, cst.If):
         return suite is holder.body

@@ -15,6 +15,9 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
+from gpulint.analysis.error_paths import is_branch
+from gpulint.analysis.loop_bounds import ContinueFinder
+
 if TYPE_CHECKING:
     from gpulint.analysis.model import Loop, SemanticModel
 
@@ -34,18 +37,12 @@ def leaving_guard(model: SemanticModel, node: cst.CSTNode, loop: Loop) -> Option
         if isinstance(ancestor, (cst.For, cst.While)):
             if found == BREAK:
                 found = None  # the `break` leaves this inner loop only
-        elif found is None and isinstance(child, cst.IndentedBlock) and _is_branch(model, ancestor, child):
+        elif found is None and isinstance(child, cst.IndentedBlock) and is_branch(model, ancestor, child):
             leaves = _last_leaves(child)
             if leaves is not None and not _continues(child):
                 found = leaves
         child = ancestor
     return None
-
-
-def _is_branch(model: SemanticModel, holder: cst.CSTNode, suite: cst.BaseSuite) -> bool:
-    if isinstance(holder, cst.If):
-        return suite is holder.body
-    return isinstance(holder, cst.Else) and suite is holder.body and isinstance(model.parent.get(holder), cst.If)
 
 
 def _last_leaves(suite: cst.IndentedBlock) -> Optional[str]:
@@ -62,27 +59,7 @@ def _last_leaves(suite: cst.IndentedBlock) -> Optional[str]:
     return None
 
 
-class _ContinueFinder(cst.CSTVisitor):
-    def __init__(self) -> None:
-        self.found = False
-
-    def visit_Continue(self, node: cst.Continue) -> None:
-        self.found = True
-
-    def visit_For(self, node: cst.For) -> bool:
-        return False  # a nested loop's `continue` is its own
-
-    def visit_While(self, node: cst.While) -> bool:
-        return False
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        return False
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False
-
-
 def _continues(suite: cst.BaseSuite) -> bool:
-    finder = _ContinueFinder()
+    finder = ContinueFinder()
     suite.visit(finder)
     return finder.found

@@ -409,7 +409,9 @@ def _ends_in_leaving(block: cst.IndentedBlock) -> bool:
     return isinstance(last, cst.SimpleStatementLine) and bool(last.body) and isinstance(last.body[-1], (cst.Break, cst.Return))
 
 
-class _ContinueFinder(cst.CSTVisitor):
+class ContinueFinder(cst.CSTVisitor):
+    """Finds a `continue` of this loop (not of a loop or function nested in it)."""
+
     def __init__(self) -> None:
         self.found = False
 
@@ -430,7 +432,7 @@ def _continues(model: SemanticModel, loop: cst.For | cst.While) -> bool:
     span = model.range(loop)
     if not any("continue" in line for line in model.lines[span.start.line - 1 : span.end.line]):
         return False  # (most loops: no need to walk the body)
-    finder = _ContinueFinder()
+    finder = ContinueFinder()
     loop.body.visit(finder)
     return finder.found
 
