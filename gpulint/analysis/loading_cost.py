@@ -27,7 +27,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
 
-
 from gpulint.analysis.batch_bytes import _batch_size
 from gpulint.analysis.epoch_length import dataset_work, restart_ms, samples_dataset_once
 
