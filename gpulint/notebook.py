@@ -115,6 +115,14 @@ def _kind_name(value: object) -> str:
     return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(type(value), "a number")
 
 
+def _unversioned_layout(data: dict) -> int | None:
+    """Some exporters (Meta's Bento) drop the top-level `nbformat` and keep `metadata.orig_nbformat`: a
+    `cells` list is nbformat 4's layout (nbformat 3 keeps its cells under `worksheets`)."""
+    if isinstance(data.get("cells"), list) and "worksheets" not in data:
+        return NBFORMAT
+    return None
+
+
 def _load(raw: str) -> dict:
     """The notebook's JSON, checked to be an nbformat 4 notebook as far as gpulint reads it."""
     try:
@@ -125,7 +133,7 @@ def _load(raw: str) -> dict:
         raise NotebookError("not a Jupyter notebook: nested too deeply") from None
     if not isinstance(data, dict):
         raise NotebookError(f"not a Jupyter notebook: the JSON holds {_kind_name(data)}, not an object")
-    version = data.get("nbformat")
+    version = data.get("nbformat", _unversioned_layout(data))
     if not isinstance(version, int) or isinstance(version, bool):
         raise NotebookError("not a Jupyter notebook: no `nbformat` version")
     if version < NBFORMAT:

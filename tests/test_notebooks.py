@@ -491,6 +491,19 @@ def test_noqa_and_ignore_comments_inside_cells():
     assert concise(raw.replace('"import torch\\n"', '"# gpulint: noqa\\n", "import torch\\n"')) == []
 
 
+def test_a_notebook_exported_without_its_nbformat_key_is_read_as_nbformat_4():
+    # Bento exports keep only metadata.orig_nbformat; the `cells` list is nbformat 4's layout.
+    versioned = notebook("import torch", "print(torch.cuda.memory_cached())")
+    data = json.loads(versioned)
+    del data["nbformat"], data["nbformat_minor"]
+    data["metadata"] = {"orig_nbformat": 4}
+    raw = json.dumps(data, indent=1) + "\n"
+    assert concise(raw) == concise(versioned) != []
+    result = fixed(raw)
+    assert "nbformat" not in json.loads(result.fixed) and result.fixed != raw
+    assert json.loads(result.fixed)["cells"][1]["source"] == json.loads(fixed(versioned).fixed)["cells"][1]["source"]
+
+
 def test_add_noqa_writes_comments_into_the_cells(tmp_path):
     target = tmp_path / "kaggle.ipynb"
     shutil.copy(KAGGLE, target)
@@ -514,7 +527,8 @@ BAD = [
     ("[1, 2]", "bad.ipynb:1:1: io-error: not a Jupyter notebook: the JSON holds a list, not an object"),
     ('{"cells": {}, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}', "bad.ipynb:1:1: io-error: not a Jupyter notebook: `cells` must be a list, not an object"),
     ('{"metadata": {}, "nbformat": 4, "nbformat_minor": 5}', "bad.ipynb:1:1: io-error: not a Jupyter notebook: `cells` must be a list"),
-    ('{"cells": [], "metadata": {}}', "bad.ipynb:1:1: io-error: not a Jupyter notebook: no `nbformat` version"),
+    ('{"metadata": {}}', "bad.ipynb:1:1: io-error: not a Jupyter notebook: no `nbformat` version"),
+    ('{"worksheets": [], "cells": [], "metadata": {}}', "bad.ipynb:1:1: io-error: not a Jupyter notebook: no `nbformat` version"),
     ('{"cells": [{"cell_type": "code", "source": 7}], "nbformat": 4}', "bad.ipynb:1:1: io-error: cell 1: `source` must be a string or a list of strings, not a number"),
     ('{"cells": [{"cell_type": "code", "source": null}], "nbformat": 4}', "bad.ipynb:1:1: io-error: cell 1: `source` must be a string or a list of strings, not null"),
     ('{"cells": [{"cell_type": "code", "source": ["x = 1\\n", 2]}], "nbformat": 4}', "bad.ipynb:1:1: io-error: cell 1: `source` must be a string or a list of strings, not a list holding a number"),
