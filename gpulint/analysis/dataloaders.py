@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from gpulint.analysis.default_device import data_made_on_default_cuda
 from gpulint.analysis.loader_classes import DATALOADER, DATALOADER_SIGNATURE, library_signature
 from gpulint.analysis.residency import CUDA
 
@@ -155,7 +156,8 @@ def dataset_class(model: SemanticModel, loader: DataLoaderCall) -> ClassInfo | N
 
 
 def produces_cuda_batches(model: SemanticModel, loader: DataLoaderCall) -> bool:
-    """The dataset or collate_fn already yields CUDA tensors: workers and pinning cannot help."""
+    """The dataset or collate_fn already yields CUDA tensors (or may: a data set built where the default device may
+    be CUDA): workers and pinning cannot help."""
     residency = model.residency
     if loader.value("dataset") is not None:
         info = dataset_class(model, loader)
@@ -166,7 +168,12 @@ def produces_cuda_batches(model: SemanticModel, loader: DataLoaderCall) -> bool:
     if _transforms_move_to_cuda(model, loader):
         return True
     collate = loader.value("collate_fn")
-    return collate is not None and _collate_moves_to_cuda(model, collate)
+    if collate is not None and _collate_moves_to_cuda(model, collate):
+        return True
+    dataset = loader.value("dataset")
+    # built where the default device may be CUDA (`torch.set_default_device("cuda")` here, in a caller, or on import
+    # of a config module): its tensors are made on the GPU (`analysis/default_device.py`)
+    return dataset is not None and data_made_on_default_cuda(model, dataset) is not None
 
 
 # Dataset arguments applied to every item the dataset returns (torchvision's convention, kept by most datasets).

@@ -31,6 +31,9 @@ class EvalForward:
     forward: cst.Call  # `model(x)` inside the loop, with autograd on, or the call of a helper that runs it
     through: Optional[cst.FunctionDef] = None  # the helper of this module the loop calls, which runs the model
     caller: Optional[cst.Call] = None  # for an evaluation outside any loop: the call in a loop of its function
+    # for a loop in a helper of this module called after the `.eval()` (`self._run_one_epoch(epoch, cross_valid=True)`):
+    # that call
+    called: Optional[cst.Call] = None
 
 
 def grad_mode_decided(model: SemanticModel, node: cst.CSTNode) -> bool:
@@ -136,6 +139,8 @@ def find_eval_forwards(model: SemanticModel) -> list[EvalForward]:
                 through = None
                 if not unguarded:
                     helped = _helper_forwards(model, loop, receiver, eval_call)
+                    if helped is None and _repeats(model, eval_call):
+                        helped = _method_helper_forwards(model, loop, receiver_code, eval_call)
                     if helped is not None:
                         unguarded, through = [helped[0]], helped[1]
                 if unguarded and _records_a_head_only(model, receiver, eval_call, loop):
@@ -146,6 +151,11 @@ def find_eval_forwards(model: SemanticModel) -> list[EvalForward]:
                     seen_loops.add(id(loop))
                     found.append(EvalForward(eval_call, loop, unguarded[0], through))
         found.extend(_per_call_forwards(model, eval_call, statement, receiver_code))
+        following = _following(model, statement, receiver_code) if _repeats(model, eval_call) else []
+        for forward in _called_loop_forwards(model, eval_call, following, receiver_code):
+            if id(forward.loop) not in seen_loops and not _records_a_head_only(model, receiver, eval_call, forward.loop):
+                seen_loops.add(id(forward.loop))
+                found.append(forward)
     return found
 
 
@@ -199,6 +209,179 @@ def _helper_forwards(
         if any(model.enclosing_function(c) is helper and not _decided_here(model, c) for c in runs):
             return call, helper
     return None
+
+
+def _repeats(model: SemanticModel, eval_call: cst.Call) -> bool:
+    """The `.eval()` runs again and again: in a loop (an epoch loop's validation), or in a function or method that
+    this module calls in a loop (`vali_loss = self.vali(vali_data, vali_loader, criterion)` once an epoch). A
+    test pass a script runs once after training is not asked here."""
+    if model.repeating_loops(eval_call):
+        return True
+    function = model.enclosing_function(eval_call)
+    return function is not None and any(model.repeating_loops(c) for c in _callers(model, function))
+
+
+def _same_class_method(model: SemanticModel, call: cst.Call, at: cst.CSTNode) -> Optional[cst.FunctionDef]:
+    """The method `self.name(...)` runs, when `call` and `at` sit in methods of the same class of this module that
+    defines `name` once."""
+    func = call.func
+    if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"):
+        return None
+    owner = model.dataflow.enclosing_class(at)
+    if owner is None or model.dataflow.enclosing_class(call) is not owner:
+        return None
+    info = model.classes.get(owner.name.value)
+    method = info.methods.get(func.attr.value) if info is not None and info.node is owner else None
+    if method is None or sum(1 for f in owner.body.body if isinstance(f, cst.FunctionDef) and f.name.value == func.attr.value) != 1:
+        return None
+    return method
+
+
+def _unguarded_runs(model: SemanticModel, node: cst.CSTNode, function: cst.FunctionDef, receiver: str) -> list[cst.Call]:
+    """The forwards of `receiver` (`self.model(...)`, `self.model.forward(...)`) in `node`, in `function` itself,
+    with autograd left on there."""
+    return [
+        c for c in model.calls_inside(node)
+        if model.code(c.func) in (receiver, f"{receiver}.forward") and model.enclosing_function(c) is function and not _decided_here(model, c)
+    ]  # fmt: skip
+
+
+def _method_helper_forwards(
+    model: SemanticModel, loop: Loop, receiver: str, at: cst.CSTNode
+) -> Optional[tuple[cst.Call, cst.FunctionDef]]:
+    """(the call in `loop`, the method) when the evaluated model is an attribute of `self` (`self.model.eval()`) and
+    `loop` calls a method of the same class that runs it with autograd on (Informer's `vali`: `pred, true =
+    self._process_one_batch(...)`, whose body runs `self.model(batch_x, ...)`), and trains nothing."""
+    if not receiver.startswith("self.") or model.enclosing_function(at) is None:
+        return None
+    for call in model.calls_inside(loop):
+        if model.enclosing_function(call) is not model.enclosing_function(loop) or grad_mode_decided(model, call):
+            continue
+        helper = _same_class_method(model, call, at)
+        if helper is None or needs_gradients(model, helper.body):
+            continue
+        if _unguarded_runs(model, helper.body, helper, receiver):
+            return call, helper
+    return None
+
+
+def _called_loop_forwards(model: SemanticModel, eval_call: cst.Call, following: list[cst.CSTNode], receiver: str) -> list[EvalForward]:
+    """Loops of a helper of this module called after the `.eval()` (not in a loop of the evaluating block), which run
+    the evaluated model with autograd on: a function or a method of the same class (`self.model.eval()`, then
+    `val_loss = self._run_one_epoch(epoch, cross_valid=True)`). A loop that trains counts only when each step
+    that needs gradients sits under an `if` that the call's literal arguments switch off (`if not cross_valid:
+    loss.backward(); optimizer.step()`): the training epoch reused for the validation pass."""
+    found: list[EvalForward] = []
+    depth = len(model.enclosing_loops(eval_call))
+    for statement in following:
+        for call in model.calls_inside(statement):
+            if len(model.enclosing_loops(call)) != depth or model.enclosing_function(call) is not model.enclosing_function(eval_call):
+                continue  # in a loop after the `.eval()`: `find_eval_forwards` answers for it
+            helper = _called_helper(model, call, eval_call, receiver)
+            if helper is None or grad_mode_decided(model, call):
+                continue
+            values = _literal_arguments(call, helper)
+            for loop in model.loops_inside(helper.body):
+                if model.enclosing_loops(loop) or model.enclosing_function(loop) is not helper:
+                    continue  # its outermost loops only
+                runs = _unguarded_runs(model, loop, helper, receiver)
+                if runs and not _needs_gradients_given(model, loop.body, values) and not volatile_inputs(model, loop):
+                    found.append(EvalForward(eval_call, loop, runs[0], called=call))
+    return found
+
+
+def _called_helper(model: SemanticModel, call: cst.Call, at: cst.CSTNode, receiver: str) -> Optional[cst.FunctionDef]:
+    """The function `call` runs, when it sees the evaluated model under the same name: a method of the same class for
+    `self.<attr>`, a module-level function of this module that does not bind the module-level model's name."""
+    if receiver.startswith("self."):
+        return _same_class_method(model, call, at)
+    if "." in receiver or not isinstance(call.func, cst.Name) or not model.module_bindings(receiver):
+        return None
+    if model.bindings.get((id(model.scope_of(at)), receiver)) and model.scope_of(at) is not model.module:
+        return None  # a local (a parameter) of the evaluating function: not the module's model
+    helpers = model.functions.get(call.func.value, [])
+    if len(helpers) != 1 or model.parent.get(helpers[0]) is not model.module or model.bindings.get((id(helpers[0]), receiver)):
+        return None
+    return helpers[0]
+
+
+def _literal_arguments(call: cst.Call, function: cst.FunctionDef) -> dict[str, object]:
+    """The parameters of `function` that `call` fills with a literal (`cross_valid=True`), or leaves to a literal
+    default."""
+    params = [*function.params.posonly_params, *function.params.params]
+    if params and params[0].name.value in ("self", "cls") and isinstance(call.func, cst.Attribute):
+        params = params[1:]
+    values: dict[str, object] = {}
+    for param in [*params, *function.params.kwonly_params]:
+        if param.default is not None:
+            ok, value = literal_value(param.default)
+            if ok:
+                values[param.name.value] = value
+    for arg, param in zip([a for a in call.args if a.keyword is None], params):
+        if arg.star:
+            return {}
+        ok, value = literal_value(arg.value)
+        if ok:
+            values[param.name.value] = value
+        else:
+            values.pop(param.name.value, None)
+    for arg in call.args:
+        if arg.keyword is not None:
+            ok, value = literal_value(arg.value)
+            if ok:
+                values[arg.keyword.value] = value
+            else:
+                values.pop(arg.keyword.value, None)
+        elif arg.star == "**":
+            return {}
+    return values
+
+
+def _decided_test(test: cst.BaseExpression, values: dict[str, object]) -> Optional[bool]:
+    """The truth of an `if` test over parameters given literals (`cross_valid`, `not cross_valid`, `a and not b`);
+    None when the literals do not decide it."""
+    if isinstance(test, cst.Name):
+        return bool(values[test.value]) if test.value in values else None
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = _decided_test(test.expression, values)
+        return None if inner is None else not inner
+    if isinstance(test, cst.BooleanOperation):
+        left, right = _decided_test(test.left, values), _decided_test(test.right, values)
+        if isinstance(test.operator, cst.And):
+            return False if False in (left, right) else True if left and right else None
+        return True if True in (left, right) else False if left is False and right is False else None
+    return None
+
+
+def _needs_gradients_given(model: SemanticModel, block: cst.BaseSuite, values: dict[str, object]) -> bool:
+    """A statement of `block` that runs autograd (`needs_gradients`), skipping the branches of `if`s whose tests the
+    literal arguments decide against."""
+    statements = list(block.body) if isinstance(block, cst.IndentedBlock) else [block]
+    return any(_statement_needs(model, statement, values) for statement in statements)
+
+
+def _statement_needs(model: SemanticModel, statement: cst.CSTNode, values: dict[str, object]) -> bool:
+    if isinstance(statement, cst.If):
+        decided = _decided_test(statement.test, values)
+        if decided is not False and _needs_gradients_given(model, statement.body, values):
+            return True
+        orelse = statement.orelse
+        if decided is True or orelse is None:
+            return False
+        return _statement_needs(model, orelse, values) if isinstance(orelse, cst.If) else _needs_gradients_given(model, orelse.body, values)
+    if isinstance(statement, (cst.For, cst.While, cst.With, cst.Try)):
+        return needs_gradients(model, statement) and any(_needs_gradients_given(model, b, values) for b in _blocks(statement))
+    return needs_gradients(model, statement)
+
+
+def _blocks(statement: cst.CSTNode) -> list[cst.BaseSuite]:
+    found = [statement.body]
+    if isinstance(statement, cst.Try):
+        found += [h.body for h in statement.handlers]
+        found += [b.body for b in (statement.orelse, statement.finalbody) if b is not None]
+    elif isinstance(statement, (cst.For, cst.While)) and statement.orelse is not None:
+        found.append(statement.orelse.body)
+    return found
 
 
 def _per_call_forwards(model: SemanticModel, eval_call: cst.Call, statement: cst.CSTNode, receiver: str) -> list[EvalForward]:

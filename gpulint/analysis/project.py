@@ -24,6 +24,7 @@ from typing import Any, Callable, Iterator, Optional
 from gpulint.analysis import instantiated, settings_files, torch_pins
 from gpulint.analysis.call_arguments import agreed_arguments, passed
 from gpulint.analysis.convolutions import CONV_NET
+from gpulint.analysis.default_device import project_facts as default_device_facts
 from gpulint.analysis.devices import BASE_EVIDENCE, gpu_context_reason
 from gpulint.analysis.engine_steps import ENGINE_STEP, engine_step_parameters
 from gpulint.analysis.factory_instances import factory_calls, factory_member
@@ -170,6 +171,11 @@ class ModuleContext:
     # whose own evidence never runs as shipped is CPU code (`analysis/cpu_as_shipped.py`); filled for notebooks only
     own_evidence_lines: list[int] = field(default_factory=list)
     project_gpu: bool = False
+    # where the default device may be CUDA (`analysis/default_device.py`): a function or method key -> [[first line,
+    # last line, where it is set]] (the whole function where a caller enters it so), and `key.param` -> where the
+    # data the project's callers pass for it was made under a CUDA default
+    default_cuda: dict[str, list] = field(default_factory=dict)
+    default_cuda_params: dict[str, str] = field(default_factory=dict)
 
     def callee(self, ref: Optional[str]) -> Optional[Callee]:
         return self.callees.get(ref) if ref else None
@@ -235,6 +241,8 @@ class ModuleContext:
             self.needed_results,
             self.own_evidence_lines,
             self.project_gpu,
+            sorted(self.default_cuda.items()),
+            sorted(self.default_cuda_params.items()),
         ]
         return hashlib.sha256(json.dumps(data, default=str).encode()).hexdigest()[:16]
 
@@ -1251,6 +1259,7 @@ class ProjectIndex:
         context.graph_collates = graph_collates(self)
         context.generating = generating_names(self)
         context.needed_results = needed_results(self)
+        context.default_cuda, context.default_cuda_params = default_device_facts(self, record)
         own = {*summary.imports, *summary.functions, *summary.classes, *summary.values}
         context.star_imports = {k: v for k, v in self.star_imports(record).items() if k not in own}
         self._contexts[path] = context

@@ -36,6 +36,7 @@ from typing import Any, Callable, Iterable, Optional
 from gpulint.analysis.communication import chosen_by_backend, starts_async_communication, waits_for_work
 from gpulint.analysis.convolutions import CONV_NET, CONV_NET_FACTORIES, builds_convolution
 from gpulint.analysis.time_step_loops import RECURRENT_CELLS
+from gpulint.analysis.default_device import default_device_ranges, mentions_default_device
 from gpulint.analysis.devices import EVIDENCE_FINDERS, GPU_TEXT_MARKERS, MODEL_PLACERS
 from gpulint.analysis.error_paths import EXITS
 from gpulint.analysis.generation import generates_text
@@ -262,6 +263,9 @@ class ModuleSummary:
     # names imports bind to different things (`from models.a import A as M` in one branch, `... B as M` in another):
     # which one a call of the name makes is the settings' choice (`analysis/factory_instances.py`)
     rebound: tuple[str, ...] = ()
+    # function key -> the line ranges in which the default device may be CUDA; `<import>`: set when imported
+    # (`analysis/default_device.py`)
+    default_devices: dict[str, list] = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return {
@@ -279,6 +283,7 @@ class ModuleSummary:
             "config_paths": self.config_paths,
             "loader_classes": self.loader_classes,
             "rebound": self.rebound,
+            "default_devices": self.default_devices,
         }
 
     @classmethod
@@ -298,6 +303,7 @@ class ModuleSummary:
             data.get("config_paths", {}),
             data.get("loader_classes", {}),
             tuple(data.get("rebound", ())),
+            data.get("default_devices", {}),
         )
 
 
@@ -764,6 +770,8 @@ class _Builder:
             s.held = held_data(self.tree, self.qualify)
         own = {k for k, (level, module, _) in s.imports.items() if level or module.split(".", 1)[0] not in _LIBRARIES}
         s.handed = handed_names(self.tree, {*self.module_defs, *own})
+        if mentions_default_device(self.text):
+            s.default_devices = default_device_ranges(list(_module_statements(body)), self.qualify)
         if self.scan_evidence:
             for what, line in _nested_gpu_attributes(self.tree, self.qualify):
                 self.evidence(what, line)

