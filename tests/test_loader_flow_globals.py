@@ -1,0 +1,115 @@
+"""Loaders that reach their loops through flows the model used to drop (issue 14, sixteenth corpus): a loader a
+setup function assigns to a module global (`global trainloader`) and the functions an epoch loop calls read; a
+loader a data module returns to another module's epoch loop while its own `__main__` block prints a batch."""
+
+from __future__ import annotations
+
+import textwrap
+
+from tests.conftest import findings
+from tests.projects_helper import lint_written
+
+ONLY = {"select": ("GPU102", "GPU104")}
+
+_GLOBAL_SETUP = textwrap.dedent("""\
+    import torch
+    import torchvision
+    from torch.utils.data import DataLoader
+
+    trainloader = None
+    device = "cuda"
+
+
+    def prepare():
+        global trainloader
+        trainset = torchvision.datasets.ImageFolder("data/train", transform=transform)
+        trainloader = DataLoader(trainset, batch_size=64, shuffle=True, num_workers=4, pin_memory=True)
+
+
+    def train(epoch):
+        global trainloader
+        for inputs, targets in trainloader:
+            inputs, targets = inputs.to(device), targets.to(device)
+            loss = criterion(net(inputs), targets)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+
+
+    if __name__ == "__main__":
+        prepare()
+        for epoch in range(100):
+            train(epoch)
+""")
+
+
+def test_a_loader_a_setup_function_binds_to_a_global_is_the_one_the_epoch_loop_reads():
+    assert findings(_GLOBAL_SETUP, **ONLY) == ["12:19 GPU104"]
+    # the batches are moved where the global is read: GPU102 follows the same flow
+    assert findings(_GLOBAL_SETUP.replace(", pin_memory=True", ""), **ONLY) == ["12:19 GPU102", "12:19 GPU104"]
+
+
+def test_a_global_loader_built_again_in_each_epoch_restarts_nothing_persistent_workers_would_keep():
+    source = _GLOBAL_SETUP.replace("    prepare()\n    for epoch in range(100):\n", "    for epoch in range(100):\n        prepare()\n")
+    assert "        prepare()\n        train(epoch)" in source
+    assert findings(source, **ONLY) == []
+
+
+def test_a_global_that_another_function_rebinds_or_a_local_name_stays_unknown():
+    rebound = _GLOBAL_SETUP.replace(
+        "def train(epoch):",
+        'def reload():\n    global trainloader\n    trainloader = DataLoader(ds, num_workers=0)\n\n\ndef train(epoch):',
+    )
+    assert findings(rebound, **ONLY) == []
+    # without the `global` statement the setup function's name is its own: nothing reads it
+    assert findings(_GLOBAL_SETUP.replace("def prepare():\n    global trainloader\n", "def prepare():\n"), **ONLY) == []
+
+
+def test_a_module_global_bound_to_something_else_than_none_or_a_loader_is_not_followed():
+    source = _GLOBAL_SETUP.replace("trainloader = None", "trainloader = []")
+    assert findings(source, **ONLY) == []
+
+
+_DATA_MODULE = """
+    from torch.utils.data import DataLoader
+    from torchvision import datasets
+
+
+    def get_train_loader(batch_size=8):
+        train_set = datasets.ImageFolder("data/train", transform=transform)
+        return DataLoader(train_set, batch_size=batch_size, shuffle=True, num_workers=4, pin_memory=True)
+
+
+    if __name__ == "__main__":
+        loader = get_train_loader()
+        for images, labels in loader:
+            print(images.size(), labels.size())
+            break
+"""
+
+_TRAIN_MODULE = """
+    from data import get_train_loader
+
+
+    def train(model, optimizer):
+        model.cuda()
+        loader = get_train_loader(batch_size=32)
+        for epoch in range({epochs}):
+            for images, labels in loader:
+                images, labels = images.cuda(), labels.cuda()
+                loss = model(images, labels)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+"""
+
+
+def test_a_data_module_that_prints_a_batch_itself_still_reports_the_other_modules_epoch_loop(tmp_path, monkeypatch):
+    found = lint_written(tmp_path, {"data.py": _DATA_MODULE, "train.py": _TRAIN_MODULE.format(epochs=100)}, monkeypatch)
+    assert [f for f in found if "GPU104" in f] == ["data.py:8 GPU104"]
+
+
+def test_a_loader_the_other_module_reads_once_stays_silent_with_the_self_test(tmp_path, monkeypatch):
+    once = _TRAIN_MODULE.format(epochs=1).replace("        for epoch in range(1):\n", "        if True:\n")
+    found = lint_written(tmp_path, {"data.py": _DATA_MODULE, "train.py": once}, monkeypatch)
+    assert [f for f in found if "GPU104" in f] == []
