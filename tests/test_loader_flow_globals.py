@@ -113,3 +113,84 @@ def test_a_loader_the_other_module_reads_once_stays_silent_with_the_self_test(tm
     once = _TRAIN_MODULE.format(epochs=1).replace("        for epoch in range(1):\n", "        if True:\n")
     found = lint_written(tmp_path, {"data.py": _DATA_MODULE, "train.py": once}, monkeypatch)
     assert [f for f in found if "GPU104" in f] == []
+
+
+# Transforms a helper of another module returns (`analysis/returned_transforms.py`): the batch's bytes (GPU102) and
+# the pass's least work (GPU104) read them as they read a transform written out in the module.
+_TRANSFORMS_MODULE = """
+    import torchvision.transforms as transforms
+
+
+    def data_transforms(args):
+        train_transform = transforms.Compose([transforms.RandomCrop(28, padding=4), transforms.ToTensor()])
+        if args.cutout:
+            train_transform.transforms.append(Cutout(args.cutout_length))
+        valid_transform = transforms.Compose([transforms.ToTensor(), transforms.Normalize((0.5,), (0.5,))])
+        return train_transform, valid_transform
+"""
+
+_MNIST_SCRIPT = """
+    import argparse
+
+    import torch
+    import torchvision
+    import utils
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--batch_size", type=int, default={batch})
+    parser.add_argument("--cutout", action="store_true")
+    args = parser.parse_args()
+    device = "cuda"
+    train_t, valid_t = utils.data_transforms(args)
+    trainset = torchvision.datasets.FashionMNIST(root="data", train=True, transform=train_t)
+    trainloader = torch.utils.data.DataLoader(trainset, batch_size=args.batch_size, shuffle=True, num_workers=2)
+    testset = torchvision.datasets.FashionMNIST(root="data", train=False, transform=valid_t)
+    testloader = torch.utils.data.DataLoader(testset, batch_size=args.batch_size, shuffle=False, num_workers=2)
+    for epoch in range(100):
+        for x, y in trainloader:
+            loss = criterion(net(x.to(device)), y.to(device))
+            loss.backward()
+            optimizer.step()
+        with torch.no_grad():
+            for x, y in testloader:
+                net(x.to(device))
+"""
+
+
+def test_a_transform_another_module_returns_shows_the_batch_bytes(tmp_path, monkeypatch):
+    files = {"utils.py": _TRANSFORMS_MODULE, "train.py": _MNIST_SCRIPT.format(batch=128)}
+    found = [f for f in lint_written(tmp_path, files, monkeypatch) if "GPU102" in f]
+    # 128 test images of 1x28x28 float32 (~0.4 MB): too small to pin; the train transform may append a step of the
+    # project's own (`Cutout`, under `if args.cutout:`): its bytes are not known, the finding stays
+    assert found == ["train.py:15 GPU102"]
+    # 1,024 images a batch (~3.2 MB): the test loader's batches are worth pinning too
+    files["train.py"] = _MNIST_SCRIPT.format(batch=1024)
+    found = [f for f in lint_written(tmp_path, files, monkeypatch) if "GPU102" in f]
+    assert found == ["train.py:15 GPU102", "train.py:17 GPU102"]
+
+
+def test_a_changed_or_unknown_returned_transform_stays_unknown(tmp_path, monkeypatch):
+    changed = _TRANSFORMS_MODULE.replace("        return train_transform", "        valid_transform.transforms = []\n        return train_transform")
+    files = {"utils.py": changed, "train.py": _MNIST_SCRIPT.format(batch=128)}
+    found = [f for f in lint_written(tmp_path, files, monkeypatch) if "GPU102" in f]
+    assert found == ["train.py:15 GPU102", "train.py:17 GPU102"]
+
+
+def test_returned_transforms_are_recorded_per_element():
+    import ast
+
+    from gpulint.analysis.returned_transforms import returned_transforms
+
+    tree = ast.parse(textwrap.dedent(_TRANSFORMS_MODULE))
+
+    def qualify(node):
+        return {"transforms.Compose": "torchvision.transforms.Compose", "transforms.RandomCrop": "torchvision.transforms.RandomCrop",
+                "transforms.ToTensor": "torchvision.transforms.ToTensor", "transforms.Normalize": "torchvision.transforms.Normalize"}.get(ast.unparse(node))
+
+    assert returned_transforms(tree, qualify) == {
+        "data_transforms": ["tuple", [
+            [["torchvision.transforms.RandomCrop", [28, 28], True, False], ["torchvision.transforms.ToTensor", None, False, False],
+             ["?", None, False, True]],
+            [["torchvision.transforms.ToTensor", None, False, False], ["torchvision.transforms.Normalize", None, False, False]],
+        ]],
+    }  # fmt: skip

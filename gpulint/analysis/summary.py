@@ -40,6 +40,7 @@ from gpulint.analysis.devices import EVIDENCE_FINDERS, GPU_TEXT_MARKERS, MODEL_P
 from gpulint.analysis.error_paths import EXITS
 from gpulint.analysis.generation import generates_text
 from gpulint.analysis.held_data import held_data
+from gpulint.analysis.returned_transforms import returned_transforms
 from gpulint.analysis.host_objects import names_a_tokenizer
 from gpulint.analysis.imports import canonical
 from gpulint.analysis.instantiated import INSTANTIATORS, hydra_main, instantiation
@@ -262,6 +263,8 @@ class ModuleSummary:
     # names imports bind to different things (`from models.a import A as M` in one branch, `... B as M` in another):
     # which one a call of the name makes is the settings' choice (`analysis/factory_instances.py`)
     rebound: tuple[str, ...] = ()
+    # its functions that return torchvision transforms -> their steps (`analysis/returned_transforms.py`)
+    transforms: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return {
@@ -279,6 +282,7 @@ class ModuleSummary:
             "config_paths": self.config_paths,
             "loader_classes": self.loader_classes,
             "rebound": self.rebound,
+            "transforms": self.transforms,
         }
 
     @classmethod
@@ -298,6 +302,7 @@ class ModuleSummary:
             data.get("config_paths", {}),
             data.get("loader_classes", {}),
             tuple(data.get("rebound", ())),
+            data.get("transforms", {}),
         )
 
 
@@ -762,6 +767,8 @@ class _Builder:
         s.config_paths = config_paths(self.tree, self.text, [k for k, v in s.imports.items() if v[2] is None])
         if any(marker in self.text for marker in ("__getitem__", "__call__", "TensorDataset", ".load(", ".map(")):
             s.held = held_data(self.tree, self.qualify)
+        if "transforms" in self.text:
+            s.transforms = returned_transforms(self.tree, self.qualify)
         own = {k for k, (level, module, _) in s.imports.items() if level or module.split(".", 1)[0] not in _LIBRARIES}
         s.handed = handed_names(self.tree, {*self.module_defs, *own})
         if self.scan_evidence:
