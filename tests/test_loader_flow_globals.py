@@ -208,3 +208,29 @@ def test_the_least_work_of_a_pass_leaves_out_a_step_only_some_settings_append(tm
     # 391 steps of CIFAR10 at four transforms a sample (not the `Cutout` that `if args.cutout:` may append): a pass of
     # ~1.4 s at least, where restarting 2 workers is above 3 % of the pass as measured
     assert "a pass is 391 steps of 128 over CIFAR10's train split (50,000 samples), at least ~1.4 s" in train.message
+
+
+_CUTOUT = """
+
+    class Cutout:
+        def __init__(self, length):
+            self.length = length
+
+        def __call__(self, img):
+            mask = torch.ones(img.size(1), img.size(2))
+            mask[: self.length, : self.length] = 0.0
+            img *= mask.expand_as(img)
+            return img
+"""
+
+
+def test_a_step_of_the_helpers_module_that_changes_the_image_in_place_keeps_its_bytes(tmp_path, monkeypatch):
+    helper = _TRANSFORMS_MODULE.replace("import torchvision", "import torch\n    import torchvision") + _CUTOUT
+    files = {"utils.py": helper, "train.py": _MNIST_SCRIPT.format(batch=128)}
+    assert [f for f in lint_written(tmp_path, files, monkeypatch) if "GPU102" in f] == []
+    # a step that hands back a new tensor (`return img * mask`) may be of any shape: unknown, the finding stays
+    files["utils.py"] = helper.replace("img *= mask.expand_as(img)\n            return img", "return img * mask.expand_as(img)")
+    assert [f for f in lint_written(tmp_path, files, monkeypatch) if "GPU102" in f] == ["train.py:15 GPU102"]
+    # nor a step that binds the image again before handing it back
+    files["utils.py"] = helper.replace("img *= mask.expand_as(img)", "img = img[:, :14]")
+    assert [f for f in lint_written(tmp_path, files, monkeypatch) if "GPU102" in f] == ["train.py:15 GPU102"]

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Optional
 import libcst as cst
 import libcst.matchers as matchers
 
+from gpulint.analysis.returned_transforms import KEEPS_SHAPE
 from gpulint.analysis.value_resolution import as_int
 from gpulint.analysis.wandb_config import wandb_config_values
 
@@ -250,6 +251,8 @@ def _steps_bytes(steps: list[tuple], shape: tuple[int, int, int]) -> Optional[in
     channels, height, width = shape
     element = None
     for name, size, single, rearranging, _ in steps:
+        if name == KEEPS_SHAPE:
+            continue  # a class of the helper's module that hands back the image it is given, changed in place
         if not name.startswith("torchvision.transforms."):
             return None
         short = name.rsplit(".", 1)[-1]

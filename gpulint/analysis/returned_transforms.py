@@ -11,7 +11,9 @@ to `Compose([...])` or to one transform call. A step is `[qualified name, [heigh
 one int, optional]`; what it does is `batch_bytes`'s to judge. A step appended to the list (`train_transform.
 transforms.append(Cutout(16))`) is one more step, optional under an `if` (`if args.cutout:`): it may change a
 sample's bytes, and it adds no work a setting cannot leave out (`epoch_length.py` counts the least work); any other use of `.transforms` (an
-insert, an assignment) makes the transform unknown (None), and so does a step that is not a call.
+insert, an assignment) makes the transform unknown (None), and so does a step that is not a call. A class of the
+module whose `__call__` hands back the image it is given, changed only in place (`img *= mask; return img`, a
+`Cutout`), is recorded as `KEEPS_SHAPE`: a step that keeps the sample's shape and dtype.
 """
 
 from __future__ import annotations
@@ -22,16 +24,62 @@ from typing import Any, Callable, Optional
 Qualify = Callable[[ast.AST], Optional[str]]
 
 
+# The name recorded for a step that is a class of the module whose `__call__` hands back the image it is given,
+# changed only in place (`img *= mask`): the same shape and dtype (`Cutout`).
+KEEPS_SHAPE = "<keeps-shape>"
+
+
 def returned_transforms(tree: ast.Module, qualify: Qualify) -> dict[str, Any]:
     """Function name -> ["one", steps] or ["tuple", [steps or None, ...]]; only module-level functions whose
     return is known (absent: unknown)."""
+    kept = {stmt.name for stmt in tree.body if isinstance(stmt, ast.ClassDef) and _keeps_shape(stmt)}
+
+    def named(node: ast.AST) -> Optional[str]:
+        if isinstance(node, ast.Name) and node.id in kept:
+            return KEEPS_SHAPE
+        return qualify(node)
+
     found: dict[str, Any] = {}
     for stmt in tree.body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            recorded = _function(stmt, qualify)
+            recorded = _function(stmt, named)
             if recorded is not None:
                 found[stmt.name] = recorded
     return found
+
+
+def _keeps_shape(cls: ast.ClassDef) -> bool:
+    """`def __call__(self, img): ...; img *= mask; return img`: every `return` hands back the parameter, which
+    the method never binds again (an in-place update keeps a tensor's shape and dtype)."""
+    call = next((s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "__call__"), None)
+    if call is None or len(call.args.args) != 2 or call.args.vararg or call.args.kwarg or call.args.kwonlyargs:
+        return False
+    name = call.args.args[1].arg
+    returns = [n for n in _own_nodes(call) if isinstance(n, ast.Return)]
+    if not returns or not all(isinstance(r.value, ast.Name) and r.value.id == name for r in returns):
+        return False
+    for node in _own_nodes(call):
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.NamedExpr)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == name for target in targets for t in _names_bound(target)):
+                return False
+        elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+            if any(t.id == name for t in _names_bound(node.optional_vars)):
+                return False
+        elif isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
+            return False
+    return True
+
+
+def _names_bound(target: ast.AST) -> list[ast.Name]:
+    """The names an assignment target binds (`a`, `a, b`; not `a[i]` or `a.x`, which change the object)."""
+    if isinstance(target, ast.Name):
+        return [target]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [n for e in target.elts for n in _names_bound(e)]
+    if isinstance(target, ast.Starred):
+        return _names_bound(target.value)
+    return []
 
 
 def _function(func: ast.FunctionDef, qualify: Qualify) -> Optional[list]:
