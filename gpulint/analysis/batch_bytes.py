@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Optional
 import libcst as cst
 import libcst.matchers as matchers
 
+from gpulint.analysis.returned_transforms import KEEPS_SHAPE
 from gpulint.analysis.value_resolution import as_int
 from gpulint.analysis.wandb_config import wandb_config_values
 
@@ -214,7 +215,11 @@ def _sample_bytes(model: SemanticModel, source: cst.BaseExpression) -> Optional[
 
 
 def _image_bytes(model: SemanticModel, transform: cst.BaseExpression, shape: tuple[int, int, int]) -> Optional[int]:
-    """The bytes of one image after `transform` (a written-out `Compose([...])` or one transform)."""
+    """The bytes of one image after `transform` (a written-out `Compose([...])` or one transform, or one that a
+    project function of another module returns: `analysis/returned_transforms.py`)."""
+    returned = returned_steps(model, transform)
+    if returned is not None:
+        return _steps_bytes(returned, shape)
     sources = model.batch_cost._sources(transform)
     if sources and len(sources) == 1 and isinstance(sources[0], cst.Lambda):
         return _lambda_bytes(model, sources[0], shape)  # `lambda x: ToTensor()(x).view(28**2)`
@@ -228,25 +233,87 @@ def _image_bytes(model: SemanticModel, transform: cst.BaseExpression, shape: tup
         steps = [e.value for e in call.args[0].value.elements if not isinstance(e, cst.StarredElement)]
         if len(steps) != len(call.args[0].value.elements):
             return None
-    channels, height, width = shape
-    element = None
+    described = []
     for step in steps:
         name = model.call_name(step) if isinstance(step, cst.Call) else None
-        if name is None or not name.startswith("torchvision.transforms."):
+        if name is None:
+            return None
+        single = bool(step.args) and isinstance(step.args[0].value, cst.Integer)  # type: ignore[union-attr]
+        rearranging = name.rsplit(".", 1)[-1] == "Lambda" and _rearranges_only(step)  # type: ignore[arg-type]
+        described.append((name, _literal_size(step), single, rearranging, False))  # type: ignore[arg-type]
+    return _steps_bytes(described, shape)
+
+
+def _steps_bytes(steps: list[tuple], shape: tuple[int, int, int]) -> Optional[int]:
+    """The bytes of one image after the transform steps, each (qualified name, (height, width) it sets or None,
+    the size written as one int, a `Lambda` that only rearranges the elements, a step only some settings add: it
+    counts, as it may be there); None when a step is not known."""
+    channels, height, width = shape
+    element = None
+    for name, size, single, rearranging, _ in steps:
+        if name == KEEPS_SHAPE:
+            continue  # a class of the helper's module that hands back the image it is given, changed in place
+        if not name.startswith("torchvision.transforms."):
             return None
         short = name.rsplit(".", 1)[-1]
         if short in _TO_TENSOR:
             element = _TO_TENSOR[short]
         elif short in _RESIZING:
-            size = _literal_size(step)
-            if size is None or (short == "Resize" and isinstance(step.args[0].value, cst.Integer) and height != width):
+            if size is None or (short == "Resize" and single and height != width):
                 return None  # (`Resize(n)` sets the shorter edge of a non-square image)
             height, width = size
-        elif short == "Lambda" and _rearranges_only(step):
+        elif short == "Lambda" and rearranging:
             continue  # `Lambda(lambda x: x.view(-1))`: the same elements in another shape
         elif short not in _SHAPE_KEEPING:
             return None
     return None if element is None else channels * height * width * element
+
+
+def returned_steps(model: SemanticModel, expr: cst.BaseExpression, depth: int = 0) -> Optional[list[tuple]]:
+    """The steps of a transform that a project function of another module returns (`transform_train,
+    transform_test = utils.data_transforms_cifar10(args)`, `transform = get_transform()`), as its summary
+    records them; None when `expr` is not one or they are not known."""
+    if depth > 2:
+        return None
+    call, index = None, None
+    if isinstance(expr, cst.Call):
+        call = expr
+    elif isinstance(expr, cst.Name):
+        writes = model.dataflow.reaching_writes(expr.value, expr)
+        if len(writes) != 1:
+            return None
+        write = writes[0]
+        if write.value is not None:
+            return returned_steps(model, write.value, depth + 1)
+        if not isinstance(write.source, cst.Call) or write.unpacked_position is None:
+            return None
+        call, index = write.source, write.unpacked_position
+    if call is None:
+        return None
+    callee = model.callee(call)
+    recorded = callee.transforms if callee is not None and callee.kind == "function" else None
+    if not isinstance(recorded, list) or len(recorded) != 2:
+        return None
+    kind, found = recorded
+    if kind == "tuple" and index is not None:
+        statement = model.dataflow.reaching_writes(expr.value, expr)[0].statement  # type: ignore[union-attr]
+        if not isinstance(found, list) or len(found) != len(statement.targets[0].target.elements):  # type: ignore[attr-defined]
+            return None
+        found = found[index]
+    elif kind != "one" or index is not None:
+        return None
+    if not isinstance(found, list):
+        return None
+    steps = []
+    for step in found:
+        if not (isinstance(step, list) and len(step) == 4 and isinstance(step[0], str)):
+            return None
+        size = step[1]
+        if size is not None and not (isinstance(size, list) and len(size) == 2 and all(type(v) is int for v in size)):
+            return None
+        # (name, size, written as one int, a `Lambda` that only rearranges: not read there, a step some settings add)
+        steps.append((step[0], tuple(size) if size is not None else None, bool(step[2]), False, bool(step[3])))
+    return steps
 
 
 def _lambda_bytes(model: SemanticModel, function: cst.Lambda, shape: tuple[int, int, int]) -> Optional[int]:

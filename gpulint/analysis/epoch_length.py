@@ -368,6 +368,11 @@ def _transform_ms(model: SemanticModel, transform: Optional[cst.BaseExpression],
     """The least work of `transform` on one sample (ms); None when its value cannot be followed."""
     if transform is None:
         return 0.0
+    from gpulint.analysis.batch_bytes import returned_steps
+
+    returned = returned_steps(model, transform)  # `train_t, test_t = utils.data_transforms(args)` of another module
+    if returned is not None:
+        return _steps_ms([step[0] for step in returned if not step[4]], pixels)  # (the least work: no optional step)
     sources = model.batch_cost._sources(transform)
     if not sources:
         return None
@@ -389,17 +394,21 @@ def _one_transform_ms(model: SemanticModel, source: cst.BaseExpression, pixels: 
     if short == "Compose" and name.startswith("torchvision.transforms") and len(source.args) == 1:
         steps = source.args[0].value
         if isinstance(steps, (cst.List, cst.Tuple)):
-            total, resized = 0.0, False
-            for element in steps.elements:
-                step = element.value
-                step_name = (model.call_name(step) or "") if isinstance(step, cst.Call) else ""
-                if pixels is not None and not resized and step_name.rsplit(".", 1)[-1] in _RESIZING:
-                    total += pixels * RESIZE_NS_PER_SOURCE_PIXEL / 1e6
-                    resized = True
-                else:
-                    total += TRANSFORM_MS
-            return total
+            names = [(model.call_name(e.value) or "") if isinstance(e.value, cst.Call) else "" for e in steps.elements]
+            return _steps_ms(names, pixels)
     return TRANSFORM_MS
+
+
+def _steps_ms(names: list[str], pixels: Optional[int]) -> float:
+    """The least work of a `Compose` of the steps named `names` on one sample (ms)."""
+    total, resized = 0.0, False
+    for step_name in names:
+        if pixels is not None and not resized and step_name.rsplit(".", 1)[-1] in _RESIZING:
+            total += pixels * RESIZE_NS_PER_SOURCE_PIXEL / 1e6
+            resized = True
+        else:
+            total += TRANSFORM_MS
+    return total
 
 
 def _multi_crop_views(model: SemanticModel, call: cst.Call, short: str) -> Optional[list[tuple[int, int]]]:

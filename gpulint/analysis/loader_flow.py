@@ -3,8 +3,9 @@
 A loader reaches a loop through names (`loader = DataLoader(...)`), attributes (`self.loader`), containers
 (`loaders["train"]`, `{phase: DataLoader(...) for phase in ...}`, tuples), factory functions (`return
 DataLoader(...)`, also as part of a returned tuple), arguments of this module's functions and constructors
-(`train(model, loader)`, `Trainer(model, loader)` then `self.train_loader`), and wrappers bound to names
-(`pbar = tqdm(loader)`). A loop takes batches from it directly or through `enumerate`, `zip`, `tqdm`,
+(`train(model, loader)`, `Trainer(model, loader)` then `self.train_loader`), wrappers bound to names
+(`pbar = tqdm(loader)`), and module globals a setup function binds (`global trainloader`, then `trainloader =
+DataLoader(...)`, read by `def train(epoch): for x in trainloader`). A loop takes batches from it directly or through `enumerate`, `zip`, `tqdm`,
 `islice`, a generator of this module that re-yields them, and `iter()` / `next()`. Inside that loop, the batch,
 an element unpacked from it, a subscript of it or a value of a comprehension over it may be moved to CUDA.
 """
@@ -857,11 +858,40 @@ class LoaderFlow:
         elif isinstance(target, cst.Name):
             # A container is followed while its name is bound once; a plain name while it only holds loaders.
             scope = m.scope_of(binder)
+            if scope is not m.module and target.value in declared_globals(scope):
+                yield from self._global_ref(target.value, scope, binder, bound_at, via, key)
+                return
             if len(m.bindings.get((id(scope), target.value), [])) <= 1 if key is not None else self._only_loader_bindings(target.value, binder):
                 yield _Ref(scope, target.value, False, bound_at, via, key)
         elif isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name):
             owner = next((a for a in m.ancestors(binder) if isinstance(a, cst.ClassDef)), m.module)
             yield _Ref(owner, m.code(target), True, bound_at, via, key)
+
+    def _global_ref(self, name: str, func: cst.FunctionDef, binder, bound_at, via, key) -> Iterator[_Ref]:
+        """`global train_loader` then `train_loader = DataLoader(...)` in a setup function: the module's name,
+        read in the functions that do not bind it (`def train(epoch): for x in train_loader`). Followed while
+        the module binds the name only to `None` (a placeholder) or to loaders, and the setup function binds it
+        once; the calls of the setup function build it (a call inside an epoch loop builds a new loader there)."""
+        m = self.m
+        if len(m.bindings.get((id(func), name), [])) != 1 or not isinstance(binder, cst.Assign):
+            return
+        for other in m.module_bindings(name):
+            none = isinstance(other, cst.Assign) and isinstance(other.value, cst.Name) and other.value.value == "None"
+            if not (none or isinstance(other, cst.Assign) and isinstance(other.value, cst.Call) and self._builds_loader(other.value)):
+                return
+        if any(f is not func and (id(f), name) in m.bindings for f in self._global_setters.get(name, ())):
+            return  # another function rebinds the global: which loader a loop sees depends on the order of calls
+        yield _Ref(m.module, name, False, bound_at + tuple(self._calls_to(func)), via, key)
+
+    @cached_property
+    def _global_setters(self) -> dict[str, list[cst.FunctionDef]]:
+        """name -> the functions whose `global` statement declares it."""
+        found: dict[str, list[cst.FunctionDef]] = {}
+        for funcs in self.m.functions.values():
+            for func in funcs:
+                for name in declared_globals(func):
+                    found.setdefault(name, []).append(func)
+        return found
 
     def _only_loader_bindings(self, name: str, binder: cst.CSTNode) -> bool:
         """Every binding of `name` in its scope assigns a call (a loader or a loader factory)."""
@@ -1306,6 +1336,19 @@ class LoaderFlow:
 
 
 _CPU_SWITCHES = frozenset({"cpu", "use_cpu", "no_cuda"})
+
+
+def declared_globals(func: cst.CSTNode) -> frozenset[str]:
+    """The names a `global` statement of `func`'s own body (not of a nested function or class) declares."""
+    found: set[str] = set()
+    pending = [func.body] if isinstance(func, cst.FunctionDef) else []
+    while pending:
+        node = pending.pop()
+        if isinstance(node, cst.Global):
+            found.update(item.name.value for item in node.names)
+        elif not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.BaseExpression)):
+            pending.extend(node.children)
+    return frozenset(found)
 
 
 def _cpu_switch_on(call: cst.Call) -> bool:

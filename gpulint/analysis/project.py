@@ -104,12 +104,15 @@ class Callee:
     loader: Optional[dict] = None
     # a model class whose forward runs a recurrent cell once per time step of a Python loop (`analysis/time_step_loops.py`)
     steps_cells: bool = False
+    # a function returning torchvision transforms: ["one", steps] / ["tuple", [steps or None, ...]]
+    # (`analysis/returned_transforms.py`)
+    transforms: Any = None
 
     def to_json(self) -> list:
         consumes = {k: [c.to_json() for c in v] for k, v in self.consumes.items()}
         return [
             self.kind, self.where, self.params, self.trains, self.epoch, self.returns, self.effects, self.syncs, self.yields,
-            consumes, self.convolutions, self.held, self.loader, self.steps_cells,
+            consumes, self.convolutions, self.held, self.loader, self.steps_cells, self.transforms,
         ]  # fmt: skip
 
 
@@ -630,6 +633,7 @@ class ProjectIndex:
     def _function_facts(self, record: ModuleRecord, name: str) -> Callee:
         f = record.summary.functions[name]
         facts = Callee("function", f"{record.shown}:{f.line}", f.params, held=record.summary.held.get(name))
+        facts.transforms = record.summary.transforms.get(name)
         steps = self._training_loops(record, f)
         facts.trains = f.trains or any(self._call_trains(record, call) for call in f.calls)
         facts.epoch = bool(steps) or any(

@@ -41,6 +41,7 @@ from gpulint.analysis.devices import EVIDENCE_FINDERS, GPU_TEXT_MARKERS, MODEL_P
 from gpulint.analysis.error_paths import EXITS
 from gpulint.analysis.generation import generates_text
 from gpulint.analysis.held_data import held_data
+from gpulint.analysis.returned_transforms import returned_transforms
 from gpulint.analysis.host_objects import names_a_tokenizer
 from gpulint.analysis.imports import canonical
 from gpulint.analysis.instantiated import INSTANTIATORS, hydra_main, instantiation
@@ -266,6 +267,8 @@ class ModuleSummary:
     # function key -> the line ranges in which the default device may be CUDA; `<import>`: set when imported
     # (`analysis/default_device.py`)
     default_devices: dict[str, list] = field(default_factory=dict)
+    # its functions that return torchvision transforms -> their steps (`analysis/returned_transforms.py`)
+    transforms: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return {
@@ -284,6 +287,7 @@ class ModuleSummary:
             "loader_classes": self.loader_classes,
             "rebound": self.rebound,
             "default_devices": self.default_devices,
+            "transforms": self.transforms,
         }
 
     @classmethod
@@ -304,6 +308,7 @@ class ModuleSummary:
             data.get("loader_classes", {}),
             tuple(data.get("rebound", ())),
             data.get("default_devices", {}),
+            data.get("transforms", {}),
         )
 
 
@@ -768,6 +773,8 @@ class _Builder:
         s.config_paths = config_paths(self.tree, self.text, [k for k, v in s.imports.items() if v[2] is None])
         if any(marker in self.text for marker in ("__getitem__", "__call__", "TensorDataset", ".load(", ".map(")):
             s.held = held_data(self.tree, self.qualify)
+        if "transforms" in self.text:
+            s.transforms = returned_transforms(self.tree, self.qualify)
         own = {k for k, (level, module, _) in s.imports.items() if level or module.split(".", 1)[0] not in _LIBRARIES}
         s.handed = handed_names(self.tree, {*self.module_defs, *own})
         if mentions_default_device(self.text):

@@ -78,9 +78,14 @@ class DataLoaderWorkersNotPersistent(Rule):
                 yield self._report(info, f"every pass of the loop at line {model.line_of(outer)}", arg)
                 break
             else:
-                # iterated in another module (`train_loader, _ = get_loader(args)` in train.py) inside a loop there
-                again = next((c for c in flow.consumed_elsewhere(info) if c.epoch is not None), None)
-                if again is not None and not info.iterations:
+                # iterated in another module (`train_loader, _ = get_loader(args)` in train.py) inside a loop there,
+                # also when this module iterates it once itself (a `__main__` block that prints a few batches)
+                here = model.project.path
+                again = next(
+                    (c for c in flow.consumed_elsewhere(info) if c.epoch is not None and (not info.iterations or c.where.rpartition(":")[0] != here)),
+                    None,
+                )  # (this module's own loops were read above, with their epoch counts)
+                if again is not None:
                     outer = self._loop_here(again.epoch)
                     epochs = None if outer is None else epoch_count(model, outer)
                     if epochs is not None and epochs < self.settings["min-epochs"]:
