@@ -265,3 +265,47 @@ def test_four_separate_waits_a_step_are_reported_and_two_are_not():
     loss.backward()
     optimizer.step()
 {two}"""), **DEFAULT) == []
+
+
+# ---- an evaluation of 28x28 images made in the training process -------------------------------------------
+
+_EVALUATION = """\
+import torch
+from torch.utils.data import DataLoader
+from torchvision import datasets, transforms
+
+device = "cuda"
+transform = transforms.Compose([{transforms}transforms.ToTensor(), transforms.Normalize((0.1307,), (0.3081,))])
+test_loader = DataLoader(datasets.{dataset}("data", train=False, transform=transform), batch_size=1000)
+
+
+def evaluate(model):
+    model.eval()
+    correct = 0
+    with torch.no_grad():
+        for x, y in test_loader:
+            x, y = x.to(device), y.to(device)
+            preds = model(x).argmax(dim=1)
+            correct += preds.eq(y).sum().item()
+    return correct
+"""
+
+
+def test_an_evaluation_of_28x28_images_made_in_process_is_silent_whatever_the_model():
+    # `model` is a parameter (its size out of sight): the forward of 784-pixel images is a sliver of making the batch
+    assert findings(_EVALUATION.format(transforms="", dataset="MNIST"), **DEFAULT) == []
+    assert findings(_EVALUATION.format(transforms="", dataset="FashionMNIST"), **DEFAULT) == []
+
+
+def test_an_evaluation_of_larger_or_resized_images_made_in_process_is_still_reported():
+    cifar = _EVALUATION.format(transforms="", dataset="CIFAR10")
+    assert findings(cifar, **DEFAULT) == ["17:24 GPU303"]  # 32x32 colour images: a wide net's forward can outlast loading
+    resized = _EVALUATION.format(transforms="transforms.Resize(224), ", dataset="MNIST")
+    assert findings(resized, **DEFAULT) == ["17:24 GPU303"]  # MNIST made 224x224 for a pretrained net: no longer tiny
+
+
+def test_a_training_loop_over_28x28_images_made_in_process_keeps_its_evidence():
+    training = _EVALUATION.format(transforms="", dataset="MNIST").replace("    model.eval()\n", "").replace(
+        "    with torch.no_grad():\n", "    if True:\n"
+    ).replace("            preds = model(x).argmax(dim=1)\n", "            out = model(x)\n            loss = out.sum()\n            loss.backward()\n            optimizer.step()\n            preds = out.argmax(dim=1)\n")
+    assert findings(training.replace("def evaluate(model):", "def train(model, optimizer):"), **DEFAULT) == ["20:24 GPU303"]
