@@ -309,3 +309,48 @@ def test_a_training_loop_over_28x28_images_made_in_process_keeps_its_evidence():
         "    with torch.no_grad():\n", "    if True:\n"
     ).replace("            preds = model(x).argmax(dim=1)\n", "            out = model(x)\n            loss = out.sum()\n            loss.backward()\n            optimizer.step()\n            preds = out.argmax(dim=1)\n")
     assert findings(training.replace("def evaluate(model):", "def train(model, optimizer):"), **DEFAULT) == ["20:24 GPU303"]
+
+
+# ---- a pass that runs once in the run ----------------------------------------------------------------------
+
+_FEATURE_PASS = """\
+import torch
+from torch.utils.data import DataLoader
+
+device = "cuda"
+loader = DataLoader(dataset, batch_size=1, num_workers=4)
+encoder = Encoder().to(device)
+optimizer = torch.optim.Adam(encoder.parameters())
+
+for epoch in range(200):
+    for x, inst in loader:
+        loss = encoder(x.to(device), inst.to(device)).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+{after}
+"""
+
+_ENCODING = """\
+features = {}
+for x, inst in loader:
+    inst = inst.to(device)
+    with torch.no_grad():
+        feature_map = encoder(x.to(device), inst)
+    for i in torch.unique(inst):
+        label = int(i.item())
+        idx = torch.nonzero(inst == i)
+        features[label] = feature_map[idx[0, 0]]
+"""
+
+
+def test_repeated_reads_in_a_pass_run_once_after_training_are_silent():
+    # a feature encoding after 200 epochs: one pass in the run, whatever its steps pay (GPU306's nonzero too)
+    source = _FEATURE_PASS.format(after=_ENCODING)
+    assert findings(source, select=("GPU303", "GPU306"), rule_options=()) == []
+
+
+def test_repeated_reads_in_a_pass_run_every_epoch_are_reported():
+    every_epoch = "\n".join("    " + line if line else line for line in _ENCODING.splitlines())
+    source = _FEATURE_PASS.format(after=every_epoch)
+    assert findings(source, select=("GPU303", "GPU306"), rule_options=()) == ["20:18 GPU306", "21:25 GPU303", "22:19 GPU306"]

@@ -49,7 +49,7 @@ from gpulint.analysis.namespace_settings import UNKNOWN as UNKNOWN_FLAG
 from gpulint.analysis.namespace_settings import namespace_flags
 from gpulint.analysis.settings_defaults import config_paths
 
-FORMAT = 2
+FORMAT = 3
 MODULE_BODY = "<module>"
 INTERNAL = "*"  # effects on values the function made itself (a tensor it moved, the device)
 
@@ -262,6 +262,8 @@ class ModuleSummary:
     # names imports bind to different things (`from models.a import A as M` in one branch, `... B as M` in another):
     # which one a call of the name makes is the settings' choice (`analysis/factory_instances.py`)
     rebound: tuple[str, ...] = ()
+    # a digest of its code lines (blank and comment-only lines left out): equal in a copy (`analysis/superseded_code.py`)
+    code: str = ""
 
     def to_json(self) -> dict:
         return {
@@ -279,6 +281,7 @@ class ModuleSummary:
             "config_paths": self.config_paths,
             "loader_classes": self.loader_classes,
             "rebound": self.rebound,
+            "code": self.code,
         }
 
     @classmethod
@@ -298,6 +301,7 @@ class ModuleSummary:
             data.get("config_paths", {}),
             data.get("loader_classes", {}),
             tuple(data.get("rebound", ())),
+            data.get("code", ""),
         )
 
 
@@ -354,9 +358,33 @@ def summarize(text: str, tree: Optional[ast.Module] = None) -> ModuleSummary:
     if tree is None:
         return ModuleSummary(ok=False)
     try:
-        return _Builder(tree, text).build()
+        summary = _Builder(tree, text).build()
     except RecursionError:
         return ModuleSummary(ok=False)
+    summary.code = code_digest(tree)
+    return summary
+
+
+def code_digest(tree: ast.Module) -> str:
+    """A digest of the module's code, without comments, blank lines and string statements (docstrings): the same
+    for a file and its copy, and for a script and the notebook sphinx-gallery makes of it (its docstring and
+    comment blocks become text cells)."""
+    import hashlib
+
+    saved = []
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list):
+            kept = [s for s in body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) and isinstance(s.value.value, str))]
+            if len(kept) != len(body):
+                saved.append((node, body))
+                node.body = kept  # type: ignore[attr-defined]
+    try:
+        dumped = ast.dump(tree) if tree.body else ""
+    finally:
+        for node, body in saved:
+            node.body = body  # type: ignore[attr-defined]
+    return hashlib.sha256(dumped.encode("utf-8", "surrogatepass")).hexdigest() if dumped else ""
 
 
 # ---- building --------------------------------------------------------------------------------------
