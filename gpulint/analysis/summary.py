@@ -361,30 +361,29 @@ def summarize(text: str, tree: Optional[ast.Module] = None) -> ModuleSummary:
         summary = _Builder(tree, text).build()
     except RecursionError:
         return ModuleSummary(ok=False)
-    summary.code = code_digest(tree)
+    summary.code = code_digest(text, tree)
     return summary
 
 
-def code_digest(tree: ast.Module) -> str:
-    """A digest of the module's code, without comments, blank lines and string statements (docstrings): the same
-    for a file and its copy, and for a script and the notebook sphinx-gallery makes of it (its docstring and
-    comment blocks become text cells)."""
+def code_digest(text: str, tree: ast.Module) -> str:
+    """A digest of the module's code lines, stripped, without blank and comment-only lines and without its
+    top-level string statements (the docstring): the same for a file and its copy, and for a script and the
+    notebook sphinx-gallery makes of it (its docstring and comment blocks become text cells). Line work only:
+    no second walk of the tree."""
     import hashlib
 
-    saved = []
-    for node in ast.walk(tree):
-        body = getattr(node, "body", None)
-        if isinstance(body, list):
-            kept = [s for s in body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) and isinstance(s.value.value, str))]
-            if len(kept) != len(body):
-                saved.append((node, body))
-                node.body = kept  # type: ignore[attr-defined]
-    try:
-        dumped = ast.dump(tree) if tree.body else ""
-    finally:
-        for node, body in saved:
-            node.body = body  # type: ignore[attr-defined]
-    return hashlib.sha256(dumped.encode("utf-8", "surrogatepass")).hexdigest() if dumped else ""
+    lines = text.splitlines()
+    kept = []
+    for statement in tree.body:
+        if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant) and isinstance(statement.value.value, str):
+            continue
+        first = min([statement.lineno, *(d.lineno for d in getattr(statement, "decorator_list", ()))])
+        for line in lines[first - 1 : statement.end_lineno or statement.lineno]:
+            line = line.strip()
+            if line and not line.startswith("#"):
+                kept.append(line)
+    code = "\n".join(kept)
+    return hashlib.sha256(code.encode("utf-8", "surrogatepass")).hexdigest() if code else ""
 
 
 # ---- building --------------------------------------------------------------------------------------
