@@ -232,3 +232,5 @@ def test_a_gpu_count_that_is_computed_or_set_twice_is_no_shipped_count():
     assert findings(overridden, **GPU401) == ["19:13 GPU401"]
     unread = _SPLIT_BATCH.format(count=1).replace("batch_size // num_gpus", "batch_size")
     assert findings(unread, **GPU401) == ["19:13 GPU401"]  # a count the code never reads says nothing
+    index = _SPLIT_BATCH.format(count=1).replace("num_gpus", "gpu")
+    assert findings(index, **GPU401) == ["19:13 GPU401"]  # `gpu = 1` names a device, not a count

@@ -122,8 +122,8 @@ def _several_gpus(model: SemanticModel, call: cst.Call, device_ids: cst.Arg | No
     return False, ""  # device ids from elsewhere: may well be one GPU
 
 
-# A name the code gives its number of GPUs: `num_gpus`, `n_gpu`, `ngpu`, `gpus`, `gpu_count`.
-_GPU_COUNT = re.compile(r"^(num_?|n_?)?gpus?(_count)?$", re.IGNORECASE)
+# A name the code gives its number of GPUs: `num_gpus`, `n_gpu`, `ngpu`, `gpus`, `gpu_count` (not `gpu`: an index).
+_GPU_COUNT = re.compile(r"^((num_?|n_?)gpus?|gpus|gpu_count)$", re.IGNORECASE)
 
 
 def shipped_gpu_count(model: SemanticModel) -> int | None:
