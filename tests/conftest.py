@@ -23,6 +23,11 @@ FIXTURES = REPO / "fixtures"
 ALL_READS = (("GPU303", (("unproven-cost", True),)),)
 # The same in a project's pyproject.toml, for tests that run the CLI on a file with one read a step.
 UNPROVEN_COST_TOML = "".join(f"[tool.gpulint.rules.{code}]\nunproven-cost = true\n" for code in ("GPU105", "GPU201", "GPU303"))
+# What GPU303's help adds to a read it reports only because of `unproven-cost = true` (no evidence of its cost).
+UNPROVEN_READ = (
+    " (its cost is unproven: the code shows one wait a step and no host work for it to serialize, "
+    "a few per cent of a GPU-bound step at most, nothing in a launch-bound one)"
+)
 
 
 def settings(**overrides) -> Settings:

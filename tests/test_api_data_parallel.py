@@ -185,3 +185,52 @@ def test_switch_from_the_command_line_or_the_hardware_is_reported():
             net_d = nn.DataParallel(net_d)
         """
     assert findings(source, **GPU401) == ["11:13 GPU401", "13:13 GPU401"]
+
+
+_SPLIT_BATCH = """\
+    import torch
+    import torch.nn as nn
+
+    batch_size = 64
+    num_gpus = {count}
+
+
+    class Generator(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(100, 256 * 7 * 7)
+            self.conv = nn.ConvTranspose2d(256, 1, 4, 4)
+
+        def forward(self, z):
+            out = self.fc(z).view(batch_size // num_gpus, 256, 7, 7)  # each replica's share of the batch
+            return self.conv(out)
+
+
+    generator = nn.DataParallel(Generator()).cuda()
+    optimizer = torch.optim.Adam(generator.parameters())
+    for epoch in range(100):
+        loss = generator(torch.randn(batch_size, 100).cuda()).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    """
+
+
+def test_code_written_for_the_one_gpu_it_names_is_silent():
+    # `num_gpus = 1`, read where the model splits its batch: DataParallel runs on one GPU as shipped (a pass-through)
+    assert findings(_SPLIT_BATCH.format(count=1), **GPU401) == []
+
+
+def test_code_written_for_several_gpus_it_names_is_reported():
+    assert findings(_SPLIT_BATCH.format(count=4), **GPU401) == ["19:13 GPU401"]
+
+
+def test_a_gpu_count_that_is_computed_or_set_twice_is_no_shipped_count():
+    computed = _SPLIT_BATCH.format(count="torch.cuda.device_count()")
+    assert findings(computed, **GPU401) == ["19:13 GPU401"]
+    overridden = _SPLIT_BATCH.format(count=1).replace("    optimizer = ", "    num_gpus = 2\n    optimizer = ")
+    assert findings(overridden, **GPU401) == ["19:13 GPU401"]
+    unread = _SPLIT_BATCH.format(count=1).replace("batch_size // num_gpus", "batch_size")
+    assert findings(unread, **GPU401) == ["19:13 GPU401"]  # a count the code never reads says nothing
+    index = _SPLIT_BATCH.format(count=1).replace("num_gpus", "gpu")
+    assert findings(index, **GPU401) == ["19:13 GPU401"]  # `gpu = 1` names a device, not a count

@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from tests.conftest import diagnostics, findings
+from tests.conftest import UNPROVEN_READ, diagnostics, findings
 
 DECODER = """\
 import time
@@ -164,7 +164,7 @@ def test_an_inference_loop_that_collects_every_output_is_still_reported():
     """
     [d] = diagnostics(DECODER + textwrap.dedent(body), select=("GPU303",))
     assert (d.location.row, d.location.column) == (19, 24)
-    assert d.help == "Collect the tensors on the GPU and copy them to the host once, after the loop (`torch.cat(...).cpu()`)"
+    assert d.help == "Collect the tensors on the GPU and copy them to the host once, after the loop (`torch.cat(...).cpu()`)" + UNPROVEN_READ
 
 
 def test_a_branch_that_does_not_leave_the_loop_is_still_reported():
@@ -413,7 +413,7 @@ def test_outputs_collected_in_memory_and_written_after_the_loop_are_still_report
     """
     [d] = diagnostics(DECODER + textwrap.dedent(body), select=("GPU303",))
     assert (d.location.row, d.code) == (20, "GPU303")
-    assert d.help == "Collect the tensors on the GPU and copy them to the host once, after the loop (`torch.cat(...).cpu()`)"
+    assert d.help == "Collect the tensors on the GPU and copy them to the host once, after the loop (`torch.cat(...).cpu()`)" + UNPROVEN_READ
 
 
 def test_a_write_that_does_not_take_the_read_keeps_the_finding():

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import diagnostics, findings
+from tests.conftest import UNPROVEN_READ, diagnostics, findings
 from tests.projects_helper import found, lint, write
 
 STEP = """\
@@ -117,7 +117,7 @@ def test_a_read_under_an_interval_of_one_runs_every_step():
         "`loss.item()` waits for the GPU every training step (loop at line 10), under `iter_num % log_interval` "
         "with `log_interval` set to 1 (the guard passes every step)"
     )
-    assert d.help == "Give `log_interval` a default above 1 (say 10 or 100) so the guard thins the reads"
+    assert d.help == "Give `log_interval` a default above 1 (say 10 or 100) so the guard thins the reads" + UNPROVEN_READ
 
 
 def test_an_argparse_default_of_one_runs_every_step():

@@ -15,7 +15,7 @@ no evaluation every epoch."""
 
 from __future__ import annotations
 
-from tests.conftest import diagnostics, findings
+from tests.conftest import UNPROVEN_READ, diagnostics, findings
 
 LINK_PREDICTION = """\
 import argparse
@@ -108,7 +108,7 @@ def test_collected_copies_get_the_copy_once_advice():
     # `preds += [out.cpu()]` collects like `append`: issue 13's advice for evaluations that collect every output
     (found,) = [d for d in diagnostics(link_prediction("256"), select=("GPU303",)) if d.location.row == 28]
     assert found.message == "`.cpu()` waits for the GPU every evaluation step (loop at line 27)"
-    assert found.help == "Collect the tensors on the GPU and copy them to the host once, after the loop (`torch.cat(...).cpu()`)"
+    assert found.help == "Collect the tensors on the GPU and copy them to the host once, after the loop (`torch.cat(...).cpu()`)" + UNPROVEN_READ
 
 
 FULL_BATCH = """\

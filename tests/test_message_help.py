@@ -10,7 +10,7 @@ import pytest
 
 from gpulint import api, rule_docs
 from gpulint.diagnostics import Diagnostic
-from tests.conftest import UNPROVEN_COST_TOML, FIXTURES, diagnostics, run_gpulint
+from tests.conftest import FIXTURES, UNPROVEN_COST_TOML, UNPROVEN_READ, diagnostics, run_gpulint
 from tests.test_integrations_formats import sarif_validator  # noqa: F401  (a fixture)
 
 # What a one-line message may take: quoted code and paths included (most are far shorter).
@@ -116,4 +116,4 @@ def test_notebook_help_names_cell_lines(tmp_path):
     (tmp_path / "pyproject.toml").write_text(UNPROVEN_COST_TOML, encoding="utf-8")  # its one read a step shows no cost
     report = api.check(api.Source(raw, "nb.ipynb"), api.discover_settings(str(tmp_path)))
     helps = [d.help for d in report.diagnostics if d.code == "GPU303"]
-    assert helps == ["Accumulate on the GPU (`running += loss.detach()`) and convert once every N steps or after the loop"]
+    assert helps == ["Accumulate on the GPU (`running += loss.detach()`) and convert once every N steps or after the loop" + UNPROVEN_READ]

@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from tests.conftest import diagnostics, findings, fixed
+from tests.conftest import UNPROVEN_READ, diagnostics, findings, fixed
 
 TRAIN = """\
 import torch
@@ -52,7 +52,7 @@ def test_gpu303_a_sync_once_per_epoch_is_not_reported():
 def test_gpu303_a_value_that_feeds_a_branch_gets_branch_free_advice():
     source = train_with("if loss.item() > 10:\n    loss = loss.clamp(max=10)\n")
     [d] = diagnostics(source, select=("GPU303",))
-    assert d.help == "The value feeds a Python branch: compute it on the GPU instead (`torch.where`, `clamp`, masks)"
+    assert d.help == "The value feeds a Python branch: compute it on the GPU instead (`torch.where`, `clamp`, masks)" + UNPROVEN_READ
     source = train_with("value = loss.item()\nif value > 10:\n    print('diverging')\n")
     [d] = diagnostics(source, select=("GPU303",))
     assert "feeds a Python branch" in d.help and "every N steps" not in d.help
@@ -75,7 +75,7 @@ def test_gpu303_an_inference_loop_collecting_outputs_copies_once_after_the_loop(
     assert [(d.location.row, d.severity.value) for d in found] == [(8, "info"), (9, "info")]
     for d in found:
         assert "every evaluation step (loop at line 6)" in d.message
-        assert d.help == "Collect the tensors on the GPU and copy them to the host once, after the loop (`torch.cat(...).cpu()`)"
+        assert d.help == "Collect the tensors on the GPU and copy them to the host once, after the loop (`torch.cat(...).cpu()`)" + UNPROVEN_READ
 
 
 # ---- GPU305 -----------------------------------------------------------------------------------------

@@ -79,3 +79,60 @@ def test_a_project_root_named_old_is_not_superseded(tmp_path, monkeypatch):
     root.mkdir()
     findings = _project(root, monkeypatch, train=TRAIN.format(extra=""))
     assert _codes(findings, "train.py") == [f"GPU102@{LOADER}", f"GPU303@{READ}"]
+
+
+# ---- documentation copies (sixteenth corpus: sphinx-gallery copies of example scripts in docs/) ----------------
+
+SCRIPT = '''\
+"""
+A tutorial
+==========
+Its text, a text cell of the generated notebook.
+"""
+import torch
+from torch.utils.data import DataLoader
+
+# %%
+# Train the model.
+
+
+def main(dataset):
+    model = torch.nn.Linear(784, 10).cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x, y in DataLoader(dataset, batch_size=256, num_workers=4):
+        loss = model(x.cuda(non_blocking=True)).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        print(loss.item())
+'''
+SCRIPT_LOADER, SCRIPT_READ = 16, 21
+
+
+def _notebook(script: str) -> str:
+    """The notebook sphinx-gallery makes of `script`: its docstring and comment blocks as text cells."""
+    import json
+
+    code = script.split('"""\n', 2)[2].replace("# %%\n# Train the model.\n", "")
+    first, second = code.split("\n\n\ndef ")
+    cells = [{"cell_type": "markdown", "metadata": {}, "source": ["A tutorial"]}]
+    cells += [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": [s]} for s in (first, "def " + second)]
+    return json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+
+
+def test_a_documentation_copy_of_a_script_is_not_reported(tmp_path, monkeypatch):
+    (tmp_path / "docs" / "tutorials").mkdir(parents=True)
+    (tmp_path / "docs" / "tutorials" / "tutorial.ipynb").write_text(_notebook(SCRIPT), encoding="utf-8")
+    findings = lint_written(tmp_path, {"examples/tutorial.py": SCRIPT, "docs/tutorials/tutorial.py": SCRIPT}, monkeypatch)
+    assert _codes(findings, "examples/tutorial.py") == [f"GPU102@{SCRIPT_LOADER}", f"GPU303@{SCRIPT_READ}"]
+    assert _codes(findings, "docs/tutorials/tutorial.py") == []  # the same file, built into the documentation
+    assert not any(f.startswith("docs/tutorials/tutorial.ipynb") for f in findings)  # its generated notebook
+
+
+def test_documentation_code_of_its_own_is_reported(tmp_path, monkeypatch):
+    edited = SCRIPT.replace("batch_size=256", "batch_size=512")  # not a copy: a tutorial written in docs/
+    findings = lint_written(tmp_path, {"examples/tutorial.py": SCRIPT, "docs/tutorials/tutorial.py": edited}, monkeypatch)
+    assert _codes(findings, "docs/tutorials/tutorial.py") == [f"GPU102@{SCRIPT_LOADER}", f"GPU303@{SCRIPT_READ}"]
+    # two copies outside documentation folders are both the project's code: each is reported
+    findings = lint_written(tmp_path / "p2", {"a/tutorial.py": SCRIPT, "b/tutorial.py": SCRIPT}, monkeypatch)
+    assert _codes(findings, "a/tutorial.py") == _codes(findings, "b/tutorial.py") == [f"GPU102@{SCRIPT_LOADER}", f"GPU303@{SCRIPT_READ}"]

@@ -114,10 +114,57 @@ def _several_gpus(model: SemanticModel, call: cst.Call, device_ids: cst.Arg | No
     if _guarded_by_device_count(model, call):
         return True, "under a `torch.cuda.device_count()` check"
     if value is None or (isinstance(value, cst.Name) and value.value == "None"):
+        if shipped_gpu_count(model) == 1:
+            return False, ""  # the code is written for the one GPU it names (`num_gpus = 1`): a pass-through there
         return True, "it spreads over every visible GPU"
     if _counts_devices(model, value):
         return True, "`device_ids` spans `torch.cuda.device_count()` GPUs"
     return False, ""  # device ids from elsewhere: may well be one GPU
+
+
+# A name the code gives its number of GPUs: `num_gpus`, `n_gpu`, `ngpu`, `gpus`, `gpu_count` (not `gpu`: an index).
+_GPU_COUNT = re.compile(r"^((num_?|n_?)gpus?|gpus|gpu_count)$", re.IGNORECASE)
+
+
+def shipped_gpu_count(model: SemanticModel) -> int | None:
+    """The number of GPUs the code says it is written for: a name read as a GPU count (`_GPU_COUNT`) that every
+    assignment of the module sets to the same integer literal and the code reads (`out.view(batch_size // num_gpus,
+    ...)`: each replica's share of the batch); None when there is none, when one is computed
+    (`torch.cuda.device_count()`, a flag), or a function takes it as a parameter."""
+    memo = model.memo("shipped gpu count")
+    if model.module in memo:
+        return memo[model.module]
+    values: dict[str, set] = {}
+    for node in _sub_expressions(model.module):
+        if isinstance(node, cst.Param) and _GPU_COUNT.match(node.name.value):
+            values.setdefault(node.name.value, set()).add(None)
+        elif isinstance(node, (cst.For, cst.With, cst.NamedExpr)):
+            targets = [node.target] if isinstance(node, (cst.For, cst.NamedExpr)) else [i.asname.name for i in node.items if i.asname]
+            for target in targets:
+                for name in _sub_expressions(target):
+                    if isinstance(name, cst.Name) and _GPU_COUNT.match(name.value):
+                        values.setdefault(name.value, set()).add(None)
+        elif isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            for target in targets:
+                names = [target] if isinstance(target, cst.Name) else [n for n in _sub_expressions(target) if isinstance(n, cst.Name)]
+                for name in names:
+                    if not _GPU_COUNT.match(name.value):
+                        continue
+                    literal = node.value if isinstance(target, cst.Name) and not isinstance(node, cst.AugAssign) else None
+                    values.setdefault(name.value, set()).add(int(literal.value) if isinstance(literal, cst.Integer) else None)
+    counts = set()
+    for name, assigned in values.items():
+        if _read(model, name):
+            counts |= assigned
+    found = counts.pop() if len(counts) == 1 else None
+    memo[model.module] = found
+    return found
+
+
+def _read(model: SemanticModel, name: str) -> bool:
+    """`name` is read somewhere in the module (not only assigned)."""
+    return bool(model.dataflow.reads.get(name))
 
 
 # ---- DistributedDataParallel -------------------------------------------------------------------------

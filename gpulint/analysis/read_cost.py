@@ -26,6 +26,10 @@ So a default finding needs evidence of such a cost, one of:
   overlap. A read with step work after it (between the forward and `backward()`) leaves that work to overlap the
   next batch's loading: a few per cent.
 
+None of these is evidence in a pass that runs once in the run, beside training for several epochs (a final test
+pass, a feature extraction and clustering after training: `one_off_passes.one_off_pass`): whatever each of its steps
+pays, the pass is a sliver of the run (both judges of the sixteenth corpus: noise).
+
 Without such evidence a read is silent by default: one wait per step with the batch fed by workers, held in
 memory, or made by a framework. When the loop's batches come from a source whose loading the model cannot see (a
 loader handed in as a parameter with unknown settings, a framework's step), the cost is unknown; the judges of
@@ -39,6 +43,8 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
+from gpulint.analysis.loader_flow import EVAL
+
 if TYPE_CHECKING:
     from gpulint.analysis.model import Loop, SemanticModel
     from gpulint.analysis.residency import HostSync
@@ -48,6 +54,9 @@ MANY_WAITS = 4
 # On MNIST/CIFAR-size images, a step of networks known to hold fewer parameters is host-bound (cost_facts.md section
 # 2: the 0.9k-0.9M CNNs and MLPs add nothing measurable when a read serializes 1 ms of host work).
 SMALL_IMAGE_PARAMETERS = 1_000_000
+# torchvision data sets of 28x28 (USPS: 16x16) grayscale images held in memory as arrays.
+TINY_IMAGE_DATASETS = frozenset({"MNIST", "FashionMNIST", "KMNIST", "EMNIST", "QMNIST", "USPS"})
+_ENLARGING = frozenset({"Resize", "RandomResizedCrop"})  # transforms that may make an image larger
 _REPEATING = (cst.For, cst.While, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 # Calls that read and decode an image file: milliseconds a sample for photographs (cost_facts.md section 3).
 IMAGE_DECODERS = frozenset({
@@ -127,6 +136,9 @@ def loading_serialized(model: SemanticModel, sync: HostSync, loop: Loop) -> Opti
         return None
     if not _makes_images(model, info.loader):
         return None  # an index list, a tensor data set, a class of the project's: the work per sample is not shown
+    iteration = next(it for it in info.iterations if it.loop is loop and it.is_for)
+    if flow.iteration_role(iteration) == EVAL and _tiny_images(model, info.loader):
+        return None  # a forward of 28x28 images: its GPU time is a sliver of making the next batch, whatever the net
     statement = model.enclosing_statement(sync.node)
     order, end = model.dataflow.order, model.dataflow.end
     residency = model.residency
@@ -147,6 +159,10 @@ def loading_serialized(model: SemanticModel, sync: HostSync, loop: Loop) -> Opti
 def read_cost(model: SemanticModel, sync: HostSync, loop: Loop, waits: int) -> Optional[ReadCost]:
     """The evidence that the read `sync` (the first of its statement; `waits`: the step's wait points,
     `waits_per_step`) costs a measurable share of the step in `loop`, or None (module docstring)."""
+    from gpulint.analysis.one_off_passes import one_off_pass
+
+    if one_off_pass(model, loop):
+        return None  # one pass in the run, beside the training epochs (a feature extraction after training): its waits add up to nothing
     repeated = repeated_in_step(model, sync, loop)
     if repeated is not None:
         return ReadCost("repeated", repeated)
@@ -168,6 +184,31 @@ def step_parameters(model: SemanticModel, loop: Loop) -> list[Optional[int]]:
         if residency.is_module(called) or residency.is_gpu_module(called):
             found.append(model.model_size.parameters(called))
     return found
+
+
+def _tiny_images(model: SemanticModel, loader) -> bool:
+    """Every source of the loader's dataset is a torchvision data set of 28x28 (or smaller) grayscale images held
+    in memory (`TINY_IMAGE_DATASETS`), given no resizing transform: an evaluation's forward of such a batch (784
+    pixels a sample) is far shorter than the host's per-sample PIL conversion and transform of the next batch."""
+    dataset = loader.value("dataset")
+    sources = model.batch_cost._sources(dataset) if dataset is not None else None
+    if not sources:
+        return False
+    for source in sources:
+        name = model.call_name(source) if isinstance(source, cst.Call) else None
+        if name is None or not name.startswith("torchvision.datasets.") or name.rsplit(".", 1)[-1] not in TINY_IMAGE_DATASETS:
+            return False
+        transform = next((a.value for a in source.args if a.keyword is not None and a.keyword.value == "transform"), None)
+        steps = model.batch_cost._sources(transform) if transform is not None else []
+        if steps is None:
+            return False
+        for step in steps:
+            calls = [step] + [c for c in model.calls_inside(step)] if isinstance(step, cst.Call) else []
+            if not calls and not (isinstance(step, cst.Name) and step.value == "None"):
+                return False  # a transform object the code does not show
+            if any((model.call_name(c) or "").rsplit(".", 1)[-1] in _ENLARGING for c in calls):
+                return False  # resized (to 224 for a pretrained net): no longer a tiny image
+    return True
 
 
 def _makes_images(model: SemanticModel, loader) -> bool:

@@ -51,7 +51,7 @@ from gpulint.analysis.namespace_settings import UNKNOWN as UNKNOWN_FLAG
 from gpulint.analysis.namespace_settings import namespace_flags
 from gpulint.analysis.settings_defaults import config_paths
 
-FORMAT = 2
+FORMAT = 3
 MODULE_BODY = "<module>"
 INTERNAL = "*"  # effects on values the function made itself (a tensor it moved, the device)
 
@@ -269,6 +269,8 @@ class ModuleSummary:
     default_devices: dict[str, list] = field(default_factory=dict)
     # its functions that return torchvision transforms -> their steps (`analysis/returned_transforms.py`)
     transforms: dict[str, Any] = field(default_factory=dict)
+    # a digest of its code lines (blank and comment-only lines left out): equal in a copy (`analysis/superseded_code.py`)
+    code: str = ""
 
     def to_json(self) -> dict:
         return {
@@ -288,6 +290,7 @@ class ModuleSummary:
             "rebound": self.rebound,
             "default_devices": self.default_devices,
             "transforms": self.transforms,
+            "code": self.code,
         }
 
     @classmethod
@@ -309,6 +312,7 @@ class ModuleSummary:
             tuple(data.get("rebound", ())),
             data.get("default_devices", {}),
             data.get("transforms", {}),
+            data.get("code", ""),
         )
 
 
@@ -365,9 +369,32 @@ def summarize(text: str, tree: Optional[ast.Module] = None) -> ModuleSummary:
     if tree is None:
         return ModuleSummary(ok=False)
     try:
-        return _Builder(tree, text).build()
+        summary = _Builder(tree, text).build()
     except RecursionError:
         return ModuleSummary(ok=False)
+    summary.code = code_digest(text, tree)
+    return summary
+
+
+def code_digest(text: str, tree: ast.Module) -> str:
+    """A digest of the module's code lines, stripped, without blank and comment-only lines and without its
+    top-level string statements (the docstring): the same for a file and its copy, and for a script and the
+    notebook sphinx-gallery makes of it (its docstring and comment blocks become text cells). Line work only:
+    no second walk of the tree."""
+    import hashlib
+
+    lines = text.splitlines()
+    kept = []
+    for statement in tree.body:
+        if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant) and isinstance(statement.value.value, str):
+            continue
+        first = min([statement.lineno, *(d.lineno for d in getattr(statement, "decorator_list", ()))])
+        for line in lines[first - 1 : statement.end_lineno or statement.lineno]:
+            line = line.strip()
+            if line and not line.startswith("#"):
+                kept.append(line)
+    code = "\n".join(kept)
+    return hashlib.sha256(code.encode("utf-8", "surrogatepass")).hexdigest() if code else ""
 
 
 # ---- building --------------------------------------------------------------------------------------

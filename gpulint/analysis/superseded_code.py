@@ -7,6 +7,13 @@ A module is superseded when a folder between the project root and the module is 
 a `deprecated/` package the training script still imports is running code (so is `old_utils.py`, a file, and
 `legacy_models/`, whose name says nothing about being replaced).
 
+A documentation copy is superseded too: a module under a documentation folder (`docs/`, `doc/`) whose code is that
+of a module outside such folders (the same statements, comments, blank lines and docstrings aside). Sphinx-gallery
+writes each example script of a project into its `docs/source/tutorials/` as a `.py` and an `.ipynb` (its docstring
+and comment blocks as text cells): a finding there is the original's finding again, and the change belongs in the
+original (both judges of the sixteenth corpus called such copies noise). A documentation page whose code differs
+from every module (a tutorial written in `docs/` only) keeps its findings.
+
 Not `legacy/`, `retired*/`, `archive/` or `third_party/`: the judged corpora hold runnable code there whose
 findings were right (bentrevett's `legacy/` tutorial notebooks, mlcommons' `retired_benchmarks/`). Vendored
 copies of a library (ChatGLM-6B's `ptuning/trainer.py`, transformers' Trainer with its copyright header) are not
@@ -26,12 +33,38 @@ if TYPE_CHECKING:
 
 # Folder names that say the code in them was replaced (exact, case-insensitive).
 SUPERSEDED_FOLDERS = frozenset({"old", "deprecated", "obsolete"})
+# Folders of a documentation build (exact, case-insensitive), where sphinx-gallery writes copies of example scripts.
+DOCUMENTATION_FOLDERS = frozenset({"docs", "doc", "documentation"})
 
 
 def superseded(index: ProjectIndex, record: ModuleRecord) -> bool:
-    """`record` lies in a superseded folder nothing outside it imports (see the module docstring)."""
+    """`record` lies in a superseded folder nothing outside it imports, or is a documentation copy of another
+    module of the project (see the module docstring)."""
     folder = _superseded_folder(index, record)
-    return folder is not None and folder in index.computed("superseded folders", lambda: _unused_folders(index))
+    if folder is not None and folder in index.computed("superseded folders", lambda: _unused_folders(index)):
+        return True
+    return documentation_copy(index, record)
+
+
+def documentation_copy(index: ProjectIndex, record: ModuleRecord) -> bool:
+    """`record` lies in a documentation folder (`DOCUMENTATION_FOLDERS`) and its code is that of a module outside
+    any such folder (`summary.code_digest`: comments, blank lines and docstrings aside)."""
+    code = record.summary.code
+    if not code or not _in_documentation(index, record):
+        return False
+    originals = index.computed("code outside documentation", lambda: _codes_outside_documentation(index))
+    return code in originals
+
+
+def _in_documentation(index: ProjectIndex, record: ModuleRecord) -> bool:
+    relative = os.path.relpath(str(record.path), str(index.root))
+    if relative.startswith(os.pardir):
+        return False
+    return any(part.lower() in DOCUMENTATION_FOLDERS for part in relative.split(os.sep)[:-1])
+
+
+def _codes_outside_documentation(index: ProjectIndex) -> frozenset[str]:
+    return frozenset(r.summary.code for r in index.records.values() if r.summary.code and not _in_documentation(index, r))
 
 
 def _superseded_folder(index: ProjectIndex, record: ModuleRecord) -> str | None:

@@ -27,6 +27,11 @@ from gpulint.checks.base import Option, Rule
 from gpulint.diagnostics import Diagnostic, Severity
 
 _COLLECTING = frozenset({"append", "extend"})
+# The help of a read reported without evidence of its cost (`unproven-cost = true`): what the code does not show.
+UNPROVEN_HELP = (
+    "its cost is unproven: the code shows one wait a step and no host work for it to serialize, "
+    "a few per cent of a GPU-bound step at most, nothing in a launch-bound one"
+)
 
 
 class HostSyncInLoop(Rule):
@@ -155,6 +160,8 @@ class HostSyncInLoop(Rule):
                 advice = f"{advice}. {era[0].upper()}{era[1:]}"
             if evidence is not None:
                 advice = f"{evidence}; {advice}"
+            else:  # shown only because of `unproven-cost = true`: say so, as GPU105 does
+                advice = f"{advice} ({UNPROVEN_HELP})"
             yield self.diagnostic(
                 syncs[0].node, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO, related=related,
                 help=advice[0].upper() + advice[1:],

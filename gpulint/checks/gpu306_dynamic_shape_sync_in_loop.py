@@ -11,6 +11,7 @@ from gpulint.analysis.first_iterations import first_few_iterations
 from gpulint.analysis.full_batch import waits_every_full_batch_step
 from gpulint.analysis.helper_steps import calling_loop
 from gpulint.analysis.helper_waits import calls_named, fold_into_helpers
+from gpulint.analysis.one_off_passes import one_off_pass
 from gpulint.analysis.residency import EVAL, TRAIN
 from gpulint.analysis.step_waits import waited_before
 from gpulint.checks.base import Rule
@@ -48,6 +49,8 @@ class DynamicShapeSyncInLoop(Rule):
                 continue  # `if n < 10:`: the first examples only, a handful of waits in the run
             if model.model_size.launch_bound_loop(loop):
                 continue  # the step runs only a small model: launch-bound, the wait is microseconds
+            if role == EVAL and one_off_pass(model, loop):
+                continue  # one pass in the run beside the training epochs (a feature extraction after training)
             if waited_before(model, sync, loop) is not None:
                 continue  # the step synchronizes every iteration (a per-step timer) and queued no step work since
             if role == TRAIN and generation.generation_bound(model, loop):
