@@ -82,6 +82,20 @@ def repeated_in_step(model: SemanticModel, sync: HostSync, loop: Loop) -> Option
         callee = model.callee(node)
         if callee is not None and any(entry[0] == "sync" and "repeated" in entry[3:] for entry in callee.syncs):
             return f"in a loop of the helper (at {sync.via}), many times a step"
+        place = _repeated_on_argument(model, node, callee) if callee is not None else None
+        if place is not None:
+            return f"in a loop of the helper (at {place}), once per element of the GPU tensor the step hands it"
+    return None
+
+
+def _repeated_on_argument(model: SemanticModel, call: cst.Call, callee) -> Optional[str]:
+    """Where the helper reads a GPU tensor `call` hands it in a loop of its own (or of a helper it hands the
+    tensor or its elements on to): `for label in labels: if label.item() == eos: ...`, one read per element."""
+    residency = model.residency
+    for arg, param in model.arguments_to(call, callee):
+        for e in callee.effects.get(param, ()):
+            if e[0] == "sync" and len(e) > 4 and "repeated" in e[4:] and residency.is_gpu(arg.value, certain=e[3]):
+                return e[2]
     return None
 
 
