@@ -274,3 +274,43 @@ def test_a_vocabulary_that_copies_the_row_to_the_host_once_has_no_cost_evidence_
     # one copy a call: the validation call has no cost evidence; the metric still reads once per row of its loop
     assert found(lint(root, monkeypatch, select=("GPU303",), rule_options=())) == ["metrics.py:12 GPU303"]
     assert found(lint(root, monkeypatch, select=("GPU303",))) == ["metrics.py:12 GPU303", "trainer.py:28 GPU303"]
+
+
+ACCURACY = """
+def accuracy(output, target, topk=(1,)):
+    maxk = max(topk)
+    _, pred = output.topk(maxk, 1, True, True)
+    correct = pred.t().eq(target.view(1, -1).expand(maxk, -1))
+    res = {}
+    for k in topk:
+        res[k] = correct[:k].reshape(-1).float().sum(0).item() / target.size(0)
+    return res
+"""
+
+TOPK_TRAIN = """
+import torch
+import torch.nn as nn
+import torchvision
+from torch.utils.data import DataLoader, TensorDataset
+
+from metrics import accuracy
+
+model = torchvision.models.resnet50().cuda()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+loader = DataLoader(TensorDataset(torch.randn(5000, 3, 224, 224), torch.randint(0, 1000, (5000,))), batch_size=256, num_workers=8)
+for epoch in range(90):
+    for x, y in loader:
+        x, y = x.cuda(non_blocking=True), y.cuda(non_blocking=True)
+        logits = model(x)
+        loss = nn.functional.cross_entropy(logits, y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        top = accuracy(logits, y, topk=(1, 5))
+"""
+
+
+def test_a_loop_over_the_options_a_caller_passes_is_not_a_read_per_element(tmp_path, monkeypatch):
+    root = write(tmp_path, {"metrics.py": ACCURACY, "train.py": TOPK_TRAIN})
+    assert found(lint(root, monkeypatch, select=("GPU303",), rule_options=())) == []  # two reads a step: no evidence
+    assert found(lint(root, monkeypatch, select=("GPU303",))) == ["train.py:20 GPU303"]

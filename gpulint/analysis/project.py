@@ -709,10 +709,12 @@ class ProjectIndex:
                 if not guarded and loop not in steps:
                     yield ("move", f"{record.shown}:{line}", non_blocking)
             elif kind in ("sync", "shape"):
-                _, what, line, certain, loop, guarded = effect
+                _, what, line, certain, loop, guarded = effect[:6]
                 if not guarded and loop not in steps:
-                    # "repeated": in a loop of its own, many waits a call (`read_cost`), as for its own reads
-                    yield (kind, what, f"{record.shown}:{line}", certain, *(("repeated",) if loop >= 0 and kind == "sync" else ()))
+                    # "repeated": in a loop of its own, many waits a call (`read_cost`), as for its own reads; not a
+                    # loop over a few options the caller passes (`for k in topk:`, "options")
+                    repeated = loop >= 0 and kind == "sync" and "options" not in effect[6:]
+                    yield (kind, what, f"{record.shown}:{line}", certain, *(("repeated",) if repeated else ()))
             elif kind == "iter":
                 yield ("iter", f"{record.shown}:{f.loops[effect[1]][0]}")
             elif kind == "device":

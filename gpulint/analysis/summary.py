@@ -1272,8 +1272,10 @@ class _Reader:
         for source in sources:
             # under `if lengths is not None:`, a sync on `lengths` runs whenever the caller gives it a tensor
             optional = self.optional or (given_only is not None and source[2:] not in given_only)
+            # in a loop over other parameters only (`for k in topk:`, a few options a call): not one read per element
+            options = ("options",) if self.loop >= 0 and self.over_options(self.loop, source) else ()
             if source != INTERNAL and not source.startswith("g:"):
-                self.effect(source, ("sync", kind, line, certain, self.loop, self.guarded or optional))
+                self.effect(source, ("sync", kind, line, certain, self.loop, self.guarded or optional, *options))
             if source.startswith("l:"):  # on an element of what a parameter gives (`for p in model.parameters()`)
                 for origin in self.loop_sources.get(int(source[2:]), ()):
                     if origin.startswith("p:"):
@@ -1313,6 +1315,12 @@ class _Reader:
             sizes = [*call.args, *(k.value for k in call.keywords if k.arg == "size")]
             sizes = [n for n in sizes if isinstance(n, ast.Name) and n.id not in own]
             self.sized_with(sizes, [self.env.get(n.id) for n in sizes])
+
+    def over_options(self, loop: int, source: str) -> bool:
+        """Loop `loop` iterates parameters of this function other than `source` (and nothing else): `for k in topk:`,
+        a few options a call, not the elements of what a read reads."""
+        iterated = self.loop_sources.get(loop, ())
+        return bool(iterated) and all(s.startswith("p:") and s != source for s in iterated)
 
     def tested_not_none(self, test: ast.AST) -> frozenset[str]:
         """`if lengths is not None:` on a parameter of this function: {"lengths"} (else empty)."""
