@@ -314,3 +314,18 @@ def test_a_loop_over_the_options_a_caller_passes_is_not_a_read_per_element(tmp_p
     root = write(tmp_path, {"metrics.py": ACCURACY, "train.py": TOPK_TRAIN})
     assert found(lint(root, monkeypatch, select=("GPU303",), rule_options=())) == []  # two reads a step: no evidence
     assert found(lint(root, monkeypatch, select=("GPU303",))) == ["train.py:20 GPU303"]
+
+
+def test_an_attribute_derived_from_what_the_constructor_is_handed_is_not_that_object(tmp_path, monkeypatch):
+    # `self.encoder = model.encoder`: a part of the handed model, not the model; its call is not `Net.forward`
+    derived = SOLVER.replace("        self.model = model\n", "        self.model = model\n        self.encoder = model.encoder\n")
+    derived = derived.replace("out = self.model(x, lengths)", "out = self.encoder(x, lengths)")
+    assert found(lint(_project(tmp_path, **{"solver.py": derived}), monkeypatch, select=("GPU303",), rule_options=())) == []
+
+
+def test_a_submodule_of_a_handed_model_runs_its_class_forward(tmp_path, monkeypatch):
+    # `self.model.encoder(x, lengths)`: `Net` keeps the `Encoder` it was handed in `self.encoder`
+    sub = SOLVER.replace("out = self.model(x, lengths)", "out = self.model.out(self.model.encoder(x, lengths))")
+    diagnostics = lint(_project(tmp_path, **{"solver.py": sub}), monkeypatch, select=("GPU303",), rule_options=())
+    assert found(diagnostics) == ["solver.py:15 GPU303"]
+    assert diagnostics[0].message.startswith("`self.model.encoder(x, lengths)` (slicing with a GPU tensor as a bound at utils.py:6)")

@@ -42,6 +42,12 @@ def handed(class_name: str, attribute: str) -> str:
     return f"{MARKER}{class_name.replace('.', '/')}/{attribute}"
 
 
+def handed_attribute(attribute: str) -> str:
+    """The key of `ClassSummary.attributes` that marks `self.<attribute> = <parameter>` in `__init__`, the parameter
+    itself (`attributes[attribute]` is `("init", parameter)` for anything derived from it too)."""
+    return f"{MARKER}{attribute}"
+
+
 def resolve(index: ProjectIndex, record: ModuleRecord, head: str, tail: list[str]) -> Optional[tuple[str, ModuleRecord, str]]:
     """What `<handed instance>.method` is: the method of the class every constructor call hands it; None when
     that is not one project class."""
@@ -53,9 +59,32 @@ def resolve(index: ProjectIndex, record: ModuleRecord, head: str, tail: list[str
     owner = owner.replace("/", ".")
     info = record.summary.classes.get(owner)
     held = info.attributes.get(attribute) if info is not None else None
-    if not (isinstance(held, tuple) and len(held) == 2 and held[0] == "init"):
+    if not (isinstance(held, tuple) and len(held) == 2 and held[0] == "init") or handed_attribute(attribute) not in info.attributes:
         return None
-    return member(index, given_class(index, record, owner, held[1], 0), tail[0])
+    given = given_class(index, record, owner, held[1], 0)
+    return member(index, given, tail[0]) or (_submodule_call(index, given, tail[0]) if given is not None else None)
+
+
+def _submodule_call(index: ProjectIndex, given: tuple[ModuleRecord, str], attribute: str) -> Optional[tuple[str, ModuleRecord, str]]:
+    """`self.faster_rcnn.rpn(features)`: what calling the instance's attribute runs, when the class (or a project base
+    whose constructor it runs) keeps an instance of a project class there (`self.rpn = RegionProposalNetwork(...)`, or
+    `self.rpn = rpn` with every construction handing one)."""
+    from gpulint.analysis.inherited_members import project_bases
+
+    for record, name in [given, *project_bases(index, *given)]:
+        info = record.summary.classes.get(name)
+        held = info.attributes.get(attribute) if info is not None else None
+        if not isinstance(held, tuple) or len(held) != 2:
+            continue
+        if held[0] == "made" and isinstance(held[1], str):
+            found = index.symbol(record, held[1])
+            made = (found[1], found[2]) if found is not None and found[0] == "class" else None
+        elif held[0] == "init" and handed_attribute(attribute) in info.attributes:
+            made = given_class(index, record, name, held[1], 0)
+        else:
+            return None
+        return index.called_method(*made) if made is not None else None
+    return None
 
 
 def given_class(index: ProjectIndex, record: ModuleRecord, owner: str, param: str, depth: int) -> Optional[tuple[ModuleRecord, str]]:

@@ -39,7 +39,7 @@ from gpulint.analysis.time_step_loops import RECURRENT_CELLS
 from gpulint.analysis.devices import EVIDENCE_FINDERS, GPU_TEXT_MARKERS, MODEL_PLACERS
 from gpulint.analysis.error_paths import EXITS
 from gpulint.analysis.generation import generates_text
-from gpulint.analysis.handed_instances import SUPER_INIT, handed
+from gpulint.analysis.handed_instances import SUPER_INIT, handed, handed_attribute
 from gpulint.analysis.held_data import held_data
 from gpulint.analysis.host_objects import names_a_tokenizer
 from gpulint.analysis.imports import canonical
@@ -974,6 +974,7 @@ class _Reader:
             value = self.rewrapped(node, self.expr(node.value))
             for target in node.targets:
                 self.bind(target, value)
+                self.mark_handed(target, node.value)
                 if isinstance(target, ast.Name) and isinstance(node.value, ast.Constant) and node.value.value is None:
                     self.none_bound.add(target.id)
                 if isinstance(target, ast.Name):
@@ -1642,7 +1643,7 @@ class _Reader:
                 if held is not None and held[0] == "made" and held[1]:
                     # `self.criterion(out, y)`, the attribute an instance of a project class: its `__call__`
                     return self.record(f"{held[1]}.__call__", node, args, kwargs)
-            if receiver == ("self",) and self.cls is not None and self.cls.attributes.get(method, ("",))[0] == "init":
+            if receiver == ("self",) and isinstance(func.value, ast.Name) and self.holds_handed(func.value.id, method):
                 # `self.model(x)` with `self.model = model` in `__init__`: what the constructor's callers hand it
                 # (`analysis/handed_instances.py`); the result is as unknown as before
                 self.record(f"{handed(self.class_name(), method)}.__call__", node, args, kwargs)
@@ -1886,12 +1887,26 @@ class _Reader:
                 found.update({name: device for name in held[1] if (device := _option_device(held[1], name)) is not None})
         return found
 
+    def mark_handed(self, target: ast.AST, value: ast.AST) -> None:
+        """`self.vocab = vocab` in `__init__`, the parameter itself (not `self.opt = model.optimizer()`): the object the
+        constructor is handed (`analysis/handed_instances.py`)."""
+        if (
+            self.is_init and self.cls is not None and not self.inlining and isinstance(target, ast.Attribute)
+            and isinstance(target.value, ast.Name) and self.env.get(target.value.id) == ("self",)
+            and isinstance(value, ast.Name) and self.env.get(value.id) == ("src", f"p:{value.id}")
+            and self.cls.attributes.get(target.attr) == ("init", value.id)
+        ):  # fmt: skip
+            self.cls.attributes.setdefault(handed_attribute(target.attr), ("handed",))
+
     def handed_receiver(self, node: ast.AST) -> bool:
         """`self.vocab`, with `self.vocab = vocab` (a constructor parameter) in `__init__` and not a method."""
+        return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and self.holds_handed(node.value.id, node.attr)
+
+    def holds_handed(self, receiver: str, attribute: str) -> bool:
+        """`self.<attribute>` (with `receiver` bound to `self`) is an object the constructor was handed."""
         return (
-            isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and self.env.get(node.value.id) == ("self",)
-            and self.cls is not None and node.attr not in self.cls.methods
-            and self.cls.attributes.get(node.attr, ("",))[0] == "init"
+            self.env.get(receiver) == ("self",) and self.cls is not None and attribute not in self.cls.methods
+            and self.cls.attributes.get(attribute, ("",))[0] == "init" and handed_attribute(attribute) in self.cls.attributes
         )  # fmt: skip
 
     def class_name(self) -> str:
