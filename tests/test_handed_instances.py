@@ -329,3 +329,52 @@ def test_a_submodule_of_a_handed_model_runs_its_class_forward(tmp_path, monkeypa
     diagnostics = lint(_project(tmp_path, **{"solver.py": sub}), monkeypatch, select=("GPU303",), rule_options=())
     assert found(diagnostics) == ["solver.py:15 GPU303"]
     assert diagnostics[0].message.startswith("`self.model.encoder(x, lengths)` (slicing with a GPU tensor as a bound at utils.py:6)")
+
+
+NOTEBOOK_STEP = """
+import os
+
+import torch
+from torchvision import datasets, transforms
+
+device = torch.device("cuda")
+tf = transforms.Compose([transforms.Resize(224), transforms.CenterCrop(224), transforms.ToTensor()])
+image_datasets = {x: datasets.ImageFolder(os.path.join("data", x), tf) for x in ["train", "val"]}
+train_loader = torch.utils.data.DataLoader(image_datasets["train"], batch_size=len(image_datasets["train"]), shuffle=True)
+model = torch.nn.Linear(3 * 224 * 224, 1).to(device)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+for i in range(500):
+    x, y = next(iter(train_loader))
+    x, y = x.flatten(1).to(device), y.unsqueeze(1).float().to(device)
+    yhat = torch.sigmoid(model(x))
+    loss = torch.nn.functional.binary_cross_entropy(yhat, y)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    acc = predict(yhat.T, y.T)
+"""
+
+PREDICT = """
+import torch
+
+
+def predict(yhat, y):
+    pred = torch.zeros(1, y.size()[1])
+    for i in range(yhat.size()[1]):
+        if yhat[0, i] <= 0.5:
+            pred[0, i] = 0
+        else:
+            pred[0, i] = 1
+    return 100 - torch.mean(torch.abs(pred - y)) * 100
+"""
+
+
+def test_reads_per_element_beside_images_decoded_in_the_training_process_are_a_small_share(tmp_path, monkeypatch):
+    # the whole image folder decoded and resized on every pass, in the training process: milliseconds a sample
+    step = "from metrics import predict\n" + NOTEBOOK_STEP
+    root = write(tmp_path, {"metrics.py": PREDICT, "train.py": step})
+    assert found(lint(root, monkeypatch, select=("GPU303",), rule_options=())) == []
+    assert found(lint(root, monkeypatch, select=("GPU303",))) == ["train.py:22 GPU303"]
+    workers = step.replace("shuffle=True)", "shuffle=True, num_workers=8)")
+    root = write(tmp_path / "workers", {"metrics.py": PREDICT, "train.py": workers})
+    assert found(lint(root, monkeypatch, select=("GPU303",), rule_options=())) == ["train.py:22 GPU303"]
