@@ -378,3 +378,49 @@ def test_reads_per_element_beside_images_decoded_in_the_training_process_are_a_s
     workers = step.replace("shuffle=True)", "shuffle=True, num_workers=8)")
     root = write(tmp_path / "workers", {"metrics.py": PREDICT, "train.py": workers})
     assert found(lint(root, monkeypatch, select=("GPU303",), rule_options=())) == ["train.py:22 GPU303"]
+
+
+RESULTS = """
+def add_results(js, nbest_hyps):
+    for n, hyp in enumerate(nbest_hyps, 1):
+        js["score_%d" % n] = float(hyp["score"])
+    return js
+"""
+
+RECOGNIZE = """
+import json
+
+import torch
+import torch.nn as nn
+
+from results import add_results
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Linear(80, 4000)
+
+    def forward(self, x):
+        return self.net(x)
+
+    def recognize(self, x, beam):
+        return [{"yseq": [0], "score": self.net(x).max()} for _ in range(beam)]
+
+
+model = Model().cuda()
+model.eval()
+new_js = {}
+with torch.no_grad():
+    for name in range(1000):
+        x = torch.randn(300, 80).cuda()
+        nbest = model.recognize(x, 5)
+        new_js[name] = add_results({}, nbest)
+json.dump(new_js, open("out.json", "w"))
+"""
+
+
+def test_the_hypotheses_a_model_method_returns_are_no_gpu_tensor_read_per_element(tmp_path, monkeypatch):
+    # a search's result (`model.recognize(x)`) is whatever the project's decoding built: written out, read once each
+    root = write(tmp_path, {"results.py": RESULTS, "recognize.py": RECOGNIZE})
+    assert found(lint(root, monkeypatch, select=("GPU303",), rule_options=())) == []

@@ -114,10 +114,28 @@ def _repeated_on_argument(model: SemanticModel, call: cst.Call, callee) -> Optio
     tensor or its elements on to): `for label in labels: if label.item() == eos: ...`, one read per element."""
     residency = model.residency
     for arg, param in model.arguments_to(call, callee):
+        if _decoded_by_a_method(model, arg.value):
+            continue  # `nbest = model.recognize(x)`: the hypotheses a search returns, not known to be a tensor
         for e in callee.effects.get(param, ()):
             if e[0] == "sync" and len(e) > 4 and "repeated" in e[4:] and residency.is_gpu(arg.value, certain=e[3]):
                 return e[2]
     return None
+
+
+def _decoded_by_a_method(model: SemanticModel, value: cst.BaseExpression) -> bool:
+    """`value` is what a method of a model other than its forward returned (`model.recognize(...)`,
+    `model.beam_search(...)`): a project's decoding API returns what its own search built (lists of hypotheses,
+    read on the host as it went), and iterating it is no read per element of a GPU tensor."""
+    if isinstance(value, cst.Name):
+        writes = model.dataflow.reaching_writes(value.value, value)
+        if len(writes) != 1 or writes[0].value is None:
+            return False
+        value = writes[0].value
+    if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)):
+        return False
+    residency = model.residency
+    owner = value.func.value
+    return value.func.attr.value not in ("forward", "__call__") and (residency.is_gpu_module(owner) or residency.is_module(owner))
 
 
 def _repeats(model: SemanticModel, repeating: cst.CSTNode, child: cst.CSTNode) -> bool:

@@ -104,6 +104,7 @@ _HOST_ATTRIBUTES = frozenset({
     "is_quantized", "is_meta", "nbytes", "itemsize", "names", "grad_fn",
 })  # fmt: skip
 _SYNC_METHODS = frozenset({"item", "tolist", "numpy", "cpu"})
+_TENSOR_METADATA = frozenset({"size", "dim", "ndimension", "numel", "nelement"})  # host values of any tensor
 _SYNC_BUILTINS = frozenset({"float", "int", "bool", "print", "str", "repr"})
 # Ops whose output size depends on the data (residency._DATA_DEPENDENT_SHAPE: the host waits to learn it).
 _DATA_DEPENDENT_SHAPE = frozenset({"nonzero", "argwhere", "masked_select", "unique", "unique_consecutive"})
@@ -1662,6 +1663,8 @@ class _Reader:
                 # `logger = utils.MetricLogger(); logger.log_every(loader)`: a method of a project class, if
                 # that call built one (the index decides); the result stays tied to the receiver too
                 made = self.record(f"{self.f.calls[int(instance[0][2:])][0]}.{method}", node, args, kwargs)
+                if method in _TENSOR_METADATA:
+                    return None  # `pad_list(ys, eos).size()`: a shape, a host value (`assert a.size() == b.size()` reads nothing)
                 return ("src", f"{made[1]}|{instance[0]}")
             if len(instance) > 1 and all(s.startswith("c:") and "." not in s for s in instance):
                 # `agent = PPO(...)` in one branch, `A2C(...)` in the other: the method of each class it may be
