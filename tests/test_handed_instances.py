@@ -424,3 +424,53 @@ def test_the_hypotheses_a_model_method_returns_are_no_gpu_tensor_read_per_elemen
     # a search's result (`model.recognize(x)`) is whatever the project's decoding built: written out, read once each
     root = write(tmp_path, {"results.py": RESULTS, "recognize.py": RECOGNIZE})
     assert found(lint(root, monkeypatch, select=("GPU303",), rule_options=())) == []
+
+
+SEG_METRIC = """
+import torch
+
+
+def pix_accuracy(output, target):
+    predict = torch.argmax(output, 1)
+    labeled = torch.sum(target > 0).item()
+    correct = torch.sum((predict == target) * (target > 0)).item()
+    return correct, labeled
+
+
+class SegmentationMetric:
+    def __init__(self):
+        self.correct, self.labeled = 0, 0
+
+    def update(self, preds, labels):
+        if isinstance(preds, torch.Tensor):
+            correct, labeled = pix_accuracy(preds, labels)
+        elif isinstance(preds, (list, tuple)):
+            for pred, label in zip(preds, labels):
+                correct, labeled = pix_accuracy(pred, label)
+        self.correct += correct
+        self.labeled += labeled
+"""
+
+SEG_EVAL = """
+import torch
+import torchvision
+from torch.utils.data import DataLoader, TensorDataset
+
+from metric import SegmentationMetric
+
+model = torchvision.models.segmentation.fcn_resnet50(num_classes=21).cuda().eval()
+metric = SegmentationMetric()
+loader = DataLoader(TensorDataset(torch.randn(1000, 3, 480, 480), torch.randint(0, 21, (1000, 480, 480))), batch_size=8, num_workers=4)
+with torch.no_grad():
+    for image, target in loader:
+        image, target = image.cuda(), target.cuda()
+        out = model(image)["out"]
+        metric.update(out, target)
+"""
+
+
+def test_a_loop_over_a_list_the_helper_tests_for_is_not_a_read_per_element(tmp_path, monkeypatch):
+    # `elif isinstance(preds, (list, tuple)): for pred, label in zip(preds, labels)`: a few outputs, not the batch's elements
+    root = write(tmp_path, {"metric.py": SEG_METRIC, "eval.py": SEG_EVAL})
+    assert found(lint(root, monkeypatch, select=("GPU303",), rule_options=())) == []
+    assert found(lint(root, monkeypatch, select=("GPU303",))) == ["eval.py:15 GPU303"]  # one wait a batch

@@ -311,6 +311,17 @@ def _value(value: Any) -> Any:
     return value
 
 
+def _listed_parameters(test: ast.AST) -> frozenset[str]:
+    """`isinstance(preds, (list, tuple))` (also `list` or `tuple` alone): the names the test finds to be lists."""
+    if not (isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "isinstance" and len(test.args) == 2):
+        return frozenset()
+    name, kinds = test.args
+    written = kinds.elts if isinstance(kinds, ast.Tuple) else [kinds]
+    if isinstance(name, ast.Name) and written and all(isinstance(k, ast.Name) and k.id in ("list", "tuple") for k in written):
+        return frozenset({name.id})
+    return frozenset()
+
+
 def _calls_super_init(func: ast.AST) -> bool:
     """`super().__init__` / `super(Cls, self).__init__`."""
     return (
@@ -934,6 +945,7 @@ class _Reader:
         # under `if lengths is not None:`: the parameters tested; a sync on one of them runs whenever a caller gives
         # it a tensor, any other sync there depends on what the caller passes (None: in no such branch)
         self.given_only: Optional[frozenset[str]] = None
+        self.listed: frozenset[str] = frozenset()  # under `if isinstance(preds, (list, tuple)):`: a few items, not elements
         self.communicated = False  # an async transfer (or a work handle's wait) ran earlier on this path
         self.catching = 0  # inside this many `try` bodies with handlers: a raise there may be caught
         self.loop_targets: set[str] = set()
@@ -1012,7 +1024,8 @@ class _Reader:
             guarded = self.guarded
             if self.loop >= 0 or not self.is_module:
                 self.guarded = guarded or _rate_limiting(node.test, self.loop_targets, self.b.divisibility_tests)
-            optional, given_only = self.optional, self.given_only
+            optional, given_only, listed = self.optional, self.given_only, self.listed
+            self.listed = listed | _listed_parameters(node.test)
             tested = self.tested_not_none(node.test)
             if tested:
                 self.given_only = tested if given_only is None else given_only | tested
@@ -1024,6 +1037,7 @@ class _Reader:
             self.block(node.body)
             self.communicated, communicated = communicated, self.communicated
             self.guarded = guarded or self.ends_run(node.orelse)
+            self.listed = listed
             if tested:  # the `else` of `if lengths is not None:`: what runs there depends on the callers
                 self.optional, self.given_only = True, given_only
             after_body, self.env = self.env, dict(before)
@@ -1033,7 +1047,7 @@ class _Reader:
             self.branches -= 1
             self.communicated = self.communicated or communicated
             self.guarded = guarded
-            self.optional, self.given_only = optional, given_only
+            self.optional, self.given_only, self.listed = optional, given_only, listed
         elif kind in (ast.With, ast.AsyncWith):
             for item in node.items:
                 value = self.expr(item.context_expr)
@@ -1322,6 +1336,8 @@ class _Reader:
         """Loop `loop` iterates parameters of this function other than `source` (and nothing else): `for k in topk:`,
         a few options a call, not the elements of what a read reads."""
         iterated = self.loop_sources.get(loop, ())
+        if any(s.startswith("p:") and s[2:] in self.listed for s in iterated):
+            return True  # `for pred in preds:` under `if isinstance(preds, (list, tuple)):`: a few tensors, not elements
         return bool(iterated) and all(s.startswith("p:") and s != source for s in iterated)
 
     def tested_not_none(self, test: ast.AST) -> frozenset[str]:
@@ -1948,7 +1964,10 @@ class _Reader:
                 if source.startswith("l:") and source[2:].isdigit():
                     # `for row in targets: to_string(row)`: an element of a parameter handed on, once per element
                     # (the index follows only the reads there: `ProjectIndex._source_effects`)
-                    for origin in self.loop_sources.get(int(source[2:]), ()):
+                    origins = self.loop_sources.get(int(source[2:]), ())
+                    if any(o.startswith("p:") and o[2:] in self.listed for o in origins):
+                        continue  # `for pred, label in zip(preds, labels):` where `preds` is a list: a few tensors
+                    for origin in origins:
                         if origin.startswith("p:") and origin not in self.parameter_lists:
                             self.effect(origin, ("pass_element", index, slot))
         return ("src", f"c:{index}")
