@@ -21,7 +21,10 @@ what every call of the class (or of a subclass that inherits that constructor) i
 through the caller's own parameters the same way (`SupervisedTrainer(vocab=vocab)` with `vocab =
 KsponSpeechVocabulary(...)`): an instance of a project class (`Encoder(...)`, `Encoder(...).cuda()`). Every call
 must give one and the same class, and a test module's calls say nothing; otherwise (a library object, a class
-chosen by a flag, a value of unknown origin) the call stays unresolved, as before. The method of that class then
+chosen by a flag, a value of unknown origin) the call stays unresolved, as before. Only an attribute that is the
+parameter itself counts (`self.vocab = vocab`; not `self.opt = model.optimizer()`, which pass one also ties to the
+parameter). A submodule the handed object keeps (`self.faster_rcnn.rpn(x)`, with `self.rpn = RegionProposalNetwork(...)`
+or `self.rpn = rpn` in its class or a project base) runs that class's `forward`. The method of that class then
 composes like any project helper: its reads of what the step hands it are the step's reads (GPU303).
 """
 
