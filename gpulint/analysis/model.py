@@ -742,9 +742,18 @@ class SemanticModel:
             owner = next((a for a in self.ancestors(call) if isinstance(a, cst.ClassDef)), None)
             if owner is not None and rest not in self._methods_of(owner):
                 called = self._instance_method_ref(call)  # `self.criterion(out, y)`: an instance held in `self`
+                if called is None:  # `self.model(x)`, `self.model = model` in `__init__`: what its callers hand it
+                    called = self._handed_ref(owner, rest, "__call__")
                 if called is not None:
                     return called
             return f"{owner.name.value}.{rest}" if owner is not None else None
+        if head == "self" and rest.count(".") == 1:
+            owner = next((a for a in self.ancestors(call) if isinstance(a, cst.ClassDef)), None)
+            attribute, _, method = rest.partition(".")
+            if owner is not None and attribute not in self._methods_of(owner) and self._instance_method_ref(call) is None:
+                called = self._handed_ref(owner, attribute, method)  # `self.vocab.label_to_string(row)`
+                if called is not None:
+                    return called
         scope = self.scope_of(call)
         local = scope is not self.module and (id(scope), head) in self.bindings or head == "self"
         called = not rest and (id(self.module), head) in self.bindings and head not in self.functions and head not in self.classes
@@ -778,6 +787,15 @@ class SemanticModel:
         if head == "self" or (scope is not self.module and (id(scope), head) in self.bindings):
             return None  # made by a callable bound locally (`x = x.next()`): not followed
         ref = f"{factory}.{method}"
+        callee = self.project.callee(ref)
+        return ref if callee is not None and callee.kind == "function" else None
+
+    def _handed_ref(self, owner: cst.ClassDef, attribute: str, method: str) -> str | None:
+        """The reference pass one records a call on `self.<attribute>` under when the constructor was handed that
+        object (`analysis/handed_instances.py`), if the index resolved it to a method of a project class."""
+        from gpulint.analysis.handed_instances import handed
+
+        ref = f"{handed(owner.name.value, attribute)}.{method}"
         callee = self.project.callee(ref)
         return ref if callee is not None and callee.kind == "function" else None
 

@@ -21,7 +21,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
-from gpulint.analysis import instantiated, settings_files, torch_pins
+from gpulint.analysis import handed_instances, instantiated, settings_files, torch_pins
 from gpulint.analysis.call_arguments import agreed_arguments, passed
 from gpulint.analysis.convolutions import CONV_NET
 from gpulint.analysis.default_device import project_facts as default_device_facts
@@ -35,6 +35,7 @@ from gpulint.analysis.returned_actions import needed_results
 from gpulint.analysis.handed_elements import handed_elements
 from gpulint.analysis.inherited_members import inherited_attributes, inherited_init, overridden_steps
 from gpulint.analysis.instantiated import MARKER as INSTANTIATED
+from gpulint.analysis.handed_instances import MARKER as HANDED
 from gpulint.analysis.loader_links import loaders_in
 from gpulint.analysis.moved_returns import moved_returns
 from gpulint.analysis.path_folders import child_folders, sibling_module
@@ -360,6 +361,8 @@ class ProjectIndex:
         head, _, rest = ref.partition(".")
         if head.startswith(INSTANTIATED):  # `self.agent.update` with `self.agent = hydra.utils.instantiate(cfg.agent)`
             return instantiated.resolve(self, record, head, rest.split(".") if rest else [])
+        if head.startswith(HANDED):  # `self.model(x)` with `self.model = model` in `__init__`: what its callers hand it
+            return handed_instances.resolve(self, record, head, rest.split(".") if rest else [])
         if head in summary.classes or (head in summary.functions and head != MODULE_BODY) or head in summary.values:
             return self._attribute(record, ref.split("."), depth)
         target = summary.imports.get(head)
@@ -718,9 +721,12 @@ class ProjectIndex:
                 if not guarded and loop not in steps:
                     yield ("move", f"{record.shown}:{line}", non_blocking)
             elif kind in ("sync", "shape"):
-                _, what, line, certain, loop, guarded = effect
+                _, what, line, certain, loop, guarded = effect[:6]
                 if not guarded and loop not in steps:
-                    yield (kind, what, f"{record.shown}:{line}", certain)
+                    # "repeated": in a loop of its own, many waits a call (`read_cost`), as for its own reads; not a
+                    # loop over a few options the caller passes (`for k in topk:`, "options")
+                    repeated = loop >= 0 and kind == "sync" and "options" not in effect[6:]
+                    yield (kind, what, f"{record.shown}:{line}", certain, *(("repeated",) if repeated else ()))
             elif kind == "iter":
                 yield ("iter", f"{record.shown}:{f.loops[effect[1]][0]}")
             elif kind == "device":
@@ -729,6 +735,17 @@ class ProjectIndex:
                 yield ("no_sync", f"{record.shown}:{effect[1]}")
             elif kind == "call" and len(effect) > 4:
                 yield ("forward", f"{record.shown}:{effect[1]}", effect[4])  # [2]: a batch of one (`img.unsqueeze(0)`)
+            elif kind == "pass_element" and depth < _MAX_DEPTH:
+                # each element handed to a helper in a loop: the helper's reads of it, once per element
+                call = f.calls[effect[1]]
+                if call[5] or call[4] in steps:
+                    continue
+                callee = self.callee(record, call[0])
+                param = _param_for(callee, effect[2], call[0])
+                if callee is not None and param is not None:
+                    for e in callee.effects.get(param, ()):
+                        if e[0] == "sync" and len(e) > 3:
+                            yield (*e, "repeated") if "repeated" not in e[4:] else e
             elif kind == "pass" and depth < _MAX_DEPTH:
                 call = f.calls[effect[1]]
                 if call[5] or call[4] in steps:
@@ -736,7 +753,11 @@ class ProjectIndex:
                 callee = self.callee(record, call[0])
                 param = _param_for(callee, effect[2], call[0])
                 if callee is not None and param is not None:
-                    yield from (e for e in callee.effects.get(param, ()) if e[0] != "iter")
+                    looped = call[4] >= 0  # handed on in a loop (`for row in targets: to_string(row)`): its reads repeat
+                    yield from (
+                        (*e, "repeated") if looped and e[0] == "sync" and len(e) > 3 and "repeated" not in e[4:] else e
+                        for e in callee.effects.get(param, ()) if e[0] != "iter"
+                    )  # fmt: skip
                     for result in returned_views(callee.returns, param, effect[1]):
                         # `y_pred, y_true = normalize_sizes(y_pred, y_true)`: what happens to the reshaped result
                         yield from (e for e in self._source_effects(record, f, result, steps, depth + 1) if e[0] in ("sync", "shape"))
@@ -769,7 +790,7 @@ class ProjectIndex:
                 param = _param_for(callee, slot, call[0])
                 for effect in callee.effects.get(param, ()) if param else ():
                     if effect[0] in ("sync", "shape"):
-                        yield (effect[0], effect[1], effect[2])
+                        yield (effect[0], effect[1], effect[2], *(("repeated",) if effect[0] == "sync" and (repeated or "repeated" in effect[4:]) else ()))
 
     def value(self, record: ModuleRecord, f: FunctionSummary, value: Any, depth: int = 0) -> Any:
         """A summary value with the calls it depends on resolved: ("loader", ...), ("gpu_module",), ..."""
@@ -824,19 +845,35 @@ class ProjectIndex:
     # ---- what callers do with what a module defines -------------------------------------------------
 
     @cached_property
-    def _calls_to(self) -> dict[tuple[int, str], list[tuple[ModuleRecord, str, int]]]:
-        """(file, function or class) -> the calls of it anywhere in the project: (caller file, caller function, call index)."""
+    def _direct_calls_to(self) -> dict[tuple[int, str], list[tuple[ModuleRecord, str, int]]]:
+        """`_calls_to` without the calls on objects a constructor was handed (which these resolve)."""
         found: dict[tuple[int, str], list[tuple[ModuleRecord, str, int]]] = {}
         for record in self.records.values():
             for key, f in record.summary.functions.items():
                 for index, call in enumerate(f.calls):
-                    target = self.symbol(record, call[0])
+                    target = self.symbol(record, call[0]) if not call[0].startswith(HANDED) else None
+                    if target is not None and target[0] in ("function", "class"):
+                        found.setdefault((id(target[1]), target[2]), []).append((record, key, index))
+        return found
+
+    @cached_property
+    def _calls_to(self) -> dict[tuple[int, str], list[tuple[ModuleRecord, str, int]]]:
+        """(file, function or class) -> the calls of it anywhere in the project: (caller file, caller function, call index)."""
+        found = {key: list(calls) for key, calls in self._direct_calls_to.items()}
+        for record in self.records.values():
+            for key, f in record.summary.functions.items():
+                for index, call in enumerate(f.calls):
+                    target = self.symbol(record, call[0]) if call[0].startswith(HANDED) else None
                     if target is not None and target[0] in ("function", "class"):
                         found.setdefault((id(target[1]), target[2]), []).append((record, key, index))
         return found
 
     def callers(self, record: ModuleRecord, name: str) -> list[tuple[ModuleRecord, str, int]]:
         return self._calls_to.get((id(record), name), [])
+
+    def direct_callers(self, record: ModuleRecord, name: str) -> list[tuple[ModuleRecord, str, int]]:
+        """`callers`, leaving out calls on objects a constructor was handed (`analysis/handed_instances.py`)."""
+        return self._direct_calls_to.get((id(record), name), [])
 
     def _called_where_handed(self, record: ModuleRecord, f: FunctionSummary, source: str) -> Optional[str]:
         """Where a function that `source` (an instance built in `f`) is handed to calls it in a training loop,

@@ -14,8 +14,10 @@ So a default finding needs evidence of such a cost, one of:
 - `repeated_in_step`: the read runs several times a step. It sits in a loop (or a comprehension) inside the step:
   per class, per block of a mask, per image of the batch (`for cl in range(n_class): ... keep.cpu()`), or in a
   project helper whose read is in a loop of its own (lightly's `random_block_mask`: a `.item()` per attempted
-  block of every image). Each iteration is a round trip: a launch or two, a drain, the next launch; hundreds a
-  step keep the GPU idle for milliseconds.
+  block of every image), also a read of a GPU tensor the step hands the helper, once per element (a vocabulary's
+  `label_to_string` reading each token; a padding mask filled per utterance with `lengths[i]` as a slice bound),
+  unless the loop's loader makes images in the training process (`_loading_dominates`). Each iteration is a
+  round trip: a launch or two, a drain, the next launch; hundreds a step keep the GPU idle for milliseconds.
 - `waits_per_step` at or above `MANY_WAITS`: the step holds that many separate waits (reads separated by GPU work,
   and the reads inside the project helpers it calls every step: seven metric helpers with two or three
   `float()` each after a batch-1 U-Net step). Each wait serializes the launches that follow it.
@@ -91,7 +93,58 @@ def repeated_in_step(model: SemanticModel, sync: HostSync, loop: Loop) -> Option
         callee = model.callee(node)
         if callee is not None and any(entry[0] == "sync" and "repeated" in entry[3:] for entry in callee.syncs):
             return f"in a loop of the helper (at {sync.via}), many times a step"
+        place = _repeated_on_argument(model, node, callee) if callee is not None else None
+        if place is not None and not _loading_dominates(model, loop):
+            return f"in a loop of the helper (at {place}), once per element of the GPU tensor the step hands it"
     return None
+
+
+def _loading_dominates(model: SemanticModel, loop: Loop) -> bool:
+    """Every batch the loop takes comes from a loader that makes images in the training process (no workers, a
+    torchvision data set or a class of this module that decodes image files, `_makes_images`), also a whole data
+    set taken as one batch on every pass (`next(iter(loader))`): each iteration spends tens of microseconds or more
+    a sample there, and reads of a few microseconds each are a small share of it."""
+    infos = [i for i in model.loader_flow.infos if any(it.loop is loop for it in i.iterations)]
+    return bool(infos) and all(_no_workers(model, i.loader) and _makes_images(model, i.loader) for i in infos)
+
+
+def _no_workers(model: SemanticModel, loader) -> bool:
+    if not loader.known("num_workers"):
+        return False
+    arg = loader.argument("num_workers")
+    if arg is None:
+        return True
+    resolved = model.values.setting(arg.value)
+    return resolved is not None and resolved.value == 0 and not isinstance(resolved.value, bool)
+
+
+def _repeated_on_argument(model: SemanticModel, call: cst.Call, callee) -> Optional[str]:
+    """Where the helper reads a GPU tensor `call` hands it in a loop of its own (or of a helper it hands the
+    tensor or its elements on to): `for label in labels: if label.item() == eos: ...`, one read per element."""
+    residency = model.residency
+    for arg, param in model.arguments_to(call, callee):
+        if _decoded_by_a_method(model, arg.value):
+            continue  # `nbest = model.recognize(x)`: the hypotheses a search returns, not known to be a tensor
+        for e in callee.effects.get(param, ()):
+            if e[0] == "sync" and len(e) > 4 and "repeated" in e[4:] and residency.is_gpu(arg.value, certain=e[3]):
+                return e[2]
+    return None
+
+
+def _decoded_by_a_method(model: SemanticModel, value: cst.BaseExpression) -> bool:
+    """`value` is what a method of a model other than its forward returned (`model.recognize(...)`,
+    `model.beam_search(...)`): a project's decoding API returns what its own search built (lists of hypotheses,
+    read on the host as it went), and iterating it is no read per element of a GPU tensor."""
+    if isinstance(value, cst.Name):
+        writes = model.dataflow.reaching_writes(value.value, value)
+        if len(writes) != 1 or writes[0].value is None:
+            return False
+        value = writes[0].value
+    if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)):
+        return False
+    residency = model.residency
+    owner = value.func.value
+    return value.func.attr.value not in ("forward", "__call__") and (residency.is_gpu_module(owner) or residency.is_module(owner))
 
 
 def _repeats(model: SemanticModel, repeating: cst.CSTNode, child: cst.CSTNode) -> bool:
@@ -220,14 +273,21 @@ def _makes_images(model: SemanticModel, loader) -> bool:
 
 
 def _image_source(model: SemanticModel, expr: cst.BaseExpression, depth: int) -> bool:
-    """A torchvision data set, a data set built from one or given a torchvision transform (`Subset`-like
-    classes of the project: `DatasetSubsetWithTransform(dataset, idx, train_transform)`), or a data set class of
-    this module whose `__getitem__` decodes image files (`_decodes_images`)."""
+    """A torchvision data set (also an entry of a dict of them), a data set built from one or given a torchvision
+    transform (`Subset`-like classes of the project: `DatasetSubsetWithTransform(dataset, idx, train_transform)`),
+    or a data set class of this module whose `__getitem__` decodes image files (`_decodes_images`)."""
     if depth > 3:
         return False
     if isinstance(expr, cst.Name):
         writes = model.dataflow.reaching_writes(expr.value, expr)
         return len(writes) == 1 and writes[0].value is not None and _image_source(model, writes[0].value, depth + 1)
+    if isinstance(expr, cst.Subscript):  # `image_datasets["train"]`: an entry of a dict of data sets
+        return _image_source(model, expr.value, depth + 1)
+    if isinstance(expr, cst.DictComp):  # `{x: datasets.ImageFolder(os.path.join(root, x), t[x]) for x in ["train", "val"]}`
+        return _image_source(model, expr.value, depth + 1)
+    if isinstance(expr, cst.Dict):
+        values = [e.value for e in expr.elements if isinstance(e, cst.DictElement)]
+        return bool(values) and len(values) == len(expr.elements) and all(_image_source(model, v, depth + 1) for v in values)
     if not isinstance(expr, cst.Call):
         return False
     name = model.call_name(expr) or ""

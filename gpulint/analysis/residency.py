@@ -1222,14 +1222,19 @@ class Residency:
                 continue
             sync = next((HostSync(call, entry[1], call, via=entry[2]) for entry in callee.syncs if entry[0] == what), None)
             in_callee = model.project.reported_in_callee.get(model.project_ref(call) or "", {})
-            for arg, param in model.arguments_to(call, callee) if sync is None else ():
-                for effect in callee.effects.get(param, ()):
-                    if effect[0] != what or in_callee.get(param) in (("certain", "likely") if not effect[3] else ("certain",)):
-                        continue  # (not this kind, or the per-step method reports it at its line: `analysis/stepped_inputs.py`)
-                    if self.is_gpu(arg.value, certain=effect[3]) or self.is_gpu_module(arg.value) or self._gpu_parameters(arg.value):
-                        sync = HostSync(call, effect[1], arg.value, via=effect[2])
-                        break
-                if sync is not None:
+            # the places the per-step method reports itself, whichever argument reaches them (one wait, one finding)
+            covered = {
+                e[2] for param, level in in_callee.items() for e in callee.effects.get(param, ())
+                if e[0] == what and len(e) > 3 and level in (("certain", "likely") if not e[3] else ("certain",))
+            }  # fmt: skip
+            # a read in a loop of the helper first, whichever argument it reads (`analysis/read_cost.py`: the place its
+            # cost comes from), then in the order of the arguments
+            given = [(arg, e) for arg, param in model.arguments_to(call, callee) for e in callee.effects.get(param, ())]
+            for arg, effect in sorted(given, key=lambda item: "repeated" not in item[1][4:]) if sync is None else ():
+                if effect[0] != what or effect[2] in covered:
+                    continue  # (not this kind, or the per-step method reports it at its line: `analysis/stepped_inputs.py`)
+                if self.is_gpu(arg.value, certain=effect[3]) or self.is_gpu_module(arg.value) or self._gpu_parameters(arg.value):
+                    sync = HostSync(call, effect[1], arg.value, via=effect[2])
                     break
             if sync is not None:
                 found.append(sync)

@@ -40,6 +40,7 @@ from gpulint.analysis.default_device import default_device_ranges, mentions_defa
 from gpulint.analysis.devices import EVIDENCE_FINDERS, GPU_TEXT_MARKERS, MODEL_PLACERS
 from gpulint.analysis.error_paths import EXITS
 from gpulint.analysis.generation import generates_text
+from gpulint.analysis.handed_instances import SUPER_INIT, handed, handed_attribute
 from gpulint.analysis.held_data import held_data
 from gpulint.analysis.returned_transforms import returned_transforms
 from gpulint.analysis.host_objects import names_a_tokenizer
@@ -105,6 +106,7 @@ _HOST_ATTRIBUTES = frozenset({
     "is_quantized", "is_meta", "nbytes", "itemsize", "names", "grad_fn",
 })  # fmt: skip
 _SYNC_METHODS = frozenset({"item", "tolist", "numpy", "cpu"})
+_TENSOR_METADATA = frozenset({"size", "dim", "ndimension", "numel", "nelement"})  # host values of any tensor
 _SYNC_BUILTINS = frozenset({"float", "int", "bool", "print", "str", "repr"})
 # Ops whose output size depends on the data (residency._DATA_DEPENDENT_SHAPE: the host waits to learn it).
 _DATA_DEPENDENT_SHAPE = frozenset({"nonzero", "argwhere", "masked_select", "unique", "unique_consecutive"})
@@ -322,6 +324,25 @@ def _value(value: Any) -> Any:
     if type(value) is list:
         return tuple(_value(v) for v in value)
     return value
+
+
+def _listed_parameters(test: ast.AST) -> frozenset[str]:
+    """`isinstance(preds, (list, tuple))` (also `list` or `tuple` alone): the names the test finds to be lists."""
+    if not (isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "isinstance" and len(test.args) == 2):
+        return frozenset()
+    name, kinds = test.args
+    written = kinds.elts if isinstance(kinds, ast.Tuple) else [kinds]
+    if isinstance(name, ast.Name) and written and all(isinstance(k, ast.Name) and k.id in ("list", "tuple") for k in written):
+        return frozenset({name.id})
+    return frozenset()
+
+
+def _calls_super_init(func: ast.AST) -> bool:
+    """`super().__init__` / `super(Cls, self).__init__`."""
+    return (
+        isinstance(func, ast.Attribute) and func.attr == "__init__" and isinstance(func.value, ast.Call)
+        and isinstance(func.value.func, ast.Name) and func.value.func.id == "super"
+    )  # fmt: skip
 
 
 def sources_of(value: Any) -> list[str]:
@@ -963,6 +984,10 @@ class _Reader:
         self.loop = -1
         self.guarded = False
         self.optional = False  # under `if reduction == "mean":`: syncs there depend on what the caller passes
+        # under `if lengths is not None:`: the parameters tested; a sync on one of them runs whenever a caller gives
+        # it a tensor, any other sync there depends on what the caller passes (None: in no such branch)
+        self.given_only: Optional[frozenset[str]] = None
+        self.listed: frozenset[str] = frozenset()  # under `if isinstance(preds, (list, tuple)):`: a few items, not elements
         self.communicated = False  # an async transfer (or a work handle's wait) ran earlier on this path
         self.catching = 0  # inside this many `try` bodies with handlers: a raise there may be caught
         self.loop_targets: set[str] = set()
@@ -1004,6 +1029,7 @@ class _Reader:
             value = self.rewrapped(node, self.expr(node.value))
             for target in node.targets:
                 self.bind(target, value)
+                self.mark_handed(target, node.value)
                 if isinstance(target, ast.Name) and isinstance(node.value, ast.Constant) and node.value.value is None:
                     self.none_bound.add(target.id)
                 if isinstance(target, ast.Name):
@@ -1040,8 +1066,12 @@ class _Reader:
             guarded = self.guarded
             if self.loop >= 0 or not self.is_module:
                 self.guarded = guarded or _rate_limiting(node.test, self.loop_targets, self.b.divisibility_tests)
-            optional = self.optional
-            self.optional = optional or self.on_parameter_value(node.test)
+            optional, given_only, listed = self.optional, self.given_only, self.listed
+            self.listed = listed | _listed_parameters(node.test)
+            tested = self.tested_not_none(node.test)
+            if tested:
+                self.given_only = tested if given_only is None else given_only | tested
+            self.optional = optional or (not tested and self.on_parameter_value(node.test))
             self.guarded = self.guarded or self.ends_run(node.body)
             communicated = self.communicated
             self.branches += 1
@@ -1049,6 +1079,9 @@ class _Reader:
             self.block(node.body)
             self.communicated, communicated = communicated, self.communicated
             self.guarded = guarded or self.ends_run(node.orelse)
+            self.listed = listed
+            if tested:  # the `else` of `if lengths is not None:`: what runs there depends on the callers
+                self.optional, self.given_only = True, given_only
             after_body, self.env = self.env, dict(before)
             body_nones, self.none_bound = self.none_bound, set(nones)
             self.block(node.orelse)
@@ -1056,7 +1089,7 @@ class _Reader:
             self.branches -= 1
             self.communicated = self.communicated or communicated
             self.guarded = guarded
-            self.optional = optional
+            self.optional, self.given_only, self.listed = optional, given_only, listed
         elif kind in (ast.With, ast.AsyncWith):
             for item in node.items:
                 value = self.expr(item.context_expr)
@@ -1291,15 +1324,21 @@ class _Reader:
             return
         sources = sources_of(value)
         moved = value[0] == "moved" and value[1] is not None and value[1][0] not in ("module", "gpu_module")
+        given_only = self.given_only
         if value[0] == "gpu" or moved or INTERNAL in sources:
-            self.effect(INTERNAL, ("sync", kind, line, self.loop, self.guarded or self.optional))
+            self.effect(INTERNAL, ("sync", kind, line, self.loop, self.guarded or self.optional or given_only is not None))
         for source in sources:
+            # under `if lengths is not None:`, a sync on `lengths` runs whenever the caller gives it a tensor
+            optional = self.optional or (given_only is not None and source[2:] not in given_only)
+            # in a loop over other parameters only (`for k in topk:`, a few options a call): not one read per element
+            options = ("options",) if self.loop >= 0 and self.over_options(self.loop, source) else ()
             if source != INTERNAL and not source.startswith("g:"):
-                self.effect(source, ("sync", kind, line, certain, self.loop, self.guarded or self.optional))
+                self.effect(source, ("sync", kind, line, certain, self.loop, self.guarded or optional, *options))
             if source.startswith("l:"):  # on an element of what a parameter gives (`for p in model.parameters()`)
                 for origin in self.loop_sources.get(int(source[2:]), ()):
                     if origin.startswith("p:"):
-                        self.effect(origin, ("sync", kind, line, certain, self.loop, self.guarded or self.optional))
+                        optional = self.optional or (given_only is not None and origin[2:] not in given_only)
+                        self.effect(origin, ("sync", kind, line, certain, self.loop, self.guarded or optional))
 
     def mark_host_reads(self, name: str, use: str) -> None:
         """The value read into `name` is a size this function allocates with ("sized": the wait is inherent,
@@ -1334,6 +1373,22 @@ class _Reader:
             sizes = [*call.args, *(k.value for k in call.keywords if k.arg == "size")]
             sizes = [n for n in sizes if isinstance(n, ast.Name) and n.id not in own]
             self.sized_with(sizes, [self.env.get(n.id) for n in sizes])
+
+    def over_options(self, loop: int, source: str) -> bool:
+        """Loop `loop` iterates parameters of this function other than `source` (and nothing else): `for k in topk:`,
+        a few options a call, not the elements of what a read reads."""
+        iterated = self.loop_sources.get(loop, ())
+        if any(s.startswith("p:") and s[2:] in self.listed for s in iterated):
+            return True  # `for pred in preds:` under `if isinstance(preds, (list, tuple)):`: a few tensors, not elements
+        return bool(iterated) and all(s.startswith("p:") and s != source for s in iterated)
+
+    def tested_not_none(self, test: ast.AST) -> frozenset[str]:
+        """`if lengths is not None:` on a parameter of this function: {"lengths"} (else empty)."""
+        if self.is_module or not isinstance(test, ast.Compare) or not isinstance(test.left, ast.Name) or len(test.ops) != 1:
+            return frozenset()
+        name = test.left.id
+        tests_none = isinstance(test.ops[0], ast.IsNot) and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None
+        return frozenset({name}) if tests_none and self.env.get(name) == ("src", f"p:{name}") else frozenset()
 
     def on_parameter_value(self, test: ast.AST) -> bool:
         """`if reduction == "mean":` / `if mode in ("a", "b"):`: a branch on an option a caller passes."""
@@ -1514,7 +1569,11 @@ class _Reader:
             return None
         if kind is ast.Slice:
             for part in (node.lower, node.upper, node.step):
-                self.expr(part)
+                value = self.expr(part)
+                if value is not None and value[0] in ("src", "gpu") and hasattr(node, "lineno"):
+                    # `mask[i, lengths[i]:] = 0`: Python's slice reads a tensor bound with `__index__` on the host,
+                    # a wait when the tensor is on the GPU (`residency.SLICED_WITH_GPU_BOUND`)
+                    self.sync(value, "slicing with a GPU tensor as a bound", node.lineno, certain=True)
             return None
         return None
 
@@ -1564,6 +1623,10 @@ class _Reader:
         receiver = self.expr(func.value) if isinstance(func, ast.Attribute) else None
         args = [self.expr(a) for a in node.args]
         kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
+        if self.is_init and self.cls is not None and _calls_super_init(func):
+            # `super().__init__(vocab)`: what the base's constructor is handed (`analysis/handed_instances.py`)
+            self.record(SUPER_INIT, node, args, kwargs)
+            return None
         if qualified is not None and _builds_library_model(qualified):
             return ("module",)  # `torchvision.models.resnet18()`, `timm.create_model(...)`
         if qualified in MODEL_PLACERS:
@@ -1639,6 +1702,14 @@ class _Reader:
                 if held is not None and held[0] == "made" and held[1]:
                     # `self.criterion(out, y)`, the attribute an instance of a project class: its `__call__`
                     return self.record(f"{held[1]}.__call__", node, args, kwargs)
+            if receiver == ("self",) and isinstance(func.value, ast.Name) and self.holds_handed(func.value.id, method):
+                # `self.model(x)` with `self.model = model` in `__init__`: what the constructor's callers hand it
+                # (`analysis/handed_instances.py`); the result is as unknown as before
+                self.record(f"{handed(self.class_name(), method)}.__call__", node, args, kwargs)
+                return None
+            if self.handed_receiver(func.value):
+                # `self.vocab.label_to_string(row)`: a method of what the constructor's callers hand it
+                self.record(f"{handed(self.class_name(), func.value.attr)}.{method}", node, args, kwargs)
             if receiver is not None and receiver[0] == "made":
                 return self.record(f"{receiver[1]}.{method}", node, args, kwargs)  # `self.meter.update(loss)`
             moved_instance = self.made(receiver[1]) if receiver is not None and receiver[0] == "moved" else None
@@ -1650,6 +1721,8 @@ class _Reader:
                 # `logger = utils.MetricLogger(); logger.log_every(loader)`: a method of a project class, if
                 # that call built one (the index decides); the result stays tied to the receiver too
                 made = self.record(f"{self.f.calls[int(instance[0][2:])][0]}.{method}", node, args, kwargs)
+                if method in _TENSOR_METADATA:
+                    return None  # `pad_list(ys, eos).size()`: a shape, a host value (`assert a.size() == b.size()` reads nothing)
                 return ("src", f"{made[1]}|{instance[0]}")
             if len(instance) > 1 and all(s.startswith("c:") and "." not in s for s in instance):
                 # `agent = PPO(...)` in one branch, `A2C(...)` in the other: the method of each class it may be
@@ -1875,6 +1948,28 @@ class _Reader:
                 found.update({name: device for name in held[1] if (device := _option_device(held[1], name)) is not None})
         return found
 
+    def mark_handed(self, target: ast.AST, value: ast.AST) -> None:
+        """`self.vocab = vocab` in `__init__`, the parameter itself (not `self.opt = model.optimizer()`): the object the
+        constructor is handed (`analysis/handed_instances.py`)."""
+        if (
+            self.is_init and self.cls is not None and not self.inlining and isinstance(target, ast.Attribute)
+            and isinstance(target.value, ast.Name) and self.env.get(target.value.id) == ("self",)
+            and isinstance(value, ast.Name) and self.env.get(value.id) == ("src", f"p:{value.id}")
+            and self.cls.attributes.get(target.attr) == ("init", value.id)
+        ):  # fmt: skip
+            self.cls.attributes.setdefault(handed_attribute(target.attr), ("handed",))
+
+    def handed_receiver(self, node: ast.AST) -> bool:
+        """`self.vocab`, with `self.vocab = vocab` (a constructor parameter) in `__init__` and not a method."""
+        return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and self.holds_handed(node.value.id, node.attr)
+
+    def holds_handed(self, receiver: str, attribute: str) -> bool:
+        """`self.<attribute>` (with `receiver` bound to `self`) is an object the constructor was handed."""
+        return (
+            self.env.get(receiver) == ("self",) and self.cls is not None and attribute not in self.cls.methods
+            and self.cls.attributes.get(attribute, ("",))[0] == "init" and handed_attribute(attribute) in self.cls.attributes
+        )  # fmt: skip
+
     def class_name(self) -> str:
         return next(name for name, info in self.b.summary.classes.items() if info is self.cls)
 
@@ -1908,6 +2003,15 @@ class _Reader:
                 continue
             for source in deep_sources(value):
                 self.effect(source, ("pass", index, slot))
+                if source.startswith("l:") and source[2:].isdigit():
+                    # `for row in targets: to_string(row)`: an element of a parameter handed on, once per element
+                    # (the index follows only the reads there: `ProjectIndex._source_effects`)
+                    origins = self.loop_sources.get(int(source[2:]), ())
+                    if any(o.startswith("p:") and o[2:] in self.listed for o in origins):
+                        continue  # `for pred, label in zip(preds, labels):` where `preds` is a list: a few tensors
+                    for origin in origins:
+                        if origin.startswith("p:") and origin not in self.parameter_lists:
+                            self.effect(origin, ("pass_element", index, slot))
         return ("src", f"c:{index}")
 
     def move(self, node: ast.Call, receiver: Any) -> Any:
