@@ -119,10 +119,13 @@ def loading_serialized(model: SemanticModel, sync: HostSync, loop: Loop) -> Opti
     from gpulint.analysis.one_off_passes import one_off_pass, read_once
     from gpulint.analysis.step_waits import queues_step_work
 
-    if not isinstance(loop, cst.For) or one_off_pass(model, loop):
+    if not isinstance(loop, (cst.For, cst.While)) or one_off_pass(model, loop):
         return None  # (a final test pass, once in the run: its waits add up to nothing)
     flow = model.loader_flow
-    info = next((i for i in flow.infos if any(it.loop is loop and it.is_for for it in i.iterations)), None)
+    # The loop iterates the loader (`for x, y in loader`), or takes one batch from its iterator every iteration
+    # (`x, y = next(dl_iter)` with `dl_iter = iter(loader)` or a `cycle(loader)` generator, as gradient-accumulation
+    # and step-counted loops do); not `next(iter(loader))`, a new iterator every pass.
+    info = next((i for i in flow.infos if any(it.loop is loop and not it.restarts for it in i.iterations)), None)
     if info is None or not loads_in_training_process(model, info.loader) or read_once(model, info):
         return None
     if not _makes_images(model, info.loader):
