@@ -139,3 +139,32 @@ def test_the_same_trainer_fed_by_workers_or_through_another_iterator_is_silent(t
     assert _project(tmp_path / "workers", monkeypatch, workers=", num_workers=8", iterator="cycle(self.dl)") == []
     # an iterator over something else than the loader (here a list of its first batches): not this loader's batches
     assert _project(tmp_path / "other", monkeypatch, workers="", iterator="iter(list(self.dl)[:4])") == []
+
+
+def _accumulating(loader: str) -> str:
+    return HEAD + f"""\
+loader = {loader}
+dl_iter = cycle(loader)
+for step in range(100000):
+    for i in range(8):
+        x, y = next(dl_iter)
+        loss = criterion(model(x.to(device)), y.to(device))
+        (loss / 8).backward()
+        print(loss.item())
+    optimizer.step()
+    optimizer.zero_grad()
+"""
+
+
+def test_a_read_per_micro_step_with_the_batches_made_in_process_is_loading_evidence():
+    [finding] = diagnostics(_accumulating("DataLoader(FOLDER, batch_size=64)"), **DEFAULT)
+    assert (finding.location.row, finding.code) == (26, "GPU303")
+    assert finding.help.startswith("It waits after the step's GPU work, while the next batch is made in the training process")
+
+
+def test_a_read_per_micro_step_fed_by_workers_is_no_repeated_read():
+    # each iteration of the accumulation loop is a forward and a backward: one wait per micro-step, a few per cent
+    # of it (as one read a step), not many waits for little work as a read per class or per image is
+    source = _accumulating("DataLoader(FOLDER, batch_size=64, num_workers=8)")
+    assert findings(source, **DEFAULT) == []
+    assert findings(source, **EVERY_READ) == ["26:15 GPU303"]

@@ -15,7 +15,9 @@ So a default finding needs evidence of such a cost, one of:
   per class, per block of a mask, per image of the batch (`for cl in range(n_class): ... keep.cpu()`), or in a
   project helper whose read is in a loop of its own (lightly's `random_block_mask`: a `.item()` per attempted
   block of every image). Each iteration is a round trip: a launch or two, a drain, the next launch; hundreds a
-  step keep the GPU idle for milliseconds.
+  step keep the GPU idle for milliseconds. Not a gradient-accumulation loop (`micro_step_loop`: each iteration
+  runs a backward): a read per micro-step is one wait per forward and backward, whose cost is judged as one read a
+  step is (the loading below, in that loop).
 - `waits_per_step` at or above `MANY_WAITS`: the step holds that many separate waits (reads separated by GPU work,
   and the reads inside the project helpers it calls every step: seven metric helpers with two or three
   `float()` each after a batch-1 U-Net step). Each wait serializes the launches that follow it.
@@ -75,6 +77,8 @@ def repeated_in_step(model: SemanticModel, sync: HostSync, loop: Loop) -> Option
         if ancestor is loop or isinstance(ancestor, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
             break
         if isinstance(ancestor, _REPEATING) and _repeats(model, ancestor, child) and model.residency.rate_limit_guard(node, loop) is None:
+            if micro_step_loop(model, ancestor):
+                break  # a read per micro-step: one wait per forward and backward, not many small ones
             what = "loop" if isinstance(ancestor, (cst.For, cst.While)) else "comprehension"
             return f"once per iteration of the {what} at line {model.range(ancestor).start.line} inside the step"
         child = ancestor
@@ -82,6 +86,26 @@ def repeated_in_step(model: SemanticModel, sync: HostSync, loop: Loop) -> Option
         callee = model.callee(node)
         if callee is not None and any(entry[0] == "sync" and "repeated" in entry[3:] for entry in callee.syncs):
             return f"in a loop of the helper (at {sync.via}), many times a step"
+    return None
+
+
+def micro_step_loop(model: SemanticModel, loop: cst.CSTNode) -> bool:
+    """A loop inside the step whose every iteration runs a backward pass (gradient accumulation: `for i in
+    range(grad_accum_every): loss = model(next(dl_iter)); loss.backward()`): each iteration is a micro-step of
+    full forward and backward work, so a read in it waits once per micro-step (a few per cent of each, as one read
+    a step does), not many times for little work."""
+    from gpulint.analysis.hot_loops import trains
+
+    return isinstance(loop, (cst.For, cst.While)) and trains(model, loop.body)
+
+
+def _micro_step(model: SemanticModel, sync: HostSync, loop: Loop) -> Optional[Loop]:
+    """The gradient-accumulation loop inside `loop` that holds the read, if any (`micro_step_loop`)."""
+    for ancestor in model.ancestors(sync.node):
+        if ancestor is loop or isinstance(ancestor, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            return None
+        if isinstance(ancestor, (cst.For, cst.While)) and micro_step_loop(model, ancestor):
+            return ancestor
     return None
 
 
@@ -156,6 +180,9 @@ def read_cost(model: SemanticModel, sync: HostSync, loop: Loop, waits: int) -> O
     if waits >= MANY_WAITS:
         return ReadCost("waits", f"as one of {waits} waits a step, each serializing the launches after it")
     loading = loading_serialized(model, sync, loop)
+    if loading is None:
+        micro = _micro_step(model, sync, loop)  # the batches are taken per micro-step: the loading is that loop's
+        loading = loading_serialized(model, sync, micro) if micro is not None else None
     if loading is not None:
         return ReadCost("loading", loading)
     return None
