@@ -1191,7 +1191,40 @@ class LoaderFlow:
             return bool(binders) and all(
                 isinstance(b, cst.Assign) and isinstance(b.value, cst.Call) and self._iterator_of(ref, b.value) for b in binders
             )
+        if isinstance(expr, cst.Attribute) and ref.is_attribute and isinstance(ref.scope, cst.ClassDef):
+            return self._attribute_iterator(ref, expr)
         return False
+
+    def _attribute_iterator(self, ref: _Ref, expr: cst.Attribute) -> bool:
+        """`self.dl_iter`, every store of which in the loader's class is `iter(self.dl)` or a generator of this
+        module over it (`self.dl_iter = cycle(self.dl)` in `__init__`, `next(self.dl_iter)` in `train_step`)."""
+        m = self.m
+        code = m.code(expr)
+        if code == ref.name:
+            return False
+        values = []
+        for attribute in m.attributes_inside(ref.scope):
+            target = m.parent.get(attribute)
+            if m.code(attribute) != code or not isinstance(target, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign)):
+                continue
+            if isinstance(target, cst.AugAssign) or (isinstance(target, cst.AnnAssign) and target.target is not attribute):
+                return False
+            statement = m.parent.get(target) if isinstance(target, cst.AssignTarget) else target
+            if isinstance(target, cst.AssignTarget) and (target.target is not attribute or len(statement.targets) != 1):
+                return False  # `self.a = self.b = iter(...)`, or a tuple target: not followed
+            values.append(statement.value)
+        if not values:
+            return False
+        for value in values:
+            if not isinstance(value, cst.Call) or not value.args or value.args[0].star:
+                return False
+            if isinstance(value.func, cst.Name) and value.func.value == "iter":
+                if not self._matches(ref, value.args[0].value):
+                    return False
+            elif not (isinstance(value.func, cst.Name) and m.functions.get(value.func.value) and wrapper_kind(m, value) == "passthrough"
+                      and self._matches(ref, value.args[0].value)):
+                return False
+        return True
 
     def _generator_ref(self, ref: _Ref) -> bool:
         """The name holds a generator of this module that re-yields the loader's batches (`infiniteloop(loader)`)."""

@@ -18,6 +18,8 @@ So a default finding needs evidence of such a cost, one of:
   `label_to_string` reading each token; a padding mask filled per utterance with `lengths[i]` as a slice bound),
   unless the loop's loader makes images in the training process (`_loading_dominates`). Each iteration is a
   round trip: a launch or two, a drain, the next launch; hundreds a step keep the GPU idle for milliseconds.
+  Not a gradient-accumulation loop (`micro_step_loop`: each iteration runs a backward): a read per micro-step is
+  one wait per forward and backward, whose cost is judged as one read a step is (the loading below, in that loop).
 - `waits_per_step` at or above `MANY_WAITS`: the step holds that many separate waits (reads separated by GPU work,
   and the reads inside the project helpers it calls every step: seven metric helpers with two or three
   `float()` each after a batch-1 U-Net step). Each wait serializes the launches that follow it.
@@ -86,6 +88,8 @@ def repeated_in_step(model: SemanticModel, sync: HostSync, loop: Loop) -> Option
         if ancestor is loop or isinstance(ancestor, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
             break
         if isinstance(ancestor, _REPEATING) and _repeats(model, ancestor, child) and model.residency.rate_limit_guard(node, loop) is None:
+            if micro_step_loop(model, ancestor):
+                break  # a read per micro-step: one wait per forward and backward, not many small ones
             what = "loop" if isinstance(ancestor, (cst.For, cst.While)) else "comprehension"
             return f"once per iteration of the {what} at line {model.range(ancestor).start.line} inside the step"
         child = ancestor
@@ -147,6 +151,26 @@ def _decoded_by_a_method(model: SemanticModel, value: cst.BaseExpression) -> boo
     return value.func.attr.value not in ("forward", "__call__") and (residency.is_gpu_module(owner) or residency.is_module(owner))
 
 
+def micro_step_loop(model: SemanticModel, loop: cst.CSTNode) -> bool:
+    """A loop inside the step whose every iteration runs a backward pass (gradient accumulation: `for i in
+    range(grad_accum_every): loss = model(next(dl_iter)); loss.backward()`): each iteration is a micro-step of
+    full forward and backward work, so a read in it waits once per micro-step (a few per cent of each, as one read
+    a step does), not many times for little work."""
+    from gpulint.analysis.hot_loops import trains
+
+    return isinstance(loop, (cst.For, cst.While)) and trains(model, loop.body)
+
+
+def _micro_step(model: SemanticModel, sync: HostSync, loop: Loop) -> Optional[Loop]:
+    """The gradient-accumulation loop inside `loop` that holds the read, if any (`micro_step_loop`)."""
+    for ancestor in model.ancestors(sync.node):
+        if ancestor is loop or isinstance(ancestor, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            return None
+        if isinstance(ancestor, (cst.For, cst.While)) and micro_step_loop(model, ancestor):
+            return ancestor
+    return None
+
+
 def _repeats(model: SemanticModel, repeating: cst.CSTNode, child: cst.CSTNode) -> bool:
     """What `child` holds runs once per iteration of `repeating`, and it may run more than a few times: not the
     iterable of a `for` (evaluated once), nor a loop over a literal of fewer than `MANY_WAITS` items (`for split in
@@ -181,10 +205,13 @@ def loading_serialized(model: SemanticModel, sync: HostSync, loop: Loop) -> Opti
     from gpulint.analysis.one_off_passes import one_off_pass, read_once
     from gpulint.analysis.step_waits import queues_step_work
 
-    if not isinstance(loop, cst.For) or one_off_pass(model, loop):
+    if not isinstance(loop, (cst.For, cst.While)) or one_off_pass(model, loop):
         return None  # (a final test pass, once in the run: its waits add up to nothing)
     flow = model.loader_flow
-    info = next((i for i in flow.infos if any(it.loop is loop and it.is_for for it in i.iterations)), None)
+    # The loop iterates the loader (`for x, y in loader`), or takes one batch from its iterator every iteration
+    # (`x, y = next(dl_iter)` with `dl_iter = iter(loader)` or a `cycle(loader)` generator, as gradient-accumulation
+    # and step-counted loops do); not `next(iter(loader))`, a new iterator every pass.
+    info = next((i for i in flow.infos if any(it.loop is loop and not it.restarts for it in i.iterations)), None)
     if info is None or not loads_in_training_process(model, info.loader) or read_once(model, info):
         return None
     if not _makes_images(model, info.loader):
@@ -222,6 +249,9 @@ def read_cost(model: SemanticModel, sync: HostSync, loop: Loop, waits: int) -> O
     if waits >= MANY_WAITS:
         return ReadCost("waits", f"as one of {waits} waits a step, each serializing the launches after it")
     loading = loading_serialized(model, sync, loop)
+    if loading is None:
+        micro = _micro_step(model, sync, loop)  # the batches are taken per micro-step: the loading is that loop's
+        loading = loading_serialized(model, sync, micro) if micro is not None else None
     if loading is not None:
         return ReadCost("loading", loading)
     return None
