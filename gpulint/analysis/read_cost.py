@@ -216,7 +216,7 @@ def loading_serialized(model: SemanticModel, sync: HostSync, loop: Loop) -> Opti
         return None
     if not _makes_images(model, info.loader):
         return None  # an index list, a tensor data set, a class of the project's: the work per sample is not shown
-    iteration = next(it for it in info.iterations if it.loop is loop and it.is_for)
+    iteration = next(it for it in info.iterations if it.loop is loop and not it.restarts)
     if flow.iteration_role(iteration) == EVAL and _tiny_images(model, info.loader):
         return None  # a forward of 28x28 images: its GPU time is a sliver of making the next batch, whatever the net
     statement = model.enclosing_statement(sync.node)
