@@ -86,6 +86,9 @@ def repeated_in_step(model: SemanticModel, sync: HostSync, loop: Loop) -> Option
         if ancestor is loop or isinstance(ancestor, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
             break
         if isinstance(ancestor, _REPEATING) and _repeats(model, ancestor, child) and model.residency.rate_limit_guard(node, loop) is None:
+            if substep_loop(model, ancestor):
+                child = ancestor
+                continue  # each iteration is a training sub-step of its own (a task of a meta-batch): one wait per sub-step
             what = "loop" if isinstance(ancestor, (cst.For, cst.While)) else "comprehension"
             return f"once per iteration of the {what} at line {model.range(ancestor).start.line} inside the step"
         child = ancestor
@@ -97,6 +100,27 @@ def repeated_in_step(model: SemanticModel, sync: HostSync, loop: Loop) -> Option
         if place is not None and not _loading_dominates(model, loop):
             return f"in a loop of the helper (at {place}), once per element of the GPU tensor the step hands it"
     return None
+
+
+def substep_loop(model: SemanticModel, repeating: cst.CSTNode) -> bool:
+    """Each iteration of the loop `repeating` (inside a step) trains on its own: it runs a backward pass or
+    `torch.autograd.grad` (`loss.backward()` per task of a meta-batch, per micro-batch of an accumulation),
+    itself or through a project helper that trains. A read per iteration is then one wait per sub-step, each behind a
+    forward and a backward of its own: the cost of a per-step read (2-4 % of a GPU-bound step with nothing on the host
+    to serialize, nothing in a launch-bound one: cost_facts.md sections 1-2), not a round trip per element of a tensor.
+    Whether it costs more is for the other evidence (`waits_per_step`, `loading_serialized`) to show."""
+    if not isinstance(repeating, (cst.For, cst.While)):
+        return False
+    for call in model.calls_inside(repeating.body):
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value in ("backward", "manual_backward"):
+            return True
+        if (model.call_name(call) or "") in ("torch.autograd.grad", "torch.autograd.backward"):
+            return True
+        callee = model.callee(call)
+        if callee is not None and callee.trains:  # (also over a loop of its own: a whole adaptation per call)
+            return True
+    return False
 
 
 def _loading_dominates(model: SemanticModel, loop: Loop) -> bool:
