@@ -107,8 +107,8 @@ def _runs_step_work(model: SemanticModel, function: cst.FunctionDef) -> bool:
 
 
 def waited_after(model: SemanticModel, sync: HostSync, loop: Loop) -> Optional[cst.CSTNode]:
-    """The wait that follows `sync` at once in the same iteration of `loop`: another host read or data-dependent size,
-    every iteration (not under a rate-limit guard), in the rest of `sync`'s statement or in the next statement of its
+    """The wait that follows `sync` at once in the same iteration of `loop`: a host read (`.item()`, `.cpu()`, a
+    `torch.allclose` test), every iteration (not under a rate-limit guard), in the rest of `sync`'s statement or in the next statement of its
     block (for an `if`, `while` or `with`: its test or items), with no other statement between them. Two waits
     with nothing between but the launches of the second's inputs cost one: the first drains the queue, the second
     finds it nearly empty, and the host work the first serializes is only those launches (`max(A, G1) + max(B, G2) -
@@ -131,7 +131,9 @@ def waited_after(model: SemanticModel, sync: HostSync, loop: Loop) -> Optional[c
         heads.extend(item.item for item in following.items)
     elif isinstance(following, cst.SimpleStatementLine):
         heads.append(following)
-    for other in [*residency.host_syncs, *residency.shape_syncs]:
+    if isinstance(statement, cst.BaseCompoundStatement):
+        return None  # (its body runs per element or on some steps: not "at once")
+    for other in residency.host_syncs:  # (a size right after is the next finding of its own: not followed here)
         if other is sync or other.node is sync.node or residency.rate_limit_guard(other.node, loop) is not None:
             continue
         if model.enclosing_loops(other.node)[:1] != model.enclosing_loops(sync.node)[:1]:
