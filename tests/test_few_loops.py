@@ -77,3 +77,13 @@ def test_a_pass_over_a_loader_sampled_on_its_first_batches_stays_per_batch_beyon
     # an evaluation over its first 52 batches (`if idx > 50: break`) is still judged per batch
     assert trips("for idx, x in enumerate(loader):\n    if idx > 50:\n        break\n") == [None]
     assert trips("for idx, x in enumerate(loader):\n    if idx > 5:\n        break\n") == [7]
+
+
+def test_a_break_test_on_the_index_as_the_header_set_it_counts_though_an_inner_loop_reuses_the_name():
+    # `for ix, (images, targets) in enumerate(loader): if ix == 3: break` then an inner `for ix, out in enumerate(outs)`:
+    # the test reads the header's index (three batches decoded for display), whatever the inner loop rebinds after it
+    inner = "    for ix, out in enumerate(outs):\n        print(out)\n"
+    assert trips("for ix, x in enumerate(loader):\n    if ix == 3: break\n    outs = x\n" + inner)[0] == 4
+    # rebound before the test: the test no longer reads the iteration count
+    assert trips("for ix, x in enumerate(loader):\n    ix = len(x)\n    if ix == 3: break\n")[0] is None
+    assert trips("for ix, x in enumerate(loader):\n    for ix, out in enumerate(x):\n        pass\n    if ix == 3: break\n")[0] is None

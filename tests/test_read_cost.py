@@ -354,3 +354,59 @@ def test_repeated_reads_in_a_pass_run_every_epoch_are_reported():
     every_epoch = "\n".join("    " + line if line else line for line in _ENCODING.splitlines())
     source = _FEATURE_PASS.format(after=every_epoch)
     assert findings(source, select=("GPU303", "GPU306"), rule_options=()) == ["20:18 GPU306", "21:25 GPU303", "22:19 GPU306"]
+
+
+# ---- a loop of training sub-steps inside the step (`read_cost.substep_loop`) --------------------------------------
+
+_META = HEAD + """\
+loader = DataLoader({folder}, batch_size=5, num_workers=4)
+tasks = iter(loader)
+
+
+def adapt(learner, x, y):
+    for _ in range(5):
+        inner = criterion(learner(x), y)
+        inner.backward()
+        optimizer.step()
+    return criterion(learner(x), y)
+
+
+for iteration in range(60000):
+    optimizer.zero_grad()
+    meta_error = 0.0
+    for task in range(32):
+        x, y = next(tasks)
+        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+{body}
+    optimizer.step()
+""".replace("{folder}", FOLDER)
+
+
+def test_a_read_per_task_of_a_meta_batch_whose_task_runs_a_backward_is_not_a_repeated_read():
+    # each task of the meta-batch is a forward and a backward of its own: one wait per sub-step, a per-step read
+    source = _META.replace("{body}", """\
+        error = criterion(model(x), y)
+        error.backward()
+        meta_error += error.item()""")
+    assert findings(source, **DEFAULT) == []
+    assert [(f.location.row, f.code) for f in diagnostics(source, **EVERY_READ)] == [(30, "GPU303")]
+
+
+def test_a_read_per_task_whose_task_runs_a_helper_that_trains_is_not_a_repeated_read():
+    source = _META.replace("{body}", """\
+        error = adapt(model, x, y)
+        meta_error += error.item()""")
+    assert findings(source, **DEFAULT) == []
+
+
+def test_a_read_per_item_of_a_loop_that_runs_no_backward_stays_a_repeated_read():
+    # the loop over classes of one step: a round trip per class, no work of its own between the waits
+    source = _META.replace("{body}", """\
+        out = model(x)
+        error = criterion(out, y)
+        error.backward()
+        for c in range(10):
+            meta_error += ((out.argmax(1) == c) & (y == c)).sum().item()""")
+    [found] = diagnostics(source, **DEFAULT)
+    assert found.location.row == 32
+    assert found.help.startswith("It waits once per iteration of the loop at line 31 inside the step; ")

@@ -259,10 +259,11 @@ def _break_bounds(model: SemanticModel, loop: cst.For | cst.While) -> list[tuple
     counter, start = index_counter(model, loop) if isinstance(loop, cst.For) else (None, 0)
     if counter is not None:
         counters[counter] = (start, 0, False)
+    header = _header_index(model, loop) if counter is None and isinstance(loop, cst.For) else None
     counter, start, jumps = raised_counter(model, loop)
     if counter is not None:
         counters.setdefault(counter, (start, 1, jumps))
-    if not counters:
+    if not counters and header is None:
         return []
     bounds = []
     for statement in loop.body.body:
@@ -271,9 +272,14 @@ def _break_bounds(model: SemanticModel, loop: cst.For | cst.While) -> list[tuple
         test = statement.test
         if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
             continue
-        if not isinstance(test.left, cst.Name) or test.left.value not in counters:
+        if not isinstance(test.left, cst.Name):
             continue
-        start, slack, jumps = counters[test.left.value]
+        if test.left.value not in counters:
+            if header is None or test.left.value != header[0] or not _read_as_set_by_header(model, test.left, loop):
+                continue
+            start, slack, jumps = header[1], 0, False  # the index as the header set it, rebound only later in the body
+        else:
+            start, slack, jumps = counters[test.left.value]
         by_index = slack == 0
         target = test.comparisons[0]
         limit = shipped_bound(model, target.comparator)
@@ -284,6 +290,28 @@ def _break_bounds(model: SemanticModel, loop: cst.For | cst.While) -> list[tuple
         elif isinstance(target.operator, cst.GreaterThanEqual) or isinstance(target.operator, cst.Equal) and not jumps:
             bounds.append((limit - start + 1 + slack, by_index))
     return bounds
+
+
+def _header_index(model: SemanticModel, loop: cst.For) -> Optional[tuple[str, int]]:
+    """The `enumerate` index of the loop's header and its start, also when the body rebinds the name later (an inner
+    `for ix, output in enumerate(outputs)` reusing `ix`): `_read_as_set_by_header` then says whether a test reads it
+    as the header set it."""
+    iterable, target = loop.iter, loop.target
+    if not (isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) and iterable.func.value == "enumerate"):
+        return None
+    if model.module_bindings("enumerate") or not isinstance(target, (cst.Tuple, cst.List)) or not target.elements:
+        return None
+    first = target.elements[0].value
+    if not isinstance(first, cst.Name) or len(iterable.args) != 1:
+        return None
+    return first.value, 0
+
+
+def _read_as_set_by_header(model: SemanticModel, name: cst.Name, loop: cst.For) -> bool:
+    """Every write of `name` that reaches this read is the loop header's own binding: the test counts iterations
+    whatever the body rebinds after it."""
+    writes = model.dataflow.reaching_writes(name.value, name)
+    return bool(writes) and all(w.statement is loop for w in writes)
 
 
 def shipped_bound(model: SemanticModel, expr: cst.BaseExpression) -> Optional[int]:

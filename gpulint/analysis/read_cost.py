@@ -18,8 +18,9 @@ So a default finding needs evidence of such a cost, one of:
   `label_to_string` reading each token; a padding mask filled per utterance with `lengths[i]` as a slice bound),
   unless the loop's loader makes images in the training process (`_loading_dominates`). Each iteration is a
   round trip: a launch or two, a drain, the next launch; hundreds a step keep the GPU idle for milliseconds.
-  Not a gradient-accumulation loop (`micro_step_loop`: each iteration runs a backward): a read per micro-step is
-  one wait per forward and backward, whose cost is judged as one read a step is (the loading below, in that loop).
+  Not a loop of training sub-steps (`substep_loop`: each iteration runs a backward, as gradient-accumulation
+  micro-steps and the tasks of a meta-batch do): a read per sub-step is one wait per forward and backward, whose
+  cost is judged as one read a step is (the loading below, in that loop).
 - `waits_per_step` at or above `MANY_WAITS`: the step holds that many separate waits (reads separated by GPU work,
   and the reads inside the project helpers it calls every step: seven metric helpers with two or three
   `float()` each after a batch-1 U-Net step). Each wait serializes the launches that follow it.
@@ -88,8 +89,9 @@ def repeated_in_step(model: SemanticModel, sync: HostSync, loop: Loop) -> Option
         if ancestor is loop or isinstance(ancestor, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
             break
         if isinstance(ancestor, _REPEATING) and _repeats(model, ancestor, child) and model.residency.rate_limit_guard(node, loop) is None:
-            if micro_step_loop(model, ancestor):
-                break  # a read per micro-step: one wait per forward and backward, not many small ones
+            if substep_loop(model, ancestor):
+                child = ancestor
+                continue  # each iteration is a training sub-step of its own (a task of a meta-batch): one wait per sub-step
             what = "loop" if isinstance(ancestor, (cst.For, cst.While)) else "comprehension"
             return f"once per iteration of the {what} at line {model.range(ancestor).start.line} inside the step"
         child = ancestor
@@ -101,6 +103,28 @@ def repeated_in_step(model: SemanticModel, sync: HostSync, loop: Loop) -> Option
         if place is not None and not _loading_dominates(model, loop):
             return f"in a loop of the helper (at {place}), once per element of the GPU tensor the step hands it"
     return None
+
+
+def substep_loop(model: SemanticModel, repeating: cst.CSTNode) -> bool:
+    """Each iteration of the loop `repeating` (inside a step) trains on its own: it runs a backward pass,
+    `torch.autograd.grad` or an optimizer step (`loss.backward()` per task of a meta-batch, per micro-batch of a
+    gradient accumulation), itself or through a project helper that trains. A read per iteration is then one wait per
+    sub-step, each behind a forward and a backward of its own: the cost of a per-step read (2-4 % of a GPU-bound step
+    with nothing on the host to serialize, nothing in a launch-bound one: cost_facts.md sections 1-2), not a round
+    trip per element of a tensor. Whether it costs more is for the other evidence (`waits_per_step`,
+    `loading_serialized`, in that loop) to show."""
+    from gpulint.analysis.hot_loops import trains
+
+    if not isinstance(repeating, (cst.For, cst.While)):
+        return False
+    if trains(model, repeating.body):
+        return True
+    for call in model.calls_inside(repeating.body):
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value == "manual_backward":
+            return True
+        if (model.call_name(call) or "") in ("torch.autograd.grad", "torch.autograd.backward"):
+            return True
+    return False
 
 
 def _loading_dominates(model: SemanticModel, loop: Loop) -> bool:
@@ -151,22 +175,12 @@ def _decoded_by_a_method(model: SemanticModel, value: cst.BaseExpression) -> boo
     return value.func.attr.value not in ("forward", "__call__") and (residency.is_gpu_module(owner) or residency.is_module(owner))
 
 
-def micro_step_loop(model: SemanticModel, loop: cst.CSTNode) -> bool:
-    """A loop inside the step whose every iteration runs a backward pass (gradient accumulation: `for i in
-    range(grad_accum_every): loss = model(next(dl_iter)); loss.backward()`): each iteration is a micro-step of
-    full forward and backward work, so a read in it waits once per micro-step (a few per cent of each, as one read
-    a step does), not many times for little work."""
-    from gpulint.analysis.hot_loops import trains
-
-    return isinstance(loop, (cst.For, cst.While)) and trains(model, loop.body)
-
-
 def _micro_step(model: SemanticModel, sync: HostSync, loop: Loop) -> Optional[Loop]:
-    """The gradient-accumulation loop inside `loop` that holds the read, if any (`micro_step_loop`)."""
+    """The loop of training sub-steps inside `loop` that holds the read, if any (`substep_loop`)."""
     for ancestor in model.ancestors(sync.node):
         if ancestor is loop or isinstance(ancestor, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
             return None
-        if isinstance(ancestor, (cst.For, cst.While)) and micro_step_loop(model, ancestor):
+        if isinstance(ancestor, (cst.For, cst.While)) and substep_loop(model, ancestor):
             return ancestor
     return None
 

@@ -21,6 +21,7 @@ import libcst as cst
 from gpulint.analysis.communication import chosen_by_backend
 from gpulint.analysis.dataflow import Write
 from gpulint.analysis.error_paths import error_path
+from gpulint.analysis.excluded_branches import unreached_wait
 from gpulint.analysis.handed_elements import received_part
 from gpulint.analysis.graph_data import pyg_host_attribute
 from gpulint.analysis.handed_loaders import placed_by_callers
@@ -1220,7 +1221,11 @@ class Residency:
             callee = model.callee(call)
             if callee is None or self._reported_in_place(call, own or []):
                 continue
-            sync = next((HostSync(call, entry[1], call, via=entry[2]) for entry in callee.syncs if entry[0] == what), None)
+            # a wait behind a branch this call's path has ruled out (`analysis/excluded_branches.py`) is not reached
+            sync = next((
+                HostSync(call, entry[1], call, via=entry[2]) for entry in callee.syncs
+                if entry[0] == what and not unreached_wait(model, call, entry[2])
+            ), None)  # fmt: skip
             in_callee = model.project.reported_in_callee.get(model.project_ref(call) or "", {})
             # the places the per-step method reports itself, whichever argument reaches them (one wait, one finding)
             covered = {
@@ -1231,7 +1236,7 @@ class Residency:
             # cost comes from), then in the order of the arguments
             given = [(arg, e) for arg, param in model.arguments_to(call, callee) for e in callee.effects.get(param, ())]
             for arg, effect in sorted(given, key=lambda item: "repeated" not in item[1][4:]) if sync is None else ():
-                if effect[0] != what or effect[2] in covered:
+                if effect[0] != what or effect[2] in covered or unreached_wait(model, call, effect[2]):
                     continue  # (not this kind, or the per-step method reports it at its line: `analysis/stepped_inputs.py`)
                 if self.is_gpu(arg.value, certain=effect[3]) or self.is_gpu_module(arg.value) or self._gpu_parameters(arg.value):
                     sync = HostSync(call, effect[1], arg.value, via=effect[2])

@@ -104,3 +104,69 @@ def _runs_step_work(model: SemanticModel, function: cst.FunctionDef) -> bool:
             is_training_step(model, c) or model.residency.is_module(c.func) for c in model.calls_inside(here)
         ),
     )  # fmt: skip
+
+
+def waited_after(model: SemanticModel, sync: HostSync, loop: Loop) -> Optional[cst.CSTNode]:
+    """The wait that follows `sync` at once in the same iteration of `loop`: a host read (`.item()`, `.cpu()`, a
+    `torch.allclose` test), every iteration (not under a rate-limit guard), in the rest of `sync`'s statement or in the next statement of its
+    block (for an `if`, `while` or `with`: its test or items), with no other statement between them. Two waits
+    with nothing between but the launches of the second's inputs cost one: the first drains the queue, the second
+    finds it nearly empty, and the host work the first serializes is only those launches (`max(A, G1) + max(B, G2) -
+    max(A + B, G1 + G2)` is at most B, the host work between them: none here beyond launches; bench/results/
+    cost_facts.md section 2). `loss = self._compute_loss(batch)` then `self.log(..., loss.item())`; a sampler's
+    `p, x_next = self._update(x, t)` then `if not torch.allclose(x_next, x):` every step."""
+    residency = model.residency
+    flow = model.dataflow
+    statement = model.enclosing_statement(sync.node)
+    block = model.parent.get(statement)
+    body = getattr(block, "body", None)
+    if not isinstance(body, (list, tuple)) or statement not in body:
+        return None
+    index = list(body).index(statement)
+    following = body[index + 1] if index + 1 < len(body) else None
+    heads: list[cst.CSTNode] = []
+    if isinstance(following, (cst.If, cst.While)):
+        heads.append(following.test)
+    elif isinstance(following, cst.With):
+        heads.extend(item.item for item in following.items)
+    elif isinstance(following, cst.SimpleStatementLine):
+        heads.append(following)
+    if isinstance(statement, cst.BaseCompoundStatement):
+        return None  # (its body runs per element or on some steps: not "at once")
+    for other in residency.host_syncs:  # (a size right after is the next finding of its own: not followed here)
+        if other is sync or other.node is sync.node or residency.rate_limit_guard(other.node, loop) is not None:
+            continue
+        if model.enclosing_loops(other.node)[:1] != model.enclosing_loops(sync.node)[:1]:
+            continue
+        if _conditional_within(model, other.node, statement if model.is_inside(other.node, statement) else None):
+            continue
+        if model.is_inside(other.node, statement) and flow.before(sync.node, other.node):
+            return other.node
+        if any(model.is_inside(other.node, head) for head in heads):
+            return other.node
+    for head in heads:  # `torch.allclose(a, b)` / `torch.equal(a, b)` of GPU tensors: a Python bool, read from the GPU
+        for call in model.calls_inside(head):
+            if (model.call_name(call) or "") in _BOOL_READS and not _conditional_within(model, call, None):
+                if any(not a.star and residency.is_gpu(a.value) for a in call.args):  # (likely: beside the reported wait)
+                    return call
+    return None
+
+
+_BOOL_READS = frozenset({"torch.allclose", "torch.equal"})
+
+
+def _conditional_within(model: SemanticModel, node: cst.CSTNode, statement: Optional[cst.CSTNode]) -> bool:
+    """`node` runs only on some evaluations of its statement: the branch of a conditional expression, the right of
+    `and`/`or`, a lambda or a comprehension."""
+    child = node
+    for ancestor in model.ancestors(node):
+        if ancestor is statement or isinstance(ancestor, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+            return False
+        if isinstance(ancestor, cst.IfExp) and child is not ancestor.test:
+            return True
+        if isinstance(ancestor, cst.BooleanOperation) and child is ancestor.right:
+            return True
+        if isinstance(ancestor, (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
+            return True
+        child = ancestor
+    return False

@@ -13,7 +13,7 @@ from gpulint.analysis.helper_steps import calling_loop
 from gpulint.analysis.helper_waits import calls_named, fold_into_helpers
 from gpulint.analysis.one_off_passes import one_off_pass
 from gpulint.analysis.residency import EVAL, TRAIN
-from gpulint.analysis.step_waits import waited_before
+from gpulint.analysis.step_waits import waited_after, waited_before
 from gpulint.checks.base import Rule
 from gpulint.diagnostics import Diagnostic, Severity
 
@@ -53,6 +53,8 @@ class DynamicShapeSyncInLoop(Rule):
                 continue  # one pass in the run beside the training epochs (a feature extraction after training)
             if waited_before(model, sync, loop) is not None:
                 continue  # the step synchronizes every iteration (a per-step timer) and queued no step work since
+            if waited_after(model, sync, loop) is not None:
+                continue  # another wait follows at once, every iteration (`loss.item()` next): the two cost one
             if role == TRAIN and generation.generation_bound(model, loop):
                 continue  # an RL step that generates a rollout: it waits on the host for every token anyway
             if role == TRAIN and waits_every_full_batch_step(model, calling_loop(model, loop)):
