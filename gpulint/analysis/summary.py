@@ -1305,6 +1305,13 @@ class _Reader:
         self.block(body)
         self.loop, self.loop_targets, self.guarded = outer, outer_targets, guarded
 
+    def zipped(self, value: Any) -> bool:
+        """`value` is an element of a loop over several sources at once (`for pred, n in zip(preds, lengths)`):
+        every target of such a loop stands for all of them, so a wait on it cannot be put on the right one."""
+        return any(
+            s.startswith("l:") and len(self.loop_sources.get(int(s[2:]), ())) > 1 for s in sources_of(value)
+        )  # fmt: skip
+
     def test(self, node: ast.AST) -> None:
         value = self.expr(node)
         if isinstance(node, ast.Compare) and any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in node.ops):
@@ -1570,7 +1577,7 @@ class _Reader:
         if kind is ast.Slice:
             for part in (node.lower, node.upper, node.step):
                 value = self.expr(part)
-                if value is not None and value[0] in ("src", "gpu") and hasattr(node, "lineno"):
+                if value is not None and value[0] in ("src", "gpu") and hasattr(node, "lineno") and not self.zipped(value):
                     # `mask[i, lengths[i]:] = 0`: Python's slice reads a tensor bound with `__index__` on the host,
                     # a wait when the tensor is on the GPU (`residency.SLICED_WITH_GPU_BOUND`)
                     self.sync(value, "slicing with a GPU tensor as a bound", node.lineno, certain=True)
