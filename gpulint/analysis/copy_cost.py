@@ -38,6 +38,8 @@ UNKNOWN_BYTES_HELP = (
     "the code does not show a batch's bytes: pinning saves nothing measurable below ~0.5 MB a batch, and 30-50 % of a "
     "GPU-bound step for 4-40 MB batches"
 )
+# GPU102's help on a loader reported only because of `unproven-cost = true` (the code does not show a batch's bytes).
+UNPROVEN_PINNING_HELP = f"its cost is unproven: {UNKNOWN_BYTES_HELP}"
 
 
 def copy_bytes(model: SemanticModel, loader: DataLoaderCall) -> Optional[int]:
