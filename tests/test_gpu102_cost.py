@@ -1,7 +1,7 @@
 """GPU102's default findings need evidence of their cost (`analysis/copy_cost.py`, `analysis/batch_bytes.py`): a batch
 the code shows above 512 KiB copied pageable is reported with its bytes in the help; a batch of unknown bytes (a
 dataset class, a `TensorDataset` of arrays, a folder of images) is silent unless `unproven-cost = true` (four corpora's
-judges: 4 such findings right for both against 80 noise for both). lightly's two-view transforms show their bytes:
+judges: 1 such finding right for both against 67 noise for both). lightly's two-view transforms show their bytes:
 each view a float32 3 x input_size x input_size tensor (lightly's BYOL examples on CIFAR-10, right for both judges of
 the fourteenth corpus)."""
 
@@ -115,7 +115,7 @@ for epoch in range(100):
 def test_a_batch_of_unknown_bytes_is_silent_by_default_and_reported_with_the_option():
     assert gpu102(ROWS) == []
     (finding,) = gpu102(ROWS, UNPROVEN_PINNING)
-    assert "its cost is unproven: the code does not show a batch's bytes" in finding.help
+    assert "its cost is unproven (the code does not show a batch's bytes;" in finding.help
 
 
 BRANCHES = """\

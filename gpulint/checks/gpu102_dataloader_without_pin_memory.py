@@ -6,7 +6,7 @@ from typing import Iterator
 
 import libcst as cst
 
-from gpulint.analysis.copy_cost import UNKNOWN_BYTES_HELP, UNPROVEN_PINNING_HELP, pageable_copy_estimate
+from gpulint.analysis.copy_cost import UNPROVEN_PINNING_HELP, pageable_copy_estimate
 from gpulint.analysis.dataloaders import LOADER_TEXT, produces_cuda_batches
 from gpulint.analysis.loader_bound import copies_worth_pinning, loading_dominates
 from gpulint.analysis.value_resolution import LITERAL
