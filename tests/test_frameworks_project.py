@@ -6,7 +6,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from tests.conftest import ALL_READS
+from tests.conftest import ALL_LOADERS, ALL_READS
 from gpulint.analysis.project import lone_context
 from gpulint.analysis.summary import summarize
 from gpulint.config import Settings
@@ -53,7 +53,7 @@ TRAIN = """\
 
 def lint(root: Path, monkeypatch) -> list[str]:
     monkeypatch.chdir(root)
-    results = lint_files(sorted(root.rglob("*.py")), Settings(root=root, rule_options=ALL_READS), jobs=1, use_cache=False)
+    results = lint_files(sorted(root.rglob("*.py")), Settings(root=root, rule_options=ALL_READS + ALL_LOADERS), jobs=1, use_cache=False)
     return [f"{d.filename}:{d.location.row} {d.code}" for r in results for d in r.diagnostics]
 
 

@@ -176,6 +176,7 @@ def _project(tmp_path: Path, files: int = 24) -> tuple[Path, str]:
     each have fixes (a `DataLoader` without workers and without pinned memory); enough files for `-j 2` to use worker processes."""
     steps = "".join(f"def step{i}(x, model):\n    x = x.cuda()\n    return model(x)\n\n\n" for i in range(4000))
     (tmp_path / "big.py").write_text("import torch\n\n\n" + steps, encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text(UNPROVEN_COST_TOML, encoding="utf-8")  # GPU102 on a dataset of unknown size
     small = "import torch\nfrom torch.utils.data import DataLoader\n\nloader = DataLoader(make_dataset(), batch_size=64)\nfor x in loader:\n    x = x.cuda()\n"
     for i in range(files - 1):
         (tmp_path / f"small{i:02d}.py").write_text(small, encoding="utf-8")

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from gpulint.reporters import printable
-from tests.conftest import run_gpulint
+from tests.conftest import UNPROVEN_COST_TOML, run_gpulint
 
 # A message that quotes this call spans three lines, with an OSC title sequence, a bell and a form feed.
 HOSTILE_SOURCE = (
@@ -45,6 +45,7 @@ def assert_inert(output: str) -> None:
 @pytest.fixture
 def hostile(tmp_path: Path) -> Path:
     (tmp_path / "train.py").write_text(HOSTILE_SOURCE, encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text(UNPROVEN_COST_TOML, encoding="utf-8")  # GPU102 on a dataset of unknown size
     for name in HOSTILE_NAMES:
         (tmp_path / name).write_text(HOSTILE_SOURCE, encoding="utf-8")
     return tmp_path

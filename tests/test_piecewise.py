@@ -11,7 +11,7 @@ import pytest
 import gpulint.piecewise as piecewise
 from gpulint.config import Settings
 from gpulint.linter import check_source
-from tests.conftest import ALL_READS, FIXTURES, REPO
+from tests.conftest import ALL_LOADERS, ALL_READS, FIXTURES, REPO
 
 # These tests are about which shapes GPU201 recognizes, with sizes out of sight: reported with `unproven-cost`.
 pytestmark = pytest.mark.usefixtures("unproven_cost")
@@ -94,7 +94,7 @@ def test_findings_do_not_depend_on_how_a_file_is_parsed(monkeypatch):
                 print(loss.item())
                 noise = torch.zeros(x.size(0)).cuda()
         """)
-    settings = Settings(root=REPO, rule_options=ALL_READS)  # (its one read a step shows no cost: `read_cost.py`)
+    settings = Settings(root=REPO, rule_options=ALL_READS + ALL_LOADERS)  # (its one read a step shows no cost: `read_cost.py`)
     whole = check_source(source, "train.py", settings)
     monkeypatch.setattr(piecewise, "PIECE_BYTES", 10)
     import gpulint.linter

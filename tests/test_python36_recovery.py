@@ -106,6 +106,7 @@ def test_other_modules_read_the_summary_of_a_recovered_module(tmp_path):
     )
     train = "import torch\nfrom torch.utils.data import DataLoader\n\nfrom settings import device\n\nloader = DataLoader(make_dataset(), batch_size=64)\nfor x in loader:\n    x = x.to(device)\n"
     (tmp_path / "train.py").write_text(train, encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text(UNPROVEN_COST_TOML, encoding="utf-8")  # GPU102: a dataset of unknown size
     result = run_gpulint("check", "--no-cache", "--output-format", "concise", ".", cwd=tmp_path)
     assert result.stdout.decode().splitlines()[:3] == [
         "settings.py:6:15: invalid-syntax: SyntaxError: invalid syntax",

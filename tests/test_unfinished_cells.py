@@ -21,7 +21,7 @@ from gpulint.diagnostics import Applicability, Diagnostic, Edit, Fix, Location
 from gpulint.fix_invariants import enforce
 from gpulint.notebook import SKIPPED_CELL_VALUE, Notebook, _bound_names, without_stubs
 from gpulint.reporters import ReportContext, render
-from tests.conftest import run_gpulint
+from tests.conftest import UNPROVEN_COST_TOML, run_gpulint
 from tests.test_notebooks import check, concise, fixed, notebook, sources_of
 
 # These tests are about which shapes GPU201 recognizes, with sizes out of sight: reported with `unproven-cost`.
@@ -64,6 +64,7 @@ def test_the_cells_around_an_unfinished_one_are_checked_in_their_own_rows():
 
 def test_check_warns_on_stderr_and_exits_with_the_other_cells_status(tmp_path):
     (tmp_path / "ex.ipynb").write_text(EXERCISE, encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text(UNPROVEN_COST_TOML, encoding="utf-8")  # GPU102: a dataset of unknown size
     result = run_gpulint("check", "--no-cache", "--output-format", "concise", "ex.ipynb", cwd=tmp_path)
     assert result.returncode == 1
     assert result.stdout.decode().splitlines()[:3] == EXPECTED
@@ -80,6 +81,7 @@ def test_check_warns_on_stderr_and_exits_with_the_other_cells_status(tmp_path):
 
 def test_json_output_holds_the_other_cells_findings_only(tmp_path):
     (tmp_path / "ex.ipynb").write_text(EXERCISE, encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text(UNPROVEN_COST_TOML, encoding="utf-8")  # GPU102: a dataset of unknown size
     result = run_gpulint("check", "--no-cache", "--output-format", "json", "ex.ipynb", cwd=tmp_path)
     records = json.loads(result.stdout.decode())  # stdout stays pure JSON; the warnings go to stderr
     assert [(r["code"], r["cell"], r["location"]["row"], r["location"]["column"]) for r in records] == [
@@ -93,6 +95,7 @@ def test_json_output_holds_the_other_cells_findings_only(tmp_path):
 def test_fix_apply_fixes_the_other_cells_and_keeps_the_unfinished_ones_byte_for_byte(tmp_path):
     path = tmp_path / "ex.ipynb"
     path.write_text(EXERCISE, encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text(UNPROVEN_COST_TOML, encoding="utf-8")  # GPU102: a dataset of unknown size
     dry = run_gpulint("fix", "ex.ipynb", cwd=tmp_path)
     assert dry.returncode == 1 and dry.stdout.decode().startswith("--- ex.ipynb:cell 4\n+++ ex.ipynb:cell 4\n")
     assert WARNINGS[0] in dry.stderr.decode()
@@ -112,6 +115,7 @@ def test_fix_apply_fixes_the_other_cells_and_keeps_the_unfinished_ones_byte_for_
 def test_add_noqa_leaves_the_unfinished_cells_as_they_are(tmp_path):
     path = tmp_path / "ex.ipynb"
     path.write_text(EXERCISE, encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text(UNPROVEN_COST_TOML, encoding="utf-8")  # GPU102: a dataset of unknown size
     result = run_gpulint("check", "--add-noqa", "ex.ipynb", cwd=tmp_path)
     assert result.returncode == 0 and result.stderr.decode().endswith("Added 2 noqa directives.\n")
     after = path.read_text(encoding="utf-8")

@@ -48,6 +48,14 @@ _SHAPE_KEEPING = frozenset({"Normalize", "RandomHorizontalFlip", "RandomVertical
                             "AutoAugment", "RandAugment", "TrivialAugmentWide", "GaussianBlur"})  # fmt: skip
 _RESIZING = frozenset({"Resize", "CenterCrop", "RandomCrop", "RandomResizedCrop"})
 _INDEX_FACTORIES = frozenset({"torch.arange", "torch.randperm"})
+# lightly's multi-view transforms (lightly/transforms/*_transform.py, 1.5): each view is a crop resized to
+# `input_size` (224 when left out), `ToTensor()` and `Normalize`: a float32 3 x input_size x input_size tensor.
+# The two-view ones take their views' transforms (`BYOLTransform(view_1_transform=BYOLView1Transform(input_size=32),
+# ...)`, the default view when one is left out); SimCLR's builds two views of one `input_size`.
+_LIGHTLY_TWO_VIEWS = frozenset({"BYOLTransform", "FDATransform", "TiCoTransform"})
+_LIGHTLY_VIEWS = frozenset({"BYOLView1Transform", "BYOLView2Transform", "FDAView1Transform", "FDAView2Transform",
+                            "TiCoView1Transform", "TiCoView2Transform"})  # fmt: skip
+_LIGHTLY_INPUT_SIZE = 224
 # Calls that take apart a batch's leading axis (what a loop over pre-batched items does with `batch_size=1`).
 _RESHAPES = frozenset({"squeeze", "squeeze_", "view", "reshape", "flatten", "unbind", "unflatten"})
 # Tensor methods that keep a tensor's elements and dtype (a lambda transform that only rearranges the image).
@@ -214,18 +222,25 @@ def _sample_bytes(model: SemanticModel, source: cst.BaseExpression) -> Optional[
     return None if image is None else image + _INT64  # and its int64 class label
 
 
-def _image_bytes(model: SemanticModel, transform: cst.BaseExpression, shape: tuple[int, int, int]) -> Optional[int]:
+def _image_bytes(model: SemanticModel, transform: cst.BaseExpression, shape: tuple[int, int, int], depth: int = 0) -> Optional[int]:
     """The bytes of one image after `transform` (a written-out `Compose([...])` or one transform, or one that a
-    project function of another module returns: `analysis/returned_transforms.py`)."""
+    project function of another module returns: `analysis/returned_transforms.py`); a name bound to several
+    transforms (`if args.augment: ... else: ...`) gives the largest image they make, when each is known."""
     returned = returned_steps(model, transform)
     if returned is not None:
         return _steps_bytes(returned, shape)
     sources = model.batch_cost._sources(transform)
+    if sources and len(sources) > 1 and depth == 0:
+        # `transform_train` bound in both branches of `if args.augment:`: the larger image of the two
+        each = [_image_bytes(model, source, shape, depth + 1) for source in sources]
+        return None if any(b is None for b in each) else max(each)  # type: ignore[type-var]
     if sources and len(sources) == 1 and isinstance(sources[0], cst.Lambda):
         return _lambda_bytes(model, sources[0], shape)  # `lambda x: ToTensor()(x).view(28**2)`
     if not sources or len(sources) != 1 or not isinstance(sources[0], cst.Call):
         return None
     call = sources[0]
+    if (model.call_name(call) or "").startswith("lightly.transforms."):
+        return _lightly_views_bytes(model, call)
     steps: list[cst.BaseExpression] = [call]
     if (model.call_name(call) or "").endswith(".Compose"):
         if len(call.args) != 1 or not isinstance(call.args[0].value, cst.List):
@@ -235,6 +250,9 @@ def _image_bytes(model: SemanticModel, transform: cst.BaseExpression, shape: tup
             return None
     described = []
     for step in steps:
+        if isinstance(step, cst.Name):  # `normalize = transforms.Normalize(...)` named in the list
+            bound = model.batch_cost._sources(step)
+            step = bound[0] if bound and len(bound) == 1 else step
         name = model.call_name(step) if isinstance(step, cst.Call) else None
         if name is None:
             return None
@@ -242,6 +260,46 @@ def _image_bytes(model: SemanticModel, transform: cst.BaseExpression, shape: tup
         rearranging = name.rsplit(".", 1)[-1] == "Lambda" and _rearranges_only(step)  # type: ignore[arg-type]
         described.append((name, _literal_size(step), single, rearranging, False))  # type: ignore[arg-type]
     return _steps_bytes(described, shape)
+
+
+def _lightly_views_bytes(model: SemanticModel, call: cst.Call) -> Optional[int]:
+    """The bytes of the views a lightly multi-view transform makes of one image (`_LIGHTLY_TWO_VIEWS`): each a
+    float32 3 x input_size x input_size tensor, whatever the image's size; None for any other lightly transform
+    (multi-crop ones, a list of transforms) or a size the code does not give."""
+    short = (model.call_name(call) or "").rsplit(".", 1)[-1]
+    if any(arg.star for arg in call.args):
+        return None
+    if short == "SimCLRTransform":
+        view = _lightly_view_bytes(model, call)
+        return None if view is None else 2 * view
+    if short not in _LIGHTLY_TWO_VIEWS or any(arg.keyword is None for arg in call.args):
+        return None
+    total = 0
+    for key in ("view_1_transform", "view_2_transform"):
+        given = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == key), None)
+        if given is None:
+            total += 3 * _LIGHTLY_INPUT_SIZE**2 * 4  # the default view, 224 x 224
+            continue
+        sources = model.batch_cost._sources(given)
+        if not sources or len(sources) != 1 or not isinstance(sources[0], cst.Call):
+            return None
+        view_name = model.call_name(sources[0]) or ""
+        if not view_name.startswith("lightly.transforms.") or view_name.rsplit(".", 1)[-1] not in _LIGHTLY_VIEWS:
+            return None
+        view = _lightly_view_bytes(model, sources[0])
+        if view is None:
+            return None
+        total += view
+    return total
+
+
+def _lightly_view_bytes(model: SemanticModel, call: cst.Call) -> Optional[int]:
+    """One view of `input_size` (keyword, or 224 left out): 3 x size x size float32."""
+    if any(arg.star for arg in call.args) or any(arg.keyword is None for arg in call.args):
+        return None  # a positional `input_size` (or a splat): left to what the code names
+    given = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "input_size"), None)
+    size = _LIGHTLY_INPUT_SIZE if given is None else _int_value(model, given, 0)
+    return None if size is None or size < 1 else 3 * size * size * 4
 
 
 def _steps_bytes(steps: list[tuple], shape: tuple[int, int, int]) -> Optional[int]:

@@ -34,9 +34,10 @@ PAGEABLE_GBPS = (8, 14)  # pageable host-to-device copies, 64 MiB and 16 MiB (co
 PINNED_GBPS = 54
 BLOCKING_PINNED_BYTES = 16 * 1024 * 1024
 BLOCKING_HELP = "the blocking copy costs a drain of the queue plus its bytes at ~54 GB/s, measurable from ~16 MB a batch"
-UNKNOWN_BYTES_HELP = (
-    "the code does not show a batch's bytes: pinning saves nothing measurable below ~0.5 MB a batch, and 30-50 % of a "
-    "GPU-bound step for 4-40 MB batches"
+# GPU102's help on a loader reported only because of `unproven-cost = true` (the code does not show a batch's bytes).
+UNPROVEN_PINNING_HELP = (
+    "its cost is unproven (the code does not show a batch's bytes; pinning saves nothing measurable below ~0.5 MB a "
+    "batch, and 30-50 % of a GPU-bound step for 4-40 MB batches)"
 )
 
 

@@ -6,11 +6,11 @@ from typing import Iterator
 
 import libcst as cst
 
-from gpulint.analysis.copy_cost import UNKNOWN_BYTES_HELP, pageable_copy_estimate
+from gpulint.analysis.copy_cost import UNPROVEN_PINNING_HELP, pageable_copy_estimate
 from gpulint.analysis.dataloaders import LOADER_TEXT, produces_cuda_batches
 from gpulint.analysis.loader_bound import copies_worth_pinning, loading_dominates
 from gpulint.analysis.value_resolution import LITERAL
-from gpulint.checks.base import Rule, value_origin
+from gpulint.checks.base import Option, Rule, value_origin
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
 from gpulint.edits import replace_node, with_keyword_argument
 
@@ -22,6 +22,14 @@ class DataLoaderWithoutPinMemory(Rule):
     fix_applicability = Applicability.SAFE
     fix_sometimes_unsafe = True
     requires = (LOADER_TEXT,)
+    options = (
+        Option(
+            "unproven-cost",
+            False,
+            "Also report loaders whose batch's bytes the code does not show (no evidence of their cost; by default only "
+            "a batch the code shows above 512 KiB is reported).",
+        ),
+    )
 
     def check(self) -> Iterator[Diagnostic]:
         model = self.model
@@ -35,6 +43,8 @@ class DataLoaderWithoutPinMemory(Rule):
                 continue
             if not copies_worth_pinning(model, info):
                 continue  # a few batches, tiny ones, one sample each, graphs, long steps, a loader-bound loop
+            if pageable_copy_estimate(model, loader) is None and not self.settings["unproven-cost"]:
+                continue  # a batch of unknown bytes is no evidence of a cost (four corpora's judges: mostly noise)
             if flow.no_workers(loader) and model.batch_cost.items_are_cheap(loader):
                 # In-memory rows and no workers (nor any to add: GPU101 is silent): pinning would run in the
                 # training process, the same host copy the pageable transfer makes.
@@ -73,8 +83,8 @@ class DataLoaderWithoutPinMemory(Rule):
         help = "Pageable memory makes every copy block" + (f" ({feeds[0]})" if feeds and not moves else "")
         if estimate is not None:
             help = f"{estimate[0].upper()}{estimate[1:]}. {help}"  # the evidence first; messages stay short
-        else:
-            help += f"; {UNKNOWN_BYTES_HELP}"
+        else:  # shown only because of `unproven-cost = true`: say so, as GPU105 and GPU303 do
+            help += f"; {UNPROVEN_PINNING_HELP}"
         workers_positive, _ = flow.workers(info.loader)
         if not workers_positive:
             help += "; pinning pays off with `num_workers > 0` (GPU101)"
