@@ -101,3 +101,39 @@ def test_a_split_of_many_batches_keeps_the_finding(tmp_path, monkeypatch):
 def test_a_split_of_images_keeps_the_finding(tmp_path, monkeypatch):
     data = 'torchvision.datasets.ImageFolder("photos", transform=torchvision.transforms.ToTensor())'
     assert _lint(tmp_path, monkeypatch, data=data) == REPORTED
+
+
+# One evaluation pass beside training that a project helper runs for several epochs (`one_off_passes._trains_for_epochs`):
+# a notebook cell builds a loader and the next cell reads it once under `no_grad` (seventeenth corpus, both judges:
+# noise). Negatives: a helper given one epoch (one pass of training beside one of evaluation), and the same loader
+# handed to the helper (read every epoch).
+EVALUATION = """
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader
+from helpers import train_network
+from texts import TextDataset, pad_batch
+
+train_loader = DataLoader(TextDataset("train.csv"), batch_size=32, shuffle=True, collate_fn=pad_batch)
+model = nn.Sequential(nn.EmbeddingBag(20000, 64), nn.Linear(64, 4))
+train_network(model, TRAINED, epochs=EPOCHS, device="cuda")
+test_loader = DataLoader(TextDataset("test.csv"), batch_size=32, collate_fn=pad_batch)
+preds = []
+with torch.no_grad():
+    for x, y in test_loader:
+        preds.append(model(x.to("cuda")).argmax(1).cpu())
+"""
+
+
+def _lint_evaluation(tmp_path, monkeypatch, epochs="10", trained="train_loader") -> list[str]:
+    lesson = EVALUATION.replace("EPOCHS", epochs).replace("TRAINED", trained)
+    files = {"helpers.py": HELPERS, "texts.py": TEXT_MODULE, "lesson.py": lesson}
+    return [f for f in lint_written(tmp_path, files, monkeypatch) if f.split()[-1] == "GPU101"]
+
+
+def test_one_evaluation_pass_beside_a_helper_that_trains_for_epochs_is_silent(tmp_path, monkeypatch):
+    assert _lint_evaluation(tmp_path, monkeypatch) == ["lesson.py:8 GPU101"]
+
+
+def test_a_helper_given_one_epoch_keeps_the_evaluation_finding(tmp_path, monkeypatch):
+    assert _lint_evaluation(tmp_path, monkeypatch, epochs="1") == ["lesson.py:11 GPU101", "lesson.py:8 GPU101"]
