@@ -11,6 +11,10 @@ such call (in source order) takes a size that reads the item's own dimensions: `
 (not `self.size`, a setting), or a name computed from one there. A last transform of a fixed size (`T.Resize((256,
 256))`, `CenterCrop(224)`) makes every item the same shape again, and a size from the constructor
 (`self.image_size`) is the same for every item.
+
+`squeezes_the_batch_away(model, iteration)`: the step takes one whole item, the batch dimension of 1 squeezed away
+(`data.squeeze(0)`; each item an N-way K-shot task of hundreds of images): `batch_size=1` is the design too (both
+judges: wrong, seventeenth corpus).
 """
 
 from __future__ import annotations
