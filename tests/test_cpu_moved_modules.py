@@ -1,7 +1,7 @@
 """A loop whose function first moves the module it runs to the CPU (`encoder = encoder.cpu()`) feeds no GPU
 (`loader_flow.run_on_moved_cpu_modules`): GPU101 stays silent for its loader (seventeenth corpus, both judges:
 noise, a notebook's `encode_batch` that projects a data set for a plot). Negatives: the module left where it was
-(on the GPU), and moved to the CUDA device.
+(on the GPU), moved to a device the script sets to the CPU (a setting, changed at launch), and moved to CUDA.
 """
 
 from __future__ import annotations
@@ -58,6 +58,11 @@ def test_a_module_moved_to_the_cpu_feeds_no_gpu(tmp_path, monkeypatch):
 
 def test_a_module_left_in_place_keeps_the_finding(tmp_path, monkeypatch):
     assert _lint(tmp_path, monkeypatch, "pass") == ["run.py:13 GPU101"]
+
+
+def test_a_device_setting_of_cpu_keeps_the_finding(tmp_path, monkeypatch):
+    # `device = "cpu"` is the script's setting, changed at launch (`cpu_as_shipped.py`), not a move for this loop
+    assert _lint(tmp_path, monkeypatch, 'device = "cpu"\n    encoder = encoder.to(device)') == ["run.py:14 GPU101"]
 
 
 def test_a_module_moved_to_cuda_keeps_the_finding(tmp_path, monkeypatch):

@@ -1713,14 +1713,16 @@ def _walk(node: cst.CSTNode):
 
 
 def _moved_to_cpu(m, value: cst.BaseExpression) -> bool:
-    """`x.cpu()`, `x.to("cpu")`, `x.to(torch.device("cpu"))`, also after `.eval()` (`x.eval().cpu()`)."""
-    from gpulint.analysis.residency import CPU
-
+    """`x.cpu()`, `x.to("cpu")`, `x.to(torch.device("cpu"))`: the CPU written at the move, not a device setting
+    (`x.to(device)` with `device = "cpu"` is a script's setting, changed at launch: `cpu_as_shipped.py`)."""
     if not isinstance(value, cst.Call) or not isinstance(value.func, cst.Attribute):
         return False
     method = value.func.attr.value
     if method == "cpu" and not value.args:
         return True
-    if method == "to" and value.args and not value.args[0].star:
-        return m.residency.device_kind(value.args[0].value) == CPU
-    return False
+    if method != "to" or len(value.args) != 1 or value.args[0].star or value.args[0].keyword is not None:
+        return False
+    device = value.args[0].value
+    if isinstance(device, cst.Call) and m.call_name(device) == "torch.device" and len(device.args) == 1:
+        device = device.args[0].value
+    return isinstance(device, cst.SimpleString) and device.evaluated_value == "cpu"
