@@ -165,6 +165,8 @@ def produces_cuda_batches(model: SemanticModel, loader: DataLoaderCall) -> bool:
             return True
     if model.batch_cost.holds_cuda_tensors(loader):
         return True
+    if _made_on_given_device(model, loader):
+        return True
     if _transforms_move_to_cuda(model, loader):
         return True
     collate = loader.value("collate_fn")
@@ -174,6 +176,16 @@ def produces_cuda_batches(model: SemanticModel, loader: DataLoaderCall) -> bool:
     # built where the default device may be CUDA (`torch.set_default_device("cuda")` here, in a caller, or on import
     # of a config module): its tensors are made on the GPU (`analysis/default_device.py`)
     return dataset is not None and data_made_on_default_cuda(model, dataset) is not None
+
+
+def _made_on_given_device(model: SemanticModel, loader: DataLoaderCall) -> bool:
+    """Every source of the dataset is built by a library call given a device that may be CUDA
+    (`OnDeviceDataset(data, device=device)`, `get_tasksets(..., device=device).train.dataset`): it holds CUDA
+    tensors (`analysis/device_datasets.py`)."""
+    from gpulint.analysis.device_datasets import made_on_given_device
+
+    sources = model.batch_cost.dataset_sources(loader)
+    return bool(sources) and all(made_on_given_device(model, source) is not None for source in sources)
 
 
 # Dataset arguments applied to every item the dataset returns (torchvision's convention, kept by most datasets).

@@ -25,6 +25,17 @@ CANONICAL_NAMES = {
 }
 
 
+# The public names (`__all__`) of library modules whose star import (`from torch.utils.data import *`, common in
+# lessons) binds the classes rules match on; any other library's star import binds nothing known.
+STAR_EXPORTS = {
+    "torch.utils.data": (
+        "BatchSampler", "ChainDataset", "ConcatDataset", "DataLoader", "Dataset", "DistributedSampler", "IterableDataset",
+        "RandomSampler", "Sampler", "SequentialSampler", "StackDataset", "Subset", "SubsetRandomSampler", "TensorDataset",
+        "WeightedRandomSampler", "default_collate", "default_convert", "get_worker_info", "random_split",
+    ),
+}  # fmt: skip
+
+
 def dotted_name(node: cst.BaseExpression) -> str | None:
     """`a.b.c` for a Name/Attribute chain, else None."""
     parts: list[str] = []
@@ -62,10 +73,14 @@ class ImportTable:
                 self.bindings[root] = root
 
     def add_import_from(self, node: cst.ImportFrom) -> None:
-        if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+        if node.relative or node.module is None:
             return
         module = dotted_name(node.module)
         if module is None:
+            return
+        if isinstance(node.names, cst.ImportStar):
+            for name in STAR_EXPORTS.get(module, ()):  # `from torch.utils.data import *`: its `__all__`
+                self.bindings[name] = canonical(f"{module}.{name}")
             return
         for alias in node.names:
             if not isinstance(alias.name, cst.Name):

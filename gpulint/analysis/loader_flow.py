@@ -363,11 +363,36 @@ class LoaderFlow:
         which hands them to no framework, and the module moves nothing to any device (no `.to()`, `.cuda()`,
         `device=`, `torch.device(...)`, no project helper that moves its argument): a CPU lesson, where
         worker and batch-size advice about keeping a GPU busy has nothing to say."""
-        if self.trained_on_cpu_by_switch(info):
+        if self.trained_on_cpu_by_switch(info) or self.run_on_moved_cpu_modules(info):
             return True
         if not info.iterations or info.moves or info.feeds or self.consumed_elsewhere(info):
             return False
         return self._moves_nothing
+
+    def run_on_moved_cpu_modules(self, info: LoaderInfo) -> bool:
+        """Every loop over the loader is a `for` of this module whose function first moves the module it runs to
+        the CPU (`encoder = encoder.cpu()`, `.to("cpu")`), and every call in the loop's body of a local name runs
+        such a module: no batch of it reaches a GPU (`for x, y in DataLoader(data): z = encoder(x.cpu())`)."""
+        m = self.m
+        if not info.iterations or info.moves or info.feeds or self.consumed_elsewhere(info):
+            return False
+        for iteration in info.iterations:
+            loop = iteration.loop
+            if loop is None or not iteration.is_for or not isinstance(loop, cst.For):
+                return False
+            ran = False
+            for call in m.calls_inside(loop.body):
+                if not isinstance(call.func, cst.Name) or call.func.value in m.functions or call.func.value in m.classes:
+                    continue
+                writes = m.dataflow.reaching_writes(call.func.value, call)
+                if not writes:
+                    continue  # a builtin or an imported function
+                if not all(w.value is not None and _moved_to_cpu(m, w.value) and m.is_inside(w.statement, m.scope_of(loop)) for w in writes):
+                    return False
+                ran = True
+            if not ran:
+                return False
+        return True
 
     def trained_on_cpu_by_switch(self, info: LoaderInfo) -> bool:
         """The loader is handed to a trainer told to run on the CPU (`model.fit(dl, cpu=True)`, accelerate's
@@ -1718,3 +1743,19 @@ def _walk(node: cst.CSTNode):
         current = stack.pop()
         yield current
         stack.extend(current.children)
+
+
+def _moved_to_cpu(m, value: cst.BaseExpression) -> bool:
+    """`x.cpu()`, `x.to("cpu")`, `x.to(torch.device("cpu"))`: the CPU written at the move, not a device setting
+    (`x.to(device)` with `device = "cpu"` is a script's setting, changed at launch: `cpu_as_shipped.py`)."""
+    if not isinstance(value, cst.Call) or not isinstance(value.func, cst.Attribute):
+        return False
+    method = value.func.attr.value
+    if method == "cpu" and not value.args:
+        return True
+    if method != "to" or len(value.args) != 1 or value.args[0].star or value.args[0].keyword is not None:
+        return False
+    device = value.args[0].value
+    if isinstance(device, cst.Call) and m.call_name(device) == "torch.device" and len(device.args) == 1:
+        device = device.args[0].value
+    return isinstance(device, cst.SimpleString) and device.evaluated_value == "cpu"

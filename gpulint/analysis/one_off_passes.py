@@ -93,4 +93,28 @@ def _trains_elsewhere(model: SemanticModel, node: cst.CSTNode) -> bool:
     smoke test's `--steps` loop) is no small share of the run."""
     if model.frameworks.drives_training:
         return True
-    return any(not model.is_inside(node, loop) and model.residency.loop_role(loop) == EPOCH for loop in model.loops)
+    if any(not model.is_inside(node, loop) and model.residency.loop_role(loop) == EPOCH for loop in model.loops):
+        return True
+    return any(not model.is_inside(node, call) and _trains_for_epochs(model, call) for call in model.calls)
+
+
+_EPOCH_COUNTS = frozenset({"epochs", "num_epochs", "n_epochs", "max_epochs", "nb_epochs"})
+
+
+def _trains_for_epochs(model: SemanticModel, call: cst.Call) -> bool:
+    """`train_network(model, loss, loader, epochs=10)`: a project function that trains a whole pass per call (an
+    epoch loop of its own, `project.Callee.epoch`), given an epoch count of several, or called in a loop."""
+    if not isinstance(call.func, (cst.Name, cst.Attribute)):
+        return False
+    callee = model.callee(call)
+    if callee is None or not callee.trains or not callee.epoch:
+        return False
+    if model.repeating_loops(call):
+        return True
+    for arg, param in model.arguments_to(call, callee):
+        if param in _EPOCH_COUNTS:
+            resolved = model.values.resolve(arg.value)
+            value = resolved.value if resolved is not None else None
+            if isinstance(value, int) and not isinstance(value, bool) and value > 1:
+                return True
+    return False

@@ -8,6 +8,7 @@ import libcst as cst
 
 from gpulint.analysis.hot_loops import is_hot
 from gpulint.analysis.inference_tools import only_runs_inference
+from gpulint.analysis.opt_in_switches import opt_in_off
 from gpulint.analysis.parallel import forwards_single_items
 from gpulint.analysis.shipped_paths import never_runs
 from gpulint.checks.base import Rule
@@ -26,6 +27,8 @@ class DataParallel(Rule):
         for wrapper in model.data_parallel_calls:
             if not wrapper.several_gpus or never_runs(model, wrapper.call):
                 continue  # one GPU, or a switch the code ships off (`if ngpu > 1:` with `ngpu = 0`)
+            if opt_in_off(model, wrapper.call) is not None:
+                continue  # behind `if self.data_parallel:` that the class leaves off and nothing near turns on
             if forwards_single_items(model, wrapper.call):
                 continue  # a predictor fed one image at a time: a batch of one has nothing to split over GPUs
             if only_runs_inference(model, wrapper.call):
