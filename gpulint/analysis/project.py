@@ -735,32 +735,25 @@ class ProjectIndex:
                 yield ("no_sync", f"{record.shown}:{effect[1]}")
             elif kind == "call" and len(effect) > 4:
                 yield ("forward", f"{record.shown}:{effect[1]}", effect[4])  # [2]: a batch of one (`img.unsqueeze(0)`)
-            elif kind == "pass_element" and depth < _MAX_DEPTH:
-                # each element handed to a helper in a loop: the helper's reads of it, once per element
+            elif kind in ("pass", "pass_element") and depth < _MAX_DEPTH:
+                # the argument handed on to a helper ("pass_element": each of its elements, in a loop): the helper's
+                # effects on it; its reads repeat when handed on in a loop (`for row in targets: to_string(row)`)
                 call = f.calls[effect[1]]
                 if call[5] or call[4] in steps:
                     continue
                 callee = self.callee(record, call[0])
                 param = _param_for(callee, effect[2], call[0])
-                if callee is not None and param is not None:
-                    for e in callee.effects.get(param, ()):
-                        if e[0] == "sync" and len(e) > 3:
-                            yield (*e, "repeated") if "repeated" not in e[4:] else e
-            elif kind == "pass" and depth < _MAX_DEPTH:
-                call = f.calls[effect[1]]
-                if call[5] or call[4] in steps:
+                if callee is None or param is None:
                     continue
-                callee = self.callee(record, call[0])
-                param = _param_for(callee, effect[2], call[0])
-                if callee is not None and param is not None:
-                    looped = call[4] >= 0  # handed on in a loop (`for row in targets: to_string(row)`): its reads repeat
-                    yield from (
-                        (*e, "repeated") if looped and e[0] == "sync" and len(e) > 3 and "repeated" not in e[4:] else e
-                        for e in callee.effects.get(param, ()) if e[0] != "iter"
-                    )  # fmt: skip
-                    for result in returned_views(callee.returns, param, effect[1]):
-                        # `y_pred, y_true = normalize_sizes(y_pred, y_true)`: what happens to the reshaped result
-                        yield from (e for e in self._source_effects(record, f, result, steps, depth + 1) if e[0] in ("sync", "shape"))
+                looped = kind == "pass_element" or call[4] >= 0
+                for e in callee.effects.get(param, ()):
+                    read = e[0] == "sync" and len(e) > 3
+                    if e[0] == "iter" or (kind == "pass_element" and not read):
+                        continue
+                    yield (*e, "repeated") if looped and read and "repeated" not in e[4:] else e
+                for result in returned_views(callee.returns, param, effect[1]) if kind == "pass" else ():
+                    # `y_pred, y_true = normalize_sizes(y_pred, y_true)`: what happens to the reshaped result
+                    yield from (e for e in self._source_effects(record, f, result, steps, depth + 1) if e[0] in ("sync", "shape"))
 
     def _internal_syncs(self, record: ModuleRecord, f: FunctionSummary, steps: set[int]) -> Iterator[tuple]:
         for effect in f.effects.get(INTERNAL, ()):
