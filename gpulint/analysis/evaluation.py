@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Optional
 import libcst as cst
 
 from gpulint.analysis.gradients import needs_gradients
-from gpulint.analysis.hot_loops import in_no_grad
+from gpulint.analysis.hot_loops import assigned_names, in_no_grad
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.legacy_torch import volatile_inputs
 from gpulint.analysis.model_size import PARAMETER_FREE
@@ -471,7 +471,7 @@ def _records_a_head_only(model: SemanticModel, receiver: cst.BaseExpression, at:
 def _freezes_each_item(model: SemanticModel, loop: cst.For) -> bool:
     """The loop body sets `<item>.requires_grad = False` on its loop item as a statement of its own, not under an
     `if` (`for name, v in model.named_parameters(): if "head" not in name: ...` freezes a part only)."""
-    items = {n.value for n in _target_names(loop.target)}
+    items = assigned_names(loop.target)
     body = loop.body
     # `for p in m.parameters(): p.requires_grad = False` on one line: a suite of small statements
     smalls = list(body.body) if isinstance(body, cst.SimpleStatementSuite) else [
@@ -485,14 +485,6 @@ def _freezes_each_item(model: SemanticModel, loop: cst.For) -> bool:
             if target.value.value in items and literal_value(small.value) == (True, False):
                 return True
     return False
-
-
-def _target_names(target: cst.BaseExpression) -> list[cst.Name]:
-    if isinstance(target, cst.Name):
-        return [target]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [n for e in target.elements for n in _target_names(e.value)]
-    return []
 
 
 def _part_of(key: Optional[str], models: frozenset[str]) -> bool:

@@ -268,7 +268,7 @@ def _reyielded_parameter(model: SemanticModel, func: cst.FunctionDef, depth: int
             continue
         if not isinstance(value, cst.Name):
             return None
-        loop = next((a for a in model.ancestors(node) if isinstance(a, cst.For) and value.value in _target_names(a.target)), None)
+        loop = next((a for a in model.ancestors(node) if isinstance(a, cst.For) and value.value in assigned_names(a.target)), None)
         source = _iterated_parameter(model, loop, params, value.value, depth) if loop is not None else None
         if source is None:
             return None
@@ -280,18 +280,19 @@ def _iterated_parameter(model: SemanticModel, loop: cst.For, params: set[str], n
     """The parameter whose elements the loop hands to `name` (the element or a part of it)."""
     for param in params:
         parts = element_targets(model, loop.iter, loop.target, lambda e, p=param: isinstance(e, cst.Name) and e.value == p, depth)
-        if parts and any(name in _target_names(part) for part in parts):
+        if parts and any(name in assigned_names(part) for part in parts):
             return param
     return None
 
 
-def _target_names(target: cst.BaseExpression) -> set[str]:
+def assigned_names(target: cst.BaseExpression) -> set[str]:
+    """The names an assignment or loop target binds (`a`, `a, (b, *c)`; not `a[i]` or `a.x`)."""
     if isinstance(target, cst.Name):
         return {target.value}
     if isinstance(target, (cst.Tuple, cst.List)):
-        return set().union(*(_target_names(e.value) for e in target.elements))
+        return set().union(*(assigned_names(e.value) for e in target.elements))
     if isinstance(target, cst.StarredElement):
-        return _target_names(target.value)
+        return assigned_names(target.value)
     return set()
 
 
