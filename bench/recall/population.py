@@ -21,7 +21,8 @@ def main():
     args = parser.parse_args()
     findings = json.load(open(args.findings))["findings"]
     if args.below is not None:
-        findings = [f for f in findings if int(f["code"][3:]) < args.below]
+        # io-error / invalid-syntax reports are no rule's findings: the default selection leaves them out
+        findings = [f for f in findings if f["code"][3:].isdigit() and int(f["code"][3:]) < args.below]
     scopes = {entry["repo"]: set(entry["scope"]) for entry in json.load(open(args.manifest))}
     with open(args.judgements) as f:
         classes = {d["key"]: d["class"] for d in map(json.loads, filter(str.strip, f))}
