@@ -171,6 +171,8 @@ def test_four_separate_waits_a_step_are_evidence():
     found = diagnostics(source, **DEFAULT)
     assert [(d.location.row, d.code) for d in found] == [(13, "GPU306"), (15, "GPU306"), (17, "GPU306")]
     assert found[0].help.startswith("It waits as one of 4 waits a step, each serializing the launches after it;")
+    # the host read counts among the step's waits (`read_cost.step_wait_points`): without it, three waits, no evidence
+    assert findings(source.replace("    print(float(f))\n", ""), **DEFAULT) == []
 
 
 def test_a_mask_after_the_step_while_the_next_batch_is_made_in_process_is_reported():
