@@ -1,4 +1,6 @@
-"""What a per-step host read costs, from the code: the evidence GPU303 needs before it reports a read by default.
+"""What a per-step host read costs, from the code: the evidence GPU303 needs before it reports a read by default,
+and GPU306 before it reports an op whose output size depends on GPU data (`nonzero`, `x[mask]`, `unique`: a wait of
+the same kind, plus a copy of a count; asked with `kind="shape"`, the project summaries' entries of that kind).
 
 A read (`.item()`, `.cpu()`, `if t:`) makes the host wait until the GPU has run everything queued. Measured on an
 H200 (bench/results/cost_facts.md, sections 1-2), one read per step costs:
