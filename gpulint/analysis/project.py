@@ -725,7 +725,7 @@ class ProjectIndex:
                 if not guarded and loop not in steps:
                     # "repeated": in a loop of its own, many waits a call (`read_cost`), as for its own reads; not a
                     # loop over a few options the caller passes (`for k in topk:`, "options")
-                    repeated = loop >= 0 and kind == "sync" and "options" not in effect[6:]
+                    repeated = (loop >= 0 or "repeated" in effect[6:]) and "options" not in effect[6:]
                     yield (kind, what, f"{record.shown}:{line}", certain, *(("repeated",) if repeated else ()))
             elif kind == "iter":
                 yield ("iter", f"{record.shown}:{f.loops[effect[1]][0]}")
@@ -759,7 +759,7 @@ class ProjectIndex:
         for effect in f.effects.get(INTERNAL, ()):
             if effect[0] in ("sync", "shape") and not effect[4] and effect[3] not in steps:
                 # [3:] "returned": a value it returns; "repeated": in a loop of its own, many waits a call (`read_cost`)
-                yield (effect[0], effect[1], f"{record.shown}:{effect[2]}", *effect[5:], *(("repeated",) if effect[3] >= 0 else ()))
+                yield (effect[0], effect[1], f"{record.shown}:{effect[2]}", *effect[5:], *(("repeated",) if effect[3] >= 0 and "repeated" not in effect[5:] else ()))
             elif effect[0] in ("synchronize", "barrier") and not effect[3] and effect[2] not in steps:
                 yield (effect[0], f"{record.shown}:{effect[1]}")  # "barrier": after async communication, it must stay
             elif effect[0] == "clock":
@@ -773,7 +773,7 @@ class ProjectIndex:
             sizes = tuple(call[7:]) == ("sizes",)  # the caller sizes a tensor with the result: a returned read is inherent
             repeated = ("repeated",) if call[4] >= 0 else ()  # called in a loop of its own: its reads repeat
             yield from (
-                (*entry, *repeated) if entry[0] == "sync" and "repeated" not in entry[3:] else entry
+                (*entry, *repeated) if entry[0] in ("sync", "shape") and "repeated" not in entry[3:] else entry
                 for entry in callee.syncs if not (sizes and "returned" in entry[3:])
             )  # fmt: skip
             for slot, value in [*enumerate(call[2]), *call[3].items()]:
@@ -783,7 +783,7 @@ class ProjectIndex:
                 param = _param_for(callee, slot, call[0])
                 for effect in callee.effects.get(param, ()) if param else ():
                     if effect[0] in ("sync", "shape"):
-                        yield (effect[0], effect[1], effect[2], *(("repeated",) if effect[0] == "sync" and (repeated or "repeated" in effect[4:]) else ()))
+                        yield (effect[0], effect[1], effect[2], *(("repeated",) if repeated or "repeated" in effect[4:] else ()))
 
     def value(self, record: ModuleRecord, f: FunctionSummary, value: Any, depth: int = 0) -> Any:
         """A summary value with the calls it depends on resolved: ("loader", ...), ("gpu_module",), ..."""

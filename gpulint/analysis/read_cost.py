@@ -1,4 +1,6 @@
-"""What a per-step host read costs, from the code: the evidence GPU303 needs before it reports a read by default.
+"""What a per-step host read costs, from the code: the evidence GPU303 needs before it reports a read by default,
+and GPU306 before it reports an op whose output size depends on GPU data (`nonzero`, `x[mask]`, `unique`: a wait of
+the same kind, plus a copy of a count; asked with `kind="shape"`, the project summaries' entries of that kind).
 
 A read (`.item()`, `.cpu()`, `if t:`) makes the host wait until the GPU has run everything queued. Measured on an
 H200 (bench/results/cost_facts.md, sections 1-2), one read per step costs:
@@ -68,6 +70,12 @@ IMAGE_DECODERS = frozenset({
     "PIL.Image.open", "cv2.imread", "imageio.imread", "imageio.v2.imread", "imageio.v3.imread", "skimage.io.imread",
     "torchvision.io.read_image", "torchvision.io.decode_image", "torchvision.io.decode_jpeg", "torchvision.io.decode_png",
 })
+# The help of a wait reported without evidence of its cost (`unproven-cost = true`, GPU303 and GPU306): what the
+# code does not show.
+UNPROVEN_HELP = (
+    "its cost is unproven: the code shows one wait a step and no host work for it to serialize, "
+    "a few per cent of a GPU-bound step at most, nothing in a launch-bound one"
+)
 
 
 @dataclass(frozen=True)
@@ -79,7 +87,7 @@ class ReadCost:
     text: str
 
 
-def repeated_in_step(model: SemanticModel, sync: HostSync, loop: Loop) -> Optional[str]:
+def repeated_in_step(model: SemanticModel, sync: HostSync, loop: Loop, kind: str = "sync") -> Optional[str]:
     """The read runs several times in one iteration of `loop`: in a loop or comprehension inside the step (also
     in the body of a helper the step runs), or in a loop of the project helper it calls. The words for the
     message, or None."""
@@ -97,9 +105,9 @@ def repeated_in_step(model: SemanticModel, sync: HostSync, loop: Loop) -> Option
         child = ancestor
     if sync.via is not None and isinstance(node, cst.Call):
         callee = model.callee(node)
-        if callee is not None and any(entry[0] == "sync" and "repeated" in entry[3:] for entry in callee.syncs):
+        if callee is not None and any(entry[0] == kind and "repeated" in entry[3:] for entry in callee.syncs):
             return f"in a loop of the helper (at {sync.via}), many times a step"
-        place = _repeated_on_argument(model, node, callee) if callee is not None else None
+        place = _repeated_on_argument(model, node, callee, kind) if callee is not None else None
         if place is not None and not _loading_dominates(model, loop):
             return f"in a loop of the helper (at {place}), once per element of the GPU tensor the step hands it"
     return None
@@ -146,7 +154,7 @@ def _no_workers(model: SemanticModel, loader) -> bool:
     return resolved is not None and resolved.value == 0 and not isinstance(resolved.value, bool)
 
 
-def _repeated_on_argument(model: SemanticModel, call: cst.Call, callee) -> Optional[str]:
+def _repeated_on_argument(model: SemanticModel, call: cst.Call, callee, kind: str = "sync") -> Optional[str]:
     """Where the helper reads a GPU tensor `call` hands it in a loop of its own (or of a helper it hands the
     tensor or its elements on to): `for label in labels: if label.item() == eos: ...`, one read per element."""
     residency = model.residency
@@ -154,7 +162,7 @@ def _repeated_on_argument(model: SemanticModel, call: cst.Call, callee) -> Optio
         if _decoded_by_a_method(model, arg.value):
             continue  # `nbest = model.recognize(x)`: the hypotheses a search returns, not known to be a tensor
         for e in callee.effects.get(param, ()):
-            if e[0] == "sync" and len(e) > 4 and "repeated" in e[4:] and residency.is_gpu(arg.value, certain=e[3]):
+            if e[0] == kind and len(e) > 4 and "repeated" in e[4:] and residency.is_gpu(arg.value, certain=e[3]):
                 return e[2]
     return None
 
@@ -212,6 +220,22 @@ def waits_per_step(model: SemanticModel, first_reads: list[list[HostSync]]) -> i
     return sum(1 for syncs in first_reads if syncs)
 
 
+def step_wait_points(model: SemanticModel, loop: Loop, ops: list[HostSync]) -> list[list[HostSync]]:
+    """The separate wait points of one iteration of `loop` for `waits_per_step`, as GPU306 (data-dependent sizes)
+    sees them: the statements holding its ops `ops` (the ones it reports in that loop), and those holding a host
+    read (GPU303's kind: `.item()`, `.cpu()`, `if t:`) that runs every iteration of `loop`, not under a rate-limit
+    guard. Each drains the queue; a statement counts once."""
+    residency = model.residency
+    found: dict[int, list[HostSync]] = {}
+    for sync in ops:
+        found.setdefault(id(model.enclosing_statement(sync.node)), []).append(sync)
+    for sync in residency.host_syncs:
+        if residency.step_loop(sync.node)[0] is not loop or residency.rate_limit_guard(sync.node, loop) is not None:
+            continue
+        found.setdefault(id(model.enclosing_statement(sync.node)), []).append(sync)
+    return list(found.values())
+
+
 def loading_serialized(model: SemanticModel, sync: HostSync, loop: Loop) -> Optional[str]:
     """The next batch is made in the training process with real work per sample, and the read comes after the
     step's last GPU work of the iteration (module docstring). The words for the message, or None."""
@@ -250,14 +274,14 @@ def loading_serialized(model: SemanticModel, sync: HostSync, loop: Loop) -> Opti
     )
 
 
-def read_cost(model: SemanticModel, sync: HostSync, loop: Loop, waits: int) -> Optional[ReadCost]:
+def read_cost(model: SemanticModel, sync: HostSync, loop: Loop, waits: int, kind: str = "sync") -> Optional[ReadCost]:
     """The evidence that the read `sync` (the first of its statement; `waits`: the step's wait points,
     `waits_per_step`) costs a measurable share of the step in `loop`, or None (module docstring)."""
     from gpulint.analysis.one_off_passes import one_off_pass
 
     if one_off_pass(model, loop):
         return None  # one pass in the run, beside the training epochs (a feature extraction after training): its waits add up to nothing
-    repeated = repeated_in_step(model, sync, loop)
+    repeated = repeated_in_step(model, sync, loop, kind)
     if repeated is not None:
         return ReadCost("repeated", repeated)
     if waits >= MANY_WAITS:

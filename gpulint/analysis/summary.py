@@ -1409,11 +1409,13 @@ class _Reader:
         if value is None:
             return
         sources = sources_of(value)
+        # "repeated": in a comprehension (`[y[y != pad] for y in ys]`, one op per element), as a loop makes it
+        repeated = ("repeated",) if self.repeating and self.loop < 0 else ()
         if value[0] == "gpu" or INTERNAL in sources:
-            self.effect(INTERNAL, ("shape", kind, line, self.loop, self.guarded))
+            self.effect(INTERNAL, ("shape", kind, line, self.loop, self.guarded, *repeated))
         for source in sources:
             if source != INTERNAL and not source.startswith("g:"):
-                self.effect(source, ("shape", kind, line, certain, self.loop, self.guarded))
+                self.effect(source, ("shape", kind, line, certain, self.loop, self.guarded, *repeated))
 
     def mark_trains(self) -> None:
         self.f.trains = True

@@ -16,7 +16,7 @@ from gpulint.analysis.index_loaders import loader_bound_evaluation
 from gpulint.analysis.one_batch_loops import one_batch_loop
 from gpulint.analysis.time_step_loops import time_step_loop
 from gpulint.analysis.read_runs import previous_read
-from gpulint.analysis.read_cost import read_cost, waits_per_step
+from gpulint.analysis.read_cost import UNPROVEN_HELP, read_cost, waits_per_step
 from gpulint.analysis.returned_actions import returned_to_an_environment
 from gpulint.analysis.step_cadence import every_step_interval
 from gpulint.analysis.step_syncs import absorbing_copy
@@ -27,11 +27,6 @@ from gpulint.checks.base import Option, Rule
 from gpulint.diagnostics import Diagnostic, Severity
 
 _COLLECTING = frozenset({"append", "extend"})
-# The help of a read reported without evidence of its cost (`unproven-cost = true`): what the code does not show.
-UNPROVEN_HELP = (
-    "its cost is unproven: the code shows one wait a step and no host work for it to serialize, "
-    "a few per cent of a GPU-bound step at most, nothing in a launch-bound one"
-)
 
 
 class HostSyncInLoop(Rule):

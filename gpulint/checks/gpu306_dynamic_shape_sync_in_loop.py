@@ -12,9 +12,10 @@ from gpulint.analysis.full_batch import waits_every_full_batch_step
 from gpulint.analysis.helper_steps import calling_loop
 from gpulint.analysis.helper_waits import calls_named, fold_into_helpers
 from gpulint.analysis.one_off_passes import one_off_pass
+from gpulint.analysis.read_cost import UNPROVEN_HELP, read_cost, step_wait_points, waits_per_step
 from gpulint.analysis.residency import EVAL, TRAIN
 from gpulint.analysis.step_waits import waited_after, waited_before
-from gpulint.checks.base import Rule
+from gpulint.checks.base import Option, Rule
 from gpulint.diagnostics import Diagnostic, Severity
 
 # What to write instead, by what makes the host wait (the kinds of `Residency.shape_syncs`).
@@ -32,6 +33,13 @@ class DynamicShapeSyncInLoop(Rule):
     summary = "An op whose output size depends on GPU data (`nonzero`, `x[mask]`, `unique`) every loop iteration"
     requires = (r"nonzero|argwhere|masked_select|unique|repeat_interleave|where\(|tensor\(|max\(|min\(|\[",)
     project_tags = ("helper-syncs",)
+    options = (
+        Option(
+            "unproven-cost", False,
+            "Also report ops whose cost the code does not show (one wait a step with nothing shown on the host "
+            "to serialize: a few per cent of a GPU-bound step at most, nothing in a launch-bound one).",
+        ),
+    )  # fmt: skip
 
     def check(self) -> Iterator[Diagnostic]:
         model = self.model
@@ -63,7 +71,15 @@ class DynamicShapeSyncInLoop(Rule):
             accepted.append((sync, loop, role))
         # A call of a helper whose wait is reported in the helper itself: one wait, reported there, the call related.
         accepted, runs_it = fold_into_helpers(model, accepted, "shape")
+        # What the op costs: a default finding needs evidence (`read_cost`, as GPU303's reads): the op repeats within
+        # the step, the step holds many waits, or the wait serializes loading in the training process.
+        points: dict[int, list[list]] = {}
         for sync, loop, role in accepted:
+            points.setdefault(id(loop), step_wait_points(model, loop, [s for s, other, _ in accepted if other is loop]))
+        for sync, loop, role in accepted:
+            cost = read_cost(model, sync, loop, waits_per_step(model, points[id(loop)]), kind="shape")
+            if cost is None and not self.settings["unproven-cost"]:
+                continue  # one wait a step, nothing on the host shown to serialize: a few per cent at most (or unknown)
             shown = self._shown(sync.node)
             if sync.via is not None:  # a project helper called every step
                 call = shown or "This call"
@@ -76,7 +92,10 @@ class DynamicShapeSyncInLoop(Rule):
             message = f"{subject} makes the host wait for the GPU {self.every_step(role, loop)}"
             calls = runs_it.get(id(sync.node), [])
             message += calls_named(model, calls, message)
-            help = f"{what}; {advice}"
+            if cost is not None:  # what the op costs, said first (as GPU303 does)
+                help = f"It waits {cost.text}; {what[0].lower()}{what[1:]}; {advice}"
+            else:  # shown only because of `unproven-cost = true`: say so
+                help = f"{what}; {advice} ({UNPROVEN_HELP})"
             related = [("a call that runs it every step", call) for call in calls]
             yield self.diagnostic(sync.node, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO, related=related, help=help)
 
