@@ -41,6 +41,7 @@ from gpulint.analysis.devices import EVIDENCE_FINDERS, GPU_TEXT_MARKERS, MODEL_P
 from gpulint.analysis.error_paths import EXITS
 from gpulint.analysis.generation import generates_text
 from gpulint.analysis.handed_instances import SUPER_INIT, handed, handed_attribute
+from gpulint.analysis.inherited_members import moved_attribute
 from gpulint.analysis.held_data import held_data
 from gpulint.analysis.returned_transforms import returned_transforms
 from gpulint.analysis.host_objects import names_a_tokenizer
@@ -52,7 +53,7 @@ from gpulint.analysis.namespace_settings import UNKNOWN as UNKNOWN_FLAG
 from gpulint.analysis.namespace_settings import namespace_flags
 from gpulint.analysis.settings_defaults import config_paths
 
-FORMAT = 3
+FORMAT = 4
 MODULE_BODY = "<module>"
 INTERNAL = "*"  # effects on values the function made itself (a tensor it moved, the device)
 
@@ -1225,6 +1226,8 @@ class _Reader:
                 # (a nested function's writes are not the class's: `self` there may be any object handed to it)
                 # Sources are this method's own (`c:0` is its first call): other methods keep only what is known.
                 if value is not None and value[0] == "moved":
+                    if self.made(value[1]) is not None:  # `self.network = TabNet(...).to(self.device)`: which class
+                        self.cls.attributes.setdefault(moved_attribute(target.attr), ("moved_instance", self.made(value[1])))
                     value = ("moved", None)
                 if self.is_init and value is not None and value[0] == "src" and value[1].startswith("p:") and "|" not in value[1]:
                     value = ("init", value[1][2:])  # `self.device = device`: what the constructor's callers give
