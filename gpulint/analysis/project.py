@@ -1118,6 +1118,8 @@ class ProjectIndex:
             for source in sources_of(value):
                 if source.startswith("p:"):
                     given |= self.inputs(caller, caller_key, source[2:], depth + 1)
+                    if any(e[0] == "module_use" for e in caller_f.effects.get(source, ())):
+                        given.add("module")  # the caller's own parameter, which it puts in eval mode: a module
             # a unit test that runs a helper on the GPU says nothing of where training runs it
             if self.is_test(caller):
                 found |= given - _ON_GPU - {UNPLACED}

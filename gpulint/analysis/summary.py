@@ -54,6 +54,9 @@ from gpulint.analysis.namespace_settings import namespace_flags
 from gpulint.analysis.settings_defaults import config_paths
 
 FORMAT = 4
+# Methods only an `nn.Module` has among the objects training code handles (an optimizer has `state_dict` and
+# `zero_grad`, an agent or a trainer may have `train`): called on a parameter, they say the caller gives a module.
+_MODULE_ONLY_METHODS = frozenset({"eval", "parameters", "named_parameters", "modules", "named_modules", "children", "buffers"})
 MODULE_BODY = "<module>"
 INTERNAL = "*"  # effects on values the function made itself (a tensor it moved, the device)
 
@@ -1661,6 +1664,10 @@ class _Reader:
                 moved = self.move(node, receiver)
                 if moved is not None:
                     return moved
+            if method in _MODULE_ONLY_METHODS and not node.args and not node.keywords:
+                for source in sources_of(receiver):
+                    if source.startswith("p:"):
+                        self.effect(source, ("module_use", line))  # `model.eval()` on a parameter: it is a module
             if method == "no_sync":
                 for source in sources_of(receiver):
                     if source.startswith("p:"):
