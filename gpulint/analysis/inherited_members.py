@@ -5,6 +5,11 @@
   constructor's parameters.
 - `inherited_attributes`: the attributes that constructor sets from its parameters (`self.model = model`) and the
   class itself never sets: in the subclass's methods `self.model` is what the subclass's callers gave.
+- `placed_attributes`: the attributes a project base class of another module sets in its own methods to a device
+  (`self.device = torch.device(define_device(self.device_name))`) or to an instance of a project module class moved
+  there (`self.network = TabNet(...).to(self.device)` in `_set_network`) and the class itself never sets: in the
+  subclass's methods (`TabNetClassifier.predict_proba` in another module) they are the GPU module and the CUDA
+  device the base's own methods use.
 - `overridden_steps`: the methods of a class that override a base-class method the project runs on every step
   (`Trainer.train_iteration` calls `self.train_step()` in its training loop; `SequenceTrainer.train_step`
   overrides it): for an instance of the subclass, the base's loop runs the override every step.
@@ -23,6 +28,13 @@ if TYPE_CHECKING:
 
 # Levels of project base classes followed (a deeper hierarchy says nothing more here).
 _MAX_DEPTH = 3
+# The key of `ClassSummary.attributes` that records which project class `self.<attribute> = Cls(...).to(device)`
+# built (the attribute itself keeps `("moved", None)`): `("moved_instance", "tab_network.TabNet")`.
+_MOVED = "§moved@"
+
+
+def moved_attribute(attribute: str) -> str:
+    return f"{_MOVED}{attribute}"
 
 
 def project_bases(index: ProjectIndex, record: ModuleRecord, name: str, depth: int = 0) -> Iterator[tuple[ModuleRecord, str]]:
@@ -58,6 +70,37 @@ def inherited_attributes(index: ProjectIndex, record: ModuleRecord, name: str) -
     own = record.summary.classes[name].attributes
     held = base_record.summary.classes[base].attributes
     return {attr: value[1] for attr, value in held.items() if isinstance(value, tuple) and value[:1] == ("init",) and attr not in own}
+
+
+def placed_attributes(index: ProjectIndex, record: ModuleRecord, name: str) -> dict[str, list[str]]:
+    """`self.<attribute>` -> ["cuda_device"] / ["gpu_module"] for the attributes of class `name` that a project base
+    class in another module, GPU code itself, sets in its own methods to a device or to a moved instance of a
+    project module class, and that neither the class nor a nearer base sets."""
+    own = record.summary.classes[name].attributes
+    found: dict[str, list[str]] = {}
+    seen = {a for a in own if not a.startswith("§")}
+    for base_record, base in project_bases(index, record, name):
+        held = base_record.summary.classes[base].attributes
+        if base_record is not record and index.gpu_reason(base_record) is not None:
+            for attribute, value in held.items():
+                if attribute.startswith("§") or attribute in seen:
+                    continue
+                moved = held.get(moved_attribute(attribute))
+                if value == ("device",):
+                    found[attribute] = ["cuda_device"]  # (a CPU device is `("cpu",)`; a constructor's parameter `("init", ...)`)
+                elif value == ("gpu_module",) or (
+                    value == ("moved", None) and isinstance(moved, tuple) and moved[:1] == ("moved_instance",)
+                    and _module_class(index, base_record, moved[1])
+                ):
+                    found[attribute] = ["gpu_module"]
+        seen.update(a for a in held if not a.startswith("§"))
+    return found
+
+
+def _module_class(index: ProjectIndex, record: ModuleRecord, ref: str) -> bool:
+    """`ref` (`tab_network.TabNet` as `record` calls it) names a project `nn.Module` class."""
+    found = index.symbol(record, ref) or index.qualified_symbol(record, ref)
+    return found is not None and found[0] == "class" and index.is_module_class(found[1], found[2])
 
 
 def overridden_steps(index: ProjectIndex, record: ModuleRecord, own: dict[str, str]) -> dict[str, str]:

@@ -33,7 +33,7 @@ from gpulint.analysis.generation import generating_names
 from gpulint.analysis.graph_batches import graph_collates
 from gpulint.analysis.returned_actions import needed_results
 from gpulint.analysis.handed_elements import handed_elements
-from gpulint.analysis.inherited_members import inherited_attributes, inherited_init, overridden_steps
+from gpulint.analysis.inherited_members import inherited_attributes, inherited_init, overridden_steps, placed_attributes
 from gpulint.analysis.instantiated import MARKER as INSTANTIATED
 from gpulint.analysis.handed_instances import MARKER as HANDED
 from gpulint.analysis.loader_links import loaders_in
@@ -1118,6 +1118,8 @@ class ProjectIndex:
             for source in sources_of(value):
                 if source.startswith("p:"):
                     given |= self.inputs(caller, caller_key, source[2:], depth + 1)
+                    if any(e[0] == "module_use" for e in caller_f.effects.get(source, ())):
+                        given.add("module")  # the caller's own parameter, which it puts in eval mode: a module
             # a unit test that runs a helper on the GPU says nothing of where training runs it
             if self.is_test(caller):
                 found |= given - _ON_GPU - {UNPLACED}
@@ -1155,6 +1157,9 @@ class ProjectIndex:
             for attribute, received in self._inherited_inputs(record, name).items():
                 if "gpu_module" in received:
                     yield f"callers give `{name}` a GPU module for `self.{attribute}` (set by its inherited constructor)"
+            for attribute, placed in placed_attributes(self, record, name).items():
+                what = "a module its project base class moves to the GPU" if placed == ["gpu_module"] else "the device its project base class sets"
+                yield f"`{name}` inherits `self.{attribute}`, {what}"
             for base in self.inherited_bases(record, name):
                 for evidence in BASE_EVIDENCE:
                     what = evidence(base)
@@ -1267,6 +1272,8 @@ class ProjectIndex:
                 context.inputs[f"{name}.self.{attribute}"] = received  # `self.model` a base class's constructor sets
             for attribute, received in self._keyword_attribute_inputs(record, name).items():
                 context.inputs[f"{name}.self.{attribute}"] = received  # `self.dvc` of `self.__dict__.update(kwargs)`
+            for attribute, received in placed_attributes(self, record, name).items():
+                context.inputs.setdefault(f"{name}.self.{attribute}", received)  # `self.network` a base's method moved
         settings = list(summary.settings)
         if ("launch", "") not in settings and any(_returns_args(c.returns) for c in context.callees.values()):
             settings.append(("launch", ""))  # `args = get_args()`: a job file near it may turn a switch on (off_options)

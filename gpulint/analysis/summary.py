@@ -41,6 +41,7 @@ from gpulint.analysis.devices import EVIDENCE_FINDERS, GPU_TEXT_MARKERS, MODEL_P
 from gpulint.analysis.error_paths import EXITS
 from gpulint.analysis.generation import generates_text
 from gpulint.analysis.handed_instances import SUPER_INIT, handed, handed_attribute
+from gpulint.analysis.inherited_members import moved_attribute
 from gpulint.analysis.held_data import held_data
 from gpulint.analysis.returned_transforms import returned_transforms
 from gpulint.analysis.host_objects import names_a_tokenizer
@@ -52,7 +53,10 @@ from gpulint.analysis.namespace_settings import UNKNOWN as UNKNOWN_FLAG
 from gpulint.analysis.namespace_settings import namespace_flags
 from gpulint.analysis.settings_defaults import config_paths
 
-FORMAT = 3
+FORMAT = 4
+# Methods only an `nn.Module` has among the objects training code handles (an optimizer has `state_dict` and
+# `zero_grad`, an agent or a trainer may have `train`): called on a parameter, they say the caller gives a module.
+_MODULE_ONLY_METHODS = frozenset({"eval", "parameters", "named_parameters", "modules", "named_modules", "children", "buffers"})
 MODULE_BODY = "<module>"
 INTERNAL = "*"  # effects on values the function made itself (a tensor it moved, the device)
 
@@ -1225,6 +1229,8 @@ class _Reader:
                 # (a nested function's writes are not the class's: `self` there may be any object handed to it)
                 # Sources are this method's own (`c:0` is its first call): other methods keep only what is known.
                 if value is not None and value[0] == "moved":
+                    if self.made(value[1]) is not None:  # `self.network = TabNet(...).to(self.device)`: which class
+                        self.cls.attributes.setdefault(moved_attribute(target.attr), ("moved_instance", self.made(value[1])))
                     value = ("moved", None)
                 if self.is_init and value is not None and value[0] == "src" and value[1].startswith("p:") and "|" not in value[1]:
                     value = ("init", value[1][2:])  # `self.device = device`: what the constructor's callers give
@@ -1660,6 +1666,10 @@ class _Reader:
                 moved = self.move(node, receiver)
                 if moved is not None:
                     return moved
+            if method in _MODULE_ONLY_METHODS and not node.args and not node.keywords:
+                for source in sources_of(receiver):
+                    if source.startswith("p:"):
+                        self.effect(source, ("module_use", line))  # `model.eval()` on a parameter: it is a module
             if method == "no_sync":
                 for source in sources_of(receiver):
                     if source.startswith("p:"):
