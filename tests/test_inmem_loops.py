@@ -324,6 +324,7 @@ def test_the_summary_records_what_is_held_and_nothing_else():
         "PromptDataset": {"items": ["chosen"]},  # the constructor parameter `__getitem__` reads from
         "PadCollator": {"collate": True},
         "create_prompt_dataset": ["tuple", ["cheap", "cheap"]],
+        "create_split": "cheap",  # `PromptDataset(prompts, chosen, ...)` of lists it fills (`prompts, chosen = [], []`)
     }
 
 

@@ -25,11 +25,13 @@ GPU code as before. Scripts are left alone: their functions are API, and a scrip
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
-from gpulint.analysis.shipped_paths import UNKNOWN, never_runs, shipped_value
+from gpulint.analysis.call_arguments import LEFT_OUT
+from gpulint.analysis.shipped_paths import UNKNOWN, never_runs, project_ways, runs_as_a_script, shipped_arguments, shipped_value
+from gpulint.analysis.summary import _DEVICE_NAME
 
 if TYPE_CHECKING:
     from gpulint.analysis.model import SemanticModel
@@ -137,3 +139,35 @@ def _device_getter(model: SemanticModel, call: cst.Call) -> bool:
     if not _DEVICE_GETTER.match(name) or (model.qualified_name(func) or "").startswith("torch."):
         return False  # (`torch.device("cpu")` builds a device; it gets none)
     return not (isinstance(func, cst.Name) and name in model.functions)
+
+
+def device_parameter_on_cpu(model: SemanticModel, expr: cst.BaseExpression) -> bool:
+    """`device` in `def train(model, loader, epochs=20, device="cpu"):` where every call of `train` the project
+    makes leaves `device` out (or writes `"cpu"`): the function runs on the CPU as shipped. `expr` is a name bound
+    only by that parameter (a device-like name: `device`, `dev`, `*_device`), never rebound in the function; the
+    calls are those `shipped_paths` reads: a notebook's or script's own calls of its module-level function, every
+    one in sight, or, for a function other modules call, every call in the project (`analysis/call_arguments.py`,
+    from the module summaries). A function nobody in the project calls is API (any device may come), and a call
+    that passes a variable, `*args` or `**kwargs` leaves it open."""
+    if not isinstance(expr, cst.Name) or not _DEVICE_NAME.search(expr.value):
+        return False
+    binders = model.bindings_of(expr.value, expr)
+    if len(binders) != 1 or not isinstance(binders[0], cst.Param) or not _cpu_device(model, binders[0].default):
+        return False
+    param = binders[0]
+    func = model.parent.get(model.parent.get(param))
+    if not isinstance(func, cst.FunctionDef):
+        return False
+    if runs_as_a_script(model):
+        given = shipped_arguments(model, param)
+        return bool(given) and all(arg is None or _cpu_device(model, arg) for arg in given)
+    ways = project_ways(model, func, param)
+    return bool(ways) and all(way[0] == LEFT_OUT or (isinstance(way[1], str) and way[1].split(":")[0] == "cpu") for way in ways)
+
+
+def _cpu_device(model: SemanticModel, expr: Optional[cst.BaseExpression]) -> bool:
+    """`"cpu"`, `"cpu:0"`, `torch.device("cpu")`."""
+    if isinstance(expr, cst.Call) and model.qualified_name(expr.func) == "torch.device" and len(expr.args) == 1:
+        expr = expr.args[0].value
+    value = expr.evaluated_value if isinstance(expr, cst.SimpleString) else None
+    return isinstance(value, str) and value.split(":")[0] == "cpu"

@@ -118,6 +118,7 @@ MULTI_CROP_VIEWS = {
 _SWAV = "SwaVTransform"  # crop_sizes=(224, 96), crop_counts=(2, 6)
 _RESIZING = frozenset({"Resize", "RandomResizedCrop", "CenterCrop", "RandomCrop", "FiveCrop", "TenCrop"})
 _SUBSET = frozenset({"torch.utils.data.Subset", "torch.utils.data.dataset.Subset"})
+_RANDOM_SPLIT = frozenset({"torch.utils.data.random_split", "torch.utils.data.dataset.random_split"})
 
 
 def restart_ms(workers: int) -> float:
@@ -279,9 +280,12 @@ def _dataset(model: SemanticModel, expr: cst.BaseExpression, depth: int, largest
     if isinstance(expr, (cst.Name, cst.Attribute)):
         key = dotted_name(expr)
         writes = model.dataflow.reaching_writes(key, expr) if key is not None else []
-        if not writes or any(w.value is None or w.is_augmented for w in writes):
+        if not writes or any(w.is_augmented or (w.value is None and _split_part(model, w) is None) for w in writes):
             return None
-        found = [_dataset(model, w.value, depth + 1, largest) for w in writes]
+        found = [
+            _dataset(model, w.value, depth + 1, largest) if w.value is not None else _split(model, w, depth + 1, largest)
+            for w in writes
+        ]
         if any(f is None for f in found):
             return None
         return (max if largest else min)(found, key=lambda f: f[0] * f[2])  # type: ignore[arg-type, index]
@@ -300,6 +304,35 @@ def _dataset(model: SemanticModel, expr: cst.BaseExpression, depth: int, largest
     if not name.startswith("torchvision.datasets."):
         return None
     return _torchvision_dataset(model, expr, name.rsplit(".", 1)[-1])
+
+
+def _split_part(model: SemanticModel, write) -> Optional[int]:
+    """`train, val = random_split(data, [55000, 5000])`: the length the code writes for the part `write` names."""
+    from gpulint.analysis.batch_bytes import _int_value
+
+    split, position = write.source, write.unpacked_position
+    if not isinstance(split, cst.Call) or position is None or model.call_name(split) not in _RANDOM_SPLIT:
+        return None
+    args = split.args
+    if len(args) < 2 or any(a.star or a.keyword for a in args[:2]):
+        return None
+    lengths = args[1].value
+    if not isinstance(lengths, (cst.List, cst.Tuple)) or position >= len(lengths.elements):
+        return None
+    element = lengths.elements[position]
+    if isinstance(element, cst.StarredElement) or len(lengths.elements) != len(write.statement.targets[0].target.elements):
+        return None
+    samples = _int_value(model, element.value, 0)
+    return samples if samples is not None and samples > 1 else None  # (a fraction is not a length)
+
+
+def _split(model: SemanticModel, write, depth: int, largest: bool) -> Optional[tuple[int, str, float]]:
+    """The part of a `random_split` that `write` names: that many samples of the data set it splits."""
+    samples = _split_part(model, write)
+    inner = _dataset(model, write.source.args[0].value, depth, largest) if samples is not None else None
+    if inner is None:
+        return None
+    return min(samples, inner[0]), f"a split of {inner[1]}", inner[2]  # type: ignore[type-var]
 
 
 def _class_from_namespace(model: SemanticModel, call: cst.Call) -> Optional[str]:

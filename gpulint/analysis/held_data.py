@@ -249,10 +249,20 @@ class _Reader:
     def function_verdict(self, func: ast.FunctionDef | ast.AsyncFunctionDef) -> Any:
         if not isinstance(func, ast.FunctionDef):
             return None
+        return self.returned_verdict(func)
+
+    def returned_verdict(self, func: ast.FunctionDef) -> Any:
+        """What every `return` of `func` hands out (as `dataset_verdict`); once per function, a cycle proves nothing."""
+        key = (id(func), "<return>")
+        if key in self._verdicts:
+            return self._verdicts[key]
+        self._verdicts[key] = None
         verdicts = [self.dataset_verdict(r.value, func, 0) for r in _returns(func)]
-        if not verdicts or any(v is None for v in verdicts):
-            return None
-        return verdicts[0] if all(v == verdicts[0] for v in verdicts) else None
+        verdict = None
+        if verdicts and all(v is not None and v == verdicts[0] for v in verdicts):
+            verdict = verdicts[0]
+        self._verdicts[key] = verdict
+        return verdict
 
     def dataset_verdict(self, node: Optional[ast.AST], func: ast.FunctionDef, depth: int) -> Any:
         """"cheap" for a dataset whose items are indexed from memory, ["tuple", [...]] for a tuple of values
@@ -296,6 +306,8 @@ class _Reader:
             return "cheap"
         if isinstance(callee, ast.Name) and callee.id in ("list", "tuple") and callee.id not in self.functions:
             return "cheap"
+        if isinstance(callee, ast.Name) and callee.id not in self.local(func) and isinstance(self.functions.get(callee.id), ast.FunctionDef):
+            return self.returned_verdict(self.functions[callee.id])  # `train = make_split(rows)`: what it returns
         qualified = None if _root(callee) in self.local(func) else self.qualify(callee)
         if qualified == _TENSOR_DATASET:
             return "cheap" if all(self.in_memory(a, func, 0) is not None for a in node.args) else None
@@ -368,6 +380,15 @@ def _local_names(func: ast.FunctionDef) -> set[str]:
     return names
 
 
+def _paired(target: ast.AST, value: ast.AST) -> bool:
+    """`a, b = x, y`: names unpacked from a tuple or list written out with as many plain elements."""
+    return (
+        isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List))
+        and len(target.elts) == len(value.elts) and all(isinstance(e, ast.Name) for e in target.elts)
+        and not any(isinstance(e, ast.Starred) for e in value.elts)
+    )  # fmt: skip
+
+
 def _assignments(func: ast.FunctionDef) -> dict[str, Optional[list[ast.AST]]]:
     """Name -> the values plain assignments give it in `func`, or None when it is also bound otherwise."""
     found: dict[str, Optional[list[ast.AST]]] = {}
@@ -388,6 +409,9 @@ def _assignments(func: ast.FunctionDef) -> dict[str, Optional[list[ast.AST]]]:
             for target in node.targets:
                 if isinstance(target, ast.Name):
                     add(target.id, node.value)
+                elif _paired(target, node.value):  # `texts, labels = [], []`: each name its own element
+                    for name, value in zip(target.elts, node.value.elts):  # type: ignore[attr-defined]
+                        add(name.id, value)  # type: ignore[attr-defined]
                 elif not isinstance(target, (ast.Subscript, ast.Attribute)):
                     others(target)
         elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and isinstance(node.target, ast.Name):

@@ -363,11 +363,43 @@ class LoaderFlow:
         which hands them to no framework, and the module moves nothing to any device (no `.to()`, `.cuda()`,
         `device=`, `torch.device(...)`, no project helper that moves its argument): a CPU lesson, where
         worker and batch-size advice about keeping a GPU busy has nothing to say."""
-        if self.trained_on_cpu_by_switch(info) or self.run_on_moved_cpu_modules(info):
+        if self.trained_on_cpu_by_switch(info) or self.run_on_moved_cpu_modules(info) or self.moved_to_cpu_as_shipped(info):
             return True
         if not info.iterations or info.moves or info.feeds or self.consumed_elsewhere(info):
             return False
         return self._moves_nothing
+
+    def moved_to_cpu_as_shipped(self, info: LoaderInfo) -> bool:
+        """Every copy of the loader's batches is `x.to(device)` with `device` a parameter that defaults to the CPU
+        and that every call of its function leaves so (`def train(model, loader, device="cpu")` called as
+        `train(model, loader)`: `cpu_as_shipped.device_parameter_on_cpu`), and no framework or other module takes
+        them: as shipped, no batch reaches a GPU."""
+        from gpulint.analysis.cpu_as_shipped import device_parameter_on_cpu
+
+        if not info.iterations or info.feeds:
+            return False
+        if any(move.via is not None for move in info.moves):
+            return False  # a helper of another module copies them
+        calls = [move.call for move in info.moves]
+        for consumption in self.consumed_elsewhere(info):  # a function of this module the loader is handed to
+            if not consumption.moves or not _this_module(self.m, consumption.where):
+                return False
+            for where, _ in consumption.moves:
+                at = [c for c in self.m.calls if self.m.range(c).start.line == int(where.rsplit(":", 1)[1]) and _to_call(c)]
+                if not at or not _this_module(self.m, where):
+                    return False
+                calls.extend(at)
+        if not calls:
+            return False
+        for call in calls:
+            if not _to_call(call):
+                return False
+            target = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "device"), None)
+            if target is None and call.args and call.args[0].keyword is None and not call.args[0].star:
+                target = call.args[0].value
+            if target is None or not device_parameter_on_cpu(self.m, target):
+                return False
+        return True
 
     def run_on_moved_cpu_modules(self, info: LoaderInfo) -> bool:
         """Every loop over the loader is a `for` of this module whose function first moves the module it runs to
@@ -1743,6 +1775,17 @@ def _walk(node: cst.CSTNode):
         current = stack.pop()
         yield current
         stack.extend(current.children)
+
+
+def _to_call(call: cst.Call) -> bool:
+    return isinstance(call.func, cst.Attribute) and call.func.attr.value == "to"
+
+
+def _this_module(model: SemanticModel, where: str) -> bool:
+    """`where` (`lesson.ipynb:12`, as the project index names places) is in the module `model` reads."""
+    path = where.rsplit(":", 1)[0].replace("\\", "/")
+    own = model.path.replace("\\", "/")
+    return path == own or own.endswith("/" + path) or path.endswith("/" + own)
 
 
 def _moved_to_cpu(m, value: cst.BaseExpression) -> bool:

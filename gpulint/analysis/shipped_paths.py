@@ -244,6 +244,17 @@ def project_values(model: SemanticModel, func: cst.FunctionDef, param: cst.Param
     module-level function or class `__init__` that other modules call, every call in sight; None: not known."""
     from gpulint.analysis.call_arguments import LEFT_OUT
 
+    ways = project_ways(model, func, param)
+    if not ways:
+        return None
+    default = _literal(param.default) if param.default is not None else _UNKNOWN
+    values = {default if way[0] == LEFT_OUT else way[1] for way in ways}
+    return None if _UNKNOWN in values else values
+
+
+def project_ways(model: SemanticModel, func: cst.FunctionDef, param: cst.Param) -> Optional[list]:
+    """How the project's calls fill `param` of a module-level function or class `__init__` that other modules call,
+    every call in sight (`[["left out"], ["given", "cpu"]]`, `analysis/call_arguments.py`); None: not known."""
     owner = model.parent.get(model.parent.get(func))  # IndentedBlock -> ClassDef
     decorators = [d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator for d in func.decorators]
     if any(model.qualified_name(d) not in _TRANSPARENT_DECORATORS for d in decorators):
@@ -254,12 +265,7 @@ def project_values(model: SemanticModel, func: cst.FunctionDef, param: cst.Param
         key = f"{owner.name.value}.{param.name.value}"
     else:
         return None
-    ways = model.project.arguments.get(key)
-    if not ways:
-        return None
-    default = _literal(param.default) if param.default is not None else _UNKNOWN
-    values = {default if way[0] == LEFT_OUT else way[1] for way in ways}
-    return None if _UNKNOWN in values else values
+    return model.project.arguments.get(key) or None
 
 
 def init_parameter_held(model: SemanticModel, attr: cst.Attribute) -> Optional[cst.Param]:
