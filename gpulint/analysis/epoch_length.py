@@ -23,7 +23,8 @@ run every step.
   views (measured 5.0 ms for a 224-pixel view with colour jitter and blur, 1.0 ms at 96). Any other transform
   object: one transform. The loader work of a pass is the samples' work divided among the workers.
 - Step work, a floor: 1 ms a training step (the smallest training step measured on the H200, a 10k-parameter MLP:
-  1.1 ms of host launches), 0.2 ms any other step.
+  1.1 ms of host launches), or 0.7 ms + 0.12 ms a layer of the model the pass trains where the code builds its layers
+  (`step_layers.training_step_ms`: the host-bound steps measured, 3 to 19 layers); 0.2 ms any other step.
 
 The message names the pass's floor ("at least ~1.8 s"). Whether the restart is under `SHORT_SHARE` of the pass is
 read against the pass as measured: the loader's work at what one core measured (`MEASURED_OVER_FLOOR`, twice the
@@ -183,7 +184,11 @@ def pass_length(model: SemanticModel, info: LoaderInfo) -> Optional[PassLength]:
     steps = samples // batch if dropping else -(-samples // batch)
     if steps < 1:
         return None
-    step_ms = TRAINING_STEP_MS if model.loader_flow.feeds_training(info) else OTHER_STEP_MS
+    step_ms = OTHER_STEP_MS
+    if model.loader_flow.feeds_training(info):
+        from gpulint.analysis.step_layers import training_step_ms
+
+        step_ms = max(TRAINING_STEP_MS, training_step_ms(model, info) or 0.0)  # the layers of the model it trains
     loading_ms, stepping_ms = samples * sample_ms / workers, steps * step_ms
     seconds = max(loading_ms, stepping_ms) / 1000.0 / processes
     measured = max(loading_ms * MEASURED_OVER_FLOOR, stepping_ms) / 1000.0 / processes
