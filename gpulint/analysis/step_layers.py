@@ -171,8 +171,13 @@ def _inside_container_call(model: SemanticModel, call: cst.Call, scope: cst.CSTN
 def training_step_ms(model: SemanticModel, info: LoaderInfo) -> Optional[float]:
     """A training step of the pass over `info`'s loader lasts at least this long, from the layers of the largest model
     the code shows it running (module docstring); None when it shows none."""
-    layers = max(_step_layers(model, info), default=0)
+    layers = training_layers(model, info)
     return step_ms(layers) if layers else None
+
+
+def training_layers(model: SemanticModel, info: LoaderInfo) -> int:
+    """The layers of the largest model the training pass over `info`'s loader runs, at least; 0 when none is known."""
+    return max(_step_layers(model, info), default=0)
 
 
 def _step_layers(model: SemanticModel, info: LoaderInfo) -> list[int]:
