@@ -6,7 +6,7 @@ through `values.setting`), `range(1, args.epochs + 1)`.
 
 Per-epoch costs (worker start-up, GPU104) only add up over many epochs; a run of one or two pays them once or
 twice. Anything else (a `while` loop, a count computed at run time, a loop over a list) is unknown: None, never
-guessed.
+guessed; but a `while step < num_steps:` whose counter starts at or past a known bound (`num_steps = 0`) runs none.
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ _TRANGE = frozenset({"tqdm.trange", "tqdm.auto.trange", "tqdm.notebook.trange", 
 def epoch_count(model: SemanticModel, loop: cst.CSTNode, via: tuple[cst.Call, ...] = ()) -> Optional[int]:
     """The number of passes of `loop` (a `for` over `range(...)`, maybe wrapped in `tqdm`), reading
     parameters through `via`, the calls that passed the loader into the loop's function; None when unknown."""
+    if isinstance(loop, cst.While):
+        return 0 if _never_entered(model, loop, via) else None
     if not isinstance(loop, cst.For):
         return None
     iterated = loop.iter
@@ -46,6 +48,28 @@ def epoch_count(model: SemanticModel, loop: cst.CSTNode, via: tuple[cst.Call, ..
     if len(bounds) == 2:
         return max(bounds[1] - bounds[0], 0)
     return None  # a step: rare for epochs
+
+
+def _never_entered(model: SemanticModel, loop: cst.While, via: tuple[cst.Call, ...]) -> bool:
+    """`step = 0` then `while step < num_steps:` with `num_steps = 0` (an exercise shipped with its training off):
+    the counter's every value before the loop (a known integer) already fails the test, so the loop runs no pass."""
+    test = loop.test
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.left, cst.Name)):
+        return False
+    target = test.comparisons[0]
+    if not isinstance(target.operator, (cst.LessThan, cst.LessThanEqual)):
+        return False
+    bound = _integer(model, target.comparator, via, 0)
+    if bound is None:
+        return False
+    writes = [w for w in model.dataflow.reaching_writes(test.left.value, test) if not model.is_inside(w.statement, loop)]
+    if not writes or any(w.value is None or w.is_augmented for w in writes):
+        return False
+    starts = [as_int(getattr(model.values.resolve(w.value), "value", None)) for w in writes]
+    if any(start is None for start in starts):
+        return False
+    strict = isinstance(target.operator, cst.LessThan)
+    return all(start >= bound if strict else start > bound for start in starts)  # type: ignore[operator]
 
 
 def shipped_integer(model: SemanticModel, expr: cst.BaseExpression) -> Optional[int]:

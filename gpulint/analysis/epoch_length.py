@@ -23,7 +23,8 @@ run every step.
   views (measured 5.0 ms for a 224-pixel view with colour jitter and blur, 1.0 ms at 96). Any other transform
   object: one transform. The loader work of a pass is the samples' work divided among the workers.
 - Step work, a floor: 1 ms a training step (the smallest training step measured on the H200, a 10k-parameter MLP:
-  1.1 ms of host launches), 0.2 ms any other step.
+  1.1 ms of host launches), or 0.7 ms + 0.12 ms a layer of the model the pass trains where the code builds its layers
+  (`step_layers.training_step_ms`: the host-bound steps measured, 3 to 19 layers); 0.2 ms any other step.
 
 The message names the pass's floor ("at least ~1.8 s"). Whether the restart is under `SHORT_SHARE` of the pass is
 read against the pass as measured: the loader's work at what one core measured (`MEASURED_OVER_FLOOR`, twice the
@@ -135,6 +136,8 @@ class PassLength:
     seconds: float  # at least (each process's share, when the code runs `processes` of them)
     processes: int = 1
     measured_seconds: float = 0.0  # the same pass at the loader work measured (`MEASURED_OVER_FLOOR`)
+    layers: int = 0  # the layers of the model its training steps run, when they set the step's floor (`step_layers`)
+    step_ms: float = 0.0
 
     @property
     def restart_share(self) -> float:
@@ -148,7 +151,8 @@ class PassLength:
 
     def describe(self) -> str:
         shared = f" split among {self.processes} processes" if self.processes > 1 else ""
-        return (f"a pass is {self.steps:,} steps of {self.batch} over {self.what} ({self.samples:,} samples){shared}, at least "
+        model = f" of a model of {self.layers} layers (~{self.step_ms:.1f} ms a step at least)" if self.layers else ""
+        return (f"a pass is {self.steps:,} steps of {self.batch}{model} over {self.what} ({self.samples:,} samples){shared}, at least "
                 f"~{_seconds(self.seconds)}; restarting {self.workers} worker{'s' if self.workers != 1 else ''} costs "
                 f"~{restart_ms(self.workers):.0f} ms a pass")
 
@@ -184,11 +188,18 @@ def pass_length(model: SemanticModel, info: LoaderInfo) -> Optional[PassLength]:
     steps = samples // batch if dropping else -(-samples // batch)
     if steps < 1:
         return None
-    step_ms = TRAINING_STEP_MS if model.loader_flow.feeds_training(info) else OTHER_STEP_MS
+    step_ms, layers = OTHER_STEP_MS, 0
+    if model.loader_flow.feeds_training(info):
+        from gpulint.analysis.step_layers import step_ms as layered_step_ms
+        from gpulint.analysis.step_layers import training_layers
+
+        layers = training_layers(model, info)  # the layers of the model it trains
+        step_ms = max(TRAINING_STEP_MS, layered_step_ms(layers) if layers else 0.0)
+        layers = layers if step_ms > TRAINING_STEP_MS else 0
     loading_ms, stepping_ms = samples * sample_ms / workers, steps * step_ms
     seconds = max(loading_ms, stepping_ms) / 1000.0 / processes
     measured = max(loading_ms * MEASURED_OVER_FLOOR, stepping_ms) / 1000.0 / processes
-    return PassLength(samples, what, batch, steps, workers, seconds, processes, measured)
+    return PassLength(samples, what, batch, steps, workers, seconds, processes, measured, layers, step_ms)
 
 
 def samples_dataset_once(model: SemanticModel, sampler: cst.BaseExpression, dataset: Optional[cst.BaseExpression]) -> bool:
