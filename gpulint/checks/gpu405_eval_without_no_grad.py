@@ -51,4 +51,7 @@ class EvalWithoutNoGrad(Rule):
             often = how_often(model, found)
             if often is not None:
                 help += f"; it runs {often}"
-            yield self.diagnostic(found.forward, message, help=help)
+            related = [(f"`{name}.eval()`", found.eval_call)]
+            if found.caller is None:
+                related.append(("the evaluation loop", found.loop))
+            yield self.diagnostic(found.forward, message, related=related, help=help)
