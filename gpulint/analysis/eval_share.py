@@ -28,10 +28,11 @@ run is the evaluation. It is a sliver of the run, and silent, where the code sho
   (an evaluation or prediction script: its run is the evaluation).
 
 Everything else is reported: an evaluation that repeats (every epoch, every call of a function called in a loop), or
-that is not shown to run once, over data of unknown size with a model not shown to be launch-bound. On the same
-corpora both judges called such per-epoch passes right (U-Net, ResNet-18, PyG's MNIST-superpixel and QM9 test
-passes, TabNet's `_predict_epoch` and `predict`: 7), against 5 noise (4 per-sentence tutorials whose vocabulary
-sizes the code does not show, one split).
+that is not shown to run once, over data of unknown size with a model not shown to be launch-bound (the unknown
+case). On the same corpora both judges called 7 such findings right (per-epoch validation of a U-Net, ResNet-18,
+PyG's MNIST-superpixel and QM9 models and TabNet's `_predict_epoch`; a U-Net test pass in a method; TabNet's
+`predict`), against 5 both called noise (4 per-sentence tutorial evaluations whose vocabulary sizes the code does
+not show, one superseded copy of a script) and 2 split (a GRU's per-epoch validation, script and notebook twins).
 """
 
 from __future__ import annotations
