@@ -105,6 +105,13 @@ def _outermost_loops(model: SemanticModel, statement: cst.CSTNode) -> list[Loop]
     return loops
 
 
+def runs_the_model(model: SemanticModel, call: cst.Call, receiver: str) -> bool:
+    """`call` runs the model `receiver` names: `model(x)`, `model.forward(x)`, or one of its other forward passes by
+    the `forward_` convention (`self.network.forward_masks(data)` in TabNet's `explain`, timm's `forward_features`)."""
+    func = model.code(call.func)
+    return func in (receiver, f"{receiver}.forward") or func.startswith(f"{receiver}.forward_") and func.count(".") == receiver.count(".") + 1
+
+
 def _calls_method(model: SemanticModel, node: cst.CSTNode, receiver: str, method: str) -> bool:
     return any(
         isinstance(c.func, cst.Attribute) and c.func.attr.value == method and model.code(c.func.value) == receiver
@@ -133,7 +140,7 @@ def find_eval_forwards(model: SemanticModel) -> list[EvalForward]:
             for loop in _outermost_loops(model, following):
                 if id(loop) in seen_loops or needs_gradients(model, loop):
                     continue
-                forwards = [c for c in model.calls_inside(loop) if model.code(c.func) in (receiver_code, f"{receiver_code}.forward")]
+                forwards = [c for c in model.calls_inside(loop) if runs_the_model(model, c, receiver_code)]
                 forwards = [c for c in forwards if model.enclosing_function(c) is model.enclosing_function(loop)]
                 unguarded = [c for c in forwards if not grad_mode_decided(model, c)]
                 through = None
@@ -242,7 +249,7 @@ def _unguarded_runs(model: SemanticModel, node: cst.CSTNode, function: cst.Funct
     with autograd left on there."""
     return [
         c for c in model.calls_inside(node)
-        if model.code(c.func) in (receiver, f"{receiver}.forward") and model.enclosing_function(c) is function and not _decided_here(model, c)
+        if runs_the_model(model, c, receiver) and model.enclosing_function(c) is function and not _decided_here(model, c)
     ]  # fmt: skip
 
 

@@ -94,7 +94,7 @@ def _runs_autograd(model: SemanticModel, node: cst.CSTNode) -> bool:
             return True
         if model.call_name(call) in _AUTOGRAD_CALLS:
             return True
-        if any(a.keyword is not None and a.keyword.value == "requires_grad" for a in call.args):
+        if any(a.keyword is not None and a.keyword.value == "requires_grad" and _may_require(model, a.value, call) for a in call.args):
             return True
         if not (isinstance(func, cst.Name) and func.value in model.functions):  # this module's own: followed by `through_calls`
             callee = model.callee(call)
@@ -108,6 +108,20 @@ def _runs_autograd(model: SemanticModel, node: cst.CSTNode) -> bool:
             if isinstance(parent, cst.Assign):
                 return True
     return False
+
+
+def _may_require(model: SemanticModel, value: cst.BaseExpression, call: cst.Call) -> bool:
+    """`requires_grad=<value>` may switch gradients on: not a literal `False`, nor a bare parameter of the function
+    the call sits in, never rebound there (`torch.zeros(..., requires_grad=if_train)` in a batching helper that
+    evaluation calls with `False`): which value it gets, its callers decide, and a caller that needs gradients
+    differentiates something too (a backward pass, `torch.autograd.grad`, an optimizer step), which counts on its own."""
+    if not isinstance(value, cst.Name):
+        return True
+    if value.value == "False":
+        return False
+    function = model.enclosing_function(call)
+    binders = model.bindings.get((id(function), value.value), []) if function is not None else []
+    return not (binders and all(isinstance(b, cst.Param) for b in binders))
 
 
 def _calls_an_attack(model: SemanticModel, call: cst.Call) -> bool:

@@ -29,7 +29,7 @@ def one_off_pass(model: SemanticModel, loop: Loop) -> bool:
         return False  # once per pass of an outer loop: a per-epoch evaluation
     if trains(model, loop) or not (grad_mode_decided(model, loop) or _switches_grad_off_inside(model, loop)):
         return False  # a training loop, or a loop whose gradient mode its callers decide
-    return runs_once(model, model.enclosing_function(loop)) and _trains_elsewhere(model, loop)
+    return runs_once(model, model.enclosing_function(loop)) and trains_elsewhere(model, loop)
 
 
 def _switches_grad_off_inside(model: SemanticModel, loop: cst.For) -> bool:
@@ -60,7 +60,7 @@ def read_once(model: SemanticModel, info: LoaderInfo) -> bool:
             continue  # `def test_dataloader(self)`: read by the one `trainer.test(...)` after the fit
         if feed.per_epoch or not isinstance(call, cst.Call) or model.repeating_loops(call):
             return False
-        if not runs_once(model, model.enclosing_function(call)) or not _trains_elsewhere(model, call):
+        if not runs_once(model, model.enclosing_function(call)) or not trains_elsewhere(model, call):
             return False
     return True
 
@@ -71,7 +71,7 @@ def _hook_run_once(model: SemanticModel, hook: cst.FunctionDef) -> bool:
     a fit: each such call reads the loader once."""
     calls = list(model.method_calls(_runner(hook)))
     return bool(calls) and all(
-        not model.repeating_loops(c) and runs_once(model, model.enclosing_function(c)) and _trains_elsewhere(model, c)
+        not model.repeating_loops(c) and runs_once(model, model.enclosing_function(c)) and trains_elsewhere(model, c)
         for c in calls
     )  # fmt: skip
 
@@ -87,7 +87,7 @@ def _place(where: str) -> str:
     return f"{PurePath(path).name}:{line}"
 
 
-def _trains_elsewhere(model: SemanticModel, node: cst.CSTNode) -> bool:
+def trains_elsewhere(model: SemanticModel, node: cst.CSTNode) -> bool:
     """The module trains for several passes elsewhere: an epoch loop (each iteration runs a training loop,
     `residency.loop_role`) outside `node`, or a framework's fit. One pass beside a single training pass (a
     smoke test's `--steps` loop) is no small share of the run."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from gpulint.analysis.few_samples import every_few_steps, few_samples_per_epoch
+from gpulint.analysis.eval_share import how_often, sliver
 from gpulint.checks.base import Rule
 from gpulint.diagnostics import Diagnostic, Severity
 
@@ -23,14 +23,8 @@ class EvalWithoutNoGrad(Rule):
             return  # the project's torch has no `no_grad`: its evaluation switches autograd off per Variable
         model = self.model
         for found in model.eval_forwards:
-            loops = model.enclosing_loops(found.forward)
-            if model.model_size.launch_bound_model(found.eval_call.func.value, loops[0] if loops else None):
-                continue  # a small model (a LeNet, a toy RNN) or a forward of little work: its graph costs next to nothing
-            if few_samples_per_epoch(model, found.loop):
-                continue  # `for _ in range(5): generate()` beside an epoch of training steps: a few graphs an epoch
-            anchor = found.caller if found.caller is not None else found.called if found.called is not None else found.loop
-            if every_few_steps(model, anchor) is not None:
-                continue  # `if step % EVAL_EVERY == 0:` in the training loop: a few evaluations a run
+            if sliver(model, found) is not None:
+                continue  # a launch-bound model, a few samples, a rate-limited or one-off pass: a sliver of the run
             name = model.code(found.eval_call.func.value)
             if found.caller is not None:
                 function = model.enclosing_function(found.forward)
@@ -54,4 +48,10 @@ class EvalWithoutNoGrad(Rule):
             )
             if found.caller is not None:
                 help = "Every call records a graph of the evaluation and keeps its activations; run it under `with torch.no_grad():` (or `torch.inference_mode()`)"
-            yield self.diagnostic(found.forward, message, help=help)
+            often = how_often(model, found)
+            if often is not None:
+                help += f"; it runs {often}"
+            related = [(f"`{name}.eval()`", found.eval_call)]
+            if found.caller is None:
+                related.append(("the evaluation loop", found.loop))
+            yield self.diagnostic(found.forward, message, related=related, help=help)
