@@ -53,7 +53,7 @@ from gpulint.analysis.namespace_settings import UNKNOWN as UNKNOWN_FLAG
 from gpulint.analysis.namespace_settings import namespace_flags
 from gpulint.analysis.settings_defaults import config_paths
 
-FORMAT = 4
+FORMAT = 5  # 5: session 14 (placed attributes, module uses, repeated shape ops, held data through helpers)
 # Methods only an `nn.Module` has among the objects training code handles (an optimizer has `state_dict` and
 # `zero_grad`, an agent or a trainer may have `train`): called on a parameter, they say the caller gives a module.
 _MODULE_ONLY_METHODS = frozenset({"eval", "parameters", "named_parameters", "modules", "named_modules", "children", "buffers"})
