@@ -81,6 +81,13 @@ def test_a_model_that_runs_every_submodule_every_step_is_reported(tmp_path, monk
     assert lint_project(tmp_path, {"train.py": TRAIN, "models.py": MODELS}, monkeypatch) == ["train.py:10 GPU407"]
 
 
+def test_a_model_wrapped_through_the_qualified_name_is_reported(tmp_path, monkeypatch):
+    train = TRAIN.replace("from torch.nn.parallel import DistributedDataParallel as DDP\n", "").replace(
+        "model = DDP(model,", "model = torch.nn.parallel.DistributedDataParallel(model,"
+    )
+    assert lint_project(tmp_path, {"train.py": train, "models.py": MODELS}, monkeypatch) == ["train.py:9 GPU407"]
+
+
 def test_a_model_class_of_the_script_itself_is_reported(tmp_path, monkeypatch):
     script = MODELS + TRAIN.replace("from models import get_model\n", "")
     assert lint_project(tmp_path, {"train.py": script}, monkeypatch) == ["train.py:41 GPU407"]

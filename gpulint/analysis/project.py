@@ -1332,10 +1332,12 @@ class ProjectIndex:
 
 
 def _wraps_ddp(summary: ModuleSummary) -> bool:
-    """The module may hand a model to `DistributedDataParallel` (what GPU407 asks `forward_coverage` about)."""
+    """The module may hand a model to `DistributedDataParallel` (what GPU407 asks `forward_coverage` about): it
+    imports torch (`torch.nn.parallel.DistributedDataParallel(...)` is no recorded call) or a name of DDP's."""
     return any(
-        call[0] and call[0].rsplit(".", 1)[-1] in ("DistributedDataParallel", "DDP") for f in summary.functions.values() for call in f.calls
-    ) or any(imported[2] in ("DistributedDataParallel", "DDP") for imported in summary.imports.values())
+        module.split(".", 1)[0] == "torch" or name in ("DistributedDataParallel", "DDP")
+        for _, module, name in summary.imports.values()
+    )
 
 
 def _slot_param(f: FunctionSummary, slot: Any) -> Optional[str]:
