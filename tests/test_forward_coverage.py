@@ -122,12 +122,45 @@ def test_a_wrapped_model_run_past_its_forward_needs_the_search(tmp_path, monkeyp
     assert lint_project(tmp_path, {"train.py": train, "models.py": MODELS}, monkeypatch) == []
 
 
+HANDED = """\
+class Wrapper(nn.Module):
+    def __init__(self, encoder, dim):
+        super().__init__()
+        self.encoder = encoder
+        self.dim = dim
+        self.out = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        return self.out(self.encoder(x))
+
+
+def get_encoder(d):
+    encoder = Net(d)
+    return encoder
+
+
+def get_model(d):
+    encoder = get_encoder(d)
+    model = Wrapper(encoder=encoder, dim=d)
+    return model
+"""
+
+
+def test_a_submodule_the_factory_hands_to_the_constructor_is_followed(tmp_path, monkeypatch):
+    # icefall's `get_model` -> `AsrModel(encoder=get_encoder_model(params))`: the encoder the factory builds
+    models = MODELS.replace("def get_model(d):\n    model = Net(d)\n    return model\n", HANDED)
+    assert lint_project(tmp_path, {"train.py": TRAIN, "models.py": models}, monkeypatch) == ["train.py:10 GPU407"]
+    # ... and when the encoder skips layers at random (zipformer's layer drop), the model needs the search
+    dropping = models.replace("            x = layer(x)", "            if self.training and random.random() < 0.1:\n                continue\n            x = layer(x)")
+    assert lint_project(tmp_path, {"train.py": TRAIN, "models.py": dropping}, monkeypatch, unproven=True) == []
+
+
 UNKNOWN = [
-    # a submodule the caller hands to the constructor (icefall's `AsrModel(encoder=...)`): its class is not known here
+    # a submodule the caller hands to the constructor, itself handed in: its class is not known here
     (
         "def get_model(d):\n    model = Net(d)\n",
         "class Wrapper(nn.Module):\n    def __init__(self, encoder):\n        super().__init__()\n        self.encoder = encoder\n\n"
-        "    def forward(self, x):\n        return self.encoder(x)\n\n\ndef get_model(d):\n    model = Wrapper(Net(d))\n",
+        "    def forward(self, x):\n        return self.encoder(x)\n\n\ndef get_model(d, encoder=None):\n    model = Wrapper(encoder)\n",
     ),
     # a library model
     ("def get_model(d):\n    model = Net(d)\n", "def get_model(d):\n    import torchvision\n    model = torchvision.models.resnet18()\n"),

@@ -100,7 +100,7 @@ def class_runs(node: ast.ClassDef, qualify: Callable[[ast.AST], Optional[str]]) 
                 inner = [r for c in ast.walk(value) if isinstance(c, ast.Call) and c is not value and (r := _call_ref(c, qualify))]
                 owned.setdefault(attr, []).append([ref or "?", inner])
             elif isinstance(value, ast.Name) and value.id in params:
-                owned.setdefault(attr, []).append(["?param", []])  # the caller hands it in: its class is not known here
+                owned.setdefault(attr, []).append(["?param", [value.id]])  # the caller hands it in: known from the call
             elif any(isinstance(c, ast.Call) for c in ast.walk(value)):
                 owned.setdefault(attr, []).append(["?", []])  # `a if cond else B(...)`
     path, todo = {"forward"}, ["forward"]
@@ -194,18 +194,19 @@ def _varying_test(node: ast.AST) -> Optional[list]:
 # ---- pass two: the project index -------------------------------------------------------------------------------
 
 
-def coverage(index: ProjectIndex, record: ModuleRecord, name: str, depth: int = 0) -> Any:
-    """"every", ["skips", why] or None (unknown) for project class `name` of `record`."""
+def coverage(index: ProjectIndex, record: ModuleRecord, name: str, depth: int = 0, handed: tuple = ()) -> Any:
+    """"every", ["skips", why] or None (unknown) for project class `name` of `record`; `handed`: (parameter of its
+    `__init__`, verdict of the module the call passes for it) pairs, where known."""
     memo = index.__dict__.setdefault("_forward_coverage", {})
-    key = (str(record.path), name)
+    key = (str(record.path), name, handed)
     if key in memo:
         return memo[key]
     memo[key] = None  # a cycle is unknown
-    memo[key] = result = _coverage(index, record, name, depth)
+    memo[key] = result = _coverage(index, record, name, depth, dict(handed))
     return result
 
 
-def _coverage(index: ProjectIndex, record: ModuleRecord, name: str, depth: int) -> Any:
+def _coverage(index: ProjectIndex, record: ModuleRecord, name: str, depth: int, handed: dict) -> Any:
     info = record.summary.classes.get(name)
     if info is None or depth > _MAX_DEPTH:
         return None
@@ -219,7 +220,7 @@ def _coverage(index: ProjectIndex, record: ModuleRecord, name: str, depth: int) 
     unknown = False
     for attr, builds in sorted(runs["owned"].items()):
         for ref, inner in builds:
-            verdict = _submodule(index, record, attr, ref, inner, runs, depth)
+            verdict = _submodule(index, record, attr, ref, inner, runs, depth, handed)
             if verdict is None:
                 unknown = True
             elif verdict != EVERY:
@@ -227,10 +228,14 @@ def _coverage(index: ProjectIndex, record: ModuleRecord, name: str, depth: int) 
     return None if unknown else EVERY
 
 
-def _submodule(index: ProjectIndex, record: ModuleRecord, attr: str, ref: str, inner: list, runs: dict, depth: int) -> Any:
+def _submodule(index: ProjectIndex, record: ModuleRecord, attr: str, ref: str, inner: list, runs: dict, depth: int, handed: dict) -> Any:
     called = attr in runs["whole"]
     if attr in runs["partly"]:
         return f"runs `self.{attr}` only through another method than its forward"
+    if ref == "?param" and called and inner and isinstance(handed.get(inner[0]), (list, tuple)):
+        return list(handed[inner[0]])  # the module the caller hands in leaves parameters out (`AsrModel(encoder=Zipformer2(...))`)
+    if ref == "?param" and called and inner and handed.get(inner[0]) == EVERY:
+        return EVERY
     if ref == "?param" or ref == "?":
         return None if called else EVERY  # handed in by the caller: a module, or a number (`self.dim = dim`)
     if ref.startswith("torch.nn."):
@@ -278,13 +283,18 @@ def _built(index: ProjectIndex, record: ModuleRecord, ref: str, depth: int) -> A
     return coverage(index, target[1], target[2], depth + 1)
 
 
-def returned_coverage(index: ProjectIndex, record: ModuleRecord, ref: str, depth: int = 0) -> Any:
-    """The verdict of what calling `ref` (a project class, or a project factory returning one) builds."""
+def returned_coverage(index: ProjectIndex, record: ModuleRecord, ref: str, depth: int = 0, handed: Any = None) -> Any:
+    """The verdict of what calling `ref` (a project class, or a project factory returning one) builds; `handed`:
+    for a class, a function of its `__init__` parameters giving what the call passes for them."""
     target = index.symbol(record, ref)
     if target is None or depth > 3:
         return None
     if target[0] == "class":
-        return coverage(index, target[1], target[2]) if index.is_module_class(target[1], target[2]) else None
+        if not index.is_module_class(target[1], target[2]):
+            return None
+        init = target[1].summary.functions.get(f"{target[2]}.__init__")
+        given = handed(init) if handed is not None and init is not None else ()
+        return coverage(index, target[1], target[2], 0, given)
     if target[0] != "function" or "." in target[2]:
         return None
     f = target[1].summary.functions.get(target[2])
@@ -297,14 +307,38 @@ def returned_coverage(index: ProjectIndex, record: ModuleRecord, ref: str, depth
         source = value[1]
         if not source.startswith("c:") or not source[2:].isdigit() or int(source[2:]) >= len(f.calls):
             return None
-        inner = f.calls[int(source[2:])][0]
+        call = f.calls[int(source[2:])]
+        inner = call[0]
         if inner.split(".", 1)[0] in target[1].summary.rebound:
             return None
-        verdicts.append(returned_coverage(index, target[1], inner, depth + 1))
+        verdicts.append(returned_coverage(index, target[1], inner, depth + 1, _handed(index, target[1], f, call, depth)))
     skips = next((v for v in verdicts if isinstance(v, list)), None)
     if skips is not None:
         return skips
     return EVERY if verdicts and all(v == EVERY for v in verdicts) else None
+
+
+def _handed(index: ProjectIndex, record: ModuleRecord, f: Any, call: tuple, depth: int) -> Callable:
+    """For a class built by `call` in factory `f`: (parameter, verdict) of each module the call passes that another
+    call of `f` builds (`encoder = get_encoder_model(params); AsrModel(encoder=encoder)`)."""
+
+    def given(init: Any) -> tuple:
+        params = [p for p in init.params[1:]]
+        found = []
+        slots = [*enumerate(call[2]), *call[3].items()]
+        for slot, value in slots:
+            param = params[slot] if isinstance(slot, int) and slot < len(params) else slot if isinstance(slot, str) else None
+            if param is None or not (isinstance(value, tuple) and len(value) == 2 and value[0] == "src" and isinstance(value[1], str)):
+                continue
+            source = value[1]
+            if source.startswith("c:") and source[2:].isdigit() and int(source[2:]) < len(f.calls):
+                inner = f.calls[int(source[2:])]
+                verdict = returned_coverage(index, record, inner[0], depth + 1, _handed(index, record, f, inner, depth + 1))
+                if verdict is not None:
+                    found.append((param, verdict if isinstance(verdict, str) else tuple(verdict)))
+        return tuple(sorted(found))
+
+    return given
 
 
 def forward_coverage(index: ProjectIndex, record: ModuleRecord) -> dict[str, Any]:
