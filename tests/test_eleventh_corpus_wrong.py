@@ -222,6 +222,9 @@ def test_a_method_collate_that_another_class_defines_for_tensors_stays_found(tmp
 
 # ---- W2: parameters that join the step only on some steps ---------------------------------------------------
 
+# the modules here are handed in, out of sight: GPU407 reports them only with `unproven-models = true`
+UNPROVEN_MODELS = (("GPU407", (("unproven-models", True),)),)
+
 STAGED = """\
 import random
 
@@ -245,20 +248,20 @@ def main(aligner, decoder, head, loader, optimizer, epochs, tma_epoch):
 
 
 def test_a_module_that_joins_training_from_some_epoch_on_needs_the_unused_parameter_search():
-    assert findings(STAGED, select=("GPU407",)) == []
+    assert findings(STAGED, select=("GPU407",), rule_options=UNPROVEN_MODELS) == []
 
 
 def test_a_module_run_on_random_steps_needs_the_unused_parameter_search():
     coin = STAGED.replace("if epoch >= tma_epoch:", "if random.getrandbits(1):")
-    assert findings(coin, select=("GPU407",)) == []
+    assert findings(coin, select=("GPU407",), rule_options=UNPROVEN_MODELS) == []
 
 
 def test_a_step_that_runs_the_same_modules_every_time_stays_found():
     every = STAGED.replace("            if epoch >= tma_epoch:\n    ", "")
     assert "if epoch" not in every
-    assert findings(every, select=("GPU407",)) == ["8:101 GPU407"]
+    assert findings(every, select=("GPU407",), rule_options=UNPROVEN_MODELS) == ["8:101 GPU407"]
 
 
 def test_periodic_work_under_a_modulo_test_does_not_make_the_graph_vary():
     periodic = STAGED.replace("if epoch >= tma_epoch:", "if epoch % 10 == 0:")
-    assert findings(periodic, select=("GPU407",)) == ["8:101 GPU407"]
+    assert findings(periodic, select=("GPU407",), rule_options=UNPROVEN_MODELS) == ["8:101 GPU407"]

@@ -28,6 +28,7 @@ from gpulint.analysis.default_device import project_facts as default_device_fact
 from gpulint.analysis.devices import BASE_EVIDENCE, gpu_context_reason
 from gpulint.analysis.engine_steps import ENGINE_STEP, engine_step_parameters
 from gpulint.analysis.factory_instances import factory_calls, factory_member
+from gpulint.analysis.forward_coverage import forward_coverage
 from gpulint.analysis.forward_helpers import LIBRARY_MODULES, forward_called
 from gpulint.analysis.generation import generating_names
 from gpulint.analysis.graph_batches import graph_collates
@@ -180,6 +181,10 @@ class ModuleContext:
     # data the project's callers pass for it was made under a CUDA default
     default_cuda: dict[str, list] = field(default_factory=dict)
     default_cuda_params: dict[str, str] = field(default_factory=dict)
+    # a call reference of this module that builds a project model (a class, or a factory returning one) -> "every"
+    # when its forward runs every submodule it owns on every call, ["skips", why] when the code shows some left out
+    # (`analysis/forward_coverage.py`); absent: unknown
+    forward_coverage: dict[str, Any] = field(default_factory=dict)
 
     def callee(self, ref: Optional[str]) -> Optional[Callee]:
         return self.callees.get(ref) if ref else None
@@ -247,6 +252,7 @@ class ModuleContext:
             self.project_gpu,
             sorted(self.default_cuda.items()),
             sorted(self.default_cuda_params.items()),
+            sorted(self.forward_coverage.items(), key=str),
         ]
         return hashlib.sha256(json.dumps(data, default=str).encode()).hexdigest()[:16]
 
@@ -1310,6 +1316,8 @@ class ProjectIndex:
         context.generating = generating_names(self)
         context.needed_results = needed_results(self)
         context.default_cuda, context.default_cuda_params = default_device_facts(self, record)
+        if _wraps_ddp(summary):
+            context.forward_coverage = forward_coverage(self, record)
         own = {*summary.imports, *summary.functions, *summary.classes, *summary.values}
         context.star_imports = {k: v for k, v in self.star_imports(record).items() if k not in own}
         self._contexts[path] = context
@@ -1337,6 +1345,15 @@ class ProjectIndex:
                 kept = context.consumers.setdefault(key if element is None else f"{key}.{element}", [])
                 kept.extend(c for c in found if c not in kept)
                 del kept[8:]
+
+
+def _wraps_ddp(summary: ModuleSummary) -> bool:
+    """The module may hand a model to `DistributedDataParallel` (what GPU407 asks `forward_coverage` about): it
+    imports torch (`torch.nn.parallel.DistributedDataParallel(...)` is no recorded call) or a name of DDP's."""
+    return any(
+        module.split(".", 1)[0] == "torch" or name in ("DistributedDataParallel", "DDP")
+        for _, module, name in summary.imports.values()
+    )
 
 
 def _slot_param(f: FunctionSummary, slot: Any) -> Optional[str]:

@@ -35,6 +35,7 @@ from typing import Any, Callable, Iterable, Optional
 
 from gpulint.analysis.communication import chosen_by_backend, starts_async_communication, waits_for_work
 from gpulint.analysis.convolutions import CONV_NET, CONV_NET_FACTORIES, builds_convolution
+from gpulint.analysis.forward_coverage import class_runs
 from gpulint.analysis.time_step_loops import RECURRENT_CELLS
 from gpulint.analysis.default_device import default_device_ranges, mentions_default_device
 from gpulint.analysis.devices import EVIDENCE_FINDERS, GPU_TEXT_MARKERS, MODEL_PLACERS
@@ -233,14 +234,16 @@ class ClassSummary:
     methods: tuple[str, ...]
     attributes: dict[str, Any] = field(default_factory=dict)  # `self.x = <value>` in its methods
     asks_worker_info: bool = False  # `get_worker_info` in the class or its module: it may shard a stream by worker
+    # what its `forward` path does with the submodules `__init__` builds (`analysis/forward_coverage.py`)
+    runs: Optional[dict] = None
 
     def to_json(self) -> list:
-        return [self.line, self.bases, self.methods, self.attributes, self.asks_worker_info]
+        return [self.line, self.bases, self.methods, self.attributes, self.asks_worker_info, self.runs]
 
     @classmethod
     def from_json(cls, data: list) -> ClassSummary:
-        line, bases, methods, attributes, asks_worker_info = data
-        return cls(line, tuple(bases), tuple(methods), {k: _value(v) for k, v in attributes.items()}, asks_worker_info)
+        line, bases, methods, attributes, asks_worker_info, runs = [*data, *([None] * (6 - len(data)))]
+        return cls(line, tuple(bases), tuple(methods), {k: _value(v) for k, v in attributes.items()}, asks_worker_info, runs)
 
 
 @dataclass
@@ -843,6 +846,7 @@ class _Builder:
         bases = tuple(b for b in (self.qualify(base) or _dotted(base) for base in node.bases) if b)
         methods = [m for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
         info = ClassSummary(node.lineno, bases, tuple(m.name for m in methods), asks_worker_info="get_worker_info" in self.text)
+        info.runs = class_runs(node, self.qualify)
         self.summary.classes[node.name] = info
         # `__init__` first: the attributes it sets are what the other methods see.
         for method in sorted(methods, key=lambda m: m.name != "__init__"):
