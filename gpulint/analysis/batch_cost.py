@@ -81,14 +81,6 @@ _FORMAT_KEEPING = frozenset({"select", "shuffle", "filter", "shard", "sort", "fl
 _ARRANGING = frozenset({"permute", "view", "reshape"})
 
 
-def _keyword_is(call: cst.Call, name: str, value: bool) -> bool:
-    """`call` passes `name=True` / `name=False` (the literal)."""
-    return any(
-        a.keyword is not None and a.keyword.value == name and isinstance(a.value, cst.Name) and a.value.value == str(value)
-        for a in call.args
-    )
-
-
 def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -671,8 +663,6 @@ class BatchCost:
             return True
         if isinstance(source.func, cst.Name) and source.func.value in ("list", "tuple") and not m.module_bindings(source.func.value):
             return True
-        if isinstance(source.func, cst.Name) and source.func.value == "range" and not m.module_bindings("range"):
-            return True  # `DataLoader(range(n), b)`: batches of indices, a `torch.tensor` of ints each (an index loader)
         if name.startswith("torch.") and not name.startswith("torch.utils."):
             return True  # a tensor: rows indexed in memory
         if self._held_dataset(source):
@@ -688,8 +678,6 @@ class BatchCost:
             return self._all_cheap(func.value, depth + 1)  # `.with_format("torch")` of cheap rows is cheap rows
         if isinstance(func, cst.Attribute) and func.attr.value in _TENSOR_VIEWS and depth < _MAX_DEPTH:
             return self._all_cheap(func.value, depth + 1)  # `tensor.narrow(0, 0, n).view(-1, block)`: the same rows, arranged
-        if isinstance(func, cst.Attribute) and func.attr.value == "nonzero" and _keyword_is(source, "as_tuple", False):
-            return True  # `mask.nonzero(as_tuple=False)`: a tensor of indices (only a tensor has `as_tuple`)
         info = m.local_class_of(name) or self._partial_class(source)
         getitem = self._method(info, "__getitem__") if info is not None else None
         return getitem is not None and self._cheap_body(getitem, 0)
