@@ -43,29 +43,6 @@ def loader_bound_evaluation(model: SemanticModel, loop: Loop) -> bool:
     return False
 
 
-def small_index_batches(model: SemanticModel, loader: DataLoaderCall) -> bool:
-    """`DataLoader(range(n), 512)` or over `mask.nonzero(as_tuple=False)` (only a tensor's `nonzero` takes
-    `as_tuple`): each batch is a tensor of fewer than `LARGE_INDEX_BATCH` ints into data the step already holds, so
-    workers would hand out what the training process makes in microseconds (GPU101's question only: the step's
-    reads still wait on the forward the indices select)."""
-    if _large_batches(model, loader):
-        return False
-    if _over_indices(model, loader):
-        return True
-    dataset = loader.value("dataset")
-    while isinstance(dataset, cst.Call) and isinstance(dataset.func, cst.Attribute) and dataset.func.attr.value in ("view", "flatten", "squeeze"):
-        dataset = dataset.func.value  # `mask.nonzero(as_tuple=False).view(-1)`: the same indices
-    return (
-        isinstance(dataset, cst.Call)
-        and isinstance(dataset.func, cst.Attribute)
-        and dataset.func.attr.value == "nonzero"
-        and any(
-            a.keyword is not None and a.keyword.value == "as_tuple" and isinstance(a.value, cst.Name) and a.value.value == "False"
-            for a in dataset.args
-        )
-    )
-
-
 def _over_indices(model: SemanticModel, loader: DataLoaderCall) -> bool:
     """The dataset is `range(...)` itself (the builtin, not a name rebound in the module)."""
     dataset = loader.value("dataset")

@@ -67,7 +67,6 @@ def loads_in_training_process(model: SemanticModel, loader: DataLoaderCall) -> b
     """GPU101 reports `loader`: no workers (`num_workers` left out or 0, not a flag that may be more) and
     items that are real work, in a loop that feeds the GPU."""
     from gpulint.analysis.dataloaders import is_unsharded_iterable_dataset, produces_cuda_batches
-    from gpulint.analysis.index_loaders import small_index_batches
     from gpulint.analysis.one_off_passes import read_once
 
     if not loader.known("num_workers", "dataset", "collate_fn") or produces_cuda_batches(model, loader):
@@ -80,8 +79,6 @@ def loads_in_training_process(model: SemanticModel, loader: DataLoaderCall) -> b
         return False  # no batch of it is ever taken as the code ships
     if model.batch_cost.items_are_cheap(loader) or model.batch_cost.reads_a_few_batches(info):
         return False  # nothing for workers to take off the training process, or one batch only
-    if small_index_batches(model, loader):
-        return False  # a tensor of a few thousand ints a batch: microseconds of work in the training process
     if read_once(model, info):
         return False  # one evaluation pass in the run, beside training: workers would save next to nothing
     if model.batch_cost.one_batch_per_pass(loader):
