@@ -34,7 +34,7 @@ from gpulint.analysis.generation import generating_names
 from gpulint.analysis.graph_batches import graph_collates
 from gpulint.analysis.returned_actions import needed_results
 from gpulint.analysis.handed_elements import handed_elements
-from gpulint.analysis.inherited_members import inherited_attributes, inherited_init, overridden_steps, placed_attributes, project_bases
+from gpulint.analysis.inherited_members import inherited_attributes, inherited_init, overridden_steps, placed_attributes
 from gpulint.analysis.instantiated import MARKER as INSTANTIATED
 from gpulint.analysis.handed_instances import MARKER as HANDED
 from gpulint.analysis.loader_links import loaders_in
@@ -1171,15 +1171,6 @@ class ProjectIndex:
                     what = evidence(base)
                     if what is not None:
                         yield f"`{name}` derives from {what} (through its bases in the project)"
-            # `class TabNetClassifier(TabModel)`, whose `__post_init__` (in abstract_model.py) chooses a CUDA device:
-            # the subclass's instances run the base's GPU code, and its own methods move data to that device
-            for base_record, base in project_bases(self, record, name):
-                if base_record is record:
-                    continue  # a base of this module: its evidence is this module's own
-                method = next((k for k, f in base_record.summary.functions.items() if k.startswith(f"{base}.") and f.gpu), None)
-                if method is not None:
-                    yield f"`{name}` derives from `{base}` of {base_record.shown}, whose `{method}` uses the GPU"
-                    break
         for key, f in summary.functions.items():
             for param in f.params:
                 given = self.inputs(record, key, param) & {"gpu_module", "gpu", "placed_loader"}
