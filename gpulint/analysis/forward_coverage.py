@@ -32,6 +32,8 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import libcst as cst
 
+from gpulint.analysis.imports import ast_dotted_name
+
 if TYPE_CHECKING:
     from gpulint.analysis.model import SemanticModel
     from gpulint.analysis.project import ModuleRecord, ProjectIndex
@@ -55,17 +57,6 @@ _HOUSEKEEPING = frozenset({
 _DYNAMIC = frozenset({"setattr", "getattr", "add_module", "register_module"})
 
 
-def _dotted(node: ast.AST) -> Optional[str]:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
-
-
 def _self_attr(node: ast.AST) -> Optional[str]:
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
         return node.attr
@@ -73,7 +64,7 @@ def _self_attr(node: ast.AST) -> Optional[str]:
 
 
 def _call_ref(call: ast.Call, qualify: Callable[[ast.AST], Optional[str]]) -> Optional[str]:
-    return qualify(call.func) or _dotted(call.func)
+    return qualify(call.func) or ast_dotted_name(call.func)
 
 
 def class_runs(node: ast.ClassDef, qualify: Callable[[ast.AST], Optional[str]]) -> Optional[dict]:
@@ -87,7 +78,7 @@ def class_runs(node: ast.ClassDef, qualify: Callable[[ast.AST], Optional[str]]) 
     owned: dict[str, list] = {}
     dynamic = False
     for sub in ast.walk(init):
-        if isinstance(sub, ast.Call) and (_dotted(sub.func) or "").rsplit(".", 1)[-1] in _DYNAMIC:
+        if isinstance(sub, ast.Call) and (ast_dotted_name(sub.func) or "").rsplit(".", 1)[-1] in _DYNAMIC:
             dynamic = True  # `setattr(self, f"layer{i}", ...)`, `self.add_module(...)`: names out of sight
         targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target] if isinstance(sub, ast.AnnAssign) else []
         value = getattr(sub, "value", None)
@@ -121,7 +112,7 @@ def class_runs(node: ast.ClassDef, qualify: Callable[[ast.AST], Optional[str]]) 
         for sub in ast.walk(method):
             if isinstance(sub, ast.For):
                 iterated = [a for inner in ast.walk(sub.iter) if (a := _self_attr(inner)) is not None and a not in methods]
-                if iterated and isinstance(sub.iter, ast.Call) and _dotted(sub.iter.func) in ("range", "zip"):
+                if iterated and isinstance(sub.iter, ast.Call) and ast_dotted_name(sub.iter.func) in ("range", "zip"):
                     whole.update(iterated)  # `range(len(self.layers))`: indexed below; `zip(self.a, self.b)`
                 for target in ast.walk(sub.target):
                     if isinstance(target, ast.Name) and iterated:
@@ -138,7 +129,7 @@ def class_runs(node: ast.ClassDef, qualify: Callable[[ast.AST], Optional[str]]) 
                     if isinstance(arg, ast.Name) and arg.id in loop_vars:
                         whole.add(loop_vars[arg.id])  # `checkpoint(layer, x)`
             if isinstance(sub, ast.Call):
-                if (_dotted(sub.func) or "") in _DYNAMIC or (_dotted(sub.func) or "").endswith(".__getattr__"):
+                if (ast_dotted_name(sub.func) or "") in _DYNAMIC or (ast_dotted_name(sub.func) or "").endswith(".__getattr__"):
                     dynamic = True
                 attr = _self_attr(sub.func)
                 if attr is not None and attr not in methods:
@@ -153,7 +144,7 @@ def class_runs(node: ast.ClassDef, qualify: Callable[[ast.AST], Optional[str]]) 
                     whole.add(_self_attr(sub.func.value))  # `self.heads[i](x)`
                 for arg in [*sub.args, *(k.value for k in sub.keywords)]:
                     attr = _self_attr(arg)
-                    if attr is not None and _dotted(sub.func) not in ("enumerate", "reversed", "zip", "iter", "len"):
+                    if attr is not None and ast_dotted_name(sub.func) not in ("enumerate", "reversed", "zip", "iter", "len"):
                         whole.add(attr)  # `checkpoint(self.block, x)`: the function runs it
             elif isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Load) and id(sub) not in callees:
                 owner = _self_attr(sub.value)
@@ -176,7 +167,7 @@ def _varying_test(node: ast.AST) -> Optional[list]:
     """[why, line] when the test of `node` may leave modules out of some calls."""
     test = node.test  # type: ignore[attr-defined]
     for sub in ast.walk(test):
-        name = _dotted(sub.func) if isinstance(sub, ast.Call) else None
+        name = ast_dotted_name(sub.func) if isinstance(sub, ast.Call) else None
         if name and ("random" in name or name.rsplit(".", 1)[-1] in ("rand", "rand_like", "bernoulli", "uniform_")):
             return ["at random", node.lineno]
     if any(_self_attr(sub) == "training" for sub in ast.walk(test)):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
 # Re-exports that name the same object: the canonical spelling is the key rules match on.
@@ -45,6 +47,18 @@ def dotted_name(node: cst.BaseExpression) -> str | None:
     if not isinstance(node, cst.Name):
         return None
     parts.append(node.value)
+    return ".".join(reversed(parts))
+
+
+def ast_dotted_name(node: ast.AST) -> str | None:
+    """`a.b.c` for an `ast` Name/Attribute chain (the summaries read `ast` trees), else None."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
     return ".".join(reversed(parts))
 
 

@@ -46,7 +46,7 @@ from gpulint.analysis.inherited_members import moved_attribute
 from gpulint.analysis.held_data import held_data
 from gpulint.analysis.returned_transforms import returned_transforms
 from gpulint.analysis.host_objects import names_a_tokenizer
-from gpulint.analysis.imports import canonical
+from gpulint.analysis.imports import ast_dotted_name, canonical
 from gpulint.analysis.instantiated import INSTANTIATORS, hydra_main, instantiation
 from gpulint.analysis.legacy_torch import copies_with_async, number_read_in, number_read_kind
 from gpulint.analysis.loader_classes import loader_classes
@@ -428,17 +428,6 @@ def code_digest(text: str, tree: ast.Module) -> str:
 # ---- building --------------------------------------------------------------------------------------
 
 
-def _dotted(node: ast.AST) -> Optional[str]:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
-
-
 def _exports(body: list[ast.stmt]) -> Optional[tuple[str, ...]]:
     """The names of a module-level `__all__ = [...]` (or `(...)`), () when it is built some other way."""
     found = None
@@ -505,7 +494,7 @@ def handed_names(tree: ast.AST, known: set[str]) -> tuple[str, ...]:
                 if not (type(node.value) is ast.Name and node.value.id == "self"):
                     found.add(f".{node.attr}")
             elif id(node) not in skipped:
-                dotted = _dotted(node)
+                dotted = ast_dotted_name(node)
                 if dotted is not None and dotted.split(".", 1)[0] in known:
                     found.add(dotted)
         elif kind is ast.Name:
@@ -582,7 +571,7 @@ def _rate_limiting(test: ast.AST, loop_targets: set[str], divisibility_tests: fr
         return _RATE_NAME.search(test.attr) is not None or limits(test.value)
     if kind is ast.Compare:
         sides = (test.left, *test.comparators)
-        if any(isinstance(op, ast.Eq) for op in test.ops) and any(_dotted(side) in loop_targets for side in sides):
+        if any(isinstance(op, ast.Eq) for op in test.ops) and any(ast_dotted_name(side) in loop_targets for side in sides):
             return True
         return any(limits(side) for side in sides)
     if kind is ast.BoolOp:
@@ -843,7 +832,7 @@ class _Builder:
         return s
 
     def _class(self, node: ast.ClassDef) -> None:
-        bases = tuple(b for b in (self.qualify(base) or _dotted(base) for base in node.bases) if b)
+        bases = tuple(b for b in (self.qualify(base) or ast_dotted_name(base) for base in node.bases) if b)
         methods = [m for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
         info = ClassSummary(node.lineno, bases, tuple(m.name for m in methods), asks_worker_info="get_worker_info" in self.text)
         info.runs = class_runs(node, self.qualify)
@@ -859,7 +848,7 @@ class _Builder:
 
     def qualify(self, node: ast.AST) -> Optional[str]:
         """The import-resolved dotted name (`torch.utils.data.DataLoader` for `DL`); None when not imported."""
-        dotted = _dotted(node)
+        dotted = ast_dotted_name(node)
         if dotted is None:
             return None
         root, _, rest = dotted.partition(".")
@@ -1267,7 +1256,7 @@ class _Reader:
 
         def walk(e: ast.AST, t: Optional[ast.AST]) -> None:
             if isinstance(e, ast.Call) and isinstance(e.func, (ast.Name, ast.Attribute)):
-                name = (_dotted(e.func) or "").rsplit(".", 1)[-1]
+                name = (ast_dotted_name(e.func) or "").rsplit(".", 1)[-1]
                 positional = [a for a in e.args if not isinstance(a, ast.Starred)]
                 if name in _WRAPPERS and positional and self.b.is_wrapper(e.func, name):
                     for keyword in e.keywords:
@@ -1627,7 +1616,7 @@ class _Reader:
             self.cls.attributes.setdefault(KEYWORDS_AS_ATTRIBUTES, ("kwargs",))
         qualified = b.qualify(func)
         self.runs_nms = self.runs_nms or qualified in NMS_OPS
-        timer = isinstance(func, ast.Attribute) and (func.attr == "elapsed_time" or times_a_step(func.attr, _dotted(func.value) or ""))
+        timer = isinstance(func, ast.Attribute) and (func.attr == "elapsed_time" or times_a_step(func.attr, ast_dotted_name(func.value) or ""))
         if qualified in CLOCKS or timer:
             self.reads_clock = self.reads_clock or line
         if qualified is not None and builds_convolution(qualified) and not (self.is_init and self.branches):
@@ -1653,11 +1642,11 @@ class _Reader:
         if qualified in INSTANTIATORS and self.b.configured:
             # `hydra.utils.instantiate(cfg.agent)`: an instance of the class the config's `_target_` names (the index reads it)
             return self.record(instantiation(self.name, len(self.f.calls)), node, args, kwargs)
-        if any(_OPTIMIZER.fullmatch(_dotted(a) or "") for a in node.args):
+        if any(_OPTIMIZER.fullmatch(ast_dotted_name(a) or "") for a in node.args):
             self.mark_trains()  # `loss_scaler(loss, optimizer)`, `amp.scale_loss(loss, optimizer)`
         async_op = any(k.arg == "async_op" and _literal(k.value) != (True, False) for k in node.keywords)
         if starts_async_communication(qualified or "", async_op) or (
-            isinstance(func, ast.Attribute) and waits_for_work(func.attr, _dotted(func.value) or "", bool(node.args or node.keywords))
+            isinstance(func, ast.Attribute) and waits_for_work(func.attr, ast_dotted_name(func.value) or "", bool(node.args or node.keywords))
         ):
             self.communicated = True
         if qualified is not None and qualified.startswith("torch."):
@@ -1678,7 +1667,7 @@ class _Reader:
                 for source in sources_of(receiver):
                     if source.startswith("p:"):
                         self.effect(source, ("no_sync", line))  # a helper that skips DDP's all-reduce for the module it is given
-            if method == "step" and node.args and ENVIRONMENT.search(_dotted(func.value) or ""):
+            if method == "step" and node.args and ENVIRONMENT.search(ast_dotted_name(func.value) or ""):
                 self.sized_with(list(node.args), args)  # `env.step(action)`: the host needs the action, like a size
             if method == "type" and not node.args and not node.keywords:
                 return None  # the type's name, a Python string (`x.type(T)` converts)
@@ -1693,14 +1682,14 @@ class _Reader:
                 for value in logged[1]:
                     self.sync(value, logged[0], line, certain=True)
                 return None
-            owner = (_dotted(func.value) or "").lower()
-            imported = (_dotted(func.value) or "").partition(".")[0] in self.b.summary.imports  # `shipname.generate(0)`: a library's
+            owner = (ast_dotted_name(func.value) or "").lower()
+            imported = (ast_dotted_name(func.value) or "").partition(".")[0] in self.b.summary.imports  # `shipname.generate(0)`: a library's
             if method == "generate" and not self.guarded and not imported and generates_text(func.value):
                 self.f.generates = True  # `model.generate(ids)`: an autoregressive rollout, one host wait a token
             if method == "backward" or (method == "step" and ("opt" in owner or "scaler" in owner)):
                 self.mark_trains()
                 return None
-            if method == "zero_grad" and _OPTIMIZER.search(_dotted(func.value) or ""):
+            if method == "zero_grad" and _OPTIMIZER.search(ast_dotted_name(func.value) or ""):
                 self.mark_trains()
                 return None
             if method == "synchronize" and isinstance(func.value, ast.Call) and (b.qualify(func.value.func) or "").startswith("torch.cuda."):
@@ -1751,10 +1740,10 @@ class _Reader:
                 # `agent = PPO(...)` in one branch, `A2C(...)` in the other: the method of each class it may be
                 made = [self.record(f"{self.f.calls[int(s[2:])][0]}.{method}", node, args, kwargs)[1] for s in instance]
                 return ("src", "|".join([*made, *instance]))
-            dotted = _dotted(func)
+            dotted = ast_dotted_name(func)
             if dotted is not None and b.project_root(dotted.split(".", 1)[0], self.env):
                 return self.record(dotted, node, args, kwargs)
-            if receiver is None or names_a_tokenizer(_dotted(func.value)):
+            if receiver is None or names_a_tokenizer(ast_dotted_name(func.value)):
                 return None  # (a tokenizer's ids and counts are host values)
             if receiver[0] in ("module", "gpu_module") and method in _MODULE_METHODS_RETURNING_SELF:
                 return receiver
@@ -1796,7 +1785,7 @@ class _Reader:
                     self.sync(value, f"`{name}()` of a tensor", line, certain=True)
                 return None
             fresh = node.args[0] if name == "next" and node.args and isinstance(node.args[0], ast.Call) else None
-            if fresh is not None and self.loop >= 0 and _dotted(fresh.func) == "iter" and b.is_wrapper(fresh.func, "iter"):
+            if fresh is not None and self.loop >= 0 and ast_dotted_name(fresh.func) == "iter" and b.is_wrapper(fresh.func, "iter"):
                 for source in sources_of(args[0]):  # `next(iter(loader))` in a loop: one batch of a new iterator per pass
                     self.effect(source, ("restart", self.loop))
             if name in ("list", "tuple", "sum", "max", "min", "abs", "iter", "next") and args and sources_of(args[0]):
@@ -1888,7 +1877,7 @@ class _Reader:
     def fabric_setup(self, func: ast.Attribute, node: ast.Call) -> bool:
         """`fabric.setup(model, optimizer)`: a receiver named `fabric` in a module that imports Lightning, the
         model's device placement left on."""
-        if (_dotted(func.value) or "").rsplit(".", 1)[-1] != "fabric" or not node.args or any(isinstance(a, ast.Starred) for a in node.args):
+        if (ast_dotted_name(func.value) or "").rsplit(".", 1)[-1] != "fabric" or not node.args or any(isinstance(a, ast.Starred) for a in node.args):
             return False
         if any(k.arg in ("move_to_device", None) for k in node.keywords):
             return False
