@@ -234,3 +234,29 @@ def test_a_gpu_count_that_is_computed_or_set_twice_is_no_shipped_count():
     assert findings(unread, **GPU401) == ["19:13 GPU401"]  # a count the code never reads says nothing
     index = _SPLIT_BATCH.format(count=1).replace("num_gpus", "gpu")
     assert findings(index, **GPU401) == ["19:13 GPU401"]  # `gpu = 1` names a device, not a count
+
+
+GPUS_FLAG = """\
+    import argparse
+    import torch
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--gpus", nargs="+", type=int, default=DEFAULT)
+    args = parser.parse_args()
+    model = torch.nn.DataParallel(torch.nn.Linear(4096, 4096), device_ids=args.gpus).cuda()
+    """
+
+
+def test_device_ids_from_a_flag_that_defaults_to_none_spread_over_every_gpu():
+    # temporal-shift-module's `--gpus` (eighteenth corpus): left out, DataParallel takes every visible GPU
+    (diagnostic,) = diagnostics(GPUS_FLAG.replace("DEFAULT", "None"), **GPU401)
+    assert diagnostic.message == (
+        "`DataParallel` (`device_ids` is `None` unless given, the argparse default at train.py:5: it spreads over every "
+        "visible GPU) runs one process with a thread per GPU"
+    )
+
+
+def test_device_ids_from_a_flag_with_a_list_default_or_one_shipped_gpu_stay_silent():
+    assert findings(GPUS_FLAG.replace("DEFAULT", "[0]"), **GPU401) == []
+    one_gpu = GPUS_FLAG.replace("DEFAULT", "None").replace("args = parser.parse_args()\n", "args = parser.parse_args()\n    num_gpus = 1\n    batch = 64 // num_gpus\n")
+    assert findings(one_gpu, **GPU401) == []

@@ -13,6 +13,7 @@ from gpulint.analysis.hot_loops import is_training_step
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.inline_scripts import declares_inline_script
 from gpulint.analysis.shipped_paths import one_as_shipped
+from gpulint.analysis.value_resolution import LITERAL
 
 if TYPE_CHECKING:
     from gpulint.analysis.model import SemanticModel
@@ -119,6 +120,10 @@ def _several_gpus(model: SemanticModel, call: cst.Call, device_ids: cst.Arg | No
         return True, "it spreads over every visible GPU"
     if _counts_devices(model, value):
         return True, "`device_ids` spans `torch.cuda.device_count()` GPUs"
+    resolved = model.values.setting(value)
+    if resolved is not None and resolved.value is None and resolved.origin != LITERAL and shipped_gpu_count(model) != 1:
+        # `--gpus` left out (`nargs="+"`, `default=None`): DataParallel then takes every visible GPU
+        return True, f"`device_ids` is `None` unless given, the {resolved.describe(model)}: it spreads over every visible GPU"
     return False, ""  # device ids from elsewhere: may well be one GPU
 
 
