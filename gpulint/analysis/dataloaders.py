@@ -24,9 +24,24 @@ LOADER_FACTORIES = {
 TENSOR_DATASET = "torch.utils.data.TensorDataset"
 ITERABLE_DATASET = "torch.utils.data.IterableDataset"
 LOADER_FACTORY_SIGNATURE = DATALOADER_SIGNATURE  # `auto_dataloader(dataset, **kwargs)`
+# Library datasets whose method builds a DataLoader over the dataset itself, read in their source:
+# pytorch_forecasting/data/timeseries.py (0.9-1.x): `TimeSeriesDataSet.to_dataloader(self, train=True, batch_size=64,
+# batch_sampler=None, **kwargs)` returns `DataLoader(self, **kwargs)` with `shuffle=train`, `drop_last=train and ...`,
+# `collate_fn=self._collate_fn`, `batch_size`, `batch_sampler` set first and `kwargs` (every DataLoader keyword,
+# `num_workers` too, 0 when left out) updating them. Each `__getitem__` builds its sample in Python: a pandas
+# `self.index.iloc[idx]` row lookup, a slice and `.clone()` of every feature tensor, the target normalizer's
+# parameters for the series, length randomization (a Beta draw) and per-sample encoders; `_collate_fn` pads every
+# field with `pad_sequence`. Datasets built by the class, `TimeSeriesDataSet(df, ...)`, or by its class methods
+# `from_dataset(...)` / `from_parameters(...)`, are the instances. Values: (the method, its signature).
+_TIME_SERIES = {"positional": ["train", "batch_size", "batch_sampler"], "maps": {"train": "shuffle", "batch_size": "batch_size", "batch_sampler": "batch_sampler"}, "fixed": ["drop_last"]}  # `collate_fn` is the class's own: it pads, and takes no CUDA device
+DATASET_LOADER_METHODS = {
+    f"{home}.TimeSeriesDataSet": ("to_dataloader", _TIME_SERIES)
+    for home in ("pytorch_forecasting", "pytorch_forecasting.data", "pytorch_forecasting.data.timeseries")
+}
+_DATASET_BUILDERS = ("from_dataset", "from_parameters")
 # Text every module that builds a loader contains (the rules' prefilter): `DataLoader`, PyG's `ClusterLoader`,
-# and the project subclasses named like them (`InfiniteDataLoader`, `GraphLoader`).
-LOADER_TEXT = "Loader|auto_dataloader"
+# the project subclasses named like them (`InfiniteDataLoader`, `GraphLoader`), and the library dataset methods.
+LOADER_TEXT = "Loader|auto_dataloader|to_dataloader"
 
 
 @dataclass(frozen=True)
@@ -97,15 +112,41 @@ def is_loader_call(model: SemanticModel, call: cst.Call) -> bool:
     return loader_signature(model, call) is not None
 
 
+def dataset_loader_method(model: SemanticModel, call: cst.Call) -> tuple[cst.BaseExpression, dict] | None:
+    """(the dataset, the method's signature) for `training.to_dataloader(...)` where `training` is bound once to a
+    library dataset whose method builds a DataLoader over itself (`DATASET_LOADER_METHODS`): `training =
+    TimeSeriesDataSet(df, ...)`, or `TimeSeriesDataSet.from_dataset(training, df)`; None otherwise."""
+    func = call.func
+    if not isinstance(func, cst.Attribute) or not isinstance(func.value, cst.Name):
+        return None
+    if func.attr.value not in {method for method, _ in DATASET_LOADER_METHODS.values()}:
+        return None
+    built = _binding_value(model, func.value)
+    if not isinstance(built, cst.Call):
+        return None
+    name = model.call_name(built) or ""
+    owner, _, last = name.rpartition(".")
+    known = DATASET_LOADER_METHODS.get(name) or (DATASET_LOADER_METHODS.get(owner) if last in _DATASET_BUILDERS else None)
+    if known is None or known[0] != func.attr.value:
+        return None
+    return func.value, known[1]
+
+
 def find_dataloaders(model: SemanticModel) -> list[DataLoaderCall]:
     found = []
     for call in model.calls:
         name = model.call_name(call)
         signature = LOADER_FACTORY_SIGNATURE if name in LOADER_FACTORIES else loader_signature(model, call)
+        receiver = None
         if signature is None:
-            continue
+            method = dataset_loader_method(model, call)
+            if method is None:
+                continue
+            receiver, signature = method
         positional, maps = signature["positional"], signature["maps"]
         arguments: dict[str, cst.Arg | PackedArgument] = {}
+        if receiver is not None:
+            arguments["dataset"] = PackedArgument(receiver)  # the method builds its loader over the dataset itself
         opaque = False
         # passed through `**mapping` on some runs only, or set by the class itself (PyG's `collate_fn`)
         maybe: frozenset[str] = LOADER_FACTORIES.get(name, frozenset()) | frozenset(signature["fixed"])
@@ -220,6 +261,13 @@ def _collate_moves_to_cuda(model: SemanticModel, collate: cst.BaseExpression, de
         return any(isinstance(b, cst.Assign) and _collate_moves_to_cuda(model, b.value, depth + 1) for b in binders)
     if isinstance(collate, cst.IfExp):
         return any(_collate_moves_to_cuda(model, branch, depth + 1) for branch in (collate.body, collate.orelse))
+    if isinstance(collate, cst.Attribute) and isinstance(collate.value, cst.Name):
+        # `collate_fn=dataset.collate_fn`: the method of the module's class the object is built from
+        writes = model.dataflow.reaching_writes(collate.value.value, collate)
+        built = writes[0].value if len(writes) == 1 else None  # the object the loader is built with (`a = Data(...)`)
+        info = model.local_class_of(model.call_name(built)) if isinstance(built, cst.Call) else None
+        method = info.methods.get(collate.attr.value) if info is not None else None
+        return method is not None and (residency.contains_cuda_move(method) or _moves_to_star_device(model, method))
     if isinstance(collate, cst.Lambda):
         return residency.contains_cuda_move(collate) or any(_given_cuda_device(model, c) for c in model.calls_inside(collate))
     if isinstance(collate, cst.Call):
@@ -232,8 +280,67 @@ def _collate_moves_to_cuda(model: SemanticModel, collate: cst.BaseExpression, de
     return False
 
 
+def _moves_to_star_device(model: SemanticModel, func: cst.FunctionDef) -> bool:
+    """`.to(device)` with `device` bound nowhere in the module, after a star import of a library
+    (`from torch_snippets import *` binds its `device = "cuda" if torch.cuda.is_available() else "cpu"`): a device
+    chosen at run time, CUDA on a GPU host."""
+    if any(isinstance(c.func, cst.Attribute) and c.func.attr.value in ("to", "cuda") and _given_cuda_device(model, c) for c in model.calls_inside(func)):
+        return True
+    cached = model.memo("star imports")
+    if "any" not in cached:
+        cached["any"] = any(
+            isinstance(item, cst.ImportFrom) and isinstance(item.names, cst.ImportStar)
+            for line in model.module.body if isinstance(line, cst.SimpleStatementLine) for item in line.body
+        )  # fmt: skip
+    if not cached["any"]:
+        return False
+    for call in model.calls_inside(func):
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value == "to" and call.args:
+            target = call.args[0].value
+            if isinstance(target, cst.Name) and not model.bindings_of(target.value, target):
+                return True
+            if model.residency.device_kind(target) == CUDA:
+                return True  # `device = "cuda" if torch.cuda.is_available() else "cpu"` (with `torch` unknown)
+    return False
+
+
 def _given_cuda_device(model: SemanticModel, call: cst.Call) -> bool:
     return any(not arg.star and model.residency.device_kind(arg.value) == CUDA for arg in call.args)
+
+
+# torch_geometric/data/dataset.py (1.x-2.x): `Dataset.__getitem__(idx)` returns `self.get(...)` passed through
+# `self.transform` when one was given, on every access; a slice, `index_select` or `shuffle()` is a copy of the
+# dataset that keeps its transform. The library's loaders batch the graphs with their own `Collater`, on the CPU.
+_GRAPH_DATASETS = "torch_geometric.datasets."
+_GRAPH_VIEWS = frozenset({"shuffle", "index_select", "copy"})
+
+
+def transformed_graph_items(model: SemanticModel, loader: DataLoaderCall) -> bool:
+    """A graph library's loader (PyG's, `collate_fn` its own `Collater`, no CUDA) over a library graph dataset
+    built with a per-item transform (`QM9(path, transform=T.Compose([...]))`, or a slice or shuffle of one): each
+    item runs the transform in `__getitem__`, in the training process without workers."""
+    if library_signature(model.call_name(loader.call)) is None or model.call_name(loader.call) == DATALOADER:
+        return False
+    dataset = loader.value("dataset")
+    return dataset is not None and _built_with_transform(model, dataset, 0)
+
+
+def _built_with_transform(model: SemanticModel, expr: cst.BaseExpression, depth: int) -> bool:
+    if depth > 6:
+        return False
+    if isinstance(expr, cst.Subscript):
+        return _built_with_transform(model, expr.value, depth + 1)
+    if isinstance(expr, cst.Name):
+        value = _binding_value(model, expr)
+        return value is not expr and _built_with_transform(model, value, depth + 1)
+    if not isinstance(expr, cst.Call):
+        return False
+    if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _GRAPH_VIEWS:
+        return _built_with_transform(model, expr.func.value, depth + 1)
+    if not (model.call_name(expr) or "").startswith(_GRAPH_DATASETS):
+        return False
+    transform = next((a.value for a in expr.args if a.keyword is not None and a.keyword.value == "transform"), None)
+    return transform is not None and not (isinstance(transform, cst.Name) and transform.value == "None")
 
 
 def is_unsharded_iterable_dataset(model: SemanticModel, loader: DataLoaderCall) -> bool:

@@ -36,6 +36,13 @@ STAR_EXPORTS = {
         "WeightedRandomSampler", "default_collate", "default_convert", "get_worker_info", "random_split",
     ),
 }  # fmt: skip
+# Libraries whose star import re-exports torch's data classes under their own `__all__` (read in their source):
+# torch_snippets/__init__.py runs `from .torch_loader import *`, and torch_loader.py has `from torch.utils.data
+# import Dataset, DataLoader` with both in its `__all__` (a course book's notebooks start `from torch_snippets
+# import *`). Only these names are bound; the library's other exports stay unknown.
+STAR_REEXPORTS = {
+    "torch_snippets": {"Dataset": "torch.utils.data.Dataset", "DataLoader": "torch.utils.data.DataLoader"},
+}
 
 
 def dotted_name(node: cst.BaseExpression) -> str | None:
@@ -95,6 +102,8 @@ class ImportTable:
         if isinstance(node.names, cst.ImportStar):
             for name in STAR_EXPORTS.get(module, ()):  # `from torch.utils.data import *`: its `__all__`
                 self.bindings[name] = canonical(f"{module}.{name}")
+            for name, qualified in STAR_REEXPORTS.get(module, {}).items():  # `from torch_snippets import *`
+                self.bindings[name] = qualified
             return
         for alias in node.names:
             if not isinstance(alias.name, cst.Name):

@@ -66,10 +66,14 @@ _FUNCTIONAL_WORK = frozenset({"conv1d", "conv2d", "conv3d", "conv_transpose2d", 
 def loads_in_training_process(model: SemanticModel, loader: DataLoaderCall) -> bool:
     """GPU101 reports `loader`: no workers (`num_workers` left out or 0, not a flag that may be more) and
     items that are real work, in a loop that feeds the GPU."""
-    from gpulint.analysis.dataloaders import is_unsharded_iterable_dataset, produces_cuda_batches
+    from gpulint.analysis.dataloaders import is_unsharded_iterable_dataset, produces_cuda_batches, transformed_graph_items
     from gpulint.analysis.one_off_passes import read_once
 
-    if not loader.known("num_workers", "dataset", "collate_fn") or produces_cuda_batches(model, loader):
+    if not loader.known("num_workers", "dataset", "collate_fn"):
+        # a graph library's own collate (set by its loader) is known work on the CPU where each item is transformed
+        if not (loader.known("num_workers", "dataset") and not loader.opaque and transformed_graph_items(model, loader)):
+            return False
+    if produces_cuda_batches(model, loader):
         return False
     if is_unsharded_iterable_dataset(model, loader):
         return False  # every worker would replay the whole stream, or read stale copies of live state

@@ -23,6 +23,7 @@ from typing import Any, Callable, Iterator, Optional
 
 from gpulint.analysis import handed_instances, instantiated, settings_files, torch_pins
 from gpulint.analysis.call_arguments import agreed_arguments, passed
+from gpulint.analysis.held_defaults import held_arguments
 from gpulint.analysis.convolutions import CONV_NET
 from gpulint.analysis.default_device import project_facts as default_device_facts
 from gpulint.analysis.devices import BASE_EVIDENCE, gpu_context_reason
@@ -151,6 +152,9 @@ class ModuleContext:
     # a parameter of a function or class of this module -> how every call in the project fills it, when all are
     # in sight (`analysis/call_arguments.py`): `ComputeLoss.autobalance` -> [["left out"]]
     arguments: dict[str, list] = field(default_factory=dict)
+    # a parameter of a function of this module -> [the one value every call gives it, through a method default an
+    # object keeps (`self.num_workers` of `fit(..., num_workers=0)`), where that default is] (`analysis/held_defaults.py`)
+    held_arguments: dict[str, list] = field(default_factory=dict)
     # a yacs setting it reads (`config.DATA.NUM_WORKERS`) -> [its default, where, every value the project may
     # give it] (`analysis/settings_defaults.py`)
     config_defaults: dict[str, list] = field(default_factory=dict)
@@ -239,6 +243,7 @@ class ModuleContext:
             sorted(self.moved_returns.items()),
             sorted(self.reported_in_callee.items()),
             sorted(self.arguments.items()),
+            sorted(self.held_arguments.items()),
             sorted(self.config_defaults.items()),
             sorted(self.loaders_in.items()),
             self.torch_pin,
@@ -1299,6 +1304,7 @@ class ProjectIndex:
         context.forward_called = forward_called(self, record)
         context.moved_returns = moved_returns(self, record)
         context.arguments = agreed_arguments(self, record)
+        context.held_arguments = held_arguments(self, record)
         context.loaders_in = loaders_in(self, record)
         context.uncalled = uncalled_functions(self, record)
         context.imported = imported_elsewhere(self, record)

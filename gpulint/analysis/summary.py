@@ -36,6 +36,7 @@ from typing import Any, Callable, Iterable, Optional
 from gpulint.analysis.communication import chosen_by_backend, starts_async_communication, waits_for_work
 from gpulint.analysis.convolutions import CONV_NET, CONV_NET_FACTORIES, builds_convolution
 from gpulint.analysis.forward_coverage import class_runs
+from gpulint.analysis.held_defaults import held_attribute_defaults
 from gpulint.analysis.time_step_loops import RECURRENT_CELLS
 from gpulint.analysis.default_device import default_device_ranges, mentions_default_device
 from gpulint.analysis.devices import EVIDENCE_FINDERS, GPU_TEXT_MARKERS, MODEL_PLACERS
@@ -187,6 +188,9 @@ class FunctionSummary:
     # "batch_size") for `args.batch_size` with `args` a parameter, or ("default", 1, line) where `args` is this
     # function's own `parser.parse_args()` result): what a factory is given when the callers use the defaults
     options: dict[int, dict] = field(default_factory=dict)
+    # call index -> the arguments that are `self.<attribute>` the class keeps from a parameter default of one of its
+    # methods (position or keyword -> [default, line, attribute]: `analysis/held_defaults.py`)
+    held: dict[int, dict] = field(default_factory=dict)
 
     def to_json(self) -> list:
         full = [
@@ -195,6 +199,7 @@ class FunctionSummary:
             [[i, list(v.items())] for i, v in self.configs.items()], self.generates,
             [[i, list(v.items())] for i, v in self.names.items()], self.cells, self.looped_calls,
             [[i, list(v.items())] for i, v in self.options.items()],
+            [[i, list(v.items())] for i, v in self.held.items()],
         ]  # fmt: skip
         while len(full) > 2 and not full[-1]:
             full.pop()  # most functions call nothing the project defines: keep their summary short
@@ -202,8 +207,8 @@ class FunctionSummary:
 
     @classmethod
     def from_json(cls, data: list) -> FunctionSummary:
-        line, params, kwonly, calls, loops, effects, returns, trains, gpu, convolutions, optional, literals, configs, generates, names, cells, looped, options = [
-            *data, *([None] * (18 - len(data)))
+        line, params, kwonly, calls, loops, effects, returns, trains, gpu, convolutions, optional, literals, configs, generates, names, cells, looped, options, held = [
+            *data, *([None] * (19 - len(data)))
         ]  # fmt: skip
         return cls(
             line,
@@ -224,6 +229,7 @@ class FunctionSummary:
             int(cells or 0),
             tuple(looped or ()),
             {i: {k: tuple(v) for k, v in pairs} for i, pairs in options or ()},
+            {i: {k: list(v) for k, v in pairs} for i, pairs in held or ()},
         )
 
 
@@ -786,6 +792,7 @@ class _Builder:
         self.before_torch_0_4 = "async" in text and copies_with_async(tree)  # `loss.data[0]` is a host read there
         # `args = Namespace(cuda=False)`: settings written in the code (analysis/namespace_settings.py)
         self.namespace_flags = namespace_flags(tree) if "Namespace" in text or "EasyDict" in text or "edict" in text else {}
+        self.held_defaults: dict[int, dict] = {}  # id(ClassSummary) -> `analysis/held_defaults.py`
 
     def build(self) -> ModuleSummary:
         s = self.summary
@@ -837,6 +844,7 @@ class _Builder:
         info = ClassSummary(node.lineno, bases, tuple(m.name for m in methods), asks_worker_info="get_worker_info" in self.text)
         info.runs = class_runs(node, self.qualify)
         self.summary.classes[node.name] = info
+        self.held_defaults[id(info)] = held_attribute_defaults(node)
         # `__init__` first: the attributes it sets are what the other methods see.
         for method in sorted(methods, key=lambda m: m.name != "__init__"):
             reader = _Reader(self, f"{node.name}.{method.name}", method, info)
@@ -2004,6 +2012,15 @@ class _Reader:
         options = {slot: read for slot, value in _arguments(node) if (read := self.option_read(value)) is not None}
         if options:
             self.f.options[index] = options
+        held = self.b.held_defaults.get(id(self.cls), {}) if self.cls is not None else {}
+        if held:
+            kept = {
+                slot: [*held[value.attr], value.attr] for slot, value in _arguments(node)
+                if isinstance(value, ast.Attribute) and value.attr in held and isinstance(value.value, ast.Name)
+                and self.env.get(value.value.id) == ("self",)
+            }  # fmt: skip
+            if kept:
+                self.f.held[index] = kept
         if self.b.configured:
             reads = {slot: read for slot, value in _arguments(node) if (read := self.config_read(value)) is not None}
             if reads:

@@ -27,6 +27,8 @@ CONFIG_DICT = "config dict"
 SETTINGS_FILE = "YAML setting"  # a default in a YAML file of the repository (analysis/settings_files.py)
 SETTINGS_DEFAULT = "settings default"  # a yacs default in a module of the project (analysis/settings_defaults.py)
 SETTINGS_ORIGINS = (SETTINGS_FILE, SETTINGS_DEFAULT)
+# the default of a method parameter an object keeps and hands to this function (`analysis/held_defaults.py`)
+HELD_DEFAULT = "method default every call hands in"
 _YAML_LOADERS = frozenset({"yaml.safe_load", "yaml.load", "yaml.full_load", "omegaconf.OmegaConf.load"})
 
 # Parameters that conventionally hold the parsed command line (`def main(args): ...`).
@@ -592,6 +594,10 @@ class ValueResolver:
             in_module = self.model.scope_of(binder) is self.model.module
             origin = inner.origin if inner.origin != LITERAL else (MODULE_CONSTANT if in_module else LOCAL_VARIABLE)
             return ResolvedValue(inner.value, inner.node, origin)
+        if isinstance(binder, cst.Param):
+            held = self._held_argument(binder)
+            if held is not None:
+                return ResolvedValue(held[0], name, HELD_DEFAULT, held[1])
         if isinstance(binder, cst.Param) and binder.default is not None:
             if self._callers_pass(binder):
                 return None
@@ -601,6 +607,16 @@ class ValueResolver:
             origin = inner.origin if inner.origin != LITERAL else FUNCTION_DEFAULT
             return ResolvedValue(inner.value, inner.node, origin)
         return None
+
+    def _held_argument(self, param: cst.Param) -> list | None:
+        """[value, where] when every call in the project gives this parameter of a module-level function one value,
+        through a method default an object keeps (`create_dataloaders(..., self.num_workers, ...)` with `fit(...,
+        num_workers=0)`: `analysis/held_defaults.py`)."""
+        func = self.model.parent.get(self.model.parent.get(param))
+        if not isinstance(func, cst.FunctionDef) or self.model.parent.get(func) is not self.model.module:
+            return None
+        held = getattr(self.model.project, "held_arguments", None) or {}
+        return held.get(f"{func.name.value}.{param.name.value}")
 
     def _default_overridden(self, param: cst.Param, default: object) -> bool:
         """True when every call in the project, all in sight, gives `param` a value other than its default:

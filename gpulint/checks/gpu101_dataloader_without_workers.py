@@ -10,7 +10,7 @@ from gpulint.analysis.dataloaders import LOADER_TEXT, defined_for_workers
 from gpulint.analysis.loader_bound import copies_worth_pinning, loading_dominates, loads_in_training_process
 from gpulint.analysis.loading_cost import in_process_loading
 from gpulint.analysis.small_splits import few_batches_a_pass
-from gpulint.analysis.value_resolution import LITERAL, SETTINGS_ORIGINS
+from gpulint.analysis.value_resolution import HELD_DEFAULT, LITERAL, SETTINGS_ORIGINS
 from gpulint.checks.base import Option, Rule, value_origin
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
 from gpulint.edits import add_import, import_roots, replace_node, with_keyword_argument
@@ -107,8 +107,8 @@ class DataLoaderWithoutWorkers(Rule):
 
     def _fix(self, loader, resolved, where: str):
         model = self.model
-        if resolved is not None and resolved.origin in SETTINGS_ORIGINS:
-            return None  # the value is a settings file's: changing it there is the user's call, not an edit here
+        if resolved is not None and resolved.origin in (*SETTINGS_ORIGINS, HELD_DEFAULT):
+            return None  # the value is a settings file's, or another module's default: not an edit here
         expression = self.settings["workers"]
         value = cst.parse_expression(expression)
         if resolved is None:
