@@ -243,3 +243,15 @@ def test_a_collate_method_that_moves_to_the_star_imported_device_stays_silent():
 def test_other_libraries_star_imports_bind_no_dataloader():
     source = SNIPPETS.format(collate="", collate_arg="").replace("from torch_snippets import *", "from mylib import *")
     assert findings(source, select=("GPU101",)) == []
+
+
+def test_the_summary_keeps_the_held_defaults_through_json():
+    import json
+
+    from gpulint.analysis.summary import ModuleSummary, summarize
+
+    summary = summarize(textwrap.dedent(MODEL.format(default="0", handed="self.num_workers")))
+    construct = summary.functions["TabModel._construct_loaders"]
+    assert construct.held == {0: {2: [1024, 7, "batch_size"], 3: [0, 7, "num_workers"]}}
+    again = ModuleSummary.from_json(json.loads(json.dumps(summary.to_json())))
+    assert again.functions["TabModel._construct_loaders"].held == construct.held
