@@ -736,7 +736,7 @@ class ProjectIndex:
                 if not guarded and loop not in steps:
                     # "repeated": in a loop of its own, many waits a call (`read_cost`), as for its own reads; not a
                     # loop over a few options the caller passes (`for k in topk:`, "options")
-                    repeated = (loop >= 0 or "repeated" in effect[6:]) and "options" not in effect[6:]
+                    repeated = "repeated" in effect[6:] or (loop >= 0 and "options" not in effect[6:])
                     yield (kind, what, f"{record.shown}:{line}", certain, *(("repeated",) if repeated else ()))
             elif kind == "iter":
                 yield ("iter", f"{record.shown}:{f.loops[effect[1]][0]}")

@@ -55,7 +55,8 @@ from gpulint.analysis.namespace_settings import UNKNOWN as UNKNOWN_FLAG
 from gpulint.analysis.namespace_settings import namespace_flags
 from gpulint.analysis.settings_defaults import config_paths
 
-FORMAT = 5  # 5: session 14 (placed attributes, module uses, repeated shape ops, held data through helpers)
+FORMAT = 6  # 6: session 15 (reads repeated in a comprehension, methods of module-level instances)
+# 5: session 14 (placed attributes, module uses, repeated shape ops, held data through helpers)
 # Methods only an `nn.Module` has among the objects training code handles (an optimizer has `state_dict` and
 # `zero_grad`, an agent or a trainer may have `train`): called on a parameter, they say the caller gives a module.
 _MODULE_ONLY_METHODS = frozenset({"eval", "parameters", "named_parameters", "modules", "named_modules", "children", "buffers"})
@@ -1320,6 +1321,15 @@ class _Reader:
         )  # fmt: skip
 
     def test(self, node: ast.AST) -> None:
+        if isinstance(node, ast.BoolOp) or (isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not)):
+            # `if t[i] != 0 and not (i > 0 and t[i - 1] == t[i]):`: Python takes the truth of each operand; a
+            # comparison of a tensor is one (other operands, `n.endswith(".bias")`, are as unknown as before)
+            for operand in node.values if isinstance(node, ast.BoolOp) else [node.operand]:
+                if isinstance(operand, (ast.BoolOp, ast.UnaryOp, ast.Compare)):
+                    self.test(operand)
+                else:
+                    self.expr(operand)
+            return
         value = self.expr(node)
         if isinstance(node, ast.Compare) and any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in node.ops):
             return
@@ -1339,20 +1349,23 @@ class _Reader:
         sources = sources_of(value)
         moved = value[0] == "moved" and value[1] is not None and value[1][0] not in ("module", "gpu_module")
         given_only = self.given_only
+        # "repeated": in a comprehension (`[int(n) for n in counts]`, one read per element), as a loop makes it,
+        # also inside a loop over a few options (`for k in topk:`), which alone would not
+        repeated = ("repeated",) if self.repeating else ()
         if value[0] == "gpu" or moved or INTERNAL in sources:
-            self.effect(INTERNAL, ("sync", kind, line, self.loop, self.guarded or self.optional or given_only is not None))
+            self.effect(INTERNAL, ("sync", kind, line, self.loop, self.guarded or self.optional or given_only is not None, *repeated))
         for source in sources:
             # under `if lengths is not None:`, a sync on `lengths` runs whenever the caller gives it a tensor
             optional = self.optional or (given_only is not None and source[2:] not in given_only)
             # in a loop over other parameters only (`for k in topk:`, a few options a call): not one read per element
             options = ("options",) if self.loop >= 0 and self.over_options(self.loop, source) else ()
             if source != INTERNAL and not source.startswith("g:"):
-                self.effect(source, ("sync", kind, line, certain, self.loop, self.guarded or optional, *options))
+                self.effect(source, ("sync", kind, line, certain, self.loop, self.guarded or optional, *options, *repeated))
             if source.startswith("l:"):  # on an element of what a parameter gives (`for p in model.parameters()`)
                 for origin in self.loop_sources.get(int(source[2:]), ()):
                     if origin.startswith("p:"):
                         optional = self.optional or (given_only is not None and origin[2:] not in given_only)
-                        self.effect(origin, ("sync", kind, line, certain, self.loop, self.guarded or optional))
+                        self.effect(origin, ("sync", kind, line, certain, self.loop, self.guarded or optional, *repeated))
 
     def mark_host_reads(self, name: str, use: str) -> None:
         """The value read into `name` is a size this function allocates with ("sized": the wait is inherent,
@@ -1602,8 +1615,13 @@ class _Reader:
 
     def _comprehension(self, node: ast.AST) -> Any:
         saved = dict(self.env)
-        for generator in node.generators:
-            value = self.expr(generator.iter)
+        for position, generator in enumerate(node.generators):
+            # the first iterable is evaluated once (`[c for c in t.tolist()]`: one read), what follows once per element
+            self.repeating -= position == 0
+            try:
+                value = self.expr(generator.iter)
+            finally:
+                self.repeating += position == 0
             for name in _target_names(generator.target):
                 self.env[name] = value if sources_of(value) or (value is not None and value[0] == "gpu") else None
             for condition in generator.ifs:
@@ -1737,6 +1755,12 @@ class _Reader:
                 # `model = RNN(...).to(device); model.init_hidden(b)`: a method of the project instance, moved or not
                 return self.record(f"{moved_instance}.{method}", node, args, kwargs)
             instance = sources_of(receiver)
+            made_globally = self.made_at_module_level(receiver)
+            if made_globally is not None:
+                # `converter = utils.strLabelConverter(alphabet)` at module level, `converter.decode(preds)` in a
+                # function: a method of the project class that call built, if it built one (the index decides)
+                made = self.record(f"{made_globally}.{method}", node, args, kwargs)
+                return None if method in _TENSOR_METADATA else ("src", f"{made[1]}|{instance[0]}")
             if len(instance) == 1 and instance[0].startswith("c:") and "." not in instance[0]:
                 # `logger = utils.MetricLogger(); logger.log_every(loader)`: a method of a project class, if
                 # that call built one (the index decides); the result stays tied to the receiver too
@@ -1761,6 +1785,11 @@ class _Reader:
         if isinstance(func, ast.Name):
             name = func.id
             target = self.env.get(name)
+            made_globally = self.made_at_module_level(self.expr(func)) if target is None else None
+            if made_globally is not None:
+                # `criterion = ComputeLoss()` at module level, `criterion(pred, y)` in a function: its `__call__`
+                self.record(f"{made_globally}.__call__", node, args, kwargs)
+                return None
             if target is not None:
                 made = self.made(target[1] if target[0] == "moved" else target)
                 if made is not None:
@@ -1872,6 +1901,22 @@ class _Reader:
             index, element = sources[0][2:].split(".")  # `net, crit = set_model()`: element 1 of what it returns
             return f"{self.f.calls[int(index)][0]}.{element}"
         return None
+    def made_at_module_level(self, value: Any) -> Optional[str]:
+        """The reference of the project call that built the module-level instance `value` names in a function
+        (`("src", "g:converter")` with `converter = utils.strLabelConverter(alphabet)` in the module body)."""
+        sources = sources_of(value)
+        if self.is_module or len(sources) != 1 or not sources[0].startswith("g:"):
+            return None
+        name = sources[0][2:]
+        body = self.b.summary.functions.get(MODULE_BODY)
+        held = self.b.summary.values.get(name)
+        if body is None or name in self.b.summary.imports or not isinstance(held, tuple) or held[:1] != ("src",):
+            return None
+        origin = sources_of(held)
+        if len(origin) != 1 or not origin[0].startswith("c:") or not origin[0][2:].isdigit():
+            return None
+        return body.calls[int(origin[0][2:])][0]
+
     def framework_feed(self, method: str, line: int, values: list) -> None:
         """`accelerator.prepare(model, opt, loader)`, `trainer.fit(model, loader)`: the framework iterates what it
         is handed (the index keeps the loaders among it)."""
