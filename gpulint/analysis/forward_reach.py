@@ -92,15 +92,18 @@ def _root(index: ProjectIndex, record: ModuleRecord, key: str) -> Optional[str]:
 def reaching_refs(index: ProjectIndex, record: ModuleRecord) -> list[str]:
     """The call references of `record` that run a function or method another module reaches from a per-step
     `forward` (`self.decoder(...)` in `Transformer.forward`): that module reports the ops inside at their lines."""
-    refs: set[str] = set()
+    return index.computed("forward_reach.reaching_refs", lambda: _reaching_refs(index)).get(id(record), [])
+
+
+def _reaching_refs(index: ProjectIndex) -> dict[int, list[str]]:
+    """id(a module record) -> `reaching_refs`, for every module of the project at once."""
+    refs: dict[int, set[str]] = {}
     for other in index.records.values():
-        if other is record:
-            continue
         for key in index.reached_of(other):
             for caller, caller_key, position in index.callers(other, key):
-                if caller is record:
-                    refs.add(caller.summary.functions[caller_key].calls[position][0])
-    return sorted(refs)
+                if caller is not other:
+                    refs.setdefault(id(caller), set()).add(caller.summary.functions[caller_key].calls[position][0])
+    return {k: sorted(v) for k, v in refs.items()}
 
 
 def reached_function(model: SemanticModel, node: cst.CSTNode) -> Optional[tuple[cst.FunctionDef, str, str, list]]:
