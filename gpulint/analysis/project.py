@@ -31,6 +31,7 @@ from gpulint.analysis.engine_steps import ENGINE_STEP, engine_step_parameters
 from gpulint.analysis.factory_instances import factory_calls, factory_member
 from gpulint.analysis.forward_coverage import forward_coverage
 from gpulint.analysis.forward_helpers import LIBRARY_MODULES, forward_called
+from gpulint.analysis.forward_reach import reached_methods, reaching_refs, repeated_shape_ops
 from gpulint.analysis.generation import generating_names
 from gpulint.analysis.graph_batches import graph_collates
 from gpulint.analysis.returned_actions import needed_results
@@ -143,6 +144,12 @@ class ModuleContext:
     # a function (not a method) of this module that a model's `forward` calls every time, here or in another
     # module (`analysis/forward_helpers.py`): name -> the call, `models.py:512`
     forward_called: dict[str, str] = field(default_factory=dict)
+    # a function or method of this module that a per-step `forward` reaches on every call, through submodules'
+    # `forward`s and helpers, in any module (`analysis/forward_reach.py`): key -> [the call that reaches it, the step
+    # loop's call of the root `forward`]; and the call references of this module that run such a function of another
+    # module (its ops are reported there, at their lines)
+    reached: dict[str, list] = field(default_factory=dict)
+    reached_refs: list = field(default_factory=list)
     # a function or method of this module whose result a step loop of another module moves to the GPU
     # (`analysis/moved_returns.py`): key -> the move, `train.py:77`
     moved_returns: dict[str, str] = field(default_factory=dict)
@@ -240,6 +247,8 @@ class ModuleContext:
             sorted(self.star_imports.items()),
             sorted(self.stepped.items()),
             sorted(self.forward_called.items()),
+            sorted(self.reached.items()),
+            self.reached_refs,
             sorted(self.moved_returns.items()),
             sorted(self.reported_in_callee.items()),
             sorted(self.arguments.items()),
@@ -302,6 +311,7 @@ class ProjectIndex:
         self._gpu_in_progress = 0
         self._inherited: dict[tuple[int, str], list[str]] = {}
         self._stepped: dict[int, dict[str, str]] = {}
+        self._reached: dict[int, dict[str, tuple[str, str]]] = {}
 
     def computed(self, name: str, compute: Callable[[], Any]) -> Any:
         """A project-wide fact another module derives from the summaries, computed once per index on first ask."""
@@ -903,6 +913,13 @@ class ProjectIndex:
             self._stepped[id(record)] = self.stepped_methods(record) if record.summary.classes else {}
         return self._stepped[id(record)]
 
+    def reached_of(self, record: ModuleRecord) -> dict[str, tuple[str, str]]:
+        """`forward_reach.reached_methods`, computed once per module."""
+        if id(record) not in self._reached:
+            self._reached[id(record)] = {}  # a cycle of calls across modules adds nothing
+            self._reached[id(record)] = reached_methods(self, record)
+        return self._reached[id(record)]
+
     def stepped_methods(self, record: ModuleRecord) -> dict[str, str]:
         """The methods of `record`'s classes that run on every step of a training loop somewhere in the project:
         an instance called in the loop, unguarded (`loss = crit(pred, y)`: `__call__`, a module's `forward`), any
@@ -1302,6 +1319,8 @@ class ProjectIndex:
             context.stepped = self.stepped_of(record)
         context.reported_in_callee = reported_in_callee(self, record, sorted(context.callees))
         context.forward_called = forward_called(self, record)
+        context.reached = {k: [*v, repeated_shape_ops(self, record, k)] for k, v in self.reached_of(record).items()}
+        context.reached_refs = reaching_refs(self, record)
         context.moved_returns = moved_returns(self, record)
         context.arguments = agreed_arguments(self, record)
         context.held_arguments = held_arguments(self, record)

@@ -8,6 +8,7 @@ import libcst as cst
 
 from gpulint.analysis import generation
 from gpulint.analysis.first_iterations import first_few_iterations
+from gpulint.analysis.forward_reach import reached_function, reached_shape_syncs, repeating_loop
 from gpulint.analysis.full_batch import waits_every_full_batch_step
 from gpulint.analysis.helper_steps import calling_loop
 from gpulint.analysis.helper_waits import calls_named, fold_into_helpers
@@ -46,11 +47,20 @@ class DynamicShapeSyncInLoop(Rule):
         residency = model.residency
         reported: set[int] = set()  # one finding per statement
         accepted = []
-        for sync in residency.shape_syncs:
+        reaches: dict[int, tuple[str, str]] = {}  # id(sync) -> the chain that reaches its function from a step
+        seen = {id(s.node) for s in residency.shape_syncs}
+        reached_ops = [s for s in reached_shape_syncs(model) if id(s.node) not in seen]
+        for sync in [*residency.shape_syncs, *reached_ops]:
             statement = model.enclosing_statement(sync.node)
             if id(statement) in reported:
                 continue
             loop, role = residency.step_loop(sync.node)
+            if role is None and sync.via is None:
+                # code a per-step `forward` reaches through submodules and helpers (`analysis/forward_reach.py`)
+                reach = reached_function(model, sync.node)
+                if reach is not None:
+                    loop, role = reach[0], TRAIN
+                    reaches[id(sync)] = reach[1:]
             if role not in (TRAIN, EVAL) or residency.rate_limit_guard(sync.node, loop) is not None:
                 continue
             if first_few_iterations(model, sync.node, loop) is not None:
@@ -78,6 +88,14 @@ class DynamicShapeSyncInLoop(Rule):
             points.setdefault(id(loop), step_wait_points(model, loop, [s for s, other, _ in accepted if other is loop]))
         for sync, loop, role in accepted:
             cost = read_cost(model, sync, loop, waits_per_step(model, points[id(loop)]), kind="shape")
+            reach = reaches.get(id(sync))
+            if reach is not None and (cost is None or cost.kind != "repeated"):
+                continue  # reached from a step's `forward`: reported when it repeats within the call (the evidence)
+            if (
+                cost is not None and cost.kind == "repeated" and sync.via is not None
+                and model.project_ref(sync.node) in model.project.reached_refs
+            ):  # fmt: skip
+                continue  # the callee, which the step's `forward` reaches, reports its repeated op at its own line
             if cost is None and not self.settings["unproven-cost"]:
                 continue  # one wait a step, nothing on the host shown to serialize: a few per cent at most (or unknown)
             shown = self._shown(sync.node)
@@ -89,7 +107,10 @@ class DynamicShapeSyncInLoop(Rule):
                 subject = shown or "This"
                 what = sync.kind
             advice = next(text for key, text in _ADVICE if key in sync.kind)
-            message = f"{subject} makes the host wait for the GPU {self.every_step(role, loop)}"
+            if reach is not None:
+                message = f"{subject} makes the host wait for the GPU {self._reached_when(loop, sync, reach)}"
+            else:
+                message = f"{subject} makes the host wait for the GPU {self.every_step(role, loop)}"
             calls = runs_it.get(id(sync.node), [])
             message += calls_named(model, calls, message)
             if cost is not None:  # what the op costs, said first (as GPU303 does)
@@ -98,6 +119,18 @@ class DynamicShapeSyncInLoop(Rule):
                 help = f"{what}; {advice} ({UNPROVEN_HELP})"
             related = [("a call that runs it every step", call) for call in calls]
             yield self.diagnostic(sync.node, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO, related=related, help=help)
+
+    def _reached_when(self, function: cst.FunctionDef, sync, reach: tuple[str, str]) -> str:
+        """`every training step, once per iteration of the loop at line 77 (`for i in range(npoint)`) of
+        `farthest_point_sample`, which the call at models/pointnet2_utils.py:124 runs in a `forward` that the step's
+        call at train.py:188 runs`: how often code a step's `forward` reaches runs, for messages."""
+        model = self.model
+        inner = repeating_loop(model, sync.node, function)
+        where = f" of the {inner[1]} at line {model.line_of(inner[0])} (`{inner[2]}`)" if inner is not None else ""
+        return (
+            f"every training step, once per iteration{where} of `{function.name.value}`, which the call at {reach[0]} "
+            f"runs in a `forward` that the step's call at {reach[1]} runs"
+        )
 
     def _shown(self, node) -> str | None:
         """The code as the message quotes it; a long call or subscript by its callee or base (`torch.tensor(...)`)."""
