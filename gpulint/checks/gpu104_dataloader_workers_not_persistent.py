@@ -8,7 +8,7 @@ import libcst as cst
 
 from gpulint.analysis.dataloaders import LOADER_TEXT, is_unsharded_iterable_dataset
 from gpulint.analysis.epoch_count import epoch_count
-from gpulint.analysis.epoch_length import long_pass, pass_length
+from gpulint.analysis.epoch_length import long_pass, pass_length, restart_interval
 from gpulint.analysis.loader_flow import TRAIN
 from gpulint.analysis.long_steps import loads_billion_parameter_model
 from gpulint.analysis.value_resolution import LITERAL
@@ -53,6 +53,9 @@ class DataLoaderWorkersNotPersistent(Rule):
                 continue  # the workers replay one stream each: keeping them is not the advice to give
             if long_pass(model, info) is not None:
                 continue  # a pass long enough that starting its workers again is under 3 % of it
+            interval = restart_interval(model, info)
+            if interval is not None and interval.is_long:
+                continue  # an evaluation loader restarted once an epoch, after a training pass long enough
             arg = loader.argument("persistent_workers")
             if arg is not None:
                 resolved = model.values.resolve(arg.value)
@@ -143,7 +146,10 @@ class DataLoaderWorkersNotPersistent(Rule):
         flow = model.loader_flow
         message = f"`DataLoader` workers are shut down and started again for {when}"
         length = pass_length(model, info)
-        if length is not None:
+        interval = restart_interval(model, info)
+        if interval is not None:
+            message += f": {interval.describe()}"
+        elif length is not None:
             message += f": {length.describe()}"
         help = ("Pass `persistent_workers=True` to keep them between epochs; a restart costs 50-160 ms for 2-8 workers "
                 "on an H200 host (more with a heavy dataset object), a real share of short epochs")
