@@ -33,6 +33,14 @@ passes as they last, not against floors: with the floors alone, 4 findings both 
 called noise (a Wide ResNet's CIFAR pass on 1 worker, Food-101's 25,250 test photos, VICRegL's VOC views) were
 reported, with none that both called right changed by the measured reading.
 
+`restart_interval` reads an evaluation loader (one that feeds no training) against what runs between two of its
+restarts: the epoch's training pass (a training loader of this module iterated in the same epoch loop, or taken by
+the same `trainer.fit` / `LightningModule`), at its floor, plus its own pass when known; or, for an evaluation run in
+the training loader's batch loop under `if step % N == 0:`, that share of N steps of the training pass. Both judges
+of the fourteenth to eighteenth corpora called noise the test loaders restarted once per long training epoch (5) and
+split on short test passes after epochs of a few seconds (7); the floor (not the measured pass) keeps a Wide
+ResNet's CIFAR validation on 1 worker after a ~1.8 s (floor) training pass reported, as both judges called it right.
+
 `pass_length` is None when any of this is unknown (or the worker count is): the rule keeps reporting then. A
 `worker_init_fn` makes each start heavier by an unknown amount: never a long pass then. A distributed run
 (`DistributedDataParallel`, a `DistributedSampler`, a Lightning `strategy="ddp"`...) splits each pass among the
