@@ -122,7 +122,7 @@ def test_an_evaluation_loader_keeps_the_short_step_floor():
 
 def test_an_evaluation_loader_after_a_long_training_pass_of_many_layers():
     """Batch 32: 1,875 training steps of the 18-layer model (~5.4 s) between two passes of the test loader: its
-    restart (~125 ms) is ~2 % of that, though ~100 % of its own 0.1 s pass."""
+    restart (~125 ms) is ~2 % of that, but twice its own ~63 ms pass, which the code shows: reported."""
     source = SCORE_NET.replace("for epoch in range(50):", (
         'test_loader = DataLoader(datasets.MNIST(".", train=False, transform=transforms.ToTensor()), batch_size=32, num_workers=4)\n'
         "for epoch in range(50):"
@@ -132,7 +132,9 @@ def test_an_evaluation_loader_after_a_long_training_pass_of_many_layers():
         for x, y in test_loader:
             model(x.to(device))
 """
-    assert findings(source, **ONLY) == []
+    [test] = [d for d in diagnostics(source, **ONLY) if "between two passes" in d.message]
+    assert "the epoch trains over 1,875 steps of 32 of a" not in test.message
+    assert test.message.endswith("and its own pass of 313 steps (at least ~63 ms); restarting 4 workers costs ~125 ms")
 
 
 def test_a_model_handed_over_with_the_loader_to_another_module(tmp_path, monkeypatch):

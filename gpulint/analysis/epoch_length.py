@@ -36,7 +36,8 @@ reported, with none that both called right changed by the measured reading.
 `restart_interval` reads an evaluation loader (one that feeds no training) against what runs between two of its
 restarts: the epoch's training pass (a training loader of this module iterated in the same epoch loop, or taken by
 the same `trainer.fit` / `LightningModule`), at its floor, plus its own pass when known; or, for an evaluation run in
-the training loader's batch loop under `if step % N == 0:`, that share of N steps of the training pass. Both judges
+the training loader's batch loop under `if step % N == 0:`, that share of N steps of the training pass. A long
+interval silences it only where its own pass is not shown to be short (`RestartInterval.is_long`). Both judges
 of the fourteenth to eighteenth corpora called noise the test loaders restarted once per long training epoch (5) and
 split on short test passes after epochs of a few seconds (7); the floor (not the measured pass) keeps a Wide
 ResNet's CIFAR validation on 1 worker after a ~1.8 s (floor) training pass reported, as both judges called it right.
@@ -263,7 +264,10 @@ class RestartInterval:
 
     @property
     def is_long(self) -> bool:
-        return self.restart_share < SHORT_SHARE
+        """The restart is under `SHORT_SHARE` of the interval, and the loader's own pass is not shown to be short (a
+        short evaluation pass the code shows stays reported: the judges and labellers who read the restart against
+        that pass called it right)."""
+        return self.own is None and self.restart_share < SHORT_SHARE
 
     def describe(self) -> str:
         own = f" and its own pass of {self.own.steps:,} steps (at least ~{_seconds(self.own.seconds)})" if self.own is not None else ""
