@@ -26,7 +26,14 @@ class DataLoaderWorkersNotPersistent(Rule):
     summary = "`DataLoader` with workers is iterated once per epoch without `persistent_workers=True`"
     fix_applicability = Applicability.UNSAFE
     requires = (LOADER_TEXT, r"num_workers")
-    options = (Option("min-epochs", 3, "Epoch loops that the code shows run fewer passes are not reported."),)
+    options = (
+        Option("min-epochs", 3, "Epoch loops that the code shows run fewer passes are not reported."),
+        Option(
+            "unproven-cost", True,
+            "Also report loaders whose pass (or interval between restarts) the code does not show, so that the "
+            "restart's share of it is unknown (`false`: only those shown to restart for 3 % or more of it).",
+        ),
+    )  # fmt: skip
 
     @classmethod
     def validate_options(cls, values: dict) -> None:
@@ -56,6 +63,8 @@ class DataLoaderWorkersNotPersistent(Rule):
             interval = restart_interval(model, info)
             if interval is not None and interval.is_long:
                 continue  # an evaluation loader restarted once an epoch, after a training pass long enough
+            if not self.settings["unproven-cost"] and interval is None and pass_length(model, info) is None:
+                continue  # neither the pass nor the interval is shown: the restart's share is unknown
             arg = loader.argument("persistent_workers")
             if arg is not None:
                 resolved = model.values.resolve(arg.value)
