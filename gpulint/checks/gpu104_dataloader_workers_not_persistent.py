@@ -8,7 +8,7 @@ import libcst as cst
 
 from gpulint.analysis.dataloaders import LOADER_TEXT, is_unsharded_iterable_dataset
 from gpulint.analysis.epoch_count import epoch_count
-from gpulint.analysis.epoch_length import long_pass, pass_length
+from gpulint.analysis.epoch_length import long_pass, pass_length, restart_interval
 from gpulint.analysis.loader_flow import TRAIN
 from gpulint.analysis.long_steps import loads_billion_parameter_model
 from gpulint.analysis.value_resolution import LITERAL
@@ -26,7 +26,14 @@ class DataLoaderWorkersNotPersistent(Rule):
     summary = "`DataLoader` with workers is iterated once per epoch without `persistent_workers=True`"
     fix_applicability = Applicability.UNSAFE
     requires = (LOADER_TEXT, r"num_workers")
-    options = (Option("min-epochs", 3, "Epoch loops that the code shows run fewer passes are not reported."),)
+    options = (
+        Option("min-epochs", 3, "Epoch loops that the code shows run fewer passes are not reported."),
+        Option(
+            "unproven-cost", True,
+            "Also report loaders whose pass (or interval between restarts) the code does not show, so that the "
+            "restart's share of it is unknown (`false`: only those shown to restart for 3 % or more of it).",
+        ),
+    )  # fmt: skip
 
     @classmethod
     def validate_options(cls, values: dict) -> None:
@@ -53,6 +60,11 @@ class DataLoaderWorkersNotPersistent(Rule):
                 continue  # the workers replay one stream each: keeping them is not the advice to give
             if long_pass(model, info) is not None:
                 continue  # a pass long enough that starting its workers again is under 3 % of it
+            interval = restart_interval(model, info)
+            if interval is not None and interval.is_long:
+                continue  # an evaluation loader restarted once an epoch, after a training pass long enough
+            if not self.settings["unproven-cost"] and interval is None and pass_length(model, info) is None:
+                continue  # neither the pass nor the interval is shown: the restart's share is unknown
             arg = loader.argument("persistent_workers")
             if arg is not None:
                 resolved = model.values.resolve(arg.value)
@@ -143,7 +155,10 @@ class DataLoaderWorkersNotPersistent(Rule):
         flow = model.loader_flow
         message = f"`DataLoader` workers are shut down and started again for {when}"
         length = pass_length(model, info)
-        if length is not None:
+        interval = restart_interval(model, info)
+        if interval is not None:
+            message += f": {interval.describe()}"
+        elif length is not None:
             message += f": {length.describe()}"
         help = ("Pass `persistent_workers=True` to keep them between epochs; a restart costs 50-160 ms for 2-8 workers "
                 "on an H200 host (more with a heavy dataset object), a real share of short epochs")
