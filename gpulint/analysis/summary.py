@@ -187,6 +187,9 @@ class FunctionSummary:
     # "batch_size") for `args.batch_size` with `args` a parameter, or ("default", 1, line) where `args` is this
     # function's own `parser.parse_args()` result): what a factory is given when the callers use the defaults
     options: dict[int, dict] = field(default_factory=dict)
+    # call index -> the arguments (position or keyword) that are a module switched to eval mode earlier in this
+    # function (`model.eval()`, no `.train()` since) with autograd on at the call (`analysis/evaluated_params.py`)
+    evaluated: dict[int, list] = field(default_factory=dict)
 
     def to_json(self) -> list:
         full = [
@@ -194,7 +197,7 @@ class FunctionSummary:
             self.convolutions, self.optional_parts, [[i, list(v.items())] for i, v in self.literals.items()],
             [[i, list(v.items())] for i, v in self.configs.items()], self.generates,
             [[i, list(v.items())] for i, v in self.names.items()], self.cells, self.looped_calls,
-            [[i, list(v.items())] for i, v in self.options.items()],
+            [[i, list(v.items())] for i, v in self.options.items()], [[i, v] for i, v in self.evaluated.items()],
         ]  # fmt: skip
         while len(full) > 2 and not full[-1]:
             full.pop()  # most functions call nothing the project defines: keep their summary short
@@ -202,8 +205,8 @@ class FunctionSummary:
 
     @classmethod
     def from_json(cls, data: list) -> FunctionSummary:
-        line, params, kwonly, calls, loops, effects, returns, trains, gpu, convolutions, optional, literals, configs, generates, names, cells, looped, options = [
-            *data, *([None] * (18 - len(data)))
+        line, params, kwonly, calls, loops, effects, returns, trains, gpu, convolutions, optional, literals, configs, generates, names, cells, looped, options, evaluated = [
+            *data, *([None] * (19 - len(data)))
         ]  # fmt: skip
         return cls(
             line,
@@ -224,6 +227,7 @@ class FunctionSummary:
             int(cells or 0),
             tuple(looped or ()),
             {i: {k: tuple(v) for k, v in pairs} for i, pairs in options or ()},
+            {i: list(v) for i, v in evaluated or ()},
         )
 
 
@@ -342,6 +346,22 @@ def _listed_parameters(test: ast.AST) -> frozenset[str]:
     if isinstance(name, ast.Name) and written and all(isinstance(k, ast.Name) and k.id in ("list", "tuple") for k in written):
         return frozenset({name.id})
     return frozenset()
+
+
+_GRAD_MODES = frozenset({
+    "torch.no_grad", "torch.inference_mode", "torch.set_grad_enabled", "torch.enable_grad", "torch.autograd.no_grad",
+    "torch.autograd.grad_mode.no_grad", "torch.autograd.set_grad_enabled",
+})  # fmt: skip
+
+
+def _grad_mode(expr: ast.AST, qualify) -> bool:
+    """`torch.no_grad()` / `torch.inference_mode()` / `torch.set_grad_enabled(...)` (a context or decorator, called or
+    not), or a project helper named like one (`@smart_inference_mode()`): autograd is decided there."""
+    target = expr.func if isinstance(expr, ast.Call) else expr
+    if qualify(target) in _GRAD_MODES:
+        return True
+    name = ast_dotted_name(target) or ""
+    return "no_grad" in name or "inference_mode" in name
 
 
 def _calls_super_init(func: ast.AST) -> bool:
@@ -998,6 +1018,12 @@ class _Reader:
         self.repeating = 0  # inside this many comprehensions (what they build, they build many times)
         self.branches = 0  # inside this many `if` blocks (in `__init__`, layers built there depend on the settings)
         self.runs_nms = False  # it calls torchvision's NMS: see `NMS_OPS`
+        # names switched to eval mode by `x.eval()` earlier on this path (no `x.train()` since), and whether autograd is
+        # off here (`with torch.no_grad():`, a `@torch.no_grad()` function, `torch.set_grad_enabled(False)`)
+        self.evaluating: set[str] = set()
+        self.grad_off = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+            _grad_mode(d, builder.qualify) for d in node.decorator_list
+        )
 
     def run(self, body: list[ast.stmt]) -> FunctionSummary:
         self.block(body)
@@ -1021,6 +1047,7 @@ class _Reader:
         if kind is ast.Expr:
             value = self.expr(node.value)
             self.moved_in_place(node.value, value)
+            self.mode_switch(node.value)
         elif kind is ast.Assign:
             recorded = len(self.f.effects.get(INTERNAL, ()))
             value = self.rewrapped(node, self.expr(node.value))
@@ -1073,7 +1100,9 @@ class _Reader:
             communicated = self.communicated
             self.branches += 1
             before, nones = dict(self.env), set(self.none_bound)
+            evaluating = set(self.evaluating)
             self.block(node.body)
+            self.evaluating, evaluating = set(evaluating), evaluating & self.evaluating
             self.communicated, communicated = communicated, self.communicated
             self.guarded = guarded or self.ends_run(node.orelse)
             self.listed = listed
@@ -1082,6 +1111,7 @@ class _Reader:
             after_body, self.env = self.env, dict(before)
             body_nones, self.none_bound = self.none_bound, set(nones)
             self.block(node.orelse)
+            self.evaluating &= evaluating  # in eval mode after the `if`: before it and after each branch
             self.join_branches(node, after_body, body_nones)
             self.branches -= 1
             self.communicated = self.communicated or communicated
@@ -1092,7 +1122,10 @@ class _Reader:
                 value = self.expr(item.context_expr)
                 if item.optional_vars is not None:
                     self.bind(item.optional_vars, value if sources_of(value) else None)
+            grad_off = self.grad_off
+            self.grad_off = grad_off or any(_grad_mode(item.context_expr, self.b.qualify) for item in node.items)
             self.block(node.body)
+            self.grad_off = grad_off
         elif kind is ast.Try or kind.__name__ == "TryStar":
             self.catching += bool(node.handlers)
             self.block(node.body)
@@ -1130,6 +1163,20 @@ class _Reader:
                 self.nested[node.name] = node
                 self.sized_in_closure(node)
             return
+
+    def mode_switch(self, value: ast.AST) -> None:
+        """`model.eval()` / `model.train()` / `model.train(False)` as a statement of its own, and
+        `torch.set_grad_enabled(False)`: what later calls hand their callees (`FunctionSummary.evaluated`)."""
+        if not isinstance(value, ast.Call):
+            return
+        func = value.func
+        if self.b.qualify(func) in ("torch.set_grad_enabled", "torch.autograd.set_grad_enabled") and value.args:
+            self.grad_off = _literal(value.args[0]) != (True, True)
+            return
+        if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.attr in ("eval", "train")):
+            return
+        evaluates = func.attr == "eval" and not value.args or func.attr == "train" and value.args and _literal(value.args[0]) == (True, False)
+        (self.evaluating.add if evaluates else self.evaluating.discard)(func.value.id)
 
     def join_branches(self, node: ast.If, after_body: dict, body_nones: set[str]) -> None:
         """What names hold after an `if`: the join of every branch that goes on past it (one that ends the run,
@@ -1639,6 +1686,10 @@ class _Reader:
             return ("module",)  # `torchvision.models.resnet18()`, `timm.create_model(...)`
         if qualified in MODEL_PLACERS:
             return ("gpu_module",)  # `idist.auto_model(model)`
+        if qualified == "argparse.ArgumentParser" and self.is_module:
+            # `parser = argparse.ArgumentParser(...)` at module level: its options, for a module that imports the
+            # parser and parses it (`from opts import parser; args = parser.parse_args()`: analysis/imported_options.py)
+            return ("parser", b.argparse_options)
         if qualified in INSTANTIATORS and self.b.configured:
             # `hydra.utils.instantiate(cfg.agent)`: an instance of the class the config's `_target_` names (the index reads it)
             return self.record(instantiation(self.name, len(self.f.calls)), node, args, kwargs)
@@ -2004,6 +2055,10 @@ class _Reader:
         options = {slot: read for slot, value in _arguments(node) if (read := self.option_read(value)) is not None}
         if options:
             self.f.options[index] = options
+        if self.evaluating and not self.grad_off:
+            evaluated = [slot for slot, value in _arguments(node) if isinstance(value, ast.Name) and value.id in self.evaluating]
+            if evaluated:
+                self.f.evaluated[index] = evaluated
         if self.b.configured:
             reads = {slot: read for slot, value in _arguments(node) if (read := self.config_read(value)) is not None}
             if reads:
