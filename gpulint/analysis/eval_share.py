@@ -85,7 +85,8 @@ def handed_sliver(model: SemanticModel, found: EvalForward) -> Optional[str]:
     of times, or when every call is one: run once beside the caller's training (a one-off pass), or under a
     rate-limit guard of a step loop (`if step % 500 == 0:`). A call in an epoch loop (every epoch, or every few
     epochs: the guard's loop runs a training loop of its own in its body), or in a function that trains nothing
-    (an evaluation script, a `validate(model)` called every epoch), is a real share."""
+    (an evaluation script, a `validate(model)` called every epoch), is a real share. A call that evaluates a handful
+    of items typed on the command line (`nargs="+"`) in a function that trains nothing is a few items once."""
     loop = found.loop
     if isinstance(loop, cst.For) and iterates_a_few_literals(model, loop):
         return FEW_ONCE
@@ -93,8 +94,10 @@ def handed_sliver(model: SemanticModel, found: EvalForward) -> Optional[str]:
     if count is not None and count <= FEW_ITERATIONS:
         return FEW_ONCE
     reasons = []
-    for _, around, guarded, epoch_loop, one_off_pass in found.handed:
-        if around and guarded and not epoch_loop:
+    for _, around, guarded, epoch_loop, one_off_pass, *typed in found.handed:
+        if typed and typed[0]:
+            reasons.append(FEW_ONCE)  # a handful of items typed on the command line, in a function that trains nothing
+        elif around and guarded and not epoch_loop:
             reasons.append(RATE_LIMITED)
         elif not around and one_off_pass:
             reasons.append(ONE_OFF)

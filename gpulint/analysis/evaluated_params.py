@@ -17,7 +17,9 @@ each parameter of its module-level functions, every such call in the project:
 - whether that loop runs a training loop of its own, in its body (an epoch loop: each pass is an epoch of
   steps, not one step);
 - for a call outside any loop: whether it is a one-off pass beside training (the calling function trains, and
-  no call of it sits in a loop).
+  no call of it sits in a loop);
+- whether the call evaluates a handful of items typed on the command line (`FunctionSummary.typed`: a demo that
+  decodes the wav files named on its command line, `nargs="+"`, and trains nothing).
 
 GPU405 reads them in the helper's module (`evaluation.find_eval_forwards`) and judges the share as it does within
 a module (`eval_share.handed_sliver`).
@@ -67,6 +69,8 @@ def _entry(index: ProjectIndex, caller: ModuleRecord, key: str, f: FunctionSumma
     call = f.calls[position]
     loop = call[4]
     where = f"{caller.shown}:{call[1]}"
+    if position in f.typed and not _trains(f):
+        return [where, "", False, False, False, True]  # a handful of items typed on the command line
     if loop < 0:
         # once in its function: a pass beside the function's own training, unless the function runs again and again
         again = any(c[4] >= 0 for caller_of, key_of, i in index.callers(caller, key) for c in [caller_of.summary.functions[key_of].calls[i]])

@@ -190,6 +190,9 @@ class FunctionSummary:
     # call index -> the arguments (position or keyword) that are a module switched to eval mode earlier in this
     # function (`model.eval()`, no `.train()` since) with autograd on at the call (`analysis/evaluated_params.py`)
     evaluated: dict[int, list] = field(default_factory=dict)
+    # of those calls, the ones that evaluate a handful of items typed on the command line: the function reads an option
+    # of `nargs="+"` / `"*"` (`sound_files`), and every loop around the call runs over `range(...)` or that option
+    typed: tuple[int, ...] = ()
 
     def to_json(self) -> list:
         full = [
@@ -197,7 +200,7 @@ class FunctionSummary:
             self.convolutions, self.optional_parts, [[i, list(v.items())] for i, v in self.literals.items()],
             [[i, list(v.items())] for i, v in self.configs.items()], self.generates,
             [[i, list(v.items())] for i, v in self.names.items()], self.cells, self.looped_calls,
-            [[i, list(v.items())] for i, v in self.options.items()], [[i, v] for i, v in self.evaluated.items()],
+            [[i, list(v.items())] for i, v in self.options.items()], [[i, v] for i, v in self.evaluated.items()], list(self.typed),
         ]  # fmt: skip
         while len(full) > 2 and not full[-1]:
             full.pop()  # most functions call nothing the project defines: keep their summary short
@@ -205,8 +208,8 @@ class FunctionSummary:
 
     @classmethod
     def from_json(cls, data: list) -> FunctionSummary:
-        line, params, kwonly, calls, loops, effects, returns, trains, gpu, convolutions, optional, literals, configs, generates, names, cells, looped, options, evaluated = [
-            *data, *([None] * (19 - len(data)))
+        line, params, kwonly, calls, loops, effects, returns, trains, gpu, convolutions, optional, literals, configs, generates, names, cells, looped, options, evaluated, typed = [
+            *data, *([None] * (20 - len(data)))
         ]  # fmt: skip
         return cls(
             line,
@@ -228,6 +231,7 @@ class FunctionSummary:
             tuple(looped or ()),
             {i: {k: tuple(v) for k, v in pairs} for i, pairs in options or ()},
             {i: list(v) for i, v in evaluated or ()},
+            tuple(typed or ()),
         )
 
 
@@ -940,6 +944,19 @@ class _Builder:
                         options[keyword.arg] = [value if ok else "?", node.lineno]
         return options
 
+    @cached_property
+    def typed_options(self) -> frozenset[str]:
+        """The module's options of `nargs="+"` / `"*"`: items the user types on the command line (a few wav files
+        to decode, a few weight files)."""
+        found = set()
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
+                if any(k.arg == "nargs" and _literal(k.value)[1] in ("+", "*") for k in node.keywords):
+                    dest = _argparse_dest(node)
+                    if dest is not None:
+                        found.add(dest)
+        return frozenset(found)
+
     def is_wrapper(self, func: ast.AST, name: str) -> bool:
         """`enumerate`, `zip`, `iter` (builtins), `tqdm` / `tqdm.tqdm` ...: iteration passes through them."""
         if isinstance(func, ast.Name) and name in ("enumerate", "zip", "iter"):
@@ -1009,6 +1026,8 @@ class _Reader:
         self.catching = 0  # inside this many `try` bodies with handlers: a raise there may be caught
         self.loop_targets: set[str] = set()
         self.loop_sources: dict[int, list[str]] = {}  # loop -> the sources whose elements it takes
+        self.typed_loops: set[int] = set()  # `for i in range(n)` / `for f in args.files` (`nargs="+"`): no data loop
+        self.node = node
         self.parameter_lists: set[str] = set()  # sources whose parameters a loop takes (`for p in model.parameters()`)
         self.masks: set[str] = set()  # names bound to a comparison (`keep = labels != -100`)
         self.instances: set[Any] = set()  # values of calls of a name that holds a class (`algorithm_class(...)`)
@@ -1164,6 +1183,22 @@ class _Reader:
                 self.sized_in_closure(node)
             return
 
+    def on_typed_items(self) -> bool:
+        """This function reads an option of items typed on the command line (`nargs="+"`: `params.sound_files`), and
+        every loop around the current point runs over `range(...)` or such an option: it evaluates those few items,
+        not a dataset (`FunctionSummary.typed`)."""
+        typed = self.b.typed_options
+        if not typed or not isinstance(self.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return False
+        if not any(isinstance(n, ast.Attribute) and n.attr in typed and isinstance(n.ctx, ast.Load) for n in ast.walk(self.node)):
+            return False
+        loop = self.loop
+        while loop >= 0:
+            if loop not in self.typed_loops:
+                return False
+            loop = self.f.loops[loop][2]
+        return True
+
     def mode_switch(self, value: ast.AST) -> None:
         """`model.eval()` / `model.train()` / `model.train(False)` as a statement of its own, and
         `torch.set_grad_enabled(False)`: what later calls hand their callees (`FunctionSummary.evaluated`)."""
@@ -1289,6 +1324,8 @@ class _Reader:
         index = len(self.f.loops)
         self.f.loops.append((node.lineno, False, self.loop))
         self.loop_sources[index] = batches
+        if _over_typed_items(node.iter, self.b.typed_options):
+            self.typed_loops.add(index)
         for source in batches:
             if source not in self.parameter_lists:
                 self.effect(source, ("iter", index))  # (a module's parameters are no batches)
@@ -2059,6 +2096,8 @@ class _Reader:
             evaluated = [slot for slot, value in _arguments(node) if isinstance(value, ast.Name) and value.id in self.evaluating]
             if evaluated:
                 self.f.evaluated[index] = evaluated
+                if self.on_typed_items():
+                    self.f.typed = (*self.f.typed, index)
         if self.b.configured:
             reads = {slot: read for slot, value in _arguments(node) if (read := self.config_read(value)) is not None}
             if reads:
@@ -2236,6 +2275,17 @@ def _option_device(options: dict, name: str) -> Any:
     if isinstance(default, str) and default.split(":")[0] in ("cuda", "cpu"):
         return ("device",) if default.startswith("cuda") else ("cpu",)
     return None
+
+
+def _over_typed_items(expr: ast.AST, typed: frozenset[str]) -> bool:
+    """`range(...)`, `args.files` of an option in `typed`, or either through `enumerate` / `zip`."""
+    if not typed:
+        return False
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id in ("enumerate", "zip") and expr.args:
+        return all(_over_typed_items(a, typed) for a in expr.args)
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == "range":
+        return True
+    return isinstance(expr, ast.Attribute) and expr.attr in typed
 
 
 def _argparse_dest(node: ast.Call) -> Optional[str]:
