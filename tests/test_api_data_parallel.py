@@ -260,3 +260,37 @@ def test_device_ids_from_a_flag_with_a_list_default_or_one_shipped_gpu_stay_sile
     assert findings(GPUS_FLAG.replace("DEFAULT", "[0]"), **GPU401) == []
     one_gpu = GPUS_FLAG.replace("DEFAULT", "None").replace("args = parser.parse_args()\n", "args = parser.parse_args()\n    num_gpus = 1\n    batch = 64 // num_gpus\n")
     assert findings(one_gpu, **GPU401) == []
+
+
+EVAL_SCRIPT = """\
+    import torch
+    from models import TSN
+
+    net_list = []
+    for weights in ["a.pth", "b.pth"]:
+        net = TSN(400)
+        net.load_state_dict(torch.load(weights))
+        net = torch.nn.DataParallel(net.cuda())
+        net.eval()
+        net_list.append(net)
+
+    with torch.no_grad():
+        for batch in loader:
+            outputs = [net(batch.cuda()) for net in net_list]
+    """
+
+
+def test_dataparallel_in_an_evaluation_script_that_trains_nothing_is_silent():
+    # temporal-shift-module's test_models.py: the wrapper kept in a list of models, every use under no_grad
+    assert findings(EVAL_SCRIPT, **GPU401) == []
+
+
+def test_dataparallel_in_a_script_that_trains_or_in_a_function_stays_reported():
+    training = EVAL_SCRIPT.replace(
+        "outputs = [net(batch.cuda()) for net in net_list]", "loss = net_list[0](batch.cuda()).sum()\n            loss.backward()"
+    )
+    assert findings(training, **GPU401) == ["8:11 GPU401"]
+    fitted = EVAL_SCRIPT + "trainer.fit(net_list[0])\n"
+    assert findings(fitted, **GPU401) == ["8:11 GPU401"]
+    no_eval = EVAL_SCRIPT.replace("        net.eval()\n", "").replace("with torch.no_grad():", "if True:")
+    assert findings(no_eval, **GPU401) == ["8:11 GPU401"]  # nothing says it evaluates: a bare wrap

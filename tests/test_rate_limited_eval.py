@@ -63,3 +63,41 @@ def test_an_evaluation_every_epoch_stays_reported():
                 logits = model(vx.cuda())
     """)
     assert findings(source, select=("GPU405",)) == ["16:18 GPU405"]
+
+
+EPOCHS = textwrap.dedent("""\
+    import torch
+    import torchvision
+
+    model = torchvision.models.resnet50().cuda()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    for epoch in range(200):
+        for x, y in train_loader:
+            loss = torch.nn.functional.cross_entropy(model(x.cuda()), y.cuda())
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        GUARD
+            model.eval()
+            for vx, vy in val_loader:
+                logits = model(vx.cuda())
+            model.train()
+""")
+
+
+def test_an_evaluation_every_few_epochs_is_a_thinned_per_epoch_one_and_stays_reported():
+    # the guard's loop runs the epoch's training loop in its body: each skipped pass is an epoch of steps, not a step
+    assert findings(EPOCHS.replace("GUARD", "if epoch % 20 == 0:"), select=("GPU405",)) == ["16:22 GPU405"]
+
+
+def test_a_guard_of_an_epoch_loop_of_one_step_each_stays_a_sliver():
+    # one full-batch step an epoch (no training loop inside): every 20 epochs is every 20 steps
+    one_step = EPOCHS.replace(
+        "    for x, y in train_loader:\n        loss = torch.nn.functional.cross_entropy(model(x.cuda()), y.cuda())\n"
+        "        optimizer.zero_grad()\n        loss.backward()\n        optimizer.step()\n",
+        "    loss = torch.nn.functional.cross_entropy(model(features), labels)\n    optimizer.zero_grad()\n"
+        "    loss.backward()\n    optimizer.step()\n",
+    )
+    assert one_step != EPOCHS
+    assert findings(one_step.replace("GUARD", "if epoch % 20 == 0:"), select=("GPU405",)) == []

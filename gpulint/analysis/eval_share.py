@@ -62,6 +62,8 @@ ONE_OFF = "one pass beside training"
 def sliver(model: SemanticModel, found: EvalForward) -> Optional[str]:
     """Why the evaluation `found` is a sliver of the run (one of the reasons above), or None when it is not shown to
     be one."""
+    if found.eval_call is None:
+        return handed_sliver(model, found)
     loops = model.enclosing_loops(found.forward)
     if model.model_size.launch_bound_model(found.eval_call.func.value, loops[0] if loops else None):
         return LAUNCH_BOUND
@@ -75,6 +77,33 @@ def sliver(model: SemanticModel, found: EvalForward) -> Optional[str]:
     if found.called is not None:
         return None  # (found only where the `.eval()` repeats: once an epoch)
     return one_off(model, found.loop)
+
+
+def handed_sliver(model: SemanticModel, found: EvalForward) -> Optional[str]:
+    """For a loop of a function that other modules hand a model in eval mode (`found.handed`, from
+    `analysis/evaluated_params.py`): the same facts, read at those calls. A sliver when the loop iterates a handful
+    of times, or when every call is one: run once beside the caller's training (a one-off pass), or under a
+    rate-limit guard of a step loop (`if step % 500 == 0:`). A call in an epoch loop (every epoch, or every few
+    epochs: the guard's loop runs a training loop of its own in its body), or in a function that trains nothing
+    (an evaluation script, a `validate(model)` called every epoch), is a real share. A call that evaluates a handful
+    of items typed on the command line (`nargs="+"`) in a function that trains nothing is a few items once."""
+    loop = found.loop
+    if isinstance(loop, cst.For) and iterates_a_few_literals(model, loop):
+        return FEW_ONCE
+    count = trip_count(model, loop)
+    if count is not None and count <= FEW_ITERATIONS:
+        return FEW_ONCE
+    reasons = []
+    for _, around, guarded, epoch_loop, one_off_pass, *typed in found.handed:
+        if typed and typed[0]:
+            reasons.append(FEW_ONCE)  # a handful of items typed on the command line, in a function that trains nothing
+        elif around and guarded and not epoch_loop:
+            reasons.append(RATE_LIMITED)
+        elif not around and one_off_pass:
+            reasons.append(ONE_OFF)
+        else:
+            return None
+    return reasons[0] if reasons else None
 
 
 def one_off(model: SemanticModel, loop: cst.CSTNode) -> Optional[str]:
@@ -133,6 +162,11 @@ def how_often(model: SemanticModel, found: EvalForward) -> Optional[str]:
     method or a function whose callers are elsewhere)."""
     if found.caller is not None:
         return None  # the message names the loop already
+    if found.eval_call is None:
+        around = next((h for h in found.handed if h[1] and (not h[2] or h[3])), None)
+        if around is None:
+            return None
+        return f"on {'every few passes' if around[2] else 'every pass'} of the epoch loop at {around[1]}" if around[3] else f"on every pass of the loop at {around[1]}"
     node = found.called if found.called is not None else found.loop
     around = model.repeating_loops(node)
     if around:

@@ -26,7 +26,7 @@ _GRAD_MODE_CALLS = frozenset(
 
 @dataclass
 class EvalForward:
-    eval_call: cst.Call  # `model.eval()`
+    eval_call: Optional[cst.Call]  # `model.eval()`; None where another module switches the model (`handed`)
     loop: Loop
     forward: cst.Call  # `model(x)` inside the loop, with autograd on, or the call of a helper that runs it
     through: Optional[cst.FunctionDef] = None  # the helper of this module the loop calls, which runs the model
@@ -34,6 +34,10 @@ class EvalForward:
     # for a loop in a helper of this module called after the `.eval()` (`self._run_one_epoch(epoch, cross_valid=True)`):
     # that call
     called: Optional[cst.Call] = None
+    # for a model a module-level function of this module is handed in eval mode by other modules (`evaluate(model,
+    # ...)` in `main.py` after `model.eval()`): the parameter, and those calls (`analysis/evaluated_params.py`)
+    param: Optional[cst.Param] = None
+    handed: tuple = ()
 
 
 def grad_mode_decided(model: SemanticModel, node: cst.CSTNode) -> bool:
@@ -163,7 +167,59 @@ def find_eval_forwards(model: SemanticModel) -> list[EvalForward]:
             if id(forward.loop) not in seen_loops and not _records_a_head_only(model, receiver, eval_call, forward.loop):
                 seen_loops.add(id(forward.loop))
                 found.append(forward)
+    found.extend(f for f in _handed_forwards(model) if id(f.loop) not in seen_loops)
     return found
+
+
+# Methods of a module that do not run its forward pass (`model.parameters()`, `model.to(device)`).
+_MODULE_HOUSEKEEPING = frozenset({
+    "eval", "train", "parameters", "named_parameters", "buffers", "named_buffers", "modules", "named_modules",
+    "children", "named_children", "state_dict", "load_state_dict", "to", "cuda", "cpu", "half", "float", "double",
+    "bfloat16", "zero_grad", "apply", "requires_grad_", "register_buffer", "register_forward_hook",
+    "register_forward_pre_hook", "register_full_backward_hook", "get_parameter", "get_submodule", "type", "share_memory",
+})  # fmt: skip
+
+
+def _handed_forwards(model: SemanticModel) -> list[EvalForward]:
+    """Loops of a module-level function of this module that run a model parameter, which calls in other modules hand
+    in eval mode with autograd on (`model.eval(); t_test = evaluate(model, dataset, args)` in `main.py`, `for u in
+    users: predictions = -model.predict(...)` in `utils.evaluate`): `model(x)`, `model.forward...(x)`, or another
+    method of it (`model.predict(...)`, not `model.parameters()`), not under `no_grad` here, in a loop that needs no
+    gradients."""
+    found: list[EvalForward] = []
+    for key, calls in sorted(model.project.evaluated.items()):
+        name, _, param_name = key.partition(".")
+        functions = model.functions.get(name, [])
+        if len(functions) != 1 or model.parent.get(functions[0]) is not model.module:
+            continue
+        function = functions[0]
+        binders = model.bindings.get((id(function), param_name)) or []
+        param = binders[0] if len(binders) == 1 and isinstance(binders[0], cst.Param) else None
+        if param is None:
+            continue  # rebound in the function: not (only) the model handed in
+        for loop in model.loops_inside(function.body):
+            if model.enclosing_function(loop) is not function or any(model.is_inside(loop, o) for o in model.enclosing_loops(loop)):
+                continue  # its outermost loops only
+            if needs_gradients(model, loop) or volatile_inputs(model, loop):
+                continue
+            runs = [
+                c for c in model.calls_inside(loop)
+                if model.enclosing_function(c) is function and _runs_param(model, c, param_name) and not grad_mode_decided(model, c)
+            ]  # fmt: skip
+            if runs:
+                found.append(EvalForward(None, loop, runs[0], param=param, handed=tuple(tuple(c) for c in calls)))
+    return found
+
+
+def _runs_param(model: SemanticModel, call: cst.Call, name: str) -> bool:
+    """`model(x)`, `model.forward(x)`, `model.forward_features(x)` or another method of the module `model.predict(...)`."""
+    func = call.func
+    if isinstance(func, cst.Name):
+        return func.value == name
+    return (
+        isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == name
+        and func.attr.value not in _MODULE_HOUSEKEEPING
+    )  # fmt: skip
 
 
 def _following(model: SemanticModel, statement: cst.CSTNode, receiver: str) -> list[cst.CSTNode]:

@@ -15,7 +15,9 @@ EVAL_EVERY == 0:`, `if step % 100 == 0:`, or only on an error path), so a few pa
 training steps. How long each pass is, the code rarely shows; on the fourteenth and fifteenth corpora both judges
 called every such GPU405 finding they read noise (x-transformers' six batches every 500 steps, a validation of
 ~100 samples every 100 iterations: 2 of 2), none right, so the rule takes it as cheap. An evaluation run every step
-or every epoch is not.
+or every epoch is not, and neither is one every few epochs (`if epoch % 20 == 0:` in an epoch loop whose body runs
+the epoch's training loop): a pass per N epochs of steps, not per N steps, whose share the code does not show
+(SASRec's evaluation over up to 10,000 users one forward each, every 20 epochs: labelled a real share).
 """
 
 from __future__ import annotations
@@ -35,13 +37,26 @@ FEW_SAMPLES = FEW_ITEMS
 
 
 def every_few_steps(model: SemanticModel, node: cst.CSTNode) -> Optional[cst.CSTNode]:
-    """The rate-limit guard (`if step % N == 0:`) between `node` and an enclosing loop that trains, if any."""
+    """The rate-limit guard (`if step % N == 0:`) between `node` and an enclosing loop that trains a step an
+    iteration, if any. A guard of an epoch loop (`if epoch % 20 == 0:` in a loop whose body runs a training loop of
+    its own) is none: each pass it skips is an epoch, not a step, so the evaluation is a per-epoch one thinned out,
+    whose share the code does not show (reported, as a per-epoch evaluation is)."""
     for loop in model.enclosing_loops(node):
         if trains(model, loop):
             guard = model.residency.rate_limit_guard(node, loop)
             if guard is not None:
-                return guard
+                return None if runs_a_training_loop(model, loop, node) else guard
     return None
+
+
+def runs_a_training_loop(model: SemanticModel, loop: Loop, besides: cst.CSTNode) -> bool:
+    """`loop` (an epoch loop) runs, in its own body and outside `besides`, a loop of the same function that trains."""
+    return any(
+        inner is not loop and isinstance(inner, (cst.For, cst.While)) and not model.is_inside(besides, inner)
+        and not model.is_inside(inner, besides) and model.enclosing_function(inner) is model.enclosing_function(loop)
+        and trains(model, inner)
+        for inner in model.loops_inside(loop)
+    )  # fmt: skip
 
 
 def few_samples_per_epoch(model: SemanticModel, loop: Loop) -> bool:

@@ -10,6 +10,12 @@ on, directly or through the functions it calls, and the wrapper never leaves it 
 is not returned, stored on an object or in a container, and the calls it is handed to are project functions that
 do not train.
 Unknown callees (a framework's `fit(model)`, a method gpulint cannot see) keep the finding.
+
+It also holds for a wrap in the top-level code of an evaluation script (`in_script_that_trains_nothing`): a module
+no other project module imports, that evaluates (`model.eval()`, `torch.no_grad()`) and trains nothing anywhere (no backward pass or optimizer step in its code or in
+the project functions it calls, no `.train()` / `fit` call at all), whatever it does with the wrapper there (kept in
+a list of models and run from it: temporal-shift-module's `test_models.py`, `net_list.append(net)` then
+`for ..., net, ... in zip(..., net_list, ...)`). Nothing outside the script sees the wrapper, and nothing in it trains.
 """
 
 from __future__ import annotations
@@ -29,6 +35,8 @@ _INSPECTING_BUILTINS = frozenset({"print", "repr", "str", "type", "isinstance", 
 
 
 def only_runs_inference(model: SemanticModel, wrapper: cst.Call) -> bool:
+    if in_script_that_trains_nothing(model, wrapper):
+        return True
     name = wrapper_bound_name(model, wrapper)
     scope = model.scope_of(wrapper)
     start = model.line_of(wrapper)
@@ -67,3 +75,22 @@ def _handed_to_inference(model: SemanticModel, arg: cst.Arg) -> bool:
         return not any(trains(model, function) for function in model.functions[name])
     callee = model.callee(call)
     return callee is not None and callee.kind == "function" and not callee.trains
+
+
+# Calls whose name says they train (`trainer.fit(model)`, `train(model, loader)`, `model.train()`): the script may.
+_TRAINING_NAMES = ("fit", "train")
+
+
+def in_script_that_trains_nothing(model: SemanticModel, wrapper: cst.Call) -> bool:
+    """`wrapper` sits in the top-level code of a module no project module imports, that evaluates (a `.eval()`, a
+    `torch.no_grad()` / `inference_mode()`) and trains nothing: no training step in its code or in a project function
+    it calls, no call named like training (`fit`, `train*`)."""
+    if model.enclosing_function(wrapper) is not None or model.project.imported or model.is_notebook:
+        return False
+    evaluates = False
+    for call in model.calls:
+        name = (model.code(call.func) or "").rsplit(".", 1)[-1].lower()
+        if name.startswith(_TRAINING_NAMES) or name.endswith("fit"):
+            return False
+        evaluates = evaluates or (name == "eval" and not call.args) or name in ("no_grad", "inference_mode")
+    return evaluates and not trains(model, model.module)

@@ -24,7 +24,7 @@ from gpulint.analysis.dataloaders import DataLoaderCall, is_loader_call
 from gpulint.analysis.error_paths import error_path
 from gpulint.analysis.shipped_paths import never_runs, runs_as_a_script
 from gpulint.analysis.hot_loops import element_targets, in_no_grad, trains, wrapped_arguments, wrapper_kind
-from gpulint.analysis.value_resolution import ARGPARSE_DEFAULT, ResolvedValue, as_int, literal_value
+from gpulint.analysis.value_resolution import ARGPARSE_DEFAULT, IMPORTED_ARGPARSE_DEFAULT, ResolvedValue, as_int, literal_value
 
 if TYPE_CHECKING:
     from gpulint.analysis.model import Loop, SemanticModel
@@ -740,7 +740,7 @@ class LoaderFlow:
         value = loader.value("num_workers")
         if value is not None and self.m.values.argparse_default(value) is not None:
             return True  # `--workers` with any default, also one only bounded (`min(8, max(1, ...))`)
-        return resolved is not None and (resolved.origin == ARGPARSE_DEFAULT or _divided(self.m, value) is not None)
+        return resolved is not None and (resolved.origin in (ARGPARSE_DEFAULT, IMPORTED_ARGPARSE_DEFAULT) or _divided(self.m, value) is not None)
 
     def workers_from_parameter(self, loader: DataLoaderCall) -> Optional[cst.Param]:
         """The parameter of the function building the loader that `num_workers` is (`num_workers=num_workers`)."""

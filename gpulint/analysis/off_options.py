@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
+from gpulint.analysis.imported_options import namespace_options
 from gpulint.analysis.value_resolution import ARGS_PARAMETER_NAMES, literal_value
 
 if TYPE_CHECKING:
@@ -146,16 +147,12 @@ def _sets_default(call: cst.Call, name: str) -> bool:
 
 
 def _imported_default(model: SemanticModel, base: cst.Name, name: str) -> Optional[bool]:
-    """`args = get_args()` where `get_args` of another module returns the parsed command line: the option's
-    default as that module's summary records it (a `store_true` switch: False; `set_defaults` applied)."""
-    binders = model.bindings_of(base.value, base)
-    if len(binders) != 1 or not isinstance(binders[0], cst.Assign) or not isinstance(binders[0].value, cst.Call):
-        return None
-    callee = model.callee(binders[0].value)
-    returned = callee.returns if callee is not None else None
-    if not (isinstance(returned, tuple) and len(returned) == 2 and returned[0] == "args" and isinstance(returned[1], dict)):
-        return None
-    entry = returned[1].get(name)
+    """`args = get_args()` where `get_args` of another module returns the parsed command line, or `args =
+    parser.parse_args()` of a parser another module defines (`from opts import parser`): the option's default as
+    that module's summary records it (a `store_true` switch: False; `set_defaults` applied;
+    `analysis/imported_options.py`)."""
+    options = namespace_options(model, base)
+    entry = options.get(name) if options is not None else None
     return False if entry is not None and entry[0] is False else None
 
 

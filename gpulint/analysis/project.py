@@ -36,6 +36,8 @@ from gpulint.analysis.generation import generating_names
 from gpulint.analysis.graph_batches import graph_collates
 from gpulint.analysis.returned_actions import needed_results
 from gpulint.analysis.handed_elements import handed_elements
+from gpulint.analysis.evaluated_params import evaluated_params
+from gpulint.analysis.imported_options import parsers as imported_parsers
 from gpulint.analysis.inherited_members import inherited_attributes, inherited_init, overridden_steps, placed_attributes
 from gpulint.analysis.instantiated import MARKER as INSTANTIATED
 from gpulint.analysis.handed_instances import MARKER as HANDED
@@ -196,6 +198,13 @@ class ModuleContext:
     # when its forward runs every submodule it owns on every call, ["skips", why] when the code shows some left out
     # (`analysis/forward_coverage.py`); absent: unknown
     forward_coverage: dict[str, Any] = field(default_factory=dict)
+    # parsers it imports from other project modules (`from opts import parser`): the name as written -> {dest:
+    # [default, `opts.py:64`]} (`analysis/imported_options.py`)
+    parsers: dict[str, dict[str, list]] = field(default_factory=dict)
+    # a parameter of a module-level function of this module -> the calls of other modules that hand it a model in
+    # eval mode with autograd on (`analysis/evaluated_params.py`): `evaluate.model` -> [[call, loop, guarded, epoch
+    # loop, caller trains], ...]
+    evaluated: dict[str, list] = field(default_factory=dict)
 
     def callee(self, ref: Optional[str]) -> Optional[Callee]:
         return self.callees.get(ref) if ref else None
@@ -206,7 +215,8 @@ class ModuleContext:
         "helper-syncs" (it calls something that waits for the GPU), "helper-moves" (something that copies an
         argument to the GPU), "returns-moved" (a step loop elsewhere moves what a function here returns), "loader-consumed"
         (its loaders are iterated elsewhere), "builds-convolutions" (it calls a project class or
-        factory that builds a convolutional network), "helper-trains" (it calls something that runs a training step)."""
+        factory that builds a convolutional network), "helper-trains" (it calls something that runs a training step),
+        "handed-in-eval" (another module hands one of its functions a model in eval mode, with autograd on)."""
         found = set()
         for callee in self.callees.values():
             if any(e[0] != "clock" for e in callee.syncs) or any(e[0] in ("sync", "shape") for effects in callee.effects.values() for e in effects):
@@ -225,6 +235,8 @@ class ModuleContext:
             found.add("builds-convolutions")
         if any(callee.trains for callee in self.callees.values()):
             found.add("helper-trains")  # `train(epoch, train_loader, model, ...)` of `helper/loops.py`
+        if self.evaluated:
+            found.add("handed-in-eval")  # another module hands a function here a model in eval mode (GPU405)
         return frozenset(found)
 
     def consumed(self, function: str, element: Optional[int] = None) -> list[Consumption]:
@@ -267,6 +279,8 @@ class ModuleContext:
             sorted(self.default_cuda.items()),
             sorted(self.default_cuda_params.items()),
             sorted(self.forward_coverage.items(), key=str),
+            sorted(self.parsers.items()),
+            sorted(self.evaluated.items()),
         ]
         return hashlib.sha256(json.dumps(data, default=str).encode()).hexdigest()[:16]
 
@@ -1302,8 +1316,10 @@ class ProjectIndex:
                 context.inputs[f"{name}.self.{attribute}"] = received  # `self.dvc` of `self.__dict__.update(kwargs)`
             for attribute, received in placed_attributes(self, record, name).items():
                 context.inputs.setdefault(f"{name}.self.{attribute}", received)  # `self.network` a base's method moved
+        if summary.imports:
+            context.parsers = imported_parsers(self, record)  # `from opts import parser`
         settings = list(summary.settings)
-        if ("launch", "") not in settings and any(_returns_args(c.returns) for c in context.callees.values()):
+        if ("launch", "") not in settings and (context.parsers or any(_returns_args(c.returns) for c in context.callees.values())):
             settings.append(("launch", ""))  # `args = get_args()`: a job file near it may turn a switch on (off_options)
         if settings:
             context.settings = settings_files.digest(str(path), settings)
@@ -1334,6 +1350,7 @@ class ProjectIndex:
         context.default_cuda, context.default_cuda_params = default_device_facts(self, record)
         if _wraps_ddp(summary):
             context.forward_coverage = forward_coverage(self, record)
+        context.evaluated = evaluated_params(self, record)
         own = {*summary.imports, *summary.functions, *summary.classes, *summary.values}
         context.star_imports = {k: v for k, v in self.star_imports(record).items() if k not in own}
         self._contexts[path] = context

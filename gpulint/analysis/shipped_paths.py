@@ -25,7 +25,9 @@ from gpulint.analysis.self_tests import self_test_rows
 from gpulint.analysis.stored_items import UNKNOWN as ITEM_UNKNOWN
 from gpulint.analysis.stored_items import item_value
 from gpulint.analysis.notebook_probes import asks_for_a_notebook
-from gpulint.analysis.value_resolution import ARGPARSE_DEFAULT, CONFIG_DICT, LITERAL, LOCAL_VARIABLE, MODULE_CONSTANT, SETTINGS_FILE
+from gpulint.analysis.value_resolution import (
+    ARGPARSE_DEFAULT, CONFIG_DICT, IMPORTED_ARGPARSE_DEFAULT, LITERAL, LOCAL_VARIABLE, MODULE_CONSTANT, SETTINGS_FILE,
+)  # fmt: skip
 
 if TYPE_CHECKING:
     from gpulint.analysis.model import SemanticModel
@@ -149,7 +151,7 @@ def shipped_value(model: SemanticModel, expr: cst.BaseExpression, depth: int = 0
 
 
 # Where a count may come from and still be the count every run uses unless the command line changes it.
-_SHIPPED_SETTINGS = frozenset({ARGPARSE_DEFAULT, CONFIG_DICT, SETTINGS_FILE})
+_SHIPPED_SETTINGS = frozenset({ARGPARSE_DEFAULT, IMPORTED_ARGPARSE_DEFAULT, CONFIG_DICT, SETTINGS_FILE})
 
 
 def one_as_shipped(model: SemanticModel, expr: cst.BaseExpression) -> bool:

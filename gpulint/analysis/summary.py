@@ -55,7 +55,7 @@ from gpulint.analysis.namespace_settings import UNKNOWN as UNKNOWN_FLAG
 from gpulint.analysis.namespace_settings import namespace_flags
 from gpulint.analysis.settings_defaults import config_paths
 
-FORMAT = 6  # 6: session 15 (reads repeated in a comprehension, methods of module-level instances)
+FORMAT = 6  # 6: session 15 (reads repeated in a comprehension, methods of module-level instances, held method defaults, models handed in eval mode, imported parsers)
 # 5: session 14 (placed attributes, module uses, repeated shape ops, held data through helpers)
 # Methods only an `nn.Module` has among the objects training code handles (an optimizer has `state_dict` and
 # `zero_grad`, an agent or a trainer may have `train`): called on a parameter, they say the caller gives a module.
@@ -192,6 +192,12 @@ class FunctionSummary:
     # call index -> the arguments that are `self.<attribute>` the class keeps from a parameter default of one of its
     # methods (position or keyword -> [default, line, attribute]: `analysis/held_defaults.py`)
     held: dict[int, dict] = field(default_factory=dict)
+    # call index -> the arguments (position or keyword) that are a module switched to eval mode earlier in this
+    # function (`model.eval()`, no `.train()` since) with autograd on at the call (`analysis/evaluated_params.py`)
+    evaluated: dict[int, list] = field(default_factory=dict)
+    # of those calls, the ones that evaluate a handful of items typed on the command line: the function reads an option
+    # of `nargs="+"` / `"*"` (`sound_files`), and every loop around the call runs over `range(...)` or that option
+    typed: tuple[int, ...] = ()
 
     def to_json(self) -> list:
         full = [
@@ -200,7 +206,7 @@ class FunctionSummary:
             [[i, list(v.items())] for i, v in self.configs.items()], self.generates,
             [[i, list(v.items())] for i, v in self.names.items()], self.cells, self.looped_calls,
             [[i, list(v.items())] for i, v in self.options.items()],
-            [[i, list(v.items())] for i, v in self.held.items()],
+            [[i, list(v.items())] for i, v in self.held.items()], [[i, v] for i, v in self.evaluated.items()], list(self.typed),
         ]  # fmt: skip
         while len(full) > 2 and not full[-1]:
             full.pop()  # most functions call nothing the project defines: keep their summary short
@@ -208,8 +214,8 @@ class FunctionSummary:
 
     @classmethod
     def from_json(cls, data: list) -> FunctionSummary:
-        line, params, kwonly, calls, loops, effects, returns, trains, gpu, convolutions, optional, literals, configs, generates, names, cells, looped, options, held = [
-            *data, *([None] * (19 - len(data)))
+        line, params, kwonly, calls, loops, effects, returns, trains, gpu, convolutions, optional, literals, configs, generates, names, cells, looped, options, held, evaluated, typed = [
+            *data, *([None] * (21 - len(data)))
         ]  # fmt: skip
         return cls(
             line,
@@ -231,6 +237,8 @@ class FunctionSummary:
             tuple(looped or ()),
             {i: {k: tuple(v) for k, v in pairs} for i, pairs in options or ()},
             {i: {k: list(v) for k, v in pairs} for i, pairs in held or ()},
+            {i: list(v) for i, v in evaluated or ()},
+            tuple(typed or ()),
         )
 
 
@@ -349,6 +357,22 @@ def _listed_parameters(test: ast.AST) -> frozenset[str]:
     if isinstance(name, ast.Name) and written and all(isinstance(k, ast.Name) and k.id in ("list", "tuple") for k in written):
         return frozenset({name.id})
     return frozenset()
+
+
+_GRAD_MODES = frozenset({
+    "torch.no_grad", "torch.inference_mode", "torch.set_grad_enabled", "torch.enable_grad", "torch.autograd.no_grad",
+    "torch.autograd.grad_mode.no_grad", "torch.autograd.set_grad_enabled",
+})  # fmt: skip
+
+
+def _grad_mode(expr: ast.AST, qualify) -> bool:
+    """`torch.no_grad()` / `torch.inference_mode()` / `torch.set_grad_enabled(...)` (a context or decorator, called or
+    not), or a project helper named like one (`@smart_inference_mode()`): autograd is decided there."""
+    target = expr.func if isinstance(expr, ast.Call) else expr
+    if qualify(target) in _GRAD_MODES:
+        return True
+    name = ast_dotted_name(target) or ""
+    return "no_grad" in name or "inference_mode" in name
 
 
 def _calls_super_init(func: ast.AST) -> bool:
@@ -929,6 +953,19 @@ class _Builder:
                         options[keyword.arg] = [value if ok else "?", node.lineno]
         return options
 
+    @cached_property
+    def typed_options(self) -> frozenset[str]:
+        """The module's options of `nargs="+"` / `"*"`: items the user types on the command line (a few wav files
+        to decode, a few weight files)."""
+        found = set()
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
+                if any(k.arg == "nargs" and _literal(k.value)[1] in ("+", "*") for k in node.keywords):
+                    dest = _argparse_dest(node)
+                    if dest is not None:
+                        found.add(dest)
+        return frozenset(found)
+
     def is_wrapper(self, func: ast.AST, name: str) -> bool:
         """`enumerate`, `zip`, `iter` (builtins), `tqdm` / `tqdm.tqdm` ...: iteration passes through them."""
         if isinstance(func, ast.Name) and name in ("enumerate", "zip", "iter"):
@@ -998,6 +1035,8 @@ class _Reader:
         self.catching = 0  # inside this many `try` bodies with handlers: a raise there may be caught
         self.loop_targets: set[str] = set()
         self.loop_sources: dict[int, list[str]] = {}  # loop -> the sources whose elements it takes
+        self.typed_loops: set[int] = set()  # `for i in range(n)` / `for f in args.files` (`nargs="+"`): no data loop
+        self.node = node
         self.parameter_lists: set[str] = set()  # sources whose parameters a loop takes (`for p in model.parameters()`)
         self.masks: set[str] = set()  # names bound to a comparison (`keep = labels != -100`)
         self.instances: set[Any] = set()  # values of calls of a name that holds a class (`algorithm_class(...)`)
@@ -1007,6 +1046,12 @@ class _Reader:
         self.repeating = 0  # inside this many comprehensions (what they build, they build many times)
         self.branches = 0  # inside this many `if` blocks (in `__init__`, layers built there depend on the settings)
         self.runs_nms = False  # it calls torchvision's NMS: see `NMS_OPS`
+        # names switched to eval mode by `x.eval()` earlier on this path (no `x.train()` since), and whether autograd is
+        # off here (`with torch.no_grad():`, a `@torch.no_grad()` function, `torch.set_grad_enabled(False)`)
+        self.evaluating: set[str] = set()
+        self.grad_off = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+            _grad_mode(d, builder.qualify) for d in node.decorator_list
+        )
 
     def run(self, body: list[ast.stmt]) -> FunctionSummary:
         self.block(body)
@@ -1030,6 +1075,7 @@ class _Reader:
         if kind is ast.Expr:
             value = self.expr(node.value)
             self.moved_in_place(node.value, value)
+            self.mode_switch(node.value)
         elif kind is ast.Assign:
             recorded = len(self.f.effects.get(INTERNAL, ()))
             value = self.rewrapped(node, self.expr(node.value))
@@ -1082,7 +1128,9 @@ class _Reader:
             communicated = self.communicated
             self.branches += 1
             before, nones = dict(self.env), set(self.none_bound)
+            evaluating = set(self.evaluating)
             self.block(node.body)
+            self.evaluating, evaluating = set(evaluating), evaluating & self.evaluating
             self.communicated, communicated = communicated, self.communicated
             self.guarded = guarded or self.ends_run(node.orelse)
             self.listed = listed
@@ -1091,6 +1139,7 @@ class _Reader:
             after_body, self.env = self.env, dict(before)
             body_nones, self.none_bound = self.none_bound, set(nones)
             self.block(node.orelse)
+            self.evaluating &= evaluating  # in eval mode after the `if`: before it and after each branch
             self.join_branches(node, after_body, body_nones)
             self.branches -= 1
             self.communicated = self.communicated or communicated
@@ -1101,7 +1150,10 @@ class _Reader:
                 value = self.expr(item.context_expr)
                 if item.optional_vars is not None:
                     self.bind(item.optional_vars, value if sources_of(value) else None)
+            grad_off = self.grad_off
+            self.grad_off = grad_off or any(_grad_mode(item.context_expr, self.b.qualify) for item in node.items)
             self.block(node.body)
+            self.grad_off = grad_off
         elif kind is ast.Try or kind.__name__ == "TryStar":
             self.catching += bool(node.handlers)
             self.block(node.body)
@@ -1139,6 +1191,36 @@ class _Reader:
                 self.nested[node.name] = node
                 self.sized_in_closure(node)
             return
+
+    def on_typed_items(self) -> bool:
+        """This function reads an option of items typed on the command line (`nargs="+"`: `params.sound_files`), and
+        every loop around the current point runs over `range(...)` or such an option: it evaluates those few items,
+        not a dataset (`FunctionSummary.typed`)."""
+        typed = self.b.typed_options
+        if not typed or not isinstance(self.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return False
+        if not any(isinstance(n, ast.Attribute) and n.attr in typed and isinstance(n.ctx, ast.Load) for n in ast.walk(self.node)):
+            return False
+        loop = self.loop
+        while loop >= 0:
+            if loop not in self.typed_loops:
+                return False
+            loop = self.f.loops[loop][2]
+        return True
+
+    def mode_switch(self, value: ast.AST) -> None:
+        """`model.eval()` / `model.train()` / `model.train(False)` as a statement of its own, and
+        `torch.set_grad_enabled(False)`: what later calls hand their callees (`FunctionSummary.evaluated`)."""
+        if not isinstance(value, ast.Call):
+            return
+        func = value.func
+        if self.b.qualify(func) in ("torch.set_grad_enabled", "torch.autograd.set_grad_enabled") and value.args:
+            self.grad_off = _literal(value.args[0]) != (True, True)
+            return
+        if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.attr in ("eval", "train")):
+            return
+        evaluates = func.attr == "eval" and not value.args or func.attr == "train" and value.args and _literal(value.args[0]) == (True, False)
+        (self.evaluating.add if evaluates else self.evaluating.discard)(func.value.id)
 
     def join_branches(self, node: ast.If, after_body: dict, body_nones: set[str]) -> None:
         """What names hold after an `if`: the join of every branch that goes on past it (one that ends the run,
@@ -1251,6 +1333,8 @@ class _Reader:
         index = len(self.f.loops)
         self.f.loops.append((node.lineno, False, self.loop))
         self.loop_sources[index] = batches
+        if _over_typed_items(node.iter, self.b.typed_options):
+            self.typed_loops.add(index)
         for source in batches:
             if source not in self.parameter_lists:
                 self.effect(source, ("iter", index))  # (a module's parameters are no batches)
@@ -1665,6 +1749,10 @@ class _Reader:
             return ("module",)  # `torchvision.models.resnet18()`, `timm.create_model(...)`
         if qualified in MODEL_PLACERS:
             return ("gpu_module",)  # `idist.auto_model(model)`
+        if qualified == "argparse.ArgumentParser" and self.is_module:
+            # `parser = argparse.ArgumentParser(...)` at module level: its options, for a module that imports the
+            # parser and parses it (`from opts import parser; args = parser.parse_args()`: analysis/imported_options.py)
+            return ("parser", b.argparse_options)
         if qualified in INSTANTIATORS and self.b.configured:
             # `hydra.utils.instantiate(cfg.agent)`: an instance of the class the config's `_target_` names (the index reads it)
             return self.record(instantiation(self.name, len(self.f.calls)), node, args, kwargs)
@@ -2066,6 +2154,12 @@ class _Reader:
             }  # fmt: skip
             if kept:
                 self.f.held[index] = kept
+        if self.evaluating and not self.grad_off:
+            evaluated = [slot for slot, value in _arguments(node) if isinstance(value, ast.Name) and value.id in self.evaluating]
+            if evaluated:
+                self.f.evaluated[index] = evaluated
+                if self.on_typed_items():
+                    self.f.typed = (*self.f.typed, index)
         if self.b.configured:
             reads = {slot: read for slot, value in _arguments(node) if (read := self.config_read(value)) is not None}
             if reads:
@@ -2243,6 +2337,17 @@ def _option_device(options: dict, name: str) -> Any:
     if isinstance(default, str) and default.split(":")[0] in ("cuda", "cpu"):
         return ("device",) if default.startswith("cuda") else ("cpu",)
     return None
+
+
+def _over_typed_items(expr: ast.AST, typed: frozenset[str]) -> bool:
+    """`range(...)`, `args.files` of an option in `typed`, or either through `enumerate` / `zip`."""
+    if not typed:
+        return False
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id in ("enumerate", "zip") and expr.args:
+        return all(_over_typed_items(a, typed) for a in expr.args)
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == "range":
+        return True
+    return isinstance(expr, ast.Attribute) and expr.attr in typed
 
 
 def _argparse_dest(node: ast.Call) -> Optional[str]:

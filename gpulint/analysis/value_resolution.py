@@ -23,10 +23,13 @@ MODULE_CONSTANT = "module constant"
 LOCAL_VARIABLE = "local variable"
 FUNCTION_DEFAULT = "function default"
 ARGPARSE_DEFAULT = "argparse default"
+# the default of an option another module's parser defines (`from opts import parser`, `args = get_args()`): shown
+# where it is written; a fix here cannot edit it (analysis/imported_options.py)
+IMPORTED_ARGPARSE_DEFAULT = "argparse default of another module"
 CONFIG_DICT = "config dict"
 SETTINGS_FILE = "YAML setting"  # a default in a YAML file of the repository (analysis/settings_files.py)
 SETTINGS_DEFAULT = "settings default"  # a yacs default in a module of the project (analysis/settings_defaults.py)
-SETTINGS_ORIGINS = (SETTINGS_FILE, SETTINGS_DEFAULT)
+SETTINGS_ORIGINS = (SETTINGS_FILE, SETTINGS_DEFAULT, IMPORTED_ARGPARSE_DEFAULT)
 # the default of a method parameter an object keeps and hands to this function (`analysis/held_defaults.py`)
 HELD_DEFAULT = "method default every call hands in"
 _YAML_LOADERS = frozenset({"yaml.safe_load", "yaml.load", "yaml.full_load", "omegaconf.OmegaConf.load"})
@@ -671,7 +674,10 @@ class ValueResolver:
     def _resolve_argparse(self, attr: cst.Attribute, depth: int) -> ResolvedValue | None:
         default = self.argparse_default(attr)
         if default is None:
-            return None
+            from gpulint.analysis.imported_options import imported_default
+
+            found = imported_default(self.model, attr)  # `from opts import parser; args = parser.parse_args()`
+            return ResolvedValue(found[0], attr, IMPORTED_ARGPARSE_DEFAULT, found[1]) if found is not None else None
         inner = self.resolve(default, depth + 1)
         if inner is None:
             return None

@@ -9,7 +9,7 @@ import libcst as cst
 
 from gpulint.analysis.frameworks import FRAMEWORK_DEFAULT, TrainerArguments
 from gpulint.analysis.own_loaders import trainers_bring_own_loaders
-from gpulint.analysis.value_resolution import ARGPARSE_DEFAULT
+from gpulint.analysis.value_resolution import ARGPARSE_DEFAULT, SETTINGS_ORIGINS
 from gpulint.checks.base import Option, Rule
 from gpulint.checks.gpu101_dataloader_without_workers import DEFAULT_WORKERS, validate_workers
 from gpulint.diagnostics import Applicability, Diagnostic
@@ -94,6 +94,8 @@ class TrainerDataloaderSettings(Rule):
         workers, persistent = arguments.values[WORKERS], arguments.values[PERSISTENT]
         if not _is(workers, 0) or _is(arguments.values[PINNED], False):
             return None  # an explicit `dataloader_pin_memory=False` is a choice the fix cannot judge
+        if workers.origin in SETTINGS_ORIGINS:
+            return None  # a value a settings file or another module's parser writes: not an edit here
         expression = self.settings["workers"]
         call = arguments.call
         new_call = call

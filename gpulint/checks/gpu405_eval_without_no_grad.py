@@ -16,6 +16,7 @@ class EvalWithoutNoGrad(Rule):
     name = "eval-without-no-grad"
     summary = "Model run in an evaluation loop with autograd on (no `torch.no_grad()` / `torch.inference_mode()`)"
     requires = (r"\.eval\(",)
+    project_tags = ("handed-in-eval",)  # `evaluate(model, ...)` of this module, called after `model.eval()` elsewhere
     default_severity = Severity.INFO
 
     def check(self) -> Iterator[Diagnostic]:
@@ -25,6 +26,9 @@ class EvalWithoutNoGrad(Rule):
         for found in model.eval_forwards:
             if sliver(model, found) is not None:
                 continue  # a launch-bound model, a few samples, a rate-limited or one-off pass: a sliver of the run
+            if found.eval_call is None:
+                yield self._handed(found)
+                continue
             name = model.code(found.eval_call.func.value)
             if found.caller is not None:
                 function = model.enclosing_function(found.forward)
@@ -55,3 +59,22 @@ class EvalWithoutNoGrad(Rule):
             if found.caller is None:
                 related.append(("the evaluation loop", found.loop))
             yield self.diagnostic(found.forward, message, related=related, help=help)
+
+    def _handed(self, found) -> Diagnostic:
+        """A loop of a function that other modules hand a model in eval mode (`analysis/evaluated_params.py`)."""
+        model = self.model
+        name = found.param.name.value
+        function = model.enclosing_function(found.forward)
+        shown = next((h for h in found.handed if h[1] and (not h[2] or h[3])), None) or next((h for h in found.handed if not h[4]), found.handed[0])
+        message = (
+            f"`{name}` runs in a loop of `{function.name.value}` with autograd on: the call at {shown[0]} hands it a "
+            f"model in eval mode, outside `torch.no_grad()`"
+        )
+        help = (
+            "Every forward records a graph and keeps its activations; decorate the function with `@torch.no_grad()` "
+            "(or wrap the call in `with torch.no_grad():`)"
+        )
+        often = how_often(model, found)
+        if often is not None:
+            help += f"; it runs {often}"
+        return self.diagnostic(found.forward, message, related=[("the evaluation loop", found.loop)], help=help)
