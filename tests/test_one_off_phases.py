@@ -198,9 +198,12 @@ def test_data_parallel_fed_batches_or_handed_elsewhere_stays():
     )
     assert findings(batched, select=("GPU401",)) == []  # batched prediction only: nothing to all-reduce
     assert findings(batched + FINE_TUNE, select=("GPU401",)) == ["11:13 GPU401", "14:13 GPU401"]
-    # an evaluation helper elsewhere decides what it feeds
+    # a script that only evaluates (here through a helper of unknown code) trains nothing to all-reduce
     handed = PREDICT + "evaluate(model, loader)\n"
-    assert findings(handed, select=("GPU401",)) == ["11:13 GPU401", "14:13 GPU401"]
+    assert findings(handed, select=("GPU401",)) == []
+    # a helper named for training may train the wrapped model: the wrap stays reported
+    trained = PREDICT + "train_model(model, loader)\n"
+    assert findings(trained, select=("GPU401",)) == ["11:13 GPU401", "14:13 GPU401"]
     # one forward of a batch next to the single image
     mixed = PREDICT + "        out = model(torch.stack(images).to(device))\n" + FINE_TUNE
     assert findings(mixed, select=("GPU401",)) == ["11:13 GPU401", "14:13 GPU401"]
