@@ -126,3 +126,10 @@ def test_a_notebook_defines_the_helpers_in_one_cell_and_evaluates_in_another(tmp
     (root / "chapter.ipynb").write_text(json.dumps(notebook))
     diagnostics = lint(root, monkeypatch, files=["chapter.ipynb"], select=("GPU303",), rule_options=())
     assert [d.location.row for d in diagnostics] == [26, 37, 40]  # rows within the first cell
+
+
+def test_a_comprehension_over_a_host_copy_made_before_is_silent():
+    # `host = t.cpu()` first: its rows are CPU tensors, `row.tolist()` reads nothing from the GPU
+    copied = SOURCE.replace("    listed = [truth[user.item()] for user in users]\n",
+                            "    host = users.cpu()\n    listed = [truth[user.item()] for user in host]\n")  # fmt: skip
+    assert findings(copied, rule_options=(), select=("GPU303",)) == ["27:16 GPU303", "42:31 GPU303"]

@@ -53,8 +53,8 @@ class ElementPass(NamedTuple):
 def element_pass(model: SemanticModel, sync) -> Optional[ElementPass]:
     """The per-element walk of a GPU tensor `sync` reads in, when a repeating loop runs its function, or None."""
     walk = _walk(model, sync.node, sync.value)
-    if walk is None:
-        return None
+    if walk is None or not model.residency.is_gpu(walk[2]):
+        return None  # the walk is over what the model does not know to be on the GPU (a `.cpu()` copy made before)
     func = next((a for a in model.ancestors(walk[0]) if isinstance(a, (cst.FunctionDef, cst.Lambda, cst.ClassDef))), None)
     if not isinstance(func, cst.FunctionDef) or model.parent.get(func) is not model.module:
         return None
@@ -64,9 +64,9 @@ def element_pass(model: SemanticModel, sync) -> Optional[ElementPass]:
     return ElementPass(walk[0], walk[1], *reached)
 
 
-def _walk(model: SemanticModel, node: cst.CSTNode, value: cst.CSTNode) -> Optional[tuple[cst.CSTNode, str]]:
-    """(the innermost loop or comprehension around `node` in its function, the tensor it walks) when it walks
-    the elements of the tensor `value` reads."""
+def _walk(model: SemanticModel, node: cst.CSTNode, value: cst.CSTNode) -> Optional[tuple[cst.CSTNode, str, cst.BaseExpression]]:
+    """(the innermost loop or comprehension around `node` in its function, the tensor it walks as written, that
+    expression) when it walks the elements of the tensor `value` reads."""
     root = value
     indices: list[cst.CSTNode] = []
     while True:
@@ -87,16 +87,16 @@ def _walk(model: SemanticModel, node: cst.CSTNode, value: cst.CSTNode) -> Option
         if isinstance(ancestor, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
             comp = ancestor.for_in
             if isinstance(comp.target, cst.Name) and comp.target.value == root.value and not _host_copy(comp.iter):
-                return ancestor, model.code(comp.iter)
+                return ancestor, model.code(comp.iter), comp.iter
             continue
         if not isinstance(ancestor, cst.For) or model.is_inside(node, ancestor.iter):
             continue
         target = ancestor.target
         if isinstance(target, cst.Name) and target.value == root.value:
-            return (ancestor, model.code(ancestor.iter)) if not _host_copy(ancestor.iter) else None
+            return (ancestor, model.code(ancestor.iter), ancestor.iter) if not _host_copy(ancestor.iter) else None
         if isinstance(target, cst.Name) and _range_over(ancestor.iter, root.value):
             if any(_mentions(model, index, target.value) for index in indices):
-                return ancestor, root.value
+                return ancestor, root.value, root
         return None  # the innermost loop walks something else: the loop around it decides how often (not here)
     return None
 
