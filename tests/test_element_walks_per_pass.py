@@ -133,3 +133,11 @@ def test_a_comprehension_over_a_host_copy_made_before_is_silent():
     copied = SOURCE.replace("    listed = [truth[user.item()] for user in users]\n",
                             "    host = users.cpu()\n    listed = [truth[user.item()] for user in host]\n")  # fmt: skip
     assert findings(copied, rule_options=(), select=("GPU303",)) == ["27:16 GPU303", "42:31 GPU303"]
+
+
+def test_a_loop_that_breaks_after_its_first_pass_is_one_off():
+    # the epoch loop ends in `break`: one call, however many elements the helper walks; every epoch: reported
+    every = SOURCE.replace("    if epoch % 5 == 0:\n        results = metrics(model, val_edge_index)\n",
+                           "    results = metrics(model, val_edge_index)\n")  # fmt: skip
+    assert findings(every, rule_options=(), select=("GPU303",)) == ["27:16 GPU303", "38:21 GPU303", "41:31 GPU303"]
+    assert findings(every + "    break\n", rule_options=(), select=("GPU303",)) == []

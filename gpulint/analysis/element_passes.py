@@ -27,7 +27,8 @@ and the function around it is a module-level `def` one of whose calls runs in a 
 loop, a training or evaluation loop), directly or through other module-level functions. A call under an interval
 guard (`if epoch % 5 == 0:`) counts when the loop it is in runs whole passes (its body holds a loop of its own:
 every N epochs is the evaluation's cadence); in a step loop such a guard is a log interval, and the read is left
-alone. One-off code (a call at module level only, after training) stays silent.
+alone. One-off code (a call at module level only, after training, or in a loop that breaks after its first
+batch to show one result) stays silent.
 """
 
 from __future__ import annotations
@@ -145,8 +146,8 @@ def _reached(model: SemanticModel, func: cst.FunctionDef, seen: set) -> Optional
         if model.is_inside(call, func):
             continue
         for loop in model.repeating_loops(call):
-            if residency.loop_role(loop) is None:
-                continue
+            if residency.loop_role(loop) is None or _runs_once(model, loop):
+                continue  # (`for x, y in loader: show(infer(x)); break`: one demo call, the loop around decides)
             guard = residency.rate_limit_guard(call, loop)
             if guard is not None and not _runs_passes(model, loop):
                 break  # a log interval of a step loop: a handful of calls
@@ -157,6 +158,14 @@ def _reached(model: SemanticModel, func: cst.FunctionDef, seen: set) -> Optional
             if found is not None:
                 return found
     return None
+
+
+def _runs_once(model: SemanticModel, loop: cst.CSTNode) -> bool:
+    """The loop's body runs at most twice (a body that ends in `break`, a range of one or two)."""
+    from gpulint.analysis.loop_bounds import trip_count
+
+    count = trip_count(model, loop) if isinstance(loop, (cst.For, cst.While)) else None
+    return count is not None and count <= 2
 
 
 def _runs_passes(model: SemanticModel, loop: cst.CSTNode) -> bool:
