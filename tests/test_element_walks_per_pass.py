@@ -141,3 +141,32 @@ def test_a_loop_that_breaks_after_its_first_pass_is_one_off():
                            "    results = metrics(model, val_edge_index)\n")  # fmt: skip
     assert findings(every, rule_options=(), select=("GPU303",)) == ["27:16 GPU303", "38:21 GPU303", "41:31 GPU303"]
     assert findings(every + "    break\n", rule_options=(), select=("GPU303",)) == []
+
+
+PREDICT = """
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+
+class MultiTask(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.heads = nn.ModuleList(nn.Linear(64, 3) for _ in range(4))
+
+    def forward(self, x):
+        return [head(x) for head in self.heads], None
+
+
+net = MultiTask().cuda()
+loader = DataLoader(TensorDataset(torch.randn(5000, 64)), batch_size=256)
+results = []
+for (data,) in loader:
+    output, _ = net(data.cuda())
+    results.append([torch.argmax(task_output, dim=1).cpu().numpy() for task_output in output])
+"""
+
+
+def test_a_comprehension_over_a_models_outputs_is_no_walk_over_a_tensor():
+    # `output` unpacked from a model's call may be a list of heads: its elements are not taken to be a tensor's
+    assert findings(PREDICT, select=("GPU303",)) == []

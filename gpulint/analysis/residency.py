@@ -864,10 +864,28 @@ class Residency:
             comp = ancestor.for_in
             while comp is not None:
                 if isinstance(comp.target, cst.Name) and comp.target.value == name.value and not self.model.is_inside(name, comp.iter):
+                    if not self._made_by_tensor_op(comp.iter):
+                        return None  # `[o.cpu() for o in outputs]` of a model's outputs: a list, as before
                     level = self.level(comp.iter)
                     return level if level > NONE else None
                 comp = comp.inner_for_in
         return None
+
+    def _made_by_tensor_op(self, expr: cst.BaseExpression) -> bool:
+        """`edge_index[0].unique()`, `t.unbind(0)`, `scores[i]`, or a name its one write binds to such a value
+        (not unpacked): a tensor op's result, so its elements are tensors (a model's output may be a list)."""
+        if isinstance(expr, cst.Name):
+            writes = self.flow.reaching_writes(expr.value, expr)
+            if len(writes) != 1 or writes[0].value is None or writes[0].source is not None or writes[0].is_augmented:
+                return False
+            expr = writes[0].value
+        if isinstance(expr, cst.Subscript):
+            return True
+        return (
+            isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute)
+            and isinstance(expr.func.value, (cst.Name, cst.Subscript, cst.Attribute, cst.Call))
+            and not self.is_module(expr.func.value)
+        )  # fmt: skip
 
     def _backpropagated(self, key: str, at: cst.CSTNode, writes: list[Write]) -> bool:
         """`loss.backward()` on the value `at` reads (the same writes reach it): a tensor for sure, so where its
