@@ -806,6 +806,10 @@ class Residency:
                 return NONE  # `batch.batch_size` of a PyG batch: a Python int on any device
             if self.is_module(expr):
                 return NONE
+            if isinstance(expr, cst.Name):
+                walked = self._comprehension_element(expr)
+                if walked is not None:
+                    return walked  # `[items[u.item()] for u in users]`: an element of a GPU tensor is one
             key = dotted_name(expr)
             writes = self.flow.reaching_writes(key, expr) if key else []
             if len(writes) > 1 and self._runs_on_gpu_runs(writes[0].statement, expr):
@@ -848,6 +852,40 @@ class Residency:
         if isinstance(expr, cst.IfExp):
             return min(self.level(expr.body), self.level(expr.orelse))
         return NONE
+
+    def _comprehension_element(self, name: cst.Name) -> Optional[int]:
+        """The level of the tensor a comprehension around `name` walks, when `name` is its plain loop target and
+        that iterable is a tensor likely on the GPU (its elements are GPU tensors too), else None."""
+        for ancestor in self.model.ancestors(name):
+            if isinstance(ancestor, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                return None
+            if not isinstance(ancestor, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+                continue
+            comp = ancestor.for_in
+            while comp is not None:
+                if isinstance(comp.target, cst.Name) and comp.target.value == name.value and not self.model.is_inside(name, comp.iter):
+                    if not self._made_by_tensor_op(comp.iter):
+                        return None  # `[o.cpu() for o in outputs]` of a model's outputs: a list, as before
+                    level = self.level(comp.iter)
+                    return level if level > NONE else None
+                comp = comp.inner_for_in
+        return None
+
+    def _made_by_tensor_op(self, expr: cst.BaseExpression) -> bool:
+        """`edge_index[0].unique()`, `t.unbind(0)`, `scores[i]`, or a name its one write binds to such a value
+        (not unpacked): a tensor op's result, so its elements are tensors (a model's output may be a list)."""
+        if isinstance(expr, cst.Name):
+            writes = self.flow.reaching_writes(expr.value, expr)
+            if len(writes) != 1 or writes[0].value is None or writes[0].source is not None or writes[0].is_augmented:
+                return False
+            expr = writes[0].value
+        if isinstance(expr, cst.Subscript):
+            return True
+        return (
+            isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute)
+            and isinstance(expr.func.value, (cst.Name, cst.Subscript, cst.Attribute, cst.Call))
+            and not self.is_module(expr.func.value)
+        )  # fmt: skip
 
     def _backpropagated(self, key: str, at: cst.CSTNode, writes: list[Write]) -> bool:
         """`loss.backward()` on the value `at` reads (the same writes reach it): a tensor for sure, so where its

@@ -7,6 +7,7 @@ from typing import Iterator
 import libcst as cst
 
 from gpulint.analysis import generation, host_reads, legacy_torch, reached_reads
+from gpulint.analysis.element_passes import element_pass
 from gpulint.analysis.first_iterations import first_few_iterations
 from gpulint.analysis.full_batch import same_data_every_step
 from gpulint.analysis.helper_steps import calling_loop
@@ -29,6 +30,16 @@ from gpulint.diagnostics import Diagnostic, Severity
 _COLLECTING = frozenset({"append", "extend"})
 
 
+class _PerElement:
+    """`read_cost`'s answer for a read in a walk over a GPU tensor's elements (`element_passes`)."""
+
+    def __init__(self, walked, model) -> None:
+        self.text = (
+            f"once per element of the GPU tensor `{walked.tensor}` (thousands of waits a call at a data set's sizes), "
+            f"and the loop at line {model.line_of(walked.calling_loop)} runs the call again and again"
+        )
+
+
 class HostSyncInLoop(Rule):
     code = "GPU303"
     name = "host-sync-in-loop"
@@ -49,8 +60,16 @@ class HostSyncInLoop(Rule):
         residency = model.residency
         statements: dict[int, list] = {}
         needs_host: dict[int, bool] = {}  # loop -> it waits for a GPU value every iteration to go on
+        passes: dict[int, object] = {}  # sync -> the per-element walk of a GPU tensor it reads in (`element_passes`)
         for sync in residency.host_syncs:
             loop, role = residency.step_loop(sync.node)
+            if role is None and sync.via is None:
+                walked = element_pass(model, sync)
+                if walked is not None and not model.model_size.toy_loop(walked.calling_loop):
+                    # no step loop around it, but a wait per element of a GPU tensor, every pass an epoch loop runs
+                    passes[id(sync.node)] = walked
+                    statements.setdefault(id(model.enclosing_statement(sync.node)), []).append((sync, walked.loop, EVAL))
+                continue
             if role not in (TRAIN, EVAL) or residency.rate_limit_guard(sync.node, loop) is not None:
                 continue
             if role == EVAL and residency.measures_latency(loop):
@@ -123,12 +142,21 @@ class HostSyncInLoop(Rule):
             waits = waits_per_step(model, per_loop[id(loop)])
             costs = ((s, read_cost(model, s, loop, waits)) for s in syncs + followers)
             source, cost = next(((s, c) for s, c in costs if c is not None), (None, None))
+            walked = passes.get(id(syncs[0].node))
+            if walked is not None:
+                source, cost = syncs[0], _PerElement(walked, model)
             if cost is None and not self.settings["unproven-cost"]:
                 continue  # one wait a step, nothing on the host shown to serialize: a few per cent at most (or unknown)
             subjects = [self._subject(s) for s in syncs]
             what = subjects[0] if len(subjects) == 1 else ", ".join(subjects[:-1]) + f" and {subjects[-1]}"
             verb = "waits" if len(syncs) == 1 else "wait"
-            message = f"{what} {verb} for the GPU {self.every_step(role, loop)}"
+            if walked is not None:  # no step loop: the walk over the tensor's elements, run by an epoch loop's call
+                message = (
+                    f"{what} {verb} for the GPU once per element of `{walked.tensor}` (loop at line "
+                    f"{model.line_of(loop)}), on every call of the pass at line {model.line_of(walked.call)}"
+                )
+            else:
+                message = f"{what} {verb} for the GPU {self.every_step(role, loop)}"
             interval = every_step_interval(model, syncs[0].node, loop)
             if interval is not None:  # `if iter_num % log_interval == 0:` with `log_interval = 1`: no thinning
                 divisor = model.code(interval.right)
@@ -148,6 +176,11 @@ class HostSyncInLoop(Rule):
                 many = len(lines) > 1
                 message += f", as {'do the reads' if many else 'does the read'} after it at line{'s' if many else ''} {where} (only light GPU work queued in between: one wait)"
             advice = self._advice(syncs, loop)
+            if walked is not None:
+                advice = (
+                    f"copy `{walked.tensor}` to the host once before the loop (`.tolist()`, or `.cpu()` and a numpy "
+                    "walk) and read Python numbers there, or group on the GPU (`torch.unique`, `scatter`, `bincount`)"
+                )
             if interval is not None and advice.startswith("keep the value on the GPU and convert it only every N steps"):
                 advice = f"give `{model.code(interval.right)}` a default above 1 (say 10 or 100) so the guard thins the reads"
             era = next(filter(None, (legacy_torch.number_read_help(s.kind) for s in syncs)), None)
