@@ -83,35 +83,18 @@ def test_epoch_loop_around_the_call_that_passes_the_loader():
     assert findings(source.replace("default=4", "default=None"), **ONLY) == []
 
 
-def test_explicit_false_literal_is_replaced_where_the_pass_is_shown_short():
-    source = """\
-        import torch
-        from torchvision import datasets, transforms
-        from torch.utils.data import DataLoader
-
-        ds = datasets.MNIST("data", train=True, download=True, transform=transforms.ToTensor())
-        loader = DataLoader(ds, batch_size=32, num_workers=4, persistent_workers=False)
-        for epoch in range(10):
-            for x in loader:
-                model(x.cuda()).sum().backward()
-    """
-    assert findings(source, **ONLY) == ["6:10 GPU104"]
-    assert "persistent_workers=True)" in fixed(source, **ONLY)
-
-
-def test_explicit_false_literal_over_a_pass_of_unknown_length_is_left_alone():
-    """Switched off on purpose, and nothing shows the restart costs a measurable share of the pass."""
+def test_explicit_false_literal_is_replaced():
     source = """\
         import torch
         from torch.utils.data import DataLoader
 
         loader = DataLoader(ds, batch_size=64, num_workers=4, persistent_workers=False)
-        for epoch in range(10):
+        while True:
             for x in loader:
                 model(x.cuda()).sum().backward()
     """
-    assert findings(source, **ONLY) == []
-    assert findings(source.replace(", persistent_workers=False", ""), **ONLY) == ["4:10 GPU104"]
+    assert findings(source, **ONLY) == ["4:10 GPU104"]
+    assert "persistent_workers=True)" in fixed(source, **ONLY)
 
 
 def test_fix_is_idempotent():

@@ -70,8 +70,6 @@ class DataLoaderWorkersNotPersistent(Rule):
                 resolved = model.values.resolve(arg.value)
                 if resolved is None or resolved.value is not False or resolved.origin != LITERAL:
                     continue
-                if interval is None and pass_length(model, info) is None:
-                    continue  # switched off on purpose, and nothing shows the restart costs a measurable share
             # a framework that iterates it every epoch of a run long enough to count (the training hand-over first)
             every_epoch = [f for f in info.feeds if f.per_epoch and (f.epochs is None or f.epochs >= self.settings["min-epochs"])]
             feed = min(every_epoch, key=lambda f: f.role != TRAIN, default=None)
