@@ -147,3 +147,48 @@ def test_in_one_module_datasets_that_open_files_or_hold_what_they_were_given_are
     line = DATA.count("\n") + 9
     assert _one_module(tmp_path / "a", monkeypatch, "Files") == [f"train.py:{line} GPU101"]
     assert _one_module(tmp_path / "b", monkeypatch, "Unchanged") == [f"train.py:{line} GPU101"]
+
+
+SQUAD = """\
+import os
+import torch
+from transformers import squad_convert_examples_to_features
+
+
+def load_examples(path, processor, tokenizer, evaluate=False):
+    cached = path + ".cache"
+    if os.path.exists(cached):
+        saved = torch.load(cached)
+        features, dataset, examples = saved["features"], saved["dataset"], saved["examples"]
+    else:
+        examples = processor.get_train_examples(path)
+        features, dataset = squad_convert_examples_to_features(
+            examples=examples, tokenizer=tokenizer, max_seq_length=384, is_training=not evaluate, RETURN
+        )
+        torch.save({"features": features, "dataset": dataset, "examples": examples}, cached)
+    return dataset, examples, features
+"""
+
+SQUAD_TRAIN = """\
+import sys
+import torch
+from torch.utils.data import DataLoader
+from data import load_examples
+
+model = torch.nn.Linear(384, 2).cuda()
+dataset, _, _ = load_examples(sys.argv[1], None, None)
+loader = DataLoader(dataset, batch_size=32, shuffle=True)
+for epoch in range(2):
+    for ids, mask in loader:
+        model(ids.cuda().float()).sum().backward()
+"""
+
+
+def test_a_helper_returning_squad_features_converted_to_a_tensor_dataset_is_silent(tmp_path, monkeypatch):
+    files = {"data.py": SQUAD.replace("RETURN", 'return_dataset="pt"'), "train.py": SQUAD_TRAIN}
+    assert [f for f in lint_written(tmp_path, files, monkeypatch) if f.endswith("GPU101")] == []
+
+
+def test_squad_features_not_converted_to_tensors_are_reported(tmp_path, monkeypatch):
+    files = {"data.py": SQUAD.replace("RETURN", 'return_dataset="tf"'), "train.py": SQUAD_TRAIN}
+    assert [f for f in lint_written(tmp_path, files, monkeypatch) if f.endswith("GPU101")] == ["train.py:8 GPU101"]

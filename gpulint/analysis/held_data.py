@@ -54,6 +54,23 @@ TENSOR_ONLY_METHODS = frozenset({"narrow", "t", "contiguous"})
 
 Qualify = Callable[[ast.AST], Optional[str]]
 
+# Library functions that return a `TensorDataset` as one element of a tuple, given these keyword arguments:
+# transformers' SQuAD feature conversion, `features, dataset = squad_convert_examples_to_features(...,
+# return_dataset="pt")`, converts every example once and hands the tensors over in a TensorDataset.
+_TENSOR_DATASET_ELEMENT = {
+    "squad_convert_examples_to_features": ("transformers.", 2, 1, ("return_dataset", "pt")),
+}
+
+
+class _Unpacked(ast.AST):
+    """`a, b = call(...)`: the element `index` of `count` that the call returns, for one name."""
+
+    _fields = ()
+
+    def __init__(self, call: ast.Call, index: int, count: int) -> None:
+        super().__init__()
+        self.call, self.index, self.count = call, index, count
+
 
 def held_data(tree: ast.Module, qualify: Qualify) -> dict[str, Any]:
     """Class name -> {"items": [...], "collate": True}; function name -> "cheap" / ["tuple", [...]]; only
@@ -306,6 +323,8 @@ class _Reader:
             return verdict
         if isinstance(node, ast.Subscript):
             return self.dataset_verdict(node.value, func, depth + 1)  # `tokenized["train"]`: a split of it
+        if isinstance(node, _Unpacked):
+            return self.unpacked_verdict(node, func)
         if not isinstance(node, ast.Call):
             return None
         callee = node.func
@@ -333,6 +352,22 @@ class _Reader:
             return "cheap"  # read back whole into memory (as `batch_cost` takes any `torch.` value to be)
         return None
 
+
+    def unpacked_verdict(self, node: _Unpacked, func: ast.FunctionDef) -> Any:
+        """`features, dataset = f(...)`: the element's verdict where `f` is this module's function returning tuples
+        of that length, or a library function known to return a TensorDataset there."""
+        callee = node.call.func
+        if isinstance(callee, ast.Name) and callee.id not in self.local(func) and isinstance(self.functions.get(callee.id), ast.FunctionDef):
+            returned = self.returned_verdict(self.functions[callee.id])  # type: ignore[arg-type]
+            ok = isinstance(returned, list) and len(returned) == 2 and returned[0] == "tuple" and len(returned[1]) == node.count
+            return returned[1][node.index] if ok else None
+        qualified = None if _root(callee) in self.local(func) else self.qualify(callee)
+        known = _TENSOR_DATASET_ELEMENT.get((qualified or "").rsplit(".", 1)[-1])
+        if qualified is None or known is None or not qualified.startswith(known[0]) or (node.count, node.index) != known[1:3]:
+            return None
+        keyword, value = known[3]
+        given = next((k.value for k in node.call.keywords if k.arg == keyword), None)
+        return "cheap" if isinstance(given, ast.Constant) and given.value == value else None
 
     def streams(self, func: ast.FunctionDef) -> bool:
         if id(func) not in self._streams:
@@ -430,6 +465,10 @@ def _assignments(func: ast.FunctionDef) -> dict[str, Optional[list[ast.AST]]]:
                 elif _paired(target, node.value):  # `texts, labels = [], []`: each name its own element
                     for name, value in zip(target.elts, node.value.elts):  # type: ignore[attr-defined]
                         add(name.id, value)  # type: ignore[attr-defined]
+                elif isinstance(target, (ast.Tuple, ast.List)) and isinstance(node.value, ast.Call) \
+                        and all(isinstance(e, ast.Name) for e in target.elts):  # `features, dataset = convert(...)`
+                    for index, name in enumerate(target.elts):
+                        add(name.id, _Unpacked(node.value, index, len(target.elts)))  # type: ignore[attr-defined]
                 elif not isinstance(target, (ast.Subscript, ast.Attribute)):
                     others(target)
         elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and isinstance(node.target, ast.Name):
