@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Optional
 import libcst as cst
 
 from gpulint.analysis.dataloaders import ITERABLE_DATASET, TENSOR_DATASET, DataLoaderCall
-from gpulint.analysis.held_data import CHEAP_BUILTINS, CHEAP_METHODS, CHEAP_NUMPY, CHEAP_TORCH
+from gpulint.analysis.held_data import CHEAP_BUILTINS, CHEAP_METHODS, CHEAP_NUMPY, CHEAP_TORCH, TENSOR_ONLY_METHODS
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.loop_bounds import FEW_ITERATIONS, break_bound
 from gpulint.analysis.value_resolution import ARGS_PARAMETER_NAMES
@@ -421,6 +421,11 @@ class BatchCost:
                     if inner is None:
                         return None
                     found.extend(inner)
+                if isinstance(expr, cst.Name) and not any(isinstance(w.statement, cst.For) or m.dataflow._surely_runs_before(w.statement, expr) for w in writes):
+                    binders = [b for b in m.bindings_of(expr.value, expr) if isinstance(b, cst.Param)]
+                    if binders:  # `if data is None: data = []` then `return data`: what the caller gave may reach too
+                        given = self._parameter_sources(binders[0], depth) if len(binders) == 1 else None
+                        return None if given is None else [*found, *given]
                 return found
             if isinstance(expr, cst.Name):
                 binders = m.bindings_of(expr.value, expr)
@@ -435,7 +440,7 @@ class BatchCost:
             name = m.call_name(expr)
             if name in _SUBSET and expr.args:
                 return self._sources(expr.args[0].value, depth + 1)
-            function = self._module_function(expr)
+            function = self._module_function(expr) or self._own_method(expr)
             if function is not None:
                 returns = [r.value for r in m.returns_of(function)]
                 if not returns or any(r is None for r in returns):
@@ -568,6 +573,19 @@ class BatchCost:
             return []
         return [c for c in m.calls if isinstance(c.func, cst.Name) and c.func.value == name]
 
+    def _own_method(self, call: cst.Call) -> Optional[cst.FunctionDef]:
+        """The method of the enclosing class (or one it inherits from a class of this module) that
+        `self.name(...)` runs: `self.data = self.batchify(data)` holds what it returns."""
+        m = self.m
+        func = call.func
+        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"):
+            return None
+        owner = m.dataflow.enclosing_class(call)
+        info = m.classes.get(owner.name.value) if owner is not None else None
+        if info is None or info.node is not owner:
+            return None
+        return self._method(info, func.attr.value)
+
     def _module_function(self, call: cst.Call) -> Optional[cst.FunctionDef]:
         """The one function of this module (not a method) that `call` runs by name."""
         m = self.m
@@ -625,6 +643,8 @@ class BatchCost:
             return True
         if _is_tokenizing(m, expr):
             return True  # token ids (a BatchEncoding, a list of ids)
+        if isinstance(func, cst.Attribute) and func.attr.value in TENSOR_ONLY_METHODS and not (name and m.module_bindings(name.split(".")[0])):
+            return True  # `data.view(b, -1).t().contiguous()`: a torch tensor, rows in memory
         if name:
             if name in _LAZY or any(a.keyword is not None and a.keyword.value in ("mmap", "mmap_mode") for a in expr.args):
                 return False

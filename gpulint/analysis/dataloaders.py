@@ -319,7 +319,8 @@ def transformed_graph_items(model: SemanticModel, loader: DataLoaderCall) -> boo
     """A graph library's loader (PyG's, `collate_fn` its own `Collater`, no CUDA) over a library graph dataset
     built with a per-item transform (`QM9(path, transform=T.Compose([...]))`, or a slice or shuffle of one): each
     item runs the transform in `__getitem__`, in the training process without workers."""
-    if library_signature(model.call_name(loader.call)) is None or model.call_name(loader.call) == DATALOADER:
+    name = model.call_name(loader.call) or ""
+    if library_signature(name) is None or not name.startswith("torch_geometric."):
         return False
     dataset = loader.value("dataset")
     return dataset is not None and _built_with_transform(model, dataset, 0)

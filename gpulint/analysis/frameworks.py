@@ -1,4 +1,4 @@
-"""Training frameworks as data: Lightning (Trainer and Fabric), accelerate, ignite and the HF Trainer.
+"""Training frameworks as data: Lightning (Trainer and Fabric), accelerate, ignite, the HF Trainer and Determined.
 
 These libraries run a training loop the user's code does not spell out. The tables below say which methods a
 framework calls once per batch (for training or evaluation), which hooks hand it loaders, which calls take a
@@ -35,13 +35,14 @@ if TYPE_CHECKING:
 
 # Words every module with framework GPU evidence contains (in its imports): `gpu_evidence` finds nothing
 # without one (devices.GPU_TEXT_MARKERS).
-CONTEXT_MARKERS = ("lightning", "accelerate", "transformers", "trl", "ignite", "deepspeed", "ray.train")
+CONTEXT_MARKERS = ("lightning", "accelerate", "transformers", "trl", "ignite", "deepspeed", "ray.train", "determined")
 
 LIGHTNING = ("lightning", "pytorch_lightning", "lightning_fabric")
 HF = ("transformers", "trl")
 ACCELERATE = ("accelerate",)
 IGNITE = ("ignite",)
 RAY = ("ray",)
+DETERMINED = ("determined",)
 # ray/train/torch/train_loop_utils.py (Ray 2.x): the calls that move a model or a loader's batches to the
 # worker's device (`get_device()`: its GPU when the run's ScalingConfig has `use_gpu=True`).
 RAY_PLACERS = frozenset({"ray.train.torch.prepare_model", "ray.train.torch.prepare_data_loader"})
@@ -114,7 +115,21 @@ HF_CALLBACK = FrameworkClass(
         "on_pre_optimizer_step": (TRAIN, None), "on_optimizer_step": (TRAIN, None), "on_prediction_step": (EVAL, None),
     },
 )  # fmt: skip
-FRAMEWORK_CLASSES = (LIGHTNING_MODULE, LIGHTNING_DATAMODULE, LIGHTNING_CALLBACK, HF_TRAINER, HF_CALLBACK)
+# determined/pytorch/_pytorch_trial.py (0.2x-0.3x): the harness builds a trial's loaders from its hooks (a
+# `determined.pytorch.DataLoader`, torch's arguments and defaults: loader_classes.py) and copies every batch to the
+# trial's device (`context.to_device(batch)` before `train_batch` / `evaluate_batch`, unless the trial calls
+# `context.experimental.disable_auto_to_device()`). The training loader is iterated once, through a batch sampler that
+# repeats (`get_data_loader(repeat=True)`) for the configured training length; the validation loader is iterated
+# again at every validation (`min_validation_period`, and at the end). Slots are GPUs on GPU agents (one per trial by
+# default), so a trial trains on the GPU unless its experiment asks for none.
+DETERMINED_TRIAL = FrameworkClass(
+    "Determined",
+    DETERMINED,
+    frozenset({"PyTorchTrial"}),
+    loaders={"build_training_data_loader": TRAIN_LOADER, "build_validation_data_loader": EVAL_LOADER},
+)
+_DETERMINED_UNPLACED = "disable_auto_to_device"  # `context.experimental.disable_auto_to_device()`: the trial moves batches itself
+FRAMEWORK_CLASSES = (LIGHTNING_MODULE, LIGHTNING_DATAMODULE, LIGHTNING_CALLBACK, HF_TRAINER, HF_CALLBACK, DETERMINED_TRIAL)
 
 # transformers/training_args.py (commit fd798335, a 4.5x release): the data-loading and precision defaults.
 TRAINING_ARGUMENTS = frozenset({"TrainingArguments", "Seq2SeqTrainingArguments"})
@@ -161,6 +176,7 @@ class Feed:
     per_epoch: bool  # the framework iterates it again every epoch
     accumulates: bool = False  # the framework accumulates gradients over several batches
     epochs: Optional[int] = None  # how many epochs the framework runs, when the code says so (`max_epochs=1`)
+    every: str = "epoch"  # what each new pass comes with, for messages: "epoch", "validation" (Determined)
 
     def describe(self, model: SemanticModel) -> str:
         """Where the hand-over is, for messages: the hook method or the call."""
@@ -222,7 +238,7 @@ class Frameworks:
         its classes inherit from other modules of the project."""
         inherited = (base for bases in self.m.project.inherited.values() for base in bases)
         roots = {q.split(".", 1)[0] for q in (*self.m.imports.bindings.values(), *inherited)}
-        return frozenset(roots & {*LIGHTNING, *HF, *ACCELERATE, *IGNITE, *RAY})
+        return frozenset(roots & {*LIGHTNING, *HF, *ACCELERATE, *IGNITE, *RAY, *DETERMINED})
 
     def _cpu_only_lightning(self, call: cst.Call) -> bool:
         """A Lightning Trainer/Fabric given a non-GPU accelerator (`accelerator="cpu"`, `"mps"`, ...), or a
@@ -429,17 +445,22 @@ class Frameworks:
 
     @cached_property
     def loader_hooks(self) -> dict[cst.FunctionDef, str]:
-        """`def train_dataloader(self)` and friends of Lightning modules and data modules -> loader role."""
+        """`def train_dataloader(self)` and friends of Lightning modules and data modules, `def
+        build_training_data_loader(self)` of Determined trials -> loader role."""
+        return {func: role for func, (role, _) in self._loader_hook_kinds.items()}
+
+    @cached_property
+    def _loader_hook_kinds(self) -> dict[cst.FunctionDef, tuple[str, FrameworkClass]]:
         found = {}
         for name, info in self.m.classes.items():
             kind = self.class_kind(name)
             if kind is not None:
                 for method, func in info.methods.items():
                     if method in kind.loaders:
-                        found[func] = kind.loaders[method]
+                        found[func] = (kind.loaders[method], kind)
                 for hook, method in _hooks_bound_in_methods(info.methods.values()):
                     if hook in kind.loaders and method in info.methods:
-                        found[info.methods[method]] = kind.loaders[hook]
+                        found[info.methods[method]] = (kind.loaders[hook], kind)
         return found
 
     @cached_property
@@ -462,9 +483,13 @@ class Frameworks:
         parent = m.parent.get(expr)
         if isinstance(parent, cst.Return):
             func = m.enclosing_function(parent)
-            role = self.loader_hooks.get(func) if func is not None else None
-            if role is None:
+            hook = self._loader_hook_kinds.get(func) if func is not None else None
+            if hook is None:
                 return []
+            role, kind = hook
+            if kind is DETERMINED_TRIAL:
+                # One iterator over a repeating sampler for training; a new pass at every validation.
+                return [Feed(func, "the Determined harness", role, self.determined_places, role == EVAL_LOADER, every="validation")]
             per_epoch = func not in self.once_read_hooks
             return [Feed(func, "the Lightning Trainer", role, self.lightning_places, per_epoch, self._lightning_accumulates)]
         if isinstance(parent, cst.Element) and isinstance(m.parent.get(parent), (cst.List, cst.Tuple)):
@@ -693,6 +718,14 @@ class Frameworks:
         """lightning/pytorch/core/module.py: the Trainer moves every batch to the module's device
         (`transfer_batch_to_device`); it does so for any accelerator but a CPU one."""
         return self.m.uses_cuda and not any(self._cpu_only_lightning(c) for c in self.lightning_trainers)
+
+    @cached_property
+    def determined_places(self) -> bool:
+        """The Determined harness copies each batch to the trial's device (`context.to_device`), a GPU on GPU
+        slots, unless the module turns that off (`context.experimental.disable_auto_to_device()`)."""
+        return self.m.uses_cuda and not any(
+            isinstance(c.func, cst.Attribute) and c.func.attr.value == _DETERMINED_UNPLACED for c in self.m.calls
+        )
 
     @cached_property
     def _lightning_accumulates(self) -> bool:
@@ -1138,7 +1171,7 @@ def gpu_evidence(tree: ast.Module, qualify: Callable[[ast.AST], Optional[str]]) 
         found = None
         for base in node.bases if node is not None else ():
             qualified = qualify(base)
-            if qualified is not None and qualified.split(".", 1)[0] in (*LIGHTNING, *HF, *ACCELERATE, *IGNITE):
+            if qualified is not None and qualified.split(".", 1)[0] in (*LIGHTNING, *HF, *ACCELERATE, *IGNITE, *DETERMINED):
                 found = qualified
             elif isinstance(base, ast.Name):
                 found = framework_base(base.id)
@@ -1183,6 +1216,8 @@ def _gpu_base(qualified: str) -> Optional[str]:
         return f"a Lightning {qualified.rsplit('.', 1)[-1]}"
     if qualified_is(qualified, HF, HF_TRAINER.names):
         return f"the HF `{qualified.rsplit('.', 1)[-1]}`"
+    if qualified_is(qualified, DETERMINED, DETERMINED_TRIAL.names):
+        return "Determined's `PyTorchTrial` (one GPU slot per trial by default)"
     return None
 
 

@@ -48,8 +48,28 @@ _TENSOR_DATASET = "torch.utils.data.TensorDataset"
 _EAGER_DATASET_METHODS = frozenset({"map", "filter", "with_format", "set_format", "select", "shuffle", "remove_columns",
                                     "rename_column", "rename_columns", "select_columns", "sort", "flatten_indices"})  # fmt: skip
 _MAX_DEPTH = 4
+# Methods only a torch tensor has (numpy arrays, lists and tables have none of them): their result is a tensor,
+# rows held in memory whatever it was derived from.
+TENSOR_ONLY_METHODS = frozenset({"narrow", "t", "contiguous"})
 
 Qualify = Callable[[ast.AST], Optional[str]]
+
+# Library functions that return a `TensorDataset` as one element of a tuple, given these keyword arguments:
+# transformers' SQuAD feature conversion, `features, dataset = squad_convert_examples_to_features(...,
+# return_dataset="pt")`, converts every example once and hands the tensors over in a TensorDataset.
+_TENSOR_DATASET_ELEMENT = {
+    "squad_convert_examples_to_features": ("transformers.", 2, 1, ("return_dataset", "pt")),
+}
+
+
+class _Unpacked(ast.AST):
+    """`a, b = call(...)`: the element `index` of `count` that the call returns, for one name."""
+
+    _fields = ()
+
+    def __init__(self, call: ast.Call, index: int, count: int) -> None:
+        super().__init__()
+        self.call, self.index, self.count = call, index, count
 
 
 def held_data(tree: ast.Module, qualify: Qualify) -> dict[str, Any]:
@@ -63,6 +83,7 @@ class _Reader:
         self.qualify = qualify
         self.classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
         self.functions = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        self.owner = {id(f): c.name for c in self.classes.values() for f in c.body if isinstance(f, ast.FunctionDef)}
         self.class_facts: dict[str, dict] = {}
         self._verdicts: dict[tuple[int, str], Any] = {}  # (function, name) -> verdict; in progress: None
         self._streams: dict[int, bool] = {}
@@ -196,10 +217,11 @@ class _Reader:
         if isinstance(node, (ast.Constant, ast.List, ast.Tuple, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp)):
             return set()
         if isinstance(node, ast.Name):
+            last = _last_straight_write(func, node) if node.id != "self" else None
             params = _params(func)
-            if node.id in params:
+            if node.id in params and last is None:
                 return {node.id} if func.name == "__init__" and node.id != "self" else None
-            values = self.assigned(func, node.id)
+            values = [last] if last is not None else self.assigned(func, node.id)
             if not values:
                 return None
             return self._all(values, func, depth + 1)
@@ -231,9 +253,22 @@ class _Reader:
             if callee.attr in ("read", "readlines", "read_text"):
                 return set()
             if isinstance(callee.value, ast.Name) and callee.value.id == "self":
-                return None  # a method's result: not followed
+                return self.method_result(callee.attr, func, depth)  # `self.data = self.batchify(...)`
+            if callee.attr in TENSOR_ONLY_METHODS:
+                return set()  # `data.view(b, -1).t().contiguous()`: a torch tensor
             return self.in_memory(callee.value, func, depth + 1)  # a method of data in memory: derived in memory
         return None
+
+    def method_result(self, name: str, func: ast.FunctionDef, depth: int) -> Optional[set[str]]:
+        """What `self.name(...)` returns, for a method of `func`'s class: in memory when every `return` of it is,
+        from what the method builds itself (not from its parameters, which are not followed)."""
+        cls = self.owner.get(id(func))
+        method = self.method(cls, name) if cls is not None else None
+        returns = _returns(method) if method is not None else []
+        if not returns or any(r.value is None for r in returns):
+            return None
+        found = self._all([r.value for r in returns], method, depth + 1)  # type: ignore[arg-type]
+        return None if found is None or found else found  # (constructor parameters are `__init__`'s own)
 
     def _all(self, nodes: list, func: ast.FunctionDef, depth: int) -> Optional[set[str]]:
         found: set[str] = set()
@@ -288,6 +323,8 @@ class _Reader:
             return verdict
         if isinstance(node, ast.Subscript):
             return self.dataset_verdict(node.value, func, depth + 1)  # `tokenized["train"]`: a split of it
+        if isinstance(node, _Unpacked):
+            return self.unpacked_verdict(node, func)
         if not isinstance(node, ast.Call):
             return None
         callee = node.func
@@ -315,6 +352,22 @@ class _Reader:
             return "cheap"  # read back whole into memory (as `batch_cost` takes any `torch.` value to be)
         return None
 
+
+    def unpacked_verdict(self, node: _Unpacked, func: ast.FunctionDef) -> Any:
+        """`features, dataset = f(...)`: the element's verdict where `f` is this module's function returning tuples
+        of that length, or a library function known to return a TensorDataset there."""
+        callee = node.call.func
+        if isinstance(callee, ast.Name) and callee.id not in self.local(func) and isinstance(self.functions.get(callee.id), ast.FunctionDef):
+            returned = self.returned_verdict(self.functions[callee.id])  # type: ignore[arg-type]
+            ok = isinstance(returned, list) and len(returned) == 2 and returned[0] == "tuple" and len(returned[1]) == node.count
+            return returned[1][node.index] if ok else None
+        qualified = None if _root(callee) in self.local(func) else self.qualify(callee)
+        known = _TENSOR_DATASET_ELEMENT.get((qualified or "").rsplit(".", 1)[-1])
+        if qualified is None or known is None or not qualified.startswith(known[0]) or (node.count, node.index) != known[1:3]:
+            return None
+        keyword, value = known[3]
+        given = next((k.value for k in node.call.keywords if k.arg == keyword), None)
+        return "cheap" if isinstance(given, ast.Constant) and given.value == value else None
 
     def streams(self, func: ast.FunctionDef) -> bool:
         if id(func) not in self._streams:
@@ -412,6 +465,10 @@ def _assignments(func: ast.FunctionDef) -> dict[str, Optional[list[ast.AST]]]:
                 elif _paired(target, node.value):  # `texts, labels = [], []`: each name its own element
                     for name, value in zip(target.elts, node.value.elts):  # type: ignore[attr-defined]
                         add(name.id, value)  # type: ignore[attr-defined]
+                elif isinstance(target, (ast.Tuple, ast.List)) and isinstance(node.value, ast.Call) \
+                        and all(isinstance(e, ast.Name) for e in target.elts):  # `features, dataset = convert(...)`
+                    for index, name in enumerate(target.elts):
+                        add(name.id, _Unpacked(node.value, index, len(target.elts)))  # type: ignore[attr-defined]
                 elif not isinstance(target, (ast.Subscript, ast.Attribute)):
                     others(target)
         elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and isinstance(node.target, ast.Name):
@@ -444,6 +501,26 @@ def _self_writes(func: ast.FunctionDef, attr: str) -> list[ast.AST]:
                 if value is not None:
                     found.append(value)
     return found
+
+
+def _last_straight_write(func: ast.FunctionDef, node: ast.Name) -> Optional[ast.AST]:
+    """For a name read in a simple statement of `func`'s body (`return data`, `data = data.narrow(...)`): the value
+    of the last plain assignment to it in the body before that statement, when nothing between binds it again
+    (straight-line code: that value is the one read); None otherwise."""
+    body = func.body
+    index = next((i for i, s in enumerate(body) if any(n is node for n in ast.walk(s))), None)
+    if index is None or not isinstance(body[index], (ast.Return, ast.Assign, ast.Expr)):
+        return None
+    for j in range(index - 1, -1, -1):
+        statement = body[j]
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name) \
+                and statement.targets[0].id == node.id:
+            return statement.value
+        if any(isinstance(n, ast.Name) and n.id == node.id and not isinstance(n.ctx, ast.Load) for n in ast.walk(statement)):
+            return None
+        if any(isinstance(n, (ast.Global, ast.Nonlocal)) for n in ast.walk(statement)):
+            return None
+    return None
 
 
 def _returns(func: ast.FunctionDef) -> list[ast.Return]:

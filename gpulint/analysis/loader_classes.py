@@ -54,6 +54,17 @@ LIBRARY_LOADERS = {
     "torch_geometric.loader.ClusterLoader": _PYG_CLUSTERS,
     "torch_geometric.data.ClusterLoader": _PYG_CLUSTERS,
 }
+# determined/pytorch/_data.py (0.2x-0.3x): `determined.pytorch.DataLoader(dataset, batch_size=1, shuffle=False,
+# sampler=None, batch_sampler=None, num_workers=0, collate_fn=None, pin_memory=False, drop_last=False, timeout=0,
+# worker_init_fn=None, multiprocessing_context=None, generator=None, *, prefetch_factor=None,
+# persistent_workers=False)`: torch's parameters in torch's order with torch's defaults; `get_data_loader()` hands
+# them all to the `torch.utils.data.DataLoader` it builds (its batch sampler wrapped to repeat, shard and skip).
+_DETERMINED = {
+    "positional": list(POSITIONAL_PARAMETERS),
+    "maps": {p: p for p in (*POSITIONAL_PARAMETERS, "prefetch_factor", "persistent_workers")},
+    "fixed": [],
+}
+LIBRARY_LOADERS.update({"determined.pytorch.DataLoader": _DETERMINED, "determined.pytorch._data.DataLoader": _DETERMINED})
 
 
 def library_signature(qualified: Optional[str]) -> Optional[dict]:

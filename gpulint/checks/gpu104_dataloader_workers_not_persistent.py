@@ -78,7 +78,7 @@ class DataLoaderWorkersNotPersistent(Rule):
                     yield from self._report_for_callers(info, from_callers, arg)
                 continue
             if feed is not None:
-                yield self._report(info, f"every epoch ({feed.describe(model)} iterates it once per epoch)", arg)
+                yield self._report(info, f"every {feed.every} ({feed.describe(model)} iterates it once per {feed.every})", arg)
                 continue
             for iteration in info.iterations:
                 outer = flow.epoch_loop(info, iteration)
