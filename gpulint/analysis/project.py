@@ -326,6 +326,7 @@ class ProjectIndex:
         self._inherited: dict[tuple[int, str], list[str]] = {}
         self._stepped: dict[int, dict[str, str]] = {}
         self._reached: dict[int, dict[str, tuple[str, str]]] = {}
+        self._reaching = 0  # `reached_of` computations under way (a bound on the depth of chains across modules)
 
     def computed(self, name: str, compute: Callable[[], Any]) -> Any:
         """A project-wide fact another module derives from the summaries, computed once per index on first ask."""
@@ -930,8 +931,14 @@ class ProjectIndex:
     def reached_of(self, record: ModuleRecord) -> dict[str, tuple[str, str]]:
         """`forward_reach.reached_methods`, computed once per module."""
         if id(record) not in self._reached:
+            if self._reaching > _MAX_CHAIN:
+                return {}  # a very deep chain of helpers across modules: unknown (not kept, an outer call decides)
             self._reached[id(record)] = {}  # a cycle of calls across modules adds nothing
-            self._reached[id(record)] = reached_methods(self, record)
+            self._reaching += 1
+            try:
+                self._reached[id(record)] = reached_methods(self, record)
+            finally:
+                self._reaching -= 1
         return self._reached[id(record)]
 
     def stepped_methods(self, record: ModuleRecord) -> dict[str, str]:
