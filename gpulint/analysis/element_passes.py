@@ -15,7 +15,7 @@ An evaluation helper of a notebook or a script groups the edges of a graph by us
             get_metrics(model, val_edge_index)
 
 No step loop is around the read, so the per-step view does not see it, but each call waits once per element of
-the tensor (thousands of waits, seconds a call), and the call runs every evaluation. `element_pass` answers for a
+the tensor (one wait per element, every call), and the call runs every evaluation. `element_pass` answers for a
 read whose innermost loop (or comprehension) in its function walks the elements of the tensor it reads:
 
 - `for x in t:` (or a comprehension over `t`) and the read is of `x`; not when the iterable is a host copy

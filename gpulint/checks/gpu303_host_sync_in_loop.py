@@ -35,7 +35,7 @@ class _PerElement:
 
     def __init__(self, walked, model) -> None:
         self.text = (
-            f"once per element of the GPU tensor `{walked.tensor}` (thousands of waits a call at a data set's sizes), "
+            f"once per element of the GPU tensor `{walked.tensor}` (as many waits a call as it has elements), "
             f"and the loop at line {model.line_of(walked.calling_loop)} runs the call again and again"
         )
 
