@@ -57,9 +57,21 @@ def only_runs_inference(model: SemanticModel, wrapper: cst.Call) -> bool:
             if not _handed_to_inference(model, parent):
                 return False
             uses += 1
+        elif isinstance(parent, cst.Return) and _returned_for_inference(model, wrapper):
+            uses += 1
         else:
             return False  # returned, stored, put in a container, rebound: who runs it is not known
     return uses > 0
+
+
+def _returned_for_inference(model: SemanticModel, wrapper: cst.Call) -> bool:
+    """The wrapper a module-level function returns, when every call of that function in the project hands the
+    result only to project functions that train nothing, in code that trains nothing (`analysis/inference_results.py`):
+    an inference model's loader, such as an FID helper's Inception network."""
+    function = model.enclosing_function(wrapper)
+    if function is None or any(isinstance(a, (cst.ClassDef, cst.FunctionDef)) for a in model.ancestors(function)):
+        return False  # a method or a nested function: its callers are not in sight
+    return function.name.value in model.project.inference_results
 
 
 def _handed_to_inference(model: SemanticModel, arg: cst.Arg) -> bool:

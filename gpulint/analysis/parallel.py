@@ -382,3 +382,54 @@ def _single_item(model: SemanticModel, expr: cst.BaseExpression, depth: int) -> 
         writes = model.dataflow.reaching_writes(expr.value, expr)
         return bool(writes) and all(w.value is not None and w.source is None and _single_item(model, w.value, depth + 1) for w in writes)
     return False
+
+
+# ---- DataParallel as the fallback of a DistributedDataParallel launch ----------------------------------------
+
+def ddp_fallback(model: SemanticModel, wrapper: cst.Call) -> cst.Call | None:
+    """The `DistributedDataParallel(..., device_ids=[one device])` of the same `if` chain (or conditional
+    expression) whose other arm builds `wrapper`: `if opt["dist"]: net = DDP(net, device_ids=[rank]) elif
+    opt["num_gpu"] > 1: net = DataParallel(net)`. The code runs one process per GPU when it is launched
+    distributed (a launcher, `torchrun`): its multi-GPU path is DDP already, and `DataParallel` is what a
+    plain `python train.py` falls back to. A DDP over every GPU of its process (no `device_ids`: one process
+    per machine, SageMaker's multi-host branch) leaves one machine's GPUs to `DataParallel`: None."""
+    function = model.enclosing_function(wrapper)
+    for ancestor in model.ancestors(wrapper):
+        if ancestor is function:
+            break
+        if isinstance(ancestor, cst.IfExp):
+            arms: list[cst.CSTNode] = [ancestor.body, ancestor.orelse]
+        elif isinstance(ancestor, cst.If):
+            arms = _chain_arms(model, ancestor)
+        else:
+            continue
+        for arm in arms:
+            if model.is_inside(wrapper, arm):
+                continue
+            for call in model.calls_inside(arm):
+                if _per_process_ddp(model, call):
+                    return call
+    return None
+
+
+def _chain_arms(model: SemanticModel, node: cst.If) -> list[cst.CSTNode]:
+    """The bodies of every arm of the `if` / `elif` / `else` chain `node` belongs to."""
+    top = node
+    while isinstance(model.parent.get(top), cst.If) and model.parent.get(top).orelse is top:
+        top = model.parent.get(top)
+    arms: list[cst.CSTNode] = []
+    current: cst.CSTNode | None = top
+    while isinstance(current, cst.If):
+        arms.append(current.body)
+        current = current.orelse
+    if isinstance(current, cst.Else):
+        arms.append(current.body)
+    return arms
+
+
+def _per_process_ddp(model: SemanticModel, call: cst.Call) -> bool:
+    """`DistributedDataParallel(module, device_ids=[rank])`: one GPU per process."""
+    if model.call_name(call) not in DDP:
+        return False
+    ids = _device_ids(call, 1)
+    return ids is not None and isinstance(ids.value, (cst.List, cst.Tuple)) and len(ids.value.elements) == 1

@@ -38,6 +38,7 @@ from gpulint.analysis.returned_actions import needed_results
 from gpulint.analysis.handed_elements import handed_elements
 from gpulint.analysis.evaluated_params import evaluated_params
 from gpulint.analysis.imported_options import parsers as imported_parsers
+from gpulint.analysis.inference_results import inference_results
 from gpulint.analysis.inherited_members import inherited_attributes, inherited_init, overridden_steps, placed_attributes
 from gpulint.analysis.instantiated import MARKER as INSTANTIATED
 from gpulint.analysis.handed_instances import MARKER as HANDED
@@ -205,6 +206,9 @@ class ModuleContext:
     # eval mode with autograd on (`analysis/evaluated_params.py`): `evaluate.model` -> [[call, loop, guarded, epoch
     # loop, caller trains], ...]
     evaluated: dict[str, list] = field(default_factory=dict)
+    # module-level functions of this module whose every call in the project runs what they return for inference
+    # only (`analysis/inference_results.py`)
+    inference_results: list[str] = field(default_factory=list)
 
     def callee(self, ref: Optional[str]) -> Optional[Callee]:
         return self.callees.get(ref) if ref else None
@@ -281,6 +285,7 @@ class ModuleContext:
             sorted(self.forward_coverage.items(), key=str),
             sorted(self.parsers.items()),
             sorted(self.evaluated.items()),
+            self.inference_results,
         ]
         return hashlib.sha256(json.dumps(data, default=str).encode()).hexdigest()[:16]
 
@@ -1358,6 +1363,7 @@ class ProjectIndex:
         if _wraps_ddp(summary):
             context.forward_coverage = forward_coverage(self, record)
         context.evaluated = evaluated_params(self, record)
+        context.inference_results = inference_results(self, record)
         own = {*summary.imports, *summary.functions, *summary.classes, *summary.values}
         context.star_imports = {k: v for k, v in self.star_imports(record).items() if k not in own}
         self._contexts[path] = context

@@ -9,7 +9,7 @@ import libcst as cst
 from gpulint.analysis.hot_loops import is_hot
 from gpulint.analysis.inference_tools import only_runs_inference
 from gpulint.analysis.opt_in_switches import opt_in_off
-from gpulint.analysis.parallel import forwards_single_items
+from gpulint.analysis.parallel import ddp_fallback, forwards_single_items
 from gpulint.analysis.shipped_paths import never_runs
 from gpulint.checks.base import Rule
 from gpulint.diagnostics import Diagnostic, Severity
@@ -31,6 +31,8 @@ class DataParallel(Rule):
                 continue  # behind `if self.data_parallel:` that the class leaves off and nothing near turns on
             if forwards_single_items(model, wrapper.call):
                 continue  # a predictor fed one image at a time: a batch of one has nothing to split over GPUs
+            if ddp_fallback(model, wrapper.call) is not None:
+                continue  # the other arm runs one DDP process per GPU when launched distributed: DP is the fallback
             if only_runs_inference(model, wrapper.call):
                 continue  # an evaluation or sampling tool: no gradients to all-reduce, DDP is not what it wants
             wrapped = _wrapped_module(wrapper.call)
