@@ -9,6 +9,8 @@ wrong, judge B noise, both times).
 2. A model bound to `Net(...).to("cpu")` and moved nowhere else is CPU-resident (`Residency.is_cpu_module`): its
    evaluation loop without `no_grad` records no graph on a GPU (GPU405 silent). Negatives: the model moved to CUDA,
    moved to a device setting, or moved again later keeps the finding.
+3. A training loop that feeds its loader's batches to such a model feeds no GPU (GPU101 silent: `cpu_fed_loops.py`
+   already says so, batches never moved); the model on CUDA or on a device setting keeps it.
 """
 
 from __future__ import annotations
@@ -177,3 +179,52 @@ def test_a_device_setting_of_cpu_keeps_the_finding(tmp_path, monkeypatch):
 
 def test_a_model_moved_again_later_keeps_the_finding(tmp_path, monkeypatch):
     assert _gpu405(tmp_path, monkeypatch, '.to("cpu")', 'model.to("cuda")') == ["evaluate.py:26 GPU405"]
+
+
+DATA = """\
+    import torchvision
+
+
+    def mnist(train):
+        return torchvision.datasets.MNIST("./", train=train, transform=torchvision.transforms.ToTensor(), download=True)
+"""
+
+TRAIN = """\
+    import torch
+    import torch.nn.functional as F
+    from torch.utils.data import DataLoader
+
+    from data import mnist
+
+    torch.manual_seed(0)
+    torch.cuda.manual_seed_all(0)
+    net = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(784, 512), torch.nn.ReLU(), torch.nn.Linear(512, 10))PLACE
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    loader = DataLoader(mnist(True), batch_size=128, shuffle=True)
+    for epoch in range(10):
+        for x, y in loader:
+            loss = F.cross_entropy(net(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+"""
+
+
+def _gpu101_loop(tmp_path, monkeypatch, place: str) -> list[str]:
+    files = {"data.py": DATA, "train.py": TRAIN.replace("PLACE", place)}
+    found = lint_written(tmp_path, files, monkeypatch)
+    assert not any("syntax" in f for f in found), found
+    return [f for f in found if f.endswith("GPU101")]
+
+
+def test_a_loop_that_runs_a_model_put_on_the_cpu_by_name_feeds_no_gpu(tmp_path, monkeypatch):
+    assert _gpu101_loop(tmp_path / "a", monkeypatch, '.to("cpu")') == []
+    assert _gpu101_loop(tmp_path / "b", monkeypatch, ".cpu()") == []
+
+
+def test_a_loop_that_runs_a_model_on_cuda_keeps_the_finding(tmp_path, monkeypatch):
+    assert _gpu101_loop(tmp_path, monkeypatch, '.to("cuda")') == ["train.py:11 GPU101"]
+
+
+def test_a_loop_that_runs_a_model_on_a_cpu_setting_keeps_the_finding(tmp_path, monkeypatch):
+    assert _gpu101_loop(tmp_path, monkeypatch, '\n    device = "cpu"\n    net = net.to(device)') == ["train.py:13 GPU101"]
