@@ -102,7 +102,7 @@ _INIT_GROUP = frozenset({"torch.distributed.init_process_group", "torch.distribu
 _DEVICE_WORDS = re.compile(r"cuda|device|gpu|rank|^to$|^accelerat", re.IGNORECASE)
 
 
-def idle_questions(tree, qualify) -> set[int]:
+def backend_questions(tree, qualify) -> set[int]:
     """The `torch.cuda.is_available` attributes (their `id`s) of `tree` (an `ast.Module`) whose answer only
     chooses the process group's backend:
 
@@ -116,18 +116,12 @@ def idle_questions(tree, qualify) -> set[int]:
     The question says nothing about where the model or the batches are: "nccl" on a GPU machine, "gloo" elsewhere,
     and the code may run on either; such a test is no evidence that the module puts anything on a GPU (evidence
     elsewhere in it still counts). A branch that does anything besides naming the backend (a statement spelled with
-    `cuda`, `device`, `rank`, `.to(`...) keeps the question as evidence. So is a question about the machine that is
-    only printed or logged (`print("GPU available:", torch.cuda.is_available())`, `torch.cuda.device_count()`,
-    `torch.cuda.get_device_name(0)`)."""
+    `cuda`, `device`, `rank`, `.to(`...) keeps the question as evidence."""
     import ast
 
     found: set[int] = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and qualify(node.value.func) in _MACHINE_QUESTIONS:
-            found.add(id(node.value.func))  # a notebook cell's `torch.cuda.is_available()`, shown and not kept
-        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and _prints(node.value.func):
-            found.update(id(q) for q in _questions_in(node.value, qualify))  # `print("GPU:", torch.cuda.is_available())`
-        elif isinstance(node, ast.If):
+        if isinstance(node, ast.If):
             question = _availability(node.test, qualify)
             if question is not None and _picks_backend(node.body + node.orelse, qualify):
                 found.add(id(question))
@@ -136,38 +130,6 @@ def idle_questions(tree, qualify) -> set[int]:
             arms = [node.body, node.orelse]
             if question is not None and all(isinstance(a, ast.Constant) and a.value in BACKEND_NAMES for a in arms):
                 found.add(id(question))
-    return found
-
-
-# Questions about the machine, not the code: printed, they place nothing.
-_MACHINE_QUESTIONS = _AVAILABILITY | frozenset({
-    "torch.cuda.device_count", "torch.cuda.get_device_name", "torch.cuda.is_bf16_supported", "torch.accelerator.device_count",
-})  # fmt: skip
-_LOGGING = frozenset({"debug", "info", "warning", "warn", "error", "critical", "log"})
-
-
-def _prints(func) -> bool:
-    """`print(...)`, `logging.info(...)`, `logger.info(...)`, `log.warning(...)`."""
-    import ast
-
-    if isinstance(func, ast.Name):
-        return func.id == "print"
-    return isinstance(func, ast.Attribute) and func.attr in _LOGGING and isinstance(func.value, ast.Name) and "log" in func.value.id.lower()
-
-
-def _questions_in(call, qualify) -> list:
-    """The machine questions (`torch.cuda.is_available` ...) called in the arguments of a print or log call, when they
-    are all the call's GPU words (an argument that also says `.cuda()` or `"cuda"` leaves them all)."""
-    import ast
-
-    found = []
-    for node in ast.walk(call):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and qualify(node.func) in _MACHINE_QUESTIONS:
-            found.append(node.func)
-        elif isinstance(node, ast.Attribute) and node.attr == "cuda" and qualify(node) != "torch.cuda":
-            return []
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("cuda"):
-            return []
     return found
 
 

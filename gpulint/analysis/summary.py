@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Callable, Iterable, Optional
 
-from gpulint.analysis.communication import idle_questions, chosen_by_backend, starts_async_communication, waits_for_work
+from gpulint.analysis.communication import backend_questions, chosen_by_backend, starts_async_communication, waits_for_work
 from gpulint.analysis.convolutions import CONV_NET, CONV_NET_FACTORIES, builds_convolution
 from gpulint.analysis.forward_coverage import class_runs
 from gpulint.analysis.held_defaults import held_attribute_defaults
@@ -819,8 +819,8 @@ class _Builder:
         self.namespace_flags = namespace_flags(tree) if "Namespace" in text or "EasyDict" in text or "edict" in text else {}
         self.held_defaults: dict[int, dict] = {}  # id(ClassSummary) -> `analysis/held_defaults.py`
         # `torch.cuda.is_available` attributes whose answer only picks the process group's backend: no evidence
-        # (`communication.idle_questions`)
-        self.idle_questions: set[int] = set()  # (filled once the imports are known)
+        # (`communication.backend_questions`)
+        self.backend_questions: set[int] = set()  # (filled once the imports are known)
 
     def build(self) -> ModuleSummary:
         s = self.summary
@@ -832,8 +832,8 @@ class _Builder:
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self.module_defs.add(stmt.name)
         self.divisibility_tests = _divisibility_tests(body)
-        if self.scan_evidence and any(word in self.text for word in ("init_process_group", "nccl", "print(", "log")):
-            self.idle_questions = idle_questions(self.tree, self.qualify)
+        if self.scan_evidence and ("init_process_group" in self.text or "nccl" in self.text):
+            self.backend_questions = backend_questions(self.tree, self.qualify)
         self.loader_classes = _loader_classes(body, self.qualify) if "DataLoader" in self.text else frozenset()
         if "Loader" in self.text:
             self.summary.loader_classes = loader_classes(body, self.qualify)
@@ -861,7 +861,7 @@ class _Builder:
         if mentions_default_device(self.text):
             s.default_devices = default_device_ranges(list(_module_statements(body)), self.qualify)
         if self.scan_evidence:
-            for what, line in _nested_gpu_attributes(self.tree, self.qualify, self.idle_questions):
+            for what, line in _nested_gpu_attributes(self.tree, self.qualify, self.backend_questions):
                 self.evidence(what, line)
             for finder in EVIDENCE_FINDERS:
                 for what, line in finder(self.tree, self.qualify):
@@ -1569,7 +1569,7 @@ class _Reader:
                 qualified = self.b.qualify(node)
                 if (
                     qualified is not None and qualified.startswith(("torch.cuda.", "torch.accelerator.")) and qualified.count(".") == 2
-                    and id(node) not in self.b.idle_questions
+                    and id(node) not in self.b.backend_questions
                 ):  # fmt: skip
                     self.mark_gpu(f"`{qualified}`", node.lineno)
             if base == ("self",) and self.cls is not None:
@@ -2236,7 +2236,7 @@ class _Reader:
         if op in _DATA_DEPENDENT_SHAPE or (op == "where" and len(node.args) == 1 and not node.keywords):
             for value in args[:2] if op == "masked_select" else args[:1]:
                 self.shape(value, f"`torch.{op}()`", line, certain=False)
-        if qualified.startswith(("torch.cuda.", "torch.accelerator.")) and id(node.func) not in self.b.idle_questions:
+        if qualified.startswith(("torch.cuda.", "torch.accelerator.")) and id(node.func) not in self.b.backend_questions:
             self.mark_gpu(f"`{qualified}()`", line)
         if qualified == DATALOADER:
             return ("loader", self.loader_facts(node))
