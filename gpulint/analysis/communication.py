@@ -89,3 +89,82 @@ def _pairs(model: SemanticModel, node: cst.CSTNode):
     for ancestor in model.ancestors(node):
         yield child, ancestor
         child = ancestor
+
+
+# ---- a CUDA question that only picks the process group's backend ----------------------------------------------
+
+# The backends `torch.distributed.init_process_group` takes by name.
+BACKEND_NAMES = frozenset({"nccl", "gloo", "mpi", "ucc", "hccl", "xccl", "cpu:gloo,cuda:nccl"})
+_AVAILABILITY = frozenset({"torch.cuda.is_available", "torch.accelerator.is_available"})
+_INIT_GROUP = frozenset({"torch.distributed.init_process_group", "torch.distributed.distributed_c10d.init_process_group"})
+# Words a statement that may place something on a device is spelled with (`.cuda()`, `.to(`, `set_device`, `device`,
+# `local_rank`, `gpu`): a branch with one of them may do more than name the backend.
+_DEVICE_WORDS = re.compile(r"cuda|device|gpu|rank|^to$|^accelerat", re.IGNORECASE)
+
+
+def backend_questions(tree, qualify) -> set[int]:
+    """The `torch.cuda.is_available` attributes (their `id`s) of `tree` (an `ast.Module`) whose answer only
+    chooses the process group's backend:
+
+        if torch.cuda.is_available():
+            dist.init_process_group(backend="nccl")
+        else:
+            dist.init_process_group(backend="gloo")
+
+        backend = "nccl" if torch.cuda.is_available() else "gloo"
+
+    The question says nothing about where the model or the batches are: "nccl" on a GPU machine, "gloo" elsewhere,
+    and the code may run on either; such a test is no evidence that the module puts anything on a GPU (evidence
+    elsewhere in it still counts). A branch that does anything besides naming the backend (a statement spelled with
+    `cuda`, `device`, `rank`, `.to(`...) keeps the question as evidence."""
+    import ast
+
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If):
+            question = _availability(node.test, qualify)
+            if question is not None and _picks_backend(node.body + node.orelse, qualify):
+                found.add(id(question))
+        elif isinstance(node, ast.IfExp):
+            question = _availability(node.test, qualify)
+            arms = [node.body, node.orelse]
+            if question is not None and all(isinstance(a, ast.Constant) and a.value in BACKEND_NAMES for a in arms):
+                found.add(id(question))
+    return found
+
+
+def _availability(test, qualify):
+    """The `torch.cuda.is_available` attribute of `torch.cuda.is_available()` or `not torch.cuda.is_available()`."""
+    import ast
+
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test = test.operand
+    if isinstance(test, ast.Call) and not test.args and not test.keywords and qualify(test.func) in _AVAILABILITY:
+        return test.func
+    return None
+
+
+def _picks_backend(statements: list, qualify) -> bool:
+    """The statements of both branches name a backend (`init_process_group("nccl", rank=rank, ...)`, or `backend =
+    "nccl"`), and nothing else they do is spelled with a device word (a log line, `return Context.from_torch_distributed()`)."""
+    import ast
+
+    named = False
+    pending = list(statements)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.Call) and qualify(node.func) in _INIT_GROUP:
+            named = named or any(isinstance(n, ast.Constant) and n.value in BACKEND_NAMES for n in ast.walk(node))
+            continue  # its `rank=` / `world_size=` name processes, not devices
+        if isinstance(node, ast.Constant) and node.value in BACKEND_NAMES:
+            named = True
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("cuda"):
+            return False
+        elif isinstance(node, ast.Attribute) and _DEVICE_WORDS.search(node.attr):
+            return False
+        elif isinstance(node, ast.Name) and _DEVICE_WORDS.search(node.id):
+            return False
+        elif isinstance(node, ast.keyword) and node.arg is not None and _DEVICE_WORDS.search(node.arg):
+            return False
+        pending.extend(ast.iter_child_nodes(node))
+    return named

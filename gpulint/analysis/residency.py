@@ -706,6 +706,47 @@ class Residency:
                         return True
         return False
 
+    def is_cpu_module(self, expr: cst.BaseExpression) -> bool:
+        """A module the code puts on the CPU by name: every write that reaches `expr` binds it to a call chain whose
+        move is `.cpu()`, `.to("cpu")` or `.to(torch.device("cpu"))` (`model = Net().to("cpu")`), and nothing in the
+        module moves it anywhere else (no other `.to(...)` / `.cuda()` of it, in any scope), nor is it handed in.
+        A device setting of "cpu" (`model.to(device)` with `device = "cpu"`) is not this: a script's setting is
+        changed at launch (`cpu_as_shipped.py`). A loop that runs such a module feeds no GPU."""
+        key = dotted_name(expr)
+        if key is None or not isinstance(expr, (cst.Name, cst.Attribute)) or self._received(expr):
+            return False
+        writes = self.flow.reaching_writes(key, expr)
+        if not writes or not all(isinstance(w.value, cst.Call) and self._literal_cpu_chain(w.value) for w in writes):
+            return False
+        for call in self.flow.method_calls.get(key, []):
+            if call.func.attr.value in ("to", "cuda", "to_empty", "xpu", "mps") and not self._literal_cpu_move(call):
+                return False  # moved again somewhere (or to something the code does not spell as the CPU)
+        return True
+
+    def _literal_cpu_chain(self, call: cst.Call) -> bool:
+        """`Net(...).to("cpu")`, `Net().cpu().eval()`: the chain's last move is to the CPU, spelled so."""
+        while isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute):
+            if call.func.attr.value in ("to", "cuda", "cpu"):
+                return self._literal_cpu_move(call)
+            call = call.func.value
+        return False
+
+    def _literal_cpu_move(self, call: cst.Call) -> bool:
+        """`x.cpu()`, `x.to("cpu")`, `x.to(torch.device("cpu"))`, `x.to(device="cpu")`: the CPU written at the move."""
+        func = call.func
+        if not isinstance(func, cst.Attribute):
+            return False
+        if func.attr.value == "cpu":
+            return not call.args
+        if func.attr.value != "to" or any(a.star for a in call.args):
+            return False
+        target = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "device"), None)
+        if target is None and call.args and call.args[0].keyword is None:
+            target = call.args[0].value
+        if isinstance(target, cst.Call) and self.model.call_name(target) == "torch.device" and len(target.args) == 1:
+            target = target.args[0].value
+        return isinstance(target, cst.SimpleString) and target.evaluated_value == "cpu"
+
     def _wraps_gpu_module(self, call: cst.Call) -> bool:
         """`AutoregressiveWrapper(model)` with `model` on the GPU (moved in place before or after): a module built
         around a GPU module holds that very object, so its forward runs it there. Only a module class's constructor

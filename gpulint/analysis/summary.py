@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Callable, Iterable, Optional
 
-from gpulint.analysis.communication import chosen_by_backend, starts_async_communication, waits_for_work
+from gpulint.analysis.communication import backend_questions, chosen_by_backend, starts_async_communication, waits_for_work
 from gpulint.analysis.convolutions import CONV_NET, CONV_NET_FACTORIES, builds_convolution
 from gpulint.analysis.forward_coverage import class_runs
 from gpulint.analysis.held_defaults import held_attribute_defaults
@@ -818,6 +818,9 @@ class _Builder:
         # `args = Namespace(cuda=False)`: settings written in the code (analysis/namespace_settings.py)
         self.namespace_flags = namespace_flags(tree) if "Namespace" in text or "EasyDict" in text or "edict" in text else {}
         self.held_defaults: dict[int, dict] = {}  # id(ClassSummary) -> `analysis/held_defaults.py`
+        # `torch.cuda.is_available` attributes whose answer only picks the process group's backend: no evidence
+        # (`communication.backend_questions`)
+        self.backend_questions: set[int] = set()  # (filled once the imports are known)
 
     def build(self) -> ModuleSummary:
         s = self.summary
@@ -829,6 +832,8 @@ class _Builder:
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self.module_defs.add(stmt.name)
         self.divisibility_tests = _divisibility_tests(body)
+        if self.scan_evidence and ("init_process_group" in self.text or "nccl" in self.text):
+            self.backend_questions = backend_questions(self.tree, self.qualify)
         self.loader_classes = _loader_classes(body, self.qualify) if "DataLoader" in self.text else frozenset()
         if "Loader" in self.text:
             self.summary.loader_classes = loader_classes(body, self.qualify)
@@ -856,7 +861,7 @@ class _Builder:
         if mentions_default_device(self.text):
             s.default_devices = default_device_ranges(list(_module_statements(body)), self.qualify)
         if self.scan_evidence:
-            for what, line in _nested_gpu_attributes(self.tree, self.qualify):
+            for what, line in _nested_gpu_attributes(self.tree, self.qualify, self.backend_questions):
                 self.evidence(what, line)
             for finder in EVIDENCE_FINDERS:
                 for what, line in finder(self.tree, self.qualify):
@@ -1562,7 +1567,10 @@ class _Reader:
             base = self.expr(node.value)
             if self.b.scan_evidence:
                 qualified = self.b.qualify(node)
-                if qualified is not None and qualified.startswith(("torch.cuda.", "torch.accelerator.")) and qualified.count(".") == 2:
+                if (
+                    qualified is not None and qualified.startswith(("torch.cuda.", "torch.accelerator.")) and qualified.count(".") == 2
+                    and id(node) not in self.b.backend_questions
+                ):  # fmt: skip
                     self.mark_gpu(f"`{qualified}`", node.lineno)
             if base == ("self",) and self.cls is not None:
                 held = self.cls.attributes.get(node.attr)
@@ -2228,7 +2236,7 @@ class _Reader:
         if op in _DATA_DEPENDENT_SHAPE or (op == "where" and len(node.args) == 1 and not node.keywords):
             for value in args[:2] if op == "masked_select" else args[:1]:
                 self.shape(value, f"`torch.{op}()`", line, certain=False)
-        if qualified.startswith(("torch.cuda.", "torch.accelerator.")):
+        if qualified.startswith(("torch.cuda.", "torch.accelerator.")) and id(node.func) not in self.b.backend_questions:
             self.mark_gpu(f"`{qualified}()`", line)
         if qualified == DATALOADER:
             return ("loader", self.loader_facts(node))
@@ -2521,7 +2529,7 @@ def _setting_files(tree: ast.AST) -> list[tuple[str, str]]:
     return found
 
 
-def _nested_gpu_attributes(tree: ast.AST, qualify) -> Iterable[tuple[str, int]]:
+def _nested_gpu_attributes(tree: ast.AST, qualify, quiet: set[int] = frozenset()) -> Iterable[tuple[str, int]]:
     """`torch.cuda.*` / `torch.accelerator.*` in functions and classes nested in a function, which the readers
     do not enter (a prefetcher's inner `_prefetch` under `torch.cuda.stream(...)`)."""
 
@@ -2534,7 +2542,7 @@ def _nested_gpu_attributes(tree: ast.AST, qualify) -> Iterable[tuple[str, int]]:
 
     for inner in nested(tree, False):
         for node in ast.walk(inner):
-            if isinstance(node, ast.Attribute):
+            if isinstance(node, ast.Attribute) and id(node) not in quiet:
                 qualified = qualify(node)
                 if qualified is not None and qualified.startswith(("torch.cuda.", "torch.accelerator.")) and qualified.count(".") == 2:
                     yield f"`{qualified}`", node.lineno

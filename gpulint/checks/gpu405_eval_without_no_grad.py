@@ -26,6 +26,8 @@ class EvalWithoutNoGrad(Rule):
         for found in model.eval_forwards:
             if sliver(model, found) is not None:
                 continue  # a launch-bound model, a few samples, a rate-limited or one-off pass: a sliver of the run
+            if found.eval_call is not None and model.residency.is_cpu_module(found.eval_call.func.value):
+                continue  # `model = Net().to("cpu")`: the evaluation runs on the CPU, no GPU memory or time to save
             if found.eval_call is None:
                 yield self._handed(found)
                 continue
