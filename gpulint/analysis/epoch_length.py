@@ -42,6 +42,9 @@ of the fourteenth to eighteenth corpora called noise the test loaders restarted 
 split on short test passes after epochs of a few seconds (7); the floor (not the measured pass) keeps a Wide
 ResNet's CIFAR validation on 1 worker after a ~1.8 s (floor) training pass reported, as both judges called it right.
 
+`one_sample_training_pass` is the one shape of unknown pass read as long, by the judgements rather than a floor: a
+training `DataLoader` of one sample a step over a dataset of unknown size (each sample a whole training step).
+
 `pass_length` is None when any of this is unknown (or the worker count is): the rule keeps reporting then. A
 `worker_init_fn` makes each start heavier by an unknown amount: never a long pass then. A distributed run
 (`DistributedDataParallel`, a `DistributedSampler`, a Lightning `strategy="ddp"`...) splits each pass among the
