@@ -169,7 +169,7 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--num_train_epochs", type=int, default=1)
 parser.add_argument("--max_train_steps", type=int, default=None)
 args = parser.parse_args()
-loader = DataLoader(dataset, batch_size=1, shuffle=True, num_workers=1)
+loader = DataLoader(dataset, batch_size=4, shuffle=True, num_workers=1)
 {recompute}for epoch in range(args.num_train_epochs):
     for batch in loader:
         model(batch.cuda()).sum().backward()

@@ -193,7 +193,9 @@ _ARGPARSE_MAIN = """
 
 def test_a_small_argparse_default_handed_to_the_factory_is_the_training_batch_size(tmp_path, monkeypatch):
     diagnostics = lint(write(tmp_path, {"data.py": _FACTORY, "solver.py": _SOLVER, "main.py": _ARGPARSE_MAIN}), monkeypatch)
-    assert found(diagnostics) == ["data.py:6 GPU102", "data.py:6 GPU103", "data.py:6 GPU104"]
+    # GPU104: one sample a training step over a folder of unknown size is read as a long pass (`epoch_length.
+    # one_sample_training_pass`, the batch size the call of main.py gives); at 128 (below) it is reported
+    assert found(diagnostics) == ["data.py:6 GPU102", "data.py:6 GPU103"]
     assert diagnostics[1].message == (
         "`DataLoader` uses `batch_size=1` (argparse default at main.py:19, given by the call at main.py:11), below 16"
     )

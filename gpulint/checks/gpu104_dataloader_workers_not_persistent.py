@@ -8,7 +8,7 @@ import libcst as cst
 
 from gpulint.analysis.dataloaders import LOADER_TEXT, is_unsharded_iterable_dataset
 from gpulint.analysis.epoch_count import epoch_count
-from gpulint.analysis.epoch_length import long_pass, pass_length, restart_interval
+from gpulint.analysis.epoch_length import long_pass, one_sample_training_pass, pass_length, restart_interval
 from gpulint.analysis.loader_flow import TRAIN
 from gpulint.analysis.long_steps import loads_billion_parameter_model
 from gpulint.analysis.value_resolution import LITERAL
@@ -60,6 +60,8 @@ class DataLoaderWorkersNotPersistent(Rule):
                 continue  # the workers replay one stream each: keeping them is not the advice to give
             if long_pass(model, info) is not None:
                 continue  # a pass long enough that starting its workers again is under 3 % of it
+            if one_sample_training_pass(model, info):
+                continue  # a training step per sample over a dataset of unknown size: judged a long pass
             interval = restart_interval(model, info)
             if interval is not None and interval.is_long:
                 continue  # an evaluation loader restarted once an epoch, after a training pass long enough
