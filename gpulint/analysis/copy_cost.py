@@ -42,8 +42,12 @@ UNPROVEN_PINNING_HELP = (
 
 
 def copy_bytes(model: SemanticModel, loader: DataLoaderCall) -> Optional[int]:
-    """The bytes one batch of `loader` copies to the GPU, where the code shows them (`batch_bytes.py`)."""
-    return batch_bytes(model, loader)
+    """The bytes one batch of `loader` copies to the GPU, where the code shows them (`batch_bytes.py`; a PyG
+    cluster loader's subgraphs of a library graph of known size, `graph_loaders.py`)."""
+    from gpulint.analysis.graph_loaders import cluster_batch_bytes
+
+    size = batch_bytes(model, loader)
+    return size if size is not None else cluster_batch_bytes(model, loader)
 
 
 def megabytes(size: int) -> str:

@@ -50,7 +50,7 @@ from gpulint.analysis.host_objects import names_a_tokenizer
 from gpulint.analysis.imports import ast_dotted_name, canonical
 from gpulint.analysis.instantiated import INSTANTIATORS, hydra_main, instantiation
 from gpulint.analysis.legacy_torch import copies_with_async, number_read_in, number_read_kind
-from gpulint.analysis.loader_classes import loader_classes
+from gpulint.analysis.loader_classes import LIBRARY_LOADERS, loader_classes
 from gpulint.analysis.namespace_settings import UNKNOWN as UNKNOWN_FLAG
 from gpulint.analysis.namespace_settings import namespace_flags
 from gpulint.analysis.settings_defaults import config_paths
@@ -881,8 +881,12 @@ class _Builder:
             self.summary.functions[f"{node.name}.{method.name}"] = reader.run(method.body)
 
     def names_loader_class(self, node: ast.AST) -> bool:
-        """`DataLoader`, or a class of this module that takes the same arguments (`InfiniteDataLoader`)."""
-        return self.qualify(node) == DATALOADER or isinstance(node, ast.Name) and node.id in self.loader_classes
+        """`DataLoader`, a library loader that takes its arguments (PyG's `DataLoader`, `ClusterLoader`:
+        `analysis/loader_classes.py`), or a class of this module that takes the same arguments (`InfiniteDataLoader`)."""
+        qualified = self.qualify(node)
+        if qualified == DATALOADER or qualified in LIBRARY_LOADERS:
+            return True
+        return isinstance(node, ast.Name) and node.id in self.loader_classes
 
     def qualify(self, node: ast.AST) -> Optional[str]:
         """The import-resolved dotted name (`torch.utils.data.DataLoader` for `DL`); None when not imported."""
@@ -2293,7 +2297,8 @@ class _Reader:
         for name, value in arguments.items():
             if name in _LOADER_FACTS:
                 facts[name] = self.constant(value)
-        if "collate_fn" in arguments:
+        fixed = LIBRARY_LOADERS.get(self.b.qualify(node.func) or "", {}).get("fixed", ())
+        if "collate_fn" in arguments or "collate_fn" in fixed:
             facts["collate_fn"] = True  # batches of a custom type may be made (whose `.to()` may take no `non_blocking`)
         return facts
 

@@ -8,6 +8,7 @@ import libcst as cst
 
 from gpulint.analysis.copy_cost import UNPROVEN_PINNING_HELP, pageable_copy_estimate
 from gpulint.analysis.dataloaders import LOADER_TEXT, produces_cuda_batches
+from gpulint.analysis.graph_loaders import host_graph_batches
 from gpulint.analysis.loader_bound import copies_worth_pinning, loading_dominates
 from gpulint.analysis.value_resolution import LITERAL
 from gpulint.checks.base import Option, Rule, value_origin
@@ -39,7 +40,10 @@ class DataLoaderWithoutPinMemory(Rule):
             moves = [move for move in info.moves if move.iteration.loop is not None]  # a lone batch: no gain
             placed = None if moves else info.placed_by  # a framework copies the batches
             feeds = None if moves or placed else flow.feeds_gpu_training(info)  # the copy is out of sight
-            if not loader.known("pin_memory", "dataset", "collate_fn") or not (moves or placed or feeds) or produces_cuda_batches(model, loader):
+            # a library loader that sets its own dataset and collate (PyG's `ClusterLoader`) is known where the
+            # code shows its graph on the host (`analysis/graph_loaders.py`)
+            known = loader.known("pin_memory", "dataset", "collate_fn") or (loader.known("pin_memory") and host_graph_batches(model, loader))
+            if not known or not (moves or placed or feeds) or produces_cuda_batches(model, loader):
                 continue
             if not copies_worth_pinning(model, info):
                 continue  # a few batches, tiny ones, one sample each, graphs, long steps, a loader-bound loop
