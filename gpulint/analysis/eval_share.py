@@ -10,6 +10,8 @@ run is the evaluation. It is a sliver of the run, and silent, where the code sho
 - the model is launch-bound (`model_size.launch_bound_model`: an MNIST/CIFAR LeNet, a forward of little work);
 - a few samples an epoch beside the epoch's training (`few_samples.few_samples_per_epoch`), or an evaluation the
   training loop runs under a rate-limit guard (`few_samples.every_few_steps`);
+- host-bound iterations (`host_bound.host_bound_iteration`): each one writes, decodes or processes images on the
+  host (a PNG write, a dlib detection, a warp), milliseconds beside which one forward's bookkeeping is a sliver;
 - one forward per training step: a function that trains a step of the model and then runs it once in eval mode
   (`def train(epoch): ...; optimizer.step(); model.eval(); output = model(features, adj)`, called once an epoch,
   a full-graph GCN's validation): the evaluation's graph is the size of the step's own forward graph, beside the
@@ -42,6 +44,7 @@ from typing import TYPE_CHECKING, Optional
 import libcst as cst
 
 from gpulint.analysis.few_samples import every_few_steps, few_samples_per_epoch
+from gpulint.analysis.host_bound import host_bound_iteration
 from gpulint.analysis.hot_loops import iterates_a_few_literals, trains
 from gpulint.analysis.loop_bounds import FEW_ITERATIONS, SHORT_LOOP, break_bound, runs_once, trip_count
 from gpulint.analysis.one_off_passes import trains_elsewhere
@@ -57,6 +60,7 @@ RATE_LIMITED = "rate-limited"
 ONE_PER_STEP = "one forward per training step"
 FEW_ONCE = "a few samples, once"
 ONE_OFF = "one pass beside training"
+HOST_BOUND = "host-bound iterations"
 
 
 def sliver(model: SemanticModel, found: EvalForward) -> Optional[str]:
@@ -69,6 +73,8 @@ def sliver(model: SemanticModel, found: EvalForward) -> Optional[str]:
         return LAUNCH_BOUND
     if few_samples_per_epoch(model, found.loop):
         return FEW_PER_EPOCH
+    if host_bound_iteration(model, found.loop) is not None:
+        return HOST_BOUND
     anchor = found.caller if found.caller is not None else found.called if found.called is not None else found.loop
     if every_few_steps(model, anchor) is not None:
         return RATE_LIMITED

@@ -11,6 +11,7 @@ from gpulint.analysis.element_passes import element_pass
 from gpulint.analysis.first_iterations import first_few_iterations
 from gpulint.analysis.full_batch import same_data_every_step
 from gpulint.analysis.helper_steps import calling_loop
+from gpulint.analysis.host_bound import host_bound_iteration
 from gpulint.analysis.host_libraries import MATH_OF_GPU, NUMPY_OF_GPU
 from gpulint.analysis.helper_waits import calls_named, fold_into_helpers
 from gpulint.analysis.index_loaders import loader_bound_evaluation
@@ -100,6 +101,8 @@ class HostSyncInLoop(Rule):
                 continue  # the loader holds the whole test set in one batch: one read per pass
             if role == EVAL and host_reads.written_out(model, sync, loop):
                 continue  # the read is the loop's output, written out (a file, a dataset, a display) batch by batch
+            if role == EVAL and host_bound_iteration(model, loop) is not None:
+                continue  # each iteration encodes, decodes or writes images on the host: one more wait is a sliver of it
             if role == EVAL and isinstance(loop, (cst.For, cst.While)):
                 if id(loop) not in needs_host:
                     needs_host[id(loop)] = host_reads.needs_host_every_iteration(model, loop, residency.host_syncs)

@@ -6,6 +6,7 @@ from typing import Iterator
 
 import libcst as cst
 
+from gpulint.analysis.host_bound import host_bound_iteration
 from gpulint.analysis.phases import starts_evaluation_beside
 from gpulint.analysis.residency import EVAL, TRAIN
 from gpulint.checks.base import Rule
@@ -38,6 +39,8 @@ class EmptyCacheInLoop(Rule):
                 continue  # emptying the cache is part of measuring memory
             if role == EVAL and residency.deletes_model_beside(call):
                 continue  # a loop over concepts or configurations, each with its own model: released per phase
+            if role == EVAL and host_bound_iteration(model, loop) is not None:
+                continue  # each iteration encodes, decodes or writes images on the host: re-allocating is a sliver of it
             every_step = guard is None
             if not every_step and residency.frees_memory_beside(call):
                 continue  # `del pipeline; gc.collect()` at validation intervals: a deliberate release
