@@ -11,6 +11,9 @@ pads, stacks or masks token ids:
   (`LineByLineTextDataset`, `TextDataset`, ... of `transformers/data/datasets/language_modeling.py`, whose
   `__getitem__` returns `self.examples[i]`; `GlueDataset` and `SquadDataset` convert their examples to features
   in `__init__` the same way);
+- a `datasets` table that reaches an HF Trainer from code this module does not show (a method only such tables
+  have, `.train_test_split(...)`, called on a split another module's function made) with a collator that only
+  pads: such a collator can only read rows that already hold ids;
 - a `datasets` table of text given to a TRL trainer that prepares it in its constructor (`SFTTrainer`,
   `DPOTrainer`, `RewardTrainer`, `KTOTrainer`, `ORPOTrainer`, `CPOTrainer` call `self._prepare_dataset(...)` in
   `__init__`: chat template, tokenization and truncation run once through `Dataset.map`, and their default
@@ -105,11 +108,9 @@ def _tokenized_elsewhere(model: SemanticModel, arguments: cst.Call, trainer: cst
         return True
     if not cost._text_only_module or cost._streamed(dataset):
         return False  # a vision-language collator processes each batch's images; a stream maps rows as it reads
-    if not all(_arrow_table(model, s, 0) for s in sources):
-        return False
     if _from_trl(model, trainer):
-        return _prepares_text(model, trainer, arguments)
-    return True
+        return all(_arrow_table(model, s, 0) for s in sources) and _prepares_text(model, trainer, arguments)
+    return all(_made_elsewhere(model, s, 0) for s in sources)
 
 
 def _pretokenized_class(model: SemanticModel, source: cst.BaseExpression) -> bool:
@@ -187,6 +188,35 @@ def _table_of(model: SemanticModel, expr: cst.BaseExpression, depth: int) -> boo
         return _arrow_table(model, expr, depth)
     sources = model.batch_cost._sources(expr)
     return bool(sources) and all(s is not expr and _arrow_table(model, s, depth) for s in sources)
+
+
+def _made_elsewhere(model: SemanticModel, source: cst.BaseExpression, depth: int) -> bool:
+    """A `datasets` table whose rows are tokenized in this module (`ds.map(tokenize, batched=True)`), or one whose
+    making this module does not show: a method only such tables have called on a value it cannot follow (a split
+    of what another module's function returned, a loop variable): a collator that only pads can only read rows
+    that already hold ids. A table followed to its loading here with nothing that tokenizes it holds raw text."""
+    if depth > _MAX_DEPTH:
+        return False
+    if isinstance(source, cst.Subscript):
+        return _made_elsewhere_of(model, source.value, depth + 1)
+    if not isinstance(source, cst.Call):
+        return False
+    if model.batch_cost._cheap_dataset(source):
+        return True
+    func = source.func
+    if not isinstance(func, cst.Attribute) or model.call_name(source) or func.attr.value not in _TABLE_METHODS | _ARROW_ONLY_METHODS:
+        return False
+    receiver = func.value
+    if isinstance(receiver, (cst.Name, cst.Attribute)) and model.batch_cost._sources(receiver) is None:
+        return func.attr.value in _ARROW_ONLY_METHODS
+    return _made_elsewhere_of(model, receiver, depth + 1)
+
+
+def _made_elsewhere_of(model: SemanticModel, expr: cst.BaseExpression, depth: int) -> bool:
+    if isinstance(expr, (cst.Call, cst.Subscript)):
+        return _made_elsewhere(model, expr, depth)
+    sources = model.batch_cost._sources(expr)
+    return bool(sources) and all(s is not expr and _made_elsewhere(model, s, depth) for s in sources)
 
 
 def _heavy(model: SemanticModel, dataset: cst.BaseExpression, collator: Optional[cst.BaseExpression]) -> bool:
