@@ -1263,6 +1263,8 @@ def _computes(func: cst.FunctionDef | cst.Lambda) -> bool:
             return True
 
         def visit_BinaryOperation(self, node: cst.BinaryOperation) -> bool:
+            if _joins_lists(node):
+                return True  # `[f[0] for f in rows] + [f[2] for f in rows]`, `[0] * len(rows)`: a list built, no sample changed
             if not index_like(node):
                 self.found = True
             return False
@@ -1270,6 +1272,22 @@ def _computes(func: cst.FunctionDef | cst.Lambda) -> bool:
     finder = _Arithmetic()
     func.visit(finder)
     return finder.found
+
+
+def _joins_lists(node: cst.BaseExpression) -> bool:
+    """`[a for a in rows] + [b for b in rows]` or `[0] * len(rows)`: lists of the samples joined, or a list of
+    constant labels repeated; the elements are not computed on."""
+    if isinstance(node, (cst.List, cst.ListComp)):
+        return True
+    if not isinstance(node, cst.BinaryOperation):
+        return False
+    if isinstance(node.operator, cst.Add):
+        return _joins_lists(node.left) and _joins_lists(node.right)
+    if isinstance(node.operator, cst.Multiply):
+        constant = isinstance(node.left, cst.List) and all(isinstance(e.value, (cst.Integer, cst.Float)) for e in node.left.elements)
+        counted = isinstance(node.right, cst.Call) and isinstance(node.right.func, cst.Name) and node.right.func.value == "len"
+        return constant and counted
+    return False
 
 
 def _is_self_attribute(expr: cst.BaseExpression) -> bool:

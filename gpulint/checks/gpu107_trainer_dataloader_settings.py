@@ -9,6 +9,7 @@ import libcst as cst
 
 from gpulint.analysis.frameworks import FRAMEWORK_DEFAULT, TrainerArguments
 from gpulint.analysis.own_loaders import trainers_bring_own_loaders
+from gpulint.analysis.trainer_loading import LIGHT, trainer_loading_work, trainer_rows_are_token_ids
 from gpulint.analysis.value_resolution import ARGPARSE_DEFAULT, SETTINGS_ORIGINS
 from gpulint.checks.base import Option, Rule
 from gpulint.checks.gpu101_dataloader_without_workers import DEFAULT_WORKERS, validate_workers
@@ -49,11 +50,11 @@ class TrainerDataloaderSettings(Rule):
         cost = self.model.batch_cost
         if trainers_bring_own_loaders(self.model, arguments.call):
             return []  # the Trainers return loaders built in the code: these settings shape none of them
-        if cost.trainer_items_are_cheap(arguments.call):
+        if trainer_loading_work(self.model, arguments.call) == LIGHT:
             workers = persistent = None  # rows tokenized up front, a collator that pads: workers would idle
         if cost.trainer_streams_unsharded(arguments.call):
             workers = persistent = None  # an IterableDataset that does not shard: each worker would replay it
-        if _is(pinned, False) and cost.trainer_batches_are_small(arguments.call):
+        if _is(pinned, False) and trainer_rows_are_token_ids(self.model, arguments.call):
             pinned = None  # token ids: pinning a few kilobytes a batch saves nothing measurable
         if _is(workers, 0):
             problems.append((
