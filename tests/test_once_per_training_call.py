@@ -2,6 +2,7 @@
 (`one_off_passes.once_per_training_call`): `train()` ends with `self._test(test_loader)` after its epoch loop, and a
 driver in another module calls `train()` once per target. However often the driver runs it, each run makes one test
 pass beside its epochs, so what the pass's reads cost is a sliver of the run: GPU303 is silent there by default.
+A read in a branch that runs only without a GPU is no wait of a GPU run (`read_cost.waits_per_step`).
 The per-epoch validation of the same trainer stays, as does a test pass called inside the epoch loop or on
 another object. Minimal shapes of our own after the twentieth corpus (a molecular-property fine-tuning trainer)."""
 
@@ -91,3 +92,40 @@ def test_a_pass_called_on_another_object_stays(tmp_path, monkeypatch):
     assert _gpu303(tmp_path, monkeypatch, "pass", "self._evaluate(self.test_dl)\n        other = Trainer(self.device)\n        for i in range(3):\n            other._evaluate(self.test_dl)") == [
         f"trainer.py:{int(r.split(':')[1]) + 3}" for r in READS
     ]
+
+
+# A read in a branch that runs only without a GPU (`gpu_free_branches`) is no wait of a GPU run
+# (`read_cost.waits_per_step`): three waits a step are no evidence, the read of the CPU branch does not count.
+LAST_READS = """\
+                out = self.model(x.flip(2))
+                labels.extend(out.argmax(1).cpu().numpy())
+                out = self.model(x * 0.5)
+                print(out.max().item())
+"""
+CPU_BRANCH = """\
+                out = self.model(x.flip(2))
+                if self.device == "cpu":
+                    labels.extend(out.numpy())
+                else:
+                    labels.extend(out.cpu().numpy())
+"""
+
+
+def _with_branch(tmp_path, monkeypatch, branch: str) -> list[str]:
+    global TRAINER
+    saved = TRAINER
+    assert LAST_READS in TRAINER
+    TRAINER = TRAINER.replace(LAST_READS, branch)
+    try:
+        return _gpu303(tmp_path, monkeypatch, "self._evaluate(self.test_dl)", "pass")
+    finally:
+        TRAINER = saved
+
+
+def test_a_read_in_a_branch_run_only_without_a_gpu_is_no_wait_of_the_step(tmp_path, monkeypatch):
+    assert _with_branch(tmp_path, monkeypatch, CPU_BRANCH) == []
+
+
+def test_the_same_reads_and_a_fourth_on_every_step_stay(tmp_path, monkeypatch):
+    branch = CPU_BRANCH + "                out = self.model(x * 0.5)\n                print(out.max().item())\n"
+    assert _with_branch(tmp_path, monkeypatch, branch) == ["trainer.py:33", "trainer.py:35", "trainer.py:40", "trainer.py:42"]

@@ -217,8 +217,18 @@ def _repeats(model: SemanticModel, repeating: cst.CSTNode, child: cst.CSTNode) -
 def waits_per_step(model: SemanticModel, first_reads: list[list[HostSync]]) -> int:
     """The waits of one step: `first_reads` holds, per separate wait point of the step (reads with GPU work
     between them), the reads of its statement. A helper call counts once: the reads a helper may make (up to
-    eight sites, on several branches) say nothing of how many run per call."""
-    return sum(1 for syncs in first_reads if syncs)
+    eight sites, on several branches) say nothing of how many run per call. A read in a branch that runs only
+    without a GPU (`if self.device == 'cpu': labels.extend(y.numpy())`, `gpu_free_branches.gpu_free_rows`) is no
+    wait of a GPU run: on a CUDA tensor the branch's `.numpy()` would raise, and the run takes the other branch."""
+    from gpulint.analysis.gpu_free_branches import gpu_free_rows
+
+    spans = gpu_free_rows(model)
+
+    def on_gpu(sync: HostSync) -> bool:
+        line = model.range(sync.node).start.line
+        return not any(start <= line <= end for start, end in spans)
+
+    return sum(1 for syncs in first_reads if any(on_gpu(s) for s in syncs))
 
 
 def step_wait_points(model: SemanticModel, loop: Loop, ops: list[HostSync]) -> list[list[HostSync]]:
