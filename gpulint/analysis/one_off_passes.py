@@ -6,7 +6,7 @@ per-batch reads stay GPU303's: issue 13 asks for the accumulate-on-the-GPU advic
 from __future__ import annotations
 
 from pathlib import PurePath
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
@@ -30,6 +30,53 @@ def one_off_pass(model: SemanticModel, loop: Loop) -> bool:
     if trains(model, loop) or not (grad_mode_decided(model, loop) or _switches_grad_off_inside(model, loop)):
         return False  # a training loop, or a loop whose gradient mode its callers decide
     return runs_once(model, model.enclosing_function(loop)) and trains_elsewhere(model, loop)
+
+
+def once_per_training_call(model: SemanticModel, loop: Loop) -> bool:
+    """`one_off_pass`, or the same pass run once per call of a function that trains for several epochs itself:
+    `loop` is a `for` with autograd off that trains nothing, inside no other loop of its function F, and every call
+    of F (`test(...)`, or `self.test(...)` for a method: at least one, none in another module's reach) sits outside
+    any loop of a function G that also runs an epoch loop (`for epoch in range(n): for batch in loader: ...`) not
+    holding the call: a `train()` that ends with `self._test(model, test_loader)`. However often G runs (a driver
+    that fine-tunes once per target), each run makes one test pass beside its epochs (both judges of the sixteenth
+    and twentieth corpora: noise)."""
+    if one_off_pass(model, loop):
+        return True
+    if not isinstance(loop, cst.For) or model.repeating_loops(loop):
+        return False
+    if trains(model, loop) or not (grad_mode_decided(model, loop) or _switches_grad_off_inside(model, loop)):
+        return False
+    return _called_beside_epochs(model, model.enclosing_function(loop), 0)
+
+
+def _called_beside_epochs(model: SemanticModel, func: Optional[cst.FunctionDef], depth: int) -> bool:
+    """Every call of `func` (by name, or as a method of `self` when `func` is a method) is outside any loop, in a
+    function that runs an epoch loop beside it (or whose every call is such, one level up)."""
+    if func is None or depth > 2 or model.enclosing_function(func) is not None:
+        return False
+    name = func.name.value
+    if name.startswith("__"):
+        return False
+    method = any(isinstance(a, cst.ClassDef) for a in model.ancestors(func))
+    if method:
+        calls = list(model.method_calls(name))
+        if any(not (isinstance(c.func, cst.Attribute) and isinstance(c.func.value, cst.Name) and c.func.value.value == "self") for c in calls):
+            return False  # called on another object: whoever holds it may call it per step
+    else:
+        calls = list(model.calls_of(name))
+    if not calls:
+        return False
+    for call in calls:
+        caller = model.enclosing_function(call)
+        if caller is None or caller is func or model.repeating_loops(call):
+            return False
+        epochs = any(
+            model.is_inside(loop, caller) and not model.is_inside(call, loop) and model.residency.loop_role(loop) == EPOCH
+            for loop in model.loops
+        )  # fmt: skip
+        if not epochs and not _called_beside_epochs(model, caller, depth + 1):
+            return False
+    return True
 
 
 def _switches_grad_off_inside(model: SemanticModel, loop: cst.For) -> bool:

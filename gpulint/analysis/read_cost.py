@@ -35,7 +35,8 @@ So a default finding needs evidence of such a cost, one of:
 
 None of these is evidence in a pass that runs once in the run, beside training for several epochs (a final test
 pass, a feature extraction and clustering after training: `one_off_passes.one_off_pass`): whatever each of its steps
-pays, the pass is a sliver of the run (both judges of the sixteenth corpus: noise).
+pays, the pass is a sliver of the run (both judges of the sixteenth corpus: noise). So is a test pass run once per call
+of a function that trains for several epochs itself (`one_off_passes.once_per_training_call`; twentieth corpus).
 
 Without such evidence a read is silent by default: one wait per step with the batch fed by workers, held in
 memory, or made by a framework. When the loop's batches come from a source whose loading the model cannot see (a
@@ -216,8 +217,18 @@ def _repeats(model: SemanticModel, repeating: cst.CSTNode, child: cst.CSTNode) -
 def waits_per_step(model: SemanticModel, first_reads: list[list[HostSync]]) -> int:
     """The waits of one step: `first_reads` holds, per separate wait point of the step (reads with GPU work
     between them), the reads of its statement. A helper call counts once: the reads a helper may make (up to
-    eight sites, on several branches) say nothing of how many run per call."""
-    return sum(1 for syncs in first_reads if syncs)
+    eight sites, on several branches) say nothing of how many run per call. A read in a branch that runs only
+    without a GPU (`if self.device == 'cpu': labels.extend(y.numpy())`, `gpu_free_branches.gpu_free_rows`) is no
+    wait of a GPU run: on a CUDA tensor the branch's `.numpy()` would raise, and the run takes the other branch."""
+    from gpulint.analysis.gpu_free_branches import gpu_free_rows
+
+    spans = gpu_free_rows(model)
+
+    def on_gpu(sync: HostSync) -> bool:
+        line = model.range(sync.node).start.line
+        return not any(start <= line <= end for start, end in spans)
+
+    return sum(1 for syncs in first_reads if any(on_gpu(s) for s in syncs))
 
 
 def step_wait_points(model: SemanticModel, loop: Loop, ops: list[HostSync]) -> list[list[HostSync]]:
@@ -277,10 +288,10 @@ def loading_serialized(model: SemanticModel, sync: HostSync, loop: Loop) -> Opti
 def read_cost(model: SemanticModel, sync: HostSync, loop: Loop, waits: int, kind: str = "sync") -> Optional[ReadCost]:
     """The evidence that the read `sync` (the first of its statement; `waits`: the step's wait points,
     `waits_per_step`) costs a measurable share of the step in `loop`, or None (module docstring)."""
-    from gpulint.analysis.one_off_passes import one_off_pass
+    from gpulint.analysis.one_off_passes import once_per_training_call
 
-    if one_off_pass(model, loop):
-        return None  # one pass in the run, beside the training epochs (a feature extraction after training): its waits add up to nothing
+    if once_per_training_call(model, loop):
+        return None  # one pass in the run (or in each call of a function that trains for epochs), beside the training epochs (a feature extraction after training): its waits add up to nothing
     repeated = repeated_in_step(model, sync, loop, kind)
     if repeated is not None:
         return ReadCost("repeated", repeated)
