@@ -473,6 +473,9 @@ class BatchCost:
         memory: a function returning one, or a dataset class given data in memory for what it holds."""
         if id(call) in self._held_calls:
             return True
+        local = self.m.local_class_of(self.m.call_name(call))
+        if local is not None and any(cls == local.node.name.value for cls, _ in self.m.assigned_methods):
+            return False  # its methods are replaced by functions the module assigns: what the class body says is not what runs
         callee = self.m.callee(call)
         if callee is None or not callee.held:
             return False
@@ -870,7 +873,11 @@ class BatchCost:
         return name in _DEFAULT_COLLATE or (name.startswith("transformers.") and name.rsplit(".", 1)[-1] in _TOKEN_COLLATORS)
 
     def _method(self, info: ClassInfo, name: str, depth: int = 0) -> Optional[cst.FunctionDef]:
-        """`info`'s own method `name`, or the one it inherits from a class of this module."""
+        """`info`'s own method `name` (or the module's function a statement puts in its place: `Data.__getitem__
+        = __getitem__`), or the one it inherits from a class of this module."""
+        assigned = self.m.assigned_methods.get((info.node.name.value, name))
+        if assigned is not None:
+            return assigned
         if name in info.methods:
             return info.methods[name]
         for base in info.bases:

@@ -10,6 +10,7 @@ import libcst as cst
 from gpulint.analysis.default_device import data_made_on_default_cuda
 from gpulint.analysis.loader_classes import DATALOADER, DATALOADER_SIGNATURE, library_signature
 from gpulint.analysis.residency import CUDA
+from gpulint.analysis.value_resolution import literal_value
 
 if TYPE_CHECKING:
     from gpulint.analysis.model import ClassInfo, SemanticModel
@@ -305,7 +306,21 @@ def _moves_to_star_device(model: SemanticModel, func: cst.FunctionDef) -> bool:
 
 
 def _given_cuda_device(model: SemanticModel, call: cst.Call) -> bool:
-    return any(not arg.star and model.residency.device_kind(arg.value) == CUDA for arg in call.args)
+    return any(not arg.star and model.residency.device_kind(arg.value) == CUDA and not _positional_size(model, arg) for arg in call.args)
+
+
+def _positional_size(model: SemanticModel, arg: cst.Arg) -> bool:
+    """A positional argument that is a whole number (`Resize(h, w)` with `h, w = 128, 192`): a size, not a GPU
+    index (an index counts given by keyword: `partial(collate, device=0)`)."""
+    if arg.keyword is not None:
+        return False
+    value = arg.value
+    if isinstance(value, cst.Name):
+        writes = model.dataflow.reaching_writes(value.value, value)
+        if len(writes) == 1 and writes[0].value is not None and not writes[0].is_augmented:
+            value = writes[0].value  # `h, w = 128, 192`: the element written
+    ok, number = literal_value(value)
+    return ok and isinstance(number, int) and not isinstance(number, bool)
 
 
 # torch_geometric/data/dataset.py (1.x-2.x): `Dataset.__getitem__(idx)` returns `self.get(...)` passed through

@@ -918,11 +918,31 @@ class LoaderFlow:
             if scope is not m.module and target.value in declared_globals(scope):
                 yield from self._global_ref(target.value, scope, binder, bound_at, via, key)
                 return
-            if len(m.bindings.get((id(scope), target.value), [])) <= 1 if key is not None else self._only_loader_bindings(target.value, binder):
+            if self._one_container(target.value, scope, key) if key is not None else self._only_loader_bindings(target.value, binder):
                 yield _Ref(scope, target.value, False, bound_at, via, key)
         elif isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name):
             owner = next((a for a in m.ancestors(binder) if isinstance(a, cst.ClassDef)), m.module)
             yield _Ref(owner, m.code(target), True, bound_at, via, key)
+
+    def _one_container(self, name: str, scope: cst.CSTNode, key: object) -> bool:
+        """`name` holds one container: bound once, or (cell after cell of a notebook) rebound only to dict
+        literals that each write the same expression at `key` (`params_train = {"num_epochs": 2, "train_dl":
+        train_dl, ...}` again with other settings): whichever binding a read sees, its entry is that loader."""
+        m = self.m
+        binders = m.bindings.get((id(scope), name), [])
+        if len(binders) <= 1:
+            return True
+        if key is ANY_KEY or isinstance(key, int):
+            return False
+        entries = set()
+        for binder in binders:
+            if not (isinstance(binder, cst.Assign) and isinstance(binder.value, cst.Dict) and len(binder.targets) == 1):
+                return False
+            found = [e for e in binder.value.elements if isinstance(e, cst.DictElement) and literal_value(e.key) == (True, key)]
+            if len(found) != 1 or not isinstance(found[0].value, cst.Name):
+                return False
+            entries.add(found[0].value.value)
+        return len(entries) == 1
 
     def _global_ref(self, name: str, func: cst.FunctionDef, binder, bound_at, via, key) -> Iterator[_Ref]:
         """`global train_loader` then `train_loader = DataLoader(...)` in a setup function: the module's name,
@@ -1174,6 +1194,21 @@ class LoaderFlow:
             yield from self._refs_from_value(occurrence, ref.bound_at, ref.via, len(ref.via))
         if isinstance(ref.key, int) and not ref.is_attribute:
             yield from self._unpacked(ref)
+        if ref.key is not None and not ref.is_attribute:
+            yield from self._container_handed_on(ref)
+
+    def _container_handed_on(self, ref: _Ref) -> Iterator[_Ref]:
+        """`train_val(model, params_train)` where `params_train` holds the loader at `ref.key` (`{"train_dl":
+        train_dl, ...}`): the parameter of this module's function holds it at the same key (`params["train_dl"]`)."""
+        m = self.m
+        plain = dataclasses.replace(ref, key=None)
+        for read in self._reads_near(ref):
+            arg = m.parent.get(read)
+            if not (isinstance(arg, cst.Arg) and arg.value is read and not arg.star):
+                continue
+            call = m.parent.get(arg)
+            if isinstance(call, cst.Call) and self._matches(plain, read) and self._in_ref_scope(ref, read) and self._bound_here(plain, read):
+                yield from self._refs_into_function(call, arg, ref.bound_at, ref.via, ref.key)
 
     def _unpacked(self, ref: _Ref) -> Iterator[_Ref]:
         """`train_loader, eval_loader = loaders` where `loaders` holds the loader at index `ref.key`."""

@@ -659,6 +659,34 @@ class SemanticModel:
             return self.classes.get(qualified[len("<module>.") :])
         return None
 
+    @cached_property
+    def assigned_methods(self) -> dict[tuple[str, str], cst.FunctionDef]:
+        """Methods a module-level statement puts on a class of this module (`AMD_dataset.__getitem__ =
+        __getitem__`, a notebook that writes the class as stubs, then each method in a cell of its own): the
+        function of the module taking `self` that the class calls from then on, by (class, method). The last
+        such assignment of a method wins; one of anything but a module-level function of that name leaves it out."""
+        found: dict[tuple[str, str], cst.FunctionDef] = {}
+        defined: dict[str, cst.FunctionDef] = {}  # the module's last `def` of each name so far (cell after cell)
+        for line in self.module.body:
+            if isinstance(line, cst.FunctionDef):
+                defined[line.name.value] = line
+            if not isinstance(line, cst.SimpleStatementLine):
+                continue
+            for item in line.body:
+                if not (isinstance(item, cst.Assign) and len(item.targets) == 1):
+                    continue
+                target = item.targets[0].target
+                if not (isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value in self.classes):
+                    continue
+                key = (target.value.value, target.attr.value)
+                func = defined.get(item.value.value) if isinstance(item.value, cst.Name) else None
+                params = func.params.params if func is not None else ()
+                if params and params[0].name.value == "self":
+                    found[key] = func
+                else:
+                    found.pop(key, None)
+        return found
+
     def bindings_of(self, name: str, at: cst.CSTNode) -> list[cst.CSTNode]:
         """The binders of `name` visible from `at`: its own scope first, then the module."""
         scope = self.scope_of(at)
