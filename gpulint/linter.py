@@ -105,7 +105,7 @@ def rules_for(text: str, path: str, settings: Settings, project: ModuleContext |
     from gpulint.checks.base import text_matcher
 
     default_applies = Rule.applies_to_text.__func__
-    ignored = _ignored_for(path, settings, text)
+    ignored = _ignored_for(path, settings, text, project)
     seen: dict[str, bool] = {}
     # a file the project could not parse says only what its text says (and gets its syntax error reported)
     gpu = project.gpu if project is not None and project.parsed else may_have_own_evidence(text)
@@ -132,16 +132,20 @@ def rules_for(text: str, path: str, settings: Settings, project: ModuleContext |
     return candidates
 
 
-def _ignored_for(path: str, settings: Settings, text: str) -> frozenset[str]:
+def _ignored_for(path: str, settings: Settings, text: str, project: ModuleContext | None = None) -> frozenset[str]:
     """Codes that do not run on `path`: `per-file-ignores`, and in test files the rules that skip tests
     (not in a script that only the default conventions take for a test: `copymem_test.py` that parses its
-    command line when it is imported is run, never collected)."""
+    command line when it is imported is run, never collected; nor in a module named like one that the project's
+    code imports and that holds no test: `analysis/test_named_modules.py`)."""
     ignored = settings.ignored_for(path) if settings.per_file_ignores else frozenset()
     if settings.test_paths and settings.is_test_path(path):
         from gpulint.analysis.test_code import DEFAULT_TEST_PATHS, script_named_like_a_test
+        from gpulint.analysis.test_named_modules import library_named_like_a_test
         from gpulint.checks import all_rules
 
-        if settings.test_paths == DEFAULT_TEST_PATHS and script_named_like_a_test(text):
+        if settings.test_paths == DEFAULT_TEST_PATHS and (
+            script_named_like_a_test(text) or (project is not None and library_named_like_a_test(text, project.imported_by_code))
+        ):
             return ignored
         ignored |= {code for code, rule in all_rules().items() if not rule.applies_to_tests}
     return ignored
@@ -271,7 +275,7 @@ def check_source(
     if prefilter and not _NO_PREFILTER:
         rules = rules_for(text, path, settings, project)
     else:
-        ignored = _ignored_for(path, settings, text)
+        ignored = _ignored_for(path, settings, text, project)
         rules = [rule for rule in _enabled_rules(settings) if rule.code not in ignored]
     if not rules:
         return _old_syntax_error(text, path, settings) if project is not None and project.parsed else []
@@ -361,7 +365,7 @@ def _check_parsed(
     if diagnostics or readers:
         suppressions = parse_suppressions(text)
         if readers:
-            ignored = _ignored_for(path, settings, text)
+            ignored = _ignored_for(path, settings, text, project)
             if model.test_code.whole_module:
                 ignored |= {rule.code for rule in rules if not rule.applies_to_tests}
             enabled = frozenset(settings.enabled_codes) - ignored

@@ -23,7 +23,8 @@ KsponSpeechVocabulary(...)`): an instance of a project class (`Encoder(...)`, `E
 must give one and the same class, and a test module's calls say nothing; otherwise (a library object, a class
 chosen by a flag, a value of unknown origin) the call stays unresolved, as before. Only an attribute that is the
 parameter itself counts (`self.vocab = vocab`; not `self.opt = model.optimizer()`, which pass one also ties to the
-parameter). A submodule the handed object keeps (`self.faster_rcnn.rpn(x)`, with `self.rpn = RegionProposalNetwork(...)`
+parameter). The result of such a call is that call's result as well as the attribute's (`train_loader, valid_loader =
+self.dataset.get_data_loaders()`: the loaders the method of the handed class returns, iterated by the caller's loops). A submodule the handed object keeps (`self.faster_rcnn.rpn(x)`, with `self.rpn = RegionProposalNetwork(...)`
 or `self.rpn = rpn` in its class or a project base) runs that class's `forward`. The method of that class then
 composes like any project helper: its reads of what the step hands it are the step's reads (GPU303).
 """

@@ -50,6 +50,7 @@ from gpulint.analysis.settings_defaults import ProjectSettings
 from gpulint.analysis.stepped_inputs import reported_in_callee
 from gpulint.analysis.test_code import DEFAULT_TEST_PATHS
 from gpulint.analysis.superseded_code import superseded
+from gpulint.analysis.test_named_modules import imported_by_code
 from gpulint.analysis.uncalled import imported_elsewhere, uncalled_functions
 from gpulint.analysis.summary import INTERNAL, KEYWORDS_AS_ATTRIBUTES, MODULE_BODY, FunctionSummary, ModuleSummary, deep_sources, sources_of
 
@@ -176,6 +177,9 @@ class ModuleContext:
     # (`analysis/uncalled.py`): a `__main__` block of an imported module is its self-test
     uncalled: list[str] = field(default_factory=list)
     imported: bool = False
+    # a module named like a test only (`dataset_test.py`) -> the project modules outside the test paths that import
+    # it: a library module, read by every rule (`analysis/test_named_modules.py`)
+    imported_by_code: list[str] = field(default_factory=list)
     # the module lies in an `old/` folder nothing outside it imports (`analysis/superseded_code.py`)
     superseded: bool = False
     # a function or method name -> the graph library call (`dgl.batch`) every definition of it in the project
@@ -274,6 +278,7 @@ class ModuleContext:
             self.torch_pin,
             self.uncalled,
             self.imported,
+            self.imported_by_code,
             self.superseded,
             sorted(self.graph_collates.items()),
             self.generating,
@@ -1355,6 +1360,7 @@ class ProjectIndex:
         context.loaders_in = loaders_in(self, record)
         context.uncalled = uncalled_functions(self, record)
         context.imported = imported_elsewhere(self, record)
+        context.imported_by_code = imported_by_code(self, record)
         context.superseded = superseded(self, record)
         context.graph_collates = graph_collates(self)
         context.generating = generating_names(self)

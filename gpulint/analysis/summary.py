@@ -55,7 +55,7 @@ from gpulint.analysis.namespace_settings import UNKNOWN as UNKNOWN_FLAG
 from gpulint.analysis.namespace_settings import namespace_flags
 from gpulint.analysis.settings_defaults import config_paths
 
-FORMAT = 7  # 7: session 16 (backend-only cuda questions, library loaders in summaries); 6: session 15 (comprehension reads, module-level instances, held method defaults, models handed in eval mode, imported parsers)
+FORMAT = 8  # 8: session 16 (results of methods of handed instances); 7: session 16 (backend-only cuda questions, library loaders in summaries); 6: session 15 (comprehension reads, module-level instances, held method defaults, models handed in eval mode, imported parsers)
 # 5: session 14 (placed attributes, module uses, repeated shape ops, held data through helpers)
 # Methods only an `nn.Module` has among the objects training code handles (an optimizer has `state_dict` and
 # `zero_grad`, an agent or a trainer may have `train`): called on a parameter, they say the caller gives a module.
@@ -1731,6 +1731,20 @@ class _Reader:
         return result if result is not None and (sources_of(result) or result[0] in ("gpu", "moved")) else None
 
     def call(self, node: ast.Call) -> Any:
+        index = len(self.f.calls)
+        result = self._call(node)
+        if (
+            isinstance(node.func, ast.Attribute) and self.handed_receiver(node.func.value) and len(self.f.calls) > index
+            and self.f.calls[index][0] == f"{handed(self.class_name(), node.func.value.attr)}.{node.func.attr}"
+            and sources_of(result) == [f"i:{node.func.value.attr}"]
+        ):
+            # `loaders = self.dataset.get_data_loaders()`: the result of that call too (the index follows it into the
+            # method of the class the constructor's callers hand it, `analysis/handed_instances.py`), as for an
+            # instance the function built (`logger.log_every(loader)`)
+            return ("src", f"c:{index}|{result[1]}")
+        return result
+
+    def _call(self, node: ast.Call) -> Any:
         func = node.func
         line = node.lineno
         b = self.b
