@@ -187,13 +187,13 @@ class Project:
 
         found = []
         for path in paths:
-            context = self.context(path)
+            context = self.context(path, keep=False)  # each asked once: pickled, then freed
             found.append((context.digest, pickle.dumps(context, pickle.HIGHEST_PROTOCOL)))
         self.save()
         return found
 
-    def context(self, path: Path) -> ModuleContext:
-        context = self.index.context(path)
+    def context(self, path: Path, keep: bool = True) -> ModuleContext:
+        context = self.index.context(path, keep)
         if self.contexts.get(str(path)) != context.digest:
             self.contexts[str(path)] = context.digest
             self.changed = True
