@@ -13,7 +13,7 @@
 (not under a rate-limit guard such as `if i % 100 == 0:`; a flag the run sets, `if save_img:`, counts) calls, in the
 loop or in a function of this module the loop calls by name:
 
-- an image or array writer: `cv2.imwrite`, `imageio.imwrite`, `np.save`, `torchvision.utils.save_image`,
+- an image or audio writer: `cv2.imwrite`, `imageio.imwrite`, `torchvision.utils.save_image`, `soundfile.write`,
   `plt.savefig`, `Image.fromarray(a).save(p)`, or a project helper named as one (`imwrite(img, path)`,
   `save_image(...)` imported from the project's utilities: the name says what it does, as a library's does);
 - an image decoder (`read_cost.IMAGE_DECODERS`: `PIL.Image.open`, `cv2.imread`, ...) or a project helper named
@@ -41,11 +41,11 @@ from gpulint.analysis.read_cost import IMAGE_DECODERS
 if TYPE_CHECKING:
     from gpulint.analysis.model import Loop, SemanticModel
 
-# Library functions that encode and write an image or an array to a file.
+# Library functions that encode and write an image (or audio) to a file. A raw array dump (`np.save`) is not one: it
+# copies bytes without encoding, and reads around a dumped feature copy were judged right (tests/test_waits_after_copies.py).
 IMAGE_WRITERS = frozenset({
     "cv2.imwrite", "imageio.imwrite", "imageio.imsave", "imageio.mimsave", "imageio.mimwrite", "imageio.v2.imwrite",
-    "imageio.v3.imwrite", "skimage.io.imsave", "numpy.save", "numpy.savez", "numpy.savez_compressed",
-    "torchvision.utils.save_image", "matplotlib.pyplot.imsave", "matplotlib.pyplot.savefig", "scipy.misc.imsave",
+    "imageio.v3.imwrite", "skimage.io.imsave", "torchvision.utils.save_image", "matplotlib.pyplot.imsave", "matplotlib.pyplot.savefig", "scipy.misc.imsave",
     "soundfile.write", "scipy.io.wavfile.write", "torchaudio.save",
 })  # fmt: skip
 # The names project helpers give image writers and readers (`basicsr.utils.imwrite`, `utils.save_image`).
