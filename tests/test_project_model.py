@@ -573,3 +573,26 @@ def test_the_project_state_is_keyed_by_gpulints_code(tmp_path, monkeypatch):
     after = Project(files, Settings(root=root))
     assert paths_before[0] != after.state_path and paths_before[1] != after.summaries_path
     assert after.state_path.name.startswith("project-") and after.summaries_path.name.startswith("summaries-")
+
+
+def test_a_long_builder_chain_keeps_the_summary_small():
+    # each method call on a call's result is tied to the result and the receiver: unbounded, a 40-call builder
+    # chain (a Spark session's `.config(...)` lines) doubled the candidates at every call and never finished
+    chain = "".join(f"        .config('key{i}', 'value')\n" for i in range(40))
+    text = f"from pyspark.sql import SparkSession\n\n\ndef build():\n    return (SparkSession.builder\n{chain}        .getOrCreate())\n"
+    calls = summarize(text).functions["build"].calls
+    assert 0 < len(calls) <= 64
+
+
+def test_methods_of_each_possible_instance_are_still_followed():
+    text = textwrap.dedent(
+        """
+        from agents import A2C, PPO
+
+        def run(use_ppo, batch):
+            agent = PPO() if use_ppo else A2C()
+            agent.learn(batch)
+        """
+    )
+    refs = {call[0] for call in summarize(text).functions["run"].calls}
+    assert {"PPO.learn", "A2C.learn"} <= refs

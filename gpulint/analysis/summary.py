@@ -114,6 +114,9 @@ _HOST_ATTRIBUTES = frozenset({
 })  # fmt: skip
 _SYNC_METHODS = frozenset({"item", "tolist", "numpy", "cpu"})
 _TENSOR_METADATA = frozenset({"size", "dim", "ndimension", "numel", "nelement"})  # host values of any tensor
+# A value tied to more possible instances is unknown: each method call on a call's result is tied to both, so a
+# builder chain (`Builder.a(..).b(..).c(..)`, 40 calls long) would double them at every call
+_MAX_CANDIDATE_INSTANCES = 8
 _SYNC_BUILTINS = frozenset({"float", "int", "bool", "print", "str", "repr"})
 # Ops whose output size depends on the data (residency._DATA_DEPENDENT_SHAPE: the host waits to learn it).
 _DATA_DEPENDENT_SHAPE = frozenset({"nonzero", "argwhere", "masked_select", "unique", "unique_consecutive"})
@@ -1882,7 +1885,7 @@ class _Reader:
                 if method in _TENSOR_METADATA:
                     return None  # `pad_list(ys, eos).size()`: a shape, a host value (`assert a.size() == b.size()` reads nothing)
                 return ("src", f"{made[1]}|{instance[0]}")
-            if len(instance) > 1 and all(s.startswith("c:") and "." not in s for s in instance):
+            if 1 < len(instance) <= _MAX_CANDIDATE_INSTANCES and all(s.startswith("c:") and "." not in s for s in instance):
                 # `agent = PPO(...)` in one branch, `A2C(...)` in the other: the method of each class it may be
                 made = [self.record(f"{self.f.calls[int(s[2:])][0]}.{method}", node, args, kwargs)[1] for s in instance]
                 return ("src", "|".join([*made, *instance]))
