@@ -247,13 +247,17 @@ class Project:
 
     def _summarize(self, path: Path) -> ModuleSummary:
         from gpulint.analysis.summary import ModuleSummary, summarize
+        from gpulint.budget import run_within
 
         data = self.texts.get(path)
         try:
             text = decode_source(data if data is not None else read_source_bytes(path)).text
-            return summarize(Notebook.parse(text).text if is_notebook_path(str(path)) else text)
+            source = Notebook.parse(text).text if is_notebook_path(str(path)) else text
         except SourceError:  # NotebookError included
             return ModuleSummary(ok=False)
+        # the per-file budget holds here too: a file whose summary runs out is unknown to the others (its own
+        # check then meets the same budget and is reported as not checked)
+        return run_within(self.settings.analysis_timeout, lambda: summarize(source), lambda: ModuleSummary(ok=False))
 
     def save(self) -> None:
         """Write what was learnt (hashes, context digests, summaries); a read-only disk only costs the cache."""

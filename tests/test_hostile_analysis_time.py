@@ -240,3 +240,35 @@ def test_a_chain_of_hundreds_of_modules_is_checked_not_a_recursion_error(tmp_pat
     result = run_gpulint("check", "--no-cache", "-j", "1", "m0.py", cwd=tmp_path, timeout=HANG_LIMIT)
     assert result.returncode == 0, result.stderr
     assert result.stderr == b""
+
+
+def test_a_long_builder_chain_in_a_project_module_costs_linear_time(tmp_path):
+    # a Spark notebook's 40 `.config(...)` calls doubled the summary's candidate instances at every call: 10 GB
+    # and no end, though the module never names torch (every project module is summarized for the index)
+    chain = "".join(f"    .config('key{i}', 'value')\n" for i in range(40))
+    (tmp_path / "session.py").write_text(f"from pyspark.sql import SparkSession\n\nspark = (SparkSession.builder\n{chain}    .getOrCreate())\n", encoding="utf-8")
+    _write(tmp_path, "train.py", "import torch\n\n\ndef train(loader, model):\n    for x in loader:\n        model(x.cuda()).sum().backward()\n")
+    result = run_gpulint("check", "--no-cache", "--analysis-timeout", "0", "--output-format", "concise", ".", cwd=tmp_path, timeout=HANG_LIMIT)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == b""
+
+
+def test_a_summary_past_the_budget_leaves_the_module_unknown_and_the_run_going(tmp_path, monkeypatch):
+    import gpulint.analysis.summary as summary_module
+    from gpulint.api import check, discover_settings
+
+    real = summary_module.summarize
+
+    def summarize(text, tree=None):
+        while "SPIN" in text:
+            pass
+        return real(text, tree)
+
+    monkeypatch.setattr(summary_module, "summarize", summarize)
+    (tmp_path / "slow.py").write_text("SPIN = 1\n", encoding="utf-8")
+    small = "import torch\nfrom torch.utils.data import DataLoader\n\nloader = DataLoader(make_dataset(), batch_size=64)\nfor x in loader:\n    x = x.cuda()\n"
+    _write(tmp_path, "small.py", small)
+    settings = discover_settings(tmp_path, analysis_timeout=0.2)
+    report = check([tmp_path], settings, jobs=1, cache=False)
+    found = sorted((Path(d.filename).name, d.code) for d in report.diagnostics)
+    assert ("small.py", "GPU101") in found and ("small.py", "GPU102") in found
