@@ -22,11 +22,12 @@ FIXTURES = REPO / "fixtures"
 # (`analysis/read_cost.py`, tests/test_read_cost.py, tests/test_shape_sync_cost.py); the other tests exercise what a
 # wait is and where it waits, so they see every one (`unproven-cost`).
 ALL_READS = (("GPU303", (("unproven-cost", True),)), ("GPU306", (("unproven-cost", True),)))
-# GPU102 reports a loader by default only where the code shows a batch above 512 KiB (tests/test_copy_cost.py); the
-# other tests exercise which loaders reach the GPU, written with datasets of unknown size, so they see every one.
-ALL_LOADERS = (("GPU102", (("unproven-cost", True),)),)
+# GPU102 reports a loader by default only where the code shows a batch above 512 KiB (tests/test_copy_cost.py), GPU104
+# only where it shows a short pass (tests/test_epoch_length.py); the other tests exercise which loaders reach the GPU
+# and which loops restart them, written with datasets of unknown size, so they see every one.
+ALL_LOADERS = (("GPU102", (("unproven-cost", True),)), ("GPU104", (("unproven-cost", True),)))
 # The same in a project's pyproject.toml, for tests that run the CLI on a file with one read a step.
-UNPROVEN_COST_TOML = "".join(f"[tool.gpulint.rules.{code}]\nunproven-cost = true\n" for code in ("GPU102", "GPU105", "GPU201", "GPU303", "GPU306"))
+UNPROVEN_COST_TOML = "".join(f"[tool.gpulint.rules.{code}]\nunproven-cost = true\n" for code in ("GPU102", "GPU104", "GPU105", "GPU201", "GPU303", "GPU306"))
 # What GPU303's help adds to a read it reports only because of `unproven-cost = true` (no evidence of its cost).
 UNPROVEN_READ = (
     " (its cost is unproven: the code shows one wait a step and no host work for it to serialize, "
@@ -82,7 +83,7 @@ def _private_state_dir(tmp_path_factory):
 
 @pytest.fixture
 def unproven_cost(monkeypatch):
-    """Every rule with an `unproven-cost` option (GPU102, GPU105, GPU201, GPU303, GPU306) reporting what it finds without evidence
+    """Every rule with an `unproven-cost` option (GPU102, GPU104, GPU105, GPU201, GPU303, GPU306) reporting what it finds without evidence
     of its cost (`unproven-cost = true`): for the tests of which shapes a rule recognizes (a factory and its move, a
     pinned loader's copy through helpers and other modules), written with sizes out of sight. By default such a
     finding needs evidence: GPU201 a size shown above 512 KiB (tests/test_gpu201_cost.py), GPU105 a batch shown at

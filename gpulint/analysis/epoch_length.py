@@ -12,8 +12,11 @@ A pass lasts at least `max(loader work, step work)`: the workers must make every
 run every step.
 
 - Samples: a torchvision dataset class whose split has a documented fixed size (`DATASET_SIZES`, resolved from its
-  `train=` / `split=` / `image_set=` / `year=` arguments and their defaults), a `Subset` of `range(n)` or of `n`
-  indices sliced in the code, a `TensorDataset` of `n` rows sliced in the code. Anything else: unknown.
+  `train=` / `split=` / `image_set=` / `year=` arguments and their defaults), PyG's `ModelNet` (`GRAPH_DATASET_SIZES`,
+  its `name` and `train` arguments), the partitions of PyG's `ClusterLoader(ClusterData(data, num_parts=N))`, a
+  `Subset` of `range(n)` or of `n` indices sliced in the code, a `TensorDataset` of `n` rows sliced in the code. A
+  dataset written in several branches of `if args.dataset == "...":` is the one the option's default builds
+  (`_off_the_default_run`). Anything else: unknown.
 - Steps: samples / the batch size the code gives (the largest, when several), rounded down with `drop_last=True`.
 - Loader work per sample, a floor (about half of what one core of a 2-core shared host measured, for a faster host):
   an in-memory small image (MNIST/CIFAR arrays) 0.015 ms to become a tensor; a photo decoded from its file 6 ns a
@@ -45,7 +48,8 @@ ResNet's CIFAR validation on 1 worker after a ~1.8 s (floor) training pass repor
 `one_sample_training_pass` is the one shape of unknown pass read as long, by the judgements rather than a floor: a
 training `DataLoader` of one sample a step over a dataset of unknown size (each sample a whole training step).
 
-`pass_length` is None when any of this is unknown (or the worker count is): the rule keeps reporting then. A
+`pass_length` is None when any of this is unknown (or the worker count is): the rule reports that loader only with
+`unproven-cost = true` (by default it needs a pass or an interval shown short). A
 `worker_init_fn` makes each start heavier by an unknown amount: never a long pass then. A distributed run
 (`DistributedDataParallel`, a `DistributedSampler`, a Lightning `strategy="ddp"`...) splits each pass among the
 `devices=N` its Trainer or Fabric gives; where the count is not in the code (`devices="auto"`, `torchrun`) the pass
@@ -181,7 +185,8 @@ def pass_length(model: SemanticModel, info: LoaderInfo) -> Optional[PassLength]:
     worker count; None otherwise."""
     loader = info.loader
     processes = _processes(model)
-    if not loader.known("dataset", "batch_size", "batch_sampler", "sampler", "drop_last", "num_workers"):
+    clusters = _cluster_parts(model, loader)  # PyG's `ClusterLoader(ClusterData(data, num_parts=N))`: its own dataset
+    if not loader.known(*(() if clusters else ("dataset",)), "batch_size", "batch_sampler", "sampler", "drop_last", "num_workers"):
         return None
     sampler = loader.value("sampler")
     if loader.argument("batch_sampler") is not None or (sampler is not None and not samples_dataset_once(model, sampler, loader.value("dataset"))):
@@ -191,10 +196,10 @@ def pass_length(model: SemanticModel, info: LoaderInfo) -> Optional[PassLength]:
     if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
         return None
     dataset = loader.value("dataset")
-    batch = _batch_size(model, loader)
-    if dataset is None or batch is None:
+    batch = _batch_size(model, loader) if clusters is None or loader.value("batch_size") is not None else 1
+    if (dataset is None and clusters is None) or batch is None:
         return None
-    found = _dataset(model, dataset, 0)
+    found = clusters if clusters is not None else _dataset(model, dataset, 0)  # type: ignore[arg-type]
     if found is None:
         return None
     samples, what, sample_ms = found
@@ -469,6 +474,7 @@ def _dataset(model: SemanticModel, expr: cst.BaseExpression, depth: int, largest
     if isinstance(expr, (cst.Name, cst.Attribute)):
         key = dotted_name(expr)
         writes = model.dataflow.reaching_writes(key, expr) if key is not None else []
+        writes = [w for w in writes if not _off_the_default_run(model, w.statement)] or writes
         if not writes or any(w.is_augmented or (w.value is None and _split_part(model, w) is None) for w in writes):
             return None
         found = [
@@ -490,9 +496,113 @@ def _dataset(model: SemanticModel, expr: cst.BaseExpression, depth: int, largest
     if name == TENSOR_DATASET and expr.args and not expr.args[0].star:
         rows = model.batch_cost._rows(expr.args[0].value, 0)
         return (rows, "a TensorDataset", IN_MEMORY_SAMPLE_MS) if rows else None
+    if name.startswith(_GRAPH_DATASETS):
+        return _graph_dataset(model, expr, name.rsplit(".", 1)[-1])
     if not name.startswith("torchvision.datasets."):
         return None
     return _torchvision_dataset(model, expr, name.rsplit(".", 1)[-1])
+
+
+# torch_geometric.datasets classes of a documented fixed size (the class's docstring statistics table), held in
+# memory once processed (`InMemoryDataset`): ModelNet(root, name="10", train=True, transform=None, ...):
+# {(name, train): graphs}.
+_GRAPH_DATASETS = "torch_geometric.datasets."
+GRAPH_DATASET_SIZES = {
+    "ModelNet": {("10", True): 3_991, ("10", False): 908, ("40", True): 9_843, ("40", False): 2_468},
+}
+_MODELNET_POSITIONS = ("root", "name", "train", "transform")
+# torch_geometric.loader.ClusterLoader(cluster_data, **kwargs) over ClusterData(data, num_parts, ...): each item of
+# its dataset is one of the `num_parts` partitions (torch_geometric/loader/cluster.py, 1.x `torch_geometric.data`).
+_CLUSTER_LOADERS = frozenset({"torch_geometric.loader.ClusterLoader", "torch_geometric.data.ClusterLoader"})
+_CLUSTER_DATA = frozenset({"torch_geometric.loader.ClusterData", "torch_geometric.data.ClusterData"})
+
+
+def _argument(call: cst.Call, name: str, position: int) -> Optional[cst.BaseExpression]:
+    """The argument of `call` for the parameter `name` at `position`, written as a keyword or positionally."""
+    given = _keyword(call, name)
+    if given is not None:
+        return given
+    positional = [a for a in call.args if a.keyword is None]
+    if any(a.star for a in positional[: position + 1]):
+        return None
+    return positional[position].value if position < len(positional) else None
+
+
+def _graph_dataset(model: SemanticModel, call: cst.Call, short: str) -> Optional[tuple[int, str, float]]:
+    """A PyG dataset class of a documented fixed size (`ModelNet(root, "10", True)`: 3,991 graphs), its arguments
+    or their defaults; each sample an in-memory graph, plus its transform."""
+    sizes = GRAPH_DATASET_SIZES.get(short)
+    if sizes is None or any(a.star for a in call.args):
+        return None
+    name_arg, train_arg = _argument(call, "name", 1), _argument(call, "train", 2)
+    name = "10" if name_arg is None else _string(model, name_arg)
+    if train_arg is None:
+        train: object = True
+    else:
+        resolved = model.values.resolve(train_arg)
+        train = resolved.value if resolved is not None else None
+    samples = sizes.get((name, train)) if isinstance(train, bool) else None  # type: ignore[arg-type]
+    if not samples:
+        return None
+    sample_ms = _transform_ms(model, _argument(call, "transform", 3), None)
+    if sample_ms is None:
+        return None
+    return samples, f"{short}{name}'s {'train' if train else 'test'} split", IN_MEMORY_SAMPLE_MS + sample_ms
+
+
+def _cluster_parts(model: SemanticModel, loader: DataLoaderCall) -> Optional[tuple[int, str, float]]:
+    """(partitions, what, ms a partition at least) of PyG's `ClusterLoader(ClusterData(data, num_parts=N))`: a
+    pass draws each of the N partitions once, `batch_size` of them a step."""
+    if model.call_name(loader.call) not in _CLUSTER_LOADERS:
+        return None
+    given = _argument(loader.call, "cluster_data", 0)
+    sources = model.batch_cost._sources(given) if given is not None else None
+    if not sources or len(sources) != 1 or not isinstance(sources[0], cst.Call):
+        return None
+    source = sources[0]
+    if model.call_name(source) not in _CLUSTER_DATA:
+        return None
+    parts_arg = _argument(source, "num_parts", 1)
+    parts = _int_value(model, parts_arg, 0) if parts_arg is not None else None
+    if not isinstance(parts, int) or parts < 1:
+        return None
+    return parts, f"a ClusterData of {parts:,} partitions", IN_MEMORY_SAMPLE_MS
+
+
+def _off_the_default_run(model: SemanticModel, node: cst.CSTNode) -> bool:
+    """`node` sits in a branch that the run with the command line's defaults does not take: under `if args.dataset
+    == "modelnet40":` (or its `elif`) where the option's default is another string, or in an `elif` / `else` after a
+    test `args.dataset == "modelnet10"` that its default makes true. Only an equality of an option or constant whose
+    string the code gives (`_string`) with a string literal is read."""
+    child, parent = node, model.parent.get(node)
+    for _ in range(40):
+        if parent is None or isinstance(parent, (cst.FunctionDef, cst.ClassDef, cst.Module)):
+            return False
+        if isinstance(parent, cst.If):
+            holds = _default_equality(model, parent.test)
+            if holds is not None and ((child is parent.body and not holds) or (child is parent.orelse and holds)):
+                return True
+        child, parent = parent, model.parent.get(parent)
+    return False
+
+
+def _default_equality(model: SemanticModel, test: cst.BaseExpression) -> Optional[bool]:
+    """Whether `option == "literal"` holds with the option's default; None for any other test."""
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return None
+    target = test.comparisons[0]
+    if not isinstance(target.operator, (cst.Equal, cst.NotEqual)):
+        return None
+    sides = (test.left, target.comparator)
+    literal = next((s for s in sides if isinstance(s, cst.SimpleString)), None)
+    other = next((s for s in sides if s is not literal), None)
+    if literal is None or other is None or isinstance(other, cst.SimpleString):
+        return None
+    value = _string(model, other)
+    if value is None:
+        return None
+    equal = value == literal.evaluated_value
+    return equal if isinstance(target.operator, cst.Equal) else not equal
 
 
 def _split_part(model: SemanticModel, write) -> Optional[int]:

@@ -29,9 +29,9 @@ class DataLoaderWorkersNotPersistent(Rule):
     options = (
         Option("min-epochs", 3, "Epoch loops that the code shows run fewer passes are not reported."),
         Option(
-            "unproven-cost", True,
+            "unproven-cost", False,
             "Also report loaders whose pass (or interval between restarts) the code does not show, so that the "
-            "restart's share of it is unknown (`false`: only those shown to restart for 3 % or more of it).",
+            "restart's share of it is unknown (by default only those shown to restart for 3 % or more of it).",
         ),
     )  # fmt: skip
 
