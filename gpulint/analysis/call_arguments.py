@@ -14,6 +14,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from gpulint.analysis.summary import MODULE_BODY
+from gpulint.analysis.unpacked_settings import KEY as UNPACKED
+from gpulint.analysis.unpacked_settings import UNKNOWN as _UNKNOWN_SECTION
+from gpulint.analysis.unpacked_settings import section_keywords
 
 if TYPE_CHECKING:
     from gpulint.analysis.project import ModuleRecord, ProjectIndex
@@ -48,12 +51,23 @@ def agreed_arguments(index: ProjectIndex, record: ModuleRecord) -> dict[str, lis
         for caller, key, position in callers:
             call_summary = caller.summary.functions[key]
             call = call_summary.calls[position]
-            if len(call) > 6 and call[6]:
-                ways = {}  # `f(*args, **kwargs)`: what lands where is not known
-                break
             literals = call_summary.literals.get(position, {})
+            sections = None
+            if len(call) > 6 and call[6]:
+                # `Wrapper(**cfg["dataset"])` of a YAML file the project ships: its entries are the keywords
+                sections = section_keywords(index, caller, literals[UNPACKED]) if UNPACKED in literals else None
+                if sections is None:
+                    ways = {}  # `f(*args, **kwargs)`: what lands where is not known
+                    break
             for param in list(ways):
                 way = _way(param, positional, call, literals)
+                if sections is not None and way == [LEFT_OUT]:  # not written at the call: from the sections, if any
+                    unpacked, stored = sections
+                    given = unpacked.get(param, _UNKNOWN_SECTION if param in stored else [way])
+                    if given is not _UNKNOWN_SECTION:
+                        ways[param].extend(one for one in given if one not in ways[param])
+                        continue
+                    way = _UNKNOWN
                 if way is _UNKNOWN:
                     del ways[param]
                 elif way not in ways[param]:

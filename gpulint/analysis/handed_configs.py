@@ -113,10 +113,11 @@ def _hydra_main(model: SemanticModel, param: cst.Param) -> Optional[ConfigSource
     for decorator in func.decorators if isinstance(func, cst.FunctionDef) else ():
         call = decorator.decorator
         if isinstance(call, cst.Call) and model.call_name(call) == "hydra.main":
-            given = {a.keyword.value: literal_value(a.value)[1] for a in call.args if a.keyword is not None}
-            path, name = given.get("config_path"), given.get("config_name")
-            if isinstance(path, str) and isinstance(name, str) and path and name:
-                return ConfigSource(HYDRA, settings_files.hydra_folder(model.path, path), name, ())
+            given = {a.keyword.value: literal_value(a.value) for a in call.args if a.keyword is not None}
+            given = {k: v[1] if v[0] else ... for k, v in given.items()}  # `...`: written, not a literal
+            config = settings_files.hydra_config(given.get("config_path"), given.get("config_name"))
+            if config is not None:
+                return ConfigSource(HYDRA, settings_files.hydra_folder(model.path, config[0]), config[1], ())
     return None
 
 

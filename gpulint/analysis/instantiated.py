@@ -50,13 +50,12 @@ def instantiation(function: str, index: int) -> str:
 
 
 def hydra_main(node: ast.AST, qualify: Callable[[ast.AST], Optional[str]]) -> Optional[tuple[str, str]]:
-    """(config_path, config_name) of a function decorated `@hydra.main(...)` with both written as literals."""
+    """(config folder, config_name) of a function decorated `@hydra.main(...)` with both written as literals, or
+    Hydra 0.11's `config_path` naming the primary file (`settings_files.hydra_config`)."""
     for decorator in getattr(node, "decorator_list", ()):
         if isinstance(decorator, ast.Call) and qualify(decorator.func) == "hydra.main":
-            given = {k.arg: k.value.value for k in decorator.keywords if isinstance(k.value, ast.Constant)}
-            path, name = given.get("config_path"), given.get("config_name")
-            if isinstance(path, str) and isinstance(name, str) and path and name:
-                return path, name
+            given = {k.arg: k.value.value if isinstance(k.value, ast.Constant) else ... for k in decorator.keywords}
+            return settings_files.hydra_config(given.get("config_path"), given.get("config_name"))
     return None
 
 

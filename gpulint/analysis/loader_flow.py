@@ -24,7 +24,7 @@ from gpulint.analysis.dataloaders import DataLoaderCall, is_loader_call
 from gpulint.analysis.error_paths import error_path
 from gpulint.analysis.shipped_paths import never_runs, runs_as_a_script
 from gpulint.analysis.hot_loops import element_targets, in_no_grad, trains, wrapped_arguments, wrapper_kind
-from gpulint.analysis.value_resolution import ARGPARSE_DEFAULT, IMPORTED_ARGPARSE_DEFAULT, ResolvedValue, as_int, literal_value
+from gpulint.analysis.value_resolution import ARGPARSE_DEFAULT, IMPORTED_ARGPARSE_DEFAULT, SETTINGS_FILE, ResolvedValue, as_int, literal_value
 
 if TYPE_CHECKING:
     from gpulint.analysis.model import Loop, SemanticModel
@@ -713,16 +713,29 @@ class LoaderFlow:
         value = loader.value("num_workers")
         if value is None:
             return False, None
-        resolved = self.m.values.resolve(value) or _divided(self.m, value)
+        # a YAML setting of the repository (`cfg.data.num_workers`) when every shipped file giving it agrees
+        resolved = self.m.values.resolve(value) or _divided(self.m, value) or self.m.values.agreed_setting(value)
         if resolved is not None:
             ok = isinstance(resolved.value, int) and not isinstance(resolved.value, bool) and resolved.value > 0
             return ok, resolved
+        given = self._held_from_callers(value)
+        if given:  # `self.num_workers` of a constructor every call in the project gives a literal (or a YAML entry)
+            return all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in given), None
         candidates = self.m.values.settings_defaults(value)
         if candidates:  # a yacs setting: above 0 when every value the project may give it is (8, or 2 in a YAML)
             ok = all(isinstance(c.value, int) and not isinstance(c.value, bool) and c.value > 0 for c in candidates)
             return ok, candidates[0] if all(c.value == candidates[0].value for c in candidates) else None
         bound = _lower_bound(self.m, value)
         return bound is not None and bound > 0, None
+
+    def _held_from_callers(self, value: cst.BaseExpression) -> Optional[set]:
+        """The values every call in the project gives the constructor parameter `self.num_workers` holds (`__init__`
+        sets it once from that parameter: `shipped_paths.init_parameter_held`), all in sight; None otherwise."""
+        from gpulint.analysis.shipped_paths import init_parameter_held, project_values
+
+        param = init_parameter_held(self.m, value) if isinstance(value, cst.Attribute) else None
+        func = self.m.parent.get(self.m.parent.get(param)) if param is not None else None
+        return project_values(self.m, func, param) if isinstance(func, cst.FunctionDef) else None
 
     def no_workers(self, loader: DataLoaderCall) -> bool:
         """`num_workers` is certainly 0: left out (the default) or resolved to 0."""
@@ -740,7 +753,9 @@ class LoaderFlow:
         value = loader.value("num_workers")
         if value is not None and self.m.values.argparse_default(value) is not None:
             return True  # `--workers` with any default, also one only bounded (`min(8, max(1, ...))`)
-        return resolved is not None and (resolved.origin in (ARGPARSE_DEFAULT, IMPORTED_ARGPARSE_DEFAULT) or _divided(self.m, value) is not None)
+        if value is not None and self._held_from_callers(value):
+            return True  # a constructor's parameter: another call (or an edited YAML file) may give it 0
+        return resolved is not None and (resolved.origin in (ARGPARSE_DEFAULT, IMPORTED_ARGPARSE_DEFAULT, SETTINGS_FILE) or _divided(self.m, value) is not None)
 
     def workers_from_parameter(self, loader: DataLoaderCall) -> Optional[cst.Param]:
         """The parameter of the function building the loader that `num_workers` is (`num_workers=num_workers`)."""

@@ -1042,9 +1042,11 @@ class ProjectIndex:
                         yield from self.consumptions(record, other, f"g:{name}", depth + 1)
         if depth < _MAX_DEPTH and any(source in deep_sources(r) for r in f.returns) and key != MODULE_BODY:
             # handed on by a factory that wraps this one: its callers iterate it
+            elements = _returned_at(f.returns, source)  # `return train, val, test`: only the caller's element of it
             for caller, caller_key, index in self.callers(record, key):
                 caller_f = caller.summary.functions[caller_key]
-                for result in (f"c:{index}", *(f"c:{index}.{k}" for k in range(4))):
+                results = (f"c:{index}", *(f"c:{index}.{k}" for k in range(4))) if elements is None else [f"c:{index}.{k}" for k in elements]
+                for result in results:
                     if result in caller_f.effects:
                         yield from self.consumptions(caller, caller_key, result, depth + 1)
 
@@ -1400,6 +1402,23 @@ class ProjectIndex:
                 kept = context.consumers.setdefault(key if element is None else f"{key}.{element}", [])
                 kept.extend(c for c in found if c not in kept)
                 del kept[8:]
+
+
+def _returned_at(returns: list, source: str) -> Optional[list[int]]:
+    """The elements of the returned tuples that hold `source` (`return train_loader, val_loader` -> [1] for the
+    second); None when some `return` hands it on otherwise (the value itself, or inside something else)."""
+    found: list[int] = []
+    for returned in returns:
+        if source not in deep_sources(returned):
+            continue
+        if not (isinstance(returned, tuple) and len(returned) == 2 and returned[0] == "tuple" and isinstance(returned[1], (tuple, list))):
+            return None
+        for k, part in enumerate(returned[1]):
+            if source in deep_sources(part) and k not in found:
+                if part != ("src", source):
+                    return None  # inside an element (`(DataLoader(...), ...)` wrapped): not one element's batches
+                found.append(k)
+    return found
 
 
 def _wraps_ddp(summary: ModuleSummary) -> bool:

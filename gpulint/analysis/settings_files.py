@@ -153,9 +153,24 @@ def shipped_alternatives(path: str) -> list[str]:
     return found[:_MAX_FILES] if path in found[:_MAX_FILES] else [path, *found[: _MAX_FILES - 1]]
 
 
+def hydra_config(config_path: Any, config_name: Any) -> Optional[tuple[str, str]]:
+    """(config folder, primary file's name) of `@hydra.main(config_path=..., config_name=...)` written as literals.
+    Hydra 0.11 had no `config_name`: its `config_path` names the primary file itself (`config_path="conf/config.yaml"`,
+    still accepted, deprecated, by Hydra 1.0), so the folder is that file's own. None for anything else."""
+    if isinstance(config_path, str) and isinstance(config_name, str) and config_path and config_name:
+        return config_path, config_name
+    if config_name is None and isinstance(config_path, str) and config_path.endswith(_YAML):
+        folder, name = os.path.split(config_path)
+        return folder or ".", os.path.splitext(name)[0]
+    return None
+
+
 def hydra_lookup(folder: str, name: str, keys: list) -> Optional[tuple[Any, int, str]]:
     """`keys` in Hydra's primary config `folder/name.yaml`, else in the group file its defaults list mounts at
-    `keys[0]`: (value, line, file)."""
+    `keys[0]`: (value, line, file). A group file is read below its group (Hydra 1.1's package `_group_`) and at the
+    top (`_global_`: Hydra 0.11 and 1.0 merged an option file at the root, `training/cpc.yaml` writing `training:`
+    itself); a `# @package` header says which; without one, only one of the two places may hold the setting
+    (the read fails at run time under the other Hydra)."""
     primary = _file_in(folder, name)
     if primary is None or not keys:
         return None
@@ -166,8 +181,29 @@ def hydra_lookup(folder: str, name: str, keys: list) -> Optional[tuple[Any, int,
     if option is None:
         return None
     group = _file_in(os.path.join(folder, str(keys[0])), option)
-    found = lookup(group, keys[1:]) if group is not None and len(keys) > 1 else None
+    if group is None or len(keys) < 2:
+        return None
+    package = _package(group)
+    places = {"_group_": [keys[1:]], "_global_": [keys]}.get(package, [keys[1:], keys] if package is None else [])
+    written = [place for place in places if has_entry(group, place)]
+    found = lookup(group, written[0]) if len(written) == 1 else None
     return (*found, group) if found is not None else None
+
+
+def _package(path: str) -> Optional[str]:
+    """The package a `# @package <name>` header of a Hydra config file names (None without one)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            head = handle.read(2048)
+    except (OSError, UnicodeError):
+        return None
+    for line in head.splitlines():
+        match = re.match(r"^\s*#\s*@package\s+(\S+)", line)
+        if match:
+            return match.group(1)
+        if line.strip() and not line.lstrip().startswith("#"):
+            break
+    return None
 
 
 def _file_in(folder: str, name: str) -> Optional[str]:
@@ -232,7 +268,7 @@ def digest(module_path: str, references: Iterable[tuple[str, str]]) -> dict[str,
             paths = launch_files(module_path)
             paths += [p for p in command_files(os.path.dirname(os.path.abspath(module_path))) if p not in paths]
         else:
-            folder = hydra_folder(module_path, written)
+            folder = hydra_folder(module_path, os.path.dirname(written) if written.endswith(_YAML) else written)
             paths = []
             for top, dirs, files in os.walk(folder):
                 dirs.sort()

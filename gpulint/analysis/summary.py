@@ -54,8 +54,10 @@ from gpulint.analysis.loader_classes import LIBRARY_LOADERS, loader_classes
 from gpulint.analysis.namespace_settings import UNKNOWN as UNKNOWN_FLAG
 from gpulint.analysis.namespace_settings import namespace_flags
 from gpulint.analysis.settings_defaults import config_paths
+from gpulint.analysis.unpacked_settings import KEY as UNPACKED
+from gpulint.analysis.unpacked_settings import unpacked_sections
 
-FORMAT = 8  # 8: session 16 (results of methods of handed instances); 7: session 16 (backend-only cuda questions, library loaders in summaries); 6: session 15 (comprehension reads, module-level instances, held method defaults, models handed in eval mode, imported parsers)
+FORMAT = 9  # 9: session 17 (YAML sections unpacked into calls: `literals["**"]`); 8: session 16 (results of methods of handed instances); 7: session 16 (backend-only cuda questions, library loaders in summaries); 6: session 15 (comprehension reads, module-level instances, held method defaults, models handed in eval mode, imported parsers)
 # 5: session 14 (placed attributes, module uses, repeated shape ops, held data through helpers)
 # Methods only an `nn.Module` has among the objects training code handles (an optimizer has `state_dict` and
 # `zero_grad`, an agent or a trainer may have `train`): called on a parameter, they say the caller gives a module.
@@ -824,6 +826,8 @@ class _Builder:
         # `torch.cuda.is_available` attributes whose answer only picks the process group's backend: no evidence
         # (`communication.backend_questions`)
         self.backend_questions: set[int] = set()  # (filled once the imports are known)
+        # calls unpacking a section of a loaded YAML file (`**cfg["dataset"]`, analysis/unpacked_settings.py)
+        self.unpacked: dict[int, list] = {}
 
     def build(self) -> ModuleSummary:
         s = self.summary
@@ -835,6 +839,8 @@ class _Builder:
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self.module_defs.add(stmt.name)
         self.divisibility_tests = _divisibility_tests(body)
+        if "**" in self.text and ("yaml" in self.text or "OmegaConf" in self.text):
+            self.unpacked = unpacked_sections(self.tree, self.qualify)
         if self.scan_evidence and ("init_process_group" in self.text or "nccl" in self.text):
             self.backend_questions = backend_questions(self.tree, self.qualify)
         self.loader_classes = _loader_classes(body, self.qualify) if "DataLoader" in self.text else frozenset()
@@ -2164,6 +2170,8 @@ class _Reader:
             given.setdefault(name, value)  # `Agent(**vars(opt))`: each parsed option a keyword
         self.f.calls.append((ref, node.lineno, tuple(args), given, self.loop, self.guarded, star))
         literals = _literal_arguments(node)
+        if star and id(node) in self.b.unpacked:  # `Wrapper(**cfg["dataset"])` of a loaded YAML file
+            literals[UNPACKED] = self.b.unpacked[id(node)]
         if literals:
             self.f.literals[index] = literals
         # only the function's own parameters handed on as they are (`evaluate(model, val_loader)`): few calls have one

@@ -358,9 +358,10 @@ class ValueResolver:
                 call = decorator.decorator
                 if isinstance(call, cst.Call) and model.call_name(call) == "hydra.main":
                     given = {a.keyword.value: _string_value(a.value) for a in call.args if a.keyword is not None}
-                    if given.get("config_path") and given.get("config_name"):
-                        folder = settings_files.hydra_folder(model.path, given["config_path"])
-                        return settings_files.hydra_lookup(folder, given["config_name"], keys)
+                    given = {k: ... if v is None else v for k, v in given.items()}  # written, not a string
+                    config = settings_files.hydra_config(given.get("config_path"), given.get("config_name"))
+                    if config is not None:
+                        return settings_files.hydra_lookup(settings_files.hydra_folder(model.path, config[0]), config[1], keys)
             return None
         path = self._settings_file(root)
         found = settings_files.lookup(path, keys) if path is not None else None

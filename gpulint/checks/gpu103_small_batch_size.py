@@ -7,7 +7,7 @@ from typing import Iterator
 import libcst as cst
 
 from gpulint.analysis.dataloaders import ITERABLE_DATASET, LOADER_TEXT, dataset_class
-from gpulint.analysis.item_sizes import squeezes_the_batch_away, varies_in_size
+from gpulint.analysis.item_sizes import folds_items_into_batch, squeezes_the_batch_away, varies_in_size
 from gpulint.analysis.loader_flow import EVAL, TRAIN, UNKNOWN
 from gpulint.analysis.memory_bound_batches import fills_the_gpu
 from gpulint.analysis.value_resolution import ARGPARSE_DEFAULT, LITERAL
@@ -60,6 +60,8 @@ class SmallBatchSize(Rule):
                 continue  # each item resized by its own aspect ratio: the default collate cannot stack two
             if resolved_one(model, info.loader) and info.iterations and all(squeezes_the_batch_away(model, it) for it in info.iterations):
                 continue  # `data.squeeze(0)` of each batch: every item is a whole step's input (a few-shot task)
+            if info.iterations and all(folds_items_into_batch(model, it, info.loader) for it in info.iterations):
+                continue  # `x.view(batch_size * k, ...)`: each item is k samples, the GPU's batch is k times larger
             rows = model.batch_cost.dataset_length(info.loader)
             size = given[0] if given is not None else resolved.value if resolved is not None else 1
             if rows is not None and rows <= size:
