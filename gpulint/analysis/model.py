@@ -805,7 +805,7 @@ class SemanticModel:
         receiver = dotted_name(receiver_node)
         if receiver is None or receiver.count(".") > (1 if receiver.startswith("self.") else 0):
             return None
-        writes = self.dataflow.reaching_writes(receiver, receiver_node)
+        writes = self._made_writes(receiver, receiver_node)
         made = {dotted_name(w.value.func) if isinstance(w.value, cst.Call) else None for w in writes}
         if len(made) != 1 or None in made:
             return None
@@ -817,6 +817,26 @@ class SemanticModel:
         ref = f"{factory}.{method}"
         callee = self.project.callee(ref)
         return ref if callee is not None and callee.kind == "function" else None
+
+    def _made_writes(self, receiver: str, at: cst.CSTNode) -> list:
+        """The writes that reach `receiver` at `at`, an attribute that another attribute of the same object
+        aliases followed to that one's writes (`self.integrator = self.train_integrator`, made as
+        `self.train_integrator = Integrator(...)` in `__init__`): one hop, the writes of `self.<other>` in the class."""
+        writes = self.dataflow.reaching_writes(receiver, at)
+        if not receiver.startswith("self.") or not writes:
+            return writes
+        followed = []
+        for write in writes:
+            other = dotted_name(write.value) if isinstance(write.value, cst.Attribute) else None
+            if other is None or not other.startswith("self.") or other.count(".") != 1 or other == receiver:
+                followed.append(write)
+                continue
+            cls = self.dataflow.enclosing_class(write.value)
+            aliased = self.dataflow.writes_in(other, cls) if cls is not None else []
+            if not aliased or any(isinstance(w.value, cst.Attribute) for w in aliased):
+                return writes  # unknown, or an alias of an alias: not followed
+            followed.extend(aliased)
+        return followed
 
     def _handed_ref(self, owner: cst.ClassDef, attribute: str, method: str) -> str | None:
         """The reference pass one records a call on `self.<attribute>` under when the constructor was handed that

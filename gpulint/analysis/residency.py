@@ -751,14 +751,18 @@ class Residency:
         """`AutoregressiveWrapper(model)` with `model` on the GPU (moved in place before or after): a module built
         around a GPU module holds that very object, so its forward runs it there. Only a module class's constructor
         (`is_module`) given the module itself as an argument counts; a moved copy is another object (`.to` on a
-        tensor), and a factory that builds a new module from a setting is not handed one."""
+        tensor), and a factory that builds a new module from a setting is not handed one. A module moved inline
+        (`DistributedDataParallel(STCN(...).cuda(), device_ids=[rank])`) is handed too: `Module.cuda()` / `.to()`
+        move it in place and return the module itself."""
         if call in self._wrapping:
             return False  # `net = Wrapper(net)` in a loop: the argument's write is this one
         self._wrapping.add(call)
         try:
             return self.is_module(call) and any(
-                not a.star and isinstance(a.value, (cst.Name, cst.Attribute)) and self.is_gpu_module(a.value) for a in call.args
-            )
+                not a.star and self.is_gpu_module(a.value)
+                and (isinstance(a.value, (cst.Name, cst.Attribute)) or _moved_module_call(a.value))
+                for a in call.args
+            )  # fmt: skip
         finally:
             self._wrapping.discard(call)
 
@@ -892,6 +896,10 @@ class Residency:
             return NONE if self.is_module(expr.value) else self.level(expr.value)
         if isinstance(expr, cst.IfExp):
             return min(self.level(expr.body), self.level(expr.orelse))
+        if isinstance(expr, cst.Dict):
+            # `{**data, **out}`, `{"est": est_audio, ...}`: a dict display holds GPU tensors when one of its values is one
+            # (as a dict filled by `d[k] = v` does, `_stored_items_level`)
+            return max((self.level(e.value) for e in expr.elements), default=NONE)
         return NONE
 
     def _comprehension_element(self, name: cst.Name) -> Optional[int]:
@@ -976,15 +984,27 @@ class Residency:
         if not isinstance(expr, cst.Name):
             return None
         writes = self.flow.reaching_writes(expr.value, expr)
-        if not writes or not all(w.value is not None and not w.is_augmented and _empty_dict(self.model, w.value) for w in writes):
+        if not writes or not all(
+            w.value is not None and not w.is_augmented and (_empty_dict(self.model, w.value) or isinstance(w.value, cst.Dict))
+            for w in writes
+        ):  # fmt: skip
             return None
         scope = self.model.enclosing_function(expr) or self.model.module
-        stored = self._item_stores(scope).get(expr.value, [])
+        stored = list(self._item_stores(scope).get(expr.value, []))
+        spread: list[cst.BaseExpression] = []  # `{**data, **out}`: entries whose keys are not written here
+        for write in writes:
+            for element in write.value.elements if isinstance(write.value, cst.Dict) else ():
+                if isinstance(element, cst.StarredDictElement):
+                    spread.append(element.value)
+                else:  # `{"est": est, "n": 4}`: the display's own entries count as stores
+                    stored.append((literal_value(element.key), element.value))
         ok, wanted = literal_value(key) if key is not None else (False, None)
         if ok:
             same_key = [value for written, value in stored if written == (True, wanted)]
+            if not same_key and spread:
+                return max((self.level(value) for value in spread), default=NONE)
             return min((self.level(value) for value in same_key), default=NONE)
-        return max((self.level(value) for _, value in stored), default=NONE)
+        return max((self.level(value) for value in [*(v for _, v in stored), *spread]), default=NONE)
 
     def _item_stores(self, scope: cst.CSTNode) -> dict[str, list[tuple[tuple[bool, Any], cst.BaseExpression]]]:
         """`name[key] = value` statements of one function (or the module), by name: (the literal key, value)."""
@@ -2094,6 +2114,13 @@ def _past_number_start(writes: list[Write]) -> list[Write]:
     if not numbers or len(numbers) == len(writes) or not all(w.is_augmented for w in writes if w not in numbers):
         return writes
     return [w for w in writes if w not in numbers]
+
+
+def _moved_module_call(expr: cst.BaseExpression) -> bool:
+    """`Net(...).cuda()`, `Net(...).to(device)`: a module's own move, which returns the module itself."""
+    return (
+        isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in ("cuda", "to")
+    )  # fmt: skip
 
 
 def _empty_dict(model, value: cst.BaseExpression) -> bool:

@@ -57,7 +57,7 @@ from gpulint.analysis.settings_defaults import config_paths
 from gpulint.analysis.unpacked_settings import KEY as UNPACKED
 from gpulint.analysis.unpacked_settings import unpacked_sections
 
-FORMAT = 9  # 9: session 17 (YAML sections unpacked into calls: `literals["**"]`); 8: session 16 (results of methods of handed instances); 7: session 16 (backend-only cuda questions, library loaders in summaries); 6: session 15 (comprehension reads, module-level instances, held method defaults, models handed in eval mode, imported parsers)
+FORMAT = 9  # 9: session 17 (YAML sections unpacked into calls: `literals["**"]`; attributes aliasing a made instance); 8: session 16 (results of methods of handed instances); 7: session 16 (backend-only cuda questions, library loaders in summaries); 6: session 15 (comprehension reads, module-level instances, held method defaults, models handed in eval mode, imported parsers)
 # 5: session 14 (placed attributes, module uses, repeated shape ops, held data through helpers)
 # Methods only an `nn.Module` has among the objects training code handles (an optimizer has `state_dict` and
 # `zero_grad`, an agent or a trainer may have `train`): called on a parameter, they say the caller gives a module.
@@ -885,7 +885,11 @@ class _Builder:
         self.summary.classes[node.name] = info
         self.held_defaults[id(info)] = held_attribute_defaults(node)
         # `__init__` first: the attributes it sets are what the other methods see.
+        aliased = False
         for method in sorted(methods, key=lambda m: m.name != "__init__"):
+            if method.name != "__init__" and not aliased:
+                _alias_made_attributes(methods, info)  # (once `__init__` has set what they alias)
+                aliased = True
             reader = _Reader(self, f"{node.name}.{method.name}", method, info)
             self.summary.functions[f"{node.name}.{method.name}"] = reader.run(method.body)
 
@@ -2405,6 +2409,34 @@ def _is_host_read(node: ast.AST) -> bool:
         return False
     func = node.func
     return (isinstance(func, ast.Attribute) and func.attr in _HOST_READS) or (isinstance(func, ast.Name) and func.id == "int")
+
+
+def _alias_made_attributes(methods: list, info: ClassSummary) -> None:
+    """`self.integrator = self.train_integrator` in a method (`train()`), `self.train_integrator = Integrator(...)`
+    in `__init__`: the alias holds an instance of the same project class wherever the class reads it, even in a
+    method read before the one that writes it (`self.integrator.add_dict(losses)` in `do_pass`). Only when every
+    write of the alias in the class names an attribute `__init__` made of one and the same class."""
+    aliases: dict[str, set] = {}
+    for method in methods:
+        for stmt in ast.walk(method):
+            if not isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                continue
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            for target in targets:
+                if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"):
+                    continue
+                value = stmt.value if isinstance(stmt, ast.Assign) and len(targets) == 1 else None
+                held = None
+                if (
+                    method.name != "__init__" and isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name)
+                    and value.value.id == "self"
+                ):  # fmt: skip
+                    made = info.attributes.get(value.attr)
+                    held = made[1] if isinstance(made, tuple) and len(made) == 2 and made[0] == "made" and made[1] else None
+                aliases.setdefault(target.attr, set()).add(held)
+    for attribute, made in aliases.items():
+        if attribute not in info.attributes and len(made) == 1 and None not in made:
+            info.attributes[attribute] = ("made", made.pop())
 
 
 def _element(value: Any, index: int) -> Any:
