@@ -59,8 +59,8 @@ def test_the_same_evaluation_over_a_data_loader_is_reported():
     assert findings(loader, **DEFAULT) == ["28:20 GPU405"]
     (shown,) = diagnostics(loader, **DEFAULT)
     assert "unproven" not in shown.help
-    # a loader the code names so, handed in from elsewhere (`self.valid_loader`, `val_iter`, DARTS's `valid_queue`)
-    for name in ("test_loader", "val_iter", "valid_queue"):
+    # a loader the code names so, handed in from elsewhere (`self.valid_loader`, `val_iter`, `valid_queue`, `valid_dl`)
+    for name in ("test_loader", "val_iter", "valid_queue", "valid_dl"):
         named = PER_SENTENCE.replace("for words, tag in test_data:", f"for words, tag in enumerate({name}):")
         assert findings(named, **DEFAULT) == ["28:20 GPU405"], name
     # a name bound to a loader call

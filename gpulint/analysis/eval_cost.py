@@ -61,8 +61,8 @@ LARGE_MODEL = "a model of more than 300k parameters"
 CONVOLUTIONS = "a convolutional model"
 
 # A name the code gives a batch iterator: `train_loader`, `self.valid_loader`, `dataloader`, `val_iter`,
-# `BucketIterator(...)`, `get_loader(...)`, DARTS's `valid_queue`.
-_BATCH_ITERATOR = re.compile(r"loader|iterator|(^|_)iter$|(^|_)queue$", re.IGNORECASE)
+# `BucketIterator(...)`, `get_loader(...)`, DARTS's `valid_queue`, fastai's `valid_dl`.
+_BATCH_ITERATOR = re.compile(r"loader|iterator|(^|_)(iter|queue|dl)$", re.IGNORECASE)
 _MAX_DEPTH = 6
 
 
