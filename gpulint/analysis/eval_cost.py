@@ -23,6 +23,9 @@ the code shows, or None:
 - the forward is shown not to be launch-bound: a model of more than `LAUNCH_BOUND_PARAMETERS` parameters counted
   from literal layer sizes, or one with convolutions among its known layers (activations of images).
 
+A per-call evaluation (`found.caller`: one forward outside any loop in a function a loop calls) has no loop of its
+own to read batches from: it needs the second kind of evidence.
+
 It is not shown for an evaluation that feeds the model one sample at a time from a Python list (`for sentence,
 tag in test_data: model(torch.tensor(sentence))`), a sampling or generation loop over `range(steps)`, or a
 `while` loop, with a model whose size the code does not show: per-sentence tutorial evaluations of bag-of-words
