@@ -26,8 +26,12 @@ ALL_READS = (("GPU303", (("unproven-cost", True),)), ("GPU306", (("unproven-cost
 # only where it shows a short pass (tests/test_epoch_length.py); the other tests exercise which loaders reach the GPU
 # and which loops restart them, written with datasets of unknown size, so they see every one.
 ALL_LOADERS = (("GPU102", (("unproven-cost", True),)), ("GPU104", (("unproven-cost", True),)))
+# GPU405 reports an evaluation by default only where the code shows its cost (a data loader, batches, a large model:
+# tests/test_eval_cost.py); the other tests exercise which evaluations run with autograd on, written with per-sample
+# loops and models of unknown size, so they see every one.
+ALL_EVALS = (("GPU405", (("unproven-cost", True),)),)
 # The same in a project's pyproject.toml, for tests that run the CLI on a file with one read a step.
-UNPROVEN_COST_TOML = "".join(f"[tool.gpulint.rules.{code}]\nunproven-cost = true\n" for code in ("GPU102", "GPU104", "GPU105", "GPU201", "GPU303", "GPU306"))
+UNPROVEN_COST_TOML = "".join(f"[tool.gpulint.rules.{code}]\nunproven-cost = true\n" for code in ("GPU102", "GPU104", "GPU105", "GPU201", "GPU303", "GPU306", "GPU405"))
 # What GPU303's help adds to a read it reports only because of `unproven-cost = true` (no evidence of its cost).
 UNPROVEN_READ = (
     " (its cost is unproven: the code shows one wait a step and no host work for it to serialize, "
@@ -38,7 +42,7 @@ UNPROVEN_READ = (
 def settings(**overrides) -> Settings:
     """Default settings rooted at the repository (every GPU303 read: `ALL_READS`), with overrides such as
     select=("GPU1",); `rule_options=()` gives the shipped defaults."""
-    return with_overrides(Settings(root=REPO, rule_options=ALL_READS + ALL_LOADERS), **overrides)
+    return with_overrides(Settings(root=REPO, rule_options=ALL_READS + ALL_LOADERS + ALL_EVALS), **overrides)
 
 
 def findings(source: str, path: str = "train.py", **overrides) -> list[str]:

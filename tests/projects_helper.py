@@ -9,7 +9,7 @@ from pathlib import Path
 
 from gpulint.config import Settings, with_overrides
 from gpulint.linter import lint_files
-from tests.conftest import ALL_LOADERS, ALL_READS, REPO
+from tests.conftest import ALL_EVALS, ALL_LOADERS, ALL_READS, REPO
 
 PROJECTS = REPO / "tests" / "projects"
 
@@ -31,7 +31,7 @@ def copy_project(name: str, tmp_path: Path) -> Path:
 def lint(root: Path, monkeypatch, files: list[str] | None = None, use_cache: bool = False, **overrides):
     """The diagnostics of the whole project at `root` (or of `files` in it, with the project's index)."""
     monkeypatch.chdir(root)
-    settings = with_overrides(Settings(root=root, rule_options=ALL_READS + ALL_LOADERS), **overrides)
+    settings = with_overrides(Settings(root=root, rule_options=ALL_READS + ALL_LOADERS + ALL_EVALS), **overrides)
     paths = [root / f for f in files] if files else sorted(root.rglob("*.py"))
     return [d for result in lint_files(paths, settings, jobs=1, use_cache=use_cache) for d in result.diagnostics]
 

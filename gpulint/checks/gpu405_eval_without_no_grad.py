@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from gpulint.analysis.eval_cost import UNPROVEN_HELP, shown_cost
 from gpulint.analysis.eval_share import how_often, sliver
-from gpulint.checks.base import Rule
+from gpulint.checks.base import Option, Rule
 from gpulint.diagnostics import Diagnostic, Severity
 
 NO_GRAD_SINCE = (0, 4)  # torch.no_grad arrived in 0.4; before it `Variable(x, volatile=True)` switched autograd off
@@ -18,6 +19,13 @@ class EvalWithoutNoGrad(Rule):
     requires = (r"\.eval\(",)
     project_tags = ("handed-in-eval",)  # `evaluate(model, ...)` of this module, called after `model.eval()` elsewhere
     default_severity = Severity.INFO
+    options = (
+        Option(
+            "unproven-cost", False,
+            "Also report evaluations whose cost the code does not show (one sample at a time from a Python list, "
+            "a sampling loop over `range(steps)`, with a model of unknown size: microseconds of bookkeeping a forward).",
+        ),
+    )  # fmt: skip
 
     def check(self) -> Iterator[Diagnostic]:
         if self.pinned_below(NO_GRAD_SINCE):
@@ -28,6 +36,9 @@ class EvalWithoutNoGrad(Rule):
                 continue  # a launch-bound model, a few samples, a rate-limited or one-off pass: a sliver of the run
             if found.eval_call is not None and model.residency.is_cpu_module(found.eval_call.func.value):
                 continue  # `model = Net().to("cpu")`: the evaluation runs on the CPU, no GPU memory or time to save
+            evidence = shown_cost(model, found)
+            if evidence is None and not self.settings["unproven-cost"]:
+                continue  # no data loader, no batches, no model shown to be large: bookkeeping of a few microseconds
             if found.eval_call is None:
                 yield self._handed(found)
                 continue
@@ -57,6 +68,8 @@ class EvalWithoutNoGrad(Rule):
             often = how_often(model, found)
             if often is not None:
                 help += f"; it runs {often}"
+            if evidence is None:  # shown only because of `unproven-cost = true`: say so, as GPU303 does
+                help += f" ({UNPROVEN_HELP})"
             related = [(f"`{name}.eval()`", found.eval_call)]
             if found.caller is None:
                 related.append(("the evaluation loop", found.loop))
