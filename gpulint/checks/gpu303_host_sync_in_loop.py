@@ -9,6 +9,7 @@ import libcst as cst
 from gpulint.analysis import generation, host_reads, legacy_torch, reached_reads
 from gpulint.analysis.element_passes import element_pass
 from gpulint.analysis.first_iterations import first_few_iterations
+from gpulint.analysis.forward_reach import per_element_reads
 from gpulint.analysis.full_batch import same_data_every_step
 from gpulint.analysis.helper_steps import calling_loop
 from gpulint.analysis.host_bound import host_bound_iteration
@@ -148,6 +149,10 @@ class HostSyncInLoop(Rule):
             walked = passes.get(id(syncs[0].node))
             if walked is not None:
                 source, cost = syncs[0], _PerElement(walked, model)
+            if walked is None and cost is not None and cost.kind == "repeated" and syncs[0].via is not None and (
+                model.project_ref(syncs[0].node) in model.project.reached_refs or syncs[0].via in model.project.batch_read_places
+            ):  # fmt: skip
+                continue  # the callee, which the step's `forward` or a per-batch loop runs, reports its per-element reads
             if cost is None and not self.settings["unproven-cost"]:
                 continue  # one wait a step, nothing on the host shown to serialize: a few per cent at most (or unknown)
             subjects = [self._subject(s) for s in syncs]
@@ -196,6 +201,42 @@ class HostSyncInLoop(Rule):
             yield self.diagnostic(
                 syncs[0].node, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO, related=related,
                 help=advice[0].upper() + advice[1:],
+            )
+        yield from self._reached_reads(statements)
+
+    def _reached_reads(self, statements: dict[int, list]) -> Iterator[Diagnostic]:
+        """The per-element reads of a function of this module that a per-step `forward` reaches, from a step loop
+        of any module (`forward_reach.per_element_reads`): one wait per element of a tensor, on every call, every step.
+        One finding per statement (not one already reported with its own loop)."""
+        model = self.model
+        done = set(statements)
+        for read in per_element_reads(model):
+            statement = model.enclosing_statement(read.node)
+            if id(statement) in done or model.model_size.toy_loop(read.loop):
+                continue
+            done.add(id(statement))
+            code = _short(model.code(read.node))
+            what = f"`{code}`" if code else read.kind
+            places = f" ({read.places} places of it read once per element)" if read.places > 1 else ""
+            runs = (
+                f"which the loop at {read.step} runs on every batch (the call at {read.reached_by})" if read.batch
+                else f"which a per-step `forward` runs ({read.reached_by}; the step loop's call at {read.step})"
+            )
+            message = (
+                f"{what} ({read.kind}) waits for the GPU once per iteration of `{read.header}` (line "
+                f"{model.line_of(read.loop)}): as many reads a call as the loop has iterations, on every call of "
+                f"`{read.function.name.value}`{places}, {runs}"
+            )
+            advice = (
+                "copy the lengths to the host once per call (`lengths.tolist()`) and slice with those Python ints, or "
+                "build the mask on the GPU without a Python loop (`torch.arange(T) < lengths[:, None]`)"
+                if read.kind == SLICED_WITH_GPU_BOUND
+                else "copy the tensor to the host once before the loop (`.tolist()`) and read Python numbers there, or "
+                "compute on the GPU without a Python loop"
+            )
+            yield self.diagnostic(
+                read.node, message, severity=Severity.INFO if read.batch else Severity.WARNING, related=[(f"the loop over `{read.header}`", read.loop)],
+                help=f"It waits once per iteration, {'every batch' if read.batch else 'every training step'}; {advice}",
             )
 
     def _inner_loop(self, sync, loop):
