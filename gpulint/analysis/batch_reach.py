@@ -17,13 +17,16 @@ training loop calls it once a batch, directly or through a helper of its own:
             batch = [x.to(device) for x in batch]
             metrics = _calculate_metrics(model, batch, ks)
 
-`batch_reached` lists the functions and methods of one module that such a loop runs on every iteration (a call in
-the loop, unguarded, or a call in a function that is itself run so, up to `_DEPTH` callers up), with where: the call
-that runs it and the loop. A per-batch loop is a training step loop (`ProjectIndex._step_loops`) or a loop over the
-batches of a loader (an `iter` of a parameter the project's calls fill with a loader, or of a loader built in the
-function). The reads themselves are `forward_reach.repeated_reads` (one wait per element, on every call), with the
-parameters' placement taken from the calls on the way from the loop (`forward_reach.given_level`). Functions a
-per-step `forward` reaches (`forward_reach`) are listed there, not here.
+`batch_reached` lists the functions and methods of one module that a loop runs on every iteration (a call in the
+loop, unguarded, or a call in a function that is itself run so, up to `_DEPTH` callers up; an override a base
+class's loop calls on `self`), with where: the call that runs it and the loop. Any loop of a project function
+counts (over batches, over epochs, over the samples of a test set: the walk waits once per element on each call
+whatever the loop), but not a loop that runs once (its body ends in `break`: one demo batch), nor a unit test's.
+The reads themselves are `forward_reach.repeated_reads` (one wait per element, on every call), with the
+parameters' placement taken from the calls on the way from the loop (`forward_reach.given_level`), and only a walk
+over a sequence's elements counts at the read (`forward_reach.per_element_reads`). Functions a per-step `forward`
+reaches (`forward_reach`) or a step loop runs (`stepped`) are listed there, not here. A call of a listed function
+is reported there (`batch_read_places`), not at the call.
 """
 
 from __future__ import annotations
@@ -37,7 +40,6 @@ if TYPE_CHECKING:
     from gpulint.analysis.project import ModuleRecord, ProjectIndex
 
 _DEPTH = 3  # callers followed up from a helper to the loop that runs it per batch
-_LOADERS = frozenset({"loader", "placed_loader"})
 
 
 def batch_reads(index: ProjectIndex, record: ModuleRecord) -> tuple[dict[str, list], list[str]]:
@@ -122,37 +124,22 @@ def batch_root(index: ProjectIndex, record: ModuleRecord, key: str, depth: int =
 
 
 def on_batch_path(index: ProjectIndex, caller: ModuleRecord, caller_key: str, call: tuple) -> bool:
-    """The call `call` of `caller_key` runs on every iteration of a per-batch loop: in one, or its function is
-    run so (`given_level`'s path)."""
+    """The call `call` of `caller_key` runs on every iteration of a loop: in one, or its function is run so
+    (`given_level`'s path)."""
     if call[5]:
         return False
     return _batch_loop_around(index, caller, caller_key, call[4]) is not None or batch_root(index, caller, caller_key) is not None
 
 
 def _batch_loop_around(index: ProjectIndex, record: ModuleRecord, key: str, loop: int) -> Optional[int]:
-    """The per-batch loop of function `key` that `loop` (a call's loop) is, or lies in; None when none."""
+    """The loop of function `key` that repeats a call in `loop` (the call's innermost loop), or None: not in a loop,
+    in a loop that runs once, or in a test."""
     if loop < 0 or index.is_test(record):
         return None
+    loops = record.summary.functions[key].loops
+    at = loop
+    while at >= 0:
+        if "once" in loops[at][3:]:
+            return None  # (`for x, y in loader: show(infer(x)); break`: one demo call)
+        at = loops[at][2]
     return loop  # (any loop of the caller: a loop over batches, over epochs, over the samples of a test set)
-
-
-def _batch_loops(index: ProjectIndex, record: ModuleRecord, key: str) -> set[int]:
-    """The loops of `key` that run once per batch: its step loops, and its loops over the batches of a loader."""
-    memo = index.computed("batch_reach.loops", dict)
-    if (id(record), key) in memo:
-        return memo[(id(record), key)]
-    f = record.summary.functions[key]
-    loops = set(index._step_loops(record, f))
-    for source, effects in f.effects.items():
-        for effect in effects:
-            if effect[0] != "iter" or effect[1] in loops:
-                continue
-            if source.startswith("p:"):
-                loader = bool(index.inputs(record, key, source[2:]) & _LOADERS)
-            else:
-                value = index.value(record, f, ("src", source))
-                loader = value is not None and value[0] == "loader"
-            if loader:
-                loops.add(effect[1])
-    memo[(id(record), key)] = loops
-    return loops

@@ -55,7 +55,7 @@ from gpulint.analysis.namespace_settings import UNKNOWN as UNKNOWN_FLAG
 from gpulint.analysis.namespace_settings import namespace_flags
 from gpulint.analysis.settings_defaults import config_paths
 
-FORMAT = 8  # 8: session 16 (results of methods of handed instances); 7: session 16 (backend-only cuda questions, library loaders in summaries); 6: session 15 (comprehension reads, module-level instances, held method defaults, models handed in eval mode, imported parsers)
+FORMAT = 9  # 9: session 17 (loops that run once); 8: session 16 (results of methods of handed instances); 7: session 16 (backend-only cuda questions, library loaders in summaries); 6: session 15 (comprehension reads, module-level instances, held method defaults, models handed in eval mode, imported parsers)
 # 5: session 14 (placed attributes, module uses, repeated shape ops, held data through helpers)
 # Methods only an `nn.Module` has among the objects training code handles (an optimizer has `state_dict` and
 # `zero_grad`, an agent or a trainer may have `train`): called on a parameter, they say the caller gives a module.
@@ -166,7 +166,8 @@ class FunctionSummary:
     params: tuple[str, ...]  # positional, `self` included
     kwonly: tuple[str, ...] = ()
     calls: list[tuple] = field(default_factory=list)  # (ref, line, args, kwargs, loop, guarded)
-    loops: list[tuple] = field(default_factory=list)  # (line, trains here, enclosing loop or -1)
+    # (line, trains here, enclosing loop or -1[, "once": a `for` whose body ends in `break`, or over `range(1)`/`range(2)`])
+    loops: list[tuple] = field(default_factory=list)
     effects: dict[str, list[tuple]] = field(default_factory=dict)
     returns: list[Any] = field(default_factory=list)  # the value of each `return`
     trains: bool = False  # a backward pass or an optimizer step in this function itself
@@ -636,6 +637,17 @@ def _always_ends(body: list[ast.stmt], builder: Any) -> bool:
     """The last statement raises or exits (or is an `if` whose branches all do), and no `return`, `break` or
     `continue` leaves `body` first (the same fact as analysis/error_paths.always_ends)."""
     return bool(body) and _ends(body, builder) and not any(any(_exits(stmt, in_loop=False)) for stmt in body)
+
+
+def _runs_once(node: ast.For) -> bool:
+    """A `for` whose body runs at most twice: it ends in `break` (one demo batch), or over `range(1)` / `range(2)`."""
+    if node.body and isinstance(node.body[-1], ast.Break):
+        return True
+    it = node.iter
+    return (
+        isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range" and len(it.args) == 1
+        and isinstance(it.args[0], ast.Constant) and isinstance(it.args[0].value, int) and it.args[0].value <= 2
+    )  # fmt: skip
 
 
 def _ends(body: list[ast.stmt], builder: Any) -> bool:
@@ -1340,7 +1352,7 @@ class _Reader:
     def for_loop(self, node: ast.For) -> None:
         batches, bindings = self.iterated(node.iter, node.target)
         index = len(self.f.loops)
-        self.f.loops.append((node.lineno, False, self.loop))
+        self.f.loops.append((node.lineno, False, self.loop, *(("once",) if _runs_once(node) else ())))
         self.loop_sources[index] = batches
         if _over_typed_items(node.iter, self.b.typed_options):
             self.typed_loops.add(index)
@@ -1533,8 +1545,8 @@ class _Reader:
     def mark_trains(self) -> None:
         self.f.trains = True
         if self.loop >= 0:
-            line, _, parent = self.f.loops[self.loop]
-            self.f.loops[self.loop] = (line, True, parent)
+            line, _, parent, *rest = self.f.loops[self.loop]
+            self.f.loops[self.loop] = (line, True, parent, *rest)
 
     def mark_gpu(self, what: str, line: int) -> None:
         if self.b.scan_evidence:

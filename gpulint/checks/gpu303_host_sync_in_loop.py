@@ -202,29 +202,37 @@ class HostSyncInLoop(Rule):
                 syncs[0].node, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO, related=related,
                 help=advice[0].upper() + advice[1:],
             )
-        yield from self._reached_reads(statements)
+        reported = set(statements) | {id(model.enclosing_statement(s.node)) for found in later.values() for s in found}
+        yield from self._reached_reads(reported)
 
-    def _reached_reads(self, statements: dict[int, list]) -> Iterator[Diagnostic]:
-        """The per-element reads of a function of this module that a per-step `forward` reaches, from a step loop
-        of any module (`forward_reach.per_element_reads`): one wait per element of a tensor, on every call, every step.
-        One finding per statement (not one already reported with its own loop)."""
+    def _reached_reads(self, reported: set[int]) -> Iterator[Diagnostic]:
+        """The per-element reads of a function of this module that a per-step `forward` or a per-batch loop of any
+        module runs (`forward_reach.per_element_reads`): one wait per element of a tensor, on every call. One finding
+        per walk, at its first read (the reads after it in the same iteration wait little: named with it), unless
+        a statement of it is reported already with a loop of this module."""
         model = self.model
-        done = set(statements)
+        walks: dict[int, list] = {}
         for read in per_element_reads(model):
-            statement = model.enclosing_statement(read.node)
-            if id(statement) in done or model.model_size.toy_loop(read.loop):
+            walks.setdefault(id(read.loop), []).append(read)
+        for found in walks.values():
+            if model.model_size.toy_loop(found[0].loop):
                 continue
-            done.add(id(statement))
+            if any(id(model.enclosing_statement(r.node)) in reported for r in found):
+                continue
+            found.sort(key=lambda r: (model.range(r.node).start.line, model.range(r.node).start.column))
+            read = found[0]
             code = _short(model.code(read.node))
             what = f"`{code}`" if code else read.kind
             places = f" ({read.places} places of it read once per element)" if read.places > 1 else ""
+            lines = sorted({model.range(r.node).start.line for r in found[1:]} - {model.range(read.node).start.line})
+            then = f", then the read{'s' if len(lines) > 1 else ''} at line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines))} in the same iteration" if lines else ""
             runs = (
                 f"which the loop at {read.step} runs on every batch (the call at {read.reached_by})" if read.batch
                 else f"which a per-step `forward` runs ({read.reached_by}; the step loop's call at {read.step})"
             )
             message = (
                 f"{what} ({read.kind}) waits for the GPU once per iteration of `{read.header}` (line "
-                f"{model.line_of(read.loop)}): as many reads a call as the loop has iterations, on every call of "
+                f"{model.line_of(read.loop)}){then}: as many reads a call as the loop has iterations, on every call of "
                 f"`{read.function.name.value}`{places}, {runs}"
             )
             advice = (
