@@ -201,7 +201,8 @@ def repeated_reads(index: ProjectIndex, record: ModuleRecord, key: str, batch: b
                     continue
             else:
                 continue
-            if not guarded and "options" not in flags and (loop >= 0 or "repeated" in flags):
+            # a comprehension repeats per element even inside a loop over a few options (`for k in ks:`)
+            if not guarded and ("repeated" in flags or (loop >= 0 and "options" not in flags)):
                 found.setdefault(effect[2], effect[1])
     return [[line, kind] for line, kind in sorted(found.items())]
 
