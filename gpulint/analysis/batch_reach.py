@@ -134,8 +134,8 @@ def on_batch_path(index: ProjectIndex, caller: ModuleRecord, caller_key: str, ca
 def _batch_loop_around(index: ProjectIndex, record: ModuleRecord, key: str, loop: int) -> Optional[int]:
     """The loop of function `key` that repeats a call in `loop` (the call's innermost loop), or None: not in a loop,
     in a loop that runs once, or in a test."""
-    if loop < 0 or index.is_test(record):
-        return None
+    if loop < 0 or index.is_test(record) or not record.summary.evidence:
+        return None  # (a loop of a module with no GPU evidence of its own: its `x.to(device)` may be a CPU copy)
     loops = record.summary.functions[key].loops
     at = loop
     while at >= 0:

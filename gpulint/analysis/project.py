@@ -1367,6 +1367,10 @@ class ProjectIndex:
         }
         context.reached_refs = reaching_refs(self, record)
         context.batch_reached, context.batch_read_places = batch_reads(self, record)
+        if not context.gpu and context.batch_reached:
+            key, chain = next(iter(sorted(context.batch_reached.items())))
+            context.gpu = True  # the loop's GPU code hands this function GPU tensors (`analysis/batch_reach.py`)
+            context.gpu_reason = f"the loop at {chain[1]} of GPU code runs `{key}` on GPU tensors (the call at {chain[0]})"
         context.moved_returns = moved_returns(self, record)
         context.arguments = agreed_arguments(self, record)
         context.held_arguments = held_arguments(self, record)

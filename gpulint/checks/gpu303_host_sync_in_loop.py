@@ -239,8 +239,8 @@ class HostSyncInLoop(Rule):
                 "copy the lengths to the host once per call (`lengths.tolist()`) and slice with those Python ints, or "
                 "build the mask on the GPU without a Python loop (`torch.arange(T) < lengths[:, None]`)"
                 if read.kind == SLICED_WITH_GPU_BOUND
-                else "copy the tensor to the host once before the loop (`.tolist()`) and read Python numbers there, or "
-                "compute on the GPU without a Python loop"
+                else f"copy what `{read.header}` walks to the host once before the loop (`.tolist()`) and read Python "
+                "numbers there, or compute on the GPU without a Python loop"
             )
             yield self.diagnostic(
                 read.node, message, severity=Severity.INFO if read.batch else Severity.WARNING, related=[(f"the loop over `{read.header}`", read.loop)],
