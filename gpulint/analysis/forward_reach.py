@@ -201,8 +201,9 @@ def repeated_reads(index: ProjectIndex, record: ModuleRecord, key: str, batch: b
                     continue
             else:
                 continue
-            # a comprehension repeats per element even inside a loop over a few options (`for k in ks:`)
-            if not guarded and ("repeated" in flags or (loop >= 0 and "options" not in flags)):
+            # a comprehension repeats per element even inside a loop over a few options (`for k in ks:`); a `for`
+            # counts where it walks elements and the read uses the element ("walk", `summary.py`)
+            if not guarded and ("repeated" in flags or "walk" in flags):
                 found.setdefault(effect[2], effect[1])
     return [[line, kind] for line, kind in sorted(found.items())]
 
@@ -344,14 +345,14 @@ def _read_at(model: SemanticModel, func: cst.FunctionDef, line: int, kind: str) 
 
 def _walks_elements(model: SemanticModel, node: cst.CSTNode, loop: cst.CSTNode) -> bool:
     """`loop` walks the elements of a sequence and the read at `node` uses the element (or its index): `for i in
-    range(N): mask[i, lengths[i]:]`, `[int(n) for n in counts]`, `for label in labels: label.item()`. Not a loop
-    over a few options (`for k in sorted(ks):`, `for k in range(3):`), nor over a host copy (`t.tolist()`)."""
-    if isinstance(loop, cst.For):
-        target, iterable = loop.target, loop.iter
-    elif isinstance(loop, (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
-        target, iterable = loop.for_in.target, loop.for_in.iter
-    else:
+    range(N): mask[i, lengths[i]:]`, `for label in labels: label.item()`, any comprehension (`[int(n) for n in
+    counts]`). Not a loop over a few options (`for k in sorted(ks):`, `for k in range(3):`), nor over a host copy
+    (`t.tolist()`): the summary's "walk" (`summary._element_iterable`), on the module's own tree."""
+    if isinstance(loop, (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
+        return True  # once per element it builds, as the summary's "repeated" says (`[int(n) for n in counts]`)
+    if not isinstance(loop, cst.For):
         return False
+    target, iterable = loop.target, loop.iter
     names = {n.value for n in _walk(target) if isinstance(n, cst.Name)}
     if not names or not any(isinstance(n, cst.Name) and n.value in names for n in _walk(node)):
         return False

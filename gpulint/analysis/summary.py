@@ -55,7 +55,7 @@ from gpulint.analysis.namespace_settings import UNKNOWN as UNKNOWN_FLAG
 from gpulint.analysis.namespace_settings import namespace_flags
 from gpulint.analysis.settings_defaults import config_paths
 
-FORMAT = 9  # 9: session 17 (loops that run once); 8: session 16 (results of methods of handed instances); 7: session 16 (backend-only cuda questions, library loaders in summaries); 6: session 15 (comprehension reads, module-level instances, held method defaults, models handed in eval mode, imported parsers)
+FORMAT = 9  # 9: session 17 (loops that run once, reads in walks over elements); 8: session 16 (results of methods of handed instances); 7: session 16 (backend-only cuda questions, library loaders in summaries); 6: session 15 (comprehension reads, module-level instances, held method defaults, models handed in eval mode, imported parsers)
 # 5: session 14 (placed attributes, module uses, repeated shape ops, held data through helpers)
 # Methods only an `nn.Module` has among the objects training code handles (an optimizer has `state_dict` and
 # `zero_grad`, an agent or a trainer may have `train`): called on a parameter, they say the caller gives a module.
@@ -639,6 +639,22 @@ def _always_ends(body: list[ast.stmt], builder: Any) -> bool:
     return bool(body) and _ends(body, builder) and not any(any(_exits(stmt, in_loop=False)) for stmt in body)
 
 
+def _element_iterable(node: ast.AST) -> bool:
+    """A sequence as written (`labels`, `self.rows`, `t[0]`), `range(<not a literal>)`, or `zip` / `enumerate` of
+    those: a loop over elements (`forward_reach.repeated_reads`); not what a method returns (`t.tolist()`,
+    `d.items()`), `sorted(ks)`, nor `range(3)`."""
+    if isinstance(node, (ast.Name, ast.Attribute, ast.Subscript)):
+        return True
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name) or not node.args:
+        return False
+    if node.func.id == "range":
+        bound = node.args[-1 if len(node.args) < 3 else 1]
+        return not (isinstance(bound, ast.Constant) and isinstance(bound.value, int))
+    if node.func.id in ("zip", "enumerate"):
+        return all(_element_iterable(a) for a in node.args if not isinstance(a, ast.Starred))
+    return False
+
+
 def _runs_once(node: ast.For) -> bool:
     """A `for` whose body runs at most twice: it ends in `break` (one demo batch), or over `range(1)` / `range(2)`."""
     if node.body and isinstance(node.body[-1], ast.Break):
@@ -1056,6 +1072,9 @@ class _Reader:
         self.catching = 0  # inside this many `try` bodies with handlers: a raise there may be caught
         self.loop_targets: set[str] = set()
         self.loop_sources: dict[int, list[str]] = {}  # loop -> the sources whose elements it takes
+        # loop -> (the names its target binds, it walks the elements of a sequence: `for x in t`, `for i in
+        # range(n)`, `zip`/`enumerate` of those; not `for k in sorted(ks)`, `for k, v in d.items()`, `range(3)`)
+        self.loop_walks: dict[int, tuple[frozenset, bool]] = {}
         self.typed_loops: set[int] = set()  # `for i in range(n)` / `for f in args.files` (`nargs="+"`): no data loop
         self.node = node
         self.parameter_lists: set[str] = set()  # sources whose parameters a loop takes (`for p in model.parameters()`)
@@ -1353,6 +1372,7 @@ class _Reader:
         batches, bindings = self.iterated(node.iter, node.target)
         index = len(self.f.loops)
         self.f.loops.append((node.lineno, False, self.loop, *(("once",) if _runs_once(node) else ())))
+        self.loop_walks[index] = (frozenset(_target_names(node.target)), _element_iterable(node.iter))
         self.loop_sources[index] = batches
         if _over_typed_items(node.iter, self.b.typed_options):
             self.typed_loops.add(index)
@@ -1438,7 +1458,7 @@ class _Reader:
         value = self.expr(node)
         if isinstance(node, ast.Compare) and any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in node.ops):
             return
-        self.sync(value, "a Python condition on a tensor", node.lineno, certain=True)
+        self.sync(value, "a Python condition on a tensor", node.lineno, certain=True, node=node)
 
     # ---- effects ---------------------------------------------------------------------------------
 
@@ -1447,7 +1467,7 @@ class _Reader:
         if effect not in found and len(found) < 24:
             found.append(effect)
 
-    def sync(self, value: Any, kind: str, line: int, certain: bool) -> None:
+    def sync(self, value: Any, kind: str, line: int, certain: bool, node: Optional[ast.AST] = None) -> None:
         """The host waits for `value` (if it is a GPU tensor): on a source, or on a value made here."""
         if value is None:
             return
@@ -1455,8 +1475,13 @@ class _Reader:
         moved = value[0] == "moved" and value[1] is not None and value[1][0] not in ("module", "gpu_module")
         given_only = self.given_only
         # "repeated": in a comprehension (`[int(n) for n in counts]`, one read per element), as a loop makes it,
-        # also inside a loop over a few options (`for k in topk:`), which alone would not
+        # also inside a loop over a few options (`for k in topk:`), which alone would not; "walk": in a `for` over
+        # the elements of a sequence, reading the element or its index (`for i in range(n): mask[i, lengths[i]:]`)
         repeated = ("repeated",) if self.repeating else ()
+        if node is not None and self.loop in self.loop_walks:
+            targets, walks = self.loop_walks[self.loop]
+            if walks and any(isinstance(n, ast.Name) and n.id in targets for n in ast.walk(node)):
+                repeated = (*repeated, "walk")
         if value[0] == "gpu" or moved or INTERNAL in sources:
             self.effect(INTERNAL, ("sync", kind, line, self.loop, self.guarded or self.optional or given_only is not None, *repeated))
         for source in sources:
@@ -1611,7 +1636,7 @@ class _Reader:
                 parts = base[1]
                 return parts[node.slice.value] if -len(parts) <= node.slice.value < len(parts) else None
             if base is not None and base[0] in ("src", "gpu") and self.b.before_torch_0_4 and number_read_in(node) is not None:
-                self.sync(base, number_read_kind(ast.unparse(node)), node.lineno, certain=False)
+                self.sync(base, number_read_kind(ast.unparse(node)), node.lineno, certain=False, node=node)
                 return ("host",)  # `loss.data[0]` before PyTorch 0.4: a Python number
             if base is not None and base[0] in ("src", "gpu"):
                 return base
@@ -1628,7 +1653,7 @@ class _Reader:
             if isinstance(node.op, ast.Mod) and isinstance(node.left, ast.Constant) and isinstance(node.left.value, str):
                 parts = right[1] if right is not None and right[0] == "tuple" else (right,)
                 for part in parts:
-                    self.sync(part, "`%` formatting of a tensor", node.lineno, certain=True)
+                    self.sync(part, "`%` formatting of a tensor", node.lineno, certain=True, node=node)
                 return None  # a string
             return _merge_tensor(left, right)
         if kind is ast.UnaryOp:
@@ -1674,7 +1699,7 @@ class _Reader:
             for part in node.values:
                 if isinstance(part, ast.FormattedValue):
                     value = self.expr(part.value)
-                    self.sync(value, "formatting a tensor in an f-string", node.lineno, certain=True)
+                    self.sync(value, "formatting a tensor in an f-string", node.lineno, certain=True, node=node)
             return None
         if kind in (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp):
             return self.comprehension(node)
@@ -1710,7 +1735,7 @@ class _Reader:
                 if value is not None and value[0] in ("src", "gpu") and hasattr(node, "lineno") and not self.zipped(value):
                     # `mask[i, lengths[i]:] = 0`: Python's slice reads a tensor bound with `__index__` on the host,
                     # a wait when the tensor is on the GPU (`residency.SLICED_WITH_GPU_BOUND`)
-                    self.sync(value, "slicing with a GPU tensor as a bound", node.lineno, certain=True)
+                    self.sync(value, "slicing with a GPU tensor as a bound", node.lineno, certain=True, node=node)
             return None
         return None
 
@@ -1824,7 +1849,7 @@ class _Reader:
             if method == "type" and not node.args and not node.keywords:
                 return None  # the type's name, a Python string (`x.type(T)` converts)
             if method in _SYNC_METHODS and not (method == "cpu" and node.args):
-                self.sync(receiver, f"`.{method}()`", line, certain=False)
+                self.sync(receiver, f"`.{method}()`", line, certain=False, node=node)
                 return ("host",)  # a Python number, a list, an array, a CPU tensor
             if method in _DATA_DEPENDENT_SHAPE:
                 for value in (receiver, *args[:1]) if method == "masked_select" else (receiver,):
@@ -1832,7 +1857,7 @@ class _Reader:
             logged = _formatted_or_logged(node, args, kwargs)
             if logged is not None:
                 for value in logged[1]:
-                    self.sync(value, logged[0], line, certain=True)
+                    self.sync(value, logged[0], line, certain=True, node=node)
                 return None
             owner = (ast_dotted_name(func.value) or "").lower()
             imported = (ast_dotted_name(func.value) or "").partition(".")[0] in self.b.summary.imports  # `shipname.generate(0)`: a library's
@@ -1945,7 +1970,7 @@ class _Reader:
                 return self.record(name, node, args, kwargs)
             if name in _SYNC_BUILTINS:
                 for value in args:
-                    self.sync(value, f"`{name}()` of a tensor", line, certain=True)
+                    self.sync(value, f"`{name}()` of a tensor", line, certain=True, node=node)
                 return None
             fresh = node.args[0] if name == "next" and node.args and isinstance(node.args[0], ast.Call) else None
             if fresh is not None and self.loop >= 0 and ast_dotted_name(fresh.func) == "iter" and b.is_wrapper(fresh.func, "iter"):
