@@ -47,10 +47,19 @@ def batch_reads(index: ProjectIndex, record: ModuleRecord) -> tuple[dict[str, li
     the functions a per-batch loop runs that read once per element; the places of those reads in every module of
     the project: a call of such a function is reported there, not at the call)."""
     found = index.computed("batch_reach.reads", lambda: _all_reads(index))
-    return found.get(id(record), {}), index.computed("batch_reach.places", lambda: sorted(
-        f"{other.shown}:{line}" for other in index.records.values() for entry in found.get(id(other), {}).values()
-        for line, _ in entry[2]
-    ))  # fmt: skip
+    return found.get(id(record), {}), index.computed("batch_reach.places", lambda: _places(index, found))
+
+
+def _places(index: ProjectIndex, found: dict[int, dict[str, list]]) -> list[str]:
+    """Where the listed functions and those a per-step `forward` reaches read once per element, `utils.py:6`."""
+    from gpulint.analysis.forward_reach import repeated_reads
+
+    places = set()
+    for other in index.records.values():
+        places.update(f"{other.shown}:{line}" for entry in found.get(id(other), {}).values() for line, _ in entry[2])
+        for key in index.reached_of(other):
+            places.update(f"{other.shown}:{line}" for line, _ in repeated_reads(index, other, key))
+    return sorted(places)
 
 
 def _all_reads(index: ProjectIndex) -> dict[int, dict[str, list]]:
@@ -92,6 +101,8 @@ def batch_root(index: ProjectIndex, record: ModuleRecord, key: str, depth: int =
         return known
     if depth > _DEPTH:
         return None
+    from gpulint.analysis.project import _in_loop_of
+
     memo[(id(record), key)] = None  # a cycle of calls adds nothing
     found = None
     for caller, caller_key, position in index.callers(record, key):
@@ -100,6 +111,8 @@ def batch_root(index: ProjectIndex, record: ModuleRecord, key: str, depth: int =
         if call[5] or (caller is record and caller_key == key):
             continue  # under a `step % N` guard, or recursion
         loop = _batch_loop_around(index, caller, caller_key, call[4])
+        if loop is not None and _in_loop_of(f, loop, index._step_loops(caller, f)):
+            continue  # a training step's call: reported there, where the step's costs are weighed (`read_cost`)
         if loop is not None:
             found = (f"{caller.shown}:{call[1]}", f"{caller.shown}:{f.loops[loop][0]}")
             break

@@ -203,7 +203,7 @@ def repeated_reads(index: ProjectIndex, record: ModuleRecord, key: str, batch: b
                 continue
             # a comprehension repeats per element even inside a loop over a few options (`for k in ks:`); a `for`
             # counts where it walks elements and the read uses the element ("walk", `summary.py`)
-            if not guarded and ("repeated" in flags or "walk" in flags):
+            if not guarded and ("repeated" in flags or ("walk" in flags and "options" not in flags)):
                 found.setdefault(effect[2], effect[1])
     return [[line, kind] for line, kind in sorted(found.items())]
 

@@ -149,8 +149,9 @@ class HostSyncInLoop(Rule):
             walked = passes.get(id(syncs[0].node))
             if walked is not None:
                 source, cost = syncs[0], _PerElement(walked, model)
-            if walked is None and cost is not None and cost.kind == "repeated" and syncs[0].via is not None and (
-                model.project_ref(syncs[0].node) in model.project.reached_refs or syncs[0].via in model.project.batch_read_places
+            if (
+                walked is None and cost is not None and cost.kind == "repeated" and syncs[0].via is not None
+                and syncs[0].via in model.project.batch_read_places
             ):  # fmt: skip
                 continue  # the callee, which the step's `forward` or a per-batch loop runs, reports its per-element reads
             if cost is None and not self.settings["unproven-cost"]:
