@@ -354,9 +354,29 @@ def _walks_elements(model: SemanticModel, node: cst.CSTNode, loop: cst.CSTNode) 
         return False
     target, iterable = loop.target, loop.iter
     names = {n.value for n in _walk(target) if isinstance(n, cst.Name)}
-    if not names or not any(isinstance(n, cst.Name) and n.value in names for n in _walk(node)):
-        return False
-    return _element_iterable(iterable)
+    return bool(names) and _uses_element(_read_operand(node), names) and _element_iterable(iterable)
+
+
+def _read_operand(node: cst.CSTNode) -> cst.CSTNode:
+    """What a read reads (as `summary._read_operand`): the receiver of `x.item()`, the argument of `int(x)`."""
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        return node.func.value
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.args:
+        return node.args[0].value
+    return node
+
+
+def _uses_element(node: cst.CSTNode, names: set) -> bool:
+    """The loop's element or an index with it (as `summary._uses_element`), not through a call."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Call):
+            continue
+        if isinstance(current, cst.Name) and current.value in names:
+            return True
+        stack.extend(current.children)
+    return False
 
 
 def _element_iterable(iterable: cst.BaseExpression) -> bool:

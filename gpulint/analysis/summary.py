@@ -639,6 +639,30 @@ def _always_ends(body: list[ast.stmt], builder: Any) -> bool:
     return bool(body) and _ends(body, builder) and not any(any(_exits(stmt, in_loop=False)) for stmt in body)
 
 
+def _read_operand(node: ast.AST) -> ast.AST:
+    """What a read reads: the receiver of `x.item()`, the argument of `int(x)`, else the node (a subscript with a
+    tensor bound, a condition, a formatted value)."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        return node.func.value
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.args:
+        return node.args[0]
+    return node
+
+
+def _uses_element(node: ast.AST, targets: frozenset) -> bool:
+    """`node` is the loop's element or indexes with it (`label`, `t[i]`, `lengths[i] > 0`, `mask[i, n[i]:]`), not
+    through a call (`F.nll_loss(out, target).item()` on a batch of a loader reads once an iteration, not per element)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, ast.Call):
+            continue
+        if isinstance(current, ast.Name) and current.id in targets:
+            return True
+        stack.extend(ast.iter_child_nodes(current))
+    return False
+
+
 def _element_iterable(node: ast.AST) -> bool:
     """A sequence as written (`labels`, `self.rows`, `t[0]`), `range(<not a literal>)`, or `zip` / `enumerate` of
     those: a loop over elements (`forward_reach.repeated_reads`); not what a method returns (`t.tolist()`,
@@ -1480,7 +1504,7 @@ class _Reader:
         repeated = ("repeated",) if self.repeating else ()
         if node is not None and self.loop in self.loop_walks:
             targets, walks = self.loop_walks[self.loop]
-            if walks and any(isinstance(n, ast.Name) and n.id in targets for n in ast.walk(node)):
+            if walks and _uses_element(_read_operand(node), targets):
                 repeated = (*repeated, "walk")
         if value[0] == "gpu" or moved or INTERNAL in sources:
             self.effect(INTERNAL, ("sync", kind, line, self.loop, self.guarded or self.optional or given_only is not None, *repeated))
