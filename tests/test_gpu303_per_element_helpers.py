@@ -247,3 +247,40 @@ def test_an_override_the_base_trainers_loop_calls_runs_the_metric_every_batch(tm
     diagnostics = lint(root, monkeypatch, select=("GPU303",), rule_options=())
     assert found(diagnostics) == ["metrics.py:14 GPU303"]
     assert diagnostics[0].message.endswith("which the loop at base.py:17 runs on every batch (the call at bert.py:10)")
+
+
+EVALUATE_BATCHES = """
+import torch
+import torch.nn.functional as F
+
+
+def test(model, device, loader):
+    model.eval()
+    total = 0.0
+    with torch.no_grad():
+        for data, target in loader:
+            data, target = data.to(device), target.to(device)
+            output = model(data)
+            total += F.nll_loss(output, target, reduction="sum").item()
+    return total
+"""
+
+EPOCHS = """
+import torch
+import torchvision
+from torch.utils.data import DataLoader, TensorDataset
+
+from evaluate import test
+
+device = torch.device("cuda")
+model = torchvision.models.resnet50().to(device)
+loader = DataLoader(TensorDataset(torch.randn(5000, 3, 224, 224), torch.randint(0, 1000, (5000,))), batch_size=128, num_workers=8)
+for epoch in range(20):
+    test(model, device, loader)
+"""
+
+
+def test_a_loss_read_once_per_batch_of_a_loader_is_no_walk(tmp_path, monkeypatch):
+    # the loop walks a loader's batches, and the read is of a call's result (`F.nll_loss(...)`), not of the element
+    root = write(tmp_path, {"evaluate.py": EVALUATE_BATCHES, "train.py": EPOCHS})
+    assert found(lint(root, monkeypatch, select=("GPU303",), rule_options=())) == []
