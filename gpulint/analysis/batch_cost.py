@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from gpulint.analysis.model import ClassInfo, SemanticModel
 
 _MAX_DEPTH = 8
+_HELPER_DEPTH = 3  # how deep a mapped function's calls to this module's functions are followed to a tokenizer
 _SUBSET = frozenset({"torch.utils.data.Subset", "torch.utils.data.dataset.Subset", "torch.utils.data.random_split",
                      "torch.utils.data.dataset.random_split"})  # fmt: skip
 _DEFAULT_COLLATE = frozenset({"torch.utils.data.default_collate", "torch.utils.data.dataloader.default_collate",
@@ -1151,10 +1152,18 @@ def _maps_tokenizer(model: SemanticModel, call: cst.Call) -> bool:
     return isinstance(mapped, (cst.Lambda, cst.FunctionDef)) and _tokenizes_rows(model, mapped)
 
 
-def _tokenizes_rows(model: SemanticModel, mapped: cst.Lambda | cst.FunctionDef) -> bool:
-    return any(  # `lambda ex: tokenize_fn(ex, tokenizer, ...)` hands the tokenizer to the function that uses it
-        _is_tokenizing(model, c) or any(_names_tokenizer(model, a.value) for a in c.args) for c in model.calls_inside(mapped)
-    )
+def _tokenizes_rows(model: SemanticModel, mapped: cst.Lambda | cst.FunctionDef, depth: int = 0) -> bool:
+    """The mapped function tokenizes: it calls a tokenizer, hands one to the function it calls
+    (`lambda ex: tokenize_fn(ex, tokenizer, ...)`), or calls a function of this module that does
+    (`generate_and_tokenize_prompt(row)` building a prompt and returning `tokenize(prompt)`)."""
+    for c in model.calls_inside(mapped):
+        if _is_tokenizing(model, c) or any(_names_tokenizer(model, a.value) for a in c.args):
+            return True
+        if depth < _HELPER_DEPTH and isinstance(c.func, cst.Name):
+            helpers = model.functions.get(c.func.value, [])  # (each definition a notebook gives it must tokenize)
+            if helpers and all(h is not mapped and _tokenizes_rows(model, h, depth + 1) for h in helpers):
+                return True
+    return False
 
 
 def _handed_out_whole(parent: Optional[cst.CSTNode]) -> bool:

@@ -89,7 +89,24 @@ def _work(model: SemanticModel, arguments: cst.Call, trainer: cst.Call, dataset:
         return HEAVY
     if cost._cheap_items(dataset, collator):
         return LIGHT
+    if _text_for_a_long_step(model, dataset, collator) and not (_from_trl(model, trainer) and not _prepares_text(model, trainer, arguments)):
+        return LIGHT  # (TRL packing on the fly tokenizes a buffer of a thousand texts at a time in the loop)
     return LIGHT if _tokenized_elsewhere(model, arguments, trainer, dataset, collator) else UNKNOWN
+
+
+def _text_for_a_long_step(model: SemanticModel, dataset: cst.BaseExpression, collator: Optional[cst.BaseExpression]) -> bool:
+    """The module loads a model of billions of parameters (by its checkpoint's name, or in 4/8 bits:
+    `long_steps.loads_billion_parameter_model`), handles no image, audio or video, the dataset is not streamed and
+    the collator only pads, stacks or masks token ids: whatever a batch of rows costs to read (ids stored up front,
+    or at most a few texts a fast tokenizer encodes in a millisecond or so) is well under 1 % of a step of
+    hundreds of milliseconds."""
+    from gpulint.analysis.long_steps import loads_billion_parameter_model
+
+    cost = model.batch_cost
+    return (
+        cost._text_only_module and cost._cheap_collate(collator) and not cost._streamed(dataset)
+        and loads_billion_parameter_model(model)
+    )  # fmt: skip
 
 
 def _tokenized_elsewhere(model: SemanticModel, arguments: cst.Call, trainer: cst.Call, dataset: cst.BaseExpression, collator) -> bool:
