@@ -47,6 +47,7 @@ _SHAPE_KEEPING = frozenset({"Normalize", "RandomHorizontalFlip", "RandomVertical
                             "ColorJitter", "RandomErasing", "RandomInvert", "RandomAutocontrast", "RandomEqualize",
                             "AutoAugment", "RandAugment", "TrivialAugmentWide", "GaussianBlur"})  # fmt: skip
 _RESIZING = frozenset({"Resize", "CenterCrop", "RandomCrop", "RandomResizedCrop"})
+_RESAMPLING = frozenset({"Resize", "RandomResizedCrop"})  # the resizing steps that interpolate every output pixel
 _INDEX_FACTORIES = frozenset({"torch.arange", "torch.randperm"})
 # lightly's multi-view transforms (lightly/transforms/*_transform.py, 1.5): each view is a crop resized to
 # `input_size` (224 when left out), `ToTensor()` and `Normalize`: a float32 3 x input_size x input_size tensor.
@@ -77,6 +78,33 @@ def batch_bytes(model: SemanticModel, loader: DataLoaderCall) -> Optional[int]:
     if any(b is None for b in per_sample):
         return None
     return size * max(per_sample)  # type: ignore[type-var]
+
+
+def resampled_elements(model: SemanticModel, loader: DataLoaderCall) -> Optional[int]:
+    """The float32 elements of one batch of `loader` whose every image the transform resamples to a literal size
+    (`Resize(224)` or `RandomResizedCrop(224)` of a 32x32 CIFAR image, then `ToTensor()`): the per-pixel work each
+    item costs a worker (`loader_bound.resample_bound`); None when the code does not show it for every source."""
+    if loader.argument("batch_sampler") is not None or loader.argument("collate_fn") is not None:
+        return None
+    size = _batch_size(model, loader)
+    dataset = loader.value("dataset")
+    if size is None or dataset is None:
+        return None
+    sources = model.batch_cost._sources(dataset)
+    if not sources:
+        return None
+    each = []
+    for source in sources:
+        name = model.call_name(source) if isinstance(source, cst.Call) else None
+        short = (name or "").rsplit(".", 1)[-1]
+        if not (name or "").startswith("torchvision.datasets.") or short not in _SAMPLE_SHAPES:
+            return None
+        transform = next((a.value for a in source.args if a.keyword is not None and a.keyword.value == "transform"), None)  # type: ignore[union-attr]
+        elements = _image_bytes(model, transform, _SAMPLE_SHAPES[short], measure=_steps_resampled) if transform is not None else None
+        if elements is None:
+            return None
+        each.append(elements)
+    return size * min(each)
 
 
 def one_sample_batches(model: SemanticModel, info: LoaderInfo) -> bool:
@@ -222,25 +250,32 @@ def _sample_bytes(model: SemanticModel, source: cst.BaseExpression) -> Optional[
     return None if image is None else image + _INT64  # and its int64 class label
 
 
-def _image_bytes(model: SemanticModel, transform: cst.BaseExpression, shape: tuple[int, int, int], depth: int = 0) -> Optional[int]:
+def _image_bytes(
+    model: SemanticModel, transform: cst.BaseExpression, shape: tuple[int, int, int], depth: int = 0, measure=None
+) -> Optional[int]:
     """The bytes of one image after `transform` (a written-out `Compose([...])` or one transform, or one that a
     project function of another module returns: `analysis/returned_transforms.py`); a name bound to several
-    transforms (`if args.augment: ... else: ...`) gives the largest image they make, when each is known."""
+    transforms (`if args.augment: ... else: ...`) gives the largest image they make, when each is known. With
+    `measure=_steps_resampled`: the elements of an image the steps resample (the smallest of several bindings)."""
+    resampled = measure is not None
+    measure = measure or _steps_bytes
     returned = returned_steps(model, transform)
     if returned is not None:
-        return _steps_bytes(returned, shape)
+        return measure(returned, shape)
     sources = model.batch_cost._sources(transform)
     if sources and len(sources) > 1 and depth == 0:
         # `transform_train` bound in both branches of `if args.augment:`: the larger image of the two
-        each = [_image_bytes(model, source, shape, depth + 1) for source in sources]
-        return None if any(b is None for b in each) else max(each)  # type: ignore[type-var]
+        each = [_image_bytes(model, source, shape, depth + 1, measure if resampled else None) for source in sources]
+        if any(b is None for b in each):
+            return None
+        return min(each) if resampled else max(each)  # type: ignore[type-var]
     if sources and len(sources) == 1 and isinstance(sources[0], cst.Lambda):
-        return _lambda_bytes(model, sources[0], shape)  # `lambda x: ToTensor()(x).view(28**2)`
+        return None if resampled else _lambda_bytes(model, sources[0], shape)  # `lambda x: ToTensor()(x).view(28**2)`
     if not sources or len(sources) != 1 or not isinstance(sources[0], cst.Call):
         return None
     call = sources[0]
     if (model.call_name(call) or "").startswith("lightly.transforms."):
-        return _lightly_views_bytes(model, call)
+        return None if resampled else _lightly_views_bytes(model, call)
     steps: list[cst.BaseExpression] = [call]
     if (model.call_name(call) or "").endswith(".Compose"):
         if len(call.args) != 1 or not isinstance(call.args[0].value, cst.List):
@@ -259,7 +294,7 @@ def _image_bytes(model: SemanticModel, transform: cst.BaseExpression, shape: tup
         single = bool(step.args) and isinstance(step.args[0].value, cst.Integer)  # type: ignore[union-attr]
         rearranging = name.rsplit(".", 1)[-1] == "Lambda" and _rearranges_only(step)  # type: ignore[arg-type]
         described.append((name, _literal_size(step), single, rearranging, False))  # type: ignore[arg-type]
-    return _steps_bytes(described, shape)
+    return measure(described, shape)
 
 
 def _lightly_views_bytes(model: SemanticModel, call: cst.Call) -> Optional[int]:
@@ -325,6 +360,25 @@ def _steps_bytes(steps: list[tuple], shape: tuple[int, int, int]) -> Optional[in
         elif short not in _SHAPE_KEEPING:
             return None
     return None if element is None else channels * height * width * element
+
+
+def _steps_resampled(steps: list[tuple], shape: tuple[int, int, int]) -> Optional[int]:
+    """The elements of the float32 image the steps make when one of them resamples it to a new literal size
+    (`Resize`, `RandomResizedCrop`: every output pixel interpolated; a crop only copies), and every step is one
+    `_steps_bytes` knows, with `ToTensor()`; None otherwise."""
+    if _steps_bytes(steps, shape) is None:
+        return None
+    channels, height, width = shape
+    resampled, element = False, None
+    for name, size, _, _, _ in steps:
+        short = name.rsplit(".", 1)[-1]
+        if short in _TO_TENSOR:
+            element = _TO_TENSOR[short]
+        elif short in _RESIZING and size is not None:
+            if short in _RESAMPLING and tuple(size) != (height, width):
+                resampled = True
+            height, width = size
+    return channels * height * width if resampled and element == 4 else None
 
 
 def returned_steps(model: SemanticModel, expr: cst.BaseExpression, depth: int = 0) -> Optional[list[tuple]]:

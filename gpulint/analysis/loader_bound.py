@@ -28,6 +28,17 @@ what the step waits for. Two shapes of code make the loader the bottleneck inste
   convolution of the module's own), more workers (16 would bring the CPU's share to ~1.9 ns a pixel, under the
   copy and the step), a count from a flag, and a data set whose images may be small (`ImageFolder`, a folder
   read by a class of another library: CIFAR's 32x32 PNGs decode in microseconds) keep the finding.
+- `resample_bound(model, info)`: workers resample every image of a torchvision data set of known size (CIFAR,
+  MNIST: held in memory, nothing to decode) to a new literal size (`Resize(224)`, `RandomResizedCrop(224)`) and
+  convert it (`ToTensor()`), for a light network as above, with a known count of workers (not from a flag). A
+  worker spends ~10 ns an output pixel on that (half the ~1 ms measured for a 224x224 RGB image, cost_facts.md
+  section 8), so
+  a batch takes the loader B x pixels x 10 ns / workers; the training process and the GPU take the pageable copy
+  (bytes at 8 GB/s), ~0.6 ns a pixel of a light network's step and a launch-bound floor (`LIGHT_STEP_FLOOR_NS`,
+  5 ms: a few hundred kernels of a torchvision network's forward, backward and optimizer at 10-20 µs a launch).
+  Where the loader takes longer (50 CIFAR images upscaled to 224 on 2 workers: ~12.5 ms a batch against ~3.8 ms
+  of copy, ~1.5 ms of GPU work and the 5 ms floor), the loop waits on the workers and the copy hides in that
+  wait. More workers (4 at that batch), a smaller output, a heavier network, or no resampling keep the finding.
 """
 
 from __future__ import annotations
@@ -55,6 +66,14 @@ PHOTO_DATASETS = frozenset({
 # make a pixel than the pageable copy and the training step take for it (module docstring).
 LIGHT_GFLOPS = 2.0
 MAX_WORKERS = 8
+# `resample_bound`, per float32 element of a batch (a third of an RGB pixel): a worker resamples, converts and
+# normalizes at ~10 ns an output pixel on one core (bench/results/cost_facts.md section 8); the pageable copy
+# moves 8 bytes a ns at best (section 3); a light network's step (2 GFLOP per 224x224 image, forward and
+# backward) takes ~0.6 ns a pixel of GPU time, on top of a launch-bound floor of a few hundred kernels.
+RESAMPLE_NS_PER_ELEMENT = 10 / 3
+COPY_BYTES_PER_NS = 8
+LIGHT_STEP_NS_PER_ELEMENT = 0.6 / 3
+LIGHT_STEP_FLOOR_NS = 5_000_000
 _LIBRARIES = ("torchvision.models.", "timm.")
 _SUBSET_CLASSES = frozenset({"torch.utils.data.Subset", "torch.utils.data.dataset.Subset"})
 # Layers a projection or classification head is made of (work per feature vector, not per pixel).
@@ -147,7 +166,29 @@ def copies_worth_pinning(model: SemanticModel, info: LoaderInfo) -> bool:
         return False  # `dgl.batch(graphs)`: the pinning thread cannot pin a DGL graph, only the labels beside it
     if loads_billion_parameter_model(model):
         return False  # steps of a billion-parameter model take hundreds of ms: pinning saves under 1 %
-    return not decode_bound(model, info)  # workers decode a photograph per item for a light network
+    if decode_bound(model, info):
+        return False  # workers decode a photograph per item for a light network
+    return not resample_bound(model, info)  # a few workers resample every image to a larger size for a light network
+
+
+def resample_bound(model: SemanticModel, info: LoaderInfo) -> bool:
+    """A few workers resample each image of a torchvision data set of known size to a literal size (`Resize(224)` of
+    32x32 CIFAR images, `ToTensor()`) for a light network, and take longer per batch than the training process
+    and the GPU do (module docstring): the loop waits on the loader and the pageable copy hides in that wait."""
+    from gpulint.analysis.batch_bytes import batch_bytes, resampled_elements
+
+    loader = info.loader
+    workers, resolved = model.loader_flow.workers(loader)
+    count = as_int(resolved.value) if resolved is not None else None
+    if not workers or count is None or count < 1 or model.loader_flow.workers_from_command_line(loader):
+        return False  # no workers (GPU101's case), or a count the run may raise
+    elements = resampled_elements(model, loader)
+    size = batch_bytes(model, loader)
+    if elements is None or size is None:
+        return False
+    loading_ns = elements * RESAMPLE_NS_PER_ELEMENT / count
+    busy_ns = size / COPY_BYTES_PER_NS + elements * LIGHT_STEP_NS_PER_ELEMENT + LIGHT_STEP_FLOOR_NS
+    return loading_ns > busy_ns and _light_networks(model)
 
 
 def decode_bound(model: SemanticModel, info: LoaderInfo) -> bool:
