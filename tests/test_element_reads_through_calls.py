@@ -61,11 +61,10 @@ with torch.no_grad():
 def test_a_read_per_element_in_a_comprehension_of_a_helper_is_cost_evidence(tmp_path, monkeypatch):
     root = write(tmp_path, {"metrics.py": METRICS, "evaluate.py": EVALUATE})
     diagnostics = lint(root, monkeypatch, select=("GPU303",), rule_options=())
-    # reported at the read in the helper, naming the loop that runs it (round 21: `analysis/batch_reach.py`)
-    assert found(diagnostics) == ["metrics.py:13 GPU303"]
+    assert found(diagnostics) == ["evaluate.py:18 GPU303"]
     (finding,) = diagnostics
-    assert finding.message.startswith("`int(n)` (`int()` of a tensor) waits for the GPU once per iteration of `for n in answer_count`")
-    assert finding.message.endswith("which the loop at evaluate.py:15 runs on every batch (the call at evaluate.py:18)")
+    assert finding.message.startswith("`recalls_and_ndcgs(scores, labels, [1, 5, 10])` (`int()` of a tensor at metrics.py:13")
+    assert finding.help.startswith("It waits in a loop of the helper (at metrics.py:13), ")
 
 
 def test_a_comprehension_over_the_tensor_copied_once_is_one_read(tmp_path, monkeypatch):

@@ -120,16 +120,15 @@ def _project(tmp_path, **changed):
 
 def test_a_handed_model_runs_the_helper_that_reads_the_lengths_per_utterance_every_step(tmp_path, monkeypatch):
     diagnostics = lint(_project(tmp_path), monkeypatch, select=("GPU303",), rule_options=())
-    # at the read in the helper the encoder's `forward` calls, the step named (round 21: `forward_reach.repeated_reads`);
-    # not again at `self.encoder(x, lengths)` in `Net.forward` (models.py:33), which the base reported
-    assert found(diagnostics) == ["utils.py:6 GPU303"]
+    assert found(diagnostics) == ["models.py:33 GPU303"]  # in `Net.forward`, run every step by the solver's call
     (finding,) = diagnostics
     assert finding.message == (
-        "`mask[i, lengths[i]:]` (slicing with a GPU tensor as a bound) waits for the GPU once per iteration of "
-        "`for i in range(x.size(0))` (line 5): as many reads a call as the loop has iterations, on every call of "
-        "`make_mask`, which a per-step `forward` runs (models.py:13; the step loop's call at solver.py:15)"
+        "`self.encoder(x, lengths)` (slicing with a GPU tensor as a bound at utils.py:6) waits for the GPU every training "
+        "step (`forward` at line 32, run by the call at solver.py:15)"
     )
-    assert finding.help.startswith("It waits once per iteration, every training step; copy the lengths to the host once")
+    assert finding.help.startswith(
+        "It waits in a loop of the helper (at utils.py:6), once per element of the GPU tensor the step hands it; "
+    )
 
 
 def test_a_constructor_handed_different_classes_resolves_to_none(tmp_path, monkeypatch):

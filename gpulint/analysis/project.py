@@ -31,8 +31,7 @@ from gpulint.analysis.engine_steps import ENGINE_STEP, engine_step_parameters
 from gpulint.analysis.factory_instances import factory_calls, factory_member
 from gpulint.analysis.forward_coverage import forward_coverage
 from gpulint.analysis.forward_helpers import LIBRARY_MODULES, forward_called
-from gpulint.analysis.batch_reach import batch_reads
-from gpulint.analysis.forward_reach import reached_methods, reaching_refs, repeated_reads, repeated_shape_ops
+from gpulint.analysis.forward_reach import reached_methods, reaching_refs, repeated_shape_ops
 from gpulint.analysis.generation import generating_names
 from gpulint.analysis.graph_batches import graph_collates
 from gpulint.analysis.returned_actions import needed_results
@@ -155,11 +154,6 @@ class ModuleContext:
     # module (its ops are reported there, at their lines)
     reached: dict[str, list] = field(default_factory=dict)
     reached_refs: list = field(default_factory=list)
-    # a function or method of this module that a per-batch loop of any module runs on every iteration and that
-    # reads a GPU tensor once per element on each call (`analysis/batch_reach.py`): key -> [the call that runs it,
-    # the loop, its per-element reads as [line, kind]]
-    batch_reached: dict[str, list] = field(default_factory=dict)
-    batch_read_places: list = field(default_factory=list)  # those reads of every module, `metrics.py:57`
     # a function or method of this module whose result a step loop of another module moves to the GPU
     # (`analysis/moved_returns.py`): key -> the move, `train.py:77`
     moved_returns: dict[str, str] = field(default_factory=dict)
@@ -275,8 +269,6 @@ class ModuleContext:
             sorted(self.forward_called.items()),
             sorted(self.reached.items()),
             self.reached_refs,
-            sorted(self.batch_reached.items()),
-            self.batch_read_places,
             sorted(self.moved_returns.items()),
             sorted(self.reported_in_callee.items()),
             sorted(self.arguments.items()),
@@ -1364,15 +1356,8 @@ class ProjectIndex:
             context.stepped = self.stepped_of(record)
         context.reported_in_callee = reported_in_callee(self, record, sorted(context.callees))
         context.forward_called = forward_called(self, record)
-        context.reached = {
-            k: [*v, repeated_shape_ops(self, record, k), repeated_reads(self, record, k)] for k, v in self.reached_of(record).items()
-        }
+        context.reached = {k: [*v, repeated_shape_ops(self, record, k)] for k, v in self.reached_of(record).items()}
         context.reached_refs = reaching_refs(self, record)
-        context.batch_reached, context.batch_read_places = batch_reads(self, record)
-        if not context.gpu and context.batch_reached:
-            key, chain = next(iter(sorted(context.batch_reached.items())))
-            context.gpu = True  # the loop's GPU code hands this function GPU tensors (`analysis/batch_reach.py`)
-            context.gpu_reason = f"the loop at {chain[1]} of GPU code runs `{key}` on GPU tensors (the call at {chain[0]})"
         context.moved_returns = moved_returns(self, record)
         context.arguments = agreed_arguments(self, record)
         context.held_arguments = held_arguments(self, record)

@@ -57,7 +57,7 @@ from gpulint.analysis.settings_defaults import config_paths
 from gpulint.analysis.unpacked_settings import KEY as UNPACKED
 from gpulint.analysis.unpacked_settings import unpacked_sections
 
-FORMAT = 9  # 9: session 17 (YAML sections unpacked into calls: `literals["**"]`; attributes aliasing a made instance; loops that run once, reads in walks over elements); 8: session 16 (results of methods of handed instances); 7: session 16 (backend-only cuda questions, library loaders in summaries); 6: session 15 (comprehension reads, module-level instances, held method defaults, models handed in eval mode, imported parsers)
+FORMAT = 9  # 9: session 17 (YAML sections unpacked into calls: `literals["**"]`; attributes aliasing a made instance); 8: session 16 (results of methods of handed instances); 7: session 16 (backend-only cuda questions, library loaders in summaries); 6: session 15 (comprehension reads, module-level instances, held method defaults, models handed in eval mode, imported parsers)
 # 5: session 14 (placed attributes, module uses, repeated shape ops, held data through helpers)
 # Methods only an `nn.Module` has among the objects training code handles (an optimizer has `state_dict` and
 # `zero_grad`, an agent or a trainer may have `train`): called on a parameter, they say the caller gives a module.
@@ -171,8 +171,7 @@ class FunctionSummary:
     params: tuple[str, ...]  # positional, `self` included
     kwonly: tuple[str, ...] = ()
     calls: list[tuple] = field(default_factory=list)  # (ref, line, args, kwargs, loop, guarded)
-    # (line, trains here, enclosing loop or -1[, "once": a `for` whose body ends in `break`, or over `range(1)`/`range(2)`])
-    loops: list[tuple] = field(default_factory=list)
+    loops: list[tuple] = field(default_factory=list)  # (line, trains here, enclosing loop or -1)
     effects: dict[str, list[tuple]] = field(default_factory=dict)
     returns: list[Any] = field(default_factory=list)  # the value of each `return`
     trains: bool = False  # a backward pass or an optimizer step in this function itself
@@ -644,57 +643,6 @@ def _always_ends(body: list[ast.stmt], builder: Any) -> bool:
     return bool(body) and _ends(body, builder) and not any(any(_exits(stmt, in_loop=False)) for stmt in body)
 
 
-def _read_operand(node: ast.AST) -> ast.AST:
-    """What a read reads: the receiver of `x.item()`, the argument of `int(x)`, else the node (a subscript with a
-    tensor bound, a condition, a formatted value)."""
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-        return node.func.value
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.args:
-        return node.args[0]
-    return node
-
-
-def _uses_element(node: ast.AST, targets: frozenset) -> bool:
-    """`node` is the loop's element or indexes with it (`label`, `t[i]`, `lengths[i] > 0`, `mask[i, n[i]:]`), not
-    through a call (`F.nll_loss(out, target).item()` on a batch of a loader reads once an iteration, not per element)."""
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, ast.Call):
-            continue
-        if isinstance(current, ast.Name) and current.id in targets:
-            return True
-        stack.extend(ast.iter_child_nodes(current))
-    return False
-
-
-def _element_iterable(node: ast.AST) -> bool:
-    """A sequence as written (`labels`, `self.rows`, `t[0]`), `range(<not a literal>)`, or `zip` / `enumerate` of
-    those: a loop over elements (`forward_reach.repeated_reads`); not what a method returns (`t.tolist()`,
-    `d.items()`), `sorted(ks)`, nor `range(3)`."""
-    if isinstance(node, (ast.Name, ast.Attribute, ast.Subscript)):
-        return True
-    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name) or not node.args:
-        return False
-    if node.func.id == "range":
-        bound = node.args[-1 if len(node.args) < 3 else 1]
-        return not (isinstance(bound, ast.Constant) and isinstance(bound.value, int))
-    if node.func.id in ("zip", "enumerate"):
-        return all(_element_iterable(a) for a in node.args if not isinstance(a, ast.Starred))
-    return False
-
-
-def _runs_once(node: ast.For) -> bool:
-    """A `for` whose body runs at most twice: it ends in `break` (one demo batch), or over `range(1)` / `range(2)`."""
-    if node.body and isinstance(node.body[-1], ast.Break):
-        return True
-    it = node.iter
-    return (
-        isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range" and len(it.args) == 1
-        and isinstance(it.args[0], ast.Constant) and isinstance(it.args[0].value, int) and it.args[0].value <= 2
-    )  # fmt: skip
-
-
 def _ends(body: list[ast.stmt], builder: Any) -> bool:
     last = body[-1]
     if isinstance(last, ast.Raise):
@@ -1109,9 +1057,6 @@ class _Reader:
         self.catching = 0  # inside this many `try` bodies with handlers: a raise there may be caught
         self.loop_targets: set[str] = set()
         self.loop_sources: dict[int, list[str]] = {}  # loop -> the sources whose elements it takes
-        # loop -> (the names its target binds, it walks the elements of a sequence: `for x in t`, `for i in
-        # range(n)`, `zip`/`enumerate` of those; not `for k in sorted(ks)`, `for k, v in d.items()`, `range(3)`)
-        self.loop_walks: dict[int, tuple[frozenset, bool]] = {}
         self.typed_loops: set[int] = set()  # `for i in range(n)` / `for f in args.files` (`nargs="+"`): no data loop
         self.node = node
         self.parameter_lists: set[str] = set()  # sources whose parameters a loop takes (`for p in model.parameters()`)
@@ -1408,8 +1353,7 @@ class _Reader:
     def for_loop(self, node: ast.For) -> None:
         batches, bindings = self.iterated(node.iter, node.target)
         index = len(self.f.loops)
-        self.f.loops.append((node.lineno, False, self.loop, *(("once",) if _runs_once(node) else ())))
-        self.loop_walks[index] = (frozenset(_target_names(node.target)), _element_iterable(node.iter))
+        self.f.loops.append((node.lineno, False, self.loop))
         self.loop_sources[index] = batches
         if _over_typed_items(node.iter, self.b.typed_options):
             self.typed_loops.add(index)
@@ -1495,7 +1439,7 @@ class _Reader:
         value = self.expr(node)
         if isinstance(node, ast.Compare) and any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in node.ops):
             return
-        self.sync(value, "a Python condition on a tensor", node.lineno, certain=True, node=node)
+        self.sync(value, "a Python condition on a tensor", node.lineno, certain=True)
 
     # ---- effects ---------------------------------------------------------------------------------
 
@@ -1504,7 +1448,7 @@ class _Reader:
         if effect not in found and len(found) < 24:
             found.append(effect)
 
-    def sync(self, value: Any, kind: str, line: int, certain: bool, node: Optional[ast.AST] = None) -> None:
+    def sync(self, value: Any, kind: str, line: int, certain: bool) -> None:
         """The host waits for `value` (if it is a GPU tensor): on a source, or on a value made here."""
         if value is None:
             return
@@ -1512,13 +1456,8 @@ class _Reader:
         moved = value[0] == "moved" and value[1] is not None and value[1][0] not in ("module", "gpu_module")
         given_only = self.given_only
         # "repeated": in a comprehension (`[int(n) for n in counts]`, one read per element), as a loop makes it,
-        # also inside a loop over a few options (`for k in topk:`), which alone would not; "walk": in a `for` over
-        # the elements of a sequence, reading the element or its index (`for i in range(n): mask[i, lengths[i]:]`)
+        # also inside a loop over a few options (`for k in topk:`), which alone would not
         repeated = ("repeated",) if self.repeating else ()
-        if node is not None and self.loop in self.loop_walks:
-            targets, walks = self.loop_walks[self.loop]
-            if walks and _uses_element(_read_operand(node), targets):
-                repeated = (*repeated, "walk")
         if value[0] == "gpu" or moved or INTERNAL in sources:
             self.effect(INTERNAL, ("sync", kind, line, self.loop, self.guarded or self.optional or given_only is not None, *repeated))
         for source in sources:
@@ -1607,8 +1546,8 @@ class _Reader:
     def mark_trains(self) -> None:
         self.f.trains = True
         if self.loop >= 0:
-            line, _, parent, *rest = self.f.loops[self.loop]
-            self.f.loops[self.loop] = (line, True, parent, *rest)
+            line, _, parent = self.f.loops[self.loop]
+            self.f.loops[self.loop] = (line, True, parent)
 
     def mark_gpu(self, what: str, line: int) -> None:
         if self.b.scan_evidence:
@@ -1673,7 +1612,7 @@ class _Reader:
                 parts = base[1]
                 return parts[node.slice.value] if -len(parts) <= node.slice.value < len(parts) else None
             if base is not None and base[0] in ("src", "gpu") and self.b.before_torch_0_4 and number_read_in(node) is not None:
-                self.sync(base, number_read_kind(ast.unparse(node)), node.lineno, certain=False, node=node)
+                self.sync(base, number_read_kind(ast.unparse(node)), node.lineno, certain=False)
                 return ("host",)  # `loss.data[0]` before PyTorch 0.4: a Python number
             if base is not None and base[0] in ("src", "gpu"):
                 return base
@@ -1690,7 +1629,7 @@ class _Reader:
             if isinstance(node.op, ast.Mod) and isinstance(node.left, ast.Constant) and isinstance(node.left.value, str):
                 parts = right[1] if right is not None and right[0] == "tuple" else (right,)
                 for part in parts:
-                    self.sync(part, "`%` formatting of a tensor", node.lineno, certain=True, node=node)
+                    self.sync(part, "`%` formatting of a tensor", node.lineno, certain=True)
                 return None  # a string
             return _merge_tensor(left, right)
         if kind is ast.UnaryOp:
@@ -1736,7 +1675,7 @@ class _Reader:
             for part in node.values:
                 if isinstance(part, ast.FormattedValue):
                     value = self.expr(part.value)
-                    self.sync(value, "formatting a tensor in an f-string", node.lineno, certain=True, node=node)
+                    self.sync(value, "formatting a tensor in an f-string", node.lineno, certain=True)
             return None
         if kind in (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp):
             return self.comprehension(node)
@@ -1772,7 +1711,7 @@ class _Reader:
                 if value is not None and value[0] in ("src", "gpu") and hasattr(node, "lineno") and not self.zipped(value):
                     # `mask[i, lengths[i]:] = 0`: Python's slice reads a tensor bound with `__index__` on the host,
                     # a wait when the tensor is on the GPU (`residency.SLICED_WITH_GPU_BOUND`)
-                    self.sync(value, "slicing with a GPU tensor as a bound", node.lineno, certain=True, node=node)
+                    self.sync(value, "slicing with a GPU tensor as a bound", node.lineno, certain=True)
             return None
         return None
 
@@ -1886,7 +1825,7 @@ class _Reader:
             if method == "type" and not node.args and not node.keywords:
                 return None  # the type's name, a Python string (`x.type(T)` converts)
             if method in _SYNC_METHODS and not (method == "cpu" and node.args):
-                self.sync(receiver, f"`.{method}()`", line, certain=False, node=node)
+                self.sync(receiver, f"`.{method}()`", line, certain=False)
                 return ("host",)  # a Python number, a list, an array, a CPU tensor
             if method in _DATA_DEPENDENT_SHAPE:
                 for value in (receiver, *args[:1]) if method == "masked_select" else (receiver,):
@@ -1894,7 +1833,7 @@ class _Reader:
             logged = _formatted_or_logged(node, args, kwargs)
             if logged is not None:
                 for value in logged[1]:
-                    self.sync(value, logged[0], line, certain=True, node=node)
+                    self.sync(value, logged[0], line, certain=True)
                 return None
             owner = (ast_dotted_name(func.value) or "").lower()
             imported = (ast_dotted_name(func.value) or "").partition(".")[0] in self.b.summary.imports  # `shipname.generate(0)`: a library's
@@ -2007,7 +1946,7 @@ class _Reader:
                 return self.record(name, node, args, kwargs)
             if name in _SYNC_BUILTINS:
                 for value in args:
-                    self.sync(value, f"`{name}()` of a tensor", line, certain=True, node=node)
+                    self.sync(value, f"`{name}()` of a tensor", line, certain=True)
                 return None
             fresh = node.args[0] if name == "next" and node.args and isinstance(node.args[0], ast.Call) else None
             if fresh is not None and self.loop >= 0 and ast_dotted_name(fresh.func) == "iter" and b.is_wrapper(fresh.func, "iter"):

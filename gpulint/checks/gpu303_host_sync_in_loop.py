@@ -9,7 +9,6 @@ import libcst as cst
 from gpulint.analysis import generation, host_reads, legacy_torch, reached_reads
 from gpulint.analysis.element_passes import element_pass
 from gpulint.analysis.first_iterations import first_few_iterations
-from gpulint.analysis.forward_reach import per_element_reads
 from gpulint.analysis.full_batch import same_data_every_step
 from gpulint.analysis.helper_steps import calling_loop
 from gpulint.analysis.host_bound import host_bound_iteration
@@ -149,11 +148,6 @@ class HostSyncInLoop(Rule):
             walked = passes.get(id(syncs[0].node))
             if walked is not None:
                 source, cost = syncs[0], _PerElement(walked, model)
-            if (
-                walked is None and cost is not None and cost.kind == "repeated" and syncs[0].via is not None
-                and syncs[0].via in model.project.batch_read_places
-            ):  # fmt: skip
-                continue  # the callee, which the step's `forward` or a per-batch loop runs, reports its per-element reads
             if cost is None and not self.settings["unproven-cost"]:
                 continue  # one wait a step, nothing on the host shown to serialize: a few per cent at most (or unknown)
             subjects = [self._subject(s) for s in syncs]
@@ -202,50 +196,6 @@ class HostSyncInLoop(Rule):
             yield self.diagnostic(
                 syncs[0].node, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO, related=related,
                 help=advice[0].upper() + advice[1:],
-            )
-        reported = set(statements) | {id(model.enclosing_statement(s.node)) for found in later.values() for s in found}
-        yield from self._reached_reads(reported)
-
-    def _reached_reads(self, reported: set[int]) -> Iterator[Diagnostic]:
-        """The per-element reads of a function of this module that a per-step `forward` or a per-batch loop of any
-        module runs (`forward_reach.per_element_reads`): one wait per element of a tensor, on every call. One finding
-        per walk, at its first read (the reads after it in the same iteration wait little: named with it), unless
-        a statement of it is reported already with a loop of this module."""
-        model = self.model
-        walks: dict[int, list] = {}
-        for read in per_element_reads(model):
-            walks.setdefault(id(read.loop), []).append(read)
-        for found in walks.values():
-            if model.model_size.toy_loop(found[0].loop):
-                continue
-            if any(id(model.enclosing_statement(r.node)) in reported for r in found):
-                continue
-            found.sort(key=lambda r: (model.range(r.node).start.line, model.range(r.node).start.column))
-            read = found[0]
-            code = _short(model.code(read.node))
-            what = f"`{code}`" if code else read.kind
-            places = f" ({read.places} places of it read once per element)" if read.places > 1 else ""
-            lines = sorted({model.range(r.node).start.line for r in found[1:]} - {model.range(read.node).start.line})
-            then = f", then the read{'s' if len(lines) > 1 else ''} at line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines))} in the same iteration" if lines else ""
-            runs = (
-                f"which the loop at {read.step} runs on every batch (the call at {read.reached_by})" if read.batch
-                else f"which a per-step `forward` runs ({read.reached_by}; the step loop's call at {read.step})"
-            )
-            message = (
-                f"{what} ({read.kind}) waits for the GPU once per iteration of `{read.header}` (line "
-                f"{model.line_of(read.loop)}){then}: as many reads a call as the loop has iterations, on every call of "
-                f"`{read.function.name.value}`{places}, {runs}"
-            )
-            advice = (
-                "copy the lengths to the host once per call (`lengths.tolist()`) and slice with those Python ints, or "
-                "build the mask on the GPU without a Python loop (`torch.arange(T) < lengths[:, None]`)"
-                if read.kind == SLICED_WITH_GPU_BOUND
-                else f"copy what `{read.header}` walks to the host once before the loop (`.tolist()`) and read Python "
-                "numbers there, or compute on the GPU without a Python loop"
-            )
-            yield self.diagnostic(
-                read.node, message, severity=Severity.INFO if read.batch else Severity.WARNING, related=[(f"the loop over `{read.header}`", read.loop)],
-                help=f"It waits once per iteration, {'every batch' if read.batch else 'every training step'}; {advice}",
             )
 
     def _inner_loop(self, sync, loop):
