@@ -63,8 +63,9 @@ _RESHAPES = frozenset({"squeeze", "squeeze_", "view", "reshape", "flatten", "unb
 _REARRANGING = frozenset({"view", "reshape", "flatten", "squeeze", "unsqueeze", "contiguous", "permute"})
 
 
-def batch_bytes(model: SemanticModel, loader: DataLoaderCall) -> Optional[int]:
-    """The bytes of one batch of `loader`, or None when the code does not show them."""
+def _batch_and_sources(model: SemanticModel, loader: DataLoaderCall) -> Optional[tuple[int, list]]:
+    """The batch size of `loader` and the sources of its dataset's items, when the code shows both (a default
+    collate, no batch sampler)."""
     if loader.argument("batch_sampler") is not None or loader.argument("collate_fn") is not None:
         return None
     size = _batch_size(model, loader)
@@ -72,8 +73,15 @@ def batch_bytes(model: SemanticModel, loader: DataLoaderCall) -> Optional[int]:
     if size is None or dataset is None:
         return None
     sources = model.batch_cost._sources(dataset)
-    if not sources:
+    return (size, sources) if sources else None
+
+
+def batch_bytes(model: SemanticModel, loader: DataLoaderCall) -> Optional[int]:
+    """The bytes of one batch of `loader`, or None when the code does not show them."""
+    batched = _batch_and_sources(model, loader)
+    if batched is None:
         return None
+    size, sources = batched
     per_sample = [_sample_bytes(model, s) for s in sources]
     if any(b is None for b in per_sample):
         return None
@@ -84,15 +92,10 @@ def resampled_elements(model: SemanticModel, loader: DataLoaderCall) -> Optional
     """The float32 elements of one batch of `loader` whose every image the transform resamples to a literal size
     (`Resize(224)` or `RandomResizedCrop(224)` of a 32x32 CIFAR image, then `ToTensor()`): the per-pixel work each
     item costs a worker (`loader_bound.resample_bound`); None when the code does not show it for every source."""
-    if loader.argument("batch_sampler") is not None or loader.argument("collate_fn") is not None:
+    batched = _batch_and_sources(model, loader)
+    if batched is None:
         return None
-    size = _batch_size(model, loader)
-    dataset = loader.value("dataset")
-    if size is None or dataset is None:
-        return None
-    sources = model.batch_cost._sources(dataset)
-    if not sources:
-        return None
+    size, sources = batched
     each = []
     for source in sources:
         name = model.call_name(source) if isinstance(source, cst.Call) else None
