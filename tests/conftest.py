@@ -100,3 +100,12 @@ def unproven_cost(monkeypatch):
         if any(option.name == "unproven-cost" for option in rule.options):
             on = tuple(dataclasses.replace(o, default=True) if o.name == "unproven-cost" else o for o in rule.options)
             monkeypatch.setattr(rule, "options", on)
+
+
+def gpu104_text(d) -> str:
+    """A GPU104 finding's message with what the code shows of the pass, which the rule puts first in its help (the
+    message stays one short line): `... for every pass of the loop at line 8: a pass is 89 steps ...`."""
+    shown, marker, _ = (d.help or "").partition(". Pass `persistent_workers")
+    if not marker:
+        return d.message
+    return f"{d.message}: {shown[0].lower()}{shown[1:]}"

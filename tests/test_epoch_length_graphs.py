@@ -4,7 +4,7 @@ by `if args.dataset == "...":` read with the option's default. By default GPU104
 
 from __future__ import annotations
 
-from tests.conftest import diagnostics, findings
+from tests.conftest import gpu104_text, diagnostics, findings
 
 SHIPPED = {"select": ("GPU104",), "rule_options": ()}  # the shipped defaults: `unproven-cost = false`
 
@@ -30,7 +30,7 @@ MODELNET = """\
 def test_a_modelnet10_pass_is_short_and_reported():
     """3,991 training shapes at batch 32: 125 steps, at least ~0.1 s; restarting 6 workers (~155 ms) is more."""
     [d] = diagnostics(MODELNET.replace("TRAIN", "True").replace("BATCH", "32"), **SHIPPED)
-    assert d.message == (
+    assert gpu104_text(d) == (
         "`DataLoader` workers are shut down and started again for every pass of the loop at line 11: a pass is 125 "
         "steps of 32 over ModelNet10's train split (3,991 samples), at least ~0.1 s; restarting 6 workers costs ~155 ms a pass"
     )
@@ -39,7 +39,7 @@ def test_a_modelnet10_pass_is_short_and_reported():
 def test_modelnet_keywords_and_the_forty_class_test_split():
     source = MODELNET.replace('"10", TRAIN, transform, pre_transform', 'name="40", train=False, transform=transform')
     [d] = diagnostics(source.replace("BATCH", "32"), **SHIPPED)
-    assert "78 steps of 32 over ModelNet40's test split (2,468 samples)" in d.message
+    assert "78 steps of 32 over ModelNet40's test split (2,468 samples)" in gpu104_text(d)
 
 
 def test_a_modelnet_split_the_code_does_not_show_is_unknown():
@@ -79,7 +79,7 @@ CLUSTERS = """\
 def test_a_cluster_loader_pass_is_its_partitions_over_the_batch():
     """1,500 partitions, 20 a step: 75 steps, at least ~75 ms; restarting 12 workers (~245 ms) is more."""
     [d] = diagnostics(CLUSTERS.replace("PARTS", "1500").replace("BATCH", "batch_size=20,"), **SHIPPED)
-    assert d.message == (
+    assert gpu104_text(d) == (
         "`DataLoader` workers are shut down and started again for every pass of the loop at line 10: a pass is 75 "
         "steps of 20 over a ClusterData of 1,500 partitions (1,500 samples), at least ~75 ms; restarting 12 workers "
         "costs ~245 ms a pass"
@@ -88,7 +88,7 @@ def test_a_cluster_loader_pass_is_its_partitions_over_the_batch():
 
 def test_a_cluster_loader_without_a_batch_size_takes_one_partition_a_step():
     [d] = diagnostics(CLUSTERS.replace("PARTS", "50").replace("BATCH", ""), **SHIPPED)
-    assert "a pass is 50 steps of 1 over a ClusterData of 50 partitions" in d.message
+    assert "a pass is 50 steps of 1 over a ClusterData of 50 partitions" in gpu104_text(d)
 
 
 def test_a_cluster_loader_of_many_partitions_one_a_step_is_long():
@@ -130,9 +130,9 @@ def test_the_dataset_the_default_run_builds_sets_the_pass():
     """`--dataset` defaults to "modelnet10": the run with the defaults takes that branch only, whatever the others
     would build (a MedShapeNet subset of unknown size)."""
     [d] = diagnostics(CHOSEN.replace("DEFAULT", '"modelnet10"'), **SHIPPED)
-    assert "125 steps of 32 over ModelNet10's train split (3,991 samples)" in d.message
+    assert "125 steps of 32 over ModelNet10's train split (3,991 samples)" in gpu104_text(d)
     [d] = diagnostics(CHOSEN.replace("DEFAULT", '"modelnet40"'), **SHIPPED)
-    assert "308 steps of 32 over ModelNet40's train split (9,843 samples)" in d.message
+    assert "308 steps of 32 over ModelNet40's train split (9,843 samples)" in gpu104_text(d)
 
 
 def test_a_default_run_branch_of_unknown_size_or_no_default_stays_unknown():

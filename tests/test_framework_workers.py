@@ -12,7 +12,7 @@ from __future__ import annotations
 import textwrap
 
 from gpulint.diagnostics import Applicability
-from tests.conftest import diagnostics, findings, fixed
+from tests.conftest import gpu104_text, diagnostics, findings, fixed
 
 ONLY = {"select": ("GPU104",)}
 
@@ -65,7 +65,7 @@ def test_lightning_fit_re_spawns_the_training_and_validation_workers_every_epoch
     source = lightning()
     assert findings(source, **ONLY) == ["10:16 GPU104", "11:14 GPU104"]
     train, _ = diagnostics(source, **ONLY)
-    assert train.message == (
+    assert gpu104_text(train) == (
         "`DataLoader` workers are shut down and started again for every epoch (`trainer.fit(...)` at line 33"
         " iterates it once per epoch): a pass is 391 steps of 128 over CIFAR10's train split (50,000 samples), at"
         " least ~0.4 s; restarting 4 workers costs ~125 ms a pass"
@@ -141,8 +141,8 @@ def test_ignite_loaders_from_a_settings_dict_the_launcher_hands_down():
     source = ignite()
     assert findings(source, **ONLY) == ["9:20 GPU104", "10:19 GPU104"]
     train, val = diagnostics(source, **ONLY)
-    assert "(`trainer.run(...)` at line 30 iterates it once per epoch)" in train.message
-    assert "(`evaluator.run(...)` at line 27 iterates it once per epoch)" in val.message
+    assert "(`trainer.run(...)` at line 30 iterates it once per epoch)" in gpu104_text(train)
+    assert "(`evaluator.run(...)` at line 27 iterates it once per epoch)" in gpu104_text(val)
     assert fixed(source, **ONLY).count("shuffle=True, persistent_workers=True)") == 1
 
 

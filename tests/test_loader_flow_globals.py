@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import textwrap
 
-from tests.conftest import findings
+from tests.conftest import gpu104_text, findings
 from tests.projects_helper import lint_written
 
 ONLY = {"select": ("GPU102", "GPU104")}
@@ -207,7 +207,7 @@ def test_the_least_work_of_a_pass_leaves_out_a_step_only_some_settings_append(tm
     [train] = [d for d in diagnostics if d.code == "GPU104" and d.location.row == 15]
     # 391 steps of CIFAR10 at four transforms a sample (not the `Cutout` that `if args.cutout:` may append): a pass of
     # ~1.4 s at least, where restarting 2 workers is above 3 % of the pass as measured
-    assert "a pass is 391 steps of 128 over CIFAR10's train split (50,000 samples), at least ~1.4 s" in train.message
+    assert "a pass is 391 steps of 128 over CIFAR10's train split (50,000 samples), at least ~1.4 s" in gpu104_text(train)
 
 
 _CUTOUT = """

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from tests.conftest import diagnostics, findings
+from tests.conftest import gpu104_text, diagnostics, findings
 
 ONLY = {"select": ("GPU104",)}
 
@@ -79,7 +79,7 @@ def test_the_model_called_in_the_loop_counts_too():
 def test_the_same_pass_of_a_two_layer_model_stays_reported():
     """2 layers: the 1 ms floor of a training step, 1,875 steps ~1.9 s; the restart ~6.6 %."""
     [d] = diagnostics(SCORE_NET.replace("model = ScoreNet().to(device)", SMALL_MODEL), **ONLY)
-    assert d.message.endswith(
+    assert gpu104_text(d).endswith(
         "a pass is 1,875 steps of 32 over MNIST's train split (60,000 samples), at least ~1.9 s; restarting 4 workers costs ~125 ms a pass"
     )
 
@@ -87,7 +87,7 @@ def test_the_same_pass_of_a_two_layer_model_stays_reported():
 def test_fewer_steps_of_the_many_layer_model_stay_reported():
     """Batch 128: 469 steps of ~2.9 ms, ~1.3 s; the restart ~9 % of it."""
     [d] = diagnostics(SCORE_NET.replace("batch_size=32", "batch_size=128"), **ONLY)
-    assert d.message.endswith(
+    assert gpu104_text(d).endswith(
         "a pass is 469 steps of 128 of a model of 18 layers (~2.9 ms a step at least) over MNIST's train split (60,000 samples), "
         "at least ~1.3 s; restarting 4 workers costs ~125 ms a pass"
     )
@@ -114,7 +114,7 @@ def test_an_evaluation_loader_keeps_the_short_step_floor():
             model(x.to(device))
 """
     train, test = diagnostics(source, **ONLY)
-    assert test.message.endswith(
+    assert gpu104_text(test).endswith(
         "between two passes the epoch trains over 469 steps of 128 of MNIST's train split (at least ~1.3 s) and its own "
         "pass of 313 steps (at least ~63 ms); restarting 4 workers costs ~125 ms"
     )
@@ -132,9 +132,9 @@ def test_an_evaluation_loader_after_a_long_training_pass_of_many_layers():
         for x, y in test_loader:
             model(x.to(device))
 """
-    [test] = [d for d in diagnostics(source, **ONLY) if "between two passes" in d.message]
-    assert "the epoch trains over 1,875 steps of 32 of a" not in test.message
-    assert test.message.endswith("and its own pass of 313 steps (at least ~63 ms); restarting 4 workers costs ~125 ms")
+    [test] = [d for d in diagnostics(source, **ONLY) if "between two passes" in gpu104_text(d)]
+    assert "the epoch trains over 1,875 steps of 32 of a" not in gpu104_text(test)
+    assert gpu104_text(test).endswith("and its own pass of 313 steps (at least ~63 ms); restarting 4 workers costs ~125 ms")
 
 
 def test_a_model_handed_over_with_the_loader_to_another_module(tmp_path, monkeypatch):
@@ -282,7 +282,7 @@ def test_the_same_network_over_fewer_steps_stays_reported():
     [d] = diagnostics(WRAPPED_VIT.replace("batch_size=8", "batch_size=64"), **ONLY)
     assert (
         "a pass is 89 steps of 64 of a model of 113 layers (~14.3 ms a step at least) over VOCDetection's 2012 train set "
-        "(5,717 samples), at least ~1.3 s" in d.message
+        "(5,717 samples), at least ~1.3 s" in gpu104_text(d)
     )
 
 

@@ -158,12 +158,12 @@ class DataLoaderWorkersNotPersistent(Rule):
         message = f"`DataLoader` workers are shut down and started again for {when}"
         length = pass_length(model, info)
         interval = restart_interval(model, info)
-        if interval is not None:
-            message += f": {interval.describe()}"
-        elif length is not None:
-            message += f": {length.describe()}"
+        # what the code shows of the pass goes to the help: the message stays one short line (what and where)
+        shown = interval.describe() if interval is not None else length.describe() if length is not None else None
         help = ("Pass `persistent_workers=True` to keep them between epochs; a restart costs 50-160 ms for 2-8 workers "
                 "on an H200 host (more with a heavy dataset object), a real share of short epochs")
+        if shown is not None:
+            help = f"{shown[0].upper()}{shown[1:]}. {help}"
         # `--workers 0`, or a factory parameter another call may fill with 0 (`persistent_workers=True` raises there)
         if flow.workers_from_command_line(info.loader) or flow.workers_from_parameter(info.loader):
             value = f"{model.code(info.loader.value('num_workers'))} > 0"  # `--workers 0` must still work
