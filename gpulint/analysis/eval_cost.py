@@ -51,7 +51,7 @@ import libcst.matchers as matchers
 from gpulint.analysis.dataloaders import is_loader_call
 from gpulint.analysis.hot_loops import wrapper_kind
 from gpulint.analysis.imports import dotted_name
-from gpulint.analysis.model_size import LAUNCH_BOUND_PARAMETERS, _convolution
+from gpulint.analysis.model_size import LAUNCH_BOUND_PARAMETERS
 
 if TYPE_CHECKING:
     from gpulint.analysis.evaluation import EvalForward
@@ -84,8 +84,7 @@ def shown_cost(model: SemanticModel, found: EvalForward) -> Optional[str]:
     count = sizes.parameters(evaluated)
     if count is not None and count > LAUNCH_BOUND_PARAMETERS:
         return LARGE_MODEL
-    names = sizes._definition_calls(evaluated, 0)  # known layers only (`builds_convolutions` is True when unknown)
-    if names and any(_convolution(name) for name in names):
+    if sizes.shows_convolutions(evaluated):
         return CONVOLUTIONS
     return None
 

@@ -930,6 +930,12 @@ class ModelSize:
                 return self._iterated_loader(writes[0].value, depth + 1)
         return None
 
+    def shows_convolutions(self, expr: cst.BaseExpression) -> bool:
+        """The layers `expr`'s definition is known to build include a convolution; False when unknown (unlike
+        `builds_convolutions`, which is True when unknown)."""
+        names = self._definition_calls(expr, 0)
+        return bool(names) and any(_convolution(name) for name in names)
+
     def builds_convolutions(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
         """The module `expr` builds or names has a convolution (work that grows with the image, not the parameters);
         True when unknown."""
