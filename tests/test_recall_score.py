@@ -129,7 +129,13 @@ def test_notebook_rows_count_code_cells_only(tmp_path):
         {"cell_type": "code", "source": ["import torch\n", "x = 1"]},
         {"cell_type": "code", "source": "y = 2"},
     ]}))
-    assert score.notebook_rows(notebook) == [(1, 1), (1, 2), (2, 1)]
+    assert [score.notebook_place(notebook, row) for row in (1, 2, 3)] == [(1, 1), (1, 2), (2, 1)]
+
+
+def test_a_notebook_that_is_not_json_keeps_its_row(tmp_path):
+    notebook = tmp_path / "broken.ipynb"
+    notebook.write_text('{"cells": [')  # vendors ship such files; gpulint reports them once, at row 1
+    assert score.notebook_place(notebook, 1) == (None, 1)
 
 
 def test_a_reported_cell_counting_every_cell_becomes_the_labels_code_cell_number(tmp_path):

@@ -200,16 +200,19 @@ def checkout(entry: dict, mirror: Path, corpus_root: Path) -> str | None:
 # --- findings -----------------------------------------------------------------------------------------------
 
 
-def notebook_rows(path: Path) -> list[tuple[int, int]]:
-    """(cell, line in cell) for each line of a notebook's code cells joined one after another, as a linter that
+def notebook_place(path: Path, row: int) -> tuple[int | None, int]:
+    """(cell, line in cell) of `row` of a notebook's code cells joined one after another, as a linter that
     reports rows of the concatenated source (no `cell` field) would count them; cells are numbered 1.. among
-    code cells, as ruff's JSON output numbers them."""
-    cells = [c for c in json.loads(path.read_text(encoding="utf-8"))["cells"] if c.get("cell_type") == "code"]
+    code cells, as ruff's JSON output numbers them. A file that is no readable notebook keeps its row."""
+    try:
+        cells = [c for c in json.loads(path.read_text(encoding="utf-8"))["cells"] if c.get("cell_type") == "code"]
+    except (ValueError, KeyError, TypeError):  # gpulint reports such a file once, at its first row
+        return None, row
     rows = []
     for number, cell in enumerate(cells, 1):
         source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
         rows += [(number, line) for line in range(1, len(source.split("\n")) + 1)]
-    return rows
+    return rows[row - 1]
 
 
 def code_cell_number(path: Path, cell: int) -> int:
@@ -226,7 +229,7 @@ def normalise(raw: dict, repo: str, root: Path) -> Finding:
     relative = (path if not path.is_absolute() else path.resolve().relative_to(root.resolve())).as_posix()
     cell, line = raw.get("cell"), raw["location"]["row"]
     if cell is None and relative.endswith(".ipynb"):
-        cell, line = notebook_rows(root / relative)[line - 1]
+        cell, line = notebook_place(root / relative, line)
     elif cell is not None:
         cell = code_cell_number(root / relative, cell)
     related = tuple(_place(root / relative, place["cell"], place["location"]["row"])
@@ -239,7 +242,7 @@ def normalise(raw: dict, repo: str, root: Path) -> Finding:
 def _place(path: Path, cell: int | None, line: int) -> tuple[int | None, int]:
     """(cell, line) as the labels count them: code cells only, rows within the cell."""
     if cell is None and path.suffix == ".ipynb":
-        return notebook_rows(path)[line - 1]
+        return notebook_place(path, line)
     return (None if cell is None else code_cell_number(path, cell)), line
 
 
