@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gpulint.analysis.torch_pins import ANY_MINOR, torch_pin, upper_bound
+from gpulint.analysis.torch_pins import ANY_MINOR, installed_torch, torch_pin, upper_bound
 from gpulint.fixer import fix_source
 from tests.conftest import settings
 from tests.projects_helper import found, lint, write
@@ -287,6 +287,51 @@ def test_a_dockerfile_or_readme_pins_a_torch_before_0_4(tmp_path, name, text, ne
 def test_modern_unknown_stale_or_sibling_torch_is_no_pin(tmp_path, files):
     write(tmp_path, {**files, "rnnt/.keep": ""})
     assert torch_pin(str(tmp_path / "rnnt/train.py")) is None
+
+
+# ---- the torch a README or Dockerfile installs (from 0.4 on): no bound, but the pure API rules read it ------------
+
+INSTALLS_1_11 = "## Install\n* Install pytorch by `pip install torch==1.11.0 --extra-index-url https://download.pytorch.org/whl/cu113`\n"
+
+
+@pytest.mark.parametrize(
+    "files, installed",
+    [
+        ({"README.md": INSTALLS_1_11}, (1, 11)),
+        ({"Dockerfile": "FROM pytorch/pytorch:1.7.1-cuda11.0-cudnn8-runtime\n"}, (1, 7)),
+        ({"README.md": "## Requirements\n- PyTorch >= 1.11\n"}, None),  # a lower bound installs nothing exact
+        ({"README.md": "Tested with PyTorch 1.11 and CUDA 11.3.\n"}, None),  # prose: often stale
+        ({"README.md": "Requires PyTorch == 0.3.1\n"}, None),  # a legacy torch is a bound (torch_pin), not this
+    ],
+)
+def test_the_torch_a_readme_or_dockerfile_installs_is_kept_apart_from_the_pins(tmp_path, files, installed):
+    write(tmp_path, files)
+    pin = installed_torch(str(tmp_path / "train.py"))
+    assert (pin.newest if pin else None) == installed
+    assert torch_pin(str(tmp_path / "train.py")) is None or installed is None
+
+
+def test_gpu403_silent_where_the_readme_installs_a_torch_without_the_replacement(tmp_path, monkeypatch):
+    # torch 1.11 has no `torch.amp.autocast` (1.12) nor `torch.amp.GradScaler` (2.3): the old API is right there
+    root = write(tmp_path / "p", {"README.md": INSTALLS_1_11, "train.py": AMP})
+    assert found(lint(root, monkeypatch, **GPU403)) == []
+
+
+def test_gpu403_reports_where_the_readme_installs_a_torch_with_the_replacement(tmp_path, monkeypatch):
+    readme = INSTALLS_1_11.replace("1.11.0", "2.5.1")
+    root = write(tmp_path / "p", {"README.md": readme, "train.py": AMP})
+    assert found(lint(root, monkeypatch, **GPU403)) == ["train.py:4 GPU403", "train.py:5 GPU403"]
+
+
+def test_gpu402_silent_where_a_dockerfile_image_predates_the_new_names(tmp_path, monkeypatch):
+    root = write(tmp_path / "p", {"Dockerfile": "FROM pytorch/pytorch:1.2-cuda10.0-cudnn7-runtime\n", "train.py": MEMORY})
+    assert found(lint(root, monkeypatch, select=("GPU402",))) == []
+
+
+def test_advice_rules_do_not_read_the_installed_torch_as_a_bound(tmp_path, monkeypatch):
+    # code from 0.4 on mostly runs on newer torch: advice that needs one is still worth giving (GPU104 needs 1.7)
+    root = write(tmp_path / "p", {"README.md": INSTALLS_1_11.replace("1.11.0", "1.6.0"), "train.py": LOADER})
+    assert found(lint(root, monkeypatch, select=("GPU104",))) == ["train.py:4 GPU104"]
 
 
 def test_a_wheel_in_requirements_pins_its_version(tmp_path):

@@ -173,6 +173,8 @@ class ModuleContext:
     loaders_in: dict[str, list] = field(default_factory=dict)
     # the newest torch the project's metadata allows (`analysis/torch_pins.py`): [major, minor, where, spec]
     torch_pin: Optional[list] = None
+    # the oldest torch (from 0.4 on) a README or Dockerfile installs exactly, no bound: [major, minor, where, spec]
+    installed_torch: Optional[list] = None
     # module-level functions nothing in the project runs, and whether other modules import this one
     # (`analysis/uncalled.py`): a `__main__` block of an imported module is its self-test
     uncalled: list[str] = field(default_factory=list)
@@ -276,6 +278,7 @@ class ModuleContext:
             sorted(self.config_defaults.items()),
             sorted(self.loaders_in.items()),
             self.torch_pin,
+            self.installed_torch,
             self.uncalled,
             self.imported,
             self.imported_by_code,
@@ -1350,7 +1353,7 @@ class ProjectIndex:
                 context.settings = {**context.settings, **settings_files.hashes(self.settings_defaults.yaml_files() or ())}
         pinned = torch_pins.for_module(str(path))
         if pinned is not None:  # the metadata files are part of the digest: an edited pin re-checks the module
-            context.torch_pin, files = pinned
+            context.torch_pin, context.installed_torch, files = pinned
             context.settings = {**context.settings, **settings_files.hashes(files)}
         if summary.classes:
             context.stepped = self.stepped_of(record)

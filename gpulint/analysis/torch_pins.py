@@ -17,6 +17,11 @@ tested with, not a bound: code from 0.4 on mostly runs on newer torch, and advic
 0.4 (the newest version the file names): code for 0.1-0.3 (Variables, `volatile`, `loss.data[0]`, `async=`) does
 not run unchanged on any later torch, so that stack is the one it runs on. A Dockerfile or README governs its own
 folder and the folders below it, never a sibling. `nvcr.io/nvidia/pytorch:<yy.mm>` names no torch release: unknown.
+
+From 0.4 on, the torch such a file installs exactly (`pip install torch==1.11.0`, an image, a wheel) is kept apart as
+the *installed* torch (`installed_torch`): no bound for advice, but the torch the project documents running on. The
+pure API rules (GPU402, GPU403) read it: on that torch the old name is not deprecated and the new one may not exist
+(a README that installs 1.11.0 has no `torch.amp.autocast`; the twenty-second corpus's judges: wrong).
 """
 
 from __future__ import annotations
@@ -40,9 +45,10 @@ class TorchPin(NamedTuple):
     newest: tuple[int, int]
     where: str
     spec: str  # as written: `torch==1.6.0`
+    binding: bool = True  # False: a README or Dockerfile installs this torch (from 0.4 on), no bound (module docstring)
 
     def describe(self) -> str:
-        return f"the project pins `{self.spec}` ({self.where})"
+        return f"the project {'pins' if self.binding else 'installs'} `{self.spec}` ({self.where})"
 
 
 def metadata_files(module_path: str) -> list[str]:
@@ -116,7 +122,16 @@ def _is_readme(name: str) -> bool:
 
 def torch_pin(module_path: str) -> Optional[TorchPin]:
     """The tightest upper bound on torch that the metadata around `module_path` sets, or None."""
-    pins = [pin for path in metadata_files(module_path) for pin in _file_pins(path, module_path)]
+    return _oldest(module_path, binding=True)
+
+
+def installed_torch(module_path: str) -> Optional[TorchPin]:
+    """The oldest torch from 0.4 on that a README or Dockerfile around `module_path` installs exactly, or None."""
+    return _oldest(module_path, binding=False)
+
+
+def _oldest(module_path: str, binding: bool) -> Optional[TorchPin]:
+    pins = [pin for path in metadata_files(module_path) for pin in _file_pins(path, module_path) if pin.binding == binding]
     return min(pins, key=lambda p: p.newest) if pins else None
 
 
@@ -128,7 +143,7 @@ def _file_pins(path: str, module_path: str) -> list[TorchPin]:
     if stat.st_size > _MAX_BYTES:
         return []
     shown = os.path.relpath(path, os.path.dirname(os.path.abspath(module_path)))
-    return [TorchPin(newest, f"{shown}:{line}", spec) for newest, line, spec in _pins_in(path, stat.st_mtime_ns, stat.st_size)]
+    return [TorchPin(newest, f"{shown}:{line}", spec, binding) for newest, line, spec, binding in _pins_in(path, stat.st_mtime_ns, stat.st_size)]
 
 
 # `torch==1.6.0`, `torch[extra] >= 1.6, < 2`, `"torch<=1.13"` inside a string, `pytorch=1.6.0=py3.7_cuda10.1`
@@ -138,7 +153,7 @@ _POETRY = re.compile(r"^\s*torch\s*=\s*(?:\{[^}]*?version\s*=\s*)?[\"'](?P<spec>
 
 
 @functools.lru_cache(maxsize=256)  # READMEs and Dockerfiles too: every folder may hold some
-def _pins_in(path: str, mtime: int, size: int) -> tuple[tuple[tuple[int, int], int, str], ...]:
+def _pins_in(path: str, mtime: int, size: int) -> tuple[tuple[tuple[int, int], int, str, bool], ...]:
     try:
         with open(path, encoding="utf-8", errors="replace") as handle:
             text = handle.read(_MAX_BYTES)
@@ -167,7 +182,7 @@ def _pins_in(path: str, mtime: int, size: int) -> tuple[tuple[tuple[int, int], i
             spec = f"{'py' if match['name'] else ''}torch{written}"
             newest = upper_bound(written, bare="==", conda=conda)
         if newest is not None:
-            found.append((newest, number, spec))
+            found.append((newest, number, spec, True))
     return tuple(found)
 
 
@@ -179,9 +194,9 @@ _IMAGE = re.compile(r"(?<![\w.\-])pytorch/pytorch:(?P<version>[0-9]+\.[0-9]+(?:\
 _NAMED = re.compile(r"(?<![\w.\-/])(?:py)?torch\s*(?:version\s*)?(?P<op>[<>=~!]=?=?|\^)?\s*v?(?P<version>[0-9]+\.[0-9]+(?:\.[0-9]+)?)(?![\w.])(?P<later>\s*(?:\+|or (?:later|higher|newer|above)|and (?:later|higher|newer|above)))?", re.IGNORECASE)
 
 
-def _legacy_pin(text: str, readme: bool) -> tuple[tuple[tuple[int, int], int, str], ...]:
+def _legacy_pin(text: str, readme: bool) -> tuple[tuple[tuple[int, int], int, str, bool], ...]:
     """The pin a Dockerfile or a README sets: the newest torch it names, when that predates `LEGACY_BEFORE` and
-    is written as a requirement. In a README that is `PyTorch == 0.3.1`, `conda install pytorch=0.3.1` (prose
+    is written as a requirement (binding); from 0.4 on, the torch it installs (not binding). In a README that is `PyTorch == 0.3.1`, `conda install pytorch=0.3.1` (prose
     such as "Make sure you have PyTorch 0.3.0" is often stale: no pin); a lower bound (`>= 0.3`, `0.3+`) never is."""
     named: list[tuple[tuple[int, int], int, str, bool]] = []  # (version, line, as written, a requirement)
     for number, line in enumerate(text.splitlines(), 1):
@@ -203,9 +218,10 @@ def _legacy_pin(text: str, readme: bool) -> tuple[tuple[tuple[int, int], int, st
     if not named:
         return ()
     newest = max(named, key=lambda n: (n[0], n[3]))
-    if not newest[3] or newest[0] >= LEGACY_BEFORE:
-        return ()  # stale prose, a lower bound, or a torch from 0.4 on: the code's own torch may be newer
-    return ((newest[0], newest[1], newest[2]),)
+    if not newest[3]:
+        return ()  # stale prose or a lower bound: the code's own torch may be newer
+    # from 0.4 on the code mostly runs on newer torch too: the torch it installs, not a bound
+    return ((newest[0], newest[1], newest[2], newest[0] < LEGACY_BEFORE),)
 
 
 _CLAUSE = re.compile(r"^\s*(?P<op>===|==|<=|>=|~=|!=|<|>|\^|~|=)?\s*(?P<version>[0-9][0-9A-Za-z.*+!_-]*)\s*$")
@@ -274,12 +290,13 @@ def _clause_bound(op: str, version: str) -> Optional[tuple[int, int]]:
     return None  # `>=`, `>`, `!=`: no upper bound
 
 
-def for_module(module_path: str) -> Optional[tuple[Optional[list], list[str]]]:
-    """(the pin as `ModuleContext.torch_pin` keeps it, the metadata files read), or None when there are none."""
+def for_module(module_path: str) -> Optional[tuple[Optional[list], Optional[list], list[str]]]:
+    """(the pin and the installed torch as `ModuleContext.torch_pin` / `installed_torch` keep them, the metadata
+    files read), or None when there are none."""
     if not module_path or module_path.startswith("<"):
         return None  # standard input without a file name: no folder to read
     files = metadata_files(module_path)
     if not files:
         return None
-    pin = torch_pin(module_path)
-    return ([*pin.newest, pin.where, pin.spec] if pin is not None else None), files
+    kept = [[*pin.newest, pin.where, pin.spec] if pin is not None else None for pin in (torch_pin(module_path), installed_torch(module_path))]
+    return kept[0], kept[1], files

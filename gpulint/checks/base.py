@@ -114,6 +114,15 @@ class Rule:
         pin = self.torch_pin
         return pin if pin is not None and pin.newest < needed else None
 
+    def runs_below(self, needed: tuple[int, int]) -> TorchPin | None:
+        """The project's pin, or the torch its README or Dockerfile installs, when older than `needed`: where an API
+        `needed` brings is missing, the name it replaces is the right one (the pure API rules, GPU402 / GPU403)."""
+        pinned = self.pinned_below(needed)
+        if pinned is not None:
+            return pinned
+        pin = getattr(self.model.project, "installed_torch", None)
+        return TorchPin((pin[0], pin[1]), pin[2], pin[3], binding=False) if pin and (pin[0], pin[1]) < needed else None
+
     @property
     def oldest_torch(self) -> tuple[int, int]:
         """The oldest torch a fix must work on: `target-torch`, or older when the project pins an older one."""

@@ -30,7 +30,7 @@ class DeprecatedMemoryApi(Rule):
     applies_to_tests = True  # a removed API breaks a test too
 
     def check(self) -> Iterator[Diagnostic]:
-        if self.pinned_below(RENAMED_IN):
+        if self.runs_below(RENAMED_IN):
             return  # the project's torch has no `memory_reserved`: the rename would break it
         model = self.model
         for node in model.attributes:

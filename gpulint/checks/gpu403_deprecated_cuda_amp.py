@@ -42,7 +42,7 @@ class DeprecatedCudaAmp(Rule):
         for use in amp.uses:
             if use.qualified not in DEPRECATED_AMP or use.usage == ANNOTATION or use.compatibility:
                 continue  # compatibility code keeps the old API on purpose, for old torch
-            if self.pinned_below(MINIMUM_TORCH[use.member]):
+            if self.runs_below(MINIMUM_TORCH[use.member]):
                 continue  # the project's torch has no replacement: the old API is the right one there
             if use.via_import is not None:
                 record = amp.imports[use.via_import]
@@ -77,7 +77,7 @@ class DeprecatedCudaAmp(Rule):
     def _blocker(self, uses: list[AmpUse]) -> str | None:
         """Why no fix is offered, when the reason is one the user can act on."""
         needed = max((MINIMUM_TORCH.get(u.member, (0, 0)) for u in uses if u.qualified in DEPRECATED_AMP), default=(0, 0))
-        pin = self.pinned_below(needed)
+        pin = self.runs_below(needed)
         if pin is not None:
             return f"no fix: needs torch >= {_version(needed)}, {pin.describe()}"
         if self.target_torch < needed:
