@@ -7,8 +7,8 @@ where it was written (a Databricks cluster runs each cell through IPython), so s
 there. `read_export` masks each escape line, and its backslash continuation lines, into a comment of the same
 length (every row and column stays where it was): the rest of the file is checked as Python, the file is not
 reported as `invalid-syntax`, and no fix is offered in it (the fixed text could not be written back around the
-masked lines). A file that still does not parse once masked is reported as before. Nothing here knows about
-PyTorch.
+masked lines). A file that still does not parse once masked is reported at its own error, not at an escape line that
+is valid where it runs. Nothing here knows about PyTorch.
 """
 
 from __future__ import annotations
@@ -33,9 +33,10 @@ class Export:
     tree: ast.Module  # CPython's tree of `text`
 
 
-def read_export(text: str) -> Export | None:
+def read_export(text: str) -> Export | SyntaxError | None:
     """The Databricks source export `text` with its IPython escapes masked, when they are all that keeps CPython
-    from parsing it; None for any other file (no header, no escape, or another syntax error)."""
+    from parsing it; the masked text's own syntax error when something else is broken too; None for any other
+    file (no header, no escape)."""
     if not text.startswith(HEADER):
         return None
     masked = _masked(text)
@@ -45,7 +46,9 @@ def read_export(text: str) -> Export | None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             tree = ast.parse(masked)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    except SyntaxError as error:
+        return error  # the rows are the user's: masking keeps every line where it was
+    except (ValueError, RecursionError, MemoryError):
         return None
     return Export(masked, tree)
 

@@ -322,7 +322,9 @@ def _check_parsed(
                 tree = recovered.tree
             else:
                 export = read_export(text)  # a Databricks notebook's `!cmd`: valid where it runs
-                if export is not None:
+                if isinstance(export, SyntaxError):
+                    tree, export = export, None  # broken elsewhere too: report that error, not the `!cmd` line
+                elif export is not None:
                     tree = export.tree
         if project is None:
             project = lone_context(summarize(text, tree if isinstance(tree, ast.Module) else None), path)

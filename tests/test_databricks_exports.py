@@ -74,10 +74,13 @@ def test_a_plain_script_with_a_shell_escape_stays_invalid_syntax(tmp_path):
     assert concise(tmp_path, script, "train.py") == ["train.py:8:1: invalid-syntax: SyntaxError: invalid syntax"]
 
 
-def test_an_export_with_another_syntax_error_stays_invalid_syntax(tmp_path):
+def test_an_export_with_another_syntax_error_is_reported_at_that_error_not_at_the_escape(tmp_path):
+    # a missing comma in a notebook that also runs `!wget`: the escape runs on Databricks, the comma is the bug
     broken = EXPORT.replace("opt = torch.optim.SGD(", "opt = = torch.optim.SGD(")
-    assert read_export(broken) is None
-    assert concise(tmp_path, broken, "train_dolly.py") == ["train_dolly.py:8:1: invalid-syntax: SyntaxError: invalid syntax"]
+    row = broken.splitlines().index(next(line for line in broken.splitlines() if "= =" in line)) + 1
+    error = read_export(broken)
+    assert isinstance(error, SyntaxError) and error.lineno == row
+    assert concise(tmp_path, broken, "train_dolly.py") == [f"train_dolly.py:{row}:7: invalid-syntax: SyntaxError: invalid syntax"]
 
 
 def test_a_bang_inside_a_string_or_brackets_is_not_an_escape():

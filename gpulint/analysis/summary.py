@@ -421,7 +421,7 @@ def parse_for_summary(text: str) -> Optional[ast.Module]:
         recovered = recover(text, error)  # Python 3.6 code (`async=True`): other modules import it too
         if recovered is None:
             export = read_export(text)  # a Databricks notebook with a `!cmd` escape
-            return export.tree if export is not None else None
+            return None if export is None or isinstance(export, SyntaxError) else export.tree
         return recovered.tree
     except (ValueError, RecursionError, MemoryError):
         return None
