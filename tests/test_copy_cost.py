@@ -279,3 +279,77 @@ def test_the_option_is_read_from_the_projects_configuration(tmp_path, monkeypatc
     result = run_gpulint("check", "--no-cache", "--select", "GPU105", "--output-format", "concise", ".", cwd=root)
     lines = result.stdout.decode().splitlines()
     assert [line.split(": GPU105")[0] for line in lines if "GPU105" in line] == ["train.py:9:26", "train.py:9:45"]
+
+
+# GPU102 where the step already waits for the GPU before the next batch's copy (`copy_cost.drained_copy_cheap`):
+# a CIFAR loop that reads `loss.item()` every step copies into an empty queue, so pinning saves only the bytes.
+SYNCED_STEP = """\
+import torch
+import torchvision
+from torch.utils.data import DataLoader
+from torchvision import transforms
+
+device = torch.device("cuda")
+train_ds = torchvision.datasets.CIFAR10(root="data", train=True, transform=transforms.ToTensor(), download=True)
+loader = DataLoader(train_ds, batch_size={batch}, shuffle=True, num_workers=2)
+for epoch in range(10):
+    total = 0.0
+    for x, y in loader:
+        x, y = x.to(device), y.to(device)
+        optimizer.zero_grad()
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+{read}
+"""
+EVERY_STEP = "        total += loss.item()"
+
+
+def synced(batch=128, read=EVERY_STEP) -> str:
+    return SYNCED_STEP.format(batch=batch, read=read)
+
+
+def test_gpu102_is_silent_on_a_small_batch_copied_after_the_steps_own_read():
+    assert loader_bytes(synced()) == [128 * (3 * 32 * 32 * 4 + 8)]  # ~1.6 MB
+    assert found(synced(), "GPU102") == []
+
+
+def test_gpu102_keeps_a_batch_over_2_mib_copied_after_a_read():
+    (finding,) = found(synced(batch=256), "GPU102")  # ~3.1 MB: its bytes alone cost a share of the step
+    assert finding.location.row == 8
+    assert finding.message == "`DataLoader` has no `pin_memory` but its batches are copied to the GPU (`x.to(device)` at line 12)"
+
+
+@pytest.mark.parametrize(
+    "read",
+    [
+        "        total += loss.detach()",  # no read: the copy waits for the step's queue
+        "        if epoch % 5 == 0:\n            total += loss.item()",  # a read of some steps only
+        "        if (epoch + 1) % 100 == 0:\n            print(loss.item())",
+    ],
+)
+def test_gpu102_keeps_a_small_batch_where_no_read_drains_the_queue_every_step(read):
+    (finding,) = found(synced(read=read), "GPU102")
+    assert finding.location.row == 8
+
+
+def test_gpu102_keeps_a_small_batch_where_step_work_follows_the_read():
+    # the read sits between the forward and the backward: the backward is still queued when the next copy starts
+    text = synced(read="").replace("        loss.backward()\n", "        total += loss.item()\n        loss.backward()\n")
+    (finding,) = found(text, "GPU102")
+    assert finding.location.row == 8
+
+
+def test_gpu102_is_silent_on_an_evaluation_that_reads_its_accuracy_every_batch():
+    text = synced(read="").replace(
+        "for epoch in range(10):",
+        "test_ds = torchvision.datasets.CIFAR10(root='data', train=False, transform=transforms.ToTensor())\n"
+        "test_loader = DataLoader(test_ds, batch_size=100, num_workers=2)\n"
+        "for epoch in range(10):",
+    ) + (
+        "    with torch.no_grad():\n"
+        "        for x, y in test_loader:\n"
+        "            x, y = x.to(device), y.to(device)\n"
+        "            correct += (model(x).argmax(1) == y).sum().item()\n"
+    )
+    assert [d.location.row for d in found(text, "GPU102")] == [8]  # the training loader (no read) only

@@ -18,6 +18,17 @@ neither shows in a step. The two loader rules ask different questions:
   there is no evidence of a cost, and the finding is silent too unless the rule's option `unproven-cost` is set
   (both judges of the fourteenth and fifteenth corpora called every judged GPU105 finding noise, 6 + 6, none
   right); with the option, the help says what the copy costs so that a reader can weigh it.
+
+A pageable copy's cost is a wait for the queue plus its bytes. Where every iteration of the loop that copies the
+batch already waits for the GPU before the copy (an unconditional `.item()` of the step before, with no step work
+queued between it and the next batch's copy: `step_syncs.read_before_copy`), the queue is empty when the copy
+starts, so pinning saves only the bytes' time: `bytes / 8 GB/s` against `bytes / 54 GB/s`. Measured with the queue
+drained before the copy (cost_facts.md section 2, "+ host work + pageable copy"): the 1.57 MB CIFAR batches added
+0 to +1.5 % to the host-bound CIFAR CNNs' steps, the 4.2 MB batch of the wide MLP +16 %. `drained_copy_cheap` is
+true up to `DRAINED_COPY_BYTES` (2 MiB: under ~0.22 ms saved, 256 KiB more than the 128-image CIFAR batch
+measured), so GPU102 is silent there (both judges of the sixteenth, twentieth and twenty-first corpora called 7 such
+CIFAR loaders noise, "small-batch-syncs-anyway", and 3 more were noise for one judge, right for the other); a larger
+batch, or a loop without such a read (lightly's BYOL: 6 MB, no read, right for both), keeps it.
 """
 
 from __future__ import annotations
@@ -28,11 +39,13 @@ from gpulint.analysis.batch_bytes import SMALL_BATCH_BYTES, batch_bytes
 
 if TYPE_CHECKING:
     from gpulint.analysis.dataloaders import DataLoaderCall
+    from gpulint.analysis.loader_flow import LoaderInfo
     from gpulint.analysis.model import SemanticModel
 
 PAGEABLE_GBPS = (8, 14)  # pageable host-to-device copies, 64 MiB and 16 MiB (cost_facts.md section 3)
 PINNED_GBPS = 54
 BLOCKING_PINNED_BYTES = 16 * 1024 * 1024
+DRAINED_COPY_BYTES = 2 * 1024 * 1024  # pinning a batch copied into an empty queue saves under ~0.22 ms up to here
 BLOCKING_HELP = "the blocking copy costs a drain of the queue plus its bytes at ~54 GB/s, measurable from ~16 MB a batch"
 # GPU102's help on a loader reported only because of `unproven-cost = true` (the code does not show a batch's bytes).
 UNPROVEN_PINNING_HELP = (
@@ -84,3 +97,18 @@ def blocking_copy_known_cheap(model: SemanticModel, loader: DataLoaderCall) -> b
 def blocking_copy_estimate(size: int) -> str:
     """`~25.2 MB a batch: ~0.47 ms at 54 GB/s, after a drain of the queue`."""
     return f"{megabytes(size)} a batch: ~{_ms(size, PINNED_GBPS)} ms at {PINNED_GBPS} GB/s, after a drain of the queue"
+
+
+def drained_copy_cheap(model: SemanticModel, info: LoaderInfo) -> bool:
+    """Every copy of the loader's batches sits in the loop that iterates it, after an unconditional host read of
+    the same loop's previous step (the queue is already drained), and the code shows a batch of at most
+    `DRAINED_COPY_BYTES`: pinning would save only the bytes' time (module docstring)."""
+    from gpulint.analysis.step_syncs import read_before_copy
+
+    moves = [move for move in info.moves if move.iteration.loop is not None]
+    if not moves or any(move.via is not None for move in moves):
+        return False  # no copy in a loop, or one inside a helper: its place in the step is not shown here
+    size = copy_bytes(model, info.loader)
+    if size is None or size > DRAINED_COPY_BYTES:
+        return False
+    return all(read_before_copy(model, move.call, move.iteration.loop) is not None for move in moves)

@@ -149,6 +149,7 @@ def copies_worth_pinning(model: SemanticModel, info: LoaderInfo) -> bool:
     handful of batches, one pass, batches of at most 512 KiB (`batch_bytes.py`), one sample a batch, DGL
     graphs the pinning thread cannot pin, a billion-parameter model's steps, nor a decode-bound loop."""
     from gpulint.analysis.batch_bytes import one_sample_batches
+    from gpulint.analysis.copy_cost import drained_copy_cheap
     from gpulint.analysis.graph_batches import graph_batches
     from gpulint.analysis.long_steps import loads_billion_parameter_model
     from gpulint.analysis.one_off_passes import read_once
@@ -168,6 +169,8 @@ def copies_worth_pinning(model: SemanticModel, info: LoaderInfo) -> bool:
         return False  # steps of a billion-parameter model take hundreds of ms: pinning saves under 1 %
     if decode_bound(model, info):
         return False  # workers decode a photograph per item for a light network
+    if drained_copy_cheap(model, info):
+        return False  # a batch of at most 2 MiB copied after the step's own read drained the queue: bytes only
     return not resample_bound(model, info)  # a few workers resample every image to a larger size for a light network
 
 
