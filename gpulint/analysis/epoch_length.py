@@ -32,10 +32,10 @@ run every step.
   (`step_layers.training_step_ms`: the host-bound steps measured, 3 to 19 layers); 0.2 ms any other step.
 
 The help names the pass's floor ("at least ~1.8 s") and the restart's share of it, from the pass as measured to its
-floor ("~3-6 % of it"; for an evaluation loader, at most its share of the interval, read at its floor). Whether the restart is under `SHORT_SHARE` of the pass is
-read against the pass as measured: the loader's work at what one core measured (`MEASURED_OVER_FLOOR`, twice the
-floors), the steps at their floor, which is the H200's measured step. The judges drew their ~3 % line against
-passes as they last, not against floors: with the floors alone, 4 findings both judges of the fourteenth corpus
+floor ("~3-6 % of it"; for an evaluation loader, at most its share of the interval, read at its floor). Whether the
+restart is under `SHORT_SHARE` of the pass is read against the pass as measured: the loader's work at what one core
+measured (`MEASURED_OVER_FLOOR`, twice the floors), the steps at their floor, which is the H200's measured step. The
+judges drew their ~3 % line against passes as they last, not against floors: with the floors alone, 4 findings both judges of the fourteenth corpus
 called noise (a Wide ResNet's CIFAR pass on 1 worker, Food-101's 25,250 test photos, VICRegL's VOC views) were
 reported, with none that both called right changed by the measured reading.
 
