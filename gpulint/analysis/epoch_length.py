@@ -35,9 +35,9 @@ The help names the pass's floor ("at least ~1.8 s") and the restart's share of i
 floor ("~3-6 % of it"; for an evaluation loader, at most its share of the interval, read at its floor). Whether the
 restart is under `SHORT_SHARE` of the pass is read against the pass as measured: the loader's work at what one core
 measured (`MEASURED_OVER_FLOOR`, twice the floors), the steps at their floor, which is the H200's measured step. The
-judges drew their ~3 % line against passes as they last, not against floors: with the floors alone, 4 findings both judges of the fourteenth corpus
-called noise (a Wide ResNet's CIFAR pass on 1 worker, Food-101's 25,250 test photos, VICRegL's VOC views) were
-reported, with none that both called right changed by the measured reading.
+judges drew their ~3 % line against passes as they last, not against floors: with the floors alone, 4 findings both
+judges of the fourteenth corpus called noise (a Wide ResNet's CIFAR pass on 1 worker, Food-101's 25,250 test photos,
+VICRegL's VOC views) were reported, with none that both called right changed by the measured reading.
 
 `restart_interval` reads an evaluation loader (one that feeds no training) against what runs between two of its
 restarts: the epoch's training pass (a training loader of this module iterated in the same epoch loop, or taken by
