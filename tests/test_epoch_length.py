@@ -37,7 +37,7 @@ def test_fewer_and_smaller_views_make_the_same_pass_short_enough_to_report():
     [d] = diagnostics(source, **ONLY)
     assert gpu104_text(d) == (
         "`DataLoader` workers are shut down and started again for every pass of the loop at line 8: a pass is 89 steps "
-        "of 64 over VOCDetection's 2012 train set (5,717 samples), at least ~1.6 s; restarting 8 workers costs ~185 ms a pass"
+        "of 64 over VOCDetection's 2012 train set (5,717 samples), at least ~1.6 s; restarting 8 workers costs ~185 ms a pass, ~6-12 % of it"
     )
 
 
@@ -89,7 +89,7 @@ def test_a_distributed_run_splits_the_pass_among_the_devices_the_code_gives():
     assert gpu104_text(d) == (
         "`DataLoader` workers are shut down and started again for every epoch (`trainer.fit(...)` at line 9 iterates "
         "it once per epoch): a pass is 89 steps of 64 over VOCDetection's 2012 train set (5,717 samples) split among "
-        "4 processes, at least ~1.7 s; restarting 8 workers costs ~185 ms a pass"
+        "4 processes, at least ~1.7 s; restarting 8 workers costs ~185 ms a pass, ~5-11 % of it"
     )
     assert findings(LIGHTNING_DDP.replace("DEVICES", '"auto"'), **ONLY) == []  # not in the code: one process
     assert findings(LIGHTNING_DDP.replace("DEVICES", "1"), **ONLY) == []
@@ -118,7 +118,7 @@ def test_mnist_at_batch_32_is_a_short_pass():
     """1,875 training steps of at least 1 ms: ~1.9 s, and restarting 2 workers costs ~95 ms (5 %)."""
     [d] = diagnostics(MNIST.replace("BATCH", "32"), **ONLY)
     assert "a pass is 1,875 steps of 32 over MNIST's train split (60,000 samples), at least ~1.9 s" in gpu104_text(d)
-    assert gpu104_text(d).endswith("restarting 2 workers costs ~95 ms a pass")
+    assert gpu104_text(d).endswith("restarting 2 workers costs ~95 ms a pass, ~5 % of it")
 
 
 def test_mnist_one_sample_a_step_is_a_long_pass():
@@ -301,7 +301,7 @@ def test_a_short_eval_pass_after_a_long_training_pass_stays_reported():
     [d] = diagnostics(EVAL_AFTER_TRAINING.replace("TRAIN_BATCH", "16"), **ONLY)
     assert gpu104_text(d).endswith(
         "between two passes the epoch trains over 3,750 steps of 16 of MNIST's train split (at least ~3.8 s) and its "
-        "own pass of 10 steps (at least ~0.2 s); restarting 1 worker costs ~80 ms"
+        "own pass of 10 steps (at least ~0.2 s); restarting 1 worker costs ~80 ms, at most ~2 % of that (~16-32 % of its own pass)"
     )
 
 
@@ -312,7 +312,7 @@ def test_an_eval_loader_after_a_short_training_pass_is_reported_with_the_interva
     assert gpu104_text(d) == (
         "`DataLoader` workers are shut down and started again for every pass of the loop at line 9: between two passes "
         "the epoch trains over 469 steps of 128 of MNIST's train split (at least ~0.8 s) and its own pass of 10 steps "
-        "(at least ~0.2 s); restarting 1 worker costs ~80 ms"
+        "(at least ~0.2 s); restarting 1 worker costs ~80 ms, at most ~8 % of that (~16-32 % of its own pass)"
     )
 
 
@@ -387,7 +387,7 @@ def test_validation_every_few_steps_is_reported_with_its_interval():
     assert gpu104_text(d) == (
         "`DataLoader` workers are shut down and started again for every pass of the loop at line 20: between two "
         "passes 20 training steps of 16 of MNIST's train split run (at least ~20 ms) and its own pass of 2 steps "
-        "(at least ~6 ms); restarting 2 workers costs ~95 ms"
+        "(at least ~6 ms); restarting 2 workers costs ~95 ms, more than all of that (more than all of its own pass)"
     )
 
 
@@ -402,7 +402,7 @@ def test_validation_every_few_thousand_steps_is_not_reported():
     [d] = diagnostics(source.replace("EVERY", "2500"), **ONLY)
     assert gpu104_text(d).endswith(
         "between two passes 2,500 training steps of 16 of MNIST's train split run (at least ~2.5 s); restarting 2 "
-        "workers costs ~95 ms"
+        "workers costs ~95 ms, at most ~4 % of that"
     )
 
 
@@ -421,3 +421,98 @@ def test_an_unknown_pass_is_silent_by_default_and_reported_with_unproven_cost():
     assert findings(unknown, **shipped) == []
     assert findings(unknown, **unproven) == ["8:15 GPU104"]
     assert findings(EVAL_AFTER_TRAINING.replace("TRAIN_BATCH", "128"), **shipped) == ["8:15 GPU104"]
+
+
+# A lesson that fine-tunes a small torchvision network on CIFAR images upscaled to 224: each worker resamples every
+# 32x32 image to 224x224 (~0.5 ms an image at least, cost_facts.md section 8), so both passes are long.
+UPSCALED_CIFAR = """\
+    import torch
+    import torchvision
+    import torchvision.transforms as T
+    from torch.utils.data import DataLoader
+
+    upscale = T.Compose([T.Resize(224), T.ToTensor(), T.Normalize([0.5, 0.5, 0.5], [0.2, 0.2, 0.2])])
+    train_set = torchvision.datasets.CIFAR10("data", train=True, download=True, transform=upscale)
+    val_set = torchvision.datasets.CIFAR10("data", train=False, download=True, transform=upscale)
+    train_loader = DataLoader(train_set, batch_size=50, shuffle=True, num_workers=2, persistent_workers=True)
+    val_loader = DataLoader(VAL_DATASET, batch_size=50, shuffle=False, num_workers=2)
+
+
+    def train_epoch(model, optimizer, loader):
+        model.train()
+        for x, y in loader:
+            optimizer.zero_grad()
+            torch.nn.functional.cross_entropy(model(x.cuda()), y.cuda()).backward()
+            optimizer.step()
+
+
+    def evaluate(model, loader):
+        model.eval()
+        with torch.no_grad():
+            for x, y in loader:
+                correct = (model(x.cuda()).argmax(1) == y.cuda()).sum()
+
+
+    model = torchvision.models.mobilenet_v3_small(num_classes=10).cuda()
+    optimizer = torch.optim.Adam(model.parameters())
+    for epoch in range(5):
+        train_epoch(model, optimizer, train_loader)
+        evaluate(model, val_loader)
+"""
+SHIPPED = {**ONLY, "rule_options": ()}  # (the tests' settings turn `unproven-cost` on: tests/conftest.py)
+
+
+def test_an_upscaled_validation_pass_every_epoch_is_long():
+    """10,000 CIFAR test images upscaled to 224 on 2 workers: at least ~2.7 s a pass (~5.5 s at the measured worker
+    work), after a training pass of at least ~14 s: restarting 2 workers (~95 ms) is under 2 % of either. The
+    twenty-first corpus's judges both called this shape noise (a long epoch)."""
+    assert findings(UPSCALED_CIFAR.replace("VAL_DATASET", "val_set"), **SHIPPED) == []
+    training = UPSCALED_CIFAR.replace("VAL_DATASET", "val_set").replace(", persistent_workers=True", "")
+    assert findings(training, **SHIPPED) == []  # 50,000 upscaled images: at least ~14 s a pass
+
+
+def test_the_same_validation_pass_without_upscaling_is_reported_with_its_share():
+    """Without the resize each 32x32 image costs a worker ~0.04 ms: ~0.2 s a pass, the restart a large share."""
+    source = UPSCALED_CIFAR.replace("VAL_DATASET", "val_set").replace("T.Resize(224), ", "")
+    [d] = diagnostics(source, **SHIPPED)
+    assert gpu104_text(d).endswith(
+        "and its own pass of 200 steps (at least ~0.2 s); restarting 2 workers costs ~95 ms, at most ~8 % of that "
+        "(~27-54 % of its own pass)"
+    )
+
+
+def test_a_short_upscaled_validation_pass_every_epoch_stays_reported():
+    """500 upscaled test images (10 batches, at least ~0.1 s): the restart is a large share of that pass, which is
+    how the labellers and judges read a short evaluation pass after each epoch (right)."""
+    source = UPSCALED_CIFAR.replace("VAL_DATASET", "torch.utils.data.Subset(val_set, range(500))")
+    [d] = diagnostics(source, **SHIPPED)
+    assert d.message == "`DataLoader` workers are shut down and started again for every pass of the loop at line 30"
+    assert gpu104_text(d).endswith(
+        "its own pass of 10 steps (at least ~0.1 s); restarting 2 workers costs ~95 ms, at most ~1 % of that (~35-70 % of "
+        "its own pass)"
+    )
+
+
+def test_a_long_folder_pass_of_a_large_model_is_silent_by_default():
+    """An `ImageFolder` of unknown size for a ResNet-50: the pass is not shown, so its share is unknown (reported
+    only with `unproven-cost = true`)."""
+    source = UPSCALED_CIFAR.replace("VAL_DATASET", "val_set").replace(
+        'torchvision.datasets.CIFAR10("data", train=True, download=True, transform=upscale)',
+        'torchvision.datasets.ImageFolder("data/train", transform=upscale)',
+    ).replace(", persistent_workers=True", "").replace("mobilenet_v3_small", "resnet50")
+    assert findings(source, **SHIPPED) == []
+    assert findings(source, **ONLY) == ["9:16 GPU104"]
+
+
+def test_a_training_pass_of_unknown_step_cost_is_read_at_the_smallest_step():
+    """A model of another module: its layers are unknown, so a step counts 1 ms at least; 1,000 steps over 50,000
+    plain CIFAR images on 2 workers is at least ~1.0 s (~1.8 s at the measured worker work): the restart ~5-10 %."""
+    source = UPSCALED_CIFAR.replace("VAL_DATASET", "val_set").replace("T.Resize(224), ", "").replace(
+        ", persistent_workers=True", "").replace("val_loader = DataLoader(val_set", "val_loader = DataLoader(val_set, persistent_workers=True"
+    ).replace("torchvision.models.mobilenet_v3_small(num_classes=10)", "models.ResNet18()").replace(
+        "import torchvision\n", "import torchvision\n    import models\n")
+    [d] = diagnostics(source, **SHIPPED)
+    assert gpu104_text(d).endswith(
+        "a pass is 1,000 steps of 50 over CIFAR10's train split (50,000 samples), at least ~1.0 s; restarting 2 workers "
+        "costs ~95 ms a pass, ~5-10 % of it"
+    )

@@ -110,6 +110,16 @@ def resampled_elements(model: SemanticModel, loader: DataLoaderCall) -> Optional
     return size * min(each)
 
 
+def resampled_sample_elements(model: SemanticModel, dataset: cst.Call, transform: cst.BaseExpression) -> Optional[int]:
+    """The float32 elements of one item of the in-memory torchvision data set `dataset` builds (CIFAR, MNIST) whose
+    image `transform` resamples to a new literal size (`Resize(224)` of a 32x32 image, then `ToTensor()`); None
+    when the code does not show that (`resampled_elements` is the same for a batch)."""
+    short = (model.call_name(dataset) or "").rsplit(".", 1)[-1]
+    if not (model.call_name(dataset) or "").startswith("torchvision.datasets.") or short not in _SAMPLE_SHAPES:
+        return None
+    return _image_bytes(model, transform, _SAMPLE_SHAPES[short], measure=_steps_resampled)
+
+
 def one_sample_batches(model: SemanticModel, info: LoaderInfo) -> bool:
     """Every batch of the loader is one sample: `batch_size` is written and every value the code gives it is 1
     (`batch_size=1`, a constant or command-line default of 1), no batch sampler, and each loop over it copies

@@ -21,7 +21,9 @@ run every step.
 - Loader work per sample, a floor (about half of what one core of a 2-core shared host measured, for a faster host):
   an in-memory small image (MNIST/CIFAR arrays) 0.015 ms to become a tensor; a photo decoded from its file 6 ns a
   pixel of the dataset's typical image (VOC's 500x375 JPEGs: 1.1 ms; measured 2.3 ms); each transform of a written
-  `Compose` 0.01 ms, the first resize of a decoded photo 2 ns a source pixel (measured 4.7); a documented multi-crop
+  `Compose` 0.01 ms, the first resize of a decoded photo 2 ns a source pixel (measured 4.7), an in-memory small image
+  resampled to a larger literal size (CIFAR's 32x32 `Resize(224)`, then `ToTensor()`) 10 ns an output pixel (measured
+  ~20: cost_facts.md section 8, ~0.5 ms a 224x224 image); a documented multi-crop
   transform (`MULTI_CROP_VIEWS`: DINO, iBOT, MSN, SwaV, VICRegL) 0.12 ms + 48 ns an output pixel for each of its augmented
   views (measured 5.0 ms for a 224-pixel view with colour jitter and blur, 1.0 ms at 96). Any other transform
   object: one transform. The loader work of a pass is the samples' work divided among the workers.
@@ -29,12 +31,13 @@ run every step.
   1.1 ms of host launches), or 0.7 ms + 0.12 ms a layer of the model the pass trains where the code builds its layers
   (`step_layers.training_step_ms`: the host-bound steps measured, 3 to 19 layers); 0.2 ms any other step.
 
-The message names the pass's floor ("at least ~1.8 s"). Whether the restart is under `SHORT_SHARE` of the pass is
-read against the pass as measured: the loader's work at what one core measured (`MEASURED_OVER_FLOOR`, twice the
-floors), the steps at their floor, which is the H200's measured step. The judges drew their ~3 % line against
-passes as they last, not against floors: with the floors alone, 4 findings both judges of the fourteenth corpus
-called noise (a Wide ResNet's CIFAR pass on 1 worker, Food-101's 25,250 test photos, VICRegL's VOC views) were
-reported, with none that both called right changed by the measured reading.
+The help names the pass's floor ("at least ~1.8 s") and the restart's share of it, from the pass as measured to its
+floor ("~3-6 % of it"; for an evaluation loader, at most its share of the interval, read at its floor). Whether the
+restart is under `SHORT_SHARE` of the pass is read against the pass as measured: the loader's work at what one core
+measured (`MEASURED_OVER_FLOOR`, twice the floors), the steps at their floor, which is the H200's measured step. The
+judges drew their ~3 % line against passes as they last, not against floors: with the floors alone, 4 findings both
+judges of the fourteenth corpus called noise (a Wide ResNet's CIFAR pass on 1 worker, Food-101's 25,250 test photos,
+VICRegL's VOC views) were reported, with none that both called right changed by the measured reading.
 
 `restart_interval` reads an evaluation loader (one that feeds no training) against what runs between two of its
 restarts: the epoch's training pass (a training loader of this module iterated in the same epoch loop, or taken by
@@ -171,7 +174,26 @@ class PassLength:
         model = f" of a model of {self.layers} layers (~{self.step_ms:.1f} ms a step at least)" if self.layers else ""
         return (f"a pass is {self.steps:,} steps of {self.batch}{model} over {self.what} ({self.samples:,} samples){shared}, at least "
                 f"~{_seconds(self.seconds)}; restarting {self.workers} worker{'s' if self.workers != 1 else ''} costs "
-                f"~{restart_ms(self.workers):.0f} ms a pass")
+                f"~{restart_ms(self.workers):.0f} ms a pass, {self.share_text} of it")
+
+    @property
+    def share_text(self) -> str:
+        """The restart's share of the pass: against the pass as measured (the share the rule weighs) to against its
+        floor (the most it can be): "~3-6 %"."""
+        return _share(restart_ms(self.workers), max(self.seconds, self.measured_seconds), self.seconds)
+
+
+def _share(ms: float, longest_seconds: float, shortest_seconds: float) -> str:
+    """`ms` as a share of a pass of `longest_seconds` to `shortest_seconds`: "~3-6 %", "~6 %", "under 1 %"."""
+    low, high = (ms / (10.0 * s) if s > 0 else math.inf for s in (longest_seconds, shortest_seconds))
+    if high < 0.5:
+        return "under 1 %"
+    if low >= 99.5:
+        return "more than all"  # the restart outlasts the pass
+    if high >= 99.5:
+        return f"~{low:.0f} % or more"
+    low_text, high_text = f"{max(low, 1):.0f}", f"{high:.0f}"
+    return f"~{high_text} %" if low_text == high_text else f"~{low_text}-{high_text} %"
 
 
 def _seconds(value: float) -> str:
@@ -312,8 +334,16 @@ class RestartInterval:
         else:
             trained = (f"between two passes the epoch trains over {self.training.steps:,} steps of {self.training.batch} of "
                        f"{self.training.what} (at least ~{_seconds(self.training_seconds)})")
+        own_share = f" ({self.own.share_text} of its own pass)" if self.own is not None else ""
         return (f"{trained}{own}; restarting "
-                f"{self.workers} worker{'s' if self.workers != 1 else ''} costs ~{restart_ms(self.workers):.0f} ms")
+                f"{self.workers} worker{'s' if self.workers != 1 else ''} costs ~{restart_ms(self.workers):.0f} ms, {self.share_text} "
+                f"of that{own_share}")
+
+    @property
+    def share_text(self) -> str:
+        """The restart's share of the interval, read at its floor: the most it can be."""
+        share = _share(restart_ms(self.workers), self.seconds, self.seconds)
+        return f"at most {share}" if share.startswith("~") else share
 
 
 def restart_interval(model: SemanticModel, info: LoaderInfo) -> Optional[RestartInterval]:
@@ -693,7 +723,20 @@ def _torchvision_dataset(model: SemanticModel, call: cst.Call, short: str) -> Op
     if sample_ms is None:
         return None
     base = IN_MEMORY_SAMPLE_MS if pixels is None else pixels * DECODE_NS_PER_PIXEL / 1e6
-    return samples, what, base + sample_ms
+    return samples, what, base + sample_ms + _upscale_ms(model, call, transform, pixels)
+
+
+def _upscale_ms(model: SemanticModel, call: cst.Call, transform: Optional[cst.BaseExpression], pixels: Optional[int]) -> float:
+    """A worker's work to resample an in-memory small image to a new literal size (CIFAR's 32x32 `Resize(224)`, then
+    `ToTensor()`): every output pixel is interpolated, converted and normalized, 10 ns an RGB pixel at least
+    (`loader_bound.RESAMPLE_NS_PER_ELEMENT`, half of the ~1 ms measured for a 224x224 image: cost_facts.md section 8)."""
+    if pixels is not None or transform is None:
+        return 0.0
+    from gpulint.analysis.batch_bytes import resampled_sample_elements
+    from gpulint.analysis.loader_bound import RESAMPLE_NS_PER_ELEMENT
+
+    elements = resampled_sample_elements(model, call, transform)
+    return elements * RESAMPLE_NS_PER_ELEMENT / 1e6 if elements else 0.0
 
 
 def _transform_ms(model: SemanticModel, transform: Optional[cst.BaseExpression], pixels: Optional[int]) -> Optional[float]:
