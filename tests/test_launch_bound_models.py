@@ -127,6 +127,37 @@ def test_a_25m_parameter_network_keeps_the_read():
     assert gpu303(BIG) == ["READ GPU303"]
 
 
+# An autoencoder sized by a module constant written as arithmetic (`num_features = 28*28`), as teaching notebooks write it.
+AUTOENCODER = """\
+num_features = {pixels}
+
+class Net(nn.Module):
+    def __init__(self, hidden_units, latent_features=2):
+        super().__init__()
+        self.encoder = nn.Sequential(
+            nn.Linear(in_features=num_features, out_features=hidden_units), nn.ReLU(),
+            nn.Linear(in_features=hidden_units, out_features=latent_features),
+        )
+        self.decoder = nn.Sequential(
+            nn.Linear(in_features=latent_features, out_features=hidden_units), nn.ReLU(),
+            nn.Linear(in_features=hidden_units, out_features=num_features),
+        )
+
+    def forward(self, x):
+        return torch.sigmoid(self.decoder(self.encoder(x)))
+"""
+
+
+def test_a_model_sized_by_a_constant_written_as_arithmetic_is_launch_bound():
+    """784-128-2-128-784: 202k parameters, `num_features = 28*28` read as 784."""
+    assert gpu303(AUTOENCODER.format(pixels="28*28"), model="Net(hidden_units=128).cuda()") == []
+
+
+def test_the_same_constant_making_a_large_model_keeps_the_read():
+    """3x224x224 images: the first layer alone has 19M parameters."""
+    assert gpu303(AUTOENCODER.format(pixels="3 * 224 * 224"), model="Net(hidden_units=128).cuda()") == ["READ GPU303"]
+
+
 @pytest.mark.parametrize(
     "model",
     [

@@ -58,6 +58,9 @@ def estimate(source: str, name: str = "model"):
         ("import torch.nn as nn\nmodel = nn.Sequential(nn.Linear(2, 10), nn.ReLU(), nn.Linear(10, 1))", 41),
         ("import torch.nn as nn\nD, H = 2, 100\nmodel = nn.Linear(D * 3, H)", None),  # tuple unpacking: not read
         ("import torch.nn as nn\nD = 2\nH = 100\nmodel = nn.Linear(D * 3, H)", 700),
+        ("import torch.nn as nn\nD = 28 * 28\nmodel = nn.Linear(D, 10)", 7850),  # a constant written as arithmetic
+        ("import torch.nn as nn\nD = 28 * 28\nD = args.size * 2\nmodel = nn.Linear(D, 10)", None),  # bound twice: unknown
+        ("import torch.nn as nn\nD = args.size * 2\nmodel = nn.Linear(D, 10)", None),
         ("import torch.nn as nn\nmodel = nn.Sequential(nn.Linear(1, 100), nn.ReLU() if relu else nn.Tanh(), nn.Linear(100, 1))", 301),
         ("import torch.nn as nn\nmodel = nn.Linear(2, 10) if small else nn.Linear(2, 4096)", 12288),
         ("import torch.nn as nn\nmodel = nn.Conv2d(3, 8, 3)", 224),

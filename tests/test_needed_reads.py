@@ -185,3 +185,34 @@ def test_evaluation_over_a_loader_of_one_batch_reads_once_per_pass():
 
 def test_evaluation_over_a_loader_of_many_batches_stays_reported():
     assert one_batch("64") == ["13:28 GPU303"]
+
+
+# ---- actions built per environment of a batch of simulators --------------------------------------------------------
+
+VECTOR_ENVS = textwrap.dedent("""\
+    import numpy as np
+    import torch
+
+    device = torch.device("cuda")
+    policy = torch.nn.Linear(64, 6).to(device)
+    envs = [make_env(i) for i in range(8)]
+    obs = np.stack([e.reset() for e in envs])
+    while True:
+        logits = policy(torch.as_tensor(obs, device=device))
+        out = {"move": logits[:, :4].argmax(-1), "jump": logits[:, 4:].argmax(-1)}
+        action = [{k: np.array(out[k][i].detach().cpu()) for k in out} for i in range(len(envs))]
+        results = [{stepped} for e, a in zip(envs, action)]
+        obs = np.stack([r[0] for r in results])
+""")
+
+
+def test_actions_built_per_environment_and_zipped_into_each_step_are_needed_on_the_host():
+    # each simulator of the batch steps with its own action: the host needs the values, no rewrite avoids the wait
+    assert findings(VECTOR_ENVS.replace("{stepped}", "e.step(a)"), select=("GPU303",)) == []
+
+
+def test_actions_built_per_environment_but_only_logged_stay_reported():
+    # the same reads, each element only recorded: nothing on the host needs them to go on
+    assert findings(VECTOR_ENVS.replace("{stepped}", "log.record(a)"), select=("GPU303",)) == ["11:28 GPU303"]
+    # nor does stepping with another value than the read's (`e.step(0)`)
+    assert findings(VECTOR_ENVS.replace("{stepped}", "e.step(0)"), select=("GPU303",)) == ["11:28 GPU303"]

@@ -357,6 +357,40 @@ def test_repeated_reads_in_a_pass_run_every_epoch_are_reported():
     assert findings(source, select=("GPU303", "GPU306"), rule_options=()) == ["21:25 GPU303", "22:19 GPU306"]
 
 
+_STEPS_THEN_PASS = """\
+import torch
+import tqdm
+from torch.utils.data import DataLoader
+
+device = "cuda"
+loader = DataLoader(dataset, batch_size=1, num_workers=4)
+encoder = Encoder().to(device)
+optimizer = torch.optim.Adam(encoder.parameters())
+batches = iter(loader)
+
+{training}
+    x, inst = next(batches)
+    loss = encoder(x.to(device), inst.to(device)).mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+""" + _ENCODING
+
+
+def test_repeated_reads_in_a_pass_run_once_after_a_run_of_counted_training_steps_are_silent():
+    # meta-training counted in iterations (`for it in range(60000): next(batches)`), then one final pass
+    for training in ("for step in range(60000):", "for step in range(args.iterations):", "for step in tqdm.trange(60000):"):
+        source = _STEPS_THEN_PASS.replace("{training}", training)
+        assert findings(source, select=("GPU303", "GPU306"), rule_options=()) == [], training
+
+
+def test_repeated_reads_in_a_pass_after_a_short_step_loop_or_a_single_loader_pass_are_reported():
+    # ten steps of a smoke test, or one pass over the loader: the final pass is no sliver of the run
+    for training in ("for step in range(10):", "for step, _ in enumerate(loader):"):
+        source = _STEPS_THEN_PASS.replace("{training}", training)
+        assert findings(source, select=("GPU303", "GPU306"), rule_options=()) == ["23:21 GPU303", "24:15 GPU306"], training
+
+
 # ---- a loop of training sub-steps inside the step (`read_cost.substep_loop`) --------------------------------------
 
 _META = HEAD + """\

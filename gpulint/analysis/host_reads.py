@@ -345,10 +345,15 @@ def _ends_loop_or_run(model: SemanticModel, branch: cst.If, loop: Loop) -> bool:
 def steps_an_environment(model: SemanticModel, sync: HostSync, loop: Loop) -> bool:
     """The value `sync` reads (through `int(...)` too), or a host value built from it, is an argument of
     `env.step(...)` in the same loop: a simulator on the host needs the action to produce the next state."""
-    steps = [
-        c for c in model.calls_inside(loop)
-        if isinstance(c.func, cst.Attribute) and c.func.attr.value == "step" and c.args and ENVIRONMENT.search(model.code(c.func.value))
-    ]  # fmt: skip
+    steps = []
+    for c in model.calls_inside(loop):
+        if not (isinstance(c.func, cst.Attribute) and c.func.attr.value == "step" and c.args):
+            continue
+        receiver, zipped = c.func.value, _zipped_elements(model, c)
+        if isinstance(receiver, cst.Name) and receiver.value in zipped:
+            receiver = zipped[receiver.value]  # `[e.step(a) for e, a in zip(envs, actions)]`: an element of `envs`
+        if ENVIRONMENT.search(model.code(receiver)):
+            steps.append((c, zipped))
     if not steps:
         return False
     derived = _host_values(model, sync, loop)
@@ -359,7 +364,38 @@ def steps_an_environment(model: SemanticModel, sync: HostSync, loop: Loop) -> bo
             name = assigned_name(model, call)
             if name is not None:
                 derived.add(name)
-    return any(_carries(model, sync, derived, step.args) for step in steps)
+    built = assigned_name(model, _value_root(model, sync.node))
+    if built is not None:  # `action = [{k: np.array(a[k][i].cpu()) for k in a} for i in range(n)]`: built around the read
+        derived.add(built)
+    for step, zipped in steps:
+        # an argument that is an element of a host value built from the read (`a` of `zip(envs, action)`)
+        args = [cst.Arg(zipped[a.value.value]) if isinstance(a.value, cst.Name) and a.value.value in zipped else a for a in step.args]
+        if _carries(model, sync, derived, step.args) or any(arg is not old and _carries(model, sync, derived, [arg]) for arg, old in zip(args, step.args)):
+            return True
+    return False
+
+
+def _zipped_elements(model: SemanticModel, node: cst.CSTNode) -> dict[str, cst.BaseExpression]:
+    """For `node` inside a `for` or a comprehension over `zip(a, b)` with the target `x, y`: {"x": a, "y": b}, each
+    name an element of what it is zipped from (the innermost binding of a name wins)."""
+    found: dict[str, cst.BaseExpression] = {}
+    for ancestor in model.ancestors(node):
+        if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            break
+        if isinstance(ancestor, cst.For):
+            target, iterable = ancestor.target, ancestor.iter
+        elif isinstance(ancestor, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+            target, iterable = ancestor.for_in.target, ancestor.for_in.iter
+        else:
+            continue
+        if not (isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) and iterable.func.value == "zip"):
+            continue
+        if not isinstance(target, cst.Tuple) or len(target.elements) != len(iterable.args):
+            continue
+        for element, arg in zip(target.elements, iterable.args):
+            if isinstance(element.value, cst.Name) and not arg.star and arg.keyword is None:
+                found.setdefault(element.value.value, arg.value)
+    return found
 
 
 def written_out(model: SemanticModel, sync: HostSync, loop: Loop) -> bool:

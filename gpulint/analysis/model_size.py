@@ -412,8 +412,14 @@ class ModelSize:
             if any(isinstance(b, cst.Param) for b in self.m.bindings_of(expr.value, expr)):
                 return None  # a parameter not bound by the construction
             resolved = self.m.values.resolve(expr)
-            value = resolved.value if resolved is not None else None
-            return as_int(value)
+            if resolved is not None:
+                return as_int(resolved.value)
+            # a constant written as arithmetic of others (`num_features = 28 * 28`), bound once: its value
+            binders = self.m.bindings_of(expr.value, expr)
+            binder = binders[0] if len(binders) == 1 else None
+            if isinstance(binder, cst.Assign) and len(binder.targets) == 1 and isinstance(binder.value, cst.BinaryOperation):
+                return self.integer(binder.value, {}, depth + 1)
+            return None
         return None
 
     def columns(self, expr: cst.BaseExpression, depth: int = 0) -> Optional[int]:

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Optional
 import libcst as cst
 
 from gpulint.analysis.evaluation import grad_mode_decided
-from gpulint.analysis.hot_loops import trains
-from gpulint.analysis.loop_bounds import runs_once
-from gpulint.analysis.residency import EPOCH
+from gpulint.analysis.hot_loops import PASSTHROUGH_WRAPPERS, trains
+from gpulint.analysis.loop_bounds import SHORT_LOOP, runs_once, trip_count
+from gpulint.analysis.residency import EPOCH, TRAIN
 
 if TYPE_CHECKING:
     from gpulint.analysis.loader_flow import LoaderInfo
@@ -136,13 +136,46 @@ def _place(where: str) -> str:
 
 def trains_elsewhere(model: SemanticModel, node: cst.CSTNode) -> bool:
     """The module trains for several passes elsewhere: an epoch loop (each iteration runs a training loop,
-    `residency.loop_role`) outside `node`, or a framework's fit. One pass beside a single training pass (a
+    `residency.loop_role`) outside `node`, a loop of many counted training steps before it (`_counted_steps_before`),
+    or a framework's fit. One pass beside a single training pass (a
     smoke test's `--steps` loop) is no small share of the run."""
     if model.frameworks.drives_training:
         return True
     if any(not model.is_inside(node, loop) and model.residency.loop_role(loop) == EPOCH for loop in model.loops):
         return True
+    if _counted_steps_before(model, node):
+        return True
     return any(not model.is_inside(node, call) and _trains_for_epochs(model, call) for call in model.calls)
+
+
+_STEP_COUNTERS = frozenset({"range", "tqdm.trange", "tqdm.auto.trange", "tqdm.notebook.trange", "tqdm.std.trange"})
+
+
+def _counted_steps_before(model: SemanticModel, node: cst.CSTNode) -> bool:
+    """Before `node`, in its function and in no loop of it, a training loop that counts its steps (`for it in
+    range(args.iterations): x, y = next(train_iter)`, a `while`) and may run more than `SHORT_LOOP` of them:
+    the function trains for a whole run of steps, then reaches `node` once (a final test over 2000 few-shot tasks
+    after the meta-training iterations). A loop over a loader is one pass, not a run of many: not counted."""
+    function = model.enclosing_function(node)  # (None: the module's own code, a script or a notebook)
+    for loop in model.loops:
+        if not isinstance(loop, (cst.For, cst.While)) or model.enclosing_function(loop) is not function:
+            continue
+        if model.is_inside(node, loop) or model.repeating_loops(loop) or not model.dataflow.before(loop, node):
+            continue
+        if model.residency.loop_role(loop) != TRAIN or not trains(model, loop):
+            continue
+        if isinstance(loop, cst.For):
+            counter = loop.iter
+            while isinstance(counter, cst.Call) and model.call_name(counter) in PASSTHROUGH_WRAPPERS and counter.args:
+                counter = counter.args[0].value  # `tqdm(range(n))`
+            named = model.call_name(counter) if isinstance(counter, cst.Call) else None
+            builtin = isinstance(counter, cst.Call) and isinstance(counter.func, cst.Name) and counter.func.value == "range"
+            if not (builtin and not model.bindings_of("range", counter)) and named not in _STEP_COUNTERS:
+                continue  # a pass over a loader or a list: one pass of training, not a run of steps
+        count = trip_count(model, loop)
+        if count is None or count > SHORT_LOOP:
+            return True
+    return False
 
 
 _EPOCH_COUNTS = frozenset({"epochs", "num_epochs", "n_epochs", "max_epochs", "nb_epochs"})
