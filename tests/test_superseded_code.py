@@ -54,6 +54,16 @@ def test_deprecated_and_obsolete_folders_are_superseded_too(tmp_path, monkeypatc
     assert _codes(findings, "src/deprecated/train.py") == [] and _codes(findings, "Obsolete/train.py") == []
 
 
+def test_a_tmp_folder_of_scratch_drafts_is_superseded_unless_imported(tmp_path, monkeypatch):
+    findings = _project(
+        tmp_path, monkeypatch, chapter12__pong=TRAIN.format(extra=""), chapter12__tmp__pong_draft=TRAIN.format(extra=""),
+        tmp__loop=TRAIN.format(extra=""), train=TRAIN.format(extra="from tmp.loop import main as run; run(None)"),
+    )
+    assert _codes(findings, "chapter12/pong.py") == [f"GPU102@{LOADER}", f"GPU303@{READ}"]
+    assert _codes(findings, "chapter12/tmp/pong_draft.py") == []
+    assert _codes(findings, "tmp/loop.py") == [f"GPU102@{LOADER}", f"GPU303@{READ}"]  # the training script runs it
+
+
 def test_an_old_folder_the_training_script_imports_is_reported(tmp_path, monkeypatch):
     findings = _project(
         tmp_path, monkeypatch, train=TRAIN.format(extra="from old.loop import main as run; run(None)"),

@@ -2,8 +2,9 @@
 its original implementation in `old/` next to the refactored `lib/` and `tools/` (its README: "you will not need
 it"); per-step advice there is advice on code nobody trains with.
 
-A module is superseded when a folder between the project root and the module is named `old`, `deprecated` or
-`obsolete`, the whole project is in the index, and no module outside that folder imports anything inside it:
+A module is superseded when a folder between the project root and the module is named `old`, `deprecated`,
+`obsolete` or `tmp` (scratch copies: a book's `Chapter12/tmp/` keeps earlier drafts of the chapter's scripts, written
+for a torch they no longer run on; both judges of the twenty-second corpus: noise), the whole project is in the index, and no module outside that folder imports anything inside it:
 a `deprecated/` package the training script still imports is running code (so is `old_utils.py`, a file, and
 `legacy_models/`, whose name says nothing about being replaced).
 
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
     from gpulint.analysis.project import ModuleRecord, ProjectIndex
 
 # Folder names that say the code in them was replaced (exact, case-insensitive).
-SUPERSEDED_FOLDERS = frozenset({"old", "deprecated", "obsolete"})
+SUPERSEDED_FOLDERS = frozenset({"old", "deprecated", "obsolete", "tmp"})
 # Folders of a documentation build (exact, case-insensitive), where sphinx-gallery writes copies of example scripts.
 DOCUMENTATION_FOLDERS = frozenset({"docs", "doc", "documentation"})
 
