@@ -216,3 +216,29 @@ def test_actions_built_per_environment_but_only_logged_stay_reported():
     assert findings(VECTOR_ENVS.replace("{stepped}", "log.record(a)"), select=("GPU303",)) == ["11:28 GPU303"]
     # nor does stepping with another value than the read's (`e.step(0)`)
     assert findings(VECTOR_ENVS.replace("{stepped}", "e.step(0)"), select=("GPU303",)) == ["11:28 GPU303"]
+
+
+ENUMERATED_ENVS = textwrap.dedent("""\
+    import numpy as np
+    import torch
+
+    device = torch.device("cuda")
+    net = torch.nn.Linear(64, 6).to(device)
+    envs = [make_env(i) for i in range(16)]
+    obs = [e.reset() for e in envs]
+    while True:
+        probs = torch.softmax(net(torch.as_tensor(np.stack(obs), device=device)), dim=1).cpu().numpy()
+        actions = select(probs)
+        for e_idx, e in enumerate(envs):
+            o, r, done, _ = {stepped}
+            obs[e_idx] = o
+""")
+
+
+def test_actions_sampled_on_the_host_for_each_enumerated_environment_are_needed():
+    # `for i, e in enumerate(envs)`: each simulator steps with its own sampled action, as with `zip(envs, actions)`
+    assert findings(ENUMERATED_ENVS.replace("{stepped}", "e.step(actions[e_idx])"), select=("GPU303",)) == []
+
+
+def test_enumerated_environments_stepped_with_another_value_stay_reported():
+    assert findings(ENUMERATED_ENVS.replace("{stepped}", "e.step(0)"), select=("GPU303",)) == ["9:13 GPU303"]

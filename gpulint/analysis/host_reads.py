@@ -377,7 +377,8 @@ def steps_an_environment(model: SemanticModel, sync: HostSync, loop: Loop) -> bo
 
 def _zipped_elements(model: SemanticModel, node: cst.CSTNode) -> dict[str, cst.BaseExpression]:
     """For `node` inside a `for` or a comprehension over `zip(a, b)` with the target `x, y`: {"x": a, "y": b}, each
-    name an element of what it is zipped from (the innermost binding of a name wins)."""
+    name an element of what it is zipped from (the innermost binding of a name wins); over `enumerate(a)` with
+    the target `i, x`: {"x": a}."""
     found: dict[str, cst.BaseExpression] = {}
     for ancestor in model.ancestors(node):
         if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
@@ -388,12 +389,14 @@ def _zipped_elements(model: SemanticModel, node: cst.CSTNode) -> dict[str, cst.B
             target, iterable = ancestor.for_in.target, ancestor.for_in.iter
         else:
             continue
-        if not (isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) and iterable.func.value == "zip"):
+        if not (isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) and iterable.func.value in ("zip", "enumerate")):
             continue
-        if not isinstance(target, cst.Tuple) or len(target.elements) != len(iterable.args):
+        # `for i, e in enumerate(envs)`: `e` is an element of `envs`, as `e` of `zip(envs, actions)` is
+        sources = iterable.args if iterable.func.value == "zip" else [None, *iterable.args[:1]]
+        if not isinstance(target, cst.Tuple) or len(target.elements) != len(sources):
             continue
-        for element, arg in zip(target.elements, iterable.args):
-            if isinstance(element.value, cst.Name) and not arg.star and arg.keyword is None:
+        for element, arg in zip(target.elements, sources):
+            if arg is not None and isinstance(element.value, cst.Name) and not arg.star and arg.keyword is None:
                 found.setdefault(element.value.value, arg.value)
     return found
 
