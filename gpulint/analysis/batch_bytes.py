@@ -98,12 +98,10 @@ def resampled_elements(model: SemanticModel, loader: DataLoaderCall) -> Optional
     size, sources = batched
     each = []
     for source in sources:
-        name = model.call_name(source) if isinstance(source, cst.Call) else None
-        short = (name or "").rsplit(".", 1)[-1]
-        if not (name or "").startswith("torchvision.datasets.") or short not in _SAMPLE_SHAPES:
+        if not isinstance(source, cst.Call):
             return None
-        transform = next((a.value for a in source.args if a.keyword is not None and a.keyword.value == "transform"), None)  # type: ignore[union-attr]
-        elements = _image_bytes(model, transform, _SAMPLE_SHAPES[short], measure=_steps_resampled) if transform is not None else None
+        transform = next((a.value for a in source.args if a.keyword is not None and a.keyword.value == "transform"), None)
+        elements = resampled_sample_elements(model, source, transform) if transform is not None else None
         if elements is None:
             return None
         each.append(elements)
@@ -113,7 +111,7 @@ def resampled_elements(model: SemanticModel, loader: DataLoaderCall) -> Optional
 def resampled_sample_elements(model: SemanticModel, dataset: cst.Call, transform: cst.BaseExpression) -> Optional[int]:
     """The float32 elements of one item of the in-memory torchvision data set `dataset` builds (CIFAR, MNIST) whose
     image `transform` resamples to a new literal size (`Resize(224)` of a 32x32 image, then `ToTensor()`); None
-    when the code does not show that (`resampled_elements` is the same for a batch)."""
+    when the code does not show that (`resampled_elements` asks it of each source of a batch)."""
     short = (model.call_name(dataset) or "").rsplit(".", 1)[-1]
     if not (model.call_name(dataset) or "").startswith("torchvision.datasets.") or short not in _SAMPLE_SHAPES:
         return None

@@ -368,9 +368,9 @@ def steps_an_environment(model: SemanticModel, sync: HostSync, loop: Loop) -> bo
     if built is not None:  # `action = [{k: np.array(a[k][i].cpu()) for k in a} for i in range(n)]`: built around the read
         derived.add(built)
     for step, zipped in steps:
-        # an argument that is an element of a host value built from the read (`a` of `zip(envs, action)`)
-        args = [cst.Arg(zipped[a.value.value]) if isinstance(a.value, cst.Name) and a.value.value in zipped else a for a in step.args]
-        if _carries(model, sync, derived, step.args) or any(arg is not old and _carries(model, sync, derived, [arg]) for arg, old in zip(args, step.args)):
+        # an argument, or what an argument is an element of (`a` of `zip(envs, action)`: `action`, built from the read)
+        sources = [cst.Arg(zipped[a.value.value]) for a in step.args if isinstance(a.value, cst.Name) and a.value.value in zipped]
+        if _carries(model, sync, derived, [*step.args, *sources]):
             return True
     return False
 

@@ -122,17 +122,21 @@ def _is_readme(name: str) -> bool:
 
 def torch_pin(module_path: str) -> Optional[TorchPin]:
     """The tightest upper bound on torch that the metadata around `module_path` sets, or None."""
-    return _oldest(module_path, binding=True)
+    return _oldest(_pins(module_path, metadata_files(module_path)), binding=True)
 
 
 def installed_torch(module_path: str) -> Optional[TorchPin]:
     """The oldest torch from 0.4 on that a README or Dockerfile around `module_path` installs exactly, or None."""
-    return _oldest(module_path, binding=False)
+    return _oldest(_pins(module_path, metadata_files(module_path)), binding=False)
 
 
-def _oldest(module_path: str, binding: bool) -> Optional[TorchPin]:
-    pins = [pin for path in metadata_files(module_path) for pin in _file_pins(path, module_path) if pin.binding == binding]
-    return min(pins, key=lambda p: p.newest) if pins else None
+def _pins(module_path: str, files: list[str]) -> list[TorchPin]:
+    return [pin for path in files for pin in _file_pins(path, module_path)]
+
+
+def _oldest(pins: list[TorchPin], binding: bool) -> Optional[TorchPin]:
+    chosen = [pin for pin in pins if pin.binding == binding]
+    return min(chosen, key=lambda p: p.newest) if chosen else None
 
 
 def _file_pins(path: str, module_path: str) -> list[TorchPin]:
@@ -196,8 +200,9 @@ _NAMED = re.compile(r"(?<![\w.\-/])(?:py)?torch\s*(?:version\s*)?(?P<op>[<>=~!]=
 
 def _legacy_pin(text: str, readme: bool) -> tuple[tuple[tuple[int, int], int, str, bool], ...]:
     """The pin a Dockerfile or a README sets: the newest torch it names, when that predates `LEGACY_BEFORE` and
-    is written as a requirement (binding); from 0.4 on, the torch it installs (not binding). In a README that is `PyTorch == 0.3.1`, `conda install pytorch=0.3.1` (prose
-    such as "Make sure you have PyTorch 0.3.0" is often stale: no pin); a lower bound (`>= 0.3`, `0.3+`) never is."""
+    is written as a requirement (binding); from 0.4 on, the torch it installs (not binding). In a README that is
+    `PyTorch == 0.3.1`, `conda install pytorch=0.3.1` (prose such as "Make sure you have PyTorch 0.3.0" is often
+    stale: no pin); a lower bound (`>= 0.3`, `0.3+`) never is."""
     named: list[tuple[tuple[int, int], int, str, bool]] = []  # (version, line, as written, a requirement)
     for number, line in enumerate(text.splitlines(), 1):
         if not readme and line.lstrip().startswith("#"):
@@ -298,5 +303,10 @@ def for_module(module_path: str) -> Optional[tuple[Optional[list], Optional[list
     files = metadata_files(module_path)
     if not files:
         return None
-    kept = [[*pin.newest, pin.where, pin.spec] if pin is not None else None for pin in (torch_pin(module_path), installed_torch(module_path))]
-    return kept[0], kept[1], files
+    pins = _pins(module_path, files)
+    pin, installed = (_oldest(pins, binding) for binding in (True, False))
+    return _kept(pin), _kept(installed), files
+
+
+def _kept(pin: Optional[TorchPin]) -> Optional[list]:
+    return [*pin.newest, pin.where, pin.spec] if pin is not None else None
