@@ -516,3 +516,52 @@ def test_a_training_pass_of_unknown_step_cost_is_read_at_the_smallest_step():
         "a pass is 1,000 steps of 50 over CIFAR10's train split (50,000 samples), at least ~1.0 s; restarting 2 workers "
         "costs ~95 ms a pass, ~5-10 % of it"
     )
+
+
+# A homework that trains on Tiny ImageNet's folders with a project class that reads them into memory, 12 workers.
+BENCHMARK_FOLDER = """\
+    import os
+    import torch
+    import torchvision
+    from torchvision import transforms
+    import my_data
+
+    train_set = my_data.FolderInMemory("TRAIN_ROOT", transform=transforms.Compose([transforms.RandomHorizontalFlip(), transforms.ToTensor()]))
+    val_set = torchvision.datasets.ImageFolder(os.path.join(DATA, "val"), transforms.ToTensor())
+    train_loader = torch.utils.data.DataLoader(train_set, batch_size=64, shuffle=True, num_workers=12)
+    val_loader = torch.utils.data.DataLoader(val_set, batch_size=64, num_workers=12, persistent_workers=True)
+    for epoch in range(30):
+        for x, y in train_loader:
+            loss = model(x.cuda()).sum()
+            loss.backward()
+        for x, y in val_loader:
+            model(x.cuda())
+"""
+
+
+def test_a_dataset_over_a_benchmark_split_folder_has_its_documented_size():
+    """`tiny-imagenet-200/train` holds Tiny ImageNet's 100,000 64x64 training images, whichever class lists them:
+    1,563 steps of at least 1 ms, and restarting 12 workers (~245 ms) is ~16 % of that."""
+    [d] = diagnostics(BENCHMARK_FOLDER.replace("TRAIN_ROOT", "tiny-imagenet-200/train").replace("DATA", '"data"'), **SHIPPED)
+    assert d.message == "`DataLoader` workers are shut down and started again for every pass of the loop at line 11"
+    assert gpu104_text(d).endswith(
+        "a pass is 1,563 steps of 64 over tiny-imagenet-200's train folder (100,000 samples), at least ~1.6 s; "
+        "restarting 12 workers costs ~245 ms a pass, ~16 % of it"
+    )
+
+
+def test_a_benchmark_folder_given_through_a_joined_path_sizes_an_evaluation_pass():
+    """`os.path.join(data_dir, "val")` with `data_dir` naming the benchmark's folder: its 10,000 validation images."""
+    source = BENCHMARK_FOLDER.replace("TRAIN_ROOT", "images/train").replace(
+        "DATA", "data_dir").replace("import my_data\n", 'import my_data\n    data_dir = "./tiny-imagenet-200"\n'
+    ).replace("num_workers=12)\n", "num_workers=12, persistent_workers=True)\n").replace(
+        "num_workers=12, persistent_workers=True)\n    for", "num_workers=12)\n    for")
+    [d] = diagnostics(source, **SHIPPED)
+    assert "a pass is 157 steps of 64 over tiny-imagenet-200's val folder (10,000 samples)" in gpu104_text(d)
+
+
+def test_a_folder_the_table_does_not_name_stays_unknown():
+    """Any other folder (`images/train`), or a benchmark's name that is not followed by one of its split folders, is
+    of unknown size: silent by default."""
+    for root in ("images/train", "tiny-imagenet-200", "tiny-imagenet-200-subset/train"):
+        assert findings(BENCHMARK_FOLDER.replace("TRAIN_ROOT", root).replace("DATA", '"data"'), **SHIPPED) == []

@@ -13,7 +13,9 @@ run every step.
 
 - Samples: a torchvision dataset class whose split has a documented fixed size (`DATASET_SIZES`, resolved from its
   `train=` / `split=` / `image_set=` / `year=` arguments and their defaults), PyG's `ModelNet` (`GRAPH_DATASET_SIZES`,
-  its `name` and `train` arguments), the partitions of PyG's `ClusterLoader(ClusterData(data, num_parts=N))`, a
+  its `name` and `train` arguments), a dataset over the split folder of a well-known benchmark that one of its
+  arguments' paths names (`BENCHMARK_FOLDERS`: `tiny-imagenet-200/train`, `hymenoptera_data/val`), the partitions of
+  PyG's `ClusterLoader(ClusterData(data, num_parts=N))`, a
   `Subset` of `range(n)` or of `n` indices sliced in the code, a `TensorDataset` of `n` rows sliced in the code. A
   dataset written in several branches of `if args.dataset == "...":` is the one the option's default builds
   (`_off_the_default_run`). Anything else: unknown.
@@ -528,10 +530,26 @@ def _dataset(model: SemanticModel, expr: cst.BaseExpression, depth: int, largest
         return (rows, "a TensorDataset", IN_MEMORY_SAMPLE_MS) if rows else None
     if name.startswith(_GRAPH_DATASETS):
         return _graph_dataset(model, expr, name.rsplit(".", 1)[-1])
+    folder = _benchmark_folder_dataset(model, expr, name)
+    if folder is not None:
+        return folder
     if not name.startswith("torchvision.datasets."):
         return None
     return _torchvision_dataset(model, expr, name.rsplit(".", 1)[-1])
 
+
+# Image folders of well-known benchmarks, by the folder name their archive unpacks to and the split folder under it:
+# {folder: {split: (images, pixels of a typical image)}}. A dataset built over one of these split folders (an
+# `ImageFolder`, or a project's class given the folder's path) holds that many images, whoever lists them.
+BENCHMARK_FOLDERS: dict[str, dict[str, tuple[int, int]]] = {
+    # Tiny ImageNet (Stanford CS231n, tiny-imagenet-200.zip): 200 classes, 500 training, 50 validation and 50 test
+    # images each, 64x64 JPEGs.
+    "tiny-imagenet-200": {"train": (100_000, 64 * 64), "val": (10_000, 64 * 64), "test": (10_000, 64 * 64)},
+    # The ants-and-bees folder of PyTorch's transfer-learning tutorial (hymenoptera_data.zip): the tutorial prints
+    # `dataset_sizes` {'train': 244, 'val': 153}; photos of about 500x375.
+    "hymenoptera_data": {"train": (244, 500 * 375), "val": (153, 500 * 375)},
+}
+_FOLDER_DATASETS = frozenset({"torchvision.datasets.ImageFolder", "torchvision.datasets.folder.ImageFolder"})
 
 # torch_geometric.datasets classes of a documented fixed size (the class's docstring statistics table), held in
 # memory once processed (`InMemoryDataset`): ModelNet(root, name="10", train=True, transform=None, ...):
@@ -597,6 +615,57 @@ def _cluster_parts(model: SemanticModel, loader: DataLoaderCall) -> Optional[tup
     if not isinstance(parts, int) or parts < 1:
         return None
     return parts, f"a ClusterData of {parts:,} partitions", IN_MEMORY_SAMPLE_MS
+
+
+def _benchmark_folder_dataset(model: SemanticModel, call: cst.Call, name: str) -> Optional[tuple[int, str, float]]:
+    """A dataset built over the split folder of a well-known benchmark (`BENCHMARK_FOLDERS`): one argument's path
+    names it (`ImageFolder(os.path.join(data_dir, "train"))` with `data_dir = "datasets/hymenoptera_data"`,
+    `TinyImagenetRAM("tiny-imagenet-200/train")`); each image at least decoded, plus its `transform`."""
+    if any(a.star for a in call.args):
+        return None
+    found = set()
+    for arg in call.args:
+        path = _path_text(model, arg.value, 0)
+        parts = [p for p in path.replace("\\", "/").split("/") if p not in ("", ".")] if path else []
+        for folder, split in zip(parts, parts[1:]):
+            if split in BENCHMARK_FOLDERS.get(folder, {}):
+                found.add((folder, split))
+    if len(found) != 1:
+        return None
+    folder, split = found.pop()
+    images, pixels = BENCHMARK_FOLDERS[folder][split]
+    transform = _keyword(call, "transform")
+    if transform is None and name in _FOLDER_DATASETS:
+        transform = _argument(call, "transform", 1)
+    sample_ms = _transform_ms(model, transform, pixels)
+    if sample_ms is None:
+        return None
+    return images, f"{folder}'s {split} folder", pixels * DECODE_NS_PER_PIXEL / 1e6 + sample_ms
+
+
+_PATH_JOINS = frozenset({"os.path.join", "posixpath.join", "pathlib.Path", "pathlib.PurePath"})
+
+
+def _path_text(model: SemanticModel, expr: cst.BaseExpression, depth: int) -> Optional[str]:
+    """The path `expr` holds where the code gives every part of it: a string, a name with one reaching write, a
+    command-line default, `os.path.join(...)` / `pathlib.Path(...)` of such parts, `part / part`."""
+    if depth > _MAX_DEPTH:
+        return None
+    if isinstance(expr, cst.Call):
+        if model.call_name(expr) not in _PATH_JOINS or not expr.args or any(a.star or a.keyword for a in expr.args):
+            return None
+        parts = [_path_text(model, a.value, depth + 1) for a in expr.args]
+        return None if any(p is None for p in parts) else "/".join(parts)  # type: ignore[arg-type]
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Divide):
+        left, right = _path_text(model, expr.left, depth + 1), _path_text(model, expr.right, depth + 1)
+        return None if left is None or right is None else f"{left}/{right}"
+    text = _string(model, expr)
+    if text is not None or not isinstance(expr, cst.Name):
+        return text
+    writes = model.dataflow.reaching_writes(expr.value, expr)
+    if len(writes) == 1 and writes[0].value is not None and not writes[0].is_augmented:
+        return _path_text(model, writes[0].value, depth + 1)
+    return None
 
 
 def _off_the_default_run(model: SemanticModel, node: cst.CSTNode) -> bool:
