@@ -300,3 +300,75 @@ def test_a_dataset_that_fits_in_one_batch():
     assert findings(sliced, **ONLY) == []
     unknown = script("loader = DataLoader(TensorDataset(X[idx], y[idx]), batch_size=8, shuffle=True)", before="from torch.utils.data import TensorDataset\n")
     assert findings(unknown, **ONLY) == ["7:10 GPU103"]
+
+
+TASK = """\
+    import argparse
+
+    import torch
+    from torchvision import datasets, models, transforms
+
+
+    def main():
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--batch-size", type=int, default=4)
+        parser.add_argument("--epochs", type=int, default=25)
+        args = parser.parse_args()
+        device = torch.device("cuda:0")
+        data = datasets.ImageFolder("data/train", transforms.Compose([transforms.RandomResizedCrop(224), transforms.ToTensor()]))
+        loader = torch.utils.data.DataLoader(data, batch_size=args.batch_size, shuffle=True, num_workers=4)
+        model = models.resnet18().to(device)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.001)
+        for epoch in range(args.epochs):
+            for inputs, labels in loader:
+                loss = torch.nn.functional.cross_entropy(model(inputs.to(device)), labels.to(device))
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+
+
+    if __name__ == "__main__":
+        main()
+"""
+
+
+def _job_notebook(args: str) -> str:
+    cells = [
+        {"cell_type": "markdown", "metadata": {}, "source": ["# Train on Vertex AI\n"]},
+        {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+         "source": ["container_args = [\n", *[f'    "{a}",\n' for a in args.split()], "]\n"]},
+        {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": ["job.run(args=container_args)\n"]},
+    ]  # fmt: skip
+    return json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1)
+
+
+def _gpu103(tmp_path, monkeypatch, extra: dict) -> list[str]:
+    from tests.projects_helper import lint_written
+
+    (tmp_path / ".git").mkdir()
+    return [f for f in lint_written(tmp_path, {"trainer/task.py": TASK, **extra}, monkeypatch) if "GPU103" in f]
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"train_job.ipynb": _job_notebook("--batch-size 256 --epochs 100")},  # the job's argument list, one item a line
+        {"run.sh": "python trainer/task.py --batch-size=128 --epochs 10\n"},
+        {"README.md": "Train with `python trainer/task.py --batch-size $BATCH_SIZE`.\n"},  # a value the command chooses
+    ],
+)
+def test_silent_when_a_shipped_command_passes_a_larger_batch_size_than_the_argparse_default(tmp_path, monkeypatch, extra):
+    assert _gpu103(tmp_path, monkeypatch, extra) == []
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {},  # no command: the default runs
+        {"train_job.ipynb": _job_notebook("--epochs 100")},  # the command leaves the batch size to its default
+        {"run.sh": "python trainer/task.py --batch-size 8\n"},  # the command's own batch size is small too
+        {"run.sh": "python trainer/task.py --batch-sizes 256\n"},  # another option
+    ],
+)
+def test_reported_when_no_shipped_command_passes_a_larger_batch_size(tmp_path, monkeypatch, extra):
+    assert _gpu103(tmp_path, monkeypatch, extra) == ["trainer/task.py:14 GPU103"]

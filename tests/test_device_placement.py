@@ -710,3 +710,49 @@ def test_gpu205_used_at_once():
 def test_gpu205_no_finding_expected(tail):
     source = HEADER + "x = torch.ones(3, device=device)\ncpu_tensor = torch.ones(3)\n" + tail
     assert only(source, "GPU205") == []
+
+
+PADDED_BATCH = """\
+import torch
+
+
+def translate(encoder, sentences, pad_index, eos_index, batch_size):
+    encoder.cuda()
+    for i in range(0, len(sentences), batch_size):
+        word_ids = [torch.LongTensor(s) for s in sentences[i:i + batch_size]]
+        lengths = torch.LongTensor([len(s) + 2 for s in word_ids])
+        batch = torch.LongTensor(lengths.max().item(), lengths.size(0)).fill_(pad_index)
+        batch[0] = eos_index
+{fill}
+        encoded = encoder(batch.cuda(), lengths.cuda())
+        print(encoded.argmax(-1).tolist())
+"""
+FILL_LOOP = """\
+        for j, s in enumerate(word_ids):
+            batch[1:lengths[j] - 1, j].copy_(s)
+            batch[lengths[j] - 1, j] = eos_index"""
+
+
+@pytest.mark.parametrize(
+    "fill",
+    [
+        FILL_LOOP,
+        "        for j, s in enumerate(word_ids):\n            batch[1:lengths[j] - 1, j] = s",
+    ],
+)
+def test_gpu202_silent_for_a_padded_batch_assembled_on_the_host_in_a_loop(fill):
+    # each sentence's ids written into the host buffer, then one copy: built on the GPU, each write would be a copy
+    assert only(PADDED_BATCH.format(fill=fill), "GPU202") == []
+
+
+@pytest.mark.parametrize(
+    "fill",
+    [
+        "",  # filled with the pad only: `torch.full(..., device=)` builds it on the GPU
+        "        batch[1, 0] = eos_index",  # one write, in no loop of its own
+        # the loop writes into another buffer
+        "        other = torch.zeros(8, 8, dtype=torch.long)\n" + FILL_LOOP.replace("batch[", "other["),
+    ],
+)
+def test_gpu202_reported_for_a_host_buffer_not_assembled_piece_by_piece(fill):
+    assert only(PADDED_BATCH.format(fill=fill), "GPU202") != []

@@ -496,3 +496,81 @@ def test_a_random_window_of_an_in_memory_tensor_has_nothing_for_workers_to_do():
 def test_a_random_window_with_per_item_work_is_reported(old, new):
     assert old in RANDOM_WINDOW
     assert findings(RANDOM_WINDOW.replace(old, new), select=("GPU101",)) == ["23:14 GPU101"]
+
+
+ONE_VIDEO = """\
+    import decord
+    import torch
+    from torch.utils.data import Dataset
+
+
+    class OneVideoDataset(Dataset):
+        def __init__(self, video_path, n_frames=24):
+            self.video_path = video_path
+            self.n_frames = n_frames
+
+        def __len__(self):
+            return {length}
+
+        def __getitem__(self, index):
+            frames = decord.VideoReader(self.video_path).get_batch(list(range(self.n_frames)))
+            return {{"pixel_values": torch.as_tensor(frames.asnumpy()).permute(0, 3, 1, 2) / 127.5 - 1.0}}
+"""
+ONE_VIDEO_TRAIN = """\
+    import torch
+    from dataset import OneVideoDataset
+
+
+    def main(video_path, model, optimizer, train_batch_size=1, epochs=500):
+        train_dataset = OneVideoDataset(video_path)
+        train_dataloader = torch.utils.data.DataLoader(train_dataset, {batch})
+        model.to("cuda")
+        for epoch in range(epochs):
+            for batch in train_dataloader:
+                loss = model(batch["pixel_values"].to("cuda")).mean()
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+"""
+
+
+@pytest.mark.parametrize("batch", ["batch_size=train_batch_size", "batch_size=4", "shuffle=True"])
+def test_silent_for_a_data_set_of_one_sample_of_another_module(tmp_path, monkeypatch, batch):
+    # `__len__` returns 1: each epoch is one batch, loaded after `iter()`; workers could prefetch nothing
+    from tests.projects_helper import lint_written
+
+    files = {"dataset.py": ONE_VIDEO.format(length="1"), "train.py": ONE_VIDEO_TRAIN.format(batch=batch)}
+    assert [f for f in lint_written(tmp_path, files, monkeypatch) if "GPU101" in f] == []
+
+
+def test_a_literal_length_no_larger_than_the_batch_is_one_batch_a_pass(tmp_path, monkeypatch):
+    from tests.projects_helper import lint_written
+
+    files = {"dataset.py": ONE_VIDEO.format(length="4"), "train.py": ONE_VIDEO_TRAIN.format(batch="batch_size=4")}
+    assert [f for f in lint_written(tmp_path, files, monkeypatch) if "GPU101" in f] == []
+
+
+@pytest.mark.parametrize(
+    "length, batch",
+    [
+        ("4", "batch_size=2"),  # two batches a pass: the second can load while the first trains
+        # a sampler may draw the one sample many times a pass
+        ("1", "batch_size=1, sampler=torch.utils.data.RandomSampler(train_dataset, replacement=True, num_samples=100)"),
+        ("len(self.frames)", "batch_size=1"),  # a length the code does not write
+    ],
+)
+def test_reported_when_a_pass_may_hold_more_than_one_batch(tmp_path, monkeypatch, length, batch):
+    from tests.projects_helper import lint, lint_written
+
+    files = {"dataset.py": ONE_VIDEO.format(length=length), "train.py": ONE_VIDEO_TRAIN.format(batch=batch)}
+    assert [f for f in lint_written(tmp_path, files, monkeypatch) if "GPU101" in f] == ["train.py:7 GPU101"]
+    (diagnostic,) = [d for d in lint(tmp_path, monkeypatch) if d.code == "GPU101"]
+    assert diagnostic.message.startswith("`DataLoader` has no `num_workers`: batches load in the training process")
+
+
+def test_silent_for_a_data_set_class_of_this_module_with_one_sample():
+    source = textwrap.dedent(ONE_VIDEO.format(length="1")) + textwrap.dedent(
+        ONE_VIDEO_TRAIN.format(batch="batch_size=1").replace("from dataset import OneVideoDataset\n", "")
+    ).replace("import torch\n\n\n", "\n\n", 1)
+    assert [f for f in findings(source) if "GPU101" in f] == []
+    assert [f for f in findings(source.replace("return 1", "return 2")) if "GPU101" in f] != []

@@ -201,12 +201,17 @@ class BatchCost:
 
     def dataset_length(self, loader: DataLoaderCall) -> Optional[int]:
         """The number of samples, when the code shows it: a `TensorDataset` (or a list) of the first `n` rows
-        (`X[:n]`, `X[indices[:n]]`, with `n` a literal or a constant)."""
+        (`X[:n]`, `X[indices[:n]]`, with `n` a literal or a constant), or an instance of a project data set class
+        whose `__len__` returns an integer literal (`return 1`: `ClassSummary.length`)."""
         dataset = loader.value("dataset")
         sources = self._sources(dataset) if dataset is not None else None
         if not sources or len(sources) != 1:
             return None
         source = sources[0]
+        if isinstance(source, cst.Call):
+            callee = self.m.callee(source)
+            if callee is not None and callee.kind == "class" and callee.length is not None:
+                return callee.length
         if isinstance(source, cst.Call) and self.m.call_name(source) == TENSOR_DATASET and source.args and not source.args[0].star:
             source = source.args[0].value  # its tensors share their first dimension
         return self._rows(source, 0)
@@ -217,11 +222,16 @@ class BatchCost:
         if not loader.known("batch_size", "batch_sampler", "dataset") or loader.argument("batch_sampler") is not None:
             return False
         dataset, size = loader.value("dataset"), loader.value("batch_size")
-        if dataset is None or size is None:
+        if dataset is None:
             return False
-        if isinstance(size, cst.Call) and isinstance(size.func, cst.Name) and size.func.value == "len":
+        if size is not None and isinstance(size, cst.Call) and isinstance(size.func, cst.Name) and size.func.value == "len":
             return len(size.args) == 1 and not size.args[0].star and self.m.code(size.args[0].value) == self.m.code(dataset)
-        rows, resolved = self.dataset_length(loader), self.m.values.resolve(size)
+        if not loader.known("sampler") or loader.argument("sampler") is not None:
+            return False  # a sampler may draw any number of samples a pass
+        rows = self.dataset_length(loader)
+        if rows == 1:
+            return True  # one sample: any batch holds all of it (Tune-A-Video's one video, 500 one-step epochs)
+        resolved = self.m.values.resolve(size) if size is not None else None
         return rows is not None and resolved is not None and _is_int(resolved.value) and resolved.value >= rows
 
     def _rows(self, expr: cst.BaseExpression, depth: int) -> Optional[int]:

@@ -42,7 +42,8 @@ class EvalForward:
 
 def grad_mode_decided(model: SemanticModel, node: cst.CSTNode) -> bool:
     """Under `no_grad`/`inference_mode`/`set_grad_enabled` (context or decorator), or in a function whose callers
-    in this module all call it so."""
+    in this module call it so, or a module-level function every call of which in the project is made so
+    (`analysis/grad_callers.py`: MelGAN's `validate`, called under `torch.no_grad()` from another module)."""
     if _decided_here(model, node):
         return True
     function = model.enclosing_function(node)
@@ -52,9 +53,16 @@ def grad_mode_decided(model: SemanticModel, node: cst.CSTNode) -> bool:
     return any_reachable(
         model.memo("grad mode decided by a caller"),
         function,
-        lambda f: any(_decided_here(model, c) for c in _callers(model, f)),
+        lambda f: _decided_by_project(model, f) or any(_decided_here(model, c) for c in _callers(model, f)),
         lambda f: [g for c in _callers(model, f) if (g := model.enclosing_function(c)) is not None],
     )
+
+
+def _decided_by_project(model: SemanticModel, function: cst.FunctionDef) -> bool:
+    """A module-level function that every caller in the project runs with autograd decided."""
+    if function.name.value not in model.project.grad_decided:
+        return False
+    return not any(isinstance(a, (cst.ClassDef, cst.FunctionDef)) for a in model.ancestors(function))  # not a method
 
 
 def _callers(model: SemanticModel, function: cst.FunctionDef) -> list[cst.Call]:

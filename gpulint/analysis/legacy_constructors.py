@@ -93,3 +93,34 @@ def _writes_size(model: SemanticModel, write, depth: int) -> bool:
     if write.source is not None:  # `h, n = state.shape`: one element of a shape
         return _shape_like(write.source)
     return write.value is not None and _is_size(model, write.value, depth + 1)
+
+
+# In-place writes through an index that fill a host buffer from host data (`batch[1:n, j].copy_(s)`).
+_FILLS = frozenset({"copy_", "fill_", "masked_fill_", "index_fill_", "index_copy_", "scatter_"})
+
+
+def assembled_on_host(model: SemanticModel, built: cst.Call) -> bool:
+    """`batch = torch.LongTensor(L, B).fill_(pad)`, then written piece by piece in a loop (`for j, s in
+    enumerate(word_ids): batch[1:n, j].copy_(s)`, `batch[n, j] = eos`) before it is copied to the GPU once: a
+    padded batch assembled on the host from host data (XLM's `translate.py`; both judges of the twenty-second corpus:
+    wrong). Built on the GPU, as the advice says, each write of the loop would become a GPU operation of its own and
+    each host piece a copy of its own, instead of one copy of the assembled batch."""
+    assignment = model.parent.get(built)
+    if not isinstance(assignment, cst.Assign) or len(assignment.targets) != 1:
+        return False
+    key = dotted_name(assignment.targets[0].target)
+    if not key:
+        return False
+    outer = set(map(id, model.enclosing_loops(assignment)))
+    for read in model.dataflow.reads.get(key, ()):
+        subscript = model.parent.get(read)
+        if not isinstance(subscript, cst.Subscript) or subscript.value is not read:
+            continue
+        holder = model.parent.get(subscript)
+        method = model.parent.get(holder) if isinstance(holder, cst.Attribute) and holder.attr.value in _FILLS else None
+        written = isinstance(holder, cst.AssignTarget) or (isinstance(method, cst.Call) and method.func is holder)
+        if not written or not any(id(loop) not in outer for loop in model.enclosing_loops(read)):
+            continue  # not an indexed write, or not in a loop of its own after the buffer is built
+        if any(w.statement is assignment for w in model.dataflow.reaching_writes(key, read)):
+            return True
+    return False

@@ -37,6 +37,7 @@ from gpulint.analysis.graph_batches import graph_collates
 from gpulint.analysis.returned_actions import needed_results
 from gpulint.analysis.handed_elements import handed_elements
 from gpulint.analysis.evaluated_params import evaluated_params
+from gpulint.analysis.grad_callers import grad_decided_functions
 from gpulint.analysis.imported_options import parsers as imported_parsers
 from gpulint.analysis.inference_results import inference_results
 from gpulint.analysis.inherited_members import inherited_attributes, inherited_init, overridden_steps, placed_attributes
@@ -115,12 +116,14 @@ class Callee:
     # a function returning torchvision transforms: ["one", steps] / ["tuple", [steps or None, ...]]
     # (`analysis/returned_transforms.py`)
     transforms: Any = None
+    # a class whose `__len__` returns an integer literal: that many samples (`ClassSummary.length`)
+    length: Optional[int] = None
 
     def to_json(self) -> list:
         consumes = {k: [c.to_json() for c in v] for k, v in self.consumes.items()}
         return [
             self.kind, self.where, self.params, self.trains, self.epoch, self.returns, self.effects, self.syncs, self.yields,
-            consumes, self.convolutions, self.held, self.loader, self.steps_cells, self.transforms,
+            consumes, self.convolutions, self.held, self.loader, self.steps_cells, self.transforms, self.length,
         ]  # fmt: skip
 
 
@@ -215,6 +218,9 @@ class ModuleContext:
     # module-level functions of this module whose every call in the project runs what they return for inference
     # only (`analysis/inference_results.py`)
     inference_results: list[str] = field(default_factory=list)
+    # module-level functions of this module that every call in the project runs with autograd off or decided, itself
+    # or through its callers (`analysis/grad_callers.py`)
+    grad_decided: list[str] = field(default_factory=list)
 
     def callee(self, ref: Optional[str]) -> Optional[Callee]:
         return self.callees.get(ref) if ref else None
@@ -294,6 +300,7 @@ class ModuleContext:
             sorted(self.parsers.items()),
             sorted(self.evaluated.items()),
             self.inference_results,
+            self.grad_decided,
         ]
         return hashlib.sha256(json.dumps(data, default=str).encode()).hexdigest()[:16]
 
@@ -554,6 +561,7 @@ class ProjectIndex:
         facts.held = record.summary.held.get(name)
         facts.loader = record.summary.loader_classes.get(name)
         facts.steps_cells = self.steps_cells(record, name)
+        facts.length = info.length
         return facts
 
     def steps_cells(self, record: ModuleRecord, name: str) -> bool:
@@ -1377,6 +1385,7 @@ class ProjectIndex:
             context.forward_coverage = forward_coverage(self, record)
         context.evaluated = evaluated_params(self, record)
         context.inference_results = inference_results(self, record)
+        context.grad_decided = grad_decided_functions(self, record)
         own = {*summary.imports, *summary.functions, *summary.classes, *summary.values}
         context.star_imports = {k: v for k, v in self.star_imports(record).items() if k not in own}
         if keep:

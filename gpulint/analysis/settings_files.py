@@ -265,8 +265,11 @@ def digest(module_path: str, references: Iterable[tuple[str, str]]) -> dict[str,
         elif kind == "launch":
             from gpulint.analysis.off_options import command_files  # commands that may turn a switch on
 
+            from gpulint.analysis.shipped_commands import command_notebooks  # notebooks that build a job's arguments
+
+            folder = os.path.dirname(os.path.abspath(module_path))
             paths = launch_files(module_path)
-            paths += [p for p in command_files(os.path.dirname(os.path.abspath(module_path))) if p not in paths]
+            paths += [p for p in [*command_files(folder), *command_notebooks(folder)] if p not in paths]
         else:
             folder = hydra_folder(module_path, os.path.dirname(written) if written.endswith(_YAML) else written)
             paths = []

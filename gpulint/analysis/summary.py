@@ -57,7 +57,7 @@ from gpulint.analysis.settings_defaults import config_paths
 from gpulint.analysis.unpacked_settings import KEY as UNPACKED
 from gpulint.analysis.unpacked_settings import unpacked_sections
 
-FORMAT = 9  # 9: session 17 (YAML sections unpacked into calls: `literals["**"]`; attributes aliasing a made instance); 8: session 16 (results of methods of handed instances); 7: session 16 (backend-only cuda questions, library loaders in summaries); 6: session 15 (comprehension reads, module-level instances, held method defaults, models handed in eval mode, imported parsers)
+FORMAT = 10  # 10: session 19 (calls made with autograd decided: `grad_decided`); 9: session 17 (YAML sections unpacked into calls: `literals["**"]`; attributes aliasing a made instance); 8: session 16 (results of methods of handed instances); 7: session 16 (backend-only cuda questions, library loaders in summaries); 6: session 15 (comprehension reads, module-level instances, held method defaults, models handed in eval mode, imported parsers)
 # 5: session 14 (placed attributes, module uses, repeated shape ops, held data through helpers)
 # Methods only an `nn.Module` has among the objects training code handles (an optimizer has `state_dict` and
 # `zero_grad`, an agent or a trainer may have `train`): called on a parameter, they say the caller gives a module.
@@ -203,6 +203,9 @@ class FunctionSummary:
     # of those calls, the ones that evaluate a handful of items typed on the command line: the function reads an option
     # of `nargs="+"` / `"*"` (`sound_files`), and every loop around the call runs over `range(...)` or that option
     typed: tuple[int, ...] = ()
+    # call indices made where autograd is off or decided (`with torch.no_grad():`, a `@torch.no_grad()` function,
+    # `torch.set_grad_enabled(False)` earlier): what its callees run there records no graph (`analysis/grad_callers.py`)
+    grad_decided: tuple[int, ...] = ()
 
     def to_json(self) -> list:
         full = [
@@ -212,6 +215,7 @@ class FunctionSummary:
             [[i, list(v.items())] for i, v in self.names.items()], self.cells, self.looped_calls,
             [[i, list(v.items())] for i, v in self.options.items()],
             [[i, list(v.items())] for i, v in self.held.items()], [[i, v] for i, v in self.evaluated.items()], list(self.typed),
+            list(self.grad_decided),
         ]  # fmt: skip
         while len(full) > 2 and not full[-1]:
             full.pop()  # most functions call nothing the project defines: keep their summary short
@@ -219,8 +223,8 @@ class FunctionSummary:
 
     @classmethod
     def from_json(cls, data: list) -> FunctionSummary:
-        line, params, kwonly, calls, loops, effects, returns, trains, gpu, convolutions, optional, literals, configs, generates, names, cells, looped, options, held, evaluated, typed = [
-            *data, *([None] * (21 - len(data)))
+        line, params, kwonly, calls, loops, effects, returns, trains, gpu, convolutions, optional, literals, configs, generates, names, cells, looped, options, held, evaluated, typed, grad_decided = [
+            *data, *([None] * (22 - len(data)))
         ]  # fmt: skip
         return cls(
             line,
@@ -244,6 +248,7 @@ class FunctionSummary:
             {i: {k: list(v) for k, v in pairs} for i, pairs in held or ()},
             {i: list(v) for i, v in evaluated or ()},
             tuple(typed or ()),
+            tuple(grad_decided or ()),
         )
 
 
@@ -256,14 +261,17 @@ class ClassSummary:
     asks_worker_info: bool = False  # `get_worker_info` in the class or its module: it may shard a stream by worker
     # what its `forward` path does with the submodules `__init__` builds (`analysis/forward_coverage.py`)
     runs: Optional[dict] = None
+    # the number its `__len__` returns when every `return` there is the same integer literal (`return 1`: a data set
+    # of one sample, Tune-A-Video's one video); None: not written in the code
+    length: Optional[int] = None
 
     def to_json(self) -> list:
-        return [self.line, self.bases, self.methods, self.attributes, self.asks_worker_info, self.runs]
+        return [self.line, self.bases, self.methods, self.attributes, self.asks_worker_info, self.runs, self.length]
 
     @classmethod
     def from_json(cls, data: list) -> ClassSummary:
-        line, bases, methods, attributes, asks_worker_info, runs = [*data, *([None] * (6 - len(data)))]
-        return cls(line, tuple(bases), tuple(methods), {k: _value(v) for k, v in attributes.items()}, asks_worker_info, runs)
+        line, bases, methods, attributes, asks_worker_info, runs, length = [*data, *([None] * (7 - len(data)))]
+        return cls(line, tuple(bases), tuple(methods), {k: _value(v) for k, v in attributes.items()}, asks_worker_info, runs, length)
 
 
 @dataclass
@@ -378,6 +386,19 @@ def _grad_mode(expr: ast.AST, qualify) -> bool:
         return True
     name = ast_dotted_name(target) or ""
     return "no_grad" in name or "inference_mode" in name
+
+
+def _literal_length(methods: list[ast.AST]) -> Optional[int]:
+    """What `__len__` returns when each of its `return`s is the same non-negative integer literal (`return 1`)."""
+    length = next((m for m in methods if m.name == "__len__"), None)
+    if length is None:
+        return None
+    values = {
+        r.value.value if isinstance(r.value, ast.Constant) and type(r.value.value) is int else None
+        for r in ast.walk(length) if isinstance(r, ast.Return)
+    }  # fmt: skip
+    value = values.pop() if len(values) == 1 else None
+    return value if value is not None and value >= 0 else None
 
 
 def _calls_super_init(func: ast.AST) -> bool:
@@ -882,6 +903,7 @@ class _Builder:
         methods = [m for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
         info = ClassSummary(node.lineno, bases, tuple(m.name for m in methods), asks_worker_info="get_worker_info" in self.text)
         info.runs = class_runs(node, self.qualify)
+        info.length = _literal_length(methods)
         self.summary.classes[node.name] = info
         self.held_defaults[id(info)] = held_attribute_defaults(node)
         # `__init__` first: the attributes it sets are what the other methods see.
@@ -2173,6 +2195,8 @@ class _Reader:
         for name, value in self.unpacked_options(node).items():
             given.setdefault(name, value)  # `Agent(**vars(opt))`: each parsed option a keyword
         self.f.calls.append((ref, node.lineno, tuple(args), given, self.loop, self.guarded, star))
+        if self.grad_off:
+            self.f.grad_decided = (*self.f.grad_decided, index)
         literals = _literal_arguments(node)
         if star and id(node) in self.b.unpacked:  # `Wrapper(**cfg["dataset"])` of a loaded YAML file
             literals[UNPACKED] = self.b.unpacked[id(node)]

@@ -10,6 +10,7 @@ from gpulint.analysis.dataloaders import ITERABLE_DATASET, LOADER_TEXT, dataset_
 from gpulint.analysis.item_sizes import folds_items_into_batch, squeezes_the_batch_away, varies_in_size
 from gpulint.analysis.loader_flow import EVAL, TRAIN, UNKNOWN
 from gpulint.analysis.memory_bound_batches import fills_the_gpu
+from gpulint.analysis.shipped_commands import passed_values
 from gpulint.analysis.value_resolution import ARGPARSE_DEFAULT, LITERAL
 from gpulint.checks.base import Option, Rule, value_origin
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
@@ -131,7 +132,16 @@ class SmallBatchSize(Rule):
             return False
         if resolved.value >= self.settings["min-batch-size"] or resolved.value < 1:
             return False
+        if resolved.origin == ARGPARSE_DEFAULT and self._shipped_runs_larger(arg.value):
+            return False  # a command the repository ships passes a larger batch size: the default is not what runs
         return resolved
+
+    def _shipped_runs_larger(self, expr) -> bool:
+        """A shipped command (a shell script, a README, a notebook building a job's arguments) passes the option a
+        value that is not a small integer (`"--batch-size", "256"`, or `$BS`: not known to be small)."""
+        values = passed_values(self.model, expr) or []
+        minimum = self.settings["min-batch-size"]
+        return any(not (type(v) is int and v < minimum) for v in values)
 
     def _report(self, info, resolved) -> Diagnostic:
         model = self.model

@@ -10,7 +10,7 @@ import libcst as cst
 from gpulint.analysis.host_arrays import is_host_array
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.factory_bytes import known_small
-from gpulint.analysis.legacy_constructors import DATA, SIZE, legacy_form
+from gpulint.analysis.legacy_constructors import DATA, SIZE, assembled_on_host, legacy_form
 from gpulint.analysis.residency import CPU, TRAIN
 from gpulint.analysis.step_code import per_step
 from gpulint.checks.base import Rule
@@ -58,6 +58,8 @@ class LegacyTensorConstructor(Rule):
                 continue  # `torch.LongTensor(ids).cuda()`: host data, copied just the same by `torch.tensor(ids, device=)`
             if not on_cuda and form == SIZE and known_small(model, call):
                 continue  # `torch.FloatTensor(BATCH_SIZE, 1).fill_(1).cuda()`: a few KB, as GPU201's small factories
+            if not on_cuda and form == SIZE and assembled_on_host(model, built):
+                continue  # a padded batch filled piece by piece from host data in a loop, then copied once
             reported: cst.Call = built
             device = None
             parent = model.parent.get(built)
