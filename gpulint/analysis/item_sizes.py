@@ -14,7 +14,8 @@ such call (in source order) takes a size that reads the item's own dimensions: `
 
 `squeezes_the_batch_away(model, iteration)`: the step takes one whole item, the batch dimension of 1 squeezed away
 (`data.squeeze(0)`; each item an N-way K-shot task of hundreds of images): `batch_size=1` is the design too (both
-judges: wrong, seventeenth corpus).
+judges: wrong, seventeenth corpus); also of each field at once, `map(lambda x: x.to(device).squeeze(0), batch)`
+or `[x.squeeze(0) for x in batch]`: each item a ready-made batch of windows, both judges: wrong, twenty-third).
 
 `folds_items_into_batch(model, iteration, loader)`: the step merges each item's own leading axis into the batch
 (`mels.view(cfg.n_speakers_per_batch * cfg.n_utterances_per_speaker, n_mels, -1)`, the first size of a `view` /
@@ -211,7 +212,35 @@ class _Squeeze(cst.CSTVisitor):
             if (arg.keyword is None or arg.keyword.value == "dim") and isinstance(arg.value, cst.Integer) and arg.value.value == "0":
                 if _derived_value(owner, self.derived):  # `data.squeeze(0)`, `data.cuda().squeeze(0)`
                     self.found = True
+        # `map(lambda x: x.to(device).squeeze(0), batch)`: each field of the batch, squeezed
+        if isinstance(func, cst.Name) and func.value == "map" and len(node.args) == 2 and isinstance(node.args[0].value, cst.Lambda):
+            function, fields = node.args[0].value, node.args[1].value
+            params = function.params.params
+            if len(params) == 1 and not node.args[1].star and _derived_value(fields, self.derived):
+                if _squeezes_in(function.body, {params[0].name.value}):
+                    self.found = True
         return True
+
+    def visit_ListComp(self, node: cst.ListComp) -> Optional[bool]:
+        self._comprehension(node)
+        return True
+
+    def visit_GeneratorExp(self, node: cst.GeneratorExp) -> Optional[bool]:
+        self._comprehension(node)
+        return True
+
+    def _comprehension(self, node) -> None:
+        """`[x.squeeze(0) for x in batch]`: each field of the batch, squeezed."""
+        loop = node.for_in
+        if loop.inner_for_in is None and isinstance(loop.target, cst.Name) and _derived_value(loop.iter, self.derived):
+            if _squeezes_in(node.elt, {loop.target.value}):
+                self.found = True
+
+
+def _squeezes_in(expr: cst.CSTNode, names: set[str]) -> bool:
+    visitor = _Squeeze(names)
+    expr.visit(visitor)
+    return visitor.found
 
 
 def folds_items_into_batch(model: SemanticModel, iteration, loader: DataLoaderCall) -> bool:

@@ -3,7 +3,10 @@
 PyTorch 0.4 renamed the copy flag `async=` to `non_blocking=` (Python 3.7 then made `async` a keyword) and made
 `volatile` a no-op in favour of `torch.no_grad()`. A module that passes `async=` to a copy is written for the
 PyTorch before that, so its volatile inputs record no graph; a module on 0.4 APIs that still writes
-`volatile=True` runs with autograd on (a warning says so), and stays reported.
+`volatile=True` runs with autograd on (a warning says so), and stays reported. A notebook keeps a record of its
+run: when the cell that writes `volatile=True` ran and printed, and no output holds 0.4's warning that volatile
+was removed, its kernel ran the PyTorch before 0.4 too (a `.py` file on 0.3 idioms alone, `loss.data[0]` and
+`volatile=True`, may have run on 0.4, where both only warn: it stays reported).
 
 Before 0.4 a tensor had no zero dimensions: a loss or an accuracy was a one-element tensor, and indexing a tensor
 (not a `Variable`) with an integer returned a Python number, copied from the GPU (`THCudaTensor_get1d`). So
@@ -15,6 +18,8 @@ same index of a 0-dim tensor returned the tensor itself (with a warning; `applyS
 from __future__ import annotations
 
 import ast
+import json
+import os
 import re
 from typing import TYPE_CHECKING, Optional
 
@@ -49,17 +54,72 @@ def written_for_torch_before_0_4(model: SemanticModel) -> bool:
 
 
 def volatile_inputs(model: SemanticModel, node: cst.CSTNode) -> bool:
-    """`node` wraps values in `Variable(..., volatile=True)`, and the module is written for PyTorch before 0.4:
-    what is computed from them records no graph there."""
-    if not written_for_torch_before_0_4(model):
+    """`node` wraps values in `Variable(..., volatile=True)`, and the module is written for PyTorch before 0.4 (or
+    its notebook ran there): what is computed from them records no graph there."""
+    if not any(_is_volatile(model, call) for call in model.calls_inside(node)):
         return False
-    for call in model.calls_inside(node):
-        if model.call_name(call) not in _VARIABLE:
+    return written_for_torch_before_0_4(model) or ran_on_torch_before_0_4(model)
+
+
+def _is_volatile(model: SemanticModel, call: cst.Call) -> bool:
+    """`Variable(x, volatile=True)`."""
+    return model.call_name(call) in _VARIABLE and any(
+        a.keyword is not None and a.keyword.value == "volatile" and literal_value(a.value) == (True, True) for a in call.args
+    )
+
+
+# PyTorch 0.4's warning for `Variable(x, volatile=True)` ("volatile was removed and now has no effect. Use `with
+# torch.no_grad():` instead."); later releases warn the same way
+_VOLATILE_REMOVED = "volatile was removed"
+_VOLATILE_SOURCE = re.compile(r"\bvolatile\s*=\s*True\b")
+
+
+def ran_on_torch_before_0_4(model: SemanticModel) -> bool:
+    """The notebook's saved outputs show that it ran on PyTorch before 0.4: a code cell that writes `volatile=True`
+    ran and printed (no error in its outputs), and no output of the notebook holds 0.4's warning that volatile was
+    removed. A `.py` file carries no record of its run: False."""
+    memo = model.memo("notebook ran on PyTorch before 0.4")
+    if model.module not in memo:
+        memo[model.module] = model.is_notebook and _outputs_show_old_torch(model.path)
+    return memo[model.module]
+
+
+def _outputs_show_old_torch(path: str) -> bool:
+    try:
+        if os.path.getsize(path) > _MAX_NOTEBOOK_BYTES:
+            return False
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            cells = json.load(handle).get("cells")
+    except (OSError, ValueError, AttributeError, RecursionError):
+        return False
+    if not isinstance(cells, list):
+        return False
+    ran = False
+    for cell in cells:
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
-        for arg in call.args:
-            if arg.keyword is not None and arg.keyword.value == "volatile" and literal_value(arg.value) == (True, True):
-                return True
-    return False
+        outputs = [o for o in cell.get("outputs") or [] if isinstance(o, dict)]
+        if any(_VOLATILE_REMOVED in _output_text(o) for o in outputs):
+            return False  # it ran on 0.4 or later, where volatile does nothing
+        source = cell.get("source")
+        source = "".join(source) if isinstance(source, list) else source
+        if isinstance(source, str) and _VOLATILE_SOURCE.search(source) and outputs:
+            if not any(o.get("output_type") == "error" for o in outputs):
+                ran = True
+    return ran
+
+
+_MAX_NOTEBOOK_BYTES = 32 * 1024 * 1024
+
+
+def _output_text(output: dict) -> str:
+    """The text a stream output (or a result's `text/plain`) shows."""
+    text = output.get("text")
+    if text is None and isinstance(output.get("data"), dict):
+        text = output["data"].get("text/plain")
+    if isinstance(text, list):
+        text = "".join(t for t in text if isinstance(t, str))
+    return text if isinstance(text, str) else ""
 
 
 def copies_with_async(tree: ast.Module) -> bool:

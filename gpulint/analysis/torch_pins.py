@@ -11,8 +11,9 @@ files: the smallest bound wins (the code must work on each). No bound anywhere: 
 read as text, only when small.
 
 A Dockerfile (`FROM pytorch/pytorch:0.3.1-...`, `pip install torch==X` or a torch wheel in a `RUN` line; also in
-the folder's `docker/`) and a README (`PyTorch == 0.3.1`, `conda install pytorch=0.2.0`) name the torch a project was built or
-tested with, not a bound: code from 0.4 on mostly runs on newer torch, and advice that needs one is right there
+the folder's `docker/`; an image tag that states its torch, `rocm/pytorch:..._pytorch_2.1.2`) and a README
+(`PyTorch == 0.3.1`, `conda install pytorch=0.2.0`, such an image) name the torch a project was built or
+tested with, not a bound (so does a pinned package that imports only on an old torch, `timm==0.3.4`): code from 0.4 on mostly runs on newer torch, and advice that needs one is right there
 (MLPerf's images of 1.7-1.13, a README's `pytorch 0.4.0`: judged so). They bind only a *legacy* torch, before
 0.4 (the newest version the file names): code for 0.1-0.3 (Variables, `volatile`, `loss.data[0]`, `async=`) does
 not run unchanged on any later torch, so that stack is the one it runs on. A Dockerfile or README governs its own
@@ -165,7 +166,7 @@ def _pins_in(path: str, mtime: int, size: int) -> tuple[tuple[tuple[int, int], i
         return ()
     name = os.path.basename(path)
     if _is_dockerfile(name) or _is_readme(name):
-        return _legacy_pin(text, readme=_is_readme(name))
+        return _legacy_pin(text, readme=_is_readme(name)) + _capped_by_packages(text)
     conda = path.endswith((".yml", ".yaml"))
     toml = path.endswith(".toml")
     found = []
@@ -187,6 +188,26 @@ def _pins_in(path: str, mtime: int, size: int) -> tuple[tuple[tuple[int, int], i
             newest = upper_bound(written, bare="==", conda=conda)
         if newest is not None:
             found.append((newest, number, spec, True))
+    return tuple(found) + _capped_by_packages(text)
+
+
+# Packages whose pinned releases import only on an old torch, each with why (keep it tiny, each cap citable):
+# timm 0.3.x: `timm/models/layers/helpers.py` imports `torch._six.container_abcs`, gone from torch 1.9 on
+# ("cannot import name 'container_abcs' from 'torch._six'").
+_CAPPING = ((re.compile(r"(?<![\w.\-])timm\s*==\s*0\.3(?:\.[0-9]+)?(?![\w.])"), (1, 8)),)
+
+
+def _capped_by_packages(text: str) -> tuple[tuple[tuple[int, int], int, str, bool], ...]:
+    """The torch a pinned package (`timm==0.3.4`) caps: the installed stack runs that torch or older (not binding:
+    what the package caps is the torch the project ran, read by the pure API rules like an image's)."""
+    if "timm" not in text:
+        return ()
+    found = []
+    for number, line in enumerate(text.splitlines(), 1):
+        for pattern, newest in _CAPPING:
+            match = pattern.search(line)
+            if match is not None:
+                found.append((newest, number, match.group(), False))
     return tuple(found)
 
 
@@ -194,6 +215,9 @@ def _pins_in(path: str, mtime: int, size: int) -> tuple[tuple[tuple[int, int], i
 _WHEEL = re.compile(r"(?<![\w.\-])torch-(?P<version>[0-9][0-9.]*[0-9])[^/\s]*?-cp[0-9]+-[^/\s]*\.whl", re.IGNORECASE)
 # a torch image: `FROM pytorch/pytorch:1.0.1-cuda10.0-cudnn7-runtime`, `ARG FROM_IMAGE_NAME=pytorch/pytorch:1.7.0-...`
 _IMAGE = re.compile(r"(?<![\w.\-])pytorch/pytorch:(?P<version>[0-9]+\.[0-9]+(?:\.[0-9]+)?)")
+# an image whose tag states its torch: `rocm/pytorch:rocm6.1_ubuntu22.04_py3.10_pytorch_2.1.2`,
+# `..._pytorch_release-2.1.2` (ROCm's images name the torch they ship after `pytorch_`)
+_TAGGED_IMAGE = re.compile(r"(?<![\w.\-])[\w.\-/]*pytorch:[\w.\-]*?[_\-]pytorch[_\-](?:release[_\-])?v?(?P<version>[0-9]+\.[0-9]+(?:\.[0-9]+)?)")
 # prose and install lines: `PyTorch == 0.3.1`, `pytorch 0.2`, `* pytorch1.2.0`, `PyTorch v0.3`, `torch==0.3.1`
 _NAMED = re.compile(r"(?<![\w.\-/])(?:py)?torch\s*(?:version\s*)?(?P<op>[<>=~!]=?=?|\^)?\s*v?(?P<version>[0-9]+\.[0-9]+(?:\.[0-9]+)?)(?![\w.])(?P<later>\s*(?:\+|or (?:later|higher|newer|above)|and (?:later|higher|newer|above)))?", re.IGNORECASE)
 
@@ -208,7 +232,7 @@ def _legacy_pin(text: str, readme: bool) -> tuple[tuple[tuple[int, int], int, st
         if not readme and line.lstrip().startswith("#"):
             continue  # a Dockerfile comment: `# ARG FROM_IMAGE_NAME=nvcr.io/...`
         installs = re.search(r"\b(?:pip3?|conda)\s+install\b", line) is not None
-        for pattern in (_WHEEL, _IMAGE, _NAMED):
+        for pattern in (_WHEEL, _IMAGE, _TAGGED_IMAGE, _NAMED):
             for match in pattern.finditer(line):
                 numbers, _ = _numbers(match["version"])
                 if len(numbers) < 2:
