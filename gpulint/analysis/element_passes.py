@@ -171,3 +171,53 @@ def _runs_once(model: SemanticModel, loop: cst.CSTNode) -> bool:
 def _runs_passes(model: SemanticModel, loop: cst.CSTNode) -> bool:
     """The loop's body holds a loop of its own that runs a role (an epoch loop around its step loop)."""
     return any(inner is not loop and model.residency.loop_role(inner) is not None for inner in model.loops_inside(loop))
+
+
+class HandedWalk(NamedTuple):
+    """A read, in a helper of this module, of an element of a GPU tensor a batch loop of the project hands it
+    (`walked_params`): `sync` is the read, `loop` the walk over the tensor, `where` the batch loop's call."""
+
+    sync: object  # a `residency.HostSync`
+    loop: cst.CSTNode
+    tensor: str
+    param: str
+    where: str
+
+
+_NUMBER_CASTS = frozenset({"int", "float", "bool"})
+_READ_METHODS = frozenset({"item"})  # one number a read (rows copied out one by one are outputs: `walked_params`)
+
+
+def handed_walks(model: SemanticModel) -> list[HandedWalk]:
+    """The element-by-element reads of GPU tensors this module's helpers are handed by a loop over batches
+    elsewhere in the project (`ModuleContext.walked`), each at its read in the helper. Only a read of the walk's
+    element itself (`int(n)` for `n` in the tensor, `t[i].item()` over `range(len(t))`) counts."""
+    from gpulint.analysis.residency import HostSync
+
+    found: list[HandedWalk] = []
+    for name, entries in sorted(model.project.walked.items()):
+        defs = model.functions.get(name) or []
+        if len(defs) != 1 or model.parent.get(defs[0]) is not model.module:
+            continue  # another `def` binds the name, or it is nested: which one runs is not known
+        for param, lines, where in entries:
+            for node, value, kind in _reads_at(model, defs[0], set(lines)):
+                walk = _walk(model, node, value)
+                if walk is None:
+                    continue
+                found.append(HandedWalk(HostSync(node, kind, value), walk[0], walk[1], param, where))
+    return found
+
+
+def _reads_at(model: SemanticModel, func: cst.FunctionDef, lines: set[int]):
+    """(node, the value it reads, how) of each host read written at one of `lines` in `func`."""
+    stack: list[cst.CSTNode] = [func.body]
+    while stack:
+        node = stack.pop()
+        stack.extend(reversed(node.children))
+        if not isinstance(node, cst.Call) or model.range(node).start.line not in lines:
+            continue
+        callee = node.func
+        if isinstance(callee, cst.Name) and callee.value in _NUMBER_CASTS and len(node.args) == 1 and node.args[0].keyword is None:
+            yield node, node.args[0].value, f"`{callee.value}()` of a GPU tensor"
+        elif isinstance(callee, cst.Attribute) and callee.attr.value in _READ_METHODS and not node.args:
+            yield node, callee.value, f"`.{callee.attr.value}()`"

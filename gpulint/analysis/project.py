@@ -40,6 +40,7 @@ from gpulint.analysis.evaluated_params import evaluated_params
 from gpulint.analysis.grad_callers import grad_decided_functions
 from gpulint.analysis.imported_options import parsers as imported_parsers
 from gpulint.analysis.inference_results import inference_results
+from gpulint.analysis.walked_params import walked_params
 from gpulint.analysis.inherited_members import inherited_attributes, inherited_init, overridden_steps, placed_attributes
 from gpulint.analysis.instantiated import MARKER as INSTANTIATED
 from gpulint.analysis.handed_instances import MARKER as HANDED
@@ -221,6 +222,9 @@ class ModuleContext:
     # module-level functions of this module that every call in the project runs with autograd off or decided, itself
     # or through its callers (`analysis/grad_callers.py`)
     grad_decided: list[str] = field(default_factory=list)
+    # a module-level function of this module that reads a GPU tensor it is handed element by element, run for every
+    # batch by a loop of the project (`analysis/walked_params.py`): name -> [[param, [read lines], `main.py:346`]]
+    walked: dict[str, list] = field(default_factory=dict)
 
     def callee(self, ref: Optional[str]) -> Optional[Callee]:
         return self.callees.get(ref) if ref else None
@@ -301,6 +305,7 @@ class ModuleContext:
             sorted(self.evaluated.items()),
             self.inference_results,
             self.grad_decided,
+            sorted(self.walked.items()),
         ]
         return hashlib.sha256(json.dumps(data, default=str).encode()).hexdigest()[:16]
 
@@ -1386,6 +1391,7 @@ class ProjectIndex:
         context.evaluated = evaluated_params(self, record)
         context.inference_results = inference_results(self, record)
         context.grad_decided = grad_decided_functions(self, record)
+        context.walked = walked_params(self, record)
         own = {*summary.imports, *summary.functions, *summary.classes, *summary.values}
         context.star_imports = {k: v for k, v in self.star_imports(record).items() if k not in own}
         if keep:

@@ -7,7 +7,7 @@ from typing import Iterator
 import libcst as cst
 
 from gpulint.analysis import generation, host_reads, legacy_torch, reached_reads
-from gpulint.analysis.element_passes import element_pass
+from gpulint.analysis.element_passes import element_pass, handed_walks
 from gpulint.analysis.first_iterations import first_few_iterations
 from gpulint.analysis.full_batch import same_data_every_step
 from gpulint.analysis.helper_steps import calling_loop
@@ -136,11 +136,13 @@ class HostSyncInLoop(Rule):
         # What the reads cost: a default finding needs evidence (`read_cost`): repeated reads, many waits a step,
         # or loading in the training process that the read serializes with the GPU step.
         per_loop: dict[int, list[list]] = {}
+        reported: set[int] = set()  # statements reported above (a walk the module itself shows)
         for key, found in statements.items():
             per_loop.setdefault(id(found[0][1]), []).append([sync for sync, _, _ in found])
         for key, found in statements.items():
             syncs = [sync for sync, _, _ in found]
             _, loop, role = found[0]
+            reported.add(key)
             followers = later.get(key, [])
             waits = waits_per_step(model, per_loop[id(loop)])
             costs = ((s, read_cost(model, s, loop, waits)) for s in syncs + followers)
@@ -196,6 +198,33 @@ class HostSyncInLoop(Rule):
             yield self.diagnostic(
                 syncs[0].node, message, severity=Severity.WARNING if role == TRAIN else Severity.INFO, related=related,
                 help=advice[0].upper() + advice[1:],
+            )
+
+        yield from self._handed_walks(reported)
+
+    def _handed_walks(self, reported: set[int]) -> Iterator[Diagnostic]:
+        """Reads of each element of a GPU tensor that a batch loop elsewhere in the project hands this module's
+        helper (`element_passes.handed_walks`): a batch's worth of waits on every call, reported at the read."""
+        model = self.model
+        done: set[int] = set()
+        for walked in handed_walks(model):
+            statement = id(model.enclosing_statement(walked.sync.node))
+            if statement in reported or statement in done:
+                continue
+            done.add(statement)
+            line = model.line_of(walked.loop)
+            message = (
+                f"{self._subject(walked.sync)} waits for the GPU once per element of `{walked.tensor}` (loop at line "
+                f"{line}), on every call from the batch loop at {walked.where}"
+            )
+            advice = (
+                f"It waits once per element of `{walked.tensor}`, made from the GPU tensor `{walked.param}` that the loop at "
+                f"{walked.where} hands for every batch (after the first wait each read still costs a copy's latency, and "
+                f"the host launches nothing meanwhile); copy `{walked.tensor}` to the host once before the loop "
+                "(`.tolist()`, or `.cpu()` and a numpy walk) and read Python numbers there, or compute on the GPU"
+            )
+            yield self.diagnostic(
+                walked.sync.node, message, severity=Severity.INFO, related=[("the walk over the elements", walked.loop)], help=advice,
             )
 
     def _inner_loop(self, sync, loop):
