@@ -90,3 +90,16 @@ def test_a_rollout_that_steps_no_environment_keeps_its_findings():
     # the loop over the collection only counts the environments: nothing is stepped, the reads keep their evidence
     counted = ROLLOUT.replace("obs[e_idx], r, done, _ = e.step(actions[e_idx])", "obs[e_idx] = len(e)")
     assert findings(counted, **DEFAULT) == ["14:23 GPU303", "16:31 GPU303"]
+
+
+def test_a_copy_of_the_gradients_in_such_a_loop_stays_reported():
+    # the Pong A2C loop's gradient statistics: every parameter's gradient copied to the host each training step,
+    # megabytes and numpy work on them, whatever the environments take (a clear label of the twenty-second corpus)
+    copied = SOURCE_LOOP.replace(
+        "    optimizer.step()\n",
+        "    optimizer.step()\n    grads = [p.grad.cpu().numpy() for p in net.parameters()]\n    print(sum(float(abs(g).max()) for g in grads))\n",
+    )
+    assert findings(copied, **DEFAULT) == ["22:14 GPU303"]
+    # a number read from each gradient is a wait like the others: left out
+    read = copied.replace("[p.grad.cpu().numpy() for p in net.parameters()]", "[p.grad.abs().max().item() for p in net.parameters()]")
+    assert findings(read, **DEFAULT) == []

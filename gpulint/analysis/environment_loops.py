@@ -15,8 +15,9 @@ of milliseconds, and the agent's actions are read to the host every step anyway 
 `host_reads.steps_an_environment`). A logging read of a scalar in such a loop, or in the training step it runs
 once per batch of transitions, waits for a GPU that has been idle while the environments stepped: tens of
 microseconds, a share under a few per cent (twenty-second corpus: the Pong policy-gradient loops over 32 and 16
-Atari environments, noise for both judges). A loop that steps a single environment is not one:
-a cheap simulator steps in microseconds and its reads keep their evidence.
+Atari environments, noise for both judges). A loop that steps a single environment is not one: a cheap simulator
+steps in microseconds and its reads keep their evidence. Nor is a copy of the model's gradients or parameters in
+such a loop left out (`amid_environment_steps`).
 """
 
 from __future__ import annotations
@@ -32,11 +33,14 @@ from gpulint.analysis.summary import ENVIRONMENT
 
 if TYPE_CHECKING:
     from gpulint.analysis.model import Loop, SemanticModel
+    from gpulint.analysis.residency import HostSync
 
 # Constructors of vectorized environments: one `step` steps every environment they hold.
 _VECTORIZED = re.compile(r"VecEnv|VectorEnv|(^|\.)vector\.make$|make_vec_env|^envpool\.make")
 _COMPREHENSIONS = (cst.ListComp, cst.GeneratorExp, cst.SetComp)
 _MAX_DEPTH = 3
+# How `residency.HostSync.kind` names a copy of a tensor to the host (not a number read from it).
+_COPIES = ("`.cpu()`", "`.numpy()`", "`.tolist()`", "`.to(", "`.type()`")
 # Builtins given the environments that hand out the environments or numbers, not transitions.
 _NOT_SOURCES = frozenset({"range", "len", "iter", "list", "tuple", "reversed", "sorted"})
 
@@ -145,14 +149,55 @@ def _element_source(target: cst.BaseExpression, iterable: cst.BaseExpression, na
     return next((arg for element, arg in pairs if isinstance(element, cst.Name) and element.value == name), None)
 
 
-def amid_environment_steps(model: SemanticModel, node: cst.CSTNode, loop: Loop) -> bool:
-    """`node` runs in an iteration that steps a collection of environments: the step loop `loop`, or a loop around
-    `node` inside it (a rollout loop over time steps within an update), steps them every iteration."""
+def amid_environment_steps(model: SemanticModel, sync: HostSync, loop: Loop) -> bool:
+    """The read `sync` runs in an iteration that steps a collection of environments: the step loop `loop`, or a loop
+    around it inside `loop` (a rollout loop over time steps within an update), steps them every iteration. Not a
+    copy of the model's parameters or gradients (`[p.grad.cpu().numpy() for p in net.parameters()]`): megabytes
+    copied, and numpy work on them, cost what they cost whatever the environments take (twenty-second corpus: a
+    clear label, ~13 MB of gradients a training step for TensorBoard statistics)."""
+    if _copies_parameters(model, sync):
+        return False
     if steps_environments(model, loop):
         return True
-    for enclosing in model.enclosing_loops(node):
+    for enclosing in model.enclosing_loops(sync.node):
         if enclosing is loop or not model.is_inside(enclosing, loop):
             break
         if steps_environments(model, enclosing):
             return True
     return False
+
+
+def _copies_parameters(model: SemanticModel, sync: HostSync) -> bool:
+    """`sync` copies a tensor to the host (`.cpu()`, `.numpy()`, `.tolist()`, `.to("cpu")`), not a number, and the
+    tensor is a parameter's gradient or data, or an element of a module's `parameters()` / `named_parameters()`."""
+    if not sync.kind.startswith(_COPIES):
+        return False
+    code = model.code(sync.value)
+    if ".grad" in code or "parameters()" in code or "state_dict()" in code:
+        return True
+    root = sync.value
+    while isinstance(root, (cst.Attribute, cst.Call, cst.Subscript)):
+        root = root.func if isinstance(root, cst.Call) else root.value
+    if not isinstance(root, cst.Name):
+        return False
+    for ancestor in model.ancestors(sync.node):
+        if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return False
+        if isinstance(ancestor, cst.For):
+            target, iterable = ancestor.target, ancestor.iter
+        elif isinstance(ancestor, _COMPREHENSIONS + (cst.DictComp,)):
+            target, iterable = ancestor.for_in.target, ancestor.for_in.iter
+        else:
+            continue
+        names = {n.value for n in _target_names(target)}
+        if root.value in names:
+            return "parameters()" in model.code(iterable) or "state_dict()" in model.code(iterable)
+    return False
+
+
+def _target_names(target: cst.BaseExpression) -> list[cst.Name]:
+    if isinstance(target, cst.Name):
+        return [target]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _target_names(e.value)]
+    return []

@@ -94,7 +94,7 @@ class HostSyncInLoop(Rule):
                 continue  # the host needs the value to go on: to allocate the next tensor, to step an environment
             if returned_to_an_environment(model, sync, loop):
                 continue  # an agent's method returns the action to loops that step a simulator with it
-            if amid_environment_steps(model, sync.node, loop):
+            if amid_environment_steps(model, sync, loop):
                 continue  # every iteration steps a collection of environments on the host: they, not a scalar's wait, bound it
             if role == TRAIN and same_data_every_step(model, calling_loop(model, loop)):
                 continue  # full-batch training, one step an epoch: no batch to load meanwhile, the wait costs launches

@@ -76,7 +76,7 @@ class DynamicShapeSyncInLoop(Rule):
                 continue  # another wait follows at once, every iteration (`loss.item()` next): the two cost one
             if role == TRAIN and generation.generation_bound(model, loop):
                 continue  # an RL step that generates a rollout: it waits on the host for every token anyway
-            if amid_environment_steps(model, sync.node, loop):
+            if amid_environment_steps(model, sync, loop):
                 continue  # every iteration steps a collection of environments on the host: they bound it
             if role == TRAIN and waits_every_full_batch_step(model, calling_loop(model, loop)):
                 continue  # full-batch training that waits every step anyway: no batch is made meanwhile
