@@ -306,3 +306,23 @@ def test_a_metric_read_after_a_read_under_an_if_is_its_own_finding():
                     print(loss.item())
                 correct = (scores.argmax(1) == y.to(device)).sum().item()
     """) == ["17:19 GPU303", "18:19 GPU303"]
+
+
+def test_pythons_max_of_two_values_after_a_read_joins_the_run():
+    # stylegan3's translation helpers: `max(iy, 0)` compares a GPU scalar with a number (one read), it walks nothing:
+    # a slice bound computed so right after the `if` on the same shifts waits for a scalar kernel, not for the step
+    source = """\
+        def train(loader):
+            for x, y in loader:
+                loss = nn.functional.mse_loss(model(x.to(device)), y.to(device))
+                loss.backward()
+                optimizer.step()
+                iy = (loss * 8).floor().long()
+                if abs(iy) < 8:
+                    y = y[max(-iy, 0):8 + min(-iy, 0)]
+    """
+    assert gpu303(source) == ["16:12 GPU303"]
+    # `max(tensor)` walks the GPU tensor: a kernel and a read per element, its own finding
+    assert gpu303(source.replace("y = y[max(-iy, 0):8 + min(-iy, 0)]", "top = int(max(y.to(device)))")) == [
+        "16:12 GPU303", "17:19 GPU303",
+    ]

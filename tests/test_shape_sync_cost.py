@@ -175,6 +175,54 @@ def test_four_separate_waits_a_step_are_evidence():
     assert findings(source.replace("    print(float(f))\n", ""), **DEFAULT) == []
 
 
+TRANSLATE = """\
+import torch
+
+device = torch.device("cuda")
+
+
+def translate(x, t, G, a=3):
+    H, W = x.shape[-2:]
+    ix = (t * W).floor().to(torch.int64)
+    iy = (t * H).floor().to(torch.int64)
+    zx0 = max(ix - a, 0)
+    zy0 = max(iy - a, 0)
+    zx1 = min(ix + a, 0) + W
+    zy1 = min(iy + a, 0) + H
+    if zx0 < zx1 and zy0 < zy1:
+        x = x[:, :, zy0:zy1, zx0:zx1]
+    return x
+
+
+def metric(G, num_samples, batch_size):
+    G = G.eval().requires_grad_(False).to(device)
+    total = 0
+    for start in range(0, num_samples, batch_size):
+        z = torch.randn([batch_size, 512], device=device)
+        orig = G(z)
+        t = torch.rand([], device=device) * 0.125
+        ref = translate(orig, t, G)
+        total = total + (ref - G(z)).square().sum()
+    return total.item()
+"""
+
+
+def test_back_to_back_comparisons_of_gpu_scalars_are_one_wait_not_many():
+    # stylegan3's equivariance metric: Python `max` / `min` of a GPU shift, statement after statement, then an `if`
+    # on them: the first drains the queue, each later one waits for a scalar kernel (`read_runs.previous_read`)
+    assert findings(TRANSLATE, **DEFAULT) == []
+    assert findings(TRANSLATE, **EVERY_OP) == ["10:11 GPU306", "11:11 GPU306", "12:11 GPU306"]
+
+
+def test_comparisons_with_a_forward_between_each_stay_separate_waits():
+    # each comparison waits for a forward queued since: four drains a step (the last joined by the `if`), evidence
+    source = TRANSLATE.replace("    zy0 = max(", "    x = G(x)\n    zy0 = max(").replace("    zx1 = min(", "    x = G(x)\n    zx1 = min(")
+    source = source.replace("    zy1 = min(", "    x = G(x)\n    zy1 = min(")
+    found = diagnostics(source, **DEFAULT)
+    assert [(d.location.row, d.code) for d in found] == [(10, "GPU306"), (12, "GPU306"), (14, "GPU306")]
+    assert found[0].help.startswith("It waits as one of 4 waits a step, each serializing the launches after it;")
+
+
 def test_a_mask_after_the_step_while_the_next_batch_is_made_in_process_is_reported():
     body = """\
     optimizer.zero_grad()

@@ -235,7 +235,11 @@ def step_wait_points(model: SemanticModel, loop: Loop, ops: list[HostSync]) -> l
     """The separate wait points of one iteration of `loop` for `waits_per_step`, as GPU306 (data-dependent sizes)
     sees them: the statements holding its ops `ops` (the ones it reports in that loop), and those holding a host
     read (GPU303's kind: `.item()`, `.cpu()`, `if t:`) that runs every iteration of `loop`, not under a rate-limit
-    guard. Each drains the queue; a statement counts once."""
+    guard. Each drains the queue; a statement counts once, and so does a run of them with only light GPU work queued
+    between (`read_runs.previous_read`, as GPU303 counts its reads: `zx0 = max(ix - b, 0)` then `zy0 = max(iy - b, 0)`
+    and `if zx0 < zx1:` drain the queue once, the later ones wait for a scalar kernel or two)."""
+    from gpulint.analysis.read_runs import previous_read
+
     residency = model.residency
     found: dict[int, list[HostSync]] = {}
     for sync in ops:
@@ -244,7 +248,19 @@ def step_wait_points(model: SemanticModel, loop: Loop, ops: list[HostSync]) -> l
         if residency.step_loop(sync.node)[0] is not loop or residency.rate_limit_guard(sync.node, loop) is not None:
             continue
         found.setdefault(id(model.enclosing_statement(sync.node)), []).append(sync)
-    return list(found.values())
+    syncs = [sync for group in found.values() for sync in group]
+    order = model.dataflow.order
+    points: dict[int, list[HostSync]] = {}  # id of the first statement of a run -> the syncs of the run
+    run_of: dict[int, int] = {}  # id of a statement -> the first statement of its run
+    for key, group in sorted(found.items(), key=lambda item: min(order[s.node] for s in item[1])):
+        first = min(group, key=lambda s: order[s.node])
+        earlier = previous_read(model, first, loop, syncs)
+        head = run_of.get(id(model.enclosing_statement(earlier.node))) if earlier is not None else None
+        if head is None:
+            head = key
+        run_of[key] = head
+        points.setdefault(head, []).extend(group)
+    return list(points.values())
 
 
 def loading_serialized(model: SemanticModel, sync: HostSync, loop: Loop) -> Optional[str]:

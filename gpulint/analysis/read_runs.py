@@ -49,6 +49,8 @@ _HOST_BUILTINS = frozenset({
 })  # fmt: skip
 # Builtins that iterate what they are given: over a GPU tensor, one kernel per element.
 _ITERATING_BUILTINS = frozenset({"sum", "min", "max", "list", "tuple", "sorted", "enumerate", "zip", "any", "all", "map"})
+# Builtins that, given several values, compare them instead of walking one (`max(iy, 0)`).
+_COMPARING_BUILTINS = frozenset({"min", "max"})
 _HOST_METHODS = frozenset({"append", "extend", "insert", "values", "items", "keys", "get", "update", "format", "copy", "setdefault"})
 _COPIES = frozenset({"to", "cuda", "contiguous", "clone"})
 _HOST_LIBRARIES = ("numpy.", "math.", "random.", "time.")
@@ -210,12 +212,16 @@ def work_between(model: SemanticModel, first: HostSync, sync: HostSync) -> bool:
 
 
 def _iterates_gpu_tensor(model: SemanticModel, call: cst.Call) -> bool:
-    """`sum(predictions == target)`: Python's builtin walks the GPU tensor, a kernel (and an index) per element."""
+    """`sum(predictions == target)`: Python's builtin walks the GPU tensor, a kernel (and an index) per element.
+    Not `max(iy, 0)` / `min(a, b)`: given two or more values, `min` and `max` compare them (one read each), they
+    walk nothing."""
     func = call.func
-    return (
-        isinstance(func, cst.Name) and func.value in _ITERATING_BUILTINS and not model.bindings_of(func.value, call)
-        and any(not a.star and model.residency.is_gpu(a.value) for a in call.args)
-    )  # fmt: skip
+    if not (isinstance(func, cst.Name) and func.value in _ITERATING_BUILTINS and not model.bindings_of(func.value, call)):
+        return False
+    positional = [a for a in call.args if a.keyword is None]
+    if func.value in _COMPARING_BUILTINS and len(positional) > 1 and not any(a.star for a in positional):
+        return False
+    return any(not a.star and model.residency.is_gpu(a.value) for a in call.args)
 
 
 def _queues_work(model: SemanticModel, call: cst.Call) -> bool:

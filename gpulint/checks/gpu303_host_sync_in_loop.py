@@ -8,6 +8,7 @@ import libcst as cst
 
 from gpulint.analysis import generation, host_reads, legacy_torch, reached_reads
 from gpulint.analysis.element_passes import element_pass, handed_walks
+from gpulint.analysis.environment_loops import amid_environment_steps
 from gpulint.analysis.first_iterations import first_few_iterations
 from gpulint.analysis.full_batch import same_data_every_step
 from gpulint.analysis.helper_steps import calling_loop
@@ -93,6 +94,8 @@ class HostSyncInLoop(Rule):
                 continue  # the host needs the value to go on: to allocate the next tensor, to step an environment
             if returned_to_an_environment(model, sync, loop):
                 continue  # an agent's method returns the action to loops that step a simulator with it
+            if amid_environment_steps(model, sync, loop):
+                continue  # every iteration steps a collection of environments on the host: they, not a scalar's wait, bound it
             if role == TRAIN and same_data_every_step(model, calling_loop(model, loop)):
                 continue  # full-batch training, one step an epoch: no batch to load meanwhile, the wait costs launches
             if role == EVAL and loader_bound_evaluation(model, calling_loop(model, loop)):

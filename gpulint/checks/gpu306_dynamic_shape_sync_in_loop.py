@@ -7,6 +7,7 @@ from typing import Iterator
 import libcst as cst
 
 from gpulint.analysis import generation
+from gpulint.analysis.environment_loops import amid_environment_steps
 from gpulint.analysis.first_iterations import first_few_iterations
 from gpulint.analysis.forward_reach import reached_function, reached_shape_syncs, repeating_loop
 from gpulint.analysis.full_batch import waits_every_full_batch_step
@@ -75,6 +76,8 @@ class DynamicShapeSyncInLoop(Rule):
                 continue  # another wait follows at once, every iteration (`loss.item()` next): the two cost one
             if role == TRAIN and generation.generation_bound(model, loop):
                 continue  # an RL step that generates a rollout: it waits on the host for every token anyway
+            if amid_environment_steps(model, sync, loop):
+                continue  # every iteration steps a collection of environments on the host: they bound it
             if role == TRAIN and waits_every_full_batch_step(model, calling_loop(model, loop)):
                 continue  # full-batch training that waits every step anyway: no batch is made meanwhile
             reported.add(id(statement))
