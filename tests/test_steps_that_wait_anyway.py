@@ -317,3 +317,76 @@ def test_a_mask_on_the_first_few_steps_only_is_not_reported():
     """
     assert gpu306(body.replace("{test}", "step < 5")) == []
     assert gpu306(body.replace("{test}", "step > 5")) == ["18:23 GPU306"]
+
+
+# A loss helper of another module called every step (after yl4579/StarGANv2-VC's `compute_d_loss`): an identity
+# test of its optional arguments, a boolean mask under a flag, then the loss terms read for logging on return.
+LOSS_HELPER = """
+import torch
+import torch.nn.functional as F
+
+
+def compute_loss(nets, x_real, y_org, y_trg, z_trg=None, x_ref=None, use_cls=False):
+    assert (z_trg is None) != (x_ref is None)
+    out = nets.discriminator(x_real, y_org)
+    loss_real = F.softplus(-out).mean()
+    loss_cls = torch.zeros(1).mean()
+    if use_cls:
+        out_de = nets.classifier(x_real)
+        loss_cls = F.cross_entropy(out_de[y_org != y_trg], y_org[y_org != y_trg])
+    loss = loss_real + loss_cls
+    return loss, dict(real=loss_real.item(), cls=loss_cls.item())
+"""
+
+STEP_LOOP = """
+import torch
+
+from losses import compute_loss
+
+
+def train(loader, nets, optimizer, use_cls):
+    device = torch.device("cuda")
+    for x_real, y_org, y_trg, z_trg in loader:
+        x_real, y_org = x_real.to(device), y_org.to(device)
+        y_trg, z_trg = y_trg.to(device), z_trg.to(device)
+        optimizer.zero_grad()
+        loss, logged = compute_loss(nets, x_real, y_org, y_trg, z_trg=z_trg, use_cls=use_cls)
+        loss.backward()
+        optimizer.step()
+"""
+
+
+def _helper_findings(tmp_path, monkeypatch, loss: str) -> list[tuple[str, int, str, str]]:
+    from tests.projects_helper import lint, write
+
+    diagnostics = lint(write(tmp_path, {"losses.py": loss, "train.py": STEP_LOOP}), monkeypatch, select=("GPU303", "GPU306"))
+    return sorted((d.filename, d.location.row, d.code, d.message) for d in diagnostics)
+
+
+def test_an_identity_test_in_a_helper_is_no_tensor_condition_and_its_mask_waits_with_the_reads_after_it(tmp_path, monkeypatch):
+    found = _helper_findings(tmp_path, monkeypatch, LOSS_HELPER)
+    # no "a Python condition on a tensor at losses.py:7": `(z_trg is None) != (x_ref is None)` compares Python bools
+    assert not any("losses.py:7" in message for *_, message in found)
+    # the mask at line 13 is followed, on every call, by the `.item()` reads of the return: the step waits there anyway
+    assert [(f, row, code) for f, row, code, _ in found if code == "GPU306"] == []
+
+
+def test_a_mask_in_a_helper_with_no_read_after_it_is_still_reported(tmp_path, monkeypatch):
+    no_reads = LOSS_HELPER.replace("return loss, dict(real=loss_real.item(), cls=loss_cls.item())", "return loss, dict(real=loss_real, cls=loss_cls)")
+    found = _helper_findings(tmp_path, monkeypatch, no_reads)
+    assert [(f, row, code) for f, row, code, _ in found] == [("train.py", 13, "GPU306")]
+    assert "runs boolean-mask indexing at losses.py:13" in found[0][3]
+
+
+def test_a_mask_in_a_helper_after_its_only_read_is_still_reported(tmp_path, monkeypatch):
+    before = LOSS_HELPER.replace("    loss_cls = torch.zeros(1).mean()\n", "    loss_cls = torch.zeros(1).mean()\n    logged = loss_real.item()\n")
+    before = before.replace("return loss, dict(real=loss_real.item(), cls=loss_cls.item())", "return loss, logged")
+    found = _helper_findings(tmp_path, monkeypatch, before)
+    assert ("train.py", 13, "GPU306") in [(f, row, code) for f, row, code, _ in found]
+
+
+def test_a_tensor_condition_in_a_helper_is_still_reported_at_the_call(tmp_path, monkeypatch):
+    tested = LOSS_HELPER.replace("assert (z_trg is None) != (x_ref is None)", "assert (x_real > 0).all()")
+    tested = tested.replace("return loss, dict(real=loss_real.item(), cls=loss_cls.item())", "return loss, dict(real=loss_real, cls=loss_cls)")
+    found = _helper_findings(tmp_path, monkeypatch, tested)
+    assert any(code == "GPU303" and "a Python condition on a tensor at losses.py:7" in message for _, _, code, message in found)

@@ -117,6 +117,8 @@ def waited_after(model: SemanticModel, sync: HostSync, loop: Loop) -> Optional[c
     `p, x_next = self._update(x, t)` then `if not torch.allclose(x_next, x):` every step."""
     residency = model.residency
     flow = model.dataflow
+    if sync.via is not None and isinstance(sync.node, cst.Call) and read_later_in_helper(model, sync.node, sync.via):
+        return sync.node  # the helper itself reads to the host after its op, on every call (a loss's `.item()` logs)
     statement = model.enclosing_statement(sync.node)
     block = model.parent.get(statement)
     body = getattr(block, "body", None)
@@ -153,6 +155,34 @@ def waited_after(model: SemanticModel, sync: HostSync, loop: Loop) -> Optional[c
 
 
 _BOOL_READS = frozenset({"torch.allclose", "torch.equal"})
+
+
+def read_later_in_helper(model: SemanticModel, call: cst.Call, place: str) -> Optional[str]:
+    """Where the project helper that `call` runs reads a tensor to the host (`.item()`, `.cpu()`) on every call, at
+    a later line of its file than `place` (its data-dependent-size op): `compute_d_loss` masks its logits under a
+    flag, then returns `Munch(real=loss_real.item(), ...)`. The op's wait then costs what two back-to-back waits
+    cost (`waited_after`): the read drains the queue anyway a few launches later. A read of the helper's own
+    tensors, or of what it computes from an argument not known to be on the host (`nets.discriminator(x)` of the
+    modules it is handed); not one under a rate-limit guard or a branch on an option (the helper's facts leave
+    those out), nor a test of a flag (`if use_con_reg:`)."""
+    callee = model.callee(call)
+    path, _, line = place.rpartition(":")
+    if callee is None or not line.isdigit():
+        return None
+    residency = model.residency
+    reads = [entry[2] for entry in callee.syncs if entry[0] == "sync" and entry[1] != _FLAG_TEST]
+    for arg, param in model.arguments_to(call, callee):
+        if not residency.is_host(arg.value):  # (the op's own inputs are on the GPU: so, likely, what it computes with)
+            reads += [e[2] for e in callee.effects.get(param, ()) if e[0] == "sync" and e[1] != _FLAG_TEST and len(e) > 2]
+    for read in reads:
+        read_path, _, read_line = str(read).rpartition(":")
+        if read_path == path and read_line.isdigit() and int(read_line) > int(line):
+            return str(read)
+    return None
+
+
+# A helper's `if flag:` on a parameter: a sync only when a caller passes a tensor there, not a read it always does.
+_FLAG_TEST = "a Python condition on a tensor"
 
 
 def _conditional_within(model: SemanticModel, node: cst.CSTNode, statement: Optional[cst.CSTNode]) -> bool:

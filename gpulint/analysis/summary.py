@@ -1661,6 +1661,8 @@ class _Reader:
             value = self.expr(node.left)
             for comparator in node.comparators:
                 value = _merge_tensor(value, self.expr(comparator))
+            if all(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops):
+                return None  # `z is None`: an identity test is a Python bool, whatever it compares (no tensor, no wait)
             return value
         if kind is ast.BoolOp:
             for value in node.values:
