@@ -221,6 +221,7 @@ def test_fix_keeps_one_argument_per_line_with_trailing_comma():
                 ds,
                 batch_size=64,
             )
+            return loader
         """
     assert fixed(source) == textwrap.dedent(
         f"""\
@@ -234,6 +235,7 @@ def test_fix_keeps_one_argument_per_line_with_trailing_comma():
                 batch_size=64,
                 num_workers={WORKERS},
             )
+            return loader
         """
     )
 
@@ -324,6 +326,7 @@ def test_suppressed_line_is_neither_reported_nor_fixed():
             # gpulint: ignore[GPU101]
             b = DataLoader(ds, batch_size=64)
             c = DataLoader(ds, batch_size=64)  # noqa: GPU102
+            return a, b, c
         """
     assert findings(source) == ["8:9 GPU101"]
     out = fixed(source)
@@ -574,3 +577,127 @@ def test_silent_for_a_data_set_class_of_this_module_with_one_sample():
     ).replace("import torch\n\n\n", "\n\n", 1)
     assert [f for f in findings(source) if "GPU101" in f] == []
     assert [f for f in findings(source.replace("return 1", "return 2")) if "GPU101" in f] != []
+
+# r23f: windows sliced from arrays unpacked from one pickle, with an `np.arange` of positions per item.
+WINDOWS = """\
+    import pickle
+    import numpy as np
+    import torch
+    from torch.utils.data import DataLoader, Dataset
+
+
+    class Windows(Dataset):
+        def __init__(self, path, seq_len=192):
+            self.seq_len = seq_len
+            with open(path, "rb") as f:
+                self.values, self.mask = pickle.load(f)
+            self.starts = np.arange(0, len(self.values) - seq_len, 24)
+
+        def __getitem__(self, i):
+            start = self.starts[i]
+            return {
+                "values": self.values[start : start + self.seq_len],
+                "mask": self.mask[start : start + self.seq_len],
+                "positions": np.arange(self.seq_len) * 1.0,
+            }
+
+        def __len__(self):
+            return len(self.starts)
+
+
+    def main(model):
+        loader = DataLoader(Windows("data.pkl"), batch_size=8, shuffle=True)
+        for epoch in range(10):
+            for batch in loader:
+                model(batch["values"].cuda()).backward()
+    """
+
+
+def test_windows_of_arrays_unpacked_from_a_pickle_with_positions_are_cheap():
+    # each part of `pickle.load(f)` lives in memory like the whole; `np.arange(self.seq_len) * 1.0` is positions
+    assert findings(WINDOWS, select=("GPU101",)) == []
+    torch_positions = WINDOWS.replace("np.arange(self.seq_len) * 1.0", "torch.arange(0, self.seq_len)")
+    assert findings(torch_positions, select=("GPU101",)) == []
+
+
+@pytest.mark.parametrize(
+    "old, new",
+    [
+        # arithmetic on the sample (scaling the window) is work per item
+        ('"values": self.values[start : start + self.seq_len]', '"values": self.values[start : start + self.seq_len] * 2.0'),
+        # a range as long as a value of the data is not a window's positions
+        ("np.arange(self.seq_len) * 1.0", "np.arange(self.values[start]) * 1.0"),
+        # parts of what an unknown library call returns may be read lazily
+        ("pickle.load(f)", "loadlib.open_arrays(f)"),
+    ],
+)
+def test_windows_with_per_item_work_or_unknown_storage_are_reported(old, new):
+    assert old in WINDOWS
+    assert findings(WINDOWS.replace(old, new), select=("GPU101",)) == ["27:14 GPU101"]
+
+
+NEVER_READ = """\
+    import torch
+    from torch.utils.data import DataLoader
+    from torchvision import datasets, transforms
+
+
+    def main(model):
+        train = datasets.ImageFolder("train", transform=transforms.ToTensor())
+        val = datasets.ImageFolder("val", transform=transforms.ToTensor())
+        train_loader = DataLoader(train, batch_size=64, shuffle=True)
+        val_loader = DataLoader(val, batch_size=64)
+        for images, labels in train_loader:
+            model(images.cuda()).sum().backward()
+
+
+    if __name__ == "__main__":
+        main(torch.nn.Linear(3, 1))
+    """
+
+
+def test_a_function_local_loader_nothing_reads_is_not_reported():
+    # `val_loader` is never read: it is dropped when `main` returns, and no batch of it is ever loaded
+    assert findings(NEVER_READ, select=("GPU101",)) == ["9:20 GPU101"]
+
+
+@pytest.mark.parametrize(
+    "old, new",
+    [
+        # declared global: other code may read it after `main` returns
+        ("    def main(model):\n", "    def main(model):\n        global val_loader\n"),
+        # the function hands out its namespace by string
+        ("            model(images.cuda()).sum().backward()\n", "            model(images.cuda()).sum().backward()\n        return locals()\n"),
+    ],
+)
+def test_a_local_loader_that_can_escape_by_name_keeps_the_finding(old, new):
+    assert old in NEVER_READ
+    assert len(findings(NEVER_READ.replace(old, new), select=("GPU101",))) == 2
+
+
+COMPOSED_TO_DEVICE = """\
+    import torch
+    from torch.utils.data import DataLoader
+    from torchvision import transforms
+    from torchvision.datasets import MNIST
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    transform = transforms.Compose([
+        transforms.ToTensor(),
+        transforms.Normalize([0.5], [0.5]),
+        transforms.Lambda(lambda x: x.to(device)),
+    ])
+    train = MNIST("data", transform=transform, train=True, download=True)
+    loader = DataLoader(train, batch_size=256, shuffle=True)
+    model = torch.nn.Linear(784, 10).to(device)
+    for epoch in range(5):
+        for x, y in loader:
+            model(x.view(len(x), -1)).sum().backward()
+    """
+
+
+def test_a_composed_transform_that_moves_items_to_cuda_is_not_reported():
+    # the items are CUDA tensors: forked workers could not make them (CUDA in a forked process fails)
+    assert findings(COMPOSED_TO_DEVICE, select=("GPU101",)) == []
+    on_cpu = COMPOSED_TO_DEVICE.replace("    transforms.Lambda(lambda x: x.to(device)),\n", "")
+    assert findings(on_cpu, select=("GPU101",)) == ["12:10 GPU101"]

@@ -427,6 +427,8 @@ class BatchCost:
                         inner = element  # `vocab, dataset = read_data(n)`: the matching part of what it returns
                     elif isinstance(write.source, cst.Call) and self._held_element(write):
                         inner = [write.source]  # `train, val = make_datasets(...)` of another module, each in memory
+                    elif updates and isinstance(write.source, cst.Call) and write.unpacked_position is not None:
+                        inner = [write.source]  # `data, mask = pickle.load(f)`: each part lives where the whole does
                     else:
                         return None
                     if inner is None:
@@ -1270,6 +1272,11 @@ def _computes(func: cst.FunctionDef | cst.Lambda) -> bool:
             return True  # a random index (its bounds are checked as arguments of a call)
         if _size_of(expr):
             return True  # `self.data.size(0)`, `self.data.shape[0]`: how many rows there are
+        if isinstance(expr, cst.Float):
+            return True  # `positions * 1.0`: a constant scaling positions, not a sample
+        if isinstance(expr, cst.Call) and _draw_name(expr) in _POSITION_RANGES:
+            # `np.arange(self.seq_len)`, `torch.arange(start, end)`: the positions of a window, not its data
+            return all(index_like(a.value) or _is_self_attribute(a.value) for a in expr.args if a.keyword is None)
         return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "len"
 
     class _Arithmetic(cst.CSTVisitor):
@@ -1323,6 +1330,7 @@ def _is_self_attribute(expr: cst.BaseExpression) -> bool:
 # Calls that draw one random integer (or a one-element tensor of one): where to index in-memory data.
 _INDEX_DRAWS = frozenset({"torch.randint", "random.randint", "random.randrange", "numpy.random.randint"})
 _SIZE_METHODS = frozenset({"size", "numel", "__len__"})
+_POSITION_RANGES = frozenset({"numpy.arange", "torch.arange"})
 
 
 def _draw_name(call: cst.Call) -> str:

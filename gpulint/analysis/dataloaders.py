@@ -246,6 +246,10 @@ def _transforms_move_to_cuda(model: SemanticModel, loader: DataLoaderCall) -> bo
     )
 
 
+# Transform wrappers that apply the callables they are given to each item (torchvision's `Compose` and `Lambda`).
+_COMPOSED_TRANSFORMS = frozenset({"Compose", "Lambda"})
+
+
 def _collate_moves_to_cuda(model: SemanticModel, collate: cst.BaseExpression, depth: int = 0) -> bool:
     """The collate function moves batches to CUDA: a function or lambda of this module that does, or any
     callable handed a CUDA device (`functools.partial(collate, device=device)`, `lambda b: collate(b, device)`,
@@ -276,9 +280,36 @@ def _collate_moves_to_cuda(model: SemanticModel, collate: cst.BaseExpression, de
             return True
         if model.call_name(collate) == "functools.partial" and collate.args:
             return _collate_moves_to_cuda(model, collate.args[0].value, depth + 1)
+        if (model.call_name(collate) or "").rsplit(".", 1)[-1] in _COMPOSED_TRANSFORMS:
+            # `Compose([ToTensor(), Lambda(lambda x: x.to(device))])`: each part runs on every item in turn
+            parts = [e.value for a in collate.args for e in (a.value.elements if isinstance(a.value, (cst.List, cst.Tuple)) else ())]
+            parts += [a.value for a in collate.args if not isinstance(a.value, (cst.List, cst.Tuple))]
+            return any(_transform_part_moves_to_cuda(model, part, depth + 1) for part in parts)
         if isinstance(collate.func, cst.Name):  # a factory of this module that returns a collate closure
             return any(residency.contains_cuda_move(func) for func in model.functions.get(collate.func.value, []))
     return False
+
+
+def _transform_part_moves_to_cuda(model: SemanticModel, part: cst.BaseExpression, depth: int) -> bool:
+    """A part of a composed transform that is code of this module (a lambda, a function, a nested `Compose` or
+    `Lambda`) and moves to CUDA. A library transform's arguments are sizes and options (`RandomCrop(32,
+    padding=4)`), not devices."""
+    if isinstance(part, cst.Name):
+        binders = model.bindings_of(part.value, part)
+        if not model.functions.get(part.value) and not any(
+            isinstance(b, cst.Assign) and isinstance(b.value, (cst.Lambda, cst.Call)) and _composed(model, b.value) for b in binders
+        ):
+            return False
+    elif not _composed(model, part):
+        return False
+    return _collate_moves_to_cuda(model, part, depth)
+
+
+def _composed(model: SemanticModel, expr: cst.BaseExpression) -> bool:
+    """A lambda, or a `Compose(...)` / `Lambda(...)` call."""
+    return isinstance(expr, cst.Lambda) or (
+        isinstance(expr, cst.Call) and (model.call_name(expr) or "").rsplit(".", 1)[-1] in _COMPOSED_TRANSFORMS
+    )
 
 
 def _moves_to_star_device(model: SemanticModel, func: cst.FunctionDef) -> bool:

@@ -31,8 +31,9 @@ CHEAP_TORCH = frozenset({
     "HalfTensor", "Tensor", "nn.utils.rnn.pad_sequence", "nn.functional.pad",
     # packing joins the samples like padding does (a sort by length and a copy)
     "nn.utils.rnn.pack_sequence", "nn.utils.rnn.pack_padded_sequence",
+    "arange",  # positions or feature ids of a window: a small range of numbers, like `zeros`
 })  # fmt: skip
-CHEAP_NUMPY = frozenset({"array", "asarray", "stack", "concatenate", "int64", "int32", "float32", "float64", "zeros", "ones"})
+CHEAP_NUMPY = frozenset({"array", "asarray", "stack", "concatenate", "int64", "int32", "float32", "float64", "zeros", "ones", "arange"})
 CHEAP_METHODS = frozenset({
     "long", "int", "float", "half", "double", "bool", "byte", "to", "type", "clone", "detach", "contiguous", "view",
     "reshape", "unsqueeze", "squeeze", "flatten", "permute", "transpose", "expand", "tolist", "numpy", "item",

@@ -165,7 +165,9 @@ class LoaderFlow:
         ref = _Ref(scope, target.value, False, (parent,), ())
         reads = [read for read in self._reads_near(ref) if self._in_ref_scope(ref, read)]
         if not reads:
-            return runs_as_a_script(m)  # a library's loader may be returned, or its global imported, elsewhere
+            # a library's loader may be returned, or its global imported, elsewhere; a function's local that
+            # nothing reads (and no `locals()` or `global` can hand out) is dropped when the function returns
+            return runs_as_a_script(m) or _unread_local(m, scope, target.value)
         # `iters = len(loader_for_count)` (minimind): counting batches takes none of them
         return all(never_runs(m, read) or _counted(m, read) for read in reads)
 
@@ -1852,3 +1854,34 @@ def _moved_to_cpu(m, value: cst.BaseExpression) -> bool:
     if isinstance(device, cst.Call) and m.call_name(device) == "torch.device" and len(device.args) == 1:
         device = device.args[0].value
     return isinstance(device, cst.SimpleString) and device.evaluated_value == "cpu"
+
+
+# Builtins that hand out a function's local names by string: a local nothing reads by name may still be read.
+_NAMESPACE_READERS = frozenset({"locals", "vars", "eval", "exec"})
+
+
+def _unread_local(m, scope: cst.CSTNode, name: str) -> bool:
+    """`name` is a plain local of the function `scope` (not declared `global` or `nonlocal` there) and the
+    function never reads its namespace by string (`locals()`, `vars()`, `eval`, `exec`): a value bound to it
+    and never read by name is lost when the function returns."""
+    if not isinstance(scope, (cst.FunctionDef, cst.Lambda)):
+        return False
+    for node in m.calls_inside(scope):
+        if isinstance(node.func, cst.Name) and node.func.value in _NAMESPACE_READERS:
+            return False
+    declared = _DeclaredNames()
+    scope.visit(declared)
+    return name not in declared.names
+
+
+class _DeclaredNames(cst.CSTVisitor):
+    """The names a function declares `global` or `nonlocal` (they outlive its call)."""
+
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def visit_Global(self, node: cst.Global) -> None:
+        self.names.update(item.name.value for item in node.names)
+
+    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
+        self.names.update(item.name.value for item in node.names)
