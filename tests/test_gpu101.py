@@ -578,6 +578,7 @@ def test_silent_for_a_data_set_class_of_this_module_with_one_sample():
     assert [f for f in findings(source) if "GPU101" in f] == []
     assert [f for f in findings(source.replace("return 1", "return 2")) if "GPU101" in f] != []
 
+
 # r23f: windows sliced from arrays unpacked from one pickle, with an `np.arange` of positions per item.
 WINDOWS = """\
     import pickle
