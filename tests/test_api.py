@@ -16,7 +16,7 @@ from gpulint.fixer import apply_edits
 from tests.conftest import REPO
 from tests.test_hardening_writes import AFTER, BEFORE, _files
 
-LOADER = 'import torch\nfrom torch.utils.data import DataLoader\n\ndevice = torch.device("cuda")\n\n\ndef main():\n    loader = DataLoader(ds, batch_size=64)\n'
+LOADER = 'import torch\nfrom torch.utils.data import DataLoader\n\ndevice = torch.device("cuda")\n\n\ndef main():\n    loader = DataLoader(ds, batch_size=64)\n    return loader\n'
 
 
 @pytest.fixture
