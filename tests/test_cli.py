@@ -19,6 +19,7 @@ device = torch.device("cuda")
 def main():
     loader = DataLoader(ds, batch_size=64)
     print(torch.cuda.memory_cached())
+    return loader
 """
 
 

@@ -18,6 +18,7 @@ device = torch.device("cuda")
 def main():
     loader = DataLoader(ds, batch_size=64)
     print(torch.cuda.memory_cached())
+    return loader
 """
 RESERVED = TRAIN.replace("memory_cached", "memory_reserved")
 GPU402 = "train.py:9:11: GPU402 [*] `torch.cuda.memory_cached` is deprecated; use `torch.cuda.memory_reserved`"

@@ -61,13 +61,18 @@ def _lint(tmp_path, monkeypatch, switch: str) -> list[str]:
     return lint_written(tmp_path, {"metrics.py": METRICS, "main.py": MAIN.replace("{switch}", switch)}, monkeypatch)
 
 
+# Whatever the model's mode, `int(n)` walks the elements of `labels.sum(1)`, made from the batch the loop moves to the
+# GPU: one wait per row of every batch, reported at the walk (`analysis/walked_params.py`).
+WALK = "metrics.py:10 GPU303"
+
+
 def test_helper_reads_per_k_in_an_evaluation_loop_of_a_parameter_put_in_eval_mode(tmp_path, monkeypatch):
-    assert _lint(tmp_path, monkeypatch, "model.eval()") == ["main.py:11 GPU303"]
+    assert _lint(tmp_path, monkeypatch, "model.eval()") == ["main.py:11 GPU303", WALK]
 
 
 def test_loop_without_eval_mode_stays_unknown(tmp_path, monkeypatch):
-    assert _lint(tmp_path, monkeypatch, "pass") == []
+    assert _lint(tmp_path, monkeypatch, "pass") == [WALK]
 
 
 def test_train_mode_alone_says_nothing(tmp_path, monkeypatch):
-    assert _lint(tmp_path, monkeypatch, "model.train()") == []
+    assert _lint(tmp_path, monkeypatch, "model.train()") == [WALK]

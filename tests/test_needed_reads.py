@@ -214,8 +214,9 @@ def test_actions_built_per_environment_and_zipped_into_each_step_are_needed_on_t
 def test_actions_built_per_environment_but_only_logged_stay_reported():
     # the same reads, each element only recorded: nothing on the host needs them to go on
     assert findings(VECTOR_ENVS.replace("{stepped}", "log.record(a)"), select=("GPU303",)) == ["11:28 GPU303"]
-    # nor does stepping with another value than the read's (`e.step(0)`)
-    assert findings(VECTOR_ENVS.replace("{stepped}", "e.step(0)"), select=("GPU303",)) == ["11:28 GPU303"]
+    # stepping every simulator with another value (`e.step(0)`) does not need the read, but eight environment steps an
+    # iteration bound the loop (`analysis/environment_loops.py`, cost_facts.md section 9): the wait is a small share
+    assert findings(VECTOR_ENVS.replace("{stepped}", "e.step(0)"), select=("GPU303",)) == []
 
 
 ENUMERATED_ENVS = textwrap.dedent("""\
@@ -240,5 +241,8 @@ def test_actions_sampled_on_the_host_for_each_enumerated_environment_are_needed(
     assert findings(ENUMERATED_ENVS.replace("{stepped}", "e.step(actions[e_idx])"), select=("GPU303",)) == []
 
 
-def test_enumerated_environments_stepped_with_another_value_stay_reported():
-    assert findings(ENUMERATED_ENVS.replace("{stepped}", "e.step(0)"), select=("GPU303",)) == ["9:13 GPU303"]
+def test_enumerated_environments_stepped_with_another_value_are_environment_bound():
+    # the read is not needed to step (`e.step(0)`), but sixteen environment steps an iteration bound the loop
+    assert findings(ENUMERATED_ENVS.replace("{stepped}", "e.step(0)"), select=("GPU303",)) == []
+    # without stepping them it stays reported
+    assert findings(ENUMERATED_ENVS.replace("{stepped}", "log(e_idx)"), select=("GPU303",)) == ["9:13 GPU303"]
