@@ -161,10 +161,11 @@ def flag_spelled_near(module_path: str, name: str) -> bool:
     flags = {f"--{name}", f"--{name.replace('_', '-')}"}
     pattern = re.compile("|".join(rf"(?<![\w-]){re.escape(f)}(?![\w-])" for f in sorted(flags)))
     files = command_files(os.path.dirname(os.path.abspath(module_path)))
-    return any(pattern.search(text) for text in _command_texts(tuple((p, _stamp(p)) for p in files)))
+    return any(pattern.search(text) for text in _command_texts(tuple((p, file_stamp(p)) for p in files)))
 
 
-def _stamp(path: str) -> tuple[int, int]:
+def file_stamp(path: str) -> tuple[int, int]:
+    """What a cached read of `path` is keyed by: its modification time and size ((0, 0) when it cannot be read)."""
     try:
         stat = os.stat(path)
     except OSError:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import libcst as cst
 
-from gpulint.analysis.off_options import command_files
+from gpulint.analysis.off_options import command_files, file_stamp
 
 if TYPE_CHECKING:
     from gpulint.analysis.model import SemanticModel
@@ -50,7 +50,7 @@ def passed_values(model: SemanticModel, expr: cst.BaseExpression) -> Optional[li
     pattern = re.compile("|".join(rf"(?<![\w-]){re.escape(f)}(?![\w-]){_SEPARATOR}{_VALUE}" for f in sorted(flags)))
     folder = os.path.dirname(os.path.abspath(model.path))
     files = [*command_files(folder), *command_notebooks(folder)]
-    found = [_number(m.group(m.lastindex or 1)) for text in _texts(tuple((p, _stamp(p)) for p in files)) for m in pattern.finditer(text)]
+    found = [_number(m.group(m.lastindex or 1)) for text in _texts(tuple((p, file_stamp(p)) for p in files)) for m in pattern.finditer(text)]
     return found or None
 
 
@@ -77,14 +77,6 @@ def _number(text: str) -> Any:
         except ValueError:
             continue
     return text
-
-
-def _stamp(path: str) -> tuple[int, int]:
-    try:
-        stat = os.stat(path)
-    except OSError:
-        return (0, 0)
-    return (stat.st_mtime_ns, stat.st_size)
 
 
 @functools.lru_cache(maxsize=32)
