@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
-from gpulint.analysis.hot_loops import wrapper_kind
+from gpulint.analysis.hot_loops import assigned_names, wrapper_kind
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.summary import ENVIRONMENT
 
@@ -189,15 +189,7 @@ def _copies_parameters(model: SemanticModel, sync: HostSync) -> bool:
             target, iterable = ancestor.for_in.target, ancestor.for_in.iter
         else:
             continue
-        names = {n.value for n in _target_names(target)}
-        if root.value in names:
+        if root.value in assigned_names(target):
             return "parameters()" in model.code(iterable) or "state_dict()" in model.code(iterable)
     return False
 
-
-def _target_names(target: cst.BaseExpression) -> list[cst.Name]:
-    if isinstance(target, cst.Name):
-        return [target]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [n for e in target.elements for n in _target_names(e.value)]
-    return []

@@ -23,7 +23,7 @@ import libcst as cst
 from gpulint.analysis.dataloaders import DataLoaderCall, is_loader_call
 from gpulint.analysis.error_paths import error_path
 from gpulint.analysis.shipped_paths import never_runs, runs_as_a_script
-from gpulint.analysis.hot_loops import element_targets, in_no_grad, trains, wrapped_arguments, wrapper_kind
+from gpulint.analysis.hot_loops import assigned_names, element_targets, in_no_grad, trains, wrapped_arguments, wrapper_kind
 from gpulint.analysis.value_resolution import ARGPARSE_DEFAULT, IMPORTED_ARGPARSE_DEFAULT, SETTINGS_FILE, ResolvedValue, as_int, literal_value
 
 if TYPE_CHECKING:
@@ -1535,15 +1535,8 @@ def _whole(targets: list) -> Optional[str]:
 
 
 def target_names(targets: list) -> frozenset[str]:
-    names: set[str] = set()
-    for target in targets:
-        if isinstance(target, cst.Name):
-            names.add(target.value)
-        elif isinstance(target, (cst.Tuple, cst.List)):
-            names |= target_names([e.value for e in target.elements])
-        elif isinstance(target, cst.StarredElement):
-            names |= target_names([target.value])
-    return frozenset(names)
+    """The names a list of assignment or loop targets binds."""
+    return frozenset().union(*(assigned_names(target) for target in targets))
 
 
 def _is_batch_part(expr: cst.BaseExpression, names: set[str]) -> bool:

@@ -42,6 +42,7 @@ import libcst as cst
 import libcst.matchers as matchers
 
 from gpulint.analysis import graph_work
+from gpulint.analysis.hot_loops import assigned_names
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.value_resolution import as_int, literal_value
 
@@ -532,7 +533,7 @@ class ModelSize:
         if not isinstance(param, cst.Name):
             return None
         for loop in m.enclosing_loops(param):
-            if not isinstance(loop, cst.For) or param.value not in {n.value for n in _names(loop.target)}:
+            if not isinstance(loop, cst.For) or param.value not in assigned_names(loop.target):
                 continue
             iterated = loop.iter
             if isinstance(iterated, cst.Call) and isinstance(iterated.func, cst.Attribute) and iterated.func.attr.value in ("parameters", "named_parameters"):
@@ -1200,7 +1201,7 @@ def _drawn_from_layers(model: SemanticModel, func: cst.Name, built: set[str], fo
         elif isinstance(ancestor, cst.For):
             loops.append((ancestor.target, ancestor.iter))
         for target, iterated in loops:
-            if func.value not in {n.value for n in _names(target)}:
+            if func.value not in assigned_names(target):
                 continue
             layers = [a for a in matchers.findall(iterated, matchers.Attribute(value=matchers.Name("self")))]
             return bool(layers) and all(a.attr.value in built for a in layers)  # type: ignore[attr-defined]
@@ -1222,14 +1223,6 @@ def _root(key: str) -> str:
     """The model a dotted name belongs to: `model` for `model.features`, `self.net` for `self.net.fc`."""
     parts = key.split(".")
     return ".".join(parts[:2]) if parts[0] == "self" else parts[0]
-
-
-def _names(target: cst.BaseExpression) -> list[cst.Name]:
-    if isinstance(target, cst.Name):
-        return [target]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [n for e in target.elements for n in _names(e.value)]
-    return []
 
 
 def _inside_container(model: SemanticModel, call: cst.Call) -> bool:

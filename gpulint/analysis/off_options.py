@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Optional
 import libcst as cst
 
 from gpulint.analysis.imported_options import namespace_options
+from gpulint.analysis.path_folders import files_near
 from gpulint.analysis.value_resolution import ARGS_PARAMETER_NAMES, literal_value
 
 if TYPE_CHECKING:
@@ -34,7 +35,6 @@ _DIAGNOSTIC_WORDS = frozenset({
     "tensorboard", "anomaly", "dump", "sanity", "dry", "test", "testing",
 })  # fmt: skip
 _COMMAND_FILES = (".sh", ".bash", ".md", ".rst", ".txt", ".yaml", ".yml", ".cfg")
-_FOLDERS = 3  # the script's folder and the two above it
 _MAX_BYTES = 512 * 1024
 _MAX_FILES = 64
 
@@ -189,19 +189,8 @@ def command_files(folder: str) -> list[str]:
     """Files that may hold the commands a script is run with: shell scripts, READMEs and other Markdown, text
     and YAML files in `folder` and the two above it, not above the repository's root (a `.git` folder) or the
     folder gpulint runs in (at most `_MAX_FILES`)."""
-    found: list[str] = []
-    top = os.getcwd()
-    for _ in range(_FOLDERS):
-        try:
-            names = sorted(os.listdir(folder))
-        except OSError:
-            names = []
-        found.extend(
-            os.path.join(folder, n) for n in names
-            if (n.endswith(_COMMAND_FILES) or n in ("Makefile", "Dockerfile")) and os.path.isfile(os.path.join(folder, n))
-        )  # fmt: skip
-        parent = os.path.dirname(folder)
-        if parent == folder or folder == top or ".git" in names:
-            break  # not above the repository (or the folder gpulint runs in): files there belong to other projects
-        folder = parent
-    return found[:_MAX_FILES]
+    return files_near(folder, _is_command_file, _MAX_FILES, inside_repository=True)
+
+
+def _is_command_file(name: str) -> bool:
+    return name.endswith(_COMMAND_FILES) or name in ("Makefile", "Dockerfile")

@@ -45,3 +45,22 @@ def child_folders(files: list[str]) -> dict[str, list[str]]:
             children.setdefault(parent, set()).add(folder)
             folder = parent
     return {parent: sorted(found) for parent, found in children.items()}
+
+
+def files_near(folder: str, wanted: Callable[[str], bool], limit: int, *, inside_repository: bool) -> list[str]:
+    """The files whose names `wanted` accepts in `folder` and the two above it, sorted by name within each
+    folder, at most `limit`. With `inside_repository`, not above the repository's root (a folder holding
+    `.git`) or the folder gpulint runs in: files there belong to other projects."""
+    found: list[str] = []
+    top = os.getcwd()
+    for _ in range(3):
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError:
+            names = []
+        found.extend(os.path.join(folder, n) for n in names if wanted(n) and os.path.isfile(os.path.join(folder, n)))
+        parent = os.path.dirname(folder)
+        if parent == folder or (inside_repository and (folder == top or ".git" in names)):
+            break
+        folder = parent
+    return found[:limit]

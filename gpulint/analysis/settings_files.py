@@ -18,6 +18,8 @@ import os
 import re
 from typing import Any, Iterable, Optional
 
+from gpulint.analysis.path_folders import files_near
+
 _MAX_BYTES = 256 * 1024
 _MAX_FILES = 64  # YAML files of one Hydra config folder that a module's results depend on
 _YAML = (".yaml", ".yml")
@@ -309,7 +311,6 @@ def _hashed(path: str, mtime: int, size: int) -> str:
 
 # ---- job files that launch a script ---------------------------------------------------------------
 
-_LAUNCH_FOLDERS = 3  # the script's folder and the two above it (`job.yml` next to `src/`, a pipeline above)
 _INPUT = re.compile(r"^\$\{\{\s*inputs\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}$")
 
 
@@ -317,18 +318,7 @@ def launch_files(module_path: str) -> list[str]:
     """YAML files that may launch the script (`command: python train.py --epochs ...`): those directly in its
     folder and the two above it, at most `_MAX_FILES`."""
     folder = os.path.dirname(os.path.abspath(module_path))
-    found: list[str] = []
-    for _ in range(_LAUNCH_FOLDERS):
-        try:
-            names = sorted(os.listdir(folder))
-        except OSError:
-            names = []
-        found.extend(os.path.join(folder, n) for n in names if n.endswith(_YAML) and os.path.isfile(os.path.join(folder, n)))
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            break
-        folder = parent
-    return found[:_MAX_FILES]
+    return files_near(folder, lambda name: name.endswith(_YAML), _MAX_FILES, inside_repository=False)
 
 
 def launch_values(module_path: str, flags: Iterable[str], files: Iterable[str]) -> Optional[list[Optional[tuple[Any, int, str]]]]:

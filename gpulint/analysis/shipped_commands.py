@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING, Any, Optional
 import libcst as cst
 
 from gpulint.analysis.off_options import command_files, file_stamp
+from gpulint.analysis.path_folders import files_near
 
 if TYPE_CHECKING:
     from gpulint.analysis.model import SemanticModel
 
 _MAX_BYTES = 512 * 1024
-_FOLDERS = 3  # as `off_options.command_files`: the script's folder and the two above it
 # After the flag: `=`, or blanks, or the end of one quoted list item and the start of the next (`"--bs", "256"`).
 _SEPARATOR = r"""(?:\s*=\s*|['"]?\s*,\s*['"]?|['"]?\s+['"]?)"""
 _VALUE = r"""([^\s'",\]\)\\]+)"""
@@ -56,18 +56,7 @@ def passed_values(model: SemanticModel, expr: cst.BaseExpression) -> Optional[li
 
 def command_notebooks(folder: str) -> list[str]:
     """The notebooks in `folder` and the two above it (not above the repository's root, a `.git` folder)."""
-    found: list[str] = []
-    for _ in range(_FOLDERS):
-        try:
-            names = sorted(os.listdir(folder))
-        except OSError:
-            names = []
-        found.extend(os.path.join(folder, n) for n in names if n.endswith(".ipynb") and os.path.isfile(os.path.join(folder, n)))
-        parent = os.path.dirname(folder)
-        if parent == folder or folder == os.getcwd() or ".git" in names:
-            break
-        folder = parent
-    return found[:16]
+    return files_near(folder, lambda name: name.endswith(".ipynb"), 16, inside_repository=True)
 
 
 def _number(text: str) -> Any:
