@@ -353,3 +353,133 @@ def test_gpu102_is_silent_on_an_evaluation_that_reads_its_accuracy_every_batch()
         "            correct += (model(x).argmax(1) == y).sum().item()\n"
     )
     assert [d.location.row for d in found(text, "GPU102")] == [8]  # the training loader (no read) only
+
+
+# --- r24b102: pinning's saving against the step the model sizes (`copy_cost.saving_below_share`) ---------------
+
+SIZED_STEP = """\
+import torch
+import torchvision
+from torch import nn
+from torch.utils.data import DataLoader
+from torchvision import transforms
+
+device = torch.device("cuda")
+train_ds = torchvision.datasets.CIFAR10(root="data", train=True, transform=transforms.ToTensor(), download=True)
+loader = DataLoader(train_ds, batch_size={batch}, shuffle=True, num_workers=8)
+model = {model}.to(device)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for epoch in range(10):
+    for x, y in loader:
+        x, y = x.to(device), y.to(device)
+        optimizer.zero_grad()
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+"""
+
+
+def stack(layers: int) -> str:
+    """`nn.Sequential` of `layers` torch.nn layers (a flatten, then linear and ReLU pairs, a last linear)."""
+    inner = ["nn.Flatten()", "nn.Linear(3072, 256)"] + ["nn.ReLU()", "nn.Linear(256, 256)"] * ((layers - 3) // 2) + ["nn.ReLU()"]
+    inner = inner[: layers - 1] + ["nn.Linear(256, 10)"]
+    return f"nn.Sequential({', '.join(inner)})"
+
+
+def sized(batch: int, model: str) -> str:
+    return SIZED_STEP.format(batch=batch, model=model)
+
+
+def test_pinning_saves_the_measured_difference_of_the_two_copies():
+    from gpulint.analysis.copy_cost import pinning_saving_ms
+
+    assert pinning_saving_ms(512 * 1024) == pytest.approx(0.036)  # 61 µs pageable, 25 µs pinned (section 3)
+    assert pinning_saving_ms(1024 * 1024) == pytest.approx(0.073)
+    assert pinning_saving_ms(768 * 1024) == pytest.approx(0.0545)  # between two measured sizes: linear
+    assert pinning_saving_ms(128 * 1024 * 1024) > pinning_saving_ms(64 * 1024 * 1024) == pytest.approx(6.783)
+
+
+def test_gpu102_is_silent_where_the_saving_is_under_3_percent_of_the_sized_step():
+    # 50 CIFAR images, ~0.61 MB: pinning saves ~42 µs, under 3 % of a 9-layer model's step of at least ~1.8 ms
+    text = sized(50, stack(9))
+    assert loader_bytes(text) == [50 * (3 * 32 * 32 * 4 + 8)]
+    assert found(text, "GPU102") == []
+    assert found(text, "GPU102", rule_options=UNPROVEN_PINNING) == []  # a shown saving too small: not unproven
+
+
+def test_gpu102_keeps_the_same_batch_where_the_step_is_not_sized():
+    # a model of another library: the step is at least the shortest measured (1 ms), ~4 % of which ~42 µs is
+    text = sized(50, "torch.hub.load('pytorch/vision', 'resnet18')")
+    (finding,) = found(text, "GPU102")
+    assert finding.location.row == 9
+    assert finding.help.startswith("~0.61 MB a batch: ")
+
+
+def test_gpu102_keeps_the_same_batch_beside_a_shallow_model():
+    # 3 layers: a step of at least 1.06 ms (the 1 ms floor), so ~42 µs is ~4 %
+    (finding,) = found(sized(50, stack(3)), "GPU102")
+    assert finding.location.row == 9
+
+
+def test_gpu102_keeps_a_1_6_mb_batch_whatever_the_depth_of_the_model():
+    # 128 CIFAR images, ~1.6 MB, ~105 µs saved: over 3 % of the deepest step floor measured (19 layers, ~3 ms);
+    # a deeper model's floor is not taken beyond it
+    (finding,) = found(sized(128, stack(41)), "GPU102")
+    assert finding.location.row == 9
+    assert finding.help.startswith("~1.6 MB a batch: ")
+
+
+def test_a_large_batch_beside_a_short_step_stays_reported():
+    # issue 14: large batches feeding a short training step are what pinning is for
+    (finding,) = found(sized(1024, stack(3)), "GPU102")
+    assert finding.help.startswith("~12.6 MB a batch: ")
+
+
+# --- image sizes the code resolves (a command-line default) give the batch's bytes ---------------------------
+
+FLAG_SIZED = """\
+import argparse
+import torch
+import torchvision
+from torch.utils.data import DataLoader
+from torchvision import transforms
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--img-size", type=int{default})
+parser.add_argument("--b", type=int, default=64)
+args = parser.parse_args()
+device = "cuda" if torch.cuda.is_available() else "cpu"
+transform = transforms.Compose([
+    transforms.Resize(args.img_size),
+    transforms.RandomCrop(args.img_size, padding=args.img_size // 8),
+    transforms.ToTensor(),
+])
+trainset = torchvision.datasets.CIFAR10(root="./data", train=True, download=True, transform=transform)
+loader = DataLoader(trainset, batch_size=args.b, shuffle=True, num_workers=8)
+for epoch in range(10):
+    for inputs, targets in loader:
+        inputs, targets = inputs.to(device), targets.to(device)
+        model(inputs, targets).backward()
+"""
+
+
+def test_a_resize_to_a_command_line_default_gives_the_batch_its_bytes():
+    text = FLAG_SIZED.format(default=", default=224")
+    assert loader_bytes(text) == [64 * (3 * 224 * 224 * 4 + 8)]  # CIFAR upscaled to 224: ~38.5 MB
+    (finding,) = found(text, "GPU102")
+    assert finding.location.row == 18
+    assert finding.help.startswith("~38.5 MB a batch: ")
+
+
+def test_a_resize_to_a_size_chosen_at_run_time_leaves_the_bytes_unknown():
+    text = FLAG_SIZED.format(default="")
+    assert loader_bytes(text) == [None]
+    assert found(text, "GPU102") == []
+
+
+def test_a_resolved_size_is_no_evidence_that_the_workers_resample():
+    # the loader-bound measure (`resample_bound`) needs the size written out: a flag may make it 32, no resampling
+    from gpulint.analysis.batch_bytes import resampled_elements
+
+    model = SemanticModel(cst.parse_module(FLAG_SIZED.format(default=", default=224")), "m.py")
+    assert [resampled_elements(model, info.loader) for info in model.loader_flow.infos] == [None]

@@ -11,7 +11,8 @@ ones cost +5 to +20 % pageable against -5 to +1 % pinned; 4-40 MB ones +30 to +5
 Two shapes are measured, both proved from the code, never guessed (None otherwise):
 - a torchvision dataset of known sample shape (MNIST-like 1x28x28, CIFAR/SVHN 3x32x32) whose transform is
   written out (`ToTensor()` gives float32, `PILToTensor()` uint8; crops and resizes to a literal size set
-  the height and width; a `transforms.Lambda` or a lambda transform that converts with `ToTensor()` and only
+  the height and width, and so does one size resolved as a batch size is, `Resize(args.img_size)` with a
+  command-line default: for the bytes only, the loader-bound measure `resampled_elements` needs it written out; a `transforms.Lambda` or a lambda transform that converts with `ToTensor()` and only
   rearranges the elements, `lambda x: ToTensor()(x).view(28**2)`, keeps them), plus its int64 label;
 - an index loader (`DataLoader(range(n), batch_size)`, `torch.arange(n)`, `torch.randperm(n)`): int64 each.
 The batch size must resolve to an int (a literal, a constant, a command-line default, every value this
@@ -303,8 +304,13 @@ def _image_bytes(
         if name is None:
             return None
         single = bool(step.args) and isinstance(step.args[0].value, cst.Integer)  # type: ignore[union-attr]
+        size = _literal_size(step)  # type: ignore[arg-type]
+        if size is None and not resampled:
+            # `Resize(args.img_size)`: a size the code resolves as it does a batch size (a constant, a command-line
+            # default); the bytes only, not the loader-bound measure, which needs the size written out
+            size, single = _resolved_size(model, step), single or _resolved_size(model, step) is not None  # type: ignore[arg-type]
         rearranging = name.rsplit(".", 1)[-1] == "Lambda" and _rearranges_only(step)  # type: ignore[arg-type]
-        described.append((name, _literal_size(step), single, rearranging, False))  # type: ignore[arg-type]
+        described.append((name, size, single, rearranging, False))
     return measure(described, shape)
 
 
@@ -489,3 +495,13 @@ def _literal_size(call: cst.Call) -> Optional[tuple[int, int]]:
         if all(isinstance(v, cst.Integer) for v in values):
             return values[0].evaluated_value, values[1].evaluated_value  # type: ignore[union-attr]
     return None
+
+
+def _resolved_size(model: SemanticModel, call: cst.Call) -> Optional[tuple[int, int]]:
+    """`Resize(args.img_size)`, `RandomCrop(IMAGE_SIZE)`: one size the code resolves to a positive int (`_int_value`:
+    a constant, a command-line default), as (height, width) of a square image; None otherwise."""
+    given = next((a.value for a in call.args if a.keyword is None or a.keyword.value == "size"), None)
+    if given is None or isinstance(given, (cst.Tuple, cst.List, cst.Integer)):
+        return None
+    value = _int_value(model, given, 0)
+    return (value, value) if value is not None and value > 0 else None

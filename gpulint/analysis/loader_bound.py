@@ -147,9 +147,10 @@ def _makes_images(model: SemanticModel, source: cst.BaseExpression, depth: int) 
 def copies_worth_pinning(model: SemanticModel, info: LoaderInfo) -> bool:
     """Pinning the loader's batches could save a visible part of the step, as far as the code shows: not a
     handful of batches, one pass, batches of at most 512 KiB (`batch_bytes.py`), one sample a batch, DGL
-    graphs the pinning thread cannot pin, a billion-parameter model's steps, nor a decode-bound loop."""
+    graphs the pinning thread cannot pin, a billion-parameter model's steps, a saving under 3 % of the step the
+    model sizes (`copy_cost.saving_below_share`), nor a decode-bound loop."""
     from gpulint.analysis.batch_bytes import one_sample_batches
-    from gpulint.analysis.copy_cost import drained_copy_cheap
+    from gpulint.analysis.copy_cost import drained_copy_cheap, saving_below_share
     from gpulint.analysis.graph_batches import graph_batches
     from gpulint.analysis.long_steps import loads_billion_parameter_model
     from gpulint.analysis.one_off_passes import read_once
@@ -171,6 +172,8 @@ def copies_worth_pinning(model: SemanticModel, info: LoaderInfo) -> bool:
         return False  # workers decode a photograph per item for a light network
     if drained_copy_cheap(model, info):
         return False  # a batch of at most 2 MiB copied after the step's own read drained the queue: bytes only
+    if saving_below_share(model, info):
+        return False  # the bytes' time pinning saves is under 3 % of the shortest step the model sizes
     return not resample_bound(model, info)  # a few workers resample every image to a larger size for a light network
 
 
