@@ -125,3 +125,32 @@ def test_the_main_guard_assignment_is_what_a_function_sees():
     )
     assert names[("model.train", 3)] is None
     assert names[("model.Net", 5)] == "model.Net"
+
+
+def test_a_global_declaration_makes_the_function_bind_the_module_name():
+    names = resolved(
+        """\
+        import models.crnn as crnn
+        def build():
+            global crnn
+            if True:
+                crnn = crnn.CRNN(2)
+            crnn.cuda()
+        """
+    )
+    assert names[("crnn.CRNN", 5)] == "models.crnn.CRNN"
+    assert names[("crnn.cuda", 6)] == "models.crnn.cuda"  # the assignment is in a branch: the import may still hold
+
+
+def test_a_global_assignment_binds_from_there_on_in_its_function():
+    names = resolved(
+        """\
+        import models.crnn as crnn
+        def build():
+            global crnn
+            crnn = crnn.CRNN(2)
+            crnn.cuda()
+        """
+    )
+    assert names[("crnn.CRNN", 4)] == "models.crnn.CRNN"
+    assert names[("crnn.cuda", 5)] is None

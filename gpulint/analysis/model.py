@@ -256,6 +256,21 @@ def _on_named_expr(m: SemanticModel, node: cst.NamedExpr) -> None:
     m._record_targets(node.target, node)
 
 
+def _declared_global(func: cst.FunctionDef) -> set[str]:
+    """The names a function's `global` statements declare (its own body, not nested functions')."""
+    names: set[str] = set()
+    stack = list(func.body.body) if isinstance(func.body, cst.IndentedBlock) else [func.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            continue
+        if isinstance(node, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            names.update(n.name.value for item in node.body if isinstance(item, cst.Global) for n in item.names)
+            continue
+        stack.extend(child for child in node.children if isinstance(child, (cst.BaseSuite, cst.BaseStatement, cst.BaseCompoundStatement, cst.Else, cst.ExceptHandler, cst.Finally)))
+    return names
+
+
 # Compound statements whose blocks may not run (an `if` body, an `else`, a loop body, an `except` handler, a
 # `case`): an assignment in one binds the name only for what runs inside it.
 _CONDITIONAL_BLOCKS = (cst.If, cst.Else, cst.For, cst.While, cst.ExceptHandler, cst.ExceptStarHandler, cst.MatchCase)
@@ -646,6 +661,9 @@ class SemanticModel:
         scope = self.scope_of(use)
         local = scope is not self.module and self.bindings.get((id(scope), root))
         binders = local or self.bindings.get((id(self.module), root))
+        if local and isinstance(scope, cst.FunctionDef) and root in _declared_global(scope):
+            # `global crnn` then `crnn = crnn.CRNN(...)`: the function binds the module's name
+            binders, local = [*local, *self.bindings.get((id(self.module), root), ())], None
         if not binders:  # the common case: an imported name nothing assigns
             return False
         spans = self._spans
@@ -682,6 +700,8 @@ class SemanticModel:
             return False  # `crnn: nn.Module` only annotates
         spans = self._spans
         at = spans[id(use)][0]
+        if module_code and self.scope_of(binder) is self.scope_of(use):
+            module_code = False  # `global crnn` in the function that assigns it: its own order holds there
         if isinstance(binder, cst.For):
             # The loop variable is bound in the loop's body only (the loop may run no time).
             body = spans[id(binder.body)]
