@@ -79,32 +79,42 @@ class ImportTable:
     def __init__(self) -> None:
         self.bindings: dict[str, str] = {}
 
-    def add_import(self, node: cst.Import) -> None:
+    def add_import(self, node: cst.Import) -> list[str]:
+        """Records the statement's bindings; returns the local names it binds."""
         if isinstance(node.names, cst.ImportStar):
-            return
+            return []
+        bound = []
         for alias in node.names:
             full = dotted_name(alias.name)
             if full is None:
                 continue
             if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
                 self.bindings[alias.asname.name.value] = full
+                bound.append(alias.asname.name.value)
             else:
                 # `import torch.utils.data` binds `torch`; attribute access resolves the rest.
                 root = full.split(".", 1)[0]
                 self.bindings[root] = root
+                bound.append(root)
+        return bound
 
-    def add_import_from(self, node: cst.ImportFrom) -> None:
+    def add_import_from(self, node: cst.ImportFrom) -> list[str]:
+        """Records the statement's bindings; returns the local names it binds."""
         if node.relative or node.module is None:
-            return
+            return []
         module = dotted_name(node.module)
         if module is None:
-            return
+            return []
         if isinstance(node.names, cst.ImportStar):
+            bound = []
             for name in STAR_EXPORTS.get(module, ()):  # `from torch.utils.data import *`: its `__all__`
                 self.bindings[name] = canonical(f"{module}.{name}")
+                bound.append(name)
             for name, qualified in STAR_REEXPORTS.get(module, {}).items():  # `from torch_snippets import *`
                 self.bindings[name] = qualified
-            return
+                bound.append(name)
+            return bound
+        bound = []
         for alias in node.names:
             if not isinstance(alias.name, cst.Name):
                 continue
@@ -112,6 +122,8 @@ class ImportTable:
             if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
                 local = alias.asname.name.value
             self.bindings[local] = f"{module}.{alias.name.value}"
+            bound.append(local)
+        return bound
 
     def resolve(self, dotted: str) -> str | None:
         """Qualified name of a dotted expression whose root is an imported name."""

@@ -225,12 +225,14 @@ def _on_class(m: SemanticModel, node: cst.ClassDef) -> None:
 
 
 def _on_import(m: SemanticModel, node: cst.Import) -> None:
-    m.imports.add_import(node)
+    for name in m.imports.add_import(node):
+        m.import_binders[name].append(node)
     m.import_statements.append(node)
 
 
 def _on_import_from(m: SemanticModel, node: cst.ImportFrom) -> None:
-    m.imports.add_import_from(node)
+    for name in m.imports.add_import_from(node):
+        m.import_binders[name].append(node)
     m.import_statements.append(node)
 
 
@@ -252,6 +254,26 @@ def _on_block(m: SemanticModel, node: cst.CSTNode) -> None:
 
 def _on_named_expr(m: SemanticModel, node: cst.NamedExpr) -> None:
     m._record_targets(node.target, node)
+
+
+def _declared_global(func: cst.FunctionDef) -> set[str]:
+    """The names a function's `global` statements declare (its own body, not nested functions')."""
+    names: set[str] = set()
+    stack = list(func.body.body) if isinstance(func.body, cst.IndentedBlock) else [func.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            continue
+        if isinstance(node, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            names.update(n.name.value for item in node.body if isinstance(item, cst.Global) for n in item.names)
+            continue
+        stack.extend(child for child in node.children if isinstance(child, (cst.BaseSuite, cst.BaseStatement, cst.BaseCompoundStatement, cst.Else, cst.ExceptHandler, cst.Finally)))
+    return names
+
+
+# Compound statements whose blocks may not run (an `if` body, an `else`, a loop body, an `except` handler, a
+# `case`): an assignment in one binds the name only for what runs inside it.
+_CONDITIONAL_BLOCKS = (cst.If, cst.Else, cst.For, cst.While, cst.ExceptHandler, cst.ExceptStarHandler, cst.MatchCase)
 
 
 # Exact node classes -> what the walk records (one dict lookup per node, built once).
@@ -377,6 +399,7 @@ class SemanticModel:
         if project is not None:
             self.imports.bindings.update(project.star_imports)  # `from models import *`: its `torch`, `nn`
         self.import_statements: list[cst.CSTNode] = []
+        self.import_binders: dict[str, list[cst.CSTNode]] = defaultdict(list)  # local name -> its import statements
         self.parent: dict[cst.CSTNode, cst.CSTNode] = {}
         self.calls: list[cst.Call] = []
         self.loops: list[Loop] = []
@@ -625,11 +648,80 @@ class SemanticModel:
         if dotted is None:
             return None
         resolved = self.imports.resolve(dotted)
-        if resolved is not None:
+        if resolved is not None and not self._import_rebound(dotted.partition(".")[0], expr):
             return resolved
         if "." not in dotted and dotted in self.classes:
             return f"<module>.{dotted}"
         return None
+
+    def _import_rebound(self, root: str, use: cst.CSTNode) -> bool:
+        """The imported name `root` no longer names the import at `use`: an assignment after the import binds it
+        on every path to `use` (`import models.crnn as crnn` then `crnn = crnn.CRNN(...)`: `crnn` is the model
+        from there on), or the function of `use` binds it locally (then the name is local throughout it)."""
+        scope = self.scope_of(use)
+        local = scope is not self.module and self.bindings.get((id(scope), root))
+        binders = local or self.bindings.get((id(self.module), root))
+        if local and isinstance(scope, cst.FunctionDef) and root in _declared_global(scope):
+            # `global crnn` then `crnn = crnn.CRNN(...)`: the function binds the module's name
+            binders, local = [*local, *self.bindings.get((id(self.module), root), ())], None
+        if not binders:  # the common case: an imported name nothing assigns
+            return False
+        spans = self._spans
+        at = spans.get(id(use))
+        if at is None:
+            return False
+        home = scope if local else self.module
+        imports = [node for node in self.import_binders.get(root, ()) if self.scope_of(node) is home]
+        if local:
+            # A local binder makes the name local in the whole function: only an import inside it binds it there.
+            before = [spans[id(node)][1] for node in imports if spans[id(node)][1] < at[0]]
+            if not before:
+                return True
+        elif scope is not self.module:
+            # A function reads the module's name when it is called, after the module's own code has run: the
+            # module's last unconditional binding (an import or an assignment) is the one it sees.
+            before = [spans[id(node)][1] for node in imports]
+            if not before:
+                before = [-1]  # a name of the project's star import: bound before the module's code
+            latest = max(before)
+            return any(spans[id(b)][0] > latest and self._always_binds(b, use, module_code=True) for b in binders)
+        else:
+            before = [spans[id(node)][1] for node in imports if spans[id(node)][1] < at[0]] or [-1]
+        latest = max(before)
+        return any(latest < spans[id(b)][0] and self._always_binds(b, use) for b in binders)
+
+    def _always_binds(self, binder: cst.CSTNode, use: cst.CSTNode, module_code: bool = False) -> bool:
+        """`binder` (an assignment, loop, parameter or class) has bound the name whenever `use` runs: it ends
+        before `use` and every branch, loop or handler it sits in also holds `use`. With `module_code`, `use` runs
+        after the module's code (a function's body), so only the branches matter; the `__main__` guard runs."""
+        if isinstance(binder, cst.Param):
+            return True
+        if isinstance(binder, cst.AnnAssign) and binder.value is None:
+            return False  # `crnn: nn.Module` only annotates
+        spans = self._spans
+        at = spans[id(use)][0]
+        if module_code and self.scope_of(binder) is self.scope_of(use):
+            module_code = False  # `global crnn` in the function that assigns it: its own order holds there
+        if isinstance(binder, cst.For):
+            # The loop variable is bound in the loop's body only (the loop may run no time).
+            body = spans[id(binder.body)]
+            if not (module_code or body[0] <= at <= body[1]):
+                return False
+        elif not module_code and spans[id(binder)][1] >= at:
+            return False  # `crnn = crnn.CRNN(...)`: its own value reads the name before the assignment binds it
+        child = binder
+        for ancestor in self.ancestors(binder):
+            if isinstance(ancestor, (cst.FunctionDef, cst.Lambda, cst.Module)):
+                return True
+            # A branch, loop body or handler: the binding holds only for uses inside it.
+            if isinstance(ancestor, _CONDITIONAL_BLOCKS) and child is not getattr(ancestor, "test", None):
+                guard = module_code and isinstance(ancestor, cst.If) and self.parent.get(ancestor) is self.module
+                if not (guard and "__name__" in self.module.code_for_node(ancestor.test)):
+                    span = spans[id(child)]
+                    if not span[0] <= at <= span[1]:
+                        return False
+            child = ancestor
+        return True
 
     def call_name(self, call: cst.Call) -> str | None:
         return self.qualified_name(call.func)
