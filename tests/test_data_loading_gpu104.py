@@ -384,3 +384,57 @@ def test_a_lightning_test_loader_read_once_by_trainer_test_is_silent():
     # trainer.test() asks for test_dataloader once per call; no epoch restarts its workers (eighth corpus W3)
     assert findings(LIGHTNING_LOADERS.format(hook="test_dataloader"), **ONLY) == []
     assert findings(LIGHTNING_LOADERS.format(hook="predict_dataloader"), **ONLY) == []
+
+
+DICT_OF_LOADERS_RETURNED = """\
+    import os
+
+    import torch
+    from torchvision import datasets, transforms
+
+
+    def load_data(data_dir):
+        image_datasets = {x: datasets.ImageFolder(os.path.join(data_dir, x), transforms.ToTensor()) for x in ["train", "val"]}
+        dataloaders = {x: torch.utils.data.DataLoader(image_datasets[x], batch_size=16, shuffle=True, num_workers=4)
+                       for x in ["train", "val"]}
+        sizes = {x: len(image_datasets[x]) for x in ["train", "val"]}
+        return dataloaders, sizes
+
+
+    def train_model(model, optimizer, data_dir, num_epochs=25):
+        dataloaders, dataset_sizes = load_data(data_dir)
+        for epoch in range(num_epochs):
+            for phase in ["train", "val"]:
+                for inputs, labels in dataloaders[phase]:
+                    loss = model(inputs.cuda()).sum()
+                    if optimizer is not None:
+                        loss.backward()
+                        optimizer.step()
+"""
+
+
+def test_a_dict_of_loaders_returned_by_a_factory_is_followed_to_the_callers_epoch_loop():
+    """The transfer-learning tutorial's shape (`return dataloaders, dataset_sizes, class_names`): the dict the
+    factory builds by a comprehension over the splits is the one the caller unpacks and iterates every epoch."""
+    assert findings(DICT_OF_LOADERS_RETURNED, **ONLY) == ["9:23 GPU104"]
+    [d] = diagnostics(DICT_OF_LOADERS_RETURNED, **ONLY)
+    assert "every pass of the loop at line 18" in d.message
+    assert "num_workers=4, persistent_workers=True)" in fixed(DICT_OF_LOADERS_RETURNED, **ONLY)
+    # `return dataloaders` alone, bound to one name by the caller
+    alone = DICT_OF_LOADERS_RETURNED.replace("return dataloaders, sizes", "return dataloaders").replace(
+        "dataloaders, dataset_sizes = load_data(data_dir)", "dataloaders = load_data(data_dir)")
+    assert findings(alone, **ONLY) == ["9:23 GPU104"]
+
+
+def test_a_returned_dict_of_loaders_iterated_once_or_not_unpacked_is_not_followed():
+    # the caller iterates the training loader once: no loop runs it again
+    once = DICT_OF_LOADERS_RETURNED.replace("for epoch in range(num_epochs):", "if num_epochs:").replace(
+        'for phase in ["train", "val"]:', 'if data_dir:').replace("dataloaders[phase]", 'dataloaders["train"]')
+    assert findings(once, **ONLY) == []
+    # the caller keeps the whole tuple (`result[0][phase]`): not followed
+    kept = DICT_OF_LOADERS_RETURNED.replace("dataloaders, dataset_sizes = load_data(data_dir)", "result = load_data(data_dir)").replace(
+        "dataloaders[phase]", "result[0][phase]")
+    assert findings(kept, **ONLY) == []
+    # unpacked into a different number of names: which element is which is unknown
+    other = DICT_OF_LOADERS_RETURNED.replace("dataloaders, dataset_sizes = load_data(data_dir)", "dataloaders, dataset_sizes, extra = load_data(data_dir)")
+    assert findings(other, **ONLY) == []

@@ -1213,6 +1213,7 @@ class LoaderFlow:
             yield from self._unpacked(ref)
         if ref.key is not None and not ref.is_attribute:
             yield from self._container_handed_on(ref)
+            yield from self._container_returned(ref)
 
     def _container_handed_on(self, ref: _Ref) -> Iterator[_Ref]:
         """`train_val(model, params_train)` where `params_train` holds the loader at `ref.key` (`{"train_dl":
@@ -1226,6 +1227,40 @@ class LoaderFlow:
             call = m.parent.get(arg)
             if isinstance(call, cst.Call) and self._matches(plain, read) and self._in_ref_scope(ref, read) and self._bound_here(plain, read):
                 yield from self._refs_into_function(call, arg, ref.bound_at, ref.via, ref.key)
+
+    def _container_returned(self, ref: _Ref) -> Iterator[_Ref]:
+        """`return dataloaders` (or `return dataloaders, sizes`) where `dataloaders` holds the loader at `ref.key`
+        (`{x: DataLoader(...) for x in ["train", "val"]}`): the name each call of this module binds the result
+        (or that element of it) to holds the loader at the same key (`dataloaders = load_data(d)`)."""
+        m = self.m
+        plain = dataclasses.replace(ref, key=None)
+        for read in self._reads_near(ref):
+            parent, index = m.parent.get(read), None
+            if isinstance(parent, cst.Element) and parent.value is read and isinstance(m.parent.get(parent), cst.Tuple):
+                returned = m.parent.get(parent)
+                if any(isinstance(e, cst.StarredElement) for e in returned.elements):
+                    continue
+                index = next(i for i, e in enumerate(returned.elements) if e is parent)
+                parent = m.parent.get(returned)
+            else:
+                returned = read
+            if not (isinstance(parent, cst.Return) and parent.value is returned and m.scope_of(read) is ref.scope):
+                continue
+            if not (isinstance(ref.scope, cst.FunctionDef) and self._matches(plain, read) and self._bound_here(plain, read)):
+                continue
+            for call in self._calls_to(ref.scope):
+                assign = m.parent.get(call)
+                if not (isinstance(assign, cst.Assign) and assign.value is call and len(assign.targets) == 1):
+                    continue
+                target = assign.targets[0].target
+                if index is not None and isinstance(target, (cst.Tuple, cst.List)):
+                    if len(target.elements) != len(returned.elements) or any(isinstance(e, cst.StarredElement) for e in target.elements):
+                        continue
+                    target = target.elements[index].value
+                elif index is not None:
+                    continue  # `result = load_data(d)`, then `result[0][phase]`: not followed
+                if isinstance(target, cst.Name):
+                    yield from self._refs_for_target(target, assign, ref.bound_at + (call, assign), ref.via, ref.key)
 
     def _unpacked(self, ref: _Ref) -> Iterator[_Ref]:
         """`train_loader, eval_loader = loaders` where `loaders` holds the loader at index `ref.key`."""
