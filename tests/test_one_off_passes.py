@@ -187,28 +187,3 @@ def test_with_workers_the_pinning_advice_follows_the_same_passes():
     # the same per-epoch evaluation reading its count every batch copies into an empty queue: GPU102 is silent on it
     read_every_batch = head + EVALUATE + "for epoch in range(10):\n    train_epoch(model, train_dl)\n    print(evaluate(model, test_dl))\n"
     assert findings(read_every_batch, select=("GPU101", "GPU102")) == ["10:12 GPU102"]
-
-
-EVALUATE_WITH_AUTOGRAD = EVALUATE.replace("    with torch.no_grad():\n        for x, y in loader:\n", "    for x, y in loader:\n").replace(
-    "            x = x.to(device)\n            y = y.to(device)\n            correct +=", "        x = x.to(device)\n        y = y.to(device)\n        correct +="
-)
-
-
-def test_a_final_evaluation_in_eval_mode_with_autograd_on_is_a_one_off_pass():
-    # `model.eval()` then a loop that trains nothing, autograd on (GPU405's case): still one evaluation pass in the run
-    assert "no_grad" not in EVALUATE_WITH_AUTOGRAD and "    for x, y in loader:" in EVALUATE_WITH_AUTOGRAD
-    source = HEAD + EVALUATE_WITH_AUTOGRAD + "for epoch in range(10):\n    train_epoch(model, train_dl)\nprint(evaluate(model, test_dl))\n"
-    assert [f for f in findings(source, select=("GPU101",))] == TRAIN_LOADER
-
-
-def test_an_evaluation_in_eval_mode_every_epoch_stays():
-    source = HEAD + EVALUATE_WITH_AUTOGRAD + "for epoch in range(10):\n    train_epoch(model, train_dl)\n    print(evaluate(model, test_dl))\n"
-    assert [f for f in findings(source, select=("GPU101",))] == TRAIN_LOADER + TEST_LOADER
-
-
-def test_a_loop_with_autograd_on_and_no_eval_mode_stays():
-    # nothing shows it evaluates: a helper it calls may train
-    source = HEAD + EVALUATE_WITH_AUTOGRAD.replace("    model.eval()\n", "") + (
-        "for epoch in range(10):\n    train_epoch(model, train_dl)\nprint(evaluate(model, test_dl))\n"
-    )
-    assert [f for f in findings(source, select=("GPU101",))] == TRAIN_LOADER + TEST_LOADER

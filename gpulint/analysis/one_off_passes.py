@@ -27,20 +27,9 @@ def one_off_pass(model: SemanticModel, loop: Loop) -> bool:
     in a module that trains for several epochs in another loop or through a framework's fit."""
     if not isinstance(loop, cst.For) or model.repeating_loops(loop):
         return False  # once per pass of an outer loop: a per-epoch evaluation
-    if trains(model, loop) or not (grad_mode_decided(model, loop) or _switches_grad_off_inside(model, loop) or _evaluates(model, loop)):
+    if trains(model, loop) or not (grad_mode_decided(model, loop) or _switches_grad_off_inside(model, loop)):
         return False  # a training loop, or a loop whose gradient mode its callers decide
     return runs_once(model, model.enclosing_function(loop)) and trains_elsewhere(model, loop)
-
-
-def _evaluates(model: SemanticModel, loop: cst.For) -> bool:
-    """The loop runs a model after its `.eval()`, with autograd on and no gradient needed (GPU405's evaluation
-    loops, `evaluation.find_eval_forwards`): an evaluation pass whatever autograd records, not a training loop."""
-    from gpulint.analysis.evaluation import find_eval_forwards
-
-    memo = model.memo("evaluation loops with autograd on")
-    if model.module not in memo:
-        memo[model.module] = {id(f.loop) for f in find_eval_forwards(model)}
-    return id(loop) in memo[model.module]
 
 
 def once_per_training_call(model: SemanticModel, loop: Loop) -> bool:
@@ -209,4 +198,3 @@ def _trains_for_epochs(model: SemanticModel, call: cst.Call) -> bool:
             if isinstance(value, int) and not isinstance(value, bool) and value > 1:
                 return True
     return False
-
