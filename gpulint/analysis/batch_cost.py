@@ -200,7 +200,7 @@ class BatchCost:
         return False
 
     def dataset_length(self, loader: DataLoaderCall) -> Optional[int]:
-        """The number of samples, when the code shows it: a `TensorDataset` (or a list) of the first `n` rows
+        """The number of samples, when the code shows it: a list of samples written out, a `TensorDataset` (or a list) of the first `n` rows
         (`X[:n]`, `X[indices[:n]]`, with `n` a literal or a constant), or an instance of a project data set class
         whose `__len__` returns an integer literal (`return 1`: `ClassSummary.length`)."""
         dataset = loader.value("dataset")
@@ -208,6 +208,8 @@ class BatchCost:
         if not sources or len(sources) != 1:
             return None
         source = sources[0]
+        if isinstance(source, (cst.List, cst.Tuple)) and not any(isinstance(e, cst.StarredElement) for e in source.elements):
+            return len(source.elements)  # samples written out: `[(x1, y1), (x2, y2)]`
         if isinstance(source, cst.Call):
             callee = self.m.callee(source)
             if callee is not None and callee.kind == "class" and callee.length is not None:

