@@ -25,7 +25,8 @@ So a default finding needs evidence of such a cost, one of:
   cost is judged as one read a step is (the loading below, in that loop).
 - `waits_per_step` at or above `MANY_WAITS`: the step holds that many separate waits (reads separated by GPU work,
   and the reads inside the project helpers it calls every step: seven metric helpers with two or three
-  `float()` each after a batch-1 U-Net step). Each wait serializes the launches that follow it.
+  `float()` each after a batch-1 U-Net step). Each wait serializes the launches that follow it. Per backward pass
+  of the iteration (`training_passes`): a GAN's four updates with one wait each are one wait per update.
 - `loading_serialized`: the next batch is made in the training process with real work per sample (a `DataLoader`
   whose `num_workers` is 0 or left out, GPU101's finding: decoding and augmenting images, a transform per graph),
   and the read comes after the step's last GPU work in the iteration (after the update, or after an evaluation's
