@@ -586,3 +586,13 @@ def test_a_helper_walking_the_rows_of_a_module_output_stays_a_per_element_read(t
     root = write(tmp_path, {"losses.py": _SCALE_LOSS, "train.py": train})
     [call] = [d for d in lint(root, monkeypatch, select=("GPU303",), rule_options=()) if d.location.row == 19]
     assert call.help.startswith("It waits in a loop of the helper (at losses.py:11), once per element of the GPU tensor the step hands it; ")
+
+
+def test_copies_of_what_an_encode_method_returned_stay_repeated_reads():
+    # `model.encode(x)` is a forward by another name: nothing was read on the host yet
+    source = _DECODE.replace("{body}", """\
+            embeddings = model.encode(x)
+            for i in range(y.size(0)):
+                predictions.append(embeddings[i].cpu().numpy())""")
+    [found] = diagnostics(source, **DEFAULT)
+    assert found.help.startswith("It waits once per iteration of the loop at line 20 inside the step; ")

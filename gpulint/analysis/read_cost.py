@@ -102,7 +102,7 @@ def repeated_in_step(model: SemanticModel, sync: HostSync, loop: Loop, kind: str
             if substep_loop(model, ancestor):
                 child = ancestor
                 continue  # each iteration is a training sub-step of its own (a task of a meta-batch): one wait per sub-step
-            if _decoded_by_a_method(model, _read_root(sync.value)):
+            if _searched(model, _read_root(sync.value)):
                 return None  # `y_hats[i].cpu()` of `y_hats = model.recognize(x)`: a search that read every token already
             what = "loop" if isinstance(ancestor, (cst.For, cst.While)) else "comprehension"
             return f"once per iteration of the {what} at line {model.range(ancestor).start.line} inside the step"
@@ -228,6 +228,21 @@ def _unpacked_from_a_module(model: SemanticModel, value: cst.BaseExpression) -> 
         return False
     residency = model.residency
     return residency.is_gpu_module(source.func) or residency.is_module(source.func)
+
+
+# Names of a model's methods that search token by token (reading each on the host as they go): their results are done.
+_SEARCHING = ("recognize", "generate", "decode", "search", "translate", "greedy", "beam", "sample")
+
+
+def _searched(model: SemanticModel, value: cst.BaseExpression) -> bool:
+    """`value` is what a model's decoding method returned (`_decoded_by_a_method`, the method named as a search:
+    `recognize`, `generate`, `beam_search`, `greedy_decode`; not `encode`, a forward pass by another name)."""
+    if not _decoded_by_a_method(model, value):
+        return False
+    writes = model.dataflow.reaching_writes(value.value, value) if isinstance(value, cst.Name) else []
+    call = writes[0].value if len(writes) == 1 else value
+    name = call.func.attr.value.lower() if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) else ""
+    return any(word in name for word in _SEARCHING)
 
 
 def _read_root(value: cst.BaseExpression) -> cst.BaseExpression:
