@@ -596,3 +596,14 @@ def test_copies_of_what_an_encode_method_returned_stay_repeated_reads():
                 predictions.append(embeddings[i].cpu().numpy())""")
     [found] = diagnostics(source, **DEFAULT)
     assert found.help.startswith("It waits once per iteration of the loop at line 20 inside the step; ")
+
+
+def test_copies_of_search_results_written_on_either_branch_are_not_repeated_reads():
+    source = _DECODE.replace("{body}", """\
+            if isinstance(model, torch.nn.DataParallel):
+                y_hats = model.module.recognize(x)
+            else:
+                y_hats = model.recognize(x)
+            for i in range(y.size(0)):
+                predictions.append(y_hats[i].cpu().detach().numpy())""")
+    assert findings(source, **DEFAULT) == []

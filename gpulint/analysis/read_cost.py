@@ -235,14 +235,21 @@ _SEARCHING = ("recognize", "generate", "decode", "search", "translate", "greedy"
 
 
 def _searched(model: SemanticModel, value: cst.BaseExpression) -> bool:
-    """`value` is what a model's decoding method returned (`_decoded_by_a_method`, the method named as a search:
-    `recognize`, `generate`, `beam_search`, `greedy_decode`; not `encode`, a forward pass by another name)."""
-    if not _decoded_by_a_method(model, value):
+    """`value` is what a model's method other than its forward returned (as `_decoded_by_a_method`), named as a search:
+    `recognize`, `generate`, `beam_search`, `greedy_decode`; not `encode`, a forward pass by another name), on every
+    branch that writes it."""
+    if isinstance(value, cst.Name):  # each write that reaches it (`model.module.recognize(x)` or `model.recognize(x)`)
+        writes = model.dataflow.reaching_writes(value.value, value)
+        return bool(writes) and all(w.value is not None and _searched(model, w.value) for w in writes)
+    if not isinstance(value, cst.Call) or not isinstance(value.func, cst.Attribute):
         return False
-    writes = model.dataflow.reaching_writes(value.value, value) if isinstance(value, cst.Name) else []
-    call = writes[0].value if len(writes) == 1 else value
-    name = call.func.attr.value.lower() if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) else ""
-    return any(word in name for word in _SEARCHING)
+    owner = value.func.value
+    if isinstance(owner, cst.Attribute) and owner.attr.value == "module":
+        owner = owner.value  # `model.module.recognize(x)`: the model a `DataParallel` wraps
+    residency = model.residency
+    if value.func.attr.value in ("forward", "__call__") or not (residency.is_gpu_module(owner) or residency.is_module(owner)):
+        return False
+    return any(word in value.func.attr.value.lower() for word in _SEARCHING)
 
 
 def _read_root(value: cst.BaseExpression) -> cst.BaseExpression:
