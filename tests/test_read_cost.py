@@ -6,6 +6,7 @@ with `unproven-cost = true`."""
 from __future__ import annotations
 
 from tests.conftest import diagnostics, findings
+from tests.projects_helper import found, lint, write
 
 DEFAULT = {"select": ("GPU303",), "rule_options": ()}
 EVERY_READ = {"select": ("GPU303",)}  # the tests' settings: `unproven-cost` on
@@ -445,3 +446,164 @@ def test_a_read_per_item_of_a_loop_that_runs_no_backward_stays_a_repeated_read()
     [found] = diagnostics(source, **DEFAULT)
     assert found.location.row == 32
     assert found.help.startswith("It waits once per iteration of the loop at line 31 inside the step; ")
+
+
+# ---- waits weighed against the passes of an iteration; copies of a search's results (round 24) ------------------
+
+_GAN = HEAD.replace("model = torchvision.models.resnet50().to(device)", """\
+gen = torchvision.models.resnet50().to(device)
+disc = torchvision.models.resnet50().to(device)""").replace("optimizer = torch.optim.SGD(model.parameters(), lr=0.1)", """\
+opt_g = torch.optim.Adam(gen.parameters())
+opt_d = torch.optim.Adam(disc.parameters())""") + f"""\
+loader = DataLoader({FOLDER}, batch_size=64, num_workers=8)
+for x, y in loader:
+    x = x.to(device)
+{{phases}}"""
+
+
+def _phase(net: str, opt: str, reads: int) -> str:
+    lines = [f"    {opt}.zero_grad()", f"    loss = -disc(gen(x)).mean() if '{net}' == 'g' else disc(x).mean()", "    loss.backward()",
+             f"    {opt}.step()", "    logs = loss.item()"]
+    lines += ["    acc = (disc(x) > 0).float().mean().item()"] * (reads - 1)
+    return "\n".join(lines)
+
+
+def test_waits_spread_over_the_updates_of_a_gan_iteration_are_no_evidence():
+    # two discriminator and two generator updates an iteration, two waits after each: two waits per update
+    source = _GAN.replace("{phases}", "\n".join(_phase(n, o, 2) for n, o in (("d", "opt_d"), ("d", "opt_d"), ("g", "opt_g"), ("g", "opt_g"))))
+    assert findings(source, **DEFAULT) == []
+    shown = diagnostics(source, **EVERY_READ)  # with the option: each wait, its cost unproven
+    assert len(shown) == 7 and all(d.help.endswith("nothing in a launch-bound one)") for d in shown)
+
+
+def test_four_waits_or_more_after_each_of_two_updates_are_still_many_waits():
+    # five reads after each of the two updates: nine separate waits (`waits_per_step`), more than four per update
+    source = _GAN.replace("{phases}", "\n".join(_phase(n, o, 5) for n, o in (("d", "opt_d"), ("g", "opt_g"))))
+    found = diagnostics(source, **DEFAULT)
+    assert [d.location.row for d in found] == [19, 20, 21, 22, 23, 28, 29, 30, 31]
+    assert all(d.help.startswith("It waits as one of 9 waits a step, each serializing the launches after it; ") for d in found)
+
+
+def test_the_branches_of_an_if_count_as_one_backward_pass():
+    # `scaler.scale(loss).backward()` or `loss.backward()`: one pass runs, the four waits stay four in one step
+    metrics = "\n".join(f"    m{i} = float((out.argmax(1) == y).float().mean())\n    out = model(x)" for i in range(4))
+    source = _train(f"loader = DataLoader({FOLDER}, batch_size=64, num_workers=8)", f"""\
+    if scaler is not None:
+        scaler.scale(loss).backward()
+    else:
+        loss.backward()
+    optimizer.step()
+{metrics}""").replace("criterion = torch.nn.CrossEntropyLoss()", "criterion = torch.nn.CrossEntropyLoss()\nscaler = None")
+    assert len(diagnostics(source, **DEFAULT)) == 4
+
+
+def test_waits_of_a_loop_that_runs_a_loop_of_gradient_steps_are_spread_over_them():
+    metrics = "\n".join(f"    m{i} = float((out.argmax(1) == y).float().mean())\n    out = model(x)" for i in range(4))
+    source = _train(f"loader = DataLoader({FOLDER}, batch_size=64, num_workers=8)", f"""\
+    for _ in range(steps):
+        criterion(model(x), y).backward()
+        optimizer.step()
+{metrics}""").replace("criterion = torch.nn.CrossEntropyLoss()", "criterion = torch.nn.CrossEntropyLoss()\nsteps = 64")
+    assert findings(source, **DEFAULT) == []
+
+
+_DECODE = HEAD + f"""\
+loader = DataLoader({FOLDER}, batch_size=64, num_workers=8)
+
+
+def evaluate():
+    model.eval()
+    predictions = []
+    with torch.no_grad():
+        for x, y in loader:
+            x = x.to(device)
+{{body}}
+    return predictions
+"""
+
+
+def test_copies_of_the_hypotheses_a_decoding_method_returned_are_not_repeated_reads():
+    # `model.recognize(x)` searched token by token, reading each on the host: its results are finished
+    source = _DECODE.replace("{body}", """\
+            y_hats = model.recognize(x)
+            for i in range(y.size(0)):
+                predictions.append(y_hats[i].cpu().detach().numpy())""")
+    assert findings(source, **DEFAULT) == []
+
+
+def test_copies_of_the_forward_output_per_sample_stay_repeated_reads():
+    source = _DECODE.replace("{body}", """\
+            logits = model(x)
+            for i in range(y.size(0)):
+                predictions.append(logits[i].cpu().numpy())""")
+    [found] = diagnostics(source, **DEFAULT)
+    assert (found.location.row, found.code) == (21, "GPU303")
+    assert found.help.startswith("It waits once per iteration of the loop at line 20 inside the step; ")
+
+
+
+_SCALE_LOSS = """
+import torch
+
+
+def discriminator_loss(real_outputs, fake_outputs):
+    loss = 0
+    real_losses = []
+    for dr, dg in zip(real_outputs, fake_outputs):
+        r_loss = torch.mean((1 - dr) ** 2)
+        loss += r_loss + torch.mean(dg ** 2)
+        real_losses.append(r_loss.item())
+    return loss, real_losses
+"""
+
+_SCALE_TRAIN = HEAD.replace("optimizer = torch.optim.SGD(model.parameters(), lr=0.1)", "disc = torchvision.models.resnet50().to(device)\nopt_d = torch.optim.Adam(disc.parameters())") + f"""\
+from losses import discriminator_loss
+
+loader = DataLoader({FOLDER}, batch_size=64, num_workers=8)
+for x, y in loader:
+    x = x.to(device)
+    y_hat = model(x)
+    opt_d.zero_grad()
+{{call}}
+    loss_d.backward()
+    opt_d.step()
+"""
+
+
+def test_a_helper_walking_the_outputs_a_module_returned_among_several_is_not_a_per_element_read(tmp_path, monkeypatch):
+    # `real, fake, _, _ = mpd(y, y_hat)`: lists of the sub-discriminators' outputs, a few a step
+    train = _SCALE_TRAIN.replace("{call}", """\
+    real_outs, fake_outs, _, _ = disc(x, y_hat.detach())
+    loss_d, losses_d = discriminator_loss(real_outs, fake_outs)""")
+    root = write(tmp_path, {"losses.py": _SCALE_LOSS, "train.py": train})
+    assert found(lint(root, monkeypatch, select=("GPU303",), rule_options=())) == []
+
+
+def test_a_helper_walking_the_rows_of_a_module_output_stays_a_per_element_read(tmp_path, monkeypatch):
+    train = _SCALE_TRAIN.replace("{call}", """\
+    scores = disc(x, y_hat.detach())
+    loss_d, losses_d = discriminator_loss(scores, scores)""")
+    root = write(tmp_path, {"losses.py": _SCALE_LOSS, "train.py": train})
+    [call] = [d for d in lint(root, monkeypatch, select=("GPU303",), rule_options=()) if d.location.row == 19]
+    assert call.help.startswith("It waits in a loop of the helper (at losses.py:11), once per element of the GPU tensor the step hands it; ")
+
+
+def test_copies_of_what_an_encode_method_returned_stay_repeated_reads():
+    # `model.encode(x)` is a forward by another name: nothing was read on the host yet
+    source = _DECODE.replace("{body}", """\
+            embeddings = model.encode(x)
+            for i in range(y.size(0)):
+                predictions.append(embeddings[i].cpu().numpy())""")
+    [found] = diagnostics(source, **DEFAULT)
+    assert found.help.startswith("It waits once per iteration of the loop at line 20 inside the step; ")
+
+
+def test_copies_of_search_results_written_on_either_branch_are_not_repeated_reads():
+    source = _DECODE.replace("{body}", """\
+            if isinstance(model, torch.nn.DataParallel):
+                y_hats = model.module.recognize(x)
+            else:
+                y_hats = model.recognize(x)
+            for i in range(y.size(0)):
+                predictions.append(y_hats[i].cpu().detach().numpy())""")
+    assert findings(source, **DEFAULT) == []

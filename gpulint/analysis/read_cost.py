@@ -25,7 +25,8 @@ So a default finding needs evidence of such a cost, one of:
   cost is judged as one read a step is (the loading below, in that loop).
 - `waits_per_step` at or above `MANY_WAITS`: the step holds that many separate waits (reads separated by GPU work,
   and the reads inside the project helpers it calls every step: seven metric helpers with two or three
-  `float()` each after a batch-1 U-Net step). Each wait serializes the launches that follow it.
+  `float()` each after a batch-1 U-Net step). Each wait serializes the launches that follow it. Per backward pass
+  of the iteration (`training_passes`): a GAN's four updates with one wait each are one wait per update.
 - `loading_serialized`: the next batch is made in the training process with real work per sample (a `DataLoader`
   whose `num_workers` is 0 or left out, GPU101's finding: decoding and augmenting images, a transform per graph),
   and the read comes after the step's last GPU work in the iteration (after the update, or after an evaluation's
@@ -101,6 +102,8 @@ def repeated_in_step(model: SemanticModel, sync: HostSync, loop: Loop, kind: str
             if substep_loop(model, ancestor):
                 child = ancestor
                 continue  # each iteration is a training sub-step of its own (a task of a meta-batch): one wait per sub-step
+            if _searched(model, _read_root(sync.value)):
+                return None  # `y_hats[i].cpu()` of `y_hats = model.recognize(x)`: a search that read every token already
             what = "loop" if isinstance(ancestor, (cst.For, cst.While)) else "comprehension"
             return f"once per iteration of the {what} at line {model.range(ancestor).start.line} inside the step"
         child = ancestor
@@ -155,6 +158,44 @@ def _no_workers(model: SemanticModel, loader) -> bool:
     return resolved is not None and resolved.value == 0 and not isinstance(resolved.value, bool)
 
 
+def training_passes(model: SemanticModel, loop: Loop) -> int:
+    """The backward passes one iteration of `loop` runs (at least 1): a GAN's discriminator and generator updates, two
+    each (`d_loss.backward()` then `g_loss.backward()`), or an inner loop of gradient steps (`for _ in
+    range(cfg.gradient_steps):`, counted as 2: several). Its waits then spread over that many forward and backward
+    passes: four waits in an iteration of four updates are one per update, the cost of a per-step read (a few per
+    cent of a GPU-bound step, cost_facts.md sections 1-2; twenty-third corpus: a voice-conversion GAN's four loss
+    helpers, one `.item()` run per update, both judges noise), not four waits in one step. The branches of an
+    `if` count as the one that runs more (`if scaler: scaler.scale(loss).backward() else: loss.backward()`)."""
+    if not isinstance(loop, (cst.For, cst.While, cst.FunctionDef)):
+        return 1
+    memo = model.memo("training passes")
+    if loop not in memo:
+        memo[loop] = max(1, _passes(model, loop.body))
+    return memo[loop]
+
+
+def _passes(model: SemanticModel, node: cst.CSTNode) -> int:
+    if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+        return 0  # defined here, run elsewhere
+    if isinstance(node, (cst.For, cst.While)):
+        inner = _passes(model, node.body)
+        return 2 if inner else _passes(model, node.orelse) if node.orelse is not None else 0
+    if isinstance(node, cst.If):
+        return max(_passes(model, node.body), _passes(model, node.orelse) if node.orelse is not None else 0)
+    if isinstance(node, cst.Else):
+        return _passes(model, node.body)
+    if isinstance(node, (cst.IndentedBlock, cst.SimpleStatementSuite)):
+        return sum(_passes(model, child) for child in node.body)
+    if isinstance(node, (cst.With, cst.Try)):
+        return _passes(model, node.body)
+    if isinstance(node, cst.BaseSmallStatement) or isinstance(node, cst.SimpleStatementLine):
+        return sum(
+            1 for call in model.calls_inside(node)
+            if isinstance(call.func, cst.Attribute) and call.func.attr.value in ("backward", "manual_backward")
+        )
+    return 0
+
+
 def _repeated_on_argument(model: SemanticModel, call: cst.Call, callee, kind: str = "sync") -> Optional[str]:
     """Where the helper reads a GPU tensor `call` hands it in a loop of its own (or of a helper it hands the
     tensor or its elements on to): `for label in labels: if label.item() == eos: ...`, one read per element."""
@@ -162,10 +203,64 @@ def _repeated_on_argument(model: SemanticModel, call: cst.Call, callee, kind: st
     for arg, param in model.arguments_to(call, callee):
         if _decoded_by_a_method(model, arg.value):
             continue  # `nbest = model.recognize(x)`: the hypotheses a search returns, not known to be a tensor
+        if _unpacked_from_a_module(model, arg.value):
+            continue  # `outs_r, outs_g, _, _ = mpd(y, y_hat)`: per sub-network outputs, a few, not a tensor's rows
         for e in callee.effects.get(param, ()):
             if e[0] == kind and len(e) > 4 and "repeated" in e[4:] and residency.is_gpu(arg.value, certain=e[3]):
                 return e[2]
     return None
+
+
+def _unpacked_from_a_module(model: SemanticModel, value: cst.BaseExpression) -> bool:
+    """`value` is one of several values a module's call returned and the code unpacked (`real_outs, fake_outs, _, _ =
+    mpd(y, y_hat)`): a model that returns several values returns lists of its sub-networks' outputs (one per period
+    or scale of a multi-scale discriminator, one per layer of features) as often as tensors, and a helper's loop over
+    such a list runs a handful of times a step, once per sub-network, not once per row of a batch (twenty-second
+    corpus: BigVGAN's `discriminator_loss` reads five and three losses so, against a step of hundreds of
+    milliseconds; both judges noise)."""
+    if not isinstance(value, cst.Name):
+        return False
+    writes = model.dataflow.reaching_writes(value.value, value)
+    if len(writes) != 1 or writes[0].source is None or writes[0].unpacked_position is None:
+        return False
+    source = writes[0].source
+    if not isinstance(source, cst.Call):
+        return False
+    residency = model.residency
+    return residency.is_gpu_module(source.func) or residency.is_module(source.func)
+
+
+# Names of a model's methods that search token by token (reading each on the host as they go): their results are done.
+_SEARCHING = ("recognize", "generate", "decode", "search", "translate", "greedy", "beam", "sample")
+
+
+def _searched(model: SemanticModel, value: cst.BaseExpression) -> bool:
+    """`value` is what a model's method other than its forward returned (as `_decoded_by_a_method`), named as a search:
+    `recognize`, `generate`, `beam_search`, `greedy_decode`; not `encode`, a forward pass by another name), on every
+    branch that writes it."""
+    if isinstance(value, cst.Name):  # each write that reaches it (`model.module.recognize(x)` or `model.recognize(x)`)
+        writes = model.dataflow.reaching_writes(value.value, value)
+        return bool(writes) and all(w.value is not None and _searched(model, w.value) for w in writes)
+    if not isinstance(value, cst.Call) or not isinstance(value.func, cst.Attribute):
+        return False
+    owner = value.func.value
+    if isinstance(owner, cst.Attribute) and owner.attr.value == "module":
+        owner = owner.value  # `model.module.recognize(x)`: the model a `DataParallel` wraps
+    residency = model.residency
+    if value.func.attr.value in ("forward", "__call__") or not (residency.is_gpu_module(owner) or residency.is_module(owner)):
+        return False
+    return any(word in value.func.attr.value.lower() for word in _SEARCHING)
+
+
+def _read_root(value: cst.BaseExpression) -> cst.BaseExpression:
+    """The name a read's tensor is taken from: `y_hats` of `y_hats[idx]` or `y_hats[idx].detach()`."""
+    while True:
+        if isinstance(value, cst.Subscript):
+            value = value.value
+        elif isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and not value.args:
+            value = value.func.value  # `.detach()`, `.cpu()`, `.long()`
+        else:
+            return value
 
 
 def _decoded_by_a_method(model: SemanticModel, value: cst.BaseExpression) -> bool:
@@ -311,7 +406,7 @@ def read_cost(model: SemanticModel, sync: HostSync, loop: Loop, waits: int, kind
     repeated = repeated_in_step(model, sync, loop, kind)
     if repeated is not None:
         return ReadCost("repeated", repeated)
-    if waits >= MANY_WAITS:
+    if waits >= MANY_WAITS * training_passes(model, loop):
         return ReadCost("waits", f"as one of {waits} waits a step, each serializing the launches after it")
     loading = loading_serialized(model, sync, loop)
     if loading is None:
