@@ -126,6 +126,26 @@ def test_silent_for_cuda_resident_datasets():
     assert findings(source, select=("GPU101",)) == []
 
 
+def test_silent_for_a_lambda_collate_that_calls_a_function_moving_to_cuda():
+    # a benchmark's `collate_fn=lambda x: collator(x, vocab)`, whose function moves each clip to the GPU: forked
+    # workers could not run it
+    source = """\
+        import torch
+        from torch.utils.data import DataLoader
+
+        def collator(batch, vocab, use_perf=False):
+            clips = [item["audio"].to("cuda") for item in batch]
+            return clips, [vocab[c] for item in batch for c in item["text"]]
+
+        loader = DataLoader(ds, batch_size=8, num_workers=0, collate_fn=lambda x: collator(x, vocab))
+        for clips, text in loader:
+            model([c.to("cuda") for c in clips], text)
+        """
+    assert findings(source, select=("GPU101",)) == []
+    # a lambda over a function that leaves the batch on the CPU is reported
+    assert findings(source.replace('clips = [item["audio"].to("cuda")', 'clips = [item["audio"].float()'), select=("GPU101",)) == ["8:10 GPU101"]
+
+
 def test_argparse_default_is_reported_with_its_line_and_fixed_at_the_definition():
     source = """\
         import argparse

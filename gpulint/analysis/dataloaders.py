@@ -250,6 +250,12 @@ def _transforms_move_to_cuda(model: SemanticModel, loader: DataLoaderCall) -> bo
 _COMPOSED_TRANSFORMS = frozenset({"Compose", "Lambda"})
 
 
+def collate_moves_to_cuda(model: SemanticModel, collate: cst.BaseExpression) -> bool:
+    """The collate function (or per-item transform) `collate` moves what it returns to CUDA: worker processes forked
+    from the training process cannot run it, and `pin_memory` cannot pin what it returns."""
+    return _collate_moves_to_cuda(model, collate)
+
+
 def _collate_moves_to_cuda(model: SemanticModel, collate: cst.BaseExpression, depth: int = 0) -> bool:
     """The collate function moves batches to CUDA: a function or lambda of this module that does, or any
     callable handed a CUDA device (`functools.partial(collate, device=device)`, `lambda b: collate(b, device)`,
@@ -274,7 +280,11 @@ def _collate_moves_to_cuda(model: SemanticModel, collate: cst.BaseExpression, de
         method = info.methods.get(collate.attr.value) if info is not None else None
         return method is not None and (residency.contains_cuda_move(method) or _moves_to_star_device(model, method))
     if isinstance(collate, cst.Lambda):
-        return residency.contains_cuda_move(collate) or any(_given_cuda_device(model, c) for c in model.calls_inside(collate))
+        # `lambda b: collate(b, vocab)`: also what a function of this module that it calls does
+        return residency.contains_cuda_move(collate) or any(
+            _given_cuda_device(model, c) or (isinstance(c.func, cst.Name) and any(residency.contains_cuda_move(f) for f in model.functions.get(c.func.value, [])))
+            for c in model.calls_inside(collate)
+        )
     if isinstance(collate, cst.Call):
         if _given_cuda_device(model, collate):
             return True

@@ -138,6 +138,12 @@ TRAINING_ARGUMENT_DEFAULTS: Mapping[str, object] = {
     "dataloader_pin_memory": True,
     "dataloader_persistent_workers": False,
     "num_train_epochs": 3.0,
+    # how long a run is and what an optimizer step reads (trainer_epochs.py)
+    "max_steps": -1,
+    "per_device_train_batch_size": 8,
+    "gradient_accumulation_steps": 1,
+    "eval_strategy": "no",
+    "evaluation_strategy": "no",  # its name before transformers 4.41
     "fp16": False,
     "bf16": False,
     "tf32": None,  # None: torch's own default (TF32 off for matmuls since torch 1.12)

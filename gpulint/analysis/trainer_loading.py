@@ -83,6 +83,28 @@ def trainer_rows_are_token_ids(model: SemanticModel, arguments: cst.Call) -> boo
     return bool(inputs) and all(_tokenized_elsewhere(model, arguments, trainer, dataset, collator) for trainer, dataset, collator in inputs)
 
 
+# Arguments of a dataset or batch iterator applied to every batch or item it hands out.
+_PER_BATCH_CALLABLES = frozenset({"collate_fn", "transform", "target_transform", "transforms"})
+
+
+def trainer_batches_on_cuda(model: SemanticModel, arguments: cst.Call) -> bool:
+    """An HF Trainer given these arguments is handed batches made on the GPU: its `data_collator`, or the
+    `collate_fn` / `transform` of the iterator or dataset it is given (Ray Data's `iter_torch_batches(collate_fn=...)`),
+    moves them to CUDA (`dataloaders.collate_moves_to_cuda`). Forked loader workers cannot run that code and pinning
+    cannot take CUDA tensors: the Trainer's worker and pinning settings must stay as they are."""
+    from gpulint.analysis.dataloaders import collate_moves_to_cuda
+
+    for _, dataset, collator in _trainer_inputs(model, arguments):
+        if collator is not None and collate_moves_to_cuda(model, collator):
+            return True
+        for source in model.batch_cost._sources(dataset) or ():
+            if isinstance(source, cst.Call) and any(
+                a.keyword is not None and a.keyword.value in _PER_BATCH_CALLABLES and collate_moves_to_cuda(model, a.value) for a in source.args
+            ):
+                return True
+    return False
+
+
 def _work(model: SemanticModel, arguments: cst.Call, trainer: cst.Call, dataset: cst.BaseExpression, collator: Optional[cst.BaseExpression]) -> str:
     cost = model.batch_cost
     if _heavy(model, dataset, collator):

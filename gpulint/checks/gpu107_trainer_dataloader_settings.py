@@ -9,7 +9,8 @@ import libcst as cst
 
 from gpulint.analysis.frameworks import FRAMEWORK_DEFAULT, TrainerArguments
 from gpulint.analysis.own_loaders import trainers_bring_own_loaders
-from gpulint.analysis.trainer_loading import LIGHT, trainer_loading_work, trainer_rows_are_token_ids
+from gpulint.analysis.trainer_epochs import repeats_loader_passes
+from gpulint.analysis.trainer_loading import LIGHT, trainer_batches_on_cuda, trainer_loading_work, trainer_rows_are_token_ids
 from gpulint.analysis.value_resolution import ARGPARSE_DEFAULT, SETTINGS_ORIGINS
 from gpulint.checks.base import Option, Rule
 from gpulint.checks.gpu101_dataloader_without_workers import DEFAULT_WORKERS, validate_workers
@@ -46,10 +47,12 @@ class TrainerDataloaderSettings(Rule):
             return []
         problems = []
         workers, pinned, persistent = values[WORKERS], values[PINNED], values[PERSISTENT]
-        restarts = _is(persistent, False) and self._several_epochs(arguments)
+        restarts = _is(persistent, False) and repeats_loader_passes(self.model, arguments)
         cost = self.model.batch_cost
         if trainers_bring_own_loaders(self.model, arguments.call):
             return []  # the Trainers return loaders built in the code: these settings shape none of them
+        if trainer_batches_on_cuda(self.model, arguments.call):
+            return []  # batches made on the GPU: workers could not run the collator, pinning could not take them
         if trainer_loading_work(self.model, arguments.call) == LIGHT:
             workers = persistent = None  # rows tokenized up front, a collator that pads: workers would idle
         if cost.trainer_streams_unsharded(arguments.call):
@@ -84,11 +87,6 @@ class TrainerDataloaderSettings(Rule):
         where = resolved.describe(self.model)
         return f"sets `{name}={resolved.value}`" + (f" ({where})" if where else "")
 
-    def _several_epochs(self, arguments: TrainerArguments) -> bool:
-        """`num_train_epochs` is not known to be 1 or less (the default is 3)."""
-        epochs = arguments.values["num_train_epochs"]
-        return not (epochs is not None and isinstance(epochs.value, (int, float)) and epochs.value <= 1)
-
     def _fix(self, arguments: TrainerArguments):
         """Give the Trainer workers (where the 0 is written, or as a new keyword) and keep them between epochs."""
         model = self.model
@@ -111,7 +109,7 @@ class TrainerDataloaderSettings(Rule):
             edits.append(replace_node(model, workers.node, expression))
             if workers.origin == ARGPARSE_DEFAULT and given is not None:
                 keep = f"{model.code(given.value)} > 0"  # `--workers 0` must still work: persistence needs workers
-        if persistent is not None and persistent.origin == FRAMEWORK_DEFAULT and self._several_epochs(arguments):
+        if persistent is not None and persistent.origin == FRAMEWORK_DEFAULT and repeats_loader_passes(model, arguments):
             new_call = with_keyword_argument(new_call, PERSISTENT, cst.parse_expression(keep))
         if new_call is not call:
             edits.append(replace_node(model, call, new_call))
