@@ -531,6 +531,33 @@ def test_gpu203_repeated_move_is_deleted_safely():
     assert fix(source, "GPU203", unsafe=False) == source.replace("    model.to(device)\n", "")
 
 
+RETRIED = HEADER + textwrap.dedent("""\
+    def synthesize(model, codec, ids):
+        for attempt in range({tries}):
+            tokens = model.generate(ids.to(device))
+            codec.model.to(device)
+            try:
+                wav = codec.decode(tokens)
+            except RuntimeError:
+                continue
+            return wav
+        raise RuntimeError("no usable tokens")
+
+
+    if __name__ == "__main__":
+        synthesize(model, codec, ids)
+""")
+
+
+def test_gpu203_move_in_a_retry_loop_of_a_handful_of_tries_is_not_reported():
+    # the loop ends at its first success and repeats only after a failed try: a handful of moves in all (round 24b)
+    assert only(RETRIED.format(tries=5), "GPU203") == []
+
+
+def test_gpu203_move_in_a_retry_loop_of_many_tries_is_still_reported():
+    assert only(RETRIED.format(tries=1000), "GPU203") == ["7:9 GPU203"]
+
+
 def test_gpu203_module_moved_away_before_the_loop_is_not_deleted():
     source = HEADER + textwrap.dedent("""\
         model = torch.nn.Linear(3, 3)

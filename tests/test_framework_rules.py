@@ -405,6 +405,35 @@ def test_debug_switches_left_on_are_reported_and_statements_removed_by_the_unsaf
     assert "def train(model, loader, optimizer):" in result
 
 
+PROFILED = """\
+    import argparse
+
+    import torch
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--enable-profiling", action="store_true", default=False)
+    args = parser.parse_args()
+
+
+    def train(model, loader, optimizer):
+        with torch.autograd.profiler.profile({enabled}, use_cuda=True) as prof:
+            for x, y in loader:
+                model(x.cuda()).sum().backward()
+                optimizer.step()
+    """
+
+
+def test_a_profiler_turned_off_by_its_first_positional_argument_is_not_reported():
+    # `enabled` is `profile`'s first parameter: a flag that defaults to False keeps it off as shipped (round 24b)
+    assert diagnostics(PROFILED.format(enabled="args.enable_profiling"), **GPU408) == []
+    assert diagnostics(PROFILED.format(enabled="False"), **GPU408) == []
+
+
+def test_a_profiler_turned_on_by_its_first_positional_argument_is_reported():
+    [found] = diagnostics(PROFILED.format(enabled="True"), **GPU408)
+    assert (found.location.row, found.message) == (11, "the autograd profiler (`profile`) is left on in training code")
+
+
 def test_anomaly_context_profiler_around_the_loop_and_lightning_detect_anomaly():
     source = """\
         import lightning as L

@@ -390,3 +390,36 @@ def test_a_tensor_condition_in_a_helper_is_still_reported_at_the_call(tmp_path, 
     tested = tested.replace("return loss, dict(real=loss_real.item(), cls=loss_cls.item())", "return loss, dict(real=loss_real, cls=loss_cls)")
     found = _helper_findings(tmp_path, monkeypatch, tested)
     assert any(code == "GPU303" and "a Python condition on a tensor at losses.py:7" in message for _, _, code, message in found)
+
+
+# ---- a host helper handed a device answers about it: no GPU value in the condition (round 24b, fish-speech) ----
+
+GRAD_NORM = """\
+    from torch.utils._foreach_utils import _group_tensors_by_device_and_dtype, _has_foreach_support
+
+
+    def grad_norm(parameters):
+        grads = [p.grad for p in parameters if p.grad is not None]
+        norms = []
+        for (device, _), ([grads], _) in _group_tensors_by_device_and_dtype([grads]).items():
+            if {test}:
+                norms.extend(torch._foreach_norm(grads))
+            else:
+                norms.extend([torch.norm(g) for g in grads])
+        return torch.norm(torch.stack(norms))
+
+
+    def train(loader):
+        for x in loader:
+            model(x.to(device)).sum().backward()
+            norm = grad_norm(model.parameters())
+            optimizer.step()
+    """
+
+
+def test_a_condition_on_a_torch_helper_given_a_device_reads_no_gpu_value():
+    assert gpu303(GRAD_NORM.format(test="_has_foreach_support(grads, device=device)")) == []
+
+
+def test_a_condition_on_a_tensor_made_with_device_is_still_reported():
+    assert gpu303(GRAD_NORM.format(test="torch.ones(1, device=device).sum() > 0")) == ["18:12 GPU303"]

@@ -110,6 +110,37 @@ def test_a_package_setup_module_is_not_the_projects_top(tmp_path):
     assert torch_pin(str(tmp_path / "pkg/eval/ops/attn.py")).newest == (2, 0)
 
 
+def test_a_requirements_file_named_for_a_part_of_the_repository_pins(tmp_path):
+    # `det/det-requirements.txt` beside `det/setup.py`: the detection part's own list (round 24b, Vim)
+    write(tmp_path, {"det/setup.py": "", "det/det-requirements.txt": "numpy==1.26.4\ntorch==2.1.2+cu121\n"})
+    pin = torch_pin(str(tmp_path / "det/detectron2/engine/train_loop.py"))
+    assert (pin.newest, pin.where, pin.spec) == ((2, 1), "../../det-requirements.txt:2", "torch==2.1.2+cu121")
+
+
+NESTED = {"README.md": "Install:\n\n    pip install torch==2.1.1 torchvision==0.16.1\n    pip install -e mamba\n", "mamba/setup.py": ""}
+
+
+def test_a_vendored_sub_project_runs_on_the_torch_its_repository_installs(tmp_path):
+    # `mamba/setup.py` is the sub-project's own metadata; the repository's README installs the torch it runs on
+    write(tmp_path, {**NESTED, ".git/HEAD": "", "mamba/mamba_ssm/__init__.py": ""})
+    installed = installed_torch(str(tmp_path / "mamba/mamba_ssm/ops/scan.py"))
+    assert (installed.newest, installed.where) == ((2, 1), "../../../README.md:3")
+    assert torch_pin(str(tmp_path / "mamba/mamba_ssm/ops/scan.py")) is None  # an install, no bound
+
+
+def test_gpu403_custom_fwd_of_a_vendored_sub_project_on_the_repositorys_torch_2_1(tmp_path, monkeypatch):
+    root = write(tmp_path / "p", {**NESTED, ".git/HEAD": "", "mamba/ops.py": CUSTOM_FWD})
+    assert found(lint(root, monkeypatch, **GPU403)) == []  # `torch.amp.custom_fwd` is new in 2.4
+    alone = write(tmp_path / "q", {"mamba/setup.py": "", "mamba/ops.py": CUSTOM_FWD})
+    assert found(lint(alone, monkeypatch, **GPU403)) == ["mamba/ops.py:7 GPU403"]
+
+
+def test_only_the_install_notes_above_a_sub_project_are_read(tmp_path):
+    # the repository's own requirements bind the repository's code; the sub-project has its own metadata
+    write(tmp_path, {".git/HEAD": "", "requirements.txt": "torch==1.13.1\n", "mamba/setup.py": ""})
+    assert torch_pin(str(tmp_path / "mamba/ops.py")) is None
+
+
 # ---- GPU403 ---------------------------------------------------------------------------------------
 
 

@@ -54,7 +54,7 @@ def _switches(model: SemanticModel) -> Iterator[DebugSwitch]:
             yield DebugSwitch(call, "autograd anomaly detection", _own_statement(model, call))
         elif name in ANOMALY_CONTEXT and _used_as_context(model, call) and _enabled(model, call):
             yield DebugSwitch(call, "autograd anomaly detection", None)
-        elif name in PROFILER_CONTEXT and _used_as_context(model, call) and _enabled(model, call) and _around_training(model, call):
+        elif name in PROFILER_CONTEXT and _used_as_context(model, call) and _enabled(model, call, positional=True) and _around_training(model, call):
             yield DebugSwitch(call, f"the autograd profiler (`{name.rsplit('.', 1)[1]}`)", None)
         elif name == SYNC_DEBUG_MODE and _turned_on(model, _first(call, "debug_mode"), on=(1, 2, "warn", "error")):
             yield DebugSwitch(call, "CUDA sync debug mode", _own_statement(model, call))
@@ -111,10 +111,12 @@ def _turned_on(model: SemanticModel, value: Optional[cst.BaseExpression], on: tu
     return resolved is not None and any(type(resolved.value) is type(v) and resolved.value == v for v in on)
 
 
-def _enabled(model: SemanticModel, call: cst.Call) -> bool:
-    """A context without `enabled=<anything but True>`."""
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == "enabled":
+def _enabled(model: SemanticModel, call: cst.Call, positional: bool = False) -> bool:
+    """A context without `enabled=<anything but True>`; with `positional`, `enabled` is also its first parameter
+    (`profile(enabled=True, ...)`, `emit_nvtx(enabled=True, ...)`: `profile(args.profile, use_cuda=True)`)."""
+    for index, arg in enumerate(call.args):
+        named = arg.keyword is not None and arg.keyword.value == "enabled"
+        if named or (positional and index == 0 and arg.keyword is None and not arg.star):
             return _turned_on(model, arg.value, on=(True,))
     return True
 

@@ -471,6 +471,15 @@ def _literal_int(expr: cst.BaseExpression) -> Optional[int]:
     return None
 
 
+def retry_bound(model: SemanticModel, loop: cst.For | cst.While) -> Optional[int]:
+    """How many tries at most a retry loop makes: its body ends in an unconditional `return` or `break` (it stops
+    at its first success) and it repeats only through a `continue` (a failed try), over a known number of items
+    (`for attempt in range(max_attempts)` with `max_attempts = 5`). None for any other loop."""
+    if not isinstance(loop, cst.For) or not isinstance(loop.body, cst.IndentedBlock) or not _ends_in_leaving(loop.body):
+        return None
+    return _items(model, loop.iter, loop)
+
+
 def runs_a_few_times(model: SemanticModel, node: cst.CSTNode) -> bool:
     """`node` runs at most `SHORT_LOOP` times in all, as shipped: the loop around it breaks after a handful of
     iterations, every loop around it in its function runs briefly (together at most `SHORT_LOOP` iterations:
@@ -480,7 +489,10 @@ def runs_a_few_times(model: SemanticModel, node: cst.CSTNode) -> bool:
     loops = model.repeating_loops(node)
     if not loops:
         return False  # how often code outside a loop runs is its caller's business
-    stop = break_bound(model, loops[0]) if isinstance(loops[0], (cst.For, cst.While)) else None
+    stop = None
+    if isinstance(loops[0], (cst.For, cst.While)):
+        stop = break_bound(model, loops[0])
+        stop = retry_bound(model, loops[0]) if stop is None else stop
     if stop is None or stop > FEW_ITERATIONS:
         return False  # a probe stops after a handful of batches; a short step loop (`--steps 30`) is a trainer's default
     total = 1

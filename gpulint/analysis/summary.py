@@ -2327,7 +2327,9 @@ class _Reader:
                 return ("src", "|".join(sources))
             if kind == "cuda":
                 self.mark_gpu("a tensor created with `device=`", line)
-                return ("gpu",)
+                # a host helper handed a device answers about it (`_has_foreach_support(ts, device=d)` is a bool,
+                # `torch.cuda.memory_allocated(device=d)` an int): only a tensor function makes a tensor there
+                return None if qualified.startswith(_HOST_HELPER_NAMESPACES) else ("gpu",)
             return None
         if qualified in ("torch.autograd.Variable", "torch.autograd.variable.Variable") and len(args) == 1 and not kwargs:
             return args[0]  # `Variable(t)`: `t` itself since PyTorch 0.4
@@ -2515,6 +2517,10 @@ def _merge_tensor(*values: Any) -> Any:
             sources = [INTERNAL, *(s for s in sources if s != INTERNAL)]
         return ("src", "|".join(sources))
     return ("gpu",) if gpu else None
+
+
+# torch namespaces of host helpers (device queries, backend switches, utilities), not of tensor functions
+_HOST_HELPER_NAMESPACES = ("torch.utils.", "torch.cuda.", "torch.backends.", "torch.accelerator.", "torch.distributed.")
 
 
 def _device_kind_of(node: Optional[ast.AST], reader: _Reader, mark: bool = True) -> Optional[str]:

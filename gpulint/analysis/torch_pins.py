@@ -3,7 +3,8 @@
 A pin is an upper bound on the torch the code runs on: a fix or an advice that needs a newer torch cannot be
 followed there (`torch.amp.GradScaler("cuda")` does not exist in torch 1.6). Read next to the module and in
 the folders above it, up to the first that holds the project's own metadata (`pyproject.toml`, `setup.py`,
-`setup.cfg` or `.git`): `requirements*.txt` (and `requirements/*.txt`), `setup.py` / `setup.cfg` (the
+`setup.cfg` or `.git`; a sub-project's top (`repo/mamba/setup.py`) reads on to the repository's, for its
+READMEs and Dockerfiles only): `requirements*.txt`, `<part>-requirements.txt` (and `requirements/*.txt`), `setup.py` / `setup.cfg` (the
 requirement strings they hold), `pyproject.toml` (PEP 621 dependencies and Poetry's `torch = "^1.6"`),
 `environment*.yml` (`pytorch=1.6.0`, `torch==1.6.0` under `pip:`). `==`, `<`, `<=`, `~=` (and Poetry's `^`,
 `~`, conda's `=`) bound it; `>=`, `>`, `!=` do not; a wheel (`torch-1.6.0-cp37-...whl`) is its version. Several
@@ -56,11 +57,18 @@ def metadata_files(module_path: str) -> list[str]:
     """The metadata files that may pin torch for `module_path` (those that exist)."""
     folder = os.path.dirname(os.path.abspath(module_path))
     found: list[str] = []
+    nested = False  # past a sub-project's own metadata (`repo/mamba/setup.py`): only the repository's install notes
     for _ in range(_FOLDERS):
         package = os.path.isfile(os.path.join(folder, "__init__.py"))  # its `setup.py` is a module, not metadata
-        found.extend(f for f in _files_in(folder) if not (package and os.path.basename(f) == "setup.py"))
+        files = [f for f in _files_in(folder) if not (package and os.path.basename(f) == "setup.py")]
+        found.extend(f for f in files if not nested or _installs_below(f))
         if not package and any(os.path.exists(os.path.join(folder, m)) for m in _MARKERS):
-            break
+            if nested or os.path.exists(os.path.join(folder, ".git")):
+                break
+            # a sub-project vendored in a repository is installed by the repository's README or Dockerfile, which
+            # governs the folders below it (`pip install torch==2.1.1` at the top, `pip install -e mamba/`): read on
+            # to the repository's root (`.git`) or the next project up
+            nested = True
         parent = os.path.dirname(folder)
         if parent == folder:
             break
@@ -104,11 +112,18 @@ def _listed(folder: str, mtime: int, nested_mtimes: tuple[int, ...]) -> tuple[st
 
 def _is_metadata(name: str) -> bool:
     lowered = name.lower()
-    if lowered.startswith("requirements") and lowered.endswith(".txt"):
+    if (lowered.startswith("requirements") or lowered.endswith(("-requirements.txt", "_requirements.txt"))) and lowered.endswith(".txt"):
+        # `requirements-dev.txt`, and a part's own list named before it (`det-requirements.txt`)
         return True
     if lowered.startswith(("environment", "conda", "env")) and lowered.endswith((".yml", ".yaml")):
         return True
     return lowered in ("setup.py", "setup.cfg", "pyproject.toml") or _is_dockerfile(name) or _is_readme(name)
+
+
+def _installs_below(path: str) -> bool:
+    """A README or Dockerfile (also in `docker/`): the torch a repository installs for every folder below it."""
+    name = os.path.basename(path)
+    return _is_readme(name) or _is_dockerfile(name)
 
 
 def _is_dockerfile(name: str) -> bool:

@@ -7,6 +7,7 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from gpulint.analysis.imports import dotted_name
+from gpulint.analysis.loop_bounds import runs_a_few_times
 from gpulint.analysis.residency import TRAIN
 from gpulint.checks.base import Rule
 from gpulint.diagnostics import Applicability, Diagnostic, Severity
@@ -41,6 +42,8 @@ class ModuleMovedInLoop(Rule):
                 continue
             if not flow.runs_every_iteration(call, loop) or self._varies(key, move[1], statement, call, loop):
                 continue
+            if runs_a_few_times(model, call):
+                continue  # a handful of moves in all (a retry loop of a one-off inference): no per-step cost
             _, role = residency.step_loop(call)
             earlier = self._earlier_move(call, key, loop)
             where = f"; it is already moved at line {model.line_of(earlier)}" if earlier is not None else ""
