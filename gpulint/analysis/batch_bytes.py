@@ -69,11 +69,11 @@ def _batch_and_sources(model: SemanticModel, loader: DataLoaderCall) -> Optional
     collate, no batch sampler)."""
     if loader.argument("batch_sampler") is not None or loader.argument("collate_fn") is not None:
         return None
-    size = _batch_size(model, loader)
+    size = loader_batch_size(model, loader)
     dataset = loader.value("dataset")
     if size is None or dataset is None:
         return None
-    sources = model.batch_cost._sources(dataset)
+    sources = model.batch_cost.expression_sources(dataset)
     return (size, sources) if sources else None
 
 
@@ -131,7 +131,7 @@ def one_sample_batches(model: SemanticModel, info: LoaderInfo) -> bool:
         return False
     if not info.iterations or any(iteration.loop is None for iteration in info.iterations):
         return False
-    if _batch_size(model, loader) != 1:
+    if loader_batch_size(model, loader) != 1:
         return False
     return not any(_unbatches(model, iteration, [m for m in info.moves if m.iteration is iteration]) for iteration in info.iterations)
 
@@ -199,14 +199,14 @@ def _root_name(expr: cst.BaseExpression) -> Optional[str]:
     return expr.value if isinstance(expr, cst.Name) else None
 
 
-def _batch_size(model: SemanticModel, loader: DataLoaderCall) -> Optional[int]:
+def loader_batch_size(model: SemanticModel, loader: DataLoaderCall) -> Optional[int]:
     """The largest batch size the code can give the loader; 1 when it gives none (the default)."""
     if not loader.known("batch_size"):
         return None
     given = loader.value("batch_size")
     if given is None:
         return 1
-    sources = model.batch_cost._sources(given)
+    sources = model.batch_cost.expression_sources(given)
     if not sources:
         return None
     sizes = []
@@ -215,14 +215,14 @@ def _batch_size(model: SemanticModel, loader: DataLoaderCall) -> Optional[int]:
             # `args.batch_size // ngpus`: a batch size the loader accepts (an int >= 1) of a positive int over a
             # divisor is at most that int (a divisor <= 0 gives none >= 1, a float divisor no int)
             source = source.left
-        value = _int_value(model, source, 0)
+        value = resolved_int(model, source, 0)
         if value is None or value < 1:
             return None
         sizes.append(value)
     return max(sizes)
 
 
-def _int_value(model: SemanticModel, expr: cst.BaseExpression, depth: int) -> Optional[int]:
+def resolved_int(model: SemanticModel, expr: cst.BaseExpression, depth: int) -> Optional[int]:
     """An int the code gives `expr`: what `values.resolve` finds, or a product or sum of such (`64 * 1024`,
     a command-line default written that way)."""
     if depth > 4:
@@ -231,16 +231,16 @@ def _int_value(model: SemanticModel, expr: cst.BaseExpression, depth: int) -> Op
     if resolved is not None:
         return as_int(resolved.value)
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Multiply, cst.Add)):
-        left, right = _int_value(model, expr.left, depth + 1), _int_value(model, expr.right, depth + 1)
+        left, right = resolved_int(model, expr.left, depth + 1), resolved_int(model, expr.right, depth + 1)
         if left is None or right is None:
             return None
         return left * right if isinstance(expr.operator, cst.Multiply) else left + right
     configured = wandb_config_values(model, expr)
     if configured is not None:  # `wandb.config.batch_size`: the values the module's `wandb.init(config=...)` give
-        values = [_int_value(model, value, depth + 1) for value in configured]
+        values = [resolved_int(model, value, depth + 1) for value in configured]
         return None if any(v is None for v in values) else max(values)  # type: ignore[type-var]
     default = model.values.argparse_default(expr)
-    return _int_value(model, default, depth + 1) if default is not None else None
+    return resolved_int(model, default, depth + 1) if default is not None else None
 
 
 def _sample_bytes(model: SemanticModel, source: cst.BaseExpression) -> Optional[int]:
@@ -274,7 +274,7 @@ def _image_bytes(
     returned = returned_steps(model, transform)
     if returned is not None:
         return measure(returned, shape)
-    sources = model.batch_cost._sources(transform)
+    sources = model.batch_cost.expression_sources(transform)
     if sources and len(sources) > 1 and depth == 0:
         # `transform_train` bound in both branches of `if args.augment:`: the larger image of the two
         each = [_image_bytes(model, source, shape, depth + 1, measure if resampled else None) for source in sources]
@@ -298,7 +298,7 @@ def _image_bytes(
     described = []
     for step in steps:
         if isinstance(step, cst.Name):  # `normalize = transforms.Normalize(...)` named in the list
-            bound = model.batch_cost._sources(step)
+            bound = model.batch_cost.expression_sources(step)
             step = bound[0] if bound and len(bound) == 1 else step
         name = model.call_name(step) if isinstance(step, cst.Call) else None
         if name is None:
@@ -332,7 +332,7 @@ def _lightly_views_bytes(model: SemanticModel, call: cst.Call) -> Optional[int]:
         if given is None:
             total += 3 * _LIGHTLY_INPUT_SIZE**2 * 4  # the default view, 224 x 224
             continue
-        sources = model.batch_cost._sources(given)
+        sources = model.batch_cost.expression_sources(given)
         if not sources or len(sources) != 1 or not isinstance(sources[0], cst.Call):
             return None
         view_name = model.call_name(sources[0]) or ""
@@ -350,7 +350,7 @@ def _lightly_view_bytes(model: SemanticModel, call: cst.Call) -> Optional[int]:
     if any(arg.star for arg in call.args) or any(arg.keyword is None for arg in call.args):
         return None  # a positional `input_size` (or a splat): left to what the code names
     given = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "input_size"), None)
-    size = _LIGHTLY_INPUT_SIZE if given is None else _int_value(model, given, 0)
+    size = _LIGHTLY_INPUT_SIZE if given is None else resolved_int(model, given, 0)
     return None if size is None or size < 1 else 3 * size * size * 4
 
 
@@ -498,10 +498,10 @@ def _literal_size(call: cst.Call) -> Optional[tuple[int, int]]:
 
 
 def _resolved_size(model: SemanticModel, call: cst.Call) -> Optional[tuple[int, int]]:
-    """`Resize(args.img_size)`, `RandomCrop(IMAGE_SIZE)`: one size the code resolves to a positive int (`_int_value`:
+    """`Resize(args.img_size)`, `RandomCrop(IMAGE_SIZE)`: one size the code resolves to a positive int (`resolved_int`:
     a constant, a command-line default), as (height, width) of a square image; None otherwise."""
     given = next((a.value for a in call.args if a.keyword is None or a.keyword.value == "size"), None)
     if given is None or isinstance(given, (cst.Tuple, cst.List, cst.Integer)):
         return None
-    value = _int_value(model, given, 0)
+    value = resolved_int(model, given, 0)
     return (value, value) if value is not None and value > 0 else None

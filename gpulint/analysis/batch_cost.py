@@ -127,7 +127,7 @@ class BatchCost:
     def is_toy_data(self, loader: DataLoaderCall) -> bool:
         """The dataset holds only numbers written in the code (`torch.tensor([[-1.2, 3.1], ...])`)."""
         dataset = loader.value("dataset")
-        sources = self._sources(dataset) if dataset is not None else None
+        sources = self.expression_sources(dataset) if dataset is not None else None
         return bool(sources) and all(self._literal_dataset(s) for s in sources)
 
     def reads_a_few_batches(self, info: LoaderInfo) -> bool:
@@ -204,7 +204,7 @@ class BatchCost:
         (`X[:n]`, `X[indices[:n]]`, with `n` a literal or a constant), or an instance of a project data set class
         whose `__len__` returns an integer literal (`return 1`: `ClassSummary.length`)."""
         dataset = loader.value("dataset")
-        sources = self._sources(dataset) if dataset is not None else None
+        sources = self.expression_sources(dataset) if dataset is not None else None
         if not sources or len(sources) != 1:
             return None
         source = sources[0]
@@ -266,7 +266,7 @@ class BatchCost:
         dataset = loader.value("dataset")
         if dataset is not None and self._formatted_on_gpu(dataset):
             return True
-        for source in self._sources(dataset) or () if dataset is not None else ():
+        for source in self.expression_sources(dataset) or () if dataset is not None else ():
             if isinstance(source, cst.Call) and (self.m.call_name(source) == TENSOR_DATASET or self.m.local_class_of(self.m.call_name(source))):
                 if any(not a.star and self._cuda_data(a.value) for a in source.args):
                     return True
@@ -277,7 +277,7 @@ class BatchCost:
     def dataset_sources(self, loader: DataLoaderCall) -> Optional[list[cst.BaseExpression]]:
         """The expressions that build the loader's dataset (`_sources`); None when one cannot be followed."""
         dataset = loader.value("dataset")
-        return None if dataset is None else self._sources(dataset)
+        return None if dataset is None else self.expression_sources(dataset)
 
     def _formatted_on_gpu(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
         """Hugging Face rows formatted as tensors on the GPU: `ds.with_format("torch", device="cuda")`, or
@@ -336,13 +336,13 @@ class BatchCost:
         return False
 
     def _cheap_items(self, dataset: Optional[cst.BaseExpression], collate: Optional[cst.BaseExpression]) -> bool:
-        sources = self._sources(dataset) if dataset is not None else None
+        sources = self.expression_sources(dataset) if dataset is not None else None
         if sources:  # `ds = make() if enabled else None`: a loader of None is never built, the other source decides
             sources = [s for s in sources if not (isinstance(s, cst.Name) and s.value == "None")] or sources
-        return bool(sources) and all(self._cheap_dataset(s) for s in sources) and self._cheap_collate(collate)
+        return bool(sources) and all(self._cheap_dataset(s) for s in sources) and self.cheap_collate(collate)
 
     def _small(self, dataset: Optional[cst.BaseExpression]) -> bool:
-        sources = self._sources(dataset) if dataset is not None else None
+        sources = self.expression_sources(dataset) if dataset is not None else None
         return bool(sources) and all(self._token_dataset(s) for s in sources)
 
     def _trainer_inputs(self, arguments: cst.Call) -> list[tuple[cst.BaseExpression, Optional[cst.BaseExpression]]]:
@@ -354,7 +354,7 @@ class BatchCost:
             inputs = frameworks.hf_trainer_inputs(trainer)
             if inputs is None:
                 return []  # a Trainer whose loaders cannot be followed may be the one given `arguments`
-            sources = self._sources(inputs.args) if inputs.args is not None else None
+            sources = self.expression_sources(inputs.args) if inputs.args is not None else None
             if sources is None or not any(s is arguments for s in sources):
                 continue
             if len(sources) != 1:
@@ -369,7 +369,7 @@ class BatchCost:
         whole stream, or read a stale copy of live state (a replay buffer, the policy network)."""
         if dataset is None:
             return False
-        sources = self._sources(dataset) or [dataset]
+        sources = self.expression_sources(dataset) or [dataset]
         return any(isinstance(s, cst.Call) and self._unsharded_stream_class(s) for s in sources)
 
     def trainer_streams_unsharded(self, arguments: cst.Call) -> bool:
@@ -396,7 +396,7 @@ class BatchCost:
 
     # ---- where a value comes from ----------------------------------------------------------------
 
-    def _sources(self, expr: cst.BaseExpression, depth: int = 0, updates: bool = False) -> Optional[list[cst.BaseExpression]]:
+    def expression_sources(self, expr: cst.BaseExpression, depth: int = 0, updates: bool = False) -> Optional[list[cst.BaseExpression]]:
         """The expressions that build the value of `expr`, through names, `self.` attributes, parameters
         (the arguments this module's calls pass), this module's functions (their returns) and subsets
         (`Subset`, `random_split`); None when one of them cannot be followed. With `updates`, an augmented
@@ -419,12 +419,12 @@ class BatchCost:
                         return None
                     if write.is_augmented:
                         earlier = self._sources_before(write, depth + 1)
-                        operand = self._sources(write.value, depth + 1, updates)  # type: ignore[arg-type]
+                        operand = self.expression_sources(write.value, depth + 1, updates)  # type: ignore[arg-type]
                         inner = None if earlier is None or operand is None else [*earlier, *operand]
                     elif write.value is not None:
-                        inner = self._sources(write.value, depth + 1, updates)
+                        inner = self.expression_sources(write.value, depth + 1, updates)
                     elif isinstance(write.source, cst.Call) and m.call_name(write.source) in _SUBSET and write.source.args:
-                        inner = self._sources(write.source.args[0].value, depth + 1)  # `train, val = random_split(ds, ...)`
+                        inner = self.expression_sources(write.source.args[0].value, depth + 1)  # `train, val = random_split(ds, ...)`
                     elif isinstance(write.source, cst.Call) and (element := self._returned_element(write, depth)) is not None:
                         inner = element  # `vocab, dataset = read_data(n)`: the matching part of what it returns
                     elif isinstance(write.source, cst.Call) and self._held_element(write):
@@ -449,12 +449,12 @@ class BatchCost:
                 return None
             return None if key.startswith("self.") else [expr]
         if isinstance(expr, cst.IfExp):  # `make() if enabled else None`: one of the two
-            body, orelse = self._sources(expr.body, depth + 1, updates), self._sources(expr.orelse, depth + 1, updates)
+            body, orelse = self.expression_sources(expr.body, depth + 1, updates), self.expression_sources(expr.orelse, depth + 1, updates)
             return None if body is None or orelse is None else [*body, *orelse]
         if isinstance(expr, cst.Call):
             name = m.call_name(expr)
             if name in _SUBSET and expr.args:
-                return self._sources(expr.args[0].value, depth + 1)
+                return self.expression_sources(expr.args[0].value, depth + 1)
             function = self._module_function(expr) or self._own_method(expr)
             if function is not None:
                 returns = [r.value for r in m.returns_of(function)]
@@ -462,7 +462,7 @@ class BatchCost:
                     return None
                 found = []
                 for value in returns:
-                    inner = self._sources(value, depth + 1)  # type: ignore[arg-type]
+                    inner = self.expression_sources(value, depth + 1)  # type: ignore[arg-type]
                     if inner is None:
                         return None
                     found.extend(inner)
@@ -511,7 +511,7 @@ class BatchCost:
         for previous in earlier:
             if previous.value is None or previous.is_augmented:
                 return None
-            inner = self._sources(previous.value, depth + 1, True)
+            inner = self.expression_sources(previous.value, depth + 1, True)
             if inner is None:
                 return None
             found.extend(inner)
@@ -537,7 +537,7 @@ class BatchCost:
                 return None
             if isinstance(value.elements[index], cst.StarredElement):
                 return None
-            inner = self._sources(value.elements[index].value, depth + 1)
+            inner = self.expression_sources(value.elements[index].value, depth + 1)
             if inner is None:
                 return None
             found.extend(inner)
@@ -567,7 +567,7 @@ class BatchCost:
                 plain = [a for a in call.args if a.keyword is None]
                 given = plain[index].value if index < len(plain) else None
             given = given if given is not None else param.default
-            inner = self._sources(given, depth + 1) if given is not None else None
+            inner = self.expression_sources(given, depth + 1) if given is not None else None
             if inner is None:
                 return None
             found.extend(inner)
@@ -622,7 +622,7 @@ class BatchCost:
         if known is not None and known[0] is expr:
             return known[1]
         self._in_memory_cache[id(expr)] = (expr, False)  # a cycle proves nothing
-        sources = self._sources(expr, depth, updates=True)
+        sources = self.expression_sources(expr, depth, updates=True)
         result = sources is not None and all(self._in_memory_source(s, depth + 1) for s in sources)
         self._in_memory_cache[id(expr)] = (expr, result)
         return result
@@ -707,7 +707,7 @@ class BatchCost:
             return True  # built in another module from data held in memory (its summary says so)
         if name in _TABLE_FROM_COLUMNS and source.args and not source.args[0].star and self._token_dataset(source.args[0].value):
             return True  # `Dataset.from_dict(tokenizer(texts))`: rows of token ids, tokenized once
-        if _maps_tokenizer(m, source) and not self._streamed(source.func.value) and not self._datapipe(source.func.value):
+        if _maps_tokenizer(m, source) and not self.streamed_dataset(source.func.value) and not self._datapipe(source.func.value):
             return True  # a Hugging Face dataset tokenized once by `.map(...)`: rows of token ids
         if self._saved_text_table(source):
             return True  # prepared and saved by another script: rows of ids read back from Arrow
@@ -726,7 +726,7 @@ class BatchCost:
         m = self.m
         if not isinstance(call.func, cst.Name):
             return None
-        sources = self._sources(call.func)
+        sources = self.expression_sources(call.func)
         if not sources or sources == [call.func]:
             return None
         found = set()
@@ -745,7 +745,7 @@ class BatchCost:
             return self._cheap_dataset(expr, depth)
         if self._splits_replaced(expr, depth):
             return True
-        sources = self._sources(expr)
+        sources = self.expression_sources(expr)
         return bool(sources) and all(s is not expr and self._cheap_dataset(s, depth) for s in sources)
 
     def _splits_replaced(self, expr: cst.BaseExpression, depth: int) -> bool:
@@ -779,7 +779,7 @@ class BatchCost:
 
     def _datapipe(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
         """A torchdata / `torch.utils.data` pipeline, whose `.map` runs per item as the loader reads it."""
-        sources = [expr] if isinstance(expr, cst.Call) else self._sources(expr) or ()
+        sources = [expr] if isinstance(expr, cst.Call) else self.expression_sources(expr) or ()
         for source in sources:
             if not isinstance(source, cst.Call):
                 continue
@@ -789,12 +789,12 @@ class BatchCost:
                 return True
         return False
 
-    def _streamed(self, dataset: cst.BaseExpression, depth: int = 0) -> bool:
+    def streamed_dataset(self, dataset: cst.BaseExpression, depth: int = 0) -> bool:
         """The dataset whose `.map` this is may be streamed (its `.map` then runs per item, lazily): it is built
         from a `load_dataset(..., streaming=True)` or a `to_iterable_dataset()`, or it cannot be followed in a
         module that streams one. A notebook that streams one corpus to filter it and trains on another
         (`load_dataset(name, split="train")`) maps the other once."""
-        sources = self._sources(dataset) if depth <= _MAX_DEPTH else None
+        sources = self.expression_sources(dataset) if depth <= _MAX_DEPTH else None
         if sources is None:
             return self._streams
         for source in sources:
@@ -820,7 +820,7 @@ class BatchCost:
             for part in parts:
                 if isinstance(part, cst.Name) and not self._holds_value(part):
                     continue  # a function, a class or a builtin handed to the call: no data
-                if isinstance(part, (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Dict, cst.List, cst.Tuple)) and self._streamed(part, depth + 1):
+                if isinstance(part, (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Dict, cst.List, cst.Tuple)) and self.streamed_dataset(part, depth + 1):
                     return True
         return False
 
@@ -843,16 +843,16 @@ class BatchCost:
                     return True
         return False
 
-    def _cheap_collate(self, collate: Optional[cst.BaseExpression], depth: int = 0) -> bool:
+    def cheap_collate(self, collate: Optional[cst.BaseExpression], depth: int = 0) -> bool:
         m = self.m
         if collate is None or isinstance(collate, cst.Name) and collate.value == "None":
             return True  # (`data_collator=None`: the Trainer's default, which stacks)
         if isinstance(collate, cst.Name) and not m.functions.get(collate.value) and depth < _MAX_DEPTH:
             writes = m.dataflow.reaching_writes(collate.value, collate)
             if len(writes) == 1 and isinstance(writes[0].value, (cst.Name, cst.Attribute)) and not writes[0].is_augmented:
-                return self._cheap_collate(writes[0].value, depth + 1)  # `data_collator = default_data_collator`
+                return self.cheap_collate(writes[0].value, depth + 1)  # `data_collator = default_data_collator`
         if isinstance(collate, cst.Name) and not m.functions.get(collate.value):
-            sources = self._sources(collate)
+            sources = self.expression_sources(collate)
             if sources is None or len(sources) != 1 or sources[0] is collate:
                 return self._known_collate(collate)
             collate = sources[0]
@@ -972,7 +972,7 @@ class BatchCost:
         return callee.attr.value in CHEAP_METHODS
 
     def _always_none(self, expr: cst.BaseExpression) -> bool:
-        sources = self._sources(expr)
+        sources = self.expression_sources(expr)
         return bool(sources) and all(isinstance(s, cst.Name) and s.value == "None" for s in sources)
 
     # ---- small batches ---------------------------------------------------------------------------
@@ -1002,10 +1002,10 @@ class BatchCost:
         m = self.m
         if not (isinstance(source, cst.Call) and m.call_name(source) in _SAVED_TABLES):
             return False
-        return self._text_only_module
+        return self.text_only_module
 
     @cached_property
-    def _text_only_module(self) -> bool:
+    def text_only_module(self) -> bool:
         """The module mentions no image, audio or video and sets no per-row transform."""
         m = self.m
         return not _MEDIA.search(m.code(m.module)) and not any(
@@ -1084,7 +1084,7 @@ class BatchCost:
 
     def _literal_data(self, expr: cst.BaseExpression) -> bool:
         """Numbers written in the code: a nested list literal, or `torch.tensor(...)` / `np.array(...)` of one."""
-        sources = self._sources(expr)
+        sources = self.expression_sources(expr)
         return bool(sources) and all(self._literal_source(s) for s in sources)
 
     def _literal_source(self, expr: cst.BaseExpression) -> bool:

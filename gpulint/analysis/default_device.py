@@ -330,7 +330,7 @@ def data_made_on_default_cuda(model: SemanticModel, dataset: cst.BaseExpression)
     param = _parameter_key(model, dataset)
     if param is not None:
         return context.default_cuda_params.get(param)
-    sources = model.batch_cost._sources(dataset)
+    sources = model.batch_cost.expression_sources(dataset)
     for source in sources if sources is not None else [dataset]:
         if isinstance(source, cst.Name) and source.value in ("None", "True", "False"):
             continue

@@ -70,7 +70,7 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
-from gpulint.analysis.batch_bytes import _batch_size, _int_value
+from gpulint.analysis.batch_bytes import loader_batch_size, resolved_int
 from gpulint.analysis.dataloaders import TENSOR_DATASET
 from gpulint.analysis.imports import dotted_name
 from gpulint.analysis.loader_classes import DATALOADER
@@ -220,7 +220,7 @@ def pass_length(model: SemanticModel, info: LoaderInfo) -> Optional[PassLength]:
     if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
         return None
     dataset = loader.value("dataset")
-    batch = _batch_size(model, loader) if clusters is None or loader.value("batch_size") is not None else 1
+    batch = loader_batch_size(model, loader) if clusters is None or loader.value("batch_size") is not None else 1
     if (dataset is None and clusters is None) or batch is None:
         return None
     found = clusters if clusters is not None else _dataset(model, dataset, 0)  # type: ignore[arg-type]
@@ -249,7 +249,7 @@ def pass_length(model: SemanticModel, info: LoaderInfo) -> Optional[PassLength]:
 def samples_dataset_once(model: SemanticModel, sampler: cst.BaseExpression, dataset: Optional[cst.BaseExpression]) -> bool:
     """`DistributedSampler(dataset)` over the loader's own dataset: each process draws its share of the samples a
     pass, at most all of them (padded by fewer than one per process); all of them in a run of one process."""
-    sources = model.batch_cost._sources(sampler) if dataset is not None else None
+    sources = model.batch_cost.expression_sources(sampler) if dataset is not None else None
     if not sources:
         return False
     for source in sources:
@@ -290,7 +290,7 @@ def one_sample_training_pass(model: SemanticModel, info: LoaderInfo) -> bool:
         return False
     if loader.value("batch_size") is None:
         return False
-    size = _batch_size(model, loader)
+    size = loader_batch_size(model, loader)
     if size is None:  # a parameter of the factory: what the training loops of other modules have their call pass
         given = [s for _, s, _ in model.loader_flow.batch_size_given_by_callers(info)]
         size = 1 if given and all(s == 1 for s in given) else None
@@ -387,7 +387,7 @@ def _periodic_interval(model: SemanticModel, info: LoaderInfo, outer_loops: list
     """An evaluation loader iterated inside the batch loop of a training loader of this module whose pass the code
     shows, under `if step % N == 0:` (every N training steps; every step without a guard): N training steps at their
     floor, and its own pass, run between two restarts."""
-    from gpulint.analysis.batch_bytes import _int_value
+    from gpulint.analysis.batch_bytes import resolved_int
 
     flow = model.loader_flow
     for other in flow.infos:
@@ -405,7 +405,7 @@ def _periodic_interval(model: SemanticModel, info: LoaderInfo, outer_loops: list
             every = 1
             if guard is not None:
                 divisor = _modulo_divisor(guard)
-                every = _int_value(model, divisor, 0) if divisor is not None else None  # type: ignore[assignment]
+                every = resolved_int(model, divisor, 0) if divisor is not None else None  # type: ignore[assignment]
                 if not isinstance(every, int) or every < 1:
                     continue
             return RestartInterval(training, pass_length(model, info), workers, every)
@@ -468,7 +468,7 @@ def _processes(model: SemanticModel) -> int:
 
 def _count_argument(model: SemanticModel, call: cst.Call, name: str) -> Optional[int]:
     given = _keyword(call, name)
-    value = _int_value(model, given, 0) if given is not None else None
+    value = resolved_int(model, given, 0) if given is not None else None
     return value if value is not None and value >= 1 else None
 
 
@@ -604,14 +604,14 @@ def _cluster_parts(model: SemanticModel, loader: DataLoaderCall) -> Optional[tup
     if model.call_name(loader.call) not in _CLUSTER_LOADERS:
         return None
     given = _argument(loader.call, "cluster_data", 0)
-    sources = model.batch_cost._sources(given) if given is not None else None
+    sources = model.batch_cost.expression_sources(given) if given is not None else None
     if not sources or len(sources) != 1 or not isinstance(sources[0], cst.Call):
         return None
     source = sources[0]
     if model.call_name(source) not in _CLUSTER_DATA:
         return None
     parts_arg = _argument(source, "num_parts", 1)
-    parts = _int_value(model, parts_arg, 0) if parts_arg is not None else None
+    parts = resolved_int(model, parts_arg, 0) if parts_arg is not None else None
     if not isinstance(parts, int) or parts < 1:
         return None
     return parts, f"a ClusterData of {parts:,} partitions", IN_MEMORY_SAMPLE_MS
@@ -706,7 +706,7 @@ def _default_equality(model: SemanticModel, test: cst.BaseExpression) -> Optiona
 
 def _split_part(model: SemanticModel, write) -> Optional[int]:
     """`train, val = random_split(data, [55000, 5000])`: the length the code writes for the part `write` names."""
-    from gpulint.analysis.batch_bytes import _int_value
+    from gpulint.analysis.batch_bytes import resolved_int
 
     split, position = write.source, write.unpacked_position
     if not isinstance(split, cst.Call) or position is None or model.call_name(split) not in _RANDOM_SPLIT:
@@ -720,7 +720,7 @@ def _split_part(model: SemanticModel, write) -> Optional[int]:
     element = lengths.elements[position]
     if isinstance(element, cst.StarredElement) or len(lengths.elements) != len(write.statement.targets[0].target.elements):
         return None
-    samples = _int_value(model, element.value, 0)
+    samples = resolved_int(model, element.value, 0)
     return samples if samples is not None and samples > 1 else None  # (a fraction is not a length)
 
 
@@ -817,7 +817,7 @@ def _transform_ms(model: SemanticModel, transform: Optional[cst.BaseExpression],
     returned = returned_steps(model, transform)  # `train_t, test_t = utils.data_transforms(args)` of another module
     if returned is not None:
         return _steps_ms([step[0] for step in returned if not step[4]], pixels)  # (the least work: no optional step)
-    sources = model.batch_cost._sources(transform)
+    sources = model.batch_cost.expression_sources(transform)
     if not sources:
         return None
     costs = [_one_transform_ms(model, source, pixels) for source in sources]
@@ -876,21 +876,21 @@ def _multi_crop_views(model: SemanticModel, call: cst.Call, short: str) -> Optio
 
 def _int_argument(model: SemanticModel, call: cst.Call, name: Optional[str], default: int) -> Optional[int]:
     given = _keyword(call, name) if name is not None else None
-    return default if given is None else _int_value(model, given, 0)
+    return default if given is None else resolved_int(model, given, 0)
 
 
 def _int_pair(model: SemanticModel, expr: Optional[cst.BaseExpression], default: tuple[int, int]) -> Optional[tuple[int, ...]]:
     if expr is None:
         return default
     if isinstance(expr, (cst.Tuple, cst.List)):
-        values = [_int_value(model, e.value, 0) for e in expr.elements]
+        values = [resolved_int(model, e.value, 0) for e in expr.elements]
         return None if any(v is None for v in values) else tuple(values)  # type: ignore[arg-type]
     return None
 
 
 def _int_followed(model: SemanticModel, expr: cst.BaseExpression, depth: int) -> Optional[int]:
-    """`_int_value`, or the value of the one write that reaches a name (`N_TRAIN = BATCHSIZE * 30`)."""
-    value = _int_value(model, expr, 0)
+    """`resolved_int`, or the value of the one write that reaches a name (`N_TRAIN = BATCHSIZE * 30`)."""
+    value = resolved_int(model, expr, 0)
     if value is not None or depth > _MAX_DEPTH or not isinstance(expr, cst.Name):
         return value
     writes = model.dataflow.reaching_writes(expr.value, expr)

@@ -10,7 +10,7 @@ fourteenth corpus's judges called every such finding noise (GAN label vectors of
 
 `factory_bytes(model, call)` is an upper bound (8 bytes an element, 16 for a complex dtype) of what the factory
 makes, when every size it is given resolves to an int (a literal, a module constant, a command-line default, a
-product or sum of such: `batch_bytes._int_value`), a dimension of a factory of known sizes (`src.shape[1]`), the
+product or sum of such: `batch_bytes.resolved_int`), a dimension of a factory of known sizes (`src.shape[1]`), the
 first dimension of a tensor a DataLoader loop unpacks from its batch (at most the loader's batch size, where that
 resolves: `torch.ones(x.size(0), 1)` labels in `for x, _ in loader`), or an attribute a local `nn.Module` class's
 `__init__` writes from its constructor arguments (`encoder.hidden_size` of `Encoder(n, 16)`); None otherwise (a size
@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
-from gpulint.analysis.batch_bytes import SMALL_BATCH_BYTES, _batch_size, _int_value
+from gpulint.analysis.batch_bytes import SMALL_BATCH_BYTES, loader_batch_size, resolved_int
 
 if TYPE_CHECKING:
     from gpulint.analysis.model import SemanticModel
@@ -130,7 +130,7 @@ def _int(model: SemanticModel, expr: Optional[cst.BaseExpression], depth: int = 
         return None
     if isinstance(expr, cst.Integer):
         return int(expr.evaluated_value)
-    known = _int_value(model, expr, 0)
+    known = resolved_int(model, expr, 0)
     if known is not None:
         return known
     known = _dimension_of_factory(model, expr, depth)
@@ -226,7 +226,7 @@ def _batch_dimension(model: SemanticModel, expr: cst.BaseExpression, depth: int)
             loader = info.loader
             if loader.argument("collate_fn") is not None or loader.argument("batch_sampler") is not None:
                 return None
-            return _batch_size(model, loader)
+            return loader_batch_size(model, loader)
     return None
 
 

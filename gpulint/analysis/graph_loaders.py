@@ -53,12 +53,12 @@ def cluster_batch_bytes(model: SemanticModel, loader: DataLoaderCall) -> Optiona
     graph of known size (module docstring), or None when the code does not show them."""
     if model.call_name(loader.call) not in _CLUSTER_LOADERS or loader.opaque or not loader.known("batch_size"):
         return None
-    from gpulint.analysis.batch_bytes import _batch_size
+    from gpulint.analysis.batch_bytes import loader_batch_size
 
     first = loader.call.args[0] if loader.call.args and loader.call.args[0].keyword is None and not loader.call.args[0].star else None
     if first is None:
         first = next((a for a in loader.call.args if a.keyword is not None and a.keyword.value == "cluster_data"), None)
-    size = _batch_size(model, loader)
+    size = loader_batch_size(model, loader)
     if first is None or size is None:
         return None
     clusters = _single_source(model, first.value)
@@ -112,7 +112,7 @@ def _single_source(model: SemanticModel, expr: cst.BaseExpression) -> Optional[c
     """The one expression that builds `expr` (through names bound once), or None."""
     if not isinstance(expr, cst.Name):
         return expr
-    sources = model.batch_cost._sources(expr)
+    sources = model.batch_cost.expression_sources(expr)
     return sources[0] if sources is not None and len(sources) == 1 and sources[0] is not expr else None
 
 

@@ -124,11 +124,11 @@ def loading_dominates(model: SemanticModel, loader: DataLoaderCall) -> bool:
     if loader.argument("collate_fn") is not None or not loads_in_training_process(model, loader):
         return False
     dataset = loader.value("dataset")
-    sources = model.batch_cost._sources(dataset) if dataset is not None else None
-    return bool(sources) and all(_makes_images(model, s, 0) for s in sources)
+    sources = model.batch_cost.expression_sources(dataset) if dataset is not None else None
+    return bool(sources) and all(makes_images(model, s, 0) for s in sources)
 
 
-def _makes_images(model: SemanticModel, source: cst.BaseExpression, depth: int) -> bool:
+def makes_images(model: SemanticModel, source: cst.BaseExpression, depth: int) -> bool:
     """A torchvision data set, or a `Subset` subclass of this module built over one (`SubsetWithTransform(dataset,
     indices, transform)`: each item is an item of that data set, a PIL image, and the subclass can only add work
     to it)."""
@@ -140,8 +140,8 @@ def _makes_images(model: SemanticModel, source: cst.BaseExpression, depth: int) 
     local = model.local_class_of(name)
     if local is None or not any(base in _SUBSET_CLASSES for base in local.bases) or not source.args or source.args[0].keyword is not None:
         return False
-    inner = model.batch_cost._sources(source.args[0].value)
-    return bool(inner) and all(_makes_images(model, s, depth + 1) for s in inner)
+    inner = model.batch_cost.expression_sources(source.args[0].value)
+    return bool(inner) and all(makes_images(model, s, depth + 1) for s in inner)
 
 
 def copies_worth_pinning(model: SemanticModel, info: LoaderInfo) -> bool:
@@ -208,7 +208,7 @@ def decode_bound(model: SemanticModel, info: LoaderInfo) -> bool:
     if loader.argument("collate_fn") is not None or loader.argument("batch_sampler") is not None:
         return False
     dataset = loader.value("dataset")
-    sources = model.batch_cost._sources(dataset) if dataset is not None else None
+    sources = model.batch_cost.expression_sources(dataset) if dataset is not None else None
     if not sources or not all(_photo_dataset(model, s) for s in sources):
         return False
     return _light_networks(model)

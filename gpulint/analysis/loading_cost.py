@@ -37,7 +37,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
 
-from gpulint.analysis.batch_bytes import _batch_size
+from gpulint.analysis.batch_bytes import loader_batch_size
 from gpulint.analysis.epoch_length import dataset_work, restart_ms, samples_dataset_once
 
 if TYPE_CHECKING:
@@ -83,7 +83,7 @@ def in_process_loading(model: SemanticModel, info: LoaderInfo) -> Optional[InPro
         return None
     samples, what, sample_ms = found
     if _one_batch_each_use(model, info):
-        batch = _batch_size(model, loader)
+        batch = loader_batch_size(model, loader)
         if batch is None:
             return None
         return InProcessLoading(min(batch, samples), what, sample_ms, True)
@@ -101,9 +101,9 @@ def text_rows_for_long_steps(model: SemanticModel, info: LoaderInfo) -> bool:
     if not loader.known("dataset", "collate_fn") or loader.value("dataset") is None:
         return False
     cost = model.batch_cost
-    if not cost._text_only_module or cost._streamed(loader.value("dataset")):
+    if not cost.text_only_module or cost.streamed_dataset(loader.value("dataset")):
         return False  # an image or an audio clip may take milliseconds a sample; a stream maps its rows as it reads
-    return cost._cheap_collate(loader.value("collate_fn")) and loads_billion_parameter_model(model)
+    return cost.cheap_collate(loader.value("collate_fn")) and loads_billion_parameter_model(model)
 
 
 def _one_batch_each_use(model: SemanticModel, info: LoaderInfo) -> bool:

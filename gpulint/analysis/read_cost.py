@@ -434,7 +434,7 @@ def _tiny_images(model: SemanticModel, loader) -> bool:
     in memory (`TINY_IMAGE_DATASETS`), given no resizing transform: an evaluation's forward of such a batch (784
     pixels a sample) is far shorter than the host's per-sample PIL conversion and transform of the next batch."""
     dataset = loader.value("dataset")
-    sources = model.batch_cost._sources(dataset) if dataset is not None else None
+    sources = model.batch_cost.expression_sources(dataset) if dataset is not None else None
     if not sources:
         return False
     for source in sources:
@@ -442,7 +442,7 @@ def _tiny_images(model: SemanticModel, loader) -> bool:
         if name is None or not name.startswith("torchvision.datasets.") or name.rsplit(".", 1)[-1] not in TINY_IMAGE_DATASETS:
             return False
         transform = next((a.value for a in source.args if a.keyword is not None and a.keyword.value == "transform"), None)
-        steps = model.batch_cost._sources(transform) if transform is not None else []
+        steps = model.batch_cost.expression_sources(transform) if transform is not None else []
         if steps is None:
             return False
         for step in steps:
@@ -458,7 +458,7 @@ def _makes_images(model: SemanticModel, loader) -> bool:
     """Every source of the loader's dataset is a torchvision data set: each item becomes a PIL image (decoded
     from a file, or made from an array held in memory) and goes through the transform in the training process."""
     dataset = loader.value("dataset")
-    sources = model.batch_cost._sources(dataset) if dataset is not None else None
+    sources = model.batch_cost.expression_sources(dataset) if dataset is not None else None
     return bool(sources) and all(_image_source(model, s, 0) for s in sources)
 
 

@@ -34,8 +34,8 @@ _RANDOM_SPLIT = frozenset({"torch.utils.data.random_split", "torch.utils.data.da
 
 def few_batches_a_pass(model: SemanticModel, loader: DataLoaderCall) -> Optional[int]:
     """The number of batches a pass takes when the code shows it is at most `FEW_ITEMS` (see the module); else None."""
-    from gpulint.analysis.batch_bytes import _batch_size, _int_value
-    from gpulint.analysis.loader_bound import _makes_images
+    from gpulint.analysis.batch_bytes import loader_batch_size, resolved_int
+    from gpulint.analysis.loader_bound import makes_images
 
     if not loader.known("dataset", "batch_size", "batch_sampler", "sampler") or loader.argument("batch_sampler") is not None:
         return None
@@ -64,12 +64,12 @@ def few_batches_a_pass(model: SemanticModel, loader: DataLoaderCall) -> Optional
     element = lengths.elements[position]
     if isinstance(element, cst.StarredElement):
         return None
-    samples = _int_value(model, element.value, 0)
-    batch = _batch_size(model, loader)
+    samples = resolved_int(model, element.value, 0)
+    batch = loader_batch_size(model, loader)
     if samples is None or samples < 1 or batch is None or batch < 1:
         return None
-    sources = model.batch_cost._sources(args[0].value)
-    if sources is None or any(_makes_images(model, s, 0) for s in sources):
+    sources = model.batch_cost.expression_sources(args[0].value)
+    if sources is None or any(makes_images(model, s, 0) for s in sources):
         return None  # photographs decoded per sample: ten batches of them are seconds
     batches = -(-samples // batch)
     return batches if batches <= FEW_ITEMS else None
@@ -80,17 +80,17 @@ def _counted_pass(model: SemanticModel, loader: DataLoaderCall) -> Optional[int]
     rows of a tensor, a list written out, a class whose `__len__` returns a literal), when they are at most
     `FEW_ITEMS` in a module of text or rows only (no image, audio or video word: a video decoded per sample can take
     a second, and the second batch then loads while the first trains)."""
-    from gpulint.analysis.batch_bytes import _batch_size
-    from gpulint.analysis.loader_bound import _makes_images
+    from gpulint.analysis.batch_bytes import loader_batch_size
+    from gpulint.analysis.loader_bound import makes_images
 
-    if not model.batch_cost._text_only_module:
+    if not model.batch_cost.text_only_module:
         return None
     samples = model.batch_cost.dataset_length(loader)
-    batch = _batch_size(model, loader)
+    batch = loader_batch_size(model, loader)
     if samples is None or samples < 1 or batch is None or batch < 1:
         return None
     sources = model.batch_cost.dataset_sources(loader)
-    if sources is None or any(_makes_images(model, s, 0) for s in sources):
+    if sources is None or any(makes_images(model, s, 0) for s in sources):
         return None  # photographs decoded per sample: ten batches of them are seconds
     batches = -(-samples // batch)
     return batches if batches <= FEW_ITEMS else None

@@ -97,7 +97,7 @@ def trainer_batches_on_cuda(model: SemanticModel, arguments: cst.Call) -> bool:
     for _, dataset, collator in _trainer_inputs(model, arguments):
         if collator is not None and collate_moves_to_cuda(model, collator):
             return True
-        for source in model.batch_cost._sources(dataset) or ():
+        for source in model.batch_cost.expression_sources(dataset) or ():
             if isinstance(source, cst.Call) and any(
                 a.keyword is not None and a.keyword.value in _PER_BATCH_CALLABLES and collate_moves_to_cuda(model, a.value) for a in source.args
             ):
@@ -126,7 +126,7 @@ def _text_for_a_long_step(model: SemanticModel, dataset: cst.BaseExpression, col
 
     cost = model.batch_cost
     return (
-        cost._text_only_module and cost._cheap_collate(collator) and not cost._streamed(dataset)
+        cost.text_only_module and cost.cheap_collate(collator) and not cost.streamed_dataset(dataset)
         and loads_billion_parameter_model(model)
     )  # fmt: skip
 
@@ -138,14 +138,14 @@ def _tokenized_elsewhere(model: SemanticModel, arguments: cst.Call, trainer: cst
     made them did it up front, in this module or in the one that built the table) or prepared by a TRL trainer's
     constructor."""
     cost = model.batch_cost
-    if not cost._cheap_collate(collator):
+    if not cost.cheap_collate(collator):
         return False
-    sources = cost._sources(dataset)
+    sources = cost.expression_sources(dataset)
     if not sources:
         return False
     if all(_pretokenized_class(model, s) for s in sources):
         return True
-    if not cost._text_only_module or cost._streamed(dataset):
+    if not cost.text_only_module or cost.streamed_dataset(dataset):
         return False  # a vision-language collator processes each batch's images; a stream maps rows as it reads
     if _from_trl(model, trainer):
         return all(_arrow_table(model, s, 0) for s in sources) and _prepares_text(model, trainer, arguments)
@@ -225,7 +225,7 @@ def _arrow_table(model: SemanticModel, source: cst.BaseExpression, depth: int) -
 def _table_of(model: SemanticModel, expr: cst.BaseExpression, depth: int) -> bool:
     if isinstance(expr, (cst.Call, cst.Subscript)):
         return _arrow_table(model, expr, depth)
-    sources = model.batch_cost._sources(expr)
+    sources = model.batch_cost.expression_sources(expr)
     return bool(sources) and all(s is not expr and _arrow_table(model, s, depth) for s in sources)
 
 
@@ -246,7 +246,7 @@ def _made_elsewhere(model: SemanticModel, source: cst.BaseExpression, depth: int
     if not isinstance(func, cst.Attribute) or model.call_name(source) or func.attr.value not in _TABLE_METHODS | _ARROW_ONLY_METHODS:
         return False
     receiver = func.value
-    if isinstance(receiver, (cst.Name, cst.Attribute)) and model.batch_cost._sources(receiver) is None:
+    if isinstance(receiver, (cst.Name, cst.Attribute)) and model.batch_cost.expression_sources(receiver) is None:
         return func.attr.value in _ARROW_ONLY_METHODS
     return _made_elsewhere_of(model, receiver, depth + 1)
 
@@ -254,7 +254,7 @@ def _made_elsewhere(model: SemanticModel, source: cst.BaseExpression, depth: int
 def _made_elsewhere_of(model: SemanticModel, expr: cst.BaseExpression, depth: int) -> bool:
     if isinstance(expr, (cst.Call, cst.Subscript)):
         return _made_elsewhere(model, expr, depth)
-    sources = model.batch_cost._sources(expr)
+    sources = model.batch_cost.expression_sources(expr)
     return bool(sources) and all(s is not expr and _made_elsewhere(model, s, depth) for s in sources)
 
 
@@ -264,12 +264,12 @@ def _heavy(model: SemanticModel, dataset: cst.BaseExpression, collator: Optional
     or the module handles images, audio or video and the rows are not proved cheap (decoded media, or features
     stored as Python lists that each batch converts back into arrays)."""
     cost = model.batch_cost
-    if cost._streamed(dataset):
+    if cost.streamed_dataset(dataset):
         return True
-    sources = cost._sources(dataset)
+    sources = cost.expression_sources(dataset)
     if sources is not None and any(_transformed(model, s, 0) for s in sources):
         return True
-    return not cost._text_only_module and not cost._cheap_items(dataset, collator)
+    return not cost.text_only_module and not cost._cheap_items(dataset, collator)
 
 
 def _transformed(model: SemanticModel, source: cst.BaseExpression, depth: int) -> bool:
@@ -320,14 +320,14 @@ def _trainer_inputs(model: SemanticModel, arguments: cst.Call) -> list[tuple[cst
             continue
         if info is not None and _overrides_loading(model, info.node.name.value):
             given = frameworks.hf_trainer_inputs(trainer)
-            args = cost._sources(given.args) if given is not None and given.args is not None else None
+            args = cost.expression_sources(given.args) if given is not None and given.args is not None else None
             if args is None or any(s is arguments for s in args):
                 return []
             continue
         inputs = frameworks.hf_trainer_inputs(trainer)
         if inputs is None:
             return []
-        sources = cost._sources(inputs.args) if inputs.args is not None else None
+        sources = cost.expression_sources(inputs.args) if inputs.args is not None else None
         if sources is None or not any(s is arguments for s in sources):
             continue
         if len(sources) != 1:

@@ -45,7 +45,7 @@ def _is_run_config(model: SemanticModel, expr: cst.BaseExpression) -> bool:
         return True
     if isinstance(expr, cst.Attribute) and expr.attr.value == "config":
         return _starts_run(model, expr.value)
-    sources = model.batch_cost._sources(expr) if isinstance(expr, cst.Name) else None
+    sources = model.batch_cost.expression_sources(expr) if isinstance(expr, cst.Name) else None
     return bool(sources) and all(s is not expr and _is_run_config(model, s) for s in sources)  # type: ignore[union-attr]
 
 
@@ -62,7 +62,7 @@ def _starts_run(model: SemanticModel, expr: cst.BaseExpression) -> bool:
         if isinstance(item, cst.WithItem) and isinstance(item.asname, cst.AsName) and isinstance(item.asname.name, cst.Name):
             if item.asname.name.value == expr.value:
                 return True
-    sources = model.batch_cost._sources(expr)
+    sources = model.batch_cost.expression_sources(expr)
     return bool(sources) and all(isinstance(s, cst.Call) and model.call_name(s) == _INIT for s in sources)
 
 
@@ -95,7 +95,7 @@ def _init_configs(model: SemanticModel) -> Optional[list[list[tuple[str, cst.Bas
 
 
 def _written_dict(model: SemanticModel, expr: cst.BaseExpression) -> Optional[list[tuple[str, cst.BaseExpression]]]:
-    sources = model.batch_cost._sources(expr)
+    sources = model.batch_cost.expression_sources(expr)
     if not sources or len(sources) != 1:
         return None
     written = sources[0]
